@@ -1,0 +1,1 @@
+"""The click CLI: one thin module per command, discovered by ``main``."""

@@ -1,0 +1,75 @@
+"""Read and write FlameGraph folded stacks with austin-style ``# key: value`` header lines."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, Iterable, Iterator, Mapping, TextIO
+
+from ..errors import InputError
+from .profile import Stack
+
+# flamegraph.pl's own line pattern: a header must never look like a stack line.
+_STACK_LINE = re.compile(r"^(.*)\s+?(\d+(?:\.\d*)?)$")
+_HEADER_GUARD = " #"
+
+
+def header_line(key: str, value: Any) -> str:
+    line = f"# {key}: {value}"
+    if _STACK_LINE.match(line):
+        line += _HEADER_GUARD
+    return line
+
+
+def sorted_stacks(stacks: Mapping[Stack, int]) -> list[tuple[Stack, int]]:
+    """Stacks in a stable order (by frames) so the same input writes the same bytes."""
+    return sorted(stacks.items(), key=lambda kv: kv[0])
+
+
+def write_folded(out: TextIO, stacks: Mapping[Stack, int], headers: Mapping[str, Any] | None = None) -> None:
+    for key, value in (headers or {}).items():
+        out.write(header_line(key, value) + "\n")
+    for stack, count in sorted_stacks(stacks):
+        out.write(";".join(stack) + f" {count}\n")
+
+
+def save_folded(path: Path, stacks: Mapping[Stack, int], headers: Mapping[str, Any] | None = None) -> None:
+    with open(path, "w", encoding="utf-8", errors="surrogateescape", newline="\n") as out:
+        write_folded(out, stacks, headers)
+
+
+def parse_folded(lines: Iterable[str], name: str = "<folded>") -> tuple[dict[Stack, int], dict[str, str]]:
+    """Parse folded lines into (stacks, headers). Bad lines raise InputError with the line number."""
+    stacks: dict[Stack, int] = {}
+    headers: dict[str, str] = {}
+    for lineno, raw in enumerate(lines, 1):
+        line = raw.rstrip("\r\n")
+        if not line.strip():
+            continue
+        if line.startswith("#"):
+            key, sep, value = line[1:].partition(":")
+            if sep:
+                value = value.strip()
+                if value.endswith(_HEADER_GUARD.strip()) and line.endswith(_HEADER_GUARD):
+                    value = value[: -len(_HEADER_GUARD.strip())].rstrip()
+                headers[key.strip()] = value
+            continue
+        frames, _, count = line.rpartition(" ")
+        if not frames or not count.isdigit():
+            raise InputError(
+                f"{name}:{lineno}: not a folded stack line ('frame;frame;leaf COUNT')",
+                "check the file is stackcollapse/pmuprof folded output and was not truncated",
+            )
+        stack = tuple(frames.split(";"))
+        stacks[stack] = stacks.get(stack, 0) + int(count)
+    return stacks, headers
+
+
+def load_folded(path: Path) -> tuple[dict[Stack, int], dict[str, str]]:
+    with open(path, encoding="utf-8", errors="surrogateescape") as fh:
+        return parse_folded(fh, str(path))
+
+
+def iter_lines(path: Path) -> Iterator[str]:
+    with open(path, encoding="utf-8", errors="surrogateescape") as fh:
+        yield from fh

@@ -1,0 +1,188 @@
+"""Fold ``perf script`` text (default or pmuprof's minimal fields, with call chains) into stacks."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Iterable
+
+from .profile import Stack
+
+MYSQL_COMMS = ("mysqld", "mariadbd")
+
+# "comm  pid/tid ..." or "comm  tid ...": comm may hold spaces, so anchor on the first number field.
+_HEADER = re.compile(r"^(?P<comm>\S.*?)\s+(?P<a>\d+)(?:/(?P<b>\d+))?(?:\s|$)(?P<rest>.*)$")
+_EVENT = re.compile(r"\s(?P<event>[A-Za-z][\w.\-/=,]*(?::[a-zA-Z]*)?):\s*$")
+_USER_PSEUDO_DSOS = frozenset({"[unknown]", "[vdso]", "[vsyscall]", "[heap]", "[stack]", "[anon]", "[uprobes]"})
+_OFFSET = re.compile(r"\+0x(?P<off>[0-9a-fA-F]+)$")
+
+
+@dataclass
+class FoldResult:
+    """What folding kept, what it dropped, and why."""
+
+    stacks: Counter = field(default_factory=Counter)
+    leaves: Counter = field(default_factory=Counter)  # (dso, symbol, offset) -> samples
+    names: dict = field(default_factory=dict)  # pid -> process name
+    events: Counter = field(default_factory=Counter)
+    kept: int = 0
+    filtered: int = 0
+    bad_lines: int = 0
+    truncated: bool = False
+    pid_known: bool = True
+
+    def warnings(self) -> list[str]:
+        out = []
+        if self.truncated:
+            out.append("perf script text ends inside a sample: the last, incomplete sample was dropped")
+        if self.bad_lines:
+            out.append(f"{self.bad_lines} line(s) of perf script text were not understood and were skipped")
+        if not self.pid_known:
+            out.append("perf script text has no pid field: threads are grouped by command name")
+        return out
+
+
+def split_frame(line: str) -> tuple[str, str, int | None] | None:
+    """'  addr sym+0xoff (dso)' -> (symbol, dso, offset); None when the line is not a frame."""
+    body = line.strip()
+    addr, _, tail = body.partition(" ")
+    if not addr or not tail or not all(c in "0123456789abcdefABCDEF" for c in addr):
+        return None
+    tail = tail.strip()
+    if not tail.endswith(")") or " (" not in tail and not tail.startswith("("):
+        return None
+    cut = tail.rfind(" (")
+    sym, dso = (tail[:cut], tail[cut + 2 : -1]) if cut >= 0 else ("[unknown]", tail[1:-1])
+    offset = None
+    m = _OFFSET.search(sym)
+    if m:
+        offset = int(m.group("off"), 16)
+        sym = sym[: m.start()]
+    return sym.strip() or "[unknown]", dso, offset
+
+
+def frame_label(sym: str, dso: str) -> str:
+    """FlameGraph conventions: '_[k]' for kernel frames, '[dso]' for unnamed user code."""
+    kernel = dso.startswith("[kernel") or (
+        dso.startswith("[") and dso.endswith("]") and dso not in _USER_PSEUDO_DSOS
+    )
+    if sym == "[unknown]":
+        if dso and dso not in ("[unknown]", "unknown"):
+            base = dso.rsplit("/", 1)[-1]
+            return f"[{base}]" if not base.startswith("[") else base
+        return "[unknown]"
+    name = sym.replace(";", ":")
+    return f"{name}_[k]" if kernel else name
+
+
+class Folder:
+    """Streaming folder: feed lines, then ``finish()``. Memory grows with unique stacks only."""
+
+    def __init__(self, pids: Iterable[int] = (), comms: Iterable[str] = (), per_thread: bool = False) -> None:
+        self.pids = set(pids)
+        self.comms = set(comms)
+        self.per_thread = per_thread
+        self.result = FoldResult()
+        self._raw: Counter = Counter()  # (pid, comm, tid, frames) -> count
+        self._header: tuple[int, str, int] | None = None
+        self._frames: list[tuple[str, str, int | None]] = []
+        self._keep = False
+        self._seen_comm: dict[int, Counter] = {}
+
+    def feed(self, line: str) -> None:
+        if not line.strip():
+            self._end_sample()
+            return
+        if line[0] in " \t":
+            if self._header is None:
+                self.result.bad_lines += 1
+                return
+            frame = split_frame(line)
+            if frame is None:
+                self.result.bad_lines += 1
+            elif self._keep:
+                self._frames.append(frame)
+            return
+        self._end_sample()
+        self._start_sample(line.rstrip("\n"))
+
+    def _start_sample(self, line: str) -> None:
+        m = _HEADER.match(line)
+        if not m:
+            self.result.bad_lines += 1
+            return
+        comm = m.group("comm").strip()
+        if m.group("b") is not None:
+            pid, tid = int(m.group("a")), int(m.group("b"))
+        else:
+            self.result.pid_known = False
+            pid, tid = -1, int(m.group("a"))
+        ev = _EVENT.search(line)
+        if ev:
+            self.result.events[ev.group("event").split(":")[0]] += 1
+        self._header = (pid, comm, tid)
+        self._frames = []
+        self._keep = self._wanted(pid, comm)
+
+    def _wanted(self, pid: int, comm: str) -> bool:
+        if self.pids:
+            return pid in self.pids
+        if self.comms:
+            return comm in self.comms
+        return True
+
+    def _end_sample(self) -> None:
+        if self._header is None:
+            return
+        pid, comm, tid = self._header
+        self._header = None
+        if not self._keep:
+            self.result.filtered += 1
+            return
+        if not self._frames:
+            self._frames = [("[unknown]", "[unknown]", None)]
+        self._seen_comm.setdefault(pid, Counter())[comm] += 1
+        if tid == pid:
+            self.result.names[pid] = comm
+        leaf_sym, leaf_dso, leaf_off = self._frames[0]
+        if leaf_off is not None and leaf_sym != "[unknown]":
+            self.result.leaves[(leaf_dso, leaf_sym, leaf_off)] += 1
+        frames = tuple(frame_label(s, d) for s, d, _ in reversed(self._frames))
+        self._raw[(pid, comm, tid, frames)] += 1
+        self.result.kept += 1
+
+    def finish(self, truncated: bool = False) -> FoldResult:
+        if self._header is not None:
+            if truncated:
+                self._header = None
+                self.result.truncated = True
+            else:
+                self._end_sample()
+        res = self.result
+        for pid, comms in self._seen_comm.items():
+            res.names.setdefault(pid, comms.most_common(1)[0][0])
+        by_pid = {p for (p, _, _, _) in self._raw}
+        label_pid = len({res.names.get(p) for p in by_pid}) < len(by_pid)
+        for (pid, comm, tid, frames), count in self._raw.items():
+            name = comm if pid < 0 else res.names[pid]
+            root = f"{name}-{pid}" if label_pid and pid >= 0 else name
+            head: Stack = (root.replace(" ", "_").replace(";", ":"),)
+            if self.per_thread:
+                head += (f"{comm.replace(';', ':')}-{tid}",)
+            res.stacks[head + frames] += count
+        return res
+
+
+def default_comm_filter(comms_seen: Iterable[str]) -> tuple[str, ...]:
+    """For system-wide input with no --pid/--comm: mysqld/mariadbd when present, else everything."""
+    present = set(comms_seen)
+    return tuple(c for c in MYSQL_COMMS if c in present)
+
+
+def fold_lines(lines: Iterable[str], pids: Iterable[int] = (), comms: Iterable[str] = (),
+               per_thread: bool = False, truncated: bool = False) -> FoldResult:
+    folder = Folder(pids, comms, per_thread)
+    for line in lines:
+        folder.feed(line)
+    return folder.finish(truncated=truncated)
