@@ -26,10 +26,11 @@ class BuildWithHelper(build_py):
                 f"pmuprof: to enable PMU events, PAUSE calibration and skid correction: apt-get install {HELPER_PACKAGES}\n"
             )
             return
-        built = HERE / "native" / "build" / "pmuprof-helper"
-        if built.is_file():
-            target.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(built, target / "pmuprof-helper")
+        for name in ("pmuprof-helper", "pmuprof-fold"):
+            built = HERE / "native" / "build" / name
+            if built.is_file():
+                target.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(built, target / name)
 
 
 setup(

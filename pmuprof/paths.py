@@ -30,16 +30,26 @@ def demo_source_dir() -> Path:
     return _resource("demo", "examples/demo")
 
 
-def helper_path() -> Path | None:
-    """The pmuprof-helper executable: $PMUPROF_HELPER, installed, checkout build, or PATH."""
-    env = os.environ.get("PMUPROF_HELPER")
-    candidates = [Path(env)] if env else []
-    candidates += [PACKAGE_DIR / "bin" / "pmuprof-helper", CHECKOUT_DIR / "native" / "build" / "pmuprof-helper"]
-    for cand in candidates:
+def native_path(name: str, env_var: str) -> Path | None:
+    """A native executable: $ENV_VAR, installed in the package, the checkout's build, or PATH."""
+    env = os.environ.get(env_var)
+    if env is not None:  # set but empty disables it (tests of the fallback path)
+        return Path(env) if env and Path(env).is_file() else None
+    for cand in (PACKAGE_DIR / "bin" / name, CHECKOUT_DIR / "native" / "build" / name):
         if cand.is_file() and os.access(cand, os.X_OK):
             return cand
-    found = shutil.which("pmuprof-helper")
+    found = shutil.which(name)
     return Path(found) if found else None
+
+
+def helper_path() -> Path | None:
+    """pmuprof-helper (libpfm4 events, counting, PAUSE calibration, skid correction)."""
+    return native_path("pmuprof-helper", "PMUPROF_HELPER")
+
+
+def fold_path() -> Path | None:
+    """pmuprof-fold (fast perf-script folder)."""
+    return native_path("pmuprof-fold", "PMUPROF_FOLD")
 
 
 def perf_path() -> str | None:

@@ -34,7 +34,7 @@ def write_folded(out: TextIO, stacks: Mapping[Stack, int], headers: Mapping[str,
 
 
 def save_folded(path: Path, stacks: Mapping[Stack, int], headers: Mapping[str, Any] | None = None) -> None:
-    with open(path, "w", encoding="utf-8", errors="surrogateescape", newline="\n") as out:
+    with open(path, "w", encoding="utf-8", newline="\n") as out:
         write_folded(out, stacks, headers)
 
 
@@ -66,10 +66,10 @@ def parse_folded(lines: Iterable[str], name: str = "<folded>") -> tuple[dict[Sta
 
 
 def load_folded(path: Path) -> tuple[dict[Stack, int], dict[str, str]]:
-    with open(path, encoding="utf-8", errors="surrogateescape") as fh:
+    with open(path, encoding="utf-8", errors="backslashreplace") as fh:
         return parse_folded(fh, str(path))
 
 
 def iter_lines(path: Path) -> Iterator[str]:
-    with open(path, encoding="utf-8", errors="surrogateescape") as fh:
+    with open(path, encoding="utf-8", errors="backslashreplace") as fh:
         yield from fh

@@ -1,0 +1,1 @@
+"""Rules engine: load rule files, match them against a Profile and facts, return Findings."""

@@ -1,0 +1,46 @@
+"""The Finding: what a rule concluded, with the evidence that fired it (findings.json contract)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+SEVERITY_ORDER = {"critical": 0, "warning": 1, "info": 2}
+
+
+@dataclass(frozen=True)
+class Finding:
+    rule: str
+    severity: str  # critical | warning | info
+    title: str
+    share: float  # fraction of the target's samples the finding covers, 0..1
+    message: str = ""
+    evidence: dict[str, Any] = field(default_factory=dict)
+    fix: str = ""
+    next_steps: tuple[str, ...] = ()
+    references: tuple[str, ...] = ()
+    chain: tuple[str, ...] = ()  # hot frame first, then the callers that explain it
+    process: str = ""  # process label the finding is about ("" = all targets)
+
+    def sort_key(self) -> tuple[int, float, str]:
+        return (SEVERITY_ORDER.get(self.severity, 9), -self.share, self.rule)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "rule": self.rule,
+            "severity": self.severity,
+            "title": self.title,
+            "share": round(self.share, 6),
+            "message": self.message,
+            "evidence": self.evidence,
+            "fix": self.fix,
+            "next_steps": list(self.next_steps),
+            "references": list(self.references),
+            "chain": list(self.chain),
+            "process": self.process,
+        }
+
+
+def ordered(findings: list[Finding]) -> list[Finding]:
+    """Severity first, then share (largest first), then rule id for stable output."""
+    return sorted(findings, key=Finding.sort_key)
