@@ -1,0 +1,313 @@
+"""Collect MySQL/MariaDB server facts (mysql.json) over PyMySQL; never raises, never shows a password."""
+
+from __future__ import annotations
+
+import getpass
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from . import mysqlparse as mp
+from .elfsym import read_process_symbol
+from .optionfiles import client_options
+from .semaphores import parse_semaphores
+
+DEFAULT_SOCKETS = ("/run/mysqld/mysqld.sock", "/var/run/mysqld/mysqld.sock", "/var/lib/mysql/mysql.sock",
+                   "/tmp/mysql.sock")
+_LOOPBACK = ("127.0.0.1", "::1", "localhost")
+_ERROR_LOG_TAIL = 64 << 20  # bytes of the error log to scan
+
+
+@dataclass(frozen=True)
+class MysqlOptions:
+    """How to reach the server. Holds no password: only where to read one from."""
+
+    socket: str | None = None
+    host: str | None = None
+    port: int | None = None
+    user: str | None = None
+    password_env: str | None = None  # name of an environment variable holding the password
+    defaults_file: str | None = None  # read only this option file, like mysql --defaults-file
+    connect_timeout: float = 3.0
+
+    @property
+    def explicit(self) -> bool:
+        return bool(self.socket or self.host or self.port)
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """One place to try: a unix socket path, or a TCP host and port."""
+
+    socket: str | None = None
+    host: str | None = None
+    port: int | None = None
+
+    def __str__(self) -> str:
+        return f"socket {self.socket}" if self.socket else f"tcp {self.host}:{self.port}"
+
+    @property
+    def local(self) -> bool:
+        return bool(self.socket) or (self.host or "") in _LOOPBACK
+
+
+def _scrub(text: str, secrets: list[str]) -> str:
+    line = " ".join(str(text).split())
+    for secret in secrets:
+        if secret:
+            line = line.replace(secret, "***")
+    return line[:300]
+
+
+def _read(path: str) -> str:
+    try:
+        return Path(path).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
+
+
+def pid_sockets(pid: int) -> list[str]:
+    """Listening unix sockets of ``pid``: its fds in /proc/PID/net/unix, then ``--socket=`` on its command line."""
+    inodes: set[int] = set()
+    try:
+        for fd in os.listdir(f"/proc/{pid}/fd"):
+            try:
+                link = os.readlink(f"/proc/{pid}/fd/{fd}")
+            except OSError:
+                continue
+            if link.startswith("socket:["):
+                inodes.add(int(link[8:-1]))
+    except OSError:
+        pass
+    found = mp.listening_unix_sockets(_read(f"/proc/{pid}/net/unix"), inodes) if inodes else []
+    arg = mp.socket_from_cmdline(_read(f"/proc/{pid}/cmdline").split("\0"))
+    if arg and arg not in found:
+        found.append(arg)
+    out = []
+    for path in found:  # a server in a container: reach its socket through its root
+        out.append(path if os.path.exists(path) or not os.path.exists(f"/proc/{pid}/root{path}")
+                   else f"/proc/{pid}/root{path}")
+    return out
+
+
+def endpoints(opts: MysqlOptions, files: dict[str, str | None], pid: int | None) -> list[Endpoint]:
+    """Where to try, in order: explicit options; else the pid's sockets, option files, default sockets."""
+    def port_of(value: Any) -> int:
+        return int(value) if str(value or "").isdigit() else 3306
+
+    if opts.socket:
+        return [Endpoint(socket=opts.socket)]
+    if opts.host or opts.port:
+        return [Endpoint(host=opts.host or "127.0.0.1", port=opts.port or port_of(files.get("port")))]
+    out: list[Endpoint] = [Endpoint(socket=s) for s in (pid_sockets(pid) if pid else [])]
+    if files.get("socket"):
+        out.append(Endpoint(socket=str(files["socket"])))
+    if files.get("host") and files["host"] != "localhost":
+        out.append(Endpoint(host=str(files["host"]), port=port_of(files.get("port"))))
+    out += [Endpoint(socket=s) for s in DEFAULT_SOCKETS if os.path.exists(s)]
+    if files.get("port"):
+        out.append(Endpoint(host="127.0.0.1", port=port_of(files["port"])))
+    unique: list[Endpoint] = []
+    for e in out:
+        if e not in unique:
+            unique.append(e)
+    return unique
+
+
+def _password(opts: MysqlOptions, files: dict[str, str | None]) -> str | None:
+    if opts.password_env:
+        return os.environ.get(opts.password_env)
+    if files.get("password") is not None:
+        return files["password"]
+    return os.environ.get("MYSQL_PWD")
+
+
+def _connect(opts: MysqlOptions, pid: int | None) -> tuple[Any, Endpoint, list[str]]:
+    """The first endpoint that answers; raises ConnectionError with a scrubbed one-line reason."""
+    import pymysql
+
+    files = client_options(opts.defaults_file)
+    password = _password(opts, files)
+    secrets = [password] if password else []
+    user = opts.user or files.get("user") or getpass.getuser()
+    tried = endpoints(opts, files, pid)
+    if not tried:
+        raise ConnectionError("no server socket found (give --mysql-socket or --mysql-host)")
+    errors = []
+    for ep in tried:
+        try:
+            conn = pymysql.connect(unix_socket=ep.socket, host=ep.host or "localhost", port=ep.port or 3306,
+                                   user=user, password=password or "", connect_timeout=opts.connect_timeout,
+                                   read_timeout=30, write_timeout=30, autocommit=True, charset="utf8mb4")
+            return conn, ep, secrets
+        except Exception as err:  # noqa: BLE001 - any driver failure means "try the next one"
+            errors.append(f"{ep}: {_scrub(err, secrets)}")
+    raise ConnectionError(_scrub("; ".join(errors), secrets))
+
+
+def _rows(conn: Any, sql: str) -> list[dict[str, Any]]:
+    import pymysql.cursors
+
+    with conn.cursor(pymysql.cursors.DictCursor) as cur:
+        cur.execute(sql)
+        return list(cur.fetchall())
+
+
+def _pairs(conn: Any, sql: str) -> dict[str, str]:
+    with conn.cursor() as cur:
+        cur.execute(sql)
+        return {str(r[0]): "" if r[1] is None else str(r[1]) for r in cur.fetchall()}
+
+
+def _innodb_status(conn: Any) -> str:
+    with conn.cursor() as cur:
+        cur.execute("SHOW ENGINE INNODB STATUS")
+        row = cur.fetchone()
+    return str(row[2]) if row else ""
+
+
+def _processlist(conn: Any, own_id: int, variables: dict[str, str], missing: list[str]) -> dict[str, Any]:
+    rows = _rows(conn, "SELECT * FROM information_schema.PROCESSLIST")
+    for row in rows:
+        row.pop("INFO", None)  # query text can hold literals and secrets: never kept
+        row.pop("INFO_BINARY", None)
+    has_tid = bool(rows) and "TID" in {k.upper() for k in rows[0]}
+    names: dict[str, str] = {}
+    if not has_tid and variables.get("performance_schema") == "ON":
+        tids = {r["PROCESSLIST_ID"]: r["THREAD_OS_ID"] for r in _rows(
+            conn, "SELECT PROCESSLIST_ID, THREAD_OS_ID, NAME FROM performance_schema.threads")
+            if r.get("PROCESSLIST_ID") is not None}
+        for row in rows:
+            row["TID"] = tids.get(row.get("ID"))
+        has_tid = True
+    if variables.get("performance_schema") == "ON":
+        names = {str(r["THREAD_OS_ID"]): str(r["NAME"]) for r in _rows(
+            conn, "SELECT THREAD_OS_ID, NAME FROM performance_schema.threads WHERE THREAD_OS_ID IS NOT NULL")}
+    if not has_tid:
+        missing.append("processlist has no thread ids (no TID column, performance_schema OFF)")
+    summary = mp.processlist_summary(rows, own_id)
+    if names:
+        summary["thread_names"] = names
+    return summary
+
+
+def _error_log(variables: dict[str, str], pid: int | None, local: bool, missing: list[str]) -> dict[str, Any] | None:
+    path = variables.get("log_error", "")
+    if not path or path == "stderr":
+        missing.append("log_error is empty: the error log goes to stderr/journal, not read")
+        return None
+    if not os.path.isabs(path):
+        path = os.path.join(variables.get("datadir", ""), path)
+    path = os.path.normpath(path)
+    if not local:
+        missing.append(f"error log {path} is on the server host, not read")
+        return {"path": path, "memory_barrier": None, "line": None, "event_mutexes": None}
+    candidates = [path] + ([f"/proc/{pid}/root{path}"] if pid else [])
+    for cand in candidates:
+        try:
+            with open(cand, "rb") as fh:
+                fh.seek(max(0, os.fstat(fh.fileno()).st_size - _ERROR_LOG_TAIL))
+                lines = (raw.decode("utf-8", "replace") for raw in fh)
+                return {"path": path, **mp.scan_error_log(lines)}
+        except OSError as err:
+            reason = err.strerror or str(err)
+    missing.append(f"error log {path} unreadable: {reason}")
+    return {"path": path, "memory_barrier": None, "line": None, "event_mutexes": None}
+
+
+def _server_pid(variables: dict[str, str], local: bool) -> int | None:
+    """The server's pid from @@pid_file, when it is on this host and names a live mysqld/mariadbd."""
+    text = _read(variables.get("pid_file", "")).strip() if local else ""
+    if not text.isdigit():
+        return None
+    comm = _read(f"/proc/{text}/comm").strip()
+    return int(text) if comm in ("mysqld", "mariadbd") else None
+
+
+def _relax_multiplier(pid: int | None, missing: list[str]) -> int | None:
+    if pid is None:
+        missing.append("my_cpu_relax_multiplier not read: server pid unknown")
+        return None
+    try:
+        return read_process_symbol(pid, "my_cpu_relax_multiplier", 4)
+    except (OSError, LookupError, ValueError) as err:
+        missing.append(f"my_cpu_relax_multiplier not read from pid {pid}: {err}")
+        return None
+
+
+def _section(missing: list[str], what: str, fn: Callable[[], Any], secrets: list[str]) -> Any:
+    try:
+        return fn()
+    except Exception as err:  # noqa: BLE001 - one failed query must not lose the other facts
+        missing.append(f"{what}: {_scrub(err, secrets)}")
+        return None
+
+
+def _server(conn: Any) -> tuple[dict[str, Any], int]:
+    with conn.cursor() as cur:
+        cur.execute("SELECT @@version, @@version_comment, CONNECTION_ID()")
+        version, comment, own_id = cur.fetchone()
+    return {"version": version, "version_comment": comment, "family": mp.server_family(version, comment or ""),
+            "version_tuple": mp.version_tuple(version)}, int(own_id)
+
+
+def _semaphores(conn: Any, missing: list[str]) -> dict[str, Any]:
+    sem = parse_semaphores(_innodb_status(conn))
+    if not sem["found"]:
+        missing.append("SHOW ENGINE INNODB STATUS has no SEMAPHORES section")
+    elif sem["empty"]:
+        missing.append("SEMAPHORES section empty (MariaDB 10.6+ has no sync array: spin waits show only in the profile)")
+    return sem
+
+
+def _facts(conn: Any, ep: Endpoint, pid: int | None, interval_s: float, secrets: list[str]) -> dict[str, Any]:
+    missing: list[str] = []
+    server, own_id = _server(conn)
+    t0, before = time.monotonic(), _pairs(conn, "SHOW GLOBAL STATUS")
+    variables = mp.mask_secrets(_pairs(conn, "SHOW GLOBAL VARIABLES"))
+    sem = _section(missing, "SHOW ENGINE INNODB STATUS", lambda: _semaphores(conn, missing), secrets)
+    plist = _section(missing, "processlist", lambda: _processlist(conn, own_id, variables, missing), secrets)
+    time.sleep(max(0.0, interval_s - (time.monotonic() - t0)))
+    t1, after = time.monotonic(), _pairs(conn, "SHOW GLOBAL STATUS")
+    if variables.get("performance_schema") != "ON":
+        missing.append("performance_schema is OFF")
+    if "innodb_buffer_pool_instances" not in variables:
+        missing.append("innodb_buffer_pool_instances does not exist on this server")
+    server_pid = pid or _server_pid(variables, ep.local)
+    facts: dict[str, Any] = {
+        "reachable": True, "error": None, "source": str(ep), "pid": server_pid,
+        "server": server, "variables": variables,
+        "status": {"interval_s": round(t1 - t0, 3), "before": before, "after": after,
+                   "rates": mp.status_rates(before, after, t1 - t0)},
+        "semaphores": sem, "processlist": plist,
+        "error_log": _error_log(variables, server_pid, ep.local, missing),
+        "my_cpu_relax_multiplier": None,
+    }
+    if server["family"] == "mariadb":
+        facts["my_cpu_relax_multiplier"] = _relax_multiplier(server_pid if ep.local else None, missing)
+    facts["missing"] = missing
+    return facts
+
+
+def collect_facts(opts: MysqlOptions | None, pid: int | None = None, interval_s: float = 2.0) -> dict[str, Any]:
+    """Server facts for mysql.json; ``{"reachable": false, "error": ...}`` when the server cannot be used.
+
+    Never raises. No password appears in the result or its error text.
+    """
+    opts = opts or MysqlOptions()
+    secrets: list[str] = []
+    try:
+        conn, ep, secrets = _connect(opts, pid)
+    except Exception as err:  # noqa: BLE001 - unreachable is a fact, not a failure
+        return {"reachable": False, "error": _scrub(err, secrets) or type(err).__name__}
+    try:
+        return _facts(conn, ep, pid, interval_s, secrets)
+    except Exception as err:  # noqa: BLE001
+        return {"reachable": False, "error": f"{ep}: {_scrub(err, secrets)}", "source": str(ep)}
+    finally:
+        try:
+            conn.close()
+        except Exception:  # noqa: BLE001
+            pass

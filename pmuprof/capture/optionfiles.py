@@ -1,0 +1,105 @@
+"""Read MySQL/MariaDB client option files (my.cnf) the way the mysql client does."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Iterable
+
+# Groups the mariadb/mysql command-line client reads, in this order.
+CLIENT_GROUPS = ("client", "client-server", "client-mariadb", "mysql", "mariadb-client")
+DEFAULT_FILES = ("/etc/my.cnf", "/etc/mysql/my.cnf", "~/.my.cnf")
+_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "b": "\b", "s": " ", '"': '"', "'": "'", "\\": "\\"}
+_MAX_DEPTH = 8
+
+
+def _unquote(value: str) -> str:
+    """Strip a trailing comment and matching quotes; expand backslash escapes like the client."""
+    value = value.strip()
+    if value[:1] in ("'", '"'):
+        quote = value[0]
+        end = value.find(quote, 1)
+        if end > 0:
+            return value[1:end]
+    hash_at = value.find(" #")
+    if hash_at >= 0:
+        value = value[:hash_at].rstrip()
+    out, i = [], 0
+    while i < len(value):
+        ch = value[i]
+        if ch == "\\" and i + 1 < len(value):
+            out.append(_ESCAPES.get(value[i + 1], "\\" + value[i + 1]))
+            i += 2
+            continue
+        out.append(ch)
+        i += 1
+    return "".join(out)
+
+
+def parse_option_text(text: str) -> list[tuple[str, str, str | None]]:
+    """Parse my.cnf text into ``(group, key, value)`` in file order; keys use ``_`` not ``-``.
+
+    ``!include FILE`` / ``!includedir DIR`` come back as group ``"!"`` with the directive as
+    key and the path as value, so the caller decides what to read. A bare key has value None.
+    """
+    items: list[tuple[str, str, str | None]] = []
+    group = ""
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line[0] in "#;":
+            continue
+        if line.startswith("!include"):
+            directive, _, path = line.partition(" ")
+            items.append(("!", directive, path.strip()))
+            continue
+        if line.startswith("[") and "]" in line:
+            group = line[1:line.index("]")].strip().lower()
+            continue
+        key, eq, value = line.partition("=")
+        key = key.strip().lower().replace("-", "_")
+        if key.startswith("loose_"):
+            key = key[len("loose_"):]
+        items.append((group, key, _unquote(value) if eq else None))
+    return items
+
+
+def _expand(path: Path, depth: int, seen: set[Path]) -> Iterable[tuple[str, str, str | None]]:
+    if depth > _MAX_DEPTH or path in seen:
+        return
+    seen.add(path)
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return
+    for group, key, value in parse_option_text(text):
+        if group != "!":
+            yield group, key, value
+        elif key == "!include" and value:
+            yield from _expand(Path(value), depth + 1, seen)
+        elif key == "!includedir" and value:
+            folder = Path(value)
+            names = sorted(p for p in folder.glob("*") if p.suffix in (".cnf", ".ini")) if folder.is_dir() else []
+            for child in names:
+                yield from _expand(child, depth + 1, seen)
+
+
+def client_options(defaults_file: str | None = None, groups: tuple[str, ...] = CLIENT_GROUPS,
+                   home: str | None = None) -> dict[str, str | None]:
+    """Client options from option files: only ``defaults_file`` when given, else the defaults.
+
+    Later files and later lines win, as with the mysql client.
+    """
+    if defaults_file:
+        files = [Path(defaults_file)]
+    else:
+        home = home if home is not None else os.path.expanduser("~")
+        files = [Path(f.replace("~", home, 1)) for f in DEFAULT_FILES]
+        if os.environ.get("MYSQL_HOME"):
+            files.insert(2, Path(os.environ["MYSQL_HOME"]) / "my.cnf")
+    options: dict[str, str | None] = {}
+    seen: set[Path] = set()
+    for path in files:
+        for group, key, value in _expand(path, 0, seen):
+            if group in groups:
+                options[key] = value
+    return options
