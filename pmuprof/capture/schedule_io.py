@@ -1,0 +1,185 @@
+"""Install/remove the nightly timer (systemd or cron), report its status, and apply retention."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+from ..errors import PmuprofError, ResourceError, UsageError
+from ..model.rundir import RUN_JSON, read_json
+from ..schedule import (
+    CRON_FILE, RUN_FILES, UNIT_NAME, Deletion, RunEntry, ScheduleSpec, cron_text, is_pmuprof_run,
+    plan_retention, service_unit, timer_unit,
+)
+
+UNIT_DIR = Path("/etc/systemd/system")
+HEADER = "# Written by `pmuprof schedule install`"
+SPEC_PREFIX = "# pmuprof-spec: "
+
+
+def systemd_running() -> bool:
+    """sd_booted(): systemd is PID 1 here and systemctl exists."""
+    return Path("/run/systemd/system").is_dir() and shutil.which("systemctl") is not None
+
+
+def _with_spec(text: str, spec: ScheduleSpec) -> str:
+    return text + SPEC_PREFIX + json.dumps(asdict(spec), sort_keys=True) + "\n"
+
+
+def rendered(spec: ScheduleSpec, systemd: bool) -> dict[str, str]:
+    """File path → content that install would write."""
+    if systemd:
+        return {str(UNIT_DIR / f"{UNIT_NAME}.service"): _with_spec(service_unit(spec), spec),
+                str(UNIT_DIR / f"{UNIT_NAME}.timer"): timer_unit(spec)}
+    return {CRON_FILE: _with_spec(cron_text(spec), spec)}
+
+
+def _systemctl(*args: str) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run(["systemctl", *args], capture_output=True, text=True, check=False)
+    if proc.returncode != 0 and args[0] not in ("show", "is-active", "disable"):
+        raise PmuprofError(f"systemctl {' '.join(args)} failed: {proc.stderr.strip() or proc.returncode}",
+                           "run as root on a host booted with systemd, or see journalctl -xe")
+    return proc
+
+
+def _ours(path: Path) -> bool:
+    try:
+        return path.is_file() and HEADER in path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
+
+
+def install(spec: ScheduleSpec, systemd: bool) -> list[str]:
+    """Write the units (or cron file) and enable the timer; refuse to overwrite foreign files."""
+    files = rendered(spec, systemd)
+    for name in files:
+        if Path(name).exists() and not _ours(Path(name)):
+            raise UsageError(f"{name} exists and was not written by pmuprof", "move it away or pick another host")
+    for name, text in files.items():
+        Path(name).parent.mkdir(parents=True, exist_ok=True)
+        Path(name).write_text(text, encoding="utf-8")
+    if systemd:
+        _systemctl("daemon-reload")
+        _systemctl("enable", "--now", f"{UNIT_NAME}.timer")
+    return [f"wrote {name}" for name in files]
+
+
+def remove(systemd: bool) -> list[str]:
+    """Disable the timer and delete the files pmuprof wrote (never a foreign file)."""
+    out = []
+    if systemd:
+        _systemctl("disable", "--now", f"{UNIT_NAME}.timer")
+    names = [UNIT_DIR / f"{UNIT_NAME}.service", UNIT_DIR / f"{UNIT_NAME}.timer", Path(CRON_FILE)]
+    for path in names:
+        if _ours(path):
+            path.unlink()
+            out.append(f"removed {path}")
+    if systemd and out:
+        _systemctl("daemon-reload")
+    return out or ["nothing installed"]
+
+
+def installed_spec() -> dict | None:
+    for path in (UNIT_DIR / f"{UNIT_NAME}.service", Path(CRON_FILE)):
+        if _ours(path):
+            for line in path.read_text(encoding="utf-8").splitlines():
+                if line.startswith(SPEC_PREFIX):
+                    return json.loads(line[len(SPEC_PREFIX):])
+    return None
+
+
+def status(systemd: bool) -> dict:
+    """What is installed, when it runs next, how the last run ended, and the latest run directory."""
+    spec = installed_spec()
+    out: dict = {"installed": spec is not None, "spec": spec, "scheduler": "systemd" if systemd else "cron"}
+    if systemd and spec is not None:
+        timer = _systemctl("show", f"{UNIT_NAME}.timer", "-p", "NextElapseUSecRealtime,LastTriggerUSec,ActiveState")
+        svc = _systemctl("show", f"{UNIT_NAME}.service", "-p", "Result,ExecMainStatus,ActiveState")
+        for line in (timer.stdout + svc.stdout).splitlines():
+            key, _, val = line.partition("=")
+            out[key] = val
+    if spec is not None:
+        runs = [e for e in scan_runs(Path(spec["directory"])) if e.is_pmuprof]
+        out["runs"] = len(runs)
+        out["latest"] = max(runs, key=lambda e: e.started).name if runs else None
+    return out
+
+
+def _owned_files(run: Path) -> list[Path]:
+    """Regular files in a run directory that pmuprof writes (by name); symlinks never count."""
+    out = []
+    for child in run.iterdir():
+        base = child.name[:-4] if child.name.endswith(".tmp") else child.name
+        if base in RUN_FILES and child.is_file() and not child.is_symlink():
+            out.append(child)
+    return out
+
+
+def scan_runs(directory: Path) -> list[RunEntry]:
+    """Each real (non-symlink) directory directly under ``directory``."""
+    if not directory.is_dir():
+        return []
+    out = []
+    for child in sorted(directory.iterdir()):
+        if child.is_symlink() or not child.is_dir():
+            continue
+        try:
+            run = read_json(child / RUN_JSON, None)
+        except PmuprofError:
+            run = None
+        ours = is_pmuprof_run(run) and not (child / RUN_JSON).is_symlink()
+        started = _started(run, child)
+        size = sum(f.stat().st_size for f in _owned_files(child)) if ours else 0
+        out.append(RunEntry(child.name, started, size, ours))
+    return out
+
+
+def _started(run: object, path: Path) -> float:
+    text = run.get("started") if isinstance(run, dict) else None
+    if isinstance(text, str):
+        try:
+            from datetime import datetime
+            return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+        except ValueError:
+            pass
+    return path.stat().st_mtime
+
+
+def delete_run(run: Path) -> list[str]:
+    """Delete pmuprof's files in one run directory; the directory goes only if it is then empty.
+    Returns the names of foreign entries that were kept."""
+    for path in _owned_files(run):
+        path.unlink()
+    kept = sorted(p.name for p in run.iterdir())
+    if not kept:
+        run.rmdir()
+    return kept
+
+
+def prune(directory: Path, keep_days: int | None, keep_bytes: int | None,
+          dry_run: bool = False, now: float | None = None) -> list[tuple[Deletion, list[str]]]:
+    """Apply retention to ``directory``; each deletion comes with the foreign files it left."""
+    if keep_days is None and keep_bytes is None:
+        raise UsageError("retention needs --keep-days or --keep-size", "e.g. --keep-days 14 --keep-size 5G")
+    if not directory.is_dir():
+        raise ResourceError(f"{directory}: no such directory", "check --dir")
+    plan = plan_retention(scan_runs(directory), time.time() if now is None else now, keep_days, keep_bytes)
+    done = []
+    for deletion in plan:
+        target = directory / deletion.name
+        done.append((deletion, [] if dry_run else delete_run(target)))
+    return done
+
+
+def disk_free(path: Path) -> tuple[int, int]:
+    """(free bytes for an unprivileged writer, total bytes) of the filesystem holding ``path``."""
+    probe = path
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    st = os.statvfs(probe)
+    return st.f_bavail * st.f_frsize, st.f_blocks * st.f_frsize

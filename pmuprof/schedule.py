@@ -1,0 +1,216 @@
+"""Nightly runs as data: systemd unit / cron text, findings exit codes and retention planning (pure)."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+from typing import Any, Iterable, Mapping
+
+from .errors import UsageError
+from .model import rundir
+
+UNIT_NAME = "pmuprof-nightly"
+CRON_FILE = "/etc/cron.d/pmuprof-nightly"
+MARKER = "pmuprof_version"  # a run.json written by pmuprof carries this key
+# exit status of `pmuprof capture --exit-code-on-findings` (errors keep their own codes 1-8, 130)
+EXIT_NO_FINDINGS = 0
+EXIT_WARNING = 10
+EXIT_CRITICAL = 20
+# files a pmuprof run directory may hold; nothing else is ever deleted
+RUN_FILES = frozenset({
+    rundir.RUN_JSON, rundir.STACKS, rundir.COUNTERS, rundir.MYSQL, rundir.PERF_DATA, rundir.LEAVES,
+    rundir.SKID, rundir.SYMBOLS, rundir.REPORT_HTML, rundir.FINDINGS_JSON, rundir.REPORT_MD,
+    "perf.data.old", "perf.script", "perf.stat", "stat.json", "capture.log", "diff.html", "diff.json",
+    "profile.pb.gz", "profile.speedscope.json", "flame.svg",
+})
+_SAFE_PATH = re.compile(r"^/[A-Za-z0-9_./+@:-]*$")
+_SAFE_ARG = re.compile(r"^[A-Za-z0-9_./+@:=,-]+$")
+_AT = re.compile(r"^([01]?\d|2[0-3]):([0-5]\d)$")
+
+
+def findings_exit_code(findings: Iterable[Mapping[str, Any]]) -> int:
+    """0 when no warning/critical finding, 10 for the worst being a warning, 20 for a critical."""
+    severities = {str(f.get("severity", "")) for f in findings}
+    if "critical" in severities:
+        return EXIT_CRITICAL
+    if "warning" in severities:
+        return EXIT_WARNING
+    return EXIT_NO_FINDINGS
+
+
+def _safe_path(path: str, what: str) -> str:
+    if not _SAFE_PATH.match(path) or "/../" in path + "/":
+        raise UsageError(f"{what} {path!r} must be an absolute path of letters, digits and _./+@:-",
+                         "unit files and cron lines cannot quote other characters safely")
+    return path
+
+
+@dataclass(frozen=True)
+class ScheduleSpec:
+    """A nightly capture: when, of what, for how long, where, and how much to keep."""
+
+    at: str
+    directory: str
+    duration_s: int
+    exe: str
+    pid: int | None = None
+    all_mysqld: bool = False
+    keep_days: int | None = None
+    keep_bytes: int | None = None
+    capture_args: tuple[str, ...] = ()  # e.g. --mysql-defaults-file /etc/pmuprof/my.cnf
+    user: str = "root"
+
+    def __post_init__(self) -> None:
+        if not _AT.match(self.at):
+            raise UsageError(f"--at {self.at!r}: expected HH:MM (24 h)", "e.g. --at 03:00")
+        if (self.pid is None) == (not self.all_mysqld):
+            raise UsageError("give exactly one of -p PID or --all-mysqld", "--all-mysqld survives server restarts; a PID does not")
+        if self.duration_s < 1:
+            raise UsageError("--duration must be at least 1 second", "e.g. --duration 60")
+        _safe_path(self.directory, "--dir")
+        _safe_path(self.exe, "pmuprof executable")
+        for arg in self.capture_args:
+            if not _SAFE_ARG.match(arg):
+                raise UsageError(f"capture option {arg!r} has characters a unit file cannot carry safely",
+                                 "use letters, digits and _./+@:=,- only (put secrets in an option file)")
+            if "password" in arg.lower() and "file" not in arg.lower():
+                raise UsageError("a password in a unit file is readable by every local user",
+                                 "put it in a client option file and pass --mysql-defaults-file")
+
+    @property
+    def hour_minute(self) -> tuple[int, int]:
+        hour, minute = self.at.split(":")
+        return int(hour), int(minute)
+
+    def capture_argv(self) -> list[str]:
+        """`pmuprof capture` arguments except -o (the dated directory is added at run time)."""
+        target = ["--all-mysqld"] if self.all_mysqld else ["-p", str(self.pid)]
+        return [self.exe, "capture", *target, "--duration", str(self.duration_s),
+                "--exit-code-on-findings", *self.capture_args]
+
+    def prune_argv(self) -> list[str]:
+        argv = [self.exe, "schedule", "prune", "--dir", self.directory]
+        if self.keep_days is not None:
+            argv += ["--keep-days", str(self.keep_days)]
+        if self.keep_bytes is not None:
+            argv += ["--keep-size", str(self.keep_bytes)]
+        return argv
+
+    def history_argv(self) -> list[str]:
+        return [self.exe, "history", self.directory, "-o", str(PurePosixPath(self.directory) / "index.html")]
+
+
+def _dated_capture(spec: ScheduleSpec, percent: str) -> str:
+    """A /bin/sh command line that captures into DIR/<YYYYmmdd-HHMMSS>; ``percent`` escapes %."""
+    fmt = "+{0}Y{0}m{0}d-{0}H{0}M{0}S".format(percent)
+    args = " ".join(shlex.quote(a) for a in spec.capture_argv())
+    return f'exec {args} -o "{spec.directory}/$(date {fmt})"'
+
+
+def _systemd_quote(argv: list[str]) -> str:
+    """Quote argv for an Exec line: systemd expands %specifiers and $VARS, so double both."""
+    return " ".join(shlex.quote(a).replace("%", "%%").replace("$", "$$") for a in argv)
+
+
+def service_unit(spec: ScheduleSpec) -> str:
+    script = _dated_capture(spec, "%%").replace("$", "$$")
+    timeout = spec.duration_s + 900
+    lines = [
+        f"# Written by `pmuprof schedule install`; remove with `pmuprof schedule remove`.",
+        "[Unit]",
+        f"Description=pmuprof nightly capture of mysqld into {spec.directory}",
+        "After=network.target mariadb.service mysql.service mysqld.service",
+        "",
+        "[Service]",
+        "Type=oneshot",
+        f"User={spec.user}",
+        "Nice=10",
+        f"TimeoutStartSec={timeout}",
+        f"ExecStartPre=/bin/mkdir -p {spec.directory}",
+        f"ExecStart=/bin/sh -c {shlex.quote(script)}",
+        "# 10 = worst finding is a warning (unit stays green, ExecMainStatus shows it);",
+        "# 20 = a critical finding: the unit fails so monitoring of failed units alerts.",
+        f"SuccessExitStatus={EXIT_WARNING}",
+    ]
+    if spec.keep_days is not None or spec.keep_bytes is not None:
+        lines.append(f"ExecStopPost=-{_systemd_quote(spec.prune_argv())}")
+    lines.append(f"ExecStopPost=-{_systemd_quote(spec.history_argv())}")
+    return "\n".join(lines) + "\n"
+
+
+def timer_unit(spec: ScheduleSpec) -> str:
+    hour, minute = spec.hour_minute
+    return "\n".join([
+        f"# Written by `pmuprof schedule install`; remove with `pmuprof schedule remove`.",
+        "[Unit]",
+        f"Description=pmuprof nightly capture at {spec.at}",
+        "",
+        "[Timer]",
+        f"OnCalendar=*-*-* {hour:02d}:{minute:02d}:00",
+        "Persistent=true",
+        f"Unit={UNIT_NAME}.service",
+        "",
+        "[Install]",
+        "WantedBy=timers.target",
+    ]) + "\n"
+
+
+def cron_text(spec: ScheduleSpec) -> str:
+    """An /etc/cron.d file: capture, then prune and history; exits with the capture's status."""
+    hour, minute = spec.hour_minute
+    steps = [f"mkdir -p {spec.directory}", _dated_capture(spec, "\\%").replace("exec ", "", 1), "rc=$?"]
+    if spec.keep_days is not None or spec.keep_bytes is not None:
+        steps.append(" ".join(shlex.quote(a) for a in spec.prune_argv()))
+    steps += [" ".join(shlex.quote(a) for a in spec.history_argv()), "exit $rc"]
+    return ("# Written by `pmuprof schedule install`; remove with `pmuprof schedule remove`.\n"
+            "SHELL=/bin/sh\n"
+            f"{minute} {hour} * * * {spec.user} " + "; ".join(steps) + "\n")
+
+
+@dataclass(frozen=True)
+class RunEntry:
+    """A directory directly under the schedule directory, as retention sees it."""
+
+    name: str
+    started: float  # epoch seconds (run.json 'started', else the directory mtime)
+    size: int  # bytes of pmuprof-written files inside
+    is_pmuprof: bool  # has a run.json carrying the pmuprof marker
+
+
+@dataclass(frozen=True)
+class Deletion:
+    name: str
+    reason: str
+    size: int
+
+
+def is_pmuprof_run(run_json: Any) -> bool:
+    return isinstance(run_json, Mapping) and MARKER in run_json
+
+
+def plan_retention(entries: Iterable[RunEntry], now: float, keep_days: int | None,
+                   keep_bytes: int | None) -> list[Deletion]:
+    """Which pmuprof runs to delete, oldest first: older than keep_days, then oldest until the
+    total fits keep_bytes. The newest run is always kept; non-pmuprof entries are never listed."""
+    runs = sorted((e for e in entries if e.is_pmuprof), key=lambda e: (e.started, e.name))
+    if len(runs) <= 1:
+        return []
+    newest, candidates = runs[-1], runs[:-1]
+    out: list[Deletion] = []
+    kept = list(candidates)
+    if keep_days is not None:
+        cutoff = now - keep_days * 86400
+        for entry in candidates:
+            if entry.started < cutoff:
+                out.append(Deletion(entry.name, f"older than {keep_days} days", entry.size))
+                kept.remove(entry)
+    if keep_bytes is not None:
+        total = newest.size + sum(e.size for e in kept)
+        for entry in list(kept):
+            if total <= keep_bytes:
+                break
+            out.append(Deletion(entry.name, f"over the {keep_bytes // 2**20} MiB budget", entry.size))
+            total -= entry.size
+    return out

@@ -1,0 +1,183 @@
+"""Nightly schedule text (systemd/cron), findings exit codes, and retention that spares foreign files."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import shlex
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from pmuprof.capture import schedule_io
+from pmuprof.errors import UsageError
+from pmuprof.schedule import (
+    EXIT_CRITICAL, EXIT_NO_FINDINGS, EXIT_WARNING, RunEntry, ScheduleSpec, cron_text, findings_exit_code,
+    plan_retention, service_unit, timer_unit,
+)
+
+DAY = 86400.0
+
+
+def _spec(**kw) -> ScheduleSpec:
+    base = dict(at="03:00", directory="/var/lib/pmuprof", duration_s=60, exe="/usr/local/bin/pmuprof",
+                all_mysqld=True, keep_days=14, keep_bytes=5 * 2**30)
+    base.update(kw)
+    return ScheduleSpec(**base)
+
+
+def test_exit_codes_by_worst_severity():
+    assert findings_exit_code([]) == EXIT_NO_FINDINGS == 0
+    assert findings_exit_code([{"severity": "info"}]) == 0
+    assert findings_exit_code([{"severity": "info"}, {"severity": "warning"}]) == EXIT_WARNING == 10
+    assert findings_exit_code([{"severity": "warning"}, {"severity": "critical"}]) == EXIT_CRITICAL == 20
+
+
+@pytest.mark.parametrize("kw, words", [
+    (dict(at="3am"), "HH:MM"), (dict(at="24:00"), "HH:MM"), (dict(at="03:60"), "HH:MM"),
+    (dict(pid=12), "exactly one"), (dict(all_mysqld=False), "exactly one"),
+    (dict(duration_s=0), "at least 1"), (dict(directory="relative/dir"), "absolute"),
+    (dict(directory="/var/lib/pm uprof"), "absolute"), (dict(directory="/var/$(x)"), "absolute"),
+    (dict(directory="/var/../etc"), "absolute"),
+    (dict(capture_args=("--mysql-password=secret",)), "password"),
+    (dict(capture_args=("--x='a b'",)), "cannot carry"),
+])
+def test_spec_rejects(kw, words):
+    with pytest.raises(UsageError) as err:
+        _spec(**kw)
+    assert words in str(err.value)
+
+
+def test_units_name_time_dir_and_steps():
+    service, timer = service_unit(_spec(pid=4242, all_mysqld=False)), timer_unit(_spec(at="3:07"))
+    assert "OnCalendar=*-*-* 03:07:00" in timer and "Unit=pmuprof-nightly.service" in timer
+    assert "Type=oneshot" in service and "SuccessExitStatus=10" in service
+    assert "capture -p 4242 --duration 60 --exit-code-on-findings" in service
+    assert "$$(date +%%Y%%m%%d-%%H%%M%%S)" in service  # systemd would expand a single $ or %
+    assert "ExecStopPost=-/usr/local/bin/pmuprof schedule prune --dir /var/lib/pmuprof --keep-days 14" in service
+    assert "ExecStopPost=-/usr/local/bin/pmuprof history /var/lib/pmuprof -o /var/lib/pmuprof/index.html" in service
+    assert "prune" not in service_unit(_spec(keep_days=None, keep_bytes=None))
+
+
+def test_cron_line_escapes_percent_and_keeps_exit_status():
+    text = cron_text(_spec(at="23:45"))
+    line = [ln for ln in text.splitlines() if not ln.startswith(("#", "SHELL"))][0]
+    assert line.startswith("45 23 * * * root ")
+    assert "%" not in line.replace("\\%", "")
+    assert line.endswith("exit $rc")
+
+
+def _systemd_unescape(exec_line: str) -> list[str]:
+    return shlex.split(exec_line.replace("$$", "$").replace("%%", "%"))
+
+
+def test_unit_command_captures_into_a_dated_directory(tmp_path):
+    """Run the ExecStart line as systemd would, with a stand-in pmuprof that records its argv."""
+    exe = tmp_path / "pmuprof"
+    exe.write_text('#!/bin/sh\nprintf "%s\\n" "$@" > "$(dirname "$0")/argv.txt"\nexit 20\n')
+    exe.chmod(0o755)
+    spec = _spec(exe=str(exe), directory=str(tmp_path / "runs"))
+    line = [ln for ln in service_unit(spec).splitlines() if ln.startswith("ExecStart=")][0]
+    proc = subprocess.run(_systemd_unescape(line[len("ExecStart="):]), check=False)
+    assert proc.returncode == 20  # the capture's findings code reaches systemd unchanged
+    argv = (tmp_path / "argv.txt").read_text().split("\n")
+    out_dir = argv[argv.index("-o") + 1]
+    assert out_dir.startswith(str(tmp_path / "runs") + "/") and len(Path(out_dir).name) == 15  # YYYYmmdd-HHMMSS
+
+
+@pytest.mark.skipif(shutil.which("systemd-analyze") is None, reason="systemd-analyze not installed (apt-get install systemd)")
+def test_systemd_analyze_verify_accepts_the_units(tmp_path):
+    exe = shutil.which("sh")
+    spec = _spec(exe=exe, directory=str(tmp_path))
+    for name, text in (("pmuprof-nightly.service", service_unit(spec)), ("pmuprof-nightly.timer", timer_unit(spec))):
+        (tmp_path / name).write_text(text)
+    proc = subprocess.run(["systemd-analyze", "verify", str(tmp_path / "pmuprof-nightly.service"),
+                           str(tmp_path / "pmuprof-nightly.timer")], capture_output=True, text=True, check=False)
+    complaints = [ln for ln in proc.stderr.splitlines() if "pmuprof-nightly" in ln]
+    assert proc.returncode == 0 and not complaints, proc.stderr
+    # and the check can fail: a broken calendar is reported
+    (tmp_path / "pmuprof-nightly.timer").write_text(timer_unit(spec).replace("03:00:00", "25:99:00"))
+    bad = subprocess.run(["systemd-analyze", "verify", str(tmp_path / "pmuprof-nightly.timer")],
+                         capture_output=True, text=True, check=False)
+    assert "calendar" in bad.stderr
+
+
+def _entry(name, age_days, size=100, ours=True, now=100 * DAY):
+    return RunEntry(name, now - age_days * DAY, size, ours)
+
+
+def test_retention_by_days_spares_foreign_and_newest():
+    entries = [_entry("old1", 30), _entry("old2", 20), _entry("new", 1), _entry("foreign", 99, ours=False),
+               _entry("newest-but-old", 0.5)]
+    plan = plan_retention(entries, 100 * DAY, keep_days=14, keep_bytes=None)
+    assert [d.name for d in plan] == ["old1", "old2"]
+    assert all("14 days" in d.reason for d in plan)
+    # the newest run survives even when it is past the limit
+    only_old = [_entry("a", 40), _entry("b", 30)]
+    assert [d.name for d in plan_retention(only_old, 100 * DAY, 14, None)] == ["a"]
+
+
+def test_retention_by_size_deletes_oldest_until_it_fits():
+    entries = [_entry(f"r{i}", 10 - i, size=2**30) for i in range(6)]  # r0 oldest
+    plan = plan_retention(entries, 100 * DAY, keep_days=None, keep_bytes=3 * 2**30)
+    assert [d.name for d in plan] == ["r0", "r1", "r2"]
+    assert plan_retention(entries, 100 * DAY, None, 100 * 2**30) == []
+
+
+def _make_run(base: Path, name: str, started: str, marker: bool = True, extra: dict | None = None) -> Path:
+    run = base / name
+    run.mkdir(parents=True)
+    body = {"pmuprof_version": "0.1.0", "started": started} if marker else {"started": started, "tool": "other"}
+    (run / "run.json").write_text(json.dumps(body))
+    (run / "stacks.folded").write_text("mysqld;main 1\n")
+    (run / "perf.data").write_bytes(b"\0" * 4096)
+    for fname, text in (extra or {}).items():
+        (run / fname).write_text(text)
+    return run
+
+
+def test_prune_io_never_deletes_foreign_files(tmp_path):
+    base = tmp_path / "runs"
+    _make_run(base, "20240101-030000", "2024-01-01T03:00:00Z")
+    _make_run(base, "20240102-030000", "2024-01-02T03:00:00Z", extra={"notes.txt": "mine, keep"})
+    _make_run(base, "20240103-030000", "2024-01-03T03:00:00Z", marker=False)  # someone else's run.json
+    (base / "README").write_text("foreign top-level file")
+    (base / "backups").mkdir()
+    (base / "backups" / "dump.sql").write_text("foreign")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "perf.data").write_text("must survive")
+    (base / "link-run").symlink_to(outside)
+    _make_run(base, "20240110-030000", "2024-01-10T03:00:00Z")
+    now = dt.datetime(2024, 1, 11, tzinfo=dt.timezone.utc).timestamp()
+
+    dry = schedule_io.prune(base, keep_days=5, keep_bytes=None, dry_run=True, now=now)
+    assert [d.name for d, _ in dry] == ["20240101-030000", "20240102-030000"]
+    assert (base / "20240101-030000").is_dir()
+
+    done = schedule_io.prune(base, keep_days=5, keep_bytes=None, now=now)
+    assert [(d.name, kept) for d, kept in done] == [("20240101-030000", []), ("20240102-030000", ["notes.txt"])]
+    assert not (base / "20240101-030000").exists()
+    assert sorted(os.listdir(base / "20240102-030000")) == ["notes.txt"]
+    assert (base / "20240103-030000" / "perf.data").is_file()  # not pmuprof's marker: untouched
+    assert (base / "README").is_file() and (base / "backups" / "dump.sql").is_file()
+    assert (outside / "perf.data").read_text() == "must survive"
+    assert (base / "20240110-030000" / "perf.data").is_file()
+
+
+def test_prune_needs_a_limit(tmp_path):
+    with pytest.raises(UsageError):
+        schedule_io.prune(tmp_path, None, None)
+
+
+def test_rendered_files_carry_the_spec_for_status():
+    files = schedule_io.rendered(_spec(), systemd=False)
+    (name, text), = files.items()
+    assert name == "/etc/cron.d/pmuprof-nightly"
+    spec_line = [ln for ln in text.splitlines() if ln.startswith(schedule_io.SPEC_PREFIX)][0]
+    assert json.loads(spec_line[len(schedule_io.SPEC_PREFIX):])["directory"] == "/var/lib/pmuprof"
+    assert set(schedule_io.rendered(_spec(), systemd=True)) == {
+        "/etc/systemd/system/pmuprof-nightly.service", "/etc/systemd/system/pmuprof-nightly.timer"}
