@@ -10,6 +10,8 @@ from typing import Iterable
 from .profile import Stack
 
 MYSQL_COMMS = ("mysqld", "mariadbd")
+# Default targets of a system-wide input given no --pid/--comm: the servers, and pmuprof's demo workload.
+DEFAULT_TARGET_COMMS = MYSQL_COMMS + ("pmuprof-demo",)
 
 # "comm  pid/tid ..." or "comm  tid ...": comm may hold spaces, so anchor on the first number field.
 _HEADER = re.compile(r"^(?P<comm>\S.*?)\s+(?P<a>\d+)(?:/(?P<b>\d+))?(?:\s|$)(?P<rest>.*)$")
@@ -77,18 +79,26 @@ def frame_label(sym: str, dso: str) -> str:
 
 
 class Folder:
-    """Streaming folder: feed lines, then ``finish()``. Memory grows with unique stacks only."""
+    """Streaming folder: feed lines, then ``finish()``. Memory grows with unique stacks only.
 
-    def __init__(self, pids: Iterable[int] = (), comms: Iterable[str] = (), per_thread: bool = False) -> None:
+    ``pids`` keeps those processes. ``comms`` keeps every process in which *any* thread has one of
+    those names (MySQL 8 renames its threads), decided at ``finish``. ``names`` overrides the
+    process label of a pid (capture knows /proc/PID/comm; offline input uses the main thread's comm).
+    """
+
+    def __init__(self, pids: Iterable[int] = (), comms: Iterable[str] = (), per_thread: bool = False,
+                 names: dict[int, str] | None = None) -> None:
         self.pids = set(pids)
         self.comms = set(comms)
         self.per_thread = per_thread
+        self.names = dict(names or {})
         self.result = FoldResult()
         self._raw: Counter = Counter()  # (pid, comm, tid, frames) -> count
         self._header: tuple[int, str, int] | None = None
         self._frames: list[tuple[str, str, int | None]] = []
         self._keep = False
         self._seen_comm: dict[int, Counter] = {}
+        self._leaves: Counter = Counter()  # (pid, dso, symbol, offset) -> samples
 
     def feed(self, line: str) -> None:
         if not line.strip():
@@ -128,7 +138,7 @@ class Folder:
     def _wanted(self, pid: int, comm: str) -> bool:
         if self.pids:
             return pid in self.pids
-        if self.comms:
+        if self.comms and pid < 0:
             return comm in self.comms
         return True
 
@@ -147,7 +157,7 @@ class Folder:
             self.result.names[pid] = comm
         leaf_sym, leaf_dso, leaf_off = self._frames[0]
         if leaf_off is not None and leaf_sym != "[unknown]":
-            self.result.leaves[(leaf_dso, leaf_sym, leaf_off)] += 1
+            self._leaves[(pid, leaf_dso, leaf_sym, leaf_off)] += 1
         frames = tuple(frame_label(s, d) for s, d, _ in reversed(self._frames))
         self._raw[(pid, comm, tid, frames)] += 1
         self.result.kept += 1
@@ -162,7 +172,19 @@ class Folder:
         res = self.result
         for pid, comms in self._seen_comm.items():
             res.names.setdefault(pid, comms.most_common(1)[0][0])
+        res.names.update({p: n for p, n in self.names.items() if p in res.names})
+        if self.comms and not self.pids:
+            keep = {p for p, comms in self._seen_comm.items() if p < 0 or self.comms & set(comms)}
+            dropped = {k: c for k, c in self._raw.items() if k[0] not in keep}
+            for key, count in dropped.items():
+                del self._raw[key]
+                res.kept -= count
+                res.filtered += count
+            res.names = {p: n for p, n in res.names.items() if p in keep}
         by_pid = {p for (p, _, _, _) in self._raw}
+        for (pid, dso, sym, off), count in self._leaves.items():
+            if pid in by_pid:
+                res.leaves[(dso, sym, off)] += count
         label_pid = len({res.names.get(p) for p in by_pid}) < len(by_pid)
         for (pid, comm, tid, frames), count in self._raw.items():
             name = comm if pid < 0 else res.names[pid]
@@ -174,15 +196,10 @@ class Folder:
         return res
 
 
-def default_comm_filter(comms_seen: Iterable[str]) -> tuple[str, ...]:
-    """For system-wide input with no --pid/--comm: mysqld/mariadbd when present, else everything."""
-    present = set(comms_seen)
-    return tuple(c for c in MYSQL_COMMS if c in present)
-
-
 def fold_lines(lines: Iterable[str], pids: Iterable[int] = (), comms: Iterable[str] = (),
-               per_thread: bool = False, truncated: bool = False) -> FoldResult:
-    folder = Folder(pids, comms, per_thread)
+               per_thread: bool = False, truncated: bool = False,
+               names: dict[int, str] | None = None) -> FoldResult:
+    folder = Folder(pids, comms, per_thread, names)
     for line in lines:
         folder.feed(line)
     return folder.finish(truncated=truncated)

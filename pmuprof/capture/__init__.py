@@ -1,0 +1,1 @@
+"""Capture: the only package that starts processes (perf, the native helper, SQL to mysqld)."""

@@ -1,0 +1,112 @@
+"""Read-only ELF facts from a binary: build-id, symbol tables, debug info, frame-pointer prologues."""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+
+_PROLOGUES = (b"\x55\x48\x89\xe5", b"\xf3\x0f\x1e\xfa\x55\x48\x89\xe5")  # push rbp; mov rbp,rsp (+endbr64)
+
+
+@dataclass(frozen=True)
+class Section:
+    name: str
+    type: int
+    addr: int
+    offset: int
+    size: int
+    link: int
+    entsize: int
+
+
+@dataclass(frozen=True)
+class Symbol:
+    name: str
+    value: int
+    size: int
+    is_func: bool
+
+
+class ElfFile:
+    """A minimal 64-bit little-endian ELF reader (enough for x86-64 mysqld/mariadbd)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        with open(self.path, "rb") as fh:
+            self.data = fh.read()
+        if self.data[:4] != b"\x7fELF" or self.data[4] != 2 or self.data[5] != 1:
+            raise ValueError(f"{path}: not a 64-bit little-endian ELF file")
+        self.machine = struct.unpack_from("<H", self.data, 18)[0]
+        shoff, = struct.unpack_from("<Q", self.data, 40)
+        shentsize, shnum, shstrndx = struct.unpack_from("<HHH", self.data, 58)
+        raw = [struct.unpack_from("<IIQQQQIIQQ", self.data, shoff + i * shentsize) for i in range(shnum)]
+        names_off = raw[shstrndx][4] if shnum else 0
+        self.sections = [
+            Section(self._cstr(names_off + r[0]), r[1], r[3], r[4], r[5], r[6], r[9]) for r in raw
+        ]
+
+    def _cstr(self, offset: int) -> str:
+        end = self.data.find(b"\0", offset)
+        return self.data[offset:end].decode("utf-8", "backslashreplace")
+
+    def section(self, name: str) -> Section | None:
+        return next((s for s in self.sections if s.name == name), None)
+
+    def build_id(self) -> str | None:
+        for sec in self.sections:
+            if sec.type != 7:  # SHT_NOTE
+                continue
+            pos, end = sec.offset, sec.offset + sec.size
+            while pos + 12 <= end:
+                namesz, descsz, ntype = struct.unpack_from("<III", self.data, pos)
+                name_at = pos + 12
+                desc_at = name_at + ((namesz + 3) & ~3)
+                if ntype == 3 and self.data[name_at:name_at + 3] == b"GNU":
+                    return self.data[desc_at:desc_at + descsz].hex()
+                pos = desc_at + ((descsz + 3) & ~3)
+        return None
+
+    def symbols(self, table: str) -> list[Symbol]:
+        sec = self.section(table)
+        if sec is None or not sec.entsize:
+            return []
+        strtab = self.sections[sec.link]
+        out = []
+        for i in range(sec.size // sec.entsize):
+            name, info, _, shndx, value, size = struct.unpack_from("<IBBHQQ", self.data, sec.offset + i * sec.entsize)
+            if name and shndx:
+                out.append(Symbol(self._cstr(strtab.offset + name), value, size, (info & 0xF) == 2))
+        return out
+
+    def vaddr_bytes(self, vaddr: int, length: int) -> bytes:
+        for sec in self.sections:
+            if sec.type == 1 and sec.addr <= vaddr < sec.addr + sec.size:  # SHT_PROGBITS
+                start = sec.offset + vaddr - sec.addr
+                return self.data[start:start + length]
+        return b""
+
+
+def symbol_summary(path: Path) -> dict:
+    """Which symbol sources a binary has, and whether its functions keep frame pointers."""
+    try:
+        elf = ElfFile(path)
+    except (OSError, ValueError, struct.error) as err:
+        return {"error": str(err)}
+    symtab = [s for s in elf.symbols(".symtab") if s.is_func]
+    dynsym = [s for s in elf.symbols(".dynsym") if s.is_func]
+    funcs = symtab or dynsym
+    sample = sorted(funcs, key=lambda s: -s.size)[:400]
+    with_fp = sum(1 for s in sample if elf.vaddr_bytes(s.value, 8).startswith(_PROLOGUES))
+    ratio = with_fp / len(sample) if sample else 0.0
+    return {
+        "build_id": elf.build_id(),
+        "machine": "x86_64" if elf.machine == 62 else f"e_machine={elf.machine}",
+        "symtab": len(symtab),
+        "dynsym": len(dynsym),
+        "debuginfo": elf.section(".debug_info") is not None,
+        "gnu_debuglink": elf.section(".gnu_debuglink") is not None,
+        "eh_frame": elf.section(".eh_frame") is not None,
+        "frame_pointer_ratio": round(ratio, 3),
+        "frame_pointers": "likely" if ratio >= 0.5 else ("partial" if ratio >= 0.1 else "absent"),
+    }

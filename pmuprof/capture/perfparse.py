@@ -1,0 +1,89 @@
+"""Pure parsers of perf's own outputs: stat CSV, evlist -v, record's summary line, header."""
+
+from __future__ import annotations
+
+import re
+
+_RECORD_LINE = re.compile(r"Captured and wrote ([\d.]+) MB .*?\((\d+) samples\)")
+_LOST = re.compile(r"(?:Lost|lost) (\d+) (?:chunks|samples|events)", re.I)
+
+
+def parse_stat_csv(text: str) -> list[dict]:
+    """`perf stat -x,` lines → [{event, value, unit, supported, running_pct, enabled_ns}]."""
+    rows = []
+    for line in text.splitlines():
+        if not line.strip() or line.startswith("#"):
+            continue
+        f = line.split(",")
+        if len(f) < 3:
+            continue
+        raw, unit, event = f[0].strip(), f[1].strip(), f[2].strip()
+        if not event:
+            continue
+        supported = raw not in ("<not supported>", "<not counted>")
+        value = _num(raw) if supported else None
+        rows.append({
+            "event": event,
+            "value": value,
+            "unit": unit,
+            "supported": supported and value is not None,
+            "status": raw if not supported else "counted",
+            "enabled_ns": _num(f[3]) if len(f) > 3 else None,
+            "running_pct": _num(f[4]) if len(f) > 4 else None,
+        })
+    return rows
+
+
+def derived(rows: list[dict]) -> dict:
+    by = {r["event"].split(":")[0]: r["value"] for r in rows if r["supported"]}
+    out = {}
+    if by.get("cycles") and by.get("instructions") is not None:
+        out["ipc"] = round(by["instructions"] / by["cycles"], 4)
+    return out
+
+
+def _num(text: str) -> float | None:
+    try:
+        value = float(text.strip())
+    except ValueError:
+        return None
+    return int(value) if value.is_integer() else value
+
+
+def parse_evlist(text: str) -> list[dict]:
+    """`perf evlist -v` → [{name, type, config}] (type 0 = hardware, 1 = software, 4 = raw)."""
+    events = []
+    for line in text.splitlines():
+        if ":" not in line or line.startswith("#"):
+            continue
+        name, _, attrs = line.partition(": ")
+        fields = dict(_attr_pairs(attrs))
+        events.append({"name": name.strip(), "type": _int(fields.get("type")), "config": fields.get("config", "0")})
+    return events
+
+
+def _attr_pairs(attrs: str):
+    for part in attrs.split(", "):
+        key, sep, value = part.partition(": ")
+        if sep:
+            yield key.strip(), value.strip()
+
+
+def _int(text: str | None) -> int | None:
+    return int(text) if text and text.lstrip("-").isdigit() else None
+
+
+def parse_record_stderr(text: str) -> dict:
+    out: dict = {}
+    m = _RECORD_LINE.search(text)
+    if m:
+        out["data_mb"] = float(m.group(1))
+        out["samples_total"] = int(m.group(2))
+    lost = [int(x) for x in _LOST.findall(text)]
+    out["lost"] = sum(lost)
+    return out
+
+
+def event_base(name: str) -> str:
+    """'cpu-clock:ppH' → 'cpu-clock'; 'cycles:P' → 'cycles'."""
+    return name.split(":")[0].strip()

@@ -1,0 +1,51 @@
+"""`pmuprof capture`: record + report in one go (the incident command)."""
+
+from __future__ import annotations
+
+import click
+
+from ..capture.record import record
+from ..findings.model import Finding
+from ..pipeline import report_input
+from . import common
+from .record import build_options, mysql_decorator, mysql_from_kwargs
+
+EPILOG = """\b
+Examples:
+  pmuprof capture -p $(pidof mariadbd)                  # 30 s at 99 Hz per CPU; report in ./pmuprof-*/
+  pmuprof capture -p $(pidof mysqld) -d 10 -o /tmp/r1   # short capture during a spike
+  pmuprof capture --all-mysqld -d 60                    # several instances compared side by side
+  pmuprof capture -p 1234 --exit-code-on-findings       # nightly: exit 10 on warning, 20 on critical
+"""
+
+EXIT_WARNING, EXIT_CRITICAL = 10, 20
+
+
+def exit_code_for(findings: list[Finding]) -> int:
+    severities = {f.severity for f in findings}
+    return EXIT_CRITICAL if "critical" in severities else EXIT_WARNING if "warning" in severities else 0
+
+
+@click.command("capture", epilog=EPILOG)
+@common.capture_options
+@mysql_decorator
+@click.option("--exit-code-on-findings", is_flag=True,
+              help=f"Exit {EXIT_WARNING} when a warning finding appears, {EXIT_CRITICAL} for a critical one.")
+def capture_cmd(quiet: bool, exit_code_on_findings: bool, **kwargs) -> None:
+    """Profile running mysqld(s) and write the HTML report, findings.json and report.md.
+
+    Samples per CPU at 99 Hz by default and keeps only the targets' stacks (cheapest; see README
+    OVERHEAD). The server is never stopped or ptraced; Ctrl-C stops early and reports what was captured.
+    """
+    mysql_opts, use_mysql = mysql_from_kwargs(kwargs)
+    opts = build_options(**kwargs, mysql_options=mysql_opts, use_mysql=use_mysql)
+    out = record(opts, common.progress_printer(not quiet), common.log)
+    result = report_input(out, out)
+    common.log(f"report: {result['paths']['html']}")
+    for finding in result["findings"][:3]:
+        common.log(f"  [{finding.severity}] {finding.title} ({finding.share:.0%})")
+    if exit_code_on_findings:
+        raise click.exceptions.Exit(exit_code_for(result["findings"]))
+
+
+COMMAND = capture_cmd

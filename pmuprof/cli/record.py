@@ -1,0 +1,72 @@
+"""`pmuprof record`: capture a run directory (no report)."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import sys
+from pathlib import Path
+
+import click
+
+from ..capture import target
+from ..capture.record import RecordOptions, record
+from ..errors import TargetError
+from . import common
+
+EPILOG = """\b
+Examples:
+  pmuprof record -p $(pidof mariadbd) -d 30 -o /var/tmp/incident   # 30 s, per-CPU sampling, 99 Hz
+  pmuprof record --all-mysqld -d 60                                # every instance on the host, side by side
+  pmuprof record -p 1234 --call-graph dwarf -d 10                  # binary built without frame pointers
+  pmuprof record -p 1234 --mode per-thread                         # perf record -p (costs more TPS)
+"""
+
+
+def build_options(pids, all_mysqld, duration, frequency, call_graph, mode, event, per_thread_roots,
+                  no_keep_perf_data, out_dir, mysql_options=None, use_mysql=True) -> RecordOptions:
+    chosen = tuple(pids) + (tuple(target.find_mysqld()) if all_mysqld else ())
+    if all_mysqld and not chosen:
+        raise TargetError("no mysqld / mariadbd process is running", "start the server or pass -p PID")
+    if out_dir is None:
+        first = target.describe(target.resolve_pid(chosen[0]))["comm"] if chosen else "run"
+        stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+        out_dir = f"pmuprof-{first}-{stamp}"
+    return RecordOptions(pids=chosen, out_dir=Path(out_dir), duration=duration, frequency=frequency,
+                         call_graph=call_graph, mode=mode, event=event, mysql=use_mysql,
+                         mysql_options=mysql_options, per_thread_roots=per_thread_roots,
+                         keep_perf_data=not no_keep_perf_data, command=tuple(["pmuprof"] + sys.argv[1:]))
+
+
+def mysql_decorator(func):
+    """The server-connection options, when that module is present."""
+    try:
+        from .mysqlopts import mysql_options
+    except ImportError:
+        return click.option("--no-mysql", is_flag=True, help="Do not collect server facts.")(func)
+    return mysql_options(func)
+
+
+def mysql_from_kwargs(kwargs: dict):
+    """(MysqlOptions or None, use_mysql) from the parsed server options."""
+    try:
+        from .mysqlopts import options_from_kwargs
+    except ImportError:
+        return None, not kwargs.pop("no_mysql", False)
+    return options_from_kwargs(kwargs)
+
+
+@click.command("record", epilog=EPILOG)
+@common.capture_options
+@mysql_decorator
+def record_cmd(quiet: bool, **kwargs) -> None:
+    """Record perf samples, counters and server facts of running mysqld(s) into a run directory.
+
+    Read-only: the server is never stopped or ptraced. Turn it into a report with `pmuprof report DIR`.
+    """
+    mysql_opts, use_mysql = mysql_from_kwargs(kwargs)
+    opts = build_options(**kwargs, mysql_options=mysql_opts, use_mysql=use_mysql)
+    out = record(opts, common.progress_printer(not quiet), common.log)
+    common.log(f"run directory: {out}")
+
+
+COMMAND = record_cmd
