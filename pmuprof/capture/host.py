@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import platform
 import re
-import shutil
 import subprocess
 
 from .target import node_cpus

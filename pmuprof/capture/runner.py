@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ctypes
-import os
 import signal
 import subprocess
 import time

@@ -49,10 +49,11 @@ def mysql_decorator(func):
 def mysql_from_kwargs(kwargs: dict):
     """(MysqlOptions or None, use_mysql) from the parsed server options."""
     try:
-        from .mysqlopts import options_from_kwargs
+        from .mysqlopts import pop_mysql_options
     except ImportError:
         return None, not kwargs.pop("no_mysql", False)
-    return options_from_kwargs(kwargs)
+    no_mysql = bool(kwargs.get("no_mysql"))
+    return pop_mysql_options(kwargs), not no_mysql
 
 
 @click.command("record", epilog=EPILOG)
