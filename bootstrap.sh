@@ -1,0 +1,34 @@
+#!/bin/sh
+# Set up pmuprof on Debian 12 (as root) from this checkout, then run one job:
+#   sh bootstrap.sh demo   # install everything, run `pmuprof demo` (the built-in workload)
+#   sh bootstrap.sh test   # install everything, run the whole test suite
+set -eu
+cd "$(dirname "$0")"
+JOB="${1:-demo}"
+
+APT_PACKAGES="linux-perf build-essential pkg-config libpfm4-dev libdw-dev libelf-dev libcapstone-dev \
+  mariadb-server mariadb-client sysbench gdb systemd python3-pip python3-venv"
+
+need_apt=""
+for pkg in $APT_PACKAGES; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || need_apt="$need_apt $pkg"
+done
+if [ -n "$need_apt" ]; then
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  # policy-rc.d keeps the distro's mariadb service from starting: pmuprof's tests start their own.
+  printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d && chmod +x /usr/sbin/policy-rc.d
+  apt-get install -y -qq --no-install-recommends $need_apt >/dev/null
+  rm -f /usr/sbin/policy-rc.d
+fi
+
+PY="${PYTHON:-python3}"
+make -C native >/dev/null
+"$PY" -m pip install -q --root-user-action=ignore --disable-pip-version-check -e '.[test]' 2>/dev/null \
+  || "$PY" -m pip install -q --break-system-packages -e '.[test]'
+
+case "$JOB" in
+  demo) exec "$PY" -m pmuprof demo ;;
+  test) exec "$PY" -m pytest -q -p no:cacheprovider tests ;;
+  *) echo "usage: sh bootstrap.sh demo|test" >&2; exit 2 ;;
+esac
