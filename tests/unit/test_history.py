@@ -1,0 +1,119 @@
+"""History index: scanning runs, trend data, regression flags and the self-contained HTML."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from pmuprof.history import RunSummary, build_payload, chart, regressions, render_index, scan
+
+
+def _run(base: Path, name: str, day: int, findings=(), stacks=None, ipc=None, report=True, marker=True, trigger=None):
+    path = base / name
+    path.mkdir(parents=True)
+    run = {"started": f"2024-01-{day:02d}T03:00:00Z", "targets": [{"pid": 42, "label": "mariadbd"}],
+           "record": {"samples": 1000, "event_recorded": "cpu-clock"}}
+    if marker:
+        run["pmuprof_version"] = "0.1.0"
+    if trigger:
+        run["trigger"] = {"condition": trigger}
+    (path / "run.json").write_text(json.dumps(run))
+    (path / "findings.json").write_text(json.dumps({"findings": [
+        {"rule": r, "severity": sev, "title": f"title of {r}", "share": share} for r, sev, share in findings]}))
+    lines = [f"mariadbd;main;{fn} {n}" for fn, n in (stacks or {"do_work": 100}).items()]
+    (path / "stacks.folded").write_text("\n".join(lines) + "\n")
+    if ipc is not None:
+        (path / "counters.json").write_text(json.dumps({"counters": [
+            {"event": "cycles", "value": 1000.0}, {"event": "instructions", "value": 1000.0 * ipc}]}))
+    if report:
+        (path / "report.html").write_text("<html></html>")
+    return path
+
+
+def _summary(name, findings=(), functions=(), ipc=None):
+    return RunSummary(name, name, "t", 1, "cpu-clock",
+                      tuple({"rule": r, "severity": s, "title": r, "share": x} for r, s, x in findings),
+                      tuple(functions), ipc)
+
+
+def test_scan_finds_pmuprof_runs_in_order_and_skips_foreign(tmp_path):
+    base = tmp_path / "runs"
+    _run(base, "20240103", 3, findings=[("innodb-spin-wait", "critical", 0.3)], ipc=0.8)
+    _run(base, "20240101", 1, stacks={"ut_delay": 30, "do_work": 70}, report=False)
+    _run(base, "foreign", 2, marker=False)
+    _run(base / "watch", "20240102-Threads_running-gt-50", 2, trigger="Threads_running>50")
+    (base / "empty").mkdir()
+    (tmp_path / "elsewhere").mkdir()
+    _run(tmp_path / "elsewhere", "linked", 4)
+    (base / "link").symlink_to(tmp_path / "elsewhere")
+    runs = scan(base)
+    assert [r.name for r in runs] == ["20240101", "watch/20240102-Threads_running-gt-50", "20240103"]
+    first, watch, last = runs
+    assert first.functions[0] == ("do_work", 0.7) and first.report is None
+    assert first.target == "mariadbd[42]" and first.samples == 1000 and first.event == "cpu-clock"
+    assert watch.trigger == "Threads_running>50"
+    assert last.top_finding["rule"] == "innodb-spin-wait" and last.ipc == 0.8
+    assert last.report == "./20240103/report.html"
+
+
+def test_links_are_relative_to_the_index_location(tmp_path):
+    base = tmp_path / "runs"
+    _run(base, "20240101", 1)
+    runs = scan(base, index_dir=tmp_path / "site")
+    assert runs[0].report == "./../runs/20240101/report.html"
+
+
+def test_regression_flags_share_growth_new_critical_and_ipc_drop():
+    runs = [
+        _summary("n1", [("spin", "warning", 0.10)], [("ut_delay", 0.10)], ipc=1.0),
+        _summary("n2", [("spin", "warning", 0.12)], [("ut_delay", 0.11)], ipc=1.0),
+        _summary("n3", [("spin", "warning", 0.14)], [("ut_delay", 0.12)], ipc=0.95),  # +4 pts, -5 %: quiet
+        _summary("n4", [("spin", "critical", 0.30), ("ahi", "warning", 0.02)], [("ut_delay", 0.40)], ipc=0.7),
+    ]
+    flags = regressions(runs)
+    assert {(f["run"], f["kind"], f["name"]) for f in flags} == {
+        ("n4", "finding", "spin"), ("n4", "function", "ut_delay"), ("n4", "new-critical", "spin"), ("n4", "ipc", "IPC")}
+    # a finding absent before counts as 0 share: appearing at 6 % is flagged, at 4 % is not
+    assert regressions([_summary("a"), _summary("b", [("x", "info", 0.06)])])[0]["name"] == "x"
+    assert regressions([_summary("a"), _summary("b", [("x", "info", 0.04)])]) == []
+    # a critical seen before is not new
+    again = [_summary("a", [("spin", "critical", 0.3)]), _summary("b", [("spin", "critical", 0.3)])]
+    assert regressions(again) == []
+
+
+def test_chart_geometry_scales_into_the_box():
+    c = chart("t", ["a", "b", "c"], {"s": [0.0, 0.5, None]}, "share")
+    line = c["lines"][0]
+    assert len(line["marks"]) == 2  # None is a gap, not a zero
+    ys = [m["y"] for m in line["marks"]]
+    assert ys[0] == c["height"] - c["pad"] and c["pad"] <= ys[1] < ys[0]
+    assert line["marks"][1]["tip"] == "s @ b: 50.0%"
+
+
+def test_payload_picks_series_and_orders_rows_newest_first():
+    runs = [_summary(f"n{i}", [(f"r{j}", "info", 0.01 * (j + 1)) for j in range(8)], ipc=None) for i in range(3)]
+    payload = build_payload(runs, "t")
+    assert [c["title"] for c in payload["charts"]] == ["Share of the main findings"]
+    assert [ln["name"] for ln in payload["charts"][0]["lines"]] == ["r7", "r6", "r5", "r4", "r3", "r2"]
+    assert [r["name"] for r in payload["runs"]] == ["n2", "n1", "n0"]
+
+
+def test_html_is_self_contained_escaped_and_deterministic(tmp_path):
+    base = tmp_path / "runs"
+    evil = "</script><script>alert(1)</script>std::map<int,&x>"
+    _run(base, "20240101", 1, findings=[("spin", "warning", 0.1)], stacks={evil: 10, "ok": 90}, ipc=1.2)
+    _run(base, "20240102", 2, findings=[("spin", "critical", 0.4)], stacks={evil: 60, "ok": 40}, ipc=0.9)
+    out = base / "index.html"
+    html, flags = render_index(base, out)
+    assert html == render_index(base, out)[0]
+    assert "<script>alert(1)" not in html and "&lt;/script&gt;&lt;script&gt;alert(1)" in html
+    assert "http://" not in html and "https://" not in html and "src=" not in html
+    assert 'href="./20240102/report.html"' in html
+    assert "<polyline" in html and "IPC (instructions per cycle)" in html
+    assert {f["kind"] for f in flags} >= {"finding", "new-critical", "ipc"}
+    assert html.count('class="flagged"') == 1
+
+
+def test_empty_directory_renders(tmp_path):
+    html, flags = render_index(tmp_path, tmp_path / "index.html")
+    assert "0 runs" in html and flags == []
