@@ -1,0 +1,32 @@
+"""Writers: report.html, findings.json and report.md from a Profile and its findings."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+from ..findings.model import Finding
+from ..model.profile import Profile
+from ..model.rundir import FINDINGS_JSON, REPORT_HTML, REPORT_MD
+from .html import render_report, write_text
+from .jsonw import findings_json
+from .markdown import render_markdown
+from .payload import build_payload
+
+__all__ = ["build_payload", "findings_json", "write_outputs"]
+
+
+def write_outputs(
+    profile: Profile, findings: Iterable[Finding], out_dir: Path, extras: Mapping[str, Any] | None = None
+) -> dict[str, Path]:
+    """Write report.html, findings.json and report.md into ``out_dir``; return their paths by name."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    found = list(findings)
+    payload = build_payload(profile, found, extras)
+    paths = {
+        "report.html": write_text(out_dir / REPORT_HTML, render_report(payload)),
+        "findings.json": write_text(out_dir / FINDINGS_JSON, findings_json(profile, found)),
+        "report.md": write_text(out_dir / REPORT_MD, render_markdown(payload)),
+    }
+    return paths

@@ -1,0 +1,99 @@
+"""Render payloads to one self-contained HTML file through the one Jinja environment (autoescape on)."""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+from pathlib import Path
+from typing import Any, Mapping
+
+import jinja2
+from markupsafe import Markup
+
+from .. import __version__
+from ..paths import templates_dir
+
+_JSON_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
+_ASSET_SUFFIXES = (".js", ".css")
+
+
+def dumps(data: Any) -> str:
+    """Canonical JSON: sorted keys, no spaces, UTF-8 kept (the same data gives the same bytes)."""
+    return json.dumps(data, sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def embed_json(data: Any) -> Markup:
+    """JSON safe inside <script type="application/json">: no '<', '>', '&', U+2028/2029 left raw."""
+    text = dumps(data)
+    for raw, escaped in _JSON_ESCAPES.items():
+        text = text.replace(raw, escaped)
+    return Markup(text)
+
+
+def _asset(env: jinja2.Environment, name: str) -> Markup:
+    """An inline JS/CSS file from templates/, refusing anything that could close its element."""
+    if not name.endswith(_ASSET_SUFFIXES):
+        raise ValueError(f"not an inline asset: {name}")
+    source, _, _ = env.loader.get_source(env, name)  # type: ignore[union-attr]
+    lowered = source.lower()
+    if "</script" in lowered or "</style" in lowered or "http://" in lowered or "https://" in lowered:
+        raise ValueError(f"{name}: inline assets must not close their element or load from the network")
+    return Markup(source)
+
+
+def _pct(value: Any, digits: int = 1) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "–"
+    return f"{100.0 * float(value):.{digits}f} %"
+
+
+def _num(value: Any) -> str:
+    if value is None:
+        return "–"
+    if isinstance(value, float) and not value.is_integer():
+        return f"{value:,.2f}"
+    return f"{int(value):,}"
+
+
+def _safe_url(url: Any) -> str:
+    """Only http(s) references become links; anything else renders as text."""
+    text = str(url)
+    return text if text.startswith(("https://", "http://")) else ""
+
+
+@functools.lru_cache(maxsize=4)
+def environment(directory: str = "") -> jinja2.Environment:
+    """The one Jinja environment: templates/ loader, autoescape everywhere, strict undefined."""
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(directory or str(templates_dir())),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.globals["asset"] = functools.partial(_asset, env)
+    env.filters["pct"] = _pct
+    env.filters["num"] = _num
+    env.filters["safe_url"] = _safe_url
+    env.filters["embed_json"] = embed_json
+    env.filters["compact"] = dumps
+    env.globals["version"] = __version__
+    return env
+
+
+def render(template: str, payload: Mapping[str, Any]) -> str:
+    """Render a page template with the payload both as Jinja context and as the embedded JSON."""
+    return environment().get_template(template).render(p=payload)
+
+
+def render_report(payload: Mapping[str, Any]) -> str:
+    return render("report.html.j2", payload)
+
+
+def write_text(path: Path, text: str) -> Path:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8", newline="\n")
+    tmp.replace(path)
+    return path
