@@ -1,0 +1,45 @@
+/* decode.h - decode one x86-64 function and classify skid-causing instructions. */
+#ifndef PMUPROF_DECODE_H
+#define PMUPROF_DECODE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum skid_kind {
+	KIND_NONE = 0,
+	KIND_PAUSE,     /* pause / rep nop, tpause, umwait */
+	KIND_FENCE,     /* mfence, sfence */
+	KIND_LFENCE,
+	KIND_LOCK,      /* lock-prefixed read-modify-write */
+	KIND_XCHG,      /* xchg with a memory operand (implicitly locked) */
+	KIND_SERIALIZE, /* cpuid */
+	KIND_RDTSC,     /* rdtsc, rdtscp */
+};
+
+struct insn {
+	uint64_t addr;
+	uint16_t size;
+	uint8_t kind;
+	uint8_t is_jump;   /* direct jump with a target inside the function */
+	uint8_t is_target; /* some jump in the function lands here */
+	char text[96];
+};
+
+struct func_code {
+	uint64_t start, end;
+	struct insn *insns;
+	size_t n;
+};
+
+/* Decode [start, start+len) from bytes; 0, -ENOSYS (no capstone), -ENOMEM, -EILSEQ (nothing decoded). */
+int func_decode(const uint8_t *bytes, size_t len, uint64_t start, struct func_code *out);
+void func_free(struct func_code *f);
+/* Index of the instruction starting at addr, or -1; *containing gets the one holding it. */
+long func_find(const struct func_code *f, uint64_t addr, long *containing);
+const char *skid_kind_name(int kind);
+/* Whether a sample right after an instruction of this kind moves back (exact: PEBS eventing IP). */
+int skid_kind_moves(int kind, int exact);
+/* Quick test: any PAUSE (f3 90) decoded in this code? */
+int func_has_kind(const struct func_code *f, int kind);
+
+#endif
