@@ -16,7 +16,8 @@ _COUNTS = re.compile(
 _OLD_COUNTS = re.compile(r"(RW-shared|RW-excl) spins (\d+), OS waits (\d+)", re.I)
 _PER_WAIT = re.compile(r"^Spin rounds per wait:(.*)$", re.M)
 _PER_WAIT_ITEM = re.compile(r"(-?[\d.]+|nan|inf) (mutex|RW-shared|RW-excl|RW-sx)", re.I)
-_ARRAY = re.compile(r"^OS WAIT ARRAY INFO: (reservation|signal) count (\d+)", re.M)
+_ARRAY_LINE = re.compile(r"^OS WAIT ARRAY INFO:(.*)$", re.M)
+_ARRAY = re.compile(r"(reservation|signal) count (\d+)")
 _WAIT = re.compile(
     r"^--Thread (\d+) has waited at (\S+) line (\d+) for ([\d.]+) seconds the semaphore:\n(.*)$", re.M
 )
@@ -46,9 +47,10 @@ def _latches(body: str) -> dict[str, dict[str, int]]:
     for m in _COUNTS.finditer(body):
         key = _LATCH_KEYS[m.group(1).lower()]
         latches[key] = {"spin_waits": int(m.group(2)), "rounds": int(m.group(3)), "os_waits": int(m.group(4))}
-    if not latches:
-        for m in _OLD_COUNTS.finditer(body):
-            latches[_LATCH_KEYS[m.group(1).lower()]] = {"spin_waits": int(m.group(2)), "os_waits": int(m.group(3))}
+    for m in _OLD_COUNTS.finditer(body):
+        key = _LATCH_KEYS[m.group(1).lower()]
+        if key not in latches:
+            latches[key] = {"spin_waits": int(m.group(2)), "os_waits": int(m.group(3))}
     return latches
 
 
@@ -86,7 +88,8 @@ def parse_semaphores(status: str) -> dict[str, Any]:
     sections = split_sections(status)
     found = "SEMAPHORES" in sections
     body = sections.get("SEMAPHORES", "")
-    array = {f"{m.group(1)}_count": int(m.group(2)) for m in _ARRAY.finditer(body)}
+    array = {f"{m.group(1)}_count": int(m.group(2))
+             for line in _ARRAY_LINE.finditer(body) for m in _ARRAY.finditer(line.group(1))}
     latches = _latches(body)
     return {
         "found": found,

@@ -1,0 +1,252 @@
+"""A private MariaDB server (temp datadir, own socket, loopback port) and sysbench load, for tests and benchmarks."""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+TOOLS = ("mariadbd", "mariadb-install-db", "sysbench")
+SBIN = ("/usr/sbin", "/usr/local/sbin", "/usr/libexec")
+
+
+def which(tool: str) -> str | None:
+    """A tool on PATH or in the sbin folders (mariadbd lives in /usr/sbin)."""
+    found = shutil.which(tool)
+    if found:
+        return found
+    return next((str(Path(d) / tool) for d in SBIN if (Path(d) / tool).is_file()), None)
+
+
+def missing_tools() -> str | None:
+    """Why a private server cannot be started here, or None when it can."""
+    missing = [t for t in TOOLS if which(t) is None]
+    if missing:
+        return f"{', '.join(missing)} not installed (apt-get install mariadb-server sysbench)"
+    try:
+        import pymysql  # noqa: F401
+    except ImportError:
+        return "PyMySQL not installed (pip install PyMySQL)"
+    return None
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass(frozen=True)
+class MariaDB:
+    """A running private server. ``defaults_file`` holds the sysbench user's password ([client])."""
+
+    pid: int
+    workdir: Path
+    datadir: Path
+    socket: Path
+    port: int
+    error_log: Path
+    user: str
+    password: str = field(repr=False)
+    database: str
+    defaults_file: Path
+
+    def sysbench_args(self) -> list[str]:
+        return ["--db-driver=mysql", f"--mysql-socket={self.socket}", f"--mysql-user={self.user}",
+                f"--mysql-password={self.password}", f"--mysql-db={self.database}"]
+
+
+def _install(workdir: Path, datadir: Path) -> None:
+    argv = [which("mariadb-install-db") or "mariadb-install-db", "--no-defaults", f"--datadir={datadir}",
+            "--auth-root-authentication-method=normal", "--skip-test-db", "--skip-name-resolve"]
+    if os.geteuid() == 0:
+        argv.append("--user=root")
+    with open(workdir / "install.log", "wb") as log:
+        proc = subprocess.run(argv, stdout=log, stderr=subprocess.STDOUT, timeout=180, cwd=workdir)
+    if proc.returncode != 0:
+        tail = (workdir / "install.log").read_text(errors="replace")[-2000:]
+        raise RuntimeError(f"mariadb-install-db failed ({proc.returncode}): {tail}")
+
+
+def _server_argv(workdir: Path, datadir: Path, port: int, extra: tuple[str, ...]) -> list[str]:
+    argv = [which("mariadbd") or "mariadbd", "--no-defaults", f"--datadir={datadir}",
+            f"--socket={workdir / 'mysqld.sock'}", f"--port={port}", "--bind-address=127.0.0.1",
+            f"--pid-file={workdir / 'mariadbd.pid'}", f"--log-error={workdir / 'error.log'}",
+            f"--tmpdir={workdir}", "--innodb-buffer-pool-size=128M", "--innodb-log-file-size=48M",
+            "--max-connections=200", "--skip-name-resolve", "--skip-log-bin", *extra]
+    if os.geteuid() == 0:
+        argv.insert(2, "--user=root")
+    return argv
+
+
+def _root(server_socket: Path):
+    import pymysql
+
+    return pymysql.connect(unix_socket=str(server_socket), user="root", password="", autocommit=True,
+                           connect_timeout=2)
+
+
+def _wait_ready(proc: subprocess.Popen, sock: Path, error_log: Path, timeout: float = 90.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            tail = error_log.read_text(errors="replace")[-2000:] if error_log.exists() else ""
+            raise RuntimeError(f"mariadbd exited with {proc.returncode}: {tail}")
+        if sock.exists():
+            try:
+                _root(sock).close()
+                return
+            except Exception:  # noqa: BLE001 - not ready yet
+                pass
+        time.sleep(0.2)
+    raise RuntimeError(f"mariadbd not ready after {timeout:.0f} s (see {error_log})")
+
+
+def sql(server: MariaDB, *statements: str) -> list[tuple]:
+    """Run statements as root over the private socket; the rows of the last one."""
+    conn = _root(server.socket)
+    try:
+        rows: list[tuple] = []
+        with conn.cursor() as cur:
+            for statement in statements:
+                cur.execute(statement)
+                rows = list(cur.fetchall())
+        return rows
+    finally:
+        conn.close()
+
+
+def start_mariadb(extra_args: tuple[str, ...] = (), workdir: Path | None = None) -> MariaDB:
+    """Install a datadir under a new temp folder and start mariadbd on it; stop_mariadb() undoes all."""
+    workdir = Path(workdir or tempfile.mkdtemp(prefix="pmuprof-mdb-"))
+    datadir = workdir / "data"
+    port, sock, error_log = free_port(), workdir / "mysqld.sock", workdir / "error.log"
+    proc = None
+    try:
+        _install(workdir, datadir)
+        with open(workdir / "mariadbd.out", "wb") as out:
+            proc = subprocess.Popen(_server_argv(workdir, datadir, port, extra_args), stdout=out,
+                                    stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+        _wait_ready(proc, sock, error_log)
+        password = "sb-" + secrets.token_hex(8)
+        server = MariaDB(proc.pid, workdir, datadir, sock, port, error_log, "sbtest", password, "sbtest",
+                         workdir / "client.cnf")
+        server.defaults_file.write_text(f"[client]\nuser=sbtest\npassword=\"{password}\"\nsocket={sock}\n")
+        server.defaults_file.chmod(0o600)
+        grants = [f"CREATE USER 'sbtest'@'{h}' IDENTIFIED BY '{password}'" for h in ("localhost", "127.0.0.1")]
+        grants += [f"GRANT ALL ON sbtest.* TO 'sbtest'@'{h}'" for h in ("localhost", "127.0.0.1")]
+        grants += [f"GRANT PROCESS ON *.* TO 'sbtest'@'{h}'" for h in ("localhost", "127.0.0.1")]
+        sql(server, "CREATE DATABASE sbtest", *grants)
+        return server
+    except BaseException:
+        _stop_pid(proc.pid if proc else None)
+        shutil.rmtree(workdir, ignore_errors=True)
+        raise
+
+
+def _stop_pid(pid: int | None, grace: float = 30.0) -> None:
+    """SIGTERM, wait up to ``grace`` seconds, then SIGKILL; only the pid we started."""
+    if pid is None:
+        return
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline:
+        try:
+            if os.waitpid(pid, os.WNOHANG)[0] == pid:
+                return
+        except ChildProcessError:  # not our child (or already reaped): poll its existence
+            if not Path(f"/proc/{pid}").exists():
+                return
+        time.sleep(0.1)
+    try:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+    except (ProcessLookupError, ChildProcessError):
+        pass
+
+
+def stop_mariadb(server: MariaDB) -> None:
+    """Stop the server by pid and remove its temp folder (datadir, socket, logs)."""
+    try:
+        _stop_pid(server.pid)
+    finally:
+        shutil.rmtree(server.workdir, ignore_errors=True)
+
+
+@dataclass(frozen=True)
+class SysbenchResult:
+    test: str
+    threads: int
+    seconds: float
+    tps: float
+    qps: float
+    p95_ms: float
+    errors: int
+
+
+_TPS = re.compile(r"transactions:\s+(\d+)\s+\(([\d.]+) per sec")
+_QPS = re.compile(r"queries:\s+(\d+)\s+\(([\d.]+) per sec")
+_P95 = re.compile(r"95th percentile:\s+([\d.]+)")
+_TIME = re.compile(r"total time:\s+([\d.]+)s")
+_ERR = re.compile(r"ignored errors:\s+(\d+)")
+
+
+def parse_sysbench(text: str, test: str = "", threads: int = 0) -> SysbenchResult:
+    """TPS, QPS and p95 latency from sysbench 1.0 ``run`` output; ValueError when absent."""
+    tps, qps, p95 = _TPS.search(text), _QPS.search(text), _P95.search(text)
+    if not (tps and qps and p95):
+        raise ValueError(f"no sysbench summary in output: {text[-500:]!r}")
+    took, errors = _TIME.search(text), _ERR.search(text)
+    return SysbenchResult(test, threads, float(took.group(1)) if took else 0.0, float(tps.group(2)),
+                          float(qps.group(2)), float(p95.group(1)), int(errors.group(1)) if errors else 0)
+
+
+def sysbench_prepare(server: MariaDB, tables: int = 2, table_size: int = 10000) -> None:
+    argv = [which("sysbench") or "sysbench", "oltp_read_write", *server.sysbench_args(), f"--tables={tables}",
+            f"--table-size={table_size}", "prepare"]
+    subprocess.run(argv, check=True, capture_output=True, timeout=600)
+
+
+class SysbenchLoad:
+    """sysbench running in the background for a bounded time (it stops by itself; stop() ends it early)."""
+
+    def __init__(self, server: MariaDB, seconds: float, test: str = "oltp_read_write", threads: int = 4,
+                 tables: int = 2, table_size: int = 10000) -> None:
+        self.test, self.threads, self.seconds = test, threads, seconds
+        argv = [which("sysbench") or "sysbench", test, *server.sysbench_args(), f"--tables={tables}",
+                f"--table-size={table_size}", f"--threads={threads}", f"--time={int(seconds)}",
+                "--percentile=95", "--report-interval=0", "--rand-type=uniform", "run"]
+        self._out = tempfile.TemporaryFile()
+        self.proc = subprocess.Popen(argv, stdout=self._out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                     start_new_session=True)
+
+    def wait(self, timeout: float | None = None) -> SysbenchResult:
+        """Wait for the run to end (at most its time plus 60 s) and return its numbers."""
+        self.proc.wait(timeout=timeout if timeout is not None else self.seconds + 60)
+        self._out.seek(0)
+        return parse_sysbench(self._out.read().decode(errors="replace"), self.test, self.threads)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            _stop_pid(self.proc.pid, grace=5.0)
+        self._out.close()
+
+
+def run_sysbench(server: MariaDB, seconds: float, test: str = "oltp_read_write", threads: int = 4,
+                 tables: int = 2, table_size: int = 10000) -> SysbenchResult:
+    load = SysbenchLoad(server, seconds, test, threads, tables, table_size)
+    try:
+        return load.wait()
+    finally:
+        load.stop()
