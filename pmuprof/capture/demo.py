@@ -1,0 +1,205 @@
+"""Build, start and stop the demo workload (examples/demo), and capture it for `pmuprof demo`."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import os
+import select
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from ..errors import PmuprofError, UsageError
+from ..paths import demo_source_dir
+
+SCENARIOS = ("mixed", "index-dive", "spin", "page-cleaner", "healthy")
+DEMO_SOURCE = "pmuprof_demo.c"
+DEMO_BINARY = "pmuprof-demo"  # also the process comm perf reports
+# Frame pointers everywhere and every named function a real frame: see examples/demo/Makefile.
+DEMO_CFLAGS = ("-O2", "-g", "-fno-omit-frame-pointer", "-fno-inline-functions-called-once",
+               "-fno-optimize-sibling-calls", "-Wall")
+BUILD_PACKAGES = "gcc libc6-dev"
+START_TIMEOUT_S = 10.0
+# The workload stops itself this long after the capture should have ended, even if nobody stops it.
+SELF_STOP_MARGIN_S = 60.0
+
+
+class DemoError(PmuprofError):
+    """The demo workload could not be built or started."""
+
+
+def default_cache_dir() -> Path:
+    """$PMUPROF_CACHE/demo, else $XDG_CACHE_HOME/pmuprof/demo, else ~/.cache/pmuprof/demo."""
+    base = os.environ.get("PMUPROF_CACHE")
+    if base:
+        return Path(base) / "demo"
+    xdg = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(xdg) / "pmuprof" / "demo"
+
+
+def _writable_dir(preferred: Path) -> Path:
+    try:
+        preferred.mkdir(parents=True, exist_ok=True)
+        if os.access(preferred, os.W_OK):
+            return preferred
+    except OSError:
+        pass
+    fallback = Path(tempfile.gettempdir()) / f"pmuprof-demo-{os.getuid()}"
+    fallback.mkdir(mode=0o700, exist_ok=True)
+    return fallback
+
+
+def _source_stamp(source: Path, compiler: str) -> str:
+    """What the binary was built from: the source text, the flags and the compiler path."""
+    digest = hashlib.sha256(source.read_bytes())
+    digest.update("\0".join((compiler,) + DEMO_CFLAGS).encode())
+    return digest.hexdigest()
+
+
+def build_demo(cache_dir: Path | None = None, source_dir: Path | None = None) -> Path:
+    """Compile the workload into the cache (never into the package) and return the binary.
+
+    The binary is rebuilt when the source, the flags or the compiler changed; a build is
+    written to a temporary name and renamed, so concurrent builds never see half a file.
+    """
+    source = (source_dir or demo_source_dir()) / DEMO_SOURCE
+    if not source.is_file():
+        raise DemoError(f"demo source {source} is missing", "reinstall pmuprof (pip install .) from a full checkout")
+    compiler = os.environ.get("CC") or shutil.which("gcc") or shutil.which("cc")
+    if not compiler:
+        raise DemoError("gcc is not installed: the demo workload is built from C source",
+                        f"apt-get install {BUILD_PACKAGES}")
+    out_dir = _writable_dir(Path(cache_dir) if cache_dir else default_cache_dir())
+    binary = out_dir / DEMO_BINARY
+    stamp_path = out_dir / f"{DEMO_BINARY}.stamp"
+    stamp = _source_stamp(source, compiler)
+    if binary.is_file() and stamp_path.is_file() and stamp_path.read_text().strip() == stamp:
+        return binary
+    tmp = out_dir / f".{DEMO_BINARY}.{os.getpid()}.tmp"
+    argv = [compiler, *DEMO_CFLAGS, "-o", str(tmp), str(source), "-pthread"]
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    except (OSError, subprocess.TimeoutExpired) as err:
+        raise DemoError(f"cannot run {compiler}: {err}", f"apt-get install {BUILD_PACKAGES}") from err
+    if done.returncode != 0:
+        tmp.unlink(missing_ok=True)
+        first = next((ln for ln in done.stderr.splitlines() if "error" in ln), done.stderr.strip()[:200])
+        raise DemoError(f"building the demo workload failed: {first}",
+                        f"apt-get install {BUILD_PACKAGES}; build by hand with make -C {source.parent} OUT=/tmp/demo")
+    os.replace(tmp, binary)
+    stamp_path.write_text(stamp + "\n")
+    return binary
+
+
+def demo_argv(binary: Path, scenario: str, threads: int, spin_wait_delay: int, seconds: float) -> list[str]:
+    """The workload's command line (pure; validated here so bad values fail before anything runs)."""
+    if scenario not in SCENARIOS:
+        raise UsageError(f"unknown demo scenario {scenario!r}", f"use one of: {', '.join(SCENARIOS)}")
+    if not 1 <= threads <= 64:
+        raise UsageError(f"--threads {threads} is out of range", "use 1..64")
+    if not 0 <= spin_wait_delay <= 6000:
+        raise UsageError(f"--spin-wait-delay {spin_wait_delay} is out of range", "use 0..6000 (InnoDB's default is 6)")
+    if seconds < 0:
+        raise UsageError(f"demo seconds {seconds} is negative", "use 0 (until stopped) or more")
+    return [str(binary), "--scenario", scenario, "--threads", str(threads),
+            "--spin-wait-delay", str(spin_wait_delay), "--seconds", f"{seconds:g}", "--die-with-parent"]
+
+
+def start_demo(scenario: str = "mixed", threads: int = 4, spin_wait_delay: int = 30, seconds: float = 0,
+               binary: Path | None = None) -> subprocess.Popen:
+    """Start the workload and return once its threads run (it prints its pid line then)."""
+    argv = demo_argv(binary or build_demo(), scenario, threads, spin_wait_delay, seconds)
+    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    try:
+        line = _read_line(proc, START_TIMEOUT_S)
+    except BaseException:
+        stop_demo(proc)
+        raise
+    if not line.startswith("pmuprof-demo: pid"):
+        err = proc.stderr.read() if proc.poll() is not None and proc.stderr else ""
+        stop_demo(proc)
+        raise DemoError(f"the demo workload did not start: {(err or line or 'no output').strip().splitlines()[0]}",
+                        "run it by hand to see why: " + " ".join(argv))
+    return proc
+
+
+def _read_line(proc: subprocess.Popen, timeout: float) -> str:
+    """One line of the child's stdout, or '' after ``timeout`` seconds or when it exits."""
+    assert proc.stdout is not None
+    ready, _, _ = select.select([proc.stdout], [], [], timeout)
+    return proc.stdout.readline() if ready else ""
+
+
+def stop_demo(proc: subprocess.Popen, timeout: float = 5.0) -> int | None:
+    """SIGTERM, then SIGKILL after ``timeout`` seconds; reap it and close its pipes. Returns its exit code."""
+    if proc.poll() is None:
+        try:
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        except ProcessLookupError:
+            pass
+    for pipe in (proc.stdout, proc.stderr):
+        if pipe is not None:
+            pipe.close()
+    return proc.returncode
+
+
+@dataclass(frozen=True)
+class DemoOptions:
+    scenario: str = "mixed"
+    duration: float = 10.0
+    threads: int = 4
+    spin_wait_delay: int = 30
+    frequency: int = 99
+    out_dir: Path | None = None
+    warmup_s: float = 1.0
+    cache_dir: Path | None = None
+
+
+def default_out_dir(scenario: str, now: _dt.datetime | None = None) -> Path:
+    stamp = (now or _dt.datetime.now()).strftime("%Y%m%d-%H%M%S")
+    return Path.cwd() / f"pmuprof-demo-{scenario}-{stamp}"
+
+
+def run_demo(opts: DemoOptions, progress: Callable | None = None,
+             log: Callable[[str], None] = lambda _m: None) -> dict:
+    """Build and start the workload, capture it (record + report), and always stop it.
+
+    Returns the pipeline's result plus ``run_dir`` and ``workload`` (its argv and exit code).
+    """
+    from .. import pipeline
+    from .record import RecordOptions, record
+
+    out_dir = Path(opts.out_dir) if opts.out_dir else default_out_dir(opts.scenario)
+    if out_dir.exists() and any(out_dir.iterdir()):
+        raise UsageError(f"{out_dir} exists and is not empty", "choose a new -o directory")
+    binary = build_demo(opts.cache_dir)
+    seconds = opts.warmup_s + opts.duration + SELF_STOP_MARGIN_S
+    proc = start_demo(opts.scenario, opts.threads, opts.spin_wait_delay, seconds, binary)
+    log(f"started {DEMO_BINARY} (pid {proc.pid}): scenario {opts.scenario}, {opts.threads} threads, "
+        f"spin_wait_delay {opts.spin_wait_delay}")
+    try:
+        time.sleep(opts.warmup_s)
+        if proc.poll() is not None:
+            raise DemoError(f"the demo workload exited early (status {proc.returncode})",
+                            "run it by hand: " + " ".join(proc.args))
+        command = ("pmuprof", "demo", "--scenario", opts.scenario, "--duration", f"{opts.duration:g}",
+                   "--threads", str(opts.threads), "--spin-wait-delay", str(opts.spin_wait_delay))
+        rec = RecordOptions(pids=(proc.pid,), out_dir=out_dir, duration=opts.duration,
+                            frequency=opts.frequency, mysql=False, command=command)
+        run_dir = record(rec, progress, log)
+    finally:
+        status = stop_demo(proc)
+    result = pipeline.report_input(run_dir, run_dir)
+    result.update(run_dir=run_dir, workload={"argv": list(proc.args), "exit_code": status})
+    return result

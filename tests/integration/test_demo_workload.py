@@ -1,0 +1,190 @@
+"""The demo workload: it builds, each scenario runs and stops cleanly, and real perf sees its frames."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from pmuprof.capture.demo import SCENARIOS, build_demo, demo_argv, start_demo, stop_demo
+from pmuprof.errors import UsageError
+from pmuprof.model.perfscript import fold_lines
+from pmuprof.paths import demo_source_dir
+
+NAMED_FRAMES = ("ut_delay", "mutex_spin_wait", "fil_space_get", "btr_estimate_n_rows_in_range_on_level",
+                "ha_innobase_records_in_range", "rw_lock_sx_lock_func", "buf_flush_page_cleaner_coordinator",
+                "ut_time_ms", "buf_get_n_pending_read_ios", "os_rmb", "row_search_mvcc",
+                "row_sel_store_mysql_rec")
+
+
+@pytest.fixture(scope="module")
+def demo_binary(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    if not (shutil.which("gcc") or shutil.which("cc")):
+        pytest.skip("gcc is not installed: apt-get install gcc libc6-dev")
+    return build_demo(tmp_path_factory.mktemp("demo-cache"))
+
+
+def _disassemble(binary: Path, function: str) -> str:
+    if not shutil.which("objdump"):
+        pytest.skip("objdump (binutils) is not installed")
+    out = subprocess.run(["objdump", "-d", "--no-show-raw-insn", f"--disassemble={function}", str(binary)],
+                         capture_output=True, text=True, check=True).stdout
+    return out.split(f"<{function}>:", 1)[1]
+
+
+def test_build_is_cached_and_rebuilt_when_the_source_changes(demo_binary: Path, tmp_path: Path) -> None:
+    again = build_demo(demo_binary.parent)
+    assert again == demo_binary
+    assert again.stat().st_mtime_ns == demo_binary.stat().st_mtime_ns  # no rebuild
+    src = tmp_path / "src"
+    shutil.copytree(demo_source_dir(), src)
+    first = build_demo(tmp_path / "cache", src)
+    before = first.stat().st_mtime_ns
+    with (src / "pmuprof_demo.c").open("a") as f:
+        f.write("\n/* changed */\n")
+    assert build_demo(tmp_path / "cache", src).stat().st_mtime_ns != before
+    assert not list(src.glob("pmuprof-demo*")), "the build must not write into the source directory"
+
+
+def test_binary_has_real_pause_and_fence(demo_binary: Path) -> None:
+    if os.uname().machine not in ("x86_64", "i686"):
+        pytest.skip("PAUSE/MFENCE checks are x86-only")
+    delay = _disassemble(demo_binary, "ut_delay")
+    assert "pause" in delay
+    after_pause = delay.split("pause", 1)[1].splitlines()[1]
+    assert "ret" not in after_pause and "pop" not in after_pause  # the PAUSE's samples stay in the loop body
+    rmb = _disassemble(demo_binary, "os_rmb")
+    assert "mfence" in rmb and "push   %rbp" in rmb  # a real full fence, inside a frame
+
+
+def test_bad_arguments_are_refused(demo_binary: Path) -> None:
+    with pytest.raises(UsageError, match="scenario"):
+        demo_argv(demo_binary, "nosuch", 4, 30, 1)
+    with pytest.raises(UsageError, match="threads"):
+        demo_argv(demo_binary, "mixed", 0, 30, 1)
+    done = subprocess.run([str(demo_binary), "--scenario", "nosuch"], capture_output=True, text=True, timeout=10)
+    assert done.returncode == 2 and "unknown scenario" in done.stderr
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_scenario_runs_and_stops_on_sigterm(demo_binary: Path, scenario: str) -> None:
+    proc = start_demo(scenario, threads=2, spin_wait_delay=6, seconds=0, binary=demo_binary)
+    try:
+        time.sleep(0.3)
+        assert proc.poll() is None
+        assert Path(f"/proc/{proc.pid}/comm").read_text().strip() == "pmuprof-demo"
+    finally:
+        code = stop_demo(proc)
+    assert code == 0  # a clean exit from the SIGTERM handler, not a kill
+
+
+def test_exits_by_itself_after_seconds(demo_binary: Path) -> None:
+    proc = subprocess.run([str(demo_binary), "--scenario", "healthy", "--threads", "1", "--seconds", "0.3"],
+                          capture_output=True, text=True, timeout=10)
+    assert proc.returncode == 0
+    assert "scenario healthy" in proc.stdout and "stopped after" in proc.stdout
+
+
+def test_no_orphan_when_the_parent_is_killed(demo_binary: Path) -> None:
+    code = ("import sys, time; from pathlib import Path; from pmuprof.capture.demo import start_demo; "
+            f"p = start_demo('spin', 2, 6, 0, Path({str(demo_binary)!r})); print(p.pid, flush=True); time.sleep(60)")
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
+    parent = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, env=env)
+    try:
+        pid = int(parent.stdout.readline())
+    finally:
+        parent.send_signal(signal.SIGKILL)
+        parent.wait()
+        parent.stdout.close()
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and _alive(pid):
+        time.sleep(0.05)
+    assert not _alive(pid), f"demo pid {pid} outlived its parent"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return state not in ("Z", "X")
+
+
+def _perf_fold(demo_binary: Path, scenario: str, tmp_path: Path) -> Counter:
+    """perf record -F 499 -g -p PID for 1.5 s; the folded stacks (root first) of the workload."""
+    perf = shutil.which("perf")
+    if not perf:
+        pytest.skip("perf is not installed: apt-get install linux-perf")
+    proc = start_demo(scenario, threads=4, spin_wait_delay=30, seconds=0, binary=demo_binary)
+    data = tmp_path / "perf.data"
+    try:
+        time.sleep(0.3)
+        rec = subprocess.run([perf, "record", "-q", "-F", "499", "-g", "-p", str(proc.pid), "-o", str(data),
+                              "--", "sleep", "1.5"], capture_output=True, text=True, timeout=60)
+    finally:
+        stop_demo(proc)
+    if rec.returncode != 0 or not data.is_file():
+        pytest.skip(f"perf record is not permitted here: {rec.stderr.strip()[:200]}")
+    script = subprocess.run([perf, "script", "-i", str(data), "-F", "comm,pid,tid,ip,sym,dso", "--no-inline"],
+                            capture_output=True, text=True, timeout=120,
+                            errors="replace")
+    stacks = fold_lines(script.stdout.splitlines(), pids=[proc.pid]).stacks
+    assert sum(stacks.values()) >= 50, "too few samples of the workload"
+    return stacks
+
+
+def _share(stacks: Counter, leaf: str, under: str | None = None) -> float:
+    """Fraction of samples whose leaf frame is ``leaf`` (and, if given, with ``under`` above it)."""
+    total = sum(stacks.values())
+    hit = sum(c for s, c in stacks.items() if s[-1] == leaf and (under is None or under in s[:-1]))
+    return hit / total
+
+
+def _inclusive(stacks: Counter, frame: str) -> float:
+    return sum(c for s, c in stacks.items() if frame in s) / sum(stacks.values())
+
+
+def test_perf_sees_ut_delay_under_fil_space_get_in_index_dive(demo_binary: Path, tmp_path: Path) -> None:
+    stacks = _perf_fold(demo_binary, "index-dive", tmp_path)
+    assert _share(stacks, "ut_delay") > 0.2
+    assert _share(stacks, "ut_delay", "fil_space_get") >= 0.9 * _share(stacks, "ut_delay")
+    chain = next(s for s in stacks if s[-1] == "ut_delay" and "fil_space_get" in s)
+    order = [chain.index(f) for f in ("ha_innobase_records_in_range", "btr_estimate_n_rows_in_range_on_level",
+                                      "fil_space_get", "mutex_spin_wait", "ut_delay")]
+    assert order == sorted(order)
+    assert _inclusive(stacks, "rw_lock_sx_lock_func") == 0
+
+
+def test_perf_sees_flush_spin_without_index_dive(demo_binary: Path, tmp_path: Path) -> None:
+    stacks = _perf_fold(demo_binary, "spin", tmp_path)
+    assert _share(stacks, "ut_delay", "rw_lock_sx_lock_func") > 0.2
+    assert _inclusive(stacks, "buf_flush_page_cleaner_coordinator") > 0
+    assert _inclusive(stacks, "fil_space_get") == 0
+
+
+def test_perf_sees_full_fence_in_page_cleaner(demo_binary: Path, tmp_path: Path) -> None:
+    stacks = _perf_fold(demo_binary, "page-cleaner", tmp_path)
+    assert _share(stacks, "os_rmb") > 0.3
+    assert _share(stacks, "os_rmb", "buf_get_n_pending_read_ios") >= 0.8 * _share(stacks, "os_rmb")
+    assert _inclusive(stacks, "ut_time_ms") > 0
+    assert _inclusive(stacks, "ut_delay") == 0
+
+
+def test_perf_sees_only_scan_work_when_healthy(demo_binary: Path, tmp_path: Path) -> None:
+    stacks = _perf_fold(demo_binary, "healthy", tmp_path)
+    assert _inclusive(stacks, "row_search_mvcc") > 0.8
+    assert _inclusive(stacks, "ut_delay") == 0 and _inclusive(stacks, "os_rmb") == 0
+
+
+def test_perf_sees_every_named_frame_in_mixed(demo_binary: Path, tmp_path: Path) -> None:
+    stacks = _perf_fold(demo_binary, "mixed", tmp_path)
+    seen = {f for s in stacks for f in s}
+    core = {"ut_delay", "fil_space_get", "rw_lock_sx_lock_func", "os_rmb", "row_search_mvcc"}
+    assert core <= seen, f"missing {sorted(core - seen)}; named frames seen: {sorted(seen & set(NAMED_FRAMES))}"
