@@ -224,12 +224,18 @@ def build_payload(runs: Sequence[RunSummary], title: str) -> dict[str, Any]:
             "count": len(runs), "latest": runs[-1].started if runs else ""}
 
 
-def render_index(directory: Path, out: Path, title: str = "") -> tuple[str, list[dict[str, Any]]]:
-    """The index HTML for the runs under ``directory`` (links relative to ``out``) and its flags."""
+def render_index(directory: Path, out: Path, title: str = "") -> tuple[str, dict[str, Any]]:
+    """The index HTML for the runs under ``directory`` (links relative to ``out``) and its payload."""
     from . import __version__
     from .report.html import render
 
     runs = scan(directory, out.parent)
     payload = build_payload(runs, title or f"pmuprof history: {directory.resolve().name}")
     payload["version"] = __version__
-    return render("history.html.j2", payload), payload["regressions"]
+    return render("history.html.j2", payload), payload
+
+
+def latest_flags(payload: dict[str, Any]) -> list[dict[str, Any]]:
+    """Regression flags of the newest run only (what a nightly check should alert on)."""
+    newest = payload["runs"][0]["name"] if payload["runs"] else None
+    return [f for f in payload["regressions"] if f["run"] == newest]

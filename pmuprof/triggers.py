@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import re
+import time
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -240,6 +241,22 @@ def skipped(plan: WatchPlan, state: WatchState, now: float) -> WatchState:
 
 def done(plan: WatchPlan, state: WatchState) -> bool:
     return state.captures >= plan.max_captures
+
+
+def status_line(plan: WatchPlan, state: WatchState, poll: Poll) -> str:
+    """One line per poll for -v: each condition's value and its consecutive-hit count."""
+    clock = time.strftime("%H:%M:%S", time.localtime(poll.t))
+    parts = []
+    for cond, hits in zip(plan.conditions, state.hits):
+        got = value(cond, poll)
+        shown = "?" if got is None else f"{got:g}"
+        parts.append(f"{cond.text}: {shown} ({hits}/{plan.cycles})")
+    tail = ""
+    if done(plan, state):
+        tail = " · done"
+    elif poll.t < state.cooldown_until:
+        tail = f" · cooling down {state.cooldown_until - poll.t:.0f} s"
+    return f"{clock} " + "; ".join(parts) + f" · captures {state.captures}/{plan.max_captures}{tail}"
 
 
 def parse_proc_stat(text: str) -> tuple[int, int]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from pmuprof.history import RunSummary, build_payload, chart, regressions, render_index, scan
+from pmuprof.history import RunSummary, build_payload, chart, latest_flags, regressions, render_index, scan
 
 
 def _run(base: Path, name: str, day: int, findings=(), stacks=None, ipc=None, report=True, marker=True, trigger=None):
@@ -104,7 +104,8 @@ def test_html_is_self_contained_escaped_and_deterministic(tmp_path):
     _run(base, "20240101", 1, findings=[("spin", "warning", 0.1)], stacks={evil: 10, "ok": 90}, ipc=1.2)
     _run(base, "20240102", 2, findings=[("spin", "critical", 0.4)], stacks={evil: 60, "ok": 40}, ipc=0.9)
     out = base / "index.html"
-    html, flags = render_index(base, out)
+    html, payload = render_index(base, out)
+    flags = payload["regressions"]
     assert html == render_index(base, out)[0]
     assert "<script>alert(1)" not in html and "&lt;/script&gt;&lt;script&gt;alert(1)" in html
     assert "http://" not in html and "https://" not in html and "src=" not in html
@@ -112,8 +113,9 @@ def test_html_is_self_contained_escaped_and_deterministic(tmp_path):
     assert "<polyline" in html and "IPC (instructions per cycle)" in html
     assert {f["kind"] for f in flags} >= {"finding", "new-critical", "ipc"}
     assert html.count('class="flagged"') == 1
+    assert {f["run"] for f in latest_flags(payload)} == {"20240102"}
 
 
 def test_empty_directory_renders(tmp_path):
-    html, flags = render_index(tmp_path, tmp_path / "index.html")
-    assert "0 runs" in html and flags == []
+    html, payload = render_index(tmp_path, tmp_path / "index.html")
+    assert "0 runs" in html and payload["regressions"] == [] and latest_flags(payload) == []

@@ -7,7 +7,7 @@ import pytest
 from pmuprof.errors import UsageError
 from pmuprof.triggers import (
     Condition, DiskFloor, Poll, WatchPlan, captured, cpu_percent, done, holds, initial_state,
-    missing_status, parse_condition, parse_duration, parse_proc_stat, parse_size, skipped, step, value,
+    missing_status, parse_condition, parse_duration, parse_proc_stat, parse_size, skipped, status_line, step, value,
 )
 
 
@@ -185,3 +185,13 @@ def test_condition_is_frozen():
     cond = Condition("status", "x", ">", 1.0, "x>1")
     with pytest.raises(Exception):
         cond.name = "y"  # type: ignore[misc]
+
+
+def test_status_line_shows_values_hits_and_cooldown():
+    plan = WatchPlan((parse_condition("Threads_running>50"), parse_condition("cpu>80")), cycles=3,
+                     cooldown_s=30, max_captures=2)
+    state, _ = step(plan, initial_state(plan), Poll(100.0, status={"Threads_running": 60.0}))
+    line = status_line(plan, state, Poll(100.0, status={"Threads_running": 60.0}))
+    assert "Threads_running>50: 60 (1/3); cpu>80: ? (0/3) · captures 0/2" in line
+    cooled = captured(plan, state, 100.0)
+    assert "cooling down 30 s" in status_line(plan, cooled, Poll(100.0))

@@ -1,0 +1,218 @@
+"""`pmuprof watch`: poll cheaply, and when a trigger holds for N polls, capture, then cool down."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from ..errors import PmuprofError, TargetError, UsageError
+from ..model.rundir import RUN_JSON, read_json, write_json
+from ..triggers import (
+    DiskFloor, Fire, Poll, WatchPlan, captured, cpu_percent, done, initial_state, missing_status,
+    parse_proc_stat, skipped, status_line, step,
+)
+from .schedule_io import disk_free
+
+Log = Callable[[str], None]
+
+
+class Poller:
+    """One kept-open server connection plus /proc reads; each poll costs one or two small queries."""
+
+    def __init__(self, pid: int, plan: WatchPlan, mysql_options: Any | None) -> None:
+        self.pid, self.plan, self.mysql_options = pid, plan, mysql_options
+        self.names = sorted({c.name for c in plan.conditions if c.source == "status"} | {"Threads_running"})
+        self.need_processlist = any(c.source in ("state", "command") for c in plan.conditions)
+        self.need_sql = any(c.source != "cpu" for c in plan.conditions)
+        self.conn: Any = None
+        self.last_cpu: tuple[int, float] | None = None
+        self.hz = os.sysconf("SC_CLK_TCK")
+
+    def _sql(self) -> Any:
+        if self.conn is None:
+            from . import mysql
+            try:
+                self.conn, _, _ = mysql._connect(self.mysql_options or mysql.MysqlOptions(), self.pid)
+            except ConnectionError as err:
+                raise TargetError(f"cannot reach the server to poll: {err}",
+                                  "pass --mysql-socket / --defaults-file, or use only a cpu>N trigger") from err
+        return self.conn
+
+    def _status(self, conn: Any) -> dict[str, float]:
+        marks = ", ".join(["%s"] * len(self.names))
+        with conn.cursor() as cur:
+            cur.execute(f"SHOW GLOBAL STATUS WHERE Variable_name IN ({marks})", self.names)
+            rows = cur.fetchall()
+        out = {}
+        for name, val in rows:
+            try:
+                out[str(name)] = float(val)
+            except (TypeError, ValueError):
+                continue
+        return out
+
+    def _processlist(self, conn: Any) -> tuple[dict[str, int], dict[str, int]]:
+        states: dict[str, int] = {}
+        commands: dict[str, int] = {}
+        with conn.cursor() as cur:
+            cur.execute("SELECT STATE, COMMAND, COUNT(*) FROM information_schema.PROCESSLIST "
+                        "WHERE ID <> CONNECTION_ID() GROUP BY STATE, COMMAND")
+            for state, command, count in cur.fetchall():
+                states[str(state or "")] = states.get(str(state or ""), 0) + int(count)
+                commands[str(command or "")] = commands.get(str(command or ""), 0) + int(count)
+        return states, commands
+
+    def _cpu(self, now: float) -> float | None:
+        try:
+            with open(f"/proc/{self.pid}/stat", encoding="utf-8", errors="replace") as fh:
+                ticks, _ = parse_proc_stat(fh.read())
+        except (OSError, ValueError, IndexError):
+            raise TargetError(f"pid {self.pid} is gone", "the server exited or restarted; pass its new pid") from None
+        prev, self.last_cpu = self.last_cpu, (ticks, now)
+        return None if prev is None else cpu_percent(prev[0], prev[1], ticks, now, self.hz)
+
+    def poll(self) -> Poll:
+        now = time.time()
+        cpu = self._cpu(now)
+        if not self.need_sql:
+            return Poll(now, cpu=cpu)
+        conn = self._sql()
+        try:
+            status = self._status(conn)
+            states, commands = self._processlist(conn) if self.need_processlist else ({}, {})
+        except Exception as err:  # noqa: BLE001 - a dropped connection is retried on the next poll
+            self.close()
+            raise TargetError(f"polling the server failed: {err}", "check that the server is up") from err
+        return Poll(now, status, states, commands, cpu)
+
+    def close(self) -> None:
+        if self.conn is not None:
+            try:
+                self.conn.close()
+            except Exception:  # noqa: BLE001
+                pass
+            self.conn = None
+
+
+@dataclass(frozen=True)
+class WatchOptions:
+    pid: int
+    plan: WatchPlan
+    base_dir: Path
+    interval_s: float = 1.0
+    duration_s: float = 30.0
+    disk_floor: DiskFloor = DiskFloor(bytes=100 * 2**20, percent=5.0)
+    mysql_options: Any | None = None
+    record: dict[str, Any] = field(default_factory=dict)  # extra RecordOptions fields (frequency, mode...)
+    verbose: bool = False
+    command: tuple[str, ...] = ()
+
+
+class _DuringCapture(threading.Thread):
+    """Keeps polling while perf records, so run.json shows the values during the capture too."""
+
+    def __init__(self, poller: Poller, interval: float) -> None:
+        super().__init__(daemon=True, name="pmuprof-watch-poll")
+        self.poller, self.interval, self.polls, self.stop_event = poller, interval, [], threading.Event()
+
+    def run(self) -> None:
+        while not self.stop_event.wait(self.interval):
+            try:
+                self.polls.append(self.poller.poll())
+            except PmuprofError:
+                return
+
+
+def _out_dir(base: Path, fire: Fire) -> Path:
+    stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    path = base / f"{stamp}-{fire.condition.slug}"
+    n = 2
+    while path.exists():
+        path, n = base / f"{stamp}-{fire.condition.slug}-{n}", n + 1
+    return path
+
+
+def capture_once(opts: WatchOptions, fire: Fire, poller: Poller, log: Log) -> tuple[Path, bool]:
+    """Record + report into BASE/<time>-<trigger>/; returns (run dir, interrupted)."""
+    from ..pipeline import report_input
+    from .record import RecordOptions, record
+
+    out = _out_dir(opts.base_dir, fire)
+    log(f"trigger {fire.condition.text} held for {fire.hits} polls: capture {fire.capture_index}/"
+        f"{opts.plan.max_captures} for {opts.duration_s:g} s into {out}")
+    ropts = RecordOptions(pids=(opts.pid,), out_dir=out, duration=opts.duration_s,
+                          mysql_options=opts.mysql_options, command=opts.command or ("pmuprof", "watch"),
+                          **opts.record)
+    during = _DuringCapture(poller, opts.interval_s)
+    during.start()
+    try:
+        record(ropts, None, log)
+    finally:
+        during.stop_event.set()
+        during.join(timeout=opts.interval_s + 35)
+    run = read_json(out / RUN_JSON, {}) or {}
+    run["trigger"] = {**fire.to_dict(opts.plan), "fired_at": _iso(fire.polls[-1].t),
+                      "interval_s": opts.interval_s,
+                      "polls_during": [p.to_dict(opts.plan.conditions) for p in during.polls]}
+    write_json(out / RUN_JSON, run)
+    try:
+        result = report_input(out, out)
+        log(f"report: {result['paths']['html']}")
+    except PmuprofError as err:  # an empty profile must not end the watch
+        log(f"no report for {out}: {err}")
+    return out, bool(run.get("interrupted"))
+
+
+def _iso(epoch: float) -> str:
+    return _dt.datetime.fromtimestamp(epoch, _dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")[:-4] + "Z"
+
+
+def _first_poll(poller: Poller, plan: WatchPlan) -> Poll:
+    poll = poller.poll()
+    missing = missing_status(plan.conditions, poll)
+    if missing:
+        raise UsageError(f"the server has no numeric status variable {', '.join(missing)}",
+                         "check the name with SHOW GLOBAL STATUS LIKE '...' (names are case-sensitive)")
+    return poll
+
+
+def watch(opts: WatchOptions, log: Log, sleep: Callable[[float], None] = time.sleep) -> list[Path]:
+    """Poll until max captures are taken or Ctrl-C; return the run directories written."""
+    opts.base_dir.mkdir(parents=True, exist_ok=True)
+    plan, poller, runs = opts.plan, Poller(opts.pid, opts.plan, opts.mysql_options), []
+    state = initial_state(plan)
+    log(f"watching pid {opts.pid} every {opts.interval_s:g} s for {' or '.join(c.text for c in plan.conditions)} "
+        f"({plan.cycles} polls in a row); up to {plan.max_captures} capture(s) into {opts.base_dir}")
+    try:
+        poll = _first_poll(poller, plan)
+        while True:
+            state, fire = step(plan, state, poll)
+            if opts.verbose:
+                log(status_line(plan, state, poll))
+            if fire is not None:
+                reason = opts.disk_floor.violation(*disk_free(opts.base_dir))
+                if reason:
+                    log(f"trigger {fire.condition.text} fired but capture skipped: {reason}")
+                    state = skipped(plan, state, time.time())
+                else:
+                    path, interrupted = capture_once(opts, fire, poller, log)
+                    runs.append(path)
+                    state = captured(plan, state, time.time())
+                    if interrupted:
+                        break
+                if done(plan, state):
+                    break
+            sleep(max(0.0, opts.interval_s - (time.time() - poll.t)))
+            poll = poller.poll()
+    except KeyboardInterrupt:
+        log("interrupted")
+    finally:
+        poller.close()
+    log(f"{len(runs)} capture(s): {', '.join(str(r) for r in runs) or 'none'}")
+    return runs
+

@@ -1,0 +1,46 @@
+"""`pmuprof history`: a self-contained HTML index of runs with trends and regression flags."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from ..history import latest_flags, render_index
+from ..report.html import write_html
+from . import common
+
+EPILOG = """\b
+Examples:
+  pmuprof history /var/lib/pmuprof                         # writes /var/lib/pmuprof/index.html
+  pmuprof history pmuprof-watch -o /tmp/incident.html      # the captures of one watch session
+  pmuprof history /var/lib/pmuprof --fail-on-regression    # exit 10 when the latest run regressed (monitoring)
+"""
+
+
+@click.command("history", epilog=EPILOG)
+@click.argument("directory", type=click.Path(exists=True, file_okay=False))
+@click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
+              help="HTML file to write (default DIRECTORY/index.html).")
+@click.option("--title", default="", help="Page title (default: the directory name).")
+@click.option("--fail-on-regression", is_flag=True, help="Exit 10 when the newest run carries a regression flag.")
+def history_cmd(directory: str, output: str | None, title: str, fail_on_regression: bool) -> None:
+    """List the runs under DIRECTORY (nightly or watch captures) with trend charts across runs.
+
+    Charts: share of the main findings, top functions' self share, IPC when counted. A run is
+    flagged when a finding or function grew by more than 5 points over the median of the runs
+    before it, a critical finding is new, or IPC fell by more than 10 %.
+    """
+    base = Path(directory)
+    out = Path(output) if output else base / "index.html"
+    html, payload = render_index(base, out, title)
+    write_html(out, html)
+    flags = payload["regressions"]
+    common.log(f"history: {out}: {payload['count']} run(s), {len(flags)} regression flag(s)")
+    for flag in flags[-5:]:
+        common.log(f"  {flag['run']}: {flag['text']}")
+    if fail_on_regression and latest_flags(payload):
+        raise click.exceptions.Exit(10)
+
+
+COMMAND = history_cmd

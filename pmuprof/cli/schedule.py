@@ -1,0 +1,133 @@
+"""`pmuprof schedule install|remove|status|prune`: nightly captures with retention and a history index."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import click
+
+from ..capture import schedule_io
+from ..errors import UsageError
+from ..schedule import ScheduleSpec
+from ..triggers import parse_size
+from . import common
+
+EPILOG = """\b
+Examples:
+  pmuprof schedule install --at 03:00 --all-mysqld --dry-run                # print the units, change nothing
+  pmuprof schedule install --at 03:00 --all-mysqld -d 60 --keep-days 14     # nightly 60 s capture, 2 weeks kept
+  pmuprof schedule install --at 02:30 --all-mysqld --keep-size 5G --defaults-file /etc/pmuprof/my.cnf
+  pmuprof schedule status                                                   # next run, last exit status
+  pmuprof schedule prune --dir /var/lib/pmuprof --keep-days 7 --dry-run     # what retention would delete
+  pmuprof schedule remove                                                   # disable the timer, delete its files
+"""
+
+
+@click.group("schedule", epilog=EPILOG)
+def schedule_cmd() -> None:
+    """Nightly captures: a systemd timer + service (or a cron line without systemd).
+
+    Each run captures into DIR/<YYYYmmdd-HHMMSS>/, exits 0 / 10 / 20 for no / warning / critical
+    findings (the unit fails on critical so failed-unit monitoring alerts), then prunes old runs
+    and rewrites DIR/index.html (pmuprof history).
+    """
+
+
+def _capture_args(socket, host, port, user, defaults_file, no_mysql) -> tuple[str, ...]:
+    args: list[str] = []
+    for flag, value in (("--mysql-socket", socket), ("--mysql-host", host), ("--mysql-port", port),
+                        ("--mysql-user", user), ("--defaults-file", defaults_file)):
+        if value:
+            args += [flag, str(value)]
+    return tuple(args + (["--no-mysql"] if no_mysql else []) + ["-q"])
+
+
+def _scheduler(cron: bool) -> bool:
+    """True for systemd. Without systemd as PID 1 we fall back to cron."""
+    return not cron and schedule_io.systemd_running()
+
+
+@schedule_cmd.command("install", epilog=EPILOG)
+@click.option("--at", "at", default="03:00", show_default=True, help="Local time of day, HH:MM.")
+@click.option("-p", "--pid", type=int, default=None, help="Target pid (changes on restart: prefer --all-mysqld).")
+@click.option("--all-mysqld", is_flag=True, help="Profile every mysqld / mariadbd running at that time.")
+@click.option("-d", "--duration", type=click.IntRange(1, 3600), default=60, show_default=True, help="Seconds.")
+@click.option("--dir", "directory", default="/var/lib/pmuprof", show_default=True, help="Where dated runs go.")
+@click.option("--keep-days", type=click.IntRange(1), default=14, show_default=True, help="Delete runs older.")
+@click.option("--keep-size", default="5G", show_default=True, help="Delete the oldest runs beyond this total.")
+@click.option("--mysql-socket", default=None, help="Server socket for the capture's server facts.")
+@click.option("--mysql-host", default=None, help="Server host (TCP).")
+@click.option("--mysql-port", type=click.IntRange(1, 65535), default=None, help="Server port.")
+@click.option("--mysql-user", default=None, help="SQL user.")
+@click.option("--defaults-file", default=None, help="Client option file with the password (never a unit file).")
+@click.option("--no-mysql", is_flag=True, help="Profile only.")
+@click.option("--cron", is_flag=True, help="Write /etc/cron.d/pmuprof-nightly even where systemd runs.")
+@click.option("--exe", default=None, help="pmuprof executable the timer runs (default: the one on PATH).")
+@click.option("--dry-run", is_flag=True, help="Print what would be written; change nothing.")
+def install_cmd(at, pid, all_mysqld, duration, directory, keep_days, keep_size, mysql_socket, mysql_host,
+                mysql_port, mysql_user, defaults_file, no_mysql, cron, exe, dry_run) -> None:
+    """Write and enable the nightly timer."""
+    exe = exe or shutil.which("pmuprof")
+    if not exe:
+        raise UsageError("no pmuprof executable on PATH for the timer to run", "pip install pmuprof, or pass --exe")
+    spec = ScheduleSpec(at=at, directory=os.path.abspath(directory), duration_s=duration, exe=os.path.abspath(exe),
+                        pid=pid, all_mysqld=all_mysqld, keep_days=keep_days, keep_bytes=parse_size(keep_size),
+                        capture_args=_capture_args(mysql_socket, mysql_host, mysql_port, mysql_user,
+                                                   defaults_file and os.path.abspath(defaults_file), no_mysql))
+    systemd = _scheduler(cron)
+    if dry_run:
+        for name, text in schedule_io.rendered(spec, systemd).items():
+            click.echo(f"# ---- {name}\n{text}")
+        return
+    for line in schedule_io.install(spec, systemd):
+        common.log(line)
+    common.log(f"nightly capture at {at} into {spec.directory} ({'systemd timer' if systemd else 'cron'})")
+
+
+@schedule_cmd.command("remove")
+@click.option("--cron", is_flag=True, help="Only look at the cron file.")
+def remove_cmd(cron: bool) -> None:
+    """Disable the timer and delete the unit / cron files pmuprof wrote (runs are kept)."""
+    for line in schedule_io.remove(_scheduler(cron)):
+        common.log(line)
+
+
+@schedule_cmd.command("status")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@click.option("--cron", is_flag=True, help="Only look at the cron file.")
+def status_cmd(as_json: bool, cron: bool) -> None:
+    """What is installed, next and last run, the last exit status, the newest run directory."""
+    info = schedule_io.status(_scheduler(cron))
+    if as_json:
+        click.echo(json.dumps(info, indent=2, sort_keys=True))
+        return
+    if not info["installed"]:
+        click.echo("no nightly capture installed (pmuprof schedule install --help)")
+        return
+    spec = info["spec"]
+    click.echo(f"nightly capture at {spec['at']} via {info['scheduler']} into {spec['directory']}")
+    for key in ("NextElapseUSecRealtime", "LastTriggerUSec", "Result", "ExecMainStatus"):
+        if key in info:
+            click.echo(f"  {key}: {info[key]}")
+    click.echo(f"  runs kept: {info.get('runs', 0)}, newest: {info.get('latest') or '-'}")
+
+
+@schedule_cmd.command("prune")
+@click.option("--dir", "directory", required=True, type=click.Path(exists=True, file_okay=False))
+@click.option("--keep-days", type=click.IntRange(1), default=None, help="Delete runs older than this.")
+@click.option("--keep-size", default=None, help="Delete the oldest runs beyond this total (5G, 500M).")
+@click.option("--dry-run", is_flag=True, help="List what would be deleted.")
+def prune_cmd(directory: str, keep_days: int | None, keep_size: str | None, dry_run: bool) -> None:
+    """Retention: delete old pmuprof runs. Only directories with pmuprof's run.json are touched, only
+    the files pmuprof writes are deleted, and the newest run is always kept."""
+    keep_bytes = parse_size(keep_size) if keep_size else None
+    for deletion, kept in schedule_io.prune(Path(directory), keep_days, keep_bytes, dry_run):
+        verb = "would delete" if dry_run else "deleted"
+        extra = f" (kept foreign files: {', '.join(kept)})" if kept else ""
+        common.log(f"{verb} {deletion.name}: {deletion.reason}, {deletion.size // 2**20} MiB{extra}")
+
+
+COMMAND = schedule_cmd

@@ -1,0 +1,78 @@
+"""`pmuprof watch`: triggered capture during an incident (pt-stalk's model with perf stacks)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from ..capture import target
+from ..capture.watch import WatchOptions, watch
+from ..errors import TargetError, UsageError
+from ..triggers import DiskFloor, WatchPlan, parse_condition, parse_duration
+from . import common
+from .record import mysql_decorator, mysql_from_kwargs
+
+EPILOG = """\b
+Examples:
+  pmuprof watch -p $(pidof mariadbd) --trigger 'Threads_running>50' --cycles 3   # 1-second spikes pt-stalk style
+  pmuprof watch --trigger 'state:statistics>=10' -d 10 -o /var/tmp/stalk        # threads stuck in range estimation
+  pmuprof watch --trigger 'cpu>400' --trigger 'Threads_running>64' -v            # either condition; show every poll
+  pmuprof watch --trigger 'Threads_running>50' --max-captures 3 --cooldown 5m    # at most 3 captures, 5 min apart
+  pmuprof watch --trigger 'Threads_running>50' --disk-free 2G --disk-free 10%    # never fill the disk
+"""
+
+
+@click.command("watch", epilog=EPILOG)
+@click.option("-p", "--pid", type=int, default=None, help="mysqld / mariadbd pid (default: the only one running).")
+@click.option("-t", "--trigger", "triggers", multiple=True, required=True, metavar="COND",
+              help="Status variable, state:NAME, command:NAME or cpu, an operator and a number; repeat for OR.")
+@click.option("--cycles", type=click.IntRange(1), default=5, show_default=True,
+              help="Consecutive polls the condition must hold.")
+@click.option("--interval", default="1s", show_default=True, help="Time between polls (500ms, 1s, 2s).")
+@click.option("-d", "--duration", "--run-time", "duration", default="30s", show_default=True,
+              help="Length of each capture.")
+@click.option("--cooldown", default="300s", show_default=True, help="Pause after a capture before watching again.")
+@click.option("--max-captures", type=click.IntRange(1), default=3, show_default=True, help="Stop after this many.")
+@click.option("--disk-free", "disk_free", multiple=True, default=("100M", "5%"), show_default=True,
+              help="Free-space floor checked before each capture: a size (1G) or a percent (5%); repeatable.")
+@click.option("-F", "--frequency", type=int, default=99, show_default=True, help="Samples per second per CPU.")
+@click.option("--mode", type=click.Choice(["per-cpu", "per-thread"]), default="per-cpu", show_default=True,
+              help="perf sampling mode of each capture (see pmuprof record).")
+@click.option("-o", "--output", "base_dir", type=click.Path(file_okay=False), default="pmuprof-watch",
+              show_default=True, help="Base directory; each capture goes to BASE/<time>-<trigger>/.")
+@click.option("-v", "--verbose", is_flag=True, help="One status line per poll.")
+@mysql_decorator
+def watch_cmd(pid, triggers, cycles, interval, duration, cooldown, max_captures, disk_free, frequency, mode,
+              base_dir, verbose, **kwargs) -> None:
+    """Poll the server cheaply and capture a profile when a condition holds for N polls in a row.
+
+    Each poll is one SHOW GLOBAL STATUS WHERE ... query (plus one PROCESSLIST count for state:/command:
+    triggers) on a kept-open connection, and /proc/PID/stat for cpu. Every capture's run.json gets a
+    "trigger" key: the condition that fired and the polled values before and during the capture.
+    Stops after --max-captures or on Ctrl-C.
+    """
+    plan = WatchPlan(tuple(parse_condition(t) for t in triggers), cycles=cycles,
+                     cooldown_s=parse_duration(cooldown), max_captures=max_captures)
+    mysql_opts, use_mysql = mysql_from_kwargs(kwargs)
+    if not use_mysql and any(c.source != "cpu" for c in plan.conditions):
+        raise UsageError("--no-mysql leaves only cpu triggers usable", "drop --no-mysql or use --trigger 'cpu>N'")
+    opts = WatchOptions(pid=_pick_pid(pid), plan=plan, base_dir=Path(base_dir),
+                        interval_s=max(parse_duration(interval), 0.1), duration_s=parse_duration(duration),
+                        disk_floor=DiskFloor.parse(tuple(disk_free)), mysql_options=mysql_opts,
+                        record={"frequency": frequency, "mode": mode, "mysql": use_mysql}, verbose=verbose,
+                        command=tuple(["pmuprof"] + sys.argv[1:]))
+    watch(opts, common.log)
+
+
+def _pick_pid(pid: int | None) -> int:
+    if pid is not None:
+        return target.resolve_pid(pid)
+    found = target.find_mysqld()
+    if len(found) != 1:
+        raise TargetError(f"{len(found)} mysqld / mariadbd processes are running", "pass -p PID")
+    return found[0]
+
+
+COMMAND = watch_cmd
