@@ -19,14 +19,14 @@ __all__ = ["build_payload", "findings_json", "write_outputs"]
 def write_outputs(
     profile: Profile, findings: Iterable[Finding], out_dir: Path, extras: Mapping[str, Any] | None = None
 ) -> dict[str, Path]:
-    """Write report.html, findings.json and report.md into ``out_dir``; return their paths by name."""
+    """Write report.html, findings.json and report.md into ``out_dir``; return their paths under "html", "json", "md"."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     found = list(findings)
     payload = build_payload(profile, found, extras)
     paths = {
-        "report.html": write_text(out_dir / REPORT_HTML, render_report(payload)),
-        "findings.json": write_text(out_dir / FINDINGS_JSON, findings_json(profile, found)),
-        "report.md": write_text(out_dir / REPORT_MD, render_markdown(payload)),
+        "html": write_text(out_dir / REPORT_HTML, render_report(payload)),
+        "json": write_text(out_dir / FINDINGS_JSON, findings_json(profile, found)),
+        "md": write_text(out_dir / REPORT_MD, render_markdown(payload)),
     }
     return paths

@@ -97,3 +97,6 @@ def write_text(path: Path, text: str) -> Path:
     tmp.write_text(text, encoding="utf-8", newline="\n")
     tmp.replace(path)
     return path
+
+
+write_html = write_text  # name used by cli/history.py

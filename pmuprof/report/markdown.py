@@ -26,17 +26,22 @@ def _inline(text: Any) -> str:
     return f"{ticks}{pad}{value}{pad}{ticks}"
 
 
+def _text(text: Any) -> str:
+    """Plain text that a Markdown renderer with raw HTML cannot turn into markup."""
+    return str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
 def _findings(findings: list[Mapping[str, Any]]) -> list[str]:
     if not findings:
         return ["No rule fired. See the flame graph in report.html for where the time went.", ""]
     lines = []
     for f in findings[:TOP_FINDINGS]:
-        lines.append(f"### [{str(f['severity']).upper()}] {f['title']} ({100 * f['share']:.1f} % of samples)")
+        lines.append(f"### [{str(f['severity']).upper()}] {_text(f['title'])} ({100 * f['share']:.1f} % of samples)")
         if f.get("chain"):
             lines.append("Frames: " + " ← ".join(_inline(c) for c in f["chain"]))
         if f.get("message"):
             lines.append("")
-            lines.append(str(f["message"]).strip())
+            lines.append(_text(str(f["message"]).strip()))
         if f.get("fix"):
             lines += ["", "Fix:", _code(str(f["fix"]))]
         lines.append("")
@@ -77,14 +82,14 @@ def _capture(p: Mapping[str, Any]) -> list[str]:
     if s["perf_argv"]:
         out.append("- perf: " + _inline(" ".join(s["perf_argv"])))
     out.append(f"- pmuprof {s['pmuprof_version']}, input {_inline(s['source'] or '?')}")
-    out += [f"- Warning: {w}" for w in s["warnings"]]
-    out += [f"- Off: {f['feature']} ({f['why']})" for f in s["features_off"]]
+    out += [f"- Warning: {_text(w)}" for w in s["warnings"]]
+    out += [f"- Off: {_text(f['feature'])} ({_text(f['why'])})" for f in s["features_off"]]
     return out
 
 
 def render_markdown(payload: Mapping[str, Any]) -> str:
     """The ticket text for a report payload."""
-    lines = [f"## pmuprof: {payload['title']}", "", "### Findings", ""]
+    lines = [f"## pmuprof: {_text(payload['title'])}", "", "### Findings", ""]
     lines += _findings(list(payload["findings"]))
     lines += ["### Key numbers", ""] + _numbers(payload) + [""]
     lines += ["### How it was captured", ""] + _capture(payload) + [""]

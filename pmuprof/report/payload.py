@@ -67,22 +67,42 @@ def comparison(profile: Profile, processes: list[str], ipc: Mapping[str, float])
     return rows
 
 
-def _hotspots(items: Iterable[Any] | None) -> list[dict[str, Any]]:
-    """Skid-corrected per-instruction histograms; missing fields default, totals added."""
+def _flatten_hotspots(data: Any, binary: str = "") -> list[Mapping[str, Any]]:
+    """Function entries from skid.json or helper output: a list, {"functions": [...]}, or nested lists."""
+    if isinstance(data, Mapping):
+        if isinstance(data.get("instructions"), list) or "symbol" in data:
+            return [{**data, "binary": data.get("binary") or binary}]
+        for key in ("functions", "hotspots", "binaries", "results"):
+            if isinstance(data.get(key), list):
+                return _flatten_hotspots(data[key], str(data.get("binary") or binary))
+        return []
+    if isinstance(data, list):
+        return [f for item in data for f in _flatten_hotspots(item, binary)]
+    return []
+
+
+def _instruction(ins: Mapping[str, Any]) -> dict[str, Any]:
+    text = str(ins.get("text") or "")
+    kind = str(ins.get("kind") or "")
+    if not kind and any(w in text.lower() for w in ("pause", "fence", "lock ")):
+        kind = "pause" if "pause" in text.lower() else "fence"
+    return {
+        "address": ins.get("address"), "offset": ins.get("offset"), "text": text, "kind": kind,
+        "raw": int(ins.get("raw") or 0), "corrected": int(ins.get("corrected") or 0),
+        "ambiguous": bool(ins.get("ambiguous")),
+    }
+
+
+def _hotspots(data: Any) -> list[dict[str, Any]]:
+    """Skid-corrected per-instruction histograms (pmuprof/skid.py, helper ``skid``), totals added."""
     out = []
-    for item in items or []:
-        if not isinstance(item, Mapping):
+    for item in _flatten_hotspots(data):
+        rows = [_instruction(i) for i in item.get("instructions") or [] if isinstance(i, Mapping)]
+        if not rows and not item.get("error"):
             continue
-        rows = []
-        for ins in item.get("instructions") or []:
-            if isinstance(ins, Mapping):
-                rows.append({
-                    "address": ins.get("address"), "offset": ins.get("offset"),
-                    "text": str(ins.get("text") or ""), "raw": int(ins.get("raw") or 0),
-                    "corrected": int(ins.get("corrected") or 0), "ambiguous": bool(ins.get("ambiguous")),
-                })
         out.append({
             "symbol": str(item.get("symbol") or ""), "binary": str(item.get("binary") or ""),
+            "error": str(item.get("error") or ""),
             "raw_total": sum(r["raw"] for r in rows), "corrected_total": sum(r["corrected"] for r in rows),
             "instructions": rows,
         })

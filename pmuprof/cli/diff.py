@@ -1,0 +1,44 @@
+"""`pmuprof diff`: what changed between two captures (differential flame graph + biggest changes)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+EPILOG = """\b
+Examples:
+  pmuprof diff run-before/ run-after/ -o diff/           # did the my.cnf change shrink ut_delay?
+  pmuprof diff old.perf.data new.perf.data -o diff/      # two perf records of the same server
+  pmuprof diff nightly-0601/ nightly-0602/ --json        # biggest changes as JSON, for scripts
+  pmuprof diff a.folded b.folded --pid 4242 -o diff/     # keep one process of a system-wide input
+"""
+
+
+@click.command("diff", epilog=EPILOG)
+@click.argument("before", type=click.Path(exists=True))
+@click.argument("after", type=click.Path(exists=True))
+@click.option("-o", "--output", "out_dir", type=click.Path(file_okay=False), default="pmuprof-diff",
+              show_default=True, help="Directory for diff.html and diff.json.")
+@click.option("--json", "as_json", is_flag=True, help="Print diff.json to stdout instead of writing files.")
+@click.option("--pid", "pids", type=int, multiple=True, help="Keep only these processes (system-wide inputs).")
+@click.option("--comm", "comms", multiple=True, help="Keep processes with a thread of this name.")
+def diff_cmd(before: str, after: str, out_dir: str, as_json: bool, pids: tuple, comms: tuple) -> None:
+    """Compare BEFORE and AFTER (run directories, perf.data, perf script text or folded files).
+
+    Each side is normalised by its own sample count, so captures of different length
+    compare fairly. Red frames grew, blue shrank; the tables list the biggest changes in
+    self and inclusive share, in percentage points.
+    """
+    from ..inputs import load_input
+    from ..report.diff import diff_json, diff_profiles, write_diff
+
+    result = diff_profiles(load_input(Path(before), pids, comms), load_input(Path(after), pids, comms))
+    if as_json:
+        click.echo(diff_json(result), nl=False)
+        return
+    paths = write_diff(result, Path(out_dir))
+    click.echo(f"pmuprof: diff: {paths['diff.html']}", err=True)
+
+
+COMMAND = diff_cmd

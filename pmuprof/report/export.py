@@ -1,0 +1,58 @@
+"""Export a Profile for other tools: folded (flamegraph.pl, Pyroscope), pprof, speedscope."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from typing import Any, Mapping
+
+from ..errors import UsageError
+from ..model.folded import write_folded
+from ..model.profile import Profile
+from .pprof import pprof_bytes
+from .speedscope import speedscope_json
+
+FORMATS = ("folded", "pprof", "speedscope")
+_HEADER_KEYS = ("pmuprof_version", "started", "duration_s", "mode")
+
+
+def export_headers(profile: Profile) -> dict[str, Any]:
+    """The folded header lines (context for whoever reads the file later), in a fixed order."""
+    run = profile.run or {}
+    record = run.get("record") if isinstance(run.get("record"), Mapping) else {}
+    headers: dict[str, Any] = {k: run[k] for k in _HEADER_KEYS if run.get(k) not in (None, "")}
+    for key in ("event_requested", "event_recorded", "frequency", "call_graph"):
+        if record.get(key) not in (None, ""):
+            headers[key] = record[key]
+    headers["unit"] = profile.unit
+    headers["samples"] = profile.total
+    if profile.source:
+        headers["source"] = profile.source
+    return headers
+
+
+def export_bytes(profile: Profile, fmt: str, headers: bool = True) -> bytes:
+    """The exported file's bytes; the same profile gives the same bytes in every format.
+
+    ``headers=False`` leaves the ``# key: value`` lines out of folded output, for
+    consumers that accept stack lines only.
+    """
+    if fmt == "folded":
+        out = io.StringIO()
+        write_folded(out, profile.stacks, export_headers(profile) if headers else None)
+        return out.getvalue().encode("utf-8", "backslashreplace")
+    if fmt == "pprof":
+        return pprof_bytes(profile, export_headers(profile))
+    if fmt == "speedscope":
+        return speedscope_json(profile).encode("utf-8", "backslashreplace")
+    raise UsageError(f"unknown export format {fmt!r}", f"use one of: {', '.join(FORMATS)}")
+
+
+def export_profile(profile: Profile, fmt: str, path: Path, headers: bool = True) -> Path:
+    """Write the profile to ``path`` in ``fmt`` (atomically: a partial file never has the final name)."""
+    data = export_bytes(profile, fmt, headers)
+    path = Path(path)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_bytes(data)
+    tmp.replace(path)
+    return path
