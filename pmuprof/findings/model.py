@@ -21,6 +21,7 @@ class Finding:
     references: tuple[str, ...] = ()
     chain: tuple[str, ...] = ()  # hot frame first, then the callers that explain it
     process: str = ""  # process label the finding is about ("" = all targets)
+    missing: tuple[str, ...] = ()  # facts the rule could not use (no mysql.json, no PMU, ...)
 
     def sort_key(self) -> tuple[int, float, str]:
         return (SEVERITY_ORDER.get(self.severity, 9), -self.share, self.rule)
@@ -38,6 +39,7 @@ class Finding:
             "references": list(self.references),
             "chain": list(self.chain),
             "process": self.process,
+            "missing": list(self.missing),
         }
 
 

@@ -1,0 +1,125 @@
+"""Derived facts: spin-wait cost on this host, NUMA placement of the target, sample count."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from .facts import Facts, dig, number
+
+# Pre-Skylake PAUSE took about 10 cycles, so one delay unit (50 PAUSEs) was ~500 cycles;
+# WL#12616 sizes innodb_spin_wait_pause_multiplier to keep that (50/10 = 5 for 10x slower PAUSE).
+CYCLES_PER_UNIT_TARGET = 500.0
+SLOW_PAUSE_CYCLES = 30.0  # MariaDB my_cpu_init(): > 30 cycles per PAUSE halves the multiplier
+
+
+def _default_delay(facts: Facts) -> int:
+    if facts.family == "mariadb" and (not facts.version or facts.version >= (10, 3, 5)):
+        return 4
+    return 6
+
+
+def _pause(facts: Facts, missing: list[str]) -> tuple[float | None, float | None]:
+    cycles = number(dig(facts.run, "host.pause.cycles"))
+    ns = number(dig(facts.run, "host.pause.ns"))
+    hz = number(dig(facts.run, "host.pause.tsc_hz"))
+    if ns is None and cycles and hz:
+        ns = cycles / hz * 1e9
+    if cycles is None:
+        missing.append("PAUSE latency not measured on this host (run.json host.pause)")
+    return cycles, ns
+
+
+def _per_unit(facts: Facts, pause_cycles: float | None, missing: list[str]) -> tuple[float, str, bool]:
+    """PAUSE instructions per unit of innodb_spin_wait_delay, where it came from, tunable?"""
+    if facts.family == "mariadb":
+        relax = number((facts.mysql or {}).get("my_cpu_relax_multiplier"))
+        if relax is not None:
+            return relax / 4, f"my_cpu_relax_multiplier {relax:g} / 4 (MariaDB self-calibration)", False
+        guess = 100.0 if pause_cycles is not None and pause_cycles > SLOW_PAUSE_CYCLES else 200.0
+        missing.append(f"my_cpu_relax_multiplier not read from the process: assumed {guess:g} from the PAUSE latency")
+        return guess / 4, f"assumed my_cpu_relax_multiplier {guess:g} / 4", False
+    value = number(facts.variable("innodb_spin_wait_pause_multiplier"))
+    if value is not None:
+        return value, "innodb_spin_wait_pause_multiplier", True
+    if facts.family is not None and facts.version and facts.version < (8, 0, 16):
+        return 50.0, "hard-coded 50 (before MySQL 8.0.16)", False
+    if facts.mysql is not None:
+        missing.append("innodb_spin_wait_pause_multiplier not reported: assumed 50")
+    return 50.0, "assumed 50 (the MySQL default)", facts.family is None or not facts.version
+
+
+def spin_cost(facts: Facts, total: int, missing: list[str]) -> dict[str, Any]:
+    """How long one maximal ut_delay / spin round lasts here, and what to set instead."""
+    default = _default_delay(facts)
+    delay = number(facts.variable("innodb_spin_wait_delay"))
+    if delay is None:
+        delay = float(default)
+        missing.append(f"innodb_spin_wait_delay unknown: assumed the default {default}")
+    loops = number(facts.variable("innodb_sync_spin_loops"))
+    loops = 30.0 if loops is None else loops
+    cycles, ns = _pause(facts, missing)
+    per_unit, source, tunable = _per_unit(facts, cycles, missing)
+    pauses = delay * per_unit
+    out: dict[str, Any] = {
+        "delay": delay, "default_delay": default, "delay_raised": delay > default, "sync_spin_loops": loops,
+        "pauses_per_unit": per_unit, "multiplier_source": source, "multiplier_tunable": tunable,
+        "max_pauses": pauses, "pause_cycles": cycles, "pause_ns": ns,
+        "max_cycles": pauses * cycles if cycles is not None else None,
+        "max_us": pauses * ns / 1000 if ns is not None else None,
+        "slow_pause": cycles > SLOW_PAUSE_CYCLES if cycles is not None else None,
+        "recommended_multiplier": _recommended_multiplier(cycles),
+    }
+    out["spin_phase_us"] = out["max_us"] * loops if out["max_us"] is not None else None
+    out["value"] = out["max_us"]
+    out["summary"] = _summary(out)
+    return out
+
+
+def _recommended_multiplier(cycles: float | None) -> int:
+    if not cycles:
+        return 5  # WL#12616's suggestion for a PAUSE ~10x slower than pre-Skylake
+    return int(min(100, max(1, round(CYCLES_PER_UNIT_TARGET / cycles))))
+
+
+def _summary(c: dict[str, Any]) -> str:
+    head = f"one maximal ut_delay = {c['delay']:g} × {c['pauses_per_unit']:g} = {c['max_pauses']:,.0f} PAUSEs"
+    if c["max_cycles"] is None:
+        return (f"{head} (PAUSE not measured here: ≈{c['max_pauses'] * 10:,.0f} cycles at 10 cycles/PAUSE "
+                f"before Skylake, ≈{c['max_pauses'] * 140:,.0f} at 140 on Skylake-SP)")
+    text = f"{head} × {c['pause_cycles']:.0f} cycles = {c['max_cycles']:,.0f} cycles"
+    if c["max_us"] is not None:
+        text += f" ≈ {c['max_us']:.1f} µs on this host; up to {c['sync_spin_loops']:g} such rounds ≈ " \
+                f"{c['spin_phase_us']:,.0f} µs before a thread sleeps"
+    return text
+
+
+def numa_placement(facts: Facts, total: int, missing: list[str]) -> dict[str, Any] | None:
+    """Host NUMA nodes, the nodes the target runs on, and how much of its memory is remote."""
+    host_nodes = dig(facts.run, "host.numa_nodes")
+    numa = facts.target.get("numa") if facts.target else None
+    zone = number(dig(facts.run, "host.zone_reclaim_mode"))
+    if not isinstance(numa, dict):
+        missing.append("target NUMA placement not in run.json (targets[].numa)")
+    if zone is None:
+        missing.append("vm.zone_reclaim_mode not in run.json (host.zone_reclaim_mode)")
+    if not isinstance(numa, dict) and host_nodes is None and zone is None:
+        return None
+    cpu_nodes = [str(n) for n in (numa or {}).get("cpu_nodes") or []]
+    mem = {str(k): number(v) or 0.0 for k, v in ((numa or {}).get("memory_nodes") or {}).items()}
+    mem_total = sum(mem.values())
+    remote = sum(v for k, v in mem.items() if cpu_nodes and k not in cpu_nodes)
+    share = remote / mem_total if mem_total and cpu_nodes else None
+    return {
+        "value": share, "remote_memory_share": share, "host_nodes": len(host_nodes or {}),
+        "cpu_nodes": cpu_nodes, "spans_nodes": len(cpu_nodes) > 1, "memory_nodes": sorted(mem),
+        "zone_reclaim_mode": zone,
+    }
+
+
+def samples(facts: Facts, total: int, missing: list[str]) -> dict[str, Any]:
+    return {"value": total}
+
+
+DERIVED_FACTS: dict[str, Callable[[Facts, int, list[str]], Any]] = {
+    "spin_cost": spin_cost, "numa_placement": numa_placement, "samples": samples,
+}

@@ -1,0 +1,54 @@
+"""Find and load rule files (``rules/<id>.yaml``) into validated Rules."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..errors import RuleError, UsageError
+from ..paths import rules_dir
+from .schema import Rule, build_rule
+from .yamlload import load_yaml
+
+
+def rule_files(directory: Path) -> list[Path]:
+    if not directory.is_dir():
+        raise RuleError(f"{directory}: no such rules directory", "set PMUPROF_RULES to a folder of <id>.yaml files")
+    return sorted(p for p in directory.iterdir() if p.suffix in (".yaml", ".yml") and p.is_file())
+
+
+def load_rule(path: Path) -> Rule:
+    return build_rule(load_yaml(path), str(path), path.stem)
+
+
+def load_rules(directory: Path | None = None) -> tuple[Rule, ...]:
+    """All rules of a directory (default: PMUPROF_RULES or the installed rules), sorted by id."""
+    directory = rules_dir() if directory is None else Path(directory)
+    rules = [load_rule(p) for p in rule_files(directory)]
+    seen: dict[str, str] = {}
+    for rule in rules:
+        if rule.id in seen:
+            raise RuleError(f"{rule.path}:1: duplicate rule id '{rule.id}' (also in {seen[rule.id]})", "rename one")
+        seen[rule.id] = rule.path
+    if not rules:
+        raise RuleError(f"{directory}: no rule files (*.yaml)", "point PMUPROF_RULES at a folder of rule files")
+    return tuple(sorted(rules, key=lambda r: r.id))
+
+
+def check_rules(directory: Path) -> tuple[list[Rule], list[RuleError]]:
+    """Validate every file; collect errors instead of stopping at the first."""
+    good: list[Rule] = []
+    bad: list[RuleError] = []
+    for path in rule_files(directory):
+        try:
+            good.append(load_rule(path))
+        except RuleError as err:
+            bad.append(err)
+    return good, bad
+
+
+def find_rule(rule_id: str, rules: tuple[Rule, ...] | None = None) -> Rule:
+    rules = load_rules() if rules is None else rules
+    for rule in rules:
+        if rule.id == rule_id:
+            return rule
+    raise UsageError(f"no rule '{rule_id}'", "see `pmuprof rules list` for the ids")

@@ -1,0 +1,163 @@
+"""The fixed set of matchers: stack shares with caller context, and fact look-ups."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any, Callable, Mapping
+
+from ..model.profile import Profile
+from .derived import DERIVED_FACTS
+from .facts import Facts, dig, number
+from .patterns import PatternSet
+from .schema import Matcher
+
+MAX_CALLERS = 3
+TOP_CHAINS = 3
+
+
+class StackIndex:
+    """One process's stacks (root label dropped) with cached pattern matches per frame."""
+
+    def __init__(self, profile: Profile, process: str) -> None:
+        self.process = process
+        self.stacks = [(s[1:], c) for s, c in profile.stacks.items() if s and s[0] == process and len(s) > 1]
+        self.total = sum(c for s, c in profile.stacks.items() if s and s[0] == process)
+        self._frames = {f for s, _ in self.stacks for f in s}
+        self._cache: dict[PatternSet, frozenset[str]] = {}
+
+    def matching(self, patterns: PatternSet) -> frozenset[str]:
+        hit = self._cache.get(patterns)
+        if hit is None:
+            hit = frozenset(f for f in self._frames if patterns.matches(f))
+            self._cache[patterns] = hit
+        return hit
+
+
+def _callers(frames: tuple[str, ...], index: int, skip: frozenset[str]) -> tuple[str, ...]:
+    """Nearest non-lock parents of frames[index], nearest first, consecutive repeats collapsed."""
+    out: list[str] = []
+    for frame in reversed(frames[:index]):
+        if frame in skip or (out and out[-1] == frame) or frame == frames[index]:
+            continue
+        out.append(frame)
+        if len(out) == MAX_CALLERS:
+            break
+    return tuple(out)
+
+
+def chain_text(hot: str, share: float, callers: tuple[str, ...]) -> str:
+    return " ← ".join((f"{hot} {share * 100:.1f}%",) + callers)
+
+
+def match_stack(index: StackIndex, spec: Mapping[str, PatternSet], skip: PatternSet) -> dict[str, Any]:
+    """Share of samples whose stack matches; the hot frame and the callers that explain it."""
+    self_mode = "self" in spec
+    primary = index.matching(spec["self" if self_mode else "inclusive"])
+    sets = {k: index.matching(v) for k, v in spec.items() if k not in ("self", "inclusive")}
+    skipped = index.matching(skip)
+    count, hot, chains = 0, Counter(), Counter()
+    for frames, n in index.stacks:
+        if self_mode:
+            at = len(frames) - 1 if frames[-1] in primary else -1
+        else:
+            at = next((i for i in range(len(frames) - 1, -1, -1) if frames[i] in primary), -1)
+        if at < 0 or not _context_ok(frames, at, sets):
+            continue
+        count += n
+        hot[frames[at]] += n
+        chains[(frames[at], _callers(frames, at, skipped))] += n
+    total = index.total or 1
+    if not count:
+        return {"value": 0.0, "share": 0.0, "count": 0, "hot": None, "chain": "", "callers": [], "chains": []}
+    (top_hot, top_callers), _ = max(chains.items(), key=lambda kv: (kv[1], kv[0]))
+    hot_share = hot[top_hot] / total
+    ranked = sorted(chains.items(), key=lambda kv: (-kv[1], kv[0]))[:TOP_CHAINS]
+    return {
+        "value": count / total, "share": count / total, "count": count,
+        "hot": top_hot, "hot_share": hot_share, "callers": list(top_callers),
+        "chain": chain_text(top_hot, hot_share, top_callers),
+        "chains": [{"frames": [h, *c], "share": round(n / total, 6), "text": chain_text(h, n / total, c)}
+                   for (h, c), n in ranked],
+    }
+
+
+def _context_ok(frames: tuple[str, ...], at: int, sets: Mapping[str, frozenset[str]]) -> bool:
+    above = frames[:at]
+    if "inside" in sets and not any(f in sets["inside"] for f in above):
+        return False
+    if "not_inside" in sets and any(f in sets["not_inside"] for f in above):
+        return False
+    if "leaf" in sets and frames[-1] not in sets["leaf"]:
+        return False
+    if "leaf_not" in sets and frames[-1] in sets["leaf_not"]:
+        return False
+    return True
+
+
+def _fact(value: Any) -> dict[str, Any] | None:
+    if value is None:
+        return None
+    num = number(value) if not isinstance(value, (Mapping, list)) else None
+    return {"value": num if num is not None and not isinstance(value, str) else value, "number": num}
+
+
+def _server_fact(facts: Facts, missing: list[str], what: str, value: Any) -> dict[str, Any] | None:
+    if facts.mysql is None:
+        missing.append(facts.server_missing)
+        return None
+    if value is None:
+        missing.append(f"{what} not reported by the server")
+    return _fact(value)
+
+
+def _ratio(facts: Facts, pair: tuple[str, str], missing: list[str]) -> dict[str, Any] | None:
+    num, den = facts.counter(pair[0]), facts.counter(pair[1])
+    if num is None or den is None or den == 0:
+        pmu = dig(facts.run, "host.hardware_pmu")
+        why = "no hardware PMU on this host" if pmu is False else "not in counters.json"
+        missing.append(f"{pair[0]}/{pair[1]} unavailable ({why})")
+        return None
+    return {"value": num / den, pair[0]: num, pair[1]: den}
+
+
+def _path(facts: Facts, source: str, path: str, about: str, missing: list[str]) -> dict[str, Any] | None:
+    data = {"host": dig(facts.run, "host"), "run": facts.run, "target": facts.target}[source]
+    value = dig(data, path)
+    if value is None:
+        where = {"host": "host.", "run": "", "target": "targets[]."}[source] + path
+        missing.append(f"{about or path}: not recorded (run.json {where})")
+    return _fact(value)
+
+
+Compute = Callable[[Matcher, StackIndex, Facts, PatternSet, list[str]], Any]
+
+
+def compute(matcher: Matcher, index: StackIndex, facts: Facts, skip: PatternSet, missing: list[str]) -> Any:
+    """Evaluate one matcher; None means 'not known', and ``missing`` says why."""
+    kind, spec = matcher.kind, matcher.spec
+    if kind == "stack":
+        return match_stack(index, spec, skip)
+    if kind == "counter_ratio":
+        return _ratio(facts, spec, missing)
+    if kind == "counter":
+        value = facts.counter(spec)
+        if value is None:
+            missing.append(f"counter {spec} not in counters.json")
+        return _fact(value)
+    if kind == "variable":
+        return _server_fact(facts, missing, f"variable {spec}", facts.variable(spec))
+    if kind == "status":
+        return _server_fact(facts, missing, f"status {spec}", facts.status(spec))
+    if kind == "processlist_state":
+        states = dig(facts.mysql, "processlist.states") if facts.mysql else None
+        if facts.mysql is not None and not isinstance(states, Mapping):
+            missing.append("processlist not captured")
+            return None
+        return _server_fact(facts, missing, "processlist", (states or {}).get(spec, 0))
+    if kind == "mysql":
+        return _server_fact(facts, missing, f"mysql.json {spec}", dig(facts.mysql, spec))
+    if kind in ("host", "run", "target"):
+        return _path(facts, kind, spec, matcher.about, missing)
+    if kind == "derived":
+        return DERIVED_FACTS[spec](facts, index.total, missing)
+    raise AssertionError(f"unknown matcher kind {kind}")  # the schema rejects these

@@ -1,0 +1,106 @@
+"""Frame-name patterns: globs (``*``, ``?``) matched whole, or ``re:`` regexes searched."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Iterable
+
+_KERNEL_SUFFIX = re.compile(r"_\[[kji]\]$")
+_TEMPLATE_SPACE = re.compile(r"\s+>")
+
+# Frames that only say "a lock is being taken/waited for"; skipped when naming the callers
+# that explain a hot frame (the nearest non-lock parents).
+LOCK_WRAPPERS = (
+    "ut_delay", "os_rmb", "my_cpu_relax", "srw_pause",
+    "mutex_spin_wait", "mutex_enter*", "mutex_exit*", "pfs_mutex_*", "pfs_rw_lock_*",
+    "rw_lock_*", "sync_array_*", "os_event*", "os_event::*", "os_fast_mutex_*",
+    "PolicyMutex<*", "TTAS*", "*::spin_and_try_lock*", "*::ttas*", "*Mutex<*>::enter*",
+    "*Mutex<*>::try_lock*", "*Mutex<*>::wait*", "Fil_shard::mutex_acquire*",
+    "srw_*", "ssux_lock*", "sux_lock*", "*::wait_and_lock*", "*::wr_wait*", "*::rd_wait*",
+    "*::wr_lock*", "*::rd_lock*", "*::u_lock*", "*::psi_wr_lock*", "*::psi_rd_lock*",
+    "pthread_mutex_*", "pthread_rwlock_*", "pthread_spin_*", "__pthread_mutex_*",
+    "__lll_lock_wait*", "___pthread_mutex_*", "futex_*", "__futex*", "syscall",
+    "native_queued_spin_lock_slowpath", "queued_spin_lock_slowpath", "_raw_spin_lock*",
+    "do_futex", "__x64_sys_futex", "do_syscall_64", "entry_SYSCALL_64*",
+    "spin_lock", "spin_unlock", "ttas_*", "*_spin_lock", "*_spin_wait",
+)
+
+
+# Leaf frames that burn CPU polling a latch (PAUSE loops), MySQL and MariaDB spellings.
+SPIN_LEAVES = (
+    "ut_delay", "my_cpu_relax", "srw_pause", "mutex_spin_wait", "rw_lock_s_lock_spin*",
+    "rw_lock_x_lock_wait*", "rw_lock_x_lock_func*", "rw_lock_sx_lock_func*", "*::spin_and_try_lock*",
+    "TTAS*::ttas*", "srw_mutex_impl<true>::wait_and_lock*", "srw_spin_mutex::wait_and_lock*",
+    "ssux_lock_impl<true>::wr_wait*", "ssux_lock_impl<true>::rd_wait*", "ssux_lock_impl<true>::read_lock*",
+    "ssux_lock_impl<true>::write_lock*", "ssux_lock_impl<true>::update_lock*", "ssux_lock_impl<true>::rd_lock_spin*",
+    "srw_lock_<true>::rd_wait*", "srw_lock_<true>::wr_wait*", "srw_lock_impl<true>::*wait*",
+)
+# Leaf frames of any latch wait: spinning, the sync array, futexes, pthread mutexes, kernel spinlocks.
+WAIT_LEAVES = SPIN_LEAVES + (
+    "sync_array_*", "os_event*", "*Mutex<*>::enter*", "PolicyMutex<*", "*Mutex<*>::wait*",
+    "srw_mutex_impl<*>::wait_and_lock*", "ssux_lock_impl<*>::*wait*", "pthread_mutex_lock", "__pthread_mutex_lock*",
+    "___pthread_mutex_lock*", "__lll_lock_wait*", "futex_wait*", "__futex_abstimed_wait*", "syscall",
+    "native_queued_spin_lock_slowpath", "queued_spin_lock_slowpath", "__pv_queued_spin_lock_slowpath",
+    "_raw_spin_lock*", "os_fast_mutex_*",
+)
+ALIASES = {"@spin": SPIN_LEAVES, "@wait": WAIT_LEAVES, "@lock": LOCK_WRAPPERS}
+
+
+def expand(patterns: Iterable[str]) -> tuple[str, ...]:
+    """Replace the built-in aliases (@spin, @wait, @lock) by their pattern lists."""
+    out: list[str] = []
+    for pattern in patterns:
+        out.extend(ALIASES.get(pattern, (pattern,)))
+    return tuple(out)
+
+
+def normalize(frame: str) -> str:
+    """Frame name as rules see it: no ``_[k]`` kernel suffix, no space in ``> >``."""
+    return _TEMPLATE_SPACE.sub(">", _KERNEL_SUFFIX.sub("", frame))
+
+
+def _without_args(name: str) -> str:
+    cut = name.find("(")
+    return name[:cut] if cut > 0 else name
+
+
+def compile_pattern(pattern: str) -> re.Pattern[str]:
+    """``re:REGEX`` searches; anything else is a glob that must match the whole name."""
+    if pattern.startswith("re:"):
+        return re.compile(pattern[3:])
+    parts = []
+    for ch in normalize(pattern):
+        parts.append(".*" if ch == "*" else "." if ch == "?" else re.escape(ch))
+    return re.compile("^" + "".join(parts) + "$")
+
+
+@dataclass(frozen=True)
+class PatternSet:
+    """Several patterns; a frame matches when any pattern matches it (with or without args)."""
+
+    patterns: tuple[str, ...]
+    compiled: tuple[re.Pattern[str], ...]
+
+    @classmethod
+    def of(cls, patterns: Iterable[str]) -> "PatternSet":
+        pats = tuple(patterns)
+        if any(p.startswith("@") and p not in ALIASES for p in pats):
+            bad = next(p for p in pats if p.startswith("@") and p not in ALIASES)
+            raise re.error(f"unknown alias {bad} (known: {', '.join(ALIASES)})")
+        return cls(pats, tuple(compile_pattern(p) for p in expand(pats)))
+
+    def __bool__(self) -> bool:
+        return bool(self.patterns)
+
+    def matches(self, frame: str) -> bool:
+        name = normalize(frame)
+        short = _without_args(name)
+        for rx in self.compiled:
+            if rx.search(name) or (short is not name and rx.search(short)):
+                return True
+        return False
+
+
+def lock_wrappers(extra: Iterable[str] = ()) -> PatternSet:
+    return PatternSet.of(LOCK_WRAPPERS + tuple(extra))

@@ -1,0 +1,348 @@
+"""Rule file schema: validate a parsed YAML rule (unknown keys → file:line) into a frozen Rule."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from ..errors import RuleError
+from .patterns import PatternSet
+from .template import check_template
+from .versions import parse_spec
+from .yamlload import LDict, LList
+
+SEVERITIES = ("info", "warning", "critical")
+FAMILIES = ("mysql", "percona", "mariadb")
+MATCHER_KINDS = (
+    "stack", "counter_ratio", "counter", "variable", "status", "processlist_state",
+    "host", "run", "target", "mysql", "derived",
+)
+DERIVED = ("spin_cost", "numa_placement", "samples")
+STACK_KEYS = ("self", "inclusive", "inside", "not_inside", "leaf", "leaf_not")
+OPERATORS = ("min", "max", "above", "below", "equals", "not_equals", "in", "present")
+TOP_KEYS = {
+    "id": True, "title": True, "severity": True, "evidence": True, "message": True, "doc": True,
+    "applies_to": False, "fire": False, "thresholds": False, "raise_if": False, "share": False,
+    "min_samples": False, "skip_callers": False, "message_if": False, "fix": False,
+    "next_steps": False, "references": False,
+}
+DOC_KEYS = ("symptom", "why", "fix", "caveats")
+_SLUG = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
+_NAME = re.compile(r"^[a-z_][a-z0-9_]*$")
+
+
+@dataclass(frozen=True)
+class Condition:
+    evidence: str  # evidence name, optionally .field
+    op: str
+    value: Any
+
+
+@dataclass(frozen=True)
+class Matcher:
+    name: str
+    kind: str
+    spec: Any  # str | tuple | Mapping[str, PatternSet] as the kind needs
+    about: str = ""
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    metrics: tuple[str, ...]
+    info: float | None
+    warning: float | None
+    critical: float | None
+    below: bool = False
+
+
+@dataclass(frozen=True)
+class FixItem:
+    text: str
+    label: str = ""
+    when: Mapping[str, str] | None = None  # family -> version spec
+    conditions: tuple[Condition, ...] = ()
+
+
+@dataclass(frozen=True)
+class Guarded:
+    text: str
+    conditions: tuple[Condition, ...]
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    title: str
+    severity: str
+    path: str
+    evidence: tuple[Matcher, ...]
+    message: str
+    doc: Mapping[str, str]
+    servers: Mapping[str, str] | None = None
+    fire_all: tuple[Condition, ...] = ()
+    fire_any: tuple[Condition, ...] = ()
+    thresholds: Thresholds | None = None
+    raise_if: tuple[Condition, ...] = ()
+    share: str | None = None
+    min_samples: int = 200
+    skip_callers: PatternSet = PatternSet.of(())
+    message_if: tuple[Guarded, ...] = ()
+    fix: tuple[FixItem, ...] = ()
+    next_steps: tuple[str, ...] = ()
+    references: tuple[str, ...] = ()
+
+    def matcher(self, name: str) -> Matcher | None:
+        return next((m for m in self.evidence if m.name == name), None)
+
+
+class _Ctx:
+    """Where we are in a file, for error messages."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def fail(self, line: int, msg: str, fix: str = "see docs/rules.md 'Writing rules'") -> RuleError:
+        return RuleError(f"{self.path}:{line}: {msg}", fix)
+
+    def mapping(self, value: Any, line: int, what: str) -> LDict:
+        if not isinstance(value, LDict):
+            raise self.fail(line, f"{what} must be a mapping")
+        return value
+
+    def seq(self, value: Any, line: int, what: str) -> LList:
+        if not isinstance(value, LList):
+            raise self.fail(line, f"{what} must be a list")
+        return value
+
+    def text(self, value: Any, line: int, what: str) -> str:
+        if not isinstance(value, str) or not value.strip():
+            raise self.fail(line, f"{what} must be a non-empty string")
+        return value
+
+    def keys(self, data: LDict, allowed: tuple[str, ...] | dict, what: str) -> None:
+        for key in data:
+            if key not in allowed:
+                raise self.fail(data.line_of(key), f"unknown key '{key}' in {what}",
+                                f"allowed: {', '.join(allowed)}")
+
+    def template(self, text: str, line: int, names: set[str]) -> str:
+        problem = check_template(text, names)
+        if problem:
+            raise self.fail(line, f"bad template: {problem}")
+        return text
+
+
+def _strings(ctx: _Ctx, value: Any, line: int, what: str) -> tuple[str, ...]:
+    if isinstance(value, str):
+        return (value,)
+    items = ctx.seq(value, line, what)
+    for item, item_line in zip(items, items.item_lines):
+        ctx.text(item, item_line, f"each item of {what}")
+    return tuple(items)
+
+
+def _patterns(ctx: _Ctx, value: Any, line: int, what: str) -> PatternSet:
+    pats = _strings(ctx, value, line, what)
+    try:
+        return PatternSet.of(pats)
+    except re.error as err:
+        raise ctx.fail(line, f"bad regex in {what}: {err}") from err
+
+
+def _matcher(ctx: _Ctx, name: str, data: Any, line: int) -> Matcher:
+    if not _NAME.match(name):
+        raise ctx.fail(line, f"evidence name '{name}' must be lower_snake_case")
+    data = ctx.mapping(data, line, f"evidence '{name}'")
+    kinds = [k for k in data if k != "about"]
+    ctx.keys(data, MATCHER_KINDS + ("about",), f"evidence '{name}'")
+    if len(kinds) != 1:
+        raise ctx.fail(data.line, f"evidence '{name}' needs exactly one matcher of: {', '.join(MATCHER_KINDS)}")
+    kind = kinds[0]
+    spec, kline = data[kind], data.line_of(kind)
+    about = ctx.text(data["about"], data.line_of("about"), "about") if "about" in data else ""
+    if kind == "stack":
+        spec = ctx.mapping(spec, kline, "stack matcher")
+        ctx.keys(spec, STACK_KEYS, "stack matcher")
+        if ("self" in spec) == ("inclusive" in spec):
+            raise ctx.fail(kline, "stack matcher needs exactly one of 'self' or 'inclusive'")
+        parsed = {k: _patterns(ctx, v, spec.line_of(k), f"stack.{k}") for k, v in spec.items()}
+        return Matcher(name, kind, parsed, about)
+    if kind == "counter_ratio":
+        pair = _strings(ctx, spec, kline, "counter_ratio")
+        if len(pair) != 2:
+            raise ctx.fail(kline, "counter_ratio is [numerator, denominator]")
+        return Matcher(name, kind, pair, about)
+    if kind == "derived":
+        if spec not in DERIVED:
+            raise ctx.fail(kline, f"unknown derived fact '{spec}'", f"one of: {', '.join(DERIVED)}")
+        return Matcher(name, kind, spec, about)
+    return Matcher(name, kind, ctx.text(spec, kline, kind), about)
+
+
+def _conditions(ctx: _Ctx, value: Any, line: int, what: str, names: set[str]) -> tuple[Condition, ...]:
+    out = []
+    items = ctx.seq(value, line, what)
+    for item, item_line in zip(items, items.item_lines):
+        item = ctx.mapping(item, item_line, f"each item of {what}")
+        ctx.keys(item, ("evidence",) + OPERATORS, f"a condition in {what}")
+        ops = [k for k in item if k in OPERATORS]
+        if "evidence" not in item or len(ops) != 1:
+            raise ctx.fail(item.line, f"a condition is {{evidence: NAME, <one of {', '.join(OPERATORS)}>: VALUE}}")
+        ref = ctx.text(item["evidence"], item.line_of("evidence"), "evidence")
+        if ref.split(".")[0] not in names:
+            raise ctx.fail(item.line_of("evidence"), f"condition refers to unknown evidence '{ref}'")
+        out.append(Condition(ref, ops[0], _plain(item[ops[0]])))
+    return tuple(out)
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, list):
+        return tuple(_plain(v) for v in value)
+    return value
+
+
+def _servers(ctx: _Ctx, value: Any, line: int, what: str) -> dict[str, str]:
+    data = ctx.mapping(value, line, what)
+    ctx.keys(data, FAMILIES, what)
+    out = {}
+    for family, spec in data.items():
+        spec = str(spec)
+        try:
+            parse_spec(spec)
+        except ValueError as err:
+            raise ctx.fail(data.line_of(family), f"bad version range for {family}: {err}") from err
+        out[family] = spec
+    return out
+
+
+def _thresholds(ctx: _Ctx, value: Any, line: int, names: set[str]) -> Thresholds:
+    data = ctx.mapping(value, line, "thresholds")
+    ctx.keys(data, ("metric", "info", "warning", "critical", "below"), "thresholds")
+    if "metric" not in data:
+        raise ctx.fail(data.line, "thresholds needs 'metric' (an evidence name or a list of them)")
+    metrics = _strings(ctx, data["metric"], data.line_of("metric"), "thresholds.metric")
+    for metric in metrics:
+        if metric not in names:
+            raise ctx.fail(data.line_of("metric"), f"thresholds.metric refers to unknown evidence '{metric}'")
+    levels = {}
+    for key in ("info", "warning", "critical"):
+        if key in data and not isinstance(data[key], (int, float)):
+            raise ctx.fail(data.line_of(key), f"thresholds.{key} must be a number")
+        levels[key] = float(data[key]) if key in data else None
+    if all(v is None for v in levels.values()):
+        raise ctx.fail(data.line, "thresholds needs at least one of info, warning, critical")
+    return Thresholds(metrics, levels["info"], levels["warning"], levels["critical"], bool(data.get("below", False)))
+
+
+def _fix(ctx: _Ctx, value: Any, line: int, names: set[str]) -> tuple[FixItem, ...]:
+    out = []
+    items = ctx.seq(value, line, "fix")
+    for item, item_line in zip(items, items.item_lines):
+        if isinstance(item, str):
+            out.append(FixItem(ctx.template(item, item_line, names)))
+            continue
+        item = ctx.mapping(item, item_line, "each fix item")
+        ctx.keys(item, ("text", "label", "when", "if"), "a fix item")
+        text = ctx.template(ctx.text(item.get("text"), item.line, "fix.text"), item.line_of("text"), names)
+        when = _servers(ctx, item["when"], item.line_of("when"), "fix.when") if "when" in item else None
+        conds = _conditions(ctx, item["if"], item.line_of("if"), "fix.if", names) if "if" in item else ()
+        label = ctx.text(item["label"], item.line_of("label"), "fix.label") if "label" in item else ""
+        out.append(FixItem(text, label, when, conds))
+    return tuple(out)
+
+
+def _guarded(ctx: _Ctx, value: Any, line: int, names: set[str]) -> tuple[Guarded, ...]:
+    out = []
+    items = ctx.seq(value, line, "message_if")
+    for item, item_line in zip(items, items.item_lines):
+        item = ctx.mapping(item, item_line, "each message_if item")
+        ctx.keys(item, ("if", "text"), "a message_if item")
+        if "if" not in item or "text" not in item:
+            raise ctx.fail(item.line, "message_if items need 'if' and 'text'")
+        text = ctx.template(ctx.text(item["text"], item.line_of("text"), "text"), item.line_of("text"), names)
+        out.append(Guarded(text, _conditions(ctx, item["if"], item.line_of("if"), "message_if.if", names)))
+    return tuple(out)
+
+
+def build_rule(data: Any, path: str, stem: str | None = None) -> Rule:
+    """Validate one parsed rule file into a Rule; every problem names file:line."""
+    ctx = _Ctx(path)
+    data = ctx.mapping(data, 1, "a rule file")
+    ctx.keys(data, TOP_KEYS, "the rule")
+    for key, required in TOP_KEYS.items():
+        if required and key not in data:
+            raise ctx.fail(data.line, f"missing required key '{key}'")
+    rid = ctx.text(data["id"], data.line_of("id"), "id")
+    if not _SLUG.match(rid):
+        raise ctx.fail(data.line_of("id"), f"id '{rid}' must be a lower-case slug like 'innodb-spin-wait'")
+    if stem is not None and stem != rid:
+        raise ctx.fail(data.line_of("id"), f"id '{rid}' does not match the file name '{stem}.yaml'")
+    severity = data["severity"]
+    if severity not in SEVERITIES:
+        raise ctx.fail(data.line_of("severity"), f"severity must be one of {', '.join(SEVERITIES)}")
+    ev = ctx.mapping(data["evidence"], data.line_of("evidence"), "evidence")
+    matchers = tuple(_matcher(ctx, name, spec, ev.line_of(name)) for name, spec in ev.items())
+    names = {m.name for m in matchers} | {"samples", "process", "missing", "chain", "server"}
+    if "thresholds" not in data and "fire" not in data:
+        raise ctx.fail(data.line, "a rule needs 'thresholds' or 'fire' (else it would always fire)")
+    return Rule(
+        id=rid,
+        title=ctx.text(data["title"], data.line_of("title"), "title"),
+        severity=severity,
+        path=path,
+        evidence=matchers,
+        message=ctx.template(ctx.text(data["message"], data.line_of("message"), "message"),
+                             data.line_of("message"), names),
+        doc=_doc(ctx, data["doc"], data.line_of("doc")),
+        **_optional(ctx, data, names),
+    )
+
+
+def _optional(ctx: _Ctx, data: LDict, names: set[str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    ln = data.line_of
+    if "applies_to" in data:
+        applies = ctx.mapping(data["applies_to"], ln("applies_to"), "applies_to")
+        ctx.keys(applies, ("servers",), "applies_to")
+        if "servers" in applies:
+            out["servers"] = _servers(ctx, applies["servers"], applies.line_of("servers"), "applies_to.servers")
+    if "fire" in data:
+        fire = ctx.mapping(data["fire"], ln("fire"), "fire")
+        ctx.keys(fire, ("all", "any"), "fire")
+        if "all" in fire:
+            out["fire_all"] = _conditions(ctx, fire["all"], fire.line_of("all"), "fire.all", names)
+        if "any" in fire:
+            out["fire_any"] = _conditions(ctx, fire["any"], fire.line_of("any"), "fire.any", names)
+    if "thresholds" in data:
+        out["thresholds"] = _thresholds(ctx, data["thresholds"], ln("thresholds"), names)
+    if "raise_if" in data:
+        out["raise_if"] = _conditions(ctx, data["raise_if"], ln("raise_if"), "raise_if", names)
+    if "share" in data:
+        share = ctx.text(data["share"], ln("share"), "share")
+        if share not in names:
+            raise ctx.fail(ln("share"), f"share refers to unknown evidence '{share}'")
+        out["share"] = share
+    if "min_samples" in data:
+        if not isinstance(data["min_samples"], int) or data["min_samples"] < 0:
+            raise ctx.fail(ln("min_samples"), "min_samples must be a non-negative integer")
+        out["min_samples"] = data["min_samples"]
+    if "skip_callers" in data:
+        out["skip_callers"] = _patterns(ctx, data["skip_callers"], ln("skip_callers"), "skip_callers")
+    if "message_if" in data:
+        out["message_if"] = _guarded(ctx, data["message_if"], ln("message_if"), names)
+    if "fix" in data:
+        out["fix"] = _fix(ctx, data["fix"], ln("fix"), names)
+    for key in ("next_steps", "references"):
+        if key in data:
+            out[key] = _strings(ctx, data[key], ln(key), key)
+    return out
+
+
+def _doc(ctx: _Ctx, value: Any, line: int) -> dict[str, str]:
+    data = ctx.mapping(value, line, "doc")
+    ctx.keys(data, DOC_KEYS, "doc")
+    for key in DOC_KEYS:
+        if key not in data:
+            raise ctx.fail(data.line, f"doc needs '{key}' (Symptom / Why / Fix / Caveats)")
+    return {key: ctx.text(data[key], data.line_of(key), f"doc.{key}").strip() for key in DOC_KEYS}
