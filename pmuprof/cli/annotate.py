@@ -1,0 +1,40 @@
+"""`pmuprof annotate`: one function's instructions with raw and skid-corrected sample counts."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from ..skid import annotate, annotate_text
+
+EPILOG = """\b
+Examples:
+  pmuprof annotate ./pmuprof-run --symbol ut_delay              # where ut_delay's time really goes
+  pmuprof annotate ./pmuprof-run --symbol os_rmb --json | jq .   # machine-readable, raw vs corrected
+  pmuprof annotate perf.data --symbol srw_pause --binary /usr/sbin/mariadbd   # pick the binary yourself
+"""
+
+
+@click.command("annotate", epilog=EPILOG)
+@click.argument("input_path", metavar="INPUT", type=click.Path(exists=True))
+@click.option("--symbol", required=True, help="Function name as the report or perf shows it.")
+@click.option("--binary", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="The profiled executable or library (default: the dso named by the samples, or the run's target).")
+@click.option("--json", "as_json", is_flag=True, help="Print the listing as JSON.")
+def annotate_cmd(input_path: str, symbol: str, binary: str | None, as_json: bool) -> None:
+    """Show SYMBOL's instructions with raw and skid-corrected sample counts.
+
+    Interrupt sampling (and PEBS/IBS) charges the cycles of PAUSE, fences and locked
+    instructions to the instruction after them; the corrected column moves those samples
+    back. Samples move, none vanish: raw and corrected totals are equal.
+    """
+    model = annotate(Path(input_path), symbol, binary)
+    if as_json:
+        click.echo(json.dumps(model, indent=2, sort_keys=True))
+    else:
+        click.echo(annotate_text(model), nl=False)
+
+
+COMMAND = annotate_cmd

@@ -1,0 +1,78 @@
+/* Known skid placements: every global label *_after sits right after the instruction under test. */
+volatile int keep_going;
+volatile int counter;
+int shared;
+
+__attribute__((noinline)) void loop_pause(void)
+{
+	while (keep_going) {
+		__asm__ __volatile__("pause\n.globl lp_after\nlp_after:\n" ::: "memory");
+		counter++;
+	}
+}
+
+__attribute__((noinline)) void pause_then_jump(void)
+{
+	__asm__ __volatile__("pause\n.globl pj_after\npj_after:\n\tjmp 1f\n1:\n" ::: "memory");
+	counter++;
+}
+
+__attribute__((noinline)) void rep_nop_spelling(void)
+{
+	while (keep_going)
+		__asm__ __volatile__("rep; nop\n.globl rn_after\nrn_after:\n" ::: "memory");
+}
+
+__attribute__((noinline)) void fences(void)
+{
+	__asm__ __volatile__("mfence\n.globl mf_after\nmf_after:\n"
+			     "lfence\n.globl lf_after\nlf_after:\n"
+			     "sfence\n.globl sf_after\nsf_after:\n" ::: "memory");
+	counter++;
+}
+
+__attribute__((noinline)) int locked(int v)
+{
+	__asm__ __volatile__("lock xaddl %0, %1\n.globl lx_after\nlx_after:\n"
+			     "xchgl %0, %1\n.globl xc_after\nxc_after:\n"
+			     "addl %0, %1\n.globl plain_after\nplain_after:\n"
+			     : "+r"(v), "+m"(shared) :: "memory");
+	return v;
+}
+
+__attribute__((noinline)) unsigned long serializing(void)
+{
+	unsigned a = 0, b, c = 0, d;
+	unsigned lo, hi;
+
+	__asm__ __volatile__("cpuid\n.globl cp_after\ncp_after:\n" : "+a"(a), "=b"(b), "+c"(c), "=d"(d));
+	__asm__ __volatile__("rdtsc\n.globl rd_after\nrd_after:\n" : "=a"(lo), "=d"(hi));
+	return ((unsigned long)hi << 32 | lo) + a + b + c + d;
+}
+
+/* Hand-written so the layout is exact: PAUSE before ret, and a PAUSE whose successor is a jump target. */
+__asm__(".text\n"
+	".globl pause_before_ret\n.type pause_before_ret,@function\n"
+	"pause_before_ret:\n\tpause\n.globl pr_after\npr_after:\n\tret\n"
+	".size pause_before_ret, .-pause_before_ret\n"
+	".globl ambiguous_target\n.type ambiguous_target,@function\n"
+	"ambiguous_target:\n\ttestl %edi, %edi\n\tjz amb_after\n\tpause\n"
+	".globl amb_after\namb_after:\n\tnop\n\tret\n"
+	".size ambiguous_target, .-ambiguous_target\n");
+
+void pause_before_ret(void);
+void ambiguous_target(int);
+
+int main(int argc, char **argv)
+{
+	(void)argv;
+	keep_going = argc > 5; /* never true in tests: the loops run zero times */
+	loop_pause();
+	pause_then_jump();
+	rep_nop_spelling();
+	fences();
+	locked(argc);
+	pause_before_ret();
+	ambiguous_target(argc);
+	return (int)(serializing() & 0) + counter * 0;
+}
