@@ -48,7 +48,7 @@ def demo_cmd(scenario: str, duration: float, out_dir: str | None, spin_wait_dela
     result = run_demo(opts, common.progress_printer(not quiet), common.log)
     run_dir = result["run_dir"]
     common.log(f"run directory: {run_dir}")
-    common.log(f"report: {result['paths'].get('report.html', run_dir / 'report.html')}")
+    common.log(f"report: {result['paths'].get('html', run_dir / 'report.html')}")
     findings = result["findings"]
     if not findings:
         common.log("no findings (expected for --scenario healthy)")
