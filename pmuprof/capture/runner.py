@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ctypes
+import os
 import signal
 import subprocess
 import time
@@ -74,7 +75,7 @@ def stop(proc: subprocess.Popen, grace_s: float = 60.0) -> int | None:
         if proc.poll() is not None:
             break
         try:
-            proc.send_signal(sig)
+            os.killpg(proc.pid, sig)  # perf runs in its own session: its group is just perf (and children)
             proc.wait(timeout=wait)
         except subprocess.TimeoutExpired:
             continue

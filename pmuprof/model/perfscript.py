@@ -13,11 +13,20 @@ MYSQL_COMMS = ("mysqld", "mariadbd")
 # Default targets of a system-wide input given no --pid/--comm: the servers, and pmuprof's demo workload.
 DEFAULT_TARGET_COMMS = MYSQL_COMMS + ("pmuprof-demo",)
 
-# "comm  pid/tid ..." or "comm  tid ...": comm may hold spaces, so anchor on the first number field.
-_HEADER = re.compile(r"^(?P<comm>\S.*?)\s+(?P<a>\d+)(?:/(?P<b>\d+))?(?:\s|$)(?P<rest>.*)$")
-_EVENT = re.compile(r"\s(?P<event>[A-Za-z][\w.\-/=,]*(?::[a-zA-Z]*)?):\s*$")
+# "comm  pid/tid ..." or "comm  tid ...": comm may hold spaces and digits ("worker 2"), so try, in
+# order: default format (tid or pid/tid, then [cpu] and time:), pid/tid, then the first number field.
+# perf separates fields with ASCII blanks and prints ASCII digits: match ASCII only (re.ASCII), so a
+# thread name with U+3000 or Arabic-Indic digits is not split or read as a pid.
+_WS = " \t\n\r\x0b\x0c"
+_HEAD = r"^(?P<comm>\S.*?)\s+(?P<a>\d+)"
+_HEADERS = (
+    re.compile(_HEAD + r"(?:/(?P<b>\d+))?\s+(?:\[\d+\]\s+)?\d+\.\d+:", re.ASCII),
+    re.compile(_HEAD + r"/(?P<b>\d+)(?:\s|$)", re.ASCII),
+    re.compile(_HEAD + r"(?:\s|$)", re.ASCII),
+)
+_EVENT = re.compile(r"\s(?P<event>[A-Za-z][\w.\-/=,]*(?::[a-zA-Z]*)?):\s*$", re.ASCII)
 _USER_PSEUDO_DSOS = frozenset({"[unknown]", "[vdso]", "[vsyscall]", "[heap]", "[stack]", "[anon]", "[uprobes]"})
-_OFFSET = re.compile(r"\+0x(?P<off>[0-9a-fA-F]+)$")
+_OFFSET = re.compile(r"\+0x(?P<off>[0-9a-fA-F]+)$", re.ASCII)
 
 
 @dataclass
@@ -47,21 +56,35 @@ class FoldResult:
 
 def split_frame(line: str) -> tuple[str, str, int | None] | None:
     """'  addr sym+0xoff (dso)' -> (symbol, dso, offset); None when the line is not a frame."""
-    body = line.strip()
+    body = line.strip(_WS)
     addr, _, tail = body.partition(" ")
     if not addr or not tail or not all(c in "0123456789abcdefABCDEF" for c in addr):
         return None
-    tail = tail.strip()
+    tail = tail.strip(_WS)
     if not tail.endswith(")") or " (" not in tail and not tail.startswith("("):
         return None
-    cut = tail.rfind(" (")
-    sym, dso = (tail[:cut], tail[cut + 2 : -1]) if cut >= 0 else ("[unknown]", tail[1:-1])
+    cut = _dso_open_paren(tail)
+    sym, dso = (tail[:cut].rstrip(_WS), tail[cut + 1 : -1]) if cut > 0 else ("[unknown]", tail[1:-1])
     offset = None
     m = _OFFSET.search(sym)
     if m:
         offset = int(m.group("off"), 16)
         sym = sym[: m.start()]
-    return sym.strip() or "[unknown]", dso, offset
+    return sym.strip(_WS) or "[unknown]", dso, offset
+
+
+def _dso_open_paren(tail: str) -> int:
+    """Index of the '(' opening the trailing '(dso)' group; dso may nest '(deleted)'."""
+    depth = 0
+    for i in range(len(tail) - 1, -1, -1):
+        ch = tail[i]
+        if ch == ")":
+            depth += 1
+        elif ch == "(":
+            depth -= 1
+            if depth == 0:
+                return i
+    return -1
 
 
 def frame_label(sym: str, dso: str) -> str:
@@ -71,7 +94,7 @@ def frame_label(sym: str, dso: str) -> str:
     )
     if sym == "[unknown]":
         if dso and dso not in ("[unknown]", "unknown"):
-            base = dso.rsplit("/", 1)[-1]
+            base = dso.rsplit("/", 1)[-1].replace(";", ":")
             return f"[{base}]" if not base.startswith("[") else base
         return "[unknown]"
     name = sym.replace(";", ":")
@@ -101,7 +124,7 @@ class Folder:
         self._leaves: Counter = Counter()  # (pid, dso, symbol, offset) -> samples
 
     def feed(self, line: str) -> None:
-        if not line.strip():
+        if not line.strip(_WS):
             self._end_sample()
             return
         if line[0] in " \t":
@@ -118,12 +141,12 @@ class Folder:
         self._start_sample(line.rstrip("\n"))
 
     def _start_sample(self, line: str) -> None:
-        m = _HEADER.match(line)
+        m = next((m for m in (h.match(line) for h in _HEADERS) if m), None)
         if not m:
             self.result.bad_lines += 1
             return
-        comm = m.group("comm").strip()
-        if m.group("b") is not None:
+        comm = m.group("comm").strip(_WS)
+        if m.groupdict().get("b") is not None:
             pid, tid = int(m.group("a")), int(m.group("b"))
         else:
             self.result.pid_known = False

@@ -1,0 +1,52 @@
+"""Small test helpers: compile a busy C program, run the CLI in-process or as a subprocess."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+
+BUSY_C = r"""
+#include <stdlib.h>
+#include <unistd.h>
+volatile long sink;
+__attribute__((noinline)) void hot_leaf(void) { for (long i = 0; i < 200000; i++) sink += i * 7; }
+__attribute__((noinline)) void warm_caller(void) { hot_leaf(); sink++; }
+int main(int argc, char **argv) {
+    double seconds = argc > 1 ? atof(argv[1]) : 1e9;
+    long rounds = (long)(seconds * 3000);
+    for (long r = 0; r < rounds; r++) warm_caller();
+    return 0;
+}
+"""
+
+
+def build_busy(tmp: Path) -> Path:
+    if not shutil.which("gcc"):
+        pytest.skip("gcc is not installed (apt-get install build-essential)")
+    src, exe = tmp / "busy.c", tmp / "pmuprof-busy"
+    src.write_text(BUSY_C)
+    subprocess.run(["gcc", "-O1", "-fno-omit-frame-pointer", "-o", str(exe), str(src)], check=True)
+    return exe
+
+
+def need_perf() -> str:
+    perf = shutil.which("perf")
+    if not perf:
+        pytest.skip("perf is not installed (apt-get install linux-perf)")
+    if os.geteuid() != 0:
+        pytest.skip("system-wide perf needs root here")
+    return perf
+
+
+def run_cli(*args: str, env: dict | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
+    full_env = {**os.environ, **(env or {})}
+    full_env["PYTHONPATH"] = str(REPO) + os.pathsep + full_env.get("PYTHONPATH", "")
+    return subprocess.run([sys.executable, "-m", "pmuprof", *args], capture_output=True, text=True,
+                          env=full_env, timeout=timeout, stdin=subprocess.DEVNULL)
