@@ -1,0 +1,378 @@
+/* Streaming half of the folder: parse lines, intern frames, count unique stacks (memory flat in samples). */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fold_int.h"
+#include "parse.h"
+#include "text.h"
+
+static const char UNKNOWN[] = "[unknown]";
+static const char *const USER_PSEUDO[] = {"[unknown]", "[vdso]", "[vsyscall]", "[heap]",
+                                          "[stack]", "[anon]", "[uprobes]"};
+
+static int slice_is(slice_t s, const char *lit)
+{
+    size_t n = strlen(lit);
+    return s.n == n && memcmp(s.p, lit, n) == 0;
+}
+
+int64_t rstr_render(folder_t *f, const char *s, size_t n, int flags)
+{
+    int added;
+    f->tmp.len = 0;
+    if (text_render(&f->tmp, s, n, flags))
+        return -ENOMEM;
+    return itab_intern(&f->rstr, f->tmp.p, f->tmp.len, &added);
+}
+
+int folder_end_sample(folder_t *f);
+
+/* A number as Python's int(): u64 when it fits under BIG_PID, else an interned decimal string. */
+int64_t parse_num(folder_t *f, const char *s, size_t n, uint64_t *out)
+{
+    while (n > 1 && *s == '0')
+        s++, n--;
+    if (n <= 19) {
+        uint64_t v = 0;
+        for (size_t i = 0; i < n; i++)
+            v = v * 10 + (uint64_t)(s[i] - '0');
+        *out = v;
+        return 0;
+    }
+    int added;
+    int64_t id = itab_intern(&f->bignum, s, n, &added);
+    if (id < 0)
+        return id;
+    *out = BIG_PID + (uint64_t)id;
+    return 0;
+}
+
+int put_pid(folder_t *f, buf_t *b, uint64_t pid)
+{
+    if (pid == PID_UNKNOWN)
+        return buf_append(b, "-1", 2);
+    if (pid >= BIG_PID) {
+        size_t n;
+        const char *s = itab_key(&f->bignum, (uint32_t)(pid - BIG_PID), &n);
+        return buf_append(b, s, n);
+    }
+    return buf_put_u64(b, pid);
+}
+
+static int kernel_dso(slice_t d)
+{
+    if (d.n >= 7 && memcmp(d.p, "[kernel", 7) == 0)
+        return 1;
+    if (!(d.n >= 2 && d.p[0] == '[' && d.p[d.n - 1] == ']'))
+        return 0;
+    for (size_t i = 0; i < sizeof USER_PSEUDO / sizeof *USER_PSEUDO; i++)
+        if (slice_is(d, USER_PSEUDO[i]))
+            return 0;
+    return 1;
+}
+
+/* frame_label(): '_[k]' for kernel frames, '[dso]' for unnamed code, ';' -> ':'. */
+static int64_t label_intern(folder_t *f, const frame_t *fr, int sym_unknown)
+{
+    int added, rc = 0;
+    f->tmp.len = 0;
+    if (sym_unknown) {
+        slice_t d = fr->dso;
+        if (!d.n || slice_is(d, UNKNOWN) || slice_is(d, "unknown"))
+            return itab_intern(&f->rstr, UNKNOWN, sizeof UNKNOWN - 1, &added);
+        const char *slash = memrchr(d.p, '/', d.n);
+        slice_t base = slash ? (slice_t){slash + 1, d.n - (size_t)(slash + 1 - d.p)} : d;
+        int bracket = !(base.n && base.p[0] == '[');
+        rc |= bracket ? buf_putc(&f->tmp, '[') : 0;
+        rc |= text_render(&f->tmp, base.p, base.n, RENDER_SEMI);
+        rc |= bracket ? buf_putc(&f->tmp, ']') : 0;
+    } else {
+        rc |= text_render(&f->tmp, fr->sym.p, fr->sym.n, RENDER_SEMI);
+        if (kernel_dso(fr->dso))
+            rc |= buf_append(&f->tmp, "_[k]", 4);
+    }
+    if (rc)
+        return -ENOMEM;
+    return itab_intern(&f->rstr, f->tmp.p, f->tmp.len, &added);
+}
+
+/* Leaf key parts: rendered dso, rendered symbol, offset as lowercase hex without leading zeros. */
+static int leaf_intern(folder_t *f, size_t id, const frame_t *fr)
+{
+    int added;
+    int64_t d = rstr_render(f, fr->dso.p, fr->dso.n, 0);
+    int64_t s = d < 0 ? d : rstr_render(f, fr->sym.p, fr->sym.n, 0);
+    if (s < 0)
+        return -ENOMEM;
+    const char *o = fr->off.p;
+    size_t n = fr->off.n;
+    while (n > 1 && *o == '0')
+        o++, n--;
+    f->tmp.len = 0;
+    if (buf_reserve(&f->tmp, n))
+        return -ENOMEM;
+    for (size_t i = 0; i < n; i++)
+        f->tmp.p[f->tmp.len++] = (char)(o[i] >= 'A' && o[i] <= 'F' ? o[i] | 0x20 : o[i]);
+    int64_t off = itab_intern(&f->rstr, f->tmp.p, f->tmp.len, &added);
+    if (off < 0 || col_set(&f->tail_leaf, id, (uint64_t)d << 32 | (uint64_t)s) ||
+        col_set(&f->tail_off, id, (uint64_t)off))
+        return -ENOMEM;
+    return 0;
+}
+
+static int tail_compute(folder_t *f, size_t id, slice_t tail)
+{
+    frame_t fr;
+    uint64_t info = 0;
+    if (tail_parse(tail.p, tail.n, &fr) == 0) {
+        int sym_unknown = !fr.sym.p || slice_is(fr.sym, UNKNOWN);
+        int64_t label = label_intern(f, &fr, sym_unknown);
+        if (label < 0)
+            return -ENOMEM;
+        info = (uint64_t)label | TAIL_VALID;
+        if (fr.off.p && !sym_unknown) {
+            if (leaf_intern(f, id, &fr))
+                return -ENOMEM;
+            info |= TAIL_LEAF;
+        }
+    }
+    return col_set(&f->tail_info, id, info) ? -ENOMEM : 0;
+}
+
+static int frame_feed(folder_t *f, const char *s, size_t n)
+{
+    slice_t tail;
+    if (!f->in_sample || frame_tail(s, n, &tail)) {
+        f->bad_lines++;
+        return 0;
+    }
+    int added;
+    int64_t id = itab_intern(&f->tails, tail.p, tail.n, &added);
+    if (id < 0 || (added && tail_compute(f, (size_t)id, tail)))
+        return -ENOMEM;
+    uint64_t info = f->tail_info.v[id];
+    if (!(info & TAIL_VALID)) {
+        f->bad_lines++;
+        return 0;
+    }
+    if (!f->keep)
+        return 0;
+    if (!f->frames.len)
+        f->leaf_tail = id;
+    uint32_t label = (uint32_t)info;
+    return buf_append(&f->frames, &label, sizeof label);
+}
+
+static int wanted(folder_t *f, uint64_t pid, uint64_t comm_r)
+{
+    if (f->npids) {
+        for (size_t i = 0; i < f->npids; i++)
+            if (f->pids[i] == pid)
+                return 1;
+        return 0;
+    }
+    if (f->o.ncomms && pid == PID_UNKNOWN)
+        return (int)(comm_r >> 32);
+    return 1;
+}
+
+static int64_t comm_intern(folder_t *f, slice_t comm)
+{
+    int added;
+    int64_t id = itab_intern(&f->comms, comm.p, comm.n, &added);
+    if (id < 0 || !added)
+        return id;
+    int64_t r = rstr_render(f, comm.p, comm.n, 0);
+    if (r < 0)
+        return r;
+    uint64_t want = 0;
+    for (size_t i = 0; i < f->o.ncomms; i++)
+        if (strlen(f->o.comms[i]) == f->tmp.len && memcmp(f->o.comms[i], f->tmp.p, f->tmp.len) == 0)
+            want = 1;
+    return col_set(&f->comm_r, (size_t)id, (uint64_t)r | want << 32) ? -ENOMEM : id;
+}
+
+static int sample_start(folder_t *f, const char *s, size_t n)
+{
+    header_t h;
+    if (header_parse(s, n, &h)) {
+        f->bad_lines++;
+        return 0;
+    }
+    int64_t cid = comm_intern(f, h.comm);
+    if (cid < 0)
+        return -ENOMEM;
+    uint64_t comm_r = f->comm_r.v[cid];
+    if (h.b.p) {
+        if (parse_num(f, h.a.p, h.a.n, &f->pid) || parse_num(f, h.b.p, h.b.n, &f->tid))
+            return -ENOMEM;
+    } else {
+        f->pid_known = 0;
+        f->pid = PID_UNKNOWN;
+        if (parse_num(f, h.a.p, h.a.n, &f->tid))
+            return -ENOMEM;
+    }
+    if (h.event.p) {
+        int added;
+        int64_t e = itab_intern(&f->events, h.event.p, h.event.n, &added);
+        if (e < 0 || col_add(&f->ev_count, (size_t)e, 1))
+            return -ENOMEM;
+    }
+    f->cur_comm = (uint32_t)comm_r;
+    f->keep = wanted(f, f->pid, comm_r);
+    f->in_sample = 1;
+    f->frames.len = 0;
+    f->leaf_tail = -1;
+    return 0;
+}
+
+int folder_feed(folder_t *f, const char *s, size_t n)
+{
+    if (line_blank(s, n))
+        return folder_end_sample(f);
+    if (s[0] == ' ' || s[0] == '\t')
+        return frame_feed(f, s, n);
+    if (folder_end_sample(f))
+        return -ENOMEM;
+    return sample_start(f, s, n);
+}
+
+static int64_t pidinfo_of(folder_t *f, uint64_t pid)
+{
+    if (f->last_pidinfo >= 0 && f->last_pid == pid)
+        return f->last_pidinfo;
+    int added;
+    int64_t pi = itab_intern(&f->pidinfo, &pid, sizeof pid, &added);
+    if (pi >= 0 && added && col_set(&f->pid_main, (size_t)pi, 0))
+        return -ENOMEM;
+    f->last_pid = pid;
+    f->last_pidinfo = pi;
+    return pi;
+}
+
+static int sample_count(folder_t *f, int64_t pi)
+{
+    int added;
+    unsigned char pc[12];
+    memcpy(pc, &f->pid, 8);
+    memcpy(pc + 8, &f->cur_comm, 4);
+    int64_t id = itab_intern(&f->pidcomm, pc, sizeof pc, &added);
+    if (id < 0 || col_add(&f->pc_count, (size_t)id, 1))
+        return -ENOMEM;
+    if (f->pid != PID_UNKNOWN && f->tid == f->pid) {
+        if (!f->pid_main.v[pi] && col_set(&f->pid_mainseq, (size_t)pi, f->main_seq++))
+            return -ENOMEM;
+        f->pid_main.v[pi] = (uint64_t)f->cur_comm + 1;
+    }
+    if (f->leaf_tail >= 0 && (f->tail_info.v[f->leaf_tail] & TAIL_LEAF)) {
+        unsigned char lk[12];
+        uint64_t pk = f->comm_drop ? f->pid : 0;
+        uint32_t tl = (uint32_t)f->leaf_tail;
+        memcpy(lk, &pk, 8);
+        memcpy(lk + 8, &tl, 4);
+        id = itab_intern(&f->leafc, lk, sizeof lk, &added);
+        if (id < 0 || col_add(&f->lc_count, (size_t)id, 1))
+            return -ENOMEM;
+    }
+    return 0;
+}
+
+static int stack_count(folder_t *f)
+{
+    uint64_t tid = f->o.per_thread ? f->tid : 0;
+    uint32_t comm = (f->o.per_thread || f->pid == PID_UNKNOWN) ? f->cur_comm : UINT32_MAX;
+    size_t nf = f->frames.len / 4;
+    f->key.len = 0;
+    if (buf_reserve(&f->key, 20 + f->frames.len))
+        return -ENOMEM;
+    memcpy(f->key.p, &f->pid, 8);
+    memcpy(f->key.p + 8, &tid, 8);
+    memcpy(f->key.p + 16, &comm, 4);
+    const uint32_t *fr = (const uint32_t *)f->frames.p;
+    uint32_t *dst = (uint32_t *)(f->key.p + 20);
+    for (size_t i = 0; i < nf; i++)
+        dst[i] = fr[nf - 1 - i];
+    f->key.len = 20 + f->frames.len;
+    int added;
+    int64_t id = itab_intern(&f->stacks, f->key.p, f->key.len, &added);
+    if (id < 0 || col_add(&f->st_count, (size_t)id, 1))
+        return -ENOMEM;
+    return 0;
+}
+
+int folder_end_sample(folder_t *f)
+{
+    if (!f->in_sample)
+        return 0;
+    f->in_sample = 0;
+    if (!f->keep) {
+        f->filtered++;
+        return 0;
+    }
+    if (!f->frames.len && buf_append(&f->frames, &f->unknown_id, sizeof f->unknown_id))
+        return -ENOMEM;
+    int64_t pi = pidinfo_of(f, f->pid);
+    if (pi < 0 || sample_count(f, pi) || stack_count(f))
+        return -ENOMEM;
+    f->kept++;
+    return 0;
+}
+
+static int pid_arg(folder_t *f, const char *s, size_t n, uint64_t *out)
+{
+    if (n == 2 && memcmp(s, "-1", 2) == 0) {
+        *out = PID_UNKNOWN;
+        return 0;
+    }
+    if (!n)
+        return -EINVAL;
+    for (size_t i = 0; i < n; i++)
+        if (!text_is_digit((unsigned char)s[i]))
+            return -EINVAL;
+    return parse_num(f, s, n, out) ? -ENOMEM : 0;
+}
+
+static int opts_parse(folder_t *f)
+{
+    f->pids = calloc(f->o.npids + 1, sizeof *f->pids);
+    f->name_pids = calloc(f->o.nnames + 1, sizeof *f->name_pids);
+    if (!f->pids || !f->name_pids)
+        return -ENOMEM;
+    for (size_t i = 0; i < f->o.npids; i++) {
+        int rc = pid_arg(f, f->o.pids[i], strlen(f->o.pids[i]), &f->pids[i]);
+        if (rc)
+            return rc;
+    }
+    f->npids = f->o.npids;
+    for (size_t i = 0; i < f->o.nnames; i++) {
+        const char *eq = strchr(f->o.names[i], '=');
+        int rc = eq ? pid_arg(f, f->o.names[i], (size_t)(eq - f->o.names[i]), &f->name_pids[i]) : -EINVAL;
+        if (rc)
+            return rc;
+    }
+    f->nname_pids = f->o.nnames;
+    return 0;
+}
+
+folder_t *folder_new(const fold_opts_t *opts, int *err)
+{
+    folder_t *f = calloc(1, sizeof *f);
+    int added;
+    *err = -ENOMEM;
+    if (!f)
+        return NULL;
+    f->o = *opts;
+    f->pid_known = 1;
+    f->last_pidinfo = -1;
+    f->comm_drop = opts->ncomms && !opts->npids;
+    int64_t u = itab_intern(&f->rstr, UNKNOWN, sizeof UNKNOWN - 1, &added);
+    *err = u < 0 ? -ENOMEM : opts_parse(f);
+    if (*err) {
+        folder_free(f);
+        return NULL;
+    }
+    f->unknown_id = (uint32_t)u;
+    return f;
+}

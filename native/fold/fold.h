@@ -1,0 +1,33 @@
+/* The streaming folder: feed perf script lines, finish, then write folded stacks, leaves and meta. */
+#ifndef PMUPROF_FOLD_FOLD_H
+#define PMUPROF_FOLD_FOLD_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "buf.h"
+
+#define PID_UNKNOWN UINT64_MAX
+
+typedef struct {
+    const char **pids;    /* keep only these processes (none: all); decimal, "-1" = no pid field */
+    size_t npids;
+    const char **comms;   /* keep processes in which any thread has one of these names */
+    size_t ncomms;
+    const char **names;   /* "PID=LABEL": process label overrides */
+    size_t nnames;
+    int per_thread;
+} fold_opts_t;
+
+typedef struct folder folder_t;
+
+/* NULL with *err set: -ENOMEM, or -EINVAL for a bad pid / name option. */
+folder_t *folder_new(const fold_opts_t *opts, int *err);
+int folder_feed(folder_t *f, const char *line, size_t n);
+int folder_finish(folder_t *f, int truncated);
+int folder_write_stacks(folder_t *f, FILE *out);
+int folder_write_leaves(folder_t *f, FILE *out);
+int folder_write_meta(folder_t *f, FILE *out);
+void folder_free(folder_t *f);
+
+#endif

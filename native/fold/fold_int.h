@@ -1,0 +1,93 @@
+/* Folder state shared by the streaming half (fold.c) and the finishing half (finish.c). */
+#ifndef PMUPROF_FOLD_INT_H
+#define PMUPROF_FOLD_INT_H
+
+#include "buf.h"
+#include "fold.h"
+
+#define BIG_PID 10000000000000000000ULL /* ids above: numbers too long for u64, kept as text */
+#define TAIL_VALID (1ULL << 32)
+#define TAIL_LEAF (1ULL << 33)
+
+typedef struct {
+    uint64_t count, off;
+    uint32_t len;
+} stack_ref_t;
+
+typedef struct {
+    uint32_t dso, sym, off;
+    uint64_t count;
+} leaf_ref_t;
+
+/* A per-id array of u64 that grows with its table. */
+typedef struct {
+    uint64_t *v;
+    size_t cap;
+} col_t;
+
+struct folder {
+    fold_opts_t o;
+    uint64_t *pids;
+    size_t npids;
+    itab_t rstr;      /* rendered text: labels, names, dso/sym (ids compared by rank) */
+    itab_t bignum;
+    itab_t comms;     /* raw comm -> comm_r: rendered id | wanted flag << 32 */
+    col_t comm_r;
+    itab_t tails;     /* raw 'sym+0xoff (dso)' -> label id | TAIL_* flags */
+    col_t tail_info, tail_leaf, tail_off; /* leaf: dso_r << 32 | sym_r ; off_r */
+    itab_t events;
+    col_t ev_count;
+    itab_t pidinfo;   /* pid -> main comm_r + 1 (0: none), first main seq, name_r, dropped */
+    col_t pid_main, pid_mainseq, pid_name, pid_drop;
+    itab_t pidcomm;   /* (pid, comm_r) -> samples */
+    col_t pc_count;
+    itab_t stacks;    /* (pid, tid, comm_r, frames root-first) -> samples */
+    col_t st_count;
+    itab_t leafc;     /* (pid, tail id) -> samples */
+    col_t lc_count;
+    /* the sample being read */
+    int in_sample, keep;
+    uint64_t pid, tid;
+    uint32_t cur_comm;
+    int64_t leaf_tail;
+    buf_t frames, key, tmp;
+    uint32_t unknown_id;
+    uint64_t kept, filtered, bad_lines, main_seq, last_pid;
+    int64_t last_pidinfo;
+    int truncated, pid_known, comm_drop;
+    /* results of finish */
+    stack_ref_t *out;
+    size_t nout;
+    buf_t out_ids;
+    uint32_t *rank, *by_rank;
+    leaf_ref_t *leaves;
+    size_t nleaves;
+    uint64_t *name_pids;
+    size_t nname_pids;
+    uint64_t *name_order; /* pidinfo ids in the order Python's dict would list them */
+    size_t nnames_out;
+    int label_pid;
+};
+
+static inline int col_add(col_t *c, size_t id, uint64_t by)
+{
+    if (grow_u64(&c->v, &c->cap, id))
+        return -1;
+    c->v[id] += by;
+    return 0;
+}
+
+static inline int col_set(col_t *c, size_t id, uint64_t val)
+{
+    if (grow_u64(&c->v, &c->cap, id))
+        return -1;
+    c->v[id] = val;
+    return 0;
+}
+
+int64_t rstr_render(folder_t *f, const char *s, size_t n, int flags);
+int put_pid(folder_t *f, buf_t *b, uint64_t pid);
+int folder_end_sample(folder_t *f);
+int64_t parse_num(folder_t *f, const char *s, size_t n, uint64_t *out);
+
+#endif
