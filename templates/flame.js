@@ -162,6 +162,8 @@ function PmuFlame(box, tree, mode) {
   search.addEventListener("input", function () { doSearch(); draw(); });
   document.addEventListener("keydown", function (ev) { if (ev.key === "Escape") setZoom(-1); });
   window.addEventListener("resize", draw);
+  var hash = /^#search=(.+)$/.exec(window.location.hash || "");
+  if (hash) search.value = decodeURIComponent(hash[1]);
   setZoom(-1);
   return { zoom: setZoom, search: function (q) { search.value = q; doSearch(); draw(); } };
 }

@@ -54,7 +54,7 @@ def summary(profile: Any, processes: list[str]) -> dict[str, Any]:
     requested = record.get("event_requested") or run.get("event_requested") or ""
     recorded = record.get("event_recorded") or run.get("event") or requested or profile.unit
     pause = host.get("pause") if isinstance(host.get("pause"), Mapping) else None
-    targets = [{k: t.get(k) for k in _TARGET_KEYS if t.get(k) is not None}
+    targets = [{k: t.get(k) for k in _TARGET_KEYS}
                for t in run.get("targets") or [] if isinstance(t, Mapping)]
     warnings = [str(w) for w in run.get("warnings") or []]
     if requested and recorded and requested != recorded:
@@ -72,8 +72,8 @@ def summary(profile: Any, processes: list[str]) -> dict[str, Any]:
         "mode": run.get("mode") or "",
         "processes": processes,
         "targets": targets,
-        "host": {k: host[k] for k in _HOST_KEYS if k in host},
-        "pause": dict(pause) if pause else None,
+        "host": {k: host.get(k) for k in _HOST_KEYS},
+        "pause": {"cycles": pause.get("cycles"), "ns": pause.get("ns")} if pause else None,
         "event_requested": requested,
         "event_recorded": recorded,
         "event_substituted": bool(requested and recorded and requested != recorded),
@@ -108,7 +108,7 @@ def _semaphores(sem: Any) -> dict[str, Any] | None:
 def mysql_facts(mysql: Mapping[str, Any] | None) -> dict[str, Any]:
     """Server version, spin variables, SEMAPHORES, processlist states and what could not be read."""
     if not mysql:
-        return {"reachable": False, "error": "no mysql.json in this input (bare perf data or folded file)"}
+        return {"reachable": False, "error": "no mysql.json in this input (bare perf data or folded file)", "missing": []}
     if not mysql.get("reachable", True):
         return {"reachable": False, "error": str(mysql.get("error") or "server not reachable"),
                 "missing": [str(m) for m in mysql.get("missing") or []]}
@@ -128,7 +128,7 @@ def mysql_facts(mysql: Mapping[str, Any] | None) -> dict[str, Any]:
         "threads": plist.get("threads"),
         "states": [[str(k), v] for k, v in states],
         "threads_running": [v for v in threads_running if v is not None],
-        "error_log": {k: v for k, v in (mysql.get("error_log") or {}).items() if k in ("path", "memory_barrier", "line")},
+        "error_log": {k: (mysql.get("error_log") or {}).get(k) for k in ("path", "memory_barrier", "line")},
         "my_cpu_relax_multiplier": mysql.get("my_cpu_relax_multiplier"),
         "missing": [str(m) for m in mysql.get("missing") or []],
     }

@@ -1,0 +1,100 @@
+"""Report payload, findings.json contract, ticket text and the compact flame tree."""
+
+from __future__ import annotations
+
+import json
+
+from report_fixtures import HOSTILE_SCRIPT, HOTSPOTS, findings, profile
+
+from pmuprof.model.profile import Profile
+from pmuprof.report import build_payload, findings_json, write_outputs
+from pmuprof.report.counters import counter_rows, derived_ipc
+from pmuprof.report.flame import KIND_KERNEL, KIND_PROCESS, KIND_UNNAMED, KIND_USER, build_tree
+from pmuprof.report.markdown import render_markdown
+
+
+def test_findings_json_contract_and_order():
+    doc = json.loads(findings_json(profile(), findings()))
+    assert set(doc) == {"pmuprof_version", "profile", "findings"}
+    prof = doc["profile"]
+    assert prof["samples"] == profile().total
+    assert prof["event"] == "cpu-clock" and prof["event_requested"] == "cycles"
+    assert prof["process"] == "mariadbd"
+    assert [f["rule"] for f in doc["findings"]] == ["innodb-spin-wait", "info-rule"]  # severity first
+    first = doc["findings"][0]
+    for key in ("rule", "severity", "title", "share", "evidence", "fix", "references"):
+        assert key in first
+    assert 0 <= first["share"] <= 1
+
+
+def test_payload_summary_top_functions_counters():
+    p = build_payload(profile(), findings(), {"instruction_hotspots": HOTSPOTS})
+    s = p["summary"]
+    assert s["event_substituted"] and "cpu-clock instead of cycles" in s["warnings"][0]
+    assert s["features_off"][0]["feature"] == "hardware counters"
+    allrows = {r["name"]: r for r in p["top_functions"][0]["rows"]}
+    total = profile().total
+    assert allrows["ut_delay"]["self"] == 600
+    assert abs(allrows["ut_delay"]["self_share"] - 600 / total) < 1e-6
+    assert allrows["do_command"]["self"] == 0 and allrows["do_command"]["inclusive"] == 940
+    assert [g["process"] for g in p["top_functions"]] == ["", "mariadbd", "mariadbd-2"]
+    assert p["counters"]["ipc"] == {"mariadbd": 0.5, "mariadbd-2": 1.5}
+    assert p["counters"]["multiplexed"] is True
+    assert p["instruction_hotspots"][0]["corrected_total"] == 100
+    assert p["mysql"]["variables"][0] == ["innodb_spin_wait_delay", "30"]
+    assert p["mysql"]["states"][0] == ["statistics", 12]
+
+
+def test_comparison_rows_have_numa_and_ipc():
+    rows = build_payload(profile(), [])["comparison"]
+    assert [r["process"] for r in rows] == ["mariadbd", "mariadbd-2"]
+    assert rows[0]["numa"] == "CPUs 0-7 (node 0); memory node0 75 %, node1 25 %"
+    assert rows[1]["ipc"] == 1.5 and rows[1]["top"][0]["name"] == "ut_delay"
+
+
+def test_single_process_has_no_comparison():
+    one = Profile({("mysqld", "f"): 3}, {}, {}, None, source="x.folded")
+    p = build_payload(one, [])
+    assert p["comparison"] == [] and len(p["top_functions"]) == 1
+    assert p["mysql"]["reachable"] is False
+
+
+def test_counter_shapes_perf_stat_json_and_flat():
+    rows = counter_rows({"counters": [
+        {"event": "cycles:u", "counter-value": "2000", "event-runtime": 10, "pcnt-running": 50.0, "unit": ""},
+        {"event": "instructions:u", "counter-value": "3000", "pcnt-running": 100.0},
+    ]})
+    assert rows[0]["multiplexed"] and not rows[1]["multiplexed"]
+    assert derived_ipc(rows) == {"": 1.5}
+    flat = counter_rows({"cpu-clock": 12.5, "argv": ["perf"], "cycles": "<not counted>"})
+    assert {r["event"] for r in flat} == {"cpu-clock", "cycles"}
+    assert next(r for r in flat if r["event"] == "cycles")["note"] == "not counted"
+
+
+def test_flame_tree_is_preorder_with_sums_and_kinds():
+    tree = build_tree([{("p", "a", "b"): 2, ("p", "a"): 1, ("p", "k_[k]"): 4, ("p", "[unknown]"): 1}])
+    names = [tree["names"][i] for i in tree["name"]]
+    assert names == ["p", "[unknown]", "a", "b", "k_[k]"]
+    assert tree["depth"] == [0, 1, 1, 2, 1]
+    assert tree["values"][0] == [8, 1, 3, 2, 4]
+    kinds = dict(zip(tree["names"], tree["kinds"]))
+    assert kinds == {"p": KIND_PROCESS, "[unknown]": KIND_UNNAMED, "a": KIND_USER, "b": KIND_USER, "k_[k]": KIND_KERNEL}
+
+
+def test_flame_tree_prunes_to_max_nodes_keeping_totals():
+    stacks = {("p", f"f{i}", f"g{i}"): 1000 if i == 0 else 1 for i in range(500)}
+    tree = build_tree([stacks], max_nodes=50)
+    assert len(tree["name"]) <= 50 and tree["pruned"] > 0
+    assert tree["values"][0][0] == sum(stacks.values())  # the root still counts everything
+
+
+def test_markdown_ticket_text(tmp_path):
+    paths = write_outputs(profile(), findings(), tmp_path)
+    assert set(paths) == {"html", "json", "md"}
+    text = paths["md"].read_text(encoding="utf-8")
+    assert "[CRITICAL]" in text and "SET GLOBAL innodb_spin_wait_delay = 6;" in text
+    assert "cpu-clock (asked for cycles)" in text
+    # Outside code spans, markup is escaped for Markdown renderers that allow raw HTML.
+    assert text.replace(f"`{HOSTILE_SCRIPT}`", "").count(HOSTILE_SCRIPT) == 0
+    assert "Spinning in ut_delay &lt;/script&gt;&lt;img" in text
+    assert render_markdown(build_payload(profile(), [])).count("No rule fired") == 1
