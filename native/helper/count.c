@@ -4,7 +4,7 @@
 
 #include <dirent.h>
 #include <errno.h>
-#include <signal.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -111,6 +111,24 @@ static double now_s(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+/* Gone, or a zombie nobody has reaped yet. */
+static int pid_gone(int pid)
+{
+	char path[64], buf[512], *p;
+	FILE *f;
+	size_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return 1;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	p = strrchr(buf, ')');
+	return !p || p[1] == '\0' || p[2] == 'Z' || p[2] == 'X';
+}
+
 /* Sleep up to seconds; return the time slept, stopping early if pid exits. */
 static double wait_pid(int pid, double seconds, int *exited)
 {
@@ -119,7 +137,7 @@ static double wait_pid(int pid, double seconds, int *exited)
 
 	*exited = 0;
 	while ((left = seconds - (now_s() - t0)) > 0) {
-		if (kill(pid, 0) && errno == ESRCH) {
+		if (pid_gone(pid)) {
 			*exited = 1;
 			break;
 		}

@@ -1,0 +1,77 @@
+"""Function boundaries from .eh_frame on stripped binaries, and the PAUSE-function scan (also on mariadbd)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from native_support import PROGS, compile_prog, elf_symbols, helper_binary, need_features, run_helper
+
+MARIADBD = Path("/usr/sbin/mariadbd")
+
+
+@pytest.fixture(scope="module")
+def helper():
+    path = helper_binary()
+    need_features(path, "elfutils", "capstone")
+    return path
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    """(unstripped, stripped) copies of the placements program; symbols come from the unstripped one."""
+    if not shutil.which("strip"):
+        pytest.skip("strip (binutils) not installed")
+    tmp = tmp_path_factory.mktemp("funcs")
+    exe = compile_prog(PROGS / "placements.c", tmp / "pl", "gcc", "-O2")
+    stripped = tmp / "pl-stripped"
+    subprocess.run(["strip", "-o", str(stripped), str(exe)], check=True)
+    return exe, stripped, elf_symbols(exe)
+
+
+def test_addresses_map_to_fde_functions_without_symbols(helper, built):
+    exe, stripped, syms = built
+    labels = ("lp_after", "rn_after", "mf_after")
+    rc, data = run_helper(helper, "funcs", "--binary", str(stripped),
+                          stdin="".join(f"0x{syms[l][0]:x}\n" for l in labels))
+    assert rc == 0 and data["symbols"] == "dynsym"
+    assert data["fde_functions"] >= 6
+    funcs = {"lp_after": "loop_pause", "rn_after": "rep_nop_spelling", "mf_after": "fences"}
+    for label, row in zip(labels, data["addresses"]):
+        start, size, _ = syms[funcs[label]]
+        assert int(row["start"], 16) == start and int(row["end"], 16) == start + size, row
+        assert row["name"] is None and row["source"] == "eh_frame"
+        assert row["contains_pause"] == (label != "mf_after")
+
+
+def test_file_offsets_and_names_when_symbols_exist(helper, built):
+    exe, _, syms = built
+    addr = syms["lp_after"][0]
+    rc, data = run_helper(helper, "funcs", "--binary", str(exe), "--offsets", stdin=f"0x{addr:x}\n")
+    assert rc == 0
+    # PIE text is mapped at file offset == vaddr in the first segments gcc emits
+    assert data["addresses"][0]["name"] == "loop_pause"
+
+
+def test_pause_functions_scan(helper, built):
+    _, stripped, syms = built
+    rc, data = run_helper(helper, "funcs", "--binary", str(stripped), "--pause-functions")
+    assert rc == 0
+    starts = {int(f["start"], 16) for f in data["pause_functions"]}
+    for name in ("loop_pause", "pause_then_jump", "rep_nop_spelling"):
+        assert syms[name][0] in starts, name
+    for name in ("fences", "locked", "serializing", "main"):
+        assert syms[name][0] not in starts, name
+
+
+@pytest.mark.skipif(not MARIADBD.is_file(), reason="mariadb-server not installed (/usr/sbin/mariadbd)")
+def test_mariadbd_has_far_more_fde_functions_than_names(helper):
+    rc, data = run_helper(helper, "funcs", "--binary", str(MARIADBD), "--pause-functions")
+    assert rc == 0 and data["symbols"] == "dynsym"
+    assert data["fde_functions"] > 30000 and data["fde_functions"] > data["named_functions"]
+    names = {f["name"] for f in data["pause_functions"]}
+    assert data["count"] >= 5 and "my_cpu_init" in names
+    assert any(f["name"] is None for f in data["pause_functions"]), "InnoDB's spin functions are unnamed"
