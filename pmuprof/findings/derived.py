@@ -82,7 +82,8 @@ def _recommended_multiplier(cycles: float | None) -> int:
 
 
 def _summary(c: dict[str, Any]) -> str:
-    head = f"one maximal ut_delay = {c['delay']:g} × {c['pauses_per_unit']:g} = {c['max_pauses']:,.0f} PAUSEs"
+    head = (f"one maximal ut_delay = {c['delay']:g} × {c['pauses_per_unit']:g} "
+            f"[{c['multiplier_source']}] = {c['max_pauses']:,.0f} PAUSEs")
     if c["max_cycles"] is None:
         return (f"{head} (PAUSE not measured here: ≈{c['max_pauses'] * 10:,.0f} cycles at 10 cycles/PAUSE "
                 f"before Skylake, ≈{c['max_pauses'] * 140:,.0f} at 140 on Skylake-SP)")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Iterable
 
 _KERNEL_SUFFIX = re.compile(r"_\[[kji]\]$")
@@ -65,6 +66,7 @@ def _without_args(name: str) -> str:
     return name[:cut] if cut > 0 else name
 
 
+@lru_cache(maxsize=4096)
 def compile_pattern(pattern: str) -> re.Pattern[str]:
     """``re:REGEX`` searches; anything else is a glob that must match the whole name."""
     if pattern.startswith("re:"):
@@ -102,5 +104,6 @@ class PatternSet:
         return False
 
 
-def lock_wrappers(extra: Iterable[str] = ()) -> PatternSet:
-    return PatternSet.of(LOCK_WRAPPERS + tuple(extra))
+@lru_cache(maxsize=256)
+def lock_wrappers(extra: tuple[str, ...] = ()) -> PatternSet:
+    return PatternSet.of(LOCK_WRAPPERS + extra)
