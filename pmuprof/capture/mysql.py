@@ -124,8 +124,11 @@ def _password(opts: MysqlOptions, files: dict[str, str | None]) -> str | None:
     return os.environ.get("MYSQL_PWD")
 
 
-def _connect(opts: MysqlOptions, pid: int | None) -> tuple[Any, Endpoint, list[str]]:
-    """The first endpoint that answers; raises ConnectionError with a scrubbed one-line reason."""
+def connect(opts: MysqlOptions, pid: int | None = None) -> tuple[Any, Endpoint, list[str]]:
+    """A PyMySQL connection to the first endpoint that answers, the endpoint, and the secrets to scrub.
+
+    Raises ConnectionError with a one-line reason that holds no password.
+    """
     import pymysql
 
     files = client_options(opts.defaults_file)
@@ -145,6 +148,9 @@ def _connect(opts: MysqlOptions, pid: int | None) -> tuple[Any, Endpoint, list[s
         except Exception as err:  # noqa: BLE001 - any driver failure means "try the next one"
             errors.append(f"{ep}: {_scrub(err, secrets)}")
     raise ConnectionError(_scrub("; ".join(errors), secrets))
+
+
+_connect = connect  # older name, used by capture/watch.py
 
 
 def _rows(conn: Any, sql: str) -> list[dict[str, Any]]:
@@ -299,7 +305,7 @@ def collect_facts(opts: MysqlOptions | None, pid: int | None = None, interval_s:
     opts = opts or MysqlOptions()
     secrets: list[str] = []
     try:
-        conn, ep, secrets = _connect(opts, pid)
+        conn, ep, secrets = connect(opts, pid)
     except Exception as err:  # noqa: BLE001 - unreachable is a fact, not a failure
         return {"reachable": False, "error": _scrub(err, secrets) or type(err).__name__}
     try:
