@@ -1,0 +1,116 @@
+"""Rule documentation from the rule files: one text for the CLI, the report and docs/rules.md."""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+from .schema import Condition, Matcher, Rule
+
+_FAMILY = {"mysql": "MySQL", "percona": "Percona Server", "mariadb": "MariaDB"}
+_OPS = {"min": "≥", "max": "≤", "above": ">", "below": "<", "equals": "=", "not_equals": "≠", "in": "in",
+        "present": "present:"}
+
+WRITING_RULES = """\
+## Writing rules
+
+A rule is one YAML file, `rules/<id>.yaml` (or any folder named by `PMUPROF_RULES`);
+`pmuprof rules check DIR` validates a folder and names file:line for every problem.
+No code runs from a rule file: matchers come from a fixed set and messages are
+templates that can only look up evidence.
+
+| key | what |
+|---|---|
+| `id`, `title`, `severity` | stable slug (= file name), one-line title, highest severity the rule gives (`info`, `warning`, `critical`) |
+| `applies_to.servers` | `{mysql: ">=5.7, <8.0.21", percona: "*", mariadb: "<10.6"}`; an unknown server always applies; Percona falls back to the MySQL range |
+| `evidence` | named matchers, each one of: `stack` (`self` or `inclusive` frame patterns, with `inside`, `not_inside`, `leaf`, `leaf_not`), `counter_ratio: [instructions, cycles]`, `counter`, `variable`, `status`, `processlist_state`, `mysql` (path in mysql.json), `host` / `run` / `target` (paths in run.json), `derived` (`spin_cost`, `numa_placement`, `samples`); optional `about` |
+| `fire` | `all:` / `any:` lists of conditions that must hold |
+| `thresholds` | `metric` (evidence name or list: the largest counts, the smallest with `below: true`), `info`, `warning`, `critical` |
+| `raise_if` | conditions that raise the severity one level (up to `severity`) |
+| `share` | the stack evidence that gives the finding's share and caller chain |
+| `message`, `message_if` | templates: `{name}`, `{name.field}`, `{name:pct}`, `{name:.2f}`; `{chain}`, `{process}`, `{samples}`, `{server}`, `{missing}` |
+| `fix` | list of text or `{text, label, when: {family: range}, if: [conditions]}` |
+| `next_steps`, `references`, `doc` | what to capture next; links; `doc: {symptom, why, fix, caveats}` |
+| `min_samples`, `skip_callers` | below `min_samples` (default 200) severity is capped at info; extra frames to skip when naming callers |
+
+Frame patterns are globs matched against the whole name (`*` any text, `?` one
+character; C++ argument lists may be left out; kernel frames match without their `_[k]`
+suffix) or `re:` regular expressions. `@spin`, `@wait` and `@lock` stand for the
+built-in lists of spin-loop, latch-wait and lock-wrapper frames. A condition is
+`{evidence: NAME[.field], OP: VALUE}` with OP one of `min`, `max`, `above`, `below`,
+`equals`, `not_equals`, `in`, `present`; a fact that is not known never satisfies it.
+"""
+
+
+def _servers(rule: Rule) -> str:
+    if not rule.servers:
+        return "any server"
+    return "; ".join(f"{_FAMILY[f]} {'(all)' if s.strip() in ('*', '') else s}" for f, s in rule.servers.items())
+
+
+def _matcher(m: Matcher) -> str:
+    if m.kind == "stack":
+        parts = []
+        for key, pats in m.spec.items():
+            parts.append(f"{key.replace('_', ' ')}: " + ", ".join(f"`{p}`" for p in pats.patterns))
+        what = "; ".join(parts)
+    elif m.kind == "counter_ratio":
+        what = f"counter ratio `{m.spec[0]}` / `{m.spec[1]}`"
+    else:
+        what = f"{m.kind.replace('_', ' ')} `{m.spec}`"
+    return f"- **{m.name}**: {m.about + ' — ' if m.about else ''}{what}"
+
+
+def _condition(c: Condition) -> str:
+    return f"{c.evidence} {_OPS[c.op]} {c.value}"
+
+
+def _thresholds(rule: Rule) -> str:
+    th = rule.thresholds
+    if th is None:
+        return f"fires at {rule.severity} when the conditions hold"
+    sign = "≤" if th.below else "≥"
+    levels = [f"{lvl} {sign} {getattr(th, lvl):g}" for lvl in ("info", "warning", "critical") if getattr(th, lvl) is not None]
+    return f"{' / '.join(th.metrics)}: " + ", ".join(levels)
+
+
+def rule_markdown(rule: Rule) -> str:
+    """The full documentation of one rule (used by `rules show`, `rules doc` and the report)."""
+    out = [f"## {rule.id}", "", f"**{rule.title}** — up to *{rule.severity}*; applies to {_servers(rule)}.", ""]
+    for key in ("symptom", "why", "fix", "caveats"):
+        out += [f"**{key.capitalize()}.** {rule.doc[key]}", ""]
+    out += ["**Evidence**", ""] + [_matcher(m) for m in rule.evidence] + [""]
+    out.append(f"**Thresholds**: {_thresholds(rule)}.")
+    if rule.fire_all or rule.fire_any:
+        conds = [f"all of ({', '.join(map(_condition, rule.fire_all))})"] if rule.fire_all else []
+        conds += [f"any of ({', '.join(map(_condition, rule.fire_any))})"] if rule.fire_any else []
+        out.append(f"**Fires when**: {' and '.join(conds)}.")
+    if rule.raise_if:
+        out.append(f"**Raised one level when**: {', '.join(map(_condition, rule.raise_if))}.")
+    out.append("")
+    if rule.fix:
+        out += ["**Fix commands** (values in braces are computed from the run)", ""]
+        for item in rule.fix:
+            label = item.label or ", ".join(f"{_FAMILY[f]} {s}" for f, s in (item.when or {}).items())
+            conds = ", ".join(map(_condition, item.conditions))
+            head = " when ".join(p for p in (label, conds) if p)
+            head = f"*{head[0].upper() + head[1:]}*:" if head else ""
+            out += ([head] if head else []) + ["```", item.text.strip(), "```", ""]
+    if rule.next_steps:
+        out += ["**Next steps**", ""] + [f"- `{s}`" for s in rule.next_steps] + [""]
+    if rule.references:
+        out += ["**References**", ""] + [f"- {r}" for r in rule.references] + [""]
+    return "\n".join(out).rstrip() + "\n"
+
+
+def rules_markdown(rules: Iterable[Rule]) -> str:
+    """docs/rules.md: an index, every rule, and how to write rules."""
+    rules = sorted(rules, key=lambda r: r.id)
+    out = ["# pmuprof rules", "",
+           "Generated from `rules/*.yaml` by `pmuprof rules doc > docs/rules.md`; do not edit by hand.",
+           "", "| id | severity | title |", "|---|---|---|"]
+    out += [f"| [{r.id}](#{r.id}) | {r.severity} | {r.title} |" for r in rules]
+    out.append("")
+    for rule in rules:
+        out += [rule_markdown(rule)]
+    out.append(WRITING_RULES)
+    return "\n".join(out)
