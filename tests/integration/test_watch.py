@@ -1,0 +1,123 @@
+"""`pmuprof watch` against a real private MariaDB: a status trigger that becomes true under sysbench
+load fires one capture; the cooldown and --max-captures hold; run.json records the trigger."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from pmuprof.capture.mysql import MysqlOptions
+from pmuprof.capture.watch import WatchOptions, watch
+from pmuprof.model.rundir import RUN_JSON, read_json
+from pmuprof.paths import perf_path
+from pmuprof.triggers import DiskFloor, WatchPlan, parse_condition
+from tests import mariadb as mdb
+
+CONDITION = "Threads_connected>=6"  # idle: the poller alone; under 8 sysbench threads: 9+
+LOAD_THREADS = 8
+
+
+@pytest.fixture(autouse=True)
+def _needs_perf():
+    if not perf_path():
+        pytest.skip("perf not installed (apt-get install linux-perf)")
+    if os.geteuid() != 0:
+        pytest.skip("per-CPU perf record of another user's process needs root here")
+
+
+def _wait_for(predicate, timeout: float, what: str, log: Path | None = None) -> None:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if predicate():
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what}" + (f"; log:\n{log.read_text()}" if log else ""))
+
+
+def _runs(base: Path) -> list[Path]:
+    return sorted(p for p in base.iterdir() if (p / RUN_JSON).is_file()) if base.is_dir() else []
+
+
+def _values(polls: list[dict]) -> list[float]:
+    return [p["values"][CONDITION] for p in polls]
+
+
+def test_cli_fires_once_under_load_and_cooldown_holds(mariadb: mdb.MariaDB, tmp_path: Path) -> None:
+    base = tmp_path / "watch"
+    argv = [sys.executable, "-m", "pmuprof", "watch", "-p", str(mariadb.pid), "--trigger", CONDITION,
+            "--cycles", "2", "--interval", "0.5s", "-d", "2", "--cooldown", "60", "--max-captures", "3",
+            "--defaults-file", str(mariadb.defaults_file), "-o", str(base), "-v"]
+    log = tmp_path / "watch.log"
+    with open(log, "w") as out:
+        env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
+        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, cwd=tmp_path, env=env)
+    load = None
+    try:
+        # idle polls first: the condition is false until the load connects
+        _wait_for(lambda: log.read_text().count("(0/2)") >= 2, 20, "idle polls", log)
+        assert not _runs(base)
+        load = mdb.SysbenchLoad(mariadb, seconds=300, test="oltp_read_only", threads=LOAD_THREADS)
+        _wait_for(lambda: any("trigger" in (read_json(r / RUN_JSON) or {}) for r in _runs(base)), 120,
+                  "the capture to finish", log)
+        _wait_for(lambda: log.read_text().count("cooling down") >= 4, 20, "polls during the cooldown", log)
+        assert load.proc.poll() is None, "the load must still run: the condition still holds"
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        if load:
+            load.stop()
+    text = log.read_text()
+    assert proc.returncode == 0, text
+    runs = _runs(base)
+    assert len(runs) == 1, text  # cooldown 60 s: the still-true condition fired no second capture
+    assert runs[0].name.endswith("-Threads_connected-ge-6")
+    trig = read_json(runs[0] / RUN_JSON)["trigger"]
+    assert trig["condition"] == CONDITION and trig["cycles"] == 2 and trig["consecutive_hits"] == 2
+    before = _values(trig["polls_before"])
+    assert min(before) < 6 <= before[-1] and before[-2] >= 6, before  # became true under load, 2 polls in a row
+    assert trig["polls_during"] and min(_values(trig["polls_during"])) >= 6
+    assert "1 capture(s)" in text
+
+
+def test_max_captures_ends_the_watch(mariadb: mdb.MariaDB, tmp_path: Path) -> None:
+    """No cooldown, the condition keeps holding: the watch still stops by itself at the cap."""
+    plan = WatchPlan((parse_condition(CONDITION),), cycles=2, cooldown_s=0.0, max_captures=1)
+    opts = WatchOptions(pid=mariadb.pid, plan=plan, base_dir=tmp_path / "w", interval_s=0.5, duration_s=1.0,
+                        disk_floor=DiskFloor(bytes=2**20), mysql_options=MysqlOptions(defaults_file=str(mariadb.defaults_file)),
+                        record={"mysql": False})
+    lines: list[str] = []
+    load = mdb.SysbenchLoad(mariadb, seconds=300, test="oltp_read_only", threads=LOAD_THREADS)
+    try:
+        runs = watch(opts, lines.append)  # returns by itself once the cap is reached
+        assert load.proc.poll() is None, "the condition held all along"
+    finally:
+        load.stop()
+    assert len(runs) == 1 and runs == _runs(tmp_path / "w"), lines
+    trig = read_json(runs[0] / RUN_JSON)["trigger"]
+    assert trig["capture_index"] == 1 and trig["max_captures"] == 1
+    assert min(_values(trig["polls_before"])) >= 6  # loaded from the first poll: fired after exactly 2 polls
+    assert len(trig["polls_before"]) == 2
+
+
+def test_disk_floor_skips_the_capture(mariadb: mdb.MariaDB, tmp_path: Path) -> None:
+    """A floor above the disk's size: the trigger fires, nothing is captured, the watch still ends."""
+    plan = WatchPlan((parse_condition("Uptime>0"),), cycles=1, cooldown_s=0.0, max_captures=1)
+    opts = WatchOptions(pid=mariadb.pid, plan=plan, base_dir=tmp_path / "w", interval_s=0.2, duration_s=1,
+                        disk_floor=DiskFloor(bytes=2**62), mysql_options=MysqlOptions(defaults_file=str(mariadb.defaults_file)))
+    lines: list[str] = []
+
+    def stop_after_three(_s: float, calls=[0]) -> None:  # noqa: B006 - a counter local to this test
+        calls[0] += 1
+        if calls[0] >= 3:
+            raise KeyboardInterrupt
+    assert watch(opts, lines.append, sleep=stop_after_three) == []
+    assert sum("capture skipped" in line for line in lines) >= 2, lines
+    assert _runs(tmp_path / "w") == []
