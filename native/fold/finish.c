@@ -17,6 +17,15 @@ static int rstr_wanted(folder_t *f, uint32_t r)
     return 0;
 }
 
+/* A thread name of pid-less input is kept when it is wanted (--comm, or the name of a --pid's
+ * main thread), or when nothing is asked for. */
+static int unknown_comm_kept(folder_t *f, uint32_t comm)
+{
+    if (!f->o.ncomms && !f->tid_any && !f->npids)
+        return 1;
+    return rstr_wanted(f, comm) || (comm < f->tid_want.cap && f->tid_want.v[comm]);
+}
+
 static int64_t pid_index(folder_t *f, const char *key, uint64_t *pid)
 {
     memcpy(pid, key, 8);
@@ -28,6 +37,8 @@ static int64_t pid_index(folder_t *f, const char *key, uint64_t *pid)
 static int names_compute(folder_t *f)
 {
     size_t np = f->pidinfo.n;
+    for (size_t i = 0; i < f->tid_want.cap && !f->tid_any; i++)
+        f->tid_any = f->tid_want.v[i] != 0;
     uint64_t *best = calloc(np + 1, sizeof *best), *keep = calloc(np + 1, sizeof *keep);
     int rc = !best || !keep || grow_u64(&f->pid_name.v, &f->pid_name.cap, np) ||
              grow_u64(&f->pid_drop.v, &f->pid_drop.cap, np);
@@ -42,13 +53,18 @@ static int names_compute(folder_t *f)
             best[pi] = f->pc_count.v[i];
             f->pid_name.v[pi] = comm;
         }
-        if (!f->comm_drop || pid == PID_UNKNOWN || rstr_wanted(f, comm))
+        if (pid == PID_UNKNOWN)
+            f->unknown_kept |= unknown_comm_kept(f, comm);
+        else if (!f->o.ncomms || f->npids || rstr_wanted(f, comm))
             keep[pi] = 1;
     }
     for (size_t pi = 0; !rc && pi < np; pi++) {
+        size_t n;
+        uint64_t pid;
+        memcpy(&pid, itab_key(&f->pidinfo, (uint32_t)pi, &n), 8);
         if (f->pid_main.v[pi])
             f->pid_name.v[pi] = f->pid_main.v[pi] - 1;
-        f->pid_drop.v[pi] = !keep[pi];
+        f->pid_drop.v[pi] = pid == PID_UNKNOWN ? 2 : !keep[pi]; /* 2: decided per thread name */
     }
     for (size_t j = 0; !rc && j < f->nname_pids; j++) {
         int64_t pi = itab_find(&f->pidinfo, &f->name_pids[j], 8);
@@ -79,7 +95,7 @@ static int names_order(folder_t *f)
         return free(order), free(names), -ENOMEM;
     for (size_t pi = 0; pi < np; pi++) {
         if (f->pid_drop.v[pi])
-            continue;
+            continue; /* dropped, or pid-less: never named */
         uint64_t rank = f->pid_main.v[pi] ? f->pid_mainseq.v[pi] : np + pi;
         order[k] = rank << 24 | pi; /* sort key; pi recovered below */
         names[k++] = f->pid_name.v[pi];
@@ -92,7 +108,7 @@ static int names_order(folder_t *f)
     size_t distinct = k ? 1 : 0;
     for (size_t i = 1; i < k; i++)
         distinct += names[i] != names[i - 1];
-    f->label_pid = distinct < k;
+    f->label_pid = distinct < k; /* a kept pid-less group adds one to both sides */
     f->name_order = order;
     free(names);
     return 0;
@@ -137,7 +153,7 @@ static int stacks_build(folder_t *f)
         uint64_t count = f->st_count.v[i];
         memcpy(&tid, k + 8, 8);
         memcpy(&comm, k + 16, 4);
-        if (f->pid_drop.v[pi]) {
+        if (pid == PID_UNKNOWN ? !unknown_comm_kept(f, comm) : f->pid_drop.v[pi] != 0) {
             f->kept -= count;
             f->filtered += count;
             continue;
@@ -247,10 +263,12 @@ static int leaves_build(folder_t *f)
     for (size_t i = 0; i < f->leafc.n; i++) {
         size_t n;
         uint64_t pid;
-        uint32_t tail;
+        uint32_t tail, comm;
         const char *key = itab_key(&f->leafc, (uint32_t)i, &n);
-        memcpy(&tail, key + 8, 4);
-        if (f->comm_drop && f->pid_drop.v[pid_index(f, key, &pid)])
+        int64_t pi = pid_index(f, key, &pid);
+        memcpy(&comm, key + 8, 4);
+        memcpy(&tail, key + 12, 4);
+        if (pid == PID_UNKNOWN ? !unknown_comm_kept(f, comm) : f->pid_drop.v[pi] != 0)
             continue;
         uint64_t tl = f->tail_leaf.v[tail];
         f->leaves[k++] = (leaf_ref_t){(uint32_t)(tl >> 32), (uint32_t)tl, (uint32_t)f->tail_off.v[tail],
@@ -386,7 +404,7 @@ void folder_free(folder_t *f)
         return;
     itab_t *tabs[] = {&f->rstr, &f->bignum, &f->comms, &f->tails, &f->events,
                       &f->pidinfo, &f->pidcomm, &f->stacks, &f->leafc};
-    col_t *cols[] = {&f->comm_r, &f->tail_info, &f->tail_leaf, &f->tail_off, &f->ev_count, &f->pid_main,
+    col_t *cols[] = {&f->tid_want, &f->comm_r, &f->tail_info, &f->tail_leaf, &f->tail_off, &f->ev_count, &f->pid_main,
                      &f->pid_mainseq, &f->pid_name, &f->pid_drop, &f->pc_count, &f->st_count, &f->lc_count};
     for (size_t i = 0; i < sizeof tabs / sizeof *tabs; i++)
         itab_free(tabs[i]);

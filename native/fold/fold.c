@@ -165,16 +165,21 @@ static int frame_feed(folder_t *f, const char *s, size_t n)
     return buf_append(&f->frames, &label, sizeof label);
 }
 
+static int pid_listed(folder_t *f, uint64_t pid)
+{
+    for (size_t i = 0; i < f->npids; i++)
+        if (f->pids[i] == pid)
+            return 1;
+    return 0;
+}
+
 static int wanted(folder_t *f, uint64_t pid, uint64_t comm_r)
 {
-    if (f->npids) {
-        for (size_t i = 0; i < f->npids; i++)
-            if (f->pids[i] == pid)
-                return 1;
-        return 0;
-    }
-    if (f->o.ncomms && pid == PID_UNKNOWN)
-        return (int)(comm_r >> 32);
+    if (pid == PID_UNKNOWN) /* no pid field: filters are settled in finish */
+        return 1;
+    if (f->npids)
+        return pid_listed(f, pid);
+    (void)comm_r;
     return 1;
 }
 
@@ -266,12 +271,15 @@ static int sample_count(folder_t *f, int64_t pi)
             return -ENOMEM;
         f->pid_main.v[pi] = (uint64_t)f->cur_comm + 1;
     }
+    if (f->pid == PID_UNKNOWN && f->npids && pid_listed(f, f->tid) &&
+        col_set(&f->tid_want, f->cur_comm, 1))
+        return -ENOMEM;
     if (f->leaf_tail >= 0 && (f->tail_info.v[f->leaf_tail] & TAIL_LEAF)) {
-        unsigned char lk[12];
-        uint64_t pk = f->comm_drop ? f->pid : 0;
-        uint32_t tl = (uint32_t)f->leaf_tail;
-        memcpy(lk, &pk, 8);
-        memcpy(lk + 8, &tl, 4);
+        unsigned char lk[16];
+        uint32_t tl = (uint32_t)f->leaf_tail, comm = f->pid == PID_UNKNOWN ? f->cur_comm : UINT32_MAX;
+        memcpy(lk, &f->pid, 8);
+        memcpy(lk + 8, &comm, 4);
+        memcpy(lk + 12, &tl, 4);
         id = itab_intern(&f->leafc, lk, sizeof lk, &added);
         if (id < 0 || col_add(&f->lc_count, (size_t)id, 1))
             return -ENOMEM;
@@ -366,7 +374,6 @@ folder_t *folder_new(const fold_opts_t *opts, int *err)
     f->o = *opts;
     f->pid_known = 1;
     f->last_pidinfo = -1;
-    f->comm_drop = opts->ncomms && !opts->npids;
     int64_t u = itab_intern(&f->rstr, UNKNOWN, sizeof UNKNOWN - 1, &added);
     *err = u < 0 ? -ENOMEM : opts_parse(f);
     if (*err) {

@@ -43,7 +43,8 @@ struct folder {
     col_t pc_count;
     itab_t stacks;    /* (pid, tid, comm_r, frames root-first) -> samples */
     col_t st_count;
-    itab_t leafc;     /* (pid, tail id) -> samples */
+    itab_t leafc;     /* (pid, comm_r when no pid, tail id) -> samples */
+    col_t tid_want;   /* rendered comm ids of pid-less samples whose tid is a --pid */
     col_t lc_count;
     /* the sample being read */
     int in_sample, keep;
@@ -54,7 +55,7 @@ struct folder {
     uint32_t unknown_id;
     uint64_t kept, filtered, bad_lines, main_seq, last_pid;
     int64_t last_pidinfo;
-    int truncated, pid_known, comm_drop;
+    int truncated, pid_known;
     /* results of finish */
     stack_ref_t *out;
     size_t nout;
@@ -66,7 +67,7 @@ struct folder {
     size_t nname_pids;
     uint64_t *name_order; /* pidinfo ids in the order Python's dict would list them */
     size_t nnames_out;
-    int label_pid;
+    int label_pid, unknown_kept, tid_any;
 };
 
 static inline int col_add(col_t *c, size_t id, uint64_t by)
