@@ -63,6 +63,7 @@ function PmuFlame(box, tree, mode) {
     ctx.font = "12px ui-monospace, DejaVu Sans Mono, monospace";
     ctx.textBaseline = "middle";
     var rg = range(), scale = css / ((rg[1] - rg[0]) || 1), zd = zoom < 0 ? 0 : depth[zoom];
+    var shown = 0;
     drawn = [];
     for (var r = 0; r <= maxDepth; r++) drawn.push([]);
     box1(ctx, 0, 0, css, "all (" + label(rootW) + ")", zoom < 0 ? "hsl(270,20%,86%)" : "hsl(0,0%,88%)", -1);
@@ -77,7 +78,9 @@ function PmuFlame(box, tree, mode) {
         if (pw < 0.4) continue;
       }
       box1(ctx, px, d * ROW, pw, tree.names[tree.name[i]], colour(i), i);
+      shown++;
     }
+    box.setAttribute("data-drawn", String(shown));  /* frames on screen: tests read it */
   }
   function label(v) { return diff ? (100 * v).toFixed(2) + " % avg" : Math.round(v).toLocaleString("en-US") + " samples"; }
   function box1(ctx, px, py, pw, text, fill, i) {
@@ -162,8 +165,8 @@ function PmuFlame(box, tree, mode) {
   search.addEventListener("input", function () { doSearch(); draw(); });
   document.addEventListener("keydown", function (ev) { if (ev.key === "Escape") setZoom(-1); });
   window.addEventListener("resize", draw);
-  var hash = /^#search=(.+)$/.exec(window.location.hash || "");
-  if (hash) search.value = decodeURIComponent(hash[1]);
+  var initial = /^#search=(.+)$/.exec(window.location.hash || "");
+  if (initial) search.value = decodeURIComponent(initial[1]);
   setZoom(-1);
   return { zoom: setZoom, search: function (q) { search.value = q; doSearch(); draw(); } };
 }

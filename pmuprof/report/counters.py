@@ -10,7 +10,8 @@ _ENABLED_KEYS = ("enabled", "time_enabled", "enabled_ns")
 _RUNNING_KEYS = ("running", "time_running", "running_ns", "event-runtime")
 _NAME_KEYS = ("event", "name")
 _PROCESS_KEYS = ("process", "label", "target", "comm")
-_META_KEYS = frozenset({"argv", "source", "error", "reason", "interval_s", "duration_s", "tool", "mode", "pid", "pids"})
+_META_KEYS = frozenset({"argv", "source", "error", "reason", "interval_s", "duration_s", "tool", "mode", "pid", "pids",
+                        "scope", "derived"})
 _GROUP_KEYS = ("targets", "processes", "by_target")
 _LIST_KEYS = ("counters", "events", "values")
 MUX_FLAG_PCT = 99.5  # below this share of enabled time the kernel multiplexed the counter
@@ -54,7 +55,7 @@ def _row(process: str, name: str, raw: Any) -> dict[str, Any]:
         pct = 100.0 * running / enabled
     note = ""
     if value is None:
-        note = str(value_raw if value_raw is not None else data.get("error", "not counted")).strip("<>")
+        note = str(value_raw if value_raw is not None else data.get("error") or data.get("status") or "not counted").strip("<>")
     elif pct is not None and pct <= 0:
         note = "never scheduled on a counter"
     return {
@@ -122,12 +123,18 @@ def derived_ipc(rows: list[dict[str, Any]]) -> dict[str, float]:
 def counters_section(counters: Mapping[str, Any] | None) -> dict[str, Any]:
     """The report's counters block: rows, IPC per process, whether any counter was multiplexed."""
     rows = counter_rows(counters)
-    error = ""
+    error = scope = ""
+    ipc = derived_ipc(rows)
     if isinstance(counters, Mapping):
         error = str(counters.get("error") or counters.get("reason") or "")
+        scope = str(counters.get("scope") or "")
+        derived = counters.get("derived")
+        if not ipc and isinstance(derived, Mapping) and isinstance(derived.get("ipc"), (int, float)):
+            ipc = {"": round(float(derived["ipc"]), 3)}
     return {
         "rows": rows,
-        "ipc": derived_ipc(rows),
+        "scope": scope,
+        "ipc": ipc,
         "multiplexed": any(r["multiplexed"] for r in rows),
         "error": error,
     }

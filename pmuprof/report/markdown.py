@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-TOP_FINDINGS = 5
+TOP_FINDINGS = 3
 TOP_FRAMES = 8
 
 

@@ -106,7 +106,7 @@ def _hotspots(data: Any) -> list[dict[str, Any]]:
             "raw_total": sum(r["raw"] for r in rows), "corrected_total": sum(r["corrected"] for r in rows),
             "instructions": rows,
         })
-    return out
+    return sorted(out, key=lambda h: (-h["raw_total"], h["symbol"], h["binary"]))
 
 
 def findings_list(findings: Iterable[Finding]) -> list[dict[str, Any]]:
