@@ -51,6 +51,8 @@ def _per_unit(facts: Facts, pause_cycles: float | None, missing: list[str]) -> t
 def spin_cost(facts: Facts, total: int, missing: list[str]) -> dict[str, Any]:
     """How long one maximal ut_delay / spin round lasts here, and what to set instead."""
     default = _default_delay(facts)
+    if facts.mysql is None:
+        missing.append(facts.server_missing)
     delay = number(facts.variable("innodb_spin_wait_delay"))
     if delay is None:
         delay = float(default)

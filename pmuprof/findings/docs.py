@@ -92,8 +92,8 @@ def rule_markdown(rule: Rule) -> str:
         for item in rule.fix:
             label = item.label or ", ".join(f"{_FAMILY[f]} {s}" for f, s in (item.when or {}).items())
             conds = ", ".join(map(_condition, item.conditions))
-            head = " when ".join(p for p in (label, conds) if p)
-            head = f"*{head[0].upper() + head[1:]}*:" if head else ""
+            head = f"{label}, when {conds}" if label and conds else label or (f"When {conds}" if conds else "")
+            head = f"*{head}*:" if head else ""
             out += ([head] if head else []) + ["```", item.text.strip(), "```", ""]
     if rule.next_steps:
         out += ["**Next steps**", ""] + [f"- `{s}`" for s in rule.next_steps] + [""]

@@ -164,7 +164,7 @@ def _fix(items: tuple[FixItem, ...], facts: Facts, values: Mapping[str, Any]) ->
         if not _fix_applies(item, facts) or not all(holds(c, values) for c in item.conditions):
             continue
         text = render(item.text, values).strip()
-        label = item.label if (item.label and (facts.family is None or item.when is None)) else ""
+        label = item.label if (facts.family is None or not facts.version or item.when is None) else ""
         out.append(f"{label}:\n{text}" if label and "\n" in text else f"{label}: {text}" if label else text)
     return "\n\n".join(out)
 
