@@ -43,7 +43,8 @@ _register()
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; a PmuprofError becomes one line on stderr and its exit code."""
     try:
-        cli.main(args=argv, prog_name="pmuprof", standalone_mode=False)
+        # without standalone mode click returns (not raises) the code of click.exceptions.Exit
+        code = cli.main(args=argv, prog_name="pmuprof", standalone_mode=False)
     except PmuprofError as err:
         click.echo(f"pmuprof: error: {err}", err=True)
         return err.exit_code
@@ -57,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
         return err.exit_code
     except BrokenPipeError:
         return 0
-    return 0
+    return code if isinstance(code, int) else 0
 
 
 if __name__ == "__main__":
