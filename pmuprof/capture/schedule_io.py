@@ -31,12 +31,18 @@ def _with_spec(text: str, spec: ScheduleSpec) -> str:
     return text + SPEC_PREFIX + json.dumps(asdict(spec), sort_keys=True) + "\n"
 
 
-def rendered(spec: ScheduleSpec, systemd: bool) -> dict[str, str]:
+def _paths(root: Path) -> tuple[Path, Path, Path]:
+    """(service, timer, cron file) under ``root`` (``/`` on a real host; a folder in tests)."""
+    units = root / UNIT_DIR.relative_to("/")
+    return units / f"{UNIT_NAME}.service", units / f"{UNIT_NAME}.timer", root / CRON_FILE.lstrip("/")
+
+
+def rendered(spec: ScheduleSpec, systemd: bool, root: Path = Path("/")) -> dict[str, str]:
     """File path → content that install would write."""
+    service, timer, cron = _paths(root)
     if systemd:
-        return {str(UNIT_DIR / f"{UNIT_NAME}.service"): _with_spec(service_unit(spec), spec),
-                str(UNIT_DIR / f"{UNIT_NAME}.timer"): timer_unit(spec)}
-    return {CRON_FILE: _with_spec(cron_text(spec), spec)}
+        return {str(service): _with_spec(service_unit(spec), spec), str(timer): timer_unit(spec)}
+    return {str(cron): _with_spec(cron_text(spec), spec)}
 
 
 def _systemctl(*args: str) -> subprocess.CompletedProcess[str]:
@@ -54,9 +60,9 @@ def _ours(path: Path) -> bool:
         return False
 
 
-def install(spec: ScheduleSpec, systemd: bool) -> list[str]:
+def install(spec: ScheduleSpec, systemd: bool, root: Path = Path("/")) -> list[str]:
     """Write the units (or cron file) and enable the timer; refuse to overwrite foreign files."""
-    files = rendered(spec, systemd)
+    files = rendered(spec, systemd, root)
     for name in files:
         if Path(name).exists() and not _ours(Path(name)):
             raise UsageError(f"{name} exists and was not written by pmuprof", "move it away or pick another host")
@@ -69,13 +75,12 @@ def install(spec: ScheduleSpec, systemd: bool) -> list[str]:
     return [f"wrote {name}" for name in files]
 
 
-def remove(systemd: bool) -> list[str]:
+def remove(systemd: bool, root: Path = Path("/")) -> list[str]:
     """Disable the timer and delete the files pmuprof wrote (never a foreign file)."""
     out = []
     if systemd:
         _systemctl("disable", "--now", f"{UNIT_NAME}.timer")
-    names = [UNIT_DIR / f"{UNIT_NAME}.service", UNIT_DIR / f"{UNIT_NAME}.timer", Path(CRON_FILE)]
-    for path in names:
+    for path in _paths(root):
         if _ours(path):
             path.unlink()
             out.append(f"removed {path}")
@@ -84,8 +89,9 @@ def remove(systemd: bool) -> list[str]:
     return out or ["nothing installed"]
 
 
-def installed_spec() -> dict | None:
-    for path in (UNIT_DIR / f"{UNIT_NAME}.service", Path(CRON_FILE)):
+def installed_spec(root: Path = Path("/")) -> dict | None:
+    service, _, cron = _paths(root)
+    for path in (service, cron):
         if _ours(path):
             for line in path.read_text(encoding="utf-8").splitlines():
                 if line.startswith(SPEC_PREFIX):
@@ -93,9 +99,9 @@ def installed_spec() -> dict | None:
     return None
 
 
-def status(systemd: bool) -> dict:
+def status(systemd: bool, root: Path = Path("/")) -> dict:
     """What is installed, when it runs next, how the last run ended, and the latest run directory."""
-    spec = installed_spec()
+    spec = installed_spec(root)
     out: dict = {"installed": spec is not None, "spec": spec, "scheduler": "systemd" if systemd else "cron"}
     if systemd and spec is not None:
         timer = _systemctl("show", f"{UNIT_NAME}.timer", "-p", "NextElapseUSecRealtime,LastTriggerUSec,ActiveState")

@@ -16,6 +16,7 @@ from ..triggers import (
     DiskFloor, Fire, Poll, WatchPlan, captured, cpu_percent, done, initial_state, missing_status,
     parse_proc_stat, skipped, status_line, step,
 )
+from . import target
 from .schedule_io import disk_free
 
 Log = Callable[[str], None]
@@ -181,6 +182,24 @@ def _first_poll(poller: Poller, plan: WatchPlan) -> Poll:
     return poll
 
 
+MAX_POLL_FAILURES = 30  # in a row; a server restart usually takes less
+
+
+def _next_poll(poller: Poller, opts: WatchOptions, log: Log, sleep: Callable[[float], None]) -> Poll:
+    """Poll again; ride out a dropped connection (reconnect next time), give up when the pid is gone."""
+    failures = 0
+    while True:
+        try:
+            return poller.poll()
+        except TargetError as err:
+            failures += 1
+            if not target.is_alive(opts.pid) or failures >= MAX_POLL_FAILURES:
+                raise
+            if failures == 1:
+                log(f"poll failed, retrying every {opts.interval_s:g} s: {err}")
+            sleep(opts.interval_s)
+
+
 def watch(opts: WatchOptions, log: Log, sleep: Callable[[float], None] = time.sleep) -> list[Path]:
     """Poll until max captures are taken or Ctrl-C; return the run directories written."""
     opts.base_dir.mkdir(parents=True, exist_ok=True)
@@ -208,7 +227,7 @@ def watch(opts: WatchOptions, log: Log, sleep: Callable[[float], None] = time.sl
                 if done(plan, state):
                     break
             sleep(max(0.0, opts.interval_s - (time.time() - poll.t)))
-            poll = poller.poll()
+            poll = _next_poll(poller, opts, log, sleep)
     except KeyboardInterrupt:
         log("interrupted")
     finally:

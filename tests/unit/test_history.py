@@ -119,3 +119,16 @@ def test_html_is_self_contained_escaped_and_deterministic(tmp_path):
 def test_empty_directory_renders(tmp_path):
     html, payload = render_index(tmp_path, tmp_path / "index.html")
     assert "0 runs" in html and payload["regressions"] == [] and latest_flags(payload) == []
+
+
+def test_cli_writes_index_and_fails_on_a_regression_of_the_newest_run(tmp_path):
+    from pmuprof.cli.main import main
+
+    base = tmp_path / "runs"
+    _run(base, "20240101", 1, findings=[("spin", "warning", 0.1)])
+    _run(base, "20240102", 2, findings=[("spin", "warning", 0.1)])
+    assert main(["history", str(base), "--fail-on-regression"]) == 0
+    assert (base / "index.html").read_text().count("<tr") == 3  # header + 2 runs
+    _run(base, "20240103", 3, findings=[("spin", "critical", 0.5)])
+    assert main(["history", str(base), "-o", str(tmp_path / "i.html"), "--fail-on-regression"]) == 10
+    assert 'href="./runs/20240103/report.html"' in (tmp_path / "i.html").read_text()

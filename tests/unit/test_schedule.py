@@ -181,3 +181,41 @@ def test_rendered_files_carry_the_spec_for_status():
     assert json.loads(spec_line[len(schedule_io.SPEC_PREFIX):])["directory"] == "/var/lib/pmuprof"
     assert set(schedule_io.rendered(_spec(), systemd=True)) == {
         "/etc/systemd/system/pmuprof-nightly.service", "/etc/systemd/system/pmuprof-nightly.timer"}
+
+
+def test_cron_install_status_remove_under_a_root(tmp_path):
+    """The IO of install/status/remove (cron flavour: no systemctl) against a scratch root folder."""
+    root, runs = tmp_path / "root", tmp_path / "runs"
+    _make_run(runs, "20240101-030000", "2024-01-01T03:00:00Z")
+    spec = _spec(directory=str(runs))
+    assert schedule_io.install(spec, systemd=False, root=root) == [f"wrote {root}/etc/cron.d/pmuprof-nightly"]
+    info = schedule_io.status(False, root=root)
+    assert info["installed"] and info["spec"]["at"] == "03:00" and info["runs"] == 1
+    assert info["latest"] == "20240101-030000"
+    assert schedule_io.install(spec, systemd=False, root=root)  # re-install over our own file is fine
+    assert schedule_io.remove(False, root=root) == [f"removed {root}/etc/cron.d/pmuprof-nightly"]
+    assert not schedule_io.status(False, root=root)["installed"]
+    # a foreign file with our name is neither overwritten nor removed
+    foreign = root / "etc/cron.d/pmuprof-nightly"
+    foreign.write_text("0 1 * * * root /usr/local/bin/backup\n")
+    with pytest.raises(UsageError):
+        schedule_io.install(spec, systemd=False, root=root)
+    assert schedule_io.remove(False, root=root) == ["nothing installed"]
+    assert foreign.read_text().startswith("0 1 * * *")
+
+
+def test_cli_install_dry_run_and_prune(tmp_path, capsys):
+    from pmuprof.cli.main import main
+
+    exe = shutil.which("sh")
+    assert main(["schedule", "install", "--at", "04:15", "--all-mysqld", "--dry-run", "--cron", "--exe", exe,
+                 "--dir", str(tmp_path), "--defaults-file", "/etc/pmuprof/my.cnf"]) == 0
+    out = capsys.readouterr().out
+    assert "15 4 * * * root " in out and "--defaults-file /etc/pmuprof/my.cnf -q" in out
+    assert main(["schedule", "install", "--dry-run", "--exe", exe, "--dir", str(tmp_path)]) == 2  # no target
+    _make_run(tmp_path, "a", "2024-01-01T03:00:00Z")
+    _make_run(tmp_path, "b", "2024-01-09T03:00:00Z")
+    assert main(["schedule", "prune", "--dir", str(tmp_path), "--keep-days", "3", "--dry-run"]) == 0
+    assert (tmp_path / "a").is_dir()
+    assert main(["schedule", "prune", "--dir", str(tmp_path), "--keep-days", "3"]) == 0
+    assert not (tmp_path / "a").exists() and (tmp_path / "b").is_dir()
