@@ -43,6 +43,7 @@ def fold(run: dict, opts, perf: str, data: Path) -> None:
     pids = tuple(t["pid"] for t in run["targets"])
     result, argv = script.fold_perf_data(perf, data, pids, per_thread=opts.per_thread_roots)
     run["script"] = {"argv": argv}
+    relabel_roots(result, {t["pid"]: t["label"] for t in run["targets"]})
     run["record"]["samples"] = result.kept
     run["warnings"].extend(result.warnings())
     by_root = Counter()
@@ -58,6 +59,22 @@ def fold(run: dict, opts, perf: str, data: Path) -> None:
                "targets": " ".join(f"{t['label']}={t['pid']}" for t in run["targets"])}
     save_folded(opts.out_dir / rundir.STACKS, result.stacks, headers)
     rundir.write_leaves(opts.out_dir / rundir.LEAVES, result.leaves)
+
+
+def relabel_roots(result, labels: dict[int, str]) -> None:
+    """Root frames carry the process name from /proc, not a thread name (MySQL 8 renames threads)."""
+    rename = {}
+    for pid, seen in result.names.items():
+        if pid in labels:
+            rename[seen] = labels[pid]
+            rename[f"{seen}-{pid}".replace(" ", "_")] = labels[pid]
+    if not rename:
+        return
+    stacks = Counter()
+    for stack, count in result.stacks.items():
+        stacks[(rename.get(stack[0], stack[0]),) + stack[1:]] += count
+    result.stacks = stacks
+    result.names.update({pid: labels[pid] for pid in result.names if pid in labels})
 
 
 def counters(run: dict, opts, stat_out: Path) -> None:

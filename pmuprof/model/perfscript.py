@@ -159,10 +159,10 @@ class Folder:
         self._keep = self._wanted(pid, comm)
 
     def _wanted(self, pid: int, comm: str) -> bool:
+        if pid < 0:  # default perf script format: no pid field; filters are settled in finish()
+            return True
         if self.pids:
             return pid in self.pids
-        if self.comms and pid < 0:
-            return comm in self.comms
         return True
 
     def _end_sample(self) -> None:
@@ -180,10 +180,25 @@ class Folder:
             self.result.names[pid] = comm
         leaf_sym, leaf_dso, leaf_off = self._frames[0]
         if leaf_off is not None and leaf_sym != "[unknown]":
-            self._leaves[(pid, leaf_dso, leaf_sym, leaf_off)] += 1
+            self._leaves[(pid, comm, leaf_dso, leaf_sym, leaf_off)] += 1
         frames = tuple(frame_label(s, d) for s, d, _ in reversed(self._frames))
         self._raw[(pid, comm, tid, frames)] += 1
         self.result.kept += 1
+
+    def _kept_processes(self) -> set[tuple[int, str | None]]:
+        """(pid, None) keeps a whole process; (-1, comm) keeps a thread name of pid-less input."""
+        keep: set[tuple[int, str | None]] = set()
+        for pid, comms in self._seen_comm.items():
+            if pid >= 0 and (not self.comms or self.pids or self.comms & set(comms)):
+                keep.add((pid, None))
+        if -1 in self._seen_comm:
+            wanted = set(self.comms)
+            if self.pids:  # without a pid field, a --pid names the main thread: keep its thread names
+                wanted |= {c for (p, c, t, _) in self._raw if p < 0 and t in self.pids}
+            for comm in self._seen_comm[-1]:
+                if not wanted and not self.pids or comm in wanted:
+                    keep.add((-1, comm))
+        return keep
 
     def finish(self, truncated: bool = False) -> FoldResult:
         if self._header is not None:
@@ -196,18 +211,17 @@ class Folder:
         for pid, comms in self._seen_comm.items():
             res.names.setdefault(pid, comms.most_common(1)[0][0])
         res.names.update({p: n for p, n in self.names.items() if p in res.names})
-        if self.comms and not self.pids:
-            keep = {p for p, comms in self._seen_comm.items() if p < 0 or self.comms & set(comms)}
-            dropped = {k: c for k, c in self._raw.items() if k[0] not in keep}
-            for key, count in dropped.items():
-                del self._raw[key]
-                res.kept -= count
-                res.filtered += count
-            res.names = {p: n for p, n in res.names.items() if p in keep}
-        by_pid = {p for (p, _, _, _) in self._raw}
-        for (pid, dso, sym, off), count in self._leaves.items():
-            if pid in by_pid:
+        keep = self._kept_processes()
+        dropped = {k: c for k, c in self._raw.items() if (k[0], k[1]) not in keep and (k[0], None) not in keep}
+        for key, count in dropped.items():
+            del self._raw[key]
+            res.kept -= count
+            res.filtered += count
+        res.names = {p: n for p, n in res.names.items() if (p, None) in keep}
+        for (pid, comm, dso, sym, off), count in self._leaves.items():
+            if (pid, None) in keep or (pid, comm) in keep:
                 res.leaves[(dso, sym, off)] += count
+        by_pid = {p for (p, _, _, _) in self._raw}
         label_pid = len({res.names.get(p) for p in by_pid}) < len(by_pid)
         for (pid, comm, tid, frames), count in self._raw.items():
             name = comm if pid < 0 else res.names[pid]

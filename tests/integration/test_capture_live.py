@@ -1,0 +1,95 @@
+"""Real perf on a real process: capture, the same report from every input, Ctrl-C, exiting targets."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from helpers import REPO, build_busy, need_perf, run_cli
+
+
+@pytest.fixture(scope="module")
+def busy(tmp_path_factory):
+    need_perf()
+    exe = build_busy(tmp_path_factory.mktemp("busy"))
+    proc = subprocess.Popen([str(exe)])
+    yield proc
+    proc.kill()
+    proc.wait()
+
+
+@pytest.fixture(scope="module")
+def run_dir(busy, tmp_path_factory):
+    out = tmp_path_factory.mktemp("cap") / "run"
+    res = run_cli("capture", "-p", str(busy.pid), "-d", "3", "-F", "199", "-o", str(out), "--no-mysql")
+    assert res.returncode == 0, res.stderr
+    return out
+
+
+def _top(findings_json: str) -> dict:
+    data = json.loads(findings_json)
+    return {"samples": data["profile"]["samples"], "rules": [f["rule"] for f in data["findings"]]}
+
+
+def test_capture_writes_the_run_directory_contract(run_dir, busy):
+    for name in ("run.json", "stacks.folded", "report.html", "findings.json", "counters.json", "perf.data"):
+        assert (run_dir / name).is_file(), name
+    run = json.loads((run_dir / "run.json").read_text())
+    assert run["record"]["event_requested"] == "cycles"
+    assert run["record"]["event_recorded"] in ("cycles", "cpu-clock")
+    assert run["mode"] == "per-cpu" and run["targets"][0]["pid"] == busy.pid
+    stacks = (run_dir / "stacks.folded").read_text()
+    assert "pmuprof-busy;" in stacks and "hot_leaf" in stacks
+    html = (run_dir / "report.html").read_text()
+    assert "hot_leaf" in html and "<script src=" not in html and "<link " not in html
+
+
+def test_same_report_from_rundir_perf_data_and_script_text(run_dir, tmp_path):
+    from_dir = _top(run_cli("report", str(run_dir), "--json").stdout)
+    from_data = _top(run_cli("report", str(run_dir / "perf.data"), "--json").stdout)
+    text = tmp_path / "script.txt"
+    with open(text, "w") as fh:
+        subprocess.run(["perf", "script", "-i", str(run_dir / "perf.data")], stdout=fh, check=True,
+                       stderr=subprocess.DEVNULL)
+    from_text = _top(run_cli("report", str(text), "--pid", str(json.loads(
+        (run_dir / "run.json").read_text())["targets"][0]["pid"]), "--json").stdout)
+    assert from_dir == from_data == from_text and from_dir["samples"] > 0
+
+
+def test_ctrl_c_keeps_what_was_captured_and_leaves_no_perf(busy, tmp_path):
+    out = tmp_path / "int"
+    env = {"PYTHONPATH": str(REPO)}
+    proc = subprocess.Popen([sys.executable, "-m", "pmuprof", "record", "-p", str(busy.pid), "-d", "60", "-o",
+                             str(out), "--no-mysql"], env=env, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 90
+    while not (out / "perf.data").exists() and time.monotonic() < deadline:  # recording has started
+        time.sleep(0.2)
+    time.sleep(2)
+    tracer = [l for l in open(f"/proc/{busy.pid}/status") if l.startswith("TracerPid")]
+    assert tracer == ["TracerPid:\t0\n"], "the target must never be ptraced"
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    run = json.loads((out / "run.json").read_text())
+    assert run["interrupted"] and run["duration_s"] < 30
+    assert "hot_leaf" in (out / "stacks.folded").read_text()
+    left = subprocess.run(["pgrep", "-f", str(out)], capture_output=True, text=True).stdout
+    assert not left.strip(), "perf was left running"
+
+
+def test_target_exiting_mid_capture_is_reported(tmp_path):
+    need_perf()
+    exe = build_busy(tmp_path)
+    short = subprocess.Popen([str(exe), "2"])
+    out = tmp_path / "gone"
+    res = run_cli("capture", "-p", str(short.pid), "-d", "20", "-o", str(out), "--no-mysql")
+    short.wait()
+    assert res.returncode == 0, res.stderr
+    run = json.loads((out / "run.json").read_text())
+    assert run["duration_s"] < 15 and any("exited during the capture" in w for w in run["warnings"])
+    assert (out / "report.html").is_file()
