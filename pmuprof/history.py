@@ -38,6 +38,7 @@ class RunSummary:
     report: str | None = None  # link to report.html relative to the index file
     trigger: str | None = None
     notes: tuple[str, ...] = field(default_factory=tuple)
+    complete: bool = True  # has findings.json: an empty or failed capture is no baseline
 
     @property
     def top_finding(self) -> dict[str, Any] | None:
@@ -112,7 +113,8 @@ def summarize(path: Path, base: Path, index_dir: Path) -> RunSummary | None:
         name=path.relative_to(base).as_posix(), started=str(run.get("started") or ""), target=_target(run),
         samples=int(samples), event=str(record.get("event_recorded") or record.get("event_requested") or ""),
         findings=findings, functions=functions, ipc=_ipc(path), report=report,
-        trigger=str(trigger.get("condition")) if isinstance(trigger, dict) else None, notes=tuple(notes))
+        trigger=str(trigger.get("condition")) if isinstance(trigger, dict) else None, notes=tuple(notes),
+        complete=found is not None)
 
 
 def scan(directory: Path, index_dir: Path | None = None) -> list[RunSummary]:
@@ -134,8 +136,9 @@ def _finding_items(run: RunSummary) -> list[tuple[str, float]]:
 
 def regressions(runs: Sequence[RunSummary]) -> list[dict[str, Any]]:
     """Flags per run vs the runs before it: share up > SHARE_POINTS vs their median, a new
-    critical finding, or IPC down > IPC_DROP vs the median."""
+    critical finding, or IPC down > IPC_DROP vs the median. Runs without findings.json are skipped."""
     flags: list[dict[str, Any]] = []
+    runs = [r for r in runs if r.complete]
     for i, run in enumerate(runs):
         before = runs[:i]
         if not before:
@@ -198,7 +201,7 @@ def _fmt(value: float, unit: str) -> str:
 
 
 def _label(run: RunSummary) -> str:
-    return run.started[:16].replace("T", " ") or run.name
+    return run.started[5:16].replace("T", " ") or run.name  # MM-DD HH:MM fits eight to a chart
 
 
 def build_payload(runs: Sequence[RunSummary], title: str) -> dict[str, Any]:

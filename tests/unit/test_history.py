@@ -76,6 +76,9 @@ def test_regression_flags_share_growth_new_critical_and_ipc_drop():
     # a finding absent before counts as 0 share: appearing at 6 % is flagged, at 4 % is not
     assert regressions([_summary("a"), _summary("b", [("x", "info", 0.06)])])[0]["name"] == "x"
     assert regressions([_summary("a"), _summary("b", [("x", "info", 0.04)])]) == []
+    # a run without findings.json (empty capture) is neither flagged nor a baseline
+    empty = RunSummary("e", "e", "t", 0, "", complete=False)
+    assert regressions([empty, _summary("b", [("x", "info", 0.5)])]) == []
     # a critical seen before is not new
     again = [_summary("a", [("spin", "critical", 0.3)]), _summary("b", [("spin", "critical", 0.3)])]
     assert regressions(again) == []
