@@ -115,12 +115,34 @@ static long fn_find_or_add(struct sample_set *set, const char *name, const char 
 	return (long)set->nf++;
 }
 
+/* A function this input already named: skip the symbol-table search. */
+static long known_request(const struct sample_set *set, const char *name)
+{
+	size_t i;
+
+	for (i = set->nf; i-- > 0;)
+		if (set->f[i].request && !strcmp(set->f[i].request, name))
+			return (long)i;
+	return -1;
+}
+
 static long resolve_named(struct sample_set *set, struct elfbin *b, struct sample *s)
 {
-	const struct esym *sym = elfbin_find_symbol(b, s->symbol);
+	long fn = known_request(set, s->symbol);
+	const struct esym *sym;
 	const struct range *r;
 	uint64_t end;
-	long fn;
+
+	if (fn >= 0 && !set->f[fn].error) {
+		s->addr = set->f[fn].start + s->value;
+		if (s->addr < set->f[fn].end)
+			return fn;
+		set->f[fn].past_end += s->count;
+		return -ERANGE;
+	}
+	if (fn >= 0)
+		return fn;
+	sym = elfbin_find_symbol(b, s->symbol);
 
 	if (!sym)
 		return fn_find_or_add(set, NULL, s->symbol, 0, 0, "symbol not found in the binary");
