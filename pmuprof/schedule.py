@@ -30,9 +30,10 @@ _SAFE_ARG = re.compile(r"^[A-Za-z0-9_./+@:=,-]+$")
 _AT = re.compile(r"^([01]?\d|2[0-3]):([0-5]\d)$")
 
 
-def findings_exit_code(findings: Iterable[Mapping[str, Any]]) -> int:
-    """0 when no warning/critical finding, 10 for the worst being a warning, 20 for a critical."""
-    severities = {str(f.get("severity", "")) for f in findings}
+def findings_exit_code(findings: Iterable[Any]) -> int:
+    """0 when no warning/critical finding, 10 for the worst being a warning, 20 for a critical.
+    Takes Finding objects or findings.json dicts."""
+    severities = {str(f.get("severity", "") if isinstance(f, Mapping) else getattr(f, "severity", "")) for f in findings}
     if "critical" in severities:
         return EXIT_CRITICAL
     if "warning" in severities:
@@ -118,7 +119,7 @@ def service_unit(spec: ScheduleSpec) -> str:
     script = _dated_capture(spec, "%%").replace("$", "$$")
     timeout = spec.duration_s + 900
     lines = [
-        f"# Written by `pmuprof schedule install`; remove with `pmuprof schedule remove`.",
+        "# Written by `pmuprof schedule install`; remove with `pmuprof schedule remove`.",
         "[Unit]",
         f"Description=pmuprof nightly capture of mysqld into {spec.directory}",
         "After=network.target mariadb.service mysql.service mysqld.service",
@@ -143,7 +144,7 @@ def service_unit(spec: ScheduleSpec) -> str:
 def timer_unit(spec: ScheduleSpec) -> str:
     hour, minute = spec.hour_minute
     return "\n".join([
-        f"# Written by `pmuprof schedule install`; remove with `pmuprof schedule remove`.",
+        "# Written by `pmuprof schedule install`; remove with `pmuprof schedule remove`.",
         "[Unit]",
         f"Description=pmuprof nightly capture at {spec.at}",
         "",

@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import time
 from dataclasses import asdict
+from datetime import datetime
 from pathlib import Path
 
 from ..errors import PmuprofError, ResourceError, UsageError
@@ -149,7 +150,6 @@ def _started(run: object, path: Path) -> float:
     text = run.get("started") if isinstance(run, dict) else None
     if isinstance(text, str):
         try:
-            from datetime import datetime
             return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
         except ValueError:
             pass

@@ -34,6 +34,8 @@ def test_exit_codes_by_worst_severity():
     assert findings_exit_code([{"severity": "info"}]) == 0
     assert findings_exit_code([{"severity": "info"}, {"severity": "warning"}]) == EXIT_WARNING == 10
     assert findings_exit_code([{"severity": "warning"}, {"severity": "critical"}]) == EXIT_CRITICAL == 20
+    from pmuprof.findings.model import Finding
+    assert findings_exit_code([Finding("r", "warning", "t", 0.1)]) == EXIT_WARNING
 
 
 @pytest.mark.parametrize("kw, words", [
