@@ -18,6 +18,7 @@ from . import common
 EPILOG = """\b
 Examples:
   pmuprof schedule install --at 03:00 --all-mysqld --dry-run                # print the units, change nothing
+  pmuprof schedule install --all-mysqld --scheduler systemd --dry-run       # the systemd units even on a cron host
   pmuprof schedule install --at 03:00 --all-mysqld -d 60 --keep-days 14     # nightly 60 s capture, 2 weeks kept
   pmuprof schedule install --at 02:30 --all-mysqld --keep-size 5G --defaults-file /etc/pmuprof/my.cnf
   pmuprof schedule status                                                   # next run, last exit status
@@ -45,9 +46,13 @@ def _capture_args(socket, host, port, user, defaults_file, no_mysql) -> tuple[st
     return tuple(args + (["--no-mysql"] if no_mysql else []) + ["-q"])
 
 
-def _scheduler(cron: bool) -> bool:
-    """True for systemd. Without systemd as PID 1 we fall back to cron."""
-    return not cron and schedule_io.systemd_running()
+SCHEDULER = click.option("--scheduler", type=click.Choice(["auto", "systemd", "cron"]), default="auto",
+                         show_default=True, help="auto: systemd when it runs as PID 1, else cron.")
+
+
+def _scheduler(choice: str) -> bool:
+    """True for systemd. Without systemd as PID 1, auto falls back to cron."""
+    return choice == "systemd" or (choice == "auto" and schedule_io.systemd_running())
 
 
 @schedule_cmd.command("install", epilog=EPILOG)
@@ -64,11 +69,11 @@ def _scheduler(cron: bool) -> bool:
 @click.option("--mysql-user", default=None, help="SQL user.")
 @click.option("--defaults-file", default=None, help="Client option file with the password (never a unit file).")
 @click.option("--no-mysql", is_flag=True, help="Profile only.")
-@click.option("--cron", is_flag=True, help="Write /etc/cron.d/pmuprof-nightly even where systemd runs.")
+@SCHEDULER
 @click.option("--exe", default=None, help="pmuprof executable the timer runs (default: the one on PATH).")
 @click.option("--dry-run", is_flag=True, help="Print what would be written; change nothing.")
 def install_cmd(at, pid, all_mysqld, duration, directory, keep_days, keep_size, mysql_socket, mysql_host,
-                mysql_port, mysql_user, defaults_file, no_mysql, cron, exe, dry_run) -> None:
+                mysql_port, mysql_user, defaults_file, no_mysql, scheduler, exe, dry_run) -> None:
     """Write and enable the nightly timer."""
     exe = exe or shutil.which("pmuprof")
     if not exe:
@@ -77,7 +82,7 @@ def install_cmd(at, pid, all_mysqld, duration, directory, keep_days, keep_size, 
                         pid=pid, all_mysqld=all_mysqld, keep_days=keep_days, keep_bytes=parse_size(keep_size),
                         capture_args=_capture_args(mysql_socket, mysql_host, mysql_port, mysql_user,
                                                    defaults_file and os.path.abspath(defaults_file), no_mysql))
-    systemd = _scheduler(cron)
+    systemd = _scheduler(scheduler)
     if dry_run:
         for name, text in schedule_io.rendered(spec, systemd).items():
             click.echo(f"# ---- {name}\n{text}")
@@ -88,19 +93,19 @@ def install_cmd(at, pid, all_mysqld, duration, directory, keep_days, keep_size, 
 
 
 @schedule_cmd.command("remove")
-@click.option("--cron", is_flag=True, help="Only look at the cron file.")
-def remove_cmd(cron: bool) -> None:
+@SCHEDULER
+def remove_cmd(scheduler: str) -> None:
     """Disable the timer and delete the unit / cron files pmuprof wrote (runs are kept)."""
-    for line in schedule_io.remove(_scheduler(cron)):
+    for line in schedule_io.remove(_scheduler(scheduler)):
         common.log(line)
 
 
 @schedule_cmd.command("status")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
-@click.option("--cron", is_flag=True, help="Only look at the cron file.")
-def status_cmd(as_json: bool, cron: bool) -> None:
+@SCHEDULER
+def status_cmd(as_json: bool, scheduler: str) -> None:
     """What is installed, next and last run, the last exit status, the newest run directory."""
-    info = schedule_io.status(_scheduler(cron))
+    info = schedule_io.status(_scheduler(scheduler))
     if as_json:
         click.echo(json.dumps(info, indent=2, sort_keys=True))
         return

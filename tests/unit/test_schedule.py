@@ -94,8 +94,8 @@ def test_unit_command_captures_into_a_dated_directory(tmp_path):
 def test_systemd_analyze_verify_accepts_the_units(tmp_path):
     exe = shutil.which("sh")
     spec = _spec(exe=exe, directory=str(tmp_path))
-    for name, text in (("pmuprof-nightly.service", service_unit(spec)), ("pmuprof-nightly.timer", timer_unit(spec))):
-        (tmp_path / name).write_text(text)
+    for name, text in schedule_io.rendered(spec, systemd=True).items():  # exactly what --dry-run prints
+        (tmp_path / Path(name).name).write_text(text)
     proc = subprocess.run(["systemd-analyze", "verify", str(tmp_path / "pmuprof-nightly.service"),
                            str(tmp_path / "pmuprof-nightly.timer")], capture_output=True, text=True, check=False)
     complaints = [ln for ln in proc.stderr.splitlines() if "pmuprof-nightly" in ln]
@@ -210,10 +210,13 @@ def test_cli_install_dry_run_and_prune(tmp_path, capsys):
     from pmuprof.cli.main import main
 
     exe = shutil.which("sh")
-    assert main(["schedule", "install", "--at", "04:15", "--all-mysqld", "--dry-run", "--cron", "--exe", exe,
+    assert main(["schedule", "install", "--at", "04:15", "--all-mysqld", "--dry-run", "--scheduler", "cron", "--exe", exe,
                  "--dir", str(tmp_path), "--defaults-file", "/etc/pmuprof/my.cnf"]) == 0
     out = capsys.readouterr().out
     assert "15 4 * * * root " in out and "--defaults-file /etc/pmuprof/my.cnf -q" in out
+    assert main(["schedule", "install", "--all-mysqld", "--dry-run", "--scheduler", "systemd", "--exe", exe]) == 0
+    out = capsys.readouterr().out
+    assert "# ---- /etc/systemd/system/pmuprof-nightly.timer" in out and "OnCalendar=*-*-* 03:00:00" in out
     assert main(["schedule", "install", "--dry-run", "--exe", exe, "--dir", str(tmp_path)]) == 2  # no target
     _make_run(tmp_path, "a", "2024-01-01T03:00:00Z")
     _make_run(tmp_path, "b", "2024-01-09T03:00:00Z")
