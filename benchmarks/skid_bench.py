@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
+import resource
 import struct
 import subprocess
 import sys
@@ -66,12 +68,15 @@ def main() -> int:
     lines = [f"{name}\t{rng.randrange(size):x}\t{rng.randint(1, 9)}\n"
              for name, size in top for _ in range(args.samples_per_function)]
     stdin = "".join(lines)
-    times = []
+    times, cpu = [], []
     for _ in range(args.runs):
+        r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.perf_counter()
         res = subprocess.run([str(helper), "skid", "--binary", args.binary, "--hot-only"], input=stdin,
                              capture_output=True, text=True, check=True)
         times.append(time.perf_counter() - t0)
+        r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu.append(r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime)
     out = json.loads(res.stdout)
     insns = sum(f.get("instruction_count", 0) for f in out["functions"])
     bytes_ = sum(size for _, size in top)
@@ -79,7 +84,8 @@ def main() -> int:
                       "function_errors": out["function_errors"], "bytes_decoded": bytes_,
                       "instructions_decoded": insns, "sample_lines": len(lines),
                       "wall_s_best": round(min(times), 4), "wall_s_median": round(sorted(times)[len(times) // 2], 4),
-                      "runs": args.runs}, indent=1))
+                      "cpu_s_best": round(min(cpu), 4), "cpu_s_median": round(sorted(cpu)[len(cpu) // 2], 4),
+                      "runs": args.runs, "load_average_1m": round(os.getloadavg()[0], 1)}, indent=1))
     return 0
 
 
