@@ -10,6 +10,7 @@ from typing import Any, Mapping
 from .. import __version__
 from ..errors import InputError
 from ..model.profile import Profile, Stack
+from .facts import event_names
 from .flame import build_tree
 from .html import render, write_text
 
@@ -97,10 +98,9 @@ def diff_profiles(before: Profile, after: Profile) -> DiffResult:
 
 
 def _side(profile: Profile) -> dict[str, Any]:
-    record = (profile.run or {}).get("record") or {}
     return {
         "source": profile.source, "samples": profile.total, "processes": profile.processes(),
-        "event": record.get("event_recorded") or record.get("event_requested") or profile.unit,
+        "event": event_names(profile)[1] or profile.unit,
         "started": (profile.run or {}).get("started") or "", "duration_s": (profile.run or {}).get("duration_s"),
     }
 

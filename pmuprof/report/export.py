@@ -9,6 +9,7 @@ from typing import Any, Mapping
 from ..errors import UsageError
 from ..model.folded import write_folded
 from ..model.profile import Profile
+from .facts import event_names
 from .pprof import pprof_bytes
 from .speedscope import speedscope_json
 
@@ -21,7 +22,12 @@ def export_headers(profile: Profile) -> dict[str, Any]:
     run = profile.run or {}
     record = run.get("record") if isinstance(run.get("record"), Mapping) else {}
     headers: dict[str, Any] = {k: run[k] for k in _HEADER_KEYS if run.get(k) not in (None, "")}
-    for key in ("event_requested", "event_recorded", "frequency", "call_graph"):
+    requested, recorded = event_names(profile)
+    if requested:
+        headers["event_requested"] = requested
+    if recorded:
+        headers["event_recorded"] = recorded
+    for key in ("frequency", "call_graph"):
         if record.get(key) not in (None, ""):
             headers[key] = record[key]
     headers["unit"] = profile.unit

@@ -46,13 +46,23 @@ def _features_off(run: Mapping[str, Any]) -> list[dict[str, str]]:
     return out
 
 
+def event_names(profile: Any) -> tuple[str, str]:
+    """(event asked for, event perf really recorded) from run.json, else a folded file's headers."""
+    run = profile.run or {}
+    record = run.get("record") if isinstance(run.get("record"), Mapping) else {}
+    headers = _get(run, "source", "headers", default={}) or {}
+    requested = str(record.get("event_requested") or headers.get("event_requested") or "")
+    recorded = str(record.get("event_recorded") or run.get("event") or headers.get("event_recorded")
+                   or headers.get("event") or requested)
+    return requested, recorded
+
+
 def summary(profile: Any, processes: list[str]) -> dict[str, Any]:
     """What was profiled, how, on what host, and what went wrong along the way."""
     run = profile.run or {}
     record = run.get("record") if isinstance(run.get("record"), Mapping) else {}
     host = run.get("host") if isinstance(run.get("host"), Mapping) else {}
-    requested = record.get("event_requested") or run.get("event_requested") or ""
-    recorded = record.get("event_recorded") or run.get("event") or requested or profile.unit
+    requested, recorded = event_names(profile)
     pause = host.get("pause") if isinstance(host.get("pause"), Mapping) else None
     targets = [{k: t.get(k) for k in _TARGET_KEYS}
                for t in run.get("targets") or [] if isinstance(t, Mapping)]

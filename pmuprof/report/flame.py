@@ -25,45 +25,61 @@ def frame_kind(name: str, depth: int) -> int:
 
 
 def _walk(stacks: Sequence[tuple[Stack, Sequence[int]]], width: int) -> tuple[list[str], list[int], list[list[int]]]:
-    """Preorder nodes of the trie of sorted stacks: (frame, depth, per-column value sums)."""
+    """Preorder nodes of the trie of sorted stacks: (frame, depth, per-column value sums).
+
+    Counts are added at each stack's last node, then summed into parents in one reverse pass,
+    so the work grows with the number of nodes rather than with stacks × depth.
+    """
     names: list[str] = []
     depths: list[int] = []
+    parents: list[int] = []
     values: list[list[int]] = [[] for _ in range(width)]
-    path: list[str] = []
+    path: Stack = ()
     path_idx: list[int] = []
     for stack, counts in stacks:
         common = 0
         limit = min(len(path), len(stack))
         while common < limit and path[common] == stack[common]:
             common += 1
-        del path[common:], path_idx[common:]
+        del path_idx[common:]
         for depth in range(common, len(stack)):
-            path.append(stack[depth])
+            parents.append(path_idx[-1] if path_idx else -1)
             path_idx.append(len(names))
             names.append(stack[depth])
             depths.append(depth)
             for col in values:
                 col.append(0)
-        for idx in path_idx:
-            for col, count in zip(values, counts):
-                col[idx] += count
+        path = stack
+        leaf = path_idx[-1]
+        for col, count in zip(values, counts):
+            col[leaf] += count
+    for col in values:
+        for i in range(len(names) - 1, -1, -1):
+            if parents[i] >= 0:
+                col[parents[i]] += col[i]
     return names, depths, values
 
 
 def _prune(depths: list[int], weight: list[float], min_weight: float) -> list[int]:
-    """Indices to keep: nodes (with their subtrees) at or above ``min_weight``."""
+    """Indices to keep: nodes (with their subtrees) above ``min_weight``."""
     keep: list[int] = []
-    skip_below: int | None = None
+    skip_below = -1
     for i, depth in enumerate(depths):
-        if skip_below is not None:
+        if skip_below >= 0:
             if depth > skip_below:
                 continue
-            skip_below = None
-        if weight[i] < min_weight:
+            skip_below = -1
+        if weight[i] <= min_weight:
             skip_below = depth
             continue
         keep.append(i)
     return keep
+
+
+def _weights(values: list[list[int]], totals: list[int]) -> list[float]:
+    """Each node's largest share over the columns (a child never outweighs its parent)."""
+    cols = [[v / t for v in col] if t else [0.0] * len(col) for col, t in zip(values, totals)]
+    return cols[0] if len(cols) == 1 else [max(ws) for ws in zip(*cols)]
 
 
 def build_tree(
@@ -73,7 +89,8 @@ def build_tree(
 
     Children are ordered by name (like flamegraph.pl), so the same input gives the same
     arrays. When the tree has more than ``max_nodes`` nodes, the narrowest subtrees are
-    dropped (their samples stay in the parent's total) and ``pruned`` says how many.
+    dropped (their samples stay in the parent's total), ``pruned`` says how many and
+    ``min_share`` the share at or below which nodes were left out.
     """
     merged: dict[Stack, list[int]] = {}
     for col, stacks in enumerate(columns):
@@ -83,11 +100,11 @@ def build_tree(
     ordered = sorted(merged.items(), key=lambda kv: kv[0])
     names, depths, values = _walk(ordered, len(columns))
     totals = [sum(c for s, c in stacks.items() if s) for stacks in columns]
-    weight = [max(v / t if t else 0.0 for v, t in zip(vals, totals)) for vals in zip(*values)] if names else []
     keep = list(range(len(names)))
     threshold = 0.0
-    while len(keep) > max_nodes:
-        threshold = threshold * 2 if threshold else 1e-6
+    if len(names) > max_nodes:
+        weight = _weights(values, totals)
+        threshold = sorted(weight, reverse=True)[max_nodes]
         keep = _prune(depths, weight, threshold)
     table: dict[str, int] = {}
     strings: list[str] = []

@@ -8,6 +8,7 @@ from typing import Any, Iterable, Mapping
 from .. import __version__
 from ..findings.model import Finding
 from ..model.profile import Profile
+from .facts import event_names
 from .payload import findings_list
 
 
@@ -16,10 +17,10 @@ def profile_facts(profile: Profile) -> dict[str, Any]:
     run = profile.run or {}
     record = run.get("record") if isinstance(run.get("record"), Mapping) else {}
     processes = profile.processes()
-    requested = record.get("event_requested") or ""
+    requested, recorded = event_names(profile)
     return {
         "samples": profile.total,
-        "event": record.get("event_recorded") or requested or profile.unit,
+        "event": recorded or profile.unit,
         "event_requested": requested,
         "process": processes[0] if processes else "",
         "processes": processes,

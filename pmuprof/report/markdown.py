@@ -52,7 +52,7 @@ def _findings(findings: list[Mapping[str, Any]]) -> list[str]:
 
 def _numbers(p: Mapping[str, Any]) -> list[str]:
     s = p["summary"]
-    out = [f"- Samples: {s['samples']:,} of {s['event_recorded'] or s['unit']}"
+    out = [f"- Samples: {s['samples']:,}" + (f" of {s['event_recorded']}" if s["event_recorded"] else "")
            + (f" (asked for {s['event_requested']})" if s["event_substituted"] else "")]
     if s.get("duration_s") is not None:
         out.append(f"- Duration: {s['duration_s']} s" + (", interrupted" if s["interrupted"] else ""))
