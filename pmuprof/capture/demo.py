@@ -161,6 +161,7 @@ class DemoOptions:
     threads: int = 4
     spin_wait_delay: int = 30
     frequency: int = 99
+    mode: str = "per-cpu"  # or "per-thread" (perf record -p: fine for a demo, cheaper to post-process)
     out_dir: Path | None = None
     warmup_s: float = 1.0
     cache_dir: Path | None = None
@@ -171,6 +172,23 @@ def default_out_dir(scenario: str, now: _dt.datetime | None = None) -> Path:
     return Path.cwd() / f"pmuprof-demo-{scenario}-{stamp}"
 
 
+def workload_facts(opts: DemoOptions) -> dict:
+    """mysql.json for a demo run: the workload's own spin settings, labelled as such.
+
+    The demo is not a server, but it runs InnoDB's spin loop with these settings; giving them
+    to the rules lets the spin finding compute its advice exactly as it would for mysqld.
+    """
+    return {
+        "reachable": True, "error": None,
+        "source": "pmuprof demo: the workload's command-line settings (no server was queried)",
+        "server": {"version": "", "version_comment": "pmuprof-demo workload, not a server", "family": None,
+                   "version_tuple": []},
+        "variables": {"innodb_spin_wait_delay": str(opts.spin_wait_delay), "innodb_sync_spin_loops": "30"},
+        "status": {}, "semaphores": None, "processlist": None, "error_log": None,
+        "missing": ["the demo workload is not a server: no version, status, SEMAPHORES, processlist or error log"],
+    }
+
+
 def run_demo(opts: DemoOptions, progress: Callable | None = None,
              log: Callable[[str], None] = lambda _m: None) -> dict:
     """Build and start the workload, capture it (record + report), and always stop it.
@@ -178,6 +196,7 @@ def run_demo(opts: DemoOptions, progress: Callable | None = None,
     Returns the pipeline's result plus ``run_dir`` and ``workload`` (its argv and exit code).
     """
     from .. import pipeline
+    from ..model import rundir
     from .record import RecordOptions, record
 
     out_dir = Path(opts.out_dir) if opts.out_dir else default_out_dir(opts.scenario)
@@ -196,10 +215,11 @@ def run_demo(opts: DemoOptions, progress: Callable | None = None,
         command = ("pmuprof", "demo", "--scenario", opts.scenario, "--duration", f"{opts.duration:g}",
                    "--threads", str(opts.threads), "--spin-wait-delay", str(opts.spin_wait_delay))
         rec = RecordOptions(pids=(proc.pid,), out_dir=out_dir, duration=opts.duration,
-                            frequency=opts.frequency, mysql=False, command=command)
+                            frequency=opts.frequency, mode=opts.mode, mysql=False, command=command)
         run_dir = record(rec, progress, log)
     finally:
         status = stop_demo(proc)
+    rundir.write_json(run_dir / rundir.MYSQL, workload_facts(opts))
     result = pipeline.report_input(run_dir, run_dir)
     result.update(run_dir=run_dir, workload={"argv": list(proc.args), "exit_code": status})
     return result
