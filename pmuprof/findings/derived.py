@@ -35,6 +35,10 @@ def _per_unit(facts: Facts, pause_cycles: float | None, missing: list[str]) -> t
         relax = number((facts.mysql or {}).get("my_cpu_relax_multiplier"))
         if relax is not None:
             return relax / 4, f"my_cpu_relax_multiplier {relax:g} / 4 (MariaDB self-calibration)", False
+        relax = number(dig(facts.run, "host.pause.mariadb.my_cpu_relax_multiplier"))
+        if relax is not None:
+            missing.append("my_cpu_relax_multiplier not read from the server: used the value MariaDB's calibration gives on this host")
+            return relax / 4, f"my_cpu_relax_multiplier {relax:g} / 4 (MariaDB's calibration repeated by pmuprof)", False
         guess = 100.0 if pause_cycles is not None and pause_cycles > SLOW_PAUSE_CYCLES else 200.0
         missing.append(f"my_cpu_relax_multiplier not read from the process: assumed {guess:g} from the PAUSE latency")
         return guess / 4, f"assumed my_cpu_relax_multiplier {guess:g} / 4", False
@@ -108,12 +112,13 @@ def numa_placement(facts: Facts, total: int, missing: list[str]) -> dict[str, An
     if not isinstance(numa, dict) and host_nodes is None and zone is None:
         return None
     cpu_nodes = [str(n) for n in (numa or {}).get("cpu_nodes") or []]
-    mem = {str(k): number(v) or 0.0 for k, v in ((numa or {}).get("memory_nodes") or {}).items()}
+    pages = (numa or {}).get("memory_nodes") or (numa or {}).get("memory_pages") or {}
+    mem = {str(k): number(v) or 0.0 for k, v in pages.items()}
     mem_total = sum(mem.values())
     remote = sum(v for k, v in mem.items() if cpu_nodes and k not in cpu_nodes)
     share = remote / mem_total if mem_total and cpu_nodes else None
     return {
-        "value": share, "remote_memory_share": share, "host_nodes": len(host_nodes or {}),
+        "value": share, "remote_memory_share": share, "host_nodes": len(host_nodes or {}) or number((numa or {}).get("nodes_on_host")),
         "cpu_nodes": cpu_nodes, "spans_nodes": len(cpu_nodes) > 1, "memory_nodes": sorted(mem),
         "zone_reclaim_mode": zone,
     }

@@ -113,8 +113,9 @@ def evaluate_rule(rule: Rule, index: StackIndex, facts: Facts) -> Finding | None
     if index.total < rule.min_samples and level > 0:
         missing.append(f"only {index.total} samples (rule needs {rule.min_samples}): severity capped at info")
         level = 0
-    share_ev = _share_evidence(rule, values)
-    values["chain"] = share_ev.get("chain", "") if share_ev else ""
+    share_ev = _stack_evidence(rule, values, (rule.share,) if rule.share else ())
+    chain_ev = _stack_evidence(rule, values, rule.chain) if rule.chain else share_ev
+    values["chain"] = chain_ev.get("chain", "") if chain_ev else ""
     values["missing"] = "; ".join(dict.fromkeys(m for m in missing if m)) or "nothing"
     return Finding(
         rule=rule.id, severity=SEVERITIES[level], title=rule.title,
@@ -124,24 +125,22 @@ def evaluate_rule(rule: Rule, index: StackIndex, facts: Facts) -> Finding | None
         fix=_fix(rule.fix, facts, values),
         next_steps=tuple(render(s, values) for s in rule.next_steps),
         references=rule.references,
-        chain=tuple([share_ev["hot"], *share_ev["callers"]]) if share_ev and share_ev.get("hot") else (),
+        chain=tuple([chain_ev["hot"], *chain_ev["callers"]]) if chain_ev else (),
         process=facts.process,
         missing=tuple(dict.fromkeys(m for m in missing if m)),
     )
 
 
-def _share_evidence(rule: Rule, values: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    """The stack evidence that gives the finding its share and chain."""
-    names = [rule.share] if rule.share else []
-    if rule.thresholds:
-        names += list(rule.thresholds.metrics)
+def _stack_evidence(rule: Rule, values: Mapping[str, Any], first: tuple[str, ...]) -> Mapping[str, Any] | None:
+    """The first stack evidence with samples: ``first``, then the metrics, then the others."""
+    names = list(first) + (list(rule.thresholds.metrics) if rule.thresholds else [])
     names += [m.name for m in rule.evidence if m.kind == "stack"]
     stacks = {m.name for m in rule.evidence if m.kind == "stack"}
-    candidates = [values[n] for n in names if n in stacks and isinstance(values.get(n), Mapping)]
-    if rule.share:
-        return candidates[0] if candidates else None
-    hits = [c for c in candidates if c.get("count")]
-    return hits[0] if hits else None
+    for name in names:
+        value = values.get(name)
+        if name in stacks and isinstance(value, Mapping) and value.get("count"):
+            return value
+    return None
 
 
 def _message(rule: Rule, values: Mapping[str, Any]) -> str:

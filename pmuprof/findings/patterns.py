@@ -25,6 +25,8 @@ LOCK_WRAPPERS = (
     "native_queued_spin_lock_slowpath", "queued_spin_lock_slowpath", "_raw_spin_lock*",
     "do_futex", "__x64_sys_futex", "do_syscall_64", "entry_SYSCALL_64*",
     "spin_lock", "spin_unlock", "ttas_*", "*_spin_lock", "*_spin_wait",
+    # thread entry points say nothing about why a frame is hot
+    "start_thread", "clone", "clone3", "__clone*", "os_thread_start*", "pfs_spawn_thread", "thread_start",
 )
 
 

@@ -24,7 +24,7 @@ OPERATORS = ("min", "max", "above", "below", "equals", "not_equals", "in", "pres
 TOP_KEYS = {
     "id": True, "title": True, "severity": True, "evidence": True, "message": True, "doc": True,
     "applies_to": False, "fire": False, "thresholds": False, "raise_if": False, "share": False,
-    "min_samples": False, "skip_callers": False, "message_if": False, "fix": False,
+    "min_samples": False, "skip_callers": False, "chain": False, "message_if": False, "fix": False,
     "next_steps": False, "references": False,
 }
 DOC_KEYS = ("symptom", "why", "fix", "caveats")
@@ -85,6 +85,7 @@ class Rule:
     thresholds: Thresholds | None = None
     raise_if: tuple[Condition, ...] = ()
     share: str | None = None
+    chain: tuple[str, ...] = ()
     min_samples: int = 200
     skip_callers: PatternSet = PatternSet.of(())
     message_if: tuple[Guarded, ...] = ()
@@ -323,6 +324,12 @@ def _optional(ctx: _Ctx, data: LDict, names: set[str]) -> dict[str, Any]:
         if share not in names:
             raise ctx.fail(ln("share"), f"share refers to unknown evidence '{share}'")
         out["share"] = share
+    if "chain" in data:
+        chain = _strings(ctx, data["chain"], ln("chain"), "chain")
+        for name in chain:
+            if name not in names:
+                raise ctx.fail(ln("chain"), f"chain refers to unknown evidence '{name}'")
+        out["chain"] = chain
     if "min_samples" in data:
         if not isinstance(data["min_samples"], int) or data["min_samples"] < 0:
             raise ctx.fail(ln("min_samples"), "min_samples must be a non-negative integer")
