@@ -189,13 +189,14 @@ def _pick_binary(profile: Profile, symbol: str) -> str | None:
     return None
 
 
-def annotate(input_path: Path, symbol: str, binary: str | None = None) -> dict[str, Any]:
+def annotate(input_path: Path, symbol: str, binary: str | None = None, pids: tuple[int, ...] = (),
+             comms: tuple[str, ...] = ()) -> dict[str, Any]:
     """Load INPUT, run skid correction on one function, return annotate_model() (pmuprof annotate)."""
     from . import helper
     from .errors import InputError, UsageError
     from .inputs import load_input
 
-    profile = load_input(Path(input_path))
+    profile = load_input(Path(input_path), pids, comms)
     binary = binary or _pick_binary(profile, symbol)
     if not binary:
         raise UsageError(f"cannot tell which binary holds {symbol}: no leaf samples name an existing file",

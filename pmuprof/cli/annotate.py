@@ -14,6 +14,7 @@ Examples:
   pmuprof annotate ./pmuprof-run --symbol ut_delay              # where ut_delay's time really goes
   pmuprof annotate ./pmuprof-run --symbol os_rmb --json | jq .   # machine-readable, raw vs corrected
   pmuprof annotate perf.data --symbol srw_pause --binary /usr/sbin/mariadbd   # pick the binary yourself
+  pmuprof annotate perf.data --comm spin --symbol pause_spin    # a perf.data of a non-MySQL program
 """
 
 
@@ -23,14 +24,16 @@ Examples:
 @click.option("--binary", type=click.Path(exists=True, dir_okay=False), default=None,
               help="The profiled executable or library (default: the dso named by the samples, or the run's target).")
 @click.option("--json", "as_json", is_flag=True, help="Print the listing as JSON.")
-def annotate_cmd(input_path: str, symbol: str, binary: str | None, as_json: bool) -> None:
+@click.option("--pid", "pids", type=int, multiple=True, help="Keep only these processes (perf.data inputs).")
+@click.option("--comm", "comms", multiple=True, help="Keep processes with a thread of this name (perf.data inputs).")
+def annotate_cmd(input_path: str, symbol: str, binary: str | None, as_json: bool, pids: tuple, comms: tuple) -> None:
     """Show SYMBOL's instructions with raw and skid-corrected sample counts.
 
     Interrupt sampling (and PEBS/IBS) charges the cycles of PAUSE, fences and locked
     instructions to the instruction after them; the corrected column moves those samples
     back. Samples move, none vanish: raw and corrected totals are equal.
     """
-    model = annotate(Path(input_path), symbol, binary)
+    model = annotate(Path(input_path), symbol, binary, pids, comms)
     if as_json:
         click.echo(json.dumps(model, indent=2, sort_keys=True))
     else:
