@@ -124,7 +124,7 @@ def build_payload(profile: Profile, findings: Iterable[Finding], extras: Mapping
     counters = counters_section(profile.counters)
     return {
         "kind": "report",
-        "title": str(extras.get("title") or "pmuprof report"),
+        "title": str(extras.get("title") or "pmuprof report" + (f": {', '.join(processes[:3])}" if processes else "")),
         "summary": summary(profile, processes),
         "flame": build_tree([profile.stacks], int(extras.get("max_flame_nodes") or 200_000)),
         "top_functions": _per_process_top(profile, processes),
