@@ -22,6 +22,7 @@ EXIT_CRITICAL = 20
 RUN_FILES = frozenset({
     rundir.RUN_JSON, rundir.STACKS, rundir.COUNTERS, rundir.MYSQL, rundir.PERF_DATA, rundir.LEAVES,
     rundir.SKID, rundir.SYMBOLS, rundir.REPORT_HTML, rundir.FINDINGS_JSON, rundir.REPORT_MD,
+    rundir.STAT_CSV, rundir.RECORD_LOG, rundir.STAT_LOG,
     "perf.data.old", "perf.script", "perf.stat", "stat.json", "capture.log", "diff.html", "diff.json",
     "profile.pb.gz", "profile.speedscope.json", "flame.svg",
 })

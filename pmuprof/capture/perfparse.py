@@ -58,7 +58,8 @@ def parse_evlist(text: str) -> list[dict]:
             continue
         name, _, attrs = line.partition(": ")
         fields = dict(_attr_pairs(attrs))
-        events.append({"name": name.strip(), "type": _int(fields.get("type")), "config": fields.get("config", "0")})
+        events.append({"name": name.strip(), "type": _int(fields.get("type")), "config": fields.get("config", "0"),
+                       "sample_type": fields.get("sample_type", "")})
     return events
 
 

@@ -9,7 +9,7 @@ from typing import Callable
 from ..errors import PmuprofError
 from ..model import rundir
 from ..model.folded import save_folded
-from . import perfparse, script
+from . import perfparse, script, unnamed
 
 SOFTWARE_EVENTS = ("cpu-clock", "task-clock")
 
@@ -41,9 +41,12 @@ def check_event(run: dict, perf: str, data: Path) -> None:
 
 def fold(run: dict, opts, perf: str, data: Path) -> None:
     pids = tuple(t["pid"] for t in run["targets"])
-    result, argv = script.fold_perf_data(perf, data, pids, per_thread=opts.per_thread_roots)
+    labels = {t["pid"]: t["label"] for t in run["targets"]}
+    result, argv = script.fold_perf_data(perf, data, pids, per_thread=opts.per_thread_roots, names=labels,
+                                         raw_unknown=True)
     run["script"] = {"argv": argv}
-    relabel_roots(result, {t["pid"]: t["label"] for t in run["targets"]})
+    relabel_roots(result, labels)
+    group_unnamed(run, opts, result)
     run["record"]["samples"] = result.kept
     run["warnings"].extend(result.warnings())
     by_root = Counter()
@@ -59,6 +62,25 @@ def fold(run: dict, opts, perf: str, data: Path) -> None:
                "targets": " ".join(f"{t['label']}={t['pid']}" for t in run["targets"])}
     save_folded(opts.out_dir / rundir.STACKS, result.stacks, headers)
     rundir.write_leaves(opts.out_dir / rundir.LEAVES, result.leaves)
+
+
+def group_unnamed(run: dict, opts, result) -> None:
+    """Unnamed frames (stripped binaries) → one frame per .eh_frame function, labelled by address."""
+    def lookup(path: str, vaddrs: list[int]) -> dict:
+        from .. import helper
+        return helper.funcs(path, vaddrs)
+
+    stacks, table, reason = unnamed.resolve(result.stacks, unnamed.binary_paths(run["targets"]), lookup)
+    result.stacks = Counter(stacks)
+    if reason:
+        run["features_off"].append({"feature": "grouping unnamed code into functions", "why": reason,
+                                    "fix": "build the native helper (libdw-dev libelf-dev libcapstone-dev)"})
+    if table:
+        rundir.write_json(opts.out_dir / rundir.SYMBOLS, {"unnamed_functions": table})
+        total = sum(result.stacks.values()) or 1
+        unnamed_self = sum(c for s, c in result.stacks.items() if s[-1].startswith("["))
+        run["symbols"] = {"unnamed_functions": len(table), "unnamed_self_share": round(unnamed_self / total, 4),
+                          "pause_functions_hot": sum(1 for r in table if r["contains_pause"])}
 
 
 def relabel_roots(result, labels: dict[int, str]) -> None:

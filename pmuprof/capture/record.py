@@ -87,10 +87,10 @@ def record(opts: RecordOptions, progress: Progress | None = None,
     spec = perfcmd.RecordSpec(data, pids, opts.frequency, opts.call_graph, opts.mode, opts.event, cgroup,
                               max_size_bytes=min(need * 3, free // 2))
     stat_events = perfcmd.STAT_SOFTWARE + (perfcmd.STAT_HARDWARE if host_facts["hardware_pmu"] else ())
-    stat_out = opts.out_dir / "perf-stat.csv"
-    argv = {"record": (perfcmd.record_argv(perf, spec), opts.out_dir / "perf-record.log"),
+    stat_out = opts.out_dir / rundir.STAT_CSV
+    argv = {"record": (perfcmd.record_argv(perf, spec), opts.out_dir / rundir.RECORD_LOG),
             "stat": (perfcmd.stat_argv(perf, stat_out, pids, stat_events, opts.mode, cgroup),
-                     opts.out_dir / "perf-stat.log")}
+                     opts.out_dir / rundir.STAT_LOG)}
     host_facts["pause"] = postprocess.calibrate_pause()
     mysql_thread = _start_mysql(opts, pids, min(opts.duration, 5.0))
     started = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -69,6 +69,14 @@ class Outcome:
     stderr: dict[str, str] = field(default_factory=dict)
 
 
+def _signal(proc: subprocess.Popen, sig: int) -> None:
+    try:
+        if proc.poll() is None:
+            os.killpg(proc.pid, sig)
+    except ProcessLookupError:
+        pass
+
+
 def stop(proc: subprocess.Popen, grace_s: float = 60.0) -> int | None:
     """SIGINT (perf writes its file), then SIGTERM, then SIGKILL: never leave perf running."""
     for sig, wait in ((signal.SIGINT, grace_s), (signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0)):
@@ -100,6 +108,8 @@ def run_bounded(procs: dict[str, tuple[Sequence[str], Path]], duration: float, p
         previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not lose the data
         try:
             out.elapsed_s = round(time.monotonic() - t0, 3)
+            for proc in started.values():  # signal all first: their shutdowns overlap
+                _signal(proc, signal.SIGINT)
             for name, proc in started.items():
                 out.returncodes[name] = stop(proc)
                 out.stderr[name] = procs[name][1].read_text(errors="replace") if procs[name][1].exists() else ""

@@ -40,19 +40,31 @@ def header(perf: str, data: Path) -> dict:
 
 
 def fold_perf_data(perf: str, data: Path, pids: tuple[int, ...] = (), comms: tuple[str, ...] = (),
-                   per_thread: bool = False) -> tuple[FoldResult, list[str]]:
-    """perf script → folded stacks, streaming. Returns (result, argv used)."""
-    argv = perfcmd.script_argv(perf, data, pids, comms)
+                   per_thread: bool = False, names: dict[int, str] | None = None,
+                   raw_unknown: bool = False, call_chains: bool = True) -> tuple[FoldResult, list[str]]:
+    """perf script → folded stacks, streaming. Returns (result, argv used).
+
+    Process filtering is left to the folder (perf's --comms would drop renamed threads).
+    """
+    argv = perfcmd.script_argv(perf, data, pids)
     try:
         from .. import fastfold  # the C folder, when built
-        return fastfold.fold_perf_script_process(argv, pids=pids, comms=comms, per_thread=per_thread), argv
     except ImportError:
-        pass
-    return _fold_python(argv, pids, comms, per_thread), argv
+        fastfold = None
+    if not call_chains:  # one-line samples (recorded without -g): the Python folder reads them
+        fastfold = None
+    if fastfold is not None:
+        kwargs = {"raw_unknown": True} if raw_unknown else {}
+        try:
+            return fastfold.fold_perf_script_process(argv, pids=pids, comms=comms, per_thread=per_thread,
+                                                     names=names, **kwargs), argv
+        except TypeError:  # this folder build cannot keep raw addresses: fold in Python
+            pass
+    return _fold_python(argv, pids, comms, per_thread, names, raw_unknown), argv
 
 
-def _fold_python(argv: list[str], pids, comms, per_thread) -> FoldResult:
-    folder = Folder(pids, comms, per_thread)
+def _fold_python(argv: list[str], pids, comms, per_thread, names=None, raw_unknown=False) -> FoldResult:
+    folder = Folder(pids, comms, per_thread, names, raw_unknown)
     with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL) as proc:
         assert proc.stdout is not None
         for raw in proc.stdout:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from ..errors import TargetError
 from . import elfinfo
+from .unnamed import exec_maps
 
 MYSQL_COMMS = ("mysqld", "mariadbd")
 
@@ -119,6 +120,7 @@ def describe(pid: int, label: str | None = None) -> dict:
         "cpus_allowed": cpus_allowed,
         "numa": numa_placement(pid, cpus_allowed),
         "is_mysqld": comm in MYSQL_COMMS,
+        "maps": exec_maps(pid),
     }
     if exe.endswith(" (deleted)"):
         facts["exe_note"] = "the binary was replaced on disk after the server started; symbols may not match"

@@ -5,8 +5,8 @@ from __future__ import annotations
 import click
 
 from ..capture.record import record
-from ..findings.model import Finding
 from ..pipeline import report_input
+from ..schedule import EXIT_CRITICAL, EXIT_WARNING, findings_exit_code
 from . import common
 from .record import build_options, mysql_decorator, mysql_from_kwargs
 
@@ -17,13 +17,6 @@ Examples:
   pmuprof capture --all-mysqld -d 60                    # several instances compared side by side
   pmuprof capture -p 1234 --exit-code-on-findings       # nightly: exit 10 on warning, 20 on critical
 """
-
-EXIT_WARNING, EXIT_CRITICAL = 10, 20
-
-
-def exit_code_for(findings: list[Finding]) -> int:
-    severities = {f.severity for f in findings}
-    return EXIT_CRITICAL if "critical" in severities else EXIT_WARNING if "warning" in severities else 0
 
 
 @click.command("capture", epilog=EPILOG)
@@ -45,7 +38,7 @@ def capture_cmd(quiet: bool, exit_code_on_findings: bool, **kwargs) -> None:
     for finding in result["findings"][:3]:
         common.log(f"  [{finding.severity}] {finding.title} ({finding.share:.0%})")
     if exit_code_on_findings:
-        raise click.exceptions.Exit(exit_code_for(result["findings"]))
+        raise click.exceptions.Exit(findings_exit_code(result["findings"]))
 
 
 COMMAND = capture_cmd

@@ -73,6 +73,18 @@ def split_frame(line: str) -> tuple[str, str, int | None] | None:
     return sym.strip(_WS) or "[unknown]", dso, offset
 
 
+def inline_frame(rest: str) -> tuple[str, str, int | None] | None:
+    """The 'ip sym+off (dso)' at the end of a header line (samples recorded without call chains)."""
+    rest = rest.rstrip()
+    if not rest.endswith(")"):
+        return None
+    paren = _dso_open_paren(rest)
+    if paren <= 0:
+        return None
+    cut = rest.rfind(": ", 0, paren)
+    return split_frame(rest[cut + 2:] if cut >= 0 else rest)
+
+
 def _dso_open_paren(tail: str) -> int:
     """Index of the '(' opening the trailing '(dso)' group; dso may nest '(deleted)'."""
     depth = 0
@@ -85,6 +97,15 @@ def _dso_open_paren(tail: str) -> int:
             if depth == 0:
                 return i
     return -1
+
+
+def raw_unknown_label(dso: str, ip_hex: str) -> str:
+    """An unnamed user frame kept with its address, e.g. '[mariadbd@0x8a3f12]'.
+
+    For a frame in a known DSO perf script prints the DSO-relative address (the ELF vaddr), so
+    the label is the same in every process and on every run of the same binary.
+    """
+    return f"[{dso.rsplit('/', 1)[-1]}@0x{ip_hex.lower().lstrip('0') or '0'}]"
 
 
 def frame_label(sym: str, dso: str) -> str:
@@ -110,7 +131,8 @@ class Folder:
     """
 
     def __init__(self, pids: Iterable[int] = (), comms: Iterable[str] = (), per_thread: bool = False,
-                 names: dict[int, str] | None = None) -> None:
+                 names: dict[int, str] | None = None, raw_unknown: bool = False) -> None:
+        self.raw_unknown = raw_unknown  # unnamed user frames as '[dso@pid:0xip]' for later grouping
         self.pids = set(pids)
         self.comms = set(comms)
         self.per_thread = per_thread
@@ -128,13 +150,19 @@ class Folder:
             self._end_sample()
             return
         if line[0] in " \t":
+            frame = split_frame(line)
+            if frame is None and any(h.match(line.strip(_WS)) for h in _HEADERS):  # perf script without -g: one line a sample
+                self._end_sample()
+                self._start_sample(line.strip(_WS))
+                return
             if self._header is None:
                 self.result.bad_lines += 1
                 return
-            frame = split_frame(line)
             if frame is None:
                 self.result.bad_lines += 1
             elif self._keep:
+                if self.raw_unknown and frame[0] == "[unknown]" and frame[1].startswith("/"):
+                    frame = (f"@{line.split(None, 1)[0]}", frame[1], None)
                 self._frames.append(frame)
             return
         self._end_sample()
@@ -151,12 +179,15 @@ class Folder:
         else:
             self.result.pid_known = False
             pid, tid = -1, int(m.group("a"))
-        ev = _EVENT.search(line)
+        inline = inline_frame(line[m.end():])
+        ev = _EVENT.search(line if inline is None else line[: line.rfind(": ") + 1])
         if ev:
             self.result.events[ev.group("event").split(":")[0]] += 1
         self._header = (pid, comm, tid)
         self._frames = []
         self._keep = self._wanted(pid, comm)
+        if inline is not None and self._keep:
+            self._frames.append(inline)
 
     def _wanted(self, pid: int, comm: str) -> bool:
         if pid < 0:  # default perf script format: no pid field; filters are settled in finish()
@@ -181,7 +212,8 @@ class Folder:
         leaf_sym, leaf_dso, leaf_off = self._frames[0]
         if leaf_off is not None and leaf_sym != "[unknown]":
             self._leaves[(pid, comm, leaf_dso, leaf_sym, leaf_off)] += 1
-        frames = tuple(frame_label(s, d) for s, d, _ in reversed(self._frames))
+        frames = tuple(raw_unknown_label(d, s[1:]) if s[0] == "@" else frame_label(s, d)
+                       for s, d, _ in reversed(self._frames))
         self._raw[(pid, comm, tid, frames)] += 1
         self.result.kept += 1
 
@@ -235,8 +267,8 @@ class Folder:
 
 def fold_lines(lines: Iterable[str], pids: Iterable[int] = (), comms: Iterable[str] = (),
                per_thread: bool = False, truncated: bool = False,
-               names: dict[int, str] | None = None) -> FoldResult:
-    folder = Folder(pids, comms, per_thread, names)
+               names: dict[int, str] | None = None, raw_unknown: bool = False) -> FoldResult:
+    folder = Folder(pids, comms, per_thread, names, raw_unknown)
     for line in lines:
         folder.feed(line)
     return folder.finish(truncated=truncated)
