@@ -24,7 +24,7 @@ class FoldError(PmuprofError):
 
 
 def fold_argv(binary: Path, meta: Path, pids: Iterable[int] = (), comms: Iterable[str] = (),
-              per_thread: bool = False, names: dict[int, str] | None = None) -> list[str]:
+              per_thread: bool = False, names: dict[int, str] | None = None, raw_unknown: bool = False) -> list[str]:
     """pmuprof-fold's command line (pure)."""
     argv = [str(binary), "--meta", str(meta)]
     for pid in pids:
@@ -33,7 +33,7 @@ def fold_argv(binary: Path, meta: Path, pids: Iterable[int] = (), comms: Iterabl
         argv += ["--comm", comm]
     for pid, name in (names or {}).items():
         argv += ["--name", f"{int(pid)}={name}"]
-    return argv + (["--per-thread"] if per_thread else [])
+    return argv + (["--per-thread"] if per_thread else []) + (["--raw-unknown"] if raw_unknown else [])
 
 
 @functools.lru_cache(maxsize=1)
@@ -43,7 +43,7 @@ def _say_fallback() -> None:
 
 
 def fold_stream(source: Source, pids: Iterable[int] = (), comms: Iterable[str] = (),
-                per_thread: bool = False, names: dict[int, str] | None = None) -> FoldResult:
+                per_thread: bool = False, names: dict[int, str] | None = None, raw_unknown: bool = False) -> FoldResult:
     """Fold perf script text from a file object (binary or text) or an iterable of lines.
 
     A last line without a newline means the text was cut: that sample is dropped and flagged.
@@ -51,10 +51,10 @@ def fold_stream(source: Source, pids: Iterable[int] = (), comms: Iterable[str] =
     binary = fold_path()
     if binary is None:
         _say_fallback()
-        return _fold_python(_byte_lines(source), pids, comms, per_thread, names)
+        return _fold_python(_byte_lines(source), pids, comms, per_thread, names, raw_unknown)
     with tempfile.TemporaryDirectory(prefix="pmuprof-fold-") as tmp:
         meta = Path(tmp) / "meta.json"
-        argv = fold_argv(binary, meta, pids, comms, per_thread, names)
+        argv = fold_argv(binary, meta, pids, comms, per_thread, names, raw_unknown)
         fd = _direct_fd(source)
         with open(Path(tmp) / "stacks.folded", "w+b") as out, open(Path(tmp) / "err", "w+b") as err:
             if fd is not None:
@@ -66,14 +66,15 @@ def fold_stream(source: Source, pids: Iterable[int] = (), comms: Iterable[str] =
 
 
 def fold_file(path: Path | str, pids: Iterable[int] = (), comms: Iterable[str] = (),
-              per_thread: bool = False, names: dict[int, str] | None = None) -> FoldResult:
+              per_thread: bool = False, names: dict[int, str] | None = None, raw_unknown: bool = False) -> FoldResult:
     """Fold a perf script text file; pmuprof-fold reads it directly (no Python in the hot path)."""
     with open(path, "rb") as fh:
-        return fold_stream(fh, pids, comms, per_thread, names)
+        return fold_stream(fh, pids, comms, per_thread, names, raw_unknown)
 
 
 def fold_perf_script_process(argv: list[str], pids: Iterable[int] = (), comms: Iterable[str] = (),
-                             per_thread: bool = False, names: dict[int, str] | None = None) -> FoldResult:
+                             per_thread: bool = False, names: dict[int, str] | None = None,
+                             raw_unknown: bool = False) -> FoldResult:
     """Run ``argv`` (a perf script command line) with its stdout piped straight into pmuprof-fold.
 
     Raises InputError when perf script fails before any sample was kept (its stderr says why).
@@ -87,10 +88,10 @@ def fold_perf_script_process(argv: list[str], pids: Iterable[int] = (), comms: I
         try:
             if binary is None:
                 _say_fallback()
-                res = _fold_python(perf.stdout, pids, comms, per_thread, names)
+                res = _fold_python(perf.stdout, pids, comms, per_thread, names, raw_unknown)
             else:
                 meta = Path(tmp) / "meta.json"
-                fold = subprocess.Popen(fold_argv(binary, meta, pids, comms, per_thread, names),
+                fold = subprocess.Popen(fold_argv(binary, meta, pids, comms, per_thread, names, raw_unknown),
                                         stdin=perf.stdout, stdout=out, stderr=err)
                 perf.stdout.close()  # pmuprof-fold holds the only reader now
                 fold.wait()
@@ -170,8 +171,8 @@ def _pump(source: Source, proc: subprocess.Popen) -> None:
     proc.wait()
 
 
-def _fold_python(lines: Iterable[bytes], pids, comms, per_thread, names) -> FoldResult:
-    folder = Folder(pids, comms, per_thread, names)
+def _fold_python(lines: Iterable[bytes], pids, comms, per_thread, names, raw_unknown=False) -> FoldResult:
+    folder = Folder(pids, comms, per_thread, names, **({"raw_unknown": True} if raw_unknown else {}))
     last = b""
     for raw in lines:
         folder.feed(raw.decode("utf-8", "backslashreplace"))

@@ -132,6 +132,13 @@ static int tail_compute(folder_t *f, size_t id, slice_t tail)
         if (label < 0)
             return -ENOMEM;
         info = (uint64_t)label | TAIL_VALID;
+        if (sym_unknown && fr.dso.n && fr.dso.p[0] == '/') {
+            const char *slash = memrchr(fr.dso.p, '/', fr.dso.n);
+            int64_t base = rstr_render(f, slash + 1, fr.dso.n - (size_t)(slash + 1 - fr.dso.p), 0);
+            if (base < 0 || col_set(&f->tail_leaf, id, (uint64_t)base))
+                return -ENOMEM;
+            info |= TAIL_RAWUNK;
+        }
         if (fr.off.p && !sym_unknown) {
             if (leaf_intern(f, id, &fr))
                 return -ENOMEM;
@@ -141,10 +148,28 @@ static int tail_compute(folder_t *f, size_t id, slice_t tail)
     return col_set(&f->tail_info, id, info) ? -ENOMEM : 0;
 }
 
+/* raw_unknown_label(): '[base@0xaddr]', the DSO-relative address in lowercase without leading zeros. */
+static int64_t raw_label(folder_t *f, uint64_t base, slice_t addr)
+{
+    size_t n;
+    const char *b = itab_key(&f->rstr, (uint32_t)base, &n);
+    int added, rc;
+    buf_t *t = &f->key;
+    t->len = 0;
+    rc = buf_putc(t, '[') || buf_append(t, b, n) || buf_append(t, "@0x", 3);
+    while (addr.n > 1 && addr.p[0] == '0')
+        addr.p++, addr.n--;
+    for (size_t i = 0; !rc && i < addr.n; i++)
+        rc = buf_putc(t, (char)(addr.p[i] >= 'A' && addr.p[i] <= 'F' ? addr.p[i] | 0x20 : addr.p[i]));
+    if (rc || buf_putc(t, ']'))
+        return -ENOMEM;
+    return itab_intern(&f->rstr, t->p, t->len, &added);
+}
+
 static int frame_feed(folder_t *f, const char *s, size_t n)
 {
-    slice_t tail;
-    if (!f->in_sample || frame_tail(s, n, &tail)) {
+    slice_t tail, addr;
+    if (!f->in_sample || frame_tail(s, n, &addr, &tail)) {
         f->bad_lines++;
         return 0;
     }
@@ -162,6 +187,12 @@ static int frame_feed(folder_t *f, const char *s, size_t n)
     if (!f->frames.len)
         f->leaf_tail = id;
     uint32_t label = (uint32_t)info;
+    if (f->o.raw_unknown && (info & TAIL_RAWUNK)) {
+        int64_t raw = raw_label(f, f->tail_leaf.v[id], addr);
+        if (raw < 0)
+            return -ENOMEM;
+        label = (uint32_t)raw;
+    }
     return buf_append(&f->frames, &label, sizeof label);
 }
 

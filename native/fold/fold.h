@@ -17,6 +17,7 @@ typedef struct {
     const char **names;   /* "PID=LABEL": process label overrides */
     size_t nnames;
     int per_thread;
+    int raw_unknown;      /* unnamed frames of a file as '[base@0xaddr]' (Folder's raw_unknown) */
 } fold_opts_t;
 
 typedef struct folder folder_t;

@@ -8,6 +8,7 @@
 #define BIG_PID 10000000000000000000ULL /* ids above: numbers too long for u64, kept as text */
 #define TAIL_VALID (1ULL << 32)
 #define TAIL_LEAF (1ULL << 33)
+#define TAIL_RAWUNK (1ULL << 34) /* '[unknown]' in a '/...' dso: tail_leaf holds the rendered base */
 
 typedef struct {
     uint64_t count, off;

@@ -8,7 +8,7 @@
 #include "fold.h"
 
 static const char USAGE[] =
-    "usage: pmuprof-fold [--pid P ...] [--comm C ...] [--name PID=LABEL ...] [--per-thread]\n"
+    "usage: pmuprof-fold [--pid P ...] [--comm C ...] [--name PID=LABEL ...] [--per-thread] [--raw-unknown]\n"
     "                    [--leaves FILE] [--meta FILE] [--truncated] < perf-script-text > stacks.folded\n"
     "Folds perf script text (pmuprof's -F comm,pid,tid,ip,sym,symoff,dso or perf's default format,\n"
     "with call chains) exactly as pmuprof.model.perfscript.Folder does. Counts are samples.\n"
@@ -31,6 +31,8 @@ static int args_parse(int argc, char **argv, args_t *a)
         const char *opt = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(opt, "--per-thread"))
             a->o.per_thread = 1;
+        else if (!strcmp(opt, "--raw-unknown"))
+            a->o.raw_unknown = 1;
         else if (!strcmp(opt, "--truncated"))
             a->truncated = 1;
         else if (!val)

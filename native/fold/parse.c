@@ -134,7 +134,7 @@ int header_parse(const char *s, size_t n, header_t *h)
     return -1;
 }
 
-int frame_tail(const char *s, size_t n, slice_t *tail)
+int frame_tail(const char *s, size_t n, slice_t *addr, slice_t *tail)
 {
     size_t b = skip_ws(s, n, 0);
     while (n > b && text_is_ws((unsigned char)s[n - 1]))
@@ -148,6 +148,7 @@ int frame_tail(const char *s, size_t n, slice_t *tail)
     size_t t = skip_ws(s, n, (size_t)(sp - s) + 1);
     if (t >= n)
         return -1;
+    *addr = (slice_t){s + b, (size_t)(sp - s) - b};
     *tail = (slice_t){s + t, n - t};
     return 0;
 }

@@ -20,8 +20,8 @@ typedef struct {
 
 /* "comm pid/tid ..." (or "comm tid ..."): 0 on success, -1 when no header form matches. */
 int header_parse(const char *s, size_t n, header_t *h);
-/* Body of an indented frame line: the tail after the address, or -1 when not a frame. */
-int frame_tail(const char *s, size_t n, slice_t *tail);
+/* Body of an indented frame line: the address and the tail after it, or -1 when not a frame. */
+int frame_tail(const char *s, size_t n, slice_t *addr, slice_t *tail);
 /* 'sym+0xoff (dso)' -> frame: 0, or -1 when not a frame. */
 int tail_parse(const char *t, size_t n, frame_t *f);
 /* 1 when the line holds only blanks. */

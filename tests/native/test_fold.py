@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import io
 import json
 import random
@@ -31,9 +32,12 @@ def fold_bin() -> Path:
     return FOLD
 
 
-def python_fold(data: bytes, pids=(), comms=(), per_thread=False, names=None) -> FoldResult:
+RAW_UNKNOWN = "raw_unknown" in inspect.signature(Folder).parameters
+
+
+def python_fold(data: bytes, pids=(), comms=(), per_thread=False, names=None, raw_unknown=False) -> FoldResult:
     """The reference: pmuprof.inputs' way of feeding a perf script text to the Python Folder."""
-    folder = Folder(pids, comms, per_thread, names)
+    folder = Folder(pids, comms, per_thread, names, **({"raw_unknown": True} if raw_unknown else {}))
     last = b""
     for raw in io.BytesIO(data):
         folder.feed(raw.decode("utf-8", "backslashreplace"))
@@ -41,8 +45,10 @@ def python_fold(data: bytes, pids=(), comms=(), per_thread=False, names=None) ->
     return folder.finish(truncated=bool(last) and not last.endswith(b"\n"))
 
 
-def native_fold(binary: Path, data: bytes, tmp: Path, pids=(), comms=(), per_thread=False, names=None):
-    argv = fastfold.fold_argv(binary, tmp / "meta.json", pids, comms, per_thread, names) + ["--leaves", str(tmp / "l.tsv")]
+def native_fold(binary: Path, data: bytes, tmp: Path, pids=(), comms=(), per_thread=False, names=None,
+                raw_unknown=False):
+    argv = fastfold.fold_argv(binary, tmp / "meta.json", pids, comms, per_thread, names, raw_unknown)
+    argv += ["--leaves", str(tmp / "l.tsv")]
     res = subprocess.run(argv, input=data, capture_output=True, timeout=60)
     assert res.returncode == 0, res.stderr
     return res.stdout, (tmp / "l.tsv").read_bytes(), json.loads((tmp / "meta.json").read_text(encoding="utf-8"))
@@ -200,10 +206,21 @@ def _random_doc(rng: random.Random) -> bytes:
     return doc[: rng.randint(0, len(doc))] if rng.random() < 0.2 else doc
 
 
+@pytest.mark.skipif(not RAW_UNKNOWN, reason="this Folder has no raw_unknown option")
+@pytest.mark.parametrize("opts", [{"raw_unknown": True}, {"raw_unknown": True, "pids": [-1]}])
+def test_raw_unknown_frames_keep_their_address(fold_bin, tmp_path, opts):
+    data = (SCRIPT + DEFAULT + b"x 5/5 \n\t 00ABc [unknown] (/usr/lib/\xfflib.so)\n\t 0 [unknown] (/)\n"
+            b"\t 1 [unknown]+0x3 (relative/x.so)\n\n")
+    ref = assert_same(fold_bin, data, tmp_path, **opts)
+    if len(opts) == 1:
+        assert ("x", "[@0x0]", "[\\xfflib.so@0xabc]") in {s[:3] for s in ref.stacks}
+
+
 def test_random_documents_agree(fold_bin, tmp_path):
     rng = random.Random(20240501)
+    extra = [{"raw_unknown": True}] if RAW_UNKNOWN else []
     for i in range(150):
-        opts = rng.choice([{}, {"per_thread": True}, {"pids": [1]}, {"comms": ["q", "w 1"]}])
+        opts = rng.choice([{}, {"per_thread": True}, {"pids": [1]}, {"comms": ["q", "w 1"]}] + extra)
         assert_same(fold_bin, _random_doc(rng), tmp_path, **opts)
 
 
