@@ -28,6 +28,7 @@ BUILD_PACKAGES = "gcc libc6-dev"
 START_TIMEOUT_S = 10.0
 # The workload stops itself this long after the capture should have ended, even if nobody stops it.
 SELF_STOP_MARGIN_S = 60.0
+WORKLOAD_LOG = "workload.log"  # in the run directory: the workload's argv, summary and exit status
 
 
 class DemoError(PmuprofError):
@@ -137,8 +138,12 @@ def _read_line(proc: subprocess.Popen, timeout: float) -> str:
     return proc.stdout.readline() if ready else ""
 
 
-def stop_demo(proc: subprocess.Popen, timeout: float = 5.0) -> int | None:
-    """SIGTERM, then SIGKILL after ``timeout`` seconds; reap it and close its pipes. Returns its exit code."""
+def stop_demo(proc: subprocess.Popen, timeout: float = 5.0, log_path: Path | None = None) -> int | None:
+    """SIGTERM, then SIGKILL after ``timeout`` seconds; reap it and close its pipes. Returns its exit code.
+
+    With ``log_path``, what the workload printed since it started (its summary: queries, page
+    flushes, spin rounds per latch) is written there.
+    """
     if proc.poll() is None:
         try:
             proc.send_signal(signal.SIGTERM)
@@ -148,9 +153,15 @@ def stop_demo(proc: subprocess.Popen, timeout: float = 5.0) -> int | None:
             proc.wait()
         except ProcessLookupError:
             pass
+    text = []
     for pipe in (proc.stdout, proc.stderr):
         if pipe is not None:
+            if log_path is not None:  # the child has exited: read() ends at EOF
+                text.append(pipe.read())
             pipe.close()
+    if log_path is not None:
+        log_path.write_text("$ " + " ".join(map(str, proc.args)) + "\n" + "".join(text)
+                            + f"exit status {proc.returncode}\n")
     return proc.returncode
 
 
@@ -218,7 +229,7 @@ def run_demo(opts: DemoOptions, progress: Callable | None = None,
                             frequency=opts.frequency, mode=opts.mode, mysql=False, command=command)
         run_dir = record(rec, progress, log)
     finally:
-        status = stop_demo(proc)
+        status = stop_demo(proc, log_path=out_dir / WORKLOAD_LOG if out_dir.is_dir() else None)
     rundir.write_json(run_dir / rundir.MYSQL, workload_facts(opts))
     result = pipeline.report_input(run_dir, run_dir)
     result.update(run_dir=run_dir, workload={"argv": list(proc.args), "exit_code": status})
