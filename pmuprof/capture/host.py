@@ -90,6 +90,14 @@ def hardware_pmu(perf: str | None) -> bool:
     return False
 
 
+def sysctl_int(path: str) -> int | None:
+    try:
+        with open(path, encoding="ascii") as fh:
+            return int(fh.read().strip())
+    except (OSError, ValueError):
+        return None
+
+
 def facts(perf: str | None) -> dict:
     cpu = cpuinfo()
     return {
@@ -103,4 +111,6 @@ def facts(perf: str | None) -> dict:
         "perf_event_paranoid": paranoid(),
         "hardware_pmu": hardware_pmu(perf),
         "is_root": os.geteuid() == 0,
+        "zone_reclaim_mode": sysctl_int("/proc/sys/vm/zone_reclaim_mode"),
+        "numa_balancing": sysctl_int("/proc/sys/kernel/numa_balancing"),
     }

@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import Callable
 
 from .. import __version__
-from ..errors import PerfError, ResourceError, TargetError, UsageError
+from ..errors import PerfError, PmuprofError, ResourceError, TargetError, UsageError
 from ..model import rundir
 from ..paths import perf_path
-from . import host, perfcmd, perfparse, postprocess, target
+from . import events, host, perfcmd, perfparse, postprocess, target
 from .runner import Progress, run_bounded
 
 MAX_DURATION_S = 3600
@@ -86,7 +86,8 @@ def record(opts: RecordOptions, progress: Progress | None = None,
     data = opts.out_dir / rundir.PERF_DATA
     spec = perfcmd.RecordSpec(data, pids, opts.frequency, opts.call_graph, opts.mode, opts.event, cgroup,
                               max_size_bytes=min(need * 3, free // 2))
-    stat_events = perfcmd.STAT_SOFTWARE + (perfcmd.STAT_HARDWARE if host_facts["hardware_pmu"] else ())
+    pmu_events, pmu_notes = _pmu_event_set(host_facts)
+    stat_events = perfcmd.STAT_SOFTWARE + tuple(perf for _, perf in pmu_events)
     stat_out = opts.out_dir / rundir.STAT_CSV
     argv = {"record": (perfcmd.record_argv(perf, spec), opts.out_dir / rundir.RECORD_LOG),
             "stat": (perfcmd.stat_argv(perf, stat_out, pids, stat_events, opts.mode, cgroup),
@@ -104,7 +105,8 @@ def record(opts: RecordOptions, progress: Progress | None = None,
         "targets": targets, "host": host_facts,
         "record": {"argv": argv["record"][0], "event_requested": opts.event, "frequency": opts.frequency,
                    "call_graph": opts.call_graph, **perfparse.parse_record_stderr(outcome.stderr.get("record", ""))},
-        "stat": {"argv": argv["stat"][0]}, "warnings": [], "features_off": [],
+        "stat": {"argv": argv["stat"][0], "labels": {perf: label for label, perf in pmu_events},
+                 "notes": pmu_notes}, "warnings": [], "features_off": [],
     }
     if outcome.target_exited:
         run["warnings"].append(f"target pid(s) {', '.join(map(str, outcome.target_exited))} exited during the "
@@ -113,6 +115,20 @@ def record(opts: RecordOptions, progress: Progress | None = None,
         run["warnings"].append(f"capture interrupted (Ctrl-C) after {outcome.elapsed_s:.1f} s; kept what was recorded")
     postprocess.finish(opts, perf, run, stat_out, mysql_thread, log)
     return opts.out_dir
+
+
+def _pmu_event_set(host_facts: dict) -> tuple[list[tuple[str, str]], list[str]]:
+    """cycles/instructions plus this CPU family's curated events (libpfm4 → perf raw), when a PMU exists."""
+    if not host_facts["hardware_pmu"]:
+        return [], [f"no hardware PMU: the {host_facts['microarch']} event set (PAUSE, HITM, remote DRAM) "
+                    "was not counted"]
+    base = [(name, name) for name in perfcmd.STAT_HARDWARE]
+    try:
+        from .. import helper
+        extra, notes = events.encode_set(host_facts["microarch"], helper.encode)
+    except (ImportError, PmuprofError) as err:
+        return base, [f"PMU event set off: {err}"]
+    return base + extra, notes
 
 
 def _shared_cgroup(targets: list[dict]) -> str | None:
