@@ -166,34 +166,58 @@ static int64_t raw_label(folder_t *f, uint64_t base, slice_t addr)
     return itab_intern(&f->rstr, t->p, t->len, &added);
 }
 
-static int frame_feed(folder_t *f, const char *s, size_t n)
+/* split_frame() through the tail cache: the tail id, -1 when the text is not a frame, or -ENOMEM. */
+static int64_t frame_resolve(folder_t *f, const char *s, size_t n, slice_t *addr)
 {
-    slice_t tail, addr;
-    if (!f->in_sample || frame_tail(s, n, &addr, &tail)) {
-        f->bad_lines++;
-        return 0;
-    }
+    slice_t tail;
+    if (frame_tail(s, n, addr, &tail))
+        return -1;
     int added;
     int64_t id = itab_intern(&f->tails, tail.p, tail.n, &added);
     if (id < 0 || (added && tail_compute(f, (size_t)id, tail)))
         return -ENOMEM;
+    return (f->tail_info.v[id] & TAIL_VALID) ? id : -1;
+}
+
+static int frame_push(folder_t *f, int64_t id, slice_t addr, int raw)
+{
     uint64_t info = f->tail_info.v[id];
-    if (!(info & TAIL_VALID)) {
+    uint32_t label = (uint32_t)info;
+    if (!f->frames.len)
+        f->leaf_tail = id;
+    if (raw && (info & TAIL_RAWUNK)) {
+        int64_t r = raw_label(f, f->tail_leaf.v[id], addr);
+        if (r < 0)
+            return -ENOMEM;
+        label = (uint32_t)r;
+    }
+    return buf_append(&f->frames, &label, sizeof label);
+}
+
+static int sample_start(folder_t *f, const char *s, size_t n);
+
+/* An indented line: a call-chain frame, or a whole sample of perf script run without -g. */
+static int frame_feed(folder_t *f, const char *s, size_t n)
+{
+    slice_t addr;
+    int64_t id = frame_resolve(f, s, n, &addr);
+    if (id == -ENOMEM)
+        return -ENOMEM;
+    if (id < 0) {
+        size_t b = 0, e = n;
+        header_t h;
+        while (b < e && text_is_ws((unsigned char)s[b]))
+            b++;
+        while (e > b && text_is_ws((unsigned char)s[e - 1]))
+            e--;
+        if (header_parse(s + b, e - b, &h) == 0)
+            return folder_end_sample(f) ? -ENOMEM : sample_start(f, s + b, e - b);
+    }
+    if (!f->in_sample || id < 0) {
         f->bad_lines++;
         return 0;
     }
-    if (!f->keep)
-        return 0;
-    if (!f->frames.len)
-        f->leaf_tail = id;
-    uint32_t label = (uint32_t)info;
-    if (f->o.raw_unknown && (info & TAIL_RAWUNK)) {
-        int64_t raw = raw_label(f, f->tail_leaf.v[id], addr);
-        if (raw < 0)
-            return -ENOMEM;
-        label = (uint32_t)raw;
-    }
-    return buf_append(&f->frames, &label, sizeof label);
+    return f->keep ? frame_push(f, id, addr, f->o.raw_unknown) : 0;
 }
 
 static int pid_listed(folder_t *f, uint64_t pid)
@@ -250,6 +274,20 @@ static int sample_start(folder_t *f, const char *s, size_t n)
         if (parse_num(f, h.a.p, h.a.n, &f->tid))
             return -ENOMEM;
     }
+    slice_t fs, addr;
+    int64_t inl = -1;
+    if (inline_frame(s + h.end, n - h.end, &fs) == 0 && (inl = frame_resolve(f, fs.p, fs.n, &addr)) == -ENOMEM)
+        return -ENOMEM;
+    size_t ev_n = n;
+    if (inl >= 0) { /* the event is what precedes the last ': ' */
+        ev_n = 0;
+        for (size_t i = n; i-- > 1;)
+            if (s[i - 1] == ':' && s[i] == ' ') {
+                ev_n = i;
+                break;
+            }
+    }
+    event_parse(s, ev_n, &h.event);
     if (h.event.p) {
         int added;
         int64_t e = itab_intern(&f->events, h.event.p, h.event.n, &added);
@@ -261,7 +299,7 @@ static int sample_start(folder_t *f, const char *s, size_t n)
     f->in_sample = 1;
     f->frames.len = 0;
     f->leaf_tail = -1;
-    return 0;
+    return inl >= 0 && f->keep ? frame_push(f, inl, addr, 0) : 0;
 }
 
 int folder_feed(folder_t *f, const char *s, size_t n)

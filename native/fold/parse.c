@@ -28,17 +28,18 @@ static size_t skip_ws(const char *s, size_t n, size_t i)
 }
 
 /* digits '.' digits ':' at i */
-static int time_at(const char *s, size_t n, size_t i)
+static int time_at(const char *s, size_t n, size_t i, size_t *end)
 {
     size_t k = skip_digits(s, n, i);
     if (k == i || k >= n || s[k] != '.')
         return 0;
     size_t m = skip_digits(s, n, k + 1);
+    *end = m + 1;
     return m > k + 1 && m < n && s[m] == ':';
 }
 
 /* \s+ (?:\[\d+\]\s+)? \d+\.\d+: at i */
-static int cpu_time_at(const char *s, size_t n, size_t i)
+static int cpu_time_at(const char *s, size_t n, size_t i, size_t *end)
 {
     size_t y = skip_ws(s, n, i);
     if (y == i)
@@ -48,9 +49,9 @@ static int cpu_time_at(const char *s, size_t n, size_t i)
         if (z == y + 1 || z >= n || s[z] != ']')
             return 0;
         size_t w = skip_ws(s, n, z + 1);
-        return w > z + 1 && time_at(s, n, w);
+        return w > z + 1 && time_at(s, n, w, end);
     }
-    return time_at(s, n, y);
+    return time_at(s, n, y, end);
 }
 
 static int end_or_ws(const char *s, size_t n, size_t i)
@@ -68,11 +69,11 @@ static int header_form(const char *s, size_t n, size_t i, int form, header_t *h)
     size_t m = pair ? skip_digits(s, n, k + 1) : k;
     int ok;
     if (form == 0)
-        ok = cpu_time_at(s, n, m);
+        ok = cpu_time_at(s, n, m, &h->end);
     else if (form == 1)
-        ok = pair && end_or_ws(s, n, m);
+        ok = pair && end_or_ws(s, n, m), h->end = m < n ? m + 1 : m;
     else
-        ok = end_or_ws(s, n, k), pair = 0;
+        ok = end_or_ws(s, n, k), pair = 0, h->end = k < n ? k + 1 : k;
     if (!ok)
         return 0;
     h->comm = (slice_t){s, i};
@@ -82,7 +83,7 @@ static int header_form(const char *s, size_t n, size_t i, int form, header_t *h)
 }
 
 /* \s(event):\s*$ where event = [A-Za-z][\w.\-/=,]*(?::[a-zA-Z]*)? ; keeps the part before ':'. */
-static void event_parse(const char *s, size_t n, slice_t *ev)
+void event_parse(const char *s, size_t n, slice_t *ev)
 {
     ev->p = NULL;
     while (n && text_is_ws((unsigned char)s[n - 1]))
@@ -125,10 +126,8 @@ int header_parse(const char *s, size_t n, header_t *h)
         for (size_t i = 1; i < n; i++) {
             if (!text_is_ws((unsigned char)s[i]) || text_is_ws((unsigned char)s[i - 1]))
                 continue;
-            if (header_form(s, n, i, form, h)) {
-                event_parse(s, n, &h->event);
+            if (header_form(s, n, i, form, h))
                 return 0;
-            }
         }
     }
     return -1;
@@ -200,5 +199,26 @@ int tail_parse(const char *t, size_t n, frame_t *f)
         se--;
     if (se > sb)
         f->sym = (slice_t){t + sb, se - sb};
+    return 0;
+}
+
+/* inline_frame(): rest of a header line, right-stripped, ending in a balanced '(dso)' group;
+ * the frame starts after the last ': ' before that group. */
+int inline_frame(const char *s, size_t n, slice_t *frame)
+{
+    while (n && text_is_ws((unsigned char)s[n - 1]))
+        n--;
+    if (!n || s[n - 1] != ')')
+        return -1;
+    long paren = dso_open_paren(s, n);
+    if (paren <= 0)
+        return -1;
+    size_t start = 0;
+    for (size_t i = (size_t)paren; i-- > 0;)
+        if (i + 1 < (size_t)paren && s[i] == ':' && s[i + 1] == ' ') {
+            start = i + 2;
+            break;
+        }
+    *frame = (slice_t){s + start, n - start};
     return 0;
 }

@@ -12,6 +12,7 @@ typedef struct {
 typedef struct {
     slice_t comm, a, b; /* b.p == NULL: no pid/tid pair (a is the tid) */
     slice_t event;      /* event.p == NULL: no "event:" field */
+    size_t end;         /* where the matched header form ends (the rest may hold an inline frame) */
 } header_t;
 
 typedef struct {
@@ -24,6 +25,10 @@ int header_parse(const char *s, size_t n, header_t *h);
 int frame_tail(const char *s, size_t n, slice_t *addr, slice_t *tail);
 /* 'sym+0xoff (dso)' -> frame: 0, or -1 when not a frame. */
 int tail_parse(const char *t, size_t n, frame_t *f);
+/* The 'ip sym+off (dso)' frame at the end of a header line (no call chains): 0, or -1. */
+int inline_frame(const char *s, size_t n, slice_t *frame);
+/* \s(event):\s*$ searched in s[0:n]; event.p == NULL when absent. */
+void event_parse(const char *s, size_t n, slice_t *ev);
 /* 1 when the line holds only blanks. */
 int line_blank(const char *s, size_t n);
 
