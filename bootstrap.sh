@@ -8,6 +8,8 @@ JOB="${1:-demo}"
 
 APT_PACKAGES="linux-perf build-essential pkg-config libpfm4-dev libdw-dev libelf-dev libcapstone-dev \
   mariadb-server mariadb-client sysbench gdb systemd python3-pip python3-venv"
+# The test job also renders reports in a real browser and reads pprof exports back with Google's pprof.
+if [ "$JOB" = test ]; then APT_PACKAGES="$APT_PACKAGES chromium clang"; fi
 
 need_apt=""
 for pkg in $APT_PACKAGES; do
@@ -27,8 +29,17 @@ make -C native >/dev/null
 "$PY" -m pip install -q --root-user-action=ignore --disable-pip-version-check -e '.[test]' 2>/dev/null \
   || "$PY" -m pip install -q --break-system-packages -e '.[test]'
 
+setup_pprof() {
+  # Google's pprof from the Go module proxy, for the export round-trip test (skipped without Go).
+  command -v go >/dev/null 2>&1 || return 0
+  gobin="${XDG_CACHE_HOME:-$HOME/.cache}/pmuprof/gobin"
+  [ -x "$gobin/pprof" ] || GOBIN="$gobin" GOFLAGS=-mod=mod go install github.com/google/pprof@latest >/dev/null 2>&1 || true
+  [ -x "$gobin/pprof" ] && export PMUPROF_PPROF="$gobin/pprof"
+  return 0
+}
+
 case "$JOB" in
   demo) exec "$PY" -m pmuprof demo ;;
-  test) exec "$PY" -m pytest -q -p no:cacheprovider tests ;;
+  test) setup_pprof; exec "$PY" -m pytest -q -p no:cacheprovider tests ;;
   *) echo "usage: sh bootstrap.sh demo|test" >&2; exit 2 ;;
 esac
