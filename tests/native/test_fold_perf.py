@@ -47,9 +47,9 @@ def recordings(tmp_path_factory) -> dict[str, Path]:
     subprocess.run(["gcc", "-O1", "-g", "-fno-omit-frame-pointer", "-o", str(exe), "-x", "c", "-", "-lpthread"],
                    input=PROG, text=True, check=True)
     out = {}
-    for mode, cg in (("fp", "fp"), ("dwarf", "dwarf,16384")):
+    for mode, cg in (("fp", ["--call-graph", "fp"]), ("dwarf", ["--call-graph", "dwarf,16384"]), ("nocg", [])):
         data = tmp / f"{mode}.data"
-        res = subprocess.run([perf, "record", "-q", "-F", "4999", "--call-graph", cg, "-o", str(data), str(exe)],
+        res = subprocess.run([perf, "record", "-q", "-F", "4999", *cg, "-o", str(data), str(exe)],
                              capture_output=True, text=True, timeout=120)
         if res.returncode != 0 or not data.is_file():
             pytest.skip(f"perf record does not work here: {res.stderr.strip()[-200:]}")
@@ -62,13 +62,14 @@ def _script(data: Path, fields: str | None) -> list[str]:
     return argv + (["-F", fields] if fields else [])
 
 
-@pytest.mark.parametrize("mode", ["fp", "dwarf"])
+@pytest.mark.parametrize("mode", ["fp", "dwarf", "nocg"])
 @pytest.mark.parametrize("fields", [MINIMAL, None])
 def test_real_perf_script_text_folds_identically(fold_bin, recordings, tmp_path, mode, fields):
     text = subprocess.run(_script(recordings[mode], fields), capture_output=True, check=True, timeout=120).stdout
     ref = assert_same(fold_bin, text, tmp_path)
     assert ref.kept > 20 and ref.bad_lines == 0
     assert any("deep_rec" in frame for stack in ref.stacks for frame in stack)
+    assert mode != "nocg" or all(len(stack) == 2 for stack in ref.stacks)  # root and the sampled frame
     if fields:
         assert ref.pid_known and ref.leaves
     else:
