@@ -68,6 +68,15 @@ def hot_symbols(profile: Profile, binary: str, top: int = 20) -> list[str]:
     return [sym for sym, _ in sorted(totals.items(), key=lambda kv: (-kv[1], kv[0]))[:top]]
 
 
+def unnamed_addresses(profile: Profile, binary: str, top: int = 2000) -> list[tuple[int, int]]:
+    """(vaddr, count) leaf samples in unnamed code of ``binary`` (stripped binaries), hottest first."""
+    merged: Counter[int] = Counter()
+    for leaf in profile.leaves:
+        if not leaf.symbol and dso_matches(leaf.dso, binary):
+            merged[leaf.offset] += leaf.count
+    return sorted(merged.items(), key=lambda kv: (-kv[1], kv[0]))[:top]
+
+
 def binaries(profile: Profile) -> list[str]:
     """Target executables named in run.json, then the dsos with the most leaf samples."""
     out = [t["exe"] for t in profile.run.get("targets", []) if t.get("exe")]
@@ -168,8 +177,10 @@ def correct_run(out_dir: Path, run: Mapping[str, Any], top: int = 20) -> dict[st
         if not Path(binary).is_file():
             continue
         syms = hot_symbols(profile, binary, top)
-        if syms:
-            rows += tag_functions(helper.skid(binary, leaf_samples(profile, binary, syms), hot_only=True))
+        unnamed = unnamed_addresses(profile, binary)
+        if syms or unnamed:
+            rows += tag_functions(helper.skid(binary, leaf_samples(profile, binary, syms), addresses=unnamed,
+                                              hot_only=True))
     if not rows:
         return None
     summary = shares(Profile({("all",): total}, run), rows)

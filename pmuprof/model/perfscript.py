@@ -212,6 +212,8 @@ class Folder:
         leaf_sym, leaf_dso, leaf_off = self._frames[0]
         if leaf_off is not None and leaf_sym != "[unknown]":
             self._leaves[(pid, comm, leaf_dso, leaf_sym, leaf_off)] += 1
+        elif leaf_sym.startswith("@"):  # unnamed code: keep the vaddr (symbol "") for skid correction
+            self._leaves[(pid, comm, leaf_dso, "", int(leaf_sym[1:], 16))] += 1
         frames = tuple(raw_unknown_label(d, s[1:]) if s[0] == "@" else frame_label(s, d)
                        for s, d, _ in reversed(self._frames))
         self._raw[(pid, comm, tid, frames)] += 1
