@@ -4,11 +4,12 @@
 
 #include "buf.h"
 #include "fold.h"
+#include "parse.h"
 
 #define BIG_PID 10000000000000000000ULL /* ids above: numbers too long for u64, kept as text */
 #define TAIL_VALID (1ULL << 32)
 #define TAIL_LEAF (1ULL << 33)
-#define TAIL_RAWUNK (1ULL << 34) /* '[unknown]' in a '/...' dso: tail_leaf holds the rendered base */
+#define TAIL_RAWUNK (1ULL << 34) /* '[unknown]' in a '/...' dso: tail_leaf = rendered base, tail_off = dso */
 
 typedef struct {
     uint64_t count, off;
@@ -44,14 +45,15 @@ struct folder {
     col_t pc_count;
     itab_t stacks;    /* (pid, tid, comm_r, frames root-first) -> samples */
     col_t st_count;
-    itab_t leafc;     /* (pid, comm_r when no pid, tail id) -> samples */
+    itab_t leafc;     /* (pid, comm_r when no pid, dso_r, sym_r, off_r) -> samples */
     col_t tid_want;   /* rendered comm ids of pid-less samples whose tid is a --pid */
     col_t lc_count;
     /* the sample being read */
     int in_sample, keep;
     uint64_t pid, tid;
     uint32_t cur_comm;
-    int64_t leaf_tail;
+    int leaf_ok;          /* the first frame makes a leaf: leaf = (dso_r, sym_r, off_r) */
+    uint32_t leaf[3];
     buf_t frames, key, tmp;
     uint32_t unknown_id;
     uint64_t kept, filtered, bad_lines, main_seq, last_pid;
@@ -91,5 +93,9 @@ int64_t rstr_render(folder_t *f, const char *s, size_t n, int flags);
 int put_pid(folder_t *f, buf_t *b, uint64_t pid);
 int folder_end_sample(folder_t *f);
 int64_t parse_num(folder_t *f, const char *s, size_t n, uint64_t *out);
+/* An indented frame text -> its tail id (-1: not a frame, -ENOMEM); addr is the address field. */
+int64_t frame_resolve(folder_t *f, const char *s, size_t n, slice_t *addr);
+/* Append frame `id` to the current sample ('[dso@0xaddr]' for unnamed code when raw). */
+int frame_push(folder_t *f, int64_t id, slice_t addr, int raw);
 
 #endif

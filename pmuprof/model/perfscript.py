@@ -26,6 +26,9 @@ _HEADERS = (
 )
 _EVENT = re.compile(r"\s(?P<event>[A-Za-z][\w.\-/=,]*(?::[a-zA-Z]*)?):\s*$", re.ASCII)
 _USER_PSEUDO_DSOS = frozenset({"[unknown]", "[vdso]", "[vsyscall]", "[heap]", "[stack]", "[anon]", "[uprobes]"})
+# Marks a raw-address frame inside the Folder: no symbol split_frame returns starts with a newline
+# (a real symbol starting with "@" must stay a symbol, and must not crash the leaf's int(…, 16)).
+_RAW = "\n"
 _OFFSET = re.compile(r"\+0x(?P<off>[0-9a-fA-F]+)$", re.ASCII)
 
 
@@ -105,7 +108,7 @@ def raw_unknown_label(dso: str, ip_hex: str) -> str:
     For a frame in a known DSO perf script prints the DSO-relative address (the ELF vaddr), so
     the label is the same in every process and on every run of the same binary.
     """
-    return f"[{dso.rsplit('/', 1)[-1]}@0x{ip_hex.lower().lstrip('0') or '0'}]"
+    return f"[{dso.rsplit('/', 1)[-1].replace(';', ':')}@0x{ip_hex.lower().lstrip('0') or '0'}]"
 
 
 def frame_label(sym: str, dso: str) -> str:
@@ -162,7 +165,7 @@ class Folder:
                 self.result.bad_lines += 1
             elif self._keep:
                 if self.raw_unknown and frame[0] == "[unknown]" and frame[1].startswith("/"):
-                    frame = (f"@{line.split(None, 1)[0]}", frame[1], None)
+                    frame = (_RAW + line.split(None, 1)[0], frame[1], None)
                 self._frames.append(frame)
             return
         self._end_sample()
@@ -212,9 +215,9 @@ class Folder:
         leaf_sym, leaf_dso, leaf_off = self._frames[0]
         if leaf_off is not None and leaf_sym != "[unknown]":
             self._leaves[(pid, comm, leaf_dso, leaf_sym, leaf_off)] += 1
-        elif leaf_sym.startswith("@"):  # unnamed code: keep the vaddr (symbol "") for skid correction
+        elif leaf_sym.startswith(_RAW):  # unnamed code: keep the vaddr (symbol "") for skid correction
             self._leaves[(pid, comm, leaf_dso, "", int(leaf_sym[1:], 16))] += 1
-        frames = tuple(raw_unknown_label(d, s[1:]) if s[0] == "@" else frame_label(s, d)
+        frames = tuple(raw_unknown_label(d, s[1:]) if s[0] == _RAW else frame_label(s, d)
                        for s, d, _ in reversed(self._frames))
         self._raw[(pid, comm, tid, frames)] += 1
         self.result.kept += 1

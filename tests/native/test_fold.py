@@ -129,6 +129,7 @@ HOSTILE = (
     b"w\xe3\x80\x80\xd9\xa3 10/11 \n\t 1 a+0x1 (/b)\n\n"
     b"w\xe3\x80\x80\xd9\xa3 10/10 \n\t 1 a+0x2 (/b)\n\n"
     b"crlf 20/20 \r\n\t 1 a+0x1 (/b)\r\n\r\n"
+    b"at 3/3 \n\t 1 @zz (/bin/at)\n\t 2 @1f+0x2 (/bin/at)\n\t 0003 [unknown] (/x;y/l;m.so)\n\n"
 )
 
 
@@ -152,8 +153,10 @@ def test_default_format_events_and_comms_with_spaces(fold_bin, tmp_path, opts):
         assert ("worker_2", "work") in ref.stacks
 
 
-@pytest.mark.parametrize("opts", [{}, {"per_thread": True}, {"comms": ["p;x </script>"]}])
+@pytest.mark.parametrize("opts", [{}, {"per_thread": True}, {"comms": ["p;x </script>"]}, {"raw_unknown": True}])
 def test_hostile_names_and_undecodable_bytes(fold_bin, tmp_path, opts):
+    if opts.get("raw_unknown") and not RAW_UNKNOWN:
+        pytest.skip("this Folder has no raw_unknown option")
     ref = assert_same(fold_bin, HOSTILE, tmp_path, **opts)
     if not opts:
         assert any(s.count("lit\\xff") == 2 for s in ref.stacks) and ref.bad_lines == 0

@@ -1,0 +1,104 @@
+/* Writers: folded stacks (write_folded's bytes), leaves.tsv (write_leaves' bytes), meta JSON. */
+#include <errno.h>
+#include <string.h>
+
+#include "fold_int.h"
+#include "text.h"
+
+static int flush(buf_t *b, FILE *out, size_t above)
+{
+    if (b->len <= above)
+        return 0;
+    size_t w = fwrite(b->p, 1, b->len, out);
+    int rc = w == b->len ? 0 : -EIO;
+    b->len = 0;
+    return rc;
+}
+
+static int put_rstr(folder_t *f, buf_t *b, uint32_t id)
+{
+    size_t n;
+    const char *s = itab_key(&f->rstr, id, &n);
+    return buf_append(b, s, n);
+}
+
+int folder_write_stacks(folder_t *f, FILE *out)
+{
+    buf_t b = {0};
+    const uint32_t *ids = (const uint32_t *)f->out_ids.p;
+    int rc = 0;
+    for (size_t i = 0; !rc && i < f->nout; i++) {
+        const stack_ref_t *s = &f->out[i];
+        for (uint32_t j = 0; !rc && j < s->len; j++)
+            rc = (j && buf_putc(&b, ';')) || put_rstr(f, &b, f->by_rank[ids[s->off + j]]);
+        rc = rc || buf_putc(&b, ' ') || buf_put_u64(&b, s->count) || buf_putc(&b, '\n') || flush(&b, out, 1 << 20);
+    }
+    rc = rc || flush(&b, out, 0);
+    buf_free(&b);
+    return rc ? -EIO : 0;
+}
+
+int folder_write_leaves(folder_t *f, FILE *out)
+{
+    buf_t b = {0};
+    int rc = 0;
+    for (size_t i = 0; !rc && i < f->nleaves; i++) {
+        const leaf_ref_t *l = &f->leaves[i];
+        rc = buf_put_u64(&b, l->count) || buf_putc(&b, '\t') || put_rstr(f, &b, l->dso) ||
+             buf_putc(&b, '\t') || put_rstr(f, &b, l->sym) || buf_putc(&b, '\t') ||
+             put_rstr(f, &b, l->off) || buf_putc(&b, '\n') || flush(&b, out, 1 << 20);
+    }
+    rc = rc || flush(&b, out, 0);
+    buf_free(&b);
+    return rc ? -EIO : 0;
+}
+
+static int json_rstr(folder_t *f, buf_t *b, uint32_t id)
+{
+    size_t n;
+    const char *s = itab_key(&f->rstr, id, &n);
+    return text_json(b, s, n);
+}
+
+static int meta_counts(folder_t *f, buf_t *b)
+{
+    int rc = buf_append(b, "{\"kept\": ", 9) || buf_put_u64(b, f->kept) ||
+             buf_append(b, ", \"filtered\": ", 14) || buf_put_u64(b, f->filtered) ||
+             buf_append(b, ", \"bad_lines\": ", 15) || buf_put_u64(b, f->bad_lines);
+    rc = rc || buf_append(b, ", \"truncated\": ", 15) ||
+         (f->truncated ? buf_append(b, "true", 4) : buf_append(b, "false", 5));
+    rc = rc || buf_append(b, ", \"pid_known\": ", 15) ||
+         (f->pid_known ? buf_append(b, "true", 4) : buf_append(b, "false", 5));
+    rc = rc || buf_append(b, ", \"names\": {", 12);
+    for (size_t i = 0; !rc && i < f->nnames_out; i++) {
+        size_t pi = f->name_order[i], n;
+        uint64_t pid;
+        memcpy(&pid, itab_key(&f->pidinfo, (uint32_t)pi, &n), 8);
+        rc = (i && buf_append(b, ", ", 2)) || buf_putc(b, '"') || put_pid(f, b, pid) ||
+             buf_append(b, "\": ", 3) || json_rstr(f, b, (uint32_t)f->pid_name.v[pi]);
+    }
+    rc = rc || buf_append(b, "}, \"events\": {", 14);
+    for (size_t i = 0; !rc && i < f->events.n; i++) {
+        size_t n;
+        const char *s = itab_key(&f->events, (uint32_t)i, &n);
+        rc = (i && buf_append(b, ", ", 2)) || text_json(b, s, n) || buf_append(b, ": ", 2) ||
+             buf_put_u64(b, f->ev_count.v[i]);
+    }
+    return rc;
+}
+
+int folder_write_meta(folder_t *f, FILE *out)
+{
+    buf_t b = {0};
+    int rc = meta_counts(f, &b) || buf_append(&b, "}, \"leaves\": [", 14);
+    for (size_t i = 0; !rc && i < f->nleaves; i++) {
+        const leaf_ref_t *l = &f->leaves[i];
+        rc = (i && buf_append(&b, ", ", 2)) || buf_putc(&b, '[') || buf_put_u64(&b, l->count) ||
+             buf_append(&b, ", ", 2) || json_rstr(f, &b, l->dso) || buf_append(&b, ", ", 2) ||
+             json_rstr(f, &b, l->sym) || buf_append(&b, ", ", 2) || json_rstr(f, &b, l->off) ||
+             buf_putc(&b, ']') || flush(&b, out, 1 << 20);
+    }
+    rc = rc || buf_append(&b, "]}\n", 3) || flush(&b, out, 0);
+    buf_free(&b);
+    return rc ? -EIO : 0;
+}
