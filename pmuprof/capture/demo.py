@@ -171,7 +171,7 @@ class DemoOptions:
     duration: float = 10.0
     threads: int = 4
     spin_wait_delay: int = 30
-    frequency: int = 99
+    frequency: int = 499  # a demo is not a production server: more samples, steadier findings
     mode: str = "per-cpu"  # or "per-thread" (perf record -p: fine for a demo, cheaper to post-process)
     out_dir: Path | None = None
     warmup_s: float = 1.0
