@@ -218,6 +218,7 @@ def run_demo(opts: DemoOptions, progress: Callable | None = None,
     proc = start_demo(opts.scenario, opts.threads, opts.spin_wait_delay, seconds, binary)
     log(f"started {DEMO_BINARY} (pid {proc.pid}): scenario {opts.scenario}, {opts.threads} threads, "
         f"spin_wait_delay {opts.spin_wait_delay}")
+    stopped: list[int | None] = []
     try:
         time.sleep(opts.warmup_s)
         if proc.poll() is not None:
@@ -227,9 +228,14 @@ def run_demo(opts: DemoOptions, progress: Callable | None = None,
                    "--threads", str(opts.threads), "--spin-wait-delay", str(opts.spin_wait_delay))
         rec = RecordOptions(pids=(proc.pid,), out_dir=out_dir, duration=opts.duration,
                             frequency=opts.frequency, mode=opts.mode, mysql=False, command=command)
-        run_dir = record(rec, progress, log)
+
+        def stop_now() -> None:  # as soon as perf stops, so folding has both CPUs
+            stopped.append(stop_demo(proc, log_path=out_dir / WORKLOAD_LOG))
+
+        run_dir = record(rec, progress, log, on_recorded=stop_now)
     finally:
-        status = stop_demo(proc, log_path=out_dir / WORKLOAD_LOG if out_dir.is_dir() else None)
+        status = stopped[0] if stopped else stop_demo(
+            proc, log_path=out_dir / WORKLOAD_LOG if out_dir.is_dir() else None)
     rundir.write_json(run_dir / rundir.MYSQL, workload_facts(opts))
     result = pipeline.report_input(run_dir, run_dir)
     result.update(run_dir=run_dir, workload={"argv": list(proc.args), "exit_code": status})

@@ -36,9 +36,13 @@ def call_graph_args(call_graph: str) -> list[str]:
     raise ValueError(f"unknown call-graph mode {call_graph!r}")
 
 
-def record_argv(perf: str, spec: RecordSpec) -> list[str]:
-    """perf record runs until SIGINT; the caller times it (no `sleep` child to orphan)."""
-    argv = [perf, "record", "-F", str(spec.frequency), *call_graph_args(spec.call_graph), "-e", spec.event]
+def record_argv(perf: str, spec: RecordSpec, control: list[str] | None = None) -> list[str]:
+    """perf record runs until SIGINT; the caller times it (no `sleep` child to orphan).
+
+    ``control`` (e.g. ``-D -1 --control fifo:CTL,ACK``) starts it disabled until the caller enables it.
+    """
+    argv = [perf, "record", "-F", str(spec.frequency), *call_graph_args(spec.call_graph), "-e", spec.event,
+            *(control or [])]
     if spec.mode == "per-cpu":
         argv.append("-a")
         if spec.cgroup:

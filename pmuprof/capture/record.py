@@ -16,7 +16,7 @@ from ..errors import PerfError, PmuprofError, ResourceError, TargetError, UsageE
 from ..model import rundir
 from ..paths import perf_path
 from . import events, host, perfcmd, perfparse, postprocess, target
-from .runner import Progress, run_bounded
+from .runner import Control, Progress, run_bounded
 
 MAX_DURATION_S = 3600
 
@@ -72,8 +72,11 @@ def preflight(opts: RecordOptions) -> tuple[str, dict]:
 
 
 def record(opts: RecordOptions, progress: Progress | None = None,
-           log: Callable[[str], None] = lambda _m: None) -> Path:
-    """Capture into opts.out_dir and return it. Ctrl-C keeps and folds what was captured."""
+           log: Callable[[str], None] = lambda _m: None, on_recorded: Callable[[], None] | None = None) -> Path:
+    """Capture into opts.out_dir and return it. Ctrl-C keeps and folds what was captured.
+
+    ``on_recorded`` runs as soon as perf has stopped, before folding (the demo stops its workload there).
+    """
     validate(opts)
     pids = tuple(dict.fromkeys(target.resolve_pid(p) for p in opts.pids))
     perf, host_facts = preflight(opts)
@@ -89,7 +92,8 @@ def record(opts: RecordOptions, progress: Progress | None = None,
     pmu_events, pmu_notes = _pmu_event_set(host_facts)
     stat_events = perfcmd.STAT_SOFTWARE + tuple(perf for _, perf in pmu_events)
     stat_out = opts.out_dir / rundir.STAT_CSV
-    argv = {"record": (perfcmd.record_argv(perf, spec), opts.out_dir / rundir.RECORD_LOG),
+    control = Control(opts.out_dir)
+    argv = {"record": (perfcmd.record_argv(perf, spec, control.argv()), opts.out_dir / rundir.RECORD_LOG),
             "stat": (perfcmd.stat_argv(perf, stat_out, pids, stat_events, opts.mode, cgroup),
                      opts.out_dir / rundir.STAT_LOG)}
     host_facts["pause"] = postprocess.calibrate_pause()
@@ -97,7 +101,9 @@ def record(opts: RecordOptions, progress: Progress | None = None,
     started = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     log(f"recording {', '.join(t['label'] + ' (pid ' + str(t['pid']) + ')' for t in targets)} for "
         f"{opts.duration:g} s at {opts.frequency} Hz, mode {opts.mode}{' cgroup ' + cgroup if cgroup else ''}")
-    outcome = run_bounded(argv, opts.duration, pids, host_facts["perf_event_paranoid"], progress, data)
+    outcome = run_bounded(argv, opts.duration, pids, host_facts["perf_event_paranoid"], progress, data, control)
+    if on_recorded is not None:
+        on_recorded()
     run = {
         "pmuprof_version": __version__, "command": list(opts.command), "started": started,
         "duration_s": outcome.elapsed_s, "duration_requested_s": opts.duration,

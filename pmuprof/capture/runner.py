@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import select
 import signal
 import subprocess
 import time
@@ -92,15 +93,64 @@ def stop(proc: subprocess.Popen, grace_s: float = 60.0) -> int | None:
     return proc.poll()
 
 
+class Control:
+    """perf's control FIFOs: perf starts with events disabled; the capture clock starts at its 'ack'.
+
+    A loaded host can take seconds to start `perf record -a` (it synthesizes every process's
+    mmaps), so timing from spawn would shorten the window that was asked for.
+    """
+
+    def __init__(self, directory: Path) -> None:
+        self.ctl, self.ack = directory / ".perf-ctl", directory / ".perf-ack"
+        for fifo in (self.ctl, self.ack):
+            fifo.unlink(missing_ok=True)
+            os.mkfifo(fifo, 0o600)
+        self._ack_fd = os.open(self.ack, os.O_RDONLY | os.O_NONBLOCK)  # perf's write-open must not block
+
+    def argv(self) -> list[str]:
+        return ["-D", "-1", "--control", f"fifo:{self.ctl},{self.ack}"]
+
+    def enable(self, proc: subprocess.Popen, timeout: float = 120.0) -> bool:
+        """Send 'enable' once perf listens and wait for its ack; False if perf exited first."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and proc.poll() is None:
+            try:
+                fd = os.open(self.ctl, os.O_WRONLY | os.O_NONBLOCK)
+            except OSError:  # ENXIO: perf has not opened its end yet
+                time.sleep(0.05)
+                continue
+            try:
+                os.write(fd, b"enable\n")
+            finally:
+                os.close(fd)
+            return self._wait_ack(proc, deadline)
+        return False
+
+    def _wait_ack(self, proc: subprocess.Popen, deadline: float) -> bool:
+        while time.monotonic() < deadline and proc.poll() is None:
+            ready, _, _ = select.select([self._ack_fd], [], [], 0.2)
+            if ready and b"ack" in os.read(self._ack_fd, 64):
+                return True
+        return False
+
+    def close(self) -> None:
+        os.close(self._ack_fd)
+        for fifo in (self.ctl, self.ack):
+            fifo.unlink(missing_ok=True)
+
+
 def run_bounded(procs: dict[str, tuple[Sequence[str], Path]], duration: float, pids: Sequence[int],
-                paranoid: int | None, progress: Progress | None = None, data_path: Path | None = None) -> Outcome:
-    """Run the named perf commands together for ``duration`` seconds, then stop them all."""
+                paranoid: int | None, progress: Progress | None = None, data_path: Path | None = None,
+                control: Control | None = None) -> Outcome:
+    """Run the named perf commands together for ``duration`` seconds of recording, then stop them all."""
     out = Outcome()
     started: dict[str, subprocess.Popen] = {}
     t0 = time.monotonic()
     try:
         for name, (argv, err_path) in procs.items():
             started[name] = spawn(argv, err_path)
+        if control is not None and control.enable(started["record"]):
+            t0 = time.monotonic()
         _watch(started, procs, duration, pids, paranoid, progress, data_path, out, t0)
     except KeyboardInterrupt:
         out.interrupted = True
@@ -115,6 +165,8 @@ def run_bounded(procs: dict[str, tuple[Sequence[str], Path]], duration: float, p
                 out.stderr[name] = procs[name][1].read_text(errors="replace") if procs[name][1].exists() else ""
         finally:
             signal.signal(signal.SIGINT, previous)
+            if control is not None:
+                control.close()
     return out
 
 
