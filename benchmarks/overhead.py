@@ -146,7 +146,8 @@ def one_run(server: mdb.MariaDB, mode: str, seconds: float, threads: int) -> dic
         result, extra = _gdb_run(server, seconds, threads)
     else:
         result, extra = _profiled_run(server, mode, seconds, threads)
-    return {"mode": mode, "tps": result.tps, "p95_ms": result.p95_ms, "errors": result.errors, **extra}
+    load1 = float(Path("/proc/loadavg").read_text().split()[0])
+    return {"mode": mode, "tps": result.tps, "p95_ms": result.p95_ms, "errors": result.errors, "load1": load1, **extra}
 
 
 def spread(values: list[float]) -> dict[str, float]:
@@ -199,6 +200,8 @@ def main() -> int:
         print(f"overhead: cannot run: {missing}", file=sys.stderr)
         return 2
     WORK.mkdir(parents=True, exist_ok=True)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # run the finally blocks: stop the server
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # also when started in the background
     server = mdb.start_mariadb()
     runs: list[dict] = []
     log: Callable[[str], None] = lambda msg: print(msg, file=sys.stderr, flush=True)  # noqa: E731

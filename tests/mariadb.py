@@ -64,9 +64,9 @@ class MariaDB:
                 f"--mysql-password={self.password}", f"--mysql-db={self.database}"]
 
 
-def _install(workdir: Path, datadir: Path) -> None:
+def _install(workdir: Path, datadir: Path, root_auth: str) -> None:
     argv = [which("mariadb-install-db") or "mariadb-install-db", "--no-defaults", f"--datadir={datadir}",
-            "--auth-root-authentication-method=normal", "--skip-test-db", "--skip-name-resolve"]
+            f"--auth-root-authentication-method={root_auth}", "--skip-test-db", "--skip-name-resolve"]
     if os.geteuid() == 0:
         argv.append("--user=root")
     with open(workdir / "install.log", "wb") as log:
@@ -124,14 +124,17 @@ def sql(server: MariaDB, *statements: str) -> list[tuple]:
         conn.close()
 
 
-def start_mariadb(extra_args: tuple[str, ...] = (), workdir: Path | None = None) -> MariaDB:
-    """Install a datadir under a new temp folder and start mariadbd on it; stop_mariadb() undoes all."""
+def start_mariadb(extra_args: tuple[str, ...] = (), workdir: Path | None = None, root_auth: str = "normal") -> MariaDB:
+    """Install a datadir under a new temp folder and start mariadbd on it; stop_mariadb() undoes all.
+
+    ``root_auth="socket"`` makes root@localhost use unix_socket authentication, as Debian's packages do.
+    """
     workdir = Path(workdir or tempfile.mkdtemp(prefix="pmuprof-mdb-"))
     datadir = workdir / "data"
     port, sock, error_log = free_port(), workdir / "mysqld.sock", workdir / "error.log"
     proc = None
     try:
-        _install(workdir, datadir)
+        _install(workdir, datadir, root_auth)
         with open(workdir / "mariadbd.out", "wb") as out:
             proc = subprocess.Popen(_server_argv(workdir, datadir, port, extra_args), stdout=out,
                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)

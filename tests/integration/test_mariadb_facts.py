@@ -120,3 +120,16 @@ def test_unreachable_is_quick(tmp_path: Path) -> None:
         port = s.getsockname()[1]
     assert collect_facts(MysqlOptions(host="127.0.0.1", port=port, connect_timeout=2))["reachable"] is False
     assert collect_facts(MysqlOptions(socket=str(tmp_path / "x.sock")))["reachable"] is False
+
+
+def test_debian_style_root_unix_socket_auth() -> None:
+    """Debian's root@localhost uses unix_socket auth: running as root with no options must still connect."""
+    if os.geteuid() != 0:
+        pytest.skip("unix_socket authentication as root needs euid 0")
+    server = mdb.start_mariadb(root_auth="socket")
+    try:
+        facts = collect_facts(MysqlOptions(), pid=server.pid, interval_s=0.2)
+    finally:
+        mdb.stop_mariadb(server)
+    assert facts["reachable"] is True, facts.get("error")
+    assert facts["source"] == f"socket {server.socket}"
