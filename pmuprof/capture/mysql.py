@@ -215,8 +215,11 @@ def _error_log(variables: dict[str, str], pid: int | None, local: bool, missing:
         try:
             with open(cand, "rb") as fh:
                 fh.seek(max(0, os.fstat(fh.fileno()).st_size - _ERROR_LOG_TAIL))
-                lines = (raw.decode("utf-8", "replace") for raw in fh)
-                return {"path": path, **mp.scan_error_log(lines)}
+                found = mp.scan_error_log(raw.decode("utf-8", "replace") for raw in fh)
+            if found["memory_barrier"] is None:
+                missing.append(f"error log {path} has no 'is used for memory barrier' line "
+                               "(this server version does not print it, or the log was rotated)")
+            return {"path": path, **found}
         except OSError as err:
             reason = err.strerror or str(err)
     missing.append(f"error log {path} unreadable: {reason}")

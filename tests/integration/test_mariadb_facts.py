@@ -70,7 +70,9 @@ def test_relax_multiplier_and_error_log(facts_under_load: dict, mariadb: mdb.Mar
     log = facts_under_load["error_log"]
     assert log["path"] == str(mariadb.error_log)
     assert set(log) >= {"memory_barrier", "line", "event_mutexes"}
-    assert not any(m.startswith("error log") for m in facts_under_load["missing"])
+    assert not any("unreadable" in m for m in facts_under_load["missing"])
+    if log["memory_barrier"] is None:  # MariaDB 10.11 does not print it: said, not silently null
+        assert any("memory barrier" in m for m in facts_under_load["missing"])
 
 
 def test_facts_are_json_and_hold_no_password(facts_under_load: dict, mariadb: mdb.MariaDB) -> None:
