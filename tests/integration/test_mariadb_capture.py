@@ -1,0 +1,97 @@
+"""pmuprof capture on a real, stripped Debian mariadbd under sysbench load (issue 5)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from helpers import need_perf, run_cli
+import mariadb as mdb
+
+INNODB_ONLY = ("row_search_mvcc", "ut_delay", "buf_page_get_gen", "btr_cur_search_to_nth_level", "srw_pause")
+
+
+def _capture(server: mdb.MariaDB, out: Path, *extra: str, pids: tuple[int, ...] = ()) -> dict:
+    pid_args = [a for p in (pids or (server.pid,)) for a in ("-p", str(p))]
+    res = run_cli("capture", *pid_args, "-d", "5", "-F", "199", "-o", str(out),
+                  "--defaults-file", str(server.defaults_file), *extra, timeout=300)
+    assert res.returncode == 0, res.stderr
+    return json.loads((out / "findings.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def loaded_run(mariadb, tmp_path_factory):
+    need_perf()
+    load = mdb.SysbenchLoad(mariadb, 40, test="oltp_read_write", threads=8)
+    try:
+        out = tmp_path_factory.mktemp("mdb") / "run"
+        findings = _capture(mariadb, out)
+    finally:
+        load.stop()
+    return out, findings
+
+
+def test_server_facts_are_collected(loaded_run):
+    out, _ = loaded_run
+    facts = json.loads((out / "mysql.json").read_text())
+    assert facts["reachable"] and facts["server"]["family"] == "mariadb"
+    assert "innodb_spin_wait_delay" in facts["variables"] and facts["processlist"]["threads"] >= 1
+    assert facts["my_cpu_relax_multiplier"] in (100, 200)
+
+
+def test_server_layer_frames_are_named_and_innodb_is_unnamed_not_misnamed(loaded_run):
+    out, findings = loaded_run
+    frames = {f for line in (out / "stacks.folded").read_text().splitlines() if not line.startswith("#")
+              for f in line.rsplit(" ", 1)[0].split(";")}
+    assert {"do_command", "dispatch_command"} <= frames
+    assert any(f.startswith("mysql_execute_command") for f in frames)
+    assert any(f.startswith("[mariadbd+0x") for f in frames), "unnamed InnoDB code grouped by function"
+    assert not [f for f in frames if f.startswith(INNODB_ONLY)], "a frame was given a name mariadbd does not have"
+    assert "missing-symbols" in [f["rule"] for f in findings["findings"]]
+    table = json.loads((out / "symbols.json").read_text())["unnamed_functions"]
+    ours = [row for row in table if row["binary"].endswith("/mariadbd")]
+    assert ours and all(row["label"].startswith("[mariadbd+0x") and row["called_from"] for row in ours)
+
+
+def test_no_password_in_any_output(loaded_run, mariadb):
+    out, _ = loaded_run
+    for name in ("run.json", "mysql.json", "findings.json", "report.html", "report.md"):
+        assert mariadb.password not in (out / name).read_text(errors="replace"), name
+
+
+def test_raised_spin_delay_is_recorded_and_measured(mariadb, tmp_path):
+    need_perf()
+    mdb.sql(mariadb, "SET GLOBAL innodb_spin_wait_delay = 200")
+    load = mdb.SysbenchLoad(mariadb, 40, test="oltp_write_only", threads=16)
+    try:
+        _capture(mariadb, tmp_path / "spin")
+    finally:
+        load.stop()
+        mdb.sql(mariadb, "SET GLOBAL innodb_spin_wait_delay = 4")
+    facts = json.loads((tmp_path / "spin" / "mysql.json").read_text())
+    assert facts["variables"]["innodb_spin_wait_delay"] == "200"
+    run = json.loads((tmp_path / "spin" / "run.json").read_text())
+    assert "pause_share" in run.get("skid", {}), "skid-corrected PAUSE share is measured, not assumed"
+
+
+def test_two_instances_side_by_side(mariadb, tmp_path):
+    need_perf()
+    second = mdb.start_mariadb()
+    try:
+        load = mdb.SysbenchLoad(mariadb, 30, test="oltp_read_only", threads=4)
+        try:
+            res = run_cli("capture", "-p", str(mariadb.pid), "-p", str(second.pid), "-d", "4", "-o",
+                          str(tmp_path / "two"), "--no-mysql", timeout=300)
+        finally:
+            load.stop()
+    finally:
+        mdb.stop_mariadb(second)
+    assert res.returncode == 0, res.stderr
+    run = json.loads((tmp_path / "two" / "run.json").read_text())
+    labels = {t["label"] for t in run["targets"]}
+    assert labels == {f"mariadbd-{mariadb.pid}", f"mariadbd-{second.pid}"}
+    assert all("numa" in t and "cpus_allowed" in t for t in run["targets"])
+    html = (tmp_path / "two" / "report.html").read_text()
+    assert all(label in html for label in labels)
