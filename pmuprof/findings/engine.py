@@ -116,6 +116,7 @@ def evaluate_rule(rule: Rule, index: StackIndex, facts: Facts) -> Finding | None
     share_ev = _stack_evidence(rule, values, (rule.share,) if rule.share else ())
     chain_ev = _stack_evidence(rule, values, rule.chain) if rule.chain else share_ev
     values["chain"] = chain_ev.get("chain", "") if chain_ev else ""
+    values["share"] = float(share_ev["share"]) if share_ev else 0.0  # the metric that fired, for messages
     values["missing"] = "; ".join(dict.fromkeys(m for m in missing if m)) or "nothing"
     return Finding(
         rule=rule.id, severity=SEVERITIES[level], title=rule.title,

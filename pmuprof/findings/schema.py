@@ -284,7 +284,7 @@ def build_rule(data: Any, path: str, stem: str | None = None) -> Rule:
         raise ctx.fail(data.line_of("severity"), f"severity must be one of {', '.join(SEVERITIES)}")
     ev = ctx.mapping(data["evidence"], data.line_of("evidence"), "evidence")
     matchers = tuple(_matcher(ctx, name, spec, ev.line_of(name)) for name, spec in ev.items())
-    names = {m.name for m in matchers} | {"samples", "process", "missing", "chain", "server"}
+    names = {m.name for m in matchers} | {"samples", "process", "missing", "chain", "server", "share"}
     if "thresholds" not in data and "fire" not in data:
         raise ctx.fail(data.line, "a rule needs 'thresholds' or 'fire' (else it would always fire)")
     return Rule(
