@@ -134,7 +134,8 @@ def markdown(s: dict) -> str:
     lines = ["| pipeline | wall median (min) | ratio vs perf script | CPU user+sys | CPU ratio | peak RSS |",
              "|---|---|---|---|---|---|"]
     for name, t in s["table"].items():
-        lines.append(f"| `{name}` | {t['wall_median']:.2f} s ({t['wall_min']:.2f}) | {t['wall_ratio_vs_perf_script']:.2f}x"
+        cell = name.replace("|", "\\|")
+        lines.append(f"| `{cell}` | {t['wall_median']:.2f} s ({t['wall_min']:.2f}) | {t['wall_ratio_vs_perf_script']:.2f}x"
                      f" | {t['cpu_median']:.2f} s | {t['cpu_ratio_vs_perf_script']:.2f}x | {t['peak_rss_mib']:.0f} MiB |")
     return "\n".join(lines)
 
