@@ -78,7 +78,7 @@ def split_frame(line: str) -> tuple[str, str, int | None] | None:
 
 def inline_frame(rest: str) -> tuple[str, str, int | None] | None:
     """The 'ip sym+off (dso)' at the end of a header line (samples recorded without call chains)."""
-    rest = rest.rstrip()
+    rest = rest.rstrip(_WS)
     if not rest.endswith(")"):
         return None
     paren = _dso_open_paren(rest)

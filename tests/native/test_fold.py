@@ -164,7 +164,8 @@ def test_hostile_names_and_undecodable_bytes(fold_bin, tmp_path, opts):
 
 NO_CALLCHAIN = (b"            perf 123/123 1.5: 1 cpu-clock:ppp:  ffffffff81000130 entry_SYSCALL_64+0x76 ([kernel.kallsyms])\n"
                 b"     my thread 2 7/8 2.0:  55d0c0123456 ut_delay+0x1c (/usr/sbin/mariadbd (deleted))\n"
-                b"  x 9/9  e: 1 [unknown] (/lib/y.so)\n  z 9/10 \n  q 9/11 : ab f+0x1 (/a) \n")
+                b"  x 9/9  e: 1 [unknown] (/lib/y.so)\n  z 9/10 \n  q 9/11 : ab f+0x1 (/a) \n"
+                b"  u 9/12 e: 2 g+0x1 (/a)\xc2\xa0\n  v 9/13 e: 3 h+0x1 (/a)\x1c\n")
 
 
 @pytest.mark.parametrize("opts", [{}, {"per_thread": True}, {"raw_unknown": True}])
