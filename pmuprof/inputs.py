@@ -7,7 +7,7 @@ from pathlib import Path
 from .errors import InputError
 from .model import rundir
 from .model.folded import load_folded
-from .model.perfscript import DEFAULT_TARGET_COMMS, FoldResult, Folder
+from .model.perfscript import DEFAULT_TARGET_COMMS, FoldResult
 from .model.profile import Leaf, Profile
 
 PERF_MAGIC = b"PERFILE2"
@@ -57,13 +57,8 @@ def load_input(path: Path | str, pids: tuple[int, ...] = (), comms: tuple[str, .
     comms = comms or (() if pids else DEFAULT_TARGET_COMMS)
     if kind == "perf.data":
         return _from_perf_data(path, pids, comms, per_thread, sibling, names)
-    folder = Folder(pids, comms, per_thread, names)
-    with open(path, "rb") as fh:
-        last = b""
-        for raw in fh:
-            folder.feed(raw.decode("utf-8", "backslashreplace"))
-            last = raw
-    result = folder.finish(truncated=bool(last) and not last.endswith(b"\n"))
+    from .fastfold import fold_file  # the C folder when built, else the Python Folder
+    result = fold_file(path, pids, comms, per_thread, names)
     return _from_fold(result, path, "perf-script", sibling, comms)
 
 
