@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import mmap
 import struct
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,15 +30,15 @@ class Symbol:
 
 
 class ElfFile:
-    """A minimal 64-bit little-endian ELF reader (enough for x86-64 mysqld/mariadbd)."""
+    """A minimal 64-bit little-endian ELF reader (enough for x86-64 mysqld/mariadbd), over an mmap."""
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
         with open(self.path, "rb") as fh:
-            self.data = fh.read()
+            self.data = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
         if self.data[:4] != b"\x7fELF" or self.data[4] != 2 or self.data[5] != 1:
             raise ValueError(f"{path}: not a 64-bit little-endian ELF file")
-        self.machine = struct.unpack_from("<H", self.data, 18)[0]
+        self.e_type, self.machine = struct.unpack_from("<HH", self.data, 16)
         shoff, = struct.unpack_from("<Q", self.data, 40)
         shentsize, shnum, shstrndx = struct.unpack_from("<HHH", self.data, 58)
         raw = [struct.unpack_from("<IIQQQQIIQQ", self.data, shoff + i * shentsize) for i in range(shnum)]
@@ -78,6 +79,22 @@ class ElfFile:
             if name and shndx:
                 out.append(Symbol(self._cstr(strtab.offset + name), value, size, (info & 0xF) == 2))
         return out
+
+    def first_load_vaddr(self) -> int:
+        """Lowest PT_LOAD p_vaddr, page-aligned (the PIE load bias is measured against it)."""
+        phoff, = struct.unpack_from("<Q", self.data, 32)
+        phentsize, phnum = struct.unpack_from("<HH", self.data, 54)
+        vaddrs = [struct.unpack_from("<IIQQ", self.data, phoff + i * phentsize) for i in range(phnum)]
+        loads = [v[3] for v in vaddrs if v[0] == 1]  # PT_LOAD
+        return (min(loads) & ~0xFFF) if loads else 0
+
+    def find(self, name: str, tables: tuple[str, ...] = (".dynsym", ".symtab")) -> tuple[Symbol, str] | None:
+        """The first defined symbol called ``name`` and the table it came from."""
+        for table in tables:
+            for sym in self.symbols(table):
+                if sym.name == name and sym.value:
+                    return sym, table
+        return None
 
     def vaddr_bytes(self, vaddr: int, length: int) -> bytes:
         for sec in self.sections:
