@@ -237,7 +237,7 @@ def annotate_text(model: Mapping[str, Any]) -> str:
     for ins in model["instructions"]:
         mark = ""
         if ins["kind"] and ins["corrected"] > ins["raw"]:
-            mark = f"   <- {ins['corrected'] - ins['raw']} moved from the next instruction"
+            mark = f"   <- {ins['corrected'] - ins['raw']} moved from the instruction(s) after it"
         if ins["ambiguous"]:
             mark += "   (jump target: ambiguous)"
         lines.append(f"{ins['offset']:>8x} {ins['raw']:>8} {ins['corrected']:>9}  {ins['text']}{mark}")

@@ -101,6 +101,7 @@ static void insn_fill(struct insn *in, const cs_insn *ci, uint64_t start, uint64
 	in->addr = ci->address;
 	in->size = ci->size;
 	in->kind = (uint8_t)insn_kind(ci);
+	in->is_nop = ci->id == X86_INS_NOP;
 	if (in->kind == KIND_PAUSE && ci->id == X86_INS_PAUSE)
 		snprintf(in->text, sizeof(in->text), "pause");
 	else

@@ -22,6 +22,7 @@ struct insn {
 	uint8_t kind;
 	uint8_t is_jump;   /* direct jump with a target inside the function */
 	uint8_t is_target; /* some jump in the function lands here */
+	uint8_t is_nop;    /* nop / multi-byte nop: never the culprit, skid passes over it */
 	char text[96];
 };
 

@@ -14,11 +14,35 @@ struct histo {
 	uint64_t total, moved, ambiguous_samples, misaligned, by_kind[KIND_RDTSC + 1];
 };
 
+/*
+ * The instruction a sample at insns[idx] (starting at addr) really belongs to: the static
+ * predecessor when it is PAUSE / a fence / a locked op, looking back past at most MAX_NOPS
+ * NOPs (a NOP costs nothing, so the stall skids over it: seen on mfence; nop; pop).
+ * -1 when the sample stays. *ambiguous: some instruction on the way is also a jump target.
+ */
+#define MAX_NOPS 2
+static long skid_culprit(const struct func_code *f, long idx, uint64_t addr, int exact, int *ambiguous)
+{
+	long j = idx - 1, nops = 0;
+
+	*ambiguous = f->insns[idx].is_target;
+	while (j >= 0 && f->insns[j].addr + f->insns[j].size == addr) {
+		if (skid_kind_moves(f->insns[j].kind, exact))
+			return j;
+		if (!f->insns[j].is_nop || ++nops > MAX_NOPS)
+			return -1;
+		*ambiguous |= f->insns[j].is_target;
+		addr = f->insns[j].addr;
+		j--;
+	}
+	return -1;
+}
+
 /* Add one sample at addr to the histograms of f. */
 static void histo_add(struct histo *h, const struct func_code *f, uint64_t addr, uint64_t count, int exact)
 {
-	long containing, idx = func_find(f, addr, &containing);
-	const struct insn *prev;
+	long containing, culprit, idx = func_find(f, addr, &containing);
+	int ambiguous;
 
 	if (idx < 0) {
 		h->misaligned += count;
@@ -26,11 +50,11 @@ static void histo_add(struct histo *h, const struct func_code *f, uint64_t addr,
 	}
 	h->raw[idx] += count;
 	h->total += count;
-	prev = idx > 0 ? &f->insns[idx - 1] : NULL;
-	if (prev && prev->addr + prev->size == addr && skid_kind_moves(prev->kind, exact)) {
-		h->corrected[idx - 1] += count;
+	culprit = skid_culprit(f, idx, addr, exact, &ambiguous);
+	if (culprit >= 0) {
+		h->corrected[culprit] += count;
 		h->moved += count;
-		if (f->insns[idx].is_target) {
+		if (ambiguous) {
 			h->ambiguous[idx] = 1;
 			h->ambiguous_samples += count;
 		}

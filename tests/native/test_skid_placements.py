@@ -115,3 +115,24 @@ def test_sample_on_the_pause_itself_stays(helper, build):
     assert rc == 0
     (ins,) = [i for i in data["functions"][0]["instructions"] if i["raw"]]
     assert ins["text"] == "pause" and ins["corrected"] == 5 and data["moved"] == 0
+
+
+def test_skid_passes_over_nops_after_a_fence_but_not_after_plain_code(helper, build):
+    """mfence; nop; X — samples on X belong to the fence. add; nop; X — they stay. Past 2 NOPs — they stay."""
+    exe, syms = build
+    cases = {"fn1_after": True, "an1_after": False, "fn3_after": False}
+    lines = []
+    for i, label in enumerate(cases):
+        func, start = containing_function(syms, syms[label][0])
+        lines.append(f"{func}\t{syms[label][0] - start:x}\t{1 << i}\n")
+    rc, data = run_helper(helper, "skid", "--binary", str(exe), stdin="".join(lines))
+    assert rc == 0, data
+    insns = _by_addr(data)
+    for i, (label, moves) in enumerate(cases.items()):
+        addr, count = syms[label][0], 1 << i
+        assert insns[addr]["raw"] == count
+        moved_to = [a for a, ins in insns.items() if ins["corrected"] & count and a != addr]
+        if moves:
+            assert insns[addr]["corrected"] & count == 0 and insns[moved_to[0]]["text"] == "mfence", label
+        else:
+            assert insns[addr]["corrected"] & count and not moved_to, label

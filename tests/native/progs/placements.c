@@ -31,6 +31,15 @@ __attribute__((noinline)) void fences(void)
 	counter++;
 }
 
+/* A NOP between a fence and the stalled instruction: the skid passes over the NOP. */
+__attribute__((noinline)) void fence_then_nops(void)
+{
+	__asm__ __volatile__("mfence\nnop\n.globl fn1_after\nfn1_after:\n"
+			     "addl $1, %0\nnop\n.globl an1_after\nan1_after:\n"
+			     "mfence\nnop\nnop\nnop\n.globl fn3_after\nfn3_after:\n"
+			     "addl $1, %0\n" : "+m"(shared) :: "memory");
+}
+
 __attribute__((noinline)) int locked(int v)
 {
 	__asm__ __volatile__("lock xaddl %0, %1\n.globl lx_after\nlx_after:\n"
@@ -71,6 +80,7 @@ int main(int argc, char **argv)
 	pause_then_jump();
 	rep_nop_spelling();
 	fences();
+	fence_then_nops();
 	locked(argc);
 	pause_before_ret();
 	ambiguous_target(argc);
