@@ -89,7 +89,7 @@ def _capture(p: Mapping[str, Any]) -> list[str]:
 
 def render_markdown(payload: Mapping[str, Any]) -> str:
     """The ticket text for a report payload."""
-    lines = [f"## pmuprof: {_text(payload['title'])}", "", "### Findings", ""]
+    lines = [f"## {_text(payload['title'])}", "", "### Findings", ""]
     lines += _findings(list(payload["findings"]))
     lines += ["### Key numbers", ""] + _numbers(payload) + [""]
     lines += ["### How it was captured", ""] + _capture(payload) + [""]
