@@ -54,7 +54,7 @@ def test_annotate_json(rundir):
 def test_annotate_text_and_errors(rundir):
     run, _, helper = rundir
     res = _cli(str(run), "--symbol", "loop_pause", helper=helper)
-    assert res.returncode == 0 and "moved from the next instruction" in res.stdout
+    assert res.returncode == 0 and "moved from the instruction(s) after it" in res.stdout
     res = _cli(str(run), "--symbol", "no_such_function", helper=helper)
     assert res.returncode == 3 and res.stderr.count("\n") == 1 and "symbol not found" in res.stderr
 

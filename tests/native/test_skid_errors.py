@@ -6,14 +6,12 @@ import shutil
 
 import pytest
 
-from native_support import PROGS, compile_prog, elf_symbols, helper_binary, need_features, run_helper
+from native_support import PROGS, compile_prog, elf_symbols, run_helper
 
 
 @pytest.fixture(scope="module")
-def helper():
-    path = helper_binary()
-    need_features(path, "elfutils", "capstone")
-    return path
+def helper(decoding_helper):
+    return decoding_helper
 
 
 @pytest.fixture(scope="module")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from native_support import PROGS, compile_prog, containing_function, elf_symbols, helper_binary, need_features, run_helper
+from native_support import PROGS, compile_prog, containing_function, elf_symbols, run_helper
 
 # label right after the instruction under test -> (expected kind, text the instruction starts with, moves?)
 LABELS = {
@@ -27,10 +27,8 @@ BUILDS = [("gcc", "-O0", ()), ("gcc", "-O2", ()), ("gcc", "-O3", ()), ("gcc", "-
 
 
 @pytest.fixture(scope="module")
-def helper():
-    path = helper_binary()
-    need_features(path, "elfutils", "capstone")
-    return path
+def helper(decoding_helper):
+    return decoding_helper
 
 
 @pytest.fixture(scope="module", params=BUILDS, ids=lambda b: f"{b[0]}{b[1]}{''.join(b[2][:1])}")
