@@ -6,12 +6,9 @@ import gzip
 import json
 import os
 import re
-import shutil
 import subprocess
 from collections import Counter
-from pathlib import Path
 
-import pytest
 from report_fixtures import HOSTILE_TEMPLATE, profile
 
 from pmuprof.model.folded import parse_folded
@@ -116,14 +113,8 @@ def test_speedscope_document():
 
 
 def _pprof_tool() -> str:
-    candidates = [os.environ.get("PMUPROF_PPROF", ""), shutil.which("pprof") or ""]
-    gopath = subprocess.run(["go", "env", "GOPATH"], capture_output=True, text=True).stdout.strip() \
-        if shutil.which("go") else ""
-    candidates += [str(Path(gopath) / "bin" / "pprof") if gopath else "", str(Path.home() / "go" / "bin" / "pprof")]
-    for cand in candidates:
-        if cand and Path(cand).is_file() and os.access(cand, os.X_OK):
-            return cand
-    pytest.skip("Google's pprof is not installed (go install github.com/google/pprof@latest, or set PMUPROF_PPROF)")
+    from tests_pprof import pprof_tool
+    return pprof_tool()
 
 
 def test_pprof_tool_reads_the_export(tmp_path):
