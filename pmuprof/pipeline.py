@@ -31,10 +31,14 @@ def report_profile(profile: Profile, out_dir: Path) -> dict:
     return {"paths": paths, "findings": findings, "profile": profile}
 
 
-def report_input(input_path: Path, out_dir: Path, pids: tuple[int, ...] = (), comms: tuple[str, ...] = ()) -> dict:
-    """Write report.html, findings.json and report.md for any supported input."""
+def report_input(input_path: Path, out_dir: Path, pids: tuple[int, ...] = (), comms: tuple[str, ...] = (),
+                 allow_empty: bool = False) -> dict:
+    """Write report.html, findings.json and report.md for any supported input.
+
+    ``allow_empty``: a capture of an idle server still gets a report (its warning says why it is empty).
+    """
     profile = load_input(Path(input_path), pids, comms)
-    if not profile.total:
+    if not profile.total and not allow_empty:
         raise InputError(f"{input_path}: the profile is empty", "record while the server is busy")
     return report_profile(profile, Path(out_dir))
 

@@ -33,7 +33,9 @@ def capture_cmd(quiet: bool, exit_code_on_findings: bool, **kwargs) -> None:
     mysql_opts, use_mysql = mysql_from_kwargs(kwargs)
     opts = build_options(**kwargs, mysql_options=mysql_opts, use_mysql=use_mysql)
     out = record(opts, common.progress_printer(not quiet), common.log)
-    result = report_input(out, out)
+    result = report_input(out, out, allow_empty=True)
+    if not result["profile"].total:
+        common.log("no samples of the target: it was idle or off-CPU during the capture (the report says so)")
     common.log(f"report: {result['paths']['html']}")
     for finding in result["findings"][:3]:
         common.log(f"  [{finding.severity}] {finding.title} ({finding.share:.0%})")

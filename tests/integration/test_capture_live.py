@@ -93,3 +93,61 @@ def test_target_exiting_mid_capture_is_reported(tmp_path):
     run = json.loads((out / "run.json").read_text())
     assert run["duration_s"] < 15 and any("exited during the capture" in w for w in run["warnings"])
     assert (out / "report.html").is_file()
+
+
+def test_idle_target_still_gets_a_report_that_says_so(tmp_path):
+    need_perf()
+    idle = subprocess.Popen(["sleep", "120"])
+    try:
+        res = run_cli("capture", "-p", str(idle.pid), "-d", "2", "-o", str(tmp_path / "idle"), "--no-mysql")
+    finally:
+        idle.kill()
+        idle.wait()
+    assert res.returncode == 0, res.stderr
+    assert "no samples of the target" in res.stderr
+    data = json.loads((tmp_path / "idle" / "findings.json").read_text())
+    assert data["profile"]["samples"] == 0 and data["findings"] == []
+    assert "idle (or off-CPU)" in (tmp_path / "idle" / "report.md").read_text()
+
+
+def test_truncated_perf_data_gives_one_clear_line(run_dir, tmp_path):
+    data = (run_dir / "perf.data").read_bytes()
+    cut = tmp_path / "cut.data"
+    cut.write_bytes(data[: len(data) // 2])
+    res = run_cli("report", str(cut), "-o", str(tmp_path / "out"))
+    if res.returncode == 0:  # perf read the first half: the samples it could read were kept
+        assert (tmp_path / "out" / "report.html").is_file()
+        return
+    assert res.returncode == 3 and res.stderr.startswith("pmuprof: error:") and "re-record" in res.stderr
+
+
+HOSTILE_C = r'''
+#define EVIL "\"evil</script><img src=x onerror=alert(1)>&amp;\""
+volatile long sink;
+__asm__(".text\n.globl " EVIL "\n.type " EVIL ", @function\n" EVIL ":\n"
+        "  push %rbp\n  mov %rsp, %rbp\n  mov $300000, %ecx\n"
+        "1: add %rcx, sink(%rip)\n  dec %rcx\n  jnz 1b\n  pop %rbp\n  ret\n"
+        ".size " EVIL ", .-" EVIL "\n");
+__attribute__((noinline)) void caller(void) { __asm__ volatile("call " EVIL ::: "rcx", "memory"); }
+int main(void) { for (;;) caller(); }
+'''
+
+
+def test_hostile_symbol_names_from_real_perf_render_as_text(tmp_path):
+    need_perf()
+    src, exe = tmp_path / "evil.c", tmp_path / "pmuprof-evil"
+    src.write_text(HOSTILE_C)
+    built = subprocess.run(["gcc", "-O1", "-fno-omit-frame-pointer", "-o", str(exe), str(src)],
+                           capture_output=True, text=True)
+    if built.returncode != 0:
+        pytest.skip(f"this assembler rejects the quoted symbol name: {built.stderr.strip()[:120]}")
+    proc = subprocess.Popen([str(exe)])
+    try:
+        res = run_cli("capture", "-p", str(proc.pid), "-d", "2", "-F", "499", "-o", str(tmp_path / "r"), "--no-mysql")
+    finally:
+        proc.kill()
+        proc.wait()
+    assert res.returncode == 0, res.stderr
+    assert "evil</script>" in (tmp_path / "r" / "stacks.folded").read_text()
+    html = (tmp_path / "r" / "report.html").read_text()
+    assert "<img src=x" not in html and "</script><img" not in html
