@@ -102,8 +102,10 @@ def relabel_roots(result, labels: dict[int, str]) -> None:
 def counters(run: dict, opts, stat_out: Path) -> None:
     rows = perfparse.parse_stat_csv(stat_out.read_text(errors="replace")) if stat_out.exists() else []
     labels = run.get("stat", {}).get("labels", {})
-    for row in rows:
-        row["label"] = labels.get(row["event"].split(":")[0], row["event"])
+    for row in rows:  # curated PMU events are named (pause_inst, remote_dram, ...); perf's spelling is kept
+        name = labels.get(row["event"].split(":")[0])
+        if name and name != row["event"]:
+            row["perf"], row["event"] = row["event"], name
     scope = f"cgroup {run['cgroup']}" if run.get("cgroup") else (
         "system-wide (all processes)" if opts.mode == "per-cpu" else "target threads")
     data = {"scope": scope, "duration_s": run["duration_s"], "events": rows, "derived": perfparse.derived(rows)}
