@@ -121,10 +121,10 @@ def count(pid: int, seconds: float = 1.0, events: Sequence[str] = ()) -> Json:
     return data
 
 
-def calibrate_pause(trials: int = 200) -> Json:
+def calibrate_pause(trials: int = 20000) -> Json:
     """PAUSE latency: {"cycles", "ns", "tsc_hz", "tsc_hz_source", "method": "rdtsc", "ticks_per_pause",
     "mariadb": {"my_cpu_relax_multiplier", ...}}; cycles are TSC ticks as MariaDB measures them."""
-    return run_helper(["pause", "--trials", str(int(trials))], timeout=60)
+    return run_helper(["pause", "--trials", str(int(trials))], timeout=15)
 
 
 def skid(binary: str | Path, samples: Iterable[tuple[str, int, int]] = (), addresses: Iterable[tuple[int, int]] = (),
