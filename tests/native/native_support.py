@@ -16,14 +16,20 @@ PROGS = Path(__file__).resolve().parent / "progs"
 HELPER = REPO / "native" / "build" / "pmuprof-helper"
 
 
+def native_binary(name: str) -> Path:
+    """Build (or refresh) native/build/NAME; skip when it cannot be built here."""
+    path = REPO / "native" / "build" / name
+    if not shutil.which("make") or not shutil.which("gcc"):
+        pytest.skip(f"make/gcc not installed: cannot build {name} (apt-get install build-essential)")
+    res = subprocess.run(["make", "-C", str(REPO / "native"), f"build/{name}"], capture_output=True, text=True)
+    if res.returncode != 0 or not path.is_file():
+        pytest.skip(f"{name} did not build: {res.stderr.strip()[-300:]}")
+    return path
+
+
 def helper_binary() -> Path:
     """Build (or refresh) native/build/pmuprof-helper; skip when it cannot be built here."""
-    if not shutil.which("make") or not shutil.which("gcc"):
-        pytest.skip("make/gcc not installed: cannot build pmuprof-helper (apt-get install build-essential)")
-    res = subprocess.run(["make", "-C", str(REPO / "native"), "build/pmuprof-helper"], capture_output=True, text=True)
-    if res.returncode != 0 or not HELPER.is_file():
-        pytest.skip(f"pmuprof-helper did not build: {res.stderr.strip()[-300:]}")
-    return HELPER
+    return native_binary("pmuprof-helper")
 
 
 def helper_features(helper: Path) -> dict[str, bool]:

@@ -6,7 +6,6 @@ import inspect
 import io
 import json
 import random
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -24,12 +23,8 @@ FOLD = REPO / "native" / "build" / "pmuprof-fold"
 @pytest.fixture(scope="session")
 def fold_bin() -> Path:
     """Build (or refresh) native/build/pmuprof-fold; skip when it cannot be built here."""
-    if not shutil.which("make") or not shutil.which("gcc"):
-        pytest.skip("make/gcc not installed: cannot build pmuprof-fold (apt-get install build-essential)")
-    res = subprocess.run(["make", "-C", str(REPO / "native"), "build/pmuprof-fold"], capture_output=True, text=True)
-    if res.returncode != 0 or not FOLD.is_file():
-        pytest.skip(f"pmuprof-fold did not build: {res.stderr.strip()[-300:]}")
-    return FOLD
+    from native_support import native_binary
+    return native_binary("pmuprof-fold")
 
 
 RAW_UNKNOWN = "raw_unknown" in inspect.signature(Folder).parameters
