@@ -97,7 +97,19 @@ def summary(profile: Any, processes: list[str]) -> dict[str, Any]:
         "warnings": warnings,
         "features_off": _features_off(run),
         "server_version": _get(profile.mysql, "server", "version", default="") or "",
+        "trigger": trigger_text(run.get("trigger")),
     }
+
+
+def trigger_text(trigger: Any) -> str:
+    """'Threads_running>=4 held for 3 polls (6, 6, 9) at …' for captures taken by `pmuprof watch`."""
+    if not isinstance(trigger, Mapping) or not trigger.get("condition"):
+        return ""
+    condition = str(trigger["condition"])
+    values = [p.get("values", {}).get(condition) for p in trigger.get("polls_before") or [] if isinstance(p, Mapping)]
+    shown = ", ".join(f"{v:g}" for v in values[-int(trigger.get("consecutive_hits") or 3):] if isinstance(v, (int, float)))
+    text = f"{condition} held for {trigger.get('consecutive_hits', '?')} polls"
+    return text + (f" ({shown})" if shown else "") + (f" at {trigger['fired_at']}" if trigger.get("fired_at") else "")
 
 
 def _semaphores(sem: Any) -> dict[str, Any] | None:

@@ -98,3 +98,11 @@ def test_markdown_ticket_text(tmp_path):
     assert text.replace(f"`{HOSTILE_SCRIPT}`", "").count(HOSTILE_SCRIPT) == 0
     assert "Spinning in ut_delay &lt;/script&gt;&lt;img" in text
     assert render_markdown(build_payload(profile(), [])).count("No rule fired") == 1
+
+
+def test_watch_trigger_is_said_in_the_summary():
+    from pmuprof.report.facts import trigger_text
+    trigger = {"condition": "Threads_running>=4", "consecutive_hits": 3, "fired_at": "2026-11-21T14:14:01Z",
+               "polls_before": [{"values": {"Threads_running>=4": v}} for v in (1.0, 6.0, 6.0, 9.0)]}
+    assert trigger_text(trigger) == "Threads_running>=4 held for 3 polls (6, 6, 9) at 2026-11-21T14:14:01Z"
+    assert trigger_text(None) == "" and trigger_text({}) == ""
