@@ -86,22 +86,24 @@ def record(opts: RecordOptions, progress: Progress | None = None,
     opts.out_dir.mkdir(parents=True, exist_ok=True)
     free = check_disk(opts.out_dir, need)
     cgroup = _shared_cgroup(targets) if opts.mode == "per-cpu" else None
-    data = opts.out_dir / rundir.PERF_DATA
-    spec = perfcmd.RecordSpec(data, pids, opts.frequency, opts.call_graph, opts.mode, opts.event, cgroup,
-                              max_size_bytes=min(need * 3, free // 2))
     pmu_events, pmu_notes = _pmu_event_set(host_facts)
-    stat_events = perfcmd.STAT_SOFTWARE + tuple(perf for _, perf in pmu_events)
-    stat_out = opts.out_dir / rundir.STAT_CSV
-    control = Control(opts.out_dir)
-    argv = {"record": (perfcmd.record_argv(perf, spec, control.argv()), opts.out_dir / rundir.RECORD_LOG),
-            "stat": (perfcmd.stat_argv(perf, stat_out, pids, stat_events, opts.mode, cgroup),
-                     opts.out_dir / rundir.STAT_LOG)}
     host_facts["pause"] = postprocess.calibrate_pause()
     mysql_thread = _start_mysql(opts, pids, min(opts.duration, 5.0))
     started = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     log(f"recording {', '.join(t['label'] + ' (pid ' + str(t['pid']) + ')' for t in targets)} for "
         f"{opts.duration:g} s at {opts.frequency} Hz, mode {opts.mode}{' cgroup ' + cgroup if cgroup else ''}")
-    outcome = run_bounded(argv, opts.duration, pids, host_facts["perf_event_paranoid"], progress, data, control)
+    size_cap = min(need * 3, free // 2)
+    try:
+        argv, outcome = _run_perf(opts, perf, pids, host_facts, pmu_events, cgroup, size_cap, progress)
+    except PerfError as err:
+        if not cgroup:
+            raise
+        log(f"perf refused the cgroup filter ({err.message}); sampling all CPUs without it")
+        cgroup_note = f"perf refused -G {cgroup} ({err.message}): sampled without the cgroup filter"
+        cgroup = None
+        argv, outcome = _run_perf(opts, perf, pids, host_facts, pmu_events, None, size_cap, progress)
+    else:
+        cgroup_note = None
     if on_recorded is not None:
         on_recorded()
     run = {
@@ -112,15 +114,32 @@ def record(opts: RecordOptions, progress: Progress | None = None,
         "record": {"argv": argv["record"][0], "event_requested": opts.event, "frequency": opts.frequency,
                    "call_graph": opts.call_graph, **perfparse.parse_record_stderr(outcome.stderr.get("record", ""))},
         "stat": {"argv": argv["stat"][0], "labels": {perf: label for label, perf in pmu_events},
-                 "notes": pmu_notes}, "warnings": [], "features_off": [],
+                 "notes": pmu_notes}, "warnings": [cgroup_note] if cgroup_note else [], "features_off": [],
     }
     if outcome.target_exited:
         run["warnings"].append(f"target pid(s) {', '.join(map(str, outcome.target_exited))} exited during the "
                                f"capture after {outcome.elapsed_s:.1f} s; the report covers the time before that")
     if outcome.interrupted:
         run["warnings"].append(f"capture interrupted (Ctrl-C) after {outcome.elapsed_s:.1f} s; kept what was recorded")
-    postprocess.finish(opts, perf, run, stat_out, mysql_thread, log)
+    postprocess.finish(opts, perf, run, opts.out_dir / rundir.STAT_CSV, mysql_thread, log)
     return opts.out_dir
+
+
+def _run_perf(opts: RecordOptions, perf: str, pids: tuple[int, ...], host_facts: dict,
+              pmu_events: list[tuple[str, str]], cgroup: str | None, size_cap: int, progress: Progress | None):
+    """perf record + perf stat for the capture window; returns (argv by name, runner outcome)."""
+    data = opts.out_dir / rundir.PERF_DATA
+    data.unlink(missing_ok=True)
+    spec = perfcmd.RecordSpec(data, pids, opts.frequency, opts.call_graph, opts.mode, opts.event, cgroup,
+                              max_size_bytes=size_cap)
+    stat_events = perfcmd.STAT_SOFTWARE + tuple(perf_name for _, perf_name in pmu_events)
+    stat_out = opts.out_dir / rundir.STAT_CSV
+    control = Control(opts.out_dir)
+    argv = {"record": (perfcmd.record_argv(perf, spec, control.argv()), opts.out_dir / rundir.RECORD_LOG),
+            "stat": (perfcmd.stat_argv(perf, stat_out, pids, stat_events, opts.mode, cgroup),
+                     opts.out_dir / rundir.STAT_LOG)}
+    outcome = run_bounded(argv, opts.duration, pids, host_facts["perf_event_paranoid"], progress, data, control)
+    return argv, outcome
 
 
 def _pmu_event_set(host_facts: dict) -> tuple[list[tuple[str, str]], list[str]]:
