@@ -33,10 +33,12 @@ Shapes (all plain JSON-ready dicts; ``address`` is a "0x…" string, counts are 
 from __future__ import annotations
 
 import os
+import re
 from collections import Counter
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
+from .capture.unnamed import fn_label
 from .model.profile import Profile
 
 FENCE_KINDS = ("fence", "lfence")
@@ -63,7 +65,7 @@ def hot_symbols(profile: Profile, binary: str, top: int = 20) -> list[str]:
     """The binary's symbols with the most leaf samples, hottest first."""
     totals: Counter[str] = Counter()
     for leaf in profile.leaves:
-        if dso_matches(leaf.dso, binary) and not leaf.symbol.startswith("["):
+        if leaf.symbol and dso_matches(leaf.dso, binary) and not leaf.symbol.startswith("["):
             totals[leaf.symbol] += leaf.count
     return [sym for sym, _ in sorted(totals.items(), key=lambda kv: (-kv[1], kv[0]))[:top]]
 
@@ -89,9 +91,22 @@ def binaries(profile: Profile) -> list[str]:
 
 
 def tag_functions(result: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The helper's function entries, each tagged with its binary and build-id (skid.json rows)."""
-    return [{**fn, "binary": result.get("binary"), "build_id": result.get("build_id")}
-            for fn in result.get("functions", [])]
+    """The helper's function entries, each tagged with its binary and build-id (skid.json rows).
+
+    Unnamed functions (stripped code, found from .eh_frame) get the flame graph's label,
+    '[binary+0xSTART]' or '[binary+0xSTART pause]', so both views name them the same way.
+    """
+    binary = str(result.get("binary") or "")
+    rows = []
+    for fn in result.get("functions", []):
+        row = {**fn, "binary": binary, "build_id": result.get("build_id")}
+        if row.get("requested") and row.get("symbol"):  # show the name as perf and the flame graph do
+            row["elf_symbol"], row["symbol"] = row["symbol"], row["requested"]
+        if not row.get("symbol") and row.get("start") and not row.get("error"):
+            pause = any(i.get("kind") == "pause" for i in row.get("instructions", []))
+            row["symbol"] = fn_label(os.path.basename(binary), int(str(row["start"]), 16), pause)
+        rows.append(row)
+    return rows
 
 
 def annotate_model(fn: Mapping[str, Any], binary: str, build_id: str = "") -> dict[str, Any]:
@@ -187,6 +202,15 @@ def correct_run(out_dir: Path, run: Mapping[str, Any], top: int = 20) -> dict[st
     return {"functions": rows, "summary": summary}
 
 
+UNNAMED_LABEL = re.compile(r"^\[(?P<base>[^+\]]+)\+0x(?P<start>[0-9a-fA-F]+)(?: pause)?\]$")
+
+
+def _unnamed_binary(profile: Profile, base: str) -> str | None:
+    """The file behind an unnamed-function label's binary name (from the leaves, else the targets)."""
+    cands = [leaf.dso for leaf in profile.leaves] + [t.get("exe") for t in profile.run.get("targets", [])]
+    return next((c for c in cands if c and os.path.basename(c) == base and Path(c).is_file()), None)
+
+
 def _pick_binary(profile: Profile, symbol: str) -> str | None:
     """The dso holding most of the symbol's leaf samples, else the run's first target exe on disk."""
     by_dso: Counter[str] = Counter()
@@ -208,13 +232,19 @@ def annotate(input_path: Path, symbol: str, binary: str | None = None, pids: tup
     from .inputs import load_input
 
     profile = load_input(Path(input_path), pids, comms)
-    binary = binary or _pick_binary(profile, symbol)
+    unnamed = UNNAMED_LABEL.match(symbol)
+    binary = binary or (_unnamed_binary(profile, unnamed["base"]) if unnamed else _pick_binary(profile, symbol))
     if not binary:
         raise UsageError(f"cannot tell which binary holds {symbol}: no leaf samples name an existing file",
                          "pass --binary /path/to/the/profiled/executable")
-    samples = [(symbol, 0, 0)] + leaf_samples(profile, binary, [symbol])
-    result = helper.skid(binary, samples)
-    fns = [f for f in result.get("functions", []) if f.get("requested") == symbol]
+    if unnamed:  # '[mariadbd+0xde2ac0 pause]': the .eh_frame function starting there, from its leaf addresses
+        start = int(unnamed["start"], 16)
+        result = helper.skid(binary, addresses=[(start, 0)] + unnamed_addresses(profile, binary, top=100000))
+        fns = [f for f in tag_functions(result) if f.get("start") and int(str(f["start"]), 16) == start]
+    else:
+        samples = [(symbol, 0, 0)] + leaf_samples(profile, binary, [symbol])
+        result = helper.skid(binary, samples)
+        fns = [f for f in result.get("functions", []) if f.get("requested") == symbol]
     if not fns or (fns[0].get("error") and not fns[0].get("instructions")):
         why = fns[0].get("error") if fns else "no such function"
         raise InputError(f"{symbol} in {binary}: {why}",

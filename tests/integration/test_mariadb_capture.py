@@ -95,3 +95,15 @@ def test_two_instances_side_by_side(mariadb, tmp_path):
     assert all("numa" in t and "cpus_allowed" in t for t in run["targets"])
     html = (tmp_path / "two" / "report.html").read_text()
     assert all(label in html for label in labels)
+
+
+def test_unnamed_function_can_be_annotated_by_its_label(loaded_run):
+    out, _ = loaded_run
+    table = json.loads((out / "symbols.json").read_text())["unnamed_functions"]
+    label = next(r["label"] for r in table if r["binary"].endswith("/mariadbd") and r["self"])
+    res = run_cli("annotate", str(out), "--symbol", label, "--json")
+    assert res.returncode == 0, res.stderr
+    model = json.loads(res.stdout)
+    assert model["symbol"] == label and model["instructions"]
+    raw = sum(i["raw"] for i in model["instructions"])
+    assert raw > 0 and raw == sum(i["corrected"] for i in model["instructions"])
