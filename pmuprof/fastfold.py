@@ -172,7 +172,7 @@ def _pump(source: Source, proc: subprocess.Popen) -> None:
 
 
 def _fold_python(lines: Iterable[bytes], pids, comms, per_thread, names, raw_unknown=False) -> FoldResult:
-    folder = Folder(pids, comms, per_thread, names, **({"raw_unknown": True} if raw_unknown else {}))
+    folder = Folder(pids, comms, per_thread, names, raw_unknown)
     last = b""
     for raw in lines:
         folder.feed(raw.decode("utf-8", "backslashreplace"))

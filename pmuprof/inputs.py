@@ -33,9 +33,6 @@ def sniff(path: Path) -> str:
             continue
         if line[0] in " \t":
             return "perf-script"
-    text = head.decode("utf-8", "backslashreplace")
-    if any(line[:1] in (" ", "\t") for line in text.splitlines()[1:50]):
-        return "perf-script"
     return "folded"
 
 
@@ -70,13 +67,10 @@ def _from_perf_data(path: Path, pids, comms, per_thread, sibling: dict, names) -
         raise InputError(f"{path}: reading a perf.data needs perf, which is not installed",
                          "apt-get install linux-perf, or pass the folded file / perf script text instead")
     events = script.recorded_events(perf, path)
-    chains = any("CALLCHAIN" in e.get("sample_type", "") for e in events)
-    result, argv = script.fold_perf_data(perf, path, pids, () if pids else comms, per_thread, names,
-                                         call_chains=chains)
-    if not chains:
-        result.warnings_extra = ["perf.data was recorded without call graphs (-g): stacks are one frame deep"]
+    result, argv = script.fold_perf_data(perf, path, pids, () if pids else comms, per_thread, names)
     profile = _from_fold(result, path, "perf.data", sibling, comms)
-    profile.run["warnings"].extend(getattr(result, "warnings_extra", []))
+    if not any("CALLCHAIN" in e.get("sample_type", "") for e in events):
+        profile.run["warnings"].append("perf.data was recorded without call graphs (-g): stacks are one frame deep")
     profile.run.setdefault("record", {})["events_recorded"] = [e["name"] for e in events]
     profile.run["record"].setdefault("event_recorded", events[0]["name"].split(":")[0] if events else "unknown")
     profile.run.setdefault("host", {}).update({k: v for k, v in script.header(perf, path).items()

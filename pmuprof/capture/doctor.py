@@ -59,7 +59,7 @@ def _helper() -> Check:
                      "correction", "apt-get install libpfm4-dev libdw-dev libelf-dev libcapstone-dev; reinstall pmuprof")
     try:
         from .. import helper
-        info = helper.features() if hasattr(helper, "features") else {}
+        info = helper.features()
     except Exception as err:  # a broken helper must not break doctor
         return Check("native helper", False, f"{path}: {err}", "rebuild with `make -C native`")
     off = [f"{k}" for k, v in info.items() if v is False]

@@ -45,7 +45,6 @@ def fold(run: dict, opts, perf: str, data: Path) -> None:
     result, argv = script.fold_perf_data(perf, data, pids, per_thread=opts.per_thread_roots, names=labels,
                                          raw_unknown=True)
     run["script"] = {"argv": argv}
-    relabel_roots(result, labels)
     group_unnamed(run, opts, result)
     run["record"]["samples"] = result.kept
     run["warnings"].extend(result.warnings())
@@ -81,22 +80,6 @@ def group_unnamed(run: dict, opts, result) -> None:
         unnamed_self = sum(c for s, c in result.stacks.items() if s[-1].startswith("["))
         run["symbols"] = {"unnamed_functions": len(table), "unnamed_self_share": round(unnamed_self / total, 4),
                           "pause_functions_hot": sum(1 for r in table if r["contains_pause"])}
-
-
-def relabel_roots(result, labels: dict[int, str]) -> None:
-    """Root frames carry the process name from /proc, not a thread name (MySQL 8 renames threads)."""
-    rename = {}
-    for pid, seen in result.names.items():
-        if pid in labels:
-            rename[seen] = labels[pid]
-            rename[f"{seen}-{pid}".replace(" ", "_")] = labels[pid]
-    if not rename:
-        return
-    stacks = Counter()
-    for stack, count in result.stacks.items():
-        stacks[(rename.get(stack[0], stack[0]),) + stack[1:]] += count
-    result.stacks = stacks
-    result.names.update({pid: labels[pid] for pid in result.names if pid in labels})
 
 
 def counters(run: dict, opts, stat_out: Path) -> None:

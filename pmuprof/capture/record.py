@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Callable
 
 from .. import __version__
-from ..errors import PerfError, PmuprofError, ResourceError, TargetError, UsageError
+from ..errors import PerfError, PmuprofError, ResourceError, UsageError
 from ..model import rundir
 from ..paths import perf_path
 from . import events, host, perfcmd, perfparse, postprocess, target
@@ -169,11 +169,7 @@ class _MysqlThread(threading.Thread):
         self.opts, self.pid, self.interval, self.facts = opts, pid, interval, None
 
     def run(self) -> None:
-        try:
-            from . import mysql
-        except ImportError as err:
-            self.facts = {"reachable": False, "error": f"server facts not available in this build ({err})"}
-            return
+        from . import mysql
         try:
             options = self.opts.mysql_options or mysql.MysqlOptions()
             self.facts = mysql.collect_facts(options, pid=self.pid, interval_s=self.interval)
@@ -187,10 +183,3 @@ def _start_mysql(opts: RecordOptions, pids: tuple[int, ...], interval: float) ->
     worker = _MysqlThread(opts, pids[0], interval)
     worker.start()
     return worker
-
-
-def describe_targets(pids: tuple[int, ...]) -> list[dict]:
-    """Public for `--print`: resolve and describe targets without recording."""
-    if not pids:
-        raise TargetError("no target process", "pass -p PID or --all-mysqld")
-    return [target.describe(target.resolve_pid(p)) for p in pids]

@@ -6,7 +6,8 @@ import subprocess
 from pathlib import Path
 
 from ..errors import InputError, PerfError
-from ..model.perfscript import Folder, FoldResult
+from ..fastfold import fold_perf_script_process
+from ..model.perfscript import FoldResult
 from . import perfcmd, perfparse
 
 
@@ -41,40 +42,15 @@ def header(perf: str, data: Path) -> dict:
 
 def fold_perf_data(perf: str, data: Path, pids: tuple[int, ...] = (), comms: tuple[str, ...] = (),
                    per_thread: bool = False, names: dict[int, str] | None = None,
-                   raw_unknown: bool = False, call_chains: bool = True) -> tuple[FoldResult, list[str]]:
-    """perf script → folded stacks, streaming. Returns (result, argv used).
+                   raw_unknown: bool = False) -> tuple[FoldResult, list[str]]:
+    """perf script piped into the folder (pmuprof-fold, or the Python Folder when it is not built).
 
-    Process filtering is left to the folder (perf's --comms would drop renamed threads).
+    Returns (result, argv used). Process filtering is left to the folder (perf's --comms would
+    drop renamed threads).
     """
     argv = perfcmd.script_argv(perf, data, pids)
-    try:
-        from .. import fastfold  # the C folder, when built
-    except ImportError:
-        fastfold = None
-    if not call_chains:  # one-line samples (recorded without -g): the Python folder reads them
-        fastfold = None
-    if fastfold is not None:
-        kwargs = {"raw_unknown": True} if raw_unknown else {}
-        try:
-            return fastfold.fold_perf_script_process(argv, pids=pids, comms=comms, per_thread=per_thread,
-                                                     names=names, **kwargs), argv
-        except TypeError:  # this folder build cannot keep raw addresses: fold in Python
-            pass
-    return _fold_python(argv, pids, comms, per_thread, names, raw_unknown), argv
-
-
-def _fold_python(argv: list[str], pids, comms, per_thread, names=None, raw_unknown=False) -> FoldResult:
-    folder = Folder(pids, comms, per_thread, names, raw_unknown)
-    with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL) as proc:
-        assert proc.stdout is not None
-        for raw in proc.stdout:
-            folder.feed(raw.decode("utf-8", "backslashreplace"))
-        stderr = proc.stderr.read().decode("utf-8", "backslashreplace") if proc.stderr else ""
-        proc.wait()
-    if proc.returncode != 0 and folder.result.kept == 0:
-        raise InputError(f"perf script failed: {_first(stderr)}",
-                         "the perf.data is corrupt or truncated; re-record, or pass its perf script text")
-    return folder.finish()
+    return fold_perf_script_process(argv, pids=pids, comms=comms, per_thread=per_thread, names=names,
+                                    raw_unknown=raw_unknown), argv
 
 
 def _first(text: str) -> str:

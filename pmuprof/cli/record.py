@@ -12,6 +12,7 @@ from ..capture import target
 from ..capture.record import RecordOptions, record
 from ..errors import TargetError
 from . import common
+from .mysqlopts import mysql_options, pop_mysql_options
 
 EPILOG = """\b
 Examples:
@@ -38,20 +39,12 @@ def build_options(pids, all_mysqld, duration, frequency, call_graph, mode, event
 
 
 def mysql_decorator(func):
-    """The server-connection options, when that module is present."""
-    try:
-        from .mysqlopts import mysql_options
-    except ImportError:
-        return click.option("--no-mysql", is_flag=True, help="Do not collect server facts.")(func)
+    """The server-connection options (--mysql-socket ... --no-mysql)."""
     return mysql_options(func)
 
 
 def mysql_from_kwargs(kwargs: dict):
     """(MysqlOptions or None, use_mysql) from the parsed server options."""
-    try:
-        from .mysqlopts import pop_mysql_options
-    except ImportError:
-        return None, not kwargs.pop("no_mysql", False)
     no_mysql = bool(kwargs.get("no_mysql"))
     return pop_mysql_options(kwargs), not no_mysql
 
