@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Mapping
 
 from ..errors import PmuprofError
+from ..model.perfscript import frame_label
 from ..model.profile import Stack
 
 RAW = re.compile(r"^\[(?P<base>[^@\]]+)@0x(?P<ip>[0-9a-f]+)\]$")
@@ -26,10 +27,6 @@ def exec_maps(pid: int) -> list[dict]:
     except OSError:
         pass
     return out
-
-
-def plain_label(base: str) -> str:
-    return f"[{base}]"
 
 
 def fn_label(base: str, start: int, pause: bool) -> str:
@@ -80,7 +77,7 @@ def resolve(stacks: Mapping[Stack, int], paths: Mapping[str, str], lookup) -> tu
             info[label] = {"label": label, "binary": path, "start": entry["start"], "end": entry.get("end"),
                            "contains_pause": pause, "build_id": data.get("build_id")}
     for frame in raw:
-        labels.setdefault(frame, plain_label(RAW.match(frame)["base"]))
+        labels.setdefault(frame, frame_label("[unknown]", RAW.match(frame)["base"]))  # ungrouped: '[dso]' 
     out: Counter = Counter()
     for stack, count in stacks.items():
         out[tuple(labels.get(f, f) for f in stack)] += count
