@@ -6,6 +6,7 @@ import json
 import os
 import socket
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -80,12 +81,22 @@ def test_facts_are_json_and_hold_no_password(facts_under_load: dict, mariadb: md
     assert mariadb.password not in text
 
 
+def _wait_for_state(server: mdb.MariaDB, state: str, timeout: float = 15.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        rows = mdb.sql(server, f"SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE STATE = '{state}'")
+        if rows and rows[0][0]:
+            return
+        time.sleep(0.05)
+
+
 def test_query_text_with_secret_not_kept(mariadb: mdb.MariaDB) -> None:
     """A concurrent query holding a literal secret must not reach mysql.json through the processlist."""
     secret = "pmuprof-literal-secret-42"
     worker = threading.Thread(target=mdb.sql, args=(mariadb, f"SELECT SLEEP(3), '{secret}'"))
     worker.start()
     try:
+        _wait_for_state(mariadb, "User sleep")  # the query must be running before the snapshot, not racing it
         facts = collect_facts(MysqlOptions(socket=str(mariadb.socket), user="root"), pid=mariadb.pid, interval_s=0.5)
     finally:
         worker.join()
