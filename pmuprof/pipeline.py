@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from .errors import InputError
-from .inputs import load_input
+from .analysis.load import load_input
 from .model import rundir
 from .model.profile import Profile
 

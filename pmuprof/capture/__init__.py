@@ -1,1 +1,1 @@
-"""Capture: the only package that starts processes (perf, the native helper, SQL to mysqld)."""
+"""Record side: the only code that starts perf against the target, reads its /proc and queries the server."""

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..paths import fold_path, helper_path, perf_path
-from . import host, target
-from .elfinfo import symbol_summary
+from .target import host, process as target
+from ..tools.elf import symbol_summary
 
 
 @dataclass(frozen=True)
@@ -58,7 +58,7 @@ def _helper() -> Check:
         return Check("native helper", False, "pmuprof-helper not built: no libpfm4 encoding, PAUSE calibration or skid "
                      "correction", "apt-get install libpfm4-dev libdw-dev libelf-dev libcapstone-dev; reinstall pmuprof")
     try:
-        from .. import helper
+        from ..tools.native import helper
         info = helper.features()
     except Exception as err:  # a broken helper must not break doctor
         return Check("native helper", False, f"{path}: {err}", "rebuild with `make -C native`")

@@ -9,7 +9,9 @@ from typing import Callable
 from ..errors import PmuprofError
 from ..model import rundir
 from ..model.folded import save_folded
-from . import perfparse, script, unnamed
+from ..model.labels import is_unnamed
+from ..tools.perf import parse as perfparse, read as script
+from ..analysis import unnamed
 
 SOFTWARE_EVENTS = ("cpu-clock", "task-clock")
 
@@ -17,7 +19,7 @@ SOFTWARE_EVENTS = ("cpu-clock", "task-clock")
 def calibrate_pause() -> dict | None:
     """PAUSE latency on this host from the native helper (None, with the reason, when it is off)."""
     try:
-        from .. import helper
+        from ..tools.native import helper
         return helper.calibrate_pause()
     except (ImportError, PmuprofError, AttributeError) as err:
         return {"error": str(err) or type(err).__name__}
@@ -66,7 +68,7 @@ def fold(run: dict, opts, perf: str, data: Path) -> None:
 def group_unnamed(run: dict, opts, result) -> None:
     """Unnamed frames (stripped binaries) → one frame per .eh_frame function, labelled by address."""
     def lookup(path: str, vaddrs: list[int]) -> dict:
-        from .. import helper
+        from ..tools.native import helper
         return helper.funcs(path, vaddrs)
 
     stacks, table, reason = unnamed.resolve(result.stacks, unnamed.binary_paths(run["targets"]), lookup)
@@ -77,7 +79,7 @@ def group_unnamed(run: dict, opts, result) -> None:
     if table:
         rundir.write_json(opts.out_dir / rundir.SYMBOLS, {"unnamed_functions": table})
         total = sum(result.stacks.values()) or 1
-        unnamed_self = sum(c for s, c in result.stacks.items() if s[-1].startswith("["))
+        unnamed_self = sum(c for s, c in result.stacks.items() if is_unnamed(s[-1]))
         run["symbols"] = {"unnamed_functions": len(table), "unnamed_self_share": round(unnamed_self / total, 4),
                           "pause_functions_hot": sum(1 for r in table if r["contains_pause"])}
 
@@ -111,7 +113,7 @@ def server_facts(run: dict, opts, worker) -> None:
 def skid(run: dict, opts) -> None:
     """Skid-corrected instruction histograms of the hottest functions (needs the native helper)."""
     try:
-        from .. import skid as skidmod
+        from ..analysis import skid as skidmod
     except ImportError:
         return
     try:

@@ -15,7 +15,9 @@ from .. import __version__
 from ..errors import PerfError, PmuprofError, ResourceError, UsageError
 from ..model import rundir
 from ..paths import perf_path
-from . import events, host, perfcmd, perfparse, postprocess, target
+from . import events, postprocess
+from .target import host, process as target
+from ..tools.perf import argv as perfcmd, parse as perfparse
 from .runner import Control, Progress, run_bounded
 
 MAX_DURATION_S = 3600
@@ -149,7 +151,7 @@ def _pmu_event_set(host_facts: dict) -> tuple[list[tuple[str, str]], list[str]]:
                     "was not counted"]
     base = [(name, name) for name in perfcmd.STAT_HARDWARE]
     try:
-        from .. import helper
+        from ..tools.native import helper
         extra, notes = events.encode_set(host_facts["microarch"], helper.encode)
     except (ImportError, PmuprofError) as err:
         return base, [f"PMU event set off: {err}"]
@@ -169,7 +171,7 @@ class _MysqlThread(threading.Thread):
         self.opts, self.pid, self.interval, self.facts = opts, pid, interval, None
 
     def run(self) -> None:
-        from . import mysql
+        from .mysql import facts as mysql
         try:
             options = self.opts.mysql_options or mysql.MysqlOptions()
             self.facts = mysql.collect_facts(options, pid=self.pid, interval_s=self.interval)

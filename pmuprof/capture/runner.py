@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from ..errors import PerfError, TargetError
-from .target import is_alive
+from .target.process import is_alive
 
 Progress = Callable[[float, float, int], None]  # (elapsed_s, duration_s, perf.data bytes)
 _PR_SET_PDEATHSIG = 1

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from ..skid import annotate, annotate_text
+from ..analysis.skid import annotate, annotate_text
 
 EPILOG = """\b
 Examples:

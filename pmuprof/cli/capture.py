@@ -6,7 +6,7 @@ import click
 
 from ..capture.record import record
 from ..pipeline import report_input
-from ..schedule import EXIT_CRITICAL, EXIT_WARNING, findings_exit_code
+from ..workflows.schedule import EXIT_CRITICAL, EXIT_WARNING, findings_exit_code
 from . import common
 from .record import build_options, mysql_decorator, mysql_from_kwargs
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from ..capture.demo import SCENARIOS, DemoOptions, run_demo
+from ..workflows.demo import SCENARIOS, DemoOptions, run_demo
 from . import common
 
 EPILOG = """\b

@@ -30,7 +30,7 @@ def diff_cmd(before: str, after: str, out_dir: str, as_json: bool, pids: tuple, 
     compare fairly. Red frames grew, blue shrank; the tables list the biggest changes in
     self and inclusive share, in percentage points.
     """
-    from ..inputs import load_input
+    from ..analysis.load import load_input
     from ..report.diff import diff_json, diff_profiles, write_diff
 
     result = diff_profiles(load_input(Path(before), pids, comms), load_input(Path(after), pids, comms))

@@ -32,7 +32,7 @@ def export_cmd(input_path: str, fmt: str, out_file: str, no_headers: bool, pids:
     output to Grafana Pyroscope.
     """
     from ..errors import InputError
-    from ..inputs import load_input
+    from ..analysis.load import load_input
     from ..report.export import export_bytes, export_profile
 
     profile = load_input(Path(input_path), pids, comms)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from ..history import latest_flags, render_index
+from ..workflows.history import latest_flags, render_index
 from ..report.html import write_html
 from . import common
 

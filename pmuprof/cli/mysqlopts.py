@@ -6,7 +6,7 @@ from typing import Any, Callable
 
 import click
 
-from ..capture.mysql import MysqlOptions
+from ..capture.mysql.facts import MysqlOptions
 
 _KEYS = ("mysql_socket", "mysql_host", "mysql_port", "mysql_user", "mysql_password_env", "defaults_file", "no_mysql")
 

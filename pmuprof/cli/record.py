@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from ..capture import target
+from ..capture.target import process as target
 from ..capture.record import RecordOptions, record
 from ..errors import TargetError
 from . import common

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import click
 
-from ..capture import schedule_io
+from ..workflows import schedule_io
 from ..errors import UsageError
-from ..schedule import ScheduleSpec
-from ..triggers import parse_size
+from ..workflows.schedule import ScheduleSpec
+from ..workflows.triggers import parse_size
 from . import common
 
 EPILOG = """\b

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import click
 
-from ..capture import target
-from ..capture.watch import WatchOptions, watch
+from ..capture.target import process as target
+from ..workflows.watch import WatchOptions, watch
 from ..errors import TargetError, UsageError
-from ..triggers import DiskFloor, WatchPlan, parse_condition, parse_duration
+from ..workflows.triggers import DiskFloor, WatchPlan, parse_condition, parse_duration
 from . import common
 from .record import mysql_decorator, mysql_from_kwargs
 

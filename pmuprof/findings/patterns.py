@@ -7,7 +7,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Iterable
 
-_KERNEL_SUFFIX = re.compile(r"_\[[kji]\]$")
+from ..model.labels import without_kernel_suffix
+
 _TEMPLATE_SPACE = re.compile(r"\s+>")
 
 # Frames that only say "a lock is being taken/waited for"; skipped when naming the callers
@@ -60,7 +61,7 @@ def expand(patterns: Iterable[str]) -> tuple[str, ...]:
 
 def normalize(frame: str) -> str:
     """Frame name as rules see it: no ``_[k]`` kernel suffix, no space in ``> >``."""
-    return _TEMPLATE_SPACE.sub(">", _KERNEL_SUFFIX.sub("", frame))
+    return _TEMPLATE_SPACE.sub(">", without_kernel_suffix(frame))
 
 
 def _without_args(name: str) -> str:

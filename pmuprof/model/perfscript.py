@@ -7,6 +7,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Iterable
 
+from .labels import UNKNOWN, frame_label, process_root, raw_label, thread_root
 from .profile import Stack
 
 MYSQL_COMMS = ("mysqld", "mariadbd")
@@ -25,7 +26,6 @@ _HEADERS = (
     re.compile(_HEAD + r"(?:\s|$)", re.ASCII),
 )
 _EVENT = re.compile(r"\s(?P<event>[A-Za-z][\w.\-/=,]*(?::[a-zA-Z]*)?):\s*$", re.ASCII)
-_USER_PSEUDO_DSOS = frozenset({"[unknown]", "[vdso]", "[vsyscall]", "[heap]", "[stack]", "[anon]", "[uprobes]"})
 # Marks a raw-address frame inside the Folder: no symbol split_frame returns starts with a newline
 # (a real symbol starting with "@" must stay a symbol, and must not crash the leaf's int(…, 16)).
 _RAW = "\n"
@@ -67,13 +67,13 @@ def split_frame(line: str) -> tuple[str, str, int | None] | None:
     if not tail.endswith(")") or " (" not in tail and not tail.startswith("("):
         return None
     cut = _dso_open_paren(tail)
-    sym, dso = (tail[:cut].rstrip(_WS), tail[cut + 1 : -1]) if cut > 0 else ("[unknown]", tail[1:-1])
+    sym, dso = (tail[:cut].rstrip(_WS), tail[cut + 1 : -1]) if cut > 0 else (UNKNOWN, tail[1:-1])
     offset = None
     m = _OFFSET.search(sym)
     if m:
         offset = int(m.group("off"), 16)
         sym = sym[: m.start()]
-    return sym.strip(_WS) or "[unknown]", dso, offset
+    return sym.strip(_WS) or UNKNOWN, dso, offset
 
 
 def inline_frame(rest: str) -> tuple[str, str, int | None] | None:
@@ -100,29 +100,6 @@ def _dso_open_paren(tail: str) -> int:
             if depth == 0:
                 return i
     return -1
-
-
-def raw_unknown_label(dso: str, ip_hex: str) -> str:
-    """An unnamed user frame kept with its address, e.g. '[mariadbd@0x8a3f12]'.
-
-    For a frame in a known DSO perf script prints the DSO-relative address (the ELF vaddr), so
-    the label is the same in every process and on every run of the same binary.
-    """
-    return f"[{dso.rsplit('/', 1)[-1].replace(';', ':')}@0x{ip_hex.lower().lstrip('0') or '0'}]"
-
-
-def frame_label(sym: str, dso: str) -> str:
-    """FlameGraph conventions: '_[k]' for kernel frames, '[dso]' for unnamed user code."""
-    kernel = dso.startswith("[kernel") or (
-        dso.startswith("[") and dso.endswith("]") and dso not in _USER_PSEUDO_DSOS
-    )
-    if sym == "[unknown]":
-        if dso and dso not in ("[unknown]", "unknown"):
-            base = dso.rsplit("/", 1)[-1].replace(";", ":")
-            return f"[{base}]" if not base.startswith("[") else base
-        return "[unknown]"
-    name = sym.replace(";", ":")
-    return f"{name}_[k]" if kernel else name
 
 
 class Folder:
@@ -164,7 +141,7 @@ class Folder:
             if frame is None:
                 self.result.bad_lines += 1
             elif self._keep:
-                if self.raw_unknown and frame[0] == "[unknown]" and frame[1].startswith("/"):
+                if self.raw_unknown and frame[0] == UNKNOWN and frame[1].startswith("/"):
                     frame = (_RAW + line.split(None, 1)[0], frame[1], None)
                 self._frames.append(frame)
             return
@@ -208,16 +185,16 @@ class Folder:
             self.result.filtered += 1
             return
         if not self._frames:
-            self._frames = [("[unknown]", "[unknown]", None)]
+            self._frames = [(UNKNOWN, UNKNOWN, None)]
         self._seen_comm.setdefault(pid, Counter())[comm] += 1
         if tid == pid:
             self.result.names[pid] = comm
         leaf_sym, leaf_dso, leaf_off = self._frames[0]
-        if leaf_off is not None and leaf_sym != "[unknown]":
+        if leaf_off is not None and leaf_sym != UNKNOWN:
             self._leaves[(pid, comm, leaf_dso, leaf_sym, leaf_off)] += 1
         elif leaf_sym.startswith(_RAW):  # unnamed code: keep the vaddr (symbol "") for skid correction
             self._leaves[(pid, comm, leaf_dso, "", int(leaf_sym[1:], 16))] += 1
-        frames = tuple(raw_unknown_label(d, s[1:]) if s[0] == _RAW else frame_label(s, d)
+        frames = tuple(raw_label(d, int(s[1:], 16)) if s[0] == _RAW else frame_label(s, d)
                        for s, d, _ in reversed(self._frames))
         self._raw[(pid, comm, tid, frames)] += 1
         self.result.kept += 1
@@ -262,10 +239,9 @@ class Folder:
         label_pid = len({res.names.get(p) for p in by_pid}) < len(by_pid)
         for (pid, comm, tid, frames), count in self._raw.items():
             name = comm if pid < 0 else res.names[pid]
-            root = f"{name}-{pid}" if label_pid and pid >= 0 else name
-            head: Stack = (root.replace(" ", "_").replace(";", ":"),)
+            head: Stack = (process_root(name, pid if label_pid and pid >= 0 else None),)
             if self.per_thread:
-                head += (f"{comm.replace(';', ':')}-{tid}",)
+                head += (thread_root(comm, tid),)
             res.stacks[head + frames] += count
         return res
 

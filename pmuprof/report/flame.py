@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any, Mapping, Sequence
 
+from ..model.labels import is_kernel, is_unnamed
 from ..model.profile import Stack
 
 # Kinds drive the colours in the report: what the frame is, not how hot it is.
@@ -17,9 +18,9 @@ def frame_kind(name: str, depth: int) -> int:
     """User, kernel (``_[k]``), unnamed (``[unknown]``, ``[dso]``, bare address) or process root."""
     if depth == 0:
         return KIND_PROCESS
-    if name.endswith("_[k]"):
+    if is_kernel(name):
         return KIND_KERNEL
-    if (name.startswith("[") and name.endswith("]")) or _HEX_ADDR.match(name):
+    if is_unnamed(name) or _HEX_ADDR.match(name):
         return KIND_UNNAMED
     return KIND_USER
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 from typing import Iterable, Mapping
 
+from ..model.labels import is_kernel
 from ..model.profile import Profile
 
 # Field numbers from github.com/google/pprof proto/profile.proto.
@@ -16,7 +17,6 @@ _L_KEY, _L_STR = 1, 2
 _LOC_ID, _LOC_LINE = 1, 4
 _LINE_FUNCTION = 1
 _F_ID, _F_NAME, _F_SYSTEM_NAME, _F_FILENAME = 1, 2, 3, 4
-_KERNEL_SUFFIX = "_[k]"
 
 
 def varint(value: int) -> bytes:
@@ -88,7 +88,7 @@ def encode_profile(profile: Profile, comments: Mapping[str, object] | None = Non
             if fid is None:
                 fid = func_ids[frame] = len(func_ids) + 1
                 name = strings(frame)
-                filename = strings("[kernel.kallsyms]") if frame.endswith(_KERNEL_SUFFIX) else 0
+                filename = strings("[kernel.kallsyms]") if is_kernel(frame) else 0
                 functions.append(field_varint(_F_ID, fid) + field_varint(_F_NAME, name)
                                  + field_varint(_F_SYSTEM_NAME, name) + field_varint(_F_FILENAME, filename))
             ids.append(fid)

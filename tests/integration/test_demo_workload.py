@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from pmuprof.capture.demo import SCENARIOS, build_demo, demo_argv, start_demo, stop_demo
+from pmuprof.workflows.demo import SCENARIOS, build_demo, demo_argv, start_demo, stop_demo
 from pmuprof.errors import UsageError
 from pmuprof.model.perfscript import fold_lines
 from pmuprof.paths import demo_source_dir
@@ -93,7 +93,7 @@ def test_exits_by_itself_after_seconds(demo_binary: Path) -> None:
 
 
 def test_no_orphan_when_the_parent_is_killed(demo_binary: Path) -> None:
-    code = ("import sys, time; from pathlib import Path; from pmuprof.capture.demo import start_demo; "
+    code = ("import sys, time; from pathlib import Path; from pmuprof.workflows.demo import start_demo; "
             f"p = start_demo('spin', 2, 6, 0, Path({str(demo_binary)!r})); print(p.pid, flush=True); time.sleep(60)")
     env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
     parent = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, env=env)
@@ -220,7 +220,7 @@ def test_pmuprof_demo_gets_the_right_findings(demo_binary: Path, tmp_path: Path,
     if not wanted & present:
         pytest.skip(f"none of {sorted(wanted)} is in rules/ yet")
     _require_perf()
-    from pmuprof.capture.demo import DemoOptions, run_demo
+    from pmuprof.workflows.demo import DemoOptions, run_demo
     # per-thread (perf record -p) keeps post-processing to the workload's own samples: quick.
     opts = DemoOptions(scenario=scenario, duration=3, frequency=999, mode="per-thread",
                        out_dir=tmp_path / "run", cache_dir=demo_binary.parent)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from pmuprof.capture.mysql import MysqlOptions, collect_facts
+from pmuprof.capture.mysql.facts import MysqlOptions, collect_facts
 from tests import mariadb as mdb
 
 

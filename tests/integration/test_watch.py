@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from pmuprof.capture.mysql import MysqlOptions
-from pmuprof.capture.watch import WatchOptions, watch
+from pmuprof.capture.mysql.facts import MysqlOptions
+from pmuprof.workflows.watch import WatchOptions, watch
 from pmuprof.model.rundir import RUN_JSON, read_json
 from pmuprof.paths import perf_path
-from pmuprof.triggers import DiskFloor, WatchPlan, parse_condition
+from pmuprof.workflows.triggers import DiskFloor, WatchPlan, parse_condition
 from tests import mariadb as mdb
 
 CONDITION = "Threads_connected>=6"  # idle: the poller alone; under 8 sysbench threads: 9+

@@ -60,8 +60,8 @@ def test_annotate_text_and_errors(rundir):
 
 
 def test_hotspots_and_shares(rundir, monkeypatch):
-    from pmuprof import skid
-    from pmuprof.inputs import load_input
+    from pmuprof.analysis import skid
+    from pmuprof.analysis.load import load_input
 
     run, exe, helper = rundir
     monkeypatch.setenv("PMUPROF_HELPER", str(helper))

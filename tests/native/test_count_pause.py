@@ -66,7 +66,7 @@ def test_pause_calibration(helper):
 
 
 def test_python_wrappers(helper, monkeypatch):
-    from pmuprof import helper as pyhelper
+    from pmuprof.tools.native import helper as pyhelper
 
     monkeypatch.setenv("PMUPROF_HELPER", str(helper))
     assert set(pyhelper.features()) == {"libpfm4", "elfutils", "capstone"}

@@ -16,7 +16,7 @@ EXPECTED = {  # label -> perf raw spelling (pmu-facts §4.2)
 
 @pytest.fixture
 def helper_encode():
-    from pmuprof import helper
+    from pmuprof.tools.native import helper
     from pmuprof.errors import HelperError
     try:
         if not helper.features().get("libpfm4"):

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from pmuprof import fastfold
+from pmuprof.tools.native import fold as fastfold
 from pmuprof.model.folded import write_folded
 from pmuprof.model.perfscript import Folder, FoldResult
 from pmuprof.model.rundir import write_leaves

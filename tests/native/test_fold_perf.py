@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pmuprof import fastfold
+from pmuprof.tools.native import fold as fastfold
 from test_fold import assert_same, fold_bin, python_fold  # noqa: F401  (fold_bin is a fixture)
 
 PROG = r"""

@@ -87,7 +87,7 @@ def test_pmu_reports_forced_model_and_hardware_probe(helper):
 
 
 def test_python_wrapper_encode(helper, monkeypatch):
-    from pmuprof import helper as pyhelper
+    from pmuprof.tools.native import helper as pyhelper
 
     monkeypatch.setenv("PMUPROF_HELPER", str(helper))
     monkeypatch.setenv("LIBPFM_FORCE_PMU", "clx")

@@ -67,7 +67,7 @@ def test_malformed_line_names_the_line(helper, exe):
 
 
 def test_python_wrapper_raises_helper_error(helper, tmp_path, monkeypatch):
-    from pmuprof import helper as pyhelper
+    from pmuprof.tools.native import helper as pyhelper
     from pmuprof.errors import HelperError
 
     monkeypatch.setenv("PMUPROF_HELPER", str(helper))

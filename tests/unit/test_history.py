@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from pmuprof.history import RunSummary, build_payload, chart, latest_flags, regressions, render_index, scan
+from pmuprof.workflows.history import RunSummary, build_payload, chart, latest_flags, regressions, render_index, scan
 
 
 def _run(base: Path, name: str, day: int, findings=(), stacks=None, ipc=None, report=True, marker=True, trigger=None):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 from click.testing import CliRunner
 
-from pmuprof.capture.mysql import MysqlOptions
+from pmuprof.capture.mysql.facts import MysqlOptions
 from pmuprof.cli.mysqlopts import mysql_options, pop_mysql_options
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pmuprof.capture.elfsym import find_symbol_in_file, load_base, read_process_symbol
+from pmuprof.capture.mysql.procsym import find_symbol_in_file, load_base, read_process_symbol
 
 SOURCE = r"""
 #include <unistd.h>

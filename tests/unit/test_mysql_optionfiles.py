@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pmuprof.capture.optionfiles import client_options, parse_option_text
+from pmuprof.capture.mysql.optionfiles import client_options, parse_option_text
 
 
 def test_parse_groups_quotes_escapes_and_comments() -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pmuprof.capture import mysqlparse as mp
+from pmuprof.capture.mysql import parse as mp
 
 
 def test_family_and_version() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pmuprof.capture.semaphores import parse_semaphores, split_sections
+from pmuprof.capture.mysql.semaphores import parse_semaphores, split_sections
 
 HEAD = "=====================================\n2026-11-21 12:44:21 0x7f INNODB MONITOR OUTPUT\n" \
        "=====================================\nPer second averages calculated from the last 3 seconds\n" \

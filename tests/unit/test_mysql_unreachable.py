@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pmuprof.capture.mysql import MysqlOptions, collect_facts, endpoints
+from pmuprof.capture.mysql.facts import MysqlOptions, collect_facts, endpoints
 
 
 def closed_port() -> int:

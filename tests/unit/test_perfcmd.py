@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from pmuprof.capture import perfcmd
-from pmuprof.capture.perfcmd import RecordSpec
+from pmuprof.tools.perf import argv as perfcmd
+from pmuprof.tools.perf.argv import RecordSpec
 
 
 def test_per_cpu_record_is_system_wide_with_frequency_and_fp():

@@ -1,6 +1,6 @@
 """Parsers of perf stat CSV, evlist -v and the record summary."""
 
-from pmuprof.capture import perfparse
+from pmuprof.tools.perf import parse as perfparse
 
 STAT = """403.98,msec,task-clock,403982429,100.00,2.000,CPUs utilized
 52,,context-switches,403981627,100.00,128.718,/sec

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from pmuprof.capture import schedule_io
+from pmuprof.workflows import schedule_io
 from pmuprof.errors import UsageError
-from pmuprof.schedule import (
+from pmuprof.workflows.schedule import (
     EXIT_CRITICAL, EXIT_NO_FINDINGS, EXIT_WARNING, RunEntry, ScheduleSpec, cron_text, findings_exit_code,
     plan_retention, service_unit, timer_unit,
 )

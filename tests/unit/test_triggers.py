@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pmuprof.errors import UsageError
-from pmuprof.triggers import (
+from pmuprof.workflows.triggers import (
     Condition, DiskFloor, Poll, WatchPlan, captured, cpu_percent, done, holds, initial_state,
     missing_status, parse_condition, parse_duration, parse_proc_stat, parse_size, skipped, status_line, step, value,
 )

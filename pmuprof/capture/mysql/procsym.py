@@ -6,7 +6,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from .elfinfo import ElfFile
+from ...tools.elf import ElfFile
 
 ET_DYN = 3
 

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any, Iterable, Mapping
 
-from .errors import UsageError
-from .model import rundir
+from ..errors import UsageError
+from ..model import rundir
 
 UNIT_NAME = "pmuprof-nightly"
 CRON_FILE = "/etc/cron.d/pmuprof-nightly"

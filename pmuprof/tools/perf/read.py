@@ -5,10 +5,10 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from ..errors import InputError, PerfError
-from ..fastfold import fold_perf_script_process
-from ..model.perfscript import FoldResult
-from . import perfcmd, perfparse
+from ...errors import InputError, PerfError
+from ..native.fold import fold_perf_script_process
+from ...model.perfscript import FoldResult
+from . import argv as perfcmd, parse as perfparse
 
 
 def _run(argv: list[str], timeout: float = 120) -> subprocess.CompletedProcess:

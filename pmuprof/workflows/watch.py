@@ -12,11 +12,11 @@ from typing import Any, Callable
 
 from ..errors import PmuprofError, TargetError, UsageError
 from ..model.rundir import RUN_JSON, read_json, write_json
-from ..triggers import (
+from .triggers import (
     DiskFloor, Fire, Poll, WatchPlan, captured, cpu_percent, done, initial_state, missing_status,
     parse_proc_stat, skipped, status_line, step,
 )
-from . import target
+from ..capture.target import process as target
 from .schedule_io import disk_free
 
 Log = Callable[[str], None]
@@ -36,7 +36,7 @@ class Poller:
 
     def _sql(self) -> Any:
         if self.conn is None:
-            from . import mysql
+            from ..capture.mysql import facts as mysql
             try:
                 self.conn, _, _ = mysql._connect(self.mysql_options or mysql.MysqlOptions(), self.pid)
             except ConnectionError as err:
@@ -141,7 +141,7 @@ def _out_dir(base: Path, fire: Fire) -> Path:
 def capture_once(opts: WatchOptions, fire: Fire, poller: Poller, log: Log) -> tuple[Path, bool]:
     """Record + report into BASE/<time>-<trigger>/; returns (run dir, interrupted)."""
     from ..pipeline import report_input
-    from .record import RecordOptions, record
+    from ..capture.record import RecordOptions, record
 
     out = _out_dir(opts.base_dir, fire)
     log(f"trigger {fire.condition.text} held for {fire.hits} polls: capture {fire.capture_index}/"

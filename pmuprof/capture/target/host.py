@@ -7,7 +7,7 @@ import platform
 import re
 import subprocess
 
-from .target import node_cpus
+from .process import node_cpus
 
 # (vendor, family, model) -> microarchitecture; PAUSE cycles are measured, these only name the CPU.
 _INTEL = {

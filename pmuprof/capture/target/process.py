@@ -5,9 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ..errors import TargetError
-from . import elfinfo
-from .unnamed import exec_maps
+from ...errors import TargetError
+from ...tools import elf as elfinfo
 
 MYSQL_COMMS = ("mysqld", "mariadbd")
 
@@ -130,6 +129,22 @@ def describe(pid: int, label: str | None = None) -> dict:
         facts["build_id"] = summary.pop("build_id", None)
         facts["symbols"] = summary
     return facts
+
+
+def exec_maps(pid: int) -> list[dict]:
+    """Executable file mappings of a live process (read at capture start, from /proc)."""
+    out = []
+    try:
+        with open(f"/proc/{pid}/maps", encoding="utf-8", errors="backslashreplace") as fh:
+            for line in fh:
+                parts = line.split(None, 5)
+                if len(parts) == 6 and "x" in parts[1] and parts[5].startswith("/"):
+                    lo, hi = (int(x, 16) for x in parts[0].split("-"))
+                    out.append({"start": lo, "end": hi, "pgoff": int(parts[2], 16), "path": parts[5].strip()})
+    except OSError:
+        pass
+    return out
+
 
 
 def labels_for(pids: list[int]) -> dict[int, str]:

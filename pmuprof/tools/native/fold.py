@@ -11,9 +11,9 @@ from collections import Counter
 from pathlib import Path
 from typing import IO, Iterable, Union
 
-from .errors import InputError, PmuprofError
-from .model.perfscript import Folder, FoldResult
-from .paths import fold_path
+from ...errors import InputError, PmuprofError
+from ...model.perfscript import Folder, FoldResult
+from ...paths import fold_path
 
 Source = Union[IO[bytes], IO[str], Iterable[Union[str, bytes]]]
 _CHUNK = 1 << 20

@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from . import mysqlparse as mp
-from .elfsym import read_process_symbol
+from . import parse as mp
+from .procsym import read_process_symbol
 from .optionfiles import client_options
 from .semaphores import parse_semaphores
 

@@ -7,8 +7,8 @@ import subprocess
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-from .errors import HelperError
-from .paths import helper_path
+from ...errors import HelperError
+from ...paths import helper_path
 
 BUILD_FIX = ("build it: apt-get install gcc make libpfm4-dev libdw-dev libelf-dev libcapstone-dev; "
              "make -C native (or reinstall pmuprof)")

@@ -2,35 +2,14 @@
 
 from __future__ import annotations
 
-import re
 from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Mapping
 
 from ..errors import PmuprofError
-from ..model.perfscript import frame_label
+from ..model.labels import UNKNOWN, frame_label, function_label, is_unnamed, parse_raw
 from ..model.profile import Stack
 
-RAW = re.compile(r"^\[(?P<base>[^@\]]+)@0x(?P<ip>[0-9a-f]+)\]$")
-
-
-def exec_maps(pid: int) -> list[dict]:
-    """Executable file mappings of a live process (read at capture start, from /proc)."""
-    out = []
-    try:
-        with open(f"/proc/{pid}/maps", encoding="utf-8", errors="backslashreplace") as fh:
-            for line in fh:
-                parts = line.split(None, 5)
-                if len(parts) == 6 and "x" in parts[1] and parts[5].startswith("/"):
-                    lo, hi = (int(x, 16) for x in parts[0].split("-"))
-                    out.append({"start": lo, "end": hi, "pgoff": int(parts[2], 16), "path": parts[5].strip()})
-    except OSError:
-        pass
-    return out
-
-
-def fn_label(base: str, start: int, pause: bool) -> str:
-    return f"[{base}+0x{start:x}{' pause' if pause else ''}]"
 
 
 def binary_paths(targets: list[dict]) -> dict[str, str]:
@@ -49,14 +28,13 @@ def resolve(stacks: Mapping[Stack, int], paths: Mapping[str, str], lookup) -> tu
 
     Returns (stacks, unnamed function table, reason grouping was off or None).
     """
-    raw = {f for stack in stacks for f in stack if f.startswith("[") and RAW.match(f)}
+    raw = {f: parsed for f in {f for stack in stacks for f in stack if is_unnamed(f)} if (parsed := parse_raw(f))}
     if not raw:
         return dict(stacks), [], None
     wanted: dict[str, dict[int, set[str]]] = defaultdict(lambda: defaultdict(set))
-    for frame in raw:
-        m = RAW.match(frame)
-        if m["base"] in paths:
-            wanted[paths[m["base"]]][int(m["ip"], 16)].add(frame)
+    for frame, (base, vaddr) in raw.items():
+        if base in paths:
+            wanted[paths[base]][vaddr].add(frame)
     labels: dict[str, str] = {}
     info: dict[str, dict] = {}
     reason = None
@@ -71,13 +49,13 @@ def resolve(stacks: Mapping[Stack, int], paths: Mapping[str, str], lookup) -> tu
                 continue
             start, pause = int(entry["start"], 16), bool(entry.get("contains_pause"))
             base = Path(path).name
-            label = fn_label(base, start, pause)
+            label = function_label(base, start, pause)
             for frame in offsets.get(int(entry["input"], 16), ()):
                 labels[frame] = label
             info[label] = {"label": label, "binary": path, "start": entry["start"], "end": entry.get("end"),
                            "contains_pause": pause, "build_id": data.get("build_id")}
-    for frame in raw:
-        labels.setdefault(frame, frame_label("[unknown]", RAW.match(frame)["base"]))  # ungrouped: '[dso]' 
+    for frame, (base, _) in raw.items():
+        labels.setdefault(frame, frame_label(UNKNOWN, base))  # ungrouped: '[dso]' 
     out: Counter = Counter()
     for stack, count in stacks.items():
         out[tuple(labels.get(f, f) for f in stack)] += count
@@ -92,7 +70,7 @@ def _table(stacks: Mapping[Stack, int], info: dict[str, dict]) -> list[dict]:
             self_n[stack[-1]] += count
         for i, frame in enumerate(stack):
             if frame in info:
-                named = next((f for f in reversed(stack[1:i]) if not f.startswith("[")), None)
+                named = next((f for f in reversed(stack[1:i]) if not is_unnamed(f)), None)
                 callers[frame][named or "(no named caller)"] += count
         for frame in set(stack) & info.keys():
             incl_n[frame] += count

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .errors import InputError
-from .model import rundir
-from .model.folded import load_folded
-from .model.perfscript import DEFAULT_TARGET_COMMS, FoldResult
-from .model.profile import Leaf, Profile
+from ..errors import InputError
+from ..model import rundir
+from ..model.folded import load_folded
+from ..model.perfscript import DEFAULT_TARGET_COMMS, FoldResult
+from ..model.profile import Leaf, Profile
 
 PERF_MAGIC = b"PERFILE2"
 
@@ -54,14 +54,14 @@ def load_input(path: Path | str, pids: tuple[int, ...] = (), comms: tuple[str, .
     comms = comms or (() if pids else DEFAULT_TARGET_COMMS)
     if kind == "perf.data":
         return _from_perf_data(path, pids, comms, per_thread, sibling, names)
-    from .fastfold import fold_file  # the C folder when built, else the Python Folder
+    from ..tools.native.fold import fold_file  # the C folder when built, else the Python Folder
     result = fold_file(path, pids, comms, per_thread, names)
     return _from_fold(result, path, "perf-script", sibling, comms)
 
 
 def _from_perf_data(path: Path, pids, comms, per_thread, sibling: dict, names) -> Profile:
-    from .capture import script  # perf.data needs perf: the one process report may start
-    from .paths import perf_path
+    from ..tools.perf import read as script  # perf.data needs perf: the one process report may start
+    from ..paths import perf_path
     perf = perf_path()
     if not perf:
         raise InputError(f"{path}: reading a perf.data needs perf, which is not installed",

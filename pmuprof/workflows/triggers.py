@@ -8,7 +8,7 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from .errors import UsageError
+from ..errors import UsageError
 
 OPS = {
     ">": lambda a, b: a > b,

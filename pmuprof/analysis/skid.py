@@ -33,13 +33,12 @@ Shapes (all plain JSON-ready dicts; ``address`` is a "0x…" string, counts are 
 from __future__ import annotations
 
 import os
-import re
 from collections import Counter
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from .capture.unnamed import fn_label
-from .model.profile import Profile
+from ..model.labels import function_label, is_unnamed, parse_function
+from ..model.profile import Profile
 
 FENCE_KINDS = ("fence", "lfence")
 LOCK_KINDS = ("lock", "xchg")
@@ -65,7 +64,7 @@ def hot_symbols(profile: Profile, binary: str, top: int = 20) -> list[str]:
     """The binary's symbols with the most leaf samples, hottest first."""
     totals: Counter[str] = Counter()
     for leaf in profile.leaves:
-        if leaf.symbol and dso_matches(leaf.dso, binary) and not leaf.symbol.startswith("["):
+        if leaf.symbol and dso_matches(leaf.dso, binary) and not is_unnamed(leaf.symbol):
             totals[leaf.symbol] += leaf.count
     return [sym for sym, _ in sorted(totals.items(), key=lambda kv: (-kv[1], kv[0]))[:top]]
 
@@ -104,7 +103,7 @@ def tag_functions(result: Mapping[str, Any]) -> list[dict[str, Any]]:
             row["elf_symbol"], row["symbol"] = row["symbol"], row["requested"]
         if not row.get("symbol") and row.get("start") and not row.get("error"):
             pause = any(i.get("kind") == "pause" for i in row.get("instructions", []))
-            row["symbol"] = fn_label(os.path.basename(binary), int(str(row["start"]), 16), pause)
+            row["symbol"] = function_label(os.path.basename(binary), int(str(row["start"]), 16), pause)
         rows.append(row)
     return rows
 
@@ -179,8 +178,8 @@ def correct_run(out_dir: Path, run: Mapping[str, Any], top: int = 20) -> dict[st
     Returns {"functions": skid.json rows, "summary": shares()} or None when there are no leaf samples.
     Starts the helper (through pmuprof.helper); raises HelperError when it is missing or fails.
     """
-    from . import helper
-    from .model import rundir
+    from ..tools.native import helper
+    from ..model import rundir
 
     leaves = rundir.read_leaves(Path(out_dir) / rundir.LEAVES)
     if not leaves:
@@ -200,9 +199,6 @@ def correct_run(out_dir: Path, run: Mapping[str, Any], top: int = 20) -> dict[st
         return None
     summary = shares(Profile({("all",): total}, run), rows)
     return {"functions": rows, "summary": summary}
-
-
-UNNAMED_LABEL = re.compile(r"^\[(?P<base>[^+\]]+)\+0x(?P<start>[0-9a-fA-F]+)(?: pause)?\]$")
 
 
 def _unnamed_binary(profile: Profile, base: str) -> str | None:
@@ -227,18 +223,18 @@ def _pick_binary(profile: Profile, symbol: str) -> str | None:
 def annotate(input_path: Path, symbol: str, binary: str | None = None, pids: tuple[int, ...] = (),
              comms: tuple[str, ...] = ()) -> dict[str, Any]:
     """Load INPUT, run skid correction on one function, return annotate_model() (pmuprof annotate)."""
-    from . import helper
-    from .errors import InputError, UsageError
-    from .inputs import load_input
+    from ..tools.native import helper
+    from ..errors import InputError, UsageError
+    from .load import load_input
 
     profile = load_input(Path(input_path), pids, comms)
-    unnamed = UNNAMED_LABEL.match(symbol)
-    binary = binary or (_unnamed_binary(profile, unnamed["base"]) if unnamed else _pick_binary(profile, symbol))
+    unnamed = parse_function(symbol)
+    binary = binary or (_unnamed_binary(profile, unnamed[0]) if unnamed else _pick_binary(profile, symbol))
     if not binary:
         raise UsageError(f"cannot tell which binary holds {symbol}: no leaf samples name an existing file",
                          "pass --binary /path/to/the/profiled/executable")
     if unnamed:  # '[mariadbd+0xde2ac0 pause]': the .eh_frame function starting there, from its leaf addresses
-        start = int(unnamed["start"], 16)
+        start = unnamed[1]
         result = helper.skid(binary, addresses=[(start, 0)] + unnamed_addresses(profile, binary, top=100000))
         fns = [f for f in tag_functions(result) if f.get("start") and int(str(f["start"]), 16) == start]
     else:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from ..errors import PmuprofError, ResourceError, UsageError
 from ..model.rundir import RUN_JSON, read_json
-from ..schedule import (
+from .schedule import (
     CRON_FILE, RUN_FILES, UNIT_NAME, Deletion, RunEntry, ScheduleSpec, cron_text, is_pmuprof_run,
     plan_retention, service_unit, timer_unit,
 )

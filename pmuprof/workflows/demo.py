@@ -208,7 +208,7 @@ def run_demo(opts: DemoOptions, progress: Callable | None = None,
     """
     from .. import pipeline
     from ..model import rundir
-    from .record import RecordOptions, record
+    from ..capture.record import RecordOptions, record
 
     out_dir = Path(opts.out_dir) if opts.out_dir else default_out_dir(opts.scenario)
     if out_dir.exists() and any(out_dir.iterdir()):

@@ -1,0 +1,1 @@
+"""The target process and its host, read from /proc and /sys only (no ptrace)."""

@@ -1,0 +1,99 @@
+"""The frame-label grammar of folded stacks: the one Python spelling of every bracketed label.
+
+The grammar (docs/internals.md "Frame labels"; native/fold/frames.c writes the same bytes and
+tests/native/test_fold.py holds the two to it):
+
+    name_[k]              a kernel frame
+    [dso]                 unnamed code of a DSO (its file name), e.g. [libc.so.6]
+    [unknown]             unnamed code of no known DSO
+    [dso@0xVADDR]         unnamed code kept with its ELF virtual address, before grouping
+    [dso+0xSTART]         an unnamed function (one .eh_frame FDE starting at START)
+    [dso+0xSTART pause]   the same, when the function contains a PAUSE instruction
+
+In every label ``;`` (the folded separator) becomes ``:``; process roots also turn blanks into ``_``.
+"""
+
+from __future__ import annotations
+
+import re
+
+KERNEL_SUFFIX = "_[k]"
+UNKNOWN = "[unknown]"
+# DSO names in brackets that are user space, not the kernel.
+USER_PSEUDO_DSOS = frozenset({"[unknown]", "[vdso]", "[vsyscall]", "[heap]", "[stack]", "[anon]", "[uprobes]"})
+
+_RAW = re.compile(r"^\[(?P<base>[^@\]]+)@0x(?P<addr>[0-9a-f]+)\]$")
+_FUNCTION = re.compile(r"^\[(?P<base>[^+\]]+)\+0x(?P<start>[0-9a-fA-F]+)(?P<pause> pause)?\]$")
+_KERNEL = re.compile(r"_\[[kji]\]$")
+
+
+def clean(name: str) -> str:
+    """A name safe inside a folded line: the separator ``;`` becomes ``:``."""
+    return name.replace(";", ":")
+
+
+def dso_base(dso: str) -> str:
+    """The file name perf's DSO path ends in, safe for a label."""
+    return clean(dso.rsplit("/", 1)[-1])
+
+
+def is_kernel_dso(dso: str) -> bool:
+    return dso.startswith("[kernel") or (dso.startswith("[") and dso.endswith("]") and dso not in USER_PSEUDO_DSOS)
+
+
+def frame_label(sym: str, dso: str) -> str:
+    """FlameGraph conventions: ``name_[k]`` for kernel frames, ``[dso]`` for unnamed user code."""
+    if sym == UNKNOWN:
+        if dso and dso not in (UNKNOWN, "unknown"):
+            base = dso_base(dso)
+            return base if base.startswith("[") else f"[{base}]"
+        return UNKNOWN
+    name = clean(sym)
+    return name + KERNEL_SUFFIX if is_kernel_dso(dso) else name
+
+
+def raw_label(dso: str, vaddr: int) -> str:
+    """Unnamed code kept with its ELF virtual address: ``[mariadbd@0x8a3f12]``."""
+    return f"[{dso_base(dso)}@0x{vaddr:x}]"
+
+
+def parse_raw(label: str) -> tuple[str, int] | None:
+    """(dso base, vaddr) of a raw label, else None."""
+    m = _RAW.match(label)
+    return (m["base"], int(m["addr"], 16)) if m else None
+
+
+def function_label(base: str, start: int, pause: bool) -> str:
+    """An unnamed function: ``[mariadbd+0xde2ac0]`` or ``[mariadbd+0xde2ac0 pause]``."""
+    return f"[{clean(base)}+0x{start:x}{' pause' if pause else ''}]"
+
+
+def parse_function(label: str) -> tuple[str, int, bool] | None:
+    """(dso base, start, contains PAUSE) of an unnamed-function label, else None."""
+    m = _FUNCTION.match(label)
+    return (m["base"], int(m["start"], 16), bool(m["pause"])) if m else None
+
+
+def is_unnamed(label: str) -> bool:
+    """Any bracketed label: [unknown], [dso], raw addresses and unnamed functions."""
+    return label.startswith("[") and label.endswith("]")
+
+
+def is_kernel(label: str) -> bool:
+    return label.endswith(KERNEL_SUFFIX)
+
+
+def without_kernel_suffix(label: str) -> str:
+    """The name as rules see it: ``_[k]`` (and perf's ``_[j]``/``_[i]``) removed."""
+    return _KERNEL.sub("", label)
+
+
+def process_root(comm: str, pid: int | None = None) -> str:
+    """A process's root frame: its comm, or ``comm-pid`` when another kept process has the same comm."""
+    name = comm if pid is None else f"{comm}-{pid}"
+    return clean(name.replace(" ", "_"))
+
+
+def thread_root(comm: str, tid: int) -> str:
+    """The per-thread frame under a process root (``--per-thread-roots``)."""
+    return clean(f"{comm}-{tid}")

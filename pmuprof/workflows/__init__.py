@@ -1,0 +1,1 @@
+"""What composes capture and report: demo, watch (triggered capture), schedule and history."""
