@@ -1,49 +1,97 @@
-"""Report pipeline: input → Profile → findings → writers (pure after loading the input)."""
+"""The report pipeline, one way for every input: load → resolve binaries → analyse → findings → writers.
+
+``capture`` and ``record`` run the same stages on the run directory they recorded (``materialize``),
+so a report never depends on whether its input came from a live capture.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Callable
 
+from .analysis.analyse import analyse
+from .analysis.binaries import Lookup
+from .analysis.load import Choice, Recording, load, read_run_dir
 from .errors import InputError
-from .analysis.load import load_input
+from .findings import engine
+from .findings.model import Finding
 from .model import rundir
+from .model.folded import save_folded
 from .model.profile import Profile
+from .report import findings_json, write_outputs
 
 
-def findings_for(profile: Profile) -> list:
-    from .findings import engine
+@dataclass(frozen=True)
+class Options:
+    """What the user chose for reading an input: which processes, where the binaries are."""
+
+    choice: Choice = field(default_factory=Choice)
+    lookup: Lookup = field(default_factory=Lookup)
+
+
+@dataclass(frozen=True)
+class Result:
+    profile: Profile
+    findings: list[Finding]
+    paths: dict[str, Path]
+
+
+def build_profile(path: Path | str, options: Options = Options()) -> Profile:
+    """Any input as an analysed Profile."""
+    loaded = load(Path(path), options.choice, options.lookup.symfs)
+    return analyse(loaded, options.lookup) if isinstance(loaded, Recording) else loaded
+
+
+def materialize(run_dir: Path, options: Options = Options(), log: Callable[[str], None] = lambda _m: None) -> Profile:
+    """Fold and analyse a recorded run directory: write stacks.folded, leaves.tsv and analysis.json into it."""
+    log("folding stacks and analysing binaries")
+    profile = analyse(read_run_dir(Path(run_dir), options.choice, options.lookup.symfs), options.lookup)
+    write_analysed(Path(run_dir), profile)
+    return profile
+
+
+def write_analysed(run_dir: Path, profile: Profile) -> None:
+    """The analysed part of a run directory (the one place that writes it)."""
+    run = profile.run
+    headers = {"pmuprof_version": run.pmuprof_version, "event": run.record.event_recorded,
+               "frequency_hz": f"{run.record.frequency} Hz" if run.record.frequency else "", "mode": run.mode,
+               "unit": profile.unit, "targets": " ".join(f"{t.label}={t.pid}" for t in run.targets)}
+    save_folded(run_dir / rundir.STACKS, profile.stacks, {k: v for k, v in headers.items() if v})
+    leaves: dict[tuple[str, str, int], int] = {}
+    for leaf in profile.leaves:
+        key = (leaf.dso, leaf.symbol, leaf.offset)
+        leaves[key] = leaves.get(key, 0) + leaf.count
+    rundir.write_leaves(run_dir / rundir.LEAVES, leaves)
+    rundir.write_typed(run_dir / rundir.ANALYSIS, profile.analysis)
+
+
+def findings_for(profile: Profile) -> list[Finding]:
     return engine.evaluate(profile)
 
 
-def extras_for(profile: Profile) -> dict:
-    """Optional run-directory data for the report (skid-corrected hot spots)."""
-    src = Path(profile.source)
-    base = src if src.is_dir() else src.parent
-    skid = rundir.read_json(base / rundir.SKID, None) if profile.run.get("targets") else None
-    return {"instruction_hotspots": skid} if skid else {}
-
-
-def report_profile(profile: Profile, out_dir: Path) -> dict:
-    from .report import write_outputs
+def report_profile(profile: Profile, out_dir: Path) -> Result:
     findings = findings_for(profile)
     out_dir.mkdir(parents=True, exist_ok=True)
-    paths = write_outputs(profile, findings, out_dir, extras_for(profile))
-    return {"paths": paths, "findings": findings, "profile": profile}
+    return Result(profile, findings, write_outputs(profile, findings, out_dir))
 
 
-def report_input(input_path: Path, out_dir: Path, pids: tuple[int, ...] = (), comms: tuple[str, ...] = (),
-                 allow_empty: bool = False) -> dict:
+def report_input(input_path: Path | str, out_dir: Path | str, options: Options = Options(),
+                 allow_empty: bool = False) -> Result:
     """Write report.html, findings.json and report.md for any supported input.
 
     ``allow_empty``: a capture of an idle server still gets a report (its warning says why it is empty).
     """
-    profile = load_input(Path(input_path), pids, comms)
+    profile = build_profile(input_path, options)
     if not profile.total and not allow_empty:
         raise InputError(f"{input_path}: the profile is empty", "record while the server is busy")
     return report_profile(profile, Path(out_dir))
 
 
-def findings_json_text(input_path: Path, pids: tuple[int, ...] = (), comms: tuple[str, ...] = ()) -> str:
-    from .report import findings_json
-    profile = load_input(Path(input_path), pids, comms)
+def findings_json_text(input_path: Path | str, options: Options = Options()) -> str:
+    profile = build_profile(input_path, options)
     return findings_json(profile, findings_for(profile))
+
+
+def with_choice(options: Options, **changes) -> Options:
+    return replace(options, choice=replace(options.choice, **changes))

@@ -10,6 +10,13 @@ from pathlib import Path
 
 import pytest
 
+from pmuprof.model.analysis import Analysis
+from pmuprof.model.counters import Counters
+from pmuprof.model.jsontypes import from_json
+from pmuprof.model.profile import Profile
+from pmuprof.model.run import Run
+from pmuprof.model.server import ServerFacts
+
 REPO = Path(__file__).resolve().parent.parent
 
 BUSY_C = r"""
@@ -50,3 +57,11 @@ def run_cli(*args: str, env: dict | None = None, timeout: float = 120) -> subpro
     full_env["PYTHONPATH"] = str(REPO) + os.pathsep + full_env.get("PYTHONPATH", "")
     return subprocess.run([sys.executable, "-m", "pmuprof", *args], capture_output=True, text=True,
                           env=full_env, timeout=timeout, stdin=subprocess.DEVNULL)
+
+
+def make_profile(stacks, run: dict | None = None, counters: dict | None = None, mysql: dict | None = None,
+                 analysis: dict | None = None, source: str = "") -> Profile:
+    """A Profile from stacks and contract-shaped JSON facts (run.json, counters.json, mysql.json, analysis.json)."""
+    return Profile(stacks, from_json(Run, run or {}), from_json(Counters, counters or {}),
+                   from_json(ServerFacts, mysql) if mysql is not None else None,
+                   from_json(Analysis, analysis or {}), source=source)

@@ -37,7 +37,7 @@ static Elf_Scn *section_by_type(Elf *elf, Elf64_Word type)
 	return NULL;
 }
 
-static int symbols_load(struct elfbin *b, Elf_Scn *scn)
+static int symbols_load(struct elfbin *b, Elf *elf, Elf_Scn *scn)
 {
 	Elf_Data *data = elf_getdata(scn, NULL);
 	GElf_Shdr sh;
@@ -55,7 +55,7 @@ static int symbols_load(struct elfbin *b, Elf_Scn *scn)
 			continue;
 		if (sym.st_shndx == SHN_UNDEF || !sym.st_value)
 			continue;
-		b->syms[b->nsyms].name = elf_strptr(b->elf, sh.sh_link, sym.st_name);
+		b->syms[b->nsyms].name = elf_strptr(elf, sh.sh_link, sym.st_name);
 		b->syms[b->nsyms].addr = sym.st_value;
 		b->syms[b->nsyms].size = sym.st_size;
 		if (b->syms[b->nsyms].name)
@@ -65,7 +65,7 @@ static int symbols_load(struct elfbin *b, Elf_Scn *scn)
 	return 0;
 }
 
-static void build_id_load(struct elfbin *b)
+static void build_id_load(Elf *elf, char *build_id)
 {
 	Elf_Scn *scn = NULL;
 	Elf_Data *data;
@@ -73,7 +73,7 @@ static void build_id_load(struct elfbin *b)
 	GElf_Nhdr nh;
 	size_t off, name_off, desc_off, i;
 
-	while ((scn = elf_nextscn(b->elf, scn))) {
+	while ((scn = elf_nextscn(elf, scn))) {
 		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE || !(data = elf_getdata(scn, NULL)))
 			continue;
 		off = 0;
@@ -83,7 +83,7 @@ static void build_id_load(struct elfbin *b)
 			if (memcmp((char *)data->d_buf + name_off, "GNU", 4))
 				continue;
 			for (i = 0; i < nh.n_descsz; i++)
-				snprintf(b->build_id + 2 * i, 3, "%02x", ((unsigned char *)data->d_buf)[desc_off + i]);
+				snprintf(build_id + 2 * i, 3, "%02x", ((unsigned char *)data->d_buf)[desc_off + i]);
 			return;
 		}
 	}
@@ -112,6 +112,7 @@ int elfbin_open(const char *path, struct elfbin **out)
 	b = calloc(1, sizeof(*b));
 	if (!b)
 		return -ENOMEM;
+	b->dbg_fd = -1;
 	b->fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (b->fd < 0) {
 		rc = -errno;
@@ -127,8 +128,8 @@ int elfbin_open(const char *path, struct elfbin **out)
 			scn = section_by_type(b->elf, SHT_DYNSYM);
 		if (!scn)
 			b->symtab_kind = "none";
-		rc = scn ? symbols_load(b, scn) : 0;
-		build_id_load(b);
+		rc = scn ? symbols_load(b, b->elf, scn) : 0;
+		build_id_load(b->elf, b->build_id);
 	}
 	if (rc) {
 		elfbin_close(b);
@@ -136,6 +137,44 @@ int elfbin_open(const char *path, struct elfbin **out)
 	}
 	*out = b;
 	return 0;
+}
+
+static int debuginfo_use(struct elfbin *b, const char *debug)
+{
+	char dbg_id[129] = "";
+	Elf_Scn *scn;
+
+	b->dbg_fd = open(debug, O_RDONLY | O_CLOEXEC);
+	if (b->dbg_fd < 0)
+		return -errno;
+	b->dbg_elf = elf_begin(b->dbg_fd, ELF_C_READ_MMAP, NULL);
+	if (!b->dbg_elf || elf_kind(b->dbg_elf) != ELF_K_ELF)
+		return -ENOEXEC;
+	build_id_load(b->dbg_elf, dbg_id);
+	if (strcmp(dbg_id, b->build_id))
+		return -ESTALE;
+	scn = section_by_type(b->dbg_elf, SHT_SYMTAB);
+	if (!scn)
+		return -ENODATA;
+	free(b->syms);
+	b->syms = NULL;
+	b->nsyms = 0;
+	b->symtab_kind = "debuginfo";
+	return symbols_load(b, b->dbg_elf, scn);
+}
+
+int elfbin_open_with(const char *path, const char *debug, struct elfbin **out)
+{
+	int rc = elfbin_open(path, out);
+
+	if (rc || !debug)
+		return rc;
+	rc = debuginfo_use(*out, debug);
+	if (rc) {
+		elfbin_close(*out);
+		*out = NULL;
+	}
+	return rc;
 }
 
 void elfbin_close(struct elfbin *b)
@@ -155,6 +194,10 @@ void elfbin_close(struct elfbin *b)
 		elf_end(b->elf);
 	if (b->fd >= 0)
 		close(b->fd);
+	if (b->dbg_elf)
+		elf_end(b->dbg_elf);
+	if (b->dbg_fd >= 0)
+		close(b->dbg_fd);
 	if (b->libcxx)
 		dlclose(b->libcxx);
 	free(b);
@@ -228,6 +271,15 @@ const struct esym *elfbin_find_symbol(struct elfbin *b, const char *name)
 	return NULL;
 }
 
+const char *elfbin_display_name(struct elfbin *b, const struct esym *s)
+{
+	size_t i = (size_t)(s - b->syms);
+
+	if (!b->demangled)
+		demangle_all(b);
+	return b->demangled && i < b->nsyms && b->demangled[i] ? b->demangled[i] : s->name;
+}
+
 const struct esym *elfbin_symbol_at(const struct elfbin *b, uint64_t vaddr)
 {
 	size_t lo = 0, hi = b->nsyms, mid;
@@ -295,12 +347,14 @@ int elfbin_open(const char *path, struct elfbin **out)
 	*out = NULL;
 	return -ENOSYS;
 }
+int elfbin_open_with(const char *p, const char *d, struct elfbin **out) { (void)d; return elfbin_open(p, out); }
 void elfbin_close(struct elfbin *b) { (void)b; }
 const char *elfbin_build_id(const struct elfbin *b) { (void)b; return ""; }
 const char *elfbin_symtab_kind(const struct elfbin *b) { (void)b; return "none"; }
 size_t elfbin_nsyms(const struct elfbin *b) { (void)b; return 0; }
 const struct esym *elfbin_find_symbol(struct elfbin *b, const char *n) { (void)b; (void)n; return NULL; }
 const struct esym *elfbin_symbol_at(const struct elfbin *b, uint64_t v) { (void)b; (void)v; return NULL; }
+const char *elfbin_display_name(struct elfbin *b, const struct esym *s) { (void)b; return s->name; }
 int elfbin_read(const struct elfbin *b, uint64_t v, void *p, size_t l) { (void)b; (void)v; (void)p; (void)l; return -ENOSYS; }
 int elfbin_offset_to_vaddr(const struct elfbin *b, uint64_t o, uint64_t *v) { (void)b; (void)o; (void)v; return -ENOSYS; }
 int elfbin_fdes(struct elfbin *b, const struct range **o, size_t *n) { (void)b; *o = NULL; *n = 0; return -ENOSYS; }

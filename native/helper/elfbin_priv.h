@@ -9,6 +9,8 @@
 struct elfbin {
 	int fd;
 	Elf *elf;
+	int dbg_fd;       /* separate debug file, -1 when none */
+	Elf *dbg_elf;
 	struct esym *syms;
 	size_t nsyms;
 	char **demangled;  /* parallel to syms, filled on the first name miss */

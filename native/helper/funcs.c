@@ -78,12 +78,15 @@ static void addr_describe(struct jbuf *out, struct elfbin *b, const char *text, 
 	} else {
 		jbuf_kstr(out, "error", "no FDE or symbol covers this address");
 	}
-	if (sym)
+	if (sym) {
 		jbuf_kstr(out, "symbol", sym->name);
+		jbuf_kstr(out, "display", elfbin_display_name(b, sym));
+		jbuf_kuint(out, "symbol_offset", vaddr - sym->addr);
+	}
 	jbuf_close(out, '}');
 }
 
-static int funcs_open(struct jbuf *out, const char *binary, struct elfbin **b)
+static int funcs_open(struct jbuf *out, const char *binary, const char *debug, struct elfbin **b)
 {
 	const struct range *r;
 	size_t n = 0;
@@ -91,9 +94,11 @@ static int funcs_open(struct jbuf *out, const char *binary, struct elfbin **b)
 
 	jbuf_open(out, '{');
 	jbuf_kstr(out, "binary", binary);
-	rc = elfbin_open(binary, b);
+	rc = elfbin_open_with(binary, debug, b);
 	if (rc) {
-		jbuf_kstr(out, "error", rc == -ENOENT ? "binary not found" : rc == -ENOSYS ?
+		jbuf_kstr(out, "error", rc == -ENOENT ? "binary not found" : rc == -ESTALE ?
+			  "the debug file's build-id differs from the binary's" : rc == -ENODATA ?
+			  "the debug file has no symbol table" : rc == -ENOSYS ?
 			  "built without elfutils (apt-get install libdw-dev libelf-dev, make -C native)" :
 			  rc == -EPROTONOSUPPORT ? "not an x86-64 binary" : "not a readable ELF file");
 		jbuf_close(out, '}');
@@ -107,13 +112,13 @@ static int funcs_open(struct jbuf *out, const char *binary, struct elfbin **b)
 	return 0;
 }
 
-int funcs_lookup(struct jbuf *out, const char *binary, FILE *in, int offsets)
+int funcs_lookup(struct jbuf *out, const char *binary, const char *debug, FILE *in, int offsets)
 {
 	struct elfbin *b;
 	char *line = NULL;
 	size_t cap = 0;
 	ssize_t len;
-	int rc = funcs_open(out, binary, &b);
+	int rc = funcs_open(out, binary, debug, &b);
 
 	if (rc)
 		return rc;
@@ -132,12 +137,12 @@ int funcs_lookup(struct jbuf *out, const char *binary, FILE *in, int offsets)
 	return 0;
 }
 
-int funcs_pause(struct jbuf *out, const char *binary)
+int funcs_pause(struct jbuf *out, const char *binary, const char *debug)
 {
 	const struct range *r;
 	struct elfbin *b;
 	size_t n = 0, i, found = 0;
-	int rc = funcs_open(out, binary, &b);
+	int rc = funcs_open(out, binary, debug, &b);
 
 	if (rc)
 		return rc;

@@ -11,10 +11,10 @@ int events_encode(struct jbuf *out, char **names, int n);
 int counts_measure(struct jbuf *out, int pid, double seconds, char **events, int n);
 int pause_calibrate(struct jbuf *out, int trials);
 /* exact: samples carry PEBS eventing IPs; hot_only: list only sampled instructions and their predecessors. */
-int skid_correct_mode(struct jbuf *out, const char *binary, FILE *in, int exact, int hot_only);
+int skid_correct_mode(struct jbuf *out, const char *binary, const char *debug, FILE *in, int exact, int hot_only);
 /* offsets: input lines are file offsets, not vaddrs. */
-int funcs_lookup(struct jbuf *out, const char *binary, FILE *in, int offsets);
-int funcs_pause(struct jbuf *out, const char *binary);
+int funcs_lookup(struct jbuf *out, const char *binary, const char *debug, FILE *in, int offsets);
+int funcs_pause(struct jbuf *out, const char *binary, const char *debug);
 
 /* Feature flags, reported by "features" and by every command. */
 void features_describe(struct jbuf *out);

@@ -16,9 +16,9 @@ static const char usage_text[] =
 	"  encode NAME...                   libpfm4 event names -> perf -e syntax\n"
 	"  count --pid PID [--duration S] [--event E]...   count events on all threads\n"
 	"  pause [--trials N]               PAUSE latency (TSC ticks, ns) and TSC frequency\n"
-	"  skid --binary PATH [--exact] [--hot-only] < samples   skid-corrected histograms\n"
+	"  skid --binary PATH [--debug FILE] [--exact] [--hot-only] < samples   skid-corrected histograms\n"
 	"       samples: 'symbol<TAB>hexoffset<TAB>count' or '0xvaddr<TAB>count' per line\n"
-	"  funcs --binary PATH [--offsets] < addresses   containing function of each address\n"
+	"  funcs --binary PATH [--debug FILE] [--offsets] < addresses   containing function of each address\n"
 	"  funcs --binary PATH --pause-functions          all .eh_frame functions with PAUSE\n";
 
 static int usage(const char *why)
@@ -67,13 +67,14 @@ static int run_binary_cmd(struct jbuf *out, int argc, char **argv, int is_skid)
 	static const struct option opts[] = {
 		{"binary", required_argument, 0, 'b'}, {"exact", no_argument, 0, 'x'},
 		{"hot-only", no_argument, 0, 'h'}, {"offsets", no_argument, 0, 'o'},
-		{"pause-functions", no_argument, 0, 'P'}, {0, 0, 0, 0}};
-	const char *binary = NULL;
+		{"pause-functions", no_argument, 0, 'P'}, {"debug", required_argument, 0, 'd'}, {0, 0, 0, 0}};
+	const char *binary = NULL, *debug = NULL;
 	int c, exact = 0, hot = 0, offsets = 0, pause = 0;
 
 	while ((c = getopt_long(argc, argv, "b:", opts, NULL)) != -1) {
 		switch (c) {
 		case 'b': binary = optarg; break;
+		case 'd': debug = optarg; break;
 		case 'x': exact = 1; break;
 		case 'h': hot = 1; break;
 		case 'o': offsets = 1; break;
@@ -84,8 +85,8 @@ static int run_binary_cmd(struct jbuf *out, int argc, char **argv, int is_skid)
 	if (!binary)
 		return -EINVAL;
 	if (is_skid)
-		return skid_correct_mode(out, binary, stdin, exact, hot);
-	return pause ? funcs_pause(out, binary) : funcs_lookup(out, binary, stdin, offsets);
+		return skid_correct_mode(out, binary, debug, stdin, exact, hot);
+	return pause ? funcs_pause(out, binary, debug) : funcs_lookup(out, binary, debug, stdin, offsets);
 }
 
 static int run_pause(struct jbuf *out, int argc, char **argv)

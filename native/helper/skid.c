@@ -208,12 +208,16 @@ static const char *open_error_text(int rc)
 		return "not an ELF file";
 	if (rc == -EPROTONOSUPPORT)
 		return "not an x86-64 binary";
+	if (rc == -ESTALE)
+		return "the debug file's build-id differs from the binary's";
+	if (rc == -ENODATA)
+		return "the debug file has no symbol table";
 	if (rc == -ENOSYS)
 		return "built without elfutils: no ELF reading (apt-get install libdw-dev libelf-dev, make -C native)";
 	return strerror(-rc);
 }
 
-int skid_correct_mode(struct jbuf *out, const char *binary, FILE *in, int exact, int hot_only)
+int skid_correct_mode(struct jbuf *out, const char *binary, const char *debug, FILE *in, int exact, int hot_only)
 {
 	struct sample_set set = {0};
 	struct elfbin *b = NULL;
@@ -223,7 +227,7 @@ int skid_correct_mode(struct jbuf *out, const char *binary, FILE *in, int exact,
 
 	jbuf_open(out, '{');
 	jbuf_kstr(out, "binary", binary);
-	rc = elfbin_open(binary, &b);
+	rc = elfbin_open_with(binary, debug, &b);
 	if (!rc)
 		rc = samples_read(in, &set, &bad);
 	if (!rc)

@@ -1,16 +1,56 @@
-"""Turn what the user brings (run directory, perf.data, perf script text, folded file) into a Profile."""
+"""Load stage: what the user brings (run directory, perf.data, perf script text, folded file) as a Recording."""
 
 from __future__ import annotations
 
+from collections import Counter
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Mapping
 
 from ..errors import InputError
 from ..model import rundir
+from ..model.analysis import Process
+from ..model.counters import Counters
 from ..model.folded import load_folded
+from ..model.labels import process_root
 from ..model.perfscript import DEFAULT_TARGET_COMMS, FoldResult
-from ..model.profile import Leaf, Profile
+from ..model.profile import Leaf, Profile, Stack
+from ..model.run import Run, Source
+from ..model.server import ServerFacts
+from ..paths import perf_path
+from ..tools.native.fold import fold_file
+from ..tools.perf import read as perfread
 
 PERF_MAGIC = b"PERFILE2"
+
+
+@dataclass(frozen=True)
+class Choice:
+    """Which processes of a system-wide input to keep (none given: the run's targets, else the servers)."""
+
+    pids: tuple[int, ...] = ()
+    comms: tuple[str, ...] = ()
+    per_thread: bool = False
+
+    @property
+    def given(self) -> bool:
+        return bool(self.pids or self.comms)
+
+
+@dataclass(frozen=True)
+class Recording:
+    """Samples as folded from the input (unnamed code still as '[dso@0xVADDR]') with the run's facts."""
+
+    stacks: Mapping[Stack, int]
+    leaves: tuple[Leaf, ...]
+    run: Run
+    counters: Counters = field(default_factory=Counters)
+    server: ServerFacts | None = None
+    processes: tuple[Process, ...] = ()
+    selection: str = ""
+    build_ids: Mapping[str, str] = field(default_factory=dict)  # dso path -> build-id the recording saw
+    source: str = ""
+    reader_argv: tuple[str, ...] = ()
 
 
 def sniff(path: Path) -> str:
@@ -20,14 +60,19 @@ def sniff(path: Path) -> str:
             return "rundir"
         raise InputError(f"{path}: a directory without run.json or stacks.folded",
                          "pass a pmuprof run directory, a perf.data, a perf script text or a folded file")
-    if not path.is_file():
+    if not path.exists():
         raise InputError(f"{path}: no such file or directory", "check the path")
+    if not path.is_file():
+        raise InputError(f"{path}: not a regular file", "pass a run directory, a perf.data or a text file")
     with open(path, "rb") as fh:
         head = fh.read(65536)
     if not head.strip():
         raise InputError(f"{path}: the file is empty", "re-record; an empty capture has nothing to report")
     if head.startswith(PERF_MAGIC):
         return "perf.data"
+    if b"\0" in head:
+        raise InputError(f"{path}: binary data that is not a perf.data (no PERFILE2 header)",
+                         "pass a perf.data, a perf script text or a folded file")
     for line in head.decode("utf-8", "backslashreplace").splitlines():
         if not line.strip() or line.startswith("#"):
             continue
@@ -36,79 +81,132 @@ def sniff(path: Path) -> str:
     return "folded"
 
 
-def load_input(path: Path | str, pids: tuple[int, ...] = (), comms: tuple[str, ...] = (),
-               per_thread: bool = False) -> Profile:
+def load(path: Path | str, choice: Choice = Choice(), symfs: Path | None = None) -> Recording | Profile:
+    """An analysed Profile for an analysed run directory or a folded file, else a Recording to analyse."""
     path = Path(path)
     kind = sniff(path)
     if kind == "rundir":
-        profile = rundir.load_run_dir(path)
-        return _restricted(profile, pids, comms)
+        if (path / rundir.STACKS).is_file():
+            return restrict(rundir.load_run_dir(path), choice)
+        return read_run_dir(path, choice, symfs)
     if kind == "folded":
         stacks, headers = load_folded(path)
-        run = {"source": {"kind": "folded", "path": str(path), "headers": headers}, "warnings": []}
-        return _restricted(Profile(stacks, run, source=str(path)), pids, comms)
-    sibling = _sibling_run(path)
-    names = {t["pid"]: t["label"] for t in sibling.get("targets", [])}
-    if not pids and not comms:
-        pids = tuple(names)
-    comms = comms or (() if pids else DEFAULT_TARGET_COMMS)
+        run = Run(source=Source(kind="folded", path=str(path), headers=headers))
+        return restrict(Profile(stacks, run, source=str(path)), choice)
+    sibling = path.parent if rundir.is_run_dir(path.parent) else None
+    return read_recording(path, kind, choice, sibling, symfs)
+
+
+def read_run_dir(path: Path, choice: Choice, symfs: Path | None = None) -> Recording:
+    """A recorded run directory's perf.data with its targets (none of them busy: an empty Recording)."""
+    data = path / rundir.PERF_DATA
+    if not data.is_file():
+        raise InputError(f"{path}: no {rundir.STACKS} and no {rundir.PERF_DATA} in this run directory",
+                         "the capture recorded nothing; capture again")
+    return read_recording(data, "perf.data", choice, path, symfs, allow_empty=True)
+
+
+def read_recording(path: Path, kind: str, choice: Choice, sibling: Path | None,
+                   symfs: Path | None = None, allow_empty: bool = False) -> Recording:
+    """Fold a perf.data or perf script text; inside a run directory, reuse its targets and facts."""
+    run = rundir.read_run(sibling) if sibling else Run()
+    names = {t.pid: t.label for t in run.targets}
+    pids = choice.pids or (tuple(names) if not choice.comms else ())
+    comms = choice.comms or (() if pids else DEFAULT_TARGET_COMMS)
     if kind == "perf.data":
-        return _from_perf_data(path, pids, comms, per_thread, sibling, names)
-    from ..tools.native.fold import fold_file  # the C folder when built, else the Python Folder
-    result = fold_file(path, pids, comms, per_thread, names)
-    return _from_fold(result, path, "perf-script", sibling, comms)
+        result, recording, argv = _fold_perf_data(path, pids, comms, choice.per_thread, names, symfs)
+        run = _run_for_perf_data(run, recording)
+        build_ids = recording.build_ids
+    else:
+        result = fold_file(path, pids, comms, choice.per_thread, names, raw_unknown=True)
+        build_ids, argv = {}, []
+    if not result.kept and not allow_empty:
+        why = f" of {', '.join(comms)}" if comms and not pids else (f" of pid {', '.join(map(str, pids))}" if pids else "")
+        raise InputError(f"{path}: no samples{why} in this {kind}",
+                         "check the recording covers the target (use --pid/--comm to choose processes)")
+    counters, server, _ = rundir.read_facts(sibling) if sibling else (Counters(), None, None)
+    run = _with_fold_facts(run, result, path, kind)
+    processes, selection = _processes(result, run, choice, pids, comms)
+    leaves = tuple(Leaf(d, s, o, c) for (d, s, o), c in sorted(result.leaves.items()))
+    return Recording(dict(result.stacks), leaves, run, counters, server, processes, selection, build_ids, str(path),
+                     tuple(argv))
 
 
-def _from_perf_data(path: Path, pids, comms, per_thread, sibling: dict, names) -> Profile:
-    from ..tools.perf import read as script  # perf.data needs perf: the one process report may start
-    from ..paths import perf_path
+def _fold_perf_data(path: Path, pids, comms, per_thread, names, symfs):
     perf = perf_path()
     if not perf:
         raise InputError(f"{path}: reading a perf.data needs perf, which is not installed",
                          "apt-get install linux-perf, or pass the folded file / perf script text instead")
-    events = script.recorded_events(perf, path)
-    result, argv = script.fold_perf_data(perf, path, pids, () if pids else comms, per_thread, names)
-    profile = _from_fold(result, path, "perf.data", sibling, comms)
-    if not any("CALLCHAIN" in e.get("sample_type", "") for e in events):
-        profile.run["warnings"].append("perf.data was recorded without call graphs (-g): stacks are one frame deep")
-    profile.run.setdefault("record", {})["events_recorded"] = [e["name"] for e in events]
-    profile.run["record"].setdefault("event_recorded", events[0]["name"].split(":")[0] if events else "unknown")
-    profile.run.setdefault("host", {}).update({k: v for k, v in script.header(perf, path).items()
-                                               if k not in profile.run["host"]})
-    profile.run["script"] = {"argv": argv}
-    return profile
+    recording = perfread.describe(perf, path)
+    result, argv = perfread.fold_perf_data(perf, path, pids, () if pids else comms, per_thread, names, symfs)
+    return result, recording, argv
 
 
-def _from_fold(result: FoldResult, path: Path, kind: str, sibling: dict, comms) -> Profile:
-    if not result.kept:
-        why = f" of {', '.join(comms)}" if comms else ""
-        raise InputError(f"{path}: no samples{why} in this {kind}",
-                         "check the recording covers the target (use --pid/--comm to choose processes)")
-    run = dict(sibling) if sibling else {"warnings": []}
-    run["source"] = {"kind": kind, "path": str(path)}
-    run["warnings"] = list(run.get("warnings", [])) + [w for w in result.warnings() if w not in run.get("warnings", [])]
-    rec = run.setdefault("record", {})
-    rec["samples"] = result.kept
-    if result.events and "event_recorded" not in rec:
-        rec["event_recorded"] = result.events.most_common(1)[0][0]
-    leaves = tuple(Leaf(d, s, o, c) for (d, s, o), c in sorted(result.leaves.items()))
-    mysql = rundir.read_json(path.parent / rundir.MYSQL, None) if sibling else None
-    counters = rundir.read_json(path.parent / rundir.COUNTERS, {}) if sibling else {}
-    return Profile(dict(result.stacks), run, counters or {}, mysql, leaves, str(path))
+def _run_for_perf_data(run: Run, rec: perfread.Recording) -> Run:
+    """A captured run keeps its own facts; a bare perf.data gets what its header and evlist say."""
+    record = replace(run.record, event_recorded=run.record.event_recorded or rec.event,
+                     events_recorded=run.record.events_recorded or tuple(e["name"] for e in rec.events),
+                     call_graph=run.record.call_graph or rec.call_graph)
+    run = replace(run, record=record)
+    if not run.targets:  # a bare perf.data: the host it was recorded on
+        h = rec.header
+        nproc = str(h.get("nproc", ""))
+        run = replace(run, host=replace(run.host, hostname=h.get("hostname", ""), kernel=h.get("kernel", ""),
+                                        perf_version=h.get("perf_version", ""), cpu_model=h.get("cpu_model", ""),
+                                        nproc=int(nproc) if nproc.isdigit() else None),
+                      command=tuple(h.get("cmdline", "").split()) if h.get("cmdline") else ())
+    if not rec.call_graph:
+        run = run.with_notes(("perf.data was recorded without call graphs (-g): stacks are one frame deep",))
+    return run
 
 
-def _sibling_run(path: Path) -> dict:
-    """A perf.data or script text inside a run directory reuses that run's targets and facts."""
-    return rundir.read_json(path.parent / rundir.RUN_JSON, {}) or {}
+def _with_fold_facts(run: Run, result: FoldResult, path: Path, kind: str) -> Run:
+    record = run.record
+    if not record.event_recorded and result.events:
+        record = replace(record, event_recorded=result.events.most_common(1)[0][0])
+    run = replace(run, record=record, source=Source(kind=kind, path=str(path)))
+    return run.with_notes(tuple(result.warnings()))
 
 
-def _restricted(profile: Profile, pids: tuple[int, ...], comms: tuple[str, ...]) -> Profile:
-    if not pids and not comms:
+def _processes(result: FoldResult, run: Run, choice: Choice, pids, comms) -> tuple[tuple[Process, ...], str]:
+    """The kept processes (one root each, never merged by name) and how they were chosen."""
+    by_root: Counter[str] = Counter()
+    for stack, count in result.stacks.items():
+        by_root[stack[0]] += count
+    kept = []
+    for pid, label in sorted(_roots(result).items()):
+        target = next((t for t in run.targets if t.pid == pid), None)
+        kept.append(Process(label=label, pid=pid, comm=result.names[pid], binary=target.exe if target else "",
+                            samples=by_root.get(label, 0)))
+    named = {p.label for p in kept}
+    kept += [Process(label=root, comm=root, samples=n) for root, n in sorted(by_root.items()) if root not in named]
+    if choice.given:
+        how = "chosen with " + " ".join([f"--pid {p}" for p in choice.pids] + [f"--comm {c}" for c in choice.comms])
+    elif run.targets:
+        how = "the capture's targets"
+    else:
+        how = f"processes with a thread named {' or '.join(comms)} (choose others with --pid / --comm)"
+    if result.filtered:
+        how += f"; {result.filtered:,} samples of other processes left out"
+    return tuple(kept), how
+
+
+def _roots(result: FoldResult) -> dict[int, str]:
+    """pid -> root label as the folder wrote it (comm, or comm-pid when two kept processes share a comm)."""
+    names = result.names
+    shared = len(set(names.values())) < len(names)
+    return {pid: process_root(name, pid if shared else None) for pid, name in names.items() if pid >= 0}
+
+
+def restrict(profile: Profile, choice: Choice) -> Profile:
+    """Keep the chosen processes of an already folded profile (by label, comm or pid)."""
+    if not choice.given:
         return profile
-    wanted = {t["label"] for t in profile.run.get("targets", []) if t.get("pid") in pids}
+    wanted = {t.label for t in profile.run.targets if t.pid in choice.pids}
+    wanted |= {p.label for p in profile.analysis.processes if p.pid in choice.pids}
     roots = [r for r in profile.processes()
-             if r in wanted or r in comms or r.rsplit("-", 1)[0] in comms
-             or (r.rsplit("-", 1)[-1].isdigit() and int(r.rsplit("-", 1)[-1]) in pids)]
+             if r in wanted or r in choice.comms or r.rsplit("-", 1)[0] in choice.comms
+             or (r.rsplit("-", 1)[-1].isdigit() and int(r.rsplit("-", 1)[-1]) in choice.pids)]
     if not roots:
         raise InputError(f"{profile.source}: none of the chosen processes are in this profile",
                          f"processes present: {', '.join(profile.processes()[:8])}")

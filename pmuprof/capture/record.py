@@ -1,4 +1,4 @@
-"""Record a run directory: perf record + perf stat on the targets, server and host facts, folding."""
+"""Record a run directory: perf record + perf stat on the targets, server and host facts (no folding here)."""
 
 from __future__ import annotations
 
@@ -7,20 +7,27 @@ import os
 import shutil
 import sys
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 from .. import __version__
 from ..errors import PerfError, PmuprofError, ResourceError, UsageError
 from ..model import rundir
+from ..model.counters import CounterValue, Counters
+from ..model.jsontypes import from_json
+from ..model.run import FeatureOff, Host, Pause, Record, Run, Stat, Target
+from ..model.server import ServerFacts
 from ..paths import perf_path
-from . import events, postprocess
+from ..tools.native import helper
+from ..tools.perf import argv as perfcmd, parse as perfparse, read as perfread
+from . import events
+from .mysql import facts as mysql
+from .runner import Control, Outcome, Progress, run_bounded
 from .target import host, process as target
-from ..tools.perf import argv as perfcmd, parse as perfparse
-from .runner import Control, Progress, run_bounded
 
 MAX_DURATION_S = 3600
+NO_PMU_FIX = "run on bare metal or enable the vPMU (e.g. KVM `-cpu host,pmu=on`)"
 
 
 @dataclass(frozen=True)
@@ -33,7 +40,7 @@ class RecordOptions:
     mode: str = "per-cpu"
     event: str = "cycles"
     mysql: bool = True
-    mysql_options: object | None = None  # pmuprof.capture.mysql.MysqlOptions
+    mysql_options: object | None = None  # pmuprof.capture.mysql.facts.MysqlOptions
     per_thread_roots: bool = False
     keep_perf_data: bool = True
     command: tuple[str, ...] = field(default_factory=lambda: tuple(sys.argv))
@@ -43,9 +50,11 @@ def validate(opts: RecordOptions) -> None:
     if not opts.pids:
         raise UsageError("no target process", "pass -p PID (repeatable) or --all-mysqld")
     if not 0 < opts.duration <= MAX_DURATION_S:
-        raise UsageError(f"--duration {opts.duration} is out of range", f"use 1..{MAX_DURATION_S} seconds")
+        raise UsageError(f"--duration {opts.duration:g} is out of range", f"use 1..{MAX_DURATION_S} seconds")
     if not 1 <= opts.frequency <= 10000:
         raise UsageError(f"--frequency {opts.frequency} is out of range", "use 1..10000 Hz (99 is the low-overhead default)")
+    if opts.out_dir.exists() and not opts.out_dir.is_dir():
+        raise UsageError(f"{opts.out_dir} exists and is not a directory", "choose a new -o directory")
     if opts.out_dir.exists() and any(opts.out_dir.iterdir()):
         raise UsageError(f"{opts.out_dir} exists and is not empty", "choose a new -o directory")
 
@@ -56,7 +65,8 @@ def check_disk(out_dir: Path, need: int) -> int:
     free = shutil.disk_usage(probe).free
     if free < need * 2 + 64 * 1024 * 1024:
         raise ResourceError(
-            f"not enough free disk in {probe}: {free // 2**20} MiB free, the capture needs about {need // 2**20} MiB",
+            f"not enough free disk in {probe}: {free // 2**20} MiB free, the capture needs about {need // 2**20} MiB "
+            f"plus as much again and 64 MiB to spare",
             "free space, lower --duration/--frequency, use --call-graph fp, or pass -o on a larger filesystem")
     return free
 
@@ -75,73 +85,150 @@ def preflight(opts: RecordOptions) -> tuple[str, dict]:
 
 def record(opts: RecordOptions, progress: Progress | None = None,
            log: Callable[[str], None] = lambda _m: None, on_recorded: Callable[[], None] | None = None) -> Path:
-    """Capture into opts.out_dir and return it. Ctrl-C keeps and folds what was captured.
+    """Capture into opts.out_dir (run.json, perf.data, counters.json, mysql.json) and return it.
 
-    ``on_recorded`` runs as soon as perf has stopped, before folding (the demo stops its workload there).
+    Ctrl-C keeps what was captured. ``on_recorded`` runs as soon as perf has stopped (the demo
+    stops its workload there). Folding and analysis are the pipeline's (pipeline.materialize).
     """
     validate(opts)
     pids = tuple(dict.fromkeys(target.resolve_pid(p) for p in opts.pids))
     perf, host_facts = preflight(opts)
-    targets = [target.describe(p, label) for p, label in target.labels_for(list(pids)).items()]
-    threads = sum(t["threads"] for t in targets)
-    need = perfcmd.estimate_bytes(opts.frequency, host_facts["nproc"], opts.duration, opts.call_graph, threads, opts.mode)
+    targets = tuple(target.describe(p, label) for p, label in target.labels_for(list(pids)).items())
+    need = perfcmd.estimate_bytes(opts.frequency, host_facts["nproc"], opts.duration, opts.call_graph,
+                                  sum(t.threads for t in targets), opts.mode)
     opts.out_dir.mkdir(parents=True, exist_ok=True)
     free = check_disk(opts.out_dir, need)
-    cgroup = _shared_cgroup(targets) if opts.mode == "per-cpu" else None
     pmu_events, pmu_notes = _pmu_event_set(host_facts)
-    host_facts["pause"] = postprocess.calibrate_pause()
+    run = _initial_run(opts, targets, host_facts, pmu_events, pmu_notes)
+    rundir.write_typed(opts.out_dir / rundir.RUN_JSON, run)  # a cut-short capture is still a run directory
     mysql_thread = _start_mysql(opts, pids, min(opts.duration, 5.0))
-    started = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-    log(f"recording {', '.join(t['label'] + ' (pid ' + str(t['pid']) + ')' for t in targets)} for "
-        f"{opts.duration:g} s at {opts.frequency} Hz, mode {opts.mode}{' cgroup ' + cgroup if cgroup else ''}")
-    size_cap = min(need * 3, free // 2)
-    try:
-        argv, outcome = _run_perf(opts, perf, pids, host_facts, pmu_events, cgroup, size_cap, progress)
-    except PerfError as err:
-        if not cgroup:
-            raise
-        log(f"perf refused the cgroup filter ({err.message}); sampling all CPUs without it")
-        cgroup_note = f"perf refused -G {cgroup} ({err.message}): sampled without the cgroup filter"
-        cgroup = None
-        argv, outcome = _run_perf(opts, perf, pids, host_facts, pmu_events, None, size_cap, progress)
-    else:
-        cgroup_note = None
+    log(f"recording {', '.join(f'{t.label} (pid {t.pid})' for t in targets)} for {opts.duration:g} s at "
+        f"{opts.frequency} Hz, mode {opts.mode}{' cgroup ' + run.cgroup if run.cgroup else ''}")
+    run, outcome = _record_with_fallback(opts, perf, pids, run, pmu_events, min(need * 3, free // 2), progress, log)
     if on_recorded is not None:
         on_recorded()
-    run = {
-        "pmuprof_version": __version__, "command": list(opts.command), "started": started,
-        "duration_s": outcome.elapsed_s, "duration_requested_s": opts.duration,
-        "interrupted": outcome.interrupted, "mode": opts.mode, "cgroup": cgroup,
-        "targets": targets, "host": host_facts,
-        "record": {"argv": argv["record"][0], "event_requested": opts.event, "frequency": opts.frequency,
-                   "call_graph": opts.call_graph, **perfparse.parse_record_stderr(outcome.stderr.get("record", ""))},
-        "stat": {"argv": argv["stat"][0], "labels": {perf: label for label, perf in pmu_events},
-                 "notes": pmu_notes}, "warnings": [cgroup_note] if cgroup_note else [], "features_off": [],
-    }
-    if outcome.target_exited:
-        run["warnings"].append(f"target pid(s) {', '.join(map(str, outcome.target_exited))} exited during the "
-                               f"capture after {outcome.elapsed_s:.1f} s; the report covers the time before that")
-    if outcome.interrupted:
-        run["warnings"].append(f"capture interrupted (Ctrl-C) after {outcome.elapsed_s:.1f} s; kept what was recorded")
-    postprocess.finish(opts, perf, run, opts.out_dir / rundir.STAT_CSV, mysql_thread, log)
+    run = _finish(opts, perf, run, outcome, mysql_thread)
+    if not opts.keep_perf_data:
+        (opts.out_dir / rundir.PERF_DATA).unlink(missing_ok=True)
     return opts.out_dir
 
 
-def _run_perf(opts: RecordOptions, perf: str, pids: tuple[int, ...], host_facts: dict,
-              pmu_events: list[tuple[str, str]], cgroup: str | None, size_cap: int, progress: Progress | None):
-    """perf record + perf stat for the capture window; returns (argv by name, runner outcome)."""
+def _initial_run(opts: RecordOptions, targets: tuple[Target, ...], host_facts: dict,
+                 pmu_events: list[tuple[str, str]], pmu_notes: list[str]) -> Run:
+    facts = {k: v for k, v in host_facts.items() if k != "pause"}
+    pause = helper.calibrate_pause_or_error()
+    return Run(pmuprof_version=__version__, command=tuple(opts.command),
+               started=_dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+               duration_requested_s=opts.duration, mode=opts.mode,
+               cgroup=_shared_cgroup(targets) if opts.mode == "per-cpu" else None, targets=targets,
+               host=replace(from_json(Host, facts), pause=from_json(Pause, pause)),
+               record=Record(event_requested=opts.event, frequency=opts.frequency, call_graph=opts.call_graph),
+               stat=Stat(labels={perf_name: label for label, perf_name in pmu_events}, notes=tuple(pmu_notes)))
+
+
+def _record_with_fallback(opts, perf, pids, run: Run, pmu_events, size_cap, progress, log) -> tuple[Run, Outcome]:
+    """perf record + stat; when perf refuses the cgroup filter, again without it (said in the run)."""
+    try:
+        return _run_perf(opts, perf, pids, run, pmu_events, size_cap, progress)
+    except PerfError as err:
+        if not run.cgroup:
+            raise
+        log(f"perf refused the cgroup filter ({err.message}); sampling all CPUs without it")
+        note = f"perf refused -G {run.cgroup} ({err.message}): sampled without the cgroup filter"
+        return _run_perf(opts, perf, pids, replace(run, cgroup=None).with_notes((note,)), pmu_events, size_cap,
+                         progress)
+
+
+def _run_perf(opts: RecordOptions, perf: str, pids: tuple[int, ...], run: Run, pmu_events: list[tuple[str, str]],
+              size_cap: int, progress: Progress | None) -> tuple[Run, Outcome]:
+    """perf record + perf stat for the capture window."""
     data = opts.out_dir / rundir.PERF_DATA
     data.unlink(missing_ok=True)
-    spec = perfcmd.RecordSpec(data, pids, opts.frequency, opts.call_graph, opts.mode, opts.event, cgroup,
+    spec = perfcmd.RecordSpec(data, pids, opts.frequency, opts.call_graph, opts.mode, opts.event, run.cgroup,
                               max_size_bytes=size_cap)
     stat_events = perfcmd.STAT_SOFTWARE + tuple(perf_name for _, perf_name in pmu_events)
-    stat_out = opts.out_dir / rundir.STAT_CSV
     control = Control(opts.out_dir)
     argv = {"record": (perfcmd.record_argv(perf, spec, control.argv()), opts.out_dir / rundir.RECORD_LOG),
-            "stat": (perfcmd.stat_argv(perf, stat_out, pids, stat_events, opts.mode, cgroup),
-                     opts.out_dir / rundir.STAT_LOG)}
-    outcome = run_bounded(argv, opts.duration, pids, host_facts["perf_event_paranoid"], progress, data, control)
-    return argv, outcome
+            "stat": (perfcmd.stat_argv(perf, opts.out_dir / rundir.STAT_CSV, pids, stat_events, opts.mode,
+                                       run.cgroup), opts.out_dir / rundir.STAT_LOG)}
+    outcome = run_bounded(argv, opts.duration, pids, run.host.perf_event_paranoid, progress, data, control)
+    run = replace(run, record=replace(run.record, argv=tuple(argv["record"][0])),
+                  stat=replace(run.stat, argv=tuple(argv["stat"][0])))
+    return run, outcome
+
+
+def _finish(opts: RecordOptions, perf: str, run: Run, outcome: Outcome, mysql_thread) -> Run:
+    """What really happened: events recorded, counters, server facts; run.json written last."""
+    stderr = perfparse.parse_record_stderr(outcome.stderr.get("record", ""))
+    run = replace(run, duration_s=outcome.elapsed_s, interrupted=outcome.interrupted,
+                  stopped_by=outcome.stopped_by,
+                  record=replace(run.record, samples_total=stderr.get("samples_total"), lost=stderr.get("lost"),
+                                 data_mb=stderr.get("data_mb")))
+    run = run.with_notes(_outcome_warnings(outcome))
+    try:
+        run = _recorded_event(run, perf, opts.out_dir / rundir.PERF_DATA)
+    finally:
+        run = _write_counters(opts, run)
+        run = _write_server_facts(opts, run, mysql_thread)
+        rundir.write_typed(opts.out_dir / rundir.RUN_JSON, run)
+    return run
+
+
+def _outcome_warnings(outcome: Outcome) -> tuple[str, ...]:
+    out = []
+    if outcome.target_exited:
+        out.append(f"target pid(s) {', '.join(map(str, outcome.target_exited))} exited during the capture after "
+                   f"{outcome.elapsed_s:.1f} s; the report covers the time before that")
+    if outcome.interrupted:
+        out.append(f"capture interrupted ({outcome.stopped_by or 'Ctrl-C'}) after {outcome.elapsed_s:.1f} s; "
+                   "kept what was recorded")
+    return tuple(out)
+
+
+def _recorded_event(run: Run, perf: str, data: Path) -> Run:
+    """perf may silently substitute cpu-clock for cycles on hosts without a PMU: say so."""
+    rec = perfread.Recording(tuple(perfread.recorded_events(perf, data)), {}, {})
+    run = replace(run, record=replace(run.record, event_recorded=rec.event,
+                                      events_recorded=tuple(e["name"] for e in rec.events)))
+    asked = perfparse.event_base(run.record.event_requested)
+    if rec.event == asked:
+        return run
+    return run.with_notes(
+        (f"perf recorded {rec.event} instead of {asked}: no usable hardware PMU on this host (a VM without a "
+         f"vPMU?). Function shares are time-based and still right; cycle/IPC facts are unavailable",),
+        (FeatureOff("hardware cycles sampling", f"perf substituted {rec.event}", NO_PMU_FIX),))
+
+
+def _write_counters(opts: RecordOptions, run: Run) -> Run:
+    stat_out = opts.out_dir / rundir.STAT_CSV
+    rows = perfparse.parse_stat_csv(stat_out.read_text(errors="replace")) if stat_out.exists() else []
+    values = []
+    for row in rows:  # curated PMU events are named (pause_inst, remote_dram, ...); perf's spelling is kept
+        name = run.stat.labels.get(row["event"].split(":")[0])
+        if name and name != row["event"]:
+            row = {**row, "perf": row["event"], "event": name}
+        values.append(from_json(CounterValue, {k: v for k, v in row.items() if v is not None}))
+    scope = f"cgroup {run.cgroup}" if run.cgroup else (
+        "system-wide (all processes)" if opts.mode == "per-cpu" else "target threads")
+    rundir.write_typed(opts.out_dir / rundir.COUNTERS, Counters(scope, run.duration_s, tuple(values),
+                                                                perfparse.derived(rows)))
+    if any(v.supported and v.event.split(":")[0] in ("cycles", "instructions") for v in values):
+        return run
+    return run.with_notes(features_off=(FeatureOff("IPC (cycles, instructions)", "no hardware PMU counters here",
+                                                   "run on bare metal or a VM with a virtual PMU"),))
+
+
+def _write_server_facts(opts: RecordOptions, run: Run, worker) -> Run:
+    if worker is None:
+        return run
+    worker.join(timeout=30)
+    facts = worker.facts or {"reachable": False, "error": "server facts timed out"}
+    try:
+        typed = from_json(ServerFacts, facts)
+    except TypeError as err:  # a server answer pmuprof did not expect must not lose the capture
+        typed = ServerFacts(reachable=False, error=f"server facts not understood ({err})")
+    rundir.write_typed(opts.out_dir / rundir.MYSQL, typed)
+    return run if typed.reachable else run.with_notes((f"server facts not collected: {typed.error}",))
 
 
 def _pmu_event_set(host_facts: dict) -> tuple[list[tuple[str, str]], list[str]]:
@@ -151,16 +238,15 @@ def _pmu_event_set(host_facts: dict) -> tuple[list[tuple[str, str]], list[str]]:
                     "was not counted"]
     base = [(name, name) for name in perfcmd.STAT_HARDWARE]
     try:
-        from ..tools.native import helper
         extra, notes = events.encode_set(host_facts["microarch"], helper.encode)
-    except (ImportError, PmuprofError) as err:
+    except PmuprofError as err:
         return base, [f"PMU event set off: {err}"]
     return base + extra, notes
 
 
-def _shared_cgroup(targets: list[dict]) -> str | None:
+def _shared_cgroup(targets: tuple[Target, ...]) -> str | None:
     """Sample per CPU but only inside the targets' cgroup, when they share one that is theirs (a service)."""
-    groups = {t.get("cgroup") for t in targets}
+    groups = {t.cgroup for t in targets}
     group = groups.pop() if len(groups) == 1 else None
     return group if group and group.endswith((".service", ".scope")) else None
 
@@ -168,10 +254,10 @@ def _shared_cgroup(targets: list[dict]) -> str | None:
 class _MysqlThread(threading.Thread):
     def __init__(self, opts: RecordOptions, pid: int, interval: float) -> None:
         super().__init__(daemon=True, name="pmuprof-mysql-facts")
-        self.opts, self.pid, self.interval, self.facts = opts, pid, interval, None
+        self.opts, self.pid, self.interval = opts, pid, interval
+        self.facts: dict[str, Any] | None = None
 
     def run(self) -> None:
-        from .mysql import facts as mysql
         try:
             options = self.opts.mysql_options or mysql.MysqlOptions()
             self.facts = mysql.collect_facts(options, pid=self.pid, interval_s=self.interval)

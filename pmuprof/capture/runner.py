@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from ..errors import PerfError, TargetError
+from ..model import rundir
 from .target.process import is_alive
 
 Progress = Callable[[float, float, int], None]  # (elapsed_s, duration_s, perf.data bytes)
@@ -65,6 +66,7 @@ def _first_line(text: str) -> str:
 class Outcome:
     elapsed_s: float = 0.0
     interrupted: bool = False
+    stopped_by: str = ""  # SIGINT, SIGTERM, SIGHUP, target-exit, or "" (the duration ran out)
     target_exited: list[int] = field(default_factory=list)
     returncodes: dict[str, int | None] = field(default_factory=dict)
     stderr: dict[str, str] = field(default_factory=dict)
@@ -101,7 +103,7 @@ class Control:
     """
 
     def __init__(self, directory: Path) -> None:
-        self.ctl, self.ack = directory / ".perf-ctl", directory / ".perf-ack"
+        self.ctl, self.ack = (directory / name for name in rundir.CONTROL_FIFOS)
         for fifo in (self.ctl, self.ack):
             fifo.unlink(missing_ok=True)
             os.mkfifo(fifo, 0o600)
@@ -153,7 +155,7 @@ def run_bounded(procs: dict[str, tuple[Sequence[str], Path]], duration: float, p
             t0 = time.monotonic()
         _watch(started, procs, duration, pids, paranoid, progress, data_path, out, t0)
     except KeyboardInterrupt:
-        out.interrupted = True
+        out.interrupted, out.stopped_by = True, "SIGINT"
     finally:
         previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not lose the data
         try:

@@ -7,7 +7,10 @@ from pathlib import Path
 
 import click
 
-from ..analysis.skid import annotate, annotate_text
+from ..analysis.annotate import annotate, annotate_text, binary_for, override
+from ..pipeline import build_profile
+from ..tools.native import helper
+from . import common
 
 EPILOG = """\b
 Examples:
@@ -26,14 +29,20 @@ Examples:
 @click.option("--json", "as_json", is_flag=True, help="Print the listing as JSON.")
 @click.option("--pid", "pids", type=int, multiple=True, help="Keep only these processes (perf.data inputs).")
 @click.option("--comm", "comms", multiple=True, help="Keep processes with a thread of this name (perf.data inputs).")
-def annotate_cmd(input_path: str, symbol: str, binary: str | None, as_json: bool, pids: tuple, comms: tuple) -> None:
+@click.option("--symfs", type=click.Path(exists=True, file_okay=False), default=None,
+              help="Look for binaries and debug files under this directory first (like perf --symfs).")
+def annotate_cmd(input_path: str, symbol: str, binary: str | None, as_json: bool, pids: tuple, comms: tuple,
+                 symfs: str | None) -> None:
     """Show SYMBOL's instructions with raw and skid-corrected sample counts.
 
     Interrupt sampling (and PEBS/IBS) charges the cycles of PAUSE, fences and locked
     instructions to the instruction after them; the corrected column moves those samples
     back. Samples move, none vanish: raw and corrected totals are equal.
     """
-    model = annotate(Path(input_path), symbol, binary, pids, comms)
+    options = common.pipeline_options(pids, comms, symfs)
+    profile = build_profile(input_path, options)
+    found = override(Path(binary), profile) if binary else binary_for(profile, symbol, options.lookup)
+    model = annotate(profile, symbol, found, helper.skid)
     if as_json:
         click.echo(json.dumps(model, indent=2, sort_keys=True))
     else:

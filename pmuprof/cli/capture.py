@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from ..capture.record import record
-from ..pipeline import report_input
+from ..pipeline import materialize, report_profile
 from ..workflows.schedule import EXIT_CRITICAL, EXIT_WARNING, findings_exit_code
 from . import common
 from .record import build_options, mysql_decorator, mysql_from_kwargs
@@ -33,14 +33,16 @@ def capture_cmd(quiet: bool, exit_code_on_findings: bool, **kwargs) -> None:
     mysql_opts, use_mysql = mysql_from_kwargs(kwargs)
     opts = build_options(**kwargs, mysql_options=mysql_opts, use_mysql=use_mysql)
     out = record(opts, common.progress_printer(not quiet), common.log)
-    result = report_input(out, out, allow_empty=True)
-    if not result["profile"].total:
+    profile = materialize(out, log=common.log)
+    result = report_profile(profile, out)
+    common.say_problems(profile)
+    if not profile.total:
         common.log("no samples of the target: it was idle or off-CPU during the capture (the report says so)")
-    common.log(f"report: {result['paths']['html']}")
-    for finding in result["findings"][:3]:
+    common.log(f"report: {result.paths['html']}")
+    for finding in result.findings[:3]:
         common.log(f"  [{finding.severity}] {finding.title} ({finding.share:.0%})")
     if exit_code_on_findings:
-        raise click.exceptions.Exit(findings_exit_code(result["findings"]))
+        raise click.exceptions.Exit(findings_exit_code(result.findings))
 
 
 COMMAND = capture_cmd

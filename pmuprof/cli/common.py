@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import click
+
+from ..analysis.binaries import Lookup
+from ..analysis.load import Choice
+from ..pipeline import Options
 
 
 def progress_printer(enabled: bool):
@@ -46,3 +51,30 @@ def capture_options(func):
     for opt in reversed(opts):
         func = opt(func)
     return func
+
+
+def input_options(func):
+    """--pid/--comm (which processes of a system-wide input), --symfs/--binary (where the binaries are)."""
+    opts = [
+        click.option("--pid", "pids", type=int, multiple=True, help="Keep only these processes (system-wide inputs)."),
+        click.option("--comm", "comms", multiple=True, help="Keep processes with a thread of this name."),
+        click.option("--symfs", type=click.Path(exists=True, file_okay=False), default=None,
+                     help="Look for binaries and debug files under this directory first (like perf --symfs)."),
+        click.option("--binary", "binaries", type=click.Path(exists=True, dir_okay=False), multiple=True,
+                     help="A binary that ran (matched by build-id; repeat for several)."),
+    ]
+    for opt in reversed(opts):
+        func = opt(func)
+    return func
+
+
+def pipeline_options(pids=(), comms=(), symfs=None, binaries=(), per_thread: bool = False):
+    """pipeline.Options from input_options' values."""
+    return Options(Choice(tuple(pids), tuple(comms), per_thread),
+                   Lookup(symfs=Path(symfs) if symfs else None, binaries=tuple(Path(b) for b in binaries)))
+
+
+def say_problems(profile) -> None:
+    """Binary problems (missing, build-id mismatch, debuginfod) once on stderr, as the report shows them."""
+    for line in profile.analysis.warnings:
+        log(f"warning: {line}")

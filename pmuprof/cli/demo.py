@@ -46,10 +46,10 @@ def demo_cmd(scenario: str, duration: float, out_dir: str | None, spin_wait_dela
     opts = DemoOptions(scenario=scenario, duration=duration, threads=threads, spin_wait_delay=spin_wait_delay,
                        frequency=frequency, out_dir=Path(out_dir) if out_dir else None)
     result = run_demo(opts, common.progress_printer(not quiet), common.log)
-    run_dir = result["run_dir"]
+    run_dir = result.run_dir
     common.log(f"run directory: {run_dir}")
-    common.log(f"report: {result['paths'].get('html', run_dir / 'report.html')}")
-    findings = result["findings"]
+    common.log(f"report: {result.report.paths.get('html', run_dir / 'report.html')}")
+    findings = result.report.findings
     if not findings:
         common.log("no findings (expected for --scenario healthy)")
     for finding in findings[:3]:

@@ -6,6 +6,10 @@ from pathlib import Path
 
 import click
 
+from ..pipeline import build_profile
+from ..report.diff import diff_json, diff_profiles, write_diff
+from . import common
+
 EPILOG = """\b
 Examples:
   pmuprof diff run-before/ run-after/ -o diff/           # did the my.cnf change shrink ut_delay?
@@ -21,19 +25,16 @@ Examples:
 @click.option("-o", "--output", "out_dir", type=click.Path(file_okay=False), default="pmuprof-diff",
               show_default=True, help="Directory for diff.html and diff.json.")
 @click.option("--json", "as_json", is_flag=True, help="Print diff.json to stdout instead of writing files.")
-@click.option("--pid", "pids", type=int, multiple=True, help="Keep only these processes (system-wide inputs).")
-@click.option("--comm", "comms", multiple=True, help="Keep processes with a thread of this name.")
-def diff_cmd(before: str, after: str, out_dir: str, as_json: bool, pids: tuple, comms: tuple) -> None:
+@common.input_options
+def diff_cmd(before: str, after: str, out_dir: str, as_json: bool, **inputs) -> None:
     """Compare BEFORE and AFTER (run directories, perf.data, perf script text or folded files).
 
     Each side is normalised by its own sample count, so captures of different length
     compare fairly. Red frames grew, blue shrank; the tables list the biggest changes in
     self and inclusive share, in percentage points.
     """
-    from ..analysis.load import load_input
-    from ..report.diff import diff_json, diff_profiles, write_diff
-
-    result = diff_profiles(load_input(Path(before), pids, comms), load_input(Path(after), pids, comms))
+    options = common.pipeline_options(**inputs)
+    result = diff_profiles(build_profile(before, options), build_profile(after, options))
     if as_json:
         click.echo(diff_json(result), nl=False)
         return

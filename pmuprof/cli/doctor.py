@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from ..capture.doctor import run_checks
+from ..workflows.doctor import run_checks
 
 EPILOG = """\b
 Examples:

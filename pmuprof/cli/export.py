@@ -7,6 +7,11 @@ from pathlib import Path
 
 import click
 
+from ..errors import InputError
+from ..pipeline import build_profile
+from ..report.export import export_bytes, export_profile
+from . import common
+
 EPILOG = """\b
 Examples:
   pmuprof export run/ --format pprof -o mysqld.pb.gz     # then: pprof -top mysqld.pb.gz
@@ -23,19 +28,14 @@ Examples:
 @click.option("-o", "--output", "out_file", type=click.Path(dir_okay=False, allow_dash=True), required=True,
               help="File to write ('-' for stdout).")
 @click.option("--no-headers", is_flag=True, help="folded: stack lines only, no '# key: value' context lines.")
-@click.option("--pid", "pids", type=int, multiple=True, help="Keep only these processes (system-wide inputs).")
-@click.option("--comm", "comms", multiple=True, help="Keep processes with a thread of this name.")
-def export_cmd(input_path: str, fmt: str, out_file: str, no_headers: bool, pids: tuple, comms: tuple) -> None:
+@common.input_options
+def export_cmd(input_path: str, fmt: str, out_file: str, no_headers: bool, **inputs) -> None:
     """Export INPUT (run directory, perf.data, perf script text or folded file) in another format.
 
     The same input always gives the same bytes. See docs/export.md for pushing folded
     output to Grafana Pyroscope.
     """
-    from ..errors import InputError
-    from ..analysis.load import load_input
-    from ..report.export import export_bytes, export_profile
-
-    profile = load_input(Path(input_path), pids, comms)
+    profile = build_profile(input_path, common.pipeline_options(**inputs))
     if not profile.total:
         raise InputError(f"{input_path}: the profile is empty", "record while the server is busy")
     if out_file == "-":

@@ -11,6 +11,7 @@ import click
 from ..capture.target import process as target
 from ..capture.record import RecordOptions, record
 from ..errors import TargetError
+from ..pipeline import materialize
 from . import common
 from .mysqlopts import mysql_options, pop_mysql_options
 
@@ -29,7 +30,7 @@ def build_options(pids, all_mysqld, duration, frequency, call_graph, mode, event
     if all_mysqld and not chosen:
         raise TargetError("no mysqld / mariadbd process is running", "start the server or pass -p PID")
     if out_dir is None:
-        first = target.describe(target.resolve_pid(chosen[0]))["comm"] if chosen else "run"
+        first = target.describe(target.resolve_pid(chosen[0])).comm if chosen else "run"
         stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
         out_dir = f"pmuprof-{first}-{stamp}"
     return RecordOptions(pids=chosen, out_dir=Path(out_dir), duration=duration, frequency=frequency,
@@ -60,6 +61,7 @@ def record_cmd(quiet: bool, **kwargs) -> None:
     mysql_opts, use_mysql = mysql_from_kwargs(kwargs)
     opts = build_options(**kwargs, mysql_options=mysql_opts, use_mysql=use_mysql)
     out = record(opts, common.progress_printer(not quiet), common.log)
+    common.say_problems(materialize(out, log=common.log))
     common.log(f"run directory: {out}")
 
 

@@ -16,6 +16,8 @@ Examples:
   pmuprof report perf.data --pid 4242 -o out/            # choose the process in a system-wide recording
   perf script > s.txt; pmuprof report s.txt -o out/      # perf script text from another host
   pmuprof report stacks.folded --json | jq .findings     # findings only, for scripts
+  pmuprof report perf.data --symfs /mnt/dbhost -o out/   # binaries copied from the recording host
+  pmuprof report perf.data --binary ./mariadbd -o out/   # the exact binary that ran (build-id checked)
 """
 
 
@@ -24,17 +26,23 @@ Examples:
 @click.option("-o", "--output", "out_dir", type=click.Path(file_okay=False), default=None,
               help="Output directory (default: INPUT itself for a run directory, else ./pmuprof-report).")
 @click.option("--json", "as_json", is_flag=True, help="Print findings.json to stdout instead of writing files.")
-@click.option("--pid", "pids", type=int, multiple=True, help="Keep only these processes (system-wide inputs).")
-@click.option("--comm", "comms", multiple=True, help="Keep processes with a thread of this name.")
-def report_cmd(input_path: str, out_dir: str | None, as_json: bool, pids: tuple, comms: tuple) -> None:
-    """Write report.html, findings.json and report.md from a capture. Never needs the live server."""
+@common.input_options
+def report_cmd(input_path: str, out_dir: str | None, as_json: bool, **inputs) -> None:
+    """Write report.html, findings.json and report.md from a capture. Never needs the live server.
+
+    Binaries are found by build-id as perf finds them (recorded path, --symfs, ~/.debug, separate
+    debuginfo under /usr/lib/debug, debuginfod when DEBUGINFOD_URLS is set); the report says which
+    could not be found or did not match.
+    """
     src = Path(input_path)
+    options = common.pipeline_options(**inputs)
     if as_json:
-        click.echo(findings_json_text(src, pids, comms), nl=False)
+        click.echo(findings_json_text(src, options), nl=False)
         return
     dest = Path(out_dir) if out_dir else (src if src.is_dir() else Path("pmuprof-report"))
-    result = report_input(src, dest, pids, comms)
-    common.log(f"report: {result['paths']['html']}")
+    result = report_input(src, dest, options)
+    common.say_problems(result.profile)
+    common.log(f"report: {result.paths['html']}")
 
 
 COMMAND = report_cmd

@@ -19,9 +19,8 @@ def _default_delay(facts: Facts) -> int:
 
 
 def _pause(facts: Facts, missing: list[str]) -> tuple[float | None, float | None]:
-    cycles = number(dig(facts.run, "host.pause.cycles"))
-    ns = number(dig(facts.run, "host.pause.ns"))
-    hz = number(dig(facts.run, "host.pause.tsc_hz"))
+    pause = facts.run.host.pause
+    cycles, ns, hz = (pause.cycles, pause.ns, pause.tsc_hz) if pause else (None, None, None)
     if ns is None and cycles and hz:
         ns = cycles / hz * 1e9
     if cycles is None:
@@ -32,7 +31,7 @@ def _pause(facts: Facts, missing: list[str]) -> tuple[float | None, float | None
 def _per_unit(facts: Facts, pause_cycles: float | None, missing: list[str]) -> tuple[float, str, bool]:
     """PAUSE instructions per unit of innodb_spin_wait_delay, where it came from, tunable?"""
     if facts.family == "mariadb":
-        relax = number((facts.mysql or {}).get("my_cpu_relax_multiplier"))
+        relax = facts.server.my_cpu_relax_multiplier if facts.server else None
         if relax is not None:
             return relax / 4, f"my_cpu_relax_multiplier {relax:g} / 4 (MariaDB self-calibration)", False
         relax = number(dig(facts.run, "host.pause.mariadb.my_cpu_relax_multiplier"))
@@ -47,7 +46,7 @@ def _per_unit(facts: Facts, pause_cycles: float | None, missing: list[str]) -> t
         return value, "innodb_spin_wait_pause_multiplier", True
     if facts.family is not None and facts.version and facts.version < (8, 0, 16):
         return 50.0, "hard-coded 50 (before MySQL 8.0.16)", False
-    if facts.mysql is not None:
+    if facts.server is not None:
         missing.append("innodb_spin_wait_pause_multiplier not reported: assumed 50")
     return 50.0, "assumed 50 (the MySQL default)", facts.family is None or not facts.version
 
@@ -55,7 +54,7 @@ def _per_unit(facts: Facts, pause_cycles: float | None, missing: list[str]) -> t
 def spin_cost(facts: Facts, total: int, missing: list[str]) -> dict[str, Any]:
     """How long one maximal ut_delay / spin round lasts here, and what to set instead."""
     default = _default_delay(facts)
-    if facts.mysql is None:
+    if facts.server is None:
         missing.append(facts.server_missing)
     delay = number(facts.variable("innodb_spin_wait_delay"))
     if delay is None:
@@ -102,23 +101,23 @@ def _summary(c: dict[str, Any]) -> str:
 
 def numa_placement(facts: Facts, total: int, missing: list[str]) -> dict[str, Any] | None:
     """Host NUMA nodes, the nodes the target runs on, and how much of its memory is remote."""
-    host_nodes = dig(facts.run, "host.numa_nodes")
-    numa = facts.target.get("numa") if facts.target else None
-    zone = number(dig(facts.run, "host.zone_reclaim_mode"))
-    if not isinstance(numa, dict):
+    host_nodes = facts.run.host.numa_nodes
+    numa = facts.target.numa if facts.target else None
+    zone = facts.run.host.zone_reclaim_mode
+    if numa is None:
         missing.append("target NUMA placement not in run.json (targets[].numa)")
     if zone is None:
         missing.append("vm.zone_reclaim_mode not in run.json (host.zone_reclaim_mode)")
-    if not isinstance(numa, dict) and host_nodes is None and zone is None:
+    if numa is None and not host_nodes and zone is None:
         return None
-    cpu_nodes = [str(n) for n in (numa or {}).get("cpu_nodes") or []]
-    pages = (numa or {}).get("memory_nodes") or (numa or {}).get("memory_pages") or {}
-    mem = {str(k): number(v) or 0.0 for k, v in pages.items()}
+    cpu_nodes = [str(n) for n in (numa.cpu_nodes if numa else ())]
+    mem = {str(k): float(v) for k, v in (numa.memory_pages if numa else {}).items()}
     mem_total = sum(mem.values())
     remote = sum(v for k, v in mem.items() if cpu_nodes and k not in cpu_nodes)
     share = remote / mem_total if mem_total and cpu_nodes else None
     return {
-        "value": share, "remote_memory_share": share, "host_nodes": len(host_nodes or {}) or number((numa or {}).get("nodes_on_host")),
+        "value": share, "remote_memory_share": share,
+        "host_nodes": len(host_nodes) or (numa.nodes_on_host if numa else None),
         "cpu_nodes": cpu_nodes, "spans_nodes": len(cpu_nodes) > 1, "memory_nodes": sorted(mem),
         "zone_reclaim_mode": zone,
     }

@@ -22,7 +22,7 @@ templates that can only look up evidence.
 |---|---|
 | `id`, `title`, `severity` | stable slug (= file name), one-line title, highest severity the rule gives (`info`, `warning`, `critical`) |
 | `applies_to.servers` | `{mysql: ">=5.7, <8.0.21", percona: "*", mariadb: "<10.6"}`; an unknown server always applies; Percona falls back to the MySQL range |
-| `evidence` | named matchers, each one of: `stack` (`self` or `inclusive` frame patterns, with `inside`, `not_inside`, `leaf`, `leaf_not`), `counter_ratio: [instructions, cycles]`, `counter`, `variable`, `status`, `processlist_state`, `mysql` (path in mysql.json), `host` / `run` / `target` (paths in run.json), `derived` (`spin_cost`, `numa_placement`, `samples`); optional `about` |
+| `evidence` | named matchers, each one of: `stack` (`self` or `inclusive` frame patterns, with `inside`, `not_inside`, `leaf`, `leaf_not`), `counter_ratio: [instructions, cycles]`, `counter`, `variable`, `status`, `processlist_state`, `mysql` (path in mysql.json), `host` / `run` / `target` (paths in run.json), `analysis` (path in analysis.json, e.g. `skid.pause_share`), `quality` (this process's stack quality: `unnamed_share`, `truncated_share`, `unnamed_functions`, ...), `derived` (`spin_cost`, `numa_placement`, `samples`); optional `about` |
 | `fire` | `all:` / `any:` lists of conditions that must hold |
 | `thresholds` | `metric` (evidence name or list: the largest counts, the smallest with `below: true`), `info`, `warning`, `critical` |
 | `raise_if` | conditions that raise the severity one level (up to `severity`) |

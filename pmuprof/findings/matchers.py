@@ -102,7 +102,7 @@ def _fact(value: Any) -> dict[str, Any] | None:
 
 
 def _server_fact(facts: Facts, missing: list[str], what: str, value: Any) -> dict[str, Any] | None:
-    if facts.mysql is None:
+    if facts.server is None:
         missing.append(facts.server_missing)
         return None
     if value is None:
@@ -113,19 +113,23 @@ def _server_fact(facts: Facts, missing: list[str], what: str, value: Any) -> dic
 def _ratio(facts: Facts, pair: tuple[str, str], missing: list[str]) -> dict[str, Any] | None:
     num, den = facts.counter(pair[0]), facts.counter(pair[1])
     if num is None or den is None or den == 0:
-        pmu = dig(facts.run, "host.hardware_pmu")
+        pmu = facts.run.host.hardware_pmu
         why = "no hardware PMU on this host" if pmu is False else "not in counters.json"
         missing.append(f"{pair[0]}/{pair[1]} unavailable ({why})")
         return None
     return {"value": num / den, pair[0]: num, pair[1]: den}
 
 
+_WHERE = {"host": "run.json host.", "run": "run.json ", "target": "run.json targets[].",
+          "analysis": "analysis.json ", "quality": "analysis.json quality[]."}
+
+
 def _path(facts: Facts, source: str, path: str, about: str, missing: list[str]) -> dict[str, Any] | None:
-    data = {"host": dig(facts.run, "host"), "run": facts.run, "target": facts.target}[source]
+    data = {"host": facts.run.host, "run": facts.run, "target": facts.target, "analysis": facts.analysis,
+            "quality": facts.quality}[source]
     value = dig(data, path)
     if value is None:
-        where = {"host": "host.", "run": "", "target": "targets[]."}[source] + path
-        missing.append(f"{about or path}: not recorded (run.json {where})")
+        missing.append(f"{about or path}: not recorded ({_WHERE[source]}{path})")
     return _fact(value)
 
 
@@ -149,14 +153,14 @@ def compute(matcher: Matcher, index: StackIndex, facts: Facts, skip: PatternSet,
     if kind == "status":
         return _server_fact(facts, missing, f"status {spec}", facts.status(spec))
     if kind == "processlist_state":
-        states = dig(facts.mysql, "processlist.states") if facts.mysql else None
-        if facts.mysql is not None and not isinstance(states, Mapping):
+        plist = facts.server.processlist if facts.server else None
+        if facts.server is not None and plist is None:
             missing.append("processlist not captured")
             return None
-        return _server_fact(facts, missing, "processlist", (states or {}).get(spec, 0))
+        return _server_fact(facts, missing, "processlist", plist.states.get(spec, 0) if plist else None)
     if kind == "mysql":
-        return _server_fact(facts, missing, f"mysql.json {spec}", dig(facts.mysql, spec))
-    if kind in ("host", "run", "target"):
+        return _server_fact(facts, missing, f"mysql.json {spec}", dig(facts.server, spec))
+    if kind in _WHERE:
         return _path(facts, kind, spec, matcher.about, missing)
     if kind == "derived":
         return DERIVED_FACTS[spec](facts, index.total, missing)

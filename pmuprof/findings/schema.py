@@ -16,7 +16,7 @@ SEVERITIES = ("info", "warning", "critical")
 FAMILIES = ("mysql", "percona", "mariadb")
 MATCHER_KINDS = (
     "stack", "counter_ratio", "counter", "variable", "status", "processlist_state",
-    "host", "run", "target", "mysql", "derived",
+    "host", "run", "target", "analysis", "quality", "mysql", "derived",
 )
 DERIVED = ("spin_cost", "numa_placement", "samples")
 STACK_KEYS = ("self", "inclusive", "inside", "not_inside", "leaf", "leaf_not")

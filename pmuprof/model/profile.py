@@ -1,17 +1,22 @@
-"""The Profile: folded stacks plus counters and facts, the one input of findings and writers."""
+"""The Profile: folded stacks with the run's typed facts, the one input of findings and writers."""
 
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Iterable, Mapping
+
+from .analysis import Analysis, Process
+from .counters import Counters
+from .run import Run, Target
+from .server import ServerFacts
 
 Stack = tuple[str, ...]
 
 
 @dataclass(frozen=True)
 class Leaf:
-    """Samples whose leaf frame sits at ``offset`` bytes into ``symbol`` of ``dso``."""
+    """Samples whose leaf frame sits at ``offset`` bytes into ``symbol`` of ``dso`` (symbol "" : unnamed, offset = vaddr)."""
 
     dso: str
     symbol: str
@@ -23,14 +28,15 @@ class Leaf:
 class Profile:
     """Folded stacks (root first; frame 0 is the process label) with the run's facts.
 
-    ``run`` is run.json (minimal for bare inputs), ``counters`` is counters.json,
-    ``mysql`` is mysql.json or None when the server was not reachable.
+    ``server`` is None when no server facts exist (a bare perf.data, or the server was unreachable:
+    then ``run`` says why); ``analysis`` holds what the analysis stage found.
     """
 
     stacks: Mapping[Stack, int]
-    run: Mapping[str, Any] = field(default_factory=dict)
-    counters: Mapping[str, Any] = field(default_factory=dict)
-    mysql: Mapping[str, Any] | None = None
+    run: Run = field(default_factory=Run)
+    counters: Counters = field(default_factory=Counters)
+    server: ServerFacts | None = None
+    analysis: Analysis = field(default_factory=Analysis)
     leaves: tuple[Leaf, ...] = ()
     source: str = ""
     unit: str = "samples"
@@ -66,8 +72,24 @@ class Profile:
     def restrict(self, roots: Iterable[str]) -> "Profile":
         """The same profile keeping only stacks under the given process labels."""
         keep = set(roots)
-        stacks = {s: c for s, c in self.stacks.items() if s and s[0] in keep}
-        return Profile(stacks, self.run, self.counters, self.mysql, self.leaves, self.source, self.unit)
+        return replace(self, stacks={s: c for s, c in self.stacks.items() if s and s[0] in keep})
+
+    def target(self, label: str) -> Target | None:
+        return self.run.target_for(label)
+
+    def process_info(self, label: str) -> Process | None:
+        return next((p for p in self.analysis.processes if p.label == label and p.kept), None)
+
+    def server_for(self, label: str) -> ServerFacts | None:
+        """Server facts when they belong to this process (same pid), or when nothing says otherwise."""
+        if self.server is None:
+            return None
+        target = self.target(label)
+        info = self.process_info(label)
+        pid = target.pid if target else (info.pid if info else None)
+        if self.server.pid is not None and pid is not None and self.server.pid != pid:
+            return None
+        return self.server
 
 
 def merge_stacks(parts: Iterable[Mapping[Stack, int]]) -> dict[Stack, int]:

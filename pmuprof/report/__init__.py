@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Iterable
 
 from ..findings.model import Finding
 from ..model.profile import Profile
@@ -17,13 +17,12 @@ __all__ = ["build_payload", "findings_json", "write_outputs"]
 
 
 def write_outputs(
-    profile: Profile, findings: Iterable[Finding], out_dir: Path, extras: Mapping[str, Any] | None = None
-) -> dict[str, Path]:
+    profile: Profile, findings: Iterable[Finding], out_dir: Path) -> dict[str, Path]:
     """Write report.html, findings.json and report.md into ``out_dir``; return their paths under "html", "json", "md"."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     found = list(findings)
-    payload = build_payload(profile, found, extras)
+    payload = build_payload(profile, found)
     paths = {
         "html": write_text(out_dir / REPORT_HTML, render_report(payload)),
         "json": write_text(out_dir / FINDINGS_JSON, findings_json(profile, found)),

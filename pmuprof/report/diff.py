@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -78,7 +78,7 @@ def _align_roots(before: Profile, after: Profile) -> tuple[Profile, tuple[str, .
     b_roots, a_roots = before.processes(), after.processes()
     if len(b_roots) == 1 and len(a_roots) == 1 and b_roots != a_roots:
         stacks = _rename_root(before.stacks, a_roots[0])
-        renamed = Profile(stacks, before.run, before.counters, before.mysql, before.leaves, before.source, before.unit)
+        renamed = replace(before, stacks=stacks)
         return renamed, (f"process '{b_roots[0]}' (before) compared as '{a_roots[0]}' (after)",)
     return before, ()
 
@@ -101,7 +101,7 @@ def _side(profile: Profile) -> dict[str, Any]:
     return {
         "source": profile.source, "samples": profile.total, "processes": profile.processes(),
         "event": event_names(profile)[1] or profile.unit,
-        "started": (profile.run or {}).get("started") or "", "duration_s": (profile.run or {}).get("duration_s"),
+        "started": profile.run.started, "duration_s": profile.run.duration_s,
     }
 
 

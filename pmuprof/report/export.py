@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from ..errors import UsageError
 from ..model.folded import write_folded
@@ -19,17 +19,16 @@ _HEADER_KEYS = ("pmuprof_version", "started", "duration_s", "mode")
 
 def export_headers(profile: Profile) -> dict[str, Any]:
     """The folded header lines (context for whoever reads the file later), in a fixed order."""
-    run = profile.run or {}
-    record = run.get("record") if isinstance(run.get("record"), Mapping) else {}
-    headers: dict[str, Any] = {k: run[k] for k in _HEADER_KEYS if run.get(k) not in (None, "")}
+    run = profile.run
+    headers: dict[str, Any] = {k: getattr(run, k) for k in _HEADER_KEYS if getattr(run, k) not in (None, "")}
     requested, recorded = event_names(profile)
     if requested:
         headers["event_requested"] = requested
     if recorded:
         headers["event_recorded"] = recorded
     for key in ("frequency", "call_graph"):
-        if record.get(key) not in (None, ""):
-            headers[key] = record[key]
+        if getattr(run.record, key) not in (None, ""):
+            headers[key] = getattr(run.record, key)
     headers["unit"] = profile.unit
     headers["samples"] = profile.total
     if profile.source:

@@ -1,10 +1,14 @@
-"""Summaries of run.json and mysql.json for the report: targets, host, event, MySQL facts, placement."""
+"""Summaries of the run, the server and the analysis for the report: targets, host, event, binaries, facts."""
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any
 
 from .. import __version__
+from ..model.jsontypes import to_json
+from ..model.profile import Profile
+from ..model.run import Target, Trigger
+from ..model.server import ServerFacts
 
 SPIN_VARIABLES = (
     "innodb_spin_wait_delay",
@@ -22,162 +26,128 @@ SPIN_VARIABLES = (
     "thread_handling",
     "thread_pool_size",
 )
-_TARGET_KEYS = ("pid", "label", "comm", "exe", "version", "build_id", "threads", "cgroup", "cpus_allowed",
-                "frame_pointers", "samples")
-_HOST_KEYS = ("cpu_model", "microarch", "vendor", "nproc", "kernel", "hardware_pmu", "perf_version",
+_HOST_KEYS = ("hostname", "cpu_model", "microarch", "vendor", "nproc", "kernel", "hardware_pmu", "perf_version",
               "perf_event_paranoid", "pfm_pmu")
 
 
-def _get(obj: Any, *path: str, default: Any = None) -> Any:
-    for key in path:
-        if not isinstance(obj, Mapping) or key not in obj:
-            return default
-        obj = obj[key]
-    return obj
-
-
-def _features_off(run: Mapping[str, Any]) -> list[dict[str, str]]:
-    out = []
-    for item in run.get("features_off") or []:
-        if isinstance(item, Mapping):
-            out.append({k: str(item.get(k) or "") for k in ("feature", "why", "fix")})
-        else:
-            out.append({"feature": str(item), "why": "", "fix": ""})
-    return out
-
-
-def event_names(profile: Any) -> tuple[str, str]:
-    """(event asked for, event perf really recorded) from run.json, else a folded file's headers."""
-    run = profile.run or {}
-    record = run.get("record") if isinstance(run.get("record"), Mapping) else {}
-    headers = _get(run, "source", "headers", default={}) or {}
-    requested = str(record.get("event_requested") or headers.get("event_requested") or "")
-    recorded = str(record.get("event_recorded") or run.get("event") or headers.get("event_recorded")
-                   or headers.get("event") or requested)
+def event_names(profile: Profile) -> tuple[str, str]:
+    """(event asked for, event perf really recorded) from the run, else a folded file's headers."""
+    record, headers = profile.run.record, profile.run.source.headers
+    requested = record.event_requested or headers.get("event_requested", "")
+    recorded = record.event_recorded or headers.get("event_recorded") or headers.get("event") or requested
     return requested, recorded
 
 
-def summary(profile: Any, processes: list[str]) -> dict[str, Any]:
+def _target_row(t: Target) -> dict[str, Any]:
+    return {"pid": t.pid, "label": t.label, "comm": t.comm, "exe": t.exe, "build_id": t.build_id,
+            "threads": t.threads, "cgroup": t.cgroup, "cpus_allowed": t.cpus_allowed,
+            "frame_pointers": t.symbols.frame_pointers if t.symbols else "unknown", "samples": t.samples}
+
+
+def summary(profile: Profile, processes: list[str]) -> dict[str, Any]:
     """What was profiled, how, on what host, and what went wrong along the way."""
-    run = profile.run or {}
-    record = run.get("record") if isinstance(run.get("record"), Mapping) else {}
-    host = run.get("host") if isinstance(run.get("host"), Mapping) else {}
+    run, analysis = profile.run, profile.analysis
     requested, recorded = event_names(profile)
-    pause = host.get("pause") if isinstance(host.get("pause"), Mapping) else None
-    targets = [{k: t.get(k) for k in _TARGET_KEYS}
-               for t in run.get("targets") or [] if isinstance(t, Mapping)]
-    warnings = [str(w) for w in run.get("warnings") or []]
+    warnings = list(dict.fromkeys(run.warnings + analysis.warnings))
     if requested and recorded and requested != recorded:
         text = f"perf recorded {recorded} instead of {requested}"
         if not any(text in w for w in warnings):
             warnings.insert(0, text + ": the shares are time on CPU, not cycles")
+    pause = run.host.pause
+    by_label = {p.label: p.samples for p in analysis.processes}
+    targets = [{**_target_row(t), "samples": by_label.get(t.label, t.samples)} for t in run.targets]
     return {
-        "pmuprof_version": str(run.get("pmuprof_version") or __version__),
+        "pmuprof_version": run.pmuprof_version or __version__,
         "report_version": __version__,
         "source": profile.source,
-        "command": [str(a) for a in run.get("command") or []],
-        "started": run.get("started") or "",
-        "duration_s": run.get("duration_s"),
-        "interrupted": bool(run.get("interrupted")),
-        "mode": run.get("mode") or "",
+        "command": list(run.command),
+        "started": run.started,
+        "duration_s": run.duration_s,
+        "interrupted": run.interrupted,
+        "mode": run.mode,
         "processes": processes,
+        "kept": [to_json(p) for p in analysis.processes],
+        "selection": analysis.selection,
         "targets": targets,
-        "host": {k: host.get(k) for k in _HOST_KEYS},
-        "pause": {"cycles": pause.get("cycles"), "ns": pause.get("ns")} if pause else None,
+        "host": {k: getattr(run.host, k) for k in _HOST_KEYS},
+        "pause": {"cycles": pause.cycles, "ns": pause.ns} if pause and pause.cycles is not None else None,
         "event_requested": requested,
         "event_recorded": recorded,
         "event_substituted": bool(requested and recorded and requested != recorded),
-        "frequency": record.get("frequency"),
-        "call_graph": record.get("call_graph") or "",
+        "frequency": run.record.frequency,
+        "call_graph": run.record.call_graph,
         "samples": profile.total,
-        "samples_total": record.get("samples_total"),
-        "lost": record.get("lost"),
+        "samples_total": run.record.samples_total,
+        "lost": run.record.lost,
         "unit": profile.unit,
-        "perf_argv": [str(a) for a in record.get("argv") or []],
+        "perf_argv": list(run.record.argv),
         "warnings": warnings,
-        "features_off": _features_off(run),
-        "server_version": _get(profile.mysql, "server", "version", default="") or "",
-        "trigger": trigger_text(run.get("trigger")),
+        "features_off": [to_json(f) for f in run.features_off + analysis.features_off],
+        "binaries": [to_json(b) for b in analysis.binaries if b.samples or b.problem],
+        "server_version": profile.server.server.version if profile.server else "",
+        "trigger": trigger_text(run.trigger),
     }
 
 
-def trigger_text(trigger: Any) -> str:
+def trigger_text(trigger: Trigger | None) -> str:
     """'Threads_running>=4 held for 3 polls (6, 6, 9) at …' for captures taken by `pmuprof watch`."""
-    if not isinstance(trigger, Mapping) or not trigger.get("condition"):
+    if trigger is None or not trigger.condition:
         return ""
-    condition = str(trigger["condition"])
-    values = [p.get("values", {}).get(condition) for p in trigger.get("polls_before") or [] if isinstance(p, Mapping)]
-    shown = ", ".join(f"{v:g}" for v in values[-int(trigger.get("consecutive_hits") or 3):] if isinstance(v, (int, float)))
-    text = f"{condition} held for {trigger.get('consecutive_hits', '?')} polls"
-    return text + (f" ({shown})" if shown else "") + (f" at {trigger['fired_at']}" if trigger.get("fired_at") else "")
+    values = [p.values.get(trigger.condition) for p in trigger.polls_before]
+    recent = values[-(trigger.consecutive_hits or 3):]
+    shown = ", ".join(f"{v:g}" for v in recent if isinstance(v, (int, float)))
+    text = f"{trigger.condition} held for {trigger.consecutive_hits if trigger.consecutive_hits is not None else '?'} polls"
+    return text + (f" ({shown})" if shown else "") + (f" at {trigger.fired_at}" if trigger.fired_at else "")
 
 
 def _semaphores(sem: Any) -> dict[str, Any] | None:
-    if not isinstance(sem, Mapping):
+    if not sem:
         return None
     latches = []
     for kind, vals in sorted((sem.get("latches") or {}).items()):
-        if isinstance(vals, Mapping) and vals:
+        if vals:
             latches.append({"kind": kind, **{k: vals.get(k) for k in ("spin_waits", "rounds", "os_waits")}})
-    return {
-        "empty": bool(sem.get("empty")),
-        "os_wait_array": dict(sem.get("os_wait_array") or {}),
-        "latches": latches,
-        "spin_rounds_per_wait": dict(sem.get("spin_rounds_per_wait") or {}),
-    }
+    return {"empty": bool(sem.get("empty")), "os_wait_array": dict(sem.get("os_wait_array") or {}),
+            "latches": latches, "spin_rounds_per_wait": dict(sem.get("spin_rounds_per_wait") or {})}
 
 
-def mysql_facts(mysql: Mapping[str, Any] | None) -> dict[str, Any]:
+def mysql_facts(server: ServerFacts | None) -> dict[str, Any]:
     """Server version, spin variables, SEMAPHORES, processlist states and what could not be read."""
-    if not mysql:
+    if server is None:
         return {"reachable": False, "error": "no mysql.json in this input (bare perf data or folded file)", "missing": []}
-    if not mysql.get("reachable", True):
-        return {"reachable": False, "error": str(mysql.get("error") or "server not reachable"),
-                "missing": [str(m) for m in mysql.get("missing") or []]}
-    variables = mysql.get("variables") or {}
-    plist = mysql.get("processlist") or {}
-    states = sorted((plist.get("states") or {}).items(), key=lambda kv: (-int(kv[1] or 0), str(kv[0])))
-    status = mysql.get("status") or {}
-    threads_running = [_get(status, "before", "Threads_running"), _get(status, "after", "Threads_running")]
+    if not server.reachable:
+        return {"reachable": False, "error": server.error or "server not reachable", "missing": list(server.missing)}
+    plist = server.processlist
+    states = sorted((plist.states if plist else {}).items(), key=lambda kv: (-kv[1], kv[0]))
+    running = [server.status.before.get("Threads_running"), server.status.after.get("Threads_running")]
+    log = server.error_log or {}
     return {
         "reachable": True,
-        "source": str(mysql.get("source") or ""),
-        "version": _get(mysql, "server", "version", default="") or "",
-        "version_comment": _get(mysql, "server", "version_comment", default="") or "",
-        "family": _get(mysql, "server", "family", default="") or "",
-        "variables": [[name, str(variables[name])] for name in SPIN_VARIABLES if name in variables],
-        "semaphores": _semaphores(mysql.get("semaphores")),
-        "threads": plist.get("threads"),
-        "states": [[str(k), v] for k, v in states],
-        "threads_running": [v for v in threads_running if v is not None],
-        "error_log": {k: (mysql.get("error_log") or {}).get(k) for k in ("path", "memory_barrier", "line")},
-        "my_cpu_relax_multiplier": mysql.get("my_cpu_relax_multiplier"),
-        "missing": [str(m) for m in mysql.get("missing") or []],
+        "source": server.source,
+        "version": server.server.version,
+        "version_comment": server.server.version_comment,
+        "family": server.server.family or "",
+        "variables": [[name, str(server.variables[name])] for name in SPIN_VARIABLES if name in server.variables],
+        "semaphores": _semaphores(server.semaphores),
+        "threads": plist.threads if plist else None,
+        "states": [[k, v] for k, v in states],
+        "threads_running": [v for v in running if v is not None],
+        "error_log": {k: log.get(k) for k in ("path", "memory_barrier", "line")},
+        "my_cpu_relax_multiplier": server.my_cpu_relax_multiplier,
+        "missing": list(server.missing),
     }
 
 
-def target_for(run: Mapping[str, Any], label: str) -> Mapping[str, Any]:
-    """run.json's target whose label (or comm, or 'comm-pid') is this process root frame."""
-    for target in run.get("targets") or []:
-        if not isinstance(target, Mapping):
-            continue
-        names = {str(target.get("label") or ""), str(target.get("comm") or ""),
-                 f"{target.get('comm')}-{target.get('pid')}", f"{target.get('label')}-{target.get('pid')}"}
-        if label in names:
-            return target
-    return {}
-
-
-def numa_text(target: Mapping[str, Any]) -> str:
+def numa_text(target: Target | None) -> str:
     """'CPUs 0-15 (node 0); memory node0 80 %, node1 20 %' from a run.json target."""
-    numa = target.get("numa") if isinstance(target.get("numa"), Mapping) else {}
+    if target is None:
+        return ""
     parts = []
-    if target.get("cpus_allowed"):
-        nodes = ",".join(str(n) for n in numa.get("cpu_nodes") or [])
-        parts.append(f"CPUs {target['cpus_allowed']}" + (f" (node {nodes})" if nodes else ""))
-    mem = numa.get("memory_nodes") if isinstance(numa.get("memory_nodes"), Mapping) else {}
-    total = sum(float(v or 0) for v in mem.values())
+    if target.cpus_allowed:
+        nodes = ",".join(str(n) for n in (target.numa.cpu_nodes if target.numa else ()))
+        parts.append(f"CPUs {target.cpus_allowed}" + (f" (node {nodes})" if nodes else ""))
+    mem = target.numa.memory_pages if target.numa else {}
+    total = sum(mem.values())
     if total:
-        parts.append("memory " + ", ".join(
-            f"node{k} {100.0 * float(v or 0) / total:.0f} %" for k, v in sorted(mem.items())))
+        parts.append("memory " + ", ".join(f"node{k} {100.0 * v / total:.0f} %" for k, v in sorted(mem.items())))
     return "; ".join(parts)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable
 
 from .. import __version__
 from ..findings.model import Finding
@@ -14,8 +14,7 @@ from .payload import findings_list
 
 def profile_facts(profile: Profile) -> dict[str, Any]:
     """The ``profile`` object of findings.json: samples, event, main process and how it was captured."""
-    run = profile.run or {}
-    record = run.get("record") if isinstance(run.get("record"), Mapping) else {}
+    run = profile.run
     processes = profile.processes()
     requested, recorded = event_names(profile)
     return {
@@ -24,14 +23,14 @@ def profile_facts(profile: Profile) -> dict[str, Any]:
         "event_requested": requested,
         "process": processes[0] if processes else "",
         "processes": processes,
-        "pids": [t.get("pid") for t in run.get("targets") or [] if isinstance(t, Mapping) and "pid" in t],
-        "duration_s": run.get("duration_s"),
-        "frequency": record.get("frequency"),
-        "call_graph": record.get("call_graph") or "",
-        "mode": run.get("mode") or "",
+        "pids": [t.pid for t in run.targets] or [p.pid for p in profile.analysis.processes if p.pid is not None],
+        "duration_s": run.duration_s,
+        "frequency": run.record.frequency,
+        "call_graph": run.record.call_graph,
+        "mode": run.mode,
         "source": profile.source,
-        "server_version": ((profile.mysql or {}).get("server") or {}).get("version") or "",
-        "warnings": [str(w) for w in run.get("warnings") or []],
+        "server_version": profile.server.server.version if profile.server else "",
+        "warnings": list(dict.fromkeys(run.warnings + profile.analysis.warnings)),
     }
 
 

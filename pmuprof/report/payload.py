@@ -6,9 +6,10 @@ from collections import Counter
 from typing import Any, Iterable, Mapping
 
 from ..findings.model import Finding, ordered
+from ..model.analysis import SkidFunction
 from ..model.profile import Profile
 from .counters import counters_section
-from .facts import mysql_facts, numa_text, summary, target_for
+from .facts import mysql_facts, numa_text, summary
 from .flame import build_tree
 
 TOP_FUNCTIONS = 60
@@ -52,85 +53,60 @@ def comparison(profile: Profile, processes: list[str], ipc: Mapping[str, float])
     rows = []
     for proc in processes:
         part = profile.restrict([proc])
-        target = target_for(profile.run, proc)
+        target = profile.target(proc)
         top = sorted(part.self_counts().items(), key=lambda kv: (-kv[1], kv[0]))[:3]
         rows.append({
             "process": proc,
-            "pid": target.get("pid"),
+            "pid": target.pid if target else None,
             "samples": part.total,
             "share": _share(part.total, total),
             "top": [{"name": n, "share": _share(c, part.total)} for n, c in top],
-            "ipc": ipc.get(proc) if proc in ipc else ipc.get(str(target.get("label") or "\0")),
+            "ipc": ipc.get(proc),
             "numa": numa_text(target),
-            "threads": target.get("threads"),
+            "threads": target.threads if target else None,
         })
     return rows
 
 
-def _flatten_hotspots(data: Any, binary: str = "") -> list[Mapping[str, Any]]:
-    """Function entries from skid.json or helper output: a list, {"functions": [...]}, or nested lists."""
-    if isinstance(data, Mapping):
-        if isinstance(data.get("instructions"), list) or "symbol" in data:
-            return [{**data, "binary": data.get("binary") or binary}]
-        for key in ("functions", "hotspots", "binaries", "results"):
-            if isinstance(data.get(key), list):
-                return _flatten_hotspots(data[key], str(data.get("binary") or binary))
-        return []
-    if isinstance(data, list):
-        return [f for item in data for f in _flatten_hotspots(item, binary)]
-    return []
-
-
-def _instruction(ins: Mapping[str, Any]) -> dict[str, Any]:
-    text = str(ins.get("text") or "")
-    kind = str(ins.get("kind") or "")
-    if not kind and any(w in text.lower() for w in ("pause", "fence", "lock ")):
-        kind = "pause" if "pause" in text.lower() else "fence"
-    return {
-        "address": ins.get("address"), "offset": ins.get("offset"), "text": text, "kind": kind,
-        "raw": int(ins.get("raw") or 0), "corrected": int(ins.get("corrected") or 0),
-        "ambiguous": bool(ins.get("ambiguous")),
-    }
-
-
-def _hotspots(data: Any) -> list[dict[str, Any]]:
-    """Skid-corrected per-instruction histograms (pmuprof/skid.py, helper ``skid``), totals added."""
-    out = []
-    for item in _flatten_hotspots(data):
-        rows = [_instruction(i) for i in item.get("instructions") or [] if isinstance(i, Mapping)]
-        if not rows and not item.get("error"):
+def _hotspot(fn: SkidFunction, total: int) -> dict[str, Any]:
+    """One skid-corrected function for the report: its instructions with samples, raw and corrected."""
+    insns = fn.instructions
+    rows = []
+    for idx, ins in enumerate(insns):
+        if not (ins.raw or ins.corrected):
             continue
-        out.append({
-            "symbol": str(item.get("symbol") or ""), "binary": str(item.get("binary") or ""),
-            "error": str(item.get("error") or ""),
-            "raw_total": sum(r["raw"] for r in rows), "corrected_total": sum(r["corrected"] for r in rows),
-            "instructions": rows,
-        })
-    return sorted(out, key=lambda h: (-h["raw_total"], h["symbol"], h["binary"]))
+        nxt = insns[idx + 1].text if idx + 1 < len(insns) else None
+        rows.append({"address": ins.address, "offset": ins.offset, "text": ins.text, "kind": ins.kind,
+                     "raw": ins.raw, "corrected": ins.corrected, "ambiguous": ins.ambiguous,
+                     "moved_in": max(ins.corrected - ins.raw, 0) if ins.kind else 0, "next_text": nxt})
+    return {"symbol": fn.symbol, "binary": fn.binary, "error": fn.error, "samples": fn.samples,
+            "share": _share(fn.samples, total), "moved": fn.moved, "raw_total": sum(i.raw for i in insns),
+            "corrected_total": sum(i.corrected for i in insns), "instructions": rows}
+
+
+def hotspots(profile: Profile, top: int = 5) -> list[dict[str, Any]]:
+    """The report's "instruction hot spots (skid-corrected)": the functions with most samples."""
+    fns = sorted((f for f in profile.analysis.skid_functions if f.instructions), key=lambda f: (-f.samples, f.symbol))
+    return [_hotspot(f, profile.total) for f in fns[:top]]
 
 
 def findings_list(findings: Iterable[Finding]) -> list[dict[str, Any]]:
     return [f.to_dict() for f in ordered(list(findings))]
 
 
-def build_payload(profile: Profile, findings: Iterable[Finding], extras: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """Everything the report shows, as plain data (sorted, no clock reads: same input, same bytes).
-
-    ``extras`` may carry ``instruction_hotspots`` (skid-corrected histograms, see
-    pmuprof/skid.py), ``title`` and ``max_flame_nodes``.
-    """
-    extras = dict(extras or {})
+def build_payload(profile: Profile, findings: Iterable[Finding], max_flame_nodes: int = 200_000) -> dict[str, Any]:
+    """Everything the report shows, as plain data (sorted, no clock reads: same input, same bytes)."""
     processes = profile.processes()
     counters = counters_section(profile.counters)
     return {
         "kind": "report",
-        "title": str(extras.get("title") or "pmuprof report" + (f": {', '.join(processes[:3])}" if processes else "")),
+        "title": "pmuprof report" + (f": {', '.join(processes[:3])}" if processes else ""),
         "summary": summary(profile, processes),
-        "flame": build_tree([profile.stacks], int(extras.get("max_flame_nodes") or 200_000)),
+        "flame": build_tree([profile.stacks], max_flame_nodes),
         "top_functions": _per_process_top(profile, processes),
         "counters": counters,
         "findings": findings_list(findings),
-        "instruction_hotspots": _hotspots(extras.get("instruction_hotspots")),
+        "instruction_hotspots": hotspots(profile),
         "comparison": comparison(profile, processes, counters["ipc"]),
-        "mysql": mysql_facts(profile.mysql),
+        "mysql": mysql_facts(profile.server),
     }

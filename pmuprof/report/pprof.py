@@ -102,7 +102,7 @@ def encode_profile(profile: Profile, comments: Mapping[str, object] | None = Non
     out += [field_bytes(_P_LOCATION, loc) for loc in locations]
     out += [field_bytes(_P_FUNCTION, f) for f in functions]
     out += [field_bytes(_P_STRINGS, s.encode("utf-8", "backslashreplace")) for s in strings.items]
-    duration = (profile.run or {}).get("duration_s")
+    duration = profile.run.duration_s
     if isinstance(duration, (int, float)) and duration > 0:
         out.append(field_varint(_P_DURATION, int(duration * 1e9)))
     out.append(field_bytes(_P_PERIOD_TYPE, period_type))

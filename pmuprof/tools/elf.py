@@ -54,6 +54,19 @@ class ElfFile:
     def section(self, name: str) -> Section | None:
         return next((s for s in self.sections if s.name == name), None)
 
+    def has_symtab(self) -> bool:
+        """A .symtab with function symbols in it (not stripped)."""
+        return any(s.is_func for s in self.symbols(".symtab"))
+
+    def debuglink(self) -> str | None:
+        """The separate debug file's name from .gnu_debuglink, if any."""
+        sec = self.section(".gnu_debuglink")
+        if sec is None or sec.type == 8:  # SHT_NOBITS
+            return None
+        end = self.data.find(b"\0", sec.offset, sec.offset + sec.size)
+        name = self.data[sec.offset:end if end >= 0 else sec.offset + sec.size]
+        return name.decode("utf-8", "backslashreplace") or None
+
     def build_id(self) -> str | None:
         for sec in self.sections:
             if sec.type != 7:  # SHT_NOTE
@@ -104,11 +117,29 @@ class ElfFile:
         return b""
 
 
+@dataclass(frozen=True)
+class Ident:
+    """What identifies a binary and whether it can name its own functions."""
+
+    build_id: str | None
+    symtab: bool
+    debuglink: str | None
+
+
+def ident(path: Path) -> Ident | None:
+    """Build-id, .symtab presence and debuglink of an ELF file; None when it is missing or not ELF."""
+    try:
+        elf = ElfFile(path)
+        return Ident(elf.build_id(), elf.has_symtab(), elf.debuglink())
+    except (OSError, ValueError, IndexError, struct.error):
+        return None
+
+
 def symbol_summary(path: Path) -> dict:
     """Which symbol sources a binary has, and whether its functions keep frame pointers."""
     try:
         elf = ElfFile(path)
-    except (OSError, ValueError, struct.error) as err:
+    except (OSError, ValueError, IndexError, struct.error) as err:
         return {"error": str(err)}
     symtab = [s for s in elf.symbols(".symtab") if s.is_func]
     dynsym = [s for s in elf.symbols(".dynsym") if s.is_func]

@@ -15,8 +15,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from ..capture.record import RecordOptions, record
 from ..errors import PmuprofError, UsageError
+from ..model import rundir
+from ..model.server import ServerFacts, ServerVersion
 from ..paths import demo_source_dir
+from ..pipeline import Result, materialize, report_profile
 
 SCENARIOS = ("mixed", "index-dive", "spin", "page-cleaner", "healthy")
 DEMO_SOURCE = "pmuprof_demo.c"
@@ -183,21 +187,25 @@ def default_out_dir(scenario: str, now: _dt.datetime | None = None) -> Path:
     return Path.cwd() / f"pmuprof-demo-{scenario}-{stamp}"
 
 
-def workload_facts(opts: DemoOptions) -> dict:
+@dataclass(frozen=True)
+class DemoResult:
+    report: Result
+    run_dir: Path
+    workload_argv: tuple[str, ...]
+    workload_status: int | None
+
+
+def workload_facts(opts: DemoOptions) -> ServerFacts:
     """mysql.json for a demo run: the workload's own spin settings, labelled as such.
 
     The demo is not a server, but it runs InnoDB's spin loop with these settings; giving them
     to the rules lets the spin finding compute its advice exactly as it would for mysqld.
     """
-    return {
-        "reachable": True, "error": None,
-        "source": "pmuprof demo: the workload's command-line settings (no server was queried)",
-        "server": {"version": "", "version_comment": "pmuprof-demo workload, not a server", "family": None,
-                   "version_tuple": []},
-        "variables": {"innodb_spin_wait_delay": str(opts.spin_wait_delay), "innodb_sync_spin_loops": "30"},
-        "status": {}, "semaphores": None, "processlist": None, "error_log": None,
-        "missing": ["the demo workload is not a server: no version, status, SEMAPHORES, processlist or error log"],
-    }
+    return ServerFacts(
+        reachable=True, source="pmuprof demo: the workload's command-line settings (no server was queried)",
+        server=ServerVersion(version_comment="pmuprof-demo workload, not a server"),
+        variables={"innodb_spin_wait_delay": str(opts.spin_wait_delay), "innodb_sync_spin_loops": "30"},
+        missing=("the demo workload is not a server: no version, status, SEMAPHORES, processlist or error log",))
 
 
 def run_demo(opts: DemoOptions, progress: Callable | None = None,
@@ -206,10 +214,6 @@ def run_demo(opts: DemoOptions, progress: Callable | None = None,
 
     Returns the pipeline's result plus ``run_dir`` and ``workload`` (its argv and exit code).
     """
-    from .. import pipeline
-    from ..model import rundir
-    from ..capture.record import RecordOptions, record
-
     out_dir = Path(opts.out_dir) if opts.out_dir else default_out_dir(opts.scenario)
     if out_dir.exists() and any(out_dir.iterdir()):
         raise UsageError(f"{out_dir} exists and is not empty", "choose a new -o directory")
@@ -236,7 +240,6 @@ def run_demo(opts: DemoOptions, progress: Callable | None = None,
     finally:
         status = stopped[0] if stopped else stop_demo(
             proc, log_path=out_dir / WORKLOAD_LOG if out_dir.is_dir() else None)
-    rundir.write_json(run_dir / rundir.MYSQL, workload_facts(opts))
-    result = pipeline.report_input(run_dir, run_dir)
-    result.update(run_dir=run_dir, workload={"argv": list(proc.args), "exit_code": status})
-    return result
+    rundir.write_typed(run_dir / rundir.MYSQL, workload_facts(opts))
+    result = report_profile(materialize(run_dir, log=log), run_dir)
+    return DemoResult(result, run_dir, tuple(proc.args), status)

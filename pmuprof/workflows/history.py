@@ -11,8 +11,10 @@ from typing import Any, Iterable, Sequence
 from ..errors import InputError, PmuprofError
 from ..model.folded import load_folded
 from ..model.profile import Profile
-from ..model.rundir import COUNTERS, FINDINGS_JSON, REPORT_HTML, RUN_JSON, STACKS, read_json
-from ..report.counters import counter_rows, derived_ipc
+from ..model.counters import Counters
+from ..model.run import Run
+from ..model.rundir import COUNTERS, FINDINGS_JSON, REPORT_HTML, RUN_JSON, STACKS, read_json, read_typed
+from ..report.counters import derived_ipc
 
 SHARE_POINTS = 0.05  # a finding/function share up by more than 5 points vs the median is a regression
 IPC_DROP = 0.10  # IPC down by more than 10 % vs the median is a regression
@@ -59,28 +61,25 @@ def find_runs(directory: Path) -> list[Path]:
     return out
 
 
-def _target(run: dict[str, Any]) -> str:
-    labels = []
-    for tgt in run.get("targets") or []:
-        if isinstance(tgt, dict):
-            labels.append(f"{tgt.get('label') or tgt.get('comm') or '?'}[{tgt.get('pid', '?')}]")
-    return ", ".join(labels) or "–"
+def _target(run: Run) -> str:
+    return ", ".join(f"{t.label or t.comm or '?'}[{t.pid}]" for t in run.targets) or "–"
 
 
-def _functions(path: Path) -> tuple[tuple[str, float], ...]:
+def _functions(path: Path) -> tuple[tuple[tuple[str, float], ...], int]:
+    """The hottest functions by self share, and the samples, of a run's stacks.folded."""
     if not (path / STACKS).is_file():
-        return ()
+        return (), 0
     stacks, _ = load_folded(path / STACKS)
     profile = Profile(stacks)
     total = profile.total
     if not total:
-        return ()
+        return (), 0
     top = sorted(profile.self_counts().items(), key=lambda kv: (-kv[1], kv[0]))[:TOP_FUNCTIONS]
-    return tuple((name, round(count / total, 6)) for name, count in top)
+    return tuple((name, round(count / total, 6)) for name, count in top), total
 
 
 def _ipc(path: Path) -> float | None:
-    ipc = derived_ipc(counter_rows(read_json(path / COUNTERS, {}) or {}))
+    ipc = derived_ipc(read_typed(path / COUNTERS, Counters, Counters()) or Counters())
     if not ipc:
         return None
     return ipc.get("", next(iter(ipc.values())))
@@ -88,14 +87,15 @@ def _ipc(path: Path) -> float | None:
 
 def summarize(path: Path, base: Path, index_dir: Path) -> RunSummary | None:
     """One run directory → RunSummary; None when its run.json was not written by pmuprof."""
-    run = read_json(path / RUN_JSON, {})
-    if not isinstance(run, dict) or "pmuprof_version" not in run:
+    raw = read_json(path / RUN_JSON, {})
+    if not isinstance(raw, dict) or "pmuprof_version" not in raw:
         return None
+    run = read_typed(path / RUN_JSON, Run, Run()) or Run()
     notes = []
     try:
-        functions = _functions(path)
+        functions, total = _functions(path)
     except PmuprofError as err:
-        functions, notes = (), [str(err)]
+        functions, total, notes = (), 0, [str(err)]
     found = read_json(path / FINDINGS_JSON, None)
     if found is None:
         notes.append("no findings.json (report not built)")
@@ -103,18 +103,15 @@ def summarize(path: Path, base: Path, index_dir: Path) -> RunSummary | None:
         {"rule": str(f.get("rule", "?")), "severity": str(f.get("severity", "info")),
          "title": str(f.get("title", "")), "share": float(f.get("share") or 0.0)}
         for f in (found or {}).get("findings", []) if isinstance(f, dict))
-    record = run.get("record") if isinstance(run.get("record"), dict) else {}
-    samples = record.get("samples") or ((found or {}).get("profile") or {}).get("samples") or 0
+    samples = total or ((found or {}).get("profile") or {}).get("samples") or 0
     report = None
     if (path / REPORT_HTML).is_file():
         report = "./" + Path(os.path.relpath(path / REPORT_HTML, index_dir)).as_posix()
-    trigger = run.get("trigger")
     return RunSummary(
-        name=path.relative_to(base).as_posix(), started=str(run.get("started") or ""), target=_target(run),
-        samples=int(samples), event=str(record.get("event_recorded") or record.get("event_requested") or ""),
+        name=path.relative_to(base).as_posix(), started=run.started, target=_target(run),
+        samples=int(samples), event=run.record.event_recorded or run.record.event_requested,
         findings=findings, functions=functions, ipc=_ipc(path), report=report,
-        trigger=str(trigger.get("condition")) if isinstance(trigger, dict) else None, notes=tuple(notes),
-        complete=found is not None)
+        trigger=run.trigger.condition if run.trigger else None, notes=tuple(notes), complete=found is not None)
 
 
 def scan(directory: Path, index_dir: Path | None = None) -> list[RunSummary]:

@@ -19,13 +19,7 @@ EXIT_NO_FINDINGS = 0
 EXIT_WARNING = 10
 EXIT_CRITICAL = 20
 # files a pmuprof run directory may hold; nothing else is ever deleted
-RUN_FILES = frozenset({
-    rundir.RUN_JSON, rundir.STACKS, rundir.COUNTERS, rundir.MYSQL, rundir.PERF_DATA, rundir.LEAVES,
-    rundir.SKID, rundir.SYMBOLS, rundir.REPORT_HTML, rundir.FINDINGS_JSON, rundir.REPORT_MD,
-    rundir.STAT_CSV, rundir.RECORD_LOG, rundir.STAT_LOG,
-    "perf.data.old", "perf.script", "perf.stat", "stat.json", "capture.log", "diff.html", "diff.json",
-    "profile.pb.gz", "profile.speedscope.json", "flame.svg",
-})
+RUN_FILES = rundir.RUN_FILES | {"perf.script", "perf.stat", "stat.json", "capture.log"}
 _SAFE_PATH = re.compile(r"^/[A-Za-z0-9_./+@:-]*$")
 _SAFE_ARG = re.compile(r"^[A-Za-z0-9_./+@:=,-]+$")
 _AT = re.compile(r"^([01]?\d|2[0-3]):([0-5]\d)$")

@@ -6,18 +6,23 @@ import datetime as _dt
 import os
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
+from ..capture.mysql import facts as mysql
+from ..capture.record import RecordOptions, record
+from ..capture.target import process as target
 from ..errors import PmuprofError, TargetError, UsageError
-from ..model.rundir import RUN_JSON, read_json, write_json
+from ..model import rundir
+from ..model.jsontypes import from_json
+from ..model.run import Trigger
+from ..pipeline import materialize, report_profile
+from .schedule_io import disk_free
 from .triggers import (
     DiskFloor, Fire, Poll, WatchPlan, captured, cpu_percent, done, initial_state, missing_status,
     parse_proc_stat, skipped, status_line, step,
 )
-from ..capture.target import process as target
-from .schedule_io import disk_free
 
 Log = Callable[[str], None]
 
@@ -36,9 +41,8 @@ class Poller:
 
     def _sql(self) -> Any:
         if self.conn is None:
-            from ..capture.mysql import facts as mysql
             try:
-                self.conn, _, _ = mysql._connect(self.mysql_options or mysql.MysqlOptions(), self.pid)
+                self.conn, _, _ = mysql.connect(self.mysql_options or mysql.MysqlOptions(), self.pid)
             except ConnectionError as err:
                 raise TargetError(f"cannot reach the server to poll: {err}",
                                   "pass --mysql-socket / --defaults-file, or use only a cpu>N trigger") from err
@@ -140,9 +144,6 @@ def _out_dir(base: Path, fire: Fire) -> Path:
 
 def capture_once(opts: WatchOptions, fire: Fire, poller: Poller, log: Log) -> tuple[Path, bool]:
     """Record + report into BASE/<time>-<trigger>/; returns (run dir, interrupted)."""
-    from ..pipeline import report_input
-    from ..capture.record import RecordOptions, record
-
     out = _out_dir(opts.base_dir, fire)
     log(f"trigger {fire.condition.text} held for {fire.hits} polls: capture {fire.capture_index}/"
         f"{opts.plan.max_captures} for {opts.duration_s:g} s into {out}")
@@ -156,17 +157,16 @@ def capture_once(opts: WatchOptions, fire: Fire, poller: Poller, log: Log) -> tu
     finally:
         during.stop_event.set()
         during.join(timeout=opts.interval_s + 35)
-    run = read_json(out / RUN_JSON, {}) or {}
-    run["trigger"] = {**fire.to_dict(opts.plan), "fired_at": _iso(fire.polls[-1].t),
-                      "interval_s": opts.interval_s,
-                      "polls_during": [p.to_dict(opts.plan.conditions) for p in during.polls]}
-    write_json(out / RUN_JSON, run)
+    trigger = {**fire.to_dict(opts.plan), "fired_at": _iso(fire.polls[-1].t), "interval_s": opts.interval_s,
+               "polls_during": [p.to_dict(opts.plan.conditions) for p in during.polls]}
+    run = replace(rundir.read_run(out), trigger=from_json(Trigger, trigger))
+    rundir.write_typed(out / rundir.RUN_JSON, run)
     try:
-        result = report_input(out, out)
-        log(f"report: {result['paths']['html']}")
-    except PmuprofError as err:  # an empty profile must not end the watch
+        result = report_profile(materialize(out, log=log), out)
+        log(f"report: {result.paths['html']}")
+    except PmuprofError as err:  # an unreadable recording must not end the watch
         log(f"no report for {out}: {err}")
-    return out, bool(run.get("interrupted"))
+    return out, run.interrupted
 
 
 def _iso(epoch: float) -> str:

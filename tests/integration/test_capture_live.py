@@ -156,9 +156,11 @@ def test_hostile_symbol_names_from_real_perf_render_as_text(tmp_path):
 def test_cgroup_filter_refused_by_perf_falls_back_to_all_cpus(busy, tmp_path, monkeypatch):
     """Real perf refusing `-G` (here: a cgroup that does not exist) must not lose the capture."""
     from pmuprof.capture import record as rec
+    from pmuprof.pipeline import materialize
     monkeypatch.setattr(rec, "_shared_cgroup", lambda targets: "pmuprof-test-missing.service")
     out = rec.record(rec.RecordOptions(pids=(busy.pid,), out_dir=tmp_path / "cg", duration=2, mysql=False))
     run = json.loads((out / "run.json").read_text())
     assert any("sampled without the cgroup filter" in w for w in run["warnings"]), run["warnings"]
     assert run["cgroup"] is None and "-G" not in run["record"]["argv"]
+    materialize(out)
     assert "hot_leaf" in (out / "stacks.folded").read_text()

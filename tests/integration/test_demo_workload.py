@@ -225,7 +225,7 @@ def test_pmuprof_demo_gets_the_right_findings(demo_binary: Path, tmp_path: Path,
     opts = DemoOptions(scenario=scenario, duration=3, frequency=999, mode="per-thread",
                        out_dir=tmp_path / "run", cache_dir=demo_binary.parent)
     result = run_demo(opts)
-    assert result["workload"]["exit_code"] == 0
+    assert result.workload_status == 0
     doc = _findings(tmp_path / "run")
     fired = [f["rule"] for f in doc["findings"]]
     assert (wanted & present) <= set(fired), f"fired: {fired}"

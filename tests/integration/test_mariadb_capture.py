@@ -50,7 +50,7 @@ def test_server_layer_frames_are_named_and_innodb_is_unnamed_not_misnamed(loaded
     assert any(f.startswith("[mariadbd+0x") for f in frames), "unnamed InnoDB code grouped by function"
     assert not [f for f in frames if f.startswith(INNODB_ONLY)], "a frame was given a name mariadbd does not have"
     assert "missing-symbols" in [f["rule"] for f in findings["findings"]]
-    table = json.loads((out / "symbols.json").read_text())["unnamed_functions"]
+    table = json.loads((out / "analysis.json").read_text())["unnamed"]
     ours = [row for row in table if row["binary"].endswith("/mariadbd")]
     assert ours and all(row["label"].startswith("[mariadbd+0x") and row["called_from"] for row in ours)
 
@@ -72,8 +72,8 @@ def test_raised_spin_delay_is_recorded_and_measured(mariadb, tmp_path):
         mdb.sql(mariadb, "SET GLOBAL innodb_spin_wait_delay = 4")
     facts = json.loads((tmp_path / "spin" / "mysql.json").read_text())
     assert facts["variables"]["innodb_spin_wait_delay"] == "200"
-    run = json.loads((tmp_path / "spin" / "run.json").read_text())
-    assert "pause_share" in run.get("skid", {}), "skid-corrected PAUSE share is measured, not assumed"
+    analysis = json.loads((tmp_path / "spin" / "analysis.json").read_text())
+    assert analysis["skid"]["pause_share"] > 0, "skid-corrected PAUSE share is measured, not assumed"
 
 
 def test_two_instances_side_by_side(mariadb, tmp_path):
@@ -99,7 +99,7 @@ def test_two_instances_side_by_side(mariadb, tmp_path):
 
 def test_unnamed_function_can_be_annotated_by_its_label(loaded_run):
     out, _ = loaded_run
-    table = json.loads((out / "symbols.json").read_text())["unnamed_functions"]
+    table = json.loads((out / "analysis.json").read_text())["unnamed"]
     label = next(r["label"] for r in table if r["binary"].endswith("/mariadbd") and r["self"])
     res = run_cli("annotate", str(out), "--symbol", label, "--json")
     assert res.returncode == 0, res.stderr

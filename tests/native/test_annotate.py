@@ -37,9 +37,16 @@ def _cli(*args, helper):
                           env=env, timeout=120)
 
 
-def test_annotate_json(rundir):
+def test_annotate_refuses_a_binary_whose_build_id_differs(rundir):
     run, exe, helper = rundir
     res = _cli(str(run), "--symbol", "loop_pause", "--json", helper=helper)
+    assert res.returncode == 3 and res.stderr.count("\n") == 1, res.stderr
+    assert "not the 00ff that was recorded" in res.stderr and "--binary" in res.stderr
+
+
+def test_annotate_json(rundir):
+    run, exe, helper = rundir
+    res = _cli(str(run), "--symbol", "loop_pause", "--json", "--binary", str(exe), helper=helper)
     assert res.returncode == 0, res.stderr
     model = json.loads(res.stdout)
     assert model["symbol"] == "loop_pause" and model["binary"] == str(exe)
@@ -52,25 +59,30 @@ def test_annotate_json(rundir):
 
 
 def test_annotate_text_and_errors(rundir):
-    run, _, helper = rundir
-    res = _cli(str(run), "--symbol", "loop_pause", helper=helper)
+    run, exe, helper = rundir
+    res = _cli(str(run), "--symbol", "loop_pause", "--binary", str(exe), helper=helper)
     assert res.returncode == 0 and "moved from the instruction(s) after it" in res.stdout
-    res = _cli(str(run), "--symbol", "no_such_function", helper=helper)
+    res = _cli(str(run), "--symbol", "no_such_function", "--binary", str(exe), helper=helper)
     assert res.returncode == 3 and res.stderr.count("\n") == 1 and "symbol not found" in res.stderr
 
 
 def test_hotspots_and_shares(rundir, monkeypatch):
+    from dataclasses import replace
+
     from pmuprof.analysis import skid
-    from pmuprof.analysis.load import load_input
+    from pmuprof.model.analysis import Analysis, Binary
+    from pmuprof.model.rundir import load_run_dir
+    from pmuprof.report.payload import hotspots
+    from pmuprof.tools.native import helper as pyhelper
 
     run, exe, helper = rundir
     monkeypatch.setenv("PMUPROF_HELPER", str(helper))
-    result = skid.correct_run(run, json.loads((run / "run.json").read_text()))
-    assert result["summary"]["pause_share"] == 0.9 and result["summary"]["fence_share"] == 0.05
-    assert result["summary"]["moved"] == 95
-    profile = load_input(run)
-    section = skid.hotspots(profile, result["functions"])
-    top = section["functions"][0]
+    profile = load_run_dir(run)
+    functions = skid.correct(profile.leaves, (Binary(path=str(exe), file=str(exe)),), pyhelper.skid)
+    summary = skid.summary(functions, profile.total)
+    assert summary.pause_share == 0.9 and summary.fence_share == 0.05 and summary.moved == 95
+    profile = replace(profile, analysis=Analysis(skid_functions=functions, skid=summary))
+    top = hotspots(profile)[0]
     assert top["symbol"] == "loop_pause" and top["share"] == 0.95
-    assert top["instructions"][0]["text"] == "pause" and top["instructions"][0]["moved_in"] == 90
-    assert section["summary"]["pause_share"] == pytest.approx(0.9)
+    pause = next(i for i in top["instructions"] if i["text"] == "pause")
+    assert pause["moved_in"] == 90 and pause["corrected"] == 90

@@ -10,6 +10,7 @@ import pytest
 from pmuprof.findings.loader import load_rules
 from pmuprof.model.folded import load_folded
 from pmuprof.model.profile import Profile
+from helpers import make_profile
 
 FIXTURES = Path(__file__).parent / "fixtures"
 RULES_DIR = Path(__file__).resolve().parents[2] / "rules"
@@ -19,8 +20,8 @@ def load_fixture(path: Path) -> tuple[Profile, dict[str, str]]:
     stacks, headers = load_folded(path)
     facts_path = path.with_suffix(".json")
     facts = json.loads(facts_path.read_text(encoding="utf-8")) if facts_path.is_file() else {}
-    profile = Profile(stacks, facts.get("run", {}), facts.get("counters", {}), facts.get("mysql"), source=str(path))
-    return profile, headers
+    return make_profile(stacks, facts.get("run"), facts.get("counters"), facts.get("mysql"), facts.get("analysis"),
+                        str(path)), headers
 
 
 @pytest.fixture(scope="session")

@@ -10,9 +10,11 @@ from click.testing import CliRunner
 from pmuprof.cli.main import cli
 from pmuprof.findings.docs import rules_markdown
 from pmuprof.findings.engine import evaluate
-from pmuprof.findings.facts import counter_value
+from pmuprof.model.counters import Counters
+from pmuprof.model.jsontypes import from_json
 from pmuprof.findings.versions import in_range, parse_version
 from pmuprof.model.profile import Profile
+from helpers import make_profile
 
 from .conftest import RULES_DIR
 
@@ -53,10 +55,11 @@ def test_missing_facts_are_named(rules) -> None:
 
 
 def test_spin_cost_mysql_80_multiplier(rules) -> None:
-    mysql = {"server": {"family": "mysql", "version_tuple": [8, 0, 36]},
+    mysql = {"reachable": True, "server": {"family": "mysql", "version_tuple": [8, 0, 36]},
              "variables": {"innodb_spin_wait_delay": "6", "innodb_spin_wait_pause_multiplier": "50"}}
     run = {"host": {"pause": {"cycles": 100.0, "tsc_hz": 2.0e9}}}
-    spin = next(f for f in evaluate(Profile({SPIN: 3000, WORK: 7000}, run, {}, mysql), rules) if f.rule == "innodb-spin-wait")
+    spin = next(f for f in evaluate(make_profile({SPIN: 3000, WORK: 7000}, run, None, mysql), rules)
+                if f.rule == "innodb-spin-wait")
     cost = spin.evidence["cost"]
     assert cost["max_cycles"] == 6 * 50 * 100 and cost["max_us"] == 15.0
     assert cost["recommended_multiplier"] == 5
@@ -70,11 +73,12 @@ def test_unknown_server_family_from_label_and_ranges() -> None:
     assert in_range((), "<5.0") and in_range((8, 0, 36), "==8.0")
 
 
-def test_counter_shapes() -> None:
-    assert counter_value({"cycles": 10}, "cycles") == 10
-    assert counter_value({"events": {"cpu/cycles/": {"value": "7"}}}, "cycles") == 7
-    assert counter_value([{"event": "inst_retired.any", "value": 3}], "instructions") == 3
-    assert counter_value({"cycles": "<not supported>"}, "cycles") is None
+def test_counter_names_and_aliases() -> None:
+    counters = from_json(Counters, {"events": [
+        {"event": "cpu/cycles/", "value": 7}, {"event": "inst_retired.any", "value": 3},
+        {"event": "LLC-load-misses", "value": None, "supported": False, "status": "<not supported>"}]})
+    assert counters.value("cycles") == 7 and counters.value("instructions") == 3
+    assert counters.value("LLC-load-misses") is None and counters.value("branches") is None
 
 
 def test_docs_rules_md_is_up_to_date(rules) -> None:

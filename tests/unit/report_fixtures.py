@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pmuprof.findings.model import Finding
 from pmuprof.model.folded import parse_folded
-from pmuprof.model.profile import Profile
+from helpers import make_profile
 
 HOSTILE_SCRIPT = "</script><img src=x onerror=alert(1)>"
 HOSTILE_TEMPLATE = "std::vector<int, A<B>>&::operator[]"
@@ -17,22 +17,22 @@ RUN = {
     "duration_s": 5.0,
     "mode": "per-cpu",
     "targets": [{"pid": 123, "label": "mariadbd", "comm": "mariadbd", "exe": "/usr/sbin/mariadbd", "threads": 41,
-                 "cpus_allowed": "0-7", "numa": {"cpu_nodes": [0], "memory_nodes": {"0": 750, "1": 250}}},
+                 "cpus_allowed": "0-7", "numa": {"cpu_nodes": [0], "memory_pages": {"0": 750, "1": 250}}},
                 {"pid": 456, "label": "mariadbd-2", "comm": "mariadbd", "cpus_allowed": "8-15",
-                 "numa": {"cpu_nodes": [1], "memory_nodes": {"1": 100}}}],
+                 "numa": {"cpu_nodes": [1], "memory_pages": {"1": 100}}}],
     "host": {"cpu_model": "Test CPU", "microarch": "zen4", "nproc": 16, "kernel": "6.1.0", "hardware_pmu": False},
     "record": {"argv": ["perf", "record", "-a", "-g"], "event_requested": "cycles", "event_recorded": "cpu-clock",
                "frequency": 99, "call_graph": "fp", "samples_total": 2000, "lost": 0},
     "warnings": [],
     "features_off": [{"feature": "hardware counters", "why": "no PMU", "fix": "bare metal"}],
 }
-COUNTERS = {"targets": {
-    "mariadbd": {"cycles": {"value": 1000, "enabled": 100, "running": 50},
-                 "instructions": {"value": 500, "enabled": 100, "running": 50}},
-    "mariadbd-2": {"cycles": {"value": 100, "enabled": 100, "running": 100},
-                   "instructions": {"value": 150, "enabled": 100, "running": 100},
-                   "LLC-load-misses": "<not supported>"},
-}}
+COUNTERS = {"events": [
+    {"process": "mariadbd", "event": "cycles", "value": 1000, "enabled_ns": 100, "running_pct": 50.0},
+    {"process": "mariadbd", "event": "instructions", "value": 500, "enabled_ns": 100, "running_pct": 50.0},
+    {"process": "mariadbd-2", "event": "cycles", "value": 100, "enabled_ns": 100, "running_pct": 100.0},
+    {"process": "mariadbd-2", "event": "instructions", "value": 150, "enabled_ns": 100, "running_pct": 100.0},
+    {"process": "mariadbd-2", "event": "LLC-load-misses", "supported": False, "status": "<not supported>"},
+]}
 MYSQL = {
     "reachable": True, "server": {"version": "10.11.6-MariaDB", "family": "mariadb"},
     "variables": {"innodb_spin_wait_delay": "30", "innodb_sync_spin_loops": "30"},
@@ -55,9 +55,9 @@ def stacks(spin: int = 500) -> dict[tuple[str, ...], int]:
     }
 
 
-def profile(spin: int = 500, source: str = "/runs/a") -> Profile:
+def profile(spin: int = 500, source: str = "/runs/a"):
     extra, _ = parse_folded(HOSTILE_BYTES.decode("utf-8", "backslashreplace").splitlines())
-    return Profile({**stacks(spin), **extra}, RUN, COUNTERS, MYSQL, source=source)
+    return make_profile({**stacks(spin), **extra}, RUN, COUNTERS, MYSQL, ANALYSIS, source=source)
 
 
 def findings() -> list[Finding]:
@@ -71,8 +71,9 @@ def findings() -> list[Finding]:
     ]
 
 
-HOTSPOTS = {"binary": "/usr/sbin/mariadbd", "functions": [{
-    "symbol": "ut_delay", "instructions": [
+ANALYSIS = {"skid_functions": [{
+    "symbol": "ut_delay", "binary": "/usr/sbin/mariadbd", "samples": 100, "moved": 89,
+    "corrected_by_kind": {"pause": 90}, "instructions": [
         {"address": "0x10", "offset": 0, "text": "pause", "kind": "pause", "raw": 1, "corrected": 90},
         {"address": "0x12", "offset": 2, "text": "add eax, 1", "kind": "", "raw": 89, "corrected": 0},
         {"address": "0x15", "offset": 5, "text": f"cmp {HOSTILE_SCRIPT}", "raw": 10, "corrected": 10, "ambiguous": True},

@@ -13,6 +13,7 @@ from report_fixtures import HOSTILE_TEMPLATE, profile
 
 from pmuprof.model.folded import parse_folded
 from pmuprof.model.profile import Profile
+from helpers import make_profile
 from pmuprof.report.export import export_bytes, export_profile
 from pmuprof.report.pprof import varint
 
@@ -121,7 +122,7 @@ def test_pprof_tool_reads_the_export(tmp_path):
     tool = _pprof_tool()
     stacks = {("mysqld", "start_thread", "do_command", "ut_delay"): 600, ("mysqld", "start_thread", "row_search_mvcc"): 300,
               ("mysqld", "start_thread", "tcp_recvmsg_[k]"): 50, ("mysqld", "start_thread", "do_command"): 7}
-    prof = Profile(stacks, {"duration_s": 5.0})
+    prof = make_profile(stacks, {"duration_s": 5.0})
     path = export_profile(prof, "pprof", tmp_path / "p.pb.gz")
     out = subprocess.run([tool, "-top", "-symbolize=none", "-nodecount=50", str(path)], capture_output=True, text=True, timeout=120,
                          env={**os.environ, "PPROF_TMPDIR": str(tmp_path), "HOME": str(tmp_path)})

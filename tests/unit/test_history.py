@@ -12,7 +12,7 @@ def _run(base: Path, name: str, day: int, findings=(), stacks=None, ipc=None, re
     path = base / name
     path.mkdir(parents=True)
     run = {"started": f"2024-01-{day:02d}T03:00:00Z", "targets": [{"pid": 42, "label": "mariadbd"}],
-           "record": {"samples": 1000, "event_recorded": "cpu-clock"}}
+           "record": {"event_recorded": "cpu-clock"}}
     if marker:
         run["pmuprof_version"] = "0.1.0"
     if trigger:
@@ -23,7 +23,7 @@ def _run(base: Path, name: str, day: int, findings=(), stacks=None, ipc=None, re
     lines = [f"mariadbd;main;{fn} {n}" for fn, n in (stacks or {"do_work": 100}).items()]
     (path / "stacks.folded").write_text("\n".join(lines) + "\n")
     if ipc is not None:
-        (path / "counters.json").write_text(json.dumps({"counters": [
+        (path / "counters.json").write_text(json.dumps({"events": [
             {"event": "cycles", "value": 1000.0}, {"event": "instructions", "value": 1000.0 * ipc}]}))
     if report:
         (path / "report.html").write_text("<html></html>")
@@ -50,7 +50,7 @@ def test_scan_finds_pmuprof_runs_in_order_and_skips_foreign(tmp_path):
     assert [r.name for r in runs] == ["20240101", "watch/20240102-Threads_running-gt-50", "20240103"]
     first, watch, last = runs
     assert first.functions[0] == ("do_work", 0.7) and first.report is None
-    assert first.target == "mariadbd[42]" and first.samples == 1000 and first.event == "cpu-clock"
+    assert first.target == "mariadbd[42]" and first.samples == 100 and first.event == "cpu-clock"
     assert watch.trigger == "Threads_running>50"
     assert last.top_finding["rule"] == "innodb-spin-wait" and last.ipc == 0.8
     assert last.report == "./20240103/report.html"

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import json
 
-from report_fixtures import HOSTILE_SCRIPT, HOTSPOTS, findings, profile
+from report_fixtures import HOSTILE_SCRIPT, findings, profile
 
+from pmuprof.model.counters import Counters
+from pmuprof.model.jsontypes import from_json
 from pmuprof.model.profile import Profile
+from pmuprof.model.run import Trigger
+from pmuprof.report.facts import trigger_text
 from pmuprof.report import build_payload, findings_json, write_outputs
 from pmuprof.report.counters import counter_rows, derived_ipc
 from pmuprof.report.flame import KIND_KERNEL, KIND_PROCESS, KIND_UNNAMED, KIND_USER, build_tree
@@ -28,7 +32,7 @@ def test_findings_json_contract_and_order():
 
 
 def test_payload_summary_top_functions_counters():
-    p = build_payload(profile(), findings(), {"instruction_hotspots": HOTSPOTS})
+    p = build_payload(profile(), findings())
     s = p["summary"]
     assert s["event_substituted"] and "cpu-clock instead of cycles" in s["warnings"][0]
     assert s["features_off"][0]["feature"] == "hardware counters"
@@ -53,22 +57,21 @@ def test_comparison_rows_have_numa_and_ipc():
 
 
 def test_single_process_has_no_comparison():
-    one = Profile({("mysqld", "f"): 3}, {}, {}, None, source="x.folded")
+    one = Profile({("mysqld", "f"): 3}, source="x.folded")
     p = build_payload(one, [])
     assert p["comparison"] == [] and len(p["top_functions"]) == 1
     assert p["mysql"]["reachable"] is False
 
 
-def test_counter_shapes_perf_stat_json_and_flat():
-    rows = counter_rows({"counters": [
-        {"event": "cycles:u", "counter-value": "2000", "event-runtime": 10, "pcnt-running": 50.0, "unit": ""},
-        {"event": "instructions:u", "counter-value": "3000", "pcnt-running": 100.0},
-    ]})
+def test_counter_rows_show_multiplexing_and_ipc():
+    counters = from_json(Counters, {"events": [
+        {"event": "cycles:u", "value": 2000, "running_pct": 50.0},
+        {"event": "instructions:u", "value": 3000, "running_pct": 100.0},
+        {"event": "LLC-load-misses", "supported": False, "status": "<not counted>"}]})
+    rows = counter_rows(counters)
     assert rows[0]["multiplexed"] and not rows[1]["multiplexed"]
-    assert derived_ipc(rows) == {"": 1.5}
-    flat = counter_rows({"cpu-clock": 12.5, "argv": ["perf"], "cycles": "<not counted>"})
-    assert {r["event"] for r in flat} == {"cpu-clock", "cycles"}
-    assert next(r for r in flat if r["event"] == "cycles")["note"] == "not counted"
+    assert rows[2]["value"] is None and rows[2]["note"] == "not counted"
+    assert derived_ipc(counters) == {"": 1.5}
 
 
 def test_flame_tree_is_preorder_with_sums_and_kinds():
@@ -101,8 +104,9 @@ def test_markdown_ticket_text(tmp_path):
 
 
 def test_watch_trigger_is_said_in_the_summary():
-    from pmuprof.report.facts import trigger_text
     trigger = {"condition": "Threads_running>=4", "consecutive_hits": 3, "fired_at": "2026-11-21T14:14:01Z",
-               "polls_before": [{"values": {"Threads_running>=4": v}} for v in (1.0, 6.0, 6.0, 9.0)]}
-    assert trigger_text(trigger) == "Threads_running>=4 held for 3 polls (6, 6, 9) at 2026-11-21T14:14:01Z"
-    assert trigger_text(None) == "" and trigger_text({}) == ""
+               "polls_before": [{"t": 1.0 + i, "values": {"Threads_running>=4": v}}
+                                for i, v in enumerate((1.0, 6.0, 6.0, 9.0))]}
+    text = trigger_text(from_json(Trigger, trigger))
+    assert text == "Threads_running>=4 held for 3 polls (6, 6, 9) at 2026-11-21T14:14:01Z"
+    assert trigger_text(None) == ""

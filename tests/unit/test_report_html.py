@@ -12,7 +12,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-from report_fixtures import HOSTILE_SCRIPT, HOSTILE_TEMPLATE, HOTSPOTS, findings, profile
+from report_fixtures import HOSTILE_SCRIPT, HOSTILE_TEMPLATE, findings, profile
 
 from pmuprof.model.profile import Profile
 from pmuprof.report import write_outputs
@@ -21,8 +21,8 @@ from pmuprof.report.html import embed_json
 EMBED = re.compile(r'<script type="application/json" id="pmuprof-data">(.*?)</script>', re.S)
 
 
-def _write(tmp_path: Path, prof: Profile | None = None, extras=None) -> str:
-    paths = write_outputs(prof or profile(), findings(), tmp_path, extras if extras is not None else {"instruction_hotspots": HOTSPOTS})
+def _write(tmp_path: Path, prof: Profile | None = None) -> str:
+    paths = write_outputs(prof or profile(), findings(), tmp_path)
     return paths["html"].read_text(encoding="utf-8")
 
 
@@ -54,8 +54,8 @@ def test_embed_json_escapes_line_separators():
 
 def test_same_input_gives_identical_bytes(tmp_path):
     one, two = tmp_path / "one", tmp_path / "two"
-    write_outputs(profile(), findings(), one, {"instruction_hotspots": HOTSPOTS})
-    write_outputs(profile(), list(reversed(findings())), two, {"instruction_hotspots": HOTSPOTS})
+    write_outputs(profile(), findings(), one)
+    write_outputs(profile(), list(reversed(findings())), two)
     for name in ("report.html", "findings.json", "report.md"):
         assert (one / name).read_bytes() == (two / name).read_bytes(), name
 
@@ -96,8 +96,8 @@ def test_sections_present(tmp_path):
 
 
 def test_bare_folded_profile_renders(tmp_path):
-    bare = Profile({("mysqld", "main", "f"): 5}, {}, {}, None, source="x.folded")
-    text = _write(tmp_path, bare, {})
+    bare = Profile({("mysqld", "main", "f"): 5}, source="x.folded")
+    text = _write(tmp_path, bare)
     assert 'id="hotspots"' not in text and 'id="targets"' not in text
     assert "No server facts" in text and "No counters in this input" in text
 

@@ -150,7 +150,6 @@ def connect(opts: MysqlOptions, pid: int | None = None) -> tuple[Any, Endpoint, 
     raise ConnectionError(_scrub("; ".join(errors), secrets))
 
 
-_connect = connect  # older name, used by capture/watch.py
 
 
 def _rows(conn: Any, sql: str) -> list[dict[str, Any]]:

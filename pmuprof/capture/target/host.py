@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import platform
 import re
+import socket
 import subprocess
 
 from .process import node_cpus
@@ -101,6 +102,7 @@ def sysctl_int(path: str) -> int | None:
 def facts(perf: str | None) -> dict:
     cpu = cpuinfo()
     return {
+        "hostname": socket.gethostname(),
         **cpu,
         "microarch": microarch(cpu["vendor"], cpu["family"], cpu["model"], cpu["stepping"]),
         "kernel": platform.release(),

@@ -6,6 +6,8 @@ import os
 from pathlib import Path
 
 from ...errors import TargetError
+from ...model.jsontypes import from_json
+from ...model.run import Target
 from ...tools import elf as elfinfo
 
 MYSQL_COMMS = ("mysqld", "mariadbd")
@@ -100,7 +102,7 @@ def parse_cpulist(text: str) -> set[int]:
     return cpus
 
 
-def describe(pid: int, label: str | None = None) -> dict:
+def describe(pid: int, label: str | None = None) -> Target:
     """Facts about one target for run.json."""
     fields = status_fields(pid)
     try:
@@ -128,7 +130,7 @@ def describe(pid: int, label: str | None = None) -> dict:
         summary = elfinfo.symbol_summary(Path(binary))
         facts["build_id"] = summary.pop("build_id", None)
         facts["symbols"] = summary
-    return facts
+    return from_json(Target, facts)
 
 
 def exec_maps(pid: int) -> list[dict]:

@@ -127,8 +127,16 @@ def calibrate_pause(trials: int = 20000) -> Json:
     return run_helper(["pause", "--trials", str(int(trials))], timeout=15)
 
 
+def calibrate_pause_or_error() -> Json:
+    """calibrate_pause(), or {"error": why} when the helper is missing or fails (a capture goes on)."""
+    try:
+        return calibrate_pause()
+    except HelperError as err:
+        return {"error": str(err)}
+
+
 def skid(binary: str | Path, samples: Iterable[tuple[str, int, int]] = (), addresses: Iterable[tuple[int, int]] = (),
-         exact_ip: bool = False, hot_only: bool = False) -> Json:
+         exact_ip: bool = False, hot_only: bool = False, debug: str | Path | None = None) -> Json:
     """Skid-corrected histograms for (symbol, offset, count) samples and (vaddr, count) unnamed ones.
 
     Shape: {"binary", "build_id", "symbols": "symtab|dynsym|none", "exact_ip", "moved", "function_errors",
@@ -141,20 +149,21 @@ def skid(binary: str | Path, samples: Iterable[tuple[str, int, int]] = (), addre
     lines = [f"{sym}\t{off:x}\t{cnt}" for sym, off, cnt in samples if "\t" not in sym and "\n" not in sym]
     lines += [f"0x{addr:x}\t{cnt}" for addr, cnt in addresses]
     args = ["skid", "--binary", str(binary)] + (["--exact"] if exact_ip else []) + (["--hot-only"] if hot_only else [])
+    args += ["--debug", str(debug)] if debug else []
     data = run_helper(args, stdin="\n".join(lines) + "\n", allow_failure=True)
     if data.get("error"):
         raise HelperError(f"skid correction on {binary}: {data['error']}", _fix_for("skid", data))
     return data
 
 
-def funcs(binary: str | Path, addrs: Iterable[int], file_offsets: bool = False) -> Json:
+def funcs(binary: str | Path, addrs: Iterable[int], file_offsets: bool = False, debug: str | Path | None = None) -> Json:
     """Containing function of each address from .eh_frame (stripped binaries) and symbols.
 
     Shape: {"binary", "build_id", "symbols", "named_functions", "fde_functions", "addresses": [{"input",
     "vaddr", "start", "end", "size", "name", "name_offset"?, "contains_pause", "source": "eh_frame|symbol",
     "symbol"?, "error"?}]}.
     """
-    args = ["funcs", "--binary", str(binary)] + (["--offsets"] if file_offsets else [])
+    args = ["funcs", "--binary", str(binary)] + (["--offsets"] if file_offsets else []) + (["--debug", str(debug)] if debug else [])
     stdin = "".join(f"0x{a:x}\n" for a in addrs)
     data = run_helper(args, stdin=stdin, allow_failure=True)
     if data.get("error"):

@@ -70,8 +70,11 @@ def stat_argv(perf: str, output: Path, pids: tuple[int, ...], events: tuple[str,
     return argv
 
 
-def script_argv(perf: str, data: Path, pids: tuple[int, ...] = (), comms: tuple[str, ...] = ()) -> list[str]:
+def script_argv(perf: str, data: Path, pids: tuple[int, ...] = (), comms: tuple[str, ...] = (),
+                symfs: Path | None = None) -> list[str]:
     argv = [perf, "script", "-i", str(data), "-F", SCRIPT_FIELDS, "--no-inline"]
+    if symfs is not None:
+        argv.append(f"--symfs={symfs}")
     if pids:
         argv.append("--pid=" + ",".join(str(p) for p in pids))
     elif comms:
@@ -81,6 +84,10 @@ def script_argv(perf: str, data: Path, pids: tuple[int, ...] = (), comms: tuple[
 
 def evlist_argv(perf: str, data: Path) -> list[str]:
     return [perf, "evlist", "-v", "-i", str(data)]
+
+
+def buildid_list_argv(perf: str, data: Path) -> list[str]:
+    return [perf, "buildid-list", "-i", str(data)]
 
 
 def header_argv(perf: str, data: Path) -> list[str]:

@@ -88,3 +88,13 @@ def parse_record_stderr(text: str) -> dict:
 def event_base(name: str) -> str:
     """'cpu-clock:ppH' → 'cpu-clock'; 'cycles:P' → 'cycles'."""
     return name.split(":")[0].strip()
+
+
+def parse_buildid_list(text: str) -> dict[str, str]:
+    """`perf buildid-list` lines ('<hex build-id> <path>') → {path: build-id}."""
+    out: dict[str, str] = {}
+    for line in text.splitlines():
+        bid, _, path = line.strip().partition(" ")
+        if path and len(bid) >= 16 and all(c in "0123456789abcdef" for c in bid.lower()):
+            out[path.strip()] = bid.lower()
+    return out

@@ -1,22 +1,53 @@
-"""Run perf script / evlist / header on a perf.data and fold the stacks (fast C folder when built)."""
+"""Read a perf.data with perf: what it recorded (evlist, header, build-ids) and its folded stacks."""
 
 from __future__ import annotations
 
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 
 from ...errors import InputError, PerfError
-from ..native.fold import fold_perf_script_process
 from ...model.perfscript import FoldResult
+from ..native.fold import fold_perf_script_process
 from . import argv as perfcmd, parse as perfparse
 
+TIMEOUT_S = 120  # evlist, header and buildid-list read only the file's header
 
-def _run(argv: list[str], timeout: float = 120) -> subprocess.CompletedProcess:
+
+@dataclass(frozen=True)
+class Recording:
+    """What a perf.data says about itself, before any sample is read."""
+
+    events: tuple[dict, ...]  # [{name, type, config, sample_type}]
+    header: dict  # hostname, kernel, perf_version, cpu_model, cmdline, nproc, captured_on
+    build_ids: dict  # dso path -> build-id (perf's build-id table)
+
+    @property
+    def call_graph(self) -> str:
+        """fp | dwarf | lbr | "" (no call chains), from the sampling flags of the first event."""
+        flags = self.events[0].get("sample_type", "") if self.events else ""
+        if "STACK_USER" in flags:
+            return "dwarf"
+        if "BRANCH_STACK" in flags and "CALLCHAIN" in flags:
+            return "lbr"
+        return "fp" if "CALLCHAIN" in flags else ""
+
+    @property
+    def event(self) -> str:
+        names = [perfparse.event_base(e["name"]) for e in self.events if not e["name"].startswith("dummy")]
+        return names[0] if names else "unknown"
+
+
+def _run(argv: list[str], timeout: float = TIMEOUT_S) -> subprocess.CompletedProcess:
     try:
-        return subprocess.run(argv, capture_output=True, text=True, errors="backslashreplace", timeout=timeout)
+        return subprocess.run(argv, capture_output=True, text=True, errors="backslashreplace", timeout=timeout,
+                              stdin=subprocess.DEVNULL)
     except FileNotFoundError as err:
         raise PerfError(f"cannot run {argv[0]}: not found",
                         "apt-get install linux-perf, or give report a folded / perf script file") from err
+    except subprocess.TimeoutExpired as err:
+        raise PerfError(f"{argv[0]} {argv[1]} did not answer within {timeout:.0f} s",
+                        "check the perf binary (PMUPROF_PERF) and the file") from err
 
 
 def recorded_events(perf: str, data: Path) -> list[dict]:
@@ -40,18 +71,28 @@ def header(perf: str, data: Path) -> dict:
     return {out: facts[k] for k, out in keep.items() if k in facts}
 
 
+def build_ids(perf: str, data: Path) -> dict[str, str]:
+    """dso path -> build-id from the perf.data's build-id table (empty when perf wrote none)."""
+    res = _run(perfcmd.buildid_list_argv(perf, data))
+    return perfparse.parse_buildid_list(res.stdout) if res.returncode == 0 else {}
+
+
+def describe(perf: str, data: Path) -> Recording:
+    return Recording(tuple(recorded_events(perf, data)), header(perf, data), build_ids(perf, data))
+
+
 def fold_perf_data(perf: str, data: Path, pids: tuple[int, ...] = (), comms: tuple[str, ...] = (),
                    per_thread: bool = False, names: dict[int, str] | None = None,
-                   raw_unknown: bool = False) -> tuple[FoldResult, list[str]]:
-    """perf script piped into the folder (pmuprof-fold, or the Python Folder when it is not built).
+                   symfs: Path | None = None) -> tuple[FoldResult, list[str]]:
+    """perf script piped into the folder; unnamed code keeps its address for the analysis to group.
 
     Returns (result, argv used). Process filtering is left to the folder (perf's --comms would
     drop renamed threads).
     """
-    argv = perfcmd.script_argv(perf, data, pids)
+    argv = perfcmd.script_argv(perf, data, pids, symfs=symfs)
     return fold_perf_script_process(argv, pids=pids, comms=comms, per_thread=per_thread, names=names,
-                                    raw_unknown=raw_unknown), argv
+                                    raw_unknown=True), argv
 
 
 def _first(text: str) -> str:
-    return next((l.strip() for l in text.splitlines() if l.strip()), "no message")[:300]
+    return next((line.strip() for line in text.splitlines() if line.strip()), "no message")[:300]

@@ -6,9 +6,11 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..analysis import binaries
+from ..errors import PmuprofError
+from ..capture.target import host, process as target
 from ..paths import fold_path, helper_path, perf_path
-from .target import host, process as target
-from ..tools.elf import symbol_summary
+from ..tools.native import helper
 
 
 @dataclass(frozen=True)
@@ -58,9 +60,8 @@ def _helper() -> Check:
         return Check("native helper", False, "pmuprof-helper not built: no libpfm4 encoding, PAUSE calibration or skid "
                      "correction", "apt-get install libpfm4-dev libdw-dev libelf-dev libcapstone-dev; reinstall pmuprof")
     try:
-        from ..tools.native import helper
         info = helper.features()
-    except Exception as err:  # a broken helper must not break doctor
+    except PmuprofError as err:  # a broken helper must not break doctor
         return Check("native helper", False, f"{path}: {err}", "rebuild with `make -C native`")
     off = [f"{k}" for k, v in info.items() if v is False]
     return Check("native helper", not off, f"{path}" + (f" (off: {', '.join(off)})" if off else ""),
@@ -83,19 +84,23 @@ def _disk(out_dir: Path) -> Check:
 
 def _target(pid: int) -> list[Check]:
     try:
-        facts = target.describe(target.resolve_pid(pid))
-    except Exception as err:
+        tgt = target.describe(target.resolve_pid(pid))
+    except PmuprofError as err:
         return [Check(f"target {pid}", False, str(err), "pass a running server's pid")]
-    label = f"{facts['comm']} {pid}"
-    syms = facts.get("symbols") or symbol_summary(Path(f"/proc/{pid}/exe"))
-    named = syms.get("symtab") or syms.get("dynsym") or 0
-    full = bool(syms.get("symtab")) or syms.get("debuginfo")
-    sym = Check(f"symbols ({label})", bool(full),
-                f"{'full .symtab' if syms.get('symtab') else 'only .dynsym'}: {named} named functions"
+    label = f"{tgt.comm} {pid}"
+    syms = tgt.symbols
+    if syms is None or syms.error:
+        return [Check(f"symbols ({label})", False, syms.error if syms else "binary not readable", "")]
+    found = binaries.find(tgt.exe, tgt.build_id, 0, binaries.Lookup())
+    full = syms.symtab > 0 or bool(found.debuginfo)
+    where = ("full .symtab" if syms.symtab else f"separate debuginfo {found.debuginfo}" if found.debuginfo
+             else "only .dynsym")
+    sym = Check(f"symbols ({label})", full,
+                f"{where}: {syms.symtab or syms.dynsym} named functions in the binary"
                 f"{'' if full else ' (InnoDB frames will be unnamed)'}",
                 "" if full else "install the debug symbols: Debian `mariadb-server-core-dbgsym` (debian-debug "
                 "archive) or set DEBUGINFOD_URLS; RHEL `debuginfo-install`")
-    fp = syms.get("frame_pointers", "unknown")
-    fpc = Check(f"frame pointers ({label})", fp == "likely", f"{fp} ({syms.get('frame_pointer_ratio', 0):.0%} of "
+    fp = syms.frame_pointers
+    fpc = Check(f"frame pointers ({label})", fp == "likely", f"{fp} ({syms.frame_pointer_ratio or 0:.0%} of "
                 "sampled functions keep rbp)", "" if fp == "likely" else "use --call-graph dwarf (larger perf.data)")
     return [sym, fpc]

@@ -1,0 +1,140 @@
+"""Resolve stage: find each binary the samples ran in by build-id, as perf and gdb find them.
+
+Order for a binary: ``--binary`` files, ``--symfs DIR`` + path, the recorded path, perf's build-id
+cache (~/.debug/.build-id), debuginfod. A file whose build-id differs from the recorded one is never
+used. Names for a binary without .symtab come from a separate debug file: /usr/lib/debug/.build-id,
+.gnu_debuglink next to the binary or under /usr/lib/debug, then debuginfod (DEBUGINFOD_URLS).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Mapping
+
+from ..model.analysis import Binary
+from ..tools.elf import ElfFile, Ident, ident
+
+DEBUGINFOD_TIMEOUT_S = 20.0
+DEBUG_ROOT = Path("/usr/lib/debug")
+
+
+@dataclass(frozen=True)
+class Lookup:
+    """Where to look for binaries and debug files besides their recorded paths."""
+
+    symfs: Path | None = None
+    binaries: tuple[Path, ...] = ()
+    cache: Path = Path.home() / ".debug"
+    debuginfod: bool = True
+
+    def debug_roots(self) -> tuple[Path, ...]:
+        roots = [_under(self.symfs, DEBUG_ROOT)] if self.symfs else []
+        return tuple(dict.fromkeys(roots + [DEBUG_ROOT]))
+
+
+def _under(root: Path | None, path: str | Path) -> Path:
+    return Path(path) if root is None else root / str(path).lstrip("/")
+
+
+def resolve(wanted: Mapping[str, int], recorded: Mapping[str, str], lookup: Lookup) -> tuple[Binary, ...]:
+    """One Binary per file-backed DSO path in ``wanted`` (path -> samples), most samples first."""
+    out = []
+    for path, samples in sorted(wanted.items(), key=lambda kv: (-kv[1], kv[0])):
+        if path.startswith("/"):
+            out.append(find(path, recorded.get(path), samples, lookup))
+    return tuple(out)
+
+
+def find(path: str, build_id: str | None, samples: int, lookup: Lookup) -> Binary:
+    mismatch: list[str] = []
+    for file, via in _candidates(path, build_id, lookup):
+        found = ident(file)
+        if found is None:
+            continue
+        if build_id and found.build_id and found.build_id != build_id:
+            mismatch.append(f"{file} has build-id {found.build_id}")
+            continue
+        verified = bool(build_id and found.build_id == build_id) if build_id else None
+        return _found(path, build_id, file, via, found, verified, samples, lookup)
+    if mismatch:
+        problem = (f"{path}: {'; '.join(mismatch[:2])}, not the {build_id} that was recorded (the binary changed "
+                   f"since the recording) — pass --binary with the file that ran, or --symfs DIR holding it")
+    else:
+        problem = f"{path}: not found here — pass --binary PATH or --symfs DIR (a copy of the recording host's files)"
+    return Binary(path=path, build_id=build_id, found_via="not found", samples=samples, problem=problem)
+
+
+def _candidates(path: str, build_id: str | None, lookup: Lookup) -> Iterable[tuple[Path, str]]:
+    base = os.path.basename(path)
+    for given in lookup.binaries:
+        if given.name == base or build_id:
+            yield given, "--binary"
+    if lookup.symfs is not None:
+        yield _under(lookup.symfs, path), "--symfs"
+    yield Path(path), "recorded path"
+    if build_id:
+        yield lookup.cache / ".build-id" / build_id[:2] / build_id[2:] / "elf", "perf build-id cache"
+        got = _debuginfod("executable", build_id, lookup)
+        if isinstance(got, Path):
+            yield got, "debuginfod"
+
+
+def _found(path: str, build_id: str | None, file: Path, via: str, found: Ident, verified: bool | None,
+           samples: int, lookup: Lookup) -> Binary:
+    debug, problem = (None, "")
+    if not found.symtab and found.build_id:
+        debug, problem = _debuginfo(file, found, lookup)
+    symbols = "symtab" if found.symtab else ("debuginfo" if debug else _dynsym_or_none(file))
+    return Binary(path=path, build_id=build_id, file=str(file), found_via=via, file_build_id=found.build_id,
+                  verified=verified, debuginfo=str(debug) if debug else None, symbols=symbols, samples=samples,
+                  problem=problem)
+
+
+def _dynsym_or_none(file: Path) -> str:
+    try:
+        return "dynsym" if ElfFile(file).symbols(".dynsym") else "none"
+    except (OSError, ValueError, IndexError):
+        return "none"
+
+
+def _debuginfo(file: Path, found: Ident, lookup: Lookup) -> tuple[Path | None, str]:
+    """A separate debug file with the same build-id, and a problem line when debuginfod failed."""
+    bid = str(found.build_id)
+    cands = [root / ".build-id" / bid[:2] / f"{bid[2:]}.debug" for root in lookup.debug_roots()]
+    if found.debuglink:
+        parent = str(file.parent)
+        cands += [file.parent / found.debuglink, file.parent / ".debug" / found.debuglink]
+        cands += [root / parent.lstrip("/") / found.debuglink for root in lookup.debug_roots()]
+    for cand in cands:
+        info = ident(cand)
+        if info is not None and info.build_id == bid and info.symtab:
+            return cand, ""
+    got = _debuginfod("debuginfo", bid, lookup)
+    if isinstance(got, Path):
+        info = ident(got)
+        if info is not None and info.build_id == bid and info.symtab:
+            return got, ""
+    return None, got if isinstance(got, str) else ""
+
+
+def _debuginfod(kind: str, build_id: str, lookup: Lookup) -> Path | str | None:
+    """A file from debuginfod (elfutils' debuginfod-find) when DEBUGINFOD_URLS is set; a problem line on failure."""
+    urls = os.environ.get("DEBUGINFOD_URLS", "").strip()
+    if not (lookup.debuginfod and urls):
+        return None
+    tool = shutil.which("debuginfod-find")
+    if tool is None:
+        return "DEBUGINFOD_URLS is set but debuginfod-find is not installed — apt-get install debuginfod"
+    try:
+        res = subprocess.run([tool, kind, build_id], capture_output=True, text=True, timeout=DEBUGINFOD_TIMEOUT_S,
+                             stdin=subprocess.DEVNULL, errors="backslashreplace")
+    except subprocess.TimeoutExpired:
+        return f"debuginfod ({urls}) did not answer within {DEBUGINFOD_TIMEOUT_S:.0f} s — check DEBUGINFOD_URLS"
+    if res.returncode == 0 and res.stdout.strip() and Path(res.stdout.strip()).is_file():
+        return Path(res.stdout.strip())
+    why = (res.stderr.strip().splitlines() or [f"exit status {res.returncode}"])[-1][:200]
+    return f"debuginfod ({urls}) has no {kind} for build-id {build_id}: {why}"

@@ -1,0 +1,72 @@
+"""Stack quality per process: unnamed code, truncated stacks and missing frame pointers, kept apart.
+
+Each condition has its own cause and fix: unnamed frames inside a known binary mean a stripped
+binary or missing debuginfo; named stacks whose outermost frame is not a thread entry were cut
+(a DWARF stack copy too short, or frames lost where code has no frame pointers); a target binary
+compiled without frame pointers loses callers under ``--call-graph fp``.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections import Counter
+from typing import Mapping
+
+from ..model.analysis import StackQuality
+from ..model.labels import is_kernel, is_unnamed, parse_function, parse_raw
+from ..model.profile import Stack
+from ..model.run import Run
+
+# Outermost frames of a complete user stack: thread and process entry points (and kernel threads).
+THREAD_ENTRIES = ("start_thread", "clone", "clone3", "__clone", "__clone3", "__clone_internal", "_start",
+                  "__libc_start_main*", "__libc_start_call_main", "thread_start", "ret_from_fork*")
+NOT_CODE = ("[vdso]", "[vsyscall]")
+
+
+def is_entry(frame: str) -> bool:
+    name = frame[:-4] if is_kernel(frame) else frame
+    return any(fnmatch.fnmatchcase(name, pat) for pat in THREAD_ENTRIES)
+
+
+def binary_of(label: str) -> str | None:
+    """The binary an unnamed label points into: [base], [base+0x..], [base@0x..]; None for [unknown]."""
+    parsed = parse_function(label) or parse_raw(label)
+    if parsed:
+        return parsed[0]
+    inner = label[1:-1]
+    return None if inner in ("unknown", "") or inner.startswith("kernel") else inner
+
+
+def for_process(stacks: Mapping[Stack, int], process: str, run: Run) -> StackQuality:
+    """The quality facts of one process's stacks (root label ``process``)."""
+    total = unnamed = truncated = shallow = 0
+    binaries: Counter[str] = Counter()
+    functions: set[str] = set()
+    for stack, count in stacks.items():
+        if not stack or stack[0] != process:
+            continue
+        total += count
+        if len(stack) < 2:
+            continue
+        leaf = stack[-1]
+        if is_unnamed(leaf) and leaf not in NOT_CODE and not is_kernel(leaf):
+            unnamed += count
+            base = binary_of(leaf)
+            if base:
+                binaries[base] += count
+            if parse_function(leaf):
+                functions.add(leaf)
+        outer = stack[1]
+        if not is_entry(outer) and not is_unnamed(outer) and not is_kernel(outer):
+            truncated += count
+        if len(stack) <= 3:
+            shallow += count
+    target = run.target_for(process)
+    no_fp = tuple(t.exe for t in ([target] if target else [])
+                  if t.symbols is not None and t.symbols.frame_pointers == "absent")
+    share = (lambda n: round(n / total, 6) if total else 0.0)
+    return StackQuality(process=process, call_graph=run.record.call_graph, samples=total,
+                        unnamed_share=share(unnamed), unnamed_binaries=tuple(b for b, _ in binaries.most_common()),
+                        unnamed_functions=len(functions),
+                        pause_functions_hot=sum(1 for f in functions if (parse_function(f) or ("", 0, False))[2]),
+                        truncated_share=share(truncated), shallow_share=share(shallow), no_frame_pointers=no_fp)

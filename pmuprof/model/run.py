@@ -1,0 +1,195 @@
+"""run.json as frozen types: what was asked for and what happened (targets, host, perf, warnings)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any, Mapping
+
+RUN_SCHEMA = 2  # run.json "schema": 1 was 0.1's untyped dict (still read), 2 is this model
+
+
+@dataclass(frozen=True)
+class Pause:
+    """PAUSE latency measured on the capture host (rdtsc), or why it was not."""
+
+    cycles: float | None = None
+    ns: float | None = None
+    tsc_hz: float | None = None
+    tsc_hz_source: str = ""
+    method: str = ""
+    ticks_per_pause: float | None = None
+    mariadb: Mapping[str, Any] = field(default_factory=dict)  # MariaDB my_cpu_init's calibration repeated
+    error: str = ""
+
+
+@dataclass(frozen=True)
+class Host:
+    hostname: str = ""
+    cpu_model: str = ""
+    vendor: str = ""
+    family: int | None = None
+    model: int | None = None
+    stepping: int | None = None
+    flags_hypervisor: bool | None = None
+    microarch: str = ""
+    pfm_pmu: str = ""
+    hardware_pmu: bool | None = None
+    kernel: str = ""
+    nproc: int | None = None
+    numa_nodes: Mapping[str, str] = field(default_factory=dict)  # node -> cpulist
+    perf: str = ""
+    perf_version: str = ""
+    perf_event_paranoid: int | None = None
+    is_root: bool | None = None
+    zone_reclaim_mode: int | None = None
+    numa_balancing: int | None = None
+    pause: Pause | None = None
+
+
+@dataclass(frozen=True)
+class Numa:
+    cpu_nodes: tuple[int, ...] = ()
+    memory_pages: Mapping[str, int] = field(default_factory=dict)  # node -> pages of the target
+    nodes_on_host: int | None = None
+
+
+@dataclass(frozen=True)
+class FileMap:
+    """One executable file mapping of a live target (from /proc/PID/maps at capture start)."""
+
+    start: int
+    end: int
+    pgoff: int
+    path: str
+
+
+@dataclass(frozen=True)
+class BinaryFacts:
+    """What a binary holds for naming frames (tools/elf.symbol_summary)."""
+
+    machine: str = ""
+    symtab: int = 0
+    dynsym: int = 0
+    debuginfo: bool = False
+    gnu_debuglink: bool = False
+    eh_frame: bool = False
+    frame_pointer_ratio: float | None = None
+    frame_pointers: str = "unknown"  # likely | partial | absent | unknown
+    error: str = ""
+
+
+@dataclass(frozen=True)
+class Target:
+    pid: int
+    label: str
+    comm: str = ""
+    exe: str = ""
+    build_id: str | None = None
+    threads: int = 0
+    cgroup: str | None = None
+    cpus_allowed: str = ""
+    numa: Numa | None = None
+    is_mysqld: bool = False
+    maps: tuple[FileMap, ...] = ()
+    exe_note: str = ""
+    symbols: BinaryFacts | None = None
+    samples: int | None = None
+
+
+@dataclass(frozen=True)
+class Record:
+    """perf record: the argv that ran, the event asked for and the event(s) perf really recorded."""
+
+    argv: tuple[str, ...] = ()
+    event_requested: str = ""
+    event_recorded: str = ""
+    events_recorded: tuple[str, ...] = ()
+    frequency: int | None = None
+    call_graph: str = ""  # fp | dwarf | lbr | "" (unknown)
+    samples_total: int | None = None  # every sample in the file
+    lost: int | None = None
+    data_mb: float | None = None
+
+
+@dataclass(frozen=True)
+class Stat:
+    argv: tuple[str, ...] = ()
+    labels: Mapping[str, str] = field(default_factory=dict)  # perf spelling -> pmuprof event name
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class FeatureOff:
+    feature: str
+    why: str = ""
+    fix: str = ""
+
+
+@dataclass(frozen=True)
+class Poll:
+    t: float
+    values: Mapping[str, float | None] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Trigger:
+    """Why `watch` took this capture: the condition, and the polled values around it."""
+
+    condition: str
+    source: str = ""
+    cycles: int | None = None
+    consecutive_hits: int | None = None
+    capture_index: int | None = None
+    max_captures: int | None = None
+    cooldown_s: float | None = None
+    conditions: tuple[str, ...] = ()
+    fired_at: str = ""
+    interval_s: float | None = None
+    polls_before: tuple[Poll, ...] = ()
+    polls_during: tuple[Poll, ...] = ()
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where the report's input came from: a run directory, a perf.data, a perf script text, a folded file."""
+
+    kind: str = "rundir"
+    path: str = ""
+    headers: Mapping[str, str] = field(default_factory=dict)  # a folded file's '# key: value' lines
+
+
+@dataclass(frozen=True)
+class Run:
+    """run.json. A bare perf.data / text / folded input gets a Run with what its header tells."""
+
+    pmuprof_version: str = ""
+    schema: int = RUN_SCHEMA
+    command: tuple[str, ...] = ()
+    started: str = ""
+    duration_s: float | None = None
+    duration_requested_s: float | None = None
+    interrupted: bool = False
+    stopped_by: str = ""  # "", SIGINT, SIGTERM, SIGHUP, target-exit, disk
+    mode: str = ""  # per-cpu | per-thread
+    cgroup: str | None = None
+    targets: tuple[Target, ...] = ()
+    host: Host = field(default_factory=Host)
+    record: Record = field(default_factory=Record)
+    stat: Stat = field(default_factory=Stat)
+    warnings: tuple[str, ...] = ()
+    features_off: tuple[FeatureOff, ...] = ()
+    trigger: Trigger | None = None
+    source: Source = field(default_factory=Source)
+
+    def with_notes(self, warnings: tuple[str, ...] = (), features_off: tuple[FeatureOff, ...] = ()) -> "Run":
+        """The same run with more warnings / features off (each said once)."""
+        more_w = tuple(w for w in dict.fromkeys(warnings) if w not in self.warnings)
+        more_f = tuple(f for f in features_off if f not in self.features_off)
+        return replace(self, warnings=self.warnings + more_w, features_off=self.features_off + more_f)
+
+    def target_for(self, label: str) -> Target | None:
+        """The target a process label names (its label, comm, pid, or comm-pid)."""
+        for t in self.targets:
+            if label and label in (t.label, t.comm, str(t.pid), f"{t.comm}-{t.pid}"):
+                return t
+        return None
