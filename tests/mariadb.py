@@ -230,14 +230,29 @@ def sysbench_prepare(server: MariaDB, tables: int = 2, table_size: int = 10000) 
     subprocess.run(argv, check=True, capture_output=True, timeout=600)
 
 
+INDEX_DIVE_LUA = Path(__file__).resolve().parent / "loads" / "index_dive.lua"
+
+
+def index_dive_prepare(server: MariaDB, table_size: int = 200000) -> None:
+    """Create and fill table dive1 for INDEX_DIVE_LUA (five secondary indexes, uniform values)."""
+    argv = [which("sysbench") or "sysbench", str(INDEX_DIVE_LUA), *server.sysbench_args(),
+            f"--table-size={table_size}", "prepare"]
+    subprocess.run(argv, check=True, capture_output=True, timeout=600)
+
+
 class SysbenchLoad:
-    """sysbench running in the background for a bounded time (it stops by itself; stop() ends it early)."""
+    """sysbench running in the background for a bounded time (it stops by itself; stop() ends it early).
+
+    ``script_args`` replaces the OLTP scripts' --tables/--table-size for scripts with other options
+    (``SysbenchLoad(server, 20, str(INDEX_DIVE_LUA), 16, script_args=("--range-width=0",))``).
+    """
 
     def __init__(self, server: MariaDB, seconds: float, test: str = "oltp_read_write", threads: int = 4,
-                 tables: int = 2, table_size: int = 10000) -> None:
+                 tables: int = 2, table_size: int = 10000, script_args: tuple[str, ...] | None = None) -> None:
         self.test, self.threads, self.seconds = test, threads, seconds
-        argv = [which("sysbench") or "sysbench", test, *server.sysbench_args(), f"--tables={tables}",
-                f"--table-size={table_size}", f"--threads={threads}", f"--time={int(seconds)}",
+        sizes = (f"--tables={tables}", f"--table-size={table_size}") if script_args is None else script_args
+        argv = [which("sysbench") or "sysbench", test, *server.sysbench_args(), *sizes,
+                f"--threads={threads}", f"--time={int(seconds)}",
                 "--percentile=95", "--report-interval=0", "--rand-type=uniform", "run"]
         self._out = tempfile.TemporaryFile()
         self.proc = subprocess.Popen(argv, stdout=self._out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,

@@ -157,6 +157,7 @@ def start_mariadb102(extra_args: tuple[str, ...] = (), workdir: Path | None = No
     """
     tree = ensure_tree()
     workdir = Path(workdir or tempfile.mkdtemp(prefix="pmuprof-m102-"))
+    workdir.mkdir(parents=True, exist_ok=True)
     datadir, port, proc = workdir / "data", mdb.free_port(), None
     try:
         _install(tree, workdir, datadir)
