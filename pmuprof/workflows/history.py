@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
+from .. import __version__
 from ..errors import InputError, PmuprofError
 from ..model.folded import load_folded
 from ..model.profile import Profile
@@ -15,6 +16,7 @@ from ..model.counters import Counters
 from ..model.run import Run
 from ..model.rundir import COUNTERS, FINDINGS_JSON, REPORT_HTML, RUN_JSON, STACKS, read_json, read_typed
 from ..report.counters import derived_ipc
+from ..report.html import render
 
 SHARE_POINTS = 0.05  # a finding/function share up by more than 5 points vs the median is a regression
 IPC_DROP = 0.10  # IPC down by more than 10 % vs the median is a regression
@@ -226,9 +228,6 @@ def build_payload(runs: Sequence[RunSummary], title: str) -> dict[str, Any]:
 
 def render_index(directory: Path, out: Path, title: str = "") -> tuple[str, dict[str, Any]]:
     """The index HTML for the runs under ``directory`` (links relative to ``out``) and its payload."""
-    from .. import __version__
-    from ..report.html import render
-
     runs = scan(directory, out.parent)
     payload = build_payload(runs, title or f"pmuprof history: {directory.resolve().name}")
     payload["version"] = __version__

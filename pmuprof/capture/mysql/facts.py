@@ -9,6 +9,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+import pymysql
+import pymysql.cursors
+
 from . import parse as mp
 from .procsym import read_process_symbol
 from .optionfiles import client_options
@@ -129,8 +132,6 @@ def connect(opts: MysqlOptions, pid: int | None = None) -> tuple[Any, Endpoint, 
 
     Raises ConnectionError with a one-line reason that holds no password.
     """
-    import pymysql
-
     files = client_options(opts.defaults_file)
     password = _password(opts, files)
     secrets = [password] if password else []
@@ -153,8 +154,6 @@ def connect(opts: MysqlOptions, pid: int | None = None) -> tuple[Any, Endpoint, 
 
 
 def _rows(conn: Any, sql: str) -> list[dict[str, Any]]:
-    import pymysql.cursors
-
     with conn.cursor(pymysql.cursors.DictCursor) as cur:
         cur.execute(sql)
         return list(cur.fetchall())
