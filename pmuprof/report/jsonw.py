@@ -31,7 +31,19 @@ def profile_facts(profile: Profile) -> dict[str, Any]:
         "source": profile.source,
         "server_version": profile.server.server.version if profile.server else "",
         "warnings": list(dict.fromkeys(run.warnings + profile.analysis.warnings)),
+        "skid": _skid(profile),
     }
+
+
+def _skid(profile: Profile) -> dict[str, Any] | None:
+    """Skid-corrected shares and the corrected functions (symbol, samples, moved), hottest first."""
+    analysis = profile.analysis
+    if analysis.skid is None:
+        return None
+    fns = sorted(analysis.skid_functions, key=lambda f: (-f.samples, f.symbol))
+    return {"pause_share": analysis.skid.pause_share, "fence_share": analysis.skid.fence_share,
+            "lock_share": analysis.skid.lock_share,
+            "functions": [{"symbol": f.symbol, "samples": f.samples, "moved": f.moved} for f in fns]}
 
 
 def findings_document(profile: Profile, findings: Iterable[Finding]) -> dict[str, Any]:
