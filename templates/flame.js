@@ -1,198 +1,212 @@
-/* pmuprof flame graph: a canvas icicle over preorder arrays (name, depth, values). Hand-written, no libraries. */
+/* pmuprof flame graph, part 5: the controls. Views (icicle, inverted, sandwich), zoom, search, the
+   frame menu, "Copy stack", and the state kept in the URL hash (back/forward restore it). */
 "use strict";
-function PmuFlame(box, tree, mode) {
-  var ROW = 18, n = tree.name.length, diff = mode === "diff";
-  var canvas = box.querySelector("canvas"), tip = box.querySelector(".flame-tip");
-  var crumb = box.querySelector(".flame-crumb"), search = box.querySelector("input[type=search]");
-  var matchedOut = box.querySelector(".matched");
-  var w = new Float64Array(n), x = new Float64Array(n), parent = new Int32Array(n), depth = new Int32Array(n);
-  var totals = tree.totals, maxDepth = 0, rootW = 0, maxDelta = 0;
-  var cursor = [0], path = [];
-  for (var i = 0; i < n; i++) {
-    var d = tree.depth[i] + 1;  /* row 0 is the synthetic "all" frame */
-    depth[i] = d;
-    if (diff) {
-      var b = totals[0] ? tree.values[0][i] / totals[0] : 0, a = totals[1] ? tree.values[1][i] / totals[1] : 0;
-      w[i] = (a + b) / 2;
-      if (d > 1) maxDelta = Math.max(maxDelta, Math.abs(a - b));
+function PmuFlame(box, data, diff) {
+  var q = function (sel) { return box.querySelector(sel); };
+  var canvas = q("canvas"), tip = q(".flame-tip"), crumb = q(".flame-crumb"), search = q("input[type=search]");
+  var matchedOut = q(".matched"), menu = q(".flame-menu"), copyBox = q(".flame-copy");
+  var painter = new PmuCanvas(canvas), base = pmuBaseTree(data, diff), all = base.w[0];
+  var inverted = null, sandwich = null, st = pmuDefaultState(), panes = [], rows = 1;
+  var hover = null, menuHit = null, hitName = null, lastDraw = 0;
+
+  function side(p) { return panes[p] ? panes[p].side : ""; }
+  function nameOf(pane, i) { return i === 0 && pane.side !== "icicle" && pane.side !== "inverted" ? st.focus : pane.t.names[pane.t.name[i]]; }
+  function topSelf() {
+    var t = inverted || (inverted = pmuInverted(base)), best = -1;
+    for (var i = 1; i < t.n; i = t.end[i]) if (t.kinds[t.name[i]] < 3 && (best < 0 || t.w[i] > t.w[best])) best = i;
+    return best < 0 ? "" : t.names[t.name[best]];
+  }
+  function rootLabel(pane) {
+    if (pane.side === "icicle" || pane.side === "inverted") return "all (" + pmuLabel(base, all) + ")";
+    var self = diff ? 0 : sandwich.self[0];
+    return st.focus + ": total " + pmuLabel(base, pane.t.w[0]) + " (" + pmuPct(pane.t.w[0], all) + ")" +
+      (diff ? "" : ", self " + pmuLabel(base, self) + " (" + pmuPct(self, all) + ")");
+  }
+  function build() {
+    panes = [];
+    if (st.view === "sandwich") {
+      if (!st.focus) st.focus = topSelf();
+      if (!sandwich || sandwich.fn !== st.focus) sandwich = pmuSandwich(base, st.focus);
+      if (!sandwich) { rows = 1; st.zoom = []; return; }
+      var up = sandwich.callers, down = sandwich.callees, at = st.zoom[0];
+      panes.push({ t: up, dir: -1, row0: up.maxDepth, zoom: at === "callers" ? pmuFind(up, st.zoom.slice(1)) : 0, side: "callers", skipRoot: true });
+      panes.push({ t: down, dir: 1, row0: up.maxDepth, zoom: at === "callees" ? pmuFind(down, st.zoom.slice(1)) : 0, side: "callees" });
+      rows = up.maxDepth + down.maxDepth + 1;
+      var z = panes[at === "callers" ? 0 : 1];
+      st.zoom = z.zoom ? [z.side].concat(pmuPath(z.t, z.zoom)) : [];
+      return;
+    }
+    var t = st.view === "inverted" ? (inverted || (inverted = pmuInverted(base))) : base;
+    panes.push({ t: t, dir: 1, row0: 0, zoom: pmuFind(t, st.zoom), side: st.view });
+    rows = t.maxDepth + 1;
+    st.zoom = pmuPath(t, panes[0].zoom);
+  }
+  function zoomedPane() { for (var p = 0; p < panes.length; p++) if (panes[p].zoom) return panes[p]; return null; }
+  function describeState() {
+    var z = zoomedPane(), text = "";
+    if (st.view === "sandwich") {
+      text = sandwich ? "Sandwich: callers of " + st.focus + " above it, callees below it. "
+        : "Sandwich: \u201c" + st.focus + "\u201d is not in this flame graph. ";
+    }
+    if (z) {
+      var back = z.side === "callers" || z.side === "inverted";
+      text += "zoom: " + (st.view === "sandwich" ? z.side + ": " : "") + pmuPath(z.t, z.zoom).join(back ? " \u2190 " : " \u2192 ");
     } else {
-      w[i] = tree.values[0][i];
+      text += "Click a frame to zoom; double-click one for its callers and callees; right-click for more; Esc or Reset to zoom out.";
     }
-    if (cursor[d] === undefined) cursor[d] = 0;
-    x[i] = cursor[d];
-    cursor[d] += w[i];
-    cursor[d + 1] = x[i];
-    path[d] = i;
-    parent[i] = d > 1 ? path[d - 1] : -1;
-    if (d === 1) rootW += w[i];
-    if (d > maxDepth) maxDepth = d;
+    crumb.textContent = text;
+    hitName = pmuSearchNames(base.names, st.search);
+    if (!hitName) { matchedOut.textContent = ""; return; }
+    var parts = panes.map(function (pane) {
+      var m = pmuMatched(pane.t, hitName, pane.zoom), of = pane.t.w[0];
+      var head = st.view === "sandwich" ? pane.side + " matched " : "matched ";
+      return head + pmuPct(m[0], of) + (pane.zoom ? " of all, " + pmuPct(m[1], pane.t.w[pane.zoom]) + " of zoom" :
+        st.view === "sandwich" ? " of " + st.focus : " of samples");
+    });
+    matchedOut.textContent = parts.join("; ");
   }
-  var zoom = -1, matches = null, hover = -1, drawn = [];
-  var inPath = new Uint8Array(n);
-
-  function hash(s) {
-    var h = 2166136261;
-    for (var k = 0; k < s.length && k < 40; k++) { h ^= s.charCodeAt(k); h = Math.imul(h, 16777619); }
-    return (h >>> 0) / 4294967296;
-  }
-  function colour(i) {
-    var name = tree.names[tree.name[i]], kind = tree.kinds[tree.name[i]], r = hash(name);
-    if (matches && matches[i]) return "#d05ce3";
-    if (diff) {
-      var b = totals[0] ? tree.values[0][i] / totals[0] : 0, a = totals[1] ? tree.values[1][i] / totals[1] : 0;
-      var t = maxDelta ? Math.min(1, Math.abs(a - b) / maxDelta) : 0, l = Math.round(96 - 46 * Math.sqrt(t));
-      if (kind === 3) return "hsl(270,25%,80%)";
-      return a >= b ? "hsl(0,85%," + l + "%)" : "hsl(215,85%," + l + "%)";
-    }
-    if (kind === 1) return "hsl(" + Math.round(185 + 25 * r) + ",55%," + Math.round(62 + 10 * r) + "%)";
-    if (kind === 2) return "hsl(0,0%," + Math.round(72 + 8 * r) + "%)";
-    if (kind === 3) return "hsl(270,30%,78%)";
-    return "hsl(" + Math.round(8 + 42 * r) + ",88%," + Math.round(58 + 8 * r) + "%)";
-  }
-  function pct(v, of) { return of ? (100 * v / of).toFixed(2) + " %" : "0 %"; }
-  function range() { return zoom < 0 ? [0, rootW] : [x[zoom], x[zoom] + w[zoom]]; }
-
   function draw() {
-    var css = canvas.parentNode.clientWidth || 1000, dpr = window.devicePixelRatio || 1;
-    var height = (maxDepth + 1) * ROW + 2;
-    canvas.style.height = height + "px";
-    canvas.width = Math.round(css * dpr); canvas.height = Math.round(height * dpr);
-    var ctx = canvas.getContext("2d");
-    ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
-    ctx.clearRect(0, 0, css, height);
-    ctx.font = "12px ui-monospace, DejaVu Sans Mono, monospace";
-    ctx.textBaseline = "middle";
-    var rg = range(), scale = css / ((rg[1] - rg[0]) || 1), zd = zoom < 0 ? 0 : depth[zoom];
-    var shown = 0;
-    drawn = [];
-    for (var r = 0; r <= maxDepth; r++) drawn.push([]);
-    box1(ctx, 0, 0, css, "all (" + label(rootW) + ")", zoom < 0 ? "hsl(270,20%,86%)" : "hsl(0,0%,88%)", -1);
-    for (var i = 0; i < n; i++) {
-      var d = depth[i], px, pw;
-      if (d <= zd) {
-        if (!inPath[i]) continue;
-        px = 0; pw = css;
-      } else {
-        if (x[i] + w[i] <= rg[0] || x[i] >= rg[1]) continue;
-        px = (x[i] - rg[0]) * scale; pw = w[i] * scale;
-        if (pw < 0.4) continue;
-      }
-      box1(ctx, px, d * ROW, pw, tree.names[tree.name[i]], colour(i), i);
-      shown++;
-    }
+    var t0 = performance.now();
+    var shown = panes.length ? painter.draw(panes, { rows: rows, hover: hover, hitName: hitName, rootLabel: rootLabel }) : 0;
+    lastDraw = performance.now() - t0;
     box.setAttribute("data-drawn", String(shown));  /* frames on screen: tests read it */
   }
-  function label(v) { return diff ? (100 * v).toFixed(2) + " % avg" : Math.round(v).toLocaleString("en-US") + " samples"; }
-  function box1(ctx, px, py, pw, text, fill, i) {
-    ctx.fillStyle = fill;
-    ctx.fillRect(px, py, Math.max(pw - 0.5, 0.5), ROW - 1);
-    if (i === hover) { ctx.strokeStyle = "#000"; ctx.strokeRect(px + 0.5, py + 0.5, Math.max(pw - 1.5, 0.5), ROW - 2); }
-    drawn[py / ROW].push([px, pw, i]);
-    if (pw > 28) {
-      var chars = Math.floor((pw - 6) / 7.3);
-      ctx.fillStyle = "#1b1b1b";
-      ctx.fillText(text.length > chars ? text.slice(0, Math.max(chars - 1, 1)) + "\u2026" : text, px + 3, py + ROW / 2);
+  /* Show a state; how: "push" or "replace" a history entry, or "none" (it came from the URL). */
+  function apply(next, how) {
+    st = { view: next.view, focus: next.focus, search: next.search, zoom: next.zoom.slice() };
+    if (search.value !== st.search) search.value = st.search;
+    build(); describeState();
+    Array.prototype.forEach.call(box.querySelectorAll("button[data-view]"), function (b) {
+      b.setAttribute("aria-pressed", String(b.getAttribute("data-view") === st.view));
+    });
+    box.setAttribute("data-view", st.view);
+    box.setAttribute("data-focus", st.view === "sandwich" ? st.focus : "");
+    box.setAttribute("data-zoom", st.zoom.length ? st.zoom[st.zoom.length - 1] : "");
+    hover = null; tip.style.display = "none"; draw();
+    var h = pmuHashOf(st);
+    if (how !== "none" && h !== (location.hash.length > 1 ? location.hash : "")) {
+      history[how === "push" ? "pushState" : "replaceState"](null, "", h || location.pathname + location.search);
     }
   }
-  function at(ev) {
-    var rect = canvas.getBoundingClientRect(), mx = ev.clientX - rect.left, row = Math.floor((ev.clientY - rect.top) / ROW);
-    var list = drawn[row] || [];
-    for (var k = 0; k < list.length; k++) if (mx >= list[k][0] && mx < list[k][0] + list[k][1]) return { i: list[k][2], mx: mx, my: ev.clientY - rect.top };
-    return null;
+  function change(fields, how) {
+    var next = { view: st.view, focus: st.focus, search: st.search, zoom: st.zoom };
+    for (var k in fields) if (Object.prototype.hasOwnProperty.call(fields, k)) next[k] = fields[k];
+    apply(next, how || "push");
   }
-  function describe(i) {
-    if (i < 0) return "all: " + label(rootW);
-    var name = tree.names[tree.name[i]], kids = 0;
-    for (var k = i + 1; k < n && depth[k] > depth[i]; k++) if (depth[k] === depth[i] + 1) kids += w[k];
-    if (diff) {
-      var b = tree.values[0][i], a = tree.values[1][i], bs = totals[0] ? b / totals[0] : 0, as = totals[1] ? a / totals[1] : 0;
-      var dl = 100 * (as - bs);
-      return [name, "before: " + (100 * bs).toFixed(2) + " % (" + b + " samples)",
-        "after: " + (100 * as).toFixed(2) + " % (" + a + " samples)",
-        "delta: " + (dl >= 0 ? "+" : "") + dl.toFixed(2) + " percentage points"];
-    }
-    var rg = range();
-    return [name, label(w[i]) + ", " + pct(w[i], rootW) + " of all" + (zoom >= 0 ? ", " + pct(w[i], rg[1] - rg[0]) + " of zoom" : ""),
-      "self: " + label(w[i] - kids) + " (" + pct(w[i] - kids, rootW) + ")"];
+  function zoomTo(hit) {
+    var pane = panes[hit.pane], path = pmuPath(pane.t, hit.i);
+    change({ zoom: st.view === "sandwich" && path.length ? [pane.side].concat(path) : path });
+  }
+  function openSandwich(fn) { change({ view: "sandwich", focus: fn, zoom: [] }); }
+  function copyStack(hit) {
+    var pane = panes[hit.pane], text = pmuStackText(pane.t, hit.i, pane.side, st.focus);
+    copyBox.hidden = false;
+    pmuCopy(q(".flame-copy textarea"), text, function (how) {
+      q(".flame-copy .note").textContent = how === "clipboard" ? "Copied to the clipboard (" + text.split("\n").length + " frames, outermost caller first)."
+        : "The browser did not allow the clipboard here: the stack is selected, press Ctrl+C to copy it.";
+      box.setAttribute("data-copied", how);
+    });
+  }
+  function hitAt(ev) {
+    var rect = canvas.getBoundingClientRect(), mx = ev.clientX - rect.left, my = ev.clientY - rect.top;
+    var hit = painter.at(mx, my);
+    if (hit) { hit.mx = mx; hit.my = my; }
+    return hit;
   }
   function showTip(ev) {
-    var hit = at(ev);
-    var next = hit ? hit.i : -2;
-    if (next !== hover) { hover = next; draw(); }
-    if (!hit || hit.i < 0) { tip.style.display = "none"; return; }
-    var lines = describe(hit.i);
-    tip.textContent = "";
-    var bold = document.createElement("b"); bold.textContent = lines[0]; tip.appendChild(bold);
-    for (var k = 1; k < lines.length; k++) { tip.appendChild(document.createElement("br")); tip.appendChild(document.createTextNode(lines[k])); }
+    var hit = hitAt(ev);
+    if ((hit ? hit.pane + ":" + hit.i : "") !== (hover ? hover.pane + ":" + hover.i : "")) { hover = hit; draw(); }
+    if (!hit || !menu.hidden) { tip.style.display = "none"; return; }
+    var pane = panes[hit.pane], title = hit.i === 0 ? rootLabel(pane) : nameOf(pane, hit.i);
+    pmuShowLines(tip, pmuDescribe(pane, hit.i, all, title, st.focus));
     tip.style.display = "block";
     var left = hit.mx + 14, wrap = canvas.parentNode.clientWidth;
     if (left + 360 > wrap) left = Math.max(0, hit.mx - 374);
     tip.style.left = left + "px"; tip.style.top = (hit.my + 16) + "px";
   }
-  function setZoom(i) {
-    zoom = i; inPath.fill(0);
-    for (var k = i; k >= 0; k = parent[k]) inPath[k] = 1;
-    var names = [];
-    for (k = i; k >= 0; k = parent[k]) names.unshift(tree.names[tree.name[k]]);
-    crumb.textContent = i < 0 ? "Click a frame to zoom; Esc or Reset to zoom out." : "zoom: " + names.join(" \u2192 ");
-    doSearch(); draw();
+  function openMenu(ev) {
+    var hit = hitAt(ev);
+    if (!hit || (hit.i === 0 && st.view !== "sandwich")) return;
+    ev.preventDefault();
+    menuHit = hit; tip.style.display = "none";
+    q(".flame-menu .title").textContent = nameOf(panes[hit.pane], hit.i);
+    menu.hidden = false;
+    menu.style.left = Math.min(hit.mx, Math.max(0, canvas.parentNode.clientWidth - 260)) + "px";
+    menu.style.top = (hit.my + 4) + "px";
   }
-  function doSearch() {
-    var q = search.value;
-    if (!q) { matches = null; matchedOut.textContent = ""; return; }
-    var re;
-    try { re = new RegExp(q, "i"); } catch (e) { re = { test: function (s) { return s.toLowerCase().indexOf(q.toLowerCase()) >= 0; } }; }
-    var hitName = new Uint8Array(tree.names.length);
-    for (var k = 0; k < tree.names.length; k++) hitName[k] = re.test(tree.names[k]) ? 1 : 0;
-    matches = new Uint8Array(n);
-    var sum = 0, inside = 1e9, rg = range(), zsum = 0;
-    for (var i = 0; i < n; i++) {
-      if (depth[i] <= inside) inside = 1e9;
-      if (!hitName[tree.name[i]]) continue;
-      matches[i] = 1;
-      if (inside < 1e9) continue;
-      inside = depth[i];
-      sum += w[i];
-      if (zoom < 0 || (x[i] >= rg[0] && x[i] < rg[1] && depth[i] > depth[zoom])) zsum += w[i];
-      else if (zoom >= 0 && inPath[i]) zsum += rg[1] - rg[0];
-    }
-    matchedOut.textContent = "matched " + pct(sum, rootW) + (zoom >= 0 ? " of all, " + pct(Math.min(zsum, rg[1] - rg[0]), rg[1] - rg[0]) + " of zoom" : " of samples");
+  function menuAction(act) {
+    var hit = menuHit, pane = panes[hit.pane], fn = nameOf(pane, hit.i);
+    menu.hidden = true;
+    if (act === "sandwich") openSandwich(fn);
+    else if (act === "zoom") zoomTo(hit);
+    else if (act === "copy") copyStack(hit);
+    else if (act === "search") change({ search: "^" + pmuEscapeRegex(fn) + "$" });
   }
   canvas.addEventListener("mousemove", showTip);
-  canvas.addEventListener("mouseleave", function () { tip.style.display = "none"; if (hover !== -2) { hover = -2; draw(); } });
-  canvas.addEventListener("click", function (ev) { var hit = at(ev); if (hit) setZoom(hit.i); });
-  box.querySelector("button.reset").addEventListener("click", function () { search.value = ""; setZoom(-1); });
-  search.addEventListener("input", function () { doSearch(); draw(); });
-  document.addEventListener("keydown", function (ev) { if (ev.key === "Escape") setZoom(-1); });
-  window.addEventListener("resize", draw);
-  var initial = /^#search=(.+)$/.exec(window.location.hash || "");
-  if (initial) search.value = decodeURIComponent(initial[1]);
-  setZoom(-1);
-  return { zoom: setZoom, search: function (q) { search.value = q; doSearch(); draw(); } };
-}
-
-function pmuSortable(table) {
-  var heads = table.querySelectorAll("th.sortable");
-  Array.prototype.forEach.call(heads, function (th) {
-    th.addEventListener("click", function () {
-      var col = th.cellIndex, body = table.tBodies[0], rows = Array.prototype.slice.call(body.rows);
-      var desc = th.getAttribute("data-dir") !== "desc";
-      th.setAttribute("data-dir", desc ? "desc" : "asc");
-      rows.sort(function (a, b) {
-        var va = a.cells[col].getAttribute("data-v"), vb = b.cells[col].getAttribute("data-v");
-        var na = parseFloat(va), nb = parseFloat(vb), c;
-        c = (!isNaN(na) && !isNaN(nb)) ? na - nb : String(va).localeCompare(String(vb));
-        return desc ? -c : c;
-      });
-      rows.forEach(function (r) { body.appendChild(r); });
+  canvas.addEventListener("mouseleave", function () { tip.style.display = "none"; if (hover) { hover = null; draw(); } });
+  canvas.addEventListener("click", function (ev) { var hit = hitAt(ev); menu.hidden = true; if (hit) zoomTo(hit); });
+  canvas.addEventListener("dblclick", function (ev) {
+    var hit = hitAt(ev);
+    if (hit && (hit.i > 0 || st.view === "sandwich")) openSandwich(nameOf(panes[hit.pane], hit.i));
+  });
+  canvas.addEventListener("contextmenu", openMenu);
+  Array.prototype.forEach.call(menu.querySelectorAll("button[data-act]"), function (b) {
+    b.addEventListener("click", function () { menuAction(b.getAttribute("data-act")); });
+  });
+  Array.prototype.forEach.call(box.querySelectorAll("button[data-view]"), function (b) {
+    b.addEventListener("click", function () {
+      var v = b.getAttribute("data-view"), z = zoomedPane();
+      var fn = v === "sandwich" && z && st.view !== "sandwich" ? nameOf(z, z.zoom) : st.focus;
+      change({ view: v, focus: v === "sandwich" ? fn : st.focus, zoom: [] });
     });
   });
+  q("button.reset").addEventListener("click", function () { change({ zoom: [], search: "" }); });
+  q("button.copy").addEventListener("click", function () {
+    var z = zoomedPane();
+    if (z) copyStack({ pane: panes.indexOf(z), i: z.zoom });
+    else { copyBox.hidden = false; q(".flame-copy .note").textContent = "Click a frame first: Copy stack copies the stack of the zoomed frame (or right-click any frame)."; }
+  });
+  q(".flame-copy button").addEventListener("click", function () { copyBox.hidden = true; });
+  search.addEventListener("input", function () { change({ search: search.value }, "replace"); });
+  document.addEventListener("click", function (ev) { if (!menu.contains(ev.target) && ev.target !== canvas) menu.hidden = true; });
+  document.addEventListener("keydown", function (ev) {
+    var typing = ev.target && /^(INPUT|TEXTAREA)$/.test(ev.target.tagName);
+    if (ev.key === "Escape") {
+      if (!menu.hidden || !copyBox.hidden) { menu.hidden = true; copyBox.hidden = true; }
+      else if (st.zoom.length) change({ zoom: [] });
+    } else if (!typing && hover && (ev.key === "c" || ev.key === "s")) {
+      if (ev.key === "c") copyStack(hover); else openSandwich(nameOf(panes[hover.pane], hover.i));
+    }
+  });
+  function fromUrl() {
+    var next = pmuParseHash(location.hash);
+    if (next && pmuHashOf(next) !== pmuHashOf(st)) apply(next, "none");
+  }
+  window.addEventListener("hashchange", fromUrl);
+  window.addEventListener("popstate", fromUrl);
+  window.addEventListener("resize", draw);
+  var first = pmuParseHash(location.hash);
+  apply(first || pmuDefaultState(), "none");
+  if (first && location.hash.length > 1) box.scrollIntoView();
+  return {
+    focus: function (fn) { openSandwich(fn); box.scrollIntoView(); },
+    search: function (text) { change({ search: text }, "replace"); },
+    view: function (v) { change({ view: v, zoom: [] }); },
+    draw: function () { draw(); return lastDraw; },
+    /* For tests and automation: viewport centre of the first drawn frame named fn (on a sandwich side). */
+    locate: function (fn, onSide) {
+      for (var r = 0; r < painter.hits.length; r++) {
+        for (var list = painter.hits[r], k = 0; k < list.length; k += 4) {
+          var pane = panes[list[k + 2]];
+          if (nameOf(pane, list[k + 3]) !== fn || (onSide && pane.side !== onSide)) continue;
+          var y = canvas.getBoundingClientRect().top + (r + 0.5) * PMU_ROW;
+          if (y < 80 || y > window.innerHeight - 20) window.scrollBy(0, y - window.innerHeight / 2);
+          var rect = canvas.getBoundingClientRect();
+          return { x: rect.left + list[k] + list[k + 1] / 2, y: rect.top + (r + 0.5) * PMU_ROW };
+        }
+      }
+      return null;
+    },
+    state: function () { return { view: st.view, focus: st.focus, search: st.search, zoom: st.zoom.slice() }; }
+  };
 }
-
-function pmuStart() {
-  var data = JSON.parse(document.getElementById("pmuprof-data").textContent);
-  var box = document.getElementById("flame");
-  if (box && data.flame) window.pmuFlame = PmuFlame(box, data.flame, data.kind === "diff" ? "diff" : "profile");
-  Array.prototype.forEach.call(document.querySelectorAll("table.sort"), pmuSortable);
-}
-document.addEventListener("DOMContentLoaded", pmuStart);
