@@ -33,7 +33,7 @@ function pmuStart() {
   var data = JSON.parse(document.getElementById("pmuprof-data").textContent);
   var box = document.getElementById("flame");
   if (box && data.flame) {
-    window.pmuFlame = PmuFlame(box, data.flame, data.kind === "diff");
+    window.pmuFlame = new PmuFlame(box, data.flame, data.kind === "diff");
     pmuFocusRows(window.pmuFlame);
   }
   Array.prototype.forEach.call(document.querySelectorAll("table.sort"), pmuSortable);

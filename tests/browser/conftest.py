@@ -15,6 +15,7 @@ from cdp import Browser, chromium  # noqa: E402
 
 from pmuprof.model.profile import Profile  # noqa: E402
 from pmuprof.report import write_outputs  # noqa: E402
+from pmuprof.report.diff import diff_profiles, write_diff  # noqa: E402
 
 HOSTILE = "evil</script><img src=x onerror=alert(1)>"
 ODD = "a;b&c=d #x"  # a frame name that needs encoding in the URL hash
@@ -28,6 +29,9 @@ STACKS = {
     ("mariadbd", "start_thread", "tcp_recvmsg_[k]"): 50,
     ("mariadbd", "start_thread", ODD): 20,
 }
+
+
+HOT = "ns0::Kind0::function_0(unsigned long, void*)"  # in the synthetic stacks, the first hot prefix frame
 
 
 def synthetic_stacks(seed: int = 7) -> dict[tuple[str, ...], int]:
@@ -69,3 +73,14 @@ def report_url(tmp_path_factory: pytest.TempPathFactory) -> str:
 def big_report(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Path]:
     directory = tmp_path_factory.mktemp("big")
     return _report(directory, synthetic_stacks()), directory / "report.html"
+
+
+@pytest.fixture(scope="session")
+def diff_url(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """before: STACKS; after: the spin in ut_delay cut to a fifth, purge doubled."""
+    after = dict(STACKS)
+    spin = ("mariadbd", "start_thread", "do_command", "btr_estimate", "fil_space_get", "mutex_enter", "ut_delay")
+    after[spin] = 100
+    after[("mariadbd", "start_thread", "purge", "mutex_enter", "ut_delay")] = 200
+    result = diff_profiles(Profile(STACKS, source="before.folded"), Profile(after, source="after.folded"))
+    return write_diff(result, tmp_path_factory.mktemp("diff"))["diff.html"].as_uri()

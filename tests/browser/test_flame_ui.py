@@ -7,7 +7,7 @@ from urllib.parse import quote
 
 import pytest
 from cdp import Browser
-from conftest import HOSTILE, ODD
+from conftest import HOSTILE, HOT, ODD
 
 BOX = "document.getElementById('flame')"
 UT_DELAY_STACK = "mariadbd\nstart_thread\ndo_command\nrow_search_mvcc\nut_delay"  # the first ut_delay drawn
@@ -208,3 +208,57 @@ def test_merged_views_agree_with_the_profile(browser, report_url, case, tmp_path
     for fn, (up, down, own) in zip(top, sandwiches):
         assert up == down == inclusive[fn], fn
         assert own == prof.self_counts().get(fn, 0), fn
+
+
+def test_diff_report_has_the_same_views(browser, diff_url):
+    load(browser, diff_url)
+    x, y = frame(browser, "purge")
+    browser.mouse("mouseMoved", x, y)
+    browser.wait("document.querySelector('#flame .flame-tip').style.display === 'block'")
+    tip = browser.js("document.querySelector('#flame .flame-tip').innerText")
+    assert f"before: {100 * 100 / 1050:.2f} % (100 samples)" in tip and f"after: {100 * 200 / 750:.2f} % (200 samples)" in tip
+    browser.click_selector("#flame button[data-view=inverted]")
+    wait_attr(browser, "view", "inverted")
+    assert int(attr(browser, "drawn")) > 5
+    browser.click_selector("#self tr[data-fn=ut_delay]")
+    wait_attr(browser, "focus", "ut_delay")
+    assert attr(browser, "view") == "sandwich" and int(attr(browser, "drawn")) > 5
+    assert browser.problems() == []
+
+
+MEASURE = """(() => {
+  const f = window.pmuFlame, ms = [];
+  for (let k = 0; k < 15; k++) ms.push(f.draw());
+  ms.sort((a, b) => a - b);
+  return {median: ms[7], max: ms[14], drawn: +document.getElementById('flame').getAttribute('data-drawn')};
+})()"""
+
+
+def redraw_times(b: Browser, hot: str) -> dict[str, dict[str, float]]:
+    """Median and worst of 15 redraws (performance.now() around the draw) per view; view switches and a typed search."""
+    out = {"icicle": b.js(MEASURE)}
+    b.click_selector("#flame input[type=search]")
+    started = b.js("performance.now()")
+    b.type_text("function_1")
+    b.wait("document.querySelector('#flame .matched').textContent !== ''")
+    out["search typed (ms until shown)"] = {"median": b.js("performance.now()") - started}
+    out["icicle, searched"] = b.js(MEASURE)
+    for view, how in (("inverted", "#flame button[data-view=inverted]"), ("sandwich", f"#top tr[data-fn={json.dumps(hot)}]")):
+        started = b.js("performance.now()")
+        b.click_selector(how)
+        wait_attr(b, "view", view)
+        out[view + " (ms to build and show)"] = {"median": b.js("performance.now()") - started}
+        out[view] = b.js(MEASURE)
+    return out
+
+
+def test_redraw_under_50ms_at_100k_nodes(browser, big_report):
+    url, path = big_report
+    nodes = len(json.loads(path.read_text(encoding="utf-8").split('id="pmuprof-data">', 1)[1].split("</script>", 1)[0])["flame"]["name"])
+    assert nodes >= 100_000
+    load(browser, url)
+    times = redraw_times(browser, HOT)
+    print(f"\n{nodes} nodes, {path.stat().st_size} bytes:", json.dumps(times))
+    for view in ("icicle", "icicle, searched", "inverted", "sandwich"):
+        assert times[view]["drawn"] > 100, view
+        assert times[view]["median"] <= 50, (view, times[view])
