@@ -40,7 +40,8 @@ function pmuBaseTree(p, diff) {
   var order = names.map(function (_, k) { return k; }), rank = new Int32Array(names.length);
   order.sort(function (a, b) { return names[a] < names[b] ? -1 : names[a] > names[b] ? 1 : a - b; });
   order.forEach(function (k, r) { rank[k] = r; });
-  var base = { names: names, kinds: kinds, rank: rank, totals: p.totals, diff: diff };
+  var base = { names: names, kinds: kinds, rank: rank, totals: p.totals, diff: diff, elided: kinds.indexOf(4),
+    extra: p.elided_self && p.elided_self.name.length ? p.elided_self : null };
   var name = new Int32Array(m), depth = new Int32Array(m);
   var cols = p.values.map(function () { return new Float64Array(m); });
   name[0] = names.length - 1;
@@ -98,15 +99,34 @@ function pmuHasOwn(t, i) {
   return false;
 }
 
-/* Stacks reversed and merged by leaf: the roots are where samples landed, callers below them. */
+/* Stacks reversed and merged by leaf: the roots are where samples landed, callers below them.
+   Samples that pruning left in an elided frame's own count come back under the function they
+   landed in (the payload's elided_self), with an elided frame for their unknown callers. */
 function pmuInverted(t) {
-  var b = new PmuBuilder(t, t.name[0]);
+  var b = new PmuBuilder(t, t.name[0]), extra = t.base.extra;
   for (var i = 1; i < t.n; i++) {
-    if (!pmuHasOwn(t, i)) continue;
+    if (!pmuHasOwn(t, i) || (extra && t.name[i] === t.base.elided)) continue;
     b.add(0, t.own, i);
     for (var k = i, cur = 0; k > 0; k = t.parent[k]) { cur = b.child(cur, t.name[k]); b.add(cur, t.own, i); }
   }
+  for (var j = 0; extra && j < extra.name.length; j++) {
+    var fn = b.child(0, extra.name[j]);
+    b.add(0, extra.values, j); b.add(fn, extra.values, j); b.add(b.child(fn, t.base.elided), extra.values, j);
+  }
   return b.finish();
+}
+
+/* A sandwich's share of elided_self: its function's pruned leaf samples, less the recursive ones
+   a kept call of the same function has counted already. */
+function pmuSandwichExtra(t, hit, callers, callees, self) {
+  var extra = t.base.extra;
+  for (var j = 0; extra && j < extra.name.length; j++) {
+    if (!hit[extra.name[j]]) continue;
+    var outer = extra.values.map(function (col, c) { return [col[j] - extra.nested[c][j]]; });
+    callers.add(0, outer, 0); callees.add(0, outer, 0);
+    callers.add(callers.child(0, t.base.elided), outer, 0);
+    for (var c = 0; c < self.length; c++) self[c] += extra.values[c][j];
+  }
 }
 
 /* One function's callers (merged, nearest caller first) and callees (merged), both rooted at it.
@@ -130,6 +150,7 @@ function pmuSandwich(t, fn) {
     }
     i = t.end[i] - 1;
   }
+  pmuSandwichExtra(t, hit, callers, callees, self);
   return { fn: fn, callers: callers.finish(), callees: callees.finish(), self: self };
 }
 

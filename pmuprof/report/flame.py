@@ -153,7 +153,8 @@ class _Out:
         self.depth: list[int] = []
         self.values: list[list[int]] = [[] for _ in range(width)]
 
-    def add(self, key: str, depth: int, counts: Sequence[int]) -> None:
+    def index(self, key: str) -> int:
+        """The string-table entry for a key, added on first use."""
         if key not in self.table:
             self.table[key] = len(self.strings)
             if key == _ELIDED_KEY:
@@ -163,23 +164,33 @@ class _Out:
                 name = key[len(_ROOT_PREFIX):] if key.startswith(_ROOT_PREFIX) else key
                 self.strings.append(name)
                 self.kinds.append(frame_kind(name, 0 if key.startswith(_ROOT_PREFIX) else 1))
-        self.name.append(self.table[key])
+        return self.table[key]
+
+    def add(self, key: str, depth: int, counts: Sequence[int]) -> None:
+        self.name.append(self.index(key))
         self.depth.append(depth)
         for col, count in zip(self.values, counts):
             col.append(count)
 
 
-def _emit(names: list[str], depths: list[int], values: list[list[int]], keep: list[int],
-          groups: dict[int, dict[str, list[int]]], min_leaf: list[int]) -> tuple[_Out, list[int], list[int]]:
+def _by_name(key: str) -> tuple[str, str]:
+    return key.replace(_ROOT_PREFIX, ""), key
+
+
+def _emit(names: list[str], depths: list[int], parents: list[int], values: list[list[int]], keep: list[int],
+          groups: dict[int, dict[str, list[int]]], min_leaf: list[int]) -> tuple[_Out, list[int], dict[str, list[int]]]:
     """Kept nodes in preorder; after each kept node's subtree, an elided child with its leaves.
 
     A leaf frame under an elided node is shown when it is at least ``min_leaf`` samples in some
-    column; smaller ones stay in the elided node's own (self) samples. Returns the arrays and, per
-    column, the samples under elided nodes and those whose leaf frame is not shown either.
+    column; smaller ones stay in the elided node's own (self) samples. Returns the arrays, per
+    column the samples under elided nodes, and per leaf frame the samples not shown under one:
+    one list per column, then one more per column counting those whose kept callers already
+    include the same function (a recursive call), which a sandwich has counted once already.
     """
     width = len(values)
     out = _Out(width)
-    elided, leafless = [0] * width, [0] * width
+    elided = [0] * width
+    hidden: dict[str, list[int]] = {}
 
     def group(anchor: int, depth: int) -> None:
         leaves = groups.get(anchor)
@@ -187,15 +198,21 @@ def _emit(names: list[str], depths: list[int], values: list[list[int]], keep: li
             return
         mass = [sum(c[k] for c in leaves.values()) for k in range(width)]
         out.add(_ELIDED_KEY, depth, mass)
-        shown = [0] * width
-        for key in sorted(leaves, key=lambda k: (k.replace(_ROOT_PREFIX, ""), k)):
+        elided[:] = [e + m for e, m in zip(elided, mass)]
+        callers: set[str] = set()
+        k = anchor
+        while k >= 0:
+            callers.add(_key(names[k], depths[k]))
+            k = parents[k]
+        for key in sorted(leaves, key=_by_name):
             counts = leaves[key]
             if any(c >= m for c, m in zip(counts, min_leaf)):
                 out.add(key, depth + 1, counts)
-                shown = [s + c for s, c in zip(shown, counts)]
-        for k in range(width):
-            elided[k] += mass[k]
-            leafless[k] += mass[k] - shown[k]
+                continue
+            sums = hidden.setdefault(key, [0] * (2 * width))
+            for c in range(width):
+                sums[c] += counts[c]
+                sums[width + c] += counts[c] if key in callers else 0
 
     open_: list[int] = []
     for i in keep:
@@ -208,7 +225,7 @@ def _emit(names: list[str], depths: list[int], values: list[list[int]], keep: li
         p = open_.pop()
         group(p, depths[p] + 1)
     group(-1, 0)
-    return out, elided, leafless
+    return out, elided, hidden
 
 
 def _tree(names: list[str], depths: list[int], parents: list[int], values: list[list[int]], totals: list[int],
@@ -221,11 +238,15 @@ def _tree(names: list[str], depths: list[int], parents: list[int], values: list[
         for i in keep:
             kept[i] = True
         groups = _elided_groups(names, depths, parents, _own(values, parents), kept)
-    out, elided, leafless = _emit(names, depths, values, keep, groups, [int(threshold * t) + 1 for t in totals])
+    out, elided, hidden = _emit(names, depths, parents, values, keep, groups, [int(threshold * t) + 1 for t in totals])
+    order, width = sorted(hidden, key=_by_name), len(totals)
     return {
         "names": out.strings, "kinds": out.kinds, "name": out.name, "depth": out.depth, "values": out.values,
         "totals": totals, "pruned": len(names) - len(keep), "min_share": max(threshold, 0.0),
-        "elided": elided, "elided_leafless": leafless,
+        "elided": elided, "elided_leafless": [sum(c[k] for c in hidden.values()) for k in range(width)],
+        "elided_self": {"name": [out.index(k) for k in order],
+                        "values": [[hidden[k][c] for k in order] for c in range(width)],
+                        "nested": [[hidden[k][width + c] for k in order] for c in range(width)]},
     }
 
 
@@ -245,7 +266,10 @@ def build_tree(
     not lost: under their nearest kept caller, an ``[elided frames]`` node (kind ``KIND_ELIDED``)
     holds them, with their leaf frames below it, so self time per function stays right when the
     stacks are merged by leaf. ``elided`` and ``elided_leafless`` count, per column, the samples
-    shown that way and those whose leaf frame was too narrow to show as well.
+    shown that way and those whose leaf frame was too narrow to show as well; the latter are
+    listed by leaf frame in ``elided_self`` (string-table indices, one value column each, and
+    ``nested``: the part whose kept callers include the same function), so every function's self
+    samples are in the payload even then.
     """
     width = len(columns)
     merged: dict[Stack, list[int]] = {}

@@ -47,8 +47,8 @@ def synthetic_stacks(seed: int = 7) -> dict[tuple[str, ...], int]:
     return stacks
 
 
-def _report(directory: Path, stacks: dict[tuple[str, ...], int]) -> str:
-    paths = write_outputs(Profile(stacks, {}, {}, None, source="browser-test.folded"), [], directory, {})
+def _report(directory: Path, stacks: dict[tuple[str, ...], int], extras: dict | None = None) -> str:
+    paths = write_outputs(Profile(stacks, {}, {}, None, source="browser-test.folded"), [], directory, extras or {})
     return paths["html"].as_uri()
 
 

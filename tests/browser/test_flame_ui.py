@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from urllib.parse import quote
 
 import pytest
@@ -175,39 +176,50 @@ def test_hostile_names_stay_text(browser, report_url):
     assert browser.problems() == []  # no dialog, no exception, no CSP report
 
 
-@pytest.mark.parametrize("case", ["fixture", "mariadb"])
-def test_merged_views_agree_with_the_profile(browser, report_url, case, tmp_path):
-    """Inverted roots are each function's self samples; a sandwich's total and self are the function's own."""
-    from pathlib import Path
+INVERTED_ROOTS = """(() => {
+  const t = pmuBaseTree(JSON.parse(document.getElementById('pmuprof-data').textContent).flame, false);
+  const inv = pmuInverted(t), self = {};
+  for (let i = 1; i < inv.n; i = inv.end[i]) if (inv.kinds[inv.name[i]] < 3) {
+    const n = inv.names[inv.name[i]]; self[n] = (self[n] || 0) + inv.w[i];
+  }
+  return self; })()"""
 
-    from conftest import STACKS, _report
+
+@pytest.mark.parametrize("case", ["fixture", "mariadb", "pruned"])
+def test_merged_views_agree_with_the_profile(browser, report_url, case, tmp_path):
+    """Inverted roots are each function's self samples; a sandwich's total and self are the function's own.
+
+    "pruned" caps the synthetic 114k-node tree at 20,000 nodes: self stays exact (elided_self),
+    a sandwich's total can only miss the samples whose frames were elided.
+    """
+    from conftest import STACKS, _report, synthetic_stacks
 
     from pmuprof.model.profile import Profile
     from pmuprof.model.rundir import load_run_dir
 
+    extras = {}
     if case == "fixture":
-        prof, url = Profile(STACKS), report_url
+        prof = Profile(STACKS)
+    elif case == "mariadb":
+        prof = load_run_dir(Path(__file__).resolve().parents[2] / "examples" / "mariadb-output" / "delay200")
     else:
-        run = Path(__file__).resolve().parents[2] / "examples" / "mariadb-output" / "delay200"
-        prof = load_run_dir(run)
-        url = _report(tmp_path, dict(prof.stacks))
+        prof, extras = Profile(synthetic_stacks()), {"max_flame_nodes": 20_000}
+    url = report_url if case == "fixture" else _report(tmp_path, dict(prof.stacks), extras)
     load(browser, url)
-    got = browser.js("""(() => {
-      const t = pmuBaseTree(JSON.parse(document.getElementById('pmuprof-data').textContent).flame, false);
-      const inv = pmuInverted(t), self = {};
-      for (let i = 1; i < inv.n; i = inv.end[i]) if (inv.kinds[inv.name[i]] < 3) {
-        const n = inv.names[inv.name[i]]; self[n] = (self[n] || 0) + inv.w[i];
-      }
-      return self; })()""")
-    assert got == dict(prof.self_counts())
-    inclusive = prof.inclusive_counts()
+    self_counts, inclusive = prof.self_counts(), prof.inclusive_counts()
+    assert browser.js(INVERTED_ROOTS) == dict(self_counts)
     top = sorted(inclusive, key=lambda n: (-inclusive[n], n))[:25]
+    top += sorted(self_counts, key=lambda n: (-self_counts[n], n))[:25]
     sandwiches = browser.js(f"""{json.dumps(top)}.map(fn => {{
       const t = pmuBaseTree(JSON.parse(document.getElementById('pmuprof-data').textContent).flame, false);
       const s = pmuSandwich(t, fn); return [s.callers.w[0], s.callees.w[0], s.self[0]]; }})""")
+    pruned = browser.js("JSON.parse(document.getElementById('pmuprof-data').textContent).flame.pruned")
+    assert (pruned > 0) == (case == "pruned")
     for fn, (up, down, own) in zip(top, sandwiches):
-        assert up == down == inclusive[fn], fn
-        assert own == prof.self_counts().get(fn, 0), fn
+        assert own == self_counts.get(fn, 0), fn
+        assert up == down and own <= up <= inclusive[fn], fn
+        if not pruned:
+            assert up == inclusive[fn], fn
 
 
 def test_diff_report_has_the_same_views(browser, diff_url):

@@ -31,6 +31,16 @@ def _leaf_self(tree: dict, col: int = 0) -> Counter:
     return out
 
 
+def _exact_self(tree: dict, col: int = 0) -> Counter:
+    """Self per frame as the inverted view shows it: elided frames' own samples replaced by elided_self."""
+    out = _leaf_self(tree, col)
+    del out[ELIDED_NAME]
+    extra = tree["elided_self"]
+    for name, value in zip(extra["name"], extra["values"][col]):
+        out[tree["names"][name]] += value
+    return out
+
+
 def _self(stacks: dict) -> Counter:
     out: Counter = Counter()
     for stack, count in stacks.items():
@@ -67,6 +77,25 @@ def test_leaves_too_scattered_to_show_stay_in_the_elided_frame():
     assert tree["elided"] == [300] and tree["elided_leafless"] == [300]
     assert _leaf_self(tree) == Counter({"hot": 1000, ELIDED_NAME: 300})
     assert tree["values"][0][0] == 1300  # the root still counts everything
+    # ... and each of those 300 samples is listed by the function it landed in.
+    listed = {tree["names"][n]: v for n, v in zip(tree["elided_self"]["name"], tree["elided_self"]["values"][0])}
+    assert listed == {f"leaf{i}": 1 for i in range(300)}
+    assert _exact_self(tree) == _self(stacks)
+
+
+def test_recursive_leaves_under_their_own_kept_call_are_marked_nested():
+    # Under each kept walk → mid{j}: one narrow path back into walk, three narrow paths to other leaves.
+    stacks = {("p", "walk", f"mid{j}", f"s{j}", "walk"): 1 for j in range(5)}
+    stacks.update({("p", "walk", f"mid{j}", f"t{j}{i}", f"u{j}{i}"): 1 for j in range(5) for i in range(3)})
+    stacks[("p", "other", "x0", "walk")] = 1
+    stacks[("p", "walk", "hot")] = 500
+    stacks[("p", "other", "hot")] = 500
+    tree = build_tree([stacks], max_nodes=20)
+    extra = tree["elided_self"]
+    listed = {tree["names"][n]: (v, nested) for n, v, nested in zip(extra["name"], extra["values"][0], extra["nested"][0])}
+    assert listed.pop("walk") == (6, 5)  # 5 of them already sit under a kept "walk"
+    assert listed == {f"u{j}{i}": (1, 0) for j in range(5) for i in range(3)}
+    assert _exact_self(tree) == _self(stacks)
 
 
 def test_a_real_frame_named_like_the_marker_keeps_its_kind():
@@ -84,7 +113,7 @@ def test_byte_cap_holds_with_long_names():
     assert len(json.dumps(tree, ensure_ascii=False, separators=(",", ":"))) <= 40_000
     assert tree["pruned"] > 0 and tree["values"][0][0] == sum(stacks.values())
     assert _leaf_self(tree)["ut_delay"] == 5000
-    assert sum(_leaf_self(tree).values()) == sum(_self(stacks).values())
+    assert _exact_self(tree) == _self(stacks)
 
 
 def test_two_columns_prune_on_the_larger_share_and_stay_consistent():
@@ -95,6 +124,19 @@ def test_two_columns_prune_on_the_larger_share_and_stay_consistent():
     tree = build_tree([before, after], max_nodes=30)
     assert tree["totals"] == [1000, 700]
     for col, stacks in enumerate((before, after)):
-        assert _leaf_self(tree, col) == _self(stacks)
+        assert _leaf_self(tree, col) == _self(stacks) == _exact_self(tree, col)
         assert tree["values"][col][0] == tree["totals"][col]
     assert tree["elided"] == [200, 600]
+
+
+def test_report_says_what_was_elided():
+    from pmuprof.model.profile import Profile
+    from pmuprof.report.html import render_report
+    from pmuprof.report.payload import build_payload
+
+    stacks = {("p", "a", f"caller{i}", "ut_delay"): 1 for i in range(300)}
+    stacks[("p", "a", "hot")] = 700
+    text = render_report(build_payload(Profile(stacks), [], {"max_flame_nodes": 20}))
+    assert "600 frames narrower than 0.1000 %" in text and "(30.00 % of samples)" in text
+    assert "self time per function is exact" in text
+    assert "frames narrower than" not in render_report(build_payload(Profile(stacks), []))
