@@ -75,6 +75,14 @@ def test_click_zooms_and_back_forward_restore(browser, report_url):
     wait_attr(browser, "zoom", "do_command")
     browser.key("Escape", "Escape", 27)
     wait_attr(browser, "zoom", "")
+    # A link to the same report pasted into the address bar changes only the hash: hashchange applies it.
+    browser.call("Page.navigate", url=report_url + "#view=inverted&zoom=ut_delay")
+    wait_attr(browser, "view", "inverted")
+    wait_attr(browser, "zoom", "ut_delay")
+    # A table-of-contents link is not about the flame graph and leaves it alone.
+    browser.click_selector("nav.toc a[href='#top']")
+    browser.wait("location.hash === '#top'")
+    assert attr(browser, "view") == "inverted" and attr(browser, "zoom") == "ut_delay"
 
 
 def test_view_buttons_and_search_typing(browser, report_url):
@@ -136,6 +144,14 @@ def test_context_menu_copy_stack(browser, report_url):
     browser.click_selector("#flame button.copy")
     browser.wait(f"{BOX}.getAttribute('data-copied')")
     assert browser.js("document.querySelector('#flame .flame-copy textarea').value") == "purge\nmutex_enter\nut_delay"
+    # A browser that refuses the clipboard: the stack stays selected in the textarea, and the note says so.
+    browser.js("navigator.clipboard.writeText = () => Promise.reject(new Error('denied')); document.execCommand = () => false")
+    browser.js(f"{BOX}.removeAttribute('data-copied')")
+    browser.click_selector("#flame button.copy")
+    assert browser.wait(f"{BOX}.getAttribute('data-copied')") == "textarea"
+    assert "press Ctrl+C" in text(browser, "#flame .flame-copy .note")
+    assert browser.js("(() => { const a = document.querySelector('#flame .flame-copy textarea');"
+                      " return a.value.slice(a.selectionStart, a.selectionEnd); })()") == "purge\nmutex_enter\nut_delay"
 
 
 def test_top_function_row_opens_its_sandwich(browser, report_url):
