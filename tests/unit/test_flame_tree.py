@@ -140,3 +140,11 @@ def test_report_says_what_was_elided():
     assert "600 frames narrower than 0.1000 %" in text and "(30.00 % of samples)" in text
     assert "self time per function is exact" in text
     assert "frames narrower than" not in render_report(build_payload(Profile(stacks), []))
+
+
+def test_pruned_tree_is_the_same_whatever_the_input_order():
+    stacks = {("p", f"a{i % 7}", f"c{i}", f"leaf{i % 13}"): 1 + i % 3 for i in range(400)}
+    stacks[("p", "hot")] = 900
+    one = build_tree([stacks], max_nodes=60)
+    two = build_tree([dict(reversed(list(stacks.items())))], max_nodes=60)
+    assert one["pruned"] > 0 and json.dumps(one) == json.dumps(two)
