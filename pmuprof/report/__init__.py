@@ -17,12 +17,12 @@ __all__ = ["build_payload", "findings_json", "write_outputs"]
 
 
 def write_outputs(
-    profile: Profile, findings: Iterable[Finding], out_dir: Path) -> dict[str, Path]:
+    profile: Profile, findings: Iterable[Finding], out_dir: Path, max_flame_nodes: int = 200_000) -> dict[str, Path]:
     """Write report.html, findings.json and report.md into ``out_dir``; return their paths under "html", "json", "md"."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     found = list(findings)
-    payload = build_payload(profile, found)
+    payload = build_payload(profile, found, max_flame_nodes)
     paths = {
         "html": write_text(out_dir / REPORT_HTML, render_report(payload)),
         "json": write_text(out_dir / FINDINGS_JSON, findings_json(profile, found)),

@@ -47,8 +47,8 @@ def synthetic_stacks(seed: int = 7) -> dict[tuple[str, ...], int]:
     return stacks
 
 
-def _report(directory: Path, stacks: dict[tuple[str, ...], int], extras: dict | None = None) -> str:
-    paths = write_outputs(Profile(stacks, {}, {}, None, source="browser-test.folded"), [], directory, extras or {})
+def _report(directory: Path, stacks: dict[tuple[str, ...], int], max_nodes: int = 200_000) -> str:
+    paths = write_outputs(Profile(stacks, source="browser-test.folded"), [], directory, max_nodes)
     return paths["html"].as_uri()
 
 

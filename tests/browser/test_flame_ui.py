@@ -213,14 +213,14 @@ def test_merged_views_agree_with_the_profile(browser, report_url, case, tmp_path
     from pmuprof.model.profile import Profile
     from pmuprof.model.rundir import load_run_dir
 
-    extras = {}
+    max_nodes = 200_000
     if case == "fixture":
         prof = Profile(STACKS)
     elif case == "mariadb":
         prof = load_run_dir(Path(__file__).resolve().parents[2] / "examples" / "mariadb-output" / "delay200")
     else:
-        prof, extras = Profile(synthetic_stacks()), {"max_flame_nodes": 20_000}
-    url = report_url if case == "fixture" else _report(tmp_path, dict(prof.stacks), extras)
+        prof, max_nodes = Profile(synthetic_stacks()), 20_000
+    url = report_url if case == "fixture" else _report(tmp_path, dict(prof.stacks), max_nodes)
     load(browser, url)
     self_counts, inclusive = prof.self_counts(), prof.inclusive_counts()
     assert browser.js(INVERTED_ROOTS) == dict(self_counts)

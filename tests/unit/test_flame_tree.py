@@ -136,7 +136,7 @@ def test_report_says_what_was_elided():
 
     stacks = {("p", "a", f"caller{i}", "ut_delay"): 1 for i in range(300)}
     stacks[("p", "a", "hot")] = 700
-    text = render_report(build_payload(Profile(stacks), [], {"max_flame_nodes": 20}))
+    text = render_report(build_payload(Profile(stacks), [], 20))
     assert "600 frames narrower than 0.1000 %" in text and "(30.00 % of samples)" in text
     assert "self time per function is exact" in text
     assert "frames narrower than" not in render_report(build_payload(Profile(stacks), []))
