@@ -19,7 +19,7 @@ from pmuprof.report.markdown import render_markdown
 
 def test_findings_json_contract_and_order():
     doc = json.loads(findings_json(profile(), findings()))
-    assert set(doc) == {"pmuprof_version", "profile", "findings"}
+    assert set(doc) == {"pmuprof_version", "profile", "findings", "latches"}
     prof = doc["profile"]
     assert prof["samples"] == profile().total
     assert prof["event"] == "cpu-clock" and prof["event_requested"] == "cycles"
