@@ -119,6 +119,20 @@ class Attributor:
         acquirer = frames[j] if j >= 0 else None
         return Wait(kind, mode, frozenset(types), latch, acquirer, _callers(frames, j))
 
+    def attribute(self, frames: tuple[str, ...]) -> tuple[Wait, str, str] | None:
+        """(wait, latch id or "unidentified", mode) for a stack in a spin or wait path, else None.
+
+        A bare yield (no latch machinery, an acquirer the table does not know) is a thread giving
+        up its CPU, not a latch wait: 10.2's purge coordinator yields in srv_do_purge.
+        """
+        wait = self.classify(frames)
+        if wait is None:
+            return None
+        latch, mode = self.latch_for(wait)
+        if wait.kind == "yield" and latch == UNIDENTIFIED and not wait.types:
+            return None
+        return wait, latch, mode
+
     def latch_for(self, wait: Wait) -> tuple[str, str]:
         """(latch id or "unidentified", mode) for a classified wait."""
         if wait.latch:
@@ -154,10 +168,10 @@ def attribute(stacks: Iterable[tuple[tuple[str, ...], int]], attributor: Attribu
     modes: dict[tuple[str, str], Counter[str]] = defaultdict(Counter)
     chains: dict[tuple[str, str], Counter[tuple[str, ...]]] = defaultdict(Counter)
     for frames, count in stacks:
-        wait = attributor.classify(frames)
-        if wait is None:
+        found = attributor.attribute(frames)
+        if found is None:
             continue
-        latch, mode = attributor.latch_for(wait)
+        wait, latch, mode = found
         key = (latch, (wait.acquirer or "") if latch == UNIDENTIFIED else "")
         counts[key] += count
         kinds[key][wait.kind] += count

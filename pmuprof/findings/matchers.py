@@ -33,9 +33,9 @@ class StackIndex:
         if self._waits is None:
             self._waits = []
             for frames, count in self.stacks if self.attributor else ():
-                wait = self.attributor.classify(frames)
-                if wait is not None:
-                    self._waits.append((frames, count, wait, *self.attributor.latch_for(wait)))
+                found = self.attributor.attribute(frames)
+                if found is not None:
+                    self._waits.append((frames, count, *found))
         return self._waits
 
     def matching(self, patterns: PatternSet) -> frozenset[str]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any, Mapping
 
 TOP_FRAMES = 8
@@ -25,9 +26,17 @@ def _inline(text: Any) -> str:
     return f"{ticks}{pad}{value}{pad}{ticks}"
 
 
+_ENTITY = re.compile(r"&(?=#?[0-9A-Za-z]+;)")
+_QUOTE = re.compile(r"^(\s*)>", re.M)
+
+
 def _text(text: Any) -> str:
-    """Plain text that a Markdown renderer with raw HTML cannot turn into markup."""
-    return str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    """Plain text that a Markdown renderer with raw HTML cannot turn into markup, still readable as text.
+
+    Every '<' could open a tag and an '&' before 'name;' is an entity: both escaped. A '>' only
+    quotes at the start of a line, so 'srv_sys->mutex' stays as it is.
+    """
+    return _QUOTE.sub(r"\1\\>", _ENTITY.sub("&amp;", str(text)).replace("<", "&lt;"))
 
 
 def _confidence(f: Mapping[str, Any]) -> str:
