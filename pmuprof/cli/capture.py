@@ -39,8 +39,7 @@ def capture_cmd(quiet: bool, exit_code_on_findings: bool, **kwargs) -> None:
     if not profile.total:
         common.log("no samples of the target: it was idle or off-CPU during the capture (the report says so)")
     common.log(f"report: {result.paths['html']}")
-    for finding in result.findings[:3]:
-        common.log(f"  [{finding.severity}] {finding.title} ({finding.share:.0%})")
+    common.say_findings(result.findings)
     if exit_code_on_findings:
         raise click.exceptions.Exit(findings_exit_code(result.findings))
 

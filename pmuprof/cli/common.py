@@ -74,6 +74,19 @@ def pipeline_options(pids=(), comms=(), symfs=None, binaries=(), per_thread: boo
                    Lookup(symfs=Path(symfs) if symfs else None, binaries=tuple(Path(b) for b in binaries)))
 
 
+def say_findings(findings, top: int = 3, chains: bool = False) -> None:
+    """The top causes on stderr, each with the findings it explains (as report.md groups them)."""
+    causes = [f for f in findings if not f.explained_by]
+    for finding in causes[:top]:
+        chain = " ← ".join(finding.chain[:4]) if chains else ""
+        log(f"  [{finding.severity}] {finding.title} ({finding.share:.0%})" + (f": {chain}" if chain else ""))
+        explained = [f for f in findings if f.explained_by == finding.rule and f.process == finding.process]
+        if explained:
+            log("      explains: " + "; ".join(f"{f.title} ({f.share:.0%})" for f in explained))
+    if len(causes) > top:
+        log(f"  … and {len(causes) - top} more in the report")
+
+
 def say_problems(profile) -> None:
     """Binary problems (missing, build-id mismatch, debuginfod) once on stderr, as the report shows them."""
     for line in profile.analysis.warnings:

@@ -52,9 +52,7 @@ def demo_cmd(scenario: str, duration: float, out_dir: str | None, spin_wait_dela
     findings = result.report.findings
     if not findings:
         common.log("no findings (expected for --scenario healthy)")
-    for finding in findings[:3]:
-        chain = " ← ".join(finding.chain[:4])
-        common.log(f"  [{finding.severity}] {finding.title} ({finding.share:.0%})" + (f": {chain}" if chain else ""))
+    common.say_findings(findings, chains=True)
 
 
 COMMAND = demo_cmd

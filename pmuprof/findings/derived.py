@@ -139,7 +139,7 @@ def wait_latches(facts: Facts, index: Any, missing: list[str]) -> dict[str, Any]
     by_latch: dict[str, int] = {}
     table = index.attributor.latches if index.attributor else {}
     waited = 0
-    for _, count, _, latch, _ in index.waits():
+    for _, _, count, _, latch, _ in index.waits():
         waited += count
         by_latch[latch] = by_latch.get(latch, 0) + count
     total = index.total or 1

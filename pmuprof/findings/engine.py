@@ -17,7 +17,7 @@ from .grade import MIN_STACK_SHARE, Grade, confidence, corroboration, grade, hol
 from .knowledge import latch_table
 from .latches import Attributor, LatchWaits, attribute
 from .loader import load_rules
-from .matchers import StackIndex, compute
+from .matchers import STACKS, StackIndex, compute
 from .model import Finding, ordered
 from .patterns import lock_wrappers
 from .schema import SEVERITIES, FixItem, Rule
@@ -49,7 +49,7 @@ def diagnose(profile: Profile, rules: Iterable[Rule] | None = None) -> Diagnosis
             continue
         latches[process] = attribute(index.stacks, index.attributor, index.total)
         found = [f for f in (evaluate_rule(rule, index, facts) for rule in rules) if f is not None]
-        findings += group(found, {r.id: r for r in rules})
+        findings += group(found, {r.id: r for r in rules}, [count for _, count in index.stacks])
     return Diagnosis(ordered(findings), latches)
 
 
@@ -99,7 +99,7 @@ def evaluate_rule(rule: Rule, index: StackIndex, facts: Facts) -> Finding | None
         references=rule.references,
         chain=tuple([chain_ev["hot"], *chain_ev["callers"]]) if chain_ev else (),
         process=facts.process, missing=tuple(dict.fromkeys(m for m in missing if m)),
-        confidence=confidence(rule, g, values, seen, not_seen))
+        confidence=confidence(rule, g, values, seen, not_seen), stacks=share_ev.get(STACKS, frozenset()) if share_ev else frozenset())
 
 
 def _headline_share(rule: Rule, g: Grade, values: Mapping[str, Any], share_ev: Mapping[str, Any] | None) -> float:
@@ -128,24 +128,57 @@ def _capped(rule: Rule, g: Grade, total: int, raised_by: list[str], seen: list[s
     return level
 
 
-def group(findings: list[Finding], rules: Mapping[str, Rule]) -> list[Finding]:
-    """Grouping within one process: each symptom finding under the largest cause finding that explains it.
+GROUP_COVER = 0.5  # a symptom joins a group when its causes' evidence covers half of its samples
+GROUP_MIN_PART = 0.1  # a cause shares at least a tenth of the symptom's samples
 
-    An info cause (too little evidence of its own) heads no group above info: a fil_system mutex at
-    1 % does not explain index dives that cost 60 %.
+
+def group(findings: list[Finding], rules: Mapping[str, Rule], weights: list[int] | None = None) -> list[Finding]:
+    """Grouping within one process: each symptom under the cause that explains most of its samples.
+
+    A rule's ``explains`` lists what it may cause; the stacks decide whether it did here. The
+    candidate causes of a symptom are those sharing at least a tenth of its samples; the symptom
+    is grouped when they cover half of them together (spin split over two latches is explained),
+    under the one sharing most. Without stacks to compare (a counter- or fact-based finding) the
+    ``explains`` list alone decides. An info cause (too little evidence of its own) heads no group
+    above info, and of two findings that would explain each other (index dives that are mostly
+    waits for one latch), the narrower one names the hotspot and is the cause.
     """
     by_rule = {f.rule: f for f in findings}
-    causes: dict[str, list[str]] = {}
+    weight = (lambda s: sum(weights[i] for i in s)) if weights is not None else len
     explained: dict[str, str] = {}
-    for symptom in by_rule:
+    for symptom, sf in by_rule.items():
         cands = [c for c in by_rule if symptom in rules[c].explains and c != symptom
-                 and (by_rule[c].severity != "info" or by_rule[symptom].severity == "info")]
+                 and (by_rule[c].severity != "info" or sf.severity == "info")]
+        if sf.stacks and weight(sf.stacks):
+            total = weight(sf.stacks)
+            part = {c: weight(sf.stacks & by_rule[c].stacks) / total for c in cands if by_rule[c].stacks}
+            cands = [c for c in part if part[c] >= GROUP_MIN_PART]
+            covered = weight(sf.stacks & frozenset().union(*(by_rule[c].stacks for c in cands))) / total
+            if covered < GROUP_COVER:
+                continue
+            key = lambda c: (part[c], by_rule[c].share, c)  # noqa: E731
+        else:
+            key = lambda c: (by_rule[c].share, c)  # noqa: E731
         if cands:
-            cause = max(cands, key=lambda c: (by_rule[c].share, c))
-            explained[symptom] = cause
-            causes.setdefault(cause, []).append(symptom)
+            explained[symptom] = max(cands, key=key)
+    for symptom, cause in list(explained.items()):
+        if explained.get(cause) == symptom and by_rule[cause].share > by_rule[symptom].share:
+            del explained[symptom]
+    explained = {s: _root(c, explained) for s, c in explained.items()}  # one level: a chain groups under its root
+    explained = {s: c for s, c in explained.items() if c != s}
+    causes: dict[str, list[str]] = {}
+    for symptom, cause in explained.items():
+        causes.setdefault(cause, []).append(symptom)
     return [replace(f, explains=tuple(sorted(causes.get(f.rule, ()))), explained_by=explained.get(f.rule, ""))
             for f in findings]
+
+
+def _root(cause: str, explained: Mapping[str, str]) -> str:
+    seen = {cause}
+    while cause in explained and explained[cause] not in seen:
+        cause = explained[cause]
+        seen.add(cause)
+    return cause
 
 
 def _stack_evidence(rule: Rule, values: Mapping[str, Any], first: tuple[str, ...]) -> Mapping[str, Any] | None:
@@ -212,7 +245,7 @@ def _clean(value: Any) -> Any:
     if isinstance(value, float):
         return round(value, 6)
     if isinstance(value, Mapping):
-        return {k: _clean(v) for k, v in value.items()}
+        return {k: _clean(v) for k, v in value.items() if k != STACKS}
     if isinstance(value, (list, tuple)):
         return [_clean(v) for v in value]
     return value

@@ -49,7 +49,7 @@ class LatchWaits:
     under: str = ""  # the acquirer, for an unidentified latch
 
     def chain_text(self, chain: Chain) -> str:
-        return " ← ".join(chain.frames)
+        return " ← ".join(chain.frames) or "(no callers recorded)"
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ from .schema import Matcher
 
 MAX_CALLERS = 3
 TOP_CHAINS = 3
+STACKS = "stacks"  # matched stack positions, kept out of findings.json (grouping by shared evidence)
 
 
 class StackIndex:
@@ -26,16 +27,16 @@ class StackIndex:
         self._frames = {f for s, _ in self.stacks for f in s}
         self._cache: dict[PatternSet, frozenset[str]] = {}
         self.attributor = attributor
-        self._waits: list[tuple[tuple[str, ...], int, Wait, str, str]] | None = None
+        self._waits: list[tuple[int, tuple[str, ...], int, Wait, str, str]] | None = None
 
-    def waits(self) -> list[tuple[tuple[str, ...], int, Wait, str, str]]:
-        """(frames, count, wait, latch id, mode) for every stack in a spin or wait path (computed once)."""
+    def waits(self) -> list[tuple[int, tuple[str, ...], int, Wait, str, str]]:
+        """(position, frames, count, wait, latch id, mode) for every stack in a spin or wait path (computed once)."""
         if self._waits is None:
             self._waits = []
-            for frames, count in self.stacks if self.attributor else ():
+            for at, (frames, count) in enumerate(self.stacks if self.attributor else ()):
                 found = self.attributor.attribute(frames)
                 if found is not None:
-                    self._waits.append((frames, count, *found))
+                    self._waits.append((at, frames, count, *found))
         return self._waits
 
     def matching(self, patterns: PatternSet) -> frozenset[str]:
@@ -68,8 +69,8 @@ def match_stack(index: StackIndex, spec: Mapping[str, PatternSet], skip: Pattern
     primary = index.matching(spec["self" if self_mode else "inclusive"])
     sets = {k: index.matching(v) for k, v in spec.items() if k not in ("self", "inclusive")}
     skipped = index.matching(skip)
-    count, hot, chains = 0, Counter(), Counter()
-    for frames, n in index.stacks:
+    count, hot, chains, matched = 0, Counter(), Counter(), []
+    for pos, (frames, n) in enumerate(index.stacks):
         if self_mode:
             at = len(frames) - 1 if frames[-1] in primary else -1
         else:
@@ -77,6 +78,7 @@ def match_stack(index: StackIndex, spec: Mapping[str, PatternSet], skip: Pattern
         if at < 0 or not _context_ok(frames, at, sets):
             continue
         count += n
+        matched.append(pos)
         hot[frames[at]] += n
         chains[(frames[at], _callers(frames, at, skipped))] += n
     total = index.total or 1
@@ -86,7 +88,7 @@ def match_stack(index: StackIndex, spec: Mapping[str, PatternSet], skip: Pattern
     hot_share = hot[top_hot] / total
     ranked = sorted(chains.items(), key=lambda kv: (-kv[1], kv[0]))[:TOP_CHAINS]
     return {
-        "value": count / total, "share": count / total, "count": count,
+        "value": count / total, "share": count / total, "count": count, STACKS: frozenset(matched),
         "hot": top_hot, "hot_share": hot_share, "callers": list(top_callers),
         "chain": chain_text(top_hot, hot_share, top_callers),
         "chains": [{"frames": [h, *c], "share": round(n / total, 6), "text": chain_text(h, n / total, c)}
@@ -99,8 +101,8 @@ def match_latch(index: StackIndex, spec: Mapping[str, Any]) -> dict[str, Any]:
     wanted = spec["latches"]
     inside = index.matching(spec["inside"]) if "inside" in spec else None
     not_inside = index.matching(spec["not_inside"]) if "not_inside" in spec else None
-    count, chains, modes, kinds = 0, Counter(), Counter(), Counter()
-    for frames, n, wait, latch, mode in index.waits():
+    count, chains, modes, kinds, matched = 0, Counter(), Counter(), Counter(), []
+    for pos, frames, n, wait, latch, mode in index.waits():
         if not wanted & set(latch.split(ALTERNATIVES)) or ("modes" in spec and mode not in spec["modes"]):
             continue
         if inside is not None and not any(f in inside for f in frames):
@@ -108,6 +110,7 @@ def match_latch(index: StackIndex, spec: Mapping[str, Any]) -> dict[str, Any]:
         if not_inside is not None and any(f in not_inside for f in frames):
             continue
         count += n
+        matched.append(pos)
         chains[((wait.acquirer,) if wait.acquirer else ()) + wait.callers] += n
         kinds[wait.kind] += n
         if mode:
@@ -119,7 +122,8 @@ def match_latch(index: StackIndex, spec: Mapping[str, Any]) -> dict[str, Any]:
     top, top_n = ranked[0]
     hot = top[0] if top else "(unknown caller)"
     return {
-        "value": count / total, "share": count / total, "count": count, "hot": hot, "hot_share": top_n / total,
+        "value": count / total, "share": count / total, "count": count, STACKS: frozenset(matched),
+        "hot": hot, "hot_share": top_n / total,
         "callers": list(top[1:]), "chain": chain_text(hot, top_n / total, top[1:]),
         "chains": [{"frames": list(c), "share": round(n / total, 6), "text": chain_text(c[0] if c else "?", n / total, c[1:])}
                    for c, n in ranked[:TOP_CHAINS]],

@@ -107,8 +107,13 @@ def test_ahi_latch_behind_in_list_dives(dive_in: Scenario) -> None:
     assert "innodb_adaptive_hash_index = OFF" in dive_in.findings["adaptive-hash-index"]["fix"]
     assert dive_in.findings["index-dive-cost"]["share"] > 0.3
     spin = dive_in.findings["innodb-spin-wait"]
-    assert spin["explained_by"] == "adaptive-hash-index"
     assert "200 × 50" in spin["message"], "10.2.11 hard-codes 50 PAUSEs per delay unit"
+    # one group: the dives and the AHI latch they rebuild under (the narrower is the cause when it is
+    # most of the dives), the spin a consequence; the dive finding's fix starts with turning AHI off
+    dives, ahi = dive_in.findings["index-dive-cost"], dive_in.findings["adaptive-hash-index"]
+    assert {dives["explained_by"], ahi["explained_by"]} in ({"", "index-dive-cost"}, {"", "adaptive-hash-index"})
+    assert spin["explained_by"] in ("index-dive-cost", "adaptive-hash-index")
+    assert dives["fix"].startswith("SET GLOBAL innodb_adaptive_hash_index = OFF;")
     assert dive_in.level("fil-space-get-index-dive") in ("quiet", "info")
 
 

@@ -18,6 +18,7 @@ sysbench.cmdline.options = {
    range_width = {"Width of each BETWEEN range; 0 = IN list of single values", 2000},
    columns = {"Indexed columns (a, b, c, d) named in each SELECT, 1 to 4", 3},
    value_max = {"Values of a..d are uniform in [0, value_max)", 100000},
+   index_hint = {"Index hint after the table name, e.g. 'FORCE INDEX (PRIMARY)' (the dive fix)", ""},
 }
 
 local COLUMNS = {"a", "b", "c", "d"}
@@ -76,7 +77,8 @@ function dive_query()
    for i = 1, math.min(math.max(sysbench.opt.columns, 1), #COLUMNS) do
       conds[i] = column_ranges(COLUMNS[i])
    end
-   return "SELECT COUNT(*) FROM dive1 WHERE id < 0 AND " .. table.concat(conds, " AND ")
+   return "SELECT COUNT(*) FROM dive1 " .. sysbench.opt.index_hint .. " WHERE id < 0 AND " ..
+      table.concat(conds, " AND ")
 end
 
 function thread_init()
