@@ -10,6 +10,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
+from . import outfile
 from .analysis.analyse import analyse
 from .analysis.binaries import Lookup
 from .analysis.load import Choice, Recording, load, read_run_dir
@@ -72,7 +73,7 @@ def findings_for(profile: Profile) -> list[Finding]:
 
 def report_profile(profile: Profile, out_dir: Path) -> Result:
     findings = findings_for(profile)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    outfile.ensure_dir(out_dir)
     return Result(profile, findings, write_outputs(profile, findings, out_dir))
 
 

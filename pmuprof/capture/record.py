@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
-from .. import __version__
+from .. import __version__, outfile
 from ..errors import PerfError, PmuprofError, ResourceError, UsageError
 from ..model import rundir
 from ..model.counters import CounterValue, Counters
@@ -96,7 +96,7 @@ def record(opts: RecordOptions, progress: Progress | None = None,
     targets = tuple(target.describe(p, label) for p, label in target.labels_for(list(pids)).items())
     need = perfcmd.estimate_bytes(opts.frequency, host_facts["nproc"], opts.duration, opts.call_graph,
                                   sum(t.threads for t in targets), opts.mode)
-    opts.out_dir.mkdir(parents=True, exist_ok=True)
+    outfile.ensure_dir(opts.out_dir)
     free = check_disk(opts.out_dir, need)
     pmu_events, pmu_notes = _pmu_event_set(host_facts)
     run = _initial_run(opts, targets, host_facts, pmu_events, pmu_notes)

@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, TextIO
 
+from .. import outfile
 from ..errors import InputError
 from .profile import Stack
 
@@ -34,7 +35,7 @@ def write_folded(out: TextIO, stacks: Mapping[Stack, int], headers: Mapping[str,
 
 
 def save_folded(path: Path, stacks: Mapping[Stack, int], headers: Mapping[str, Any] | None = None) -> None:
-    with open(path, "w", encoding="utf-8", newline="\n") as out:
+    with outfile.open_text(path) as out:  # atomic: a cut-short write never leaves a partial stacks.folded
         write_folded(out, stacks, headers)
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from .. import outfile
 from ..capture.record import RecordOptions, record
 from ..errors import PmuprofError, UsageError
 from ..model import rundir
@@ -164,8 +165,8 @@ def stop_demo(proc: subprocess.Popen, timeout: float = 5.0, log_path: Path | Non
                 text.append(pipe.read())
             pipe.close()
     if log_path is not None:
-        log_path.write_text("$ " + " ".join(map(str, proc.args)) + "\n" + "".join(text)
-                            + f"exit status {proc.returncode}\n")
+        outfile.write_text(log_path, "$ " + " ".join(map(str, proc.args)) + "\n" + "".join(text)
+                           + f"exit status {proc.returncode}\n")
     return proc.returncode
 
 

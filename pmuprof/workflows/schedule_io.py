@@ -11,6 +11,7 @@ from dataclasses import asdict
 from datetime import datetime
 from pathlib import Path
 
+from .. import outfile
 from ..errors import PmuprofError, ResourceError, UsageError
 from ..model.rundir import RUN_JSON, read_json
 from .schedule import (
@@ -68,8 +69,8 @@ def install(spec: ScheduleSpec, systemd: bool, root: Path = Path("/")) -> list[s
         if Path(name).exists() and not _ours(Path(name)):
             raise UsageError(f"{name} exists and was not written by pmuprof", "move it away or pick another host")
     for name, text in files.items():
-        Path(name).parent.mkdir(parents=True, exist_ok=True)
-        Path(name).write_text(text, encoding="utf-8")
+        outfile.ensure_dir(Path(name).parent)
+        outfile.write_text(Path(name), text)
     if systemd:
         _systemctl("daemon-reload")
         _systemctl("enable", "--now", f"{UNIT_NAME}.timer")

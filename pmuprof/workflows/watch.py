@@ -13,6 +13,7 @@ from typing import Any, Callable
 from ..capture.mysql import facts as mysql
 from ..capture.record import RecordOptions, record
 from ..capture.target import process as target
+from .. import outfile
 from ..errors import PmuprofError, TargetError, UsageError
 from ..model import rundir
 from ..model.jsontypes import from_json
@@ -202,7 +203,7 @@ def _next_poll(poller: Poller, opts: WatchOptions, log: Log, sleep: Callable[[fl
 
 def watch(opts: WatchOptions, log: Log, sleep: Callable[[float], None] = time.sleep) -> list[Path]:
     """Poll until max captures are taken or Ctrl-C; return the run directories written."""
-    opts.base_dir.mkdir(parents=True, exist_ok=True)
+    outfile.ensure_dir(opts.base_dir)
     plan, poller, runs = opts.plan, Poller(opts.pid, opts.plan, opts.mysql_options), []
     state = initial_state(plan)
     log(f"watching pid {opts.pid} every {opts.interval_s:g} s for {' or '.join(c.text for c in plan.conditions)} "
