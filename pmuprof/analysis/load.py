@@ -19,7 +19,7 @@ from ..model.run import Run, Source
 from ..model.server import ServerFacts
 from ..paths import perf_path
 from ..tools.native.fold import fold_file
-from ..tools.perf import read as perfread
+from ..tools.perf import read as perfread, repair
 
 PERF_MAGIC = b"PERFILE2"
 
@@ -69,6 +69,10 @@ def sniff(path: Path) -> str:
     if not head.strip():
         raise InputError(f"{path}: the file is empty", "re-record; an empty capture has nothing to report")
     if head.startswith(PERF_MAGIC):
+        if repair.unfinished_size(path) and not rundir.is_run_dir(path.parent):
+            raise InputError(f"{path}: perf did not close this file (killed, or out of disk): its header says it "
+                             "holds no samples", "report its run directory (pmuprof repairs the header there), or "
+                             "record again")
         return "perf.data"
     if b"\0" in head:
         raise InputError(f"{path}: binary data that is not a perf.data (no PERFILE2 header)",
@@ -110,6 +114,9 @@ def read_recording(path: Path, kind: str, choice: Choice, sibling: Path | None,
                    symfs: Path | None = None, allow_empty: bool = False) -> Recording:
     """Fold a perf.data or perf script text; inside a run directory, reuse its targets and facts."""
     run = rundir.read_run(sibling) if sibling else Run()
+    if kind == "perf.data" and sibling is not None and repair.finish_header(path):  # perf killed / out of disk
+        run = run.with_notes(("perf did not close perf.data (killed, or out of disk): pmuprof set its data size "
+                              "from the file; the last samples may be missing",))
     names = {t.pid: t.label for t in run.targets}
     pids = choice.pids or (tuple(names) if not choice.comms else ())
     comms = choice.comms or (() if pids else DEFAULT_TARGET_COMMS)

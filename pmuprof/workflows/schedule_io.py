@@ -12,6 +12,7 @@ from datetime import datetime
 from pathlib import Path
 
 from .. import outfile
+from ..tools import proc as tools_proc
 from ..errors import PmuprofError, ResourceError, UsageError
 from ..model.rundir import RUN_JSON, read_json
 from .schedule import (
@@ -20,6 +21,7 @@ from .schedule import (
 )
 
 UNIT_DIR = Path("/etc/systemd/system")
+SYSTEMCTL_TIMEOUT_S = 60
 HEADER = "# Written by `pmuprof schedule install`"
 SPEC_PREFIX = "# pmuprof-spec: "
 
@@ -48,7 +50,13 @@ def rendered(spec: ScheduleSpec, systemd: bool, root: Path = Path("/")) -> dict[
 
 
 def _systemctl(*args: str) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run(["systemctl", *args], capture_output=True, text=True, check=False)
+    try:
+        proc = tools_proc.run(["systemctl", *args], SYSTEMCTL_TIMEOUT_S)
+    except subprocess.TimeoutExpired as err:
+        raise PmuprofError(f"systemctl {' '.join(args)} did not answer within {SYSTEMCTL_TIMEOUT_S} s",
+                           "check systemd (systemctl status) and retry") from err
+    except OSError as err:
+        raise PmuprofError(f"cannot run systemctl: {err.strerror}", "use --scheduler cron on hosts without systemd") from err
     if proc.returncode != 0 and args[0] not in ("show", "is-active", "disable"):
         raise PmuprofError(f"systemctl {' '.join(args)} failed: {proc.stderr.strip() or proc.returncode}",
                            "run as root on a host booted with systemd, or see journalctl -xe")

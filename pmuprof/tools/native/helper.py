@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from ...errors import HelperError
+from .. import proc
 from ...paths import helper_path
 
 BUILD_FIX = ("build it: apt-get install gcc make libpfm4-dev libdw-dev libelf-dev libcapstone-dev; "
@@ -36,8 +37,7 @@ def run_helper(args: Sequence[str], stdin: str | None = None, timeout: float = 3
     """Run ``pmuprof-helper ARGS`` and parse its JSON; raise HelperError on a crash or a top-level error."""
     argv = [str(_binary()), *args]
     try:
-        res = subprocess.run(argv, input=stdin, capture_output=True, text=True, timeout=timeout,
-                             errors="backslashreplace")
+        res = proc.run(argv, timeout, input=stdin)
     except subprocess.TimeoutExpired as err:
         raise HelperError(f"pmuprof-helper {args[0]} timed out after {timeout:.0f} s",
                           "retry with fewer functions or a shorter duration") from err
