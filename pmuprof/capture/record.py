@@ -51,13 +51,22 @@ class RecordOptions:
     command: tuple[str, ...] = field(default_factory=lambda: tuple(sys.argv))
 
 
+def check_window(duration: float, frequency: int, call_graph: str = "fp") -> None:
+    """The options of one capture window, checked before anything starts (watch checks them up front)."""
+    if not 0 < duration <= MAX_DURATION_S:
+        raise UsageError(f"--duration {duration:g} s is out of range", f"use up to {MAX_DURATION_S} s (1 h)")
+    if not 1 <= frequency <= 10000:
+        raise UsageError(f"--frequency {frequency} is out of range", "use 1..10000 Hz (99 is the low-overhead default)")
+    if call_graph == "lbr" and not host.has_lbr():
+        raise PerfError("--call-graph lbr needs Intel's Last Branch Record, which this CPU does not expose "
+                        "(no PMU 'branches' capability)", "use --call-graph fp, or dwarf for binaries without "
+                        "frame pointers")
+
+
 def validate(opts: RecordOptions) -> None:
     if not opts.pids:
         raise UsageError("no target process", "pass -p PID (repeatable) or --all-mysqld")
-    if not 0 < opts.duration <= MAX_DURATION_S:
-        raise UsageError(f"--duration {opts.duration:g} is out of range", f"use 1..{MAX_DURATION_S} seconds")
-    if not 1 <= opts.frequency <= 10000:
-        raise UsageError(f"--frequency {opts.frequency} is out of range", "use 1..10000 Hz (99 is the low-overhead default)")
+    check_window(opts.duration, opts.frequency, opts.call_graph)
     if opts.out_dir.exists() and not opts.out_dir.is_dir():
         raise UsageError(f"{opts.out_dir} exists and is not a directory", "choose a new -o directory")
     if opts.out_dir.exists() and any(opts.out_dir.iterdir()):

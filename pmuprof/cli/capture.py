@@ -41,7 +41,7 @@ def capture_cmd(quiet: bool, exit_code_on_findings: bool, **kwargs) -> None:
     common.log(f"report: {result.paths['html']}")
     for finding in result.findings[:3]:
         common.log(f"  [{finding.severity}] {finding.title} ({finding.share:.0%})")
-    common.end_of_capture(profile.run, f"report {result.paths['html']}")
+    common.end_of_capture(profile.run, str(result.paths["html"]))
     if exit_code_on_findings:
         raise click.exceptions.Exit(findings_exit_code(result.findings))
 

@@ -55,6 +55,7 @@ def demo_cmd(scenario: str, duration: float, out_dir: str | None, spin_wait_dela
     for finding in findings[:3]:
         chain = " ← ".join(finding.chain[:4])
         common.log(f"  [{finding.severity}] {finding.title} ({finding.share:.0%})" + (f": {chain}" if chain else ""))
+    common.end_of_capture(result.report.profile.run, str(result.report.paths.get("html", run_dir)))
 
 
 COMMAND = demo_cmd

@@ -65,7 +65,7 @@ def record_cmd(quiet: bool, **kwargs) -> None:
     profile = common.after_record(out, lambda: materialize(out, log=common.log))
     common.say_problems(profile)
     common.log(f"run directory: {out}")
-    common.end_of_capture(profile.run, f"run directory {out}")
+    common.end_of_capture(profile.run, str(out))
 
 
 COMMAND = record_cmd

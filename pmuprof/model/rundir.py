@@ -90,7 +90,7 @@ def write_typed(path: Path, obj: Any) -> None:
     write_json(path, to_json(obj))
 
 
-def _tmp_base(name: str) -> str:
+def output_name(name: str) -> str:
     """The final name of one of outfile's temp files (``.NAME.PID.RAND.tmp``), else ``name``."""
     if name.startswith(".") and name.endswith(".tmp") and name.count(".") >= 4:
         return name[1:].rsplit(".", 3)[0]
@@ -137,7 +137,7 @@ def claim_output_dir(dest: Path, source: Path | None, outputs: tuple[str, ...], 
     fix = "choose a new or empty -o, or pass --force to replace pmuprof's files there (others are kept)"
     if is_run_dir(dest):
         raise UsageError(f"{dest} is another pmuprof run directory: writing here would replace its report", fix)
-    foreign = [n for n in names if _tmp_base(n) not in outputs]
+    foreign = [n for n in names if output_name(n) not in outputs]
     if foreign:
         shown = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
         raise UsageError(f"{dest} is not empty and holds files pmuprof did not write ({shown})", fix)

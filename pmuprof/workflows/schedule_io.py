@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import stat
 import subprocess
 import time
 from dataclasses import asdict
@@ -14,7 +15,7 @@ from pathlib import Path
 from .. import outfile
 from ..tools import proc as tools_proc
 from ..errors import PmuprofError, ResourceError, UsageError
-from ..model.rundir import RUN_JSON, read_json
+from ..model.rundir import CONTROL_FIFOS, RUN_JSON, output_name, read_json
 from .schedule import (
     CRON_FILE, RUN_FILES, UNIT_NAME, Deletion, RunEntry, ScheduleSpec, cron_text, is_pmuprof_run,
     plan_retention, service_unit, timer_unit,
@@ -127,13 +128,27 @@ def status(systemd: bool, root: Path = Path("/")) -> dict:
 
 
 def _owned_files(run: Path) -> list[Path]:
-    """Regular files in a run directory that pmuprof writes (by name); symlinks never count."""
+    """Files in a run directory that pmuprof writes (by name, temp names included): regular files, and
+    perf's control FIFOs left by a capture that was killed; symlinks never count."""
     out = []
     for child in run.iterdir():
-        base = child.name[:-4] if child.name.endswith(".tmp") else child.name
-        if base in RUN_FILES and child.is_file() and not child.is_symlink():
+        try:
+            mode = child.lstat().st_mode
+        except OSError:
+            continue
+        base = output_name(child.name[:-4] if child.name.endswith(".tmp") and child.name[:-4] in RUN_FILES
+                           else child.name)
+        if base in RUN_FILES and (stat.S_ISREG(mode) or (stat.S_ISFIFO(mode) and base in CONTROL_FIFOS)):
             out.append(child)
     return out
+
+
+def _only_ours(run: Path) -> bool:
+    """Every entry is a file pmuprof writes: a run whose run.json was damaged is still pmuprof's."""
+    try:
+        return len(_owned_files(run)) == len(list(run.iterdir())) > 0
+    except OSError:
+        return False
 
 
 def scan_runs(directory: Path) -> list[RunEntry]:
@@ -146,9 +161,10 @@ def scan_runs(directory: Path) -> list[RunEntry]:
             continue
         try:
             run = read_json(child / RUN_JSON, None)
+            damaged = False
         except PmuprofError:
-            run = None
-        ours = is_pmuprof_run(run) and not (child / RUN_JSON).is_symlink()
+            run, damaged = None, True
+        ours = (is_pmuprof_run(run) or (damaged and _only_ours(child))) and not (child / RUN_JSON).is_symlink()
         started = _started(run, child)
         size = sum(f.stat().st_size for f in _owned_files(child)) if ours else 0
         out.append(RunEntry(child.name, started, size, ours))

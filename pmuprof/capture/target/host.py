@@ -92,6 +92,19 @@ def hardware_pmu(perf: str | None) -> bool:
     return False
 
 
+def has_lbr() -> bool:
+    """Whether the CPU PMU exposes Last Branch Record (perf --call-graph lbr): Intel's caps/branches."""
+    for pmu in ("cpu", "cpu_core"):
+        caps = f"/sys/bus/event_source/devices/{pmu}/caps/branches"
+        try:
+            with open(caps, encoding="ascii") as fh:
+                if int(fh.read().strip() or 0) > 0:
+                    return True
+        except (OSError, ValueError):
+            continue
+    return False
+
+
 def sysctl_int(path: str) -> int | None:
     try:
         with open(path, encoding="ascii") as fh:
