@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import stat
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -53,6 +54,15 @@ class Recording:
     reader_argv: tuple[str, ...] = ()
 
 
+def _kind(path: Path) -> str:
+    mode = path.stat().st_mode
+    for test, name in ((stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return name
+    return "a special file"
+
+
 def sniff(path: Path) -> str:
     """'rundir' | 'perf.data' | 'perf-script' | 'folded'."""
     if path.is_dir():
@@ -63,7 +73,7 @@ def sniff(path: Path) -> str:
     if not path.exists():
         raise InputError(f"{path}: no such file or directory", "check the path")
     if not path.is_file():
-        raise InputError(f"{path}: not a regular file", "pass a run directory, a perf.data or a text file")
+        raise InputError(f"{path}: not a regular file ({_kind(path)})", "pass a run directory, a perf.data or a text file")
     with open(path, "rb") as fh:
         head = fh.read(65536)
     if not head.strip():
@@ -131,7 +141,8 @@ def read_recording(path: Path, kind: str, choice: Choice, sibling: Path | None,
         why = f" of {', '.join(comms)}" if comms and not pids else (f" of pid {', '.join(map(str, pids))}" if pids else "")
         raise InputError(f"{path}: no samples{why} in this {kind}",
                          "check the recording covers the target (use --pid/--comm to choose processes)")
-    counters, server, _ = rundir.read_facts(sibling) if sibling else (Counters(), None, None)
+    counters, server, _, notes = rundir.read_facts(sibling) if sibling else (Counters(), None, None, ())
+    run = run.with_notes(notes)
     run = _with_fold_facts(run, result, path, kind)
     processes, selection = _processes(result, run, choice, pids, comms)
     leaves = tuple(Leaf(d, s, o, c) for (d, s, o), c in sorted(result.leaves.items()))

@@ -59,7 +59,7 @@ def read_json(path: Path, default: Any = None) -> Any:
     except (ValueError, UnicodeDecodeError, RecursionError) as err:
         why = "nested too deeply" if isinstance(err, RecursionError) else str(err)
         raise InputError(f"{path}: not valid JSON ({why})",
-                         "the run directory is damaged; `pmuprof report` rebuilds what it can from perf.data") from err
+                         "the file is damaged: restore it, or record again") from err
 
 
 def read_typed(path: Path, cls: type[T], default: T | None = None) -> T | None:
@@ -171,14 +171,29 @@ def write_leaves(path: Path, leaves: dict[tuple[str, str, int], int]) -> None:
             fh.write(f"{count}\t{dso}\t{sym}\t{off:x}\n")
 
 
+def _tolerant(path: Path, cls: type[T], default: T | None, notes: list[str]) -> T | None:
+    """A contract file, or ``default`` with a note when it is damaged (one bad file never blocks a report)."""
+    try:
+        return read_typed(path, cls, default)
+    except InputError as err:
+        notes.append(f"{err.message}: left out of the report")
+        return default
+
+
 def read_run(path: Path) -> Run:
-    return read_typed(path / RUN_JSON, Run, None) or Run(source=Source(kind="rundir", path=str(path)))
+    """run.json of a run directory; a damaged one gives an empty Run that says so in its warnings."""
+    notes: list[str] = []
+    run = _tolerant(path / RUN_JSON, Run, None, notes) or Run(source=Source(kind="rundir", path=str(path)))
+    return run.with_notes(tuple(notes)) if notes else run
 
 
-def read_facts(path: Path) -> tuple[Counters, ServerFacts | None, Analysis | None]:
-    """counters.json, mysql.json and analysis.json of a run directory (each optional)."""
-    counters = read_typed(path / COUNTERS, Counters, Counters()) or Counters()
-    return counters, read_typed(path / MYSQL, ServerFacts, None), read_typed(path / ANALYSIS, Analysis, None)
+def read_facts(path: Path) -> tuple[Counters, ServerFacts | None, Analysis | None, tuple[str, ...]]:
+    """counters.json, mysql.json and analysis.json of a run directory (each optional), and a note for
+    each that is damaged (it is then left out)."""
+    notes: list[str] = []
+    counters = _tolerant(path / COUNTERS, Counters, Counters(), notes) or Counters()
+    server = _tolerant(path / MYSQL, ServerFacts, None, notes)
+    return counters, server, _tolerant(path / ANALYSIS, Analysis, None, notes), tuple(notes)
 
 
 def load_run_dir(path: Path) -> Profile:
@@ -187,5 +202,6 @@ def load_run_dir(path: Path) -> Profile:
     if not stacks_path.is_file():
         raise InputError(f"{path}: no {STACKS} in this run directory", "re-run pmuprof record, or pass the perf.data")
     stacks, _ = load_folded(stacks_path)
-    counters, server, analysis = read_facts(path)
-    return Profile(stacks, read_run(path), counters, server, analysis or Analysis(), read_leaves(path / LEAVES), str(path))
+    counters, server, analysis, notes = read_facts(path)
+    run = read_run(path).with_notes(notes)
+    return Profile(stacks, run, counters, server, analysis or Analysis(), read_leaves(path / LEAVES), str(path))
