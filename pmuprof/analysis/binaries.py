@@ -131,7 +131,7 @@ def _debuginfod(kind: str, build_id: str, lookup: Lookup) -> Path | str | None:
     if tool is None:
         return "DEBUGINFOD_URLS is set but debuginfod-find is not installed — apt-get install debuginfod"
     try:
-        res = proc.run([tool, kind, build_id], DEBUGINFOD_TIMEOUT_S)
+        res = proc.run([tool, kind, build_id], DEBUGINFOD_TIMEOUT_S, stall=False)  # waits on the network
     except OSError as err:
         return f"cannot run {tool}: {err.strerror or err}"
     except subprocess.TimeoutExpired:

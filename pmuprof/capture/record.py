@@ -111,7 +111,7 @@ def preflight(opts: RecordOptions) -> tuple[str, dict]:
         raise PerfError("perf is not installed", "apt-get install linux-perf (or set PMUPROF_PERF to a perf binary)")
     facts = host.facts(perf)
     if not facts["perf_version"]:
-        raise PerfError(f"{perf} does not work: `perf version` printed no version within 10 s (hung, crashed, "
+        raise PerfError(f"{perf} does not work: `perf version` gave no version (it hung, crashed, "
                         "or not perf)", "check PMUPROF_PERF, or reinstall linux-perf; `pmuprof doctor` shows it")
     paranoid = facts["perf_event_paranoid"]
     if not facts["is_root"] and paranoid is not None and paranoid > (0 if opts.mode == "per-cpu" else 1):

@@ -15,7 +15,7 @@ from typing import Callable, Sequence
 from .. import signals
 from ..errors import PerfError, ResourceError, TargetError
 from ..model import rundir
-from ..tools.proc import Progress as CpuProgress
+from ..tools.proc import Progress as CpuProgress, stall_s
 from .target.process import is_alive
 
 Progress = Callable[[float, float, int], None]  # (elapsed_s, duration_s, perf.data bytes)
@@ -121,7 +121,7 @@ def stop(proc: subprocess.Popen, idle_s: float = STOP_IDLE_S, max_s: float = STO
         except ProcessLookupError:
             break
         if sig == signal.SIGINT:
-            _wait_working(proc, idle_s, max_s)
+            _wait_working(proc, min(idle_s, stall_s()), max_s)
         else:
             try:
                 proc.wait(timeout=5.0)
@@ -149,8 +149,8 @@ class Control:
 
     def enable(self, proc: subprocess.Popen, timeout: float = 60.0) -> bool:
         """Send 'enable' once perf listens and wait for its ack; False if perf exited first."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline and proc.poll() is None:
+        deadline, watch = time.monotonic() + timeout, CpuProgress((proc.pid,), stall_s())
+        while time.monotonic() < deadline and proc.poll() is None and not watch.stalled():
             try:
                 fd = os.open(self.ctl, os.O_WRONLY | os.O_NONBLOCK)
             except OSError:  # ENXIO: perf has not opened its end yet
@@ -160,11 +160,11 @@ class Control:
                 os.write(fd, b"enable\n")
             finally:
                 os.close(fd)
-            return self._wait_ack(proc, deadline)
+            return self._wait_ack(proc, deadline, watch)
         return False
 
-    def _wait_ack(self, proc: subprocess.Popen, deadline: float) -> bool:
-        while time.monotonic() < deadline and proc.poll() is None:
+    def _wait_ack(self, proc: subprocess.Popen, deadline: float, watch: CpuProgress) -> bool:
+        while time.monotonic() < deadline and proc.poll() is None and not watch.stalled():
             ready, _, _ = select.select([self._ack_fd], [], [], 0.2)
             if ready and b"ack" in os.read(self._ack_fd, 64):
                 return True
@@ -217,8 +217,9 @@ def run_bounded(procs: dict[str, tuple[Sequence[str], Path]], duration: float, p
             if control.enable(started["record"], ENABLE_TIMEOUT_S):
                 t0 = time.monotonic()
             elif started["record"].poll() is None:
-                raise PerfError(f"perf record did not start recording within {ENABLE_TIMEOUT_S:.0f} s (no answer "
-                                "on its control FIFO)", "check the perf binary (PMUPROF_PERF) and `pmuprof doctor`")
+                raise PerfError("perf record did not start recording (no answer on its control FIFO within "
+                                f"{ENABLE_TIMEOUT_S:.0f} s, or no CPU used for {stall_s():.0f} s)",
+                                "check the perf binary (PMUPROF_PERF) and `pmuprof doctor`")
         _watch(started, procs, duration, pids, paranoid, progress, data_path, out, t0, disk)
     except signals.STOPS as err:
         out.interrupted, out.stopped_by = True, signals.name_of(err)

@@ -52,7 +52,7 @@ def rendered(spec: ScheduleSpec, systemd: bool, root: Path = Path("/")) -> dict[
 
 def _systemctl(*args: str) -> subprocess.CompletedProcess[str]:
     try:
-        proc = tools_proc.run(["systemctl", *args], SYSTEMCTL_TIMEOUT_S)
+        proc = tools_proc.run(["systemctl", *args], SYSTEMCTL_TIMEOUT_S, stall=False)
     except subprocess.TimeoutExpired as err:
         raise PmuprofError(f"systemctl {' '.join(args)} did not answer within {SYSTEMCTL_TIMEOUT_S} s",
                            "check systemd (systemctl status) and retry") from err

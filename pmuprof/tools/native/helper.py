@@ -33,13 +33,13 @@ def _binary() -> Path:
 
 
 def run_helper(args: Sequence[str], stdin: str | None = None, timeout: float = 300,
-               allow_failure: bool = False) -> Json:
+               allow_failure: bool = False, stall: bool = True) -> Json:
     """Run ``pmuprof-helper ARGS`` and parse its JSON; raise HelperError on a crash or a top-level error."""
     argv = [str(_binary()), *args]
     try:
-        res = proc.run(argv, timeout, input=stdin)
+        res = proc.run(argv, timeout, input=stdin, stall=stall)
     except subprocess.TimeoutExpired as err:
-        raise HelperError(f"pmuprof-helper {args[0]} timed out after {timeout:.0f} s",
+        raise HelperError(f"pmuprof-helper {args[0]} {proc.timeout_text(err)}",
                           "retry with fewer functions or a shorter duration") from err
     except OSError as err:
         raise HelperError(f"cannot run {argv[0]}: {err.strerror}", BUILD_FIX) from err
@@ -115,7 +115,7 @@ def count(pid: int, seconds: float = 1.0, events: Sequence[str] = ()) -> Json:
     args = ["count", "--pid", str(int(pid)), "--duration", f"{seconds:g}"]
     for event in events:
         args += ["--event", event]
-    data = run_helper(args, timeout=seconds + 60, allow_failure=True)
+    data = run_helper(args, timeout=seconds + 60, allow_failure=True, stall=False)  # it sleeps while counting
     if data.get("error"):
         raise HelperError(f"pmuprof-helper count: pid {pid}: {data['error']}", _fix_for("count", data))
     return data

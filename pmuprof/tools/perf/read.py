@@ -46,7 +46,7 @@ def _run(argv: list[str], timeout: float = TIMEOUT_S) -> subprocess.CompletedPro
         raise PerfError(f"cannot run {argv[0]}: {err.strerror or err}",
                         "apt-get install linux-perf, or give report a folded / perf script file") from err
     except subprocess.TimeoutExpired as err:
-        raise PerfError(f"{argv[0]} {argv[1]} did not answer within {timeout:.0f} s",
+        raise PerfError(f"{argv[0]} {argv[1]} {proc.timeout_text(err)}: stopped",
                         "check the perf binary (PMUPROF_PERF) and the file") from err
 
 
