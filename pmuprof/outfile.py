@@ -21,6 +21,8 @@ _DISK_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO, errno.EFBIG)
 def os_error(err: OSError, path: Path | str, doing: str = "write") -> PmuprofError:
     """An OSError on an output path as one line: disk trouble is exit 6, a path that cannot be used exit 2."""
     why = os.strerror(err.errno) if err.errno else str(err)
+    if err.errno == errno.EROFS:
+        return ResourceError(f"cannot {doing} {path}: {why}", "choose -o on a writable filesystem")
     if err.errno in _DISK_ERRNOS:
         return ResourceError(f"cannot {doing} {path}: {why}", "free space or choose -o on another filesystem")
     if err.errno in (errno.ENOENT, errno.ENOTDIR):

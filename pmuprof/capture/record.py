@@ -92,9 +92,11 @@ def check_disk(out_dir: Path, need: int) -> tuple[int, int]:
     estimated perf.data does not fit above the reserve (perf is also stopped at the reserve)."""
     probe = _existing(out_dir)
     try:
-        usage = shutil.disk_usage(probe)
+        usage, flags = shutil.disk_usage(probe), os.statvfs(probe).f_flag
     except OSError as err:
         raise outfile.os_error(err, probe, "check free space on") from err
+    if flags & os.ST_RDONLY:
+        raise ResourceError(f"cannot write in {probe}: read-only filesystem", "choose -o on a writable filesystem")
     reserve = disk_reserve(usage.total)
     if usage.free - reserve < need:
         raise ResourceError(

@@ -60,10 +60,11 @@ def watch_cmd(pid, triggers, cycles, interval, duration, cooldown, max_captures,
     if not use_mysql and any(c.source != "cpu" for c in plan.conditions):
         raise UsageError("--no-mysql leaves only cpu triggers usable", "drop --no-mysql or use --trigger 'cpu>N'")
     duration_s = _within("--duration", duration, 1, MAX_DURATION_S)
+    interval_s = _within("--interval", interval, 0.1, 3600)
     check_window(duration_s, frequency)  # everything a capture checks, now rather than when the trigger fires
     common.check_rules()
     opts = WatchOptions(pid=_pick_pid(pid), plan=plan, base_dir=outfile.ensure_dir(base_dir),
-                        interval_s=_within("--interval", interval, 0.1, 3600), duration_s=duration_s,
+                        interval_s=interval_s, duration_s=duration_s,
                         disk_floor=DiskFloor.parse(tuple(disk_free)), mysql_options=mysql_opts,
                         record={"frequency": frequency, "mode": mode, "mysql": use_mysql}, verbose=verbose,
                         command=tuple(["pmuprof"] + sys.argv[1:]))
