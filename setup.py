@@ -44,7 +44,7 @@ setup(
     package_dir={"pmuprof.templates": "templates", "pmuprof.rules": "rules", "pmuprof.demo": "examples/demo"},
     package_data={
         "pmuprof.templates": ["*.j2", "*.js", "*.css"],
-        "pmuprof.rules": ["*.yaml"],
+        "pmuprof.rules": ["*.yaml", "knowledge/*.yaml"],
         "pmuprof.demo": ["*.c", "*.h", "Makefile"],
     },
     install_requires=["click>=8.0", "Jinja2>=3.0", "PyYAML>=5.4", "PyMySQL>=1.0"],

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Callable
 
 from . import outfile
-from .analysis.analyse import analyse
+from .analysis.analyse import analyse, with_quality
 from .analysis.binaries import Lookup
 from .analysis.load import Choice, Recording, load, read_run_dir
 from .errors import InputError
@@ -34,14 +34,18 @@ class Options:
 @dataclass(frozen=True)
 class Result:
     profile: Profile
-    findings: list[Finding]
+    diagnosis: engine.Diagnosis
     paths: dict[str, Path]
+
+    @property
+    def findings(self) -> list[Finding]:
+        return self.diagnosis.findings
 
 
 def build_profile(path: Path | str, options: Options = Options()) -> Profile:
     """Any input as an analysed Profile."""
     loaded = load(Path(path), options.choice, options.lookup.symfs)
-    return analyse(loaded, options.lookup) if isinstance(loaded, Recording) else loaded
+    return analyse(loaded, options.lookup) if isinstance(loaded, Recording) else with_quality(loaded)
 
 
 def materialize(run_dir: Path, options: Options = Options(), log: Callable[[str], None] = lambda _m: None) -> Profile:
@@ -67,14 +71,10 @@ def write_analysed(run_dir: Path, profile: Profile) -> None:
     rundir.write_typed(run_dir / rundir.ANALYSIS, profile.analysis)
 
 
-def findings_for(profile: Profile) -> list[Finding]:
-    return engine.evaluate(profile)
-
-
 def report_profile(profile: Profile, out_dir: Path) -> Result:
-    findings = findings_for(profile)
+    diagnosis = engine.diagnose(profile)
     outfile.ensure_dir(out_dir)
-    return Result(profile, findings, write_outputs(profile, findings, out_dir))
+    return Result(profile, diagnosis, write_outputs(profile, diagnosis.findings, out_dir, latches=diagnosis.latches))
 
 
 def report_input(input_path: Path | str, out_dir: Path | str, options: Options = Options(),
@@ -91,7 +91,8 @@ def report_input(input_path: Path | str, out_dir: Path | str, options: Options =
 
 def findings_json_text(input_path: Path | str, options: Options = Options()) -> str:
     profile = build_profile(input_path, options)
-    return findings_json(profile, findings_for(profile))
+    diagnosis = engine.diagnose(profile)
+    return findings_json(profile, diagnosis.findings, diagnosis.latches)
 
 
 def with_choice(options: Options, **changes) -> Options:

@@ -1,198 +1,217 @@
-/* pmuprof flame graph: a canvas icicle over preorder arrays (name, depth, values). Hand-written, no libraries. */
+/* pmuprof flame graph, part 5: the controls. Views (icicle, inverted, sandwich), zoom, search, the
+   frame menu, "Copy stack", and the state kept in the URL hash (back/forward restore it). */
 "use strict";
-function PmuFlame(box, tree, mode) {
-  var ROW = 18, n = tree.name.length, diff = mode === "diff";
-  var canvas = box.querySelector("canvas"), tip = box.querySelector(".flame-tip");
-  var crumb = box.querySelector(".flame-crumb"), search = box.querySelector("input[type=search]");
-  var matchedOut = box.querySelector(".matched");
-  var w = new Float64Array(n), x = new Float64Array(n), parent = new Int32Array(n), depth = new Int32Array(n);
-  var totals = tree.totals, maxDepth = 0, rootW = 0, maxDelta = 0;
-  var cursor = [0], path = [];
-  for (var i = 0; i < n; i++) {
-    var d = tree.depth[i] + 1;  /* row 0 is the synthetic "all" frame */
-    depth[i] = d;
-    if (diff) {
-      var b = totals[0] ? tree.values[0][i] / totals[0] : 0, a = totals[1] ? tree.values[1][i] / totals[1] : 0;
-      w[i] = (a + b) / 2;
-      if (d > 1) maxDelta = Math.max(maxDelta, Math.abs(a - b));
-    } else {
-      w[i] = tree.values[0][i];
-    }
-    if (cursor[d] === undefined) cursor[d] = 0;
-    x[i] = cursor[d];
-    cursor[d] += w[i];
-    cursor[d + 1] = x[i];
-    path[d] = i;
-    parent[i] = d > 1 ? path[d - 1] : -1;
-    if (d === 1) rootW += w[i];
-    if (d > maxDepth) maxDepth = d;
-  }
-  var zoom = -1, matches = null, hover = -1, drawn = [];
-  var inPath = new Uint8Array(n);
+var PMU_HELP = "Click a frame to zoom; double-click one for its callers and callees; right-click for more; Esc or Reset to zoom out.";
 
-  function hash(s) {
-    var h = 2166136261;
-    for (var k = 0; k < s.length && k < 40; k++) { h ^= s.charCodeAt(k); h = Math.imul(h, 16777619); }
-    return (h >>> 0) / 4294967296;
-  }
-  function colour(i) {
-    var name = tree.names[tree.name[i]], kind = tree.kinds[tree.name[i]], r = hash(name);
-    if (matches && matches[i]) return "#d05ce3";
-    if (diff) {
-      var b = totals[0] ? tree.values[0][i] / totals[0] : 0, a = totals[1] ? tree.values[1][i] / totals[1] : 0;
-      var t = maxDelta ? Math.min(1, Math.abs(a - b) / maxDelta) : 0, l = Math.round(96 - 46 * Math.sqrt(t));
-      if (kind === 3) return "hsl(270,25%,80%)";
-      return a >= b ? "hsl(0,85%," + l + "%)" : "hsl(215,85%," + l + "%)";
-    }
-    if (kind === 1) return "hsl(" + Math.round(185 + 25 * r) + ",55%," + Math.round(62 + 10 * r) + "%)";
-    if (kind === 2) return "hsl(0,0%," + Math.round(72 + 8 * r) + "%)";
-    if (kind === 3) return "hsl(270,30%,78%)";
-    return "hsl(" + Math.round(8 + 42 * r) + ",88%," + Math.round(58 + 8 * r) + "%)";
-  }
-  function pct(v, of) { return of ? (100 * v / of).toFixed(2) + " %" : "0 %"; }
-  function range() { return zoom < 0 ? [0, rootW] : [x[zoom], x[zoom] + w[zoom]]; }
-
-  function draw() {
-    var css = canvas.parentNode.clientWidth || 1000, dpr = window.devicePixelRatio || 1;
-    var height = (maxDepth + 1) * ROW + 2;
-    canvas.style.height = height + "px";
-    canvas.width = Math.round(css * dpr); canvas.height = Math.round(height * dpr);
-    var ctx = canvas.getContext("2d");
-    ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
-    ctx.clearRect(0, 0, css, height);
-    ctx.font = "12px ui-monospace, DejaVu Sans Mono, monospace";
-    ctx.textBaseline = "middle";
-    var rg = range(), scale = css / ((rg[1] - rg[0]) || 1), zd = zoom < 0 ? 0 : depth[zoom];
-    var shown = 0;
-    drawn = [];
-    for (var r = 0; r <= maxDepth; r++) drawn.push([]);
-    box1(ctx, 0, 0, css, "all (" + label(rootW) + ")", zoom < 0 ? "hsl(270,20%,86%)" : "hsl(0,0%,88%)", -1);
-    for (var i = 0; i < n; i++) {
-      var d = depth[i], px, pw;
-      if (d <= zd) {
-        if (!inPath[i]) continue;
-        px = 0; pw = css;
-      } else {
-        if (x[i] + w[i] <= rg[0] || x[i] >= rg[1]) continue;
-        px = (x[i] - rg[0]) * scale; pw = w[i] * scale;
-        if (pw < 0.4) continue;
-      }
-      box1(ctx, px, d * ROW, pw, tree.names[tree.name[i]], colour(i), i);
-      shown++;
-    }
-    box.setAttribute("data-drawn", String(shown));  /* frames on screen: tests read it */
-  }
-  function label(v) { return diff ? (100 * v).toFixed(2) + " % avg" : Math.round(v).toLocaleString("en-US") + " samples"; }
-  function box1(ctx, px, py, pw, text, fill, i) {
-    ctx.fillStyle = fill;
-    ctx.fillRect(px, py, Math.max(pw - 0.5, 0.5), ROW - 1);
-    if (i === hover) { ctx.strokeStyle = "#000"; ctx.strokeRect(px + 0.5, py + 0.5, Math.max(pw - 1.5, 0.5), ROW - 2); }
-    drawn[py / ROW].push([px, pw, i]);
-    if (pw > 28) {
-      var chars = Math.floor((pw - 6) / 7.3);
-      ctx.fillStyle = "#1b1b1b";
-      ctx.fillText(text.length > chars ? text.slice(0, Math.max(chars - 1, 1)) + "\u2026" : text, px + 3, py + ROW / 2);
-    }
-  }
-  function at(ev) {
-    var rect = canvas.getBoundingClientRect(), mx = ev.clientX - rect.left, row = Math.floor((ev.clientY - rect.top) / ROW);
-    var list = drawn[row] || [];
-    for (var k = 0; k < list.length; k++) if (mx >= list[k][0] && mx < list[k][0] + list[k][1]) return { i: list[k][2], mx: mx, my: ev.clientY - rect.top };
-    return null;
-  }
-  function describe(i) {
-    if (i < 0) return "all: " + label(rootW);
-    var name = tree.names[tree.name[i]], kids = 0;
-    for (var k = i + 1; k < n && depth[k] > depth[i]; k++) if (depth[k] === depth[i] + 1) kids += w[k];
-    if (diff) {
-      var b = tree.values[0][i], a = tree.values[1][i], bs = totals[0] ? b / totals[0] : 0, as = totals[1] ? a / totals[1] : 0;
-      var dl = 100 * (as - bs);
-      return [name, "before: " + (100 * bs).toFixed(2) + " % (" + b + " samples)",
-        "after: " + (100 * as).toFixed(2) + " % (" + a + " samples)",
-        "delta: " + (dl >= 0 ? "+" : "") + dl.toFixed(2) + " percentage points"];
-    }
-    var rg = range();
-    return [name, label(w[i]) + ", " + pct(w[i], rootW) + " of all" + (zoom >= 0 ? ", " + pct(w[i], rg[1] - rg[0]) + " of zoom" : ""),
-      "self: " + label(w[i] - kids) + " (" + pct(w[i] - kids, rootW) + ")"];
-  }
-  function showTip(ev) {
-    var hit = at(ev);
-    var next = hit ? hit.i : -2;
-    if (next !== hover) { hover = next; draw(); }
-    if (!hit || hit.i < 0) { tip.style.display = "none"; return; }
-    var lines = describe(hit.i);
-    tip.textContent = "";
-    var bold = document.createElement("b"); bold.textContent = lines[0]; tip.appendChild(bold);
-    for (var k = 1; k < lines.length; k++) { tip.appendChild(document.createElement("br")); tip.appendChild(document.createTextNode(lines[k])); }
-    tip.style.display = "block";
-    var left = hit.mx + 14, wrap = canvas.parentNode.clientWidth;
-    if (left + 360 > wrap) left = Math.max(0, hit.mx - 374);
-    tip.style.left = left + "px"; tip.style.top = (hit.my + 16) + "px";
-  }
-  function setZoom(i) {
-    zoom = i; inPath.fill(0);
-    for (var k = i; k >= 0; k = parent[k]) inPath[k] = 1;
-    var names = [];
-    for (k = i; k >= 0; k = parent[k]) names.unshift(tree.names[tree.name[k]]);
-    crumb.textContent = i < 0 ? "Click a frame to zoom; Esc or Reset to zoom out." : "zoom: " + names.join(" \u2192 ");
-    doSearch(); draw();
-  }
-  function doSearch() {
-    var q = search.value;
-    if (!q) { matches = null; matchedOut.textContent = ""; return; }
-    var re;
-    try { re = new RegExp(q, "i"); } catch (e) { re = { test: function (s) { return s.toLowerCase().indexOf(q.toLowerCase()) >= 0; } }; }
-    var hitName = new Uint8Array(tree.names.length);
-    for (var k = 0; k < tree.names.length; k++) hitName[k] = re.test(tree.names[k]) ? 1 : 0;
-    matches = new Uint8Array(n);
-    var sum = 0, inside = 1e9, rg = range(), zsum = 0;
-    for (var i = 0; i < n; i++) {
-      if (depth[i] <= inside) inside = 1e9;
-      if (!hitName[tree.name[i]]) continue;
-      matches[i] = 1;
-      if (inside < 1e9) continue;
-      inside = depth[i];
-      sum += w[i];
-      if (zoom < 0 || (x[i] >= rg[0] && x[i] < rg[1] && depth[i] > depth[zoom])) zsum += w[i];
-      else if (zoom >= 0 && inPath[i]) zsum += rg[1] - rg[0];
-    }
-    matchedOut.textContent = "matched " + pct(sum, rootW) + (zoom >= 0 ? " of all, " + pct(Math.min(zsum, rg[1] - rg[0]), rg[1] - rg[0]) + " of zoom" : " of samples");
-  }
-  canvas.addEventListener("mousemove", showTip);
-  canvas.addEventListener("mouseleave", function () { tip.style.display = "none"; if (hover !== -2) { hover = -2; draw(); } });
-  canvas.addEventListener("click", function (ev) { var hit = at(ev); if (hit) setZoom(hit.i); });
-  box.querySelector("button.reset").addEventListener("click", function () { search.value = ""; setZoom(-1); });
-  search.addEventListener("input", function () { doSearch(); draw(); });
-  document.addEventListener("keydown", function (ev) { if (ev.key === "Escape") setZoom(-1); });
-  window.addEventListener("resize", draw);
-  var initial = /^#search=(.+)$/.exec(window.location.hash || "");
-  if (initial) search.value = decodeURIComponent(initial[1]);
-  setZoom(-1);
-  return { zoom: setZoom, search: function (q) { search.value = q; doSearch(); draw(); } };
+function PmuFlame(box, data, diff) {
+  this.box = box; this.diff = diff;
+  this.canvas = this.q("canvas"); this.tip = this.q(".flame-tip"); this.menu = this.q(".flame-menu");
+  this.search = this.q("input[type=search]"); this.copyBox = this.q(".flame-copy");
+  this.painter = new PmuCanvas(this.canvas);
+  this.base = pmuBaseTree(data, diff); this.all = this.base.w[0];
+  this.inverted = null; this.sandwich = null; this.st = pmuDefaultState();
+  this.panes = []; this.rows = 1; this.hover = null; this.menuHit = null; this.hitName = null; this.lastDraw = 0;
+  this.bind();
+  var first = pmuParseHash(location.hash);
+  this.apply(first || pmuDefaultState(), "none");
+  if (first && location.hash.length > 1) box.scrollIntoView();
 }
 
-function pmuSortable(table) {
-  var heads = table.querySelectorAll("th.sortable");
-  Array.prototype.forEach.call(heads, function (th) {
-    th.addEventListener("click", function () {
-      var col = th.cellIndex, body = table.tBodies[0], rows = Array.prototype.slice.call(body.rows);
-      var desc = th.getAttribute("data-dir") !== "desc";
-      th.setAttribute("data-dir", desc ? "desc" : "asc");
-      rows.sort(function (a, b) {
-        var va = a.cells[col].getAttribute("data-v"), vb = b.cells[col].getAttribute("data-v");
-        var na = parseFloat(va), nb = parseFloat(vb), c;
-        c = (!isNaN(na) && !isNaN(nb)) ? na - nb : String(va).localeCompare(String(vb));
-        return desc ? -c : c;
-      });
-      rows.forEach(function (r) { body.appendChild(r); });
-    });
+PmuFlame.prototype.q = function (sel) { return this.box.querySelector(sel); };
+
+/* The function a frame stands for: a sandwich's root is its function, the icicle's is "all". */
+PmuFlame.prototype.nameOf = function (pane, i) {
+  return i === 0 && (pane.side === "callers" || pane.side === "callees") ? this.st.focus : pane.t.names[pane.t.name[i]];
+};
+
+PmuFlame.prototype.invertedTree = function () {
+  return this.inverted || (this.inverted = pmuInverted(this.base));
+};
+
+/* The function with the most self samples: where a sandwich opens when none was chosen. */
+PmuFlame.prototype.topSelf = function () {
+  var t = this.invertedTree(), best = -1;
+  for (var i = 1; i < t.n; i = t.end[i]) if (t.kinds[t.name[i]] < 3 && (best < 0 || t.w[i] > t.w[best])) best = i;
+  return best < 0 ? "" : t.names[t.name[best]];
+};
+
+PmuFlame.prototype.rootLabel = function (pane) {
+  var base = this.base, w = pane.t.w[0];
+  if (pane.side === "icicle" || pane.side === "inverted") return "all (" + pmuLabel(base, this.all) + ")";
+  var self = this.diff ? "" : ", self " + pmuLabel(base, this.sandwich.self[0]) + " (" + pmuPct(this.sandwich.self[0], this.all) + ")";
+  return this.st.focus + ": total " + pmuLabel(base, w) + " (" + pmuPct(w, this.all) + ")" + self;
+};
+
+/* Panes for the state; the zoom path is resolved as far as it goes and written back. */
+PmuFlame.prototype.build = function () {
+  var st = this.st;
+  this.panes = [];
+  if (st.view !== "sandwich") {
+    var t = st.view === "inverted" ? this.invertedTree() : this.base;
+    this.panes.push({ t: t, dir: 1, row0: 0, zoom: pmuFind(t, st.zoom), side: st.view });
+    this.rows = t.maxDepth + 1;
+    st.zoom = pmuPath(t, this.panes[0].zoom);
+    return;
+  }
+  if (!st.focus) st.focus = this.topSelf();
+  if (!this.sandwich || this.sandwich.fn !== st.focus) this.sandwich = pmuSandwich(this.base, st.focus);
+  if (!this.sandwich) { this.rows = 1; st.zoom = []; return; }
+  var up = this.sandwich.callers, down = this.sandwich.callees, at = st.zoom[0], rest = st.zoom.slice(1);
+  this.panes.push({ t: up, dir: -1, row0: up.maxDepth, zoom: at === "callers" ? pmuFind(up, rest) : 0, side: "callers", skipRoot: true });
+  this.panes.push({ t: down, dir: 1, row0: up.maxDepth, zoom: at === "callees" ? pmuFind(down, rest) : 0, side: "callees" });
+  this.rows = up.maxDepth + down.maxDepth + 1;
+  var z = this.zoomedPane();
+  st.zoom = z ? [z.side].concat(pmuPath(z.t, z.zoom)) : [];
+};
+
+PmuFlame.prototype.zoomedPane = function () {
+  for (var p = 0; p < this.panes.length; p++) if (this.panes[p].zoom) return this.panes[p];
+  return null;
+};
+
+/* The line under the toolbar (view, zoom path or help) and the matched share of the search. */
+PmuFlame.prototype.describeState = function () {
+  var st = this.st, z = this.zoomedPane(), text = "";
+  if (st.view === "sandwich") {
+    text = this.sandwich ? "Sandwich: callers of " + st.focus + " above it, callees below it. "
+      : "Sandwich: \u201c" + st.focus + "\u201d is not in this flame graph. ";
+  }
+  if (z) {
+    var back = z.side === "callers" || z.side === "inverted";
+    text += "zoom: " + (st.view === "sandwich" ? z.side + ": " : "") + pmuPath(z.t, z.zoom).join(back ? " \u2190 " : " \u2192 ");
+  } else {
+    text += PMU_HELP;
+  }
+  this.q(".flame-crumb").textContent = text;
+  this.hitName = pmuSearchNames(this.base.names, st.search);
+  var hitName = this.hitName, sandwich = st.view === "sandwich";
+  this.q(".matched").textContent = !hitName ? "" : this.panes.map(function (pane) {
+    var m = pmuMatched(pane.t, hitName, pane.zoom);
+    return (sandwich ? pane.side + " matched " : "matched ") + pmuPct(m[0], pane.t.w[0]) +
+      (pane.zoom ? " of all, " + pmuPct(m[1], pane.t.w[pane.zoom]) + " of zoom" : sandwich ? " of " + st.focus : " of samples");
+  }).join("; ");
+};
+
+PmuFlame.prototype.draw = function () {
+  var t0 = performance.now(), self = this;
+  var shown = this.panes.length ? this.painter.draw(this.panes, {
+    rows: this.rows, hover: this.hover, hitName: this.hitName, rootLabel: function (pane) { return self.rootLabel(pane); }
+  }) : 0;
+  this.lastDraw = performance.now() - t0;
+  this.box.setAttribute("data-drawn", String(shown));  /* frames on screen: tests read it */
+  return this.lastDraw;
+};
+
+/* Show a state; how: "push" or "replace" a history entry, or "none" (it came from the URL). */
+PmuFlame.prototype.apply = function (next, how) {
+  var st = this.st = { view: next.view, focus: next.focus, search: next.search, zoom: next.zoom.slice() }, box = this.box;
+  if (this.search.value !== st.search) this.search.value = st.search;
+  this.build();
+  this.describeState();
+  Array.prototype.forEach.call(box.querySelectorAll("button[data-view]"), function (b) {
+    b.setAttribute("aria-pressed", String(b.getAttribute("data-view") === st.view));
   });
-}
+  box.setAttribute("data-view", st.view);
+  box.setAttribute("data-focus", st.view === "sandwich" ? st.focus : "");
+  box.setAttribute("data-zoom", st.zoom.length ? st.zoom[st.zoom.length - 1] : "");
+  this.hover = null; this.tip.style.display = "none";
+  this.draw();
+  var h = pmuHashOf(st);
+  if (how !== "none" && h !== (location.hash.length > 1 ? location.hash : "")) {
+    history[how === "push" ? "pushState" : "replaceState"](null, "", h || location.pathname + location.search);
+  }
+};
 
-function pmuStart() {
-  var data = JSON.parse(document.getElementById("pmuprof-data").textContent);
-  var box = document.getElementById("flame");
-  if (box && data.flame) window.pmuFlame = PmuFlame(box, data.flame, data.kind === "diff" ? "diff" : "profile");
-  Array.prototype.forEach.call(document.querySelectorAll("table.sort"), pmuSortable);
-}
-document.addEventListener("DOMContentLoaded", pmuStart);
+PmuFlame.prototype.change = function (fields, how) {
+  var st = this.st, next = { view: st.view, focus: st.focus, search: st.search, zoom: st.zoom };
+  for (var k in fields) if (Object.prototype.hasOwnProperty.call(fields, k)) next[k] = fields[k];
+  this.apply(next, how || "push");
+};
+
+PmuFlame.prototype.zoomTo = function (hit) {
+  var pane = this.panes[hit.pane], path = pmuPath(pane.t, hit.i);
+  this.change({ zoom: this.st.view === "sandwich" && path.length ? [pane.side].concat(path) : path });
+};
+
+PmuFlame.prototype.openSandwich = function (fn) { this.change({ view: "sandwich", focus: fn, zoom: [] }); };
+
+PmuFlame.prototype.copyStack = function (hit) {
+  var pane = this.panes[hit.pane], text = pmuStackText(pane.t, hit.i, pane.side, this.st.focus), self = this;
+  this.copyBox.hidden = false;
+  pmuCopy(this.q(".flame-copy textarea"), text, function (how) {
+    self.q(".flame-copy .note").textContent = how === "clipboard"
+      ? "Copied to the clipboard (" + text.split("\n").length + " frames, outermost caller first)."
+      : "The browser did not allow the clipboard here: the stack is selected, press Ctrl+C to copy it.";
+    self.box.setAttribute("data-copied", how);
+  });
+};
+
+/* The toolbar's Copy stack: the zoomed frame's stack (click = zoom = select). */
+PmuFlame.prototype.copySelected = function () {
+  var z = this.zoomedPane();
+  if (z) return this.copyStack({ pane: this.panes.indexOf(z), i: z.zoom });
+  this.copyBox.hidden = false;
+  this.q(".flame-copy .note").textContent = "Click a frame first: Copy stack copies the zoomed frame's stack (or right-click any frame).";
+};
+
+PmuFlame.prototype.hitAt = function (ev) {
+  var rect = this.canvas.getBoundingClientRect(), mx = ev.clientX - rect.left, my = ev.clientY - rect.top;
+  var hit = this.painter.at(mx, my);
+  if (hit) { hit.mx = mx; hit.my = my; }
+  return hit;
+};
+
+PmuFlame.prototype.showTip = function (ev) {
+  var hit = this.hitAt(ev), tip = this.tip, key = function (h) { return h ? h.pane + ":" + h.i : ""; };
+  if (key(hit) !== key(this.hover)) { this.hover = hit; this.draw(); }
+  if (!hit || !this.menu.hidden) { tip.style.display = "none"; return; }
+  var pane = this.panes[hit.pane], title = hit.i === 0 ? this.rootLabel(pane) : this.nameOf(pane, hit.i);
+  pmuShowLines(tip, pmuDescribe(pane, hit.i, this.all, title, this.st.focus));
+  tip.style.display = "block";
+  var left = hit.mx + 14, wrap = this.canvas.parentNode.clientWidth;
+  if (left + 360 > wrap) left = Math.max(0, hit.mx - 374);
+  tip.style.left = left + "px"; tip.style.top = (hit.my + 16) + "px";
+};
+
+PmuFlame.prototype.openMenu = function (ev) {
+  var hit = this.hitAt(ev), menu = this.menu;
+  if (!hit || (hit.i === 0 && this.st.view !== "sandwich")) return;
+  ev.preventDefault();
+  this.menuHit = hit; this.tip.style.display = "none";
+  this.q(".flame-menu .title").textContent = this.nameOf(this.panes[hit.pane], hit.i);
+  menu.hidden = false;
+  menu.style.left = Math.min(hit.mx, Math.max(0, this.canvas.parentNode.clientWidth - 260)) + "px";
+  menu.style.top = (hit.my + 4) + "px";
+};
+
+PmuFlame.prototype.menuAction = function (act) {
+  var hit = this.menuHit, fn = this.nameOf(this.panes[hit.pane], hit.i);
+  this.menu.hidden = true;
+  if (act === "sandwich") this.openSandwich(fn);
+  else if (act === "zoom") this.zoomTo(hit);
+  else if (act === "copy") this.copyStack(hit);
+  else if (act === "search") this.change({ search: "^" + pmuEscapeRegex(fn) + "$" });
+};
+
+PmuFlame.prototype.viewButton = function (v) {
+  var z = this.zoomedPane(), st = this.st;
+  var fn = v === "sandwich" && z && st.view !== "sandwich" ? this.nameOf(z, z.zoom) : st.focus;
+  this.change({ view: v, focus: fn, zoom: [] });
+};
+
+PmuFlame.prototype.onKey = function (ev) {
+  var typing = ev.target && /^(INPUT|TEXTAREA)$/.test(ev.target.tagName);
+  if (ev.key === "Escape") {
+    if (!this.menu.hidden || !this.copyBox.hidden) { this.menu.hidden = true; this.copyBox.hidden = true; }
+    else if (this.st.zoom.length) this.change({ zoom: [] });
+  } else if (!typing && this.hover && ev.key === "c") {
+    this.copyStack(this.hover);
+  } else if (!typing && this.hover && ev.key === "s") {
+    this.openSandwich(this.nameOf(this.panes[this.hover.pane], this.hover.i));
+  }
+};
+
+PmuFlame.prototype.fromUrl = function () {
+  var next = pmuParseHash(location.hash);
+  if (next && pmuHashOf(next) !== pmuHashOf(this.st)) this.apply(next, "none");
+};

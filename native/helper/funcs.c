@@ -136,30 +136,3 @@ int funcs_lookup(struct jbuf *out, const char *binary, const char *debug, FILE *
 	elfbin_close(b);
 	return 0;
 }
-
-int funcs_pause(struct jbuf *out, const char *binary, const char *debug)
-{
-	const struct range *r;
-	struct elfbin *b;
-	size_t n = 0, i, found = 0;
-	int rc = funcs_open(out, binary, debug, &b);
-
-	if (rc)
-		return rc;
-	elfbin_fdes(b, &r, &n);
-	jbuf_key(out, "pause_functions");
-	jbuf_open(out, '[');
-	for (i = 0; i < n; i++) {
-		if (range_has_pause(b, r[i].start, r[i].end) != 1)
-			continue;
-		jbuf_open(out, '{');
-		func_describe(out, b, r[i].start, r[i].end);
-		jbuf_close(out, '}');
-		found++;
-	}
-	jbuf_close(out, ']');
-	jbuf_kuint(out, "count", found);
-	jbuf_close(out, '}');
-	elfbin_close(b);
-	return 0;
-}

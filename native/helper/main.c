@@ -14,12 +14,10 @@ static const char usage_text[] =
 	"  features                         which optional libraries were built in\n"
 	"  pmu                              libpfm4 PMUs, and whether hardware counters open\n"
 	"  encode NAME...                   libpfm4 event names -> perf -e syntax\n"
-	"  count --pid PID [--duration S] [--event E]...   count events on all threads\n"
 	"  pause [--trials N]               PAUSE latency (TSC ticks, ns) and TSC frequency\n"
 	"  skid --binary PATH [--debug FILE] [--exact] [--hot-only] < samples   skid-corrected histograms\n"
 	"       samples: 'symbol<TAB>hexoffset<TAB>count' or '0xvaddr<TAB>count' per line\n"
-	"  funcs --binary PATH [--debug FILE] [--offsets] < addresses   containing function of each address\n"
-	"  funcs --binary PATH --pause-functions          all .eh_frame functions with PAUSE\n";
+	"  funcs --binary PATH [--debug FILE] [--offsets] < addresses   containing function of each address\n";
 
 static int usage(const char *why)
 {
@@ -29,47 +27,14 @@ static int usage(const char *why)
 	return 2;
 }
 
-static int run_count(struct jbuf *out, int argc, char **argv)
-{
-	static const struct option opts[] = {
-		{"pid", required_argument, 0, 'p'}, {"duration", required_argument, 0, 'd'},
-		{"event", required_argument, 0, 'e'}, {0, 0, 0, 0}};
-	static char *defaults[] = {"task-clock", "context-switches", "cpu-migrations", "page-faults",
-				   "cycles", "instructions"};
-	char **events = calloc((size_t)argc + 1, sizeof(char *));
-	int c, n = 0, pid = 0, rc;
-	double seconds = 1.0;
-
-	while (events && (c = getopt_long(argc, argv, "p:d:e:", opts, NULL)) != -1) {
-		if (c == 'p')
-			pid = atoi(optarg);
-		else if (c == 'd')
-			seconds = atof(optarg);
-		else if (c == 'e')
-			events[n++] = optarg;
-		else {
-			free(events);
-			return -EINVAL;
-		}
-	}
-	if (!events || pid <= 0 || seconds < 0) {
-		free(events);
-		return -EINVAL;
-	}
-	rc = n ? counts_measure(out, pid, seconds, events, n)
-	       : counts_measure(out, pid, seconds, defaults, (int)(sizeof(defaults) / sizeof(*defaults)));
-	free(events);
-	return rc;
-}
-
 static int run_binary_cmd(struct jbuf *out, int argc, char **argv, int is_skid)
 {
 	static const struct option opts[] = {
 		{"binary", required_argument, 0, 'b'}, {"exact", no_argument, 0, 'x'},
 		{"hot-only", no_argument, 0, 'h'}, {"offsets", no_argument, 0, 'o'},
-		{"pause-functions", no_argument, 0, 'P'}, {"debug", required_argument, 0, 'd'}, {0, 0, 0, 0}};
+		{"debug", required_argument, 0, 'd'}, {0, 0, 0, 0}};
 	const char *binary = NULL, *debug = NULL;
-	int c, exact = 0, hot = 0, offsets = 0, pause = 0;
+	int c, exact = 0, hot = 0, offsets = 0;
 
 	while ((c = getopt_long(argc, argv, "b:", opts, NULL)) != -1) {
 		switch (c) {
@@ -78,7 +43,6 @@ static int run_binary_cmd(struct jbuf *out, int argc, char **argv, int is_skid)
 		case 'x': exact = 1; break;
 		case 'h': hot = 1; break;
 		case 'o': offsets = 1; break;
-		case 'P': pause = 1; break;
 		default: return -EINVAL;
 		}
 	}
@@ -86,7 +50,7 @@ static int run_binary_cmd(struct jbuf *out, int argc, char **argv, int is_skid)
 		return -EINVAL;
 	if (is_skid)
 		return skid_correct_mode(out, binary, debug, stdin, exact, hot);
-	return pause ? funcs_pause(out, binary, debug) : funcs_lookup(out, binary, debug, stdin, offsets);
+	return funcs_lookup(out, binary, debug, stdin, offsets);
 }
 
 static int run_pause(struct jbuf *out, int argc, char **argv)
@@ -115,8 +79,6 @@ static int dispatch(struct jbuf *out, const char *cmd, int argc, char **argv)
 		return pmu_describe(out);
 	if (!strcmp(cmd, "encode"))
 		return argc > 1 ? events_encode(out, argv + 1, argc - 1) : -EINVAL;
-	if (!strcmp(cmd, "count"))
-		return run_count(out, argc, argv);
 	if (!strcmp(cmd, "pause"))
 		return run_pause(out, argc, argv);
 	if (!strcmp(cmd, "skid"))

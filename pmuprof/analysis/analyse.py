@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections import Counter
+from dataclasses import replace
 
 from ..model.analysis import Analysis, Binary
 from ..model.labels import is_unnamed, parse_raw
@@ -38,6 +39,14 @@ def analyse(rec: Recording, lookup: binmod.Lookup = binmod.Lookup()) -> Profile:
                         warnings=(() if total else (IDLE,)) + problems(binaries, total, rec), features_off=tuple(off))
     return Profile(stacks, rec.run, rec.counters, rec.server, analysis, rec.leaves, rec.source)
 
+
+
+def with_quality(profile: Profile) -> Profile:
+    """A profile loaded already folded (a folded file, a 0.1 run directory) gets its stack quality too."""
+    if profile.analysis.quality:
+        return profile
+    qual = tuple(quality.for_process(profile.stacks, p, profile.run) for p in profile.processes())
+    return replace(profile, analysis=replace(profile.analysis, quality=qual))
 
 
 def _wanted(rec: Recording) -> dict[str, int]:

@@ -21,6 +21,8 @@ from ..tools.elf import ElfFile, Ident, ident
 
 DEBUGINFOD_TIMEOUT_S = 20.0
 DEBUG_ROOT = Path("/usr/lib/debug")
+UNREACHABLE = ("connection refused", "couldn't resolve", "could not resolve", "timed out", "timeout",
+               "couldn't connect", "network is unreachable")
 
 
 @dataclass(frozen=True)
@@ -41,18 +43,41 @@ def _under(root: Path | None, path: str | Path) -> Path:
     return Path(path) if root is None else root / str(path).lstrip("/")
 
 
+class Debuginfod:
+    """elfutils' debuginfod-find for one resolve pass: asked only when DEBUGINFOD_URLS is set, and not
+    again after it was unreachable once (a report never waits on a dead server for every binary)."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.urls = os.environ.get("DEBUGINFOD_URLS", "").strip() if enabled else ""
+        self.down = ""  # the problem line once the server was unreachable
+
+    def fetch(self, kind: str, build_id: str) -> Path | str | None:
+        """The file, a problem line, or None when debuginfod is not configured."""
+        if not self.urls:
+            return None
+        if self.down:
+            return self.down
+        got = _debuginfod_find(kind, build_id, self.urls)
+        if isinstance(got, str) and " is unreachable" in got:
+            self.down = got
+        return got
+
+
 def resolve(wanted: Mapping[str, int], recorded: Mapping[str, str], lookup: Lookup) -> tuple[Binary, ...]:
     """One Binary per file-backed DSO path in ``wanted`` (path -> samples), most samples first."""
+    client = Debuginfod(lookup.debuginfod)
     out = []
     for path, samples in sorted(wanted.items(), key=lambda kv: (-kv[1], kv[0])):
         if path.startswith("/"):
-            out.append(find(path, recorded.get(path), samples, lookup))
+            out.append(find(path, recorded.get(path), samples, lookup, client))
     return tuple(out)
 
 
-def find(path: str, build_id: str | None, samples: int, lookup: Lookup) -> Binary:
+def find(path: str, build_id: str | None, samples: int, lookup: Lookup, client: Debuginfod | None = None) -> Binary:
+    """The file for one recorded path (see the module docstring for the order), or why there is none."""
+    client = client or Debuginfod(lookup.debuginfod)
     mismatch: list[str] = []
-    for file, via in _candidates(path, build_id, lookup):
+    for file, via in _candidates(path, build_id, lookup, client):
         found = ident(file)
         if found is None:
             continue
@@ -60,7 +85,7 @@ def find(path: str, build_id: str | None, samples: int, lookup: Lookup) -> Binar
             mismatch.append(f"{file} has build-id {found.build_id}")
             continue
         verified = bool(build_id and found.build_id == build_id) if build_id else None
-        return _found(path, build_id, file, via, found, verified, samples, lookup)
+        return _found(path, build_id, file, via, found, verified, samples, lookup, client)
     if mismatch:
         problem = (f"{path}: {'; '.join(mismatch[:2])}, not the {build_id} that was recorded (the binary changed "
                    f"since the recording) — pass --binary with the file that ran, or --symfs DIR holding it")
@@ -69,7 +94,7 @@ def find(path: str, build_id: str | None, samples: int, lookup: Lookup) -> Binar
     return Binary(path=path, build_id=build_id, found_via="not found", samples=samples, problem=problem)
 
 
-def _candidates(path: str, build_id: str | None, lookup: Lookup) -> Iterable[tuple[Path, str]]:
+def _candidates(path: str, build_id: str | None, lookup: Lookup, client: Debuginfod) -> Iterable[tuple[Path, str]]:
     base = os.path.basename(path)
     for given in lookup.binaries:
         if given.name == base or build_id:
@@ -79,16 +104,16 @@ def _candidates(path: str, build_id: str | None, lookup: Lookup) -> Iterable[tup
     yield Path(path), "recorded path"
     if build_id:
         yield lookup.cache / ".build-id" / build_id[:2] / build_id[2:] / "elf", "perf build-id cache"
-        got = _debuginfod("executable", build_id, lookup)
+        got = client.fetch("executable", build_id)
         if isinstance(got, Path):
             yield got, "debuginfod"
 
 
 def _found(path: str, build_id: str | None, file: Path, via: str, found: Ident, verified: bool | None,
-           samples: int, lookup: Lookup) -> Binary:
+           samples: int, lookup: Lookup, client: Debuginfod) -> Binary:
     debug, problem = (None, "")
     if not found.symtab and found.build_id:
-        debug, problem = _debuginfo(file, found, lookup)
+        debug, problem = _debuginfo(file, found, lookup, client)
     symbols = "symtab" if found.symtab else ("debuginfo" if debug else _dynsym_or_none(file))
     return Binary(path=path, build_id=build_id, file=str(file), found_via=via, file_build_id=found.build_id,
                   verified=verified, debuginfo=str(debug) if debug else None, symbols=symbols, samples=samples,
@@ -102,7 +127,7 @@ def _dynsym_or_none(file: Path) -> str:
         return "none"
 
 
-def _debuginfo(file: Path, found: Ident, lookup: Lookup) -> tuple[Path | None, str]:
+def _debuginfo(file: Path, found: Ident, lookup: Lookup, client: Debuginfod) -> tuple[Path | None, str]:
     """A separate debug file with the same build-id, and a problem line when debuginfod failed."""
     bid = str(found.build_id)
     cands = [root / ".build-id" / bid[:2] / f"{bid[2:]}.debug" for root in lookup.debug_roots()]
@@ -114,7 +139,7 @@ def _debuginfo(file: Path, found: Ident, lookup: Lookup) -> tuple[Path | None, s
         info = ident(cand)
         if info is not None and info.build_id == bid and info.symtab:
             return cand, ""
-    got = _debuginfod("debuginfo", bid, lookup)
+    got = client.fetch("debuginfo", bid)
     if isinstance(got, Path):
         info = ident(got)
         if info is not None and info.build_id == bid and info.symtab:
@@ -122,11 +147,8 @@ def _debuginfo(file: Path, found: Ident, lookup: Lookup) -> tuple[Path | None, s
     return None, got if isinstance(got, str) else ""
 
 
-def _debuginfod(kind: str, build_id: str, lookup: Lookup) -> Path | str | None:
-    """A file from debuginfod (elfutils' debuginfod-find) when DEBUGINFOD_URLS is set; a problem line on failure."""
-    urls = os.environ.get("DEBUGINFOD_URLS", "").strip()
-    if not (lookup.debuginfod and urls):
-        return None
+def _debuginfod_find(kind: str, build_id: str, urls: str) -> Path | str:
+    """A file from debuginfod (elfutils' debuginfod-find), or a problem line."""
     tool = shutil.which("debuginfod-find")
     if tool is None:
         return "DEBUGINFOD_URLS is set but debuginfod-find is not installed — apt-get install debuginfod"
@@ -139,4 +161,6 @@ def _debuginfod(kind: str, build_id: str, lookup: Lookup) -> Path | str | None:
     if res.returncode == 0 and res.stdout.strip() and Path(res.stdout.strip()).is_file():
         return Path(res.stdout.strip())
     why = (res.stderr.strip().splitlines() or [f"exit status {res.returncode}"])[-1][:200]
+    if any(word in why.lower() for word in UNREACHABLE):
+        return f"debuginfod ({urls}) is unreachable: {why} — check DEBUGINFOD_URLS and the network"
     return f"debuginfod ({urls}) has no {kind} for build-id {build_id}: {why}"

@@ -57,7 +57,7 @@ def for_process(stacks: Mapping[Stack, int], process: str, run: Run) -> StackQua
             if parse_function(leaf):
                 functions.add(leaf)
         outer = stack[1]
-        if not is_entry(outer) and not is_unnamed(outer) and not is_kernel(outer):
+        if not is_entry(outer) and not is_kernel(outer):
             truncated += count
         if len(stack) <= 3:
             shallow += count

@@ -114,12 +114,8 @@ def preflight(opts: RecordOptions) -> tuple[str, dict]:
     facts = host.facts(perf)
     if not facts["perf_version"]:
         raise PerfError(f"{perf} does not work: `perf version` gave no version (it hung, crashed, "
-                        "or not perf)", "check PMUPROF_PERF, or reinstall linux-perf; `pmuprof doctor` shows it")
-    paranoid = facts["perf_event_paranoid"]
-    if not facts["is_root"] and paranoid is not None and paranoid > (0 if opts.mode == "per-cpu" else 1):
-        raise PerfError(f"kernel.perf_event_paranoid={paranoid} forbids {opts.mode} profiling as a non-root user",
-                        "run pmuprof as root, or `sysctl kernel.perf_event_paranoid=-1`, or grant CAP_PERFMON")
-    return perf, facts
+                        "or is not perf)", "check PMUPROF_PERF, or reinstall linux-perf; `pmuprof doctor` shows it")
+    return perf, facts  # perf itself says when perf_event_paranoid forbids it (runner classifies)
 
 
 def record(opts: RecordOptions, progress: Progress | None = None,
@@ -188,9 +184,10 @@ def _initial_run(opts: RecordOptions, targets: tuple[Target, ...], host_facts: d
     return Run(pmuprof_version=__version__, command=tuple(opts.command), started=started,
                duration_requested_s=opts.duration, mode=opts.mode,
                cgroup=_shared_cgroup(targets) if opts.mode == "per-cpu" else None, targets=targets,
-               host=replace(from_json(Host, facts), pause=from_json(Pause, pause)),
+               host=replace(from_json(Host, facts), pause=from_json(Pause, pause), pfm_pmu=helper.core_pmu()),
                record=Record(event_requested=opts.event, frequency=opts.frequency, call_graph=opts.call_graph),
-               stat=Stat(labels={perf_name: label for label, perf_name in pmu_events}, notes=tuple(pmu_notes)))
+               stat=Stat(labels={perf_name: label for label, perf_name in pmu_events}, notes=tuple(pmu_notes)),
+               features_off=tuple(from_json(FeatureOff, f) for f in helper.features_off()))
 
 
 def _record_with_fallback(opts, perf, pids, run: Run, pmu_events, cap: Cap, progress, log) -> tuple[Run, Outcome]:

@@ -28,8 +28,15 @@ def _pause(facts: Facts, missing: list[str]) -> tuple[float | None, float | None
     return cycles, ns
 
 
+def _mariadb_calibrates(version: tuple[int, ...]) -> bool:
+    """MDEV-19845: MariaDB 10.3.17 / 10.4.7 and later scale ut_delay by my_cpu_relax_multiplier/4."""
+    return not version or version >= (10, 4, 7) or (10, 3, 17) <= version < (10, 4)
+
+
 def _per_unit(facts: Facts, pause_cycles: float | None, missing: list[str]) -> tuple[float, str, bool]:
     """PAUSE instructions per unit of innodb_spin_wait_delay, where it came from, tunable?"""
+    if facts.family == "mariadb" and not _mariadb_calibrates(facts.version):
+        return 50.0, "hard-coded 50 (MariaDB before 10.3.17 / 10.4.7 has no PAUSE calibration, MDEV-19845)", False
     if facts.family == "mariadb":
         relax = facts.server.my_cpu_relax_multiplier if facts.server else None
         if relax is not None:
@@ -51,7 +58,7 @@ def _per_unit(facts: Facts, pause_cycles: float | None, missing: list[str]) -> t
     return 50.0, "assumed 50 (the MySQL default)", facts.family is None or not facts.version
 
 
-def spin_cost(facts: Facts, total: int, missing: list[str]) -> dict[str, Any]:
+def spin_cost(facts: Facts, index: Any, missing: list[str]) -> dict[str, Any]:
     """How long one maximal ut_delay / spin round lasts here, and what to set instead."""
     default = _default_delay(facts)
     if facts.server is None:
@@ -72,7 +79,7 @@ def spin_cost(facts: Facts, total: int, missing: list[str]) -> dict[str, Any]:
         "max_cycles": pauses * cycles if cycles is not None else None,
         "max_us": pauses * ns / 1000 if ns is not None else None,
         "slow_pause": cycles > SLOW_PAUSE_CYCLES if cycles is not None else None,
-        "recommended_multiplier": _recommended_multiplier(cycles),
+        "recommended_multiplier": _recommended_multiplier(cycles) if tunable else None,
     }
     out["spin_phase_us"] = out["max_us"] * loops if out["max_us"] is not None else None
     out["value"] = out["max_us"]
@@ -99,7 +106,7 @@ def _summary(c: dict[str, Any]) -> str:
     return text
 
 
-def numa_placement(facts: Facts, total: int, missing: list[str]) -> dict[str, Any] | None:
+def numa_placement(facts: Facts, index: Any, missing: list[str]) -> dict[str, Any] | None:
     """Host NUMA nodes, the nodes the target runs on, and how much of its memory is remote."""
     host_nodes = facts.run.host.numa_nodes
     numa = facts.target.numa if facts.target else None
@@ -123,10 +130,32 @@ def numa_placement(facts: Facts, total: int, missing: list[str]) -> dict[str, An
     }
 
 
-def samples(facts: Facts, total: int, missing: list[str]) -> dict[str, Any]:
-    return {"value": total}
+def samples(facts: Facts, index: Any, missing: list[str]) -> dict[str, Any]:
+    return {"value": index.total}
 
 
-DERIVED_FACTS: dict[str, Callable[[Facts, int, list[str]], Any]] = {
-    "spin_cost": spin_cost, "numa_placement": numa_placement, "samples": samples,
+def wait_latches(facts: Facts, index: Any, missing: list[str]) -> dict[str, Any]:
+    """Which latches the process's spin and wait samples are for (the latch attribution, summed)."""
+    by_latch: dict[str, int] = {}
+    table = index.attributor.latches if index.attributor else {}
+    waited = 0
+    for _, count, _, latch, _ in index.waits():
+        waited += count
+        by_latch[latch] = by_latch.get(latch, 0) + count
+    total = index.total or 1
+    ranked = sorted(by_latch.items(), key=lambda kv: (-kv[1], kv[0]))
+
+    def name(latch: str) -> str:
+        names = [table[i].name.split(" (")[0] for i in latch.split("|") if i in table]
+        return " or ".join(names) if names else "unidentified"
+
+    known = sum(n for latch, n in ranked if latch != "unidentified")
+    summary = ", ".join(f"{name(latch)} {n / total:.1%}" for latch, n in ranked[:4])
+    return {"value": known / total, "waiting": waited / total, "identified": known / total,
+            "summary": summary or "none", "top": name(ranked[0][0]) if ranked else "none",
+            "top_share": ranked[0][1] / total if ranked else 0.0}
+
+
+DERIVED_FACTS: dict[str, Callable[[Facts, Any, list[str]], Any]] = {
+    "spin_cost": spin_cost, "numa_placement": numa_placement, "samples": samples, "wait_latches": wait_latches,
 }

@@ -53,6 +53,13 @@ def _matcher(m: Matcher) -> str:
         for key, pats in m.spec.items():
             parts.append(f"{key.replace('_', ' ')}: " + ", ".join(f"`{p}`" for p in pats.patterns))
         what = "; ".join(parts)
+    elif m.kind == "latch":
+        what = "waits for latch " + " or ".join(f"`{lat}`" for lat in sorted(m.spec["latches"]))
+        for key in ("inside", "not_inside"):
+            if key in m.spec:
+                what += f"; {key.replace('_', ' ')}: " + ", ".join(f"`{p}`" for p in m.spec[key].patterns)
+        if "modes" in m.spec:
+            what += "; modes " + ", ".join(sorted(m.spec["modes"]))
     elif m.kind == "counter_ratio":
         what = f"counter ratio `{m.spec[0]}` / `{m.spec[1]}`"
     else:

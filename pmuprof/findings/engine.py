@@ -1,39 +1,61 @@
-"""Evaluate rules against a Profile, per target process, into ordered Findings."""
+"""Evaluate rules against a Profile, per target process, into ordered and grouped Findings.
+
+Per process: latch attribution once (findings/latches.py), every rule's matchers, the level from
+the metric that fired, caps (1 % of samples for stack shares, corroboration, min_samples), fixes
+that fit the detected server, then grouping: a cause finding names the symptom findings it explains.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
 from typing import Any, Iterable, Mapping
 
 from ..model.profile import Profile
 from .facts import Facts, facts_for, number
+from .fixcheck import absent
+from .grade import MIN_STACK_SHARE, Grade, confidence, corroboration, grade, holds, is_stack_metric
+from .knowledge import latch_table
+from .latches import Attributor, LatchWaits, attribute
 from .loader import load_rules
 from .matchers import StackIndex, compute
 from .model import Finding, ordered
 from .patterns import lock_wrappers
-from .schema import SEVERITIES, Condition, FixItem, Rule
-from .template import lookup, render, scalar
+from .schema import SEVERITIES, FixItem, Rule
+from .template import render, scalar
 from .versions import in_range
 
 MIN_PROCESS_SHARE = 0.02  # with several processes, ignore ones under 2 % of the samples
 _FAMILY_NAMES = {"mysql": "MySQL", "percona": "Percona Server", "mariadb": "MariaDB"}
 
 
-def evaluate(profile: Profile, rules: Iterable[Rule] | None = None) -> list[Finding]:
-    """All findings for the profile: per process label when there are several; ordered."""
+@dataclass(frozen=True)
+class Diagnosis:
+    """The findings, and per process the spin and waits by latch that many of them rest on."""
+
+    findings: list[Finding]
+    latches: Mapping[str, tuple[LatchWaits, ...]]
+
+
+def diagnose(profile: Profile, rules: Iterable[Rule] | None = None) -> Diagnosis:
     rules = tuple(load_rules() if rules is None else rules)
     processes = profile.processes()
     total = profile.total or 1
     findings: list[Finding] = []
+    latches: dict[str, tuple[LatchWaits, ...]] = {}
     for process in processes:
-        index = StackIndex(profile, process)
+        facts = facts_for(profile, process)
+        index = StackIndex(profile, process, Attributor(latch_table(), facts.family, facts.version))
         if len(processes) > 1 and index.total / total < MIN_PROCESS_SHARE:
             continue
-        facts = facts_for(profile, process)
-        for rule in rules:
-            finding = evaluate_rule(rule, index, facts)
-            if finding is not None:
-                findings.append(finding)
-    return ordered(findings)
+        latches[process] = attribute(index.stacks, index.attributor, index.total)
+        found = [f for f in (evaluate_rule(rule, index, facts) for rule in rules) if f is not None]
+        findings += group(found, {r.id: r for r in rules})
+    return Diagnosis(ordered(findings), latches)
+
+
+def evaluate(profile: Profile, rules: Iterable[Rule] | None = None) -> list[Finding]:
+    """All findings for the profile: per process label when there are several; ordered."""
+    return diagnose(profile, rules).findings
 
 
 def applies(rule: Rule, facts: Facts) -> bool:
@@ -44,51 +66,6 @@ def applies(rule: Rule, facts: Facts) -> bool:
     if spec is None and facts.family == "percona":
         spec = rule.servers.get("mysql")
     return spec is not None and in_range(facts.version, spec)
-
-
-def holds(cond: Condition, values: Mapping[str, Any]) -> bool:
-    """A condition on evidence; unknown evidence never holds."""
-    raw = lookup(values, cond.evidence)
-    if cond.op == "present":
-        return (scalar(raw) is not None) == bool(cond.value)
-    value = scalar(raw)
-    if value is None:
-        return False
-    if cond.op in ("equals", "not_equals", "in"):
-        wanted = cond.value if cond.op == "in" else (cond.value,)
-        same = any(_same(value, w) for w in wanted)
-        return not same if cond.op == "not_equals" else same
-    num = raw.get("number") if isinstance(raw, Mapping) and "number" in raw else number(value)
-    limit = number(cond.value)
-    if num is None or limit is None:
-        return False
-    return {"min": num >= limit, "max": num <= limit, "above": num > limit, "below": num < limit}[cond.op]
-
-
-def _same(value: Any, wanted: Any) -> bool:
-    a, b = number(value), number(wanted)
-    if a is not None and b is not None and not isinstance(value, str) and not isinstance(wanted, str):
-        return a == b
-    if isinstance(value, bool) or isinstance(wanted, bool):
-        return a == b
-    return str(value).strip().lower() == str(wanted).strip().lower()
-
-
-def _level(rule: Rule, values: Mapping[str, Any]) -> int | None:
-    """Index into SEVERITIES from the thresholds, or the rule's severity without thresholds."""
-    th = rule.thresholds
-    if th is None:
-        return SEVERITIES.index(rule.severity)
-    metrics = [number(scalar(values.get(m))) for m in th.metrics]
-    present = [m for m in metrics if m is not None]
-    if not present:
-        return None
-    value = min(present) if th.below else max(present)
-    for level in ("critical", "warning", "info"):
-        bound = getattr(th, level)
-        if bound is not None and (value <= bound if th.below else value >= bound):
-            return SEVERITIES.index(level)
-    return None
 
 
 def evaluate_rule(rule: Rule, index: StackIndex, facts: Facts) -> Finding | None:
@@ -103,40 +80,79 @@ def evaluate_rule(rule: Rule, index: StackIndex, facts: Facts) -> Finding | None
         return None
     if rule.fire_any and not any(holds(c, values) for c in rule.fire_any):
         return None
-    level = _level(rule, values)
-    if level is None:
+    g = grade(rule, values)
+    if g is None:
         return None
+    seen, not_seen = corroboration(rule, values)
     raised_by = [c.evidence for c in rule.raise_if if holds(c, values)]
-    if raised_by:
-        level += 1
-    level = min(level, SEVERITIES.index(rule.severity))
-    if index.total < rule.min_samples and level > 0:
-        missing.append(f"only {index.total} samples (rule needs {rule.min_samples}): severity capped at info")
-        level = 0
-    share_ev = _stack_evidence(rule, values, (rule.share,) if rule.share else ())
+    level = _capped(rule, g, index.total, raised_by, seen, missing)
+    share_ev = _stack_evidence(rule, values, ((g.metric,) if g.metric else ()) + ((rule.share,) if rule.share else ()))
     chain_ev = _stack_evidence(rule, values, rule.chain) if rule.chain else share_ev
+    share = _headline_share(rule, g, values, share_ev)
     values["chain"] = chain_ev.get("chain", "") if chain_ev else ""
-    values["share"] = float(share_ev["share"]) if share_ev else 0.0  # the metric that fired, for messages
+    values["share"] = share
     values["missing"] = "; ".join(dict.fromkeys(m for m in missing if m)) or "nothing"
     return Finding(
-        rule=rule.id, severity=SEVERITIES[level], title=rule.title,
-        share=float(share_ev["share"]) if share_ev else 0.0,
-        message=_message(rule, values),
-        evidence=_evidence(rule, values, raised_by),
-        fix=_fix(rule.fix, facts, values),
-        next_steps=tuple(render(s, values) for s in rule.next_steps),
+        rule=rule.id, severity=SEVERITIES[level], title=rule.title, share=float(share),
+        message=_message(rule, values), evidence=_evidence(rule, values, raised_by),
+        fix=_fix(rule.fix, facts, values, missing), next_steps=tuple(render(s, values) for s in rule.next_steps),
         references=rule.references,
         chain=tuple([chain_ev["hot"], *chain_ev["callers"]]) if chain_ev else (),
-        process=facts.process,
-        missing=tuple(dict.fromkeys(m for m in missing if m)),
-    )
+        process=facts.process, missing=tuple(dict.fromkeys(m for m in missing if m)),
+        confidence=confidence(rule, g, values, seen, not_seen))
+
+
+def _headline_share(rule: Rule, g: Grade, values: Mapping[str, Any], share_ev: Mapping[str, Any] | None) -> float:
+    """The share a finding is headlined with: the stack metric that set the level, else the rule's share."""
+    if g.value is not None and (is_stack_metric(rule, g.metric) or (rule.share and rule.share == g.metric)):
+        return g.value
+    if share_ev:
+        return float(share_ev["share"])
+    named = number(scalar(values.get(rule.share))) if rule.share else None
+    return named if named is not None and 0.0 <= named <= 1.0 else 0.0
+
+
+def _capped(rule: Rule, g: Grade, total: int, raised_by: list[str], seen: list[str], missing: list[str]) -> int:
+    """The level after raise_if and every cap, each cap said in ``missing``."""
+    level = min(g.level + (1 if raised_by else 0), SEVERITIES.index(rule.severity))
+    if level and is_stack_metric(rule, g.metric) and g.value is not None and g.value < MIN_STACK_SHARE:
+        missing.append(f"{g.metric} is {g.value:.1%} of the samples, under {MIN_STACK_SHARE:.0%}: information only")
+        level = 0
+    cap = rule.uncorroborated_max
+    if cap is not None and not seen and level > SEVERITIES.index(cap):
+        missing.append(f"no corroborating fact (waiters, server counters): severity capped at {cap}")
+        level = SEVERITIES.index(cap)
+    if total < rule.min_samples and level > 0:
+        missing.append(f"only {total} samples (rule needs {rule.min_samples}): severity capped at info")
+        level = 0
+    return level
+
+
+def group(findings: list[Finding], rules: Mapping[str, Rule]) -> list[Finding]:
+    """Grouping within one process: each symptom finding under the largest cause finding that explains it.
+
+    An info cause (too little evidence of its own) heads no group above info: a fil_system mutex at
+    1 % does not explain index dives that cost 60 %.
+    """
+    by_rule = {f.rule: f for f in findings}
+    causes: dict[str, list[str]] = {}
+    explained: dict[str, str] = {}
+    for symptom in by_rule:
+        cands = [c for c in by_rule if symptom in rules[c].explains and c != symptom
+                 and (by_rule[c].severity != "info" or by_rule[symptom].severity == "info")]
+        if cands:
+            cause = max(cands, key=lambda c: (by_rule[c].share, c))
+            explained[symptom] = cause
+            causes.setdefault(cause, []).append(symptom)
+    return [replace(f, explains=tuple(sorted(causes.get(f.rule, ()))), explained_by=explained.get(f.rule, ""))
+            for f in findings]
 
 
 def _stack_evidence(rule: Rule, values: Mapping[str, Any], first: tuple[str, ...]) -> Mapping[str, Any] | None:
-    """The first stack evidence with samples: ``first``, then the metrics, then the others."""
+    """The first stack or latch evidence with samples: ``first``, then the metrics, then the others."""
     names = list(first) + (list(rule.thresholds.metrics) if rule.thresholds else [])
-    names += [m.name for m in rule.evidence if m.kind == "stack"]
-    stacks = {m.name for m in rule.evidence if m.kind == "stack"}
+    names += [m.name for m in rule.evidence if m.kind in ("stack", "latch")]
+    stacks = {m.name for m in rule.evidence if m.kind in ("stack", "latch")}
     for name in names:
         value = values.get(name)
         if name in stacks and isinstance(value, Mapping) and value.get("count"):
@@ -157,23 +173,29 @@ def _fix_applies(item: FixItem, facts: Facts) -> bool:
     return spec is not None and in_range(facts.version, spec)
 
 
-def _fix(items: tuple[FixItem, ...], facts: Facts, values: Mapping[str, Any]) -> str:
-    """Fix text for this server; when the server is unknown, every variant with its label."""
+def _fix(items: tuple[FixItem, ...], facts: Facts, values: Mapping[str, Any], missing: list[str]) -> str:
+    """Fix text for this server; when the server is unknown, every variant with its label.
+
+    With the version known, an item using a variable, schema or statement that server does not
+    have (rules/knowledge/server-features.yaml) is left out, and ``missing`` says so.
+    """
     out = []
     for item in items:
         if not _fix_applies(item, facts) or not all(holds(c, values) for c in item.conditions):
             continue
         text = render(item.text, values).strip()
+        rejected = absent(text, facts.family, facts.version)
+        if rejected:
+            missing.append(f"fix '{item.label or text.splitlines()[0][:40]}' left out: {', '.join(rejected)} "
+                           f"not in {_server_text(facts)}")
+            continue
         label = item.label if (facts.family is None or not facts.version or item.when is None) else ""
         out.append(f"{label}:\n{text}" if label and "\n" in text else f"{label}: {text}" if label else text)
     return "\n\n".join(out)
 
 
 def _evidence(rule: Rule, values: Mapping[str, Any], raised_by: list[str]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for m in rule.evidence:
-        value = values.get(m.name)
-        out[m.name] = _clean(value)
+    out: dict[str, Any] = {m.name: _clean(values.get(m.name)) for m in rule.evidence}
     out["samples"] = values["samples"]
     out["server"] = values["server"]
     if raised_by:

@@ -29,6 +29,10 @@ def load_rules(directory: Path | None = None) -> tuple[Rule, ...]:
         if rule.id in seen:
             raise RuleError(f"{rule.path}:1: duplicate rule id '{rule.id}' (also in {seen[rule.id]})", "rename one")
         seen[rule.id] = rule.path
+    for rule in rules:
+        for other in rule.explains:
+            if other not in seen:
+                raise RuleError(f"{rule.path}: explains unknown rule '{other}'", "use the id of a rule file")
     if not rules:
         raise RuleError(f"{directory}: no rule files (*.yaml)", "point PMUPROF_RULES at a folder of rule files")
     return tuple(sorted(rules, key=lambda r: r.id))

@@ -8,6 +8,7 @@ from typing import Any, Callable, Mapping
 from ..model.profile import Profile
 from .derived import DERIVED_FACTS
 from .facts import Facts, dig, number
+from .latches import ALTERNATIVES, Attributor, Wait
 from .patterns import PatternSet
 from .schema import Matcher
 
@@ -16,14 +17,26 @@ TOP_CHAINS = 3
 
 
 class StackIndex:
-    """One process's stacks (root label dropped) with cached pattern matches per frame."""
+    """One process's stacks (root label dropped) with cached pattern matches per frame, and its latch waits."""
 
-    def __init__(self, profile: Profile, process: str) -> None:
+    def __init__(self, profile: Profile, process: str, attributor: Attributor | None = None) -> None:
         self.process = process
         self.stacks = [(s[1:], c) for s, c in profile.stacks.items() if s and s[0] == process and len(s) > 1]
         self.total = sum(c for s, c in profile.stacks.items() if s and s[0] == process)
         self._frames = {f for s, _ in self.stacks for f in s}
         self._cache: dict[PatternSet, frozenset[str]] = {}
+        self.attributor = attributor
+        self._waits: list[tuple[tuple[str, ...], int, Wait, str, str]] | None = None
+
+    def waits(self) -> list[tuple[tuple[str, ...], int, Wait, str, str]]:
+        """(frames, count, wait, latch id, mode) for every stack in a spin or wait path (computed once)."""
+        if self._waits is None:
+            self._waits = []
+            for frames, count in self.stacks if self.attributor else ():
+                found = self.attributor.attribute(frames)
+                if found is not None:
+                    self._waits.append((frames, count, *found))
+        return self._waits
 
     def matching(self, patterns: PatternSet) -> frozenset[str]:
         hit = self._cache.get(patterns)
@@ -78,6 +91,40 @@ def match_stack(index: StackIndex, spec: Mapping[str, PatternSet], skip: Pattern
         "chain": chain_text(top_hot, hot_share, top_callers),
         "chains": [{"frames": [h, *c], "share": round(n / total, 6), "text": chain_text(h, n / total, c)}
                    for (h, c), n in ranked],
+    }
+
+
+def match_latch(index: StackIndex, spec: Mapping[str, Any]) -> dict[str, Any]:
+    """Share of samples waiting for one of the latches (optionally inside / not inside some callers)."""
+    wanted = spec["latches"]
+    inside = index.matching(spec["inside"]) if "inside" in spec else None
+    not_inside = index.matching(spec["not_inside"]) if "not_inside" in spec else None
+    count, chains, modes, kinds = 0, Counter(), Counter(), Counter()
+    for frames, n, wait, latch, mode in index.waits():
+        if not wanted & set(latch.split(ALTERNATIVES)) or ("modes" in spec and mode not in spec["modes"]):
+            continue
+        if inside is not None and not any(f in inside for f in frames):
+            continue
+        if not_inside is not None and any(f in not_inside for f in frames):
+            continue
+        count += n
+        chains[((wait.acquirer,) if wait.acquirer else ()) + wait.callers] += n
+        kinds[wait.kind] += n
+        if mode:
+            modes[mode] += n
+    total = index.total or 1
+    if not count:
+        return {"value": 0.0, "share": 0.0, "count": 0, "hot": None, "chain": "", "callers": [], "chains": []}
+    ranked = sorted(chains.items(), key=lambda kv: (-kv[1], kv[0]))
+    top, top_n = ranked[0]
+    hot = top[0] if top else "(unknown caller)"
+    return {
+        "value": count / total, "share": count / total, "count": count, "hot": hot, "hot_share": top_n / total,
+        "callers": list(top[1:]), "chain": chain_text(hot, top_n / total, top[1:]),
+        "chains": [{"frames": list(c), "share": round(n / total, 6), "text": chain_text(c[0] if c else "?", n / total, c[1:])}
+                   for c, n in ranked[:TOP_CHAINS]],
+        "modes": dict(modes), "mode": modes.most_common(1)[0][0] if modes else "", "kinds": dict(kinds),
+        "modes_text": ", ".join(f"{m} {n / count:.0%}" for m, n in modes.most_common()) or "not known",
     }
 
 
@@ -141,6 +188,8 @@ def compute(matcher: Matcher, index: StackIndex, facts: Facts, skip: PatternSet,
     kind, spec = matcher.kind, matcher.spec
     if kind == "stack":
         return match_stack(index, spec, skip)
+    if kind == "latch":
+        return match_latch(index, spec)
     if kind == "counter_ratio":
         return _ratio(facts, spec, missing)
     if kind == "counter":
@@ -163,5 +212,5 @@ def compute(matcher: Matcher, index: StackIndex, facts: Facts, skip: PatternSet,
     if kind in _WHERE:
         return _path(facts, kind, spec, matcher.about, missing)
     if kind == "derived":
-        return DERIVED_FACTS[spec](facts, index.total, missing)
+        return DERIVED_FACTS[spec](facts, index, missing)
     raise AssertionError(f"unknown matcher kind {kind}")  # the schema rejects these

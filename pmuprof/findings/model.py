@@ -22,6 +22,9 @@ class Finding:
     chain: tuple[str, ...] = ()  # hot frame first, then the callers that explain it
     process: str = ""  # process label the finding is about ("" = all targets)
     missing: tuple[str, ...] = ()  # facts the rule could not use (no mysql.json, no PMU, ...)
+    confidence: dict[str, Any] = field(default_factory=dict)  # samples, margin, corroborated, level
+    explains: tuple[str, ...] = ()  # symptom findings (rule ids) this cause accounts for
+    explained_by: str = ""  # the cause finding (rule id) this symptom is grouped under
 
     def sort_key(self) -> tuple[int, float, str]:
         return (SEVERITY_ORDER.get(self.severity, 9), -self.share, self.rule)
@@ -40,6 +43,9 @@ class Finding:
             "chain": list(self.chain),
             "process": self.process,
             "missing": list(self.missing),
+            "confidence": self.confidence,
+            "explains": list(self.explains),
+            "explained_by": self.explained_by,
         }
 
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from ..errors import RuleError
+from .knowledge import latch_table
 from .patterns import PatternSet
 from .template import check_template
 from .versions import parse_spec
@@ -15,16 +16,18 @@ from .yamlload import LDict, LList
 SEVERITIES = ("info", "warning", "critical")
 FAMILIES = ("mysql", "percona", "mariadb")
 MATCHER_KINDS = (
-    "stack", "counter_ratio", "counter", "variable", "status", "processlist_state",
+    "stack", "latch", "counter_ratio", "counter", "variable", "status", "processlist_state",
     "host", "run", "target", "analysis", "quality", "mysql", "derived",
 )
-DERIVED = ("spin_cost", "numa_placement", "samples")
+DERIVED = ("spin_cost", "numa_placement", "samples", "wait_latches")
 STACK_KEYS = ("self", "inclusive", "inside", "not_inside", "leaf", "leaf_not")
+LATCH_KEYS = ("latches", "inside", "not_inside", "modes")
 OPERATORS = ("min", "max", "above", "below", "equals", "not_equals", "in", "present")
 TOP_KEYS = {
     "id": True, "title": True, "severity": True, "evidence": True, "message": True, "doc": True,
     "applies_to": False, "fire": False, "thresholds": False, "raise_if": False, "share": False,
     "min_samples": False, "skip_callers": False, "chain": False, "message_if": False, "fix": False,
+    "explains": False, "corroborate": False, "uncorroborated_max": False,
     "next_steps": False, "references": False,
 }
 DOC_KEYS = ("symptom", "why", "fix", "caveats")
@@ -92,6 +95,9 @@ class Rule:
     fix: tuple[FixItem, ...] = ()
     next_steps: tuple[str, ...] = ()
     references: tuple[str, ...] = ()
+    explains: tuple[str, ...] = ()  # symptom rules this one is the cause of (grouped under it in reports)
+    corroborate: tuple[Guarded, ...] = ()  # facts that confirm the evidence (their text says what was seen)
+    uncorroborated_max: str | None = None  # the highest severity without any corroborating fact
 
     def matcher(self, name: str) -> Matcher | None:
         return next((m for m in self.evidence if m.name == name), None)
@@ -169,6 +175,8 @@ def _matcher(ctx: _Ctx, name: str, data: Any, line: int) -> Matcher:
             raise ctx.fail(kline, "stack matcher needs exactly one of 'self' or 'inclusive'")
         parsed = {k: _patterns(ctx, v, spec.line_of(k), f"stack.{k}") for k, v in spec.items()}
         return Matcher(name, kind, parsed, about)
+    if kind == "latch":
+        return Matcher(name, kind, _latch_spec(ctx, spec, kline), about)
     if kind == "counter_ratio":
         pair = _strings(ctx, spec, kline, "counter_ratio")
         if len(pair) != 2:
@@ -179,6 +187,27 @@ def _matcher(ctx: _Ctx, name: str, data: Any, line: int) -> Matcher:
             raise ctx.fail(kline, f"unknown derived fact '{spec}'", f"one of: {', '.join(DERIVED)}")
         return Matcher(name, kind, spec, about)
     return Matcher(name, kind, ctx.text(spec, kline, kind), about)
+
+
+def _latch_spec(ctx: _Ctx, spec: Any, line: int) -> dict[str, Any]:
+    """latch: [ids] or {latches: [ids], inside: [patterns], not_inside: [patterns], modes: [S, X, ...]}."""
+    if not isinstance(spec, LDict):
+        spec = LDict.of({"latches": spec}, line)
+    ctx.keys(spec, LATCH_KEYS, "latch matcher")
+    if "latches" not in spec:
+        raise ctx.fail(line, "latch matcher needs 'latches' (latch ids of rules/knowledge/latches.yaml)")
+    ids = frozenset(_strings(ctx, spec["latches"], spec.line_of("latches"), "latches"))
+    unknown = sorted(ids - {lat.id for lat in latch_table().latches})
+    if unknown:
+        raise ctx.fail(spec.line_of("latches"), f"unknown latch id(s) {', '.join(unknown)}",
+                       "use the ids of rules/knowledge/latches.yaml")
+    out: dict[str, Any] = {"latches": ids}
+    for key in ("inside", "not_inside"):
+        if key in spec:
+            out[key] = _patterns(ctx, spec[key], spec.line_of(key), f"latch.{key}")
+    if "modes" in spec:
+        out["modes"] = frozenset(_strings(ctx, spec["modes"], spec.line_of("modes"), "latch.modes"))
+    return out
 
 
 def _conditions(ctx: _Ctx, value: Any, line: int, what: str, names: set[str]) -> tuple[Condition, ...]:
@@ -208,7 +237,7 @@ def _servers(ctx: _Ctx, value: Any, line: int, what: str) -> dict[str, str]:
     ctx.keys(data, FAMILIES, what)
     out = {}
     for family, spec in data.items():
-        spec = str(spec)
+        spec = " | ".join(str(s) for s in spec) if isinstance(spec, list) else str(spec)
         try:
             parse_spec(spec)
         except ValueError as err:
@@ -253,16 +282,16 @@ def _fix(ctx: _Ctx, value: Any, line: int, names: set[str]) -> tuple[FixItem, ..
     return tuple(out)
 
 
-def _guarded(ctx: _Ctx, value: Any, line: int, names: set[str]) -> tuple[Guarded, ...]:
+def _guarded(ctx: _Ctx, value: Any, line: int, names: set[str], what: str = "message_if") -> tuple[Guarded, ...]:
     out = []
-    items = ctx.seq(value, line, "message_if")
+    items = ctx.seq(value, line, what)
     for item, item_line in zip(items, items.item_lines):
-        item = ctx.mapping(item, item_line, "each message_if item")
-        ctx.keys(item, ("if", "text"), "a message_if item")
+        item = ctx.mapping(item, item_line, f"each {what} item")
+        ctx.keys(item, ("if", "text"), f"a {what} item")
         if "if" not in item or "text" not in item:
-            raise ctx.fail(item.line, "message_if items need 'if' and 'text'")
+            raise ctx.fail(item.line, f"{what} items need 'if' and 'text'")
         text = ctx.template(ctx.text(item["text"], item.line_of("text"), "text"), item.line_of("text"), names)
-        out.append(Guarded(text, _conditions(ctx, item["if"], item.line_of("if"), "message_if.if", names)))
+        out.append(Guarded(text, _conditions(ctx, item["if"], item.line_of("if"), f"{what}.if", names)))
     return tuple(out)
 
 
@@ -338,6 +367,14 @@ def _optional(ctx: _Ctx, data: LDict, names: set[str]) -> dict[str, Any]:
         out["skip_callers"] = _patterns(ctx, data["skip_callers"], ln("skip_callers"), "skip_callers")
     if "message_if" in data:
         out["message_if"] = _guarded(ctx, data["message_if"], ln("message_if"), names)
+    if "corroborate" in data:
+        out["corroborate"] = _guarded(ctx, data["corroborate"], ln("corroborate"), names, "corroborate")
+    if "uncorroborated_max" in data:
+        if data["uncorroborated_max"] not in SEVERITIES:
+            raise ctx.fail(ln("uncorroborated_max"), f"uncorroborated_max must be one of {', '.join(SEVERITIES)}")
+        out["uncorroborated_max"] = data["uncorroborated_max"]
+    if "explains" in data:
+        out["explains"] = _strings(ctx, data["explains"], ln("explains"), "explains")
     if "fix" in data:
         out["fix"] = _fix(ctx, data["fix"], ln("fix"), names)
     for key in ("next_steps", "references"):

@@ -1,4 +1,4 @@
-"""Server version ranges in rule files: ``*``, ``>=5.7``, ``>=8.0.16, <8.4`` (comma = and)."""
+"""Server version ranges in rule files: ``*``, ``>=5.7``, ``>=8.0.16, <8.4`` (comma = and, `` | `` = or)."""
 
 from __future__ import annotations
 
@@ -21,8 +21,10 @@ def parse_version(text: str) -> Version:
 
 
 def parse_spec(spec: str) -> list[tuple[str, Version]]:
-    """Parse a range; raise ValueError naming the bad term."""
+    """Parse a range (each alternative of an ``a | b`` one); raise ValueError naming the bad term."""
     spec = str(spec).strip()
+    if "|" in spec:
+        return [term for part in spec.split("|") for term in parse_spec(part)]
     if spec in ("*", "any", ""):
         return []
     terms = []
@@ -43,6 +45,8 @@ def in_range(version: Sequence[int] | None, spec: str) -> bool:
     """True when the version satisfies the range; an unknown version satisfies every range."""
     if not version:
         return True
+    if "|" in str(spec):
+        return any(in_range(version, part) for part in str(spec).split("|"))
     ver = tuple(int(v) for v in version)
     for op, bound in parse_spec(spec):
         left, right = _cmp_tuple(ver, bound) if op in ("==", "=", "!=") else (ver, bound)

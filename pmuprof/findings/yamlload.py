@@ -22,6 +22,14 @@ class LDict(dict):
     def line_of(self, key: str) -> int:
         return self.key_lines.get(key, self.line)
 
+    @classmethod
+    def of(cls, items: dict, line: int) -> "LDict":
+        """A mapping built in code, every key reported at ``line``."""
+        out = cls()
+        out.line = line
+        out.update(items)
+        return out
+
 
 class LList(list):
     """A sequence from a YAML file with ``line`` and ``item_lines``."""

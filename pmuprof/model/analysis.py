@@ -100,8 +100,8 @@ class StackQuality:
     """What is wrong with the stacks, as three separate conditions with their shares of the samples.
 
     unnamed: leaf in a known binary but with no name (stripped binary or missing debuginfo);
-    truncated: named frames whose outermost frame is not a thread entry (dwarf stack copy too short,
-    or frames lost without frame pointers); no_frame_pointers: target binaries compiled without them.
+    truncated: the outermost user frame is not a thread entry (dwarf stack copy too short, or frames
+    lost without frame pointers); no_frame_pointers: target binaries compiled without them.
     """
 
     process: str = ""

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Mapping
 
 from .. import outfile
+from ..findings.latches import LatchWaits
 from ..findings.model import Finding
 from ..model.profile import Profile
 from ..model.rundir import FINDINGS_JSON, REPORT_HTML, REPORT_MD
@@ -17,16 +18,16 @@ from .payload import build_payload
 __all__ = ["build_payload", "findings_json", "write_outputs"]
 
 
-def write_outputs(
-    profile: Profile, findings: Iterable[Finding], out_dir: Path) -> dict[str, Path]:
+def write_outputs(profile: Profile, findings: Iterable[Finding], out_dir: Path, max_flame_nodes: int = 200_000,
+                  latches: Mapping[str, tuple[LatchWaits, ...]] | None = None) -> dict[str, Path]:
     """Write report.html, findings.json and report.md into ``out_dir``; return their paths under "html", "json", "md"."""
     out_dir = Path(out_dir)
     outfile.ensure_dir(out_dir)
     found = list(findings)
-    payload = build_payload(profile, found)
+    payload = build_payload(profile, found, max_flame_nodes, latches)
     paths = {
         "html": write_text(out_dir / REPORT_HTML, render_report(payload)),
-        "json": write_text(out_dir / FINDINGS_JSON, findings_json(profile, found)),
+        "json": write_text(out_dir / FINDINGS_JSON, findings_json(profile, found, latches)),
         "md": write_text(out_dir / REPORT_MD, render_markdown(payload)),
     }
     return paths

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
 from .. import __version__
+from ..findings.latches import LatchWaits
 from ..findings.model import Finding
 from ..model.profile import Profile
 from .facts import event_names
-from .payload import findings_list
+from .payload import findings_list, latch_rows
 
 
 def profile_facts(profile: Profile) -> dict[str, Any]:
@@ -31,17 +32,33 @@ def profile_facts(profile: Profile) -> dict[str, Any]:
         "source": profile.source,
         "server_version": profile.server.server.version if profile.server else "",
         "warnings": list(dict.fromkeys(run.warnings + profile.analysis.warnings)),
+        "skid": _skid(profile),
     }
 
 
-def findings_document(profile: Profile, findings: Iterable[Finding]) -> dict[str, Any]:
+def _skid(profile: Profile) -> dict[str, Any] | None:
+    """Skid-corrected shares and the corrected functions (symbol, samples, moved), hottest first."""
+    analysis = profile.analysis
+    if analysis.skid is None:
+        return None
+    fns = sorted(analysis.skid_functions, key=lambda f: (-f.samples, f.symbol))
+    return {"pause_share": analysis.skid.pause_share, "fence_share": analysis.skid.fence_share,
+            "lock_share": analysis.skid.lock_share,
+            "functions": [{"symbol": f.symbol, "samples": f.samples, "moved": f.moved} for f in fns]}
+
+
+def findings_document(profile: Profile, findings: Iterable[Finding],
+                      latches: Mapping[str, tuple[LatchWaits, ...]] | None = None) -> dict[str, Any]:
     return {
         "pmuprof_version": __version__,
         "profile": profile_facts(profile),
         "findings": findings_list(findings),
+        "latches": latch_rows(latches),
     }
 
 
-def findings_json(profile: Profile, findings: Iterable[Finding]) -> str:
+def findings_json(profile: Profile, findings: Iterable[Finding],
+                  latches: Mapping[str, tuple[LatchWaits, ...]] | None = None) -> str:
     """The text of findings.json, also what ``pmuprof report --json`` prints (sorted keys, newline-terminated)."""
-    return json.dumps(findings_document(profile, findings), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    return json.dumps(findings_document(profile, findings, latches), indent=2, sort_keys=True,
+                      ensure_ascii=False) + "\n"

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any, Mapping
 
-TOP_FINDINGS = 3
 TOP_FRAMES = 8
 
 
@@ -26,28 +26,70 @@ def _inline(text: Any) -> str:
     return f"{ticks}{pad}{value}{pad}{ticks}"
 
 
+_ENTITY = re.compile(r"&(?=#?[0-9A-Za-z]+;)")
+_QUOTE = re.compile(r"^(\s*)>", re.M)
+
+
 def _text(text: Any) -> str:
-    """Plain text that a Markdown renderer with raw HTML cannot turn into markup."""
-    return str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    """Plain text that a Markdown renderer with raw HTML cannot turn into markup, still readable as text.
+
+    Every '<' could open a tag and an '&' before 'name;' is an entity: both escaped. A '>' only
+    quotes at the start of a line, so 'srv_sys->mutex' stays as it is.
+    """
+    return _QUOTE.sub(r"\1\\>", _ENTITY.sub("&amp;", str(text)).replace("<", "&lt;"))
 
 
-def _findings(findings: list[Mapping[str, Any]]) -> list[str]:
-    if not findings:
+def _confidence(f: Mapping[str, Any]) -> str:
+    c = f.get("confidence") or {}
+    if not c:
+        return ""
+    parts = [f"how sure: {c.get('level')}"]
+    if c.get("samples") is not None:
+        parts.append(f"{c['samples']:,} of {c.get('total') or 0:,} samples")
+    if c.get("margin") is not None:
+        parts.append(f"{c['margin']}x its threshold")
+    parts += [f"seen: {_text(x)}" for x in c.get("corroborated") or []]
+    parts += [f"not seen: {_text(x)}" for x in c.get("not_corroborated") or []]
+    return "(" + "; ".join(parts) + ")"
+
+
+def _finding(f: Mapping[str, Any], level: str = "###") -> list[str]:
+    lines = [f"{level} [{str(f['severity']).upper()}] {_text(f['title'])} ({100 * f['share']:.1f} % of samples)"]
+    if _confidence(f):
+        lines.append(_confidence(f))
+    if f.get("chain"):
+        lines.append("Frames: " + " ← ".join(_inline(c) for c in f["chain"]))
+    if f.get("message"):
+        lines += ["", _text(str(f["message"]).strip())]
+    if f.get("fix"):
+        lines += ["", "Fix:", _code(str(f["fix"]))]
+    return lines + [""]
+
+
+def _findings(groups: list[Mapping[str, Any]]) -> list[str]:
+    """Every finding: each cause with its fix, then the findings it explains (fix the cause first)."""
+    if not groups:
         return ["No rule fired. See the flame graph in report.html for where the time went.", ""]
     lines = []
-    for f in findings[:TOP_FINDINGS]:
-        lines.append(f"### [{str(f['severity']).upper()}] {_text(f['title'])} ({100 * f['share']:.1f} % of samples)")
-        if f.get("chain"):
-            lines.append("Frames: " + " ← ".join(_inline(c) for c in f["chain"]))
-        if f.get("message"):
+    for g in groups:
+        lines += _finding(g["cause"])
+        for f in g["consequences"]:
+            lines += [f"- explained by the finding above: [{str(f['severity']).upper()}] {_text(f['title'])} "
+                      f"({100 * f['share']:.1f} %): {_text(str(f['message']).strip())}"]
+        if g["consequences"]:
             lines.append("")
-            lines.append(_text(str(f["message"]).strip()))
-        if f.get("fix"):
-            lines += ["", "Fix:", _code(str(f["fix"]))]
-        lines.append("")
-    if len(findings) > TOP_FINDINGS:
-        lines += [f"…and {len(findings) - TOP_FINDINGS} more in findings.json.", ""]
     return lines
+
+
+def _latches(rows: list[Mapping[str, Any]], top: int = 8) -> list[str]:
+    if not rows:
+        return []
+    lines = ["### Spin and waits by latch", "", "| latch | share | how | from |", "|---|---|---|---|"]
+    for r in rows[:top]:
+        how = ", ".join(f"{k} {n}" for k, n in r["kinds"].items())
+        chain = _inline(r["chains"][0]["text"]) if r["chains"] else ""
+        lines.append(f"| {_text(r['name'])} | {100 * r['share']:.1f} % | {how} | {chain} |")
+    return lines + [""]
 
 
 def _numbers(p: Mapping[str, Any]) -> list[str]:
@@ -90,7 +132,8 @@ def _capture(p: Mapping[str, Any]) -> list[str]:
 def render_markdown(payload: Mapping[str, Any]) -> str:
     """The ticket text for a report payload."""
     lines = [f"## {_text(payload['title'])}", "", "### Findings", ""]
-    lines += _findings(list(payload["findings"]))
+    lines += _findings(list(payload["groups"]))
+    lines += _latches(list(payload["latches"]))
     lines += ["### Key numbers", ""] + _numbers(payload) + [""]
     lines += ["### How it was captured", ""] + _capture(payload) + [""]
     lines.append("Full report: report.html (self-contained, opens offline); machine-readable: findings.json.")

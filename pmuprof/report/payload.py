@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any, Iterable, Mapping
 
+from ..findings.latches import LatchWaits
 from ..findings.model import Finding, ordered
 from ..model.analysis import SkidFunction
 from ..model.profile import Profile
@@ -94,7 +95,42 @@ def findings_list(findings: Iterable[Finding]) -> list[dict[str, Any]]:
     return [f.to_dict() for f in ordered(list(findings))]
 
 
-def build_payload(profile: Profile, findings: Iterable[Finding], max_flame_nodes: int = 200_000) -> dict[str, Any]:
+def groups(findings: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Causes in findings order, each with the consequences it explains (cause → consequences, fix first)."""
+    by_rule = {(f["process"], f["rule"]): f for f in findings}
+    out = []
+    for f in findings:
+        if f["explained_by"] and (f["process"], f["explained_by"]) in by_rule:
+            continue
+        out.append({"cause": f, "consequences": _consequences(f, by_rule)})
+    return out
+
+
+def _consequences(cause: dict[str, Any], by_rule: dict, seen: frozenset = frozenset()) -> list[dict[str, Any]]:
+    """The findings a cause explains, and theirs (each once, in the order the cause names them)."""
+    out = []
+    for rule in cause["explains"]:
+        f = by_rule.get((cause["process"], rule))
+        if f is not None and rule not in seen:
+            out += [f] + _consequences(f, by_rule, seen | {rule, cause["rule"]})
+    return out
+
+
+def latch_rows(latches: Mapping[str, tuple[LatchWaits, ...]] | None, min_share: float = 0.001) -> list[dict[str, Any]]:
+    """The "spin and waits by latch" table: per process, each latch with its share, how, and from where."""
+    rows = []
+    for process, waits in sorted((latches or {}).items()):
+        for w in waits:
+            if w.share < min_share:
+                continue
+            rows.append({"process": process, "latch": w.latch, "name": w.name, "samples": w.count, "share": w.share,
+                         "kinds": dict(sorted(w.kinds.items())), "modes": dict(sorted(w.modes.items())),
+                         "rule": w.rule or "", "chains": [{"text": w.chain_text(c), "samples": c.count} for c in w.chains]})
+    return rows
+
+
+def build_payload(profile: Profile, findings: Iterable[Finding], max_flame_nodes: int = 200_000,
+                  latches: Mapping[str, tuple[LatchWaits, ...]] | None = None) -> dict[str, Any]:
     """Everything the report shows, as plain data (sorted, no clock reads: same input, same bytes)."""
     processes = profile.processes()
     counters = counters_section(profile.counters)
@@ -106,6 +142,8 @@ def build_payload(profile: Profile, findings: Iterable[Finding], max_flame_nodes
         "top_functions": _per_process_top(profile, processes),
         "counters": counters,
         "findings": findings_list(findings),
+        "groups": groups(findings_list(findings)),
+        "latches": latch_rows(latches),
         "instruction_hotspots": hotspots(profile),
         "comparison": comparison(profile, processes, counters["ipc"]),
         "mysql": mysql_facts(profile.server),

@@ -46,7 +46,8 @@ def _paranoid(facts) -> Check:
 
 
 def _pmu(facts) -> Check:
-    cpu = f"{facts['cpu_model']} ({facts['microarch']})"
+    pfm = helper.core_pmu() if helper_path() else ""
+    cpu = f"{facts['cpu_model']} ({facts['microarch']}{', libpfm4: ' + pfm if pfm else ''})"
     if facts["hardware_pmu"]:
         return Check("hardware PMU", True, f"cycles countable on {cpu}")
     where = " in a VM" if facts["flags_hypervisor"] else ""

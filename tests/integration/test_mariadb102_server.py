@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pmuprof.capture.elfinfo import ElfFile, symbol_summary
+from pmuprof.tools.elf import ElfFile, symbol_summary
 from tests import mariadb as mdb
 
 

@@ -17,13 +17,13 @@ HELPER = REPO / "native" / "build" / "pmuprof-helper"
 
 
 def native_binary(name: str) -> Path:
-    """Build (or refresh) native/build/NAME; skip when it cannot be built here."""
+    """Build (or refresh) native/build/NAME; skip without a compiler, FAIL when the sources do not build."""
     path = REPO / "native" / "build" / name
     if not shutil.which("make") or not shutil.which("gcc"):
         pytest.skip(f"make/gcc not installed: cannot build {name} (apt-get install build-essential)")
     res = subprocess.run(["make", "-C", str(REPO / "native"), f"build/{name}"], capture_output=True, text=True)
     if res.returncode != 0 or not path.is_file():
-        pytest.skip(f"{name} did not build: {res.stderr.strip()[-300:]}")
+        pytest.fail(f"{name} did not build: {res.stderr.strip()[-600:]}")
     return path
 
 
@@ -37,11 +37,22 @@ def helper_features(helper: Path) -> dict[str, bool]:
     return {k: v["on"] for k, v in data["features"].items()}
 
 
+# pkg-config / link probes as native/Makefile makes them: a library present here must be compiled in.
+_PROBES = {"libpfm4": ["sh", "-c", "printf '#include <perfmon/pfmlib.h>\\nint main(void){return pfm_initialize();}\\n'"
+                                   " | gcc -x c - -lpfm -o /dev/null"],
+           "elfutils": ["pkg-config", "--exists", "libdw", "libelf"], "capstone": ["pkg-config", "--exists", "capstone"]}
+
+
 def need_features(helper: Path, *names: str) -> None:
+    """Skip when a library is not installed here; fail when it is installed but the helper lacks it."""
     feats = helper_features(helper)
     for name in names:
-        if not feats.get(name):
-            pytest.skip(f"pmuprof-helper was built without {name} (install its -dev package, make -C native)")
+        if feats.get(name):
+            continue
+        installed = subprocess.run(_PROBES[name], capture_output=True).returncode == 0
+        if installed:
+            pytest.fail(f"{name} is installed but pmuprof-helper was built without it: a broken build (make -C native)")
+        pytest.skip(f"pmuprof-helper was built without {name} (install its -dev package, make -C native)")
 
 
 def run_helper(helper: Path, *args: str, stdin: str = "", env: dict | None = None) -> tuple[int, dict]:

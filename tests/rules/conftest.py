@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from pmuprof.analysis.analyse import with_quality
 from pmuprof.findings.loader import load_rules
 from pmuprof.model.folded import load_folded
 from pmuprof.model.profile import Profile
@@ -20,8 +21,9 @@ def load_fixture(path: Path) -> tuple[Profile, dict[str, str]]:
     stacks, headers = load_folded(path)
     facts_path = path.with_suffix(".json")
     facts = json.loads(facts_path.read_text(encoding="utf-8")) if facts_path.is_file() else {}
-    return make_profile(stacks, facts.get("run"), facts.get("counters"), facts.get("mysql"), facts.get("analysis"),
-                        str(path)), headers
+    profile = make_profile(stacks, facts.get("run"), facts.get("counters"), facts.get("mysql"), facts.get("analysis"),
+                           str(path))
+    return with_quality(profile), headers
 
 
 @pytest.fixture(scope="session")

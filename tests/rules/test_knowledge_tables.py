@@ -106,6 +106,22 @@ def test_latches(latches: dict[str, Any], rule_ids: set[str]) -> None:
             _check_evidence(mapping, where, latches["sources"])
 
 
+def test_a_latch_names_a_rule_that_matches_it(latches: dict[str, Any]) -> None:
+    """The report's 'rule that covers it' column: when rules match a latch anywhere (no 'inside'
+    condition), the table names one of them."""
+    from pmuprof.findings.loader import load_rules
+    matching: dict[str, set[str]] = {}
+    for rule in load_rules():
+        for matcher in rule.evidence:
+            anywhere = matcher.kind == "latch" and "inside" not in matcher.spec
+            for latch in matcher.spec["latches"] if anywhere else ():
+                matching.setdefault(latch, set()).add(rule.id)
+    for latch in latches["latches"]:
+        if matching.get(latch["id"]):
+            assert latch.get("rule") in matching[latch["id"]], \
+                f"{latch['id']}: rule {latch.get('rule')!r}, but these rules match it: {sorted(matching[latch['id']])}"
+
+
 def test_feature_entries(features: dict[str, Any], rule_ids: set[str]) -> None:
     sections = ("variables", "schemas", "statements", "status_variables")
     for section in sections:

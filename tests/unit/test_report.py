@@ -11,6 +11,7 @@ from pmuprof.model.jsontypes import from_json
 from pmuprof.model.profile import Profile
 from pmuprof.model.run import Trigger
 from pmuprof.report.facts import trigger_text
+from pmuprof.report.markdown import _text as _md_text
 from pmuprof.report import build_payload, findings_json, write_outputs
 from pmuprof.report.counters import counter_rows, derived_ipc
 from pmuprof.report.flame import KIND_KERNEL, KIND_PROCESS, KIND_UNNAMED, KIND_USER, build_tree
@@ -19,7 +20,7 @@ from pmuprof.report.markdown import render_markdown
 
 def test_findings_json_contract_and_order():
     doc = json.loads(findings_json(profile(), findings()))
-    assert set(doc) == {"pmuprof_version", "profile", "findings"}
+    assert set(doc) == {"pmuprof_version", "profile", "findings", "latches"}
     prof = doc["profile"]
     assert prof["samples"] == profile().total
     assert prof["event"] == "cpu-clock" and prof["event_requested"] == "cycles"
@@ -99,7 +100,8 @@ def test_markdown_ticket_text(tmp_path):
     assert "cpu-clock (asked for cycles)" in text
     # Outside code spans, markup is escaped for Markdown renderers that allow raw HTML.
     assert text.replace(f"`{HOSTILE_SCRIPT}`", "").count(HOSTILE_SCRIPT) == 0
-    assert "Spinning in ut_delay &lt;/script&gt;&lt;img" in text
+    assert "Spinning in ut_delay &lt;/script>&lt;img" in text
+    assert _md_text("srv_sys->mutex; PolicyMutex<T>; a &amp; b\n> q") == "srv_sys->mutex; PolicyMutex&lt;T>; a &amp;amp; b\n\\> q"
     assert render_markdown(build_payload(profile(), [])).count("No rule fired") == 1
 
 

@@ -93,6 +93,14 @@ def pmu_info() -> Json:
     return run_helper(["pmu"], timeout=30, allow_failure=True)
 
 
+def core_pmu() -> str:
+    """libpfm4's name for this CPU's core PMU (e.g. 'skx', 'amd64_fam19h_zen4'); "" when unknown."""
+    try:
+        return str(pmu_info().get("core_pmu") or "")
+    except HelperError:
+        return ""
+
+
 def encode(names: Iterable[str]) -> list[Json]:
     """libpfm4 names → perf syntax: [{"name", "perf", "type", "config", "config1", "precise_ip", ...}
     or {"name", "error"}] in input order; raises only when libpfm4 is missing or every name fails."""
@@ -103,22 +111,6 @@ def encode(names: Iterable[str]) -> list[Json]:
     if data.get("error"):
         raise HelperError(f"pmuprof-helper encode: {data['error']}", FEATURE_FIX["libpfm4"])
     return list(data.get("events", []))
-
-
-def count(pid: int, seconds: float = 1.0, events: Sequence[str] = ()) -> Json:
-    """Count events on every thread of ``pid`` for ``seconds`` (inherit on for new threads).
-
-    Shape: {"pid", "threads", "duration_s", "partial", "note", "counters": [{"event", "supported", "error",
-    "value", "time_enabled_ns", "time_running_ns", "scaled", "running_ratio"}]}. Hardware events on a host
-    without a PMU come back with supported=false; a pid that exits mid-way gives partial=true.
-    """
-    args = ["count", "--pid", str(int(pid)), "--duration", f"{seconds:g}"]
-    for event in events:
-        args += ["--event", event]
-    data = run_helper(args, timeout=seconds + 60, allow_failure=True, stall=False)  # it sleeps while counting
-    if data.get("error"):
-        raise HelperError(f"pmuprof-helper count: pid {pid}: {data['error']}", _fix_for("count", data))
-    return data
 
 
 def calibrate_pause(trials: int = 20000) -> Json:
@@ -168,13 +160,4 @@ def funcs(binary: str | Path, addrs: Iterable[int], file_offsets: bool = False, 
     data = run_helper(args, stdin=stdin, allow_failure=True)
     if data.get("error"):
         raise HelperError(f"function lookup in {binary}: {data['error']}", _fix_for("funcs", data))
-    return data
-
-
-def pause_functions(binary: str | Path) -> Json:
-    """All .eh_frame functions containing PAUSE: {"fde_functions", "named_functions", "count",
-    "pause_functions": [{"start", "end", "size", "name", "contains_pause"}]}."""
-    data = run_helper(["funcs", "--binary", str(binary), "--pause-functions"], stdin="", allow_failure=True)
-    if data.get("error"):
-        raise HelperError(f"PAUSE scan of {binary}: {data['error']}", _fix_for("funcs", data))
     return data

@@ -1,0 +1,96 @@
+"""How severe and how sure: conditions on evidence, the threshold that set the level, and confidence.
+
+The headline share of a finding is the value of the metric that set its severity. A finding resting
+on a stack share stays info below 1 % of the samples; a rule may cap what it says without a
+corroborating fact (waiters in the processlist, SEMAPHORES, status counters).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from .facts import number
+from .schema import SEVERITIES, Condition, Rule
+from .template import lookup, render, scalar
+
+STACK_KINDS = ("stack", "latch")
+MIN_STACK_SHARE = 0.01  # below this a stack-share finding is information, never a warning
+
+
+@dataclass(frozen=True)
+class Grade:
+    level: int  # index into SEVERITIES
+    metric: str | None  # the evidence whose value set the level (None: a fixed-severity rule)
+    value: float | None
+    bound: float | None  # the threshold that value passed
+
+
+def holds(cond: Condition, values: Mapping[str, Any]) -> bool:
+    """A condition on evidence; unknown evidence never holds."""
+    raw = lookup(values, cond.evidence)
+    if cond.op == "present":
+        return (scalar(raw) is not None) == bool(cond.value)
+    value = scalar(raw)
+    if value is None:
+        return False
+    if cond.op in ("equals", "not_equals", "in"):
+        wanted = cond.value if cond.op == "in" else (cond.value,)
+        same = any(_same(value, w) for w in wanted)
+        return not same if cond.op == "not_equals" else same
+    num = raw.get("number") if isinstance(raw, Mapping) and "number" in raw else number(value)
+    limit = number(cond.value)
+    if num is None or limit is None:
+        return False
+    return {"min": num >= limit, "max": num <= limit, "above": num > limit, "below": num < limit}[cond.op]
+
+
+def _same(value: Any, wanted: Any) -> bool:
+    a, b = number(value), number(wanted)
+    if a is not None and b is not None and not isinstance(value, str) and not isinstance(wanted, str):
+        return a == b
+    if isinstance(value, bool) or isinstance(wanted, bool):
+        return a == b
+    return str(value).strip().lower() == str(wanted).strip().lower()
+
+
+def grade(rule: Rule, values: Mapping[str, Any]) -> Grade | None:
+    """The level the thresholds give (the metric and bound that gave it), or the rule's fixed severity."""
+    th = rule.thresholds
+    if th is None:
+        return Grade(SEVERITIES.index(rule.severity), None, None, None)
+    candidates = [(m, number(scalar(values.get(m)))) for m in th.metrics]
+    present = [(m, v) for m, v in candidates if v is not None]
+    if not present:
+        return None
+    metric, value = (min if th.below else max)(present, key=lambda mv: mv[1])
+    for level in ("critical", "warning", "info"):
+        bound = getattr(th, level)
+        if bound is not None and (value <= bound if th.below else value >= bound):
+            return Grade(SEVERITIES.index(level), metric, value, bound)
+    return None
+
+
+def is_stack_metric(rule: Rule, metric: str | None) -> bool:
+    matcher = rule.matcher(metric) if metric else None
+    return matcher is not None and matcher.kind in STACK_KINDS
+
+
+def corroboration(rule: Rule, values: Mapping[str, Any]) -> tuple[list[str], list[str]]:
+    """(what confirmed the evidence, what was looked for and not seen) as the rule words them."""
+    seen, not_seen = [], []
+    for item in rule.corroborate:
+        text = render(item.text, values).strip()
+        (seen if all(holds(c, values) for c in item.conditions) else not_seen).append(text)
+    return seen, not_seen
+
+
+def confidence(rule: Rule, g: Grade, values: Mapping[str, Any], seen: list[str], not_seen: list[str]) -> dict:
+    """Samples behind the headline, its margin over the threshold, and the corroborating facts."""
+    ev = values.get(g.metric) if g.metric else None
+    samples = int(ev.get("count") or 0) if isinstance(ev, Mapping) and "count" in ev else None
+    margin = round(g.value / g.bound, 2) if g.value is not None and g.bound else None
+    strong = (margin is None or margin >= 2) and (samples is None or samples >= 100)
+    level = "high" if strong and (seen or not rule.corroborate) else "medium" if strong or seen else "low"
+    return {"samples": samples, "total": values.get("samples"), "threshold": g.bound, "margin": margin,
+            "corroborated": seen, "not_corroborated": not_seen, "level": level}

@@ -1,0 +1,198 @@
+"""Latch attribution: every sample in a spin or wait path is charged to the latch it waits for.
+
+From the leaf, a stack is walked up over kernel frames, wait frames (ut_delay, PAUSE loops,
+sync_array_wait_event, os_event waits, futexes) and latch machinery (TTASEventMutex, rw_lock_*_spin,
+srw/ssux members: they tell the latch type and the mode); the first frame above them is the
+acquirer. The latch table (rules/knowledge/latches.yaml) names the latch an acquirer takes in this
+server version, keeping only latches whose type agrees with the machinery seen. An acquirer the
+table does not know is reported as "unidentified, under <acquirer>" — never under a neighbour's name.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from typing import Iterable, Mapping
+
+from ..model.labels import is_kernel, is_unnamed
+from .knowledge import Latch, LatchTable, Machinery
+from .patterns import normalize
+
+MAX_CALLERS = 3
+TOP_CHAINS = 3
+UNIDENTIFIED = "unidentified"
+ALTERNATIVES = "|"  # "a|b": the acquirer takes latch a or latch b, and the stack cannot tell which
+# machinery latch types -> the latch-table mapping types they are compatible with
+_TYPE_OF = {"mutex": {"mutex"}, "rw-lock": {"rw-lock"}, "srw": {"srw", "mutex"}, "ssux": {"ssux", "rw-lock"},
+            "pthread-mutex": {"pthread-mutex", "mutex"}, "sharded-rw": {"sharded-rw"}, "prlock": {"prlock"},
+            "sync-array": set()}
+
+
+@dataclass(frozen=True)
+class Chain:
+    frames: tuple[str, ...]  # acquirer first, then its nearest callers
+    count: int
+
+
+@dataclass(frozen=True)
+class LatchWaits:
+    """One row of "spin and waits by latch": who waits for what, how, and from where."""
+
+    latch: str  # latch id, or "unidentified"
+    name: str  # as DBAs know it, or "unidentified, under <acquirer>"
+    count: int
+    share: float
+    kinds: Mapping[str, int] = field(default_factory=dict)  # spin | os_wait | futex | kernel_spin | yield
+    modes: Mapping[str, int] = field(default_factory=dict)  # S | X | SX | U
+    chains: tuple[Chain, ...] = ()
+    rule: str | None = None
+    under: str = ""  # the acquirer, for an unidentified latch
+
+    def chain_text(self, chain: Chain) -> str:
+        return " ← ".join(chain.frames)
+
+
+@dataclass(frozen=True)
+class Wait:
+    kind: str
+    mode: str
+    types: frozenset[str]
+    latch: str  # named by a machinery frame itself
+    acquirer: str | None
+    callers: tuple[str, ...]
+
+
+class Attributor:
+    """Classifies frames once (cached per distinct name) for one server family and version."""
+
+    def __init__(self, table: LatchTable, family: str | None, version: tuple[int, ...]) -> None:
+        self.waits = [w for w in table.wait_frames if w.servers.hold(family, version)]
+        self.wakes = [w for w in table.wake_frames if w.servers.hold(family, version)]
+        self.machinery = [m for m in table.machinery if m.servers.hold(family, version)]
+        self.maps = [(lat, m) for lat in table.latches for m in lat.mappings if m.servers.hold(family, version)]
+        self.latches = {lat.id: lat for lat in table.latches}
+        self._wait: dict[str, str | None] = {}
+        self._mach: dict[str, Machinery | None] = {}
+        self._acq: dict[str, tuple[tuple[Latch, str, str], ...]] = {}
+
+    def wait_kind(self, frame: str) -> str | None:
+        if frame not in self._wait:
+            self._wait[frame] = next((w.kind for w in self.waits if w.patterns.matches(frame)), None)
+        return self._wait[frame]
+
+    def machinery_of(self, frame: str) -> Machinery | None:
+        if frame not in self._mach:
+            self._mach[frame] = next((m for m in self.machinery if m.patterns.matches(frame)), None)
+        return self._mach[frame]
+
+    def acquired(self, frame: str) -> tuple[tuple[Latch, str, str], ...]:
+        """(latch, mapping type, acquirer mode) for every mapping this frame is an acquirer in."""
+        if frame not in self._acq:
+            self._acq[frame] = tuple((lat, m.type, a.mode) for lat, m in self.maps for a in m.acquirers
+                                     if a.patterns.matches(frame))
+        return self._acq[frame]
+
+    def classify(self, frames: tuple[str, ...]) -> Wait | None:
+        """The wait a stack (root first, process root removed) is in, or None when it is not waiting."""
+        j, kind, mode, latch, types = len(frames) - 1, "", "", "", set()
+        while j >= 0 and is_kernel(frames[j]):  # the kernel side of a futex or spinlock wait
+            kind = kind or (self.wait_kind(frames[j]) or "")
+            j -= 1
+        leaf = j
+        if j >= 0 and any(w.patterns.matches(frames[j]) for w in self.wakes):
+            return None  # waking waiters on unlock: not a wait
+        while j >= 0:
+            frame = frames[j]
+            found = self.wait_kind(frame)
+            mach = None if found else self.machinery_of(frame)
+            if found:
+                kind = kind or found
+            elif mach is not None:
+                kind = kind or (mach.leaf_kind if j == leaf else "")
+                mode, latch = mode or mach.mode, latch or mach.latch
+                types |= _TYPE_OF.get(mach.latch_type, {mach.latch_type})
+            elif not (is_unnamed(frame) and (kind or types)):
+                break
+            j -= 1
+        if not kind:
+            return None
+        acquirer = frames[j] if j >= 0 else None
+        return Wait(kind, mode, frozenset(types), latch, acquirer, _callers(frames, j))
+
+    def attribute(self, frames: tuple[str, ...]) -> tuple[Wait, str, str] | None:
+        """(wait, latch id or "unidentified", mode) for a stack in a spin or wait path, else None.
+
+        A bare yield (no latch machinery, an acquirer the table does not know) is a thread giving
+        up its CPU, not a latch wait: 10.2's purge coordinator yields in srv_do_purge.
+        """
+        wait = self.classify(frames)
+        if wait is None:
+            return None
+        latch, mode = self.latch_for(wait)
+        if wait.kind == "yield" and latch == UNIDENTIFIED and not wait.types:
+            return None
+        return wait, latch, mode
+
+    def latch_for(self, wait: Wait) -> tuple[str, str]:
+        """(latch id or "unidentified", mode) for a classified wait."""
+        if wait.latch:
+            return wait.latch, wait.mode
+        found = self.acquired(wait.acquirer) if wait.acquirer else ()
+        fitting = [f for f in found if not wait.types or f[1] in wait.types]
+        ids = sorted(dict.fromkeys(lat.id for lat, _, _ in (fitting or found)))
+        if not ids:
+            return UNIDENTIFIED, wait.mode
+        mode = wait.mode or next((m for lat, _, m in fitting or found if m), "")
+        return ALTERNATIVES.join(ids), mode  # an acquirer that takes several latches of one type: say so
+
+
+def _callers(frames: tuple[str, ...], at: int) -> tuple[str, ...]:
+    """The nearest named callers above frames[at] (none when the stack ended inside the wait)."""
+    out: list[str] = []
+    if at <= 0:
+        return ()
+    for frame in reversed(frames[:at]):
+        if is_unnamed(frame) or (out and out[-1] == frame):
+            continue
+        out.append(frame)
+        if len(out) == MAX_CALLERS:
+            break
+    return tuple(out)
+
+
+def attribute(stacks: Iterable[tuple[tuple[str, ...], int]], attributor: Attributor,
+              total: int) -> tuple[LatchWaits, ...]:
+    """Rows of waits by latch for one process's stacks (process root removed), most samples first."""
+    counts: Counter[tuple[str, str]] = Counter()
+    kinds: dict[tuple[str, str], Counter[str]] = defaultdict(Counter)
+    modes: dict[tuple[str, str], Counter[str]] = defaultdict(Counter)
+    chains: dict[tuple[str, str], Counter[tuple[str, ...]]] = defaultdict(Counter)
+    for frames, count in stacks:
+        found = attributor.attribute(frames)
+        if found is None:
+            continue
+        wait, latch, mode = found
+        key = (latch, (wait.acquirer or "") if latch == UNIDENTIFIED else "")
+        counts[key] += count
+        kinds[key][wait.kind] += count
+        if mode:
+            modes[key][mode] += count
+        chains[key][((wait.acquirer,) if wait.acquirer else ()) + wait.callers] += count
+    rows = [_row(key, n, total, kinds[key], modes[key], chains[key], attributor.latches) for key, n in counts.items()]
+    return tuple(sorted(rows, key=lambda r: (-r.count, r.latch, r.under)))
+
+
+def _row(key: tuple[str, str], count: int, total: int, kinds: Counter, modes: Counter, chains: Counter,
+         latches: Mapping[str, Latch]) -> LatchWaits:
+    latch_id, under = key
+    known = [latches[i] for i in latch_id.split(ALTERNATIVES) if i in latches]
+    if known:
+        name = " or ".join(lat.name for lat in known)
+    elif under:
+        name = f"unidentified, under {normalize(under)}"
+    else:
+        name = "unidentified (the stack ends inside the wait: its callers were lost)"
+    rules = {lat.rule for lat in known}
+    top = tuple(Chain(frames, n) for frames, n in sorted(chains.items(), key=lambda kv: (-kv[1], kv[0]))[:TOP_CHAINS])
+    return LatchWaits(latch_id, name, count, round(count / total, 6) if total else 0.0, dict(kinds), dict(modes),
+                      top, rules.pop() if len(rules) == 1 else None, under)

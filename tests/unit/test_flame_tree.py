@@ -1,0 +1,150 @@
+"""build_tree when it must prune: elided frames keep every sample and the leaf it landed in, within the size caps."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+from pmuprof.report.flame import ELIDED_NAME, KIND_ELIDED, KIND_UNNAMED, build_tree
+
+
+def _children(tree: dict, col: int = 0) -> list[list[int]]:
+    kids: list[list[int]] = [[] for _ in tree["name"]]
+    path: list[int] = []
+    for i, d in enumerate(tree["depth"]):
+        del path[d:]
+        if path:
+            kids[path[-1]].append(i)
+        path.append(i)
+    return kids
+
+
+def _leaf_self(tree: dict, col: int = 0) -> Counter:
+    """Self samples per frame name, read back from the preorder arrays (what the inverted view shows)."""
+    kids = _children(tree)
+    out: Counter = Counter()
+    for i, values in enumerate(tree["values"][col]):
+        own = values - sum(tree["values"][col][k] for k in kids[i])
+        assert own >= 0, "a node is never smaller than its children"
+        if own and tree["depth"][i]:
+            out[tree["names"][tree["name"][i]]] += own
+    return out
+
+
+def _exact_self(tree: dict, col: int = 0) -> Counter:
+    """Self per frame as the inverted view shows it: elided frames' own samples replaced by elided_self."""
+    out = _leaf_self(tree, col)
+    del out[ELIDED_NAME]
+    extra = tree["elided_self"]
+    for name, value in zip(extra["name"], extra["values"][col]):
+        out[tree["names"][name]] += value
+    return out
+
+
+def _self(stacks: dict) -> Counter:
+    out: Counter = Counter()
+    for stack, count in stacks.items():
+        if len(stack) > 1:
+            out[stack[-1]] += count
+    return out
+
+
+def test_small_trees_are_not_pruned():
+    tree = build_tree([{("p", "a", "b"): 2, ("p", "a"): 1}])
+    assert tree["pruned"] == 0 and tree["elided"] == [0] and tree["elided_leafless"] == [0]
+    assert ELIDED_NAME not in tree["names"]
+
+
+def test_pruned_subtrees_keep_their_samples_and_leaves_under_elided_frames():
+    # 300 narrow call paths from "a" down to ut_delay: too many nodes for the cap, yet ut_delay is 300 samples.
+    stacks = {("p", "a", f"caller{i}", "mutex_enter", "ut_delay"): 1 for i in range(300)}
+    stacks[("p", "a", "hot")] = 1000
+    tree = build_tree([stacks], max_nodes=50)
+    assert len(tree["name"]) <= 50 and tree["pruned"] == 900  # caller, mutex_enter, ut_delay × 300
+    names = [tree["names"][i] for i in tree["name"]]
+    assert names == ["p", "a", "hot", ELIDED_NAME, "ut_delay"]
+    assert tree["depth"] == [0, 1, 2, 2, 3]
+    assert tree["values"][0] == [1300, 1300, 1000, 300, 300]
+    assert tree["kinds"][tree["names"].index(ELIDED_NAME)] == KIND_ELIDED
+    assert tree["elided"] == [300] and tree["elided_leafless"] == [0]
+    assert _leaf_self(tree) == _self(stacks)  # every function's self time survives the pruning
+
+
+def test_leaves_too_scattered_to_show_stay_in_the_elided_frame():
+    stacks = {("p", "a", f"caller{i}", f"leaf{i}"): 1 for i in range(300)}
+    stacks[("p", "a", "hot")] = 1000
+    tree = build_tree([stacks], max_nodes=50)
+    assert tree["elided"] == [300] and tree["elided_leafless"] == [300]
+    assert _leaf_self(tree) == Counter({"hot": 1000, ELIDED_NAME: 300})
+    assert tree["values"][0][0] == 1300  # the root still counts everything
+    # ... and each of those 300 samples is listed by the function it landed in.
+    listed = {tree["names"][n]: v for n, v in zip(tree["elided_self"]["name"], tree["elided_self"]["values"][0])}
+    assert listed == {f"leaf{i}": 1 for i in range(300)}
+    assert _exact_self(tree) == _self(stacks)
+
+
+def test_recursive_leaves_under_their_own_kept_call_are_marked_nested():
+    # Under each kept walk → mid{j}: one narrow path back into walk, three narrow paths to other leaves.
+    stacks = {("p", "walk", f"mid{j}", f"s{j}", "walk"): 1 for j in range(5)}
+    stacks.update({("p", "walk", f"mid{j}", f"t{j}{i}", f"u{j}{i}"): 1 for j in range(5) for i in range(3)})
+    stacks[("p", "other", "x0", "walk")] = 1
+    stacks[("p", "walk", "hot")] = 500
+    stacks[("p", "other", "hot")] = 500
+    tree = build_tree([stacks], max_nodes=20)
+    extra = tree["elided_self"]
+    listed = {tree["names"][n]: (v, nested) for n, v, nested in zip(extra["name"], extra["values"][0], extra["nested"][0])}
+    assert listed.pop("walk") == (6, 5)  # 5 of them already sit under a kept "walk"
+    assert listed == {f"u{j}{i}": (1, 0) for j in range(5) for i in range(3)}
+    assert _exact_self(tree) == _self(stacks)
+
+
+def test_a_real_frame_named_like_the_marker_keeps_its_kind():
+    stacks = {("p", ELIDED_NAME): 5, **{("p", "a", f"c{i}", "x"): 1 for i in range(100)}, ("p", "a", "hot"): 500}
+    tree = build_tree([stacks], max_nodes=20)
+    kinds = [(tree["names"][i], tree["kinds"][i]) for i in range(len(tree["names"]))]
+    assert (ELIDED_NAME, KIND_UNNAMED) in kinds and (ELIDED_NAME, KIND_ELIDED) in kinds
+
+
+def test_byte_cap_holds_with_long_names():
+    long = "std::__1::basic_string<char, std::__1::char_traits<char>, std::__1::allocator<char> >::"
+    stacks = {("mysqld", f"{long}f{i}", f"{long}g{i % 7}"): 1 + i % 5 for i in range(2000)}
+    stacks[("mysqld", "do_command", "ut_delay")] = 5000
+    tree = build_tree([stacks], max_bytes=40_000)
+    assert len(json.dumps(tree, ensure_ascii=False, separators=(",", ":"))) <= 40_000
+    assert tree["pruned"] > 0 and tree["values"][0][0] == sum(stacks.values())
+    assert _leaf_self(tree)["ut_delay"] == 5000
+    assert _exact_self(tree) == _self(stacks)
+
+
+def test_two_columns_prune_on_the_larger_share_and_stay_consistent():
+    before = {("p", "a", f"c{i}", "spin"): 1 for i in range(200)}
+    before[("p", "b")] = 800
+    after = {("p", "a", f"c{i}", "spin"): 3 for i in range(200)}
+    after[("p", "b")] = 100
+    tree = build_tree([before, after], max_nodes=30)
+    assert tree["totals"] == [1000, 700]
+    for col, stacks in enumerate((before, after)):
+        assert _leaf_self(tree, col) == _self(stacks) == _exact_self(tree, col)
+        assert tree["values"][col][0] == tree["totals"][col]
+    assert tree["elided"] == [200, 600]
+
+
+def test_report_says_what_was_elided():
+    from pmuprof.model.profile import Profile
+    from pmuprof.report.html import render_report
+    from pmuprof.report.payload import build_payload
+
+    stacks = {("p", "a", f"caller{i}", "ut_delay"): 1 for i in range(300)}
+    stacks[("p", "a", "hot")] = 700
+    text = render_report(build_payload(Profile(stacks), [], 20))
+    assert "600 frames narrower than 0.1000 %" in text and "(30.00 % of samples)" in text
+    assert "self time per function is exact" in text
+    assert "frames narrower than" not in render_report(build_payload(Profile(stacks), []))
+
+
+def test_pruned_tree_is_the_same_whatever_the_input_order():
+    stacks = {("p", f"a{i % 7}", f"c{i}", f"leaf{i % 13}"): 1 + i % 3 for i in range(400)}
+    stacks[("p", "hot")] = 900
+    one = build_tree([stacks], max_nodes=60)
+    two = build_tree([dict(reversed(list(stacks.items())))], max_nodes=60)
+    assert one["pruned"] > 0 and json.dumps(one) == json.dumps(two)
