@@ -45,12 +45,20 @@ def _raise(signum: int, _frame: object) -> None:
     raise StopSignal(signum)
 
 
-def install() -> None:
-    """Make SIGINT, SIGTERM and SIGHUP raise StopSignal in the main thread (the CLI's entry calls this)."""
+@contextlib.contextmanager
+def installed() -> Iterator[None]:
+    """Inside: SIGINT, SIGTERM and SIGHUP raise StopSignal in the main thread (the CLI runs in here);
+    the previous handlers come back on the way out (callers such as tests keep theirs)."""
+    previous = {}
     if threading.current_thread() is threading.main_thread():
         for signum in STOP_SIGNALS:
             if signal.getsignal(signum) is not signal.SIG_IGN:  # nohup's SIGHUP stays ignored
-                signal.signal(signum, _raise)
+                previous[signum] = signal.signal(signum, _raise)
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 @contextlib.contextmanager

@@ -77,7 +77,11 @@ def _internal_error(err: BaseException) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; every outcome is one line on stderr and an exit code from the README's table."""
-    signals.install()
+    with signals.installed():
+        return _main(argv)
+
+
+def _main(argv: list[str] | None) -> int:
     try:
         # without standalone mode click returns (not raises) the code of click.exceptions.Exit
         code = cli.main(args=argv, prog_name="pmuprof", standalone_mode=False)

@@ -14,7 +14,6 @@ import pytest
 
 from helpers import REPO, build_busy, need_perf
 
-from pmuprof import signals
 from pmuprof.cli.main import main
 
 
@@ -38,8 +37,7 @@ def one_line(res: Ran, code: int, *needles: str) -> str:
 
 @pytest.fixture
 def pmuprof(monkeypatch, capsys):
-    """Run the CLI in this process (fast); the signal handlers of pytest stay as they are."""
-    monkeypatch.setattr(signals, "install", lambda: None)
+    """Run the CLI in this process (fast; main() puts pytest's signal handlers back when it returns)."""
 
     def run(*args: str, env: dict[str, str] | None = None) -> Ran:
         for key, value in (env or {}).items():
