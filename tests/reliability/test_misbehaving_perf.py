@@ -16,9 +16,10 @@ HANGS = {"version": "gave no version", "record": "did not start recording",
 @pytest.mark.parametrize("step", list(HANGS))
 def test_a_hung_perf_ends_in_bounded_time_with_one_line(live, step):
     """PMUPROF_STALL_S=2: a perf step that uses no CPU for 2 s is hung (the default is 60 s)."""
-    res, _, elapsed = live[f"hang-{step}"]
+    cases, started = live
+    res, ended, _ = cases[f"hang-{step}"]
     one_line(res, 5, HANGS[step])
-    assert elapsed < 60, f"the hung captures took {elapsed:.0f} s"
+    assert ended - started < 90, f"the capture with a hung perf {step} took {ended - started:.0f} s"
 
 
 def test_perf_printing_bytes_that_are_not_utf8(pmuprof, fake_perf):

@@ -21,10 +21,12 @@ def folded(tmp_path):
     return path
 
 
-def test_export_to_a_character_device_writes_in_place(pmuprof, folded, tmp_path):
+@pytest.mark.parametrize("command", ["export", "history"])
+def test_a_character_device_is_written_in_place(pmuprof, folded, tmp_path, command):
     dev = tmp_path / "null"
     os.mknod(dev, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
-    assert pmuprof("export", folded, "-f", "folded", "-o", dev).code == 0
+    args = ("export", folded, "-f", "folded", "-o", dev) if command == "export" else ("history", tmp_path, "-o", dev)
+    assert pmuprof(*args).code == 0
     assert stat.S_ISCHR(os.lstat(dev).st_mode), "the device was replaced"
 
 

@@ -26,7 +26,7 @@ def _no_process_mentions(path: Path) -> bool:
 
 @pytest.fixture
 def stopped(live):
-    return {case: (res, out) for case, (res, out, _) in live.items()}
+    return {case: (res, out) for case, (res, _, out) in live[0].items()}
 
 
 @pytest.mark.parametrize("case", list(SIGNAL_CASES))
