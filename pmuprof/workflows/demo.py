@@ -17,6 +17,7 @@ from typing import Callable
 
 from .. import outfile
 from ..capture.record import RecordOptions, record
+from ..tools import proc as tools_proc
 from ..errors import PmuprofError, UsageError
 from ..model import rundir
 from ..model.server import ServerFacts, ServerVersion
@@ -90,7 +91,7 @@ def build_demo(cache_dir: Path | None = None, source_dir: Path | None = None) ->
     tmp = out_dir / f".{DEMO_BINARY}.{os.getpid()}.tmp"
     argv = [compiler, *DEMO_CFLAGS, "-o", str(tmp), str(source), "-pthread"]
     try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+        done = tools_proc.run(argv, timeout=120, stall=False)
     except (OSError, subprocess.TimeoutExpired) as err:
         raise DemoError(f"cannot run {compiler}: {err}", f"apt-get install {BUILD_PACKAGES}") from err
     if done.returncode != 0:

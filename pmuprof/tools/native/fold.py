@@ -59,11 +59,19 @@ def fold_stream(source: Source, pids: Iterable[int] = (), comms: Iterable[str] =
         argv = fold_argv(binary, meta, pids, comms, per_thread, names, raw_unknown)
         fd = _direct_fd(source)
         with open(Path(tmp) / "stacks.folded", "w+b") as out, open(Path(tmp) / "err", "w+b") as err:
-            if fd is not None:
-                proc = subprocess.run(argv, stdin=fd, stdout=out, stderr=err, check=False)
-            else:
-                proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=out, stderr=err)
-                _pump(source, proc)
+            proc = subprocess.Popen(argv, stdin=subprocess.PIPE if fd is None else fd, stdout=out, stderr=err)
+            try:
+                with proc_tools.Watchdog((proc,), proc_tools.stall_s(), SCRIPT_MAX_S) as dog:
+                    if fd is None:
+                        _pump(source, proc)
+                    proc.wait()
+            finally:
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.wait()
+            if dog.fired:
+                raise FoldError(f"pmuprof-fold {dog.fired}: stopped", "rebuild it (make -C native), or set "
+                                "PMUPROF_FOLD= to fold in Python")
             return _result(proc.returncode, out, err, meta)
 
 
