@@ -12,11 +12,13 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Mapping
+from typing import TYPE_CHECKING, Mapping, Sequence
+
+import numpy as np
 
 from ..model.labels import is_kernel, is_unnamed
 from .knowledge import Latch, LatchTable, Machinery
-from .patterns import normalize
+from .patterns import frame_names, normalize
 
 if TYPE_CHECKING:
     from .stackmatch import WaitTable
@@ -77,6 +79,34 @@ class Attributor:
         self._wait: dict[str, str | None] = {}
         self._mach: dict[str, Machinery | None] = {}
         self._acq: dict[str, tuple[tuple[Latch, str, str], ...]] = {}
+        self._wake: dict[str, bool] = {}
+
+    def prime(self, frames: Sequence[str]) -> np.ndarray:
+        """Classify a whole frame table at once (bulk pattern masks fill the per-name caches).
+
+        Returns, per frame, whether it can end a wait path: a kernel, wait or machinery frame."""
+        names = frame_names(tuple(frames))
+        first_wait = _first_hit([w.patterns.mask(names) for w in self.waits], len(frames))
+        first_mach = _first_hit([m.patterns.mask(names) for m in self.machinery], len(frames))
+        acq = [(lat, m.type, a.mode, a.patterns.mask(names)) for lat, m in self.maps for a in m.acquirers]
+        wakes = _first_hit([w.patterns.mask(names) for w in self.wakes], len(frames)) >= 0
+        for i, frame in enumerate(frames):
+            self._wake.setdefault(frame, bool(wakes[i]))
+            self._wait.setdefault(frame, self.waits[first_wait[i]].kind if first_wait[i] >= 0 else None)
+            self._mach.setdefault(frame, self.machinery[first_mach[i]] if first_mach[i] >= 0 else None)
+        hits: dict[str, list[tuple[Latch, str, str]]] = {}
+        for lat, kind, mode, mask in acq:
+            for i in np.flatnonzero(mask).tolist():
+                hits.setdefault(frames[i], []).append((lat, kind, mode))
+        for frame in frames:
+            self._acq.setdefault(frame, tuple(hits.get(frame, ())))
+        kernel = np.fromiter((is_kernel(f) for f in frames), dtype=bool, count=len(frames))
+        return kernel | (first_wait >= 0) | (first_mach >= 0)
+
+    def wakes_up(self, frame: str) -> bool:
+        if frame not in self._wake:
+            self._wake[frame] = any(w.patterns.matches(frame) for w in self.wakes)
+        return self._wake[frame]
 
     def wait_kind(self, frame: str) -> str | None:
         if frame not in self._wait:
@@ -102,7 +132,7 @@ class Attributor:
             kind = kind or (self.wait_kind(frames[j]) or "")
             j -= 1
         leaf = j
-        if j >= 0 and any(w.patterns.matches(frames[j]) for w in self.wakes):
+        if j >= 0 and self.wakes_up(frames[j]):
             return None  # waking waiters on unlock: not a wait
         while j >= 0:
             frame = frames[j]
@@ -147,6 +177,14 @@ class Attributor:
             return UNIDENTIFIED, wait.mode
         mode = wait.mode or next((m for lat, _, m in fitting or found if m), "")
         return ALTERNATIVES.join(ids), mode  # an acquirer that takes several latches of one type: say so
+
+
+def _first_hit(masks: list[np.ndarray], n: int) -> np.ndarray:
+    """Per frame, the index of the first mask that marks it (-1: none), as the first-match loops do."""
+    out = np.full(n, -1, dtype=np.int64)
+    for k, mask in enumerate(masks):
+        out[(out < 0) & mask] = k
+    return out
 
 
 def _callers(frames: tuple[str, ...], at: int) -> tuple[str, ...]:

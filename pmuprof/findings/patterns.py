@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import bisect
 import re
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Iterable
+from typing import Iterable, Sequence
+
+import numpy as np
 
 from ..model.labels import without_kernel_suffix
 from .globs import MAX_MATCH_CHARS, GlobSet, Matcher, checked_regex
@@ -110,6 +113,74 @@ class PatternSet:
             if rx.search(name) or (short is not name and rx.search(short)):
                 return True
         return False
+
+    def mask(self, names: "FrameNames") -> np.ndarray:
+        """``matches`` for every frame of a table at once: each glob looks only at the names that can
+        hold its literal part (a sorted-name range for a literal prefix, else a substring scan)."""
+        out = np.zeros(len(names.names), dtype=bool)
+        for rx in self.compiled:
+            if isinstance(rx, GlobSet):
+                for glob in rx.globs:
+                    _mark(out, names.candidates(glob), names, rx)
+            else:
+                _mark(out, range(len(names.names)), names, rx)
+        return out
+
+
+def _mark(out: np.ndarray, candidates: Iterable[int], names: "FrameNames", rx: Matcher) -> None:
+    full, short = names.names, names.shorts
+    for i in candidates:
+        if not out[i] and (rx.search(full[i]) or (short[i] is not None and rx.search(short[i]))):
+            out[i] = True
+
+
+@dataclass(frozen=True)
+class FrameNames:
+    """A frame table's names as rules see them (normalized, bounded), prepared for bulk matching."""
+
+    names: tuple[str, ...]
+    shorts: tuple[str | None, ...]  # the name without its argument list, where it has one
+    order: tuple[int, ...]  # indices sorted by name
+    sorted_names: tuple[str, ...]
+    text: str  # every name and short name, one per line
+    line_of: np.ndarray  # line start offsets in ``text`` -> frame index (``line_frame``)
+    line_frame: np.ndarray
+
+    @classmethod
+    def of(cls, frames: Sequence[str]) -> "FrameNames":
+        names = tuple(normalize(f[:MAX_MATCH_CHARS]) for f in frames)
+        shorts = tuple(s if (s := _without_args(n)) is not n else None for n in names)
+        order = sorted(range(len(names)), key=names.__getitem__)
+        lines = [(n, i) for i, n in enumerate(names)] + [(s, i) for i, s in enumerate(shorts) if s is not None]
+        text = "\n".join(n.replace("\n", " ") for n, _ in lines)
+        starts = np.cumsum([0] + [len(n) + 1 for n, _ in lines[:-1]]) if lines else np.zeros(0, np.int64)
+        return cls(names, shorts, tuple(order), tuple(names[i] for i in order), text, np.asarray(starts, np.int64),
+                   np.asarray([i for _, i in lines], dtype=np.int64))
+
+    def candidates(self, glob: str) -> Iterable[int]:
+        """Frame indices whose name or short name can match the (normalized) glob."""
+        prefix = re.split(r"[*?]", glob, maxsplit=1)[0]
+        if prefix:
+            lo = bisect.bisect_left(self.sorted_names, prefix)
+            hi = bisect.bisect_left(self.sorted_names, prefix + "\U0010ffff")
+            found = set(self.order[lo:hi])
+            if any(s is not None for s in self.shorts):  # a short name can match where the full one does not
+                found.update(i for i, s in enumerate(self.shorts) if s is not None and s.startswith(prefix))
+            return sorted(found)
+        piece = max(re.split(r"[*?]", glob), key=len)
+        if len(piece) < 2:
+            return range(len(self.names))
+        hits = [m.start() for m in re.finditer(re.escape(piece), self.text)]
+        if not hits:
+            return ()
+        lines = np.searchsorted(self.line_of, np.asarray(hits, dtype=np.int64), side="right") - 1
+        return np.unique(self.line_frame[lines]).tolist()
+
+
+@lru_cache(maxsize=4)
+def frame_names(frames: tuple[str, ...]) -> FrameNames:
+    """FrameNames for a frame table (the last few tables are kept: one per profile in use)."""
+    return FrameNames.of(frames)
 
 
 @lru_cache(maxsize=256)

@@ -14,11 +14,10 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from ..model.labels import is_kernel
 from ..model.profile import Profile
 from ..model.stacks import Stacks, gather_index
 from .latches import ALTERNATIVES, Attributor, Wait
-from .patterns import PatternSet
+from .patterns import PatternSet, frame_names
 
 MAX_CALLERS = 3
 TOP_CHAINS = 3
@@ -56,7 +55,7 @@ class StackIndex:
         """True per frame id whose label the patterns match (each label tested once)."""
         hit = self._luts.get(patterns)
         if hit is None:
-            hit = np.fromiter((patterns.matches(f) for f in self.st.frames), dtype=bool, count=len(self.st.frames))
+            hit = patterns.mask(frame_names(self.st.frames))
             self._luts[patterns] = hit
         return hit
 
@@ -76,8 +75,7 @@ def _wait_table(st: Stacks, attributor: Attributor | None) -> WaitTable:
     latches: list[str] = []
     modes: list[str] = []
     if attributor is not None and len(st):
-        maybe = np.fromiter((is_kernel(f) or attributor.wait_kind(f) is not None or attributor.machinery_of(f) is not None
-                             for f in st.frames), dtype=bool, count=len(st.frames))
+        maybe = attributor.prime(st.frames)
         for row in np.flatnonzero(maybe[st.leaf_ids] & (st.lengths > 1)).tolist():
             found = attributor.attribute(st.row(row)[1:])
             if found is not None:
