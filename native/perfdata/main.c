@@ -15,12 +15,14 @@ static const char USAGE[] =
     "                        [--leaves FILE] [--meta FILE] perf.data > stacks.folded\n"
     "Reads perf.data itself and writes what `perf script -F comm,pid,tid,ip,sym,symoff,dso --no-inline\n"
     "[--pid=P,...] | pmuprof-fold OPTIONS` writes, byte for byte; --meta adds the DSOs it resolved.\n"
+    "--script also writes that perf script text to stderr (for comparing with perf script).\n"
     "Exit status: 0 done; 1 failure; 2 usage; 3 the file needs something only perf script does (one\n"
     "line on stderr says what: use perf script instead); 4 the file is corrupt or truncated.\n";
 
 typedef struct {
     fold_opts_t o;
     const char *leaves, *meta, *input;
+    int script;
     int32_t *pids;
 } args_t;
 
@@ -39,6 +41,8 @@ static int args_parse(int argc, char **argv, args_t *a)
             a->o.per_thread = 1;
         else if (!strcmp(opt, "--raw-unknown"))
             a->o.raw_unknown = 1;
+        else if (!strcmp(opt, "--script"))
+            a->script = 1;
         else if (opt[0] != '-' && !a->input)
             a->input = opt;
         else if (!val)
@@ -135,6 +139,7 @@ static int run(args_t *a, pd_file_t *pf, folder_t *f)
         fputs("pmuprof-perfdata: out of memory\n", stderr);
         return PD_EFAIL;
     }
+    r.echo = a->script ? stderr : NULL;
     int rc = reader_run(&r, err, sizeof err);
     if (rc) {
         fprintf(stderr, "pmuprof-perfdata: %s: %s\n", rc == PD_EUNSUPPORTED ? "unsupported" : "error", err);

@@ -37,6 +37,8 @@ int reader_init(reader_t *r, pd_file_t *file, folder_t *fold, const int32_t *pid
     if (machine_init(&r->m))
         return -ENOMEM;
     r->m.osrelease = file->osrelease;
+    if (machine_comm(&r->m, 0, 0, "swapper", 7)) /* perf registers the idle thread first */
+        return -ENOMEM;
     for (size_t i = 0; i < file->nbids; i++) { /* perf's header build-id table: DSOs by name */
         const pd_buildid_t *b = &file->bids[i];
         dso_t *d = dsos_findnew(&r->m.dsos, b->name);

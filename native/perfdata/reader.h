@@ -3,6 +3,7 @@
 #define PMUPROF_PD_READER_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 #include "../fold/buf.h"
 #include "../fold/fold.h"
@@ -35,6 +36,7 @@ typedef struct {
     buf_t lines, text;
     uint32_t chain[PD_MAX_STACK + 1];
     uint64_t samples, lost, printed;
+    FILE *echo;            /* --script: also write the perf script text the folder is fed */
 } reader_t;
 
 int reader_init(reader_t *r, pd_file_t *file, folder_t *fold, const int32_t *pids, size_t npids);

@@ -41,7 +41,7 @@ int pd_sample_parse(const pd_attr_t *a, const unsigned char *rec, uint16_t size,
     size_t n = (size_t)(size - 8) / 8, i = 0;
     const unsigned char *w = rec + 8;
     memset(s, 0, sizeof *s);
-    s->cpumode = rec[6] & PERF_RECORD_MISC_CPUMODE_MASK;
+    s->cpumode = rec[4] & PERF_RECORD_MISC_CPUMODE_MASK;
     s->time = PD_NO_TIME;
     if ((size_t)__builtin_popcountll(st & FIXED_FIELDS) > n)
         return -1;

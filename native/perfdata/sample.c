@@ -11,8 +11,11 @@
 #include "reader.h"
 
 /* folder_feed each '\n'-separated line, as pmuprof-fold reads perf script's output. */
-static int feed_text(folder_t *f, const char *s, size_t n)
+static int feed_text(reader_t *r, const char *s, size_t n)
 {
+    folder_t *f = r->fold;
+    if (r->echo)
+        fprintf(r->echo, "%.*s\n", (int)n, s);
     const char *nl;
     while ((nl = memchr(s, '\n', n))) {
         if (folder_feed(f, s, (size_t)(nl - s)))
@@ -20,7 +23,7 @@ static int feed_text(folder_t *f, const char *s, size_t n)
         n -= (size_t)(nl - s) + 1;
         s = nl + 1;
     }
-    return n ? folder_feed(f, s, n) : 0;
+    return folder_feed(f, s, n);
 }
 
 static uint64_t frame_hash(uint64_t gen, uint64_t ip)
@@ -152,9 +155,11 @@ static int push_frame(reader_t *r, uint32_t i)
 {
     const frame_t *fr = &r->frames[i];
     const char *line = r->lines.p + fr->text;
+    if (r->echo && fr->tail >= 0)
+        fprintf(r->echo, "%.*s\n", (int)fr->len, line);
     if (fr->tail >= 0)
         return folder_frame_push(r->fold, fr->tail, line + fr->addr_off, fr->addr_len);
-    return feed_text(r->fold, line, fr->len);
+    return feed_text(r, line, fr->len);
 }
 
 /* thread__resolve_callchain_sample (callee order, no branch stacks): frames into r->chain. */
@@ -218,7 +223,7 @@ static int inline_line(reader_t *r, const thread_t *t, const pd_sample_t *s)
     if (buf_append(&r->text, ip, (size_t)k) ||
         buf_append(&r->text, r->lines.p + fr->text + fr->sym_off, fr->len - fr->sym_off))
         return -ENOMEM;
-    return feed_text(r->fold, r->text.p, r->text.len);
+    return feed_text(r, r->text.p, r->text.len);
 }
 
 int reader_sample(reader_t *r, const pd_attr_t *a, const unsigned char *rec, uint16_t size)
@@ -245,10 +250,10 @@ int reader_sample(reader_t *r, const pd_attr_t *a, const unsigned char *rec, uin
     size_t n;
     if ((rc = chain_resolve(r, t, &s, &n)) || (rc = header_text(r, t, &s, 1)))
         return rc;
-    if ((rc = feed_text(r->fold, r->text.p, r->text.len)))
+    if ((rc = feed_text(r, r->text.p, r->text.len)))
         return rc;
     for (size_t i = 0; i < n; i++)
         if ((rc = push_frame(r, r->chain[i])))
             return rc;
-    return folder_feed(r->fold, "", 0);
+    return feed_text(r, "", 0);
 }
