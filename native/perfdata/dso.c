@@ -7,17 +7,56 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/auxv.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* [buildid] dir from a perf config file (git-style "key = value" under "[section]"), or NULL. */
+static char *config_buildid_dir(const char *path, char *found)
+{
+    FILE *fp = path ? fopen(path, "r") : NULL;
+    char line[4096], section[64] = "";
+    while (fp && fgets(line, sizeof line, fp)) {
+        char *p = line + strspn(line, " \t"), *eq, *end;
+        if (*p == '[') {
+            snprintf(section, sizeof section, "%.*s", (int)strcspn(p + 1, "]"), p + 1);
+            continue;
+        }
+        if (strcasecmp(section, "buildid") || !(eq = strchr(p, '=')) || strncmp(p, "dir", 3) ||
+            strspn(p + 3, " \t") != (size_t)(eq - p - 3))
+            continue;
+        p = eq + 1 + strspn(eq + 1, " \t");
+        end = p + strcspn(p, "\r\n");
+        while (end > p && (end[-1] == ' ' || end[-1] == '\t'))
+            end--;
+        if (end - p >= 2 && *p == '"' && end[-1] == '"')
+            p++, end--;
+        free(found);
+        found = strndup(p, (size_t)(end - p));
+    }
+    if (fp)
+        fclose(fp);
+    return found;
+}
+
+/* perf's buildid_dir: buildid.dir from $PERF_CONFIG alone, else /etc/perfconfig then ~/.perfconfig;
+ * else $HOME/.debug. */
 int dsos_init(dsos_t *d)
 {
     memset(d, 0, sizeof *d);
-    const char *env = getenv("PERF_BUILDID_DIR"), *home = getenv("HOME");
-    if (env && *env)
-        d->buildid_dir = strdup(env);
-    else if (asprintf(&d->buildid_dir, "%s/.debug", home ? home : "") < 0)
+    const char *only = getenv("PERF_CONFIG"), *home = getenv("HOME");
+    char user[4096];
+    if (only) {
+        d->buildid_dir = *only ? config_buildid_dir(only, NULL) : NULL;
+    } else {
+        const char *nosys = getenv("PERF_CONFIG_NOSYSTEM");
+        if (!nosys || !strcmp(nosys, "0") || !strcasecmp(nosys, "false"))
+            d->buildid_dir = config_buildid_dir("/etc/perfconfig", NULL);
+        snprintf(user, sizeof user, "%s/.perfconfig", home ? home : "");
+        d->buildid_dir = config_buildid_dir(home ? user : NULL, d->buildid_dir);
+    }
+    if (!d->buildid_dir && asprintf(&d->buildid_dir, "%s%s.debug", home ? home : "", home ? "/" : "") < 0)
         d->buildid_dir = NULL;
     return d->buildid_dir ? 0 : -ENOMEM;
 }

@@ -12,6 +12,9 @@
 #include <unistd.h>
 
 volatile unsigned long pd_sink;
+#ifndef PD_VARIANT
+#define PD_VARIANT 1 /* builds with another value get another build-id */
+#endif
 
 static double now(void)
 {
@@ -101,6 +104,6 @@ int main(int argc, char **argv)
     for (int i = 0; i < 3; i++)
         pthread_join(t[i], NULL);
     waitpid(kid, NULL, 0);
-    printf("%lu\n", pd_sink);
+    printf("%lu %d\n", pd_sink, PD_VARIANT);
     return 0;
 }
