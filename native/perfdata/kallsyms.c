@@ -76,9 +76,18 @@ static int ref_cb(void *ctx, uint64_t addr, char type, const char *name, size_t 
     return 0;
 }
 
+typedef struct {
+    symtab_t *syms;
+    ref_t ref;
+} load_t;
+
+/* One pass: the symbols perf keeps, and the reference symbol (kallsyms__get_function_start). */
 static int sym_cb(void *ctx, uint64_t addr, char type, const char *name, size_t n)
 {
-    symtab_t *t = ctx;
+    load_t *l = ctx;
+    symtab_t *t = l->syms;
+    if (l->ref.name && !l->ref.found)
+        ref_cb(&l->ref, addr, type, name, n);
     char u = (char)toupper((unsigned char)type);
     if (!(u == 'T' || u == 'W' || u == 'D' || u == 'B') || name[0] == '$')
         return 0;
@@ -146,13 +155,13 @@ int kallsyms_load(machine_t *m, const char *path, map_t *vmlinux)
     char *real = realpath(path, NULL);
     int restricted = real && !strcmp(real, "/proc/kallsyms") && kptr_restricted();
     free(real);
-    if (restricted || kallsyms_parse(path, sym_cb, &k->syms) < 0)
+    load_t l = {&k->syms, {m->k.ref_name, 0, 0}};
+    if (restricted || kallsyms_parse(path, sym_cb, &l) < 0)
         return -1;
     if (m->k.ref_name) {
-        ref_t r = {m->k.ref_name, 0, 0};
-        if (kallsyms_parse(path, ref_cb, &r) < 0 || !r.found)
+        if (!l.ref.found)
             return -1;
-        delta = r.addr - m->k.ref_addr;
+        delta = l.ref.addr - m->k.ref_addr;
     }
     symtab_fixup_end(&k->syms, 1);
     symtab_fixup_duplicate(&k->syms);

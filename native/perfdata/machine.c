@@ -68,6 +68,7 @@ static thread_t *thread_new(machine_t *m, int32_t pid, int32_t tid)
     m->all[m->nall++] = t;
     t->pid = pid;
     t->tid = tid;
+    t->hdr_id = -2;
     int n = snprintf(def, sizeof def, ":%d", tid);
     return comm_id(m, def, (size_t)n, &t->comm) ? NULL : t;
 }

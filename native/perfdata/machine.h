@@ -28,6 +28,10 @@ typedef struct {
     uint32_t comm;      /* id in machine.comms */
     int comm_set;
     maps_t *maps;
+    /* the folder's id for this thread's last sample header (comm, pid, tid): -2 none */
+    int64_t hdr_id;
+    uint32_t hdr_comm;
+    int32_t hdr_pid, hdr_tid;
 } thread_t;
 
 typedef struct {

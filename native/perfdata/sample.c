@@ -210,6 +210,30 @@ static int header_text(reader_t *r, const thread_t *t, const pd_sample_t *s, int
     return buf_append(b, comm, n) || buf_append(b, pid, (size_t)k) ? -ENOMEM : 0;
 }
 
+/* The header line through the thread's cached folder header id (same comm, pid, tid as last time). */
+static int sample_header(reader_t *r, thread_t *t, const pd_sample_t *s)
+{
+    if (t->hdr_id == -2 || t->hdr_comm != t->comm || t->hdr_pid != (int32_t)s->pid ||
+        t->hdr_tid != (int32_t)s->tid || r->echo) {
+        if (header_text(r, t, s, 1))
+            return -ENOMEM;
+        t->hdr_id = folder_header_intern(r->fold, r->text.p, r->text.len);
+        if (t->hdr_id < -1)
+            return -ENOMEM;
+        t->hdr_comm = t->comm, t->hdr_pid = (int32_t)s->pid, t->hdr_tid = (int32_t)s->tid;
+        if (t->hdr_id == -1 || r->echo) {
+            t->hdr_id = r->echo ? -2 : t->hdr_id;
+            return feed_text(r, r->text.p, r->text.len);
+        }
+    }
+    if (t->hdr_id == -1) {
+        if (header_text(r, t, s, 1))
+            return -ENOMEM;
+        return feed_text(r, r->text.p, r->text.len);
+    }
+    return folder_sample_begin(r->fold, t->hdr_id);
+}
+
 /* No call chain: everything on the header line, the sample ip printed as recorded. */
 static int inline_line(reader_t *r, const thread_t *t, const pd_sample_t *s)
 {
@@ -248,9 +272,7 @@ int reader_sample(reader_t *r, const pd_attr_t *a, const unsigned char *rec, uin
     if (!chain)
         return inline_line(r, t, &s);
     size_t n;
-    if ((rc = chain_resolve(r, t, &s, &n)) || (rc = header_text(r, t, &s, 1)))
-        return rc;
-    if ((rc = feed_text(r, r->text.p, r->text.len)))
+    if ((rc = chain_resolve(r, t, &s, &n)) || (rc = sample_header(r, t, &s)))
         return rc;
     for (size_t i = 0; i < n; i++)
         if ((rc = push_frame(r, r->chain[i])))
