@@ -81,6 +81,18 @@ dso_t *dsos_find(dsos_t *d, const char *name)
     return id < 0 ? NULL : d->v[id];
 }
 
+/* A DSO outside the name table (perf's dso__new for KSYMBOL images: one per registration). */
+dso_t *dsos_new_unnamed(dsos_t *d, const char *name)
+{
+    dso_t **v = realloc(d->v, (d->n + 1) * sizeof *v), *dso = calloc(1, sizeof *dso);
+    if (v)
+        d->v = v;
+    if (!v || !dso || !(dso->name = strdup(name)))
+        return free(dso), NULL;
+    d->v[d->n++] = dso;
+    return dso;
+}
+
 dso_t *dsos_findnew(dsos_t *d, const char *name)
 {
     int added;

@@ -51,6 +51,7 @@ void dsos_free(dsos_t *d);
 /* The DSO of that name, made when absent (NULL: out of memory). */
 dso_t *dsos_findnew(dsos_t *d, const char *name);
 dso_t *dsos_find(dsos_t *d, const char *name);
+dso_t *dsos_new_unnamed(dsos_t *d, const char *name);
 void dso_set_build_id(dso_t *dso, const uint8_t *bid, size_t size);
 /* perf's dso__load for a user-space DSO: search the candidates, load symbols. Returns dso__load's value. */
 int dso_load_user(dsos_t *d, dso_t *dso);

@@ -98,26 +98,30 @@ int kernel_mmap(machine_t *m, uint64_t start, uint64_t len, uint64_t pgoff, cons
     return kmaps_add(m, &map);
 }
 
+static void kmaps_remove(machine_t *m, size_t i)
+{
+    maps_t *k = &m->k.kmaps;
+    memmove(k->v + i, k->v + i + 1, (k->n - i - 1) * sizeof *k->v);
+    k->n--;
+    k->gen = ++m->next_gen;
+}
+
+/* perf's machine__process_ksymbol: a BPF program or trampoline gets a map and a DSO of its own. */
 int kernel_ksymbol(machine_t *m, uint64_t addr, uint32_t len, uint16_t type, uint16_t flags, const char *name)
 {
     (void)type;
     maps_t *k = &m->k.kmaps;
-    if (flags & 1) { /* unregister: perf drops the map holding addr */
-        for (size_t i = 0; i < k->n; i++)
-            if (k->v[i].kind == KMAP_KSYM && addr >= k->v[i].start && addr < k->v[i].end) {
-                memmove(k->v + i, k->v + i + 1, (k->n - i - 1) * sizeof *k->v);
-                k->n--;
-                k->gen = ++m->next_gen;
-                break;
-            }
+    const map_t *hit = maps_find(k, addr);
+    if (flags & 1) { /* unregister: the map goes, or (inside vmlinux) the symbol at its start */
+        if (hit && hit->kind != KMAP_VMLINUX)
+            kmaps_remove(m, (size_t)(hit - k->v));
+        else if (hit)
+            return unsupported(m, "a KSYMBOL unregistered inside the kernel map");
         return 0;
     }
-    const map_t *hit = maps_find(k, addr);
-    dso_t *d = hit ? hit->dso : NULL;
     if (!hit) {
-        char dname[4096];
-        snprintf(dname, sizeof dname, "%s", name);
-        if (!(d = dsos_findnew(&m->dsos, dname)))
+        dso_t *d = dsos_new_unnamed(&m->dsos, name);
+        if (!d)
             return -ENOMEM;
         d->space = DSO_KERNEL;
         d->ksym = d->loaded = 1;
@@ -126,9 +130,10 @@ int kernel_ksymbol(machine_t *m, uint64_t addr, uint32_t len, uint16_t type, uin
             return -ENOMEM;
         hit = maps_find(k, addr);
     }
-    if (!d || hit->kind != KMAP_KSYM)
+    if (hit->kind != KMAP_KSYM)
         return unsupported(m, "a KSYMBOL record inside another kernel map");
-    return symtab_insert(&d->syms, addr - hit->start, len, 0, 0, name, strlen(name)) ? -ENOMEM : 0;
+    /* perf puts the symbol at the map's start (map_ip(map->start)), whatever addr was */
+    return symtab_insert(&hit->dso->syms, 0, len, 0, 0, name, strlen(name)) ? -ENOMEM : 0;
 }
 
 static int read_notes_build_id(const char *path, uint8_t *out)
