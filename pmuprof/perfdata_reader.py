@@ -37,6 +37,7 @@ class DsoSymbols:
     found_at: str | None
     matched: bool
     symbols: int
+    tree_lookups: int  # lookups where overlapping symbols made perf's tree shape decide
 
 
 @dataclass(frozen=True)

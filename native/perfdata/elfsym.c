@@ -8,7 +8,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "demangle.h"
 #include "dso.h"
 
 #define NOTE_ALIGN(n) (((n) + 3u) & ~3u)
@@ -202,11 +201,8 @@ static int pass_symbol(pass_t *p, GElf_Sym *s)
     const char *name = (const char *)p->strs->d_buf + s->st_name;
     if (s->st_name >= p->strs->d_size)
         name = "";
-    char *dem = demangle_user(name);
-    const char *use = dem ? dem : name;
     int rc = symtab_insert(&p->dso->syms, value, s->st_size, GELF_ST_BIND(s->st_info), GELF_ST_TYPE(s->st_info),
-                           use, strlen(use));
-    free(dem);
+                           name, strlen(name), SYMNAME_DEMANGLE);
     return rc ? -ENOMEM : 1;
 }
 
@@ -256,7 +252,6 @@ static int plt_symbols(dso_t *dso, symsrc_t *ss)
     uint64_t off = plt.sh_offset + plt.sh_entsize, each = plt.sh_entsize;
     size_t nrel = rel.sh_size / rel.sh_entsize;
     GElf_Sym sym = {0};
-    char name[1024];
     for (size_t i = 0; i < nrel; i++) {
         GElf_Rela ra;
         GElf_Rel r;
@@ -267,11 +262,7 @@ static int plt_symbols(dso_t *dso, symsrc_t *ss)
             info = r.r_info;
         gelf_getsym(syms, (int)GELF_R_SYM(info), &sym); /* on failure perf keeps the previous one */
         const char *raw = sym.st_name < strs->d_size ? (const char *)strs->d_buf + sym.st_name : "";
-        char *dem = demangle_user(raw);
-        int n = snprintf(name, sizeof name, "%s@plt", dem ? dem : raw);
-        free(dem);
-        if (symtab_insert(&dso->syms, off, each, STB_GLOBAL, STT_FUNC, name,
-                          n < (int)sizeof name ? (size_t)n : sizeof name - 1))
+        if (symtab_insert(&dso->syms, off, each, STB_GLOBAL, STT_FUNC, raw, strlen(raw), SYMNAME_PLT))
             return -ENOMEM;
         off += each;
     }
@@ -321,7 +312,7 @@ int perfmap_load(dso_t *dso, const char *path)
         at = (size_t)(end - line) + 1;
         if (at + 2 >= (size_t)len)
             continue;
-        if (symtab_insert(&dso->syms, start, size, STB_GLOBAL, STT_FUNC, line + at, strlen(line + at)))
+        if (symtab_insert(&dso->syms, start, size, STB_GLOBAL, STT_FUNC, line + at, strlen(line + at), SYMNAME_RAW))
             break;
         nr++;
     }

@@ -93,7 +93,7 @@ static int sym_cb(void *ctx, uint64_t addr, char type, const char *name, size_t 
         return 0;
     uint8_t bind = type == 'W' ? STB_WEAK : isupper((unsigned char)type) ? STB_GLOBAL : STB_LOCAL;
     uint8_t stt = (u == 'T' || u == 'W') ? STT_FUNC : STT_OBJECT;
-    return symtab_insert(t, addr, 0, bind, stt, name, n) ? -ENOMEM : 0;
+    return symtab_insert(t, addr, 0, bind, stt, name, n, SYMNAME_RAW) ? -ENOMEM : 0;
 }
 
 static const map_t *module_map(machine_t *m, const char *mod)
@@ -112,7 +112,7 @@ static int split(machine_t *m, symtab_t *t, uint64_t delta)
     int count = 0, in_module = 0;
     for (int32_t i = symtab_first(t), nx; i != SYM_NONE; i = nx) {
         nx = symtab_next(t, i);
-        const char *name = symtab_name(t, i), *tab = strchr(name, '\t');
+        const char *name = symtab_raw(t, i), *tab = strchr(name, '\t');
         if (tab) {
             in_module = module_map(m, tab + 1) != NULL;
             symtab_erase(t, i);
@@ -130,6 +130,7 @@ static int split(machine_t *m, symtab_t *t, uint64_t delta)
         t->s[i].end -= delta;
         count++;
     }
+    symtab_moved(t);
     return count;
 }
 
@@ -175,7 +176,7 @@ int kallsyms_load(machine_t *m, const char *path, map_t *vmlinux)
     int32_t first = symtab_first(&k->syms), last = first;
     for (int32_t i = first; i != SYM_NONE; i = symtab_next(&k->syms, i)) {
         last = i;
-        if (!strcmp(symtab_name(&k->syms, i), "_entry_trampoline"))
+        if (!strcmp(symtab_raw(&k->syms, i), "_entry_trampoline"))
             m->k.trampolines = 1;
     }
     vmlinux->start = k->syms.s[first].start;

@@ -133,7 +133,7 @@ int kernel_ksymbol(machine_t *m, uint64_t addr, uint32_t len, uint16_t type, uin
     if (hit->kind != KMAP_KSYM)
         return unsupported(m, "a KSYMBOL record inside another kernel map");
     /* perf puts the symbol at the map's start (map_ip(map->start)), whatever addr was */
-    return symtab_insert(&hit->dso->syms, 0, len, 0, 0, name, strlen(name)) ? -ENOMEM : 0;
+    return symtab_insert(&hit->dso->syms, 0, len, 0, 0, name, strlen(name), SYMNAME_RAW) ? -ENOMEM : 0;
 }
 
 static int read_notes_build_id(const char *path, uint8_t *out)

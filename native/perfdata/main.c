@@ -90,7 +90,7 @@ static int meta_dsos(const reader_t *r, buf_t *b)
              buf_append(b, ", \"matched\": ", 13) ||
              buf_append(b, d->load_ret > 0 ? "true" : "false", d->load_ret > 0 ? 4 : 5) ||
              buf_append(b, ", \"symbols\": ", 13) || buf_put_u64(b, d->load_ret > 0 ? (uint64_t)d->load_ret : 0) ||
-             buf_putc(b, '}');
+             buf_append(b, ", \"tree_lookups\": ", 18) || buf_put_u64(b, d->syms.tree_finds) || buf_putc(b, '}');
         first = 0;
     }
     return rc || buf_putc(b, ']');

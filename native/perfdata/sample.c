@@ -88,11 +88,13 @@ static int frame_text(reader_t *r, frame_t *fr, const map_t *map, int32_t sym, u
     b->len = (size_t)snprintf(b->p, 64, "\t%16" PRIx64 " ", d && d->space == DSO_USER ? addr : ip);
     fr->sym_off = (uint16_t)b->len;
     if (sym != SYM_NONE) {
-        const sym_t *s = &d->syms.s[sym];
         char off[24];
+        size_t len;
+        const char *name = symtab_name(&d->syms, sym, &len);
+        const sym_t *s = &d->syms.s[sym];
         uint64_t o = addr < s->end ? addr - s->start : addr - map->start - s->start;
         int n = snprintf(off, sizeof off, "+0x%" PRIx64, o);
-        if (buf_append(b, symtab_name(&d->syms, sym), s->name_len) || buf_append(b, off, (size_t)n))
+        if (!name || buf_append(b, name, len) || buf_append(b, off, (size_t)n))
             return -ENOMEM;
     } else if (buf_append(b, "[unknown]", 9)) {
         return -ENOMEM;
