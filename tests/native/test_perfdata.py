@@ -190,6 +190,10 @@ def test_labels_cover_what_the_recordings_hold(bins, lab, recordings, tmp_path):
     assert "_[k]" in folded("system") and "_[k]" not in folded("system_user")
     threads = folded("pie", "--per-thread")
     assert "worker 2-" in threads and "w:x</script>-" in threads and "copier-" in threads
+    pie_meta = json.loads(_outputs([str(bins["perfdata"]), str(recordings["pie"])], tmp_path, lab["env"])[2])
+    exe = next(d for d in pie_meta["dsos"] if d["path"] == str(lab["exes"]["pie"]))
+    assert exe["tree_lookups"] >= 1  # pd_inner inside pd_outer: perf's tree shape picks the name
+    assert "pd_outer" in folded("pie") or "pd_inner" in folded("pie")
     raw = folded("stripped", "--raw-unknown")
     assert "[stripped@0x" in raw and "pd_middle" not in raw
     assert "pd_middle" in folded("nopie")

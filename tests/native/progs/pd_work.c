@@ -40,6 +40,18 @@ __attribute__((noinline)) static unsigned long pd_static_helper(unsigned long x)
     return pd_middle(3, x) ^ 5;
 }
 
+/* Overlapping symbols: pd_inner lies inside pd_outer, and pd_outer has a weak alias at its start, so
+ * perf's answer for an address in pd_inner depends on its symbol tree's shape (and its duplicate rule). */
+__asm__(".text\n"
+        ".globl pd_outer\n.type pd_outer, @function\npd_outer:\n"
+        "    push %rbp\n    mov %rsp, %rbp\n    mov $20000, %ecx\n"
+        ".globl pd_inner\n.type pd_inner, @function\npd_inner:\n"
+        "1:  dec %ecx\n    jnz 1b\n    pop %rbp\n    ret\n"
+        ".size pd_inner, .-pd_inner\n.size pd_outer, .-pd_outer\n"
+        ".weak pd_outer_alias\n.type pd_outer_alias, @function\n.set pd_outer_alias, pd_outer\n"
+        ".size pd_outer_alias, .-pd_outer\n");
+void pd_outer(void);
+
 __attribute__((noinline)) void *pd_copy(size_t n)
 {
     char *a = malloc(n), *b = malloc(n);
@@ -73,6 +85,8 @@ static void *run_job(void *p)
         pd_sink += j->id % 2 ? pd_static_helper((unsigned long)j->id) : pd_middle(6 + (int)j->id, 1);
         if (j->id == 2)
             pd_copy(1 << 16);
+        if (j->id == 1)
+            pd_outer();
     }
     return NULL;
 }
