@@ -310,3 +310,12 @@ const pd_attr_t *pd_file_attr_of(const pd_file_t *f, const unsigned char *rec, u
                 return &f->attrs[i];
     return NULL;
 }
+
+void pd_file_release(pd_file_t *f, uint64_t upto)
+{
+    uint64_t page = 4096, end = upto & ~(page - 1);
+    if (!f->map || end <= f->dropped + (16u << 20))
+        return;
+    madvise((char *)f->map + f->dropped, end - f->dropped, MADV_DONTNEED);
+    f->dropped = end;
+}

@@ -37,6 +37,7 @@ typedef struct {
     const unsigned char *map; /* the whole file, read-only */
     size_t len;
     uint64_t data_off, data_size;
+    uint64_t dropped;         /* mapped pages below this were given back (pd_file_release) */
     pd_attr_t *attrs;
     size_t nattrs;
     int id_pos, is_pos;       /* where the sample id sits (u64 index; -1: none), as perf's evlist does */
@@ -50,6 +51,8 @@ typedef struct {
 /* Map and validate PATH. Returns PD_OK, or an exit status with f->err saying why. */
 int pd_file_open(pd_file_t *f, const char *path);
 void pd_file_close(pd_file_t *f);
+/* Let the kernel drop the mapped pages of [dropped, upto): records there are done with. */
+void pd_file_release(pd_file_t *f, uint64_t upto);
 /* The attribute a record belongs to (perf's evlist__event2evsel), or NULL for an unknown id. */
 const pd_attr_t *pd_file_attr_of(const pd_file_t *f, const unsigned char *rec, uint32_t type, uint16_t size);
 

@@ -154,6 +154,8 @@ static int user_record(reader_t *r, const unsigned char *rec, uint32_t type, uin
     case PD_REC_FINISHED_ROUND: {
         int rc = pd_queue_flush(&r->q, r->q.next_flush, deliver_cb, r);
         r->q.next_flush = r->q.max_time;
+        uint64_t low = pd_queue_min_off(&r->q), here = (uint64_t)(rec - r->file->map);
+        pd_file_release(r->file, low < here ? low : here); /* keeps the peak RSS flat in the file size */
         return rc;
     }
     case PD_REC_COMPRESSED:

@@ -152,3 +152,11 @@ void pd_queue_free(pd_queue_t *q)
     free(q->q);
     memset(q, 0, sizeof *q);
 }
+
+uint64_t pd_queue_min_off(const pd_queue_t *q)
+{
+    uint64_t low = UINT64_MAX;
+    for (size_t i = q->head; i < q->n; i++)
+        low = q->q[i].off < low ? q->q[i].off : low;
+    return low;
+}

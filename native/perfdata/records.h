@@ -40,5 +40,7 @@ int pd_queue_push(pd_queue_t *q, uint64_t time, uint64_t off);
 /* Sort and hand out, through cb, entries with time <= limit, in (time, arrival) order. */
 int pd_queue_flush(pd_queue_t *q, uint64_t limit, int (*cb)(void *ctx, uint64_t off), void *ctx);
 void pd_queue_free(pd_queue_t *q);
+/* The lowest file offset still queued (UINT64_MAX when none). */
+uint64_t pd_queue_min_off(const pd_queue_t *q);
 
 #endif
