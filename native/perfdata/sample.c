@@ -105,19 +105,42 @@ static int frame_text(reader_t *r, frame_t *fr, const map_t *map, int32_t sym, u
     return 0;
 }
 
+#define GEN_UNKNOWN (UINT64_MAX - 1)
+
+/* The cache key's generation for this cpumode, known without a map search (not before the kernel's
+ * symbols are read: that first lookup can change the kernel maps). */
+static uint64_t gen_of(const reader_t *r, const thread_t *t, uint16_t cpumode)
+{
+    if (cpumode == PERF_RECORD_MISC_KERNEL)
+        return r->m.k.kernel && !r->m.k.kernel->loaded ? GEN_UNKNOWN : r->m.k.kmaps.gen | 1ULL << 63;
+    return cpumode == PERF_RECORD_MISC_USER ? t->maps->gen : 0;
+}
+
+/* The cached frame for (gen, ip): 1 and *out, or 0 with *slot where it would go. */
+static int lookup(const reader_t *r, uint64_t gen, uint64_t ip, uint32_t *out, size_t *slot)
+{
+    size_t j = frame_hash(gen, ip) & (r->nslots - 1);
+    for (uint64_t s; (s = r->slots[j]); j = (j + 1) & (r->nslots - 1))
+        if (r->frames[s - 1].ip == ip && r->frames[s - 1].gen == gen)
+            return *out = (uint32_t)(s - 1), 1;
+    *slot = j;
+    return 0;
+}
+
 /* Resolve (gen, ip) into a frame (cached unless perf's answer for it may change later). */
 static int frame_resolve_ip(reader_t *r, const thread_t *t, uint16_t cpumode, uint64_t ip, uint32_t *out)
 {
     const map_t *map;
-    uint64_t gen;
-    if (find_map(r, t, cpumode, ip, &map, &gen))
-        return -1;
+    uint64_t gen = gen_of(r, t, cpumode);
+    size_t j;
     if (r->nframes * 2 >= r->nslots && slots_grow(r))
         return -ENOMEM;
-    size_t j = frame_hash(gen, ip) & (r->nslots - 1);
-    for (uint64_t s; (s = r->slots[j]); j = (j + 1) & (r->nslots - 1))
-        if (r->frames[s - 1].ip == ip && r->frames[s - 1].gen == gen)
-            return *out = (uint32_t)(s - 1), 0;
+    if (gen != GEN_UNKNOWN && lookup(r, gen, ip, out, &j))
+        return 0;
+    if (find_map(r, t, cpumode, ip, &map, &gen))
+        return -1;
+    if (lookup(r, gen, ip, out, &j))
+        return 0;
     int empty = 0;
     uint64_t addr = ip;
     int32_t sym = SYM_NONE;
