@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "reader.h"
 
@@ -50,11 +51,24 @@ static int slots_grow(reader_t *r)
     return 0;
 }
 
+/* 1 when the process lives in another mount namespace: perf would read its files from there. */
+static int other_mount_ns(int pid)
+{
+    char path[64];
+    struct stat self, them;
+    snprintf(path, sizeof path, "/proc/%d/ns/mnt", pid);
+    return pid > 0 && stat(path, &them) == 0 && stat("/proc/self/ns/mnt", &self) == 0 && self.st_ino != them.st_ino;
+}
+
 /* dso__load on first use; 1 when perf's lookup that loads it comes back empty (map__load failed). */
 static int dso_ensure(reader_t *r, dso_t *d)
 {
     if (d->loaded)
         return 0;
+    if (other_mount_ns(d->pid)) {
+        snprintf(r->m.unsupported, sizeof r->m.unsupported, "a process in another mount namespace (%s)", d->name);
+        return -1;
+    }
     d->loaded = 1;
     d->load_ret = d->perfmap ? perfmap_load(d, d->name) : dso_load_user(&r->m.dsos, d);
     return d->load_ret <= 0;
@@ -146,7 +160,8 @@ static int frame_resolve_ip(reader_t *r, const thread_t *t, uint16_t cpumode, ui
     int32_t sym = SYM_NONE;
     if (map) {
         addr = map->identity ? ip : ip - map->start + map->pgoff;
-        empty = dso_ensure(r, map->dso);
+        if ((empty = dso_ensure(r, map->dso)) < 0)
+            return -1;
         sym = empty ? SYM_NONE : symtab_find(&map->dso->syms, addr);
     }
     if (r->nframes == r->capframes) {
