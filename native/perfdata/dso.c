@@ -71,6 +71,7 @@ void dsos_free(dsos_t *d)
         free(d->v[i]);
     }
     free(d->v);
+    free(d->named);
     itab_free(&d->by_name);
     free(d->buildid_dir);
 }
@@ -78,7 +79,7 @@ void dsos_free(dsos_t *d)
 dso_t *dsos_find(dsos_t *d, const char *name)
 {
     int64_t id = itab_find(&d->by_name, name, strlen(name));
-    return id < 0 ? NULL : d->v[id];
+    return id < 0 ? NULL : d->named[id];
 }
 
 /* A DSO outside the name table (perf's dso__new for KSYMBOL images: one per registration). */
@@ -100,17 +101,15 @@ dso_t *dsos_findnew(dsos_t *d, const char *name)
     if (id < 0)
         return NULL;
     if (!added)
-        return d->v[id];
-    dso_t **v = realloc(d->v, (d->n + 1) * sizeof *v), *dso = calloc(1, sizeof *dso);
-    if (v)
-        d->v = v;
-    if (!v || !dso || !(dso->name = strdup(name))) {
-        free(dso);
+        return d->named[id];
+    dso_t **named = realloc(d->named, ((size_t)id + 1) * sizeof *named), *dso;
+    if (!named)
         return NULL;
-    }
+    d->named = named;
+    if (!(dso = named[id] = dsos_new_unnamed(d, name)))
+        return NULL;
     dso->vdso = !strcmp(name, "[vdso]");
     dso->perfmap = !strncmp(name, "/tmp/perf-", 10);
-    d->v[d->n++] = dso;
     return dso;
 }
 

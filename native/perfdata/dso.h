@@ -40,9 +40,10 @@ typedef struct {
 } symsrc_t;
 
 typedef struct {
-    dso_t **v;
+    dso_t **v;              /* every DSO */
     size_t n;
-    itab_t by_name;
+    itab_t by_name;         /* name -> id; named[id] is that DSO */
+    dso_t **named;
     char *buildid_dir;      /* $PERF_BUILDID_DIR or $HOME/.debug */
 } dsos_t;
 

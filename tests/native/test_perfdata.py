@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import shutil
 import signal
+import struct
 import subprocess
 import time
 from collections import Counter
@@ -33,6 +35,16 @@ def bins() -> dict[str, Path]:
     return {"fold": native_binary("pmuprof-fold"), "perfdata": native_binary("pmuprof-perfdata")}
 
 
+def _load_bpf_program(name: bytes) -> int:
+    """A trivial socket-filter BPF program (kept loaded while fd is open): perf records a KSYMBOL for it."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    insns = ctypes.create_string_buffer(bytes([0xb7, 0, 0, 0, 0, 0, 0, 0, 0x95, 0, 0, 0, 0, 0, 0, 0]))  # r0 = 0; exit
+    license = ctypes.create_string_buffer(b"GPL")
+    attr = struct.pack("=IIQQIIQII16s", 1, 2, ctypes.addressof(insns), ctypes.addressof(license), 0, 0, 0, 0, 0, name)
+    buf = ctypes.create_string_buffer(attr, 128)
+    return libc.syscall(321, 5, buf, 128)  # bpf(BPF_PROG_LOAD) on x86_64; -1 when refused
+
+
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory) -> dict:
     """Compiled programs and an environment whose HOME (perf's build-id cache) is private to the test."""
@@ -56,7 +68,10 @@ def lab(tmp_path_factory) -> dict:
         exes[name] = tmp / name
         subprocess.run([*argv, "-o", str(exes[name])], check=True, capture_output=True)
     subprocess.run(["strip", str(exes["stripped"])], check=True)
-    return {"tmp": tmp, "env": env, "exes": exes}
+    bpf = _load_bpf_program(b"pd_test")  # every recording then starts with KSYMBOL records
+    yield {"tmp": tmp, "env": env, "exes": exes, "bpf": bpf}
+    if bpf >= 0:
+        os.close(bpf)
 
 
 def _record(lab: dict, name: str, opts: list[str], cmd: list[str]) -> Path:
@@ -197,6 +212,15 @@ def test_labels_cover_what_the_recordings_hold(bins, lab, recordings, tmp_path):
     raw = folded("stripped", "--raw-unknown")
     assert "[stripped@0x" in raw and "pd_middle" not in raw
     assert "pd_middle" in folded("nopie")
+
+
+def test_recordings_hold_ksymbol_records_before_the_processes_maps(lab, recordings):
+    """KSYMBOL images get DSOs of their own: DSOs named afterwards must still be found by name."""
+    if lab["bpf"] < 0:
+        pytest.skip("cannot load a BPF program here (bpf() refused)")
+    dump = subprocess.run(["perf", "report", "-D", "-i", str(recordings["pie"])], env=lab["env"],
+                          capture_output=True, text=True, timeout=120).stdout
+    assert "PERF_RECORD_KSYMBOL" in dump and "pd_test" in dump
 
 
 def test_python_client_matches_perf_script_and_lists_dsos(lab, recordings, monkeypatch):
