@@ -234,7 +234,7 @@ static int candidate_file(const dso_t *dso, char *path, size_t cap)
         return S_ISREG(st.st_mode);
     if (errno != ENOENT || dso->pid <= 0)
         return 0;
-    char alt[8300];
+    char alt[8448];
     snprintf(alt, sizeof alt, "/proc/%d/root%s", dso->pid, path);
     snprintf(path, cap, "%s", alt);
     return is_regular(path);
