@@ -235,8 +235,10 @@ static int candidate_file(const dso_t *dso, char *path, size_t cap)
     if (errno != ENOENT || dso->pid <= 0)
         return 0;
     char alt[8448];
-    snprintf(alt, sizeof alt, "/proc/%d/root%s", dso->pid, path);
-    snprintf(path, cap, "%s", alt);
+    int n = snprintf(alt, sizeof alt, "/proc/%d/root%s", dso->pid, path);
+    if (n < 0 || (size_t)n >= cap)
+        return 0;
+    memcpy(path, alt, (size_t)n + 1);
     return is_regular(path);
 }
 
