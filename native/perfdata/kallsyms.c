@@ -10,10 +10,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "machine.h"
+#include "kallsyms.h"
 
 /* perf's symbol__read_kptr_restrict (root stands for CAP_SYSLOG). */
-static int kptr_restricted(void)
+int kallsyms_restricted(void)
 {
     FILE *fp = fopen("/proc/sys/kernel/kptr_restrict", "r");
     int v = 0, paranoid = 2, root = geteuid() == 0;
@@ -76,6 +76,15 @@ static int ref_cb(void *ctx, uint64_t addr, char type, const char *name, size_t 
     return 0;
 }
 
+int kallsyms_function_start(const char *path, const char *name, uint64_t *addr)
+{
+    ref_t r = {name, 0, 0};
+    if (kallsyms_parse(path, ref_cb, &r) < 0 || !r.found)
+        return -1;
+    *addr = r.addr;
+    return 0;
+}
+
 typedef struct {
     symtab_t *syms;
     ref_t ref;
@@ -106,6 +115,15 @@ static const map_t *module_map(machine_t *m, const char *mod)
     return NULL;
 }
 
+/* perf maps per-CPU entry trampolines when the kernel has this symbol (and kcore did not map them). */
+static int has_entry_trampoline(symtab_t *t)
+{
+    for (int32_t i = symtab_first(t); i != SYM_NONE; i = symtab_next(t, i))
+        if (!strcmp(symtab_raw(t, i), "_entry_trampoline"))
+            return 1;
+    return 0;
+}
+
 /* maps__split_kallsyms without kcore: module symbols leave the kernel DSO, the rest is relocated. */
 static int split(machine_t *m, symtab_t *t, uint64_t delta)
 {
@@ -134,27 +152,41 @@ static int split(machine_t *m, symtab_t *t, uint64_t delta)
     return count;
 }
 
-static int kcore_beside(const char *kallsyms)
+/* maps__split_kallsyms_for_kcore: each symbol moves to the kcore map holding it, relative to it. */
+static int split_for_kcore(machine_t *m, symtab_t *t)
 {
-    char p[4200];
-    const char *slash = strrchr(kallsyms, '/');
-    if (!strcmp(kallsyms, "/proc/kallsyms"))
-        snprintf(p, sizeof p, "/proc/kcore");
-    else
-        snprintf(p, sizeof p, "%.*s/kcore", slash ? (int)(slash - kallsyms) : 0, kallsyms);
-    int fd = open(p, O_RDONLY | O_CLOEXEC);
-    if (fd >= 0)
-        close(fd);
-    return fd >= 0;
+    symtab_t fresh = {0};
+    int count = 0;
+    for (int32_t i = symtab_first(t); i != SYM_NONE; i = symtab_next(t, i)) {
+        const sym_t *s = &t->s[i];
+        const char *name = symtab_raw(t, i);
+        const map_t *km = NULL;
+        for (size_t j = 0; j < m->k.kmaps.n && !km; j++)
+            if (s->start >= m->k.kmaps.v[j].start && s->start < m->k.kmaps.v[j].end)
+                km = &m->k.kmaps.v[j];
+        if (!km)
+            continue;
+        uint64_t shift = km->start - km->pgoff, end = s->end > km->end ? km->end : s->end;
+        symtab_t *to = km->dso == m->k.kernel ? &fresh : &km->dso->syms;
+        if (symtab_insert(to, s->start - shift, end ? end - shift - (s->start - shift) : 0, s->binding, s->type,
+                          name, strcspn(name, "\t"), SYMNAME_RAW))
+            return symtab_free(&fresh), -ENOMEM;
+        if (end)
+            to->s[to->n - 1].end = end - shift;
+        count++;
+    }
+    symtab_free(t);
+    *t = fresh;
+    return count;
 }
 
 /* The kernel DSO's symbols from PATH: their count (> 0), -1 when perf gets none, -2 unsupported. */
-int kallsyms_load(machine_t *m, const char *path, map_t *vmlinux)
+int kallsyms_load(machine_t *m, const char *path)
 {
     dso_t *k = m->k.kernel;
     uint64_t delta = 0;
     char *real = realpath(path, NULL);
-    int restricted = real && !strcmp(real, "/proc/kallsyms") && kptr_restricted();
+    int restricted = real && !strcmp(real, "/proc/kallsyms") && kallsyms_restricted();
     free(real);
     load_t l = {&k->syms, {m->k.ref_name, 0, 0}};
     if (restricted || kallsyms_parse(path, sym_cb, &l) < 0)
@@ -166,20 +198,28 @@ int kallsyms_load(machine_t *m, const char *path, map_t *vmlinux)
     }
     symtab_fixup_end(&k->syms, 1);
     symtab_fixup_duplicate(&k->syms);
-    if (kcore_beside(path)) {
-        snprintf(m->unsupported, sizeof m->unsupported, "kernel symbols through kcore (%s)", path);
-        return -2;
+    if (!kcore_load(m, path)) {
+        uint64_t at;
+        m->k.trampolines = kallsyms_function_start(path, "__entry_SYSCALL_64_trampoline", &at) != 0 &&
+                           has_entry_trampoline(&k->syms);
+        return split_for_kcore(m, &k->syms);
     }
     int count = split(m, &k->syms, delta);
     if (count <= 0)
         return count;
     int32_t first = symtab_first(&k->syms), last = first;
-    for (int32_t i = first; i != SYM_NONE; i = symtab_next(&k->syms, i)) {
+    for (int32_t i = first; i != SYM_NONE; i = symtab_next(&k->syms, i))
         last = i;
-        if (!strcmp(symtab_raw(&k->syms, i), "_entry_trampoline"))
-            m->k.trampolines = 1;
-    }
-    vmlinux->start = k->syms.s[first].start;
-    vmlinux->end = k->syms.s[last].end;
+    m->k.trampolines = has_entry_trampoline(&k->syms);
+    maps_t *km = &m->k.kmaps; /* map__fixup_start/end: the kernel map spans its symbols */
+    for (size_t i = 0; i < km->n; i++)
+        if (km->v[i].kind == KMAP_VMLINUX) {
+            map_t v = km->v[i];
+            memmove(km->v + i, km->v + i + 1, (km->n - i - 1) * sizeof v);
+            km->n--;
+            v.start = k->syms.s[first].start;
+            v.end = k->syms.s[last].end;
+            return kmaps_insert(m, &v) ? -ENOMEM : count;
+        }
     return count;
 }

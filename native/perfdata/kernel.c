@@ -9,8 +9,9 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <dirent.h>
 
-#include "machine.h"
+#include "kallsyms.h"
 
 #define KNAME "[kernel.kallsyms]"
 
@@ -20,7 +21,7 @@ static int unsupported(machine_t *m, const char *why)
     return -1;
 }
 
-static int kmaps_add(machine_t *m, const map_t *map)
+int kmaps_insert(machine_t *m, const map_t *map)
 {
     maps_t *k = &m->k.kmaps;
     map_t *v = realloc(k->v, (k->n + 1) * sizeof *v);
@@ -73,11 +74,11 @@ int kernel_mmap(machine_t *m, uint64_t start, uint64_t len, uint64_t pgoff, cons
             *c = *c == '-' ? '_' : *c;
         dso_t *d = dsos_findnew(&m->dsos, mod);
         map_t map = {start, start + len, 0, d, 0, KMAP_MODULE};
-        return d ? kmaps_add(m, &map) : -ENOMEM;
+        return d ? kmaps_insert(m, &map) : -ENOMEM;
     }
     if (!is_kernel) {
         map_t map = {start, start + len, pgoff, NULL, 0, KMAP_EXTRA};
-        return !strcmp(name, "__entry_SYSCALL_64_trampoline") ? kmaps_add(m, &map) : 0;
+        return !strcmp(name, "__entry_SYSCALL_64_trampoline") ? kmaps_insert(m, &map) : 0;
     }
     dso_t *k = kernel_dso(m);
     if (!k)
@@ -95,7 +96,7 @@ int kernel_mmap(machine_t *m, uint64_t start, uint64_t len, uint64_t pgoff, cons
     if (pgoff && !(m->k.ref_name = strdup(name + strlen(KNAME))))
         return -ENOMEM;
     m->k.ref_addr = pgoff;
-    return kmaps_add(m, &map);
+    return kmaps_insert(m, &map);
 }
 
 static void kmaps_remove(machine_t *m, size_t i)
@@ -106,17 +107,22 @@ static void kmaps_remove(machine_t *m, size_t i)
     k->gen = ++m->next_gen;
 }
 
-/* perf's machine__process_ksymbol: a BPF program or trampoline gets a map and a DSO of its own. */
+/* perf's machine__process_ksymbol: a BPF program or trampoline gets a map and a DSO of its own, unless
+ * a kernel map already holds its address: then that map's DSO gets the symbol, at the map's start. */
 int kernel_ksymbol(machine_t *m, uint64_t addr, uint32_t len, uint16_t type, uint16_t flags, const char *name)
 {
     (void)type;
     maps_t *k = &m->k.kmaps;
     const map_t *hit = maps_find(k, addr);
-    if (flags & 1) { /* unregister: the map goes, or (inside vmlinux) the symbol at its start */
-        if (hit && hit->kind != KMAP_VMLINUX)
+    if (flags & 1) { /* unregister: the map goes; inside the kernel map, the symbol at its start */
+        if (hit && hit->kind != KMAP_VMLINUX) {
             kmaps_remove(m, (size_t)(hit - k->v));
-        else if (hit)
-            return unsupported(m, "a KSYMBOL unregistered inside the kernel map");
+        } else if (hit) {
+            int32_t at = symtab_find(&hit->dso->syms, hit->identity ? hit->start : hit->pgoff);
+            if (at != SYM_NONE)
+                symtab_erase(&hit->dso->syms, at);
+            k->gen = ++m->next_gen;
+        }
         return 0;
     }
     if (!hit) {
@@ -126,14 +132,15 @@ int kernel_ksymbol(machine_t *m, uint64_t addr, uint32_t len, uint16_t type, uin
         d->space = DSO_KERNEL;
         d->ksym = d->loaded = 1;
         map_t map = {addr, addr + len, 0, d, 0, KMAP_KSYM};
-        if (kmaps_add(m, &map))
+        if (kmaps_insert(m, &map))
             return -ENOMEM;
         hit = maps_find(k, addr);
     }
-    if (hit->kind != KMAP_KSYM)
-        return unsupported(m, "a KSYMBOL record inside another kernel map");
-    /* perf puts the symbol at the map's start (map_ip(map->start)), whatever addr was */
-    return symtab_insert(&hit->dso->syms, 0, len, 0, 0, name, strlen(name), SYMNAME_RAW) ? -ENOMEM : 0;
+    if (hit->kind == KMAP_MODULE || hit->kind == KMAP_EXTRA)
+        return unsupported(m, "a KSYMBOL record inside a kernel module or trampoline map");
+    k->gen = ++m->next_gen;
+    uint64_t at = hit->identity ? hit->start : hit->pgoff; /* map_ip(map, map->start) */
+    return symtab_insert(&hit->dso->syms, at, len, 0, 0, name, strlen(name), SYMNAME_RAW) ? -ENOMEM : 0;
 }
 
 static int read_notes_build_id(const char *path, uint8_t *out)
@@ -196,18 +203,48 @@ static int vmlinux_anywhere(machine_t *m, const char *hex)
     return 0;
 }
 
-/* perf's dso__find_kallsyms; "" when there is none. Returns -1 for kcore (not implemented here). */
+/* The first subdirectory (in name order) of a kcore copy in the build-id cache that validates. */
+static int cached_kcore(machine_t *m, const char *dir, char *out, size_t cap)
+{
+    struct dirent **names;
+    int n = scandir(dir, &names, NULL, alphasort), found = -1;
+    for (int i = 0; i < n; i++) {
+        char sub[4608];
+        struct stat st;
+        snprintf(sub, sizeof sub, "%s/%s", dir, names[i]->d_name);
+        if (found && names[i]->d_name[0] != '.' && stat(sub, &st) == 0 && S_ISDIR(st.st_mode) &&
+            snprintf(out, cap, "%s/kallsyms", sub) < (int)cap && !kcore_validate(m, out))
+            found = 0;
+        free(names[i]);
+    }
+    if (n >= 0)
+        free(names);
+    return found;
+}
+
+static int readable(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd >= 0)
+        close(fd);
+    return fd >= 0;
+}
+
+/* perf's dso__find_kallsyms; "" when there is none. */
 static int kallsyms_path(machine_t *m, const char *hex, char *out, size_t cap)
 {
     dso_t *k = m->k.kernel;
     uint8_t run[20];
     struct stat st;
+    char dir[4200];
     if (!k->has_bid)
         return snprintf(out, cap, "/proc/kallsyms"), 0;
     int is_host = dso_build_id_equal(k, run, read_notes_build_id("/sys/kernel/notes", run));
-    snprintf(out, cap, "%s/[kernel.kcore]/%s", m->dsos.buildid_dir, hex);
-    if (stat(out, &st) == 0)
-        return unsupported(m, "kernel symbols from a kcore copy in the build-id cache");
+    if (is_host && readable("/proc/kcore") && !kcore_validate(m, "/proc/kallsyms"))
+        return snprintf(out, cap, "/proc/kallsyms"), 0;
+    snprintf(dir, sizeof dir, "%s/[kernel.kcore]/%s", m->dsos.buildid_dir, hex);
+    if (!cached_kcore(m, dir, out, cap))
+        return 0;
     if (is_host)
         return snprintf(out, cap, "/proc/kallsyms"), 0;
     snprintf(out, cap, "%s/[kernel.kallsyms]/%s/kallsyms", m->dsos.buildid_dir, hex);
@@ -216,10 +253,8 @@ static int kallsyms_path(machine_t *m, const char *hex, char *out, size_t cap)
     return 0;
 }
 
-int kallsyms_load(machine_t *m, const char *path, map_t *vmlinux);
-
 /* perf's dso__load_kernel_sym through the vmlinux map; then map__fixup_start/end. */
-static int kernel_load(machine_t *m, map_t *vmlinux)
+static int kernel_load(machine_t *m)
 {
     dso_t *k = m->k.kernel;
     char hex[41], path[4200];
@@ -233,7 +268,7 @@ static int kernel_load(machine_t *m, map_t *vmlinux)
         return unsupported(m, "kernel symbols from a vmlinux ELF");
     if (kallsyms_path(m, hex, path, sizeof path))
         return -1;
-    k->load_ret = path[0] ? kallsyms_load(m, path, vmlinux) : -1;
+    k->load_ret = path[0] ? kallsyms_load(m, path) : -1;
     if (k->load_ret == -2)
         return -1;
     if (k->load_ret > 0) {
@@ -259,18 +294,9 @@ int kernel_find(machine_t *m, uint64_t ip, const map_t **out)
         return unsupported(m, "kernel module symbols");
     if (hit->kind == KMAP_EXTRA)
         return unsupported(m, "kernel entry trampoline maps");
-    if (hit->kind == KMAP_VMLINUX && !hit->dso->loaded) {
-        map_t *v = (map_t *)hit;
-        uint64_t pre_start = v->start, pre_end = v->end;
-        if (kernel_load(m, v))
+    if (hit->kind == KMAP_VMLINUX && !hit->dso->loaded) { /* the kernel maps may change under it */
+        if (kernel_load(m))
             return -1;
-        if (v->start != pre_start || v->end != pre_end) { /* the map's range changed: re-sort */
-            map_t copy = *v;
-            memmove(v, v + 1, (size_t)(km->v + km->n - v - 1) * sizeof *v);
-            km->n--;
-            if (kmaps_add(m, &copy))
-                return -ENOMEM;
-        }
         km->gen = ++m->next_gen;
         for (size_t i = 0; i < km->n; i++)
             if (km->v[i].kind == KMAP_VMLINUX)

@@ -9,7 +9,7 @@
 #include "dso.h"
 
 enum { MAP_FILE = 0, MAP_IDENTITY = 1 };           /* map_ip: ip - start + pgoff, or ip itself */
-enum { KMAP_VMLINUX = 1, KMAP_MODULE, KMAP_EXTRA, KMAP_KSYM };
+enum { KMAP_VMLINUX = 1, KMAP_MODULE, KMAP_EXTRA, KMAP_KSYM, KMAP_KCORE };
 
 typedef struct {
     uint64_t start, end, pgoff;
@@ -41,6 +41,7 @@ typedef struct {
     uint64_t ref_addr;
     int loaded_map;     /* the vmlinux map's symbols have been read */
     int trampolines;    /* the kernel has PTI entry trampolines (perf would map them per CPU) */
+    int kcore;          /* the kernel maps are kcore's segments */
 } kernel_t;
 
 typedef struct {

@@ -234,6 +234,30 @@ def test_python_client_matches_perf_script_and_lists_dsos(lab, recordings, monke
     assert native.samples >= native.result.kept > 100
 
 
+def test_kcore_copy_in_the_build_id_cache_is_read_like_perf(bins, lab, tmp_path):
+    """perf reads kernel symbols the kcore way when a kcore copy validates; so must the reader.
+
+    The copy's text segment is cut inside do_syscall_64, so kcore's segment logic shows in the output.
+    """
+    home = tmp_path / "home"
+    made = subprocess.run(["python3", str(PROGS / "fake_kcore.py"), str(home), "do_syscall_64"], capture_output=True,
+                          text=True)
+    if made.returncode != 0:
+        pytest.skip(f"cannot build a kcore copy here: {made.stderr.strip()[-200:]}")
+    kcore_lab = {**lab, "env": {**lab["env"], "HOME": str(home)}, "tmp": tmp_path}
+    data = _record_beside(kcore_lab, "kcore", ["-a", "-g", "-F", "999", "-e", "cpu-clock"])
+    text = _perf_script(kcore_lab, data)
+    res = subprocess.run([str(bins["perfdata"]), "--script", "--meta", str(tmp_path / "m.json"), str(data)],
+                         capture_output=True, env=kcore_lab["env"], timeout=300)
+    assert res.returncode == 0, res.stderr[-300:]
+    assert res.stderr == text
+    if os.path.exists("/proc/kcore"):  # perf prefers the running kernel's kcore when it can read it
+        return
+    kernel = next(d for d in json.loads((tmp_path / "m.json").read_text())["dsos"] if d["path"] == "[kernel.kallsyms]")
+    assert "[kernel.kcore]" in kernel["found_at"]
+    assert text != _perf_script(lab, data), "the kcore copy changed nothing: the test lost its point"
+
+
 def _status(bins: dict, lab: dict, data: Path) -> subprocess.CompletedProcess:
     return subprocess.run([str(bins["perfdata"]), str(data)], capture_output=True, text=True, env=lab["env"],
                           timeout=120)
