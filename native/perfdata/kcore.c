@@ -73,8 +73,10 @@ static int is_bpf_prog(const map_t *km)
 static int merge_in(machine_t *m, map_t seg)
 {
     maps_t *k = &m->k.kmaps;
-    map_t pieces[64];
+    map_t *pieces = malloc((k->n + 1) * sizeof *pieces);
     size_t np = 0;
+    if (!pieces)
+        return -ENOMEM;
     for (size_t i = 0; i < k->n; i++) {
         const map_t *old = &k->v[i];
         if (seg.end < old->start || seg.start >= old->end)
@@ -84,24 +86,24 @@ static int merge_in(machine_t *m, map_t seg)
                 seg.end = old->start;
                 continue;
             }
-            if (np == sizeof pieces / sizeof *pieces)
-                return -1;
             pieces[np] = seg;
             pieces[np++].end = old->start;
         } else if (seg.end < old->end) {
-            return 0; /* inside an existing map: dropped */
+            seg.end = seg.start; /* inside an existing map: dropped (pieces cut so far stay) */
+            break;
         }
         seg.pgoff += old->end - seg.start;
         seg.start = old->end;
     }
-    for (size_t i = 0; i < np; i++)
-        if (kmaps_insert(m, &pieces[i]))
-            return -ENOMEM;
-    return kmaps_insert(m, &seg);
+    int rc = 0;
+    for (size_t i = 0; !rc && i < np; i++)
+        rc = kmaps_insert(m, &pieces[i]);
+    free(pieces);
+    return rc || seg.end == seg.start ? rc : kmaps_insert(m, &seg);
 }
 
 /* kcore's readable PT_LOAD segments, last first (perf lists them with list_add). */
-static int kcore_segments(const char *path, map_t *segs, size_t cap, size_t *n)
+static int kcore_segments(const char *path, map_t **out, size_t *n)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
@@ -109,7 +111,9 @@ static int kcore_segments(const char *path, map_t *segs, size_t cap, size_t *n)
     Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
     size_t ph = 0;
     int rc = !elf || elf_getphdrnum(elf, &ph) ? -1 : 0;
+    map_t *segs = *out = rc ? NULL : malloc((ph + 1) * sizeof *segs);
     *n = 0;
+    rc = rc || !segs ? -1 : 0;
     for (size_t i = 0; !rc && i < ph; i++) {
         GElf_Phdr p;
         if (!gelf_getphdr(elf, (int)i, &p)) {
@@ -119,10 +123,7 @@ static int kcore_segments(const char *path, map_t *segs, size_t cap, size_t *n)
         uint64_t sz = p.p_memsz < p.p_filesz ? p.p_memsz : p.p_filesz;
         if (p.p_type != PT_LOAD || !(p.p_flags & PF_R) || !sz)
             continue;
-        if (*n == cap)
-            rc = -1;
-        else
-            segs[(*n)++] = (map_t){p.p_vaddr, p.p_vaddr + sz, p.p_offset, NULL, 0, KMAP_VMLINUX};
+        segs[(*n)++] = (map_t){p.p_vaddr, p.p_vaddr + sz, p.p_offset, NULL, 0, KMAP_VMLINUX};
     }
     if (elf)
         elf_end(elf);
@@ -135,16 +136,26 @@ static int kcore_segments(const char *path, map_t *segs, size_t cap, size_t *n)
     return rc || !*n ? -1 : 0;
 }
 
+static int place_segments(machine_t *m, const char *kallsyms, map_t *segs, size_t n);
+
 /* perf's dso__load_kcore: 0 when the kernel maps now come from kcore, -1 when kcore is not used. */
 int kcore_load(machine_t *m, const char *kallsyms)
 {
     char kcore[4200];
-    map_t segs[256];
+    map_t *segs = NULL;
     size_t n;
-    uint64_t stext;
     if (kallsyms_sibling(kallsyms, "kcore", kcore, sizeof kcore) || kcore_validate(m, kallsyms) ||
-        kcore_segments(kcore, segs, sizeof segs / sizeof *segs, &n))
-        return -1;
+        kcore_segments(kcore, &segs, &n))
+        return free(segs), -1;
+    int rc = place_segments(m, kallsyms, segs, n);
+    free(segs);
+    return rc;
+}
+
+/* The kernel map takes the segment holding _stext; the others are merged in, in perf's order. */
+static int place_segments(machine_t *m, const char *kallsyms, map_t *segs, size_t n)
+{
+    uint64_t stext;
     maps_t *k = &m->k.kmaps;
     size_t w = 0, pick = 0;
     for (size_t i = 0; i < k->n; i++) /* keep the kernel map (its range changes in turn) and BPF programs */
