@@ -83,19 +83,23 @@ def _record(lab: dict, name: str, opts: list[str], cmd: list[str]) -> Path:
     return out
 
 
-def _record_beside(lab: dict, name: str, opts: list[str], secs: str = "4") -> Path:
-    """Record ~1.5 s (stopped with SIGINT, as pmuprof stops perf) while pd_work runs beside it."""
+def _record_beside(lab: dict, name: str, opts: list[str], secs: str = "6") -> Path:
+    """Record while pd_work runs beside it: system-wide for the 2 s of a `sleep` perf starts once its events
+    are set up; attached (-p) for 3 s, stopped with SIGINT as pmuprof stops perf."""
     work = subprocess.Popen([str(lab["exes"]["pie"]), secs], stdout=subprocess.DEVNULL, env=lab["env"])
     out = lab["tmp"] / f"{name}.data"
     try:
         time.sleep(0.2)
-        opts = [o.replace("PID", str(work.pid)) for o in opts]
+        attach = "-p" in opts
+        opts = [o.replace("PID", str(work.pid)) for o in opts] + ([] if attach else ["--", "sleep", "2"])
         perf = subprocess.Popen(["perf", "record", "-q", "-o", str(out), *opts], env=lab["env"],
                                 stderr=subprocess.PIPE, text=True)
-        time.sleep(1.5)
-        perf.send_signal(signal.SIGINT)
+        if attach:
+            time.sleep(3)
+            perf.send_signal(signal.SIGINT)
         _, err = perf.communicate(timeout=120)
     finally:
+        work.kill()
         work.wait(timeout=60)
     if perf.returncode not in (0, -signal.SIGINT) or not out.is_file():  # perf re-raises SIGINT
         pytest.skip(f"perf record does not work here ({perf.returncode}): {err.strip()[-200:]}")
@@ -127,11 +131,13 @@ def _perf_script(lab: dict, data: Path, pids: tuple[int, ...] = ()) -> bytes:
     return subprocess.run(argv, env=lab["env"], capture_output=True, check=True, timeout=300).stdout
 
 
-def _busiest_pid(lab: dict, data: Path) -> int:
-    """The process with the most samples."""
-    out = subprocess.run(["perf", "script", "-i", str(data), "-F", "pid"], env=lab["env"], capture_output=True,
+def _busiest(lab: dict, data: Path) -> tuple[int, str]:
+    """The process with the most samples, and the name its samples carry most."""
+    out = subprocess.run(["perf", "script", "-i", str(data), "-F", "pid,comm"], env=lab["env"], capture_output=True,
                          text=True, check=True, timeout=300).stdout
-    return int(Counter(out.split()).most_common(1)[0][0])
+    rows = Counter(tuple(line.rsplit(None, 1)) for line in out.splitlines() if len(line.split()) >= 2)
+    (comm, pid), _ = rows.most_common(1)[0]
+    return int(pid), comm.strip()
 
 
 def _outputs(argv: list[str], tmp: Path, env: dict, stdin: bytes | None = None) -> tuple[bytes, bytes, bytes]:
@@ -145,17 +151,19 @@ OPTION_SETS = {
     "plain": {},
     "per_thread": {"per_thread": True},
     "raw_unknown": {"raw_unknown": True},
-    "comm": {"comms": ["worker 2"], "per_thread": True},
+    "comm": {"comms": ["worker 2", "busiest"], "per_thread": True},
     "pid": {"pids": "busiest"},
     "pid_raw_names": {"pids": "busiest", "raw_unknown": True, "names": "busiest"},
 }
 
 
-def _option_argv(opts: dict, busiest: int) -> tuple[list[str], tuple[int, ...]]:
-    pids = (busiest,) if opts.get("pids") else ()
-    names = {busiest: "server main"} if opts.get("names") else None
-    argv = fastfold.fold_argv(Path("x"), Path("m"), pids, opts.get("comms", ()), opts.get("per_thread", False),
-                              names, opts.get("raw_unknown", False))[3:]
+def _option_argv(opts: dict, busiest: tuple[int, str]) -> tuple[list[str], tuple[int, ...]]:
+    """The option set as pmuprof-fold arguments ("busiest" stands for the busiest process's pid or name)."""
+    pids = (busiest[0],) if opts.get("pids") else ()
+    names = {busiest[0]: "server main"} if opts.get("names") else None
+    comms = [busiest[1] if c == "busiest" else c for c in opts.get("comms", ())]
+    argv = fastfold.fold_argv(Path("x"), Path("m"), pids, comms, opts.get("per_thread", False), names,
+                              opts.get("raw_unknown", False))[3:]
     return argv, pids
 
 
@@ -173,14 +181,14 @@ def test_perf_script_text_is_reproduced(bins, lab, recordings, rec):
 
 FOLD_CASES = [(rec, opts) for rec in ("pie", "stripped", "cpp", "jit", "nocallchain", "attach", "system",
                                        "system_user")
-              for opts in OPTION_SETS if not (opts == "comm" and rec in ("cpp", "jit"))]  # no "worker 2" there
+              for opts in OPTION_SETS]
 
 
 @pytest.mark.parametrize("rec, opts", FOLD_CASES)
 def test_folded_outputs_equal_the_perf_script_pipeline(bins, lab, recordings, tmp_path, rec, opts):
     """stdout, leaves.tsv and the meta JSON are pmuprof-fold's bytes (the reader's keys come after)."""
     text = _perf_script(lab, recordings[rec])
-    argv, pids = _option_argv(OPTION_SETS[opts], _busiest_pid(lab, recordings[rec]))
+    argv, pids = _option_argv(OPTION_SETS[opts], _busiest(lab, recordings[rec]))
     if pids:
         text = _perf_script(lab, recordings[rec], pids)
     ref = _outputs([str(bins["fold"]), *argv], tmp_path, lab["env"], stdin=text)
