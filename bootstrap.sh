@@ -6,7 +6,7 @@ set -eu
 cd "$(dirname "$0")"
 JOB="${1:-demo}"
 
-APT_PACKAGES="linux-perf build-essential pkg-config libpfm4-dev libdw-dev libelf-dev libcapstone-dev \
+APT_PACKAGES="linux-perf build-essential pkg-config libpfm4-dev libdw-dev libelf-dev libcapstone-dev libiberty-dev \
   mariadb-server mariadb-client sysbench gdb systemd python3-pip python3-venv"
 # The test job also renders reports in a real browser and reads pprof exports back with Google's pprof.
 # debuginfod-find for the debuginfod tests; Maven fetches MariaDB 10.2.11 (full symbols) for the second server.

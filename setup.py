@@ -9,7 +9,7 @@ from setuptools import find_packages, setup
 from setuptools.command.build_py import build_py
 
 HERE = Path(__file__).resolve().parent
-HELPER_PACKAGES = "libpfm4-dev libdw-dev libelf-dev libcapstone-dev pkg-config gcc make"
+HELPER_PACKAGES = "libpfm4-dev libdw-dev libelf-dev libcapstone-dev libiberty-dev pkg-config gcc make"
 
 
 class BuildWithHelper(build_py):
@@ -26,7 +26,7 @@ class BuildWithHelper(build_py):
                 f"pmuprof: to enable PMU events, PAUSE calibration and skid correction: apt-get install {HELPER_PACKAGES}\n"
             )
             return
-        for name in ("pmuprof-helper", "pmuprof-fold"):
+        for name in ("pmuprof-helper", "pmuprof-fold", "pmuprof-perfdata"):
             built = HERE / "native" / "build" / name
             if built.is_file():
                 target.mkdir(parents=True, exist_ok=True)

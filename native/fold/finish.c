@@ -302,7 +302,8 @@ void folder_free(folder_t *f)
 {
     if (!f)
         return;
-    itab_t *tabs[] = {&f->rstr, &f->bignum, &f->comms, &f->tails, &f->events,
+    free(f->heads);
+    itab_t *tabs[] = {&f->rstr, &f->bignum, &f->comms, &f->tails, &f->events, &f->headers,
                       &f->pidinfo, &f->pidcomm, &f->stacks, &f->leafc};
     col_t *cols[] = {&f->tid_want, &f->comm_r, &f->tail_info, &f->tail_leaf, &f->tail_off, &f->ev_count, &f->pid_main,
                      &f->pid_mainseq, &f->pid_name, &f->pid_drop, &f->pc_count, &f->st_count, &f->lc_count};

@@ -111,32 +111,38 @@ static int64_t comm_intern(folder_t *f, slice_t comm)
     return col_set(&f->comm_r, (size_t)id, (uint64_t)r | want << 32) ? -ENOMEM : id;
 }
 
-static int sample_start(folder_t *f, const char *s, size_t n)
+/* What a sample header line says: parsed once per distinct line when the caller caches it. */
+typedef struct {
+    int ok, pair;       /* the header parsed; it had a pid/tid pair */
+    uint32_t comm_r;
+    uint64_t pid, tid;
+    int64_t event;      /* events id, or -1 */
+} head_t;
+
+/* Parse a header line (no counting); *inl gets its inline frame id (-1: none). 0, or -ENOMEM. */
+static int head_compute(folder_t *f, const char *s, size_t n, head_t *hd, int64_t *inl, slice_t *addr)
 {
     header_t h;
-    if (header_parse(s, n, &h)) {
-        f->bad_lines++;
+    memset(hd, 0, sizeof *hd);
+    hd->event = *inl = -1;
+    if (header_parse(s, n, &h))
         return 0;
-    }
     int64_t cid = comm_intern(f, h.comm);
     if (cid < 0)
         return -ENOMEM;
-    uint64_t comm_r = f->comm_r.v[cid];
-    if (h.b.p) {
-        if (parse_num(f, h.a.p, h.a.n, &f->pid) || parse_num(f, h.b.p, h.b.n, &f->tid))
-            return -ENOMEM;
-    } else {
-        f->pid_known = 0;
-        f->pid = PID_UNKNOWN;
-        if (parse_num(f, h.a.p, h.a.n, &f->tid))
-            return -ENOMEM;
-    }
-    slice_t fs, addr;
-    int64_t inl = -1;
-    if (inline_frame(s + h.end, n - h.end, &fs) == 0 && (inl = frame_resolve(f, fs.p, fs.n, &addr)) == -ENOMEM)
+    hd->ok = 1;
+    hd->comm_r = (uint32_t)f->comm_r.v[cid];
+    hd->pair = h.b.p != NULL;
+    if (hd->pair ? parse_num(f, h.a.p, h.a.n, &hd->pid) || parse_num(f, h.b.p, h.b.n, &hd->tid)
+                 : parse_num(f, h.a.p, h.a.n, &hd->tid))
+        return -ENOMEM;
+    if (!hd->pair)
+        hd->pid = PID_UNKNOWN;
+    slice_t fs;
+    if (inline_frame(s + h.end, n - h.end, &fs) == 0 && (*inl = frame_resolve(f, fs.p, fs.n, addr)) == -ENOMEM)
         return -ENOMEM;
     size_t ev_n = n;
-    if (inl >= 0) { /* the event is what precedes the last ': ' */
+    if (*inl >= 0) { /* the event is what precedes the last ': ' */
         ev_n = 0;
         for (size_t i = n; i-- > 1;)
             if (s[i - 1] == ':' && s[i] == ' ') {
@@ -147,16 +153,72 @@ static int sample_start(folder_t *f, const char *s, size_t n)
     event_parse(s, ev_n, &h.event);
     if (h.event.p) {
         int added;
-        int64_t e = itab_intern(&f->events, h.event.p, h.event.n, &added);
-        if (e < 0 || col_add(&f->ev_count, (size_t)e, 1))
+        if ((hd->event = itab_intern(&f->events, h.event.p, h.event.n, &added)) < 0)
             return -ENOMEM;
     }
-    f->cur_comm = (uint32_t)comm_r;
-    f->keep = wanted(f, f->pid, comm_r);
+    return 0;
+}
+
+static int head_apply(folder_t *f, const head_t *hd)
+{
+    if (!hd->ok) {
+        f->bad_lines++;
+        return 0;
+    }
+    if (!hd->pair)
+        f->pid_known = 0;
+    f->pid = hd->pid;
+    f->tid = hd->tid;
+    if (hd->event >= 0 && col_add(&f->ev_count, (size_t)hd->event, 1))
+        return -ENOMEM;
+    f->cur_comm = hd->comm_r;
+    f->keep = wanted(f, f->pid, hd->comm_r);
     f->in_sample = 1;
     f->frames.len = 0;
     f->leaf_ok = 0;
-    return inl >= 0 && f->keep ? frame_push(f, inl, addr, 0) : 0;
+    return 0;
+}
+
+static int sample_start(folder_t *f, const char *s, size_t n)
+{
+    head_t hd;
+    slice_t addr;
+    int64_t inl;
+    if (head_compute(f, s, n, &hd, &inl, &addr) || head_apply(f, &hd))
+        return -ENOMEM;
+    return hd.ok && inl >= 0 && f->keep ? frame_push(f, inl, addr, 0) : 0;
+}
+
+int64_t folder_header_intern(folder_t *f, const char *line, size_t n)
+{
+    if (!n || line_blank(line, n) || line[0] == ' ' || line[0] == '\t' || memchr(line, '\n', n))
+        return -1;
+    int added;
+    int64_t id = itab_intern(&f->headers, line, n, &added);
+    if (id < 0)
+        return id;
+    if (!added)
+        return ((const head_t *)f->heads)[id].ok < 0 ? -1 : id;
+    head_t hd;
+    slice_t addr;
+    int64_t inl;
+    if (head_compute(f, line, n, &hd, &inl, &addr))
+        return -ENOMEM;
+    if (inl >= 0) /* an inline frame: the text path handles it */
+        hd.ok = -1;
+    head_t *h = realloc(f->heads, (size_t)(id + 1) * sizeof *h);
+    if (!h)
+        return -ENOMEM;
+    f->heads = h;
+    h[id] = hd;
+    return hd.ok < 0 ? -1 : id;
+}
+
+int folder_sample_begin(folder_t *f, int64_t id)
+{
+    if (folder_end_sample(f))
+        return -ENOMEM;
+    return head_apply(f, &((const head_t *)f->heads)[id]);
 }
 
 int folder_feed(folder_t *f, const char *s, size_t n)

@@ -25,6 +25,17 @@ typedef struct folder folder_t;
 /* NULL with *err set: -ENOMEM, or -EINVAL for a bad pid / name option. */
 folder_t *folder_new(const fold_opts_t *opts, int *err);
 int folder_feed(folder_t *f, const char *line, size_t n);
+/* Structured input (pmuprof-perfdata): a call-chain frame line as perf script prints it
+ * ("\t%16lx sym+0xoff (dso)") is interned once; its id then stands for that line in any sample.
+ * Returns the id (>= 0), -1 when the line is not a frame (feed it as text), or -ENOMEM; *addr_off and
+ * *addr_len locate the address inside the line. */
+int64_t folder_frame_intern(folder_t *f, const char *line, size_t n, size_t *addr_off, size_t *addr_len);
+/* A sample header line parsed once: -1 when it must go through folder_feed (blank, indented, an inline
+ * frame); then folder_sample_begin(id) does what folder_feed(line) does. */
+int64_t folder_header_intern(folder_t *f, const char *line, size_t n);
+int folder_sample_begin(folder_t *f, int64_t id);
+/* Exactly what folder_feed does with that frame line; addr is the address text (as in the line). */
+int folder_frame_push(folder_t *f, int64_t id, const char *addr, size_t addr_len);
 int folder_finish(folder_t *f, int truncated);
 int folder_write_stacks(folder_t *f, FILE *out);
 int folder_write_leaves(folder_t *f, FILE *out);

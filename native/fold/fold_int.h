@@ -39,6 +39,8 @@ struct folder {
     col_t tail_info, tail_leaf, tail_off; /* leaf: dso_r << 32 | sym_r ; off_r */
     itab_t events;
     col_t ev_count;
+    itab_t headers;   /* structured input: header lines parsed once (heads[id]) */
+    void *heads;
     itab_t pidinfo;   /* pid -> main comm_r + 1 (0: none), first main seq, name_r, dropped */
     col_t pid_main, pid_mainseq, pid_name, pid_drop;
     itab_t pidcomm;   /* (pid, comm_r) -> samples */

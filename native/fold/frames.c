@@ -165,3 +165,23 @@ int frame_push(folder_t *f, int64_t id, slice_t addr, int raw)
     }
     return buf_append(&f->frames, &label, sizeof label);
 }
+
+int64_t folder_frame_intern(folder_t *f, const char *line, size_t n, size_t *addr_off, size_t *addr_len)
+{
+    slice_t addr;
+    int64_t id = frame_resolve(f, line, n, &addr);
+    if (id >= 0) {
+        *addr_off = (size_t)(addr.p - line);
+        *addr_len = addr.n;
+    }
+    return id;
+}
+
+int folder_frame_push(folder_t *f, int64_t id, const char *addr, size_t addr_len)
+{
+    if (!f->in_sample) {
+        f->bad_lines++;
+        return 0;
+    }
+    return f->keep ? frame_push(f, id, (slice_t){addr, addr_len}, f->o.raw_unknown) : 0;
+}

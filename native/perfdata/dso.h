@@ -1,0 +1,72 @@
+/* DSOs as perf knows them: a name, a build-id (from the perf.data header), and symbols loaded once. */
+#ifndef PMUPROF_PD_DSO_H
+#define PMUPROF_PD_DSO_H
+
+#include <gelf.h>
+#include <libelf.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../fold/buf.h"
+#include "symtab.h"
+
+enum { DSO_USER = 0, DSO_KERNEL = 1 };
+
+typedef struct {
+    char *name;             /* perf's dso->name: what perf script prints in "(...)" */
+    int space;              /* DSO_USER / DSO_KERNEL */
+    int vdso, perfmap, ksym; /* "[vdso]", "/tmp/perf-PID.map", a KSYMBOL (BPF / trampoline) image */
+    uint8_t bid[20];
+    uint8_t bid_size;
+    int has_bid;
+    int loaded, load_ret;   /* dso__load has run; what it returned */
+    int fail_first;         /* dso__load failed after adding symbols: perf's first lookup finds none */
+    int pid;                /* pid of the process whose mapping made it (for /proc/PID/root) */
+    symtab_t syms;
+    char *syms_path, *runtime_path; /* the files symbols and program headers came from */
+    int bid_mismatch;       /* a candidate file was rejected for its build-id */
+} dso_t;
+
+/* One candidate symbol source (perf's struct symsrc). */
+typedef struct {
+    char *path;
+    int fd;
+    void *mem;              /* an in-memory image (the vdso), freed with the source */
+    Elf *elf;
+    GElf_Ehdr ehdr;
+    Elf_Scn *symtab, *dynsym, *opd;
+    GElf_Shdr symshdr, dynshdr;
+    size_t dynsym_idx;
+} symsrc_t;
+
+typedef struct {
+    dso_t **v;              /* every DSO */
+    size_t n;
+    itab_t by_name;         /* name -> id; named[id] is that DSO */
+    dso_t **named;
+    char *buildid_dir;      /* $PERF_BUILDID_DIR or $HOME/.debug */
+} dsos_t;
+
+int dsos_init(dsos_t *d);
+void dsos_free(dsos_t *d);
+/* The DSO of that name, made when absent (NULL: out of memory). */
+dso_t *dsos_findnew(dsos_t *d, const char *name);
+dso_t *dsos_find(dsos_t *d, const char *name);
+dso_t *dsos_new_unnamed(dsos_t *d, const char *name);
+void dso_set_build_id(dso_t *dso, const uint8_t *bid, size_t size);
+/* perf's dso__load for a user-space DSO: search the candidates, load symbols. Returns dso__load's value. */
+int dso_load_user(dsos_t *d, dso_t *dso);
+
+/* Build-ids: the first GNU build-id note of an ELF (size, or <= 0), and perf's dso__build_id_equal. */
+int elf_build_id(Elf *elf, uint8_t *out, size_t cap);
+int dso_build_id_equal(const dso_t *dso, const uint8_t *bid, int size);
+/* perf's symsrc__init: open PATH (or an in-memory image), reject a mismatching build-id. 0 or -1. */
+int symsrc_open(symsrc_t *ss, dso_t *dso, const char *path, void *mem, size_t memlen);
+void symsrc_close(symsrc_t *ss);
+Elf_Scn *elf_section_named(Elf *elf, const GElf_Ehdr *eh, GElf_Shdr *sh, const char *name, size_t *idx);
+/* perf's dso__load_sym (+ dso__synthesize_plt_symbols) for user DSOs. */
+int elfsym_load(dso_t *dso, symsrc_t *syms, symsrc_t *runtime);
+/* perf's dso__load_perf_map: JIT symbols from /tmp/perf-PID.map. */
+int perfmap_load(dso_t *dso, const char *path);
+
+#endif

@@ -1,0 +1,185 @@
+/* pmuprof-perfdata: a perf.data -> pmuprof-fold's outputs, without perf script. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <libelf.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../fold/fold.h"
+#include "../fold/text.h"
+#include "reader.h"
+
+static const char USAGE[] =
+    "usage: pmuprof-perfdata [--pid P ...] [--comm C ...] [--name PID=LABEL ...] [--per-thread] [--raw-unknown]\n"
+    "                        [--leaves FILE] [--meta FILE] perf.data > stacks.folded\n"
+    "Reads perf.data itself and writes what `perf script -F comm,pid,tid,ip,sym,symoff,dso --no-inline\n"
+    "[--pid=P,...] | pmuprof-fold OPTIONS` writes, byte for byte; --meta adds the DSOs it resolved.\n"
+    "--script also writes that perf script text to stderr (for comparing with perf script).\n"
+    "Exit status: 0 done; 1 failure; 2 usage; 3 the file needs something only perf script does (one\n"
+    "line on stderr says what: use perf script instead); 4 the file is corrupt or truncated.\n";
+
+typedef struct {
+    fold_opts_t o;
+    const char *leaves, *meta, *input;
+    int script;
+    int32_t *pids;
+} args_t;
+
+static int args_parse(int argc, char **argv, args_t *a)
+{
+    a->o.pids = calloc((size_t)argc, sizeof(char *));
+    a->o.comms = calloc((size_t)argc, sizeof(char *));
+    a->o.names = calloc((size_t)argc, sizeof(char *));
+    a->pids = calloc((size_t)argc, sizeof *a->pids);
+    if (!a->o.pids || !a->o.comms || !a->o.names || !a->pids)
+        return -ENOMEM;
+    for (int i = 1; i < argc; i++) {
+        const char *opt = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
+        char *end;
+        if (!strcmp(opt, "--per-thread"))
+            a->o.per_thread = 1;
+        else if (!strcmp(opt, "--raw-unknown"))
+            a->o.raw_unknown = 1;
+        else if (!strcmp(opt, "--script"))
+            a->script = 1;
+        else if (opt[0] != '-' && !a->input)
+            a->input = opt;
+        else if (!val)
+            return -EINVAL;
+        else if (!strcmp(opt, "--pid")) {
+            long p = strtol(val, &end, 10);
+            if (*end || end == val || p < -1 || p > INT32_MAX)
+                return -EINVAL;
+            a->pids[a->o.npids] = (int32_t)p;
+            a->o.pids[a->o.npids++] = argv[++i];
+        } else if (!strcmp(opt, "--comm"))
+            a->o.comms[a->o.ncomms++] = argv[++i];
+        else if (!strcmp(opt, "--name"))
+            a->o.names[a->o.nnames++] = argv[++i];
+        else if (!strcmp(opt, "--leaves"))
+            a->leaves = argv[++i];
+        else if (!strcmp(opt, "--meta"))
+            a->meta = argv[++i];
+        else
+            return -EINVAL;
+    }
+    return a->input ? 0 : -EINVAL;
+}
+
+static int put_str(buf_t *b, const char *s)
+{
+    return s ? text_json(b, s, strlen(s)) : buf_append(b, "null", 4);
+}
+
+/* The DSOs symbols were looked for: where they came from and whether the build-id matched. */
+static int meta_dsos(const reader_t *r, buf_t *b)
+{
+    int rc = buf_append(b, ", \"dsos\": [", 11), first = 1;
+    for (size_t i = 0; !rc && i < r->m.dsos.n; i++) {
+        const dso_t *d = r->m.dsos.v[i];
+        char hex[41] = "";
+        if (!d->loaded || d->ksym)
+            continue;
+        for (int k = 0; k < d->bid_size; k++)
+            sprintf(hex + 2 * k, "%02x", d->bid[k]);
+        const char *at = d->syms_path ? d->syms_path : d->runtime_path;
+        rc = (!first && buf_append(b, ", ", 2)) || buf_append(b, "{\"path\": ", 9) || put_str(b, d->name) ||
+             buf_append(b, ", \"build_id\": ", 14) || put_str(b, d->has_bid ? hex : NULL) ||
+             buf_append(b, ", \"found_at\": ", 14) || put_str(b, d->load_ret > 0 ? at : NULL) ||
+             buf_append(b, ", \"matched\": ", 13) ||
+             buf_append(b, d->load_ret > 0 ? "true" : "false", d->load_ret > 0 ? 4 : 5) ||
+             buf_append(b, ", \"symbols\": ", 13) || buf_put_u64(b, d->load_ret > 0 ? (uint64_t)d->load_ret : 0) ||
+             buf_append(b, ", \"tree_lookups\": ", 18) || buf_put_u64(b, d->syms.tree_finds) || buf_putc(b, '}');
+        first = 0;
+    }
+    return rc || buf_putc(b, ']');
+}
+
+static int write_meta(const char *path, folder_t *f, const reader_t *r)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *mem = open_memstream(&text, &len);
+    if (!mem || folder_write_meta(f, mem) || fclose(mem) || len < 2)
+        return free(text), -EIO;
+    buf_t b = {0};
+    const pd_file_t *pf = r->file;
+    int rc = buf_append(&b, text, len - 2) || meta_dsos(r, &b) || buf_append(&b, ", \"perf_data\": {", 16) ||
+             buf_append(&b, "\"samples\": ", 11) || buf_put_u64(&b, r->samples) ||
+             buf_append(&b, ", \"lost\": ", 10) || buf_put_u64(&b, r->lost) ||
+             buf_append(&b, ", \"hostname\": ", 14) || put_str(&b, pf->hostname) ||
+             buf_append(&b, ", \"osrelease\": ", 15) || put_str(&b, pf->osrelease) ||
+             buf_append(&b, ", \"cmdline\": ", 13) || put_str(&b, pf->cmdline) ||
+             buf_append(&b, ", \"event\": ", 11) || put_str(&b, pf->attrs[0].name) || buf_append(&b, "}}\n", 3);
+    free(text);
+    FILE *out = rc ? NULL : fopen(path, "w");
+    if (out && (fwrite(b.p, 1, b.len, out) != b.len))
+        rc = 1;
+    if (!out || fclose(out))
+        rc = 1;
+    buf_free(&b);
+    return rc ? -EIO : 0;
+}
+
+static int write_leaves(const char *path, folder_t *f)
+{
+    FILE *out = fopen(path, "w");
+    if (!out)
+        return -errno;
+    int rc = folder_write_leaves(f, out);
+    return fclose(out) || rc ? -EIO : 0;
+}
+
+static int run(args_t *a, pd_file_t *pf, folder_t *f)
+{
+    reader_t r;
+    char err[256];
+    if (reader_init(&r, pf, f, a->pids, a->o.npids)) {
+        fputs("pmuprof-perfdata: out of memory\n", stderr);
+        return PD_EFAIL;
+    }
+    r.echo = a->script ? stderr : NULL;
+    int rc = reader_run(&r, err, sizeof err);
+    if (rc) {
+        fprintf(stderr, "pmuprof-perfdata: %s: %s\n", rc == PD_EUNSUPPORTED ? "unsupported" : "error", err);
+    } else if (folder_finish(f, 0)) {
+        fputs("pmuprof-perfdata: out of memory\n", stderr);
+        rc = PD_EFAIL;
+    } else if (folder_write_stacks(f, stdout) || (a->leaves && write_leaves(a->leaves, f)) ||
+               (a->meta && write_meta(a->meta, f, &r)) || fflush(stdout)) {
+        fprintf(stderr, "pmuprof-perfdata: writing output: %s\n", strerror(errno ? errno : EIO));
+        rc = PD_EFAIL;
+    }
+    reader_free(&r);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    args_t a = {0};
+    pd_file_t pf;
+    int err = 0;
+    if (args_parse(argc, argv, &a)) {
+        fputs(USAGE, stderr);
+        return PD_EUSAGE;
+    }
+    elf_version(EV_CURRENT);
+    folder_t *f = folder_new(&a.o, &err);
+    if (!f) {
+        fprintf(stderr, "pmuprof-perfdata: %s\n", err == -EINVAL ? "bad --pid or --name value" : strerror(-err));
+        return PD_EUSAGE;
+    }
+    int rc = pd_file_open(&pf, a.input);
+    if (rc)
+        fprintf(stderr, "pmuprof-perfdata: %s: %s\n", rc == PD_EUNSUPPORTED ? "unsupported" : "error", pf.err);
+    else
+        rc = run(&a, &pf, f);
+    pd_file_close(&pf);
+    folder_free(f);
+    free(a.o.pids);
+    free(a.o.comms);
+    free(a.o.names);
+    free(a.pids);
+    return rc;
+}

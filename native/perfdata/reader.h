@@ -1,0 +1,50 @@
+/* The reader: perf.data records -> perf script's (comm, pid, tid, call chain) per sample -> the folder. */
+#ifndef PMUPROF_PD_READER_H
+#define PMUPROF_PD_READER_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "../fold/buf.h"
+#include "../fold/fold.h"
+#include "machine.h"
+#include "pdfile.h"
+#include "records.h"
+
+#define PD_MAX_STACK 127 /* perf script's default --max-stack */
+
+/* One resolved (maps generation, ip): the frame line perf script prints for it, interned in the folder. */
+typedef struct {
+    uint64_t gen, ip;
+    int64_t tail;          /* folder frame id; -1: feed `text` as lines */
+    uint32_t text, len;    /* the line in reader.lines */
+    uint16_t addr_off, addr_len, sym_off;
+} frame_t;
+
+typedef struct {
+    pd_file_t *file;
+    machine_t m;
+    folder_t *fold;
+    const int32_t *pids;   /* perf script --pid */
+    size_t npids;
+    pd_queue_t q;
+    int ordered, use_callchain;
+    uint64_t *slots;       /* open addressing: frame index + 1 */
+    size_t nslots;
+    frame_t *frames;
+    size_t nframes, capframes;
+    buf_t lines, text;
+    uint32_t chain[PD_MAX_STACK + 1];
+    uint64_t samples, lost, printed;
+    FILE *echo;            /* --script: also write the perf script text the folder is fed */
+} reader_t;
+
+int reader_init(reader_t *r, pd_file_t *file, folder_t *fold, const int32_t *pids, size_t npids);
+void reader_free(reader_t *r);
+/* Walk the data section in perf's order. PD_OK, or an exit status (r->m.unsupported / corrupt). */
+int reader_run(reader_t *r, char *err, size_t errlen);
+/* One record at file offset off (machine updates, or a sample into the folder). */
+int reader_deliver(reader_t *r, uint64_t off);
+int reader_sample(reader_t *r, const pd_attr_t *a, const unsigned char *rec, uint16_t size);
+
+#endif

@@ -1,0 +1,91 @@
+"""Fold a perf.data with pmuprof-perfdata (no perf script); says when perf script must do it instead."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable
+
+from .errors import PmuprofError
+from .fastfold import FoldError, _first_line, _result, fold_argv
+from .model.perfscript import FoldResult
+from .paths import native_path
+
+UNSUPPORTED = 3  # the file needs something only perf script does (DWARF unwinding, kcore, modules, ...)
+CORRUPT = 4      # truncated or corrupt: perf script may still read part of it
+
+
+class PerfdataFallback(PmuprofError):
+    """pmuprof-perfdata declined this file; ``reason`` says why. Fold it with perf script instead."""
+
+    def __init__(self, reason: str, status: int) -> None:
+        super().__init__(f"pmuprof-perfdata cannot read this perf.data natively: {reason}",
+                         "folding it through perf script instead")
+        self.reason = reason
+        self.status = status
+
+
+@dataclass(frozen=True)
+class DsoSymbols:
+    """Where one DSO's symbols came from (None: not found, or the build-id did not match)."""
+
+    path: str
+    build_id: str | None
+    found_at: str | None
+    matched: bool
+    symbols: int
+    tree_lookups: int  # lookups where overlapping symbols made perf's tree shape decide
+
+
+@dataclass(frozen=True)
+class PerfdataFold:
+    """The folded result, plus what the reader saw: DSOs and how many samples / lost events."""
+
+    result: FoldResult
+    dsos: tuple[DsoSymbols, ...]
+    samples: int
+    lost: int
+
+
+def perfdata_path() -> Path | None:
+    """pmuprof-perfdata ($PMUPROF_PERFDATA, the package's bin/, the checkout's build, or PATH)."""
+    return native_path("pmuprof-perfdata", "PMUPROF_PERFDATA")
+
+
+def perfdata_argv(binary: Path, data: Path, meta: Path, pids: Iterable[int] = (), comms: Iterable[str] = (),
+                  per_thread: bool = False, names: dict[int, str] | None = None,
+                  raw_unknown: bool = False) -> list[str]:
+    """pmuprof-perfdata's command line (pure): pmuprof-fold's options, then the perf.data."""
+    return fold_argv(binary, meta, pids, comms, per_thread, names, raw_unknown) + [str(data)]
+
+
+def fold_perf_data_native(data: Path, pids: Iterable[int] = (), comms: Iterable[str] = (),
+                          per_thread: bool = False, names: dict[int, str] | None = None,
+                          raw_unknown: bool = False, binary: Path | None = None) -> PerfdataFold:
+    """What ``perf script -F comm,pid,tid,ip,sym,symoff,dso --no-inline [--pid=...] | pmuprof-fold`` gives.
+
+    Raises PerfdataFallback when the binary is missing or declines the file, FoldError when it fails.
+    """
+    binary = binary or perfdata_path()
+    if binary is None:
+        raise PerfdataFallback("pmuprof-perfdata is not built (make -C native)", UNSUPPORTED)
+    with tempfile.TemporaryDirectory(prefix="pmuprof-perfdata-") as tmp:
+        meta = Path(tmp) / "meta.json"
+        argv = perfdata_argv(binary, Path(data), meta, tuple(pids), comms, per_thread, names, raw_unknown)
+        with open(Path(tmp) / "stacks.folded", "w+b") as out, open(Path(tmp) / "err", "w+b") as err:
+            proc = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err, check=False)
+            if proc.returncode in (UNSUPPORTED, CORRUPT):
+                err.seek(0)
+                raise PerfdataFallback(_first_line(err.read()), proc.returncode)
+            result = _result(proc.returncode, out, err, meta)
+        extra = json.loads(meta.read_text(encoding="utf-8"))
+    return PerfdataFold(result=result, dsos=tuple(DsoSymbols(**d) for d in extra.get("dsos", [])),
+                        samples=extra.get("perf_data", {}).get("samples", 0),
+                        lost=extra.get("perf_data", {}).get("lost", 0))
+
+
+__all__ = ["CORRUPT", "UNSUPPORTED", "DsoSymbols", "FoldError", "PerfdataFallback", "PerfdataFold",
+           "fold_perf_data_native", "perfdata_argv", "perfdata_path"]
