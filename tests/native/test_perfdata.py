@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from native_support import PROGS, native_binary
-from pmuprof import fastfold, perfdata_reader
+from pmuprof.tools.native import fold as fastfold
+from pmuprof.tools.native import perfdata as perfdata_reader
 
 FIELDS = "comm,pid,tid,ip,sym,symoff,dso"
 PROG_SECS = "0.6"

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from pmuprof import perfdata_reader
-from pmuprof.fastfold import FoldError
+from pmuprof.tools.native import perfdata as perfdata_reader
+from pmuprof.tools.native.fold import FoldError
 
 
 def test_argv_is_the_folders_options_then_the_file():

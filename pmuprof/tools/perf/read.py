@@ -10,6 +10,7 @@ from ...errors import InputError, PerfError
 from ...model.perfscript import FoldResult
 from .. import proc
 from ..native.fold import fold_perf_script_process
+from ..native.perfdata import PerfdataFallback, fold_perf_data_native, perfdata_argv, perfdata_path
 from . import argv as perfcmd, parse as perfparse
 
 TIMEOUT_S = 120  # evlist, header and buildid-list read only the file's header
@@ -84,11 +85,21 @@ def describe(perf: str, data: Path) -> Recording:
 def fold_perf_data(perf: str, data: Path, pids: tuple[int, ...] = (), comms: tuple[str, ...] = (),
                    per_thread: bool = False, names: dict[int, str] | None = None,
                    symfs: Path | None = None) -> tuple[FoldResult, list[str]]:
-    """perf script piped into the folder; unnamed code keeps its address for the analysis to group.
+    """The folded stacks of a perf.data; unnamed code keeps its address for the analysis to group.
 
+    pmuprof-perfdata reads the file itself (the same output as perf script piped into the folder,
+    2-3x faster than perf script alone); where it declines (DWARF or LBR call graphs, compressed or
+    pipe-mode files, --symfs, kernel modules without kcore, ...) or is not built, perf script does it.
     Returns (result, argv used). Process filtering is left to the folder (perf's --comms would
     drop renamed threads).
     """
+    native = perfdata_path() if symfs is None else None
+    if native is not None:
+        try:
+            got = fold_perf_data_native(data, pids, comms, per_thread, names, raw_unknown=True, binary=native)
+            return got.result, perfdata_argv(native, data, Path("meta.json"), pids, comms, per_thread, names, True)
+        except PerfdataFallback:
+            pass
     argv = perfcmd.script_argv(perf, data, pids, symfs=symfs)
     return fold_perf_script_process(argv, pids=pids, comms=comms, per_thread=per_thread, names=names,
                                     raw_unknown=True), argv

@@ -9,10 +9,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
-from .errors import PmuprofError
-from .fastfold import FoldError, _first_line, _result, fold_argv
-from .model.perfscript import FoldResult
-from .paths import native_path
+from ...errors import PmuprofError
+from ...model.perfscript import FoldResult
+from ...paths import native_path
+from .fold import FoldError, _first_line, _result, fold_argv
 
 UNSUPPORTED = 3  # the file needs something only perf script does (DWARF unwinding, kcore, modules, ...)
 CORRUPT = 4      # truncated or corrupt: perf script may still read part of it
