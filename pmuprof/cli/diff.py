@@ -23,7 +23,7 @@ Examples:
 @click.argument("before", type=click.Path(exists=True))
 @click.argument("after", type=click.Path(exists=True))
 @click.option("-o", "--output", "out_dir", type=click.Path(file_okay=False), default="pmuprof-diff",
-              show_default=True, help="Directory for diff.html and diff.json.")
+              show_default=True, help="Directory for diff.html, diff.json and diff.md.")
 @click.option("--json", "as_json", is_flag=True, help="Print diff.json to stdout instead of writing files.")
 @common.input_options
 def diff_cmd(before: str, after: str, out_dir: str, as_json: bool, **inputs) -> None:
@@ -31,7 +31,9 @@ def diff_cmd(before: str, after: str, out_dir: str, as_json: bool, **inputs) -> 
 
     Each side is normalised by its own sample count, so captures of different length
     compare fairly. Red frames grew, blue shrank; the tables list the biggest changes in
-    self and inclusive share, in percentage points.
+    self and inclusive share, in percentage points, each with its 95 % interval (Newcombe's
+    score interval for two shares) and whether it is outside the sampling noise. Small or
+    unequal sample counts are warned about.
     """
     options = common.pipeline_options(**inputs)
     result = diff_profiles(build_profile(before, options), build_profile(after, options))
