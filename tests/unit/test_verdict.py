@@ -51,6 +51,9 @@ def test_a_healthy_server_is_said_to_be_healthy_with_its_informational_findings(
     v = payload["verdict"]
     assert v["healthy"] and [f["rule"] for f in v["info"]] == [f.rule for f in diagnosis.findings]
     assert v["hottest"] == "_raw_spin_unlock_irqrestore_[k]" and v["link"].startswith("#view=sandwich&focus=")
+    from pmuprof.report.markdown import render_markdown
+    assert "**Verdict: no known problem found** in 1,873 samples (3 informational findings below)." in \
+        render_markdown(payload)
 
 
 def test_first_screen_html_holds_the_verdict_and_no_rule_variable_dump(tmp_path):
@@ -69,6 +72,9 @@ def test_first_screen_html_holds_the_verdict_and_no_rule_variable_dump(tmp_path)
     raw = json.loads((tmp_path / "findings.json").read_text())
     assert raw["findings"][0]["evidence"]["dive"]["hot_share"] == 0.557521  # raw values stay in findings.json
     assert "shown" not in raw["findings"][0]
+    md = (tmp_path / "report.md").read_text()
+    assert md.splitlines()[2].startswith("**Verdict: Optimizer index dives cost a large share of the CPU** — 66.4 % "
+                                         "of mysqld samples (how sure: medium; 8,897 of 13,395 samples;")
 
 
 def test_evidence_values_in_words_per_kind():
