@@ -47,7 +47,7 @@ setup(
         "pmuprof.rules": ["*.yaml", "knowledge/*.yaml"],
         "pmuprof.demo": ["*.c", "*.h", "Makefile"],
     },
-    install_requires=["click>=8.0", "Jinja2>=3.0", "PyYAML>=5.4", "PyMySQL>=1.0"],
+    install_requires=["click>=8.0", "Jinja2>=3.0", "PyYAML>=5.4", "PyMySQL>=1.0", "numpy>=1.22"],
     extras_require={"test": ["pytest>=7"]},
     entry_points={"console_scripts": ["pmuprof=pmuprof.cli.main:main"]},
     cmdclass={"build_py": BuildWithHelper},

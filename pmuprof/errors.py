@@ -60,6 +60,10 @@ class HelperError(PmuprofError):
 
 
 class Interrupted(PmuprofError):
-    """Ctrl-C: what was captured so far has been kept."""
+    """Ctrl-C, SIGTERM or SIGHUP: what was captured so far has been kept (exit 128 + the signal number)."""
 
     exit_code = 130
+
+    def __init__(self, message: str, fix: str = "", exit_code: int = 130) -> None:
+        super().__init__(message, fix)
+        self.exit_code = exit_code

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
+from . import outfile
 from .analysis.analyse import analyse, with_quality
 from .analysis.binaries import Lookup
 from .analysis.load import Choice, Recording, load, read_run_dir
@@ -72,7 +73,7 @@ def write_analysed(run_dir: Path, profile: Profile) -> None:
 
 def report_profile(profile: Profile, out_dir: Path) -> Result:
     diagnosis = engine.diagnose(profile)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    outfile.ensure_dir(out_dir)
     return Result(profile, diagnosis, write_outputs(profile, diagnosis.findings, out_dir, latches=diagnosis.latches))
 
 

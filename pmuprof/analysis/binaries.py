@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Iterable, Mapping
 
 from ..model.analysis import Binary
+from ..tools import proc
 from ..tools.elf import ElfFile, Ident, ident
 
 DEBUGINFOD_TIMEOUT_S = 20.0
@@ -152,8 +153,9 @@ def _debuginfod_find(kind: str, build_id: str, urls: str) -> Path | str:
     if tool is None:
         return "DEBUGINFOD_URLS is set but debuginfod-find is not installed — apt-get install debuginfod"
     try:
-        res = subprocess.run([tool, kind, build_id], capture_output=True, text=True, timeout=DEBUGINFOD_TIMEOUT_S,
-                             stdin=subprocess.DEVNULL, errors="backslashreplace")
+        res = proc.run([tool, kind, build_id], DEBUGINFOD_TIMEOUT_S, stall=False)  # waits on the network
+    except OSError as err:
+        return f"cannot run {tool}: {err.strerror or err}"
     except subprocess.TimeoutExpired:
         return f"debuginfod ({urls}) did not answer within {DEBUGINFOD_TIMEOUT_S:.0f} s — check DEBUGINFOD_URLS"
     if res.returncode == 0 and res.stdout.strip() and Path(res.stdout.strip()).is_file():

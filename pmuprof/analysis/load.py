@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import stat
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -19,7 +20,7 @@ from ..model.run import Run, Source
 from ..model.server import ServerFacts
 from ..paths import perf_path
 from ..tools.native.fold import fold_file
-from ..tools.perf import read as perfread
+from ..tools.perf import read as perfread, repair
 
 PERF_MAGIC = b"PERFILE2"
 
@@ -53,6 +54,15 @@ class Recording:
     reader_argv: tuple[str, ...] = ()
 
 
+def _kind(path: Path) -> str:
+    mode = path.stat().st_mode
+    for test, name in ((stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return name
+    return "a special file"
+
+
 def sniff(path: Path) -> str:
     """'rundir' | 'perf.data' | 'perf-script' | 'folded'."""
     if path.is_dir():
@@ -63,12 +73,16 @@ def sniff(path: Path) -> str:
     if not path.exists():
         raise InputError(f"{path}: no such file or directory", "check the path")
     if not path.is_file():
-        raise InputError(f"{path}: not a regular file", "pass a run directory, a perf.data or a text file")
+        raise InputError(f"{path}: not a regular file ({_kind(path)})", "pass a run directory, a perf.data or a text file")
     with open(path, "rb") as fh:
         head = fh.read(65536)
     if not head.strip():
         raise InputError(f"{path}: the file is empty", "re-record; an empty capture has nothing to report")
     if head.startswith(PERF_MAGIC):
+        if repair.unfinished_size(path) and not rundir.is_run_dir(path.parent):
+            raise InputError(f"{path}: perf did not close this file (killed, or out of disk): its header says it "
+                             "holds no samples", "report its run directory (pmuprof repairs the header there), or "
+                             "record again")
         return "perf.data"
     if b"\0" in head:
         raise InputError(f"{path}: binary data that is not a perf.data (no PERFILE2 header)",
@@ -110,6 +124,9 @@ def read_recording(path: Path, kind: str, choice: Choice, sibling: Path | None,
                    symfs: Path | None = None, allow_empty: bool = False) -> Recording:
     """Fold a perf.data or perf script text; inside a run directory, reuse its targets and facts."""
     run = rundir.read_run(sibling) if sibling else Run()
+    if kind == "perf.data" and sibling is not None and repair.finish_header(path):  # perf killed / out of disk
+        run = run.with_notes(("perf did not close perf.data (killed, or out of disk): pmuprof set its data size "
+                              "from the file; the last samples may be missing",))
     names = {t.pid: t.label for t in run.targets}
     pids = choice.pids or (tuple(names) if not choice.comms else ())
     comms = choice.comms or (() if pids else DEFAULT_TARGET_COMMS)
@@ -124,7 +141,8 @@ def read_recording(path: Path, kind: str, choice: Choice, sibling: Path | None,
         why = f" of {', '.join(comms)}" if comms and not pids else (f" of pid {', '.join(map(str, pids))}" if pids else "")
         raise InputError(f"{path}: no samples{why} in this {kind}",
                          "check the recording covers the target (use --pid/--comm to choose processes)")
-    counters, server, _ = rundir.read_facts(sibling) if sibling else (Counters(), None, None)
+    counters, server, _, notes = rundir.read_facts(sibling) if sibling else (Counters(), None, None, ())
+    run = run.with_notes(notes)
     run = _with_fold_facts(run, result, path, kind)
     processes, selection = _processes(result, run, choice, pids, comms)
     leaves = tuple(Leaf(d, s, o, c) for (d, s, o), c in sorted(result.leaves.items()))

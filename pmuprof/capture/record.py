@@ -5,13 +5,14 @@ from __future__ import annotations
 import datetime as _dt
 import os
 import shutil
+import signal
 import sys
 import threading
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
-from .. import __version__
+from .. import __version__, outfile, signals
 from ..errors import PerfError, PmuprofError, ResourceError, UsageError
 from ..model import rundir
 from ..model.counters import CounterValue, Counters
@@ -20,13 +21,17 @@ from ..model.run import FeatureOff, Host, Pause, Record, Run, Stat, Target
 from ..model.server import ServerFacts
 from ..paths import perf_path
 from ..tools.native import helper
-from ..tools.perf import argv as perfcmd, parse as perfparse, read as perfread
+from ..tools.perf import argv as perfcmd, parse as perfparse, read as perfread, repair
 from . import events
 from .mysql import facts as mysql
-from .runner import Control, Outcome, Progress, run_bounded
+from .runner import Control, DiskGuard, Outcome, Progress, run_bounded
 from .target import host, process as target
 
 MAX_DURATION_S = 3600
+MYSQL_JOIN_S = 30  # server facts still missing this long after perf stopped are given up
+UNFINISHED_NOTE = ("perf did not close perf.data (killed, or out of disk): pmuprof set its data size from the file; "
+                   "the last samples may be missing")
+SIZE_LIMIT = "perf size limit reached"  # perf record's stderr when --max-size stopped it
 NO_PMU_FIX = "run on bare metal or enable the vPMU (e.g. KVM `-cpu host,pmu=on`)"
 
 
@@ -46,36 +51,71 @@ class RecordOptions:
     command: tuple[str, ...] = field(default_factory=lambda: tuple(sys.argv))
 
 
+def check_window(duration: float, frequency: int, call_graph: str = "fp") -> None:
+    """The options of one capture window, checked before anything starts (watch checks them up front)."""
+    if not 0 < duration <= MAX_DURATION_S:
+        raise UsageError(f"--duration {duration:g} s is out of range", f"use up to {MAX_DURATION_S} s (1 h)")
+    if not 1 <= frequency <= 10000:
+        raise UsageError(f"--frequency {frequency} is out of range", "use 1..10000 Hz (99 is the low-overhead default)")
+    if call_graph == "lbr" and not host.has_lbr():
+        raise PerfError("--call-graph lbr needs Intel's Last Branch Record, which this CPU does not expose "
+                        "(no PMU 'branches' capability)", "use --call-graph fp, or dwarf for binaries without "
+                        "frame pointers")
+
+
 def validate(opts: RecordOptions) -> None:
     if not opts.pids:
         raise UsageError("no target process", "pass -p PID (repeatable) or --all-mysqld")
-    if not 0 < opts.duration <= MAX_DURATION_S:
-        raise UsageError(f"--duration {opts.duration:g} is out of range", f"use 1..{MAX_DURATION_S} seconds")
-    if not 1 <= opts.frequency <= 10000:
-        raise UsageError(f"--frequency {opts.frequency} is out of range", "use 1..10000 Hz (99 is the low-overhead default)")
+    check_window(opts.duration, opts.frequency, opts.call_graph)
     if opts.out_dir.exists() and not opts.out_dir.is_dir():
         raise UsageError(f"{opts.out_dir} exists and is not a directory", "choose a new -o directory")
     if opts.out_dir.exists() and any(opts.out_dir.iterdir()):
         raise UsageError(f"{opts.out_dir} exists and is not empty", "choose a new -o directory")
 
 
-def check_disk(out_dir: Path, need: int) -> int:
-    """Refuse to start when the estimated perf.data would not fit with room to spare."""
-    probe = out_dir if out_dir.exists() else out_dir.parent
-    free = shutil.disk_usage(probe).free
-    if free < need * 2 + 64 * 1024 * 1024:
+RESERVE_SHARE, RESERVE_MIN, RESERVE_MAX = 0.02, 16 << 20, 1 << 30
+
+
+def disk_reserve(total: int) -> int:
+    """Free space pmuprof never uses: 2 % of the filesystem, at least 16 MiB, at most 1 GiB."""
+    return int(min(max(total * RESERVE_SHARE, RESERVE_MIN), RESERVE_MAX))
+
+
+def _existing(path: Path) -> Path:
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    return path
+
+
+def check_disk(out_dir: Path, need: int) -> tuple[int, int]:
+    """(free bytes, reserve) of the filesystem that will hold ``out_dir``; refuse to start when the
+    estimated perf.data does not fit above the reserve (perf is also stopped at the reserve)."""
+    probe = _existing(out_dir)
+    try:
+        usage, flags = shutil.disk_usage(probe), os.statvfs(probe).f_flag
+    except OSError as err:
+        raise outfile.os_error(err, probe, "check free space on") from err
+    if flags & os.ST_RDONLY:
+        raise ResourceError(f"cannot write in {probe}: read-only filesystem", "choose -o on a writable filesystem")
+    reserve = disk_reserve(usage.total)
+    if usage.free - reserve < need:
         raise ResourceError(
-            f"not enough free disk in {probe}: {free // 2**20} MiB free, the capture needs about {need // 2**20} MiB "
-            f"plus as much again and 64 MiB to spare",
+            f"not enough free disk in {probe}: {usage.free / 2**20:.0f} MiB free; this capture needs about "
+            f"{need / 2**20:.0f} MiB for perf.data and pmuprof keeps {reserve / 2**20:.0f} MiB free (2 % of the "
+            f"filesystem, at least 16 MiB) so the disk never fills",
             "free space, lower --duration/--frequency, use --call-graph fp, or pass -o on a larger filesystem")
-    return free
+    return usage.free, reserve
 
 
 def preflight(opts: RecordOptions) -> tuple[str, dict]:
     perf = perf_path()
     if not perf or not (os.path.isfile(perf) or shutil.which(perf)):
         raise PerfError("perf is not installed", "apt-get install linux-perf (or set PMUPROF_PERF to a perf binary)")
-    return perf, host.facts(perf)  # perf itself says when perf_event_paranoid forbids it (runner classifies)
+    facts = host.facts(perf)
+    if not facts["perf_version"]:
+        raise PerfError(f"{perf} does not work: `perf version` gave no version (it hung, crashed, "
+                        "or is not perf)", "check PMUPROF_PERF, or reinstall linux-perf; `pmuprof doctor` shows it")
+    return perf, facts  # perf itself says when perf_event_paranoid forbids it (runner classifies)
 
 
 def record(opts: RecordOptions, progress: Progress | None = None,
@@ -91,29 +131,57 @@ def record(opts: RecordOptions, progress: Progress | None = None,
     targets = tuple(target.describe(p, label) for p, label in target.labels_for(list(pids)).items())
     need = perfcmd.estimate_bytes(opts.frequency, host_facts["nproc"], opts.duration, opts.call_graph,
                                   sum(t.threads for t in targets), opts.mode)
-    opts.out_dir.mkdir(parents=True, exist_ok=True)
-    free = check_disk(opts.out_dir, need)
+    free, reserve = check_disk(opts.out_dir, need)
+    outfile.ensure_dir(opts.out_dir)
+    run = _started_run(opts)
+    rundir.write_typed(opts.out_dir / rundir.RUN_JSON, run)  # from now on a run directory, reportable and pruned
     pmu_events, pmu_notes = _pmu_event_set(host_facts)
-    run = _initial_run(opts, targets, host_facts, pmu_events, pmu_notes)
-    rundir.write_typed(opts.out_dir / rundir.RUN_JSON, run)  # a cut-short capture is still a run directory
-    mysql_thread = _start_mysql(opts, pids, min(opts.duration, 5.0))
+    run = _initial_run(opts, targets, host_facts, pmu_events, pmu_notes, run.started)
+    rundir.write_typed(opts.out_dir / rundir.RUN_JSON, run)
+    mysql_thread = _start_mysql(opts, pids, min(opts.duration, 5.0), log)
     log(f"recording {', '.join(f'{t.label} (pid {t.pid})' for t in targets)} for {opts.duration:g} s at "
         f"{opts.frequency} Hz, mode {opts.mode}{' cgroup ' + run.cgroup if run.cgroup else ''}")
-    run, outcome = _record_with_fallback(opts, perf, pids, run, pmu_events, min(need * 3, free // 2), progress, log)
-    if on_recorded is not None:
-        on_recorded()
-    run = _finish(opts, perf, run, outcome, mysql_thread)
-    if not opts.keep_perf_data:
-        (opts.out_dir / rundir.PERF_DATA).unlink(missing_ok=True)
+    cap = Cap(min(need * 4, free - reserve), free - reserve < need * 4, reserve)
+    try:
+        run, outcome = _record_with_fallback(opts, perf, pids, run, pmu_events, cap, progress, log)
+    except PmuprofError as err:  # perf failed or was killed: run.json still says what happened
+        rundir.write_typed(opts.out_dir / rundir.RUN_JSON, run.with_notes((f"capture failed: {err.message}",)))
+        raise
+    with signals.held() as pending:  # writing run.json must not be cut short
+        if on_recorded is not None:
+            on_recorded()
+        if pending and not outcome.stopped_by:
+            outcome.stopped_by = signal.Signals(pending.pop(0)).name
+        run = _finish(opts, perf, run, outcome, mysql_thread, cap)
+        if not opts.keep_perf_data:
+            (opts.out_dir / rundir.PERF_DATA).unlink(missing_ok=True)
+    if outcome.again or pending:  # a second signal: the run directory is complete; stop before folding
+        raise signals.StopSignal(outcome.again or pending[0])
     return opts.out_dir
 
 
-def _initial_run(opts: RecordOptions, targets: tuple[Target, ...], host_facts: dict,
-                 pmu_events: list[tuple[str, str]], pmu_notes: list[str]) -> Run:
-    facts = {k: v for k, v in host_facts.items() if k != "pause"}
-    pause = helper.calibrate_pause_or_error()
+@dataclass(frozen=True)
+class Cap:
+    """perf record --max-size, and whether it is the disk's limit (free space above the reserve)."""
+
+    size: int
+    by_disk: bool
+    reserve: int
+
+
+def _started_run(opts: RecordOptions) -> Run:
+    """The first run.json, written before anything slow: what was asked and when."""
     return Run(pmuprof_version=__version__, command=tuple(opts.command),
                started=_dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+               duration_requested_s=opts.duration, mode=opts.mode,
+               record=Record(event_requested=opts.event, frequency=opts.frequency, call_graph=opts.call_graph))
+
+
+def _initial_run(opts: RecordOptions, targets: tuple[Target, ...], host_facts: dict,
+                 pmu_events: list[tuple[str, str]], pmu_notes: list[str], started: str) -> Run:
+    facts = {k: v for k, v in host_facts.items() if k != "pause"}
+    pause = helper.calibrate_pause_or_error()
+    return Run(pmuprof_version=__version__, command=tuple(opts.command), started=started,
                duration_requested_s=opts.duration, mode=opts.mode,
                cgroup=_shared_cgroup(targets) if opts.mode == "per-cpu" else None, targets=targets,
                host=replace(from_json(Host, facts), pause=from_json(Pause, pause), pfm_pmu=helper.core_pmu()),
@@ -122,45 +190,55 @@ def _initial_run(opts: RecordOptions, targets: tuple[Target, ...], host_facts: d
                features_off=tuple(from_json(FeatureOff, f) for f in helper.features_off()))
 
 
-def _record_with_fallback(opts, perf, pids, run: Run, pmu_events, size_cap, progress, log) -> tuple[Run, Outcome]:
+def _record_with_fallback(opts, perf, pids, run: Run, pmu_events, cap: Cap, progress, log) -> tuple[Run, Outcome]:
     """perf record + stat; when perf refuses the cgroup filter, again without it (said in the run)."""
     try:
-        return _run_perf(opts, perf, pids, run, pmu_events, size_cap, progress)
+        return _run_perf(opts, perf, pids, run, pmu_events, cap, progress)
     except PerfError as err:
         if not run.cgroup:
             raise
         log(f"perf refused the cgroup filter ({err.message}); sampling all CPUs without it")
         note = f"perf refused -G {run.cgroup} ({err.message}): sampled without the cgroup filter"
-        return _run_perf(opts, perf, pids, replace(run, cgroup=None).with_notes((note,)), pmu_events, size_cap,
-                         progress)
+        return _run_perf(opts, perf, pids, replace(run, cgroup=None).with_notes((note,)), pmu_events, cap, progress)
 
 
 def _run_perf(opts: RecordOptions, perf: str, pids: tuple[int, ...], run: Run, pmu_events: list[tuple[str, str]],
-              size_cap: int, progress: Progress | None) -> tuple[Run, Outcome]:
+              cap: Cap, progress: Progress | None) -> tuple[Run, Outcome]:
     """perf record + perf stat for the capture window."""
     data = opts.out_dir / rundir.PERF_DATA
     data.unlink(missing_ok=True)
     spec = perfcmd.RecordSpec(data, pids, opts.frequency, opts.call_graph, opts.mode, opts.event, run.cgroup,
-                              max_size_bytes=size_cap)
+                              max_size_bytes=cap.size)
     stat_events = perfcmd.STAT_SOFTWARE + tuple(perf_name for _, perf_name in pmu_events)
     control = Control(opts.out_dir)
     argv = {"record": (perfcmd.record_argv(perf, spec, control.argv()), opts.out_dir / rundir.RECORD_LOG),
             "stat": (perfcmd.stat_argv(perf, opts.out_dir / rundir.STAT_CSV, pids, stat_events, opts.mode,
                                        run.cgroup), opts.out_dir / rundir.STAT_LOG)}
-    outcome = run_bounded(argv, opts.duration, pids, run.host.perf_event_paranoid, progress, data, control)
+    outcome = run_bounded(argv, opts.duration, pids, run.host.perf_event_paranoid, progress, data, control,
+                          DiskGuard(opts.out_dir, cap.reserve))
     run = replace(run, record=replace(run.record, argv=tuple(argv["record"][0])),
                   stat=replace(run.stat, argv=tuple(argv["stat"][0])))
     return run, outcome
 
 
-def _finish(opts: RecordOptions, perf: str, run: Run, outcome: Outcome, mysql_thread) -> Run:
+def _finish(opts: RecordOptions, perf: str, run: Run, outcome: Outcome, mysql_thread, cap: Cap) -> Run:
     """What really happened: events recorded, counters, server facts; run.json written last."""
     stderr = perfparse.parse_record_stderr(outcome.stderr.get("record", ""))
+    if SIZE_LIMIT in outcome.stderr.get("record", "") and not outcome.stopped_by:
+        if cap.by_disk:
+            outcome.stopped_by = "disk"
+            outcome.disk_low = (f"perf.data reached {cap.size / 2**20:.0f} MiB, all the space above the "
+                                f"{cap.reserve / 2**20:.0f} MiB pmuprof keeps free on {opts.out_dir}")
+        else:
+            run = run.with_notes((f"perf.data reached its size limit ({cap.size / 2**20:.0f} MiB, 4x the estimate) "
+                                  f"after {outcome.elapsed_s:.1f} s: the capture is shorter than asked",))
     run = replace(run, duration_s=outcome.elapsed_s, interrupted=outcome.interrupted,
-                  stopped_by=outcome.stopped_by,
+                  stopped_by=outcome.stopped_by or ("perf-killed" if outcome.perf_killed else ""),
                   record=replace(run.record, samples_total=stderr.get("samples_total"), lost=stderr.get("lost"),
                                  data_mb=stderr.get("data_mb")))
     run = run.with_notes(_outcome_warnings(outcome))
+    if repair.finish_header(opts.out_dir / rundir.PERF_DATA):
+        run = run.with_notes((UNFINISHED_NOTE,))
     try:
         run = _recorded_event(run, perf, opts.out_dir / rundir.PERF_DATA)
     finally:
@@ -178,6 +256,12 @@ def _outcome_warnings(outcome: Outcome) -> tuple[str, ...]:
     if outcome.interrupted:
         out.append(f"capture interrupted ({outcome.stopped_by or 'Ctrl-C'}) after {outcome.elapsed_s:.1f} s; "
                    "kept what was recorded")
+    if outcome.perf_killed:
+        out.append(f"perf record was killed by {outcome.perf_killed} after {outcome.elapsed_s:.1f} s (the OOM "
+                   "killer or another tool?); the report covers what it wrote")
+    if outcome.stopped_by == "disk":
+        out.append(f"capture stopped after {outcome.elapsed_s:.1f} s to keep the disk from filling: "
+                   f"{outcome.disk_low}")
     return tuple(out)
 
 
@@ -217,7 +301,7 @@ def _write_counters(opts: RecordOptions, run: Run) -> Run:
 def _write_server_facts(opts: RecordOptions, run: Run, worker) -> Run:
     if worker is None:
         return run
-    worker.join(timeout=30)
+    worker.join(timeout=MYSQL_JOIN_S)
     facts = worker.facts or {"reachable": False, "error": "server facts timed out"}
     try:
         typed = from_json(ServerFacts, facts)
@@ -248,9 +332,9 @@ def _shared_cgroup(targets: tuple[Target, ...]) -> str | None:
 
 
 class _MysqlThread(threading.Thread):
-    def __init__(self, opts: RecordOptions, pid: int, interval: float) -> None:
+    def __init__(self, opts: RecordOptions, pid: int, interval: float, log: Callable[[str], None]) -> None:
         super().__init__(daemon=True, name="pmuprof-mysql-facts")
-        self.opts, self.pid, self.interval = opts, pid, interval
+        self.opts, self.pid, self.interval, self.log = opts, pid, interval, log
         self.facts: dict[str, Any] | None = None
 
     def run(self) -> None:
@@ -259,11 +343,15 @@ class _MysqlThread(threading.Thread):
             self.facts = mysql.collect_facts(options, pid=self.pid, interval_s=self.interval)
         except Exception as err:  # server facts must never fail a capture
             self.facts = {"reachable": False, "error": f"{type(err).__name__}: {err}"}
+        if not self.facts.get("reachable", True):  # said once, now, on the terminal; the capture goes on
+            self.log(f"warning: server facts not collected ({self.facts.get('error') or 'unreachable'}); the "
+                     "capture goes on — pass --mysql-socket / --defaults-file, or --no-mysql")
 
 
-def _start_mysql(opts: RecordOptions, pids: tuple[int, ...], interval: float) -> _MysqlThread | None:
+def _start_mysql(opts: RecordOptions, pids: tuple[int, ...], interval: float,
+                 log: Callable[[str], None]) -> _MysqlThread | None:
     if not opts.mysql:
         return None
-    worker = _MysqlThread(opts, pids[0], interval)
+    worker = _MysqlThread(opts, pids[0], interval, log)
     worker.start()
     return worker

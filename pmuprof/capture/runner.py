@@ -12,8 +12,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
 
-from ..errors import PerfError, TargetError
+from .. import signals
+from ..errors import PerfError, ResourceError, TargetError
 from ..model import rundir
+from ..tools.proc import Progress as CpuProgress, stall_s
 from .target.process import is_alive
 
 Progress = Callable[[float, float, int], None]  # (elapsed_s, duration_s, perf.data bytes)
@@ -50,23 +52,38 @@ def classify_perf_error(stderr: str, paranoid: int | None) -> PerfError | Target
     if "event syntax error" in text or "not supported" in text or "unknown tracepoint" in text:
         return PerfError("perf rejected the event: " + _first_line(stderr),
                          "run `pmuprof doctor`; on hosts without a PMU use --event cpu-clock")
-    if "no space left" in text:
-        return PerfError("perf ran out of disk space", "free space or use -o on a larger filesystem")
+    if "no space left" in text or "disk quota" in text:
+        return ResourceError("perf ran out of disk space", "free space or use -o on a larger filesystem")
+    if "branch stack" in text or "lbr" in text:
+        return PerfError("perf cannot sample with --call-graph lbr here: " + _first_line(stderr),
+                         "LBR needs an Intel CPU exposing it (bare metal, or a VM with LBR passed through); "
+                         "use --call-graph fp or dwarf")
     return PerfError("perf failed: " + (_first_line(stderr) or "no message"), "run `pmuprof doctor` for the cause")
 
 
+_NOISE = ("#", "events disabled", "events enabled", "warning:", "[ perf record:")
+
+
 def _first_line(text: str) -> str:
-    for line in text.splitlines():
-        if line.strip() and not line.startswith("#"):
-            return line.strip()[:300]
+    """perf's first line that says something ("Error:" alone is joined with the line after it)."""
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip() and not ln.strip().lower().startswith(_NOISE)]
+    for i, line in enumerate(lines):
+        if line.rstrip(":").lower() == "error" and i + 1 < len(lines):
+            return f"{line} {lines[i + 1]}"[:300]
+        return line[:300]
     return ""
+
+
 
 
 @dataclass
 class Outcome:
     elapsed_s: float = 0.0
     interrupted: bool = False
-    stopped_by: str = ""  # SIGINT, SIGTERM, SIGHUP, target-exit, or "" (the duration ran out)
+    stopped_by: str = ""  # SIGINT, SIGTERM, SIGHUP, disk, or "" (the duration ran out)
+    disk_low: str = ""  # why the free-space watcher stopped perf
+    perf_killed: str = ""  # the signal that killed perf record (its data is kept and reported)
+    again: int = 0  # a further stop signal that arrived while perf was stopping (the caller stops after run.json)
     target_exited: list[int] = field(default_factory=list)
     returncodes: dict[str, int | None] = field(default_factory=dict)
     stderr: dict[str, str] = field(default_factory=dict)
@@ -80,18 +97,36 @@ def _signal(proc: subprocess.Popen, sig: int) -> None:
         pass
 
 
-def stop(proc: subprocess.Popen, grace_s: float = 60.0) -> int | None:
+STOP_IDLE_S = 15.0  # perf that used no CPU for this long after SIGINT is hung, not finishing its file
+STOP_MAX_S = 600.0  # and perf still busy after this long is stopped anyway
+
+
+def _wait_working(proc: subprocess.Popen, idle_s: float, max_s: float) -> None:
+    """Wait while perf works on its file (it uses CPU: build-ids, flushing); give up when it idles."""
+    watch, deadline = CpuProgress((proc.pid,), idle_s), time.monotonic() + max_s
+    while proc.poll() is None and time.monotonic() < deadline and not watch.stalled():
+        try:
+            proc.wait(timeout=0.5)
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def stop(proc: subprocess.Popen, idle_s: float = STOP_IDLE_S, max_s: float = STOP_MAX_S) -> int | None:
     """SIGINT (perf writes its file), then SIGTERM, then SIGKILL: never leave perf running."""
-    for sig, wait in ((signal.SIGINT, grace_s), (signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0)):
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGKILL):
         if proc.poll() is not None:
             break
         try:
             os.killpg(proc.pid, sig)  # perf runs in its own session: its group is just perf (and children)
-            proc.wait(timeout=wait)
-        except subprocess.TimeoutExpired:
-            continue
         except ProcessLookupError:
             break
+        if sig == signal.SIGINT:
+            _wait_working(proc, min(idle_s, stall_s()), max_s)
+        else:
+            try:
+                proc.wait(timeout=5.0)
+            except subprocess.TimeoutExpired:
+                continue
     return proc.poll()
 
 
@@ -112,10 +147,10 @@ class Control:
     def argv(self) -> list[str]:
         return ["-D", "-1", "--control", f"fifo:{self.ctl},{self.ack}"]
 
-    def enable(self, proc: subprocess.Popen, timeout: float = 120.0) -> bool:
+    def enable(self, proc: subprocess.Popen, timeout: float = 60.0) -> bool:
         """Send 'enable' once perf listens and wait for its ack; False if perf exited first."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline and proc.poll() is None:
+        deadline, watch = time.monotonic() + timeout, CpuProgress((proc.pid,), stall_s())
+        while time.monotonic() < deadline and proc.poll() is None and not watch.stalled():
             try:
                 fd = os.open(self.ctl, os.O_WRONLY | os.O_NONBLOCK)
             except OSError:  # ENXIO: perf has not opened its end yet
@@ -125,11 +160,11 @@ class Control:
                 os.write(fd, b"enable\n")
             finally:
                 os.close(fd)
-            return self._wait_ack(proc, deadline)
+            return self._wait_ack(proc, deadline, watch)
         return False
 
-    def _wait_ack(self, proc: subprocess.Popen, deadline: float) -> bool:
-        while time.monotonic() < deadline and proc.poll() is None:
+    def _wait_ack(self, proc: subprocess.Popen, deadline: float, watch: CpuProgress) -> bool:
+        while time.monotonic() < deadline and proc.poll() is None and not watch.stalled():
             ready, _, _ = select.select([self._ack_fd], [], [], 0.2)
             if ready and b"ack" in os.read(self._ack_fd, 64):
                 return True
@@ -141,52 +176,102 @@ class Control:
             fifo.unlink(missing_ok=True)
 
 
+ENABLE_TIMEOUT_S = 60.0  # perf record -a may take seconds to start on a loaded host; a minute is a hung perf
+
+
+@dataclass(frozen=True)
+class DiskGuard:
+    """Stop perf before the filesystem of ``path`` has less than ``reserve`` bytes free."""
+
+    path: Path
+    reserve: int
+
+    def low(self) -> str:
+        """Why perf must stop now, or ""."""
+        try:
+            st = os.statvfs(self.path)
+        except OSError:
+            return ""
+        free = st.f_bavail * st.f_frsize
+        if free >= self.reserve:
+            return ""
+        return (f"{free / 2**20:.0f} MiB left on the filesystem of {self.path}, below the "
+                f"{self.reserve / 2**20:.0f} MiB pmuprof keeps free")
+
+
 def run_bounded(procs: dict[str, tuple[Sequence[str], Path]], duration: float, pids: Sequence[int],
                 paranoid: int | None, progress: Progress | None = None, data_path: Path | None = None,
-                control: Control | None = None) -> Outcome:
-    """Run the named perf commands together for ``duration`` seconds of recording, then stop them all."""
+                control: Control | None = None, disk: DiskGuard | None = None) -> Outcome:
+    """Run the named perf commands together for ``duration`` seconds of recording, then stop them all.
+
+    SIGINT, SIGTERM and SIGHUP (pmuprof.signals) end the window early like the clock does; a signal
+    that arrives while perf is being stopped is noted, never lost, and never cuts the stop short.
+    """
     out = Outcome()
     started: dict[str, subprocess.Popen] = {}
     t0 = time.monotonic()
     try:
         for name, (argv, err_path) in procs.items():
             started[name] = spawn(argv, err_path)
-        if control is not None and control.enable(started["record"]):
-            t0 = time.monotonic()
-        _watch(started, procs, duration, pids, paranoid, progress, data_path, out, t0)
-    except KeyboardInterrupt:
-        out.interrupted, out.stopped_by = True, "SIGINT"
+        if control is not None:
+            if control.enable(started["record"], ENABLE_TIMEOUT_S):
+                t0 = time.monotonic()
+            elif started["record"].poll() is None:
+                raise PerfError("perf record did not start recording (no answer on its control FIFO within "
+                                f"{ENABLE_TIMEOUT_S:.0f} s, or no CPU used for {stall_s():.0f} s)",
+                                "check the perf binary (PMUPROF_PERF) and `pmuprof doctor`")
+        _watch(started, procs, duration, pids, paranoid, progress, data_path, out, t0, disk)
+    except signals.STOPS as err:
+        out.interrupted, out.stopped_by = True, signals.name_of(err)
     finally:
-        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not lose the data
-        try:
+        with signals.held() as pending:
             out.elapsed_s = round(time.monotonic() - t0, 3)
             for proc in started.values():  # signal all first: their shutdowns overlap
                 _signal(proc, signal.SIGINT)
             for name, proc in started.items():
                 out.returncodes[name] = stop(proc)
                 out.stderr[name] = procs[name][1].read_text(errors="replace") if procs[name][1].exists() else ""
-        finally:
-            signal.signal(signal.SIGINT, previous)
             if control is not None:
                 control.close()
+        if pending and not out.interrupted:
+            out.interrupted, out.stopped_by = True, signal.Signals(pending.pop(0)).name
+        out.again = pending[0] if pending else 0
     return out
 
 
-def _watch(started, procs, duration, pids, paranoid, progress, data_path, out, t0) -> None:
+def _record_exited(proc: subprocess.Popen, err_path: Path, pids, paranoid, out: Outcome) -> None:
+    """perf record stopped by itself: the targets are gone (fine), it hit --max-size (fine), something
+    killed it (what it wrote is kept and reported, then exit 5), or it failed (exit 5 now)."""
+    out.target_exited = [p for p in pids if not is_alive(p)]
+    if proc.returncode and proc.returncode < 0:
+        out.perf_killed = _signal_name(-proc.returncode)
+    elif proc.returncode and not out.target_exited:
+        raise classify_perf_error(err_path.read_text(errors="replace"), paranoid)
+
+
+def _signal_name(signum: int) -> str:
+    try:
+        return signal.Signals(signum).name
+    except ValueError:
+        return f"signal {signum}"
+
+
+def _watch(started, procs, duration, pids, paranoid, progress, data_path, out, t0, disk) -> None:
     while True:
         elapsed = time.monotonic() - t0
-        for name, proc in started.items():
-            if name == "record" and proc.poll() is not None:  # perf stat failing is not fatal
-                err = procs[name][1].read_text(errors="replace")
-                if proc.returncode != 0 and not [p for p in pids if not is_alive(p)]:
-                    raise classify_perf_error(err, paranoid)
-                out.target_exited = [p for p in pids if not is_alive(p)]
-                return
+        record = started["record"]
+        if record.poll() is not None:  # perf stat failing is not fatal
+            _record_exited(record, procs["record"][1], pids, paranoid, out)
+            return
         gone = [p for p in pids if not is_alive(p)]
         if gone:
             out.target_exited = gone
             return
         if elapsed >= duration:
+            return
+        low = disk.low() if disk is not None else ""
+        if low:
+            out.stopped_by, out.disk_low = "disk", low
             return
         if progress:
             size = data_path.stat().st_size if data_path and data_path.exists() else 0

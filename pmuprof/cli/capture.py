@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import click
 
-from ..capture.record import record
 from ..pipeline import materialize, report_profile
 from ..workflows.schedule import EXIT_CRITICAL, EXIT_WARNING, findings_exit_code
 from . import common
@@ -32,14 +31,16 @@ def capture_cmd(quiet: bool, exit_code_on_findings: bool, **kwargs) -> None:
     """
     mysql_opts, use_mysql = mysql_from_kwargs(kwargs)
     opts = build_options(**kwargs, mysql_options=mysql_opts, use_mysql=use_mysql)
-    out = record(opts, common.progress_printer(not quiet), common.log)
-    profile = materialize(out, log=common.log)
-    result = report_profile(profile, out)
+    common.check_rules()
+    out = common.recorded(opts, quiet)
+    result = common.after_record(out, lambda: report_profile(materialize(out, log=common.log), out))
+    profile = result.profile
     common.say_problems(profile)
     if not profile.total:
         common.log("no samples of the target: it was idle or off-CPU during the capture (the report says so)")
     common.log(f"report: {result.paths['html']}")
     common.say_findings(result.findings)
+    common.end_of_capture(profile.run, str(result.paths["html"]))
     if exit_code_on_findings:
         raise click.exceptions.Exit(findings_exit_code(result.findings))
 

@@ -2,14 +2,24 @@
 
 from __future__ import annotations
 
+import signal
 import sys
 from pathlib import Path
+from typing import Callable, TypeVar
 
 import click
 
+from .. import signals
 from ..analysis.binaries import Lookup
 from ..analysis.load import Choice
+from ..capture.record import RecordOptions, record
+from ..errors import Interrupted, PerfError, ResourceError
+from ..findings.loader import load_rules
+from ..model import rundir
+from ..model.run import Run
 from ..pipeline import Options
+
+T = TypeVar("T")
 
 
 def progress_printer(enabled: bool):
@@ -91,3 +101,49 @@ def say_problems(profile) -> None:
     """Binary problems (missing, build-id mismatch, debuginfod) once on stderr, as the report shows them."""
     for line in profile.analysis.warnings:
         log(f"warning: {line}")
+
+
+def check_rules() -> None:
+    """Load the rules in use ($PMUPROF_RULES or the installed ones) before recording: exit 7 now, not later."""
+    load_rules()
+
+
+def stopped(err: BaseException, out_dir: Path) -> Interrupted:
+    """A stop signal outside the recording window, as one line that says what was kept."""
+    name = signals.name_of(err)
+    code = err.exit_code if isinstance(err, signals.StopSignal) else 130
+    if (out_dir / rundir.PERF_DATA).is_file() and rundir.is_run_dir(out_dir):
+        return Interrupted(f"interrupted ({name}) before the report was built; the run directory {out_dir} is "
+                           "complete", f"`pmuprof report {out_dir}` builds the report later", code)
+    return Interrupted(f"interrupted ({name}) before recording started", "", code)
+
+
+def recorded(opts: RecordOptions, quiet: bool) -> Path:
+    """record() with the CLI's progress line and log; a stop signal outside the window is one line."""
+    try:
+        return record(opts, progress_printer(not quiet), log)
+    except signals.STOPS as err:
+        raise stopped(err, opts.out_dir) from None
+
+
+def after_record(out_dir: Path, build: Callable[[], T]) -> T:
+    """Fold/report a recorded run directory; a stop signal here leaves it complete for `pmuprof report`."""
+    try:
+        return build()
+    except signals.STOPS as err:
+        raise stopped(err, out_dir) from None
+
+
+def end_of_capture(run: Run, what: str) -> None:
+    """A capture cut short still ends with an error status once its report (``what``) is written:
+    6 when the disk watcher stopped perf, 128 + N after signal N (130 for Ctrl-C)."""
+    if run.stopped_by == "disk":
+        why = next((w for w in run.warnings if "keep the disk from filling" in w), "the disk was nearly full")
+        raise ResourceError(f"{why}; kept what was recorded: {what}", "free space, or capture with -o on a larger "
+                            "filesystem")
+    if run.stopped_by == "perf-killed":
+        why = next((w for w in run.warnings if w.startswith("perf record was killed")), "perf record was killed")
+        raise PerfError(f"{why}: {what}", "check `dmesg` / `journalctl -k` for the OOM killer, then capture again")
+    if run.stopped_by in signal.Signals.__members__:
+        raise Interrupted(f"capture stopped by {run.stopped_by} after {run.duration_s or 0:.1f} s; "
+                          f"kept what was recorded: {what}", "", signals.exit_code(run.stopped_by))

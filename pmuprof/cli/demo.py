@@ -53,6 +53,7 @@ def demo_cmd(scenario: str, duration: float, out_dir: str | None, spin_wait_dela
     if not findings:
         common.log("no findings (expected for --scenario healthy)")
     common.say_findings(findings, chains=True)
+    common.end_of_capture(result.report.profile.run, str(result.report.paths.get("html", run_dir)))
 
 
 COMMAND = demo_cmd

@@ -7,7 +7,8 @@ from pathlib import Path
 import click
 
 from ..pipeline import build_profile
-from ..report.diff import diff_json, diff_profiles, write_diff
+from ..model import rundir
+from ..report.diff import DIFF_HTML, DIFF_JSON, DIFF_MD, diff_json, diff_profiles, write_diff
 from . import common
 
 EPILOG = """\b
@@ -25,8 +26,10 @@ Examples:
 @click.option("-o", "--output", "out_dir", type=click.Path(file_okay=False), default="pmuprof-diff",
               show_default=True, help="Directory for diff.html, diff.json and diff.md.")
 @click.option("--json", "as_json", is_flag=True, help="Print diff.json to stdout instead of writing files.")
+@click.option("--force", is_flag=True, help="Write into an -o directory that holds other files (only diff.html "
+                                            "and diff.json are replaced).")
 @common.input_options
-def diff_cmd(before: str, after: str, out_dir: str, as_json: bool, **inputs) -> None:
+def diff_cmd(before: str, after: str, out_dir: str, as_json: bool, force: bool, **inputs) -> None:
     """Compare BEFORE and AFTER (run directories, perf.data, perf script text or folded files).
 
     Each side is normalised by its own sample count, so captures of different length
@@ -36,6 +39,8 @@ def diff_cmd(before: str, after: str, out_dir: str, as_json: bool, **inputs) -> 
     unequal sample counts are warned about.
     """
     options = common.pipeline_options(**inputs)
+    if not as_json:
+        rundir.claim_output_dir(Path(out_dir), None, (DIFF_HTML, DIFF_JSON, DIFF_MD), force)
     result = diff_profiles(build_profile(before, options), build_profile(after, options))
     if as_json:
         click.echo(diff_json(result), nl=False)

@@ -3,13 +3,20 @@
 from __future__ import annotations
 
 import importlib
+import os
 import pkgutil
 import sys
+import tempfile
+import time
+import traceback
+from pathlib import Path
 
 import click
 
-from .. import __version__
+from .. import __version__, outfile, signals
 from ..errors import PmuprofError
+
+EXIT_INTERNAL = 1  # a bug in pmuprof (README: exit codes)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -40,14 +47,50 @@ def _register() -> None:
 _register()
 
 
+def save_traceback(text: str) -> Path | None:
+    """Write a traceback to $XDG_CACHE_HOME/pmuprof/errors/ (~/.cache/...), else to a new file in $TMPDIR."""
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "pmuprof" / "errors"
+    try:
+        return outfile.write_text(outfile.ensure_dir(base) / f"error-{stamp}-{os.getpid()}.log", text)
+    except (PmuprofError, OSError, RuntimeError):
+        pass
+    try:
+        fd, name = tempfile.mkstemp(prefix=f"pmuprof-error-{stamp}-", suffix=".log")
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        return Path(name)
+    except OSError:
+        return None
+
+
+def _internal_error(err: BaseException) -> int:
+    """A bug: one line on the terminal, the traceback in a file."""
+    text = (f"pmuprof {__version__}, Python {sys.version.split()[0]}\nargv: {sys.argv!r}\n\n"
+            + "".join(traceback.format_exception(type(err), err, err.__traceback__)))
+    path = save_traceback(text)
+    where = f"traceback in {path}" if path else "the traceback could not be saved"
+    first = (str(err).splitlines() or [""])[0][:200]
+    click.echo(f"pmuprof: internal error: {type(err).__name__}: {first} ({where}; please report it)", err=True)
+    return EXIT_INTERNAL
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Run the CLI; a PmuprofError becomes one line on stderr and its exit code."""
+    """Run the CLI; every outcome is one line on stderr and an exit code from the README's table."""
+    with signals.installed():
+        return _main(argv)
+
+
+def _main(argv: list[str] | None) -> int:
     try:
         # without standalone mode click returns (not raises) the code of click.exceptions.Exit
         code = cli.main(args=argv, prog_name="pmuprof", standalone_mode=False)
     except PmuprofError as err:
         click.echo(f"pmuprof: error: {err}", err=True)
         return err.exit_code
+    except signals.STOPS as err:
+        click.echo(f"pmuprof: interrupted ({signals.name_of(err)})", err=True)
+        return err.exit_code if isinstance(err, signals.StopSignal) else 130
     except click.exceptions.Abort:
         click.echo("pmuprof: interrupted", err=True)
         return 130
@@ -56,8 +99,11 @@ def main(argv: list[str] | None = None) -> int:
         return err.exit_code
     except click.exceptions.Exit as err:
         return err.exit_code
-    except BrokenPipeError:
+    except BrokenPipeError:  # stdout closed early (| head): quiet, and no second error at exit
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except Exception as err:  # noqa: BLE001 - the last resort: no traceback reaches the terminal
+        return _internal_error(err)
     return code if isinstance(code, int) else 0
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from ..capture.target import process as target
-from ..capture.record import RecordOptions, record
+from ..capture.record import RecordOptions
 from ..errors import TargetError
 from ..pipeline import materialize
 from . import common
@@ -60,9 +60,12 @@ def record_cmd(quiet: bool, **kwargs) -> None:
     """
     mysql_opts, use_mysql = mysql_from_kwargs(kwargs)
     opts = build_options(**kwargs, mysql_options=mysql_opts, use_mysql=use_mysql)
-    out = record(opts, common.progress_printer(not quiet), common.log)
-    common.say_problems(materialize(out, log=common.log))
+    common.check_rules()
+    out = common.recorded(opts, quiet)
+    profile = common.after_record(out, lambda: materialize(out, log=common.log))
+    common.say_problems(profile)
     common.log(f"run directory: {out}")
+    common.end_of_capture(profile.run, str(out))
 
 
 COMMAND = record_cmd

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from ..model import rundir
 from ..pipeline import findings_json_text, report_input
 from . import common
 
@@ -18,6 +19,7 @@ Examples:
   pmuprof report stacks.folded --json | jq .findings     # findings only, for scripts
   pmuprof report perf.data --symfs /mnt/dbhost -o out/   # binaries copied from the recording host
   pmuprof report perf.data --binary ./mariadbd -o out/   # the exact binary that ran (build-id checked)
+  pmuprof report other.perf.data -o out/ --force         # replace out/'s report of another input
 """
 
 
@@ -26,8 +28,11 @@ Examples:
 @click.option("-o", "--output", "out_dir", type=click.Path(file_okay=False), default=None,
               help="Output directory (default: INPUT itself for a run directory, else ./pmuprof-report).")
 @click.option("--json", "as_json", is_flag=True, help="Print findings.json to stdout instead of writing files.")
+@click.option("--force", is_flag=True,
+              help="Write into an -o directory that holds other files or another input's report (only "
+                   "report.html, findings.json and report.md are replaced).")
 @common.input_options
-def report_cmd(input_path: str, out_dir: str | None, as_json: bool, **inputs) -> None:
+def report_cmd(input_path: str, out_dir: str | None, as_json: bool, force: bool, **inputs) -> None:
     """Write report.html, findings.json and report.md from a capture. Never needs the live server.
 
     Binaries are found by build-id as perf finds them (recorded path, --symfs, ~/.debug, separate
@@ -40,6 +45,7 @@ def report_cmd(input_path: str, out_dir: str | None, as_json: bool, **inputs) ->
         click.echo(findings_json_text(src, options), nl=False)
         return
     dest = Path(out_dir) if out_dir else (src if src.is_dir() else Path("pmuprof-report"))
+    rundir.claim_output_dir(dest, src, rundir.REPORT_FILES, force)
     result = report_input(src, dest, options)
     common.say_problems(result.profile)
     common.log(f"report: {result.paths['html']}")

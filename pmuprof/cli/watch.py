@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import click
 
+from .. import outfile
+from ..capture.record import MAX_DURATION_S, check_window
 from ..capture.target import process as target
 from ..workflows.watch import WatchOptions, watch
 from ..errors import TargetError, UsageError
@@ -54,16 +55,27 @@ def watch_cmd(pid, triggers, cycles, interval, duration, cooldown, max_captures,
     Stops after --max-captures or on Ctrl-C.
     """
     plan = WatchPlan(tuple(parse_condition(t) for t in triggers), cycles=cycles,
-                     cooldown_s=parse_duration(cooldown), max_captures=max_captures)
+                     cooldown_s=_within("--cooldown", cooldown, 0, 7 * 86400), max_captures=max_captures)
     mysql_opts, use_mysql = mysql_from_kwargs(kwargs)
     if not use_mysql and any(c.source != "cpu" for c in plan.conditions):
         raise UsageError("--no-mysql leaves only cpu triggers usable", "drop --no-mysql or use --trigger 'cpu>N'")
-    opts = WatchOptions(pid=_pick_pid(pid), plan=plan, base_dir=Path(base_dir),
-                        interval_s=max(parse_duration(interval), 0.1), duration_s=parse_duration(duration),
+    duration_s = _within("--duration", duration, 1, MAX_DURATION_S)
+    interval_s = _within("--interval", interval, 0.1, 3600)
+    check_window(duration_s, frequency)  # everything a capture checks, now rather than when the trigger fires
+    common.check_rules()
+    opts = WatchOptions(pid=_pick_pid(pid), plan=plan, base_dir=outfile.ensure_dir(base_dir),
+                        interval_s=interval_s, duration_s=duration_s,
                         disk_floor=DiskFloor.parse(tuple(disk_free)), mysql_options=mysql_opts,
                         record={"frequency": frequency, "mode": mode, "mysql": use_mysql}, verbose=verbose,
                         command=tuple(["pmuprof"] + sys.argv[1:]))
     watch(opts, common.log)
+
+
+def _within(option: str, text: str, low: float, high: float) -> float:
+    seconds = parse_duration(text)
+    if not low <= seconds <= high:
+        raise UsageError(f"{option} {text} is out of range", f"use {low:g} s to {high:g} s")
+    return seconds
 
 
 def _pick_pid(pid: int | None) -> int:

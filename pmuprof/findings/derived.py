@@ -138,9 +138,9 @@ def wait_latches(facts: Facts, index: Any, missing: list[str]) -> dict[str, Any]
     """Which latches the process's spin and wait samples are for (the latch attribution, summed)."""
     by_latch: dict[str, int] = {}
     table = index.attributor.latches if index.attributor else {}
-    waited = 0
-    for _, _, count, _, latch, _ in index.waits():
-        waited += count
+    waits = index.waits()
+    waited = int(waits.counts.sum())
+    for latch, count in zip(waits.latch, waits.counts.tolist()):
         by_latch[latch] = by_latch.get(latch, 0) + count
     total = index.total or 1
     ranked = sorted(by_latch.items(), key=lambda kv: (-kv[1], kv[0]))

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any, Iterable, Mapping
 
+import numpy as np
+
 from ..model.profile import Profile
 from .facts import Facts, facts_for, number
 from .fixcheck import absent
@@ -47,9 +49,9 @@ def diagnose(profile: Profile, rules: Iterable[Rule] | None = None) -> Diagnosis
         index = StackIndex(profile, process, Attributor(latch_table(), facts.family, facts.version))
         if len(processes) > 1 and index.total / total < MIN_PROCESS_SHARE:
             continue
-        latches[process] = attribute(index.stacks, index.attributor, index.total)
+        latches[process] = attribute(index.waits(), index.total, index.attributor.latches)
         found = [f for f in (evaluate_rule(rule, index, facts) for rule in rules) if f is not None]
-        findings += group(found, {r.id: r for r in rules}, [count for _, count in index.stacks])
+        findings += group(found, {r.id: r for r in rules}, index.st.counts)
     return Diagnosis(ordered(findings), latches)
 
 
@@ -99,7 +101,7 @@ def evaluate_rule(rule: Rule, index: StackIndex, facts: Facts) -> Finding | None
         references=rule.references,
         chain=tuple([chain_ev["hot"], *chain_ev["callers"]]) if chain_ev else (),
         process=facts.process, missing=tuple(dict.fromkeys(m for m in missing if m)),
-        confidence=confidence(rule, g, values, seen, not_seen), stacks=share_ev.get(STACKS, frozenset()) if share_ev else frozenset(),
+        confidence=confidence(rule, g, values, seen, not_seen), stacks=share_ev.get(STACKS) if share_ev else None,
         declared=tuple(Declared(m.name, m.kind, _subject(m.kind, m.spec), m.about) for m in rule.evidence))
 
 
@@ -142,7 +144,7 @@ GROUP_COVER = 0.5  # a symptom joins a group when its causes' evidence covers ha
 GROUP_MIN_PART = 0.1  # a cause shares at least a tenth of the symptom's samples
 
 
-def group(findings: list[Finding], rules: Mapping[str, Rule], weights: list[int] | None = None) -> list[Finding]:
+def group(findings: list[Finding], rules: Mapping[str, Rule], weights: np.ndarray | None = None) -> list[Finding]:
     """Grouping within one process: each symptom under the cause that explains most of its samples.
 
     A rule's ``explains`` lists what it may cause; the stacks decide whether it did here. The
@@ -154,17 +156,22 @@ def group(findings: list[Finding], rules: Mapping[str, Rule], weights: list[int]
     waits for one latch), the narrower one names the hotspot and is the cause.
     """
     by_rule = {f.rule: f for f in findings}
-    weight = (lambda s: sum(weights[i] for i in s)) if weights is not None else len
+
+    def weight(rows: np.ndarray) -> float:
+        return float(weights[rows].sum()) if weights is not None else float(len(rows))
+
     explained: dict[str, str] = {}
     for symptom, sf in by_rule.items():
         cands = [c for c in by_rule if symptom in rules[c].explains and c != symptom
                  and (by_rule[c].severity != "info" or sf.severity == "info")]
-        if sf.stacks and weight(sf.stacks):
-            total = weight(sf.stacks)
-            part = {c: weight(sf.stacks & by_rule[c].stacks) / total for c in cands if by_rule[c].stacks}
+        own = sf.stacks if sf.stacks is not None else np.zeros(0, np.int64)
+        if weight(own):
+            total = weight(own)
+            part = {c: weight(np.intersect1d(own, by_rule[c].stacks, assume_unique=True)) / total
+                    for c in cands if by_rule[c].stacks is not None}
             cands = [c for c in part if part[c] >= GROUP_MIN_PART]
-            covered = weight(sf.stacks & frozenset().union(*(by_rule[c].stacks for c in cands))) / total
-            if covered < GROUP_COVER:
+            union = np.unique(np.concatenate([by_rule[c].stacks for c in cands])) if cands else own[:0]
+            if weight(np.intersect1d(own, union, assume_unique=True)) / total < GROUP_COVER:
                 continue
             key = lambda c: (part[c], by_rule[c].share, c)  # noqa: E731
         else:

@@ -12,11 +12,14 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping
+from typing import TYPE_CHECKING, Mapping
 
 from ..model.labels import is_kernel, is_unnamed
 from .knowledge import Latch, LatchTable, Machinery
 from .patterns import normalize
+
+if TYPE_CHECKING:
+    from .stackmatch import WaitTable
 
 MAX_CALLERS = 3
 TOP_CHAINS = 3
@@ -160,25 +163,20 @@ def _callers(frames: tuple[str, ...], at: int) -> tuple[str, ...]:
     return tuple(out)
 
 
-def attribute(stacks: Iterable[tuple[tuple[str, ...], int]], attributor: Attributor,
-              total: int) -> tuple[LatchWaits, ...]:
-    """Rows of waits by latch for one process's stacks (process root removed), most samples first."""
+def attribute(waits: "WaitTable", total: int, latches: Mapping[str, Latch]) -> tuple[LatchWaits, ...]:
+    """Rows of waits by latch for one process's wait table (findings/stackmatch.py), most samples first."""
     counts: Counter[tuple[str, str]] = Counter()
     kinds: dict[tuple[str, str], Counter[str]] = defaultdict(Counter)
     modes: dict[tuple[str, str], Counter[str]] = defaultdict(Counter)
     chains: dict[tuple[str, str], Counter[tuple[str, ...]]] = defaultdict(Counter)
-    for frames, count in stacks:
-        found = attributor.attribute(frames)
-        if found is None:
-            continue
-        wait, latch, mode = found
+    for wait, latch, mode, count in zip(waits.waits, waits.latch, waits.mode, waits.counts.tolist()):
         key = (latch, (wait.acquirer or "") if latch == UNIDENTIFIED else "")
         counts[key] += count
         kinds[key][wait.kind] += count
         if mode:
             modes[key][mode] += count
         chains[key][((wait.acquirer,) if wait.acquirer else ()) + wait.callers] += count
-    rows = [_row(key, n, total, kinds[key], modes[key], chains[key], attributor.latches) for key, n in counts.items()]
+    rows = [_row(key, n, total, kinds[key], modes[key], chains[key], latches) for key, n in counts.items()]
     return tuple(sorted(rows, key=lambda r: (-r.count, r.latch, r.under)))
 
 

@@ -35,8 +35,8 @@ class Finding:
     confidence: dict[str, Any] = field(default_factory=dict)  # samples, margin, corroborated, level
     explains: tuple[str, ...] = ()  # symptom findings (rule ids) this cause accounts for
     explained_by: str = ""  # the cause finding (rule id) this symptom is grouped under
-    # positions (in the process's stack list) of the stacks behind the headline share: for grouping only
-    stacks: frozenset[int] = field(default=frozenset(), repr=False, compare=False)
+    # rows (of the process's Stacks, sorted) behind the headline share: for grouping only, never written
+    stacks: Any = field(default=None, repr=False, compare=False)
     # the rule's evidence declarations, in rule order: for showing the evidence (not in findings.json)
     declared: tuple[Declared, ...] = field(default=(), repr=False, compare=False)
 

@@ -1,4 +1,4 @@
-"""Frame-name patterns: globs (``*``, ``?``) matched whole, or ``re:`` regexes searched."""
+"""Frame-name patterns: globs (``*``, ``?``) matched whole, or ``re:`` regexes searched; bounded per frame."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from functools import lru_cache
 from typing import Iterable
 
 from ..model.labels import without_kernel_suffix
+from .globs import MAX_MATCH_CHARS, GlobSet, Matcher, checked_regex
 
 _TEMPLATE_SPACE = re.compile(r"\s+>")
 
@@ -70,22 +71,23 @@ def _without_args(name: str) -> str:
 
 
 @lru_cache(maxsize=4096)
-def compile_pattern(pattern: str) -> re.Pattern[str]:
-    """``re:REGEX`` searches; anything else is a glob that must match the whole name."""
+def compile_pattern(pattern: str) -> Matcher:
+    """``re:REGEX`` searches (checked by regexsafe: polynomial with a small degree); anything else is a
+    glob that must match the whole name, matched without backtracking."""
     if pattern.startswith("re:"):
-        return re.compile(pattern[3:])
-    parts = []
-    for ch in normalize(pattern):
-        parts.append(".*" if ch == "*" else "." if ch == "?" else re.escape(ch))
-    return re.compile("^" + "".join(parts) + "$")
+        return checked_regex(pattern[3:])
+    return GlobSet((normalize(pattern),))
 
 
 @dataclass(frozen=True)
 class PatternSet:
-    """Several patterns; a frame matches when any pattern matches it (with or without args)."""
+    """Several patterns; a frame matches when any pattern matches it (with or without args).
+
+    Only the first MAX_MATCH_CHARS characters of a name are matched (reports show it whole).
+    """
 
     patterns: tuple[str, ...]
-    compiled: tuple[re.Pattern[str], ...]
+    compiled: tuple[Matcher, ...]
 
     @classmethod
     def of(cls, patterns: Iterable[str]) -> "PatternSet":
@@ -93,13 +95,16 @@ class PatternSet:
         if any(p.startswith("@") and p not in ALIASES for p in pats):
             bad = next(p for p in pats if p.startswith("@") and p not in ALIASES)
             raise re.error(f"unknown alias {bad} (known: {', '.join(ALIASES)})")
-        return cls(pats, tuple(compile_pattern(p) for p in expand(pats)))
+        full = expand(pats)
+        globs = tuple(normalize(p) for p in full if not p.startswith("re:"))
+        regexes = tuple(compile_pattern(p) for p in full if p.startswith("re:"))
+        return cls(pats, ((GlobSet(globs),) if globs else ()) + regexes)
 
     def __bool__(self) -> bool:
         return bool(self.patterns)
 
     def matches(self, frame: str) -> bool:
-        name = normalize(frame)
+        name = normalize(frame[:MAX_MATCH_CHARS])
         short = _without_args(name)
         for rx in self.compiled:
             if rx.search(name) or (short is not name and rx.search(short)):

@@ -63,18 +63,64 @@ def _convert(node: yaml.Node, loader: yaml.SafeLoader, where: str) -> Any:
             seq.append(_convert(item, loader, where))
             seq.item_lines.append(item.start_mark.line + 1)
         return seq
-    return loader.construct_object(node, deep=True)
+    try:
+        return loader.construct_object(node, deep=True)
+    except (ValueError, OverflowError) as err:  # e.g. an integer of 5000 digits
+        raise RuleError(f"{where}:{line}: value cannot be read ({str(err).split(':')[0][:80]})",
+                        "shorten the value or quote it as a string") from err
+
+
+MAX_RULE_BYTES = 1 << 20  # a rule file is a page of text; more is not a rule file
+MAX_NODES = 20_000  # scalars, mappings and sequences in one file
+MAX_DEPTH = 32  # nesting of mappings and sequences
+_OPEN = (yaml.MappingStartEvent, yaml.SequenceStartEvent)
+_CLOSE = (yaml.MappingEndEvent, yaml.SequenceEndEvent)
+
+
+def _read(path: Path, where: str) -> str:
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read(MAX_RULE_BYTES + 1)
+    except OSError as err:
+        raise RuleError(f"{where}: cannot read ({err.strerror or err})", "check the file exists and is readable") from err
+    if len(raw) > MAX_RULE_BYTES:
+        raise RuleError(f"{where}:1: larger than {MAX_RULE_BYTES >> 10} KiB, not a rule file", "split it or check the path")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = raw[:err.start].count(b"\n") + 1
+        raise RuleError(f"{where}:{line}: not UTF-8 text", "save the file as UTF-8") from err
+
+
+def _check_events(text: str, where: str) -> None:
+    """Refuse aliases (a 1 KB file of nested aliases expands to gigabytes, a self-referencing one
+    never ends) and cap nesting and size, from the event stream (PyYAML's parser does not recurse)."""
+    loader = yaml.SafeLoader(text)
+    depth = nodes = 0
+    try:
+        while loader.check_event():
+            event = loader.get_event()
+            line = event.start_mark.line + 1
+            if isinstance(event, yaml.AliasEvent):
+                raise RuleError(f"{where}:{line}: YAML alias *{event.anchor} is not allowed in rule files",
+                                "write the value out where it is used")
+            depth += isinstance(event, _OPEN) - isinstance(event, _CLOSE)
+            nodes += isinstance(event, yaml.NodeEvent)
+            if depth > MAX_DEPTH:
+                raise RuleError(f"{where}:{line}: nested more than {MAX_DEPTH} levels deep", "flatten the structure")
+            if nodes > MAX_NODES:
+                raise RuleError(f"{where}:{line}: more than {MAX_NODES} YAML values", "a rule file is much smaller")
+    finally:
+        loader.dispose()
 
 
 def load_yaml(path: Path) -> Any:
     """Parse one YAML document with line numbers; syntax errors become RuleError file:line."""
     where = str(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as err:
-        raise RuleError(f"{where}: cannot read ({err})", "check the file exists and is UTF-8") from err
+    text = _read(path, where)
     loader = yaml.SafeLoader(text)
     try:
+        _check_events(text, where)
         node = loader.get_single_node()
         if node is None:
             raise RuleError(f"{where}:1: empty rule file", "write at least id, title, severity and evidence")
@@ -85,5 +131,7 @@ def load_yaml(path: Path) -> Any:
         raise RuleError(f"{where}:{line}: YAML error: {err.problem or err}", "fix the YAML syntax") from err
     except yaml.YAMLError as err:
         raise RuleError(f"{where}: YAML error: {err}", "fix the YAML syntax") from err
+    except RecursionError as err:  # not reachable within MAX_DEPTH; kept as the last guard
+        raise RuleError(f"{where}: nested too deeply", "flatten the structure") from err
     finally:
         loader.dispose()

@@ -6,12 +6,14 @@ import re
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, TextIO
 
+from .. import outfile
 from ..errors import InputError
 from .profile import Stack
 
 # flamegraph.pl's own line pattern: a header must never look like a stack line.
 _STACK_LINE = re.compile(r"^(.*)\s+?(\d+(?:\.\d*)?)$")
 _HEADER_GUARD = " #"
+MAX_COUNT = 2**63 - 1  # counts (and their sum) must fit int64: pprof's sample values are int64
 
 
 def header_line(key: str, value: Any) -> str:
@@ -34,7 +36,7 @@ def write_folded(out: TextIO, stacks: Mapping[Stack, int], headers: Mapping[str,
 
 
 def save_folded(path: Path, stacks: Mapping[Stack, int], headers: Mapping[str, Any] | None = None) -> None:
-    with open(path, "w", encoding="utf-8", newline="\n") as out:
+    with outfile.open_text(path) as out:  # atomic: a cut-short write never leaves a partial stacks.folded
         write_folded(out, stacks, headers)
 
 
@@ -42,6 +44,7 @@ def parse_folded(lines: Iterable[str], name: str = "<folded>") -> tuple[dict[Sta
     """Parse folded lines into (stacks, headers). Bad lines raise InputError with the line number."""
     stacks: dict[Stack, int] = {}
     headers: dict[str, str] = {}
+    total = 0
     for lineno, raw in enumerate(lines, 1):
         line = raw.rstrip("\r\n")
         if not line.strip():
@@ -55,11 +58,14 @@ def parse_folded(lines: Iterable[str], name: str = "<folded>") -> tuple[dict[Sta
                 headers[key.strip()] = value
             continue
         frames, _, count = line.rpartition(" ")
-        if not frames or not count.isdigit():
+        if not frames or not (count.isascii() and count.isdigit()):
             raise InputError(
                 f"{name}:{lineno}: not a folded stack line ('frame;frame;leaf COUNT')",
                 "check the file is stackcollapse/pmuprof folded output and was not truncated",
             )
+        total += int(count) if len(count) <= 19 else MAX_COUNT + 1
+        if total > MAX_COUNT:  # pprof and most readers keep counts in int64
+            raise InputError(f"{name}:{lineno}: the counts add up to more than 2^63-1", "check the file's counts")
         stack = tuple(frames.split(";"))
         stacks[stack] = stacks.get(stack, 0) + int(count)
     return stacks, headers

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field, replace
-from typing import Iterable, Mapping
+from typing import Iterable
+
+import numpy as np
 
 from .analysis import Analysis, Process
 from .counters import Counters
 from .run import Run, Target
 from .server import ServerFacts
-
-Stack = tuple[str, ...]
+from .stacks import Stack, Stacks  # noqa: F401 (Stack: the type callers import from here)
 
 
 @dataclass(frozen=True)
@@ -28,11 +29,12 @@ class Leaf:
 class Profile:
     """Folded stacks (root first; frame 0 is the process label) with the run's facts.
 
+    ``stacks`` is a Stacks (model/stacks.py); a plain mapping of tuples given here becomes one.
     ``server`` is None when no server facts exist (a bare perf.data, or the server was unreachable:
     then ``run`` says why); ``analysis`` holds what the analysis stage found.
     """
 
-    stacks: Mapping[Stack, int]
+    stacks: Stacks
     run: Run = field(default_factory=Run)
     counters: Counters = field(default_factory=Counters)
     server: ServerFacts | None = None
@@ -41,38 +43,33 @@ class Profile:
     source: str = ""
     unit: str = "samples"
 
+    def __post_init__(self) -> None:
+        if not isinstance(self.stacks, Stacks):
+            object.__setattr__(self, "stacks", Stacks.of(self.stacks))
+
     @property
     def total(self) -> int:
-        return sum(self.stacks.values())
+        return self.stacks.total
 
     def processes(self) -> list[str]:
         """Root frames (process labels), most samples first."""
-        roots: Counter[str] = Counter()
-        for stack, count in self.stacks.items():
-            if stack:
-                roots[stack[0]] += count
-        return [name for name, _ in sorted(roots.items(), key=lambda kv: (-kv[1], kv[0]))]
+        return [name for name, _ in sorted(self.stacks.per_root().items(), key=lambda kv: (-kv[1], kv[0]))]
 
     def self_counts(self) -> Counter[str]:
         """Samples whose leaf is each function (the process root excluded)."""
-        out: Counter[str] = Counter()
-        for stack, count in self.stacks.items():
-            if len(stack) > 1:
-                out[stack[-1]] += count
-        return out
+        return self.stacks.self_counts()
 
     def inclusive_counts(self) -> Counter[str]:
         """Samples with each function anywhere on the stack (counted once per stack)."""
-        out: Counter[str] = Counter()
-        for stack, count in self.stacks.items():
-            for frame in set(stack[1:]):
-                out[frame] += count
-        return out
+        return self.stacks.inclusive_counts()
+
+    def process_stacks(self, label: str) -> Stacks:
+        """The stacks under one process label."""
+        return self.stacks.take(self.stacks.root_ids == self.stacks.frame_index.get(label, -1))
 
     def restrict(self, roots: Iterable[str]) -> "Profile":
         """The same profile keeping only stacks under the given process labels."""
-        keep = set(roots)
-        return replace(self, stacks={s: c for s, c in self.stacks.items() if s and s[0] in keep})
+        return replace(self, stacks=self.stacks.take(np.isin(self.stacks.root_ids, self.stacks.lut(roots).nonzero()[0])))
 
     def target(self, label: str) -> Target | None:
         return self.run.target_for(label)
@@ -90,11 +87,3 @@ class Profile:
         if self.server.pid is not None and pid is not None and self.server.pid != pid:
             return None
         return self.server
-
-
-def merge_stacks(parts: Iterable[Mapping[Stack, int]]) -> dict[Stack, int]:
-    """Sum several stack maps into one."""
-    total: Counter[Stack] = Counter()
-    for part in parts:
-        total.update(part)
-    return dict(total)

@@ -7,7 +7,8 @@ import os
 from pathlib import Path
 from typing import Any, TypeVar
 
-from ..errors import InputError
+from .. import outfile
+from ..errors import InputError, UsageError
 from .analysis import Analysis
 from .counters import Counters
 from .folded import load_folded
@@ -29,13 +30,14 @@ STAT_LOG = "perf-stat.log"  # perf stat's stderr
 REPORT_HTML = "report.html"
 FINDINGS_JSON = "findings.json"
 REPORT_MD = "report.md"
+REPORT_FILES = (REPORT_HTML, FINDINGS_JSON, REPORT_MD)
 CONTROL_FIFOS = (".perf-ctl", ".perf-ack")  # perf's control FIFOs during a capture
 # Every name pmuprof writes in a run directory (0.1's skid.json / symbols.json included): retention
 # deletes these and nothing else.
 RUN_FILES = frozenset({
     RUN_JSON, STACKS, COUNTERS, MYSQL, ANALYSIS, PERF_DATA, LEAVES, STAT_CSV, RECORD_LOG, STAT_LOG,
     REPORT_HTML, FINDINGS_JSON, REPORT_MD, *CONTROL_FIFOS, "skid.json", "symbols.json", "perf.data.old",
-    "workload.log", "diff.html", "diff.json", "profile.pb.gz", "profile.speedscope.json", "flame.svg",
+    "workload.log", "diff.html", "diff.json", "diff.md", "profile.pb.gz", "profile.speedscope.json", "flame.svg",
 })
 MAX_JSON_BYTES = 256 * 2**20  # a contract file larger than this is not pmuprof's
 
@@ -57,7 +59,7 @@ def read_json(path: Path, default: Any = None) -> Any:
     except (ValueError, UnicodeDecodeError, RecursionError) as err:
         why = "nested too deeply" if isinstance(err, RecursionError) else str(err)
         raise InputError(f"{path}: not valid JSON ({why})",
-                         "the run directory is damaged; `pmuprof report` rebuilds what it can from perf.data") from err
+                         "the file is damaged: restore it, or record again") from err
 
 
 def read_typed(path: Path, cls: type[T], default: T | None = None) -> T | None:
@@ -79,18 +81,73 @@ def _upgrade(cls: type, data: Any) -> Any:
 
 
 def write_json(path: Path, data: Any) -> None:
-    """Write JSON atomically: a temp file in the same directory renamed over ``path`` (never a foreign file)."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_text(json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8")
-        tmp.replace(path)
-    finally:
-        tmp.unlink(missing_ok=True)
+    """Write JSON atomically through outfile (a temp file renamed over ``path``; never through a link)."""
+    outfile.write_text(path, json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
 
 
 def write_typed(path: Path, obj: Any) -> None:
     """The one writer of run.json, counters.json, mysql.json and analysis.json."""
     write_json(path, to_json(obj))
+
+
+def output_name(name: str) -> str:
+    """The final name of one of outfile's temp files (``.NAME.PID.RAND.tmp``), else ``name``."""
+    if name.startswith(".") and name.endswith(".tmp") and name.count(".") >= 4:
+        return name[1:].rsplit(".", 3)[0]
+    return name
+
+
+def _report_source(path: Path) -> str | None:
+    """The input a pmuprof findings.json says it was built from (None: not pmuprof's or unreadable)."""
+    try:
+        data = read_json(path / FINDINGS_JSON, None)
+    except InputError:
+        return None
+    if not isinstance(data, dict) or "pmuprof_version" not in data or not isinstance(data.get("profile"), dict):
+        return None
+    source = data["profile"].get("source")
+    return source if isinstance(source, str) else None
+
+
+def _same_path(a: Path | str, b: Path | str) -> bool:
+    try:
+        return Path(a).resolve() == Path(b).resolve()
+    except (OSError, RuntimeError):
+        return False
+
+
+def claim_output_dir(dest: Path, source: Path | None, outputs: tuple[str, ...], force: bool = False) -> Path:
+    """Check ``dest`` may receive ``outputs`` before any work starts; refuse to replace what is not ours.
+
+    Allowed: a new or empty directory; the input's own run directory; a directory holding only
+    ``outputs`` that pmuprof wrote for the same input (for reports: findings.json names it).
+    Anything else (a user's own report.md, another run's directory or report) needs ``force``.
+    """
+    if dest.exists() and not dest.is_dir():
+        raise UsageError(f"{dest} exists and is not a directory", "choose a directory for -o")
+    if force or not dest.exists():
+        return dest
+    try:
+        names = sorted(p.name for p in dest.iterdir())
+    except OSError as err:
+        raise InputError(f"cannot read {dest}: {os.strerror(err.errno or 0)}", "choose another -o") from err
+    home = None if source is None else source if source.is_dir() else source.parent if is_run_dir(source.parent) else None
+    if not names or (home is not None and _same_path(home, dest)):
+        return dest
+    fix = "choose a new or empty -o, or pass --force to replace pmuprof's files there (others are kept)"
+    if is_run_dir(dest):
+        raise UsageError(f"{dest} is another pmuprof run directory: writing here would replace its report", fix)
+    foreign = [n for n in names if output_name(n) not in outputs]
+    if foreign:
+        shown = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
+        raise UsageError(f"{dest} is not empty and holds files pmuprof did not write ({shown})", fix)
+    if FINDINGS_JSON in outputs:
+        earlier = _report_source(dest)
+        if earlier is None:
+            raise UsageError(f"{dest} holds {', '.join(names)} not written by pmuprof (no pmuprof findings.json)", fix)
+        if source is not None and not _same_path(earlier, source):
+            raise UsageError(f"{dest} holds the report of another input ({earlier})", fix)
+    return dest
 
 
 def read_leaves(path: Path) -> tuple[Leaf, ...]:
@@ -109,19 +166,34 @@ def read_leaves(path: Path) -> tuple[Leaf, ...]:
 
 
 def write_leaves(path: Path, leaves: dict[tuple[str, str, int], int]) -> None:
-    with open(path, "w", encoding="utf-8", newline="\n") as fh:
+    with outfile.open_text(path) as fh:
         for (dso, sym, off), count in sorted(leaves.items(), key=lambda kv: (-kv[1], kv[0])):
             fh.write(f"{count}\t{dso}\t{sym}\t{off:x}\n")
 
 
+def _tolerant(path: Path, cls: type[T], default: T | None, notes: list[str]) -> T | None:
+    """A contract file, or ``default`` with a note when it is damaged (one bad file never blocks a report)."""
+    try:
+        return read_typed(path, cls, default)
+    except InputError as err:
+        notes.append(f"{err.message}: left out of the report")
+        return default
+
+
 def read_run(path: Path) -> Run:
-    return read_typed(path / RUN_JSON, Run, None) or Run(source=Source(kind="rundir", path=str(path)))
+    """run.json of a run directory; a damaged one gives an empty Run that says so in its warnings."""
+    notes: list[str] = []
+    run = _tolerant(path / RUN_JSON, Run, None, notes) or Run(source=Source(kind="rundir", path=str(path)))
+    return run.with_notes(tuple(notes)) if notes else run
 
 
-def read_facts(path: Path) -> tuple[Counters, ServerFacts | None, Analysis | None]:
-    """counters.json, mysql.json and analysis.json of a run directory (each optional)."""
-    counters = read_typed(path / COUNTERS, Counters, Counters()) or Counters()
-    return counters, read_typed(path / MYSQL, ServerFacts, None), read_typed(path / ANALYSIS, Analysis, None)
+def read_facts(path: Path) -> tuple[Counters, ServerFacts | None, Analysis | None, tuple[str, ...]]:
+    """counters.json, mysql.json and analysis.json of a run directory (each optional), and a note for
+    each that is damaged (it is then left out)."""
+    notes: list[str] = []
+    counters = _tolerant(path / COUNTERS, Counters, Counters(), notes) or Counters()
+    server = _tolerant(path / MYSQL, ServerFacts, None, notes)
+    return counters, server, _tolerant(path / ANALYSIS, Analysis, None, notes), tuple(notes)
 
 
 def load_run_dir(path: Path) -> Profile:
@@ -130,5 +202,6 @@ def load_run_dir(path: Path) -> Profile:
     if not stacks_path.is_file():
         raise InputError(f"{path}: no {STACKS} in this run directory", "re-run pmuprof record, or pass the perf.data")
     stacks, _ = load_folded(stacks_path)
-    counters, server, analysis = read_facts(path)
-    return Profile(stacks, read_run(path), counters, server, analysis or Analysis(), read_leaves(path / LEAVES), str(path))
+    counters, server, analysis, notes = read_facts(path)
+    run = read_run(path).with_notes(notes)
+    return Profile(stacks, run, counters, server, analysis or Analysis(), read_leaves(path / LEAVES), str(path))

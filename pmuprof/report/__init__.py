@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Iterable, Mapping
 
+from .. import outfile
 from ..findings.latches import LatchWaits
 from ..findings.model import Finding
 from ..model.profile import Profile
@@ -21,7 +22,7 @@ def write_outputs(profile: Profile, findings: Iterable[Finding], out_dir: Path, 
                   latches: Mapping[str, tuple[LatchWaits, ...]] | None = None) -> dict[str, Path]:
     """Write report.html, findings.json and report.md into ``out_dir``; return their paths under "html", "json", "md"."""
     out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    outfile.ensure_dir(out_dir)
     found = list(findings)
     payload = build_payload(profile, found, max_flame_nodes, latches)
     paths = {

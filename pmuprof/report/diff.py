@@ -7,7 +7,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Mapping
 
-from .. import __version__
+from .. import __version__, outfile
 from ..errors import InputError
 from ..model.profile import Profile, Stack
 from .facts import event_names
@@ -184,7 +184,7 @@ def diff_payload(result: DiffResult, max_nodes: int = 200_000) -> dict[str, Any]
 def write_diff(result: DiffResult, out_dir: Path) -> dict[str, Path]:
     """Write diff.html (differential flame graph + tables), diff.json and diff.md into ``out_dir``."""
     out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    outfile.ensure_dir(out_dir)
     return {
         DIFF_HTML: write_text(out_dir / DIFF_HTML, render("diff.html.j2", diff_payload(result))),
         DIFF_JSON: write_text(out_dir / DIFF_JSON, diff_json(result)),

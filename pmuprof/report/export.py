@@ -6,6 +6,7 @@ import io
 from pathlib import Path
 from typing import Any
 
+from .. import outfile
 from ..errors import UsageError
 from ..model.folded import write_folded
 from ..model.profile import Profile
@@ -54,10 +55,6 @@ def export_bytes(profile: Profile, fmt: str, headers: bool = True) -> bytes:
 
 
 def export_profile(profile: Profile, fmt: str, path: Path, headers: bool = True) -> Path:
-    """Write the profile to ``path`` in ``fmt`` (atomically: a partial file never has the final name)."""
-    data = export_bytes(profile, fmt, headers)
-    path = Path(path)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_bytes(data)
-    tmp.replace(path)
-    return path
+    """Write the profile to ``path`` in ``fmt`` through outfile (a partial file never has the final name;
+    a device or FIFO is written in place; a symlink is refused)."""
+    return outfile.write_bytes(Path(path), export_bytes(profile, fmt, headers))

@@ -11,7 +11,7 @@ from typing import Any, Mapping
 import jinja2
 from markupsafe import Markup
 
-from .. import __version__
+from .. import __version__, outfile
 from ..paths import templates_dir
 
 _JSON_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
@@ -93,10 +93,8 @@ def render_report(payload: Mapping[str, Any]) -> str:
 
 
 def write_text(path: Path, text: str) -> Path:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8", newline="\n")
-    tmp.replace(path)
-    return path
+    """Write an output page through outfile (atomic; devices/FIFOs in place; never through a link)."""
+    return outfile.write_text(path, text)
 
 
 write_html = write_text  # name used by cli/history.py

@@ -15,7 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from .. import outfile
 from ..capture.record import RecordOptions, record
+from ..tools import proc as tools_proc
 from ..errors import PmuprofError, UsageError
 from ..model import rundir
 from ..model.server import ServerFacts, ServerVersion
@@ -89,7 +91,7 @@ def build_demo(cache_dir: Path | None = None, source_dir: Path | None = None) ->
     tmp = out_dir / f".{DEMO_BINARY}.{os.getpid()}.tmp"
     argv = [compiler, *DEMO_CFLAGS, "-o", str(tmp), str(source), "-pthread"]
     try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+        done = tools_proc.run(argv, timeout=120, stall=False)
     except (OSError, subprocess.TimeoutExpired) as err:
         raise DemoError(f"cannot run {compiler}: {err}", f"apt-get install {BUILD_PACKAGES}") from err
     if done.returncode != 0:
@@ -164,8 +166,8 @@ def stop_demo(proc: subprocess.Popen, timeout: float = 5.0, log_path: Path | Non
                 text.append(pipe.read())
             pipe.close()
     if log_path is not None:
-        log_path.write_text("$ " + " ".join(map(str, proc.args)) + "\n" + "".join(text)
-                            + f"exit status {proc.returncode}\n")
+        outfile.write_text(log_path, "$ " + " ".join(map(str, proc.args)) + "\n" + "".join(text)
+                           + f"exit status {proc.returncode}\n")
     return proc.returncode
 
 

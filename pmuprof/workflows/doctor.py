@@ -76,8 +76,13 @@ def _folder() -> Check:
 
 
 def _disk(out_dir: Path) -> Check:
-    probe = out_dir if out_dir.exists() else Path(".")
-    free = shutil.disk_usage(probe).free
+    probe = out_dir.absolute()
+    while not probe.exists() and probe != probe.parent:  # the filesystem a new -o directory would be on
+        probe = probe.parent
+    try:
+        free = shutil.disk_usage(probe).free
+    except OSError as err:
+        return Check("free disk", False, f"{probe}: {err.strerror}", "choose an -o on a readable filesystem")
     ok = free > 1 << 30
     return Check("free disk", ok, f"{free / 2**30:.1f} GiB free in {probe.resolve()}",
                  "" if ok else "free space or capture with -o on a larger filesystem")

@@ -80,6 +80,18 @@ def _functions(path: Path) -> tuple[tuple[tuple[str, int], ...], int]:
     return tuple(top), profile.total
 
 
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) and value >= 0 else 0
+
+
+def _read_counters(path: Path, notes: list[str]) -> Counters:
+    try:
+        return read_typed(path / COUNTERS, Counters, Counters()) or Counters()
+    except PmuprofError as err:
+        notes.append(f"counters.json damaged: {err}")
+        return Counters()
+
+
 def _ipc(counters: Counters) -> float | None:
     ipc = derived_ipc(counters)
     if not ipc:
@@ -87,36 +99,69 @@ def _ipc(counters: Counters) -> float | None:
     return ipc.get("", next(iter(ipc.values())))
 
 
-def summarize(path: Path, base: Path, index_dir: Path) -> RunSummary | None:
-    """One run directory → RunSummary; None when its run.json was not written by pmuprof."""
-    raw = read_json(path / RUN_JSON, {})
-    if not isinstance(raw, dict) or "pmuprof_version" not in raw:
+def _damaged(path: Path, base: Path, err: PmuprofError) -> RunSummary:
+    """A run directory whose run.json cannot be read: listed with why, never a baseline."""
+    return RunSummary(name=path.relative_to(base).as_posix(), started="", target="–", samples=0, event="",
+                      notes=(f"damaged: {err}",), complete=False)
+
+
+def _share(value: Any) -> float:
+    """A findings.json share as a number in 0..1 (anything else counts as 0)."""
+    try:
+        share = float(value or 0.0)
+    except (TypeError, ValueError):
+        return 0.0
+    return share if 0.0 <= share <= 1.0 else 0.0
+
+
+def _findings(found: Any) -> tuple[dict[str, Any], ...]:
+    items = found.get("findings", []) if isinstance(found, dict) else []
+    return tuple({"rule": str(f.get("rule", "?")), "severity": str(f.get("severity", "info")),
+                  "title": str(f.get("title", "")), "share": _share(f.get("share"))}
+                 for f in (items if isinstance(items, list) else []) if isinstance(f, dict))
+
+
+def _read_findings(path: Path, notes: list[str]) -> dict | None:
+    try:
+        found = read_json(path / FINDINGS_JSON, None)
+    except PmuprofError as err:
+        notes.append(f"findings.json damaged: {err}")
         return None
-    run = read_typed(path / RUN_JSON, Run, Run()) or Run()
-    counters = read_typed(path / COUNTERS, Counters, Counters()) or Counters()
-    notes = []
+    if found is None:
+        notes.append("no findings.json (report not built)")
+    return found if isinstance(found, dict) else None
+
+
+def summarize(path: Path, base: Path, index_dir: Path) -> RunSummary | None:
+    """One run directory → RunSummary; None when its run.json was not written by pmuprof; a damaged
+    run is listed with a note (one bad run never hides the others)."""
+    try:
+        raw = read_json(path / RUN_JSON, {})
+        if not isinstance(raw, dict) or "pmuprof_version" not in raw:
+            return None
+        run = read_typed(path / RUN_JSON, Run, Run()) or Run()
+    except PmuprofError as err:
+        return _damaged(path, base, err)
+    notes: list[str] = []
+    counters = _read_counters(path, notes)
     try:
         counted, total = _functions(path)
     except PmuprofError as err:
-        counted, total, notes = (), 0, [str(err)]
-    found = read_json(path / FINDINGS_JSON, None)
-    if found is None:
-        notes.append("no findings.json (report not built)")
-    findings = tuple(
-        {"rule": str(f.get("rule", "?")), "severity": str(f.get("severity", "info")),
-         "title": str(f.get("title", "")), "share": float(f.get("share") or 0.0)}
-        for f in (found or {}).get("findings", []) if isinstance(f, dict))
-    samples = total or ((found or {}).get("profile") or {}).get("samples") or 0
+        counted, total, notes = (), 0, notes + [str(err)]
+    found = _read_findings(path, notes)
+    findings = _findings(found)
+    facts = (found or {}).get("profile")
+    samples = total or _int(facts.get("samples") if isinstance(facts, dict) else 0)
     report = None
     if (path / REPORT_HTML).is_file():
         report = "./" + Path(os.path.relpath(path / REPORT_HTML, index_dir)).as_posix()
     functions = tuple((name, round(count / total, 6)) for name, count in counted[:TOP_FUNCTIONS])
     return RunSummary(
         name=path.relative_to(base).as_posix(), started=run.started, target=_target(run),
-        samples=int(samples), event=run.record.event_recorded or run.record.event_requested,
+        samples=samples, event=run.record.event_recorded or run.record.event_requested,
         findings=findings, functions=functions, ipc=_ipc(counters), report=report,
         trigger=run.trigger.condition if run.trigger else None, notes=tuple(notes), complete=found is not None,
-        basis=run_basis(run, counters, int(samples)), function_samples=counted)
+        basis=run_basis(run, counters, samples), function_samples=counted)
 
 
 def scan(directory: Path, index_dir: Path | None = None) -> list[RunSummary]:

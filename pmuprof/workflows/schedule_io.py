@@ -5,20 +5,24 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import stat
 import subprocess
 import time
 from dataclasses import asdict
 from datetime import datetime
 from pathlib import Path
 
+from .. import outfile
+from ..tools import proc as tools_proc
 from ..errors import PmuprofError, ResourceError, UsageError
-from ..model.rundir import RUN_JSON, read_json
+from ..model.rundir import CONTROL_FIFOS, RUN_JSON, output_name, read_json
 from .schedule import (
     CRON_FILE, RUN_FILES, UNIT_NAME, Deletion, RunEntry, ScheduleSpec, cron_text, is_pmuprof_run,
     plan_retention, service_unit, timer_unit,
 )
 
 UNIT_DIR = Path("/etc/systemd/system")
+SYSTEMCTL_TIMEOUT_S = 60
 HEADER = "# Written by `pmuprof schedule install`"
 SPEC_PREFIX = "# pmuprof-spec: "
 
@@ -47,7 +51,13 @@ def rendered(spec: ScheduleSpec, systemd: bool, root: Path = Path("/")) -> dict[
 
 
 def _systemctl(*args: str) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run(["systemctl", *args], capture_output=True, text=True, check=False)
+    try:
+        proc = tools_proc.run(["systemctl", *args], SYSTEMCTL_TIMEOUT_S, stall=False)
+    except subprocess.TimeoutExpired as err:
+        raise PmuprofError(f"systemctl {' '.join(args)} did not answer within {SYSTEMCTL_TIMEOUT_S} s",
+                           "check systemd (systemctl status) and retry") from err
+    except OSError as err:
+        raise PmuprofError(f"cannot run systemctl: {err.strerror}", "use --scheduler cron on hosts without systemd") from err
     if proc.returncode != 0 and args[0] not in ("show", "is-active", "disable"):
         raise PmuprofError(f"systemctl {' '.join(args)} failed: {proc.stderr.strip() or proc.returncode}",
                            "run as root on a host booted with systemd, or see journalctl -xe")
@@ -68,8 +78,8 @@ def install(spec: ScheduleSpec, systemd: bool, root: Path = Path("/")) -> list[s
         if Path(name).exists() and not _ours(Path(name)):
             raise UsageError(f"{name} exists and was not written by pmuprof", "move it away or pick another host")
     for name, text in files.items():
-        Path(name).parent.mkdir(parents=True, exist_ok=True)
-        Path(name).write_text(text, encoding="utf-8")
+        outfile.ensure_dir(Path(name).parent)
+        outfile.write_text(Path(name), text)
     if systemd:
         _systemctl("daemon-reload")
         _systemctl("enable", "--now", f"{UNIT_NAME}.timer")
@@ -118,13 +128,27 @@ def status(systemd: bool, root: Path = Path("/")) -> dict:
 
 
 def _owned_files(run: Path) -> list[Path]:
-    """Regular files in a run directory that pmuprof writes (by name); symlinks never count."""
+    """Files in a run directory that pmuprof writes (by name, temp names included): regular files, and
+    perf's control FIFOs left by a capture that was killed; symlinks never count."""
     out = []
     for child in run.iterdir():
-        base = child.name[:-4] if child.name.endswith(".tmp") else child.name
-        if base in RUN_FILES and child.is_file() and not child.is_symlink():
+        try:
+            mode = child.lstat().st_mode
+        except OSError:
+            continue
+        base = output_name(child.name[:-4] if child.name.endswith(".tmp") and child.name[:-4] in RUN_FILES
+                           else child.name)
+        if base in RUN_FILES and (stat.S_ISREG(mode) or (stat.S_ISFIFO(mode) and base in CONTROL_FIFOS)):
             out.append(child)
     return out
+
+
+def _only_ours(run: Path) -> bool:
+    """Every entry is a file pmuprof writes: a run whose run.json was damaged is still pmuprof's."""
+    try:
+        return len(_owned_files(run)) == len(list(run.iterdir())) > 0
+    except OSError:
+        return False
 
 
 def scan_runs(directory: Path) -> list[RunEntry]:
@@ -137,9 +161,10 @@ def scan_runs(directory: Path) -> list[RunEntry]:
             continue
         try:
             run = read_json(child / RUN_JSON, None)
+            damaged = False
         except PmuprofError:
-            run = None
-        ours = is_pmuprof_run(run) and not (child / RUN_JSON).is_symlink()
+            run, damaged = None, True
+        ours = (is_pmuprof_run(run) or (damaged and _only_ours(child))) and not (child / RUN_JSON).is_symlink()
         started = _started(run, child)
         size = sum(f.stat().st_size for f in _owned_files(child)) if ours else 0
         out.append(RunEntry(child.name, started, size, ours))

@@ -13,7 +13,8 @@ from typing import Any, Callable
 from ..capture.mysql import facts as mysql
 from ..capture.record import RecordOptions, record
 from ..capture.target import process as target
-from ..errors import PmuprofError, TargetError, UsageError
+from .. import outfile, signals
+from ..errors import Interrupted, PmuprofError, TargetError, UsageError
 from ..model import rundir
 from ..model.jsontypes import from_json
 from ..model.run import Trigger
@@ -142,8 +143,8 @@ def _out_dir(base: Path, fire: Fire) -> Path:
     return path
 
 
-def capture_once(opts: WatchOptions, fire: Fire, poller: Poller, log: Log) -> tuple[Path, bool]:
-    """Record + report into BASE/<time>-<trigger>/; returns (run dir, interrupted)."""
+def capture_once(opts: WatchOptions, fire: Fire, poller: Poller, log: Log) -> tuple[Path, str]:
+    """Record + report into BASE/<time>-<trigger>/; returns (run dir, the signal that stopped it or "")."""
     out = _out_dir(opts.base_dir, fire)
     log(f"trigger {fire.condition.text} held for {fire.hits} polls: capture {fire.capture_index}/"
         f"{opts.plan.max_captures} for {opts.duration_s:g} s into {out}")
@@ -166,7 +167,7 @@ def capture_once(opts: WatchOptions, fire: Fire, poller: Poller, log: Log) -> tu
         log(f"report: {result.paths['html']}")
     except PmuprofError as err:  # an unreadable recording must not end the watch
         log(f"no report for {out}: {err}")
-    return out, run.interrupted
+    return out, run.stopped_by if run.stopped_by.startswith("SIG") else ""
 
 
 def _iso(epoch: float) -> str:
@@ -202,9 +203,9 @@ def _next_poll(poller: Poller, opts: WatchOptions, log: Log, sleep: Callable[[fl
 
 def watch(opts: WatchOptions, log: Log, sleep: Callable[[float], None] = time.sleep) -> list[Path]:
     """Poll until max captures are taken or Ctrl-C; return the run directories written."""
-    opts.base_dir.mkdir(parents=True, exist_ok=True)
+    outfile.ensure_dir(opts.base_dir)
     plan, poller, runs = opts.plan, Poller(opts.pid, opts.plan, opts.mysql_options), []
-    state = initial_state(plan)
+    state, stop = initial_state(plan), ""
     log(f"watching pid {opts.pid} every {opts.interval_s:g} s for {' or '.join(c.text for c in plan.conditions)} "
         f"({plan.cycles} polls in a row); up to {plan.max_captures} capture(s) into {opts.base_dir}")
     try:
@@ -219,19 +220,21 @@ def watch(opts: WatchOptions, log: Log, sleep: Callable[[float], None] = time.sl
                     log(f"trigger {fire.condition.text} fired but capture skipped: {reason}")
                     state = skipped(plan, state, time.time())
                 else:
-                    path, interrupted = capture_once(opts, fire, poller, log)
+                    path, stop = capture_once(opts, fire, poller, log)
                     runs.append(path)
                     state = captured(plan, state, time.time())
-                    if interrupted:
+                    if stop:
                         break
                 if done(plan, state):
                     break
             sleep(max(0.0, opts.interval_s - (time.time() - poll.t)))
             poll = _next_poll(poller, opts, log, sleep)
-    except KeyboardInterrupt:
-        log("interrupted")
+    except signals.STOPS as err:
+        stop = signals.name_of(err)
     finally:
         poller.close()
     log(f"{len(runs)} capture(s): {', '.join(str(r) for r in runs) or 'none'}")
+    if stop:
+        raise Interrupted(f"watch stopped by {stop}", "", signals.exit_code(stop))
     return runs
 

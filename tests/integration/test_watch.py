@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from pmuprof.capture.mysql.facts import MysqlOptions
+from pmuprof.errors import Interrupted
 from pmuprof.workflows.watch import WatchOptions, watch
 from pmuprof.model.rundir import RUN_JSON, read_json
 from pmuprof.paths import perf_path
@@ -75,7 +76,7 @@ def test_cli_fires_once_under_load_and_cooldown_holds(mariadb: mdb.MariaDB, tmp_
         if load:
             load.stop()
     text = log.read_text()
-    assert proc.returncode == 0, text
+    assert proc.returncode == 130, text  # README: stopped by Ctrl-C
     runs = _runs(base)
     assert len(runs) == 1, text  # cooldown 60 s: the still-true condition fired no second capture
     assert runs[0].name.endswith("-Threads_connected-ge-6")
@@ -118,6 +119,8 @@ def test_disk_floor_skips_the_capture(mariadb: mdb.MariaDB, tmp_path: Path) -> N
         calls[0] += 1
         if calls[0] >= 3:
             raise KeyboardInterrupt
-    assert watch(opts, lines.append, sleep=stop_after_three) == []
+    with pytest.raises(Interrupted) as stopped:
+        watch(opts, lines.append, sleep=stop_after_three)
+    assert stopped.value.exit_code == 130 and lines[-1] == "0 capture(s): none"
     assert sum("capture skipped" in line for line in lines) >= 2, lines
     assert _runs(tmp_path / "w") == []

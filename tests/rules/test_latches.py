@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from pmuprof.findings.engine import group
 from pmuprof.findings.knowledge import latch_table
 from pmuprof.findings.latches import Attributor, attribute
 from pmuprof.findings.model import Finding
+from pmuprof.findings.stackmatch import StackIndex
+from pmuprof.model.profile import Profile
 
 M102 = ("mariadb", (10, 2, 11))
 M1011 = ("mariadb", (10, 11, 19))
@@ -65,23 +68,24 @@ def test_what_is_not_a_wait() -> None:
 
 def test_rows_add_up_and_keep_unknown_callers_apart() -> None:
     attributor = Attributor(latch_table(), *M102)
-    stacks = [(("fil_space_get", "ut_delay"), 30), (("foo", "ut_delay"), 5), (("bar", "ut_delay"), 3),
-              (("do_command", "row_search_mvcc"), 62)]
-    rows = attribute(stacks, attributor, 100)
+    stacks = {("mysqld", "fil_space_get", "ut_delay"): 30, ("mysqld", "foo", "ut_delay"): 5,
+              ("mysqld", "bar", "ut_delay"): 3, ("mysqld", "do_command", "row_search_mvcc"): 62}
+    index = StackIndex(Profile(stacks), "mysqld", attributor)
+    rows = attribute(index.waits(), index.total, attributor.latches)
     assert [(r.latch, r.under, r.count) for r in rows] == [
         ("fil_system_mutex", "", 30), ("unidentified", "foo", 5), ("unidentified", "bar", 3)]
     assert rows[0].share == 0.3 and rows[0].rule == "fil-space-get-index-dive"
     assert rows[1].name == "unidentified, under foo"
 
 
-def _finding(rule: str, severity: str, stacks: range, weights: list[int]) -> Finding:
-    share = sum(weights[i] for i in stacks) / sum(weights)
-    return Finding(rule=rule, title=rule, severity=severity, share=share, stacks=frozenset(stacks))
+def _finding(rule: str, severity: str, stacks: range, weights: np.ndarray) -> Finding:
+    share = sum(weights[i] for i in stacks) / weights.sum()
+    return Finding(rule=rule, title=rule, severity=severity, share=share, stacks=np.arange(stacks.start, stacks.stop))
 
 
 def test_grouping_follows_shared_stacks(rules) -> None:
     """Stacks 0..99 of one sample each; index dives are 0..59."""
-    by_id, w = {r.id: r for r in rules}, [1] * 100
+    by_id, w = {r.id: r for r in rules}, np.ones(100, dtype=np.int64)
     dives = _finding("index-dive-cost", "critical", range(0, 60), w)
 
     def causes(*findings: Finding) -> dict[str, str]:

@@ -8,6 +8,7 @@ import re
 import socket
 import subprocess
 
+from ...tools import proc
 from .process import node_cpus
 
 # (vendor, family, model) -> microarchitecture; PAUSE cycles are measured, these only name the CPU.
@@ -61,7 +62,7 @@ def perf_version(perf: str | None) -> str | None:
     if not perf:
         return None
     try:
-        out = subprocess.run([perf, "version"], capture_output=True, text=True, timeout=10).stdout
+        out = proc.run([perf, "version"], timeout=10).stdout
     except (OSError, subprocess.SubprocessError):
         return None
     m = re.search(r"(\d+\.\d+[\w.\-]*)", out)
@@ -81,13 +82,26 @@ def hardware_pmu(perf: str | None) -> bool:
     if not perf:
         return False
     try:
-        res = subprocess.run([perf, "stat", "-x,", "-e", "cycles", "true"], capture_output=True, text=True, timeout=20)
+        res = proc.run([perf, "stat", "-x,", "-e", "cycles", "true"], timeout=20)
     except (OSError, subprocess.SubprocessError):
         return False
     for line in res.stderr.splitlines():
         fields = line.split(",")
         if len(fields) > 2 and fields[2].startswith("cycles"):
             return fields[0].strip().replace(".", "").isdigit()
+    return False
+
+
+def has_lbr() -> bool:
+    """Whether the CPU PMU exposes Last Branch Record (perf --call-graph lbr): Intel's caps/branches."""
+    for pmu in ("cpu", "cpu_core"):
+        caps = f"/sys/bus/event_source/devices/{pmu}/caps/branches"
+        try:
+            with open(caps, encoding="ascii") as fh:
+                if int(fh.read().strip() or 0) > 0:
+                    return True
+        except (OSError, ValueError):
+            continue
     return False
 
 
@@ -101,6 +115,7 @@ def sysctl_int(path: str) -> int | None:
 
 def facts(perf: str | None) -> dict:
     cpu = cpuinfo()
+    version = perf_version(perf)
     return {
         "hostname": socket.gethostname(),
         **cpu,
@@ -109,9 +124,9 @@ def facts(perf: str | None) -> dict:
         "nproc": os.cpu_count() or 1,
         "numa_nodes": {str(k): v for k, v in node_cpus().items()},
         "perf": perf,
-        "perf_version": perf_version(perf),
+        "perf_version": version,
         "perf_event_paranoid": paranoid(),
-        "hardware_pmu": hardware_pmu(perf),
+        "hardware_pmu": hardware_pmu(perf) if version else False,  # a perf that does not answer is not asked twice
         "is_root": os.geteuid() == 0,
         "zone_reclaim_mode": sysctl_int("/proc/sys/vm/zone_reclaim_mode"),
         "numa_balancing": sysctl_int("/proc/sys/kernel/numa_balancing"),

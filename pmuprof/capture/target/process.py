@@ -34,6 +34,18 @@ def is_alive(pid: int) -> bool:
     return bool(state) and not state.startswith(("Z", "X"))
 
 
+_PF_KTHREAD = 0x00200000  # task flag of kernel threads (kthreadd, pid 2, included)
+
+
+def is_kernel_thread(pid: int) -> bool:
+    """From the task flags in /proc/PID/stat (field 9); kthreadd has no parent 2, so PPid cannot tell."""
+    stat = _read(f"/proc/{pid}/stat")
+    try:
+        return bool(int(stat[stat.rindex(")") + 2:].split()[6]) & _PF_KTHREAD)
+    except (ValueError, IndexError):
+        return False
+
+
 def resolve_pid(pid: int) -> int:
     """Check a pid names a live user process; a thread id is mapped to its process with no error."""
     if pid <= 0:
@@ -43,8 +55,9 @@ def resolve_pid(pid: int) -> int:
         raise TargetError(f"no process with pid {pid}", "check the pid with `pidof mysqld mariadbd` or `ps -C mysqld`")
     if fields.get("State", "").startswith(("Z", "X")):
         raise TargetError(f"pid {pid} has exited (zombie)", "the server is not running; start it or pick another pid")
-    if not os.path.exists(f"/proc/{pid}/exe") and fields.get("PPid") == "2":
-        raise TargetError(f"pid {pid} is a kernel thread", "pass the pid of a user process")
+    if is_kernel_thread(pid):
+        raise TargetError(f"pid {pid} is a kernel thread ({_read(f'/proc/{pid}/comm').strip()})",
+                          "pass the pid of a user process, e.g. -p $(pidof mariadbd)")
     return int(fields.get("Tgid", pid))
 
 

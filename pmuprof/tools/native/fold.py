@@ -11,12 +11,14 @@ from collections import Counter
 from pathlib import Path
 from typing import IO, Iterable, Union
 
-from ...errors import InputError, PmuprofError
+from ...errors import InputError, PerfError, PmuprofError
 from ...model.perfscript import Folder, FoldResult
 from ...paths import fold_path
+from .. import proc as proc_tools
 
 Source = Union[IO[bytes], IO[str], Iterable[Union[str, bytes]]]
 _CHUNK = 1 << 20
+SCRIPT_MAX_S = 4 * 3600  # perf script of the largest perf.data we expect (dwarf, tens of GB)
 
 
 class FoldError(PmuprofError):
@@ -57,11 +59,19 @@ def fold_stream(source: Source, pids: Iterable[int] = (), comms: Iterable[str] =
         argv = fold_argv(binary, meta, pids, comms, per_thread, names, raw_unknown)
         fd = _direct_fd(source)
         with open(Path(tmp) / "stacks.folded", "w+b") as out, open(Path(tmp) / "err", "w+b") as err:
-            if fd is not None:
-                proc = subprocess.run(argv, stdin=fd, stdout=out, stderr=err, check=False)
-            else:
-                proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=out, stderr=err)
-                _pump(source, proc)
+            proc = subprocess.Popen(argv, stdin=subprocess.PIPE if fd is None else fd, stdout=out, stderr=err)
+            try:
+                with proc_tools.Watchdog((proc,), proc_tools.stall_s(), SCRIPT_MAX_S) as dog:
+                    if fd is None:
+                        _pump(source, proc)
+                    proc.wait()
+            finally:
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.wait()
+            if dog.fired:
+                raise FoldError(f"pmuprof-fold {dog.fired}: stopped", "rebuild it (make -C native), or set "
+                                "PMUPROF_FOLD= to fold in Python")
             return _result(proc.returncode, out, err, meta)
 
 
@@ -88,20 +98,27 @@ def fold_perf_script_process(argv: list[str], pids: Iterable[int] = (), comms: I
         try:
             if binary is None:
                 _say_fallback()
-                res = _fold_python(perf.stdout, pids, comms, per_thread, names, raw_unknown)
+                with proc_tools.Watchdog((perf,), proc_tools.stall_s(), SCRIPT_MAX_S) as dog:
+                    res = _fold_python(perf.stdout, pids, comms, per_thread, names, raw_unknown)
+                    perf.wait()
             else:
                 meta = Path(tmp) / "meta.json"
                 fold = subprocess.Popen(fold_argv(binary, meta, pids, comms, per_thread, names, raw_unknown),
                                         stdin=perf.stdout, stdout=out, stderr=err)
                 perf.stdout.close()  # pmuprof-fold holds the only reader now
-                fold.wait()
-                res = _result(fold.returncode, out, err, meta)
-            perf.wait()
+                with proc_tools.Watchdog((perf, fold), proc_tools.stall_s(), SCRIPT_MAX_S) as dog:
+                    fold.wait()
+                    perf.wait()
+                if not dog.fired:
+                    res = _result(fold.returncode, out, err, meta)
         finally:
             for proc in (perf, fold):
                 if proc is not None and proc.poll() is None:
                     proc.kill()
                     proc.wait()
+        if dog.fired:
+            raise PerfError(f"{argv[0]} script {dog.fired}: stopped", "check the perf binary (PMUPROF_PERF) and "
+                            "the perf.data; `pmuprof doctor` tests perf")
         if perf.returncode != 0 and res.kept == 0:
             perf_err.seek(0)
             raise InputError(f"perf script failed: {_first_line(perf_err.read())}",

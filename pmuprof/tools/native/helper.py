@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from ...errors import HelperError
+from .. import proc
 from ...paths import helper_path
 
 BUILD_FIX = ("build it: apt-get install gcc make libpfm4-dev libdw-dev libelf-dev libcapstone-dev; "
@@ -32,14 +33,13 @@ def _binary() -> Path:
 
 
 def run_helper(args: Sequence[str], stdin: str | None = None, timeout: float = 300,
-               allow_failure: bool = False) -> Json:
+               allow_failure: bool = False, stall: bool = True) -> Json:
     """Run ``pmuprof-helper ARGS`` and parse its JSON; raise HelperError on a crash or a top-level error."""
     argv = [str(_binary()), *args]
     try:
-        res = subprocess.run(argv, input=stdin, capture_output=True, text=True, timeout=timeout,
-                             errors="backslashreplace")
+        res = proc.run(argv, timeout, input=stdin, stall=stall)
     except subprocess.TimeoutExpired as err:
-        raise HelperError(f"pmuprof-helper {args[0]} timed out after {timeout:.0f} s",
+        raise HelperError(f"pmuprof-helper {args[0]} {proc.timeout_text(err)}",
                           "retry with fewer functions or a shorter duration") from err
     except OSError as err:
         raise HelperError(f"cannot run {argv[0]}: {err.strerror}", BUILD_FIX) from err

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from ...errors import InputError, PerfError
 from ...model.perfscript import FoldResult
+from .. import proc
 from ..native.fold import fold_perf_script_process
 from . import argv as perfcmd, parse as perfparse
 
@@ -40,13 +41,12 @@ class Recording:
 
 def _run(argv: list[str], timeout: float = TIMEOUT_S) -> subprocess.CompletedProcess:
     try:
-        return subprocess.run(argv, capture_output=True, text=True, errors="backslashreplace", timeout=timeout,
-                              stdin=subprocess.DEVNULL)
-    except FileNotFoundError as err:
-        raise PerfError(f"cannot run {argv[0]}: not found",
+        return proc.run(argv, timeout)
+    except OSError as err:
+        raise PerfError(f"cannot run {argv[0]}: {err.strerror or err}",
                         "apt-get install linux-perf, or give report a folded / perf script file") from err
     except subprocess.TimeoutExpired as err:
-        raise PerfError(f"{argv[0]} {argv[1]} did not answer within {timeout:.0f} s",
+        raise PerfError(f"{argv[0]} {argv[1]} {proc.timeout_text(err)}: stopped",
                         "check the perf binary (PMUPROF_PERF) and the file") from err
 
 

@@ -1,0 +1,247 @@
+"""Stack matchers over one process's Stacks: cost grows with distinct frames and matched stacks.
+
+Patterns are tested once per distinct frame label (a boolean per frame id); the rows a matcher
+can touch come from the postings (rows holding a frame); hot frames, context and callers are
+found with array operations over those rows only. Latch waits are classified once per process
+(findings/latches.py) for the rows whose leaf can be a wait, and every latch matcher then reads
+that table.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+import numpy as np
+
+from ..model.labels import is_kernel
+from ..model.profile import Profile
+from ..model.stacks import Stacks, gather_index
+from .latches import ALTERNATIVES, Attributor, Wait
+from .patterns import PatternSet
+
+MAX_CALLERS = 3
+TOP_CHAINS = 3
+STACKS = "stacks"  # matched rows, kept out of findings.json (grouping by shared evidence)
+_NONE = -1
+
+
+@dataclass(frozen=True)
+class WaitTable:
+    """Every row of the process in a spin or wait path: its wait, latch key and mode, as arrays."""
+
+    rows: np.ndarray  # row index per wait
+    waits: tuple[Wait, ...]
+    latch: tuple[str, ...]  # latch id or "unidentified" (or "a|b") per wait
+    mode: tuple[str, ...]
+    counts: np.ndarray
+
+    def latch_mask(self, wanted: frozenset[str]) -> np.ndarray:
+        return np.fromiter((bool(wanted & set(k.split(ALTERNATIVES))) for k in self.latch), dtype=bool,
+                           count=len(self.latch))
+
+
+class StackIndex:
+    """One process's stacks (the process root is frame 0 of every row) with cached pattern look-ups."""
+
+    def __init__(self, profile: Profile, process: str, attributor: Attributor | None = None) -> None:
+        self.process = process
+        self.st: Stacks = profile.process_stacks(process)
+        self.total = self.st.total
+        self.attributor = attributor
+        self._luts: dict[PatternSet, np.ndarray] = {}
+        self._waits: WaitTable | None = None
+
+    def lut(self, patterns: PatternSet) -> np.ndarray:
+        """True per frame id whose label the patterns match (each label tested once)."""
+        hit = self._luts.get(patterns)
+        if hit is None:
+            hit = np.fromiter((patterns.matches(f) for f in self.st.frames), dtype=bool, count=len(self.st.frames))
+            self._luts[patterns] = hit
+        return hit
+
+    def weight(self, rows: np.ndarray) -> int:
+        return int(self.st.counts[rows].sum()) if len(rows) else 0
+
+    def waits(self) -> WaitTable:
+        """The latch waits of this process's rows (classified once)."""
+        if self._waits is None:
+            self._waits = _wait_table(self.st, self.attributor)
+        return self._waits
+
+
+def _wait_table(st: Stacks, attributor: Attributor | None) -> WaitTable:
+    rows_out: list[int] = []
+    waits: list[Wait] = []
+    latches: list[str] = []
+    modes: list[str] = []
+    if attributor is not None and len(st):
+        maybe = np.fromiter((is_kernel(f) or attributor.wait_kind(f) is not None or attributor.machinery_of(f) is not None
+                             for f in st.frames), dtype=bool, count=len(st.frames))
+        for row in np.flatnonzero(maybe[st.leaf_ids] & (st.lengths > 1)).tolist():
+            found = attributor.attribute(st.row(row)[1:])
+            if found is not None:
+                rows_out.append(row)
+                waits.append(found[0])
+                latches.append(found[1])
+                modes.append(found[2])
+    rows = np.asarray(rows_out, dtype=np.int64)
+    return WaitTable(rows, tuple(waits), tuple(latches), tuple(modes), st.counts[rows])
+
+
+def _empty() -> dict[str, Any]:
+    return {"value": 0.0, "share": 0.0, "count": 0, STACKS: np.zeros(0, np.int64), "hot": None, "chain": "",
+            "callers": [], "chains": []}
+
+
+def match_stack(index: StackIndex, spec: Mapping[str, PatternSet], skip: PatternSet) -> dict[str, Any]:
+    """Share of samples whose stack matches; the hot frame and the callers that explain it."""
+    st = index.st
+    if "self" in spec:
+        rows = np.flatnonzero(index.lut(spec["self"])[st.leaf_ids] & (st.lengths > 1))
+        at = st.offsets[rows + 1] - 1
+    else:
+        rows = st.rows_with(index.lut(spec["inclusive"])).astype(np.int64)
+        at = _deepest(st, rows, index.lut(spec["inclusive"]))
+    keep = _context(index, spec, rows, at)
+    rows, at = rows[keep], at[keep]
+    if not len(rows):
+        return _empty()
+    counts = st.counts[rows]
+    count = int(counts.sum())
+    total = index.total or 1
+    hot = st.ids[at]
+    callers = _callers(st, rows, at, index.lut(skip))
+    ranked = _rank_chains(st, np.column_stack((hot, callers)), counts)
+    top_frames, _ = ranked[0]
+    hot_share = int(counts[hot == st.frame_index[top_frames[0]]].sum()) / total
+    return {
+        "value": count / total, "share": count / total, "count": count, STACKS: rows,
+        "hot": top_frames[0], "hot_share": hot_share, "callers": list(top_frames[1:]),
+        "chain": chain_text(top_frames[0], hot_share, top_frames[1:]),
+        "chains": [{"frames": list(f), "share": round(n / total, 6), "text": chain_text(f[0], n / total, f[1:])}
+                   for f, n in ranked[:TOP_CHAINS]],
+    }
+
+
+def match_latch(index: StackIndex, spec: Mapping[str, Any]) -> dict[str, Any]:
+    """Share of samples waiting for one of the latches (optionally inside / not inside some callers)."""
+    table = index.waits()
+    mask = table.latch_mask(spec["latches"])
+    if "modes" in spec:
+        mask &= np.fromiter((m in spec["modes"] for m in table.mode), dtype=bool, count=len(table.mode))
+    if "inside" in spec:
+        mask &= np.isin(table.rows, index.st.rows_with(index.lut(spec["inside"])))
+    if "not_inside" in spec:
+        mask &= ~np.isin(table.rows, index.st.rows_with(index.lut(spec["not_inside"])))
+    picked = np.flatnonzero(mask).tolist()
+    if not picked:
+        return _empty()
+    counts = table.counts.tolist()
+    chains: dict[tuple[str, ...], int] = {}
+    modes: dict[str, int] = {}
+    kinds: dict[str, int] = {}
+    for i in picked:
+        wait, n = table.waits[i], counts[i]
+        key = ((wait.acquirer,) if wait.acquirer else ()) + wait.callers
+        chains[key] = chains.get(key, 0) + n
+        kinds[wait.kind] = kinds.get(wait.kind, 0) + n
+        if table.mode[i]:
+            modes[table.mode[i]] = modes.get(table.mode[i], 0) + n
+    count = sum(counts[i] for i in picked)
+    total = index.total or 1
+    ranked = sorted(chains.items(), key=lambda kv: (-kv[1], kv[0]))
+    top, top_n = ranked[0]
+    hot = top[0] if top else "(unknown caller)"
+    by_mode = sorted(modes.items(), key=lambda kv: (-kv[1], kv[0]))
+    return {
+        "value": count / total, "share": count / total, "count": count, STACKS: table.rows[picked],
+        "hot": hot, "hot_share": top_n / total, "callers": list(top[1:]), "chain": chain_text(hot, top_n / total, top[1:]),
+        "chains": [{"frames": list(c), "share": round(n / total, 6), "text": chain_text(c[0] if c else "?", n / total, c[1:])}
+                   for c, n in ranked[:TOP_CHAINS]],
+        "modes": dict(by_mode), "mode": by_mode[0][0] if by_mode else "", "kinds": kinds,
+        "modes_text": ", ".join(f"{m} {n / count:.0%}" for m, n in by_mode) or "not known",
+    }
+
+
+def chain_text(hot: str, share: float, callers: tuple[str, ...] | list[str]) -> str:
+    return " ← ".join((f"{hot} {share * 100:.1f}%", *callers))
+
+
+def _segments(st: Stacks, rows: np.ndarray, below_root: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """Occurrence indices of the rows (without their root frame) and each row's first index in them."""
+    skip = 1 if below_root else 0
+    lengths = st.lengths[rows] - skip
+    occ = gather_index(st.offsets[rows] + skip, lengths)
+    starts = np.concatenate(([0], np.cumsum(lengths)[:-1])) if len(rows) else np.zeros(0, np.int64)
+    return occ, starts
+
+
+def _deepest(st: Stacks, rows: np.ndarray, lut: np.ndarray) -> np.ndarray:
+    """Per row (each holds a marked frame below its root), the occurrence index of the deepest one."""
+    if not len(rows):
+        return np.zeros(0, np.int64)
+    occ, starts = _segments(st, rows)
+    return np.maximum.reduceat(np.where(lut[st.ids[occ]], occ, _NONE), starts)
+
+
+def _first(st: Stacks, rows: np.ndarray, lut: np.ndarray) -> np.ndarray:
+    """Per row, the occurrence index of the first marked frame below the root (a huge value: none)."""
+    big = np.iinfo(np.int64).max
+    if not len(rows):
+        return np.zeros(0, np.int64)
+    occ, starts = _segments(st, rows)
+    return np.minimum.reduceat(np.where(lut[st.ids[occ]], occ, big), starts)
+
+
+def _context(index: StackIndex, spec: Mapping[str, PatternSet], rows: np.ndarray, at: np.ndarray) -> np.ndarray:
+    """Which matched rows satisfy inside / not_inside (callers above the hot frame) and leaf / leaf_not."""
+    st = index.st
+    keep = np.ones(len(rows), dtype=bool)
+    for key, want in (("inside", True), ("not_inside", False)):
+        if key in spec and len(rows):
+            lut = index.lut(spec[key])
+            holding = np.isin(rows, st.rows_with(lut))
+            above = np.zeros(len(rows), dtype=bool)
+            above[holding] = _first(st, rows[holding], lut) < at[holding]
+            keep &= above if want else ~above
+    leaves = st.leaf_ids[rows]
+    if "leaf" in spec:
+        keep &= index.lut(spec["leaf"])[leaves]
+    if "leaf_not" in spec:
+        keep &= ~index.lut(spec["leaf_not"])[leaves]
+    return keep
+
+
+def _callers(st: Stacks, rows: np.ndarray, at: np.ndarray, skip: np.ndarray) -> np.ndarray:
+    """Per matched row, up to MAX_CALLERS nearest callers above ``at`` (frame ids, -1 padded): not in
+    ``skip``, not the hot frame itself, consecutive repeats collapsed."""
+    n = len(rows)
+    out = np.full((n, MAX_CALLERS), _NONE, dtype=np.int64)
+    hot = st.ids[at].astype(np.int64)
+    last = np.full(n, _NONE, dtype=np.int64)
+    found = np.zeros(n, dtype=np.int64)
+    first = st.offsets[rows] + 1  # the process root is no caller
+    cur = at - 1
+    live = np.flatnonzero(cur >= first)
+    while len(live):
+        frame = st.ids[cur[live]].astype(np.int64)
+        ok = ~skip[frame] & (frame != last[live]) & (frame != hot[live])
+        took = live[ok]
+        out[took, found[took]] = frame[ok]
+        last[took] = frame[ok]
+        found[took] += 1
+        cur[live] -= 1
+        live = live[(cur[live] >= first[live]) & (found[live] < MAX_CALLERS)]
+    return out
+
+
+def _rank_chains(st: Stacks, keys: np.ndarray, counts: np.ndarray) -> list[tuple[tuple[str, ...], int]]:
+    """(frames, samples) per distinct hot-and-callers key, most samples first, ties by name."""
+    uniq, inverse = np.unique(keys, axis=0, return_inverse=True)
+    sums = np.bincount(inverse.reshape(-1), weights=counts).astype(np.int64)
+    order = np.argsort(-sums, kind="stable")
+    cutoff = sums[order[min(TOP_CHAINS, len(order)) - 1]]
+    top = [i for i in order.tolist() if sums[i] >= cutoff]
+    names = [(tuple(st.frames[f] for f in uniq[i].tolist() if f >= 0), int(sums[i])) for i in top]
+    return sorted(names, key=lambda kv: (-kv[1], kv[0]))

@@ -1,0 +1,264 @@
+"""Distinct stacks as integer arrays: each frame label stored once, one row of frame ids per stack.
+
+A ``Stacks`` is what a folded file holds — distinct stacks (root first; the first frame is the
+process label) with sample counts — laid out for work that grows with what is distinct: ``frames``
+(id → label), ``ids`` (every row's frame ids, concatenated), ``offsets`` (row i is
+``ids[offsets[i]:offsets[i+1]]``) and ``counts``. No Python object exists per frame occurrence.
+Postings (which rows hold a frame) are built on first use and serve exact inclusive counts and the
+rules' stack matching (findings/stackmatch.py). It is also a read-only ``Mapping[Stack, int]``, so
+small consumers and tests can treat it as the dict of tuples it replaces.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from functools import cached_property
+from typing import Iterable, Iterator, Mapping, Sequence
+
+import numpy as np
+
+Stack = tuple[str, ...]
+
+_HASH_SEED = 0x5EED_57AC
+_CHUNK_ROWS = 65536
+
+
+class Stacks(Mapping[Stack, int]):
+    """Distinct stacks (rows) over a frame table; immutable once built."""
+
+    def __init__(self, frames: Sequence[str], ids: np.ndarray, offsets: np.ndarray, counts: np.ndarray) -> None:
+        self.frames: tuple[str, ...] = tuple(frames)
+        self.ids = np.ascontiguousarray(ids, dtype=np.int32)
+        self.offsets = np.ascontiguousarray(offsets, dtype=np.int64)
+        self.counts = np.ascontiguousarray(counts, dtype=np.int64)
+        for arr in (self.ids, self.offsets, self.counts):
+            arr.setflags(write=False)
+
+    # -- building -------------------------------------------------------------------------------
+
+    @classmethod
+    def of(cls, stacks: "Stacks | Mapping[Stack, int] | Iterable[tuple[Stack, int]]") -> "Stacks":
+        """A Stacks from a mapping or (stack, count) pairs; empty stacks are dropped, repeats summed."""
+        if isinstance(stacks, Stacks):
+            return stacks
+        builder = StacksBuilder()
+        for stack, count in (stacks.items() if isinstance(stacks, Mapping) else stacks):
+            if stack and count:
+                builder.add(stack, int(count))
+        return builder.build()
+
+    # -- Mapping[Stack, int] ----------------------------------------------------------------------
+
+    def __len__(self) -> int:
+        return len(self.counts)
+
+    def __iter__(self) -> Iterator[Stack]:
+        for stack, _ in self.items():
+            yield stack
+
+    def __getitem__(self, stack: Stack) -> int:
+        return self._as_dict[tuple(stack)]
+
+    def __contains__(self, stack: object) -> bool:
+        return isinstance(stack, tuple) and stack in self._as_dict
+
+    def items(self) -> Iterator[tuple[Stack, int]]:  # type: ignore[override]
+        """(stack, count) per row, in row order; rows converted a chunk at a time (memory stays flat)."""
+        frames = self.frames
+        for lo in range(0, len(self.counts), _CHUNK_ROWS):
+            hi = min(lo + _CHUNK_ROWS, len(self.counts))
+            base = int(self.offsets[lo])
+            ids = self.ids[base:int(self.offsets[hi])].tolist()
+            offs = (self.offsets[lo:hi + 1] - base).tolist()
+            for i, count in enumerate(self.counts[lo:hi].tolist()):
+                yield tuple([frames[f] for f in ids[offs[i]:offs[i + 1]]]), count
+
+    def values(self) -> Iterator[int]:  # type: ignore[override]
+        return iter(self.counts.tolist())
+
+    def row(self, i: int) -> Stack:
+        return tuple(self.frames[f] for f in self.ids[self.offsets[i]:self.offsets[i + 1]].tolist())
+
+    @cached_property
+    def _as_dict(self) -> dict[Stack, int]:
+        return dict(self.items())
+
+    # -- shape ------------------------------------------------------------------------------------
+
+    @property
+    def total(self) -> int:
+        return int(self.counts.sum())
+
+    @cached_property
+    def lengths(self) -> np.ndarray:
+        return np.diff(self.offsets)
+
+    @cached_property
+    def row_of(self) -> np.ndarray:
+        """The row of every frame occurrence (int32, aligned with ``ids``)."""
+        return np.repeat(np.arange(len(self.counts), dtype=np.int32), self.lengths)
+
+    @cached_property
+    def leaf_ids(self) -> np.ndarray:
+        return self.ids[self.offsets[1:] - 1] if len(self.counts) else np.zeros(0, np.int32)
+
+    @cached_property
+    def root_ids(self) -> np.ndarray:
+        return self.ids[self.offsets[:-1]] if len(self.counts) else np.zeros(0, np.int32)
+
+    @cached_property
+    def frame_index(self) -> dict[str, int]:
+        return {name: i for i, name in enumerate(self.frames)}
+
+    def lut(self, names: Iterable[str]) -> np.ndarray:
+        """A boolean per frame id: True for the given labels."""
+        out = np.zeros(len(self.frames), dtype=bool)
+        index = self.frame_index
+        hit = [index[n] for n in names if n in index]
+        out[hit] = True
+        return out
+
+    # -- postings ---------------------------------------------------------------------------------
+
+    @cached_property
+    def _postings(self) -> tuple[np.ndarray, np.ndarray]:
+        """(rows, start): the rows holding each frame below the process root, once per row, sorted;
+        frame f's are rows[start[f]:start[f+1]]. One sort of the occurrences, done on first use."""
+        below_root = np.ones(len(self.ids), dtype=bool)
+        below_root[self.offsets[:-1]] = False
+        keys = (self.ids[below_root].astype(np.int64) << 32) | self.row_of[below_root].astype(np.int64)
+        keys.sort()
+        if len(keys):
+            keep = np.empty(len(keys), dtype=bool)
+            keep[0] = True
+            np.not_equal(keys[1:], keys[:-1], out=keep[1:])  # recursion: a frame counts once per row
+            keys = keys[keep]
+        frame_of = (keys >> 32).astype(np.int32)
+        rows = (keys & 0xFFFFFFFF).astype(np.int32)
+        start = np.searchsorted(frame_of, np.arange(len(self.frames) + 1, dtype=np.int32))
+        return rows, start
+
+    def rows_with(self, lut: np.ndarray) -> np.ndarray:
+        """Sorted row indices holding, below the root, any frame the boolean ``lut`` marks."""
+        rows, start = self._postings
+        hit = np.flatnonzero(lut)
+        if not len(hit):
+            return np.zeros(0, dtype=np.int32)
+        if len(hit) == 1:
+            return rows[start[hit[0]]:start[hit[0] + 1]]
+        return np.unique(np.concatenate([rows[start[f]:start[f + 1]] for f in hit]))
+
+    # -- counts -----------------------------------------------------------------------------------
+
+    def frame_self(self) -> np.ndarray:
+        """Samples per frame id as the leaf of a stack (process-root-only stacks excluded)."""
+        real = self.lengths > 1
+        return np.bincount(self.leaf_ids[real], weights=self.counts[real], minlength=len(self.frames)).astype(np.int64)
+
+    def frame_inclusive(self) -> np.ndarray:
+        """Samples per frame id with the frame anywhere below the process root, once per stack."""
+        rows, start = self._postings
+        sums = np.concatenate(([0], np.cumsum(self.counts[rows])))
+        return (sums[start[1:]] - sums[start[:-1]]).astype(np.int64)
+
+    def self_counts(self) -> Counter[str]:
+        """Samples whose leaf is each function (the process root excluded)."""
+        return _counter(self.frames, self.frame_self())
+
+    def inclusive_counts(self) -> Counter[str]:
+        """Samples with each function anywhere on the stack (counted once per stack; the root excluded)."""
+        return _counter(self.frames, self.frame_inclusive())
+
+    def per_root(self) -> dict[str, int]:
+        """Samples per process label (root frame)."""
+        sums = np.bincount(self.root_ids, weights=self.counts, minlength=len(self.frames))
+        return {self.frames[f]: int(sums[f]) for f in np.flatnonzero(sums)}
+
+    # -- subsets and relabelling ------------------------------------------------------------------
+
+    def take(self, rows: np.ndarray) -> "Stacks":
+        """The given rows (sorted indices or a boolean mask), on the same frame table."""
+        rows = np.flatnonzero(rows) if rows.dtype == bool else np.asarray(rows, dtype=np.int64)
+        lengths = self.lengths[rows]
+        offsets = np.concatenate(([0], np.cumsum(lengths)))
+        occ = gather_index(self.offsets[rows], lengths)
+        return Stacks(self.frames, self.ids[occ], offsets, self.counts[rows])
+
+    def relabel(self, labels: Sequence[str]) -> "Stacks":
+        """Each frame id renamed (several ids may get one label); rows that become equal are merged."""
+        index: dict[str, int] = {}
+        new_id = np.fromiter((index.setdefault(lab, len(index)) for lab in labels), dtype=np.int32, count=len(labels))
+        return merged(list(index), new_id[self.ids], self.offsets, self.counts)
+
+
+class StacksBuilder:
+    """Accumulates (stack, count) pairs, interning frames; repeats of a stack are summed at build()."""
+
+    def __init__(self) -> None:
+        self.index: dict[str, int] = {}
+        self.ids: list[int] = []
+        self.lengths: list[int] = []
+        self.counts: list[int] = []
+
+    def add(self, stack: Sequence[str], count: int) -> None:
+        index = self.index
+        self.ids.extend([index.setdefault(f, len(index)) for f in stack])
+        self.lengths.append(len(stack))
+        self.counts.append(count)
+
+    def build(self) -> Stacks:
+        offsets = np.concatenate(([0], np.cumsum(np.asarray(self.lengths, dtype=np.int64))))
+        return merged(list(self.index), np.asarray(self.ids, dtype=np.int32), offsets,
+                      np.asarray(self.counts, dtype=np.int64))
+
+
+def merged(frames: Sequence[str], ids: np.ndarray, offsets: np.ndarray, counts: np.ndarray) -> Stacks:
+    """A Stacks with equal rows summed into one (rows compared by a 64-bit hash, then verified)."""
+    n = len(counts)
+    if n < 2:
+        return Stacks(frames, ids, offsets, counts)
+    lengths = np.diff(offsets)
+    first, inverse = _hash_groups(ids, offsets, lengths)
+    if len(first) == n:
+        return Stacks(frames, ids, offsets, counts)
+    rep = first[inverse]  # each row's representative
+    same_len = lengths == lengths[rep]
+    if same_len.all() and np.array_equal(ids, ids[gather_index(offsets[rep], lengths)]):
+        kept = Stacks(frames, ids, offsets, counts).take(first)
+        return Stacks(frames, kept.ids, kept.offsets, np.bincount(inverse, weights=counts).astype(np.int64))
+    # a 64-bit collision (never seen in practice): merge exactly
+    exact: Counter[tuple[int, ...]] = Counter()
+    ids_l, offs_l = ids.tolist(), offsets.tolist()
+    for i, c in enumerate(counts.tolist()):
+        exact[tuple(ids_l[offs_l[i]:offs_l[i + 1]])] += c
+    new_lengths = [len(k) for k in exact]
+    return Stacks(frames, np.fromiter((f for k in exact for f in k), dtype=np.int32),
+                  np.concatenate(([0], np.cumsum(new_lengths, dtype=np.int64))),
+                  np.fromiter(exact.values(), dtype=np.int64, count=len(exact)))
+
+
+def _hash_groups(ids: np.ndarray, offsets: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(first row of each group, group of each row) for rows grouped by a hash of their frame ids."""
+    max_len = int(lengths.max()) if len(lengths) else 0
+    salt = np.random.default_rng(_HASH_SEED).integers(1, 2**63, size=max_len + 1, dtype=np.uint64) | np.uint64(1)
+    pos = np.arange(len(ids), dtype=np.int64) - np.repeat(offsets[:-1], lengths)
+    with np.errstate(over="ignore"):
+        mixed = (ids.astype(np.uint64) + np.uint64(0x9E3779B97F4A7C15)) * salt[pos]
+        h = np.add.reduceat(mixed, offsets[:-1]) if len(ids) else np.zeros(0, np.uint64)
+        h = h * np.uint64(0xBF58476D1CE4E5B9) + lengths.astype(np.uint64)
+    _, first, inverse = np.unique(h, return_index=True, return_inverse=True)
+    return first, inverse.reshape(-1)
+
+
+def gather_index(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """Indices of the concatenated ranges [starts[i], starts[i] + lengths[i])."""
+    total = int(lengths.sum())
+    if not total:
+        return np.zeros(0, dtype=np.int64)
+    shift = np.repeat(starts - np.concatenate(([0], np.cumsum(lengths)[:-1])), lengths)
+    return shift + np.arange(total, dtype=np.int64)
+
+
+def _counter(frames: Sequence[str], values: np.ndarray) -> Counter[str]:
+    hit = np.flatnonzero(values > 0)
+    return Counter({frames[i]: int(v) for i, v in zip(hit.tolist(), values[hit].tolist())})

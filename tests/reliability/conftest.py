@@ -1,0 +1,216 @@
+"""Reliability suite fixtures: the CLI in-process, a busy process, a small tmpfs, a misbehaving perf."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from helpers import REPO, build_busy, need_perf
+
+from pmuprof.cli.main import main
+
+
+@dataclass(frozen=True)
+class Ran:
+    code: int
+    out: str
+    err: str
+
+
+def one_line(res: Ran, code: int, *needles: str) -> str:
+    """The run failed with ``code`` and said so in exactly one line (no traceback), holding ``needles``."""
+    assert res.code == code, res.err
+    assert "Traceback" not in res.err, res.err
+    errors = [line for line in res.err.splitlines() if line.startswith("pmuprof: error:")]
+    assert len(errors) == 1, res.err
+    for needle in needles:
+        assert needle in errors[0], errors[0]
+    return errors[0]
+
+
+@pytest.fixture
+def pmuprof(monkeypatch, capsys):
+    """Run the CLI in this process (fast; main() puts pytest's signal handlers back when it returns)."""
+
+    def run(*args: str, env: dict[str, str] | None = None) -> Ran:
+        for key, value in (env or {}).items():
+            monkeypatch.setenv(key, value)
+        code = main([str(a) for a in args])
+        got = capsys.readouterr()
+        return Ran(code, got.out, got.err)
+    return run
+
+
+def spawn_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen:
+    """The CLI as a real process (for real signals), stderr captured."""
+    full = {**os.environ, **(env or {}), "PYTHONPATH": str(REPO)}
+    return subprocess.Popen([sys.executable, "-m", "pmuprof", *map(str, args)], env=full, text=True,
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def finish(proc: subprocess.Popen, timeout: float = 90) -> Ran:
+    out, err = proc.communicate(timeout=timeout)
+    return Ran(proc.returncode, out, err)
+
+
+def wait_for(path: Path, timeout: float = 120, proc: subprocess.Popen | None = None) -> None:
+    """Until ``path`` exists and is not empty (perf.data appears once perf records)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if path.exists() and path.stat().st_size > 0:
+            return
+        if proc is not None and proc.poll() is not None:
+            raise AssertionError(f"pmuprof exited {proc.returncode} before {path} appeared")
+        time.sleep(0.1)
+    raise AssertionError(f"{path} did not appear within {timeout} s")
+
+
+DUTY_C = r"""
+#include <time.h>
+volatile long sink;
+__attribute__((noinline)) void hot_leaf(void) { for (long i = 0; i < 200000; i++) sink += i * 7; }
+__attribute__((noinline)) void warm_caller(void) { for (int i = 0; i < 80; i++) hot_leaf(); }
+int main(void) {  /* about a fifth of one CPU: sampled often, leaves the rest to the captures */
+    struct timespec nap = {0, 30 * 1000 * 1000};
+    for (;;) { warm_caller(); nanosleep(&nap, 0); }
+}
+"""
+
+
+@pytest.fixture(scope="session")
+def busy(tmp_path_factory):
+    """A process with known frames (hot_leaf <- warm_caller) using about 20 % of a CPU, for the suite."""
+    need_perf()
+    folder = tmp_path_factory.mktemp("busy")
+    exe = build_busy(folder)  # skips without gcc
+    (folder / "duty.c").write_text(DUTY_C)
+    subprocess.run(["gcc", "-O1", "-fno-omit-frame-pointer", "-o", str(exe), str(folder / "duty.c")], check=True)
+    proc = subprocess.Popen([str(exe)])
+    yield proc
+    proc.kill()
+    proc.wait()
+
+
+@pytest.fixture
+def tmpfs(tmp_path):
+    """Mount a tmpfs of a given size (MiB) under tmp_path; unmounted afterwards."""
+    mounted: list[Path] = []
+
+    def make(size_mib: int, readonly: bool = False) -> Path:
+        where = tmp_path / f"fs{len(mounted)}"
+        where.mkdir()
+        opts = f"size={size_mib}m" + (",ro" if readonly else "")
+        res = subprocess.run(["mount", "-t", "tmpfs", "-o", opts, "pmuprof-test", str(where)],
+                             capture_output=True, text=True)
+        if res.returncode != 0:
+            pytest.skip(f"cannot mount a tmpfs here: {res.stderr.strip()}")
+        mounted.append(where)
+        return where
+    yield make
+    for where in mounted:
+        subprocess.run(["umount", "-l", str(where)], check=False)
+
+
+FAKE_PERF = """#!/bin/sh
+# a misbehaving perf: FAKE_HANG lists subcommands that hang, FAKE_GARBLE ones that print non-UTF-8
+case " $FAKE_HANG " in *" $1 "*) exec sleep 1000;; esac
+case " $FAKE_GARBLE " in *" $1 "*) printf 'perf version \\377\\376 6.1\\n\\377\\n'; exit 0;; esac
+exec {perf} "$@"
+"""
+
+
+@pytest.fixture
+def fake_perf(tmp_path):
+    """A perf wrapper (PMUPROF_PERF) that hangs or garbles where told, else runs the real perf."""
+    perf = need_perf()
+    path = tmp_path / "perf"
+    path.write_text(FAKE_PERF.format(perf=perf))
+    path.chmod(0o755)
+    return path
+
+
+SIGNAL_CASES = {"SIGTERM": 143, "SIGHUP": 129, "SIGINT": 130}
+HANG_STEPS = ("version", "record", "evlist", "script")
+
+
+def _children(pid: int) -> list[int]:
+    out = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        out += [int(c) for c in (task / "children").read_text().split()]
+    return out
+
+
+def perf_record_of(pid: int) -> int:
+    """The perf record process a capture started (found from its parent, never by name)."""
+    for child in _children(pid):
+        if b"record" in Path(f"/proc/{child}/cmdline").read_bytes().split(b"\0"):
+            return child
+    raise AssertionError("no perf record child")
+
+
+def _start_live(busy: subprocess.Popen, base: Path) -> dict[str, subprocess.Popen]:
+    slow_fold = base / "fold"
+    slow_fold.write_text("#!/bin/sh\nexec sleep 60\n")  # folding that only a signal ends
+    fake = base / "perf"
+    fake.write_text(FAKE_PERF.format(perf=need_perf()))
+    for tool in (slow_fold, fake):
+        tool.chmod(0o755)
+    procs = {}
+    for case in (*SIGNAL_CASES, "perf-killed", "again", "nightly/killed"):
+        extra = ("--mysql-socket", base / "no-such.sock") if case == "SIGTERM" else ("--no-mysql",)
+        env = {"PMUPROF_FOLD": str(slow_fold)} if case == "again" else None
+        procs[case] = spawn_cli("capture", "-p", busy.pid, "-d", "60", "-o", base / case, *extra, env=env)
+    for step in HANG_STEPS:
+        procs[f"hang-{step}"] = spawn_cli("capture", "-p", busy.pid, "-d", "1", "-o", base / f"hang-{step}",
+                                          "--no-mysql", env={"PMUPROF_PERF": str(fake), "FAKE_HANG": step,
+                                                             "PMUPROF_STALL_S": "2"})
+    return procs
+
+
+def _stop_live(procs: dict[str, subprocess.Popen], base: Path) -> None:
+    for case in (*SIGNAL_CASES, "perf-killed", "again", "nightly/killed"):
+        wait_for(base / case / "perf.data", proc=procs[case])
+    time.sleep(1.5)
+    for case in (*SIGNAL_CASES, "perf-killed", "again", "nightly/killed"):
+        if case == "perf-killed":
+            os.kill(perf_record_of(procs[case].pid), signal.SIGKILL)
+        elif case == "nightly/killed":
+            procs[case].kill()
+        else:
+            procs[case].send_signal(getattr(signal, case, signal.SIGTERM))
+    wait_for(base / "again" / "counters.json")  # perf has stopped; folding is next
+    time.sleep(0.5)
+    procs["again"].send_signal(signal.SIGTERM)
+
+
+@pytest.fixture(scope="session")
+def live(busy, tmp_path_factory):
+    """Every scenario that needs real perf on the busy process, run at once (their waits overlap):
+    captures cut short by SIGTERM/SIGHUP/SIGINT, by SIGKILL of perf or of pmuprof, by a second signal
+    during folding, and captures whose perf hangs at one step. Returns ({case: (Ran, end time, run
+    directory)}, start time)."""
+    base = tmp_path_factory.mktemp("live")
+    t0 = time.monotonic()
+    procs = _start_live(busy, base)
+    with ThreadPoolExecutor(len(procs)) as pool:  # each case's own end time
+        ends = {case: pool.submit(_finish_timed, proc) for case, proc in procs.items()}
+        try:
+            _stop_live(procs, base)
+        except BaseException:
+            for proc in procs.values():
+                proc.kill()
+            raise
+        return {case: (*end.result(), base / case) for case, end in ends.items()}, t0
+
+
+def _finish_timed(proc: subprocess.Popen) -> tuple[Ran, float]:
+    res = finish(proc, timeout=180)
+    return res, time.monotonic()

@@ -1,0 +1,66 @@
+"""Item 8 and the JSON cases of item 9: one damaged run never breaks history, report or retention."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conftest import one_line
+
+RUN = {"pmuprof_version": "0.2.0", "schema": 2, "started": "2026-01-0{n}T03:00:00Z", "duration_s": 5.0}
+STACKS = "mysqld;do_command;ut_delay 70\nmysqld;do_command;row_search_mvcc 30\n"
+FINDINGS = {"pmuprof_version": "0.2.0", "profile": {"samples": 100},
+            "findings": [{"rule": "innodb-spin-wait", "severity": "warning", "title": "spin", "share": 0.7}]}
+
+
+def _run(base, name: str, n: int, run=None, findings=None):
+    path = base / name
+    path.mkdir(parents=True)
+    (path / "run.json").write_text(run if isinstance(run, str) else json.dumps({**RUN, "started": RUN["started"]
+                                                                                .format(n=n)}))
+    (path / "stacks.folded").write_text(STACKS)
+    (path / "findings.json").write_text(findings if isinstance(findings, str) else json.dumps(findings or FINDINGS))
+    return path
+
+
+@pytest.fixture
+def runs(tmp_path):
+    base = tmp_path / "nightly"
+    _run(base, "good", 1)
+    _run(base, "truncated", 2, run=json.dumps(RUN)[:40])
+    _run(base, "share-text", 3, findings=json.dumps({**FINDINGS, "findings": [{**FINDINGS["findings"][0],
+                                                                                 "share": "lots"}]}))
+    _run(base, "nested-findings", 4, findings='{"findings": ' + "[" * 200_000 + "]" * 200_000 + "}")
+    _run(base, "nested-run", 5, run="[" * 200_000)
+    return base
+
+
+def test_history_lists_damaged_runs_with_a_note(pmuprof, runs):
+    res = pmuprof("history", runs)
+    assert res.code == 0 and "Traceback" not in res.err, res.err
+    assert "5 run(s)" in res.err
+    html = (runs / "index.html").read_text()
+    for name in ("truncated", "share-text", "nested-findings", "nested-run"):
+        assert name in html
+    assert "damaged" in html
+
+
+def test_report_of_a_run_with_a_damaged_run_json_still_works(pmuprof, runs):
+    res = pmuprof("report", runs / "nested-run", "--force")
+    assert res.code == 0, res.err
+    warnings = json.loads((runs / "nested-run" / "findings.json").read_text())["profile"]["warnings"]
+    assert any("nested too deeply" in w for w in warnings)
+
+
+def test_retention_counts_a_run_whose_run_json_is_damaged(pmuprof, runs):
+    _run(runs, "newest", 9, run=json.dumps({**RUN, "started": "2099-01-01T00:00:00Z"}))
+    res = pmuprof("schedule", "prune", "--dir", runs, "--keep-size", "1", "--dry-run")
+    assert res.code == 0 and "would delete nested-run" in res.err and "would delete truncated" in res.err, res.err
+
+
+def test_report_of_a_bare_damaged_json_is_one_line(pmuprof, tmp_path):
+    bad = tmp_path / "run"
+    bad.mkdir()
+    (bad / "run.json").write_text("[" * 200_000)
+    one_line(pmuprof("report", bad), 3, "no stacks.folded and no perf.data")
