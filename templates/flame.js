@@ -86,7 +86,7 @@ PmuFlame.prototype.describeState = function () {
   this.hitName = pmuSearchNames(this.base.names, st.search);
   var hitName = this.hitName, sandwich = st.view === "sandwich";
   this.q(".matched").textContent = !hitName ? "" : this.panes.map(function (pane) {
-    var m = pmuMatched(pane.t, hitName, pane.zoom);
+    var m = pmuMatched(pane.t, hitName, pane.zoom, sandwich);
     return (sandwich ? pane.side + " matched " : "matched ") + pmuPct(m[0], pane.t.w[0]) +
       (pane.zoom ? " of all, " + pmuPct(m[1], pane.t.w[pane.zoom]) + " of zoom" : sandwich ? " of " + st.focus : " of samples");
   }).join("; ");

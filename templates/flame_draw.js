@@ -85,7 +85,8 @@ PmuCanvas.prototype.pane = function (pane, p, css, opts) {
 PmuCanvas.prototype.box = function (pane, p, i, px, pw, opts) {
   var t = pane.t, ctx = this.ctx, row = pane.row0 + pane.dir * t.depth[i], py = row * PMU_ROW;
   var hov = opts.hover && opts.hover.pane === p && opts.hover.i === i;
-  ctx.fillStyle = opts.hitName && i > 0 && opts.hitName[t.name[i]] ? PMU_MATCH : pmuColour(t, i);
+  var named = i > 0 || pane.side === "callees";  /* a sandwich's root is its function; the icicle's is "all" */
+  ctx.fillStyle = opts.hitName && named && opts.hitName[t.name[i]] ? PMU_MATCH : pmuColour(t, i);
   ctx.fillRect(px, py, Math.max(pw - 0.5, 0.5), PMU_ROW - 1);
   if (hov) { ctx.strokeStyle = "#000"; ctx.strokeRect(px + 0.5, py + 0.5, Math.max(pw - 1.5, 0.5), PMU_ROW - 2); }
   this.hits[row].push(px, pw, p, i);

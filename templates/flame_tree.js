@@ -186,8 +186,10 @@ function pmuSumMatched(t, hitName, from, to) {
   return sum;
 }
 
-/* Weight under frames whose name matches, each stack once: in the whole tree and inside node z. */
-function pmuMatched(t, hitName, z) {
+/* Weight under frames whose name matches, each stack once: in the whole tree and inside node z.
+   rootNamed: the root is a function (a sandwich side), so a match on it covers the whole side. */
+function pmuMatched(t, hitName, z, rootNamed) {
+  if (rootNamed && hitName[t.name[0]]) return [t.w[0], t.w[z]];
   var all = pmuSumMatched(t, hitName, 1, t.n), inZoom = pmuSumMatched(t, hitName, z + 1, t.end[z]);
   for (var k = z; k > 0; k = t.parent[k]) if (hitName[t.name[k]]) inZoom = t.w[z];
   return [all, inZoom];

@@ -1,4 +1,4 @@
-/* pmuprof report: sortable tables, table rows that open a function in the flame graph, start-up. */
+/* pmuprof report: sortable tables, table rows and verdict links that open the flame graph, start-up. */
 "use strict";
 function pmuSortable(table) {
   var heads = table.querySelectorAll("th.sortable");
@@ -29,12 +29,26 @@ function pmuFocusRows(flame) {
   });
 }
 
+/* The verdict's "open in the flame graph" links: apply the view their hash names and bring the graph into view. */
+function pmuFlameLinks(flame) {
+  Array.prototype.forEach.call(document.querySelectorAll("a.open-flame"), function (a) {
+    a.addEventListener("click", function (ev) {
+      var st = pmuParseHash(a.getAttribute("href"));
+      if (!st) return;
+      ev.preventDefault();
+      flame.apply(st, "push");
+      flame.box.scrollIntoView();
+    });
+  });
+}
+
 function pmuStart() {
   var data = JSON.parse(document.getElementById("pmuprof-data").textContent);
   var box = document.getElementById("flame");
   if (box && data.flame) {
     window.pmuFlame = new PmuFlame(box, data.flame, data.kind === "diff");
     pmuFocusRows(window.pmuFlame);
+    pmuFlameLinks(window.pmuFlame);
   }
   Array.prototype.forEach.call(document.querySelectorAll("table.sort"), pmuSortable);
 }

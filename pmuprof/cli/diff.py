@@ -8,7 +8,7 @@ import click
 
 from ..pipeline import build_profile
 from ..model import rundir
-from ..report.diff import DIFF_HTML, DIFF_JSON, diff_json, diff_profiles, write_diff
+from ..report.diff import DIFF_HTML, DIFF_JSON, DIFF_MD, diff_json, diff_profiles, write_diff
 from . import common
 
 EPILOG = """\b
@@ -24,7 +24,7 @@ Examples:
 @click.argument("before", type=click.Path(exists=True))
 @click.argument("after", type=click.Path(exists=True))
 @click.option("-o", "--output", "out_dir", type=click.Path(file_okay=False), default="pmuprof-diff",
-              show_default=True, help="Directory for diff.html and diff.json.")
+              show_default=True, help="Directory for diff.html, diff.json and diff.md.")
 @click.option("--json", "as_json", is_flag=True, help="Print diff.json to stdout instead of writing files.")
 @click.option("--force", is_flag=True, help="Write into an -o directory that holds other files (only diff.html "
                                             "and diff.json are replaced).")
@@ -34,11 +34,13 @@ def diff_cmd(before: str, after: str, out_dir: str, as_json: bool, force: bool, 
 
     Each side is normalised by its own sample count, so captures of different length
     compare fairly. Red frames grew, blue shrank; the tables list the biggest changes in
-    self and inclusive share, in percentage points.
+    self and inclusive share, in percentage points, each with its 95 % interval (Newcombe's
+    score interval for two shares) and whether it is outside the sampling noise. Small or
+    unequal sample counts are warned about.
     """
     options = common.pipeline_options(**inputs)
     if not as_json:
-        rundir.claim_output_dir(Path(out_dir), None, (DIFF_HTML, DIFF_JSON), force)
+        rundir.claim_output_dir(Path(out_dir), None, (DIFF_HTML, DIFF_JSON, DIFF_MD), force)
     result = diff_profiles(build_profile(before, options), build_profile(after, options))
     if as_json:
         click.echo(diff_json(result), nl=False)

@@ -27,9 +27,11 @@ Examples:
 def history_cmd(directory: str, output: str | None, title: str, fail_on_regression: bool) -> None:
     """List the runs under DIRECTORY (nightly or watch captures) with trend charts across runs.
 
-    Charts: share of the main findings, top functions' self share, IPC when counted. A run is
-    flagged when a finding or function grew by more than 5 points over the median of the runs
-    before it, a critical finding is new, or IPC fell by more than 10 %.
+    Charts: the main findings and top functions in CPU time per sampled CPU, IPC when counted.
+    A run is flagged when a finding or function uses more CPU time per second per sampled CPU
+    than the median of the runs before it, beyond the sampling noise (95 %) and by at least 2
+    points and a fifth; a new critical finding when its CPU time rose too; IPC down by more
+    than 10 %. Improvements (the same tests, downwards) are listed and never fail the check.
     """
     base = Path(directory)
     out = Path(output) if output else base / "index.html"
@@ -39,6 +41,9 @@ def history_cmd(directory: str, output: str | None, title: str, fail_on_regressi
     common.log(f"history: {out}: {payload['count']} run(s), {len(flags)} regression flag(s)")
     for flag in flags[-5:]:
         common.log(f"  {flag['run']}: {flag['text']}")
+    better = [f for f in payload["improvements"] if f["run"] == (payload["runs"][0]["name"] if payload["runs"] else "")]
+    for flag in better[:5]:
+        common.log(f"  improved: {flag['run']}: {flag['text']}")
     if fail_on_regression and latest_flags(payload):
         raise click.exceptions.Exit(10)
 

@@ -20,7 +20,7 @@ from .knowledge import latch_table
 from .latches import Attributor, LatchWaits, attribute
 from .loader import load_rules
 from .matchers import STACKS, StackIndex, compute
-from .model import Finding, ordered
+from .model import Declared, Finding, ordered
 from .patterns import lock_wrappers
 from .schema import SEVERITIES, FixItem, Rule
 from .template import render, scalar
@@ -101,7 +101,17 @@ def evaluate_rule(rule: Rule, index: StackIndex, facts: Facts) -> Finding | None
         references=rule.references,
         chain=tuple([chain_ev["hot"], *chain_ev["callers"]]) if chain_ev else (),
         process=facts.process, missing=tuple(dict.fromkeys(m for m in missing if m)),
-        confidence=confidence(rule, g, values, seen, not_seen), stacks=share_ev.get(STACKS) if share_ev else None)
+        confidence=confidence(rule, g, values, seen, not_seen), stacks=share_ev.get(STACKS) if share_ev else None,
+        declared=tuple(Declared(m.name, m.kind, _subject(m.kind, m.spec), m.about) for m in rule.evidence))
+
+
+def _subject(kind: str, spec: Any) -> str:
+    """What a matcher reads, for kinds that name one: 'innodb_purge_threads', 'skid.pause_share', ..."""
+    if isinstance(spec, str):
+        return spec
+    if kind == "counter_ratio":
+        return " / ".join(spec)
+    return ""
 
 
 def _headline_share(rule: Rule, g: Grade, values: Mapping[str, Any], share_ev: Mapping[str, Any] | None) -> float:

@@ -9,6 +9,16 @@ SEVERITY_ORDER = {"critical": 0, "warning": 1, "info": 2}
 
 
 @dataclass(frozen=True)
+class Declared:
+    """One evidence item as its rule declares it: the name, the matcher kind and spec, what it measures."""
+
+    name: str
+    kind: str  # stack, latch, variable, status, derived, ... (findings/schema.py MATCHER_KINDS)
+    what: str  # the matcher's subject for kinds that name one (variable, status, path, derived), else ""
+    about: str = ""  # the rule's ``about`` text
+
+
+@dataclass(frozen=True)
 class Finding:
     rule: str
     severity: str  # critical | warning | info
@@ -27,6 +37,8 @@ class Finding:
     explained_by: str = ""  # the cause finding (rule id) this symptom is grouped under
     # rows (of the process's Stacks, sorted) behind the headline share: for grouping only, never written
     stacks: Any = field(default=None, repr=False, compare=False)
+    # the rule's evidence declarations, in rule order: for showing the evidence (not in findings.json)
+    declared: tuple[Declared, ...] = field(default=(), repr=False, compare=False)
 
     def sort_key(self) -> tuple[int, float, str]:
         return (SEVERITY_ORDER.get(self.severity, 9), -self.share, self.rule)

@@ -37,7 +37,7 @@ CONTROL_FIFOS = (".perf-ctl", ".perf-ack")  # perf's control FIFOs during a capt
 RUN_FILES = frozenset({
     RUN_JSON, STACKS, COUNTERS, MYSQL, ANALYSIS, PERF_DATA, LEAVES, STAT_CSV, RECORD_LOG, STAT_LOG,
     REPORT_HTML, FINDINGS_JSON, REPORT_MD, *CONTROL_FIFOS, "skid.json", "symbols.json", "perf.data.old",
-    "workload.log", "diff.html", "diff.json", "profile.pb.gz", "profile.speedscope.json", "flame.svg",
+    "workload.log", "diff.html", "diff.json", "diff.md", "profile.pb.gz", "profile.speedscope.json", "flame.svg",
 })
 MAX_JSON_BYTES = 256 * 2**20  # a contract file larger than this is not pmuprof's
 

@@ -11,23 +11,36 @@ from .. import __version__, outfile
 from ..errors import InputError
 from ..model.profile import Profile, Stack
 from .facts import event_names
+from .diffmd import render_diff_markdown
 from .flame import build_tree
 from .html import render, write_text
+from .noise import CONFIDENCE, outside, share_change, smallest_change, wilson
 
 DIFF_HTML = "diff.html"
 DIFF_JSON = "diff.json"
+DIFF_MD = "diff.md"
 TABLE_ROWS = 60
+SMALL_SIDE = 1000  # fewer samples on a side: warn (±1.9 points at a 10 % share)
+UNEQUAL = 3.0  # one side more than this many times the other: warn
+REF_SHARE = 0.10  # the share the warnings quote their noise at
+METHOD = ("Newcombe's hybrid score interval (Wilson score intervals of both sides combined) for the change "
+          "in each function's share, at 95 % confidence; samples taken as independent, so it measures "
+          "sampling noise only, not run-to-run variation; each function is tested alone, so among many a few fall "
+          "outside by chance")
 
 
 @dataclass(frozen=True)
 class DiffRow:
-    """One function's share of all samples before and after (0..1), self and inclusive."""
+    """One function's share of all samples before and after (0..1), self and inclusive, with the
+    95 % interval of each change (noise.share_change): a change whose interval holds 0 is sampling noise."""
 
     name: str
     self_before: float
     self_after: float
     incl_before: float
     incl_after: float
+    self_interval: tuple[float, float] = (0.0, 0.0)
+    incl_interval: tuple[float, float] = (0.0, 0.0)
 
     @property
     def self_delta(self) -> float:
@@ -37,13 +50,24 @@ class DiffRow:
     def incl_delta(self) -> float:
         return self.incl_after - self.incl_before
 
+    @property
+    def self_outside_noise(self) -> bool:
+        return outside(self.self_interval)
+
+    @property
+    def incl_outside_noise(self) -> bool:
+        return outside(self.incl_interval)
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "name": self.name,
             "self_before": round(self.self_before, 6), "self_after": round(self.self_after, 6),
             "self_delta": round(self.self_delta, 6),
+            "self_interval": [round(v, 6) for v in self.self_interval], "self_outside_noise": self.self_outside_noise,
             "inclusive_before": round(self.incl_before, 6), "inclusive_after": round(self.incl_after, 6),
             "inclusive_delta": round(self.incl_delta, 6),
+            "inclusive_interval": [round(v, 6) for v in self.incl_interval],
+            "inclusive_outside_noise": self.incl_outside_noise,
         }
 
 
@@ -55,6 +79,7 @@ class DiffResult:
     after: Profile
     rows: tuple[DiffRow, ...]
     notes: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()  # small or unequal sample counts (sample_warnings)
 
     def row(self, name: str) -> DiffRow | None:
         return next((r for r in self.rows if r.name == name), None)
@@ -93,8 +118,30 @@ def diff_profiles(before: Profile, after: Profile) -> DiffResult:
     sb, sa = before.self_counts(), after.self_counts()
     ib, ia = before.inclusive_counts(), after.inclusive_counts()
     names = sorted(set(ib) | set(ia))
-    rows = tuple(DiffRow(n, sb.get(n, 0) / tb, sa.get(n, 0) / ta, ib.get(n, 0) / tb, ia.get(n, 0) / ta) for n in names)
-    return DiffResult(before, after, rows, notes)
+    rows = tuple(DiffRow(n, sb.get(n, 0) / tb, sa.get(n, 0) / ta, ib.get(n, 0) / tb, ia.get(n, 0) / ta,
+                         share_change(sb.get(n, 0), tb, sa.get(n, 0), ta), share_change(ib.get(n, 0), tb, ia.get(n, 0), ta))
+                 for n in names)
+    return DiffResult(before, after, rows, notes, sample_warnings(tb, ta))
+
+
+def sample_warnings(before: int, after: int) -> tuple[str, ...]:
+    """Warnings for sides too small, or too unequal, for small changes to mean anything."""
+    out = []
+    for side, n in (("BEFORE", before), ("AFTER", after)):
+        if n < SMALL_SIDE:
+            out.append(f"{side} has only {n:,} samples: a function at {100 * REF_SHARE:.0f} % of them is known to "
+                       f"±{100 * _half(REF_SHARE, n):.1f} points; capture longer or at a higher frequency")
+    low, high = sorted((before, after))
+    if low and high / low > UNEQUAL:
+        out.append(f"the sides have {before:,} and {after:,} samples ({high / low:.1f}×): the smaller one sets the "
+                   f"noise; at {100 * REF_SHARE:.0f} % a change under {100 * smallest_change(REF_SHARE, before, after):.1f} "
+                   f"points is sampling noise")
+    return tuple(out)
+
+
+def _half(share: float, n: int) -> float:
+    low, high = wilson(share * n, n)
+    return (high - low) / 2
 
 
 def _side(profile: Profile) -> dict[str, Any]:
@@ -112,6 +159,10 @@ def diff_document(result: DiffResult, limit: int = TABLE_ROWS) -> dict[str, Any]
         "before": _side(result.before),
         "after": _side(result.after),
         "notes": list(result.notes),
+        "warnings": list(result.warnings),
+        "significance": {"method": METHOD, "confidence": CONFIDENCE,
+                         "outside_noise": {"self": sum(r.self_outside_noise for r in result.rows),
+                                           "inclusive": sum(r.incl_outside_noise for r in result.rows)}},
         "self": [r.to_dict() for r in result.biggest("self", limit)],
         "inclusive": [r.to_dict() for r in result.biggest("inclusive", limit)],
     }
@@ -131,10 +182,11 @@ def diff_payload(result: DiffResult, max_nodes: int = 200_000) -> dict[str, Any]
 
 
 def write_diff(result: DiffResult, out_dir: Path) -> dict[str, Path]:
-    """Write diff.html (differential flame graph + tables) and diff.json into ``out_dir``."""
+    """Write diff.html (differential flame graph + tables), diff.json and diff.md into ``out_dir``."""
     out_dir = Path(out_dir)
     outfile.ensure_dir(out_dir)
     return {
         DIFF_HTML: write_text(out_dir / DIFF_HTML, render("diff.html.j2", diff_payload(result))),
         DIFF_JSON: write_text(out_dir / DIFF_JSON, diff_json(result)),
+        DIFF_MD: write_text(out_dir / DIFF_MD, render_diff_markdown(diff_document(result))),
     }

@@ -9,14 +9,13 @@ from pathlib import Path
 from typing import Any, Mapping
 
 import jinja2
-from markupsafe import Markup, escape
+from markupsafe import Markup
 
 from .. import __version__, outfile
 from ..paths import templates_dir
 
 _JSON_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
 _ASSET_SUFFIXES = (".js", ".css")
-_LIST_ITEMS = 5
 
 
 def dumps(data: Any) -> str:
@@ -57,36 +56,6 @@ def _num(value: Any) -> str:
     return f"{int(value):,}"
 
 
-def _scalar(value: Any) -> str:
-    if isinstance(value, float) and not value.is_integer():
-        return f"{value:.4g}"
-    return "–" if value is None else str(value)
-
-
-def evidence_html(value: Any, depth: int = 0) -> Markup:
-    """Evidence as nested definition lists (every string escaped); deep or long parts are cut short."""
-    if isinstance(value, Mapping):
-        if depth >= 2:
-            return escape(_clip(dumps(value)))
-        items = Markup("").join(
-            Markup("<dt>{}</dt><dd>{}</dd>").format(k, evidence_html(v, depth + 1)) for k, v in sorted(value.items()))
-        return Markup('<dl class="kv sub">{}</dl>').format(items)
-    if isinstance(value, (list, tuple)):
-        if all(not isinstance(v, (Mapping, list, tuple)) for v in value):
-            return escape(_clip(", ".join(_scalar(v) for v in value)))
-        texts = [v.get("text") for v in value if isinstance(v, Mapping) and isinstance(v.get("text"), str)]
-        if texts:
-            shown = Markup("").join(Markup("<li>{}</li>").format(t) for t in texts[:_LIST_ITEMS])
-            more = f"<li>… {len(texts) - _LIST_ITEMS} more</li>" if len(texts) > _LIST_ITEMS else ""
-            return Markup("<ul>{}{}</ul>").format(shown, Markup(more))
-        return escape(_clip(dumps(value)))
-    return escape(_scalar(value))
-
-
-def _clip(text: str, limit: int = 300) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
 def _safe_url(url: Any) -> str:
     """Only http(s) references become links; anything else renders as text."""
     text = str(url)
@@ -110,7 +79,6 @@ def environment(directory: str = "") -> jinja2.Environment:
     env.filters["safe_url"] = _safe_url
     env.filters["embed_json"] = embed_json
     env.filters["compact"] = dumps
-    env.filters["evidence"] = evidence_html
     env.globals["version"] = __version__
     return env
 

@@ -129,9 +129,24 @@ def _capture(p: Mapping[str, Any]) -> list[str]:
     return out
 
 
+def _verdict(v: Mapping[str, Any], samples: int) -> list[str]:
+    """The report's first screen in two lines: the top cause and how sure, or that nothing is wrong."""
+    if v["healthy"]:
+        n = len(v.get("info") or ())
+        info = f" ({n} informational finding{'s' if n > 1 else ''} below)" if n else ""
+        return [f"**Verdict: no known problem found** in {samples:,} samples{info}.", ""]
+    c = v.get("confidence") or {}
+    sure = "; ".join(x for x in (c.get("level"), c.get("samples"), c.get("margin")) if x)
+    also = f" It also explains: {', '.join(e['rule'] for e in v['explains'])}." if v["explains"] else ""
+    return [f"**Verdict: {_text(v['title'])}** — {100 * v['share']:.1f} % of {_text(v['process'] or 'the')} samples"
+            f"{' (how sure: ' + _text(sure) + ')' if sure else ''}. {_text(v['sentence'])}{also} The fix is under "
+            f"the first finding below.", ""]
+
+
 def render_markdown(payload: Mapping[str, Any]) -> str:
     """The ticket text for a report payload."""
-    lines = [f"## {_text(payload['title'])}", "", "### Findings", ""]
+    lines = [f"## {_text(payload['title'])}", ""] + _verdict(payload["verdict"], payload["summary"]["samples"])
+    lines += ["### Findings", ""]
     lines += _findings(list(payload["groups"]))
     lines += _latches(list(payload["latches"]))
     lines += ["### Key numbers", ""] + _numbers(payload) + [""]

@@ -10,8 +10,10 @@ from ..findings.model import Finding, ordered
 from ..model.analysis import SkidFunction
 from ..model.profile import Profile
 from .counters import counters_section
+from .evidence import evidence_rows, levels_text
 from .facts import mysql_facts, numa_text, summary
 from .flame import build_tree
+from .verdict import verdict
 
 TOP_FUNCTIONS = 60
 
@@ -95,6 +97,12 @@ def findings_list(findings: Iterable[Finding]) -> list[dict[str, Any]]:
     return [f.to_dict() for f in ordered(list(findings))]
 
 
+def shown_findings(findings: Iterable[Finding]) -> list[dict[str, Any]]:
+    """findings_list plus what the report shows of each: its declared evidence in words, the levels it met."""
+    return [{**f.to_dict(), "shown": {"evidence": evidence_rows(f), "levels": levels_text(f)}}
+            for f in ordered(list(findings))]
+
+
 def groups(findings: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Causes in findings order, each with the consequences it explains (cause → consequences, fix first)."""
     by_rule = {(f["process"], f["rule"]): f for f in findings}
@@ -134,15 +142,21 @@ def build_payload(profile: Profile, findings: Iterable[Finding], max_flame_nodes
     """Everything the report shows, as plain data (sorted, no clock reads: same input, same bytes)."""
     processes = profile.processes()
     counters = counters_section(profile.counters)
+    shown = shown_findings(findings)
+    found_groups = groups(shown)
+    head = summary(profile, processes)
+    flame = build_tree([profile.stacks], max_flame_nodes)
+    top = _per_process_top(profile, processes)
     return {
         "kind": "report",
         "title": "pmuprof report" + (f": {', '.join(processes[:3])}" if processes else ""),
-        "summary": summary(profile, processes),
-        "flame": build_tree([profile.stacks], max_flame_nodes),
-        "top_functions": _per_process_top(profile, processes),
+        "summary": head,
+        "verdict": verdict(shown, found_groups, head, top[0]["rows"], frozenset(flame["names"])),
+        "flame": flame,
+        "top_functions": top,
         "counters": counters,
-        "findings": findings_list(findings),
-        "groups": groups(findings_list(findings)),
+        "findings": shown,
+        "groups": found_groups,
         "latches": latch_rows(latches),
         "instruction_hotspots": hotspots(profile),
         "comparison": comparison(profile, processes, counters["ipc"]),

@@ -1,4 +1,4 @@
-"""History index: scan a directory of runs into trend data, SVG chart geometry and regression flags."""
+"""History index: scan a directory of runs into trend data, SVG chart geometry, regressions and improvements."""
 
 from __future__ import annotations
 
@@ -17,11 +17,12 @@ from ..model.run import Run
 from ..model.rundir import COUNTERS, FINDINGS_JSON, REPORT_HTML, RUN_JSON, STACKS, read_json, read_typed
 from ..report.counters import derived_ipc
 from ..report.html import render
+from .judge import Basis, Measure, describe, judge, run_basis
 
-SHARE_POINTS = 0.05  # a finding/function share up by more than 5 points vs the median is a regression
-IPC_DROP = 0.10  # IPC down by more than 10 % vs the median is a regression
+IPC_DROP = 0.10  # IPC down by more than 10 % vs the median is a regression (up by as much, an improvement)
 SERIES = 6  # lines per chart
-TOP_FUNCTIONS = 10
+TOP_FUNCTIONS = 10  # per run, the functions charted and judged
+TRACKED = 200  # per run, the functions whose samples are kept (a hot function that cooled is still found)
 MAX_DEPTH = 2  # BASE/<run>/run.json and BASE/<group>/<run>/run.json
 CHART_W, CHART_H, PAD = 720, 180, 36
 PALETTE = ("#d62728", "#1f77b4", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b")
@@ -39,6 +40,8 @@ class RunSummary:
     findings: tuple[dict[str, Any], ...] = ()
     functions: tuple[tuple[str, float], ...] = ()  # (function, self share), hottest first
     ipc: float | None = None
+    basis: Basis = Basis(None, None, "not read")
+    function_samples: tuple[tuple[str, int], ...] = ()  # (function, self samples), the TRACKED hottest
     report: str | None = None  # link to report.html relative to the index file
     trigger: str | None = None
     notes: tuple[str, ...] = field(default_factory=tuple)
@@ -67,33 +70,30 @@ def _target(run: Run) -> str:
     return ", ".join(f"{t.label or t.comm or '?'}[{t.pid}]" for t in run.targets) or "–"
 
 
-def _functions(path: Path) -> tuple[tuple[tuple[str, float], ...], int]:
-    """The hottest functions by self share, and the samples, of a run's stacks.folded."""
+def _functions(path: Path) -> tuple[tuple[tuple[str, int], ...], int]:
+    """The TRACKED hottest functions by self samples, and the samples, of a run's stacks.folded."""
     if not (path / STACKS).is_file():
         return (), 0
     stacks, _ = load_folded(path / STACKS)
     profile = Profile(stacks)
-    total = profile.total
-    if not total:
-        return (), 0
-    top = sorted(profile.self_counts().items(), key=lambda kv: (-kv[1], kv[0]))[:TOP_FUNCTIONS]
-    return tuple((name, round(count / total, 6)) for name, count in top), total
+    top = sorted(profile.self_counts().items(), key=lambda kv: (-kv[1], kv[0]))[:TRACKED]
+    return tuple(top), profile.total
 
 
 def _int(value: Any) -> int:
     return value if isinstance(value, int) and value >= 0 else 0
 
 
-def _ipc_or_none(path: Path, notes: list[str]) -> float | None:
+def _read_counters(path: Path, notes: list[str]) -> Counters:
     try:
-        return _ipc(path)
+        return read_typed(path / COUNTERS, Counters, Counters()) or Counters()
     except PmuprofError as err:
         notes.append(f"counters.json damaged: {err}")
-        return None
+        return Counters()
 
 
-def _ipc(path: Path) -> float | None:
-    ipc = derived_ipc(read_typed(path / COUNTERS, Counters, Counters()) or Counters())
+def _ipc(counters: Counters) -> float | None:
+    ipc = derived_ipc(counters)
     if not ipc:
         return None
     return ipc.get("", next(iter(ipc.values())))
@@ -143,10 +143,11 @@ def summarize(path: Path, base: Path, index_dir: Path) -> RunSummary | None:
     except PmuprofError as err:
         return _damaged(path, base, err)
     notes: list[str] = []
+    counters = _read_counters(path, notes)
     try:
-        functions, total = _functions(path)
+        counted, total = _functions(path)
     except PmuprofError as err:
-        functions, total, notes = (), 0, [str(err)]
+        counted, total, notes = (), 0, notes + [str(err)]
     found = _read_findings(path, notes)
     findings = _findings(found)
     facts = (found or {}).get("profile")
@@ -154,11 +155,13 @@ def summarize(path: Path, base: Path, index_dir: Path) -> RunSummary | None:
     report = None
     if (path / REPORT_HTML).is_file():
         report = "./" + Path(os.path.relpath(path / REPORT_HTML, index_dir)).as_posix()
+    functions = tuple((name, round(count / total, 6)) for name, count in counted[:TOP_FUNCTIONS])
     return RunSummary(
         name=path.relative_to(base).as_posix(), started=run.started, target=_target(run),
         samples=samples, event=run.record.event_recorded or run.record.event_requested,
-        findings=findings, functions=functions, ipc=_ipc_or_none(path, notes), report=report,
-        trigger=run.trigger.condition if run.trigger else None, notes=tuple(notes), complete=found is not None)
+        findings=findings, functions=functions, ipc=_ipc(counters), report=report,
+        trigger=run.trigger.condition if run.trigger else None, notes=tuple(notes), complete=found is not None,
+        basis=run_basis(run, counters, samples), function_samples=counted)
 
 
 def scan(directory: Path, index_dir: Path | None = None) -> list[RunSummary]:
@@ -178,35 +181,68 @@ def _finding_items(run: RunSummary) -> list[tuple[str, float]]:
     return [(f["rule"], f["share"]) for f in run.findings]
 
 
-def regressions(runs: Sequence[RunSummary]) -> list[dict[str, Any]]:
-    """Flags per run vs the runs before it: share up > SHARE_POINTS vs their median, a new
-    critical finding, or IPC down > IPC_DROP vs the median. Runs without findings.json are skipped."""
-    flags: list[dict[str, Any]] = []
+def _measure(run: RunSummary, kind: str, name: str) -> Measure:
+    """A finding's or function's samples in a run (0 when absent) with the run's basis."""
+    if kind == "finding":
+        count = _share_of(_finding_items(run), name) * run.samples
+    else:
+        count = float(next((c for n, c in run.function_samples if n == name), 0))
+    return Measure(count, run.samples, run.basis.unit)
+
+
+def _names(run: RunSummary, before: Sequence[RunSummary]) -> list[tuple[str, str]]:
+    """What to judge: findings of this or any earlier run, functions in this or an earlier run's top list."""
+    out = {("finding", f["rule"]) for r in [run, *before] for f in r.findings}
+    out |= {("function", name) for r in [run, *before] for name, _ in r.functions}
+    return sorted(out)
+
+
+def _flag(run: RunSummary, kind: str, name: str, j, runs: int, text: str = "") -> dict[str, Any]:
+    return {"run": run.name, "kind": kind, "name": name, "direction": j.direction, "basis": j.basis,
+            "now": round(j.now, 6), "baseline": round(j.baseline, 6), "noise": round(j.noise, 6),
+            "text": text or describe(name, j, run.basis.cpus, runs)}
+
+
+def judgements(runs: Sequence[RunSummary]) -> list[dict[str, Any]]:
+    """Regressions and improvements of each run vs the runs before it (judge.py): findings and functions
+    by CPU time per second per sampled CPU beyond sampling noise, a new critical finding only when its
+    CPU time also rose, IPC by more than IPC_DROP. Runs without findings.json are skipped."""
+    out: list[dict[str, Any]] = []
     runs = [r for r in runs if r.complete]
     for i, run in enumerate(runs):
         before = runs[:i]
         if not before:
             continue
-        for kind, items, history in (("finding", _finding_items(run), [_finding_items(r) for r in before]),
-                                     ("function", list(run.functions), [list(r.functions) for r in before])):
-            for name, share in items:
-                median = statistics.median(_share_of(h, name) for h in history)
-                if share - median > SHARE_POINTS:
-                    flags.append({"run": run.name, "kind": kind, "name": name,
-                                  "text": f"{name}: {100 * share:.1f}% vs median {100 * median:.1f}% "
-                                          f"of {len(before)} earlier run(s)"})
         earlier_critical = {f["rule"] for r in before for f in r.findings if f["severity"] == "critical"}
-        for f in run.findings:
-            if f["severity"] == "critical" and f["rule"] not in earlier_critical:
-                flags.append({"run": run.name, "kind": "new-critical", "name": f["rule"],
-                              "text": f"new critical finding: {f['rule']} ({100 * f['share']:.1f}%)"})
-        ipcs = [r.ipc for r in before if r.ipc is not None]
-        if run.ipc is not None and ipcs:
-            median = statistics.median(ipcs)
-            if median > 0 and (median - run.ipc) / median > IPC_DROP:
-                flags.append({"run": run.name, "kind": "ipc", "name": "IPC",
-                              "text": f"IPC {run.ipc:.2f} vs median {median:.2f}"})
-    return flags
+        for kind, name in _names(run, before):
+            j = judge(_measure(run, kind, name), [_measure(r, kind, name) for r in before])
+            if j is None:
+                continue
+            out.append(_flag(run, kind, name, j, len(before)))
+            severity = next((f["severity"] for f in run.findings if f["rule"] == name), "") if kind == "finding" else ""
+            if j.direction == "regression" and severity == "critical" and name not in earlier_critical:
+                out.append(_flag(run, "new-critical", name, j, len(before),
+                                 f"new critical finding: {name} ({100 * _share_of(_finding_items(run), name):.1f}% of samples)"))
+        out += _ipc_flags(run, before)
+    return out
+
+
+def _ipc_flags(run: RunSummary, before: Sequence[RunSummary]) -> list[dict[str, Any]]:
+    ipcs = [r.ipc for r in before if r.ipc is not None]
+    if run.ipc is None or not ipcs or statistics.median(ipcs) <= 0:
+        return []
+    median = statistics.median(ipcs)
+    change = (run.ipc - median) / median
+    if abs(change) <= IPC_DROP:
+        return []
+    return [{"run": run.name, "kind": "ipc", "name": "IPC", "direction": "improvement" if change > 0 else "regression",
+             "basis": "ipc", "now": round(run.ipc, 6), "baseline": round(median, 6), "noise": 0.0,
+             "text": f"IPC {run.ipc:.2f} vs median {median:.2f}"}]
+
+
+def regressions(runs: Sequence[RunSummary]) -> list[dict[str, Any]]:
+    """The judgements that are regressions (what --fail-on-regression acts on)."""
+    return [j for j in judgements(runs) if j["direction"] == "regression"]
 
 
 def _pick_series(per_run: list[list[tuple[str, float]]]) -> list[str]:
@@ -241,33 +277,48 @@ def chart(title: str, labels: list[str], series: dict[str, list[float | None]], 
 
 
 def _fmt(value: float, unit: str) -> str:
-    return f"{100 * value:.1f}%" if unit == "share" else f"{value:.2f}"
+    return f"{100 * value:.1f}%" if unit in ("share", "cpu") else f"{value:.2f}"
 
 
 def _label(run: RunSummary) -> str:
     return run.started[5:16].replace("T", " ") or run.name  # MM-DD HH:MM fits eight to a chart
 
 
-def build_payload(runs: Sequence[RunSummary], title: str) -> dict[str, Any]:
-    """Everything the history template shows; the same runs give the same payload."""
+def _weights(run: RunSummary, items: Iterable[tuple[str, float]], timed: bool) -> list[tuple[str, float]]:
+    """Shares as they are, or as CPU time per sampled CPU when every run has a time basis."""
+    if not timed:
+        return list(items)
+    return [(name, share * run.samples * (run.basis.unit or 0.0)) for name, share in items]
+
+
+def _charts(runs: Sequence[RunSummary]) -> list[dict[str, Any]]:
     labels = [_label(r) for r in runs]
+    timed = bool(runs) and all(r.basis.unit is not None for r in runs)
+    unit, what = ("cpu", "CPU time, % of the sampled CPUs") if timed else ("share", "share of samples")
     charts = []
-    rules = _pick_series([_finding_items(r) for r in runs])
+    per_run = [_weights(r, _finding_items(r), timed) for r in runs]
+    rules = _pick_series(per_run)
     if rules:
-        charts.append(chart("Share of the main findings", labels,
-                            {n: [_share_of(_finding_items(r), n) for r in runs] for n in rules}, "share"))
-    funcs = _pick_series([list(r.functions) for r in runs])
+        charts.append(chart(f"Main findings ({what})", labels, {n: [_share_of(w, n) for w in per_run] for n in rules}, unit))
+    per_run = [_weights(r, r.functions, timed) for r in runs]
+    funcs = _pick_series(per_run)
     if funcs:
-        charts.append(chart("Top functions (self share)", labels,
-                            {n: [_share_of(r.functions, n) for r in runs] for n in funcs}, "share"))
+        charts.append(chart(f"Top functions (self, {what})", labels, {n: [_share_of(w, n) for w in per_run] for n in funcs}, unit))
     if any(r.ipc is not None for r in runs):
         charts.append(chart("IPC (instructions per cycle)", labels, {"IPC": [r.ipc for r in runs]}, "ipc"))
-    flags = regressions(runs)
+    return charts
+
+
+def build_payload(runs: Sequence[RunSummary], title: str) -> dict[str, Any]:
+    """Everything the history template shows; the same runs give the same payload."""
+    judged = judgements(runs)
+    flags = [j for j in judged if j["direction"] == "regression"]
     flagged = {f["run"] for f in flags}
     rows = [{"name": r.name, "started": r.started, "target": r.target, "samples": r.samples, "event": r.event,
-             "top": r.top_finding, "report": r.report, "ipc": r.ipc, "trigger": r.trigger,
+             "top": r.top_finding, "report": r.report, "ipc": r.ipc, "trigger": r.trigger, "basis": r.basis.text,
              "notes": list(r.notes), "flagged": r.name in flagged} for r in reversed(runs)]
-    return {"title": title, "runs": rows, "charts": charts, "regressions": flags,
+    return {"title": title, "runs": rows, "charts": _charts(runs), "regressions": flags,
+            "improvements": [j for j in judged if j["direction"] == "improvement"],
             "count": len(runs), "latest": runs[-1].started if runs else ""}
 
 

@@ -1,0 +1,116 @@
+"""The first screen's verdict and the findings' evidence in words, from real captures (tests/rules/fixtures)."""
+
+from __future__ import annotations
+
+import json
+
+from rules.conftest import FIXTURES, load_fixture
+
+from pmuprof.findings.engine import diagnose
+from pmuprof.findings.model import Declared, Finding
+from pmuprof.report import build_payload, write_outputs
+from pmuprof.report.evidence import evidence_rows, levels_text, value_text
+from pmuprof.report.verdict import flame_link, sentence
+
+RANGES = FIXTURES / "index-dive-cost" / "fire-mariadb102-ranges.folded"  # MariaDB 10.2.11, spin delay 200
+HEALTHY = FIXTURES / "healthy" / "mariadb1011-point-select.folded"  # Debian's MariaDB 10.11, point selects
+
+
+def _payload(path):
+    profile, headers = load_fixture(path)
+    diagnosis = diagnose(profile)
+    return build_payload(profile, diagnosis.findings, latches=diagnosis.latches), headers, profile, diagnosis
+
+
+def test_verdict_is_the_top_cause_with_its_share_confidence_fix_and_flame_link():
+    payload, _, profile, _ = _payload(RANGES)
+    v = payload["verdict"]
+    first_cause = next(f for f in payload["findings"] if not f["explained_by"])
+    assert not v["healthy"] and v["rule"] == first_cause["rule"] == "index-dive-cost"
+    assert v["severity"] == "critical" and v["share"] == first_cause["share"] > 0.6
+    assert v["sentence"].startswith("66.4% of mysqld samples estimate row counts for the optimizer")
+    assert v["sentence"].endswith(".") and "←" not in v["sentence"]
+    c = v["confidence"]
+    assert c["level"] == "medium" and c["samples"] == "8,897 of 13,395 samples"
+    assert c["margin"] == "1.33× its threshold (50.0 %)"
+    assert c["seen"] == ["3 threads in processlist state 'statistics'"] and c["not_seen"] == []
+    assert v["server"] == "10.2.11-MariaDB" and "FORCE INDEX" in v["fix"]
+    assert "eq_range_index_dive_limit = 100" not in v["fix"]  # 10.2.11 has no such variable: version-filtered
+    assert {e["rule"] for e in v["explains"]} == {"fil-space-get-index-dive", "innodb-spin-wait"}
+    assert v["more"] == len(payload["findings"]) - 1 == 2
+    assert v["frame"] == "btr_estimate_n_rows_in_range_low" and v["frame"] in profile.inclusive_counts()
+    assert v["link"] == ("#view=sandwich&focus=btr_estimate_n_rows_in_range_low"
+                         "&search=%5Ebtr_estimate_n_rows_in_range_low%24")
+    assert v["caveats"]["tags"] == ["cpu-clock, not cycles"]
+    assert "perf recorded cpu-clock instead of cycles" in v["caveats"]["lines"][0]
+
+
+def test_a_healthy_server_is_said_to_be_healthy_with_its_informational_findings():
+    payload, headers, _, diagnosis = _payload(HEALTHY)
+    assert headers["max-severity"] == "info" and diagnosis.findings  # info findings only
+    v = payload["verdict"]
+    assert v["healthy"] and [f["rule"] for f in v["info"]] == [f.rule for f in diagnosis.findings]
+    assert v["hottest"] == "_raw_spin_unlock_irqrestore_[k]" and v["link"].startswith("#view=sandwich&focus=")
+    from pmuprof.report.markdown import render_markdown
+    assert "**Verdict: no known problem found** in 1,873 samples (3 informational findings below)." in \
+        render_markdown(payload)
+
+
+def test_first_screen_html_holds_the_verdict_and_no_rule_variable_dump(tmp_path):
+    profile, _ = load_fixture(RANGES)
+    diagnosis = diagnose(profile)
+    html = write_outputs(profile, diagnosis.findings, tmp_path, latches=diagnosis.latches)["html"].read_text()
+    head = html[html.index('<section id="verdict"'):html.index('<section id="summary"')]
+    assert "Optimizer index dives cost a large share of the CPU" in head and "66.4 %" in head
+    assert 'class="open-flame" href="#view=sandwich&amp;focus=btr_estimate_n_rows_in_range_low' in head
+    assert "2 more findings" in head and "Fix for the detected server, 10.2.11-MariaDB" in head
+    assert "Read this first" not in html  # the caveats are a chip now
+    cards = html[html.index("<section id=\"findings\""):html.index("<section id=\"flamegraph\"")]
+    assert "hot_share" not in cards and "below False" not in cards and "0.557521" not in cards
+    assert "optimizer range estimation (index dives) inside InnoDB" in cards
+    assert "66.4 % of samples (8,897 samples)" in cards
+    raw = json.loads((tmp_path / "findings.json").read_text())
+    assert raw["findings"][0]["evidence"]["dive"]["hot_share"] == 0.557521  # raw values stay in findings.json
+    assert "shown" not in raw["findings"][0]
+    md = (tmp_path / "report.md").read_text()
+    assert md.splitlines()[2].startswith("**Verdict: Optimizer index dives cost a large share of the CPU** — 66.4 % "
+                                         "of mysqld samples (how sure: medium; 8,897 of 13,395 samples;")
+
+
+def test_evidence_values_in_words_per_kind():
+    def text(kind, what, value, name="x"):
+        return value_text(Declared(name, kind, what), value)
+
+    assert text("stack", "", {"count": 8897, "share": 0.664203, "value": 0.664203}) == "66.4 % of samples (8,897 samples)"
+    assert text("stack", "", {"count": 0, "share": 0.0}) == "none (0 samples)"
+    assert text("latch", "", {"count": 228, "share": 0.017021, "modes_text": "X 100%"}) == \
+        "1.7 % of samples (228 samples); modes: X 100%"
+    assert text("counter_ratio", "instructions / cycles", {"value": 0.1, "instructions": 2e9, "cycles": 2e10}) == \
+        "0.10 (instructions 2,000,000,000 / cycles 20,000,000,000)"
+    assert text("processlist_state", "statistics", {"value": 3.0, "number": 3.0}) == "3 threads"
+    assert text("quality", "truncated_share", {"value": 0.934, "number": 0.934}) == "93.4 % of samples"
+    assert text("variable", "innodb_adaptive_hash_index", {"value": "ON", "number": None}) == "ON"
+    assert text("variable", "innodb_buffer_pool_size", {"value": 134217728, "number": 134217728}) == "134,217,728"
+    assert text("derived", "spin_cost", {"value": 1.5, "delay_raised": False, "summary": "one maximal ut_delay = …"}) == \
+        "one maximal ut_delay = …"
+    assert text("mysql", "error_log.memory_barrier", None) == "not recorded"
+    assert text("host", "hardware_pmu", {"value": False, "number": None}) == "no"
+
+
+def test_evidence_rows_follow_the_rule_declaration_and_levels_are_worded():
+    _, _, _, diagnosis = _payload(RANGES)
+    top = diagnosis.findings[0]
+    rows = evidence_rows(top)
+    assert [r["name"] for r in rows] == [d.name for d in top.declared]
+    assert rows[0]["about"].startswith("optimizer range estimation (index dives) inside InnoDB")
+    assert rows[0]["chains"][0].startswith("btr_estimate_n_rows_in_range_low 55.8% ← ha_innobase::records_in_range")
+    assert levels_text(top) == "Levels on dive: info from 10.0 %, warning from 25.0 %, critical from 50.0 %"
+    bare = Finding("r", "info", "t", 0.1, evidence={"flag": True, "samples": 10})  # read back without its rule
+    assert evidence_rows(bare) == [{"name": "flag", "about": "flag", "text": "yes", "chains": []}]
+
+
+def test_sentence_and_flame_link_edge_cases():
+    f = {"title": "T", "share": 0.25, "chain": ["a<b>"], "message": "a<b> 25.0% ← c — threads are busy (e.g. here). More."}
+    assert sentence(f) == "Threads are busy (e.g. here)."
+    assert sentence({"title": "Low IPC", "share": 0.0, "message": ""}) == "Low IPC: 0.0 % of the samples."
+    assert flame_link("ns::f(int)&x") == "#view=sandwich&focus=ns%3A%3Af(int)%26x&search=%5Ens%3A%3Af%5C(int%5C)%26x%24"
