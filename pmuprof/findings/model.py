@@ -64,5 +64,22 @@ class Finding:
 
 
 def ordered(findings: list[Finding]) -> list[Finding]:
-    """Severity first, then share (largest first), then rule id for stable output."""
-    return sorted(findings, key=Finding.sort_key)
+    """Groups first by their gravest finding, then by the cause's share; each cause followed by the
+    findings it explains (severity, share, rule id: stable output). A warning cause of a critical
+    symptom ranks as critical: the group is what needs fixing."""
+    by_key = {(f.process, f.rule): f for f in findings}
+
+    def cause(f: Finding) -> Finding:
+        return by_key.get((f.process, f.explained_by), f) if f.explained_by else f
+
+    gravest: dict[tuple[str, str], int] = {}
+    for f in findings:
+        c = cause(f)
+        key = (c.process, c.rule)
+        gravest[key] = min(gravest.get(key, 9), SEVERITY_ORDER.get(f.severity, 9))
+
+    def key(f: Finding) -> tuple:
+        c = cause(f)
+        return (gravest[(c.process, c.rule)], -c.share, c.process, c.rule, f is not c, f.sort_key())
+
+    return sorted(findings, key=key)
