@@ -142,32 +142,26 @@ class FrameNames:
     shorts: tuple[str | None, ...]  # the name without its argument list, where it has one
     order: tuple[int, ...]  # indices sorted by name
     sorted_names: tuple[str, ...]
-    short_order: tuple[int, ...]  # indices of the names with a short form, sorted by short name
-    sorted_shorts: tuple[str, ...]
-    text: str  # every name and short name, one per line
-    line_of: np.ndarray  # line start offsets in ``text`` -> frame index (``line_frame``)
-    line_frame: np.ndarray
+    text: str  # every name, one per line (a short name is a prefix of its name: it needs no line)
+    line_of: np.ndarray  # line start offsets in ``text``
 
     @classmethod
     def of(cls, frames: Sequence[str]) -> "FrameNames":
         names = tuple(normalize(f[:MAX_MATCH_CHARS]) for f in frames)
         shorts = tuple(s if (s := _without_args(n)) is not n else None for n in names)
         order = sorted(range(len(names)), key=names.__getitem__)
-        short_order = sorted((i for i, s in enumerate(shorts) if s is not None), key=shorts.__getitem__)
-        lines = [(n, i) for i, n in enumerate(names)] + [(s, i) for i, s in enumerate(shorts) if s is not None]
-        text = "\n".join(n.replace("\n", " ") for n, _ in lines)
-        starts = np.cumsum([0] + [len(n) + 1 for n, _ in lines[:-1]]) if lines else np.zeros(0, np.int64)
-        return cls(names, shorts, tuple(order), tuple(names[i] for i in order), tuple(short_order),
-                   tuple(shorts[i] for i in short_order), text, np.asarray(starts, np.int64),
-                   np.asarray([i for _, i in lines], dtype=np.int64))
+        text = "\n".join(n.replace("\n", " ") for n in names)
+        starts = np.cumsum([0] + [len(n) + 1 for n in names[:-1]]) if names else np.zeros(0, np.int64)
+        return cls(names, shorts, tuple(order), tuple(names[i] for i in order), text, np.asarray(starts, np.int64))
 
     def candidates(self, glob: str) -> Iterable[int]:
-        """Frame indices whose name or short name can match the (normalized) glob."""
+        """Frame indices whose name or short name can match the (normalized) glob: a short name is a
+        prefix of its name, so whatever starts or contains the glob's literal part is in the name."""
         prefix = re.split(r"[*?]", glob, maxsplit=1)[0]
         if prefix:
-            found = set(_prefixed(self.sorted_names, self.order, prefix))
-            found.update(_prefixed(self.sorted_shorts, self.short_order, prefix))  # args stripped
-            return sorted(found)
+            lo = bisect.bisect_left(self.sorted_names, prefix)
+            hi = bisect.bisect_left(self.sorted_names, prefix + "\U0010ffff")
+            return sorted(self.order[lo:hi])
         piece = max(re.split(r"[*?]", glob), key=len)
         if len(piece) < 2:
             return range(len(self.names))
@@ -175,13 +169,7 @@ class FrameNames:
         if not hits:
             return ()
         lines = np.searchsorted(self.line_of, np.asarray(hits, dtype=np.int64), side="right") - 1
-        return np.unique(self.line_frame[lines]).tolist()
-
-
-def _prefixed(names: tuple[str, ...], order: tuple[int, ...], prefix: str) -> tuple[int, ...]:
-    lo = bisect.bisect_left(names, prefix)
-    hi = bisect.bisect_left(names, prefix + "\U0010ffff")
-    return order[lo:hi]
+        return np.unique(lines).tolist()
 
 
 @lru_cache(maxsize=4)
