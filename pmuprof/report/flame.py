@@ -6,9 +6,11 @@ import json
 import re
 from typing import Any, Mapping, Sequence
 
+import numpy as np
+
 from ..model.labels import is_kernel, is_unnamed
 from ..model.profile import Stack
-from .flametrie import ROOT_PREFIX, Trie, key_of
+from .flametrie import Trie
 
 # Kinds drive the colours in the report: what the frame is, not how hot it is.
 KIND_USER, KIND_KERNEL, KIND_UNNAMED, KIND_PROCESS, KIND_ELIDED = 0, 1, 2, 3, 4
@@ -30,102 +32,128 @@ def frame_kind(name: str, depth: int) -> int:
     return KIND_USER
 
 
-class _Out:
-    """The arrays being written: string table, per-node name index, depth and value columns."""
+def _tree(trie: Trie, threshold: float, own: np.ndarray) -> dict[str, Any]:
+    """The payload tree keeping the nodes wider than ``threshold`` (-1: all of them).
 
-    def __init__(self, width: int) -> None:
-        self.table: dict[str, int] = {}
-        self.strings: list[str] = []
-        self.kinds: list[int] = []
-        self.name: list[int] = []
-        self.depth: list[int] = []
-        self.values: list[list[int]] = [[] for _ in range(width)]
-
-    def index(self, key: str) -> int:
-        """The string-table entry for a key, added on first use."""
-        if key not in self.table:
-            self.table[key] = len(self.strings)
-            if key == _ELIDED_KEY:
-                self.strings.append(ELIDED_NAME)
-                self.kinds.append(KIND_ELIDED)
-            else:
-                name = key[len(ROOT_PREFIX):] if key.startswith(ROOT_PREFIX) else key
-                self.strings.append(name)
-                self.kinds.append(frame_kind(name, 0 if key.startswith(ROOT_PREFIX) else 1))
-        return self.table[key]
-
-    def add(self, key: str, depth: int, counts: Sequence[int]) -> None:
-        self.name.append(self.index(key))
-        self.depth.append(depth)
-        for col, count in zip(self.values, counts):
-            col.append(count)
-
-
-def _by_name(key: str) -> tuple[str, str]:
-    return key.replace(ROOT_PREFIX, ""), key
-
-
-def _emit(trie: Trie, keep: list[int], groups: dict[int, dict[str, list[int]]], min_leaf: list[int]) -> tuple[_Out, list[int], dict[str, list[int]]]:
-    """Kept nodes in preorder; after each kept node's subtree, an elided child with its leaves.
-
-    A leaf frame under an elided node is shown when it is at least ``min_leaf`` samples in some
-    column; smaller ones stay in the elided node's own (self) samples. Returns the arrays, per
-    column the samples under elided nodes, and per leaf frame the samples not shown under one:
-    one list per column, then one more per column counting those whose kept callers already
-    include the same function (a recursive call), which a sandwich has counted once already.
+    Kept nodes come in preorder; after each kept node's subtree, an elided child holding its
+    left-out descendants' own samples, with their leaf frames below it (by name). A leaf frame is
+    shown there when it is at least ``min_leaf`` samples in some column; smaller ones stay in the
+    elided node's own samples and are listed in ``elided_self`` by frame, with ``nested``: the part
+    whose kept callers include the same function (a recursive call, which a sandwich counts once).
     """
-    names, depths, values, width = trie.names, trie.depths, trie.values, len(trie.totals)
-    out = _Out(width)
-    elided = [0] * width
-    hidden: dict[str, list[int]] = {}
-
-    def group(anchor: int, depth: int) -> None:
-        leaves = groups.get(anchor)
-        if not leaves:
-            return
-        mass = [sum(c[k] for c in leaves.values()) for k in range(width)]
-        out.add(_ELIDED_KEY, depth, mass)
-        elided[:] = [e + m for e, m in zip(elided, mass)]
-        callers = trie.callers(anchor)
-        for key in sorted(leaves, key=_by_name):
-            counts = leaves[key]
-            if any(c >= m for c, m in zip(counts, min_leaf)):
-                out.add(key, depth + 1, counts)
-                continue
-            sums = hidden.setdefault(key, [0] * (2 * width))
-            for c in range(width):
-                sums[c] += counts[c]
-                sums[width + c] += counts[c] if key in callers else 0
-
-    open_: list[int] = []
-    for i in keep:
-        while open_ and depths[open_[-1]] >= depths[i]:
-            p = open_.pop()
-            group(p, depths[p] + 1)
-        out.add(key_of(names[i], depths[i]), depths[i], [col[i] for col in values])
-        open_.append(i)
-    while open_:
-        p = open_.pop()
-        group(p, depths[p] + 1)
-    group(-1, 0)
-    return out, elided, hidden
-
-
-def _tree(trie: Trie, threshold: float, own: list[list[int]]) -> dict[str, Any]:
-    """The payload tree keeping the nodes wider than ``threshold`` (-1: all of them)."""
-    names, totals, width = trie.names, trie.totals, len(trie.totals)
-    keep = trie.keep(threshold) if threshold >= 0 else list(range(len(names)))
-    groups = trie.elided_groups(own, keep) if len(keep) < len(names) else {}
-    out, elided, hidden = _emit(trie, keep, groups, [int(threshold * t) + 1 for t in totals])
-    order = sorted(hidden, key=_by_name)
+    totals, width, n = trie.totals, len(trie.totals), trie.size
+    kept = trie.weight > threshold if threshold >= 0 else np.ones(n, dtype=bool)
+    keep = np.flatnonzero(kept)
+    g = _Groups.of(trie, own, kept, [int(threshold * t) + 1 for t in totals]) if len(keep) < n else _Groups.none(width)
+    # every output row: (position, kind, -anchor depth, order in group) sorts them into emission order
+    pos = np.concatenate((keep, g.elided_pos, g.leaf_pos[g.shown]))
+    kind = np.concatenate((np.zeros(len(keep), np.int64), np.ones(len(g.elided_pos) + int(g.shown.sum()), np.int64)))
+    deep = np.concatenate((np.zeros(len(keep), np.int64), -g.anchor_depth, -g.leaf_anchor_depth[g.shown]))
+    sub = np.concatenate((np.zeros(len(keep) + len(g.elided_pos), np.int64), 1 + g.leaf_rank[g.shown]))
+    code = np.concatenate((trie.frame[keep] * 2 + (trie.depths[keep] == 0), np.full(len(g.elided_pos), -1),
+                           g.leaf_code[g.shown]))
+    depth = np.concatenate((trie.depths[keep], g.anchor_depth + 1, g.leaf_anchor_depth[g.shown] + 2))
+    values = np.concatenate((trie.values[:, keep], g.mass, g.leaf_sum[:, g.shown]), axis=1)
+    order = np.lexsort((sub, deep, kind, pos))
+    code, depth, values = code[order], depth[order], values[:, order]
+    hidden_code, hidden_sum, hidden_nested = g.hidden()
+    strings, kinds, index = _string_table(trie, code, hidden_code)
     return {
-        "names": out.strings, "kinds": out.kinds, "name": out.name, "depth": out.depth, "values": out.values,
-        "totals": totals, "pruned": len(names) - len(keep), "min_share": max(threshold, 0.0),
-        "elided": elided, "elided_leafless": [sum(c[k] for c in hidden.values()) for k in range(width)],
-        "elided_self": {"name": [out.index(k) for k in order],
-                        "values": [[hidden[k][c] for k in order] for c in range(width)],
-                        "nested": [[hidden[k][width + c] for k in order] for c in range(width)]},
+        "names": strings, "kinds": kinds, "name": [index[c] for c in code.tolist()], "depth": depth.tolist(),
+        "values": values.tolist(), "totals": totals, "pruned": n - len(keep), "min_share": max(threshold, 0.0),
+        "elided": g.mass.sum(axis=1).tolist(), "elided_leafless": hidden_sum.sum(axis=1).tolist(),
+        "elided_self": {"name": [index[c] for c in hidden_code.tolist()], "values": hidden_sum.tolist(),
+                        "nested": hidden_nested.tolist()},
     }
+
+
+def _string_table(trie: Trie, code: np.ndarray, hidden_code: np.ndarray) -> tuple[list[str], list[int], dict[int, int]]:
+    """Names in order of first use (rows, then elided_self); a code is frame * 2 + is_root, -1 the elided frame."""
+    both = np.concatenate((code, hidden_code))
+    uniq, first = np.unique(both, return_index=True)
+    strings: list[str] = []
+    kinds: list[int] = []
+    index: dict[int, int] = {}
+    for c in uniq[np.argsort(first)].tolist():
+        index[c] = len(strings)
+        if c < 0:
+            strings.append(ELIDED_NAME)
+            kinds.append(KIND_ELIDED)
+        else:
+            name = trie.frames[c >> 1]
+            strings.append(name)
+            kinds.append(frame_kind(name, 0 if c & 1 else 1))
+    return strings, kinds, index
+
+
+class _Groups:
+    """Left-out nodes' own samples grouped by (nearest kept caller, leaf frame), as arrays."""
+
+    @classmethod
+    def none(cls, width: int) -> "_Groups":
+        g = cls()
+        z = np.zeros(0, np.int64)
+        g.elided_pos = g.anchor_depth = g.leaf_pos = g.leaf_anchor_depth = g.leaf_rank = g.leaf_code = z
+        g.leaf_anchor = z
+        g.mass = g.leaf_sum = np.zeros((width, 0), np.int64)
+        g.shown = np.zeros(0, dtype=bool)
+        g.trie = None
+        return g
+
+    @classmethod
+    def of(cls, trie: Trie, own: np.ndarray, kept: np.ndarray, min_leaf: list[int]) -> "_Groups":
+        g = cls()
+        g.trie = trie
+        anchor = trie.anchors(kept)
+        out = np.flatnonzero(~kept & (own != 0).any(axis=0))
+        code = trie.frame[out] * 2 + (trie.depths[out] == 0)
+        # one group row per (anchor, leaf frame); within an anchor, by name (a root label first)
+        key = np.lexsort(((code & 1) == 0, code >> 1, anchor[out]))
+        a, c = anchor[out][key], code[key]
+        first = np.concatenate(([True], (a[1:] != a[:-1]) | (c[1:] != c[:-1]))) if len(key) else np.zeros(0, bool)
+        row = np.cumsum(first) - 1
+        g.leaf_anchor, g.leaf_code = a[first], c[first]
+        g.leaf_sum = np.stack([np.bincount(row, weights=own[k, out][key], minlength=int(first.sum())).astype(np.int64)
+                               for k in range(len(own))]) if len(key) else np.zeros((len(own), 0), np.int64)
+        starts = np.flatnonzero(np.concatenate(([True], g.leaf_anchor[1:] != g.leaf_anchor[:-1]))) if len(g.leaf_anchor) else np.zeros(0, np.int64)
+        g.leaf_rank = np.arange(len(g.leaf_anchor)) - np.repeat(starts, np.diff(np.append(starts, len(g.leaf_anchor))))
+        g.shown = (g.leaf_sum >= np.asarray(min_leaf)[:, None]).any(axis=0)
+        anchors = g.leaf_anchor[starts]
+        g.mass = np.add.reduceat(g.leaf_sum, starts, axis=1) if len(starts) else np.zeros((len(own), 0), np.int64)
+        g.anchor_depth = np.where(anchors >= 0, trie.depths[np.maximum(anchors, 0)], -1)
+        g.elided_pos = np.where(anchors >= 0, trie.end[np.maximum(anchors, 0)], trie.size)
+        g.leaf_pos = np.repeat(g.elided_pos, np.diff(np.append(starts, len(g.leaf_anchor))))
+        g.leaf_anchor_depth = np.repeat(g.anchor_depth, np.diff(np.append(starts, len(g.leaf_anchor))))
+        return g
+
+    def hidden(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Leaf frames too narrow to show, summed by frame (by name), and their nested part."""
+        width = len(self.leaf_sum)
+        if self.trie is None or self.shown.all():
+            return np.zeros(0, np.int64), np.zeros((width, 0), np.int64), np.zeros((width, 0), np.int64)
+        rows = np.flatnonzero(~self.shown)
+        code, anchor = self.leaf_code[rows], self.leaf_anchor[rows]
+        nested = self._on_path(anchor, code)
+        by_code, inv = np.unique(code, return_inverse=True)
+        inv = inv.reshape(-1)
+        sums = np.stack([np.bincount(inv, weights=self.leaf_sum[k, rows], minlength=len(by_code)) for k in range(width)])
+        nest = np.stack([np.bincount(inv, weights=np.where(nested, self.leaf_sum[k, rows], 0), minlength=len(by_code))
+                         for k in range(width)])
+        rank = np.lexsort(((by_code & 1) == 0, by_code >> 1))  # by name, a root label first
+        return by_code[rank], sums[:, rank].astype(np.int64), nest[:, rank].astype(np.int64)
+
+    def _on_path(self, anchor: np.ndarray, code: np.ndarray) -> np.ndarray:
+        """Whether each (anchor, frame) pair's frame is the anchor or one of its callers."""
+        trie = self.trie
+        hit = np.zeros(len(anchor), dtype=bool)
+        cur = anchor.copy()
+        live = np.flatnonzero(cur >= 0)
+        while len(live):
+            node = cur[live]
+            hit[live] |= (trie.frame[node] * 2 + (trie.depths[node] == 0)) == code[live]
+            cur[live] = trie.parents[node]
+            live = live[cur[live] >= 0]
+        return hit
 
 
 def _fits(tree: dict[str, Any], max_nodes: int, max_bytes: int) -> tuple[bool, int]:
@@ -149,16 +177,9 @@ def build_tree(
     ``nested``: the part whose kept callers include the same function), so every function's self
     samples are in the payload even then.
     """
-    width = len(columns)
-    merged: dict[Stack, list[int]] = {}
-    for col, stacks in enumerate(columns):
-        for stack, count in stacks.items():
-            if stack:
-                merged.setdefault(stack, [0] * width)[col] += count
-    totals = [sum(c for s, c in stacks.items() if s) for stacks in columns]
-    trie = Trie.build(sorted(merged.items(), key=lambda kv: kv[0]), totals)
-    if len(trie.names) <= max_nodes:
-        tree = _tree(trie, -1.0, [])
+    trie = Trie.of(columns)
+    if trie.size <= max_nodes:
+        tree = _tree(trie, -1.0, np.zeros((len(columns), 0), np.int64))
         if _fits(tree, max_nodes, max_bytes)[0]:
             return tree
     own = trie.own()

@@ -1,92 +1,61 @@
-"""The trie of folded stacks for the flame graph, and what fits of it: budget cut, kept nodes, elided samples."""
+"""The trie of folded stacks for the flame graph, and what fits of it: budget cut, kept nodes, elided samples.
+
+Built level by level from Stacks rows with array operations (one np.unique per depth), numbered in
+preorder with children sorted by name (flamegraph.pl's order); every pass over all nodes is an
+array operation, so only the kept nodes are ever visited one by one.
+"""
 
 from __future__ import annotations
 
 import heapq
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Sequence
+from typing import Mapping, Sequence
 
-from ..model.profile import Stack
+import numpy as np
 
-ROOT_PREFIX = "\0root\0"
-
-
-def key_of(name: str, depth: int) -> str:
-    """String-table key: a process root and a frame of the same name are different entries."""
-    return name if depth else ROOT_PREFIX + name
-
+from ..model.stacks import Stack, Stacks
 
 @dataclass(frozen=True)
 class Trie:
-    """Preorder nodes of the trie of sorted stacks: frame, depth, parent, per-column sums, widest share."""
+    """Preorder nodes: frame name index, depth, parent, per-column sums, widest share, subtree end."""
 
-    names: list[str]
-    depths: list[int]
-    parents: list[int]
-    values: list[list[int]]
+    frames: tuple[str, ...]  # frame table, sorted by name
+    frame: np.ndarray  # node -> frames index
+    depths: np.ndarray
+    parents: np.ndarray  # -1 for a root
+    values: np.ndarray  # (columns, nodes) samples at or below the node
     totals: list[int]
-    weight: list[float]
+    weight: np.ndarray  # the node's largest share over the columns
+    end: np.ndarray  # last preorder index of the node's subtree
 
     @classmethod
-    def build(cls, stacks: Sequence[tuple[Stack, Sequence[int]]], totals: list[int]) -> "Trie":
-        """Counts are added at each stack's last node, then summed into parents in one reverse pass,
-        so the work grows with the number of nodes rather than with stacks × depth."""
-        names: list[str] = []
-        depths: list[int] = []
-        parents: list[int] = []
-        values: list[list[int]] = [[] for _ in totals]
-        path: Stack = ()
-        path_idx: list[int] = []
-        for stack, counts in stacks:
-            common = 0
-            limit = min(len(path), len(stack))
-            while common < limit and path[common] == stack[common]:
-                common += 1
-            del path_idx[common:]
-            for depth in range(common, len(stack)):
-                parents.append(path_idx[-1] if path_idx else -1)
-                path_idx.append(len(names))
-                names.append(stack[depth])
-                depths.append(depth)
-                for col in values:
-                    col.append(0)
-            path = stack
-            leaf = path_idx[-1]
-            for col, count in zip(values, counts):
-                col[leaf] += count
-        for col in values:
-            for i in range(len(names) - 1, -1, -1):
-                if parents[i] >= 0:
-                    col[parents[i]] += col[i]
-        return cls(names, depths, parents, values, totals, _weights(values, totals))
+    def of(cls, columns: Sequence["Stacks | Mapping[Stack, int]"]) -> "Trie":
+        cols = [Stacks.of(c) for c in columns]
+        frames = tuple(sorted({f for c in cols for f in c.frames}))
+        rank = {f: i for i, f in enumerate(frames)}
+        ids, lengths, counts, col_of = [], [], [], []
+        for k, st in enumerate(cols):
+            remap = np.fromiter((rank[f] for f in st.frames), dtype=np.int64, count=len(st.frames))
+            ids.append(remap[st.ids] if len(st.ids) else np.zeros(0, np.int64))
+            lengths.append(st.lengths)
+            counts.append(st.counts)
+            col_of.append(np.full(len(st.counts), k, dtype=np.int64))
+        totals = [st.total for st in cols]
+        return _build(frames, np.concatenate(ids), np.concatenate(lengths), np.concatenate(counts),
+                      np.concatenate(col_of), len(cols), totals)
 
-    def own(self) -> list[list[int]]:
+    @property
+    def size(self) -> int:
+        return len(self.frame)
+
+    def own(self) -> np.ndarray:
         """Per column, each node's own (self) samples: its value less its children's."""
-        out = []
-        for col in self.values:
-            own = col[:]
-            for i, p in enumerate(self.parents):
-                if p >= 0:
-                    own[p] -= col[i]
-            out.append(own)
-        return out
-
-    def keep(self, threshold: float) -> list[int]:
-        """Indices of the nodes wider than ``threshold`` (a prefix-closed set), in preorder."""
-        keep: list[int] = []
-        skip_below = -1
-        weight = self.weight
-        for i, depth in enumerate(self.depths):
-            if skip_below >= 0:
-                if depth > skip_below:
-                    continue
-                skip_below = -1
-            if weight[i] <= threshold:
-                skip_below = depth
-                continue
-            keep.append(i)
-        return keep
+        own = self.values.copy()
+        kids = np.flatnonzero(self.parents >= 0)
+        for c in range(len(own)):
+            np.subtract.at(own[c], self.parents[kids], self.values[c, kids])
+        return own
 
     def cut(self, max_nodes: int, max_bytes: int) -> float:
         """The weight at which the budget runs out, taking nodes widest first; -1 when all fit.
@@ -94,74 +63,122 @@ class Trie:
         Counts what the kept nodes cost and, for each one with a child left out, the elided node
         that will hold that child's samples (a node with a child no wider than the cut).
         """
-        weight, names, narrowest = self.weight, self.names, self.narrowest_child
+        weight, narrowest = self.weight, self.narrowest_child
         per_node = 6 + 4 * len(self.totals)  # name index, depth and one value per column, with separators
         pending: list[float] = []  # narrowest-child widths of taken nodes, not yet above the cut
         whole = 0  # taken nodes that keep all their children at this cut
-        seen: set[str] = set()
+        seen: set[int] = set()
         used = 0
-        for rank, i in enumerate(self.widest_first):
-            while pending and -pending[0] > weight[i]:
+        frame = self.frame
+        for rank, i in enumerate(self.widest_first.tolist()):
+            w = weight[i]
+            while pending and -pending[0] > w:
                 heapq.heappop(pending)
                 whole += 1
             elided = rank - whole
             if rank + elided >= max_nodes or used + elided * per_node > max_bytes:
-                return weight[i]
+                return float(w)
             used += per_node
-            if names[i] not in seen:
-                seen.add(names[i])
-                used += len(names[i].encode("utf-8")) + 5
-            heapq.heappush(pending, -narrowest[i])
+            f = int(frame[i])
+            if f not in seen:
+                seen.add(f)
+                used += len(self.frames[f].encode("utf-8")) + 5
+            heapq.heappush(pending, -float(narrowest[i]))
         return -1.0
 
     @cached_property
-    def widest_first(self) -> list[int]:
+    def widest_first(self) -> np.ndarray:
         """Node indices by weight, widest first (ties in preorder)."""
-        return sorted(range(len(self.names)), key=self.weight.__getitem__, reverse=True)
+        return np.argsort(-self.weight, kind="stable")
 
     @cached_property
-    def narrowest_child(self) -> list[float]:
+    def narrowest_child(self) -> np.ndarray:
         """Each node's narrowest child's weight; a leaf's own weight (it never gets an elided child)."""
-        narrowest = self.weight[:]
-        first = [True] * len(narrowest)
-        for i, p in enumerate(self.parents):
-            if p >= 0 and (first[p] or self.weight[i] < narrowest[p]):
-                narrowest[p] = self.weight[i]
-                first[p] = False
+        narrowest = self.weight.copy()
+        kids = np.flatnonzero(self.parents >= 0)
+        has_kid = np.zeros(self.size, dtype=bool)
+        has_kid[self.parents[kids]] = True
+        narrowest[has_kid] = np.inf
+        np.minimum.at(narrowest, self.parents[kids], self.weight[kids])
         return narrowest
 
-    def elided_groups(self, own: list[list[int]], keep: list[int]) -> dict[int, dict[str, list[int]]]:
-        """For each kept node (-1: none kept above), the own samples of its left-out descendants by leaf frame."""
-        names, depths, width = self.names, self.depths, len(own)
-        kept = [False] * len(names)
-        for i in keep:
-            kept[i] = True
-        has_own = own[0] if width == 1 else [any(v) for v in zip(*own)]
-        groups: dict[int, dict[str, list[int]]] = {}
-        anchor = -1  # preorder: a left-out node's nearest kept caller is its subtree root's parent
-        for i, p in enumerate(self.parents):
-            if kept[i]:
-                continue
-            if p < 0 or kept[p]:
-                anchor = p
-            if not has_own[i]:
-                continue
-            leaves = groups.setdefault(anchor, {})
-            counts = leaves.setdefault(key_of(names[i], depths[i]), [0] * width)
-            for c in range(width):
-                counts[c] += own[c][i]
-        return groups
+    def anchors(self, kept: np.ndarray) -> np.ndarray:
+        """Each node's nearest kept caller-or-self (-1: none): top-down, one array step per depth."""
+        anchor = np.where(kept, np.arange(self.size), -1)
+        for nodes in self.levels[1:]:
+            lost = nodes[~kept[nodes]]
+            anchor[lost] = anchor[self.parents[lost]]
+        return anchor
 
-    def callers(self, node: int) -> set[str]:
-        """Keys of the node and all its callers."""
-        out: set[str] = set()
-        while node >= 0:
-            out.add(key_of(self.names[node], self.depths[node]))
-            node = self.parents[node]
-        return out
+    @cached_property
+    def levels(self) -> list[np.ndarray]:
+        order = np.argsort(self.depths, kind="stable")
+        bounds = np.searchsorted(self.depths[order], np.arange(int(self.depths.max(initial=0)) + 2))
+        return [order[bounds[d]:bounds[d + 1]] for d in range(len(bounds) - 1)]
 
 
-def _weights(values: list[list[int]], totals: list[int]) -> list[float]:
-    """Each node's largest share over the columns (a child never outweighs its parent)."""
-    cols = [[v / t for v in col] if t else [0.0] * len(col) for col, t in zip(values, totals)]
-    return cols[0] if len(cols) == 1 else [max(ws) for ws in zip(*cols)]
+def _build(frames: tuple[str, ...], ids: np.ndarray, lengths: np.ndarray, counts: np.ndarray, col_of: np.ndarray,
+           width: int, totals: list[int]) -> Trie:
+    """Level-order nodes (unique (parent, frame) per depth), then renumbered in preorder."""
+    offsets = np.concatenate(([0], np.cumsum(lengths)))
+    alive = np.flatnonzero(lengths > 0)
+    node_of = np.zeros(len(lengths), dtype=np.int64)
+    parent_l, frame_l, depth_l, self_l = [], [], [], []
+    base = 0
+    depth = 0
+    while len(alive):
+        f = ids[offsets[alive] + depth]
+        key = f if depth == 0 else (node_of[alive] << 32) | f
+        uniq, inverse = np.unique(key, return_inverse=True)
+        inverse = inverse.reshape(-1)
+        parent_l.append(np.full(len(uniq), -1, np.int64) if depth == 0 else uniq >> 32)
+        frame_l.append(uniq & 0xFFFFFFFF if depth else uniq)
+        depth_l.append(np.full(len(uniq), depth, np.int64))
+        node_of[alive] = base + inverse
+        ends = lengths[alive] == depth + 1
+        own = np.zeros((width, len(uniq)), dtype=np.int64)
+        for c in range(width):
+            pick = ends & (col_of[alive] == c)
+            own[c] = np.bincount(inverse[pick], weights=counts[alive][pick], minlength=len(uniq))
+        self_l.append(own)
+        base += len(uniq)
+        alive = alive[~ends]
+        depth += 1
+    if not parent_l:
+        empty = np.zeros(0, np.int64)
+        return Trie(frames, empty, empty, empty, np.zeros((width, 0), np.int64), totals, np.zeros(0), empty)
+    parent = np.concatenate(parent_l)
+    level_start = np.cumsum([0] + [len(p) for p in parent_l])
+    values = np.concatenate(self_l, axis=1)
+    size = np.ones(len(parent), dtype=np.int64)
+    for d in range(len(parent_l) - 1, 0, -1):  # bottom-up sums: subtree sizes and values
+        nodes = np.arange(level_start[d], level_start[d + 1])
+        np.add.at(size, parent[nodes], size[nodes])
+        for c in range(width):
+            np.add.at(values[c], parent[nodes], values[c, nodes])
+    pre = _preorder(parent, size, level_start)
+    perm = np.empty_like(pre)
+    perm[pre] = np.arange(len(pre))  # preorder index -> level-order node
+    new_parent = np.where(parent[perm] >= 0, pre[np.maximum(parent[perm], 0)], -1)
+    values = values[:, perm]
+    cols = [values[c] / t if t else np.zeros(values.shape[1]) for c, t in enumerate(totals)]
+    weight = cols[0] if width == 1 else np.max(np.vstack(cols), axis=0)
+    pre_sorted_size = size[perm]
+    return Trie(frames, np.concatenate(frame_l)[perm], np.concatenate(depth_l)[perm], new_parent, values,
+                totals, weight, np.arange(len(pre)) + pre_sorted_size - 1)
+
+
+def _preorder(parent: np.ndarray, size: np.ndarray, level_start: np.ndarray) -> np.ndarray:
+    """Preorder index of every level-order node; a level's nodes are sorted by (parent, name)."""
+    pre = np.zeros(len(parent), dtype=np.int64)
+    for d in range(len(level_start) - 1):
+        nodes = np.arange(level_start[d], level_start[d + 1])
+        before = np.cumsum(size[nodes]) - size[nodes]  # sizes of the earlier nodes of the level
+        if d == 0:
+            pre[nodes] = before
+            continue
+        par = parent[nodes]
+        first = np.concatenate(([True], par[1:] != par[:-1]))
+        group_start = np.maximum.accumulate(np.where(first, np.arange(len(nodes)), 0))
+        pre[nodes] = pre[par] + 1 + before - before[group_start]
+    return pre
