@@ -7,7 +7,8 @@ points (connection, purge, page cleaner, master), then walk a call graph of real
 MySQL 5.7 function names (70 % of steps take a node's preferred callee, so there are hot paths
 and a long tail), with spin and wait leaves (ut_delay under rw-lock and mutex machinery,
 futex waits with kernel frames), unnamed code ('[mysqld+0x…]'), recursion (the optimizer, the
-parser) and libc leaves. Counts follow a Zipf law, so a few stacks hold much of the samples.
+parser) and libc leaves. Unnamed code comes from 6,000 functions (a stripped mysqld's .eh_frame
+functions as pmuprof labels them), so distinct stacks come from call paths, not random addresses. Counts follow a Zipf law, so a few stacks hold much of the samples.
 Deterministic for a given seed; rules fire on it the way they would on a real server.
 """
 
@@ -56,6 +57,7 @@ LEAVES = ["memcpy", "__memmove_avx_unaligned_erms", "_int_malloc", "_int_free", 
           "my_hash_sort_simple", "ut_crc32_hw", "rec_get_nth_field_offs", "page_cur_search_with_match_bytes",
           "btr_cur_search_to_nth_level", "cmp_dtuple_rec_with_match_bytes", "row_sel_field_store_in_mysql_format_func",
           "MYSQLparse", "lex_one_token", "my_strnncollsp_simple", "Field_long::val_int", "irqentry_exit_to_user_mode_[k]"]
+UNNAMED = [f"[mysqld+0x{0x400000 + 0x2a0 * i:x}]" for i in range(6000)]
 RECURSIVE = ["Item_cond_and::val_int", "JOIN::optimize", "MYSQLparse", "sub_select"]
 
 
@@ -85,10 +87,10 @@ def one_stack(rng: random.Random, graph: dict[str, list[str]]) -> tuple[str, ...
     roll = rng.random()
     if roll < 0.25:
         frames += rng.choice(SPIN)
-    elif roll < 0.45:
-        frames.append(f"[mysqld+0x{rng.randrange(0x400000, 0x1400000, 16):x}]")
+    elif roll < 0.45:  # unnamed code, grouped by function as pmuprof labels it: a few thousand functions
+        frames.append(UNNAMED[min(int(rng.paretovariate(0.8)) - 1, len(UNNAMED) - 1)])
         if rng.random() < 0.5:
-            frames.append(f"[mysqld+0x{rng.randrange(0x400000, 0x1400000, 16):x}]")
+            frames.append(rng.choice(UNNAMED))
     else:
         frames.append(rng.choice(LEAVES))
     return tuple(frames)

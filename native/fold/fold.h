@@ -40,6 +40,13 @@ int folder_finish(folder_t *f, int truncated);
 int folder_write_stacks(folder_t *f, FILE *out);
 int folder_write_leaves(folder_t *f, FILE *out);
 int folder_write_meta(folder_t *f, FILE *out);
+/* The stacks as arrays (see write.c): what pmuprof reads instead of the text when it asks. */
+int folder_write_stacks_bin(folder_t *f, FILE *out);
+int stacksbin_write(FILE *out, const itab_t *strings, const uint32_t *ids, size_t nids,
+                    const uint32_t *lens, const uint64_t *counts, size_t nstacks);
+/* Folded text ('frame;frame;leaf COUNT' lines; '#' and blank lines skipped) to the arrays. Returns 0,
+ * -ENOMEM, -EIO, or 3 for a bad line (its number in *bad_line, what is wrong in *why). */
+int folded_to_bin(FILE *in, FILE *out, uint64_t *bad_line, const char **why);
 void folder_free(folder_t *f);
 
 #endif

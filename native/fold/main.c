@@ -11,15 +11,18 @@
 
 static const char USAGE[] =
     "usage: pmuprof-fold [--pid P ...] [--comm C ...] [--name PID=LABEL ...] [--per-thread] [--raw-unknown]\n"
-    "                    [--leaves FILE] [--meta FILE] [--truncated] < perf-script-text > stacks.folded\n"
+    "                    [--leaves FILE] [--meta FILE] [--stacks-bin FILE] [--truncated] < perf-script-text > stacks.folded\n"
+    "       pmuprof-fold --folded --stacks-bin FILE < stacks.folded\n"
     "Folds perf script text (pmuprof's -F comm,pid,tid,ip,sym,symoff,dso or perf's default format,\n"
     "with call chains) exactly as pmuprof.model.perfscript.Folder does. Counts are samples.\n"
-    "A last line without a newline means the text was cut: its sample is dropped (--truncated forces it).\n";
+    "A last line without a newline means the text was cut: its sample is dropped (--truncated forces it).\n"
+    "--stacks-bin writes the stacks as arrays to FILE instead of the text on stdout; --folded reads folded\n"
+    "stacks instead of perf script text (exit 3 and 'line N: ...' on a line that is not one).\n";
 
 typedef struct {
     fold_opts_t o;
-    const char *leaves, *meta;
-    int truncated;
+    const char *leaves, *meta, *stacks_bin;
+    int truncated, folded;
 } args_t;
 
 static int args_parse(int argc, char **argv, args_t *a)
@@ -37,6 +40,8 @@ static int args_parse(int argc, char **argv, args_t *a)
             a->o.raw_unknown = 1;
         else if (!strcmp(opt, "--truncated"))
             a->truncated = 1;
+        else if (!strcmp(opt, "--folded"))
+            a->folded = 1;
         else if (!val)
             return -EINVAL;
         else if (!strcmp(opt, "--pid"))
@@ -49,10 +54,12 @@ static int args_parse(int argc, char **argv, args_t *a)
             a->leaves = argv[++i];
         else if (!strcmp(opt, "--meta"))
             a->meta = argv[++i];
+        else if (!strcmp(opt, "--stacks-bin"))
+            a->stacks_bin = argv[++i];
         else
             return -EINVAL;
     }
-    return 0;
+    return a->folded && !a->stacks_bin ? -EINVAL : 0;
 }
 
 /* Feed stdin line by line ('\n' only, as Python's binary line iteration); returns 1 when the
@@ -113,6 +120,29 @@ static int write_file(const char *path, folder_t *f, int (*writer)(folder_t *, F
     return rc;
 }
 
+static int folded_main(const char *path)
+{
+    FILE *out = fopen(path, "w");
+    if (!out) {
+        fprintf(stderr, "pmuprof-fold: %s: %s\n", path, strerror(errno));
+        return 1;
+    }
+    uint64_t line;
+    const char *why = "";
+    int rc = folded_to_bin(stdin, out, &line, &why);
+    if (fclose(out) && !rc)
+        rc = -EIO;
+    if (rc == 3) {
+        fprintf(stderr, "pmuprof-fold: line %llu: %s\n", (unsigned long long)line, why);
+        return 3;
+    }
+    if (rc) {
+        fprintf(stderr, "pmuprof-fold: %s\n", strerror(-rc));
+        return 1;
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     args_t a = {0};
@@ -121,6 +151,8 @@ int main(int argc, char **argv)
         fputs(USAGE, stderr);
         return 2;
     }
+    if (a.folded)
+        return folded_main(a.stacks_bin);
     folder_t *f = folder_new(&a.o, &err);
     if (!f) {
         fprintf(stderr, "pmuprof-fold: %s\n", err == -EINVAL ? "bad --pid or --name value" : strerror(-err));
@@ -136,7 +168,7 @@ int main(int argc, char **argv)
         fputs("pmuprof-fold: out of memory\n", stderr);
         return 1;
     }
-    rc = folder_write_stacks(f, stdout);
+    rc = a.stacks_bin ? write_file(a.stacks_bin, f, folder_write_stacks_bin) : folder_write_stacks(f, stdout);
     if (!rc && a.leaves)
         rc = write_file(a.leaves, f, folder_write_leaves);
     if (!rc && a.meta)

@@ -1,5 +1,6 @@
 /* Writers: folded stacks (write_folded's bytes), leaves.tsv (write_leaves' bytes), meta JSON. */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "fold_int.h"
@@ -101,4 +102,50 @@ int folder_write_meta(folder_t *f, FILE *out)
     rc = rc || buf_append(&b, "]}\n", 3) || flush(&b, out, 0);
     buf_free(&b);
     return rc ? -EIO : 0;
+}
+
+/* The folded stacks as arrays for numpy (pmuprof.tools.native.stacksbin): magic "PMFSTK2\n", then
+ * u64 nstrings, strings_bytes, nstacks, nids; each string's length (u32) and all string bytes (id
+ * order, no separators: a name may hold any byte); every stack's frame ids (u32, root first); per
+ * stack its length (u32) and count (u64). Host byte order. */
+int stacksbin_write(FILE *out, const itab_t *strings, const uint32_t *ids, size_t nids,
+                    const uint32_t *lens, const uint64_t *counts, size_t nstacks)
+{
+    uint64_t bytes = 0;
+    for (size_t i = 0; i < strings->n; i++)
+        bytes += strings->lens[i];
+    uint64_t head[4] = {strings->n, bytes, nstacks, nids};
+    int bad = fwrite("PMFSTK2\n", 1, 8, out) != 8 || fwrite(head, 8, 4, out) != 4 ||
+              fwrite(strings->lens, 4, strings->n, out) != strings->n;
+    for (size_t i = 0; !bad && i < strings->n; i++) {
+        size_t n;
+        const char *s = itab_key(strings, (uint32_t)i, &n);
+        bad = fwrite(s, 1, n, out) != n;
+    }
+    bad = bad || fwrite(ids, 4, nids, out) != nids || fwrite(lens, 4, nstacks, out) != nstacks ||
+          fwrite(counts, 8, nstacks, out) != nstacks;
+    return bad ? -EIO : 0;
+}
+
+int folder_write_stacks_bin(folder_t *f, FILE *out)
+{
+    const uint32_t *ids = (const uint32_t *)f->out_ids.p; /* rank ids, each stack at its out[i].off */
+    size_t nids = 0;
+    for (size_t i = 0; i < f->nout; i++)
+        nids += f->out[i].len;
+    uint32_t *mapped = malloc((nids ? nids : 1) * 4), *lens = malloc((f->nout ? f->nout : 1) * 4);
+    uint64_t *counts = malloc((f->nout ? f->nout : 1) * 8);
+    int rc = mapped && lens && counts ? 0 : -ENOMEM;
+    for (size_t i = 0, w = 0; !rc && i < f->nout; i++) {  /* out[] is sorted: write in that order */
+        for (uint32_t j = 0; j < f->out[i].len; j++)
+            mapped[w++] = f->by_rank[ids[f->out[i].off + j]];
+        lens[i] = f->out[i].len;
+        counts[i] = f->out[i].count;
+    }
+    if (!rc)
+        rc = stacksbin_write(out, &f->rstr, mapped, nids, lens, counts, f->nout);
+    free(mapped);
+    free(lens);
+    free(counts);
+    return rc;
 }

@@ -12,7 +12,7 @@
 
 static const char USAGE[] =
     "usage: pmuprof-perfdata [--pid P ...] [--comm C ...] [--name PID=LABEL ...] [--per-thread] [--raw-unknown]\n"
-    "                        [--leaves FILE] [--meta FILE] perf.data > stacks.folded\n"
+    "                        [--leaves FILE] [--meta FILE] [--stacks-bin FILE] perf.data > stacks.folded\n"
     "Reads perf.data itself and writes what `perf script -F comm,pid,tid,ip,sym,symoff,dso --no-inline\n"
     "[--pid=P,...] | pmuprof-fold OPTIONS` writes, byte for byte; --meta adds the DSOs it resolved.\n"
     "--script also writes that perf script text to stderr (for comparing with perf script).\n"
@@ -21,7 +21,7 @@ static const char USAGE[] =
 
 typedef struct {
     fold_opts_t o;
-    const char *leaves, *meta, *input;
+    const char *leaves, *meta, *input, *stacks_bin;
     int script;
     int32_t *pids;
 } args_t;
@@ -61,6 +61,8 @@ static int args_parse(int argc, char **argv, args_t *a)
             a->leaves = argv[++i];
         else if (!strcmp(opt, "--meta"))
             a->meta = argv[++i];
+        else if (!strcmp(opt, "--stacks-bin"))
+            a->stacks_bin = argv[++i];
         else
             return -EINVAL;
     }
@@ -131,6 +133,15 @@ static int write_leaves(const char *path, folder_t *f)
     return fclose(out) || rc ? -EIO : 0;
 }
 
+static int write_bin(const char *path, folder_t *f)
+{
+    FILE *out = fopen(path, "w");
+    if (!out)
+        return -errno;
+    int rc = folder_write_stacks_bin(f, out);
+    return fclose(out) || rc ? -EIO : 0;
+}
+
 static int run(args_t *a, pd_file_t *pf, folder_t *f)
 {
     reader_t r;
@@ -146,7 +157,8 @@ static int run(args_t *a, pd_file_t *pf, folder_t *f)
     } else if (folder_finish(f, 0)) {
         fputs("pmuprof-perfdata: out of memory\n", stderr);
         rc = PD_EFAIL;
-    } else if (folder_write_stacks(f, stdout) || (a->leaves && write_leaves(a->leaves, f)) ||
+    } else if ((a->stacks_bin ? write_bin(a->stacks_bin, f) : folder_write_stacks(f, stdout)) ||
+               (a->leaves && write_leaves(a->leaves, f)) ||
                (a->meta && write_meta(a->meta, f, &r)) || fflush(stdout)) {
         fprintf(stderr, "pmuprof-perfdata: writing output: %s\n", strerror(errno ? errno : EIO));
         rc = PD_EFAIL;

@@ -23,7 +23,7 @@ HELPER_FIX = "build the native helper (apt-get install libdw-dev libelf-dev libc
 
 def analyse(rec: Recording, lookup: binmod.Lookup = binmod.Lookup()) -> Profile:
     """Everything the report needs from the binaries, done the same way for every kind of input."""
-    total = sum(rec.stacks.values())
+    total = rec.stacks.total
     binaries = binmod.resolve(_wanted(rec), _recorded(rec), lookup)
     stacks, functions, group_off = unnamed.group(rec.stacks, binaries, helper.funcs)
     corrected, summary, skid_off = skid.try_correct(rec.leaves, binaries, helper.skid, total)
@@ -54,7 +54,7 @@ def _wanted(rec: Recording) -> dict[str, int]:
     by_dso: Counter[str] = Counter()
     for leaf in rec.leaves:
         by_dso[leaf.dso] += leaf.count
-    bases = {parsed[0] for s in rec.stacks for f in s if is_unnamed(f) and (parsed := parse_raw(f))}
+    bases = {parsed[0] for f in rec.stacks.frames if is_unnamed(f) and (parsed := parse_raw(f))}
     paths = set(rec.build_ids) | {t.exe for t in rec.run.targets if t.exe}
     paths |= {m.path for t in rec.run.targets for m in t.maps}
     for path in paths:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import stat
-from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Mapping
@@ -12,14 +11,15 @@ from ..errors import InputError
 from ..model import rundir
 from ..model.analysis import Process
 from ..model.counters import Counters
-from ..model.folded import load_folded
 from ..model.labels import process_root
 from ..model.perfscript import DEFAULT_TARGET_COMMS, FoldResult
-from ..model.profile import Leaf, Profile, Stack
+from ..model.profile import Leaf, Profile
 from ..model.run import Run, Source
 from ..model.server import ServerFacts
+from ..model.stacks import Stacks
 from ..paths import perf_path
 from ..tools.native.fold import fold_file
+from ..tools.native.stacksbin import load_folded_stacks
 from ..tools.perf import read as perfread, repair
 
 PERF_MAGIC = b"PERFILE2"
@@ -42,7 +42,7 @@ class Choice:
 class Recording:
     """Samples as folded from the input (unnamed code still as '[dso@0xVADDR]') with the run's facts."""
 
-    stacks: Mapping[Stack, int]
+    stacks: Stacks
     leaves: tuple[Leaf, ...]
     run: Run
     counters: Counters = field(default_factory=Counters)
@@ -101,10 +101,10 @@ def load(path: Path | str, choice: Choice = Choice(), symfs: Path | None = None)
     kind = sniff(path)
     if kind == "rundir":
         if (path / rundir.STACKS).is_file():
-            return restrict(rundir.load_run_dir(path), choice)
+            return restrict(rundir.load_run_dir(path, load_folded_stacks), choice)
         return read_run_dir(path, choice, symfs)
     if kind == "folded":
-        stacks, headers = load_folded(path)
+        stacks, headers = load_folded_stacks(path)
         run = Run(source=Source(kind="folded", path=str(path), headers=headers))
         return restrict(Profile(stacks, run, source=str(path)), choice)
     sibling = path.parent if rundir.is_run_dir(path.parent) else None
@@ -146,7 +146,7 @@ def read_recording(path: Path, kind: str, choice: Choice, sibling: Path | None,
     run = _with_fold_facts(run, result, path, kind)
     processes, selection = _processes(result, run, choice, pids, comms)
     leaves = tuple(Leaf(d, s, o, c) for (d, s, o), c in sorted(result.leaves.items()))
-    return Recording(dict(result.stacks), leaves, run, counters, server, processes, selection, build_ids, str(path),
+    return Recording(Stacks.of(result.stacks), leaves, run, counters, server, processes, selection, build_ids, str(path),
                      tuple(argv))
 
 
@@ -188,9 +188,7 @@ def _with_fold_facts(run: Run, result: FoldResult, path: Path, kind: str) -> Run
 
 def _processes(result: FoldResult, run: Run, choice: Choice, pids, comms) -> tuple[tuple[Process, ...], str]:
     """The kept processes (one root each, never merged by name) and how they were chosen."""
-    by_root: Counter[str] = Counter()
-    for stack, count in result.stacks.items():
-        by_root[stack[0]] += count
+    by_root = Stacks.of(result.stacks).per_root()
     kept = []
     for pid, label in sorted(_roots(result).items()):
         target = next((t for t in run.targets if t.pid == pid), None)

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import fnmatch
 from collections import Counter
-from typing import Mapping
+
+import numpy as np
 
 from ..model.analysis import StackQuality
 from ..model.labels import is_kernel, is_unnamed, parse_function, parse_raw
-from ..model.profile import Stack
+from ..model.stacks import Stacks
 from ..model.run import Run
 
 # Outermost frames of a complete user stack: thread and process entry points (and kernel threads).
@@ -37,30 +38,31 @@ def binary_of(label: str) -> str | None:
     return None if inner in ("unknown", "") or inner.startswith("kernel") else inner
 
 
-def for_process(stacks: Mapping[Stack, int], process: str, run: Run) -> StackQuality:
-    """The quality facts of one process's stacks (root label ``process``)."""
-    total = unnamed = truncated = shallow = 0
+def for_process(stacks: Stacks, process: str, run: Run) -> StackQuality:
+    """The quality facts of one process's stacks (root label ``process``), from per-frame flags."""
+    mine = stacks.take(stacks.root_ids == stacks.frame_index.get(process, -1))
+    frames = mine.frames
+    total = mine.total
+    deep = mine.lengths >= 2
+    counts = mine.counts
+    unnamed_f = np.fromiter((is_unnamed(f) and f not in NOT_CODE and not is_kernel(f) for f in frames), dtype=bool,
+                            count=len(frames))
+    leaf = mine.leaf_ids
+    unnamed_rows = deep & unnamed_f[leaf]
+    by_leaf = np.bincount(leaf[unnamed_rows], weights=counts[unnamed_rows], minlength=len(frames))
     binaries: Counter[str] = Counter()
     functions: set[str] = set()
-    for stack, count in stacks.items():
-        if not stack or stack[0] != process:
-            continue
-        total += count
-        if len(stack) < 2:
-            continue
-        leaf = stack[-1]
-        if is_unnamed(leaf) and leaf not in NOT_CODE and not is_kernel(leaf):
-            unnamed += count
-            base = binary_of(leaf)
-            if base:
-                binaries[base] += count
-            if parse_function(leaf):
-                functions.add(leaf)
-        outer = stack[1]
-        if not is_entry(outer) and not is_kernel(outer):
-            truncated += count
-        if len(stack) <= 3:
-            shallow += count
+    for f in np.flatnonzero(by_leaf).tolist():
+        base = binary_of(frames[f])
+        if base:
+            binaries[base] += int(by_leaf[f])
+        if parse_function(frames[f]):
+            functions.add(frames[f])
+    outer_ok = np.fromiter((is_entry(f) or is_kernel(f) for f in frames), dtype=bool, count=len(frames))
+    outer = mine.ids[mine.offsets[:-1][deep] + 1] if deep.any() else np.zeros(0, np.int64)
+    truncated = int(counts[deep][~outer_ok[outer]].sum()) if len(outer) else 0
+    shallow = int(counts[deep & (mine.lengths <= 3)].sum())
+    unnamed = int(counts[unnamed_rows].sum())
     target = run.target_for(process)
     no_fp = tuple(t.exe for t in ([target] if target else [])
                   if t.symbols is not None and t.symbols.frame_pointers == "absent")

@@ -8,25 +8,27 @@ holding it — never a guessed name — or ``[dso]`` when its binary was not fou
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
+from collections import defaultdict
 from pathlib import Path
-from typing import Callable, Mapping
+from typing import Callable
+
+import numpy as np
 
 from ..errors import PmuprofError
 from ..model.analysis import Binary, UnnamedFunction
 from ..model.labels import UNKNOWN, clean, frame_label, function_label, is_unnamed, parse_raw
-from ..model.profile import Stack
+from ..model.stacks import Stacks
 
 # funcs(file, vaddrs, debug=None) -> the native helper's JSON (tools.native.helper.funcs)
 Funcs = Callable[..., dict]
 
 
-def group(stacks: Mapping[Stack, int], binaries: tuple[Binary, ...],
-          funcs: Funcs) -> tuple[dict[Stack, int], tuple[UnnamedFunction, ...], str | None]:
+def group(stacks: Stacks, binaries: tuple[Binary, ...],
+          funcs: Funcs) -> tuple[Stacks, tuple[UnnamedFunction, ...], str | None]:
     """Relabel raw unnamed frames; returns (stacks, unnamed functions, why grouping was off or None)."""
-    raw = {f: parsed for f in {f for s in stacks for f in s if is_unnamed(f)} if (parsed := parse_raw(f))}
+    raw = {f: parsed for f in stacks.frames if is_unnamed(f) and (parsed := parse_raw(f))}
     if not raw:
-        return dict(stacks), (), None
+        return stacks, (), None
     by_base = {Path(b.path).name: b for b in binaries if b.file}
     wanted: dict[str, dict[int, set[str]]] = defaultdict(lambda: defaultdict(set))
     for frame, (base, vaddr) in raw.items():
@@ -48,10 +50,8 @@ def group(stacks: Mapping[Stack, int], binaries: tuple[Binary, ...],
                 labels[frame] = label
     for frame, (base, _) in raw.items():
         labels.setdefault(frame, frame_label(UNKNOWN, base))  # binary not found: '[dso]'
-    out: Counter = Counter()
-    for stack, count in stacks.items():
-        out[tuple(labels.get(f, f) for f in stack)] += count
-    return dict(out), _table(out, info), reason
+    out = stacks.relabel([labels.get(f, f) for f in stacks.frames])
+    return out, _table(out, info), reason
 
 
 def _label(base: str, entry: dict, info: dict[str, dict], binary: Binary, build_id: str | None) -> str | None:
@@ -67,19 +67,34 @@ def _label(base: str, entry: dict, info: dict[str, dict], binary: Binary, build_
     return label
 
 
-def _table(stacks: Mapping[Stack, int], info: dict[str, dict]) -> tuple[UnnamedFunction, ...]:
+def _table(stacks: Stacks, info: dict[str, dict]) -> tuple[UnnamedFunction, ...]:
     """Per unnamed function: self/inclusive samples and the nearest named callers that reach it."""
-    self_n, incl_n, callers = Counter(), Counter(), defaultdict(Counter)
-    for stack, count in stacks.items():
-        if stack[-1] in info:
-            self_n[stack[-1]] += count
-        for i, frame in enumerate(stack):
-            if frame in info:
-                named = next((f for f in reversed(stack[1:i]) if not is_unnamed(f)), None)
-                callers[frame][named or "(no named caller)"] += count
-        for frame in set(stack) & info.keys():
-            incl_n[frame] += count
-    rows = [UnnamedFunction(**meta, self=self_n[label], inclusive=incl_n[label],
-                            called_from=tuple(name for name, _ in callers[label].most_common(3)))
-            for label, meta in info.items() if incl_n[label]]
+    ids = {stacks.frame_index[label]: label for label in info if label in stacks.frame_index}
+    if not ids:
+        return ()
+    self_n, incl_n = stacks.frame_self(), stacks.frame_inclusive()
+    callers = _named_callers(stacks, np.fromiter(ids, dtype=np.int64, count=len(ids)))
+    rows = [UnnamedFunction(**info[label], self=int(self_n[f]), inclusive=int(incl_n[f]),
+                            called_from=tuple(callers.get(f, ())))
+            for f, label in ids.items() if incl_n[f]]
     return tuple(sorted(rows, key=lambda r: (-r.self, -r.inclusive, r.label)))
+
+
+def _named_callers(stacks: Stacks, wanted: np.ndarray, top: int = 3) -> dict[int, list[str]]:
+    """For each wanted frame id, the named frames nearest above its occurrences (most samples first;
+    "(no named caller)" when there is none below the process root)."""
+    named = np.fromiter((not is_unnamed(f) for f in stacks.frames), dtype=bool, count=len(stacks.frames))
+    pos = np.arange(len(stacks.ids), dtype=np.int64)
+    start = np.repeat(stacks.offsets[:-1], stacks.lengths)
+    marks = np.where(named[stacks.ids] & (pos > start), pos, -1)
+    nearest = np.concatenate(([-1], np.maximum.accumulate(marks)[:-1])) if len(marks) else marks
+    at = np.flatnonzero(np.isin(stacks.ids, wanted))
+    caller = np.where(nearest[at] > start[at], stacks.ids[np.maximum(nearest[at], 0)], -1)
+    key = stacks.ids[at].astype(np.int64) * (len(stacks.frames) + 1) + (caller + 1)
+    uniq, inverse = np.unique(key, return_inverse=True)
+    sums = np.bincount(inverse.reshape(-1), weights=stacks.counts[stacks.row_of[at]])
+    out: dict[int, list[tuple[int, str]]] = {}
+    for k, n in zip(uniq.tolist(), sums.tolist()):
+        f, c = divmod(k, len(stacks.frames) + 1)
+        out.setdefault(f, []).append((int(n), stacks.frames[c - 1] if c else "(no named caller)"))
+    return {f: [name for _, name in sorted(v, key=lambda t: -t[0])[:top]] for f, v in out.items()}

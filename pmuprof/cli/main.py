@@ -13,7 +13,7 @@ from pathlib import Path
 
 import click
 
-from .. import __version__, outfile, signals
+from .. import __version__, memory, outfile, signals
 from ..errors import PmuprofError
 
 EXIT_INTERNAL = 1  # a bug in pmuprof (README: exit codes)
@@ -77,6 +77,7 @@ def _internal_error(err: BaseException) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; every outcome is one line on stderr and an exit code from the README's table."""
+    memory.release_large_blocks()
     with signals.installed():
         return _main(argv)
 

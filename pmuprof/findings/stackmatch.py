@@ -236,10 +236,17 @@ def _callers(st: Stacks, rows: np.ndarray, at: np.ndarray, skip: np.ndarray) -> 
 
 def _rank_chains(st: Stacks, keys: np.ndarray, counts: np.ndarray) -> list[tuple[tuple[str, ...], int]]:
     """(frames, samples) per distinct hot-and-callers key, most samples first, ties by name."""
-    uniq, inverse = np.unique(keys, axis=0, return_inverse=True)
+    bits = max(1, int(len(st.frames) + 1).bit_length())
+    if bits * keys.shape[1] <= 63:  # one int64 per key: a plain sort instead of a row-wise unique
+        packed = np.zeros(len(keys), dtype=np.int64)
+        for col in range(keys.shape[1]):
+            packed = (packed << bits) | (keys[:, col] + 1)
+        _, first, inverse = np.unique(packed, return_index=True, return_inverse=True)
+        uniq = keys[first]
+    else:
+        uniq, inverse = np.unique(keys, axis=0, return_inverse=True)
     sums = np.bincount(inverse.reshape(-1), weights=counts).astype(np.int64)
-    order = np.argsort(-sums, kind="stable")
-    cutoff = sums[order[min(TOP_CHAINS, len(order)) - 1]]
-    top = [i for i in order.tolist() if sums[i] >= cutoff]
+    cutoff = np.sort(sums)[-min(TOP_CHAINS, len(sums))]
+    top = np.flatnonzero(sums >= cutoff).tolist()
     names = [(tuple(st.frames[f] for f in uniq[i].tolist() if f >= 0), int(sums[i])) for i in top]
     return sorted(names, key=lambda kv: (-kv[1], kv[0]))

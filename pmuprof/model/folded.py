@@ -40,6 +40,37 @@ def save_folded(path: Path, stacks: Mapping[Stack, int], headers: Mapping[str, A
         write_folded(out, stacks, headers)
 
 
+def parse_header(line: str) -> dict[str, str]:
+    """``# key: value`` -> {key: value} ({} for a comment without a colon)."""
+    key, sep, value = line[1:].partition(":")
+    if not sep:
+        return {}
+    value = value.strip()
+    if value.endswith(_HEADER_GUARD.strip()) and line.endswith(_HEADER_GUARD):
+        value = value[: -len(_HEADER_GUARD.strip())].rstrip()
+    return {key.strip(): value}
+
+
+def leading_headers(path: Path) -> dict[str, str]:
+    """The ``# key: value`` lines before the first stack line (where pmuprof and austin write them)."""
+    headers: dict[str, str] = {}
+    for line in iter_lines(path):
+        line = line.rstrip("\r\n")
+        if line.startswith("#"):
+            headers.update(parse_header(line))
+        elif line.strip():
+            break
+    return headers
+
+
+def bad_line(name: str, lineno: int, why: str) -> InputError:
+    """The one error a folded file's bad line gives, wherever it was parsed."""
+    if "2^63" in why:
+        return InputError(f"{name}:{lineno}: the counts add up to more than 2^63-1", "check the file's counts")
+    return InputError(f"{name}:{lineno}: not a folded stack line ('frame;frame;leaf COUNT')",
+                      "check the file is stackcollapse/pmuprof folded output and was not truncated")
+
+
 def parse_folded(lines: Iterable[str], name: str = "<folded>") -> tuple[dict[Stack, int], dict[str, str]]:
     """Parse folded lines into (stacks, headers). Bad lines raise InputError with the line number."""
     stacks: dict[Stack, int] = {}
@@ -50,22 +81,14 @@ def parse_folded(lines: Iterable[str], name: str = "<folded>") -> tuple[dict[Sta
         if not line.strip():
             continue
         if line.startswith("#"):
-            key, sep, value = line[1:].partition(":")
-            if sep:
-                value = value.strip()
-                if value.endswith(_HEADER_GUARD.strip()) and line.endswith(_HEADER_GUARD):
-                    value = value[: -len(_HEADER_GUARD.strip())].rstrip()
-                headers[key.strip()] = value
+            headers.update(parse_header(line))
             continue
         frames, _, count = line.rpartition(" ")
         if not frames or not (count.isascii() and count.isdigit()):
-            raise InputError(
-                f"{name}:{lineno}: not a folded stack line ('frame;frame;leaf COUNT')",
-                "check the file is stackcollapse/pmuprof folded output and was not truncated",
-            )
+            raise bad_line(name, lineno, "not a folded stack line")
         total += int(count) if len(count) <= 19 else MAX_COUNT + 1
         if total > MAX_COUNT:  # pprof and most readers keep counts in int64
-            raise InputError(f"{name}:{lineno}: the counts add up to more than 2^63-1", "check the file's counts")
+            raise bad_line(name, lineno, "counts over 2^63-1")
         stack = tuple(frames.split(";"))
         stacks[stack] = stacks.get(stack, 0) + int(count)
     return stacks, headers

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Callable, TypeVar
 
 from .. import outfile
 from ..errors import InputError, UsageError
@@ -196,12 +196,13 @@ def read_facts(path: Path) -> tuple[Counters, ServerFacts | None, Analysis | Non
     return counters, server, _tolerant(path / ANALYSIS, Analysis, None, notes), tuple(notes)
 
 
-def load_run_dir(path: Path) -> Profile:
-    """An analysed run directory (stacks.folded present) as a Profile."""
+def load_run_dir(path: Path, read_stacks: Callable[[Path], tuple[Any, dict[str, str]]] = load_folded) -> Profile:
+    """An analysed run directory (stacks.folded present) as a Profile (``read_stacks`` reads the folded
+    file: the analysis stage passes the native reader)."""
     stacks_path = path / STACKS
     if not stacks_path.is_file():
         raise InputError(f"{path}: no {STACKS} in this run directory", "re-run pmuprof record, or pass the perf.data")
-    stacks, _ = load_folded(stacks_path)
+    stacks, _ = read_stacks(stacks_path)
     counters, server, analysis, notes = read_facts(path)
     run = read_run(path).with_notes(notes)
     return Profile(stacks, run, counters, server, analysis or Analysis(), read_leaves(path / LEAVES), str(path))

@@ -93,9 +93,9 @@ class Stacks(Mapping[Stack, int]):
     def lengths(self) -> np.ndarray:
         return np.diff(self.offsets)
 
-    @cached_property
+    @property
     def row_of(self) -> np.ndarray:
-        """The row of every frame occurrence (int32, aligned with ``ids``)."""
+        """The row of every frame occurrence (int32, aligned with ``ids``; computed on each use)."""
         return np.repeat(np.arange(len(self.counts), dtype=np.int32), self.lengths)
 
     @cached_property
@@ -123,19 +123,20 @@ class Stacks(Mapping[Stack, int]):
     @cached_property
     def _postings(self) -> tuple[np.ndarray, np.ndarray]:
         """(rows, start): the rows holding each frame below the process root, once per row, sorted;
-        frame f's are rows[start[f]:start[f+1]]. One sort of the occurrences, done on first use."""
-        below_root = np.ones(len(self.ids), dtype=bool)
-        below_root[self.offsets[:-1]] = False
-        keys = (self.ids[below_root].astype(np.int64) << 32) | self.row_of[below_root].astype(np.int64)
-        keys.sort()
-        if len(keys):
-            keep = np.empty(len(keys), dtype=bool)
-            keep[0] = True
-            np.not_equal(keys[1:], keys[:-1], out=keep[1:])  # recursion: a frame counts once per row
-            keys = keys[keep]
-        frame_of = (keys >> 32).astype(np.int32)
-        rows = (keys & 0xFFFFFFFF).astype(np.int32)
-        start = np.searchsorted(frame_of, np.arange(len(self.frames) + 1, dtype=np.int32))
+        frame f's are rows[start[f]:start[f+1]]. Built on first use a block of rows at a time (memory
+        stays near the size of the result), then each block's pairs put in place by frame."""
+        nf = len(self.frames)
+        ranges = _row_blocks(self.offsets, _BLOCK_OCC)
+        # two passes (sizes, then placement) so only one block's pairs exist besides the result
+        sizes = np.stack([np.bincount(_block_postings(self, lo, hi)[0], minlength=nf) for lo, hi in ranges]) \
+            if ranges else np.zeros((0, nf), np.int64)
+        start = np.concatenate(([0], np.cumsum(sizes.sum(axis=0))))
+        rows = np.empty(int(start[-1]), dtype=np.int32)
+        before = np.cumsum(sizes, axis=0) - sizes  # per block and frame: that frame's pairs in earlier blocks
+        for (lo, hi), prior, size in zip(ranges, before, sizes):
+            frame, row = _block_postings(self, lo, hi)
+            first = np.cumsum(size) - size  # where each frame's pairs begin inside this block
+            rows[start[frame] + prior[frame] + np.arange(len(frame)) - first[frame]] = row
         return rows, start
 
     def rows_with(self, lut: np.ndarray) -> np.ndarray:
@@ -146,7 +147,10 @@ class Stacks(Mapping[Stack, int]):
             return np.zeros(0, dtype=np.int32)
         if len(hit) == 1:
             return rows[start[hit[0]]:start[hit[0] + 1]]
-        return np.unique(np.concatenate([rows[start[f]:start[f + 1]] for f in hit]))
+        mark = np.zeros(len(self.counts), dtype=bool)
+        for f in hit.tolist():
+            mark[rows[start[f]:start[f + 1]]] = True
+        return np.flatnonzero(mark).astype(np.int32)
 
     # -- counts -----------------------------------------------------------------------------------
 
@@ -158,8 +162,18 @@ class Stacks(Mapping[Stack, int]):
     def frame_inclusive(self) -> np.ndarray:
         """Samples per frame id with the frame anywhere below the process root, once per stack."""
         rows, start = self._postings
-        sums = np.concatenate(([0], np.cumsum(self.counts[rows])))
-        return (sums[start[1:]] - sums[start[:-1]]).astype(np.int64)
+        out = np.zeros(len(self.frames), dtype=np.int64)
+        step = _SUM_STEP  # postings summed a block at a time: no array as long as all of them
+        for lo in range(0, len(rows), step):
+            hi = min(lo + step, len(rows))
+            first = max(int(np.searchsorted(start, lo, side="right")) - 1, 0)
+            last = int(np.searchsorted(start, hi, side="left"))
+            frames = np.arange(first, last)
+            seg = np.clip(start[first:last], lo, hi) - lo
+            has = seg < np.append(seg[1:], hi - lo)
+            if has.any():
+                out[frames[has]] += np.add.reduceat(self.counts[rows[lo:hi]], seg[has])
+        return out
 
     def self_counts(self) -> Counter[str]:
         """Samples whose leaf is each function (the process root excluded)."""
@@ -179,6 +193,8 @@ class Stacks(Mapping[Stack, int]):
     def take(self, rows: np.ndarray) -> "Stacks":
         """The given rows (sorted indices or a boolean mask), on the same frame table."""
         rows = np.flatnonzero(rows) if rows.dtype == bool else np.asarray(rows, dtype=np.int64)
+        if len(rows) == len(self.counts):  # every row, in order: nothing to copy
+            return self
         lengths = self.lengths[rows]
         offsets = np.concatenate(([0], np.cumsum(lengths)))
         occ = gather_index(self.offsets[rows], lengths)
@@ -189,6 +205,41 @@ class Stacks(Mapping[Stack, int]):
         index: dict[str, int] = {}
         new_id = np.fromiter((index.setdefault(lab, len(index)) for lab in labels), dtype=np.int32, count=len(labels))
         return merged(list(index), new_id[self.ids], self.offsets, self.counts)
+
+
+_BLOCK_OCC = 1 << 20  # frame occurrences per block when building postings
+_SUM_STEP = 1 << 20  # postings per block when summing counts per frame
+
+
+def _row_blocks(offsets: np.ndarray, size: int) -> list[tuple[int, int]]:
+    """Consecutive row ranges holding about ``size`` frame occurrences each."""
+    n = len(offsets) - 1
+    cuts = np.searchsorted(offsets, np.arange(size, int(offsets[-1]), size)) if n else np.zeros(0, np.int64)
+    bounds = sorted({0, n, *[int(c) for c in cuts if 0 < c < n]})
+    return list(zip(bounds[:-1], bounds[1:]))
+
+
+def _block_postings(st: "Stacks", lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
+    """Rows lo..hi's (frame, row) pairs sorted by frame then row: once per row (recursion), and a
+    root label only when it is also deeper in the row."""
+    a, b = int(st.offsets[lo]), int(st.offsets[hi])
+    lengths = st.lengths[lo:hi]
+    order = np.argsort(st.ids[a:b], kind="stable")
+    frame = st.ids[a:b][order]
+    row = np.repeat(np.arange(lo, hi, dtype=np.int32), lengths)[order]
+    root = np.zeros(b - a, dtype=bool)
+    root[st.offsets[lo:hi] - a] = True
+    root = root[order]
+    if not len(frame):
+        return frame, row
+    first = np.empty(len(frame), dtype=bool)
+    first[0] = True
+    np.not_equal(row[1:], row[:-1], out=first[1:])
+    first[1:] |= frame[1:] != frame[:-1]
+    run = np.cumsum(first) - 1
+    deeper = np.bincount(run, weights=~root) > 0
+    keep = first & deeper[run]
+    return frame[keep], row[keep]
 
 
 class StacksBuilder:
@@ -251,12 +302,15 @@ def _hash_groups(ids: np.ndarray, offsets: np.ndarray, lengths: np.ndarray) -> t
 
 
 def gather_index(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """Indices of the concatenated ranges [starts[i], starts[i] + lengths[i])."""
+    """Indices of the concatenated ranges [starts[i], starts[i] + lengths[i]) (int32 when they fit)."""
     total = int(lengths.sum())
     if not total:
         return np.zeros(0, dtype=np.int64)
-    shift = np.repeat(starts - np.concatenate(([0], np.cumsum(lengths)[:-1])), lengths)
-    return shift + np.arange(total, dtype=np.int64)
+    small = total < 2**31 and (not len(starts) or int(starts.max()) + int(lengths.max()) < 2**31)
+    kind = np.int32 if small else np.int64
+    shift = np.repeat((starts - np.concatenate(([0], np.cumsum(lengths)[:-1]))).astype(kind), lengths)
+    shift += np.arange(total, dtype=kind)
+    return shift
 
 
 def _counter(frames: Sequence[str], values: np.ndarray) -> Counter[str]:

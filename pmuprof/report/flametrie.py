@@ -34,14 +34,18 @@ class Trie:
         cols = [Stacks.of(c) for c in columns]
         frames = tuple(sorted({f for c in cols for f in c.frames}))
         rank = {f: i for i, f in enumerate(frames)}
+        totals = [st.total for st in cols]
+        if len(cols) == 1:  # the common case: the rows as they are, frame ids ranked level by level
+            st = cols[0]
+            remap = np.fromiter((rank[f] for f in st.frames), dtype=np.int64, count=len(st.frames))
+            return _build(frames, st.ids, st.lengths, st.counts, np.zeros(len(st.counts), np.int8), 1, totals, remap)
         ids, lengths, counts, col_of = [], [], [], []
         for k, st in enumerate(cols):
-            remap = np.fromiter((rank[f] for f in st.frames), dtype=np.int64, count=len(st.frames))
-            ids.append(remap[st.ids] if len(st.ids) else np.zeros(0, np.int64))
+            remap = np.fromiter((rank[f] for f in st.frames), dtype=np.int32, count=len(st.frames))
+            ids.append(remap[st.ids] if len(st.ids) else np.zeros(0, np.int32))
             lengths.append(st.lengths)
             counts.append(st.counts)
-            col_of.append(np.full(len(st.counts), k, dtype=np.int64))
-        totals = [st.total for st in cols]
+            col_of.append(np.full(len(st.counts), k, dtype=np.int8))
         return _build(frames, np.concatenate(ids), np.concatenate(lengths), np.concatenate(counts),
                       np.concatenate(col_of), len(cols), totals)
 
@@ -70,7 +74,7 @@ class Trie:
         seen: set[int] = set()
         used = 0
         frame = self.frame
-        for rank, i in enumerate(self.widest_first.tolist()):
+        for rank, i in enumerate(_chunked(self.widest_first)):
             w = weight[i]
             while pending and -pending[0] > w:
                 heapq.heappop(pending)
@@ -117,9 +121,16 @@ class Trie:
         return [order[bounds[d]:bounds[d + 1]] for d in range(len(bounds) - 1)]
 
 
+def _chunked(values: np.ndarray, size: int = 65536):
+    """The array's items as Python ints, converted a chunk at a time (no list of all of them)."""
+    for lo in range(0, len(values), size):
+        yield from values[lo:lo + size].tolist()
+
+
 def _build(frames: tuple[str, ...], ids: np.ndarray, lengths: np.ndarray, counts: np.ndarray, col_of: np.ndarray,
-           width: int, totals: list[int]) -> Trie:
-    """Level-order nodes (unique (parent, frame) per depth), then renumbered in preorder."""
+           width: int, totals: list[int], rank: np.ndarray | None = None) -> Trie:
+    """Level-order nodes (unique (parent, frame) per depth), then renumbered in preorder. ``rank``
+    maps the ids to positions in ``frames`` (None: they are positions already)."""
     offsets = np.concatenate(([0], np.cumsum(lengths)))
     alive = np.flatnonzero(lengths > 0)
     node_of = np.zeros(len(lengths), dtype=np.int64)
@@ -127,7 +138,9 @@ def _build(frames: tuple[str, ...], ids: np.ndarray, lengths: np.ndarray, counts
     base = 0
     depth = 0
     while len(alive):
-        f = ids[offsets[alive] + depth]
+        f = ids[offsets[alive] + depth].astype(np.int64)
+        if rank is not None:
+            f = rank[f]
         key = f if depth == 0 else (node_of[alive] << 32) | f
         uniq, inverse = np.unique(key, return_inverse=True)
         inverse = inverse.reshape(-1)
@@ -164,8 +177,9 @@ def _build(frames: tuple[str, ...], ids: np.ndarray, lengths: np.ndarray, counts
     cols = [values[c] / t if t else np.zeros(values.shape[1]) for c, t in enumerate(totals)]
     weight = cols[0] if width == 1 else np.max(np.vstack(cols), axis=0)
     pre_sorted_size = size[perm]
-    return Trie(frames, np.concatenate(frame_l)[perm], np.concatenate(depth_l)[perm], new_parent, values,
-                totals, weight, np.arange(len(pre)) + pre_sorted_size - 1)
+    small = np.int32
+    return Trie(frames, np.concatenate(frame_l)[perm].astype(small), np.concatenate(depth_l)[perm].astype(small),
+                new_parent.astype(small), values, totals, weight, (np.arange(len(pre)) + pre_sorted_size - 1).astype(small))
 
 
 def _preorder(parent: np.ndarray, size: np.ndarray, level_start: np.ndarray) -> np.ndarray:

@@ -13,7 +13,11 @@ from typing import IO, Iterable, Union
 
 from ...errors import InputError, PerfError, PmuprofError
 from ...model.perfscript import Folder, FoldResult
+from ...model.stacks import Stacks
 from ...paths import fold_path
+from .stacksbin import read_stacks_bin
+
+STACKS_BIN = "stacks.bin"
 from .. import proc as proc_tools
 
 Source = Union[IO[bytes], IO[str], Iterable[Union[str, bytes]]]
@@ -26,9 +30,10 @@ class FoldError(PmuprofError):
 
 
 def fold_argv(binary: Path, meta: Path, pids: Iterable[int] = (), comms: Iterable[str] = (),
-              per_thread: bool = False, names: dict[int, str] | None = None, raw_unknown: bool = False) -> list[str]:
-    """pmuprof-fold's command line (pure)."""
-    argv = [str(binary), "--meta", str(meta)]
+              per_thread: bool = False, names: dict[int, str] | None = None, raw_unknown: bool = False,
+              stacks_bin: Path | None = None) -> list[str]:
+    """pmuprof-fold's command line (pure); with ``stacks_bin`` the stacks go there as arrays, not to stdout."""
+    argv = [str(binary), "--meta", str(meta)] + (["--stacks-bin", str(stacks_bin)] if stacks_bin else [])
     for pid in pids:
         argv += ["--pid", str(int(pid))]
     for comm in comms:
@@ -56,7 +61,7 @@ def fold_stream(source: Source, pids: Iterable[int] = (), comms: Iterable[str] =
         return _fold_python(_byte_lines(source), pids, comms, per_thread, names, raw_unknown)
     with tempfile.TemporaryDirectory(prefix="pmuprof-fold-") as tmp:
         meta = Path(tmp) / "meta.json"
-        argv = fold_argv(binary, meta, pids, comms, per_thread, names, raw_unknown)
+        argv = fold_argv(binary, meta, pids, comms, per_thread, names, raw_unknown, Path(tmp) / STACKS_BIN)
         fd = _direct_fd(source)
         with open(Path(tmp) / "stacks.folded", "w+b") as out, open(Path(tmp) / "err", "w+b") as err:
             proc = subprocess.Popen(argv, stdin=subprocess.PIPE if fd is None else fd, stdout=out, stderr=err)
@@ -103,7 +108,8 @@ def fold_perf_script_process(argv: list[str], pids: Iterable[int] = (), comms: I
                     perf.wait()
             else:
                 meta = Path(tmp) / "meta.json"
-                fold = subprocess.Popen(fold_argv(binary, meta, pids, comms, per_thread, names, raw_unknown),
+                fold = subprocess.Popen(fold_argv(binary, meta, pids, comms, per_thread, names, raw_unknown,
+                                                  Path(tmp) / STACKS_BIN),
                                         stdin=perf.stdout, stdout=out, stderr=err)
                 perf.stdout.close()  # pmuprof-fold holds the only reader now
                 with proc_tools.Watchdog((perf, fold), proc_tools.stall_s(), SCRIPT_MAX_S) as dog:
@@ -209,12 +215,17 @@ def _result(returncode: int | None, out: IO[bytes], err: IO[bytes], meta_path: P
         raise FoldError(f"pmuprof-fold failed ({returncode}): {_first_line(err.read())}",
                         "rebuild it (make -C native), or set PMUPROF_FOLD= to fold in Python")
     meta = json.loads(meta_path.read_text(encoding="utf-8"))
-    out.seek(0)
-    stacks: Counter = Counter()
-    for line in out.read().decode("utf-8").split("\n"):
-        if line:
-            frames, _, count = line.rpartition(" ")
-            stacks[tuple(frames.split(";"))] = int(count)
+    binary = meta_path.parent / STACKS_BIN
+    if binary.is_file():
+        stacks = read_stacks_bin(binary)
+    else:  # the folded text on stdout
+        out.seek(0)
+        text: Counter = Counter()
+        for line in out.read().decode("utf-8").split("\n"):
+            if line:
+                frames, _, count = line.rpartition(" ")
+                text[tuple(frames.split(";"))] = int(count)
+        stacks = Stacks.of(text)
     return FoldResult(
         stacks=stacks,
         leaves=Counter({(d, s, int(o, 16)): c for c, d, s, o in meta["leaves"]}),

@@ -12,7 +12,7 @@ from typing import Iterable
 from ...errors import PmuprofError
 from ...model.perfscript import FoldResult
 from ...paths import native_path
-from .fold import FoldError, _first_line, _result, fold_argv
+from .fold import STACKS_BIN, FoldError, _first_line, _result, fold_argv
 
 UNSUPPORTED = 3  # the file needs something only perf script does (DWARF unwinding, kcore, modules, ...)
 CORRUPT = 4      # truncated or corrupt: perf script may still read part of it
@@ -57,9 +57,9 @@ def perfdata_path() -> Path | None:
 
 def perfdata_argv(binary: Path, data: Path, meta: Path, pids: Iterable[int] = (), comms: Iterable[str] = (),
                   per_thread: bool = False, names: dict[int, str] | None = None,
-                  raw_unknown: bool = False) -> list[str]:
+                  raw_unknown: bool = False, stacks_bin: Path | None = None) -> list[str]:
     """pmuprof-perfdata's command line (pure): pmuprof-fold's options, then the perf.data."""
-    return fold_argv(binary, meta, pids, comms, per_thread, names, raw_unknown) + [str(data)]
+    return fold_argv(binary, meta, pids, comms, per_thread, names, raw_unknown, stacks_bin) + [str(data)]
 
 
 def fold_perf_data_native(data: Path, pids: Iterable[int] = (), comms: Iterable[str] = (),
@@ -74,7 +74,8 @@ def fold_perf_data_native(data: Path, pids: Iterable[int] = (), comms: Iterable[
         raise PerfdataFallback("pmuprof-perfdata is not built (make -C native)", UNSUPPORTED)
     with tempfile.TemporaryDirectory(prefix="pmuprof-perfdata-") as tmp:
         meta = Path(tmp) / "meta.json"
-        argv = perfdata_argv(binary, Path(data), meta, tuple(pids), comms, per_thread, names, raw_unknown)
+        argv = perfdata_argv(binary, Path(data), meta, tuple(pids), comms, per_thread, names, raw_unknown,
+                             Path(tmp) / STACKS_BIN)
         with open(Path(tmp) / "stacks.folded", "w+b") as out, open(Path(tmp) / "err", "w+b") as err:
             proc = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err, check=False)
             if proc.returncode in (UNSUPPORTED, CORRUPT):

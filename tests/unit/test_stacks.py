@@ -1,0 +1,90 @@
+"""Stacks (model/stacks.py): the array layout answers exactly as the dict of tuples it replaced."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+
+import numpy as np
+import pytest
+
+from pmuprof.model import stacks as stacks_mod
+from pmuprof.model.profile import Profile
+from pmuprof.model.stacks import Stacks
+
+
+def _random(seed: int, n: int = 3000) -> dict[tuple[str, ...], int]:
+    rng = random.Random(seed)
+    out: dict[tuple[str, ...], int] = {}
+    for _ in range(n):
+        root = rng.choice(["mysqld", "mysqld-2", "f3"])  # a root label that is also a frame name
+        stack = (root, *(f"f{rng.randint(0, 40)}" for _ in range(rng.randint(0, 14))))
+        out[stack] = out.get(stack, 0) + rng.randint(1, 9)
+    return out
+
+
+def _self(d):
+    out = Counter()
+    for s, c in d.items():
+        if len(s) > 1:
+            out[s[-1]] += c
+    return out
+
+
+def _inclusive(d):
+    out = Counter()
+    for s, c in d.items():
+        for f in set(s[1:]):
+            out[f] += c
+    return out
+
+
+@pytest.mark.parametrize("block, step", [(1 << 20, 1 << 20), (7, 5), (1, 1)])
+def test_counts_match_the_tuple_definitions(monkeypatch, block, step) -> None:
+    """Self, inclusive (once per stack, recursion, a root label deeper in its own stack), per root,
+    whatever the block sizes the postings are built and summed in."""
+    monkeypatch.setattr(stacks_mod, "_BLOCK_OCC", block)
+    monkeypatch.setattr(stacks_mod, "_SUM_STEP", step)
+    d = _random(1)
+    d[("f3", "f3", "x", "f3")] = 5  # root label repeated below the root
+    st = Stacks.of(d)
+    assert dict(st.items()) == d and len(st) == len(d) and st.total == sum(d.values())
+    assert st.self_counts() == _self(d) and st.inclusive_counts() == _inclusive(d)
+    roots = Counter()
+    for s, c in d.items():
+        roots[s[0]] += c
+    assert st.per_root() == roots
+    wanted = st.lut(["f1", "f2"])
+    assert set(st.rows_with(wanted).tolist()) == {i for i, (s, _) in enumerate(st.items()) if {"f1", "f2"} & set(s[1:])}
+
+
+def test_repeats_are_summed_and_take_and_relabel_keep_counts() -> None:
+    st = Stacks.of([(("p", "a", "b"), 2), (("p", "a", "b"), 3), (("q", "a"), 1), ((), 7)])
+    assert dict(st.items()) == {("p", "a", "b"): 5, ("q", "a"): 1}
+    p_rows = st.take(st.root_ids == st.frame_index["p"])
+    assert dict(p_rows.items()) == {("p", "a", "b"): 5}
+    merged = st.relabel(["X" if f in ("p", "q") else f for f in st.frames])
+    assert dict(merged.items()) == {("X", "a", "b"): 5, ("X", "a"): 1}
+    both = Stacks.of({("p", "a"): 1, ("p", "b"): 2}).relabel(["p", "c", "c"])
+    assert dict(both.items()) == {("p", "c"): 3}, "rows that become equal are merged"
+
+
+def test_a_hash_collision_still_merges_exactly(monkeypatch) -> None:
+    """Every row in one hash group: the check finds they differ and the exact merge runs."""
+    def collide(ids, offsets, lengths):
+        n = len(lengths)
+        return np.array([0]), np.zeros(n, dtype=np.int64)
+    monkeypatch.setattr(stacks_mod, "_hash_groups", collide)
+    d = {("p", "a"): 1, ("p", "b"): 2, ("p", "a", "c"): 3}
+    assert dict(Stacks.of(list(d.items()) + [(("p", "a"), 4)]).items()) == {("p", "a"): 5, ("p", "b"): 2, ("p", "a", "c"): 3}
+
+
+def test_profile_keeps_the_mapping_interface() -> None:
+    d = _random(2, 200)
+    prof = Profile(d)
+    assert isinstance(prof.stacks, Stacks) and prof.total == sum(d.values())
+    assert prof.processes()[0] in ("mysqld", "mysqld-2", "f3")
+    only = prof.restrict(["mysqld"])
+    assert dict(only.stacks.items()) == {s: c for s, c in d.items() if s[0] == "mysqld"}
+    some = next(iter(d))
+    assert prof.stacks[some] == d[some] and some in prof.stacks
