@@ -33,6 +33,7 @@ class Stacks(Mapping[Stack, int]):
         self.counts = np.ascontiguousarray(counts, dtype=np.int64)
         for arr in (self.ids, self.offsets, self.counts):
             arr.setflags(write=False)
+        self._parent: tuple[Stacks, int] | None = None  # (rows' source, first row) for a contiguous take
 
     # -- building -------------------------------------------------------------------------------
 
@@ -125,6 +126,8 @@ class Stacks(Mapping[Stack, int]):
         """(rows, start): the rows holding each frame below the process root, once per row, sorted;
         frame f's are rows[start[f]:start[f+1]]. Built on first use a block of rows at a time (memory
         stays near the size of the result), then each block's pairs put in place by frame."""
+        if self._parent is not None:  # a contiguous run of another Stacks' rows: its postings, cut
+            return _cut_postings(*self._parent, len(self.counts))
         nf = len(self.frames)
         ranges = _row_blocks(self.offsets, _BLOCK_OCC)
         # two passes (sizes, then placement) so only one block's pairs exist besides the result
@@ -195,6 +198,12 @@ class Stacks(Mapping[Stack, int]):
         rows = np.flatnonzero(rows) if rows.dtype == bool else np.asarray(rows, dtype=np.int64)
         if len(rows) == len(self.counts):  # every row, in order: nothing to copy
             return self
+        if len(rows) and int(rows[-1]) - int(rows[0]) + 1 == len(rows) and (np.diff(rows) == 1).all():
+            lo, hi = int(rows[0]), int(rows[-1]) + 1  # a contiguous run (one process of a sorted input)
+            a = int(self.offsets[lo])
+            part = Stacks(self.frames, self.ids[a:int(self.offsets[hi])], self.offsets[lo:hi + 1] - a, self.counts[lo:hi])
+            part._parent = (self, lo)
+            return part
         lengths = self.lengths[rows]
         offsets = np.concatenate(([0], np.cumsum(lengths)))
         occ = gather_index(self.offsets[rows], lengths)
@@ -205,6 +214,15 @@ class Stacks(Mapping[Stack, int]):
         index: dict[str, int] = {}
         new_id = np.fromiter((index.setdefault(lab, len(index)) for lab in labels), dtype=np.int32, count=len(labels))
         return merged(list(index), new_id[self.ids], self.offsets, self.counts)
+
+
+def _cut_postings(parent: "Stacks", lo: int, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Postings of rows lo..lo+n of ``parent``, renumbered from 0, from the parent's own."""
+    rows, start = parent._postings
+    inside = (rows >= lo) & (rows < lo + n)
+    kept = np.concatenate(([0], np.cumsum(inside, dtype=np.int64)))
+    per_frame = kept[start[1:]] - kept[start[:-1]]
+    return (rows[inside] - lo).astype(np.int32), np.concatenate(([0], np.cumsum(per_frame)))
 
 
 _BLOCK_OCC = 1 << 20  # frame occurrences per block when building postings
@@ -272,6 +290,10 @@ def merged(frames: Sequence[str], ids: np.ndarray, offsets: np.ndarray, counts: 
     first, inverse = _hash_groups(ids, offsets, lengths)
     if len(first) == n:
         return Stacks(frames, ids, offsets, counts)
+    order = np.argsort(first)  # groups in the order of their first row: sorted input stays sorted
+    rank = np.empty_like(order)
+    rank[order] = np.arange(len(order))
+    first, inverse = first[order], rank[inverse]
     rep = first[inverse]  # each row's representative
     same_len = lengths == lengths[rep]
     if same_len.all() and np.array_equal(ids, ids[gather_index(offsets[rep], lengths)]):

@@ -88,3 +88,18 @@ def test_profile_keeps_the_mapping_interface() -> None:
     assert dict(only.stacks.items()) == {s: c for s, c in d.items() if s[0] == "mysqld"}
     some = next(iter(d))
     assert prof.stacks[some] == d[some] and some in prof.stacks
+
+
+def test_a_process_of_sorted_rows_cuts_its_parents_postings() -> None:
+    """Rows sorted by stack (as the native folder writes them) keep each process contiguous: its
+    Stacks shares the parent's postings instead of sorting again, with the same answers."""
+    d = _random(3)
+    st = Stacks.of(sorted(d.items()))
+    for root in ("mysqld", "mysqld-2", "f3"):
+        part = st.take(st.root_ids == st.frame_index[root])
+        assert part._parent is not None
+        fresh = Stacks.of(dict(part.items()))
+        assert part.inclusive_counts() == fresh.inclusive_counts() == _inclusive({s: c for s, c in d.items() if s[0] == root})
+        wanted = part.lut(["f1", "f7"])
+        assert sorted(part.row(i) for i in part.rows_with(wanted)) == \
+            sorted(fresh.row(i) for i in fresh.rows_with(fresh.lut(["f1", "f7"])))
