@@ -1,0 +1,57 @@
+/* offcpu.h - types shared by the BPF program and its loader (pmuprof-offcpu). */
+#ifndef PMUPROF_OFFCPU_H
+#define PMUPROF_OFFCPU_H
+
+#define OFFCPU_MAX_TARGETS 16
+#define OFFCPU_MAX_DEPTH 127 /* the kernel's perf_event_max_stack default */
+#define OFFCPU_DEFAULT_THREADS 16384
+#define OFFCPU_DEFAULT_ENTRIES 16384
+#define OFFCPU_DEFAULT_STACKS 8192
+
+enum offcpu_state {
+	OFFCPU_STATE_R = 0,      /* preempted / runnable: waited for a CPU */
+	OFFCPU_STATE_S = 1,      /* interruptible sleep: futex, poll, condition variables */
+	OFFCPU_STATE_D = 2,      /* uninterruptible: disk I/O, page faults, kernel locks */
+	OFFCPU_STATE_T = 3,      /* stopped or traced */
+	OFFCPU_STATE_OTHER = 4,
+	OFFCPU_STATE_BEFORE = 5, /* off the CPU since before the capture began */
+};
+
+enum offcpu_stat {
+	OFFCPU_STAT_SWITCHES = 0,     /* target threads switched out */
+	OFFCPU_STAT_KSTACK_LOST = 1,  /* kernel stack not stored (stack map full or hash collision) */
+	OFFCPU_STAT_USTACK_LOST = 2,  /* user stack not stored (same, or no user stack) */
+	OFFCPU_STAT_THREADS_FULL = 3, /* a switch-out not tracked: thread map full */
+	OFFCPU_STAT_ENTRIES_FULL = 4, /* off-CPU time dropped: wait map full */
+	OFFCPU_NSTATS = 5,
+};
+
+struct offcpu_start {
+	__u64 ts;
+	__s32 ustack;
+	__s32 kstack;
+	__u32 state;
+	__u32 tgid;
+};
+
+struct offcpu_config {
+	__u64 t0_ns; /* CLOCK_MONOTONIC (= bpf_ktime_get_ns) when the program was loaded */
+	__u32 ntargets;
+	__u32 targets[OFFCPU_MAX_TARGETS]; /* tgids */
+};
+
+struct offcpu_key {
+	__u32 tgid;
+	__u32 tid;
+	__s32 ustack;
+	__s32 kstack;
+	__u32 state;
+};
+
+struct offcpu_val {
+	__u64 ns;
+	__u64 count;
+	char comm[16];
+};
+
+#endif
