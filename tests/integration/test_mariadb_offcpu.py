@@ -1,0 +1,140 @@
+"""Off-CPU capture on a real MariaDB with real lock waits: a row lock and a metadata lock (BPF; root only)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+import mariadb as mdb
+from pmuprof.capture.offcpu import tracer
+from pmuprof.capture.record import RecordOptions, record
+from pmuprof.model import rundir
+from pmuprof.model.folded import load_folded
+
+HOLD_S = 3.0
+CAPTURE_S = 9.0
+STALL_LIMIT_S = 0.050
+
+
+def _connect(server: mdb.MariaDB):
+    import pymysql
+
+    return pymysql.connect(unix_socket=str(server.socket), user="root", password="", database="sbtest",
+                           autocommit=True, connect_timeout=5, read_timeout=60)
+
+
+def _tid(conn) -> int:
+    with conn.cursor() as cur:
+        cur.execute("SELECT TID FROM information_schema.PROCESSLIST WHERE ID = CONNECTION_ID()")
+        return int(cur.fetchone()[0])
+
+
+class Pinger(threading.Thread):
+    """SELECT 1 in a loop on its own connection; keeps (start, latency) of each."""
+
+    def __init__(self, server: mdb.MariaDB) -> None:
+        super().__init__(daemon=True)
+        self.conn, self.samples, self.stop = _connect(server), [], threading.Event()
+
+    def run(self) -> None:
+        with self.conn.cursor() as cur:
+            while not self.stop.is_set():
+                t0 = time.monotonic()
+                cur.execute("SELECT 1")
+                cur.fetchall()
+                self.samples.append((t0, time.monotonic() - t0))
+                time.sleep(0.002)
+
+    def worst(self, a: float, b: float) -> float:
+        return max((lat for t0, lat in self.samples if a <= t0 <= b), default=0.0)
+
+
+def _wait_attached(out: Path, worker: threading.Thread, timeout: float = 60) -> None:
+    log = out / rundir.OFFCPU_LOG
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and worker.is_alive():
+        if log.is_file() and "attached" in log.read_text(errors="replace"):
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"the tracer did not attach: {log.read_text() if log.is_file() else 'no log'}")
+
+
+def _hold_and_wait(server: mdb.MariaDB, holder_sql: str, waiter_sql: str) -> tuple[int, threading.Thread, object]:
+    """The holder keeps a lock in an open transaction; the waiter's statement blocks on it (in a thread)."""
+    holder, waiter = _connect(server), _connect(server)
+    with holder.cursor() as cur:
+        cur.execute("BEGIN")
+        cur.execute(holder_sql)
+        cur.fetchall()
+    tid = _tid(waiter)
+    thread = threading.Thread(target=lambda: waiter.cursor().execute(waiter_sql), daemon=True)
+    thread.start()
+    return tid, thread, holder
+
+
+@pytest.fixture(scope="module")
+def lock_run(mariadb, tmp_path_factory):
+    if tracer.unavailable([mariadb.pid])[0]:
+        pytest.skip(tracer.unavailable([mariadb.pid])[0])
+    mdb.sql(mariadb, "CREATE TABLE IF NOT EXISTS sbtest.offcpu_rows (id INT PRIMARY KEY, v INT) ENGINE=InnoDB",
+            "REPLACE INTO sbtest.offcpu_rows VALUES (1, 1), (2, 2)",
+            "CREATE TABLE IF NOT EXISTS sbtest.offcpu_mdl (id INT PRIMARY KEY) ENGINE=InnoDB")
+    out = tmp_path_factory.mktemp("offcpu-mdb") / "run"
+    pinger = Pinger(mariadb)
+    pinger.start()
+    time.sleep(CAPTURE_S / 2)  # the same server without a tracer, for the stall comparison
+    opts = RecordOptions(pids=(mariadb.pid,), out_dir=out, duration=CAPTURE_S, mysql=False, off_cpu=True,
+                         per_thread_roots=True)
+    worker = threading.Thread(target=record, args=(opts,), daemon=True)
+    begin = time.monotonic()
+    worker.start()
+    _wait_attached(out, worker)
+    row_tid, row_thread, row_holder = _hold_and_wait(
+        mariadb, "SELECT * FROM offcpu_rows WHERE id = 1 FOR UPDATE", "SELECT * FROM offcpu_rows WHERE id = 1 FOR UPDATE")
+    mdl_tid, mdl_thread, mdl_holder = _hold_and_wait(
+        mariadb, "SELECT * FROM offcpu_mdl", "ALTER TABLE offcpu_mdl ADD COLUMN c INT")
+    time.sleep(HOLD_S)
+    for holder in (row_holder, mdl_holder):
+        holder.cursor().execute("COMMIT")
+    row_thread.join(30)
+    mdl_thread.join(30)
+    worker.join(CAPTURE_S + 120)
+    end = time.monotonic()
+    pinger.stop.set()
+    pinger.join(10)
+    mdb.sql(mariadb, "DROP TABLE sbtest.offcpu_rows", "DROP TABLE sbtest.offcpu_mdl")
+    run = rundir.read_run(out)
+    assert run.offcpu and run.offcpu.recorded, run.offcpu
+    stacks, _ = load_folded(out / rundir.OFFCPU)
+    stall = {"before": pinger.worst(begin - CAPTURE_S / 2, begin), "during": pinger.worst(begin, end)}
+    return stacks, {"row": row_tid, "mdl": mdl_tid}, stall
+
+
+def _thread_us(stacks, tid: int, *needles: str) -> int:
+    return sum(n for s, n in stacks.items() if len(s) > 1 and s[1].endswith(f"-{tid}") and all(x in s for x in needles))
+
+
+def test_row_lock_wait_has_its_time(lock_run):
+    stacks, tids, _ = lock_run
+    waited = _thread_us(stacks, tids["row"], "__x64_sys_futex_[k]", "off-cpu:S")
+    assert waited >= (HOLD_S - 0.5) * 1e6, (waited, [s for s in stacks if s[1].endswith(f"-{tids['row']}")][:5])
+    assert _thread_us(stacks, tids["row"], "mysql_execute_command", "off-cpu:S") >= (HOLD_S - 0.5) * 1e6 or \
+        _thread_us(stacks, tids["row"], "do_command", "off-cpu:S") >= (HOLD_S - 0.5) * 1e6
+
+
+def test_metadata_lock_wait_has_its_time(lock_run):
+    stacks, tids, _ = lock_run
+    mdl = _thread_us(stacks, tids["mdl"], "MDL_context::acquire_lock", "__x64_sys_futex_[k]", "off-cpu:S")
+    assert mdl >= (HOLD_S - 0.5) * 1e6, [s for s in stacks if s[1].endswith(f"-{tids['mdl']}")][:5]
+
+
+def test_server_never_stalls(lock_run):
+    _, _, stall = lock_run
+    if stall["before"] >= STALL_LIMIT_S:
+        pytest.skip(f"this host is too loaded to measure a {STALL_LIMIT_S * 1000:.0f} ms stall: SELECT 1 took "
+                    f"{stall['before'] * 1000:.0f} ms without any tracer")
+    assert stall["during"] < STALL_LIMIT_S, stall
+
