@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import signal
 import subprocess
@@ -23,6 +24,7 @@ from tests import mariadb as mdb  # noqa: E402
 WORK = ROOT / "benchmarks" / "work"
 MODES = ("bpf", "bpftrace", "perf-sched")
 LOADS = {"point_select": ("oltp_point_select", 4, 10000), "hot_updates": ("oltp_update_non_index", 1, 20)}
+STOP_LIMIT_S = 120.0  # a tracer still writing its output this long after SIGINT is killed (and said)
 READY = {"bpf": "attached", "bpftrace": "Attaching"}  # output once the tracer is attached
 
 # The same off-CPU sum as pmuprof-offcpu, as bpftrace 0.17 can write it (stacks as map values).
@@ -73,6 +75,17 @@ def bpf_prog_stats(before: set[int]) -> dict:
             "progs": [p.get("name", "") for p in mine]}
 
 
+def proc_cpu_s(pid: int) -> float:
+    """utime + stime of a process (all its threads) in seconds."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def children_cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def _set_bpf_stats(on: bool) -> None:
     Path("/proc/sys/kernel/bpf_stats_enabled").write_text("1" if on else "0")
 
@@ -96,18 +109,28 @@ def one_run(server: mdb.MariaDB, mode: str, load: str, seconds: float, threads: 
                                     start_new_session=True)
             extra["attach_s"] = round(_wait_ready(proc, mode, out / "stderr", out), 3)
         begin = time.monotonic()
+        server_cpu, child_cpu = proc_cpu_s(server.pid), children_cpu_s()
         result = mdb.run_sysbench(server, seconds, test, threads, tables, size)
+        server_cpu, child_cpu = proc_cpu_s(server.pid) - server_cpu, children_cpu_s() - child_cpu
         if stats:
             cost = bpf_prog_stats(before)
             wall = time.monotonic() - t0
             extra.update(bpf_progs=cost["progs"], bpf_runs_per_s=round(cost["runs"] / wall), bpf_ns_per_run=round(cost["ns"] / max(cost["runs"], 1)),
                          bpf_cpu_pct=round(100 * cost["ns"] / (wall * 1e9 * (os.cpu_count() or 1)), 3))
+        reaped = children_cpu_s()  # sysbench's CPU is in already
+        txns = result.tps * seconds
+        extra["server_cpu_us_per_txn"] = round(server_cpu * 1e6 / txns, 2) if txns else None
+        extra["sysbench_cpu_us_per_txn"] = round(child_cpu * 1e6 / txns, 2) if txns else None
         if proc is not None:
             stop_at = time.monotonic()
             os.killpg(proc.pid, signal.SIGINT)
-            proc.wait(timeout=300)
-            extra["stop_s"] = round(time.monotonic() - stop_at, 3)
+            try:
+                proc.wait(timeout=STOP_LIMIT_S)
+                extra["stop_s"] = round(time.monotonic() - stop_at, 3)
+            except subprocess.TimeoutExpired:  # bpftrace symbolising its maps on a loaded host: minutes
+                extra["stop_s"], extra["stop_killed"] = STOP_LIMIT_S, True
             extra["tracer_total_s"] = round(time.monotonic() - t0, 2)
+            extra["tracer_cpu_s"] = round(children_cpu_s() - reaped, 3)
             extra["output_bytes"] = sum(f.stat().st_size for f in out.iterdir() if f.is_file())
         time.sleep(0.2)
         extra["worst_ping_ms"] = round(pinger.worst_between(begin - 5, time.monotonic()) * 1000, 2)
@@ -140,20 +163,29 @@ def summarize(runs: list[dict]) -> dict:
                 "baseline_tps": ov.spread([a["tps"] for a, _ in pairs]),
                 "worst_ping_ms": ov.spread([b["worst_ping_ms"] for _, b in pairs]),
                 "baseline_worst_ping_ms": ov.spread([a["worst_ping_ms"] for a, _ in pairs]),
+                "server_cpu_per_txn_ratio": ov.spread([b["server_cpu_us_per_txn"] / a["server_cpu_us_per_txn"]
+                                                       for a, b in pairs]),
+                "sysbench_cpu_per_txn_ratio": ov.spread([b["sysbench_cpu_us_per_txn"] / a["sysbench_cpu_us_per_txn"]
+                                                         for a, b in pairs]),
+                "baseline_server_cpu_us_per_txn": ov.spread([a["server_cpu_us_per_txn"] for a, _ in pairs]),
+                "tracer_cpu_s": ov.spread([b["tracer_cpu_s"] for _, b in pairs]),
                 "attach_s": ov.spread([b["attach_s"] for _, b in pairs]),
                 "stop_s": ov.spread([b["stop_s"] for _, b in pairs]),
+                "stop_killed": sum(1 for _, b in pairs if b.get("stop_killed")),
                 "output_bytes": ov.spread([b["output_bytes"] for _, b in pairs]),
             }
     return out
 
 
 def markdown(summary: dict) -> str:
-    lines = ["| load / mode | pairs | TPS ratio min / median / max | p95 ratio median | worst SELECT 1 ms (median, "
-             "max) with / without | attach s | stop+dump s | output |", "|---|---|---|---|---|---|---|---|"]
+    lines = ["| load / mode | pairs | TPS ratio min / median / max | p95 ratio median | server CPU per txn ratio "
+             "min / median / max | tracer CPU s | worst SELECT 1 ms (median, max) with / without | attach s | "
+             "stop+dump s | output |", "|---|---|---|---|---|---|---|---|---|---|"]
     for key, s in summary.items():
-        t = s["tps_ratio"]
+        t, c = s["tps_ratio"], s["server_cpu_per_txn_ratio"]
         lines.append(f"| {key} | {s['pairs']} | {t['min']:.3f} / {t['median']:.3f} / {t['max']:.3f} | "
-                     f"{s['p95_ratio']['median']:.3f} | {s['worst_ping_ms']['median']:.0f}, "
+                     f"{s['p95_ratio']['median']:.3f} | {c['min']:.3f} / {c['median']:.3f} / {c['max']:.3f} | "
+                     f"{s['tracer_cpu_s']['median']:.2f} | {s['worst_ping_ms']['median']:.0f}, "
                      f"{s['worst_ping_ms']['max']:.0f} / {s['baseline_worst_ping_ms']['median']:.0f}, "
                      f"{s['baseline_worst_ping_ms']['max']:.0f} | {s['attach_s']['median']:.2f} | "
                      f"{s['stop_s']['median']:.2f} | {s['output_bytes']['median'] / 1024:.0f} KiB |")

@@ -113,8 +113,10 @@ def lock_run(mariadb, tmp_path_factory):
     return stacks, {"row": row_tid, "mdl": mdl_tid}, stall
 
 
-def _thread_us(stacks, tid: int, *needles: str) -> int:
-    return sum(n for s, n in stacks.items() if len(s) > 1 and s[1].endswith(f"-{tid}") and all(x in s for x in needles))
+def _thread_us(stacks, tid: int, *prefixes: str) -> int:
+    """Microseconds of one thread's stacks holding a frame starting with each prefix (C++ names carry arguments)."""
+    return sum(n for s, n in stacks.items() if len(s) > 1 and s[1].endswith(f"-{tid}")
+               and all(any(f.startswith(p) for f in s) for p in prefixes))
 
 
 def test_row_lock_wait_has_its_time(lock_run):

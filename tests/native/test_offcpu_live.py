@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -108,3 +110,28 @@ def test_without_the_tracer_the_capture_goes_on(tmp_path, monkeypatch):
     snaps = rundir.read_typed(out / rundir.THREADS, Threads)
     assert snaps.snapshots[0].groups[0].kernel, "the /proc snapshot is still taken"
     assert Path(out / rundir.RUN_JSON).is_file()
+
+
+def test_killed_tracer_leaves_nothing_attached(tmp_path):
+    need_offcpu()
+    if not shutil.which("bpftool"):
+        pytest.skip("bpftool is not installed (apt-get install bpftool)")
+
+    def attached() -> int:
+        shown = subprocess.run(["bpftool", "prog", "show"], capture_output=True, text=True, check=True).stdout
+        return shown.count(" name on_switch ")
+
+    before = attached()
+    log = tmp_path / "log"
+    proc = subprocess.Popen([str(native_binary("pmuprof-offcpu")), "--pid", str(os.getpid()), "--duration", "60",
+                             "--out", str(tmp_path / "out")], stderr=open(log, "wb"))
+    try:
+        deadline = time.monotonic() + 30
+        while "attached" not in log.read_text() and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.05)
+        assert attached() == before + 1
+    finally:
+        proc.kill()  # SIGKILL: no chance to clean up; the kernel detaches with the last fd
+        proc.wait()
+    time.sleep(0.5)
+    assert attached() == before and not (tmp_path / "out").exists()
