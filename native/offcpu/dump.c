@@ -6,8 +6,10 @@
  *   stat NAME COUNT                     summed over CPUs
  *   wait TGID TID STATE WAITS NS USTACK KSTACK COMM   off-CPU time summed per stack
  *   open TGID TID STATE SINCE_NS USTACK KSTACK         threads still off the CPU at the end
- *   stack ID ADDR,ADDR,...               hex addresses, leaf first
- * STATE is R S D T ? or B (off the CPU since before t0); a stack id below 0 is -errno (not stored).
+ *   stack ID ADDR,ADDR,...               kernel stack, hex addresses, leaf first
+ *   ustack HASH SCANNED ADDR,ADDR,...    user stack (hex hash); SCANNED 1: chain found above sp
+ * STATE is R S D T ? or B (off the CPU since before t0); a kernel stack id below 0 is -errno (not
+ * stored), a user stack hash 0 is none.
  */
 #define _GNU_SOURCE
 #include <bpf/bpf.h>
@@ -23,7 +25,7 @@
 
 static const char state_letters[] = "RSDT?B";
 static const char *stat_names[OFFCPU_NSTATS] = {"switches", "kstack_lost", "ustack_lost", "threads_full",
-						"entries_full"};
+						"entries_full", "ustack_scanned"};
 
 struct idset {
 	__s32 *ids;
@@ -75,9 +77,10 @@ static int dump_waits(FILE *f, int fd, struct idset *ids)
 		for (i = 0; val.comm[i]; i++)
 			if (val.comm[i] == '\t' || val.comm[i] == '\n')
 				val.comm[i] = '_';
-		fprintf(f, "wait\t%u\t%u\t%c\t%llu\t%llu\t%d\t%d\t%s\n", key.tgid, key.tid, state_letter(key.state),
-			(unsigned long long)val.count, (unsigned long long)val.ns, key.ustack, key.kstack, val.comm);
-		if (idset_add(ids, key.ustack) || idset_add(ids, key.kstack))
+		fprintf(f, "wait\t%u\t%u\t%c\t%llu\t%llu\t%llx\t%d\t%s\n", key.tgid, key.tid, state_letter(key.state),
+			(unsigned long long)val.count, (unsigned long long)val.ns, (unsigned long long)key.ustack,
+			key.kstack, val.comm);
+		if (idset_add(ids, key.kstack))
 			return -ENOMEM;
 	}
 	return 0;
@@ -94,9 +97,9 @@ static int dump_open(FILE *f, int fd, struct idset *ids)
 		prev = &tid;
 		if (bpf_map_lookup_elem(fd, &tid, &s))
 			continue;
-		fprintf(f, "open\t%u\t%u\t%c\t%llu\t%d\t%d\n", s.tgid, tid, state_letter(s.state),
-			(unsigned long long)s.ts, s.ustack, s.kstack);
-		if (idset_add(ids, s.ustack) || idset_add(ids, s.kstack))
+		fprintf(f, "open\t%u\t%u\t%c\t%llu\t%llx\t%d\n", s.tgid, tid, state_letter(s.state),
+			(unsigned long long)s.ts, (unsigned long long)s.ustack, s.kstack);
+		if (idset_add(ids, s.kstack))
 			return -ENOMEM;
 	}
 	return 0;
@@ -118,6 +121,26 @@ static void dump_stacks(FILE *f, int fd, struct idset *ids)
 		fprintf(f, "stack\t%d\t", ids->ids[i]);
 		for (d = 0; d < OFFCPU_MAX_DEPTH && ips[d]; d++)
 			fprintf(f, "%s%llx", d ? "," : "", (unsigned long long)ips[d]);
+		fputc('\n', f);
+	}
+}
+
+/* Every user stack in the map (the program adds only stacks of target threads). */
+static void dump_ustacks(FILE *f, int fd)
+{
+	struct offcpu_ustack u;
+	__u64 key, next;
+	void *prev = NULL;
+	__u32 d;
+
+	while (!bpf_map_get_next_key(fd, prev, &next)) {
+		key = next;
+		prev = &key;
+		if (bpf_map_lookup_elem(fd, &key, &u))
+			continue;
+		fprintf(f, "ustack\t%llx\t%u\t", (unsigned long long)key, u.scanned);
+		for (d = 0; d < u.n && d < OFFCPU_USER_DEPTH; d++)
+			fprintf(f, "%s%llx", d ? "," : "", (unsigned long long)u.ips[d]);
 		fputc('\n', f);
 	}
 }
@@ -156,8 +179,10 @@ int offcpu_dump(struct bpf_object *obj, const struct offcpu_opts *o, __u64 t0, _
 	rc = dump_waits(f, bpf_map__fd(bpf_object__find_map_by_name(obj, "waits")), &ids);
 	if (!rc)
 		rc = dump_open(f, bpf_map__fd(bpf_object__find_map_by_name(obj, "starts")), &ids);
-	if (!rc)
+	if (!rc) {
 		dump_stacks(f, bpf_map__fd(bpf_object__find_map_by_name(obj, "stacks")), &ids);
+		dump_ustacks(f, bpf_map__fd(bpf_object__find_map_by_name(obj, "ustacks")));
+	}
 	free(ids.ids);
 	if (fclose(f) && !rc)
 		rc = -errno;

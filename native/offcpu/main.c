@@ -81,10 +81,50 @@ static __u64 now_ns(void)
 	return (__u64)ts.tv_sec * 1000000000ull + (__u64)ts.tv_nsec;
 }
 
-static int configure(struct bpf_object *obj, const struct offcpu_opts *o, __u64 t0)
+static int cmp_range(const void *a, const void *b)
+{
+	const struct offcpu_range *x = a, *y = b;
+
+	return (x->start > y->start) - (x->start < y->start);
+}
+
+/* The targets' executable mappings, sorted (new ones mapped later are not known: their frames end a
+ * scanned chain early, never add a wrong one). */
+static unsigned read_code(const struct offcpu_opts *o, struct offcpu_range *out)
+{
+	char path[64], line[512], perms[8];
+	unsigned long long lo, hi;
+	unsigned i, n = 0;
+	FILE *f;
+
+	for (i = 0; i < o->npids; i++) {
+		snprintf(path, sizeof(path), "/proc/%u/maps", o->pids[i]);
+		f = fopen(path, "r");
+		while (f && fgets(line, sizeof(line), f) && n < OFFCPU_MAX_CODE)
+			if (sscanf(line, "%llx-%llx %7s", &lo, &hi, perms) == 3 && perms[2] == 'x')
+				out[n++] = (struct offcpu_range){lo, hi};
+		if (f)
+			fclose(f);
+	}
+	qsort(out, n, sizeof(*out), cmp_range);
+	return n;
+}
+
+static int load_code(struct bpf_object *obj, const struct offcpu_range *ranges, unsigned n)
+{
+	int fd = bpf_map__fd(bpf_object__find_map_by_name(obj, "code"));
+	__u32 i;
+
+	for (i = 0; i < n; i++)
+		if (bpf_map_update_elem(fd, &i, &ranges[i], BPF_ANY))
+			return -errno;
+	return 0;
+}
+
+static int configure(struct bpf_object *obj, const struct offcpu_opts *o, __u64 t0, unsigned ncode)
 {
 	struct bpf_map *map, *rodata = NULL;
-	struct offcpu_config cfg = {.t0_ns = t0, .ntargets = o->npids};
+	struct offcpu_config cfg = {.t0_ns = t0, .ncode = ncode, .ntargets = o->npids};
 	const void *init;
 	size_t size = 0;
 	char *data;
@@ -114,7 +154,8 @@ static int configure(struct bpf_object *obj, const struct offcpu_opts *o, __u64 
 		return rc;
 	if (bpf_map__set_max_entries(bpf_object__find_map_by_name(obj, "starts"), o->threads) ||
 	    bpf_map__set_max_entries(bpf_object__find_map_by_name(obj, "waits"), o->entries) ||
-	    bpf_map__set_max_entries(bpf_object__find_map_by_name(obj, "stacks"), o->stacks))
+	    bpf_map__set_max_entries(bpf_object__find_map_by_name(obj, "stacks"), o->stacks) ||
+	    bpf_map__set_max_entries(bpf_object__find_map_by_name(obj, "ustacks"), o->stacks))
 		return -EINVAL;
 	return 0;
 }
@@ -153,7 +194,9 @@ static const char *wait_for_stop(const struct offcpu_opts *o, __u64 t0)
 
 int main(int argc, char **argv)
 {
+	static struct offcpu_range code[OFFCPU_MAX_CODE];
 	struct offcpu_opts o = {0};
+	unsigned ncode;
 	struct bpf_object *obj;
 	struct bpf_link *link;
 	const char *why;
@@ -173,12 +216,16 @@ int main(int argc, char **argv)
 	if (!obj)
 		return offcpu_fail("open", -errno);
 	t0 = now_ns();
-	rc = configure(obj, &o, t0);
+	ncode = read_code(&o, code);
+	rc = configure(obj, &o, t0, ncode);
 	if (rc)
 		return offcpu_fail("configure", rc);
 	rc = bpf_object__load(obj);
 	if (rc)
 		return offcpu_fail("load", rc);
+	rc = load_code(obj, code, ncode);
+	if (rc)
+		return offcpu_fail("code ranges", rc);
 	link = bpf_program__attach(bpf_object__find_program_by_name(obj, "on_switch"));
 	if (!link)
 		return offcpu_fail("attach", -errno);

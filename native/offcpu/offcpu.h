@@ -3,10 +3,14 @@
 #define PMUPROF_OFFCPU_H
 
 #define OFFCPU_MAX_TARGETS 16
-#define OFFCPU_MAX_DEPTH 127 /* the kernel's perf_event_max_stack default */
+#define OFFCPU_MAX_DEPTH 127 /* kernel stacks: the kernel's perf_event_max_stack default */
+#define OFFCPU_USER_DEPTH 128 /* user stacks (a power of two: indexes are masked for the verifier) */
 #define OFFCPU_DEFAULT_THREADS 16384
 #define OFFCPU_DEFAULT_ENTRIES 16384
 #define OFFCPU_DEFAULT_STACKS 8192
+#define OFFCPU_MAX_CODE 1024          /* executable mappings of the targets known to the program */
+#define OFFCPU_SCAN_WORDS 128         /* words above the user sp searched for a saved frame pointer */
+#define OFFCPU_STACK_WINDOW (8u << 20) /* a frame pointer further than this above sp is not one */
 
 enum offcpu_state {
 	OFFCPU_STATE_R = 0,      /* preempted / runnable: waited for a CPU */
@@ -23,27 +27,42 @@ enum offcpu_stat {
 	OFFCPU_STAT_USTACK_LOST = 2,  /* user stack not stored (same, or no user stack) */
 	OFFCPU_STAT_THREADS_FULL = 3, /* a switch-out not tracked: thread map full */
 	OFFCPU_STAT_ENTRIES_FULL = 4, /* off-CPU time dropped: wait map full */
-	OFFCPU_NSTATS = 5,
+	OFFCPU_STAT_USTACK_SCANNED = 5, /* user stacks whose frame chain was found by scanning above sp */
+	OFFCPU_NSTATS = 6,
 };
 
 struct offcpu_start {
 	__u64 ts;
-	__s32 ustack;
-	__s32 kstack;
+	__u64 ustack; /* hash of the user frames (key of the ustacks map); 0: none */
+	__s32 kstack; /* stack map id; below 0: -errno */
 	__u32 state;
 	__u32 tgid;
+	__u32 pad;
+};
+
+/* A user stack walked by the program itself: frame pointers, and when the leaf clobbered rbp (glibc's
+ * futex wrappers do), the first chain found by scanning a few words above sp. */
+struct offcpu_ustack {
+	__u32 n;
+	__u32 scanned;
+	__u64 ips[OFFCPU_USER_DEPTH];
 };
 
 struct offcpu_config {
 	__u64 t0_ns; /* CLOCK_MONOTONIC (= bpf_ktime_get_ns) when the program was loaded */
+	__u32 ncode; /* entries of the code map: the targets' executable mappings, sorted, at the start */
 	__u32 ntargets;
 	__u32 targets[OFFCPU_MAX_TARGETS]; /* tgids */
 };
 
+struct offcpu_range {
+	__u64 start, end;
+};
+
 struct offcpu_key {
+	__u64 ustack;
 	__u32 tgid;
 	__u32 tid;
-	__s32 ustack;
 	__s32 kstack;
 	__u32 state;
 };

@@ -30,6 +30,7 @@ class OffCpu:
     stacks: int = 0
     threads: int = 0
     switches: int | None = None
+    user_stacks_scanned: int | None = None
     lost: Mapping[str, int] = field(default_factory=dict)
     limits: Mapping[str, int] = field(default_factory=dict)
     stderr: str = ""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -32,24 +34,35 @@ def _tid(conn) -> int:
         return int(cur.fetchone()[0])
 
 
-class Pinger(threading.Thread):
-    """SELECT 1 in a loop on its own connection; keeps (start, latency) of each."""
+PINGER = """
+import sys, time, pymysql
+conn = pymysql.connect(unix_socket=sys.argv[1], user="root", autocommit=True)
+with conn.cursor() as cur, open(sys.argv[2], "w") as out:
+    while True:
+        t0 = time.monotonic()
+        cur.execute("SELECT 1")
+        cur.fetchall()
+        out.write(f"{t0} {time.monotonic() - t0}\\n")
+        out.flush()
+        time.sleep(0.002)
+"""
 
-    def __init__(self, server: mdb.MariaDB) -> None:
-        super().__init__(daemon=True)
-        self.conn, self.samples, self.stop = _connect(server), [], threading.Event()
 
-    def run(self) -> None:
-        with self.conn.cursor() as cur:
-            while not self.stop.is_set():
-                t0 = time.monotonic()
-                cur.execute("SELECT 1")
-                cur.fetchall()
-                self.samples.append((t0, time.monotonic() - t0))
-                time.sleep(0.002)
+class Pinger:
+    """SELECT 1 in a loop in its own process (no GIL shared with the capture); (start, latency) per line."""
+
+    def __init__(self, server: mdb.MariaDB, path: Path) -> None:
+        self.path = path
+        self.proc = subprocess.Popen([sys.executable, "-c", PINGER, str(server.socket), str(path)])
+
+    def stop(self) -> None:
+        self.proc.kill()
+        self.proc.wait()
 
     def worst(self, a: float, b: float) -> float:
-        return max((lat for t0, lat in self.samples if a <= t0 <= b), default=0.0)
+        """The longest SELECT 1 that was running at some point of [a, b] (time.monotonic, same clock)."""
+        rows = [tuple(map(float, line.split())) for line in self.path.read_text().splitlines() if line.count(" ") == 1]
+        return max((lat for t0, lat in rows if t0 <= b and t0 + lat >= a), default=0.0)
 
 
 def _wait_attached(out: Path, timeout: float = 60) -> None:
@@ -103,8 +116,7 @@ def lock_run(mariadb, tmp_path_factory):
             "REPLACE INTO sbtest.offcpu_rows VALUES (1, 1), (2, 2)",
             "CREATE TABLE IF NOT EXISTS sbtest.offcpu_mdl (id INT PRIMARY KEY) ENGINE=InnoDB")
     out = tmp_path_factory.mktemp("offcpu-mdb") / "run"
-    pinger = Pinger(mariadb)
-    pinger.start()
+    pinger = Pinger(mariadb, out.parent / "pings.txt")
     time.sleep(CAPTURE_S / 2)  # the same server without a tracer, for the stall comparison
     tids: dict[str, int] = {}
     conns: list = []
@@ -117,13 +129,15 @@ def lock_run(mariadb, tmp_path_factory):
     scenario.join(60)
     for conn in conns:
         conn.close()
-    pinger.stop.set()
-    pinger.join(10)
+    pinger.stop()
     mdb.sql(mariadb, "DROP TABLE sbtest.offcpu_rows", "DROP TABLE sbtest.offcpu_mdl")
     run = rundir.read_run(out)
     assert run.offcpu and run.offcpu.recorded, run.offcpu
     stacks, _ = load_folded(out / rundir.OFFCPU)
-    stall = {"before": pinger.worst(begin - CAPTURE_S / 2, begin), "during": pinger.worst(begin, end)}
+    wall_to_mono = time.time() - time.monotonic()  # the window: from the start to the tracer's output written
+    window = (begin, (out / rundir.OFFCPU_RAW).stat().st_mtime - wall_to_mono)
+    stall = {"before": pinger.worst(begin - CAPTURE_S / 2, begin - 0.5), "during": pinger.worst(*window),
+             "after_capture": pinger.worst(window[1], end)}
     assert set(tids) == {"row", "mdl", "done"}, tids
     return stacks, tids, stall
 
@@ -144,6 +158,9 @@ def test_row_lock_wait_has_its_time(lock_run):
     # the statement waited HOLD_S for the row lock, in a condition variable (futex), and then the thread
     # went back to reading the next command (poll): not a futex
     assert (HOLD_S - 0.5) * 1e6 <= waited <= (HOLD_S + 1.5) * 1e6, (waited, _of_thread(stacks, tids["row"]))
+    # the wait sits under the statement: glibc's futex wait keeps no frame pointer, the tracer finds the chain
+    in_statement = _thread_us(stacks, tids["row"], "mysql_execute_command", "handler::", "__x64_sys_futex_[k]")
+    assert in_statement >= (HOLD_S - 0.5) * 1e6, _of_thread(stacks, tids["row"])
     assert _thread_us(stacks, tids["row"], "do_command", "vio_read", "off-cpu:S") > 0, "idle afterwards, named"
 
 
@@ -151,7 +168,8 @@ def test_metadata_lock_wait_has_its_time(lock_run):
     stacks, tids, _ = lock_run
     waited = _waited_on_futex(stacks, tids["mdl"])
     assert (HOLD_S - 0.5) * 1e6 <= waited <= (HOLD_S + 1.5) * 1e6, (waited, _of_thread(stacks, tids["mdl"]))
-    assert _thread_us(stacks, tids["mdl"], "mysql_execute_command") > 0, "the ALTER's own work, named"
+    mdl = _thread_us(stacks, tids["mdl"], "mysql_alter_table", "MDL_context::acquire_lock", "__x64_sys_futex_[k]")
+    assert mdl >= (HOLD_S - 0.5) * 1e6, _of_thread(stacks, tids["mdl"])
 
 
 def _of_thread(stacks, tid: int) -> list:

@@ -38,14 +38,15 @@ limit\tstacks\t64
 stat\tswitches\t4
 stat\tkstack_lost\t0
 stat\tustack_lost\t1
-wait\t100\t101\tS\t2\t6000000\t1\t2\tworker
-wait\t100\t102\tR\t1\t1000000\t3\t-17\tworker
-wait\t100\t103\tB\t1\t2000000\t-1\t-1\tstuck
-open\t100\t104\tD\t1003000000\t1\t4
-stack\t1\t7f0000001010,555500002020
+stat\tustack_scanned\t1
+wait\t100\t101\tS\t2\t6000000\ta1\t2\tworker
+wait\t100\t102\tR\t1\t1000000\ta3\t-17\tworker
+wait\t100\t103\tB\t1\t2000000\t0\t-1\tstuck
+open\t100\t104\tD\t1003000000\ta1\t4
 stack\t2\tffffffff81000710,ffffffff81000610,ffffffff81000510,ffffffff81000410,ffffffff81000310,ffffffff81000210
-stack\t3\t555500003030
 stack\t4\tffffffff81000610,ffffffff81000810
+ustack\ta1\t1\t7f0000001010,555500002020
+ustack\ta3\t0\t555500003030
 """
 
 MAPS = {100: (FileMap(0x7F0000000000, 0x7F0000100000, 0, "/lib/libc.so.6"),
@@ -71,9 +72,10 @@ def fake_funcs(path, offsets, file_offsets=False, debug=None):
 def test_parse_and_argv():
     out = tool.parse(OUTPUT.splitlines(True))
     assert (out.t0_ns, out.end_ns, out.stopped_by) == (1_000_000_000, 1_010_000_000, "SIGINT")
-    assert out.stats == {"switches": 4, "kstack_lost": 0, "ustack_lost": 1} and out.limits["stacks"] == 64
-    assert out.waits[1] == tool.Wait(100, 102, "R", 1, 1_000_000, 3, -17, "worker")
-    assert out.stack(-17) == () and out.stack(3) == (0x555500003030,)
+    assert out.stats == {"switches": 4, "kstack_lost": 0, "ustack_lost": 1, "ustack_scanned": 1}
+    assert out.limits["stacks"] == 64 and out.scanned == {0xA1}
+    assert out.waits[1] == tool.Wait(100, 102, "R", 1, 1_000_000, 0xA3, -17, "worker")
+    assert out.stack(-17) == () and out.ustack(0xA3) == (0x555500003030,) and out.ustack(0) == ()
     assert tool.argv("/x/pmuprof-offcpu", [7, 8], 12.5, "/o")[:6] == ["/x/pmuprof-offcpu", "--pid", "7", "--pid", "8",
                                                                        "--duration"]
     with pytest.raises(ValueError):

@@ -53,7 +53,7 @@ class _Builder:
 def fold(out: TracerOutput, roots: Mapping[int, str], kernel: KernelSymbols, user: UserSymbols,
          start: Threads, end: Threads, per_thread_roots: bool = False) -> Folded:
     """Every off-CPU nanosecond the tracer saw, plus the waits /proc showed that spanned its whole window."""
-    user.resolve((w.tgid, a) for w in (*out.waits, *out.open) for a in lookup_addresses(out.stack(w.ustack)))
+    user.resolve((w.tgid, a) for w in (*out.waits, *out.open) for a in lookup_addresses(out.ustack(w.ustack)))
     b = _Builder(roots, kernel, user, per_thread_roots)
     comms = {(w.tgid, w.tid): w.comm for w in out.waits}
     for w in out.waits:
@@ -63,11 +63,11 @@ def fold(out: TracerOutput, roots: Mapping[int, str], kernel: KernelSymbols, use
             b.add(head, (UNKNOWN,), _proc_kernel(before), proc_state(before.state) if before else "?", w.ns,
                   (w.tgid, w.tid), before=True)
             continue
-        b.add(head, user.frames(w.tgid, out.stack(w.ustack)), kernel.frames(out.stack(w.kstack)), w.state, w.ns,
+        b.add(head, user.frames(w.tgid, out.ustack(w.ustack)), kernel.frames(out.stack(w.kstack)), w.state, w.ns,
               (w.tgid, w.tid))
     for o in out.open:  # still off the CPU at the end: count up to the end
         comm = comms.get((o.tgid, o.tid)) or _comm(end, start, o.tgid, o.tid)
-        b.add(b.head(o.tgid, o.tid, comm), user.frames(o.tgid, out.stack(o.ustack)),
+        b.add(b.head(o.tgid, o.tid, comm), user.frames(o.tgid, out.ustack(o.ustack)),
               kernel.frames(out.stack(o.kstack)), o.state, out.end_ns - max(o.since_ns, out.t0_ns), (o.tgid, o.tid))
     _whole_window(b, out, start, end)
     stacks = {s: ns // 1000 for s, ns in b.ns.items() if ns >= 1000}

@@ -38,6 +38,6 @@ def group(when: str, at: str, pid: int, label: str, threads: Sequence[ThreadNow]
 
 def bpf_user_stacks(out: TracerOutput, symbols: UserSymbols, tgid: int) -> dict[int, tuple[tuple[str, ...], float]]:
     """tid -> (user frames of its last switch-out, ms off the CPU) for threads still off the CPU at the end."""
-    return {o.tid: (symbols.frames(tgid, out.stack(o.ustack)), (out.end_ns - o.since_ns) / 1e6)
-            for o in out.open if o.tgid == tgid and out.stack(o.ustack)}
+    return {o.tid: (symbols.frames(tgid, out.ustack(o.ustack)), (out.end_ns - o.since_ns) / 1e6)
+            for o in out.open if o.tgid == tgid and out.ustack(o.ustack)}
 

@@ -103,14 +103,15 @@ def _fold_and_write(p: Plan, out_dir: Path, out: tool.TracerOutput, usyms: UserS
                     outcome: OffCpu) -> OffCpu:
     folded = fold(out, p.roots, KernelSymbols.read(), usyms, p.start, end, per_thread_roots)
     duration = round((out.end_ns - out.t0_ns) / 1e9, 3)
-    lost = {k: v for k, v in out.stats.items() if k != "switches"}
+    lost = {k: v for k, v in out.stats.items() if k not in ("switches", "ustack_scanned")}
     headers = {"unit": "us", "source": MECHANISM, "duration_s": duration, "total_us": folded.total_us,
                "before_us": folded.before_us, "leaf": "off-cpu:STATE (R runnable, S sleep, D uninterruptible)",
                "targets": " ".join(f"{label}={pid}" for pid, label in p.roots.items())}
     save_folded(out_dir / rundir.OFFCPU, folded.stacks, headers)
     return replace(outcome, recorded=True, stopped_by=out.stopped_by, duration_s=duration, total_us=folded.total_us,
                    before_us=folded.before_us, stacks=len(folded.stacks), threads=folded.threads,
-                   switches=out.stats.get("switches"), lost=lost, limits=dict(out.limits))
+                   switches=out.stats.get("switches"), user_stacks_scanned=out.stats.get("ustack_scanned"), lost=lost,
+                   limits=dict(out.limits))
 
 
 def _read_output(path: Path) -> tuple[tool.TracerOutput | None, str]:

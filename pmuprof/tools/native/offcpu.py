@@ -28,8 +28,8 @@ class Wait:
     state: str  # R S D T ? or B (off the CPU since before the tracer attached)
     waits: int
     ns: int
-    ustack: int  # stack id; below 0: -errno, not stored
-    kstack: int
+    ustack: int  # user stack hash (key of ``ustacks``); 0: none
+    kstack: int  # kernel stack id; below 0: -errno, not stored
     comm: str
 
 
@@ -54,10 +54,17 @@ class TracerOutput:
     stats: Mapping[str, int] = field(default_factory=dict)
     waits: tuple[Wait, ...] = ()
     open: tuple[Open, ...] = ()
-    stacks: Mapping[int, tuple[int, ...]] = field(default_factory=dict)  # id -> addresses, leaf first
+    stacks: Mapping[int, tuple[int, ...]] = field(default_factory=dict)  # kernel: id -> addresses, leaf first
+    ustacks: Mapping[int, tuple[int, ...]] = field(default_factory=dict)  # user: hash -> addresses, leaf first
+    scanned: frozenset[int] = frozenset()  # user stacks whose frame chain was found by scanning above sp
 
     def stack(self, stack_id: int) -> tuple[int, ...]:
+        """A kernel stack's addresses (() when it was not stored)."""
         return self.stacks.get(stack_id, ()) if stack_id >= 0 else ()
+
+    def ustack(self, stack_hash: int) -> tuple[int, ...]:
+        """A user stack's addresses (() when none)."""
+        return self.ustacks.get(stack_hash, ())
 
 
 def argv(binary: Path | str, pids: Sequence[int], duration_s: float, out: Path, limits: Limits = Limits()) -> list[str]:
@@ -79,18 +86,24 @@ def parse(lines: Iterable[str]) -> TracerOutput:
     waits: list[Wait] = []
     opens: list[Open] = []
     stacks: dict[int, tuple[int, ...]] = {}
+    ustacks: dict[int, tuple[int, ...]] = {}
+    scanned: set[int] = set()
     for n, raw in enumerate(lines, 1):
         parts = raw.rstrip("\n").split("\t")
         kind = parts[0]
         if n == 1 and (kind != "pmuprof-offcpu" or parts[1:] != [FORMAT]):
             raise ValueError("not a pmuprof-offcpu output file (format 1)")
         if kind == "wait" and len(parts) >= 9:
-            waits.append(Wait(int(parts[1]), int(parts[2]), parts[3], int(parts[4]), int(parts[5]), int(parts[6]),
+            waits.append(Wait(int(parts[1]), int(parts[2]), parts[3], int(parts[4]), int(parts[5]), int(parts[6], 16),
                               int(parts[7]), "\t".join(parts[8:])))
         elif kind == "open" and len(parts) == 7:
-            opens.append(Open(int(parts[1]), int(parts[2]), parts[3], int(parts[4]), int(parts[5]), int(parts[6])))
+            opens.append(Open(int(parts[1]), int(parts[2]), parts[3], int(parts[4]), int(parts[5], 16), int(parts[6])))
         elif kind == "stack" and len(parts) == 3:
-            stacks[int(parts[1])] = tuple(int(a, 16) for a in parts[2].split(",") if a)
+            stacks[int(parts[1])] = _addresses(parts[2])
+        elif kind == "ustack" and len(parts) == 4:
+            ustacks[int(parts[1], 16)] = _addresses(parts[3])
+            if parts[2] == "1":
+                scanned.add(int(parts[1], 16))
         elif kind == "stat" and len(parts) == 3:
             stats[parts[1]] = int(parts[2])
         elif kind == "limit" and len(parts) == 3:
@@ -100,7 +113,11 @@ def parse(lines: Iterable[str]) -> TracerOutput:
     if "pmuprof-offcpu" not in head:
         raise ValueError("empty pmuprof-offcpu output")
     return TracerOutput(int(head.get("t0_ns", 0)), int(head.get("end_ns", 0)), head.get("stopped_by", ""), limits,
-                        stats, tuple(waits), tuple(opens), stacks)
+                        stats, tuple(waits), tuple(opens), stacks, ustacks, frozenset(scanned))
+
+
+def _addresses(text: str) -> tuple[int, ...]:
+    return tuple(int(a, 16) for a in text.split(",") if a)
 
 
 def load(path: Path) -> TracerOutput:
