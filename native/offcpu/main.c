@@ -113,18 +113,20 @@ static unsigned read_code(const struct offcpu_opts *o, struct offcpu_range *out)
 static int load_code(struct bpf_object *obj, const struct offcpu_range *ranges, unsigned n)
 {
 	int fd = bpf_map__fd(bpf_object__find_map_by_name(obj, "code"));
-	__u32 i;
+	__u32 i, which = OFFCPU_CLOCK_NCODE;
+	__u64 count = n;
 
 	for (i = 0; i < n; i++)
 		if (bpf_map_update_elem(fd, &i, &ranges[i], BPF_ANY))
 			return -errno;
-	return 0;
+	fd = bpf_map__fd(bpf_object__find_map_by_name(obj, "clock"));
+	return bpf_map_update_elem(fd, &which, &count, BPF_ANY) ? -errno : 0;
 }
 
-static int configure(struct bpf_object *obj, const struct offcpu_opts *o, __u64 t0, unsigned ncode)
+static int configure(struct bpf_object *obj, const struct offcpu_opts *o)
 {
 	struct bpf_map *map, *rodata = NULL;
-	struct offcpu_config cfg = {.t0_ns = t0, .ncode = ncode, .ntargets = o->npids};
+	struct offcpu_config cfg = {.ntargets = o->npids};
 	const void *init;
 	size_t size = 0;
 	char *data;
@@ -197,6 +199,7 @@ int main(int argc, char **argv)
 	static struct offcpu_range code[OFFCPU_MAX_CODE];
 	struct offcpu_opts o = {0};
 	unsigned ncode;
+	__u32 zero = 0;
 	struct bpf_object *obj;
 	struct bpf_link *link;
 	const char *why;
@@ -215,9 +218,8 @@ int main(int argc, char **argv)
 	obj = bpf_object__open_mem(offcpu_bpf_obj, (size_t)(offcpu_bpf_obj_end - offcpu_bpf_obj), NULL);
 	if (!obj)
 		return offcpu_fail("open", -errno);
-	t0 = now_ns();
 	ncode = read_code(&o, code);
-	rc = configure(obj, &o, t0, ncode);
+	rc = configure(obj, &o);
 	if (rc)
 		return offcpu_fail("configure", rc);
 	rc = bpf_object__load(obj);
@@ -229,6 +231,10 @@ int main(int argc, char **argv)
 	link = bpf_program__attach(bpf_object__find_program_by_name(obj, "on_switch"));
 	if (!link)
 		return offcpu_fail("attach", -errno);
+	t0 = now_ns(); /* the window starts when the program runs: waits before it count from here */
+	rc = bpf_map_update_elem(bpf_map__fd(bpf_object__find_map_by_name(obj, "clock")), &zero, &t0, BPF_ANY);
+	if (rc)
+		return offcpu_fail("clock", -errno);
 	fprintf(stderr, "pmuprof-offcpu: attached to %u process(es), t0_ns=%llu\n", o.npids, (unsigned long long)t0);
 	why = wait_for_stop(&o, t0);
 	bpf_link__destroy(link); /* detach first: the maps stop changing */

@@ -60,6 +60,15 @@ struct {
 	__type(value, struct offcpu_ustack);
 } ustacks SEC(".maps");
 
+/* enum offcpu_clock: t0 (waits that began before it count from it; 0: nothing counted yet) and the
+ * number of code ranges. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, OFFCPU_NCLOCK);
+	__type(key, __u32);
+	__type(value, __u64);
+} clock SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, OFFCPU_MAX_CODE);
@@ -123,11 +132,17 @@ static __always_inline __u32 state_of(bool preempt, unsigned int prev_state)
 
 /* Whether addr lies in one of the targets' executable mappings (a return address must): a binary
  * search of the sorted ranges the loader wrote (no mmap lock is taken at a context switch). */
-static __always_inline int in_code(__u64 addr)
+/* Global (not inlined) subprograms: the verifier checks each once, not at every call site and loop
+ * iteration (inlined, the load took seconds and could hit the 1M-instruction limit). */
+__attribute__((noinline)) int in_code(__u64 addr)
 {
-	__u32 lo = 0, hi = cfg.ncode, i, mid;
+	__u32 lo = 0, hi, i, mid, which = OFFCPU_CLOCK_NCODE;
+	__u64 *ncode = bpf_map_lookup_elem(&clock, &which);
 	struct offcpu_range *r;
 
+	if (!ncode)
+		return 0;
+	hi = (__u32)*ncode;
 	for (i = 0; i < 11 && lo < hi; i++) { /* 2^11 > OFFCPU_MAX_CODE */
 		mid = (lo + hi) / 2;
 		r = bpf_map_lookup_elem(&code, &mid);
@@ -145,7 +160,7 @@ static __always_inline int in_code(__u64 addr)
 
 /* Whether fp points up the stack to a pair (next fp, return address) that is a frame: the next fp
  * further up (or 0), the return address in an executable mapping. */
-static __always_inline int frame_ok(__u64 fp, __u64 sp)
+__attribute__((noinline)) int frame_ok(__u64 fp, __u64 sp)
 {
 	__u64 pair[2];
 
@@ -158,7 +173,7 @@ static __always_inline int frame_ok(__u64 fp, __u64 sp)
 /* Whether the frame chain from fp reaches the thread's first frame (a saved fp of 0) with every return
  * address in code: a word above sp that only looks like a saved fp (a stale one, a pointer to a local)
  * does not, and is not taken. */
-static __always_inline int chain_to_root(__u64 fp)
+__attribute__((noinline)) int chain_to_root(__u64 fp)
 {
 	__u64 pair[2];
 	__u32 i;
@@ -306,10 +321,15 @@ static __always_inline void switch_in(struct task_struct *next, __u64 now)
 		delta = now - s->ts;
 		bpf_map_delete_elem(&starts, &key.tid);
 	} else { /* off the CPU since before the capture: stack unknown, time counted from t0 */
+		__u32 which = OFFCPU_CLOCK_T0;
+		__u64 *t0 = bpf_map_lookup_elem(&clock, &which);
+
+		if (!t0 || !*t0 || now <= *t0)
+			return;
 		key.ustack = 0;
 		key.kstack = -1;
 		key.state = OFFCPU_STATE_BEFORE;
-		delta = now > cfg.t0_ns ? now - cfg.t0_ns : 0;
+		delta = now - *t0;
 	}
 	v = bpf_map_lookup_elem(&waits, &key);
 	if (!v) {

@@ -49,10 +49,15 @@ struct offcpu_ustack {
 };
 
 struct offcpu_config {
-	__u64 t0_ns; /* CLOCK_MONOTONIC (= bpf_ktime_get_ns) when the program was loaded */
-	__u32 ncode; /* entries of the code map: the targets' executable mappings, sorted, at the start */
 	__u32 ntargets;
 	__u32 targets[OFFCPU_MAX_TARGETS]; /* tgids */
+};
+
+enum offcpu_clock { /* entries of the clock map, written by the loader once the program is attached */
+	OFFCPU_CLOCK_T0 = 0,    /* CLOCK_MONOTONIC (= bpf_ktime_get_ns) at attach; 0: not yet */
+	OFFCPU_CLOCK_NCODE = 1, /* entries of the code map (a map value, not .rodata: the verifier would
+	                         * otherwise walk the binary search for that constant, seconds per load) */
+	OFFCPU_NCLOCK = 2,
 };
 
 struct offcpu_range {
