@@ -178,7 +178,7 @@ __attribute__((noinline)) int chain_to_root(__u64 fp)
 	__u64 pair[2];
 	__u32 i;
 
-	for (i = 0; i < OFFCPU_USER_DEPTH; i++) {
+	for (i = 0; i < OFFCPU_CHAIN_DEPTH; i++) {
 		if ((fp & 7) || bpf_probe_read_user(pair, sizeof(pair), (void *)fp) || !in_code(pair[1]))
 			return 0;
 		if (!pair[0])
@@ -193,6 +193,7 @@ __attribute__((noinline)) int chain_to_root(__u64 fp)
 struct walk { /* bpf_loop context (pointers to map values do not survive the trip: looked up again) */
 	__u64 sp, bp;
 	__u32 n;
+	__u32 chains; /* candidates followed so far (bounded: this runs inside the scheduler) */
 };
 
 static __always_inline struct scratch *scratch_area(void)
@@ -211,11 +212,13 @@ static long scan_word(__u32 i, struct walk *w)
 	if (!sc)
 		return 1;
 	word = sc->words[i & (OFFCPU_SCAN_WORDS - 1)]; /* bpf_loop calls this OFFCPU_SCAN_WORDS times */
-	if (!(word & 0xf) && word > w->sp + i * 8 && frame_ok(word, w->sp) && chain_to_root(word)) {
+	if ((word & 0xf) || word <= w->sp + i * 8 || !frame_ok(word, w->sp))
+		return 0;
+	if (chain_to_root(word)) {
 		w->bp = word;
 		return 1;
 	}
-	return 0;
+	return ++w->chains >= OFFCPU_SCAN_CHAINS;
 }
 
 /* bpf_loop body: one frame-pointer step; stops at the first implausible frame. */

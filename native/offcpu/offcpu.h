@@ -10,6 +10,8 @@
 #define OFFCPU_DEFAULT_STACKS 8192
 #define OFFCPU_MAX_CODE 1024          /* executable mappings of the targets known to the program */
 #define OFFCPU_SCAN_WORDS 128         /* words above the user sp searched for a saved frame pointer */
+#define OFFCPU_SCAN_CHAINS 4          /* candidates followed to the thread root, at most, per switch */
+#define OFFCPU_CHAIN_DEPTH 48         /* frames a candidate's chain may take to reach the root */
 #define OFFCPU_STACK_WINDOW (8u << 20) /* a frame pointer further than this above sp is not one */
 
 enum offcpu_state {

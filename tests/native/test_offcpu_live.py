@@ -88,9 +88,9 @@ def test_threads_json_groups_the_waiters(waits_run):
     assert [s.when for s in snaps.snapshots] == ["start", "end"]
     end = snaps.snapshots[1]
     assert end.threads == 5
-    waiters = [g for g in end.groups if g.comms.get("waiter") == 2]
-    assert waiters and waiters[0].state == "S" and "futex" in waiters[0].wchan, end.groups
-    assert waiters[0].user_source == "bpf" and "waiter" in waiters[0].user
+    waiting = [g for g in end.groups if g.comms.get("waiter") and g.state == "S" and "futex" in g.wchan]
+    assert sum(g.count for g in waiting) == 2, end.groups  # one group, or two when their leaves differ
+    assert all(g.user_source == "bpf" and "waiter" in g.user for g in waiting), waiting
 
 
 def test_without_the_tracer_the_capture_goes_on(tmp_path, monkeypatch):
