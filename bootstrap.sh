@@ -6,10 +6,11 @@ set -eu
 cd "$(dirname "$0")"
 JOB="${1:-demo}"
 
-APT_PACKAGES="linux-perf build-essential pkg-config libpfm4-dev libdw-dev libelf-dev libcapstone-dev \
+APT_PACKAGES="linux-perf build-essential pkg-config libpfm4-dev libdw-dev libelf-dev libcapstone-dev libbpf-dev \
   mariadb-server mariadb-client sysbench gdb systemd python3-pip python3-venv"
-# The test job also renders reports in a real browser and reads pprof exports back with Google's pprof.
-if [ "$JOB" = test ]; then APT_PACKAGES="$APT_PACKAGES chromium clang"; fi
+# The test job also renders reports in a real browser and reads pprof exports back with Google's pprof;
+# clang also builds the off-CPU tracer (BPF target), bpftool checks it leaves nothing attached.
+if [ "$JOB" = test ]; then APT_PACKAGES="$APT_PACKAGES chromium clang bpftool"; fi
 
 need_apt=""
 for pkg in $APT_PACKAGES; do
