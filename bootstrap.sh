@@ -7,11 +7,12 @@ cd "$(dirname "$0")"
 JOB="${1:-demo}"
 
 APT_PACKAGES="linux-perf build-essential pkg-config libpfm4-dev libdw-dev libelf-dev libcapstone-dev libiberty-dev \
-  mariadb-server mariadb-client sysbench gdb systemd python3-pip python3-venv"
-# The test job also renders reports in a real browser and reads pprof exports back with Google's pprof.
+  libbpf-dev mariadb-server mariadb-client sysbench gdb systemd python3-pip python3-venv"
+# The test job also renders reports in a real browser and reads pprof exports back with Google's pprof;
+# clang also builds the off-CPU tracer (BPF target), bpftool checks it leaves nothing attached;
 # debuginfod-find for the debuginfod tests; Maven fetches MariaDB 10.2.11 (full symbols) for the second server.
 if [ "$JOB" = test ]; then
-  APT_PACKAGES="$APT_PACKAGES chromium clang debuginfod"
+  APT_PACKAGES="$APT_PACKAGES chromium clang bpftool debuginfod"
   command -v mvn >/dev/null 2>&1 || APT_PACKAGES="$APT_PACKAGES maven"
 fi
 

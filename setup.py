@@ -26,7 +26,7 @@ class BuildWithHelper(build_py):
                 f"pmuprof: to enable PMU events, PAUSE calibration and skid correction: apt-get install {HELPER_PACKAGES}\n"
             )
             return
-        for name in ("pmuprof-helper", "pmuprof-fold", "pmuprof-perfdata"):
+        for name in ("pmuprof-helper", "pmuprof-fold", "pmuprof-perfdata", "pmuprof-offcpu"):
             built = HERE / "native" / "build" / name
             if built.is_file():
                 target.mkdir(parents=True, exist_ok=True)

@@ -58,3 +58,8 @@ def perf_path() -> str | None:
     if env:
         return env
     return shutil.which("perf")
+
+
+def offcpu_path() -> Path | None:
+    """pmuprof-offcpu (the BPF off-CPU tracer; built only where clang and libbpf are)."""
+    return native_path("pmuprof-offcpu", "PMUPROF_OFFCPU")

@@ -24,6 +24,7 @@ from ..tools.native import helper
 from ..tools.perf import argv as perfcmd, parse as perfparse, read as perfread, repair
 from . import events
 from .mysql import facts as mysql
+from .offcpu import tracer as offcpu
 from .runner import Control, DiskGuard, Outcome, Progress, run_bounded
 from .target import host, process as target
 
@@ -48,6 +49,7 @@ class RecordOptions:
     mysql_options: object | None = None  # pmuprof.capture.mysql.facts.MysqlOptions
     per_thread_roots: bool = False
     keep_perf_data: bool = True
+    off_cpu: bool = False  # also sum off-CPU time per stack in the kernel (BPF; root only)
     command: tuple[str, ...] = field(default_factory=lambda: tuple(sys.argv))
 
 
@@ -138,12 +140,14 @@ def record(opts: RecordOptions, progress: Progress | None = None,
     pmu_events, pmu_notes = _pmu_event_set(host_facts)
     run = _initial_run(opts, targets, host_facts, pmu_events, pmu_notes, run.started)
     rundir.write_typed(opts.out_dir / rundir.RUN_JSON, run)
+    off = offcpu.plan(opts.out_dir, pids, {t.pid: t.label for t in targets}, opts.duration, opts.off_cpu)
     mysql_thread = _start_mysql(opts, pids, min(opts.duration, 5.0), log)
     log(f"recording {', '.join(f'{t.label} (pid {t.pid})' for t in targets)} for {opts.duration:g} s at "
         f"{opts.frequency} Hz, mode {opts.mode}{' cgroup ' + run.cgroup if run.cgroup else ''}")
     cap = Cap(min(need * 4, free - reserve), free - reserve < need * 4, reserve)
     try:
-        run, outcome = _record_with_fallback(opts, perf, pids, run, pmu_events, cap, progress, log)
+        run, outcome = _record_with_fallback(opts, perf, pids, run, pmu_events, cap, progress, log,
+                                             offcpu.procs(off, opts.out_dir))
     except PmuprofError as err:  # perf failed or was killed: run.json still says what happened
         rundir.write_typed(opts.out_dir / rundir.RUN_JSON, run.with_notes((f"capture failed: {err.message}",)))
         raise
@@ -152,7 +156,7 @@ def record(opts: RecordOptions, progress: Progress | None = None,
             on_recorded()
         if pending and not outcome.stopped_by:
             outcome.stopped_by = signal.Signals(pending.pop(0)).name
-        run = _finish(opts, perf, run, outcome, mysql_thread, cap)
+        run = _finish(opts, perf, run, outcome, mysql_thread, cap, off)
         if not opts.keep_perf_data:
             (opts.out_dir / rundir.PERF_DATA).unlink(missing_ok=True)
     if outcome.again or pending:  # a second signal: the run directory is complete; stop before folding
@@ -190,21 +194,23 @@ def _initial_run(opts: RecordOptions, targets: tuple[Target, ...], host_facts: d
                features_off=tuple(from_json(FeatureOff, f) for f in helper.features_off()))
 
 
-def _record_with_fallback(opts, perf, pids, run: Run, pmu_events, cap: Cap, progress, log) -> tuple[Run, Outcome]:
-    """perf record + stat; when perf refuses the cgroup filter, again without it (said in the run)."""
+def _record_with_fallback(opts, perf, pids, run: Run, pmu_events, cap: Cap, progress, log,
+                          extra: dict | None = None) -> tuple[Run, Outcome]:
+    """perf record + stat (+ ``extra`` bounded processes); when perf refuses the cgroup filter, again without it."""
     try:
-        return _run_perf(opts, perf, pids, run, pmu_events, cap, progress)
+        return _run_perf(opts, perf, pids, run, pmu_events, cap, progress, extra)
     except PerfError as err:
         if not run.cgroup:
             raise
         log(f"perf refused the cgroup filter ({err.message}); sampling all CPUs without it")
         note = f"perf refused -G {run.cgroup} ({err.message}): sampled without the cgroup filter"
-        return _run_perf(opts, perf, pids, replace(run, cgroup=None).with_notes((note,)), pmu_events, cap, progress)
+        return _run_perf(opts, perf, pids, replace(run, cgroup=None).with_notes((note,)), pmu_events, cap, progress,
+                         extra)
 
 
 def _run_perf(opts: RecordOptions, perf: str, pids: tuple[int, ...], run: Run, pmu_events: list[tuple[str, str]],
-              cap: Cap, progress: Progress | None) -> tuple[Run, Outcome]:
-    """perf record + perf stat for the capture window."""
+              cap: Cap, progress: Progress | None, extra: dict | None = None) -> tuple[Run, Outcome]:
+    """perf record + perf stat (+ ``extra``, e.g. the off-CPU tracer) for the capture window."""
     data = opts.out_dir / rundir.PERF_DATA
     data.unlink(missing_ok=True)
     spec = perfcmd.RecordSpec(data, pids, opts.frequency, opts.call_graph, opts.mode, opts.event, run.cgroup,
@@ -213,7 +219,7 @@ def _run_perf(opts: RecordOptions, perf: str, pids: tuple[int, ...], run: Run, p
     control = Control(opts.out_dir)
     argv = {"record": (perfcmd.record_argv(perf, spec, control.argv()), opts.out_dir / rundir.RECORD_LOG),
             "stat": (perfcmd.stat_argv(perf, opts.out_dir / rundir.STAT_CSV, pids, stat_events, opts.mode,
-                                       run.cgroup), opts.out_dir / rundir.STAT_LOG)}
+                                       run.cgroup), opts.out_dir / rundir.STAT_LOG), **(extra or {})}
     outcome = run_bounded(argv, opts.duration, pids, run.host.perf_event_paranoid, progress, data, control,
                           DiskGuard(opts.out_dir, cap.reserve))
     run = replace(run, record=replace(run.record, argv=tuple(argv["record"][0])),
@@ -221,8 +227,9 @@ def _run_perf(opts: RecordOptions, perf: str, pids: tuple[int, ...], run: Run, p
     return run, outcome
 
 
-def _finish(opts: RecordOptions, perf: str, run: Run, outcome: Outcome, mysql_thread, cap: Cap) -> Run:
-    """What really happened: events recorded, counters, server facts; run.json written last."""
+def _finish(opts: RecordOptions, perf: str, run: Run, outcome: Outcome, mysql_thread, cap: Cap,
+            off: offcpu.Plan | None = None) -> Run:
+    """What really happened: events recorded, counters, server facts, off-CPU stacks; run.json written last."""
     stderr = perfparse.parse_record_stderr(outcome.stderr.get("record", ""))
     if SIZE_LIMIT in outcome.stderr.get("record", "") and not outcome.stopped_by:
         if cap.by_disk:
@@ -244,8 +251,17 @@ def _finish(opts: RecordOptions, perf: str, run: Run, outcome: Outcome, mysql_th
     finally:
         run = _write_counters(opts, run)
         run = _write_server_facts(opts, run, mysql_thread)
+        run = _write_offcpu(opts, run, outcome, off)
         rundir.write_typed(opts.out_dir / rundir.RUN_JSON, run)
     return run
+
+
+def _write_offcpu(opts: RecordOptions, run: Run, outcome: Outcome, off: offcpu.Plan | None) -> Run:
+    if off is None or not off.requested:
+        return run
+    result, warnings, features_off = offcpu.finish(off, opts.out_dir, outcome.returncodes.get("offcpu"),
+                                                   outcome.stderr.get("offcpu", ""), opts.per_thread_roots)
+    return replace(run, offcpu=result).with_notes(warnings, features_off)
 
 
 def _outcome_warnings(outcome: Outcome) -> tuple[str, ...]:

@@ -53,6 +53,9 @@ def capture_options(func):
                      help="per-cpu: perf record -a filtered to the targets (cheap); per-thread: perf record -p."),
         click.option("-e", "--event", default="cycles", show_default=True, help="Sampling event."),
         click.option("--per-thread-roots", is_flag=True, help="Add one root frame per thread in the flame graph."),
+        click.option("--off-cpu/--no-off-cpu", default=False, show_default=True,
+                     help="Also sum the time threads spend waiting, per stack, in the kernel (BPF, root only): "
+                          "offcpu.folded and threads.json."),
         click.option("--no-keep-perf-data", is_flag=True, help="Delete perf.data after folding (saves disk)."),
         click.option("-o", "--output", "out_dir", type=click.Path(file_okay=False), default=None,
                      help="Run directory to create (default ./pmuprof-<comm>-<time>)."),

@@ -21,11 +21,12 @@ Examples:
   pmuprof record --all-mysqld -d 60                                # every instance on the host, side by side
   pmuprof record -p 1234 --call-graph dwarf -d 10                  # binary built without frame pointers
   pmuprof record -p 1234 --mode per-thread                         # perf record -p (costs more TPS)
+  pmuprof record -p $(pidof mariadbd) --off-cpu -d 20              # also where threads wait (BPF, root)
 """
 
 
 def build_options(pids, all_mysqld, duration, frequency, call_graph, mode, event, per_thread_roots,
-                  no_keep_perf_data, out_dir, mysql_options=None, use_mysql=True) -> RecordOptions:
+                  no_keep_perf_data, out_dir, mysql_options=None, use_mysql=True, off_cpu=False) -> RecordOptions:
     chosen = tuple(pids) + (tuple(target.find_mysqld()) if all_mysqld else ())
     if all_mysqld and not chosen:
         raise TargetError("no mysqld / mariadbd process is running", "start the server or pass -p PID")
@@ -36,7 +37,7 @@ def build_options(pids, all_mysqld, duration, frequency, call_graph, mode, event
     return RecordOptions(pids=chosen, out_dir=Path(out_dir), duration=duration, frequency=frequency,
                          call_graph=call_graph, mode=mode, event=event, mysql=use_mysql,
                          mysql_options=mysql_options, per_thread_roots=per_thread_roots,
-                         keep_perf_data=not no_keep_perf_data, command=tuple(["pmuprof"] + sys.argv[1:]))
+                         keep_perf_data=not no_keep_perf_data, off_cpu=off_cpu, command=tuple(["pmuprof"] + sys.argv[1:]))
 
 
 def mysql_decorator(func):

@@ -11,6 +11,14 @@ tests/native/test_fold.py holds the two to it):
     [dso+0xSTART pause]   the same, when the function contains a PAUSE instruction
 
 In every label ``;`` (the folded separator) becomes ``:``; process roots also turn blanks into ``_``.
+
+Off-CPU stacks (offcpu.folded) end in one more frame, the thread's state while it was off the CPU:
+
+    off-cpu:R   runnable (preempted): waited for a CPU
+    off-cpu:S   interruptible sleep: futex (locks, condition variables), poll, network, timers
+    off-cpu:D   uninterruptible: disk I/O, page faults, kernel locks
+    off-cpu:T   stopped or traced
+    off-cpu:?   any other state
 """
 
 from __future__ import annotations
@@ -21,6 +29,12 @@ KERNEL_SUFFIX = "_[k]"
 UNKNOWN = "[unknown]"
 # DSO names in brackets that are user space, not the kernel.
 USER_PSEUDO_DSOS = frozenset({"[unknown]", "[vdso]", "[vsyscall]", "[heap]", "[stack]", "[anon]", "[uprobes]"})
+
+OFFCPU_STATE_PREFIX = "off-cpu:"
+OFFCPU_STATES = {"R": "runnable: preempted, waited for a CPU",
+                 "S": "sleeping: locks, condition variables, network, timers (interruptible)",
+                 "D": "uninterruptible: disk I/O, page faults, kernel locks",
+                 "T": "stopped or traced", "?": "another state"}
 
 _RAW = re.compile(r"^\[(?P<base>[^@\]]+)@0x(?P<addr>[0-9a-f]+)\]$")
 _FUNCTION = re.compile(r"^\[(?P<base>[^+\]]+)\+0x(?P<start>[0-9a-fA-F]+)(?P<pause> pause)?\]$")
@@ -97,3 +111,15 @@ def process_root(comm: str, pid: int | None = None) -> str:
 def thread_root(comm: str, tid: int) -> str:
     """The per-thread frame under a process root (``--per-thread-roots``)."""
     return clean(f"{comm}-{tid}")
+
+
+def state_label(state: str) -> str:
+    """The leaf frame of an off-CPU stack: ``off-cpu:S`` (R, S, D, T, or ``?`` for any other letter)."""
+    return OFFCPU_STATE_PREFIX + (state if state in OFFCPU_STATES else "?")
+
+
+def parse_state(label: str) -> str | None:
+    """The state letter of an off-CPU state frame, else None."""
+    if label.startswith(OFFCPU_STATE_PREFIX) and label[len(OFFCPU_STATE_PREFIX):] in OFFCPU_STATES:
+        return label[len(OFFCPU_STATE_PREFIX):]
+    return None

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
+from .offcpu import OffCpu
+
 RUN_SCHEMA = 2  # run.json "schema": 1 was 0.1's untyped dict (still read), 2 is this model
 
 
@@ -180,6 +182,7 @@ class Run:
     features_off: tuple[FeatureOff, ...] = ()
     trigger: Trigger | None = None
     source: Source = field(default_factory=Source)
+    offcpu: OffCpu | None = None  # the off-CPU tracer's outcome (None: not asked for, or an older run)
 
     def with_notes(self, warnings: tuple[str, ...] = (), features_off: tuple[FeatureOff, ...] = ()) -> "Run":
         """The same run with more warnings / features off (each said once)."""

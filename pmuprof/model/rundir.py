@@ -31,13 +31,18 @@ REPORT_HTML = "report.html"
 FINDINGS_JSON = "findings.json"
 REPORT_MD = "report.md"
 REPORT_FILES = (REPORT_HTML, FINDINGS_JSON, REPORT_MD)
+OFFCPU = "offcpu.folded"  # off-CPU stacks, counts in microseconds, leaf frame = thread state
+THREADS = "threads.json"  # threads grouped by stack at the capture's start and end (model.offcpu.Threads)
+OFFCPU_RAW = "offcpu.out"  # pmuprof-offcpu's own output (addresses), kept for the record
+OFFCPU_LOG = "offcpu.log"  # pmuprof-offcpu's stderr
 CONTROL_FIFOS = (".perf-ctl", ".perf-ack")  # perf's control FIFOs during a capture
 # Every name pmuprof writes in a run directory (0.1's skid.json / symbols.json included): retention
 # deletes these and nothing else.
 RUN_FILES = frozenset({
     RUN_JSON, STACKS, COUNTERS, MYSQL, ANALYSIS, PERF_DATA, LEAVES, STAT_CSV, RECORD_LOG, STAT_LOG,
-    REPORT_HTML, FINDINGS_JSON, REPORT_MD, *CONTROL_FIFOS, "skid.json", "symbols.json", "perf.data.old",
-    "workload.log", "diff.html", "diff.json", "diff.md", "profile.pb.gz", "profile.speedscope.json", "flame.svg",
+    REPORT_HTML, FINDINGS_JSON, REPORT_MD, OFFCPU, THREADS, OFFCPU_RAW, OFFCPU_LOG, *CONTROL_FIFOS, "skid.json",
+    "symbols.json", "perf.data.old", "workload.log", "diff.html", "diff.json", "diff.md", "profile.pb.gz",
+    "profile.speedscope.json", "flame.svg",
 })
 MAX_JSON_BYTES = 256 * 2**20  # a contract file larger than this is not pmuprof's
 

@@ -1,0 +1,76 @@
+"""In-kernel cost of off-CPU tracers per sched_switch on a loaded MariaDB (kernel.bpf_stats_enabled run time).
+
+usage: python3 benchmarks/offcpu_cost.py [--rounds 3] [NAME=PATH_TO_PMUPROF_OFFCPU ...]
+Each tracer runs 6.5 s beside sysbench oltp_point_select (16 threads); its programs' run_cnt and
+run_time_ns are read 1.5 s and 6.5 s after the start. bpftrace (the same sum, as a script) is included.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import offcpu_overhead as oo  # noqa: E402
+from tests import mariadb as mdb  # noqa: E402
+
+
+def measure(argv: list[str]) -> dict:
+    oo._set_bpf_stats(True)
+    try:
+        before = {p["id"] for p in oo.bpf_progs()}
+        proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        try:
+            time.sleep(1.5)
+            s0, t0 = oo.bpf_prog_stats(before), time.monotonic()
+            time.sleep(5)
+            s1, t1 = oo.bpf_prog_stats(before), time.monotonic()
+        finally:
+            os.killpg(proc.pid, signal.SIGINT)
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+    finally:
+        oo._set_bpf_stats(False)
+    runs, ns = s1["runs"] - s0["runs"], s1["ns"] - s0["ns"]
+    return {"runs_per_s": round(runs / (t1 - t0)), "ns_per_run": round(ns / max(runs, 1)),
+            "cpu_pct_of_host": round(100 * ns / ((t1 - t0) * 1e9 * (os.cpu_count() or 1)), 2)}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("tracers", nargs="*", help="NAME=PATH of pmuprof-offcpu builds to compare")
+    args = ap.parse_args()
+    tracers = dict(t.split("=", 1) for t in args.tracers) or {"pmuprof-offcpu": str(ROOT / "native/build/pmuprof-offcpu")}
+    server = mdb.start_mariadb()
+    try:
+        mdb.sysbench_prepare(server, 4, 10000)
+        load = mdb.SysbenchLoad(server, 60 * args.rounds * (len(tracers) + 1), "oltp_point_select", 16, 4, 10000)
+        try:
+            time.sleep(3)
+            for rnd in range(args.rounds):
+                for name, path in [*tracers.items(), ("bpftrace", "")]:
+                    argv = ([path, "--pid", str(server.pid), "--duration", "60", "--out", "/tmp/offcpu_cost.out"]
+                            if path else ["bpftrace", "-e", oo.BPFTRACE % {"pid": server.pid}])
+                    print(f"round {rnd + 1} {name:16s} {measure(argv)} load1 "
+                          f"{Path('/proc/loadavg').read_text().split()[0]}", flush=True)
+        finally:
+            load.stop()
+    finally:
+        mdb.stop_mariadb(server)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

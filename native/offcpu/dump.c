@@ -1,0 +1,196 @@
+/* dump.c - write the off-CPU maps as text, once, after the program is detached.
+ *
+ * Tab-separated lines (pmuprof/tools/native/offcpu.py parses them):
+ *   pmuprof-offcpu 1
+ *   t0_ns NS / end_ns NS / stopped_by WHY / limit threads|entries|stacks N
+ *   stat NAME COUNT                     summed over CPUs
+ *   wait TGID TID STATE WAITS NS USTACK KSTACK COMM   off-CPU time summed per stack
+ *   open TGID TID STATE SINCE_NS USTACK KSTACK         threads still off the CPU at the end
+ *   stack ID ADDR,ADDR,...               kernel stack, hex addresses, leaf first
+ *   ustack HASH SCANNED ADDR,ADDR,...    user stack (hex hash); SCANNED 1: chain found above sp
+ * STATE is R S D T ? or B (off the CPU since before t0); a kernel stack id below 0 is -errno (not
+ * stored), a user stack hash 0 is none.
+ */
+#define _GNU_SOURCE
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "offcpu_user.h"
+
+static const char state_letters[] = "RSDT?B";
+static const char *stat_names[OFFCPU_NSTATS] = {"switches", "kstack_lost", "ustack_lost", "threads_full",
+						"entries_full", "ustack_scanned"};
+
+struct idset {
+	__s32 *ids;
+	size_t n, cap;
+};
+
+static int idset_add(struct idset *s, __s32 id)
+{
+	__s32 *grown;
+
+	if (id < 0)
+		return 0;
+	if (s->n == s->cap) {
+		s->cap = s->cap ? s->cap * 2 : 1024;
+		grown = realloc(s->ids, s->cap * sizeof(*grown));
+		if (!grown)
+			return -ENOMEM;
+		s->ids = grown;
+	}
+	s->ids[s->n++] = id;
+	return 0;
+}
+
+static int cmp_id(const void *a, const void *b)
+{
+	__s32 x = *(const __s32 *)a, y = *(const __s32 *)b;
+
+	return (x > y) - (x < y);
+}
+
+static char state_letter(__u32 state)
+{
+	return state < sizeof(state_letters) - 1 ? state_letters[state] : '?';
+}
+
+static int dump_waits(FILE *f, int fd, struct idset *ids)
+{
+	struct offcpu_key key, next;
+	struct offcpu_val val;
+	void *prev = NULL;
+	int i;
+
+	while (!bpf_map_get_next_key(fd, prev, &next)) {
+		key = next;
+		prev = &key;
+		if (bpf_map_lookup_elem(fd, &key, &val))
+			continue;
+		val.comm[sizeof(val.comm) - 1] = '\0';
+		for (i = 0; val.comm[i]; i++)
+			if (val.comm[i] == '\t' || val.comm[i] == '\n')
+				val.comm[i] = '_';
+		fprintf(f, "wait\t%u\t%u\t%c\t%llu\t%llu\t%llx\t%d\t%s\n", key.tgid, key.tid, state_letter(key.state),
+			(unsigned long long)val.count, (unsigned long long)val.ns, (unsigned long long)key.ustack,
+			key.kstack, val.comm);
+		if (idset_add(ids, key.kstack))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+static int dump_open(FILE *f, int fd, struct idset *ids)
+{
+	struct offcpu_start s;
+	__u32 tid, next;
+	void *prev = NULL;
+
+	while (!bpf_map_get_next_key(fd, prev, &next)) {
+		tid = next;
+		prev = &tid;
+		if (bpf_map_lookup_elem(fd, &tid, &s))
+			continue;
+		fprintf(f, "open\t%u\t%u\t%c\t%llu\t%llx\t%d\n", s.tgid, tid, state_letter(s.state),
+			(unsigned long long)s.ts, (unsigned long long)s.ustack, s.kstack);
+		if (idset_add(ids, s.kstack))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+static void dump_stacks(FILE *f, int fd, struct idset *ids)
+{
+	__u64 ips[OFFCPU_MAX_DEPTH];
+	size_t i;
+	int d;
+
+	qsort(ids->ids, ids->n, sizeof(*ids->ids), cmp_id);
+	for (i = 0; i < ids->n; i++) {
+		if (i && ids->ids[i] == ids->ids[i - 1])
+			continue;
+		memset(ips, 0, sizeof(ips));
+		if (bpf_map_lookup_elem(fd, &ids->ids[i], ips))
+			continue;
+		fprintf(f, "stack\t%d\t", ids->ids[i]);
+		for (d = 0; d < OFFCPU_MAX_DEPTH && ips[d]; d++)
+			fprintf(f, "%s%llx", d ? "," : "", (unsigned long long)ips[d]);
+		fputc('\n', f);
+	}
+}
+
+/* Every user stack in the map (the program adds only stacks of target threads). */
+static void dump_ustacks(FILE *f, int fd)
+{
+	struct offcpu_ustack u;
+	__u64 key, next;
+	void *prev = NULL;
+	__u32 d;
+
+	while (!bpf_map_get_next_key(fd, prev, &next)) {
+		key = next;
+		prev = &key;
+		if (bpf_map_lookup_elem(fd, &key, &u))
+			continue;
+		fprintf(f, "ustack\t%llx\t%u\t", (unsigned long long)key, u.scanned);
+		for (d = 0; d < u.n && d < OFFCPU_USER_DEPTH; d++)
+			fprintf(f, "%s%llx", d ? "," : "", (unsigned long long)u.ips[d]);
+		fputc('\n', f);
+	}
+}
+
+static void dump_stats(FILE *f, int fd)
+{
+	int ncpu = libbpf_num_possible_cpus();
+	__u64 *vals = ncpu > 0 ? calloc((size_t)ncpu, sizeof(__u64)) : NULL;
+	unsigned long long sum;
+	__u32 k;
+	int c;
+
+	for (k = 0; vals && k < OFFCPU_NSTATS; k++) {
+		if (bpf_map_lookup_elem(fd, &k, vals))
+			continue;
+		for (sum = 0, c = 0; c < ncpu; c++)
+			sum += vals[c];
+		fprintf(f, "stat\t%s\t%llu\n", stat_names[k], sum);
+	}
+	free(vals);
+}
+
+int offcpu_dump(struct bpf_object *obj, const struct offcpu_opts *o, __u64 t0, __u64 end, const char *why)
+{
+	struct idset ids = {0};
+	FILE *f = fopen(o->out, "w");
+	int rc;
+
+	if (!f)
+		return -errno;
+	fprintf(f, "pmuprof-offcpu\t1\nt0_ns\t%llu\nend_ns\t%llu\nstopped_by\t%s\n", (unsigned long long)t0,
+		(unsigned long long)end, why);
+	fprintf(f, "limit\tthreads\t%ld\nlimit\tentries\t%ld\nlimit\tstacks\t%ld\n", o->threads, o->entries,
+		o->stacks);
+	dump_stats(f, bpf_map__fd(bpf_object__find_map_by_name(obj, "stats")));
+	rc = dump_waits(f, bpf_map__fd(bpf_object__find_map_by_name(obj, "waits")), &ids);
+	if (!rc)
+		rc = dump_open(f, bpf_map__fd(bpf_object__find_map_by_name(obj, "starts")), &ids);
+	if (!rc) {
+		dump_stacks(f, bpf_map__fd(bpf_object__find_map_by_name(obj, "stacks")), &ids);
+		dump_ustacks(f, bpf_map__fd(bpf_object__find_map_by_name(obj, "ustacks")));
+	}
+	free(ids.ids);
+	if (fclose(f) && !rc)
+		rc = -errno;
+	return rc;
+}
+
+int offcpu_fail(const char *step, int err)
+{
+	fprintf(stderr, "pmuprof-offcpu: %s failed: %s\n", step, strerror(err < 0 ? -err : err));
+	return err == -EPERM || err == -EACCES ? 13 : 1;
+}

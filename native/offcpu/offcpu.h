@@ -1,0 +1,83 @@
+/* offcpu.h - types shared by the BPF program and its loader (pmuprof-offcpu). */
+#ifndef PMUPROF_OFFCPU_H
+#define PMUPROF_OFFCPU_H
+
+#define OFFCPU_MAX_TARGETS 16
+#define OFFCPU_MAX_DEPTH 127 /* kernel stacks: the kernel's perf_event_max_stack default */
+#define OFFCPU_USER_DEPTH 128 /* user stacks (a power of two: indexes are masked for the verifier) */
+#define OFFCPU_DEFAULT_THREADS 16384
+#define OFFCPU_DEFAULT_ENTRIES 16384
+#define OFFCPU_DEFAULT_STACKS 8192
+#define OFFCPU_MAX_CODE 1024          /* executable mappings of the targets known to the program */
+#define OFFCPU_SCAN_WORDS 128         /* words above the user sp searched for a saved frame pointer */
+#define OFFCPU_SCAN_CHAINS 4          /* candidates followed to the thread root, at most, per switch */
+#define OFFCPU_CHAIN_DEPTH 48         /* frames a candidate's chain may take to reach the root */
+#define OFFCPU_STACK_WINDOW (8u << 20) /* a frame pointer further than this above sp is not one */
+
+enum offcpu_state {
+	OFFCPU_STATE_R = 0,      /* preempted / runnable: waited for a CPU */
+	OFFCPU_STATE_S = 1,      /* interruptible sleep: futex, poll, condition variables */
+	OFFCPU_STATE_D = 2,      /* uninterruptible: disk I/O, page faults, kernel locks */
+	OFFCPU_STATE_T = 3,      /* stopped or traced */
+	OFFCPU_STATE_OTHER = 4,
+	OFFCPU_STATE_BEFORE = 5, /* off the CPU since before the capture began */
+};
+
+enum offcpu_stat {
+	OFFCPU_STAT_SWITCHES = 0,     /* target threads switched out */
+	OFFCPU_STAT_KSTACK_LOST = 1,  /* kernel stack not stored (stack map full or hash collision) */
+	OFFCPU_STAT_USTACK_LOST = 2,  /* user stack not stored (same, or no user stack) */
+	OFFCPU_STAT_THREADS_FULL = 3, /* a switch-out not tracked: thread map full */
+	OFFCPU_STAT_ENTRIES_FULL = 4, /* off-CPU time dropped: wait map full */
+	OFFCPU_STAT_USTACK_SCANNED = 5, /* user stacks whose frame chain was found by scanning above sp */
+	OFFCPU_NSTATS = 6,
+};
+
+struct offcpu_start {
+	__u64 ts;
+	__u64 ustack; /* hash of the user frames (key of the ustacks map); 0: none */
+	__s32 kstack; /* stack map id; below 0: -errno */
+	__u32 state;
+	__u32 tgid;
+	__u32 pad;
+};
+
+/* A user stack walked by the program itself: frame pointers, and when the leaf clobbered rbp (glibc's
+ * futex wrappers do), the first chain found by scanning a few words above sp. */
+struct offcpu_ustack {
+	__u32 n;
+	__u32 scanned;
+	__u64 ips[OFFCPU_USER_DEPTH];
+};
+
+struct offcpu_config {
+	__u32 ntargets;
+	__u32 targets[OFFCPU_MAX_TARGETS]; /* tgids */
+};
+
+enum offcpu_clock { /* entries of the clock map, written by the loader once the program is attached */
+	OFFCPU_CLOCK_T0 = 0,    /* CLOCK_MONOTONIC (= bpf_ktime_get_ns) at attach; 0: not yet */
+	OFFCPU_CLOCK_NCODE = 1, /* entries of the code map (a map value, not .rodata: the verifier would
+	                         * otherwise walk the binary search for that constant, seconds per load) */
+	OFFCPU_NCLOCK = 2,
+};
+
+struct offcpu_range {
+	__u64 start, end;
+};
+
+struct offcpu_key {
+	__u64 ustack;
+	__u32 tgid;
+	__u32 tid;
+	__s32 kstack;
+	__u32 state;
+};
+
+struct offcpu_val {
+	__u64 ns;
+	__u64 count;
+	char comm[16];
+};
+
+#endif

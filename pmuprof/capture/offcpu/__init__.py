@@ -1,0 +1,1 @@
+"""Off-CPU capture: the BPF tracer run beside perf, its stacks named and folded, thread snapshots."""

@@ -1,0 +1,43 @@
+"""threads.json: a process's threads grouped by identical state and stacks, as pt-pmp groups gdb's dump."""
+
+from __future__ import annotations
+
+import datetime as _dt
+from collections import Counter, defaultdict
+from typing import Mapping, Sequence
+
+from ...model.offcpu import Snapshot, ThreadGroup
+from ...tools.native.offcpu import TracerOutput
+from ..target.threads import ThreadNow
+from .symbols import UserSymbols
+
+NO_KERNEL_STACK = "kernel stacks unreadable here (/proc/PID/task/TID/stack needs root)"
+
+
+def utc_now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def group(when: str, at: str, pid: int, label: str, threads: Sequence[ThreadNow],
+          user: Mapping[int, tuple[tuple[str, ...], float]] | None = None) -> Snapshot:
+    """Group threads by (state, wchan, kernel stack, user stack); ``user`` maps tid -> (frames, off-CPU ms)."""
+    user = user or {}
+    members: dict[tuple, list[ThreadNow]] = defaultdict(list)
+    for t in threads:
+        frames = user.get(t.tid, ((), 0.0))[0]
+        members[(t.state, t.wchan, t.kernel, frames)].append(t)
+    groups = []
+    for (state, wchan, kernel, frames), ts in members.items():
+        waited = [user[t.tid][1] for t in ts if t.tid in user]
+        groups.append(ThreadGroup(len(ts), state, tuple(t.tid for t in ts), dict(Counter(t.comm for t in ts)), wchan,
+                                  kernel, frames, "bpf" if frames else "", round(max(waited), 3) if waited else None))
+    groups.sort(key=lambda g: (-g.count, g.state, g.kernel, g.user))
+    notes = (NO_KERNEL_STACK,) if threads and not any(t.kernel for t in threads) else ()
+    return Snapshot(when, at, pid, label, len(threads), dict(Counter(t.state for t in threads)), tuple(groups), notes)
+
+
+def bpf_user_stacks(out: TracerOutput, symbols: UserSymbols, tgid: int) -> dict[int, tuple[tuple[str, ...], float]]:
+    """tid -> (user frames of its last switch-out, ms off the CPU) for threads still off the CPU at the end."""
+    return {o.tid: (symbols.frames(tgid, out.ustack(o.ustack)), (out.end_ns - o.since_ns) / 1e6)
+            for o in out.open if o.tgid == tgid and out.ustack(o.ustack)}
+

@@ -1,0 +1,153 @@
+"""Off-CPU capture beside perf: plan the tracer (or say why not), then name, fold and write what it summed.
+
+Root only: loading BPF needs CAP_BPF and CAP_PERFMON, and /proc kernel stacks and kallsyms need root.
+The targets are never stopped or traced: the kernel sums off-CPU time per stack at sched_switch and
+the maps are read once, after the program is detached. Without BPF the capture goes on on-CPU only,
+with the /proc thread snapshots, and run.json says what was not recorded and why.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Mapping, Sequence
+
+from ...model import rundir
+from ...model.folded import save_folded
+from ...model.offcpu import OffCpu, Threads
+from ...model.run import FeatureOff, FileMap
+from ...paths import helper_path, offcpu_path
+from ...tools.native import helper, offcpu as tool
+from ..target import process, threads as proc_threads
+from . import snapshot
+from .fold import fold
+from .symbols import KernelSymbols, UserSymbols
+
+MECHANISM = "BPF tp_btf/sched_switch, summed in kernel maps (pmuprof-offcpu)"
+BTF = Path("/sys/kernel/btf/vmlinux")
+START_SLACK_S = 120.0  # perf may take this long to start; the runner stops the tracer with perf
+FEATURE = "off-CPU stacks (why threads wait)"
+
+
+@dataclass(frozen=True)
+class Plan:
+    requested: bool
+    pids: tuple[int, ...] = ()
+    roots: Mapping[int, str] = field(default_factory=dict)
+    argv: tuple[str, ...] = ()  # empty: the tracer cannot run here (why_not says why)
+    why_not: str = ""
+    fix: str = ""
+    start: Mapping[int, Mapping[int, proc_threads.ThreadNow]] = field(default_factory=dict)
+    started_at: str = ""
+    maps: Mapping[int, tuple[FileMap, ...]] = field(default_factory=dict)  # at the start (a target may exit)
+
+
+def unavailable(pids: Sequence[int]) -> tuple[str, str]:
+    """(why, fix) the tracer cannot run here, or ("", "")."""
+    if os.geteuid() != 0:
+        return "not root: BPF tracing needs root (CAP_BPF, CAP_PERFMON)", "run pmuprof as root"
+    if offcpu_path() is None:
+        return ("pmuprof-offcpu is not built (clang with the BPF target and libbpf are needed)",
+                "apt-get install clang libbpf-dev, then make -C native (or reinstall pmuprof)")
+    if not BTF.is_file():
+        return f"{BTF} is missing: the kernel has no BTF (CONFIG_DEBUG_INFO_BTF)", "use a kernel built with BTF"
+    if len(pids) > tool.MAX_TARGETS:
+        return f"{len(pids)} targets: the tracer follows at most {tool.MAX_TARGETS}", "pass fewer -p PIDs"
+    return "", ""
+
+
+def plan(out_dir: Path, pids: Sequence[int], roots: Mapping[int, str], duration_s: float, requested: bool) -> Plan:
+    """The tracer's argv (or why not) and the /proc snapshot of every target's threads at the start."""
+    if not requested:
+        return Plan(False)
+    start = {pid: {t.tid: t for t in proc_threads.snapshot(pid)} for pid in pids}
+    why, fix = unavailable(pids)
+    argv = () if why else tuple(tool.argv(offcpu_path(), pids, duration_s + START_SLACK_S,
+                                          out_dir / rundir.OFFCPU_RAW))
+    return Plan(True, tuple(pids), dict(roots), argv, why, fix, start, snapshot.utc_now(), _maps(pids))
+
+
+def procs(p: Plan, out_dir: Path) -> dict[str, tuple[list[str], Path]]:
+    """The runner's entry for the tracer (none when it cannot run)."""
+    return {"offcpu": (list(p.argv), out_dir / rundir.OFFCPU_LOG)} if p.argv else {}
+
+
+def finish(p: Plan, out_dir: Path, returncode: int | None, stderr: str,
+           per_thread_roots: bool = False) -> tuple[OffCpu | None, tuple[str, ...], tuple[FeatureOff, ...]]:
+    """Write threads.json and offcpu.folded; the run.json outcome, warnings and features off."""
+    if not p.requested:
+        return None, (), ()
+    end = {pid: {t.tid: t for t in proc_threads.snapshot(pid)} for pid in p.pids}
+    ended_at = snapshot.utc_now()
+    outcome = OffCpu(requested=True, mechanism=MECHANISM, argv=p.argv, returncode=returncode,
+                     stderr=stderr.strip()[-2000:], why_not=p.why_not)
+    out, read_error = _read_output(out_dir / rundir.OFFCPU_RAW) if p.argv else (None, "")
+    usyms = UserSymbols({pid: maps or p.maps.get(pid, ()) for pid, maps in _maps(p.pids).items()}, _funcs())
+    if out is not None:
+        outcome = _fold_and_write(p, out_dir, out, usyms, end, per_thread_roots, outcome)
+    user = {pid: snapshot.bpf_user_stacks(out, usyms, pid) if out else {} for pid in p.pids}
+    snaps = [snapshot.group(when, at, pid, p.roots.get(pid, str(pid)), tuple(view.get(pid, {}).values()),
+                            user[pid] if when == "end" else None)
+             for when, at, view in (("start", p.started_at, p.start), ("end", ended_at, end)) for pid in p.pids]
+    rundir.write_typed(out_dir / rundir.THREADS, Threads(tuple(snaps)))
+    if outcome.recorded:
+        return outcome, _loss_warnings(outcome) + tuple(usyms.problems[:5]), ()
+    why = outcome.why_not or read_error or _tracer_failure(returncode, stderr)
+    outcome = replace(outcome, why_not=why)
+    return (outcome, (f"off-CPU stacks not recorded: {why}; the capture is on-CPU only (threads.json has the "
+                      "/proc thread snapshots)",), (FeatureOff(FEATURE, why, p.fix or "see offcpu.log"),))
+
+
+def _fold_and_write(p: Plan, out_dir: Path, out: tool.TracerOutput, usyms: UserSymbols, end, per_thread_roots: bool,
+                    outcome: OffCpu) -> OffCpu:
+    folded = fold(out, p.roots, KernelSymbols.read(), usyms, p.start, end, per_thread_roots)
+    duration = round((out.end_ns - out.t0_ns) / 1e9, 3)
+    lost = {k: v for k, v in out.stats.items() if k not in ("switches", "ustack_scanned")}
+    headers = {"unit": "us", "source": MECHANISM, "duration_s": duration, "total_us": folded.total_us,
+               "before_us": folded.before_us, "leaf": "off-cpu:STATE (R runnable, S sleep, D uninterruptible)",
+               "targets": " ".join(f"{label}={pid}" for pid, label in p.roots.items())}
+    save_folded(out_dir / rundir.OFFCPU, folded.stacks, headers)
+    return replace(outcome, recorded=True, stopped_by=out.stopped_by, duration_s=duration, total_us=folded.total_us,
+                   before_us=folded.before_us, stacks=len(folded.stacks), threads=folded.threads,
+                   switches=out.stats.get("switches"), user_stacks_scanned=out.stats.get("ustack_scanned"), lost=lost,
+                   limits=dict(out.limits))
+
+
+def _read_output(path: Path) -> tuple[tool.TracerOutput | None, str]:
+    if not path.is_file():
+        return None, ""
+    try:
+        return tool.load(path), ""
+    except (OSError, ValueError) as err:
+        return None, f"{path.name}: {err}"
+
+
+def _tracer_failure(returncode: int | None, stderr: str) -> str:
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    if lines:
+        return lines[-1].strip()[:300]
+    return f"pmuprof-offcpu exited with status {returncode} and wrote nothing"
+
+
+def _maps(pids: Sequence[int]) -> dict[int, tuple[FileMap, ...]]:
+    return {pid: tuple(FileMap(**m) for m in process.exec_maps(pid)) for pid in pids}
+
+
+def _funcs():
+    """The helper's function lookup, or None when it is not built (user frames are then '[dso]')."""
+    return helper.funcs if helper_path() is not None else None
+
+
+def _loss_warnings(o: OffCpu) -> tuple[str, ...]:
+    out = []
+    if o.lost.get("entries_full"):
+        out.append(f"off-CPU: {o.lost['entries_full']} waits dropped, the wait map was full "
+                   f"({o.limits.get('entries')} entries)")
+    if o.lost.get("threads_full"):
+        out.append(f"off-CPU: {o.lost['threads_full']} switch-outs not tracked, the thread map was full")
+    stacks_lost = o.lost.get("kstack_lost", 0) + o.lost.get("ustack_lost", 0)
+    if o.switches and stacks_lost > o.switches * 0.01:
+        out.append(f"off-CPU: {stacks_lost} of {2 * o.switches} stacks not stored (stack map full or hash "
+                   f"collisions; {o.limits.get('stacks')} stacks)")
+    return tuple(out)

@@ -1,0 +1,72 @@
+"""Off-CPU capture as frozen types: run.json's "offcpu" outcome and threads.json (threads grouped by stack)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Mapping
+
+
+@dataclass(frozen=True)
+class OffCpu:
+    """run.json ``offcpu``: whether off-CPU time was recorded, how, and what was lost or capped.
+
+    ``total_us`` is all off-CPU time in offcpu.folded; ``before_us`` the part spent in waits that
+    began before the tracer attached (their user stack is unknown, their kernel stack is the one
+    /proc showed at the start). ``lost`` counts the kernel's misses: switch-outs whose kernel or user
+    stack was not stored, switch-outs not tracked (thread map full) and waits dropped (wait map full).
+    """
+
+    requested: bool = False
+    recorded: bool = False
+    why_not: str = ""
+    mechanism: str = ""
+    argv: tuple[str, ...] = ()
+    returncode: int | None = None
+    stopped_by: str = ""
+    duration_s: float | None = None
+    unit: str = "us"
+    total_us: int = 0
+    before_us: int = 0
+    stacks: int = 0
+    threads: int = 0
+    switches: int | None = None
+    user_stacks_scanned: int | None = None
+    lost: Mapping[str, int] = field(default_factory=dict)
+    limits: Mapping[str, int] = field(default_factory=dict)
+    stderr: str = ""
+
+
+@dataclass(frozen=True)
+class ThreadGroup:
+    """Threads of one process in the same state with the same stacks (frames root first)."""
+
+    count: int
+    state: str  # R S D T ... as /proc/TID/stat says
+    tids: tuple[int, ...] = ()
+    comms: Mapping[str, int] = field(default_factory=dict)  # thread name -> threads
+    wchan: str = ""
+    kernel: tuple[str, ...] = ()  # /proc/TID/stack, or the BPF kernel stack
+    user: tuple[str, ...] = ()  # the BPF user stack of the thread's last switch-out, when recorded
+    user_source: str = ""  # "bpf" (switched out during the capture), "" (not recorded)
+    off_cpu_ms: float | None = None  # the longest time one of them had been off the CPU (BPF)
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """What one process's threads were doing at one moment, read from /proc (and BPF maps) without stopping it."""
+
+    when: str  # "start" | "end" of the capture
+    at: str  # UTC time
+    pid: int
+    label: str
+    threads: int = 0
+    states: Mapping[str, int] = field(default_factory=dict)
+    groups: tuple[ThreadGroup, ...] = ()
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Threads:
+    """threads.json: a snapshot at the capture's start and one at its end, per target."""
+
+    snapshots: tuple[Snapshot, ...] = ()

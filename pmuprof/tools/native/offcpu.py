@@ -1,0 +1,125 @@
+"""pmuprof-offcpu (the BPF off-CPU tracer): its command line and its output file, as data."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Mapping, Sequence
+
+MAX_TARGETS = 16  # native/offcpu/offcpu.h OFFCPU_MAX_TARGETS
+FORMAT = "1"
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Map sizes: threads tracked at once, distinct (thread, stack, state) entries, distinct stacks."""
+
+    threads: int = 16384
+    entries: int = 16384
+    stacks: int = 8192
+
+
+@dataclass(frozen=True)
+class Wait:
+    """Off-CPU time summed in the kernel for one thread, stack pair and state."""
+
+    tgid: int
+    tid: int
+    state: str  # R S D T ? or B (off the CPU since before the tracer attached)
+    waits: int
+    ns: int
+    ustack: int  # user stack hash (key of ``ustacks``); 0: none
+    kstack: int  # kernel stack id; below 0: -errno, not stored
+    comm: str
+
+
+@dataclass(frozen=True)
+class Open:
+    """A thread still off the CPU when the tracer stopped: since when, with which stacks."""
+
+    tgid: int
+    tid: int
+    state: str
+    since_ns: int
+    ustack: int
+    kstack: int
+
+
+@dataclass(frozen=True)
+class TracerOutput:
+    t0_ns: int = 0
+    end_ns: int = 0
+    stopped_by: str = ""
+    limits: Mapping[str, int] = field(default_factory=dict)
+    stats: Mapping[str, int] = field(default_factory=dict)
+    waits: tuple[Wait, ...] = ()
+    open: tuple[Open, ...] = ()
+    stacks: Mapping[int, tuple[int, ...]] = field(default_factory=dict)  # kernel: id -> addresses, leaf first
+    ustacks: Mapping[int, tuple[int, ...]] = field(default_factory=dict)  # user: hash -> addresses, leaf first
+    scanned: frozenset[int] = frozenset()  # user stacks whose frame chain was found by scanning above sp
+
+    def stack(self, stack_id: int) -> tuple[int, ...]:
+        """A kernel stack's addresses (() when it was not stored)."""
+        return self.stacks.get(stack_id, ()) if stack_id >= 0 else ()
+
+    def ustack(self, stack_hash: int) -> tuple[int, ...]:
+        """A user stack's addresses (() when none)."""
+        return self.ustacks.get(stack_hash, ())
+
+
+def argv(binary: Path | str, pids: Sequence[int], duration_s: float, out: Path, limits: Limits = Limits()) -> list[str]:
+    """The tracer's command line (at most MAX_TARGETS pids; duration is its own hard bound)."""
+    if not pids or len(pids) > MAX_TARGETS:
+        raise ValueError(f"pmuprof-offcpu traces 1..{MAX_TARGETS} processes, not {len(pids)}")
+    args = [str(binary)]
+    for pid in pids:
+        args += ["--pid", str(int(pid))]
+    return args + ["--duration", f"{duration_s:g}", "--out", str(out), "--threads", str(limits.threads),
+                   "--entries", str(limits.entries), "--stacks", str(limits.stacks)]
+
+
+def parse(lines: Iterable[str]) -> TracerOutput:
+    """The tracer's output (native/offcpu/dump.c); ValueError when it is not that format."""
+    head: dict[str, str] = {}
+    limits: dict[str, int] = {}
+    stats: dict[str, int] = {}
+    waits: list[Wait] = []
+    opens: list[Open] = []
+    stacks: dict[int, tuple[int, ...]] = {}
+    ustacks: dict[int, tuple[int, ...]] = {}
+    scanned: set[int] = set()
+    for n, raw in enumerate(lines, 1):
+        parts = raw.rstrip("\n").split("\t")
+        kind = parts[0]
+        if n == 1 and (kind != "pmuprof-offcpu" or parts[1:] != [FORMAT]):
+            raise ValueError("not a pmuprof-offcpu output file (format 1)")
+        if kind == "wait" and len(parts) >= 9:
+            waits.append(Wait(int(parts[1]), int(parts[2]), parts[3], int(parts[4]), int(parts[5]), int(parts[6], 16),
+                              int(parts[7]), "\t".join(parts[8:])))
+        elif kind == "open" and len(parts) == 7:
+            opens.append(Open(int(parts[1]), int(parts[2]), parts[3], int(parts[4]), int(parts[5], 16), int(parts[6])))
+        elif kind == "stack" and len(parts) == 3:
+            stacks[int(parts[1])] = _addresses(parts[2])
+        elif kind == "ustack" and len(parts) == 4:
+            ustacks[int(parts[1], 16)] = _addresses(parts[3])
+            if parts[2] == "1":
+                scanned.add(int(parts[1], 16))
+        elif kind == "stat" and len(parts) == 3:
+            stats[parts[1]] = int(parts[2])
+        elif kind == "limit" and len(parts) == 3:
+            limits[parts[1]] = int(parts[2])
+        elif len(parts) == 2:
+            head[kind] = parts[1]
+    if "pmuprof-offcpu" not in head:
+        raise ValueError("empty pmuprof-offcpu output")
+    return TracerOutput(int(head.get("t0_ns", 0)), int(head.get("end_ns", 0)), head.get("stopped_by", ""), limits,
+                        stats, tuple(waits), tuple(opens), stacks, ustacks, frozenset(scanned))
+
+
+def _addresses(text: str) -> tuple[int, ...]:
+    return tuple(int(a, 16) for a in text.split(",") if a)
+
+
+def load(path: Path) -> TracerOutput:
+    with open(path, encoding="utf-8", errors="backslashreplace") as fh:
+        return parse(fh)

@@ -1,0 +1,193 @@
+"""Off-CPU capture on a real MariaDB with real lock waits: a row lock and a metadata lock (BPF; root only)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+import mariadb as mdb
+from pmuprof.capture.offcpu import tracer
+from pmuprof.capture.record import RecordOptions, record
+from pmuprof.model import rundir
+from pmuprof.model.folded import load_folded
+
+HOLD_S = 3.0
+CAPTURE_S = 9.0
+STALL_LIMIT_S = 0.050
+
+
+def _connect(server: mdb.MariaDB):
+    import pymysql
+
+    return pymysql.connect(unix_socket=str(server.socket), user="root", password="", database="sbtest",
+                           autocommit=True, connect_timeout=5, read_timeout=60)
+
+
+def _tid(conn) -> int:
+    with conn.cursor() as cur:
+        cur.execute("SELECT TID FROM information_schema.PROCESSLIST WHERE ID = CONNECTION_ID()")
+        return int(cur.fetchone()[0])
+
+
+PINGER = """
+import sys, time, pymysql
+conn = pymysql.connect(unix_socket=sys.argv[1], user="root", autocommit=True)
+with conn.cursor() as cur, open(sys.argv[2], "w") as out:
+    while True:
+        t0 = time.monotonic()
+        cur.execute("SELECT 1")
+        cur.fetchall()
+        out.write(f"{t0} {time.monotonic() - t0}\\n")
+        out.flush()
+        time.sleep(0.002)
+"""
+
+
+class Pinger:
+    """SELECT 1 in a loop in its own process (no GIL shared with the capture); (start, latency) per line."""
+
+    def __init__(self, server: mdb.MariaDB, path: Path) -> None:
+        self.path = path
+        self.proc = subprocess.Popen([sys.executable, "-c", PINGER, str(server.socket), str(path)])
+
+    def stop(self) -> None:
+        self.proc.kill()
+        self.proc.wait()
+
+    def worst(self, a: float, b: float) -> float:
+        """The longest SELECT 1 that was running at some point of [a, b] (time.monotonic, same clock)."""
+        rows = [tuple(map(float, line.split())) for line in self.path.read_text().splitlines() if line.count(" ") == 1]
+        return max((lat for t0, lat in rows if t0 <= b and t0 + lat >= a), default=0.0)
+
+
+def _wait_for(ready: Path, timeout: float = 60) -> None:
+    """Until the tracer says it is attached (offcpu.log), or perf has created its file."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if ready.is_file() and (ready.name != rundir.OFFCPU_LOG or "attached" in ready.read_text(errors="replace")):
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"the capture did not start: {ready}")
+
+
+def _hold_and_wait(server: mdb.MariaDB, holder_sql: str, waiter_sql: str) -> tuple[int, threading.Thread, object, object]:
+    """The holder keeps a lock in an open transaction; the waiter's statement blocks on it (in a thread).
+
+    Both connections stay open until the capture ends: a closed connection's thread would wait in the
+    server's thread cache, on a futex too.
+    """
+    holder, waiter = _connect(server), _connect(server)
+    with holder.cursor() as cur:
+        cur.execute("BEGIN")
+        cur.execute(holder_sql)
+        cur.fetchall()
+    tid = _tid(waiter)
+    thread = threading.Thread(target=lambda: waiter.cursor().execute(waiter_sql), daemon=True)
+    thread.start()
+    return tid, thread, holder, waiter
+
+
+def _lock_scenario(server: mdb.MariaDB, ready: Path, tids: dict[str, int], conns: list) -> None:
+    """Once the capture runs: a row-lock wait and a metadata-lock wait, each held HOLD_S seconds."""
+    _wait_for(ready)
+    tids["row"], row_thread, row_holder, row_waiter = _hold_and_wait(
+        server, "SELECT * FROM offcpu_rows WHERE id = 1 FOR UPDATE", "SELECT * FROM offcpu_rows WHERE id = 1 FOR UPDATE")
+    tids["mdl"], mdl_thread, mdl_holder, mdl_waiter = _hold_and_wait(
+        server, "SELECT * FROM offcpu_mdl", "ALTER TABLE offcpu_mdl ADD COLUMN c INT")
+    conns += [row_holder, row_waiter, mdl_holder, mdl_waiter]
+    time.sleep(HOLD_S)
+    for holder in (row_holder, mdl_holder):
+        holder.cursor().execute("COMMIT")
+    row_thread.join(30)
+    mdl_thread.join(30)
+    tids["done"] = 1
+
+
+def _captured_waits(server: mdb.MariaDB, out: Path, pinger: "Pinger", off_cpu: bool) -> tuple[dict, float]:
+    """One capture with the lock scenario in it: (tids of the waiting threads, longest SELECT 1 meanwhile)."""
+    mdb.sql(server, "DROP TABLE IF EXISTS sbtest.offcpu_rows", "DROP TABLE IF EXISTS sbtest.offcpu_mdl",
+            "CREATE TABLE sbtest.offcpu_rows (id INT PRIMARY KEY, v INT) ENGINE=InnoDB",
+            "INSERT INTO sbtest.offcpu_rows VALUES (1, 1), (2, 2)",
+            "CREATE TABLE sbtest.offcpu_mdl (id INT PRIMARY KEY) ENGINE=InnoDB")
+    tids: dict[str, int] = {}
+    conns: list = []
+    ready = out / rundir.OFFCPU_LOG if off_cpu else out / rundir.PERF_DATA
+    scenario = threading.Thread(target=_lock_scenario, args=(server, ready, tids, conns), daemon=True)
+    scenario.start()
+    begin = time.monotonic()
+    record(RecordOptions(pids=(server.pid,), out_dir=out, duration=CAPTURE_S, mysql=False, off_cpu=off_cpu,
+                         per_thread_roots=True))  # on the main thread: it handles Ctrl-C
+    scenario.join(60)
+    for conn in conns:
+        conn.close()
+    assert set(tids) == {"row", "mdl", "done"}, tids
+    wall_to_mono = time.time() - time.monotonic()  # the window ends when the tracer (or perf) wrote its file
+    last = out / (rundir.OFFCPU_RAW if off_cpu else rundir.PERF_DATA)
+    return tids, pinger.worst(begin, last.stat().st_mtime - wall_to_mono)
+
+
+@pytest.fixture(scope="module")
+def lock_run(mariadb, tmp_path_factory):
+    if tracer.unavailable([mariadb.pid])[0]:
+        pytest.skip(tracer.unavailable([mariadb.pid])[0])
+    base = tmp_path_factory.mktemp("offcpu-mdb")
+    pinger = Pinger(mariadb, base / "pings.txt")
+    try:
+        time.sleep(1)
+        _, without = _captured_waits(mariadb, base / "perf-only", pinger, off_cpu=False)
+        tids, during = _captured_waits(mariadb, base / "run", pinger, off_cpu=True)
+    finally:
+        pinger.stop()
+        mdb.sql(mariadb, "DROP TABLE IF EXISTS sbtest.offcpu_rows", "DROP TABLE IF EXISTS sbtest.offcpu_mdl")
+    run = rundir.read_run(base / "run")
+    assert run.offcpu and run.offcpu.recorded, run.offcpu
+    stacks, _ = load_folded(base / "run" / rundir.OFFCPU)
+    return stacks, tids, {"without_tracer": without, "during": during}
+
+
+def _thread_us(stacks, tid: int, *prefixes: str) -> int:
+    """Microseconds of one thread's stacks holding a frame starting with each prefix (C++ names carry arguments)."""
+    return sum(n for s, n in stacks.items() if len(s) > 1 and s[1].endswith(f"-{tid}")
+               and all(any(f.startswith(p) for f in s) for p in prefixes))
+
+
+def _waited_on_futex(stacks, tid: int) -> int:
+    return _thread_us(stacks, tid, "__x64_sys_futex_[k]", "off-cpu:S")
+
+
+def test_row_lock_wait_has_its_time(lock_run):
+    stacks, tids, _ = lock_run
+    waited = _waited_on_futex(stacks, tids["row"])
+    # the statement waited HOLD_S for the row lock, in a condition variable (futex), and then the thread
+    # went back to reading the next command (poll): not a futex
+    assert (HOLD_S - 0.5) * 1e6 <= waited <= (HOLD_S + 1.5) * 1e6, (waited, _of_thread(stacks, tids["row"]))
+    # the wait sits under the statement: glibc's futex wait keeps no frame pointer, the tracer finds the chain
+    in_statement = _thread_us(stacks, tids["row"], "mysql_execute_command", "handler::", "__x64_sys_futex_[k]")
+    assert in_statement >= (HOLD_S - 0.5) * 1e6, _of_thread(stacks, tids["row"])
+    assert _thread_us(stacks, tids["row"], "do_command", "vio_read", "off-cpu:S") > 0, "idle afterwards, named"
+
+
+def test_metadata_lock_wait_has_its_time(lock_run):
+    stacks, tids, _ = lock_run
+    waited = _waited_on_futex(stacks, tids["mdl"])
+    assert (HOLD_S - 0.5) * 1e6 <= waited <= (HOLD_S + 1.5) * 1e6, (waited, _of_thread(stacks, tids["mdl"]))
+    mdl = _thread_us(stacks, tids["mdl"], "mysql_alter_table", "MDL_context::acquire_lock", "__x64_sys_futex_[k]")
+    assert mdl >= (HOLD_S - 0.5) * 1e6, _of_thread(stacks, tids["mdl"])
+
+
+def _of_thread(stacks, tid: int) -> list:
+    return sorted(((n, s) for s, n in stacks.items() if s[1].endswith(f"-{tid}")), reverse=True)[:5]
+
+
+def test_server_never_stalls(lock_run):
+    _, _, stall = lock_run
+    if stall["without_tracer"] >= STALL_LIMIT_S:
+        pytest.skip(f"this host is too loaded to measure a {STALL_LIMIT_S * 1000:.0f} ms stall: SELECT 1 took "
+                    f"{stall['without_tracer'] * 1000:.0f} ms in the same capture without the tracer")
+    assert stall["during"] < STALL_LIMIT_S, stall
+

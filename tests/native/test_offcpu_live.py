@@ -1,0 +1,137 @@
+"""Off-CPU capture on a real program whose threads wait in known places (BPF; root only)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from native_support import PROGS, compile_prog, native_binary
+from pmuprof.capture.offcpu import tracer
+from pmuprof.capture.record import RecordOptions, record
+from pmuprof.model import rundir
+from pmuprof.model.folded import load_folded
+from pmuprof.model.offcpu import Threads
+
+SECONDS = 4.0
+
+
+def need_offcpu() -> None:
+    if os.geteuid() != 0:
+        pytest.skip("off-CPU tracing needs root")
+    native_binary("pmuprof-offcpu")
+    why, _ = tracer.unavailable([1])
+    if why:
+        pytest.skip(why)
+
+
+@pytest.fixture(scope="module")
+def waits_run(tmp_path_factory):
+    need_offcpu()
+    tmp = tmp_path_factory.mktemp("offcpu")
+    exe = compile_prog(PROGS / "offcpu_waits.c", tmp / "offcpu_waits", "gcc", "-O1",
+                       ("-g", "-fno-omit-frame-pointer", "-pthread"))
+    prog = subprocess.Popen([str(exe), "60", str(tmp / "sync.dat")], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        out = record(RecordOptions(pids=(prog.pid,), out_dir=tmp / "run", duration=SECONDS, mysql=False, off_cpu=True))
+    finally:
+        prog.kill()
+        prog.wait()
+    run = rundir.read_run(out)
+    if not run.offcpu.recorded and "not permitted" in run.offcpu.why_not:
+        pytest.skip(f"BPF not allowed here: {run.offcpu.why_not}")
+    stacks, headers = load_folded(out / rundir.OFFCPU)
+    return out, run, stacks, headers
+
+
+def _us(stacks, *needles: str) -> int:
+    """Microseconds of the stacks holding every needle as a frame."""
+    return sum(n for s, n in stacks.items() if all(x in s for x in needles))
+
+
+def test_run_json_says_what_was_recorded(waits_run):
+    _, run, stacks, headers = waits_run
+    oc = run.offcpu
+    assert oc.recorded and oc.returncode == 0 and oc.argv[0].endswith("pmuprof-offcpu"), oc
+    assert headers["unit"] == "us" and oc.total_us == sum(stacks.values())
+    assert oc.duration_s >= SECONDS and oc.switches > 0 and oc.lost["entries_full"] == 0
+    assert not [w for w in run.warnings if w.startswith("off-CPU")], run.warnings
+
+
+def test_mutex_waiters_block_in_futex_under_their_function(waits_run):
+    _, run, stacks, _ = waits_run
+    window_us = run.offcpu.duration_s * 1e6
+    lock = _us(stacks, "waiter", "__x64_sys_futex_[k]", "off-cpu:S")
+    # two waiter threads, each blocked on the mutex nearly all the time (the holder keeps it 200 of 201 ms)
+    assert 0.6 * 2 * window_us < lock <= 1.05 * 2 * window_us, (lock, window_us)
+    assert any("__lll_lock_wait" in s or "pthread_mutex_lock" in s or "waiter_takes_lock" in s
+               for s in stacks if "waiter" in s), "a libc lock frame or the program's function under waiter"
+
+
+def test_holder_sleeps_and_syncer_waits_for_the_disk(waits_run):
+    _, run, stacks, _ = waits_run
+    window_us = run.offcpu.duration_s * 1e6
+    held = _us(stacks, "holder_sleeps_with_lock", "__x64_sys_clock_nanosleep_[k]", "off-cpu:S")
+    assert 0.6 * window_us < held <= 1.05 * window_us, (held, window_us)
+    fsync = _us(stacks, "syncer", "__x64_sys_fsync_[k]", "off-cpu:D")
+    syncer = _us(stacks, "syncer")
+    assert fsync > 0.5 * syncer and fsync > 0.1 * window_us, (fsync, syncer, window_us)
+
+
+def test_threads_json_groups_the_waiters(waits_run):
+    out, _, _, _ = waits_run
+    snaps = rundir.read_typed(out / rundir.THREADS, Threads)
+    assert [s.when for s in snaps.snapshots] == ["start", "end"]
+    end = snaps.snapshots[1]
+    assert end.threads == 5
+    waiting = [g for g in end.groups if g.comms.get("waiter") and g.state == "S" and "futex" in g.wchan]
+    assert sum(g.count for g in waiting) == 2, end.groups  # one group, or two when their leaves differ
+    assert all(g.user_source == "bpf" and "waiter" in g.user for g in waiting), waiting
+
+
+def test_without_the_tracer_the_capture_goes_on(tmp_path, monkeypatch):
+    need_offcpu()
+    monkeypatch.setenv("PMUPROF_OFFCPU", "")  # as if pmuprof-offcpu was not built
+    prog = subprocess.Popen(["sleep", "30"])
+    try:
+        out = record(RecordOptions(pids=(prog.pid,), out_dir=tmp_path / "run", duration=1.0, mysql=False,
+                                   off_cpu=True))
+    finally:
+        prog.kill()
+        prog.wait()
+    run = rundir.read_run(out)
+    assert not run.offcpu.recorded and "not built" in run.offcpu.why_not
+    assert any(f.feature.startswith("off-CPU") for f in run.features_off)
+    assert (out / rundir.PERF_DATA).is_file() and not (out / rundir.OFFCPU).exists()
+    snaps = rundir.read_typed(out / rundir.THREADS, Threads)
+    assert snaps.snapshots[0].groups[0].kernel, "the /proc snapshot is still taken"
+    assert Path(out / rundir.RUN_JSON).is_file()
+
+
+def test_killed_tracer_leaves_nothing_attached(tmp_path):
+    need_offcpu()
+    if not shutil.which("bpftool"):
+        pytest.skip("bpftool is not installed (apt-get install bpftool)")
+
+    def attached() -> int:
+        shown = subprocess.run(["bpftool", "prog", "show"], capture_output=True, text=True, check=True).stdout
+        return shown.count(" name on_switch ")
+
+    before = attached()
+    log = tmp_path / "log"
+    proc = subprocess.Popen([str(native_binary("pmuprof-offcpu")), "--pid", str(os.getpid()), "--duration", "60",
+                             "--out", str(tmp_path / "out")], stderr=open(log, "wb"))
+    try:
+        deadline = time.monotonic() + 30
+        while "attached" not in log.read_text() and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.05)
+        assert attached() == before + 1
+    finally:
+        proc.kill()  # SIGKILL: no chance to clean up; the kernel detaches with the last fd
+        proc.wait()
+    time.sleep(0.5)
+    assert attached() == before and not (tmp_path / "out").exists()

@@ -1,0 +1,147 @@
+"""Off-CPU capture without BPF: the tracer's file format, naming, folding and thread snapshots on known input."""
+
+from __future__ import annotations
+
+import pytest
+
+from pmuprof.capture.offcpu import snapshot
+from pmuprof.capture.offcpu.fold import fold, proc_state
+from pmuprof.capture.offcpu.symbols import KernelSymbols, UserSymbols
+from pmuprof.capture.target.threads import ThreadNow, parse_stack, parse_state
+from pmuprof.model.labels import parse_state as parse_state_label, state_label
+from pmuprof.model.run import FileMap
+from pmuprof.tools.native import offcpu as tool
+
+KALLSYMS = """\
+ffffffff81000000 T _stext
+ffffffff81000100 T entry_SYSCALL_64_after_hwframe
+ffffffff81000200 T do_syscall_64
+ffffffff81000300 T __x64_sys_futex
+ffffffff81000400 T futex_wait
+ffffffff81000500 T schedule
+ffffffff81000600 T __schedule
+ffffffff81000700 T bpf_trace_run4
+ffffffff81000800 t io_schedule
+0000000000000000 A fixed_percpu_data
+"""
+
+# tgid 100: thread 101 waited 3 ms twice on a futex (S), 102 preempted 1 ms (R), 103 blocked since before
+# the tracer attached (B, 2 ms), 104 still off the CPU at the end (D since 7 ms before it).
+OUTPUT = """\
+pmuprof-offcpu\t1
+t0_ns\t1000000000
+end_ns\t1010000000
+stopped_by\tSIGINT
+limit\tthreads\t64
+limit\tentries\t64
+limit\tstacks\t64
+stat\tswitches\t4
+stat\tkstack_lost\t0
+stat\tustack_lost\t1
+stat\tustack_scanned\t1
+wait\t100\t101\tS\t2\t6000000\ta1\t2\tworker
+wait\t100\t102\tR\t1\t1000000\ta3\t-17\tworker
+wait\t100\t103\tB\t1\t2000000\t0\t-1\tstuck
+open\t100\t104\tD\t1003000000\ta1\t4
+stack\t2\tffffffff81000710,ffffffff81000610,ffffffff81000510,ffffffff81000410,ffffffff81000310,ffffffff81000210
+stack\t4\tffffffff81000610,ffffffff81000810
+ustack\ta1\t1\t7f0000001010,555500002020
+ustack\ta3\t0\t555500003030
+"""
+
+MAPS = {100: (FileMap(0x7F0000000000, 0x7F0000100000, 0, "/lib/libc.so.6"),
+              FileMap(0x555500000000, 0x555500010000, 0x1000, "/usr/sbin/server"))}
+
+
+def fake_funcs(path, offsets, file_offsets=False, debug=None):
+    assert file_offsets
+    names = {"/lib/libc.so.6": {0x1010: ("__lll_lock_wait", None)},  # the leaf: looked up as is
+             "/usr/sbin/server": {0x301F: ("do_work", None), 0x4030: (None, 0x4000)}}[path]
+    out = []
+    for off in offsets:
+        name, start = names.get(off, (None, None))
+        entry = {"input": f"0x{off:x}"}
+        if name:
+            entry["display"] = name
+        if start is not None:
+            entry["start"] = f"0x{start:x}"
+        out.append(entry)
+    return {"addresses": out}
+
+
+def test_parse_and_argv():
+    out = tool.parse(OUTPUT.splitlines(True))
+    assert (out.t0_ns, out.end_ns, out.stopped_by) == (1_000_000_000, 1_010_000_000, "SIGINT")
+    assert out.stats == {"switches": 4, "kstack_lost": 0, "ustack_lost": 1, "ustack_scanned": 1}
+    assert out.limits["stacks"] == 64 and out.scanned == {0xA1}
+    assert out.waits[1] == tool.Wait(100, 102, "R", 1, 1_000_000, 0xA3, -17, "worker")
+    assert out.stack(-17) == () and out.ustack(0xA3) == (0x555500003030,) and out.ustack(0) == ()
+    assert tool.argv("/x/pmuprof-offcpu", [7, 8], 12.5, "/o")[:6] == ["/x/pmuprof-offcpu", "--pid", "7", "--pid", "8",
+                                                                       "--duration"]
+    with pytest.raises(ValueError):
+        tool.argv("x", list(range(1, 18)), 1, "/o")
+    with pytest.raises(ValueError):
+        tool.parse(["something else\n"])
+
+
+def test_kernel_frames_start_below_the_scheduler():
+    k = KernelSymbols(KALLSYMS)
+    frames = k.frames((0xFFFFFFFF81000710, 0xFFFFFFFF81000610, 0xFFFFFFFF81000510, 0xFFFFFFFF81000410))
+    assert frames == ("futex_wait_[k]", "schedule_[k]")  # the BPF and __schedule frames are the tracer's
+    assert k.name(0xFFFFFFFFC0000000) is None  # far past the last symbol: not named after it
+
+
+def test_fold_sums_microseconds_with_state_leaf():
+    out = tool.parse(OUTPUT.splitlines(True))
+    start = {100: {103: ThreadNow(103, "stuck", "D", "io_schedule", ("do_syscall_64", "io_schedule")),
+                   105: ThreadNow(105, "idle", "S", "poll", ("do_syscall_64", "do_poll")),
+                   106: ThreadNow(106, "busy", "R", "", ())}}
+    end = {100: {105: ThreadNow(105, "idle", "S", "poll", ("do_syscall_64", "do_poll")),
+                 106: ThreadNow(106, "busy", "R", "", ())}}
+    users = UserSymbols(MAPS, fake_funcs)
+    result = fold(out, {100: "server"}, KernelSymbols(KALLSYMS), users, start, end)
+    s = result.stacks
+    futex = ("server", "do_work", "__lll_lock_wait", "do_syscall_64_[k]", "__x64_sys_futex_[k]", "futex_wait_[k]",
+             "schedule_[k]", "off-cpu:S")
+    assert s[futex] == 6000
+    assert s[("server", "[server+0x4000]", "off-cpu:R")] == 1000  # lost kernel stack: user frames only
+    assert s[("server", "[unknown]", "do_syscall_64_[k]", "io_schedule_[k]", "off-cpu:D")] == 2000  # before t0
+    open_stack = ("server", "do_work", "__lll_lock_wait", "io_schedule_[k]", "off-cpu:D")
+    assert s[open_stack] == 7000  # still waiting at the end: counted from its switch-out to the end
+    assert s[("server", "[unknown]", "do_syscall_64_[k]", "do_poll_[k]", "off-cpu:S")] == 10000  # whole window
+    assert len(s) == 5  # the thread running at both snapshots (106) waited for nothing
+    assert result.total_us == 26000 and result.before_us == 12000 and result.threads == 5
+
+
+def test_fold_per_thread_roots():
+    out = tool.parse(OUTPUT.splitlines(True))
+    result = fold(out, {100: "server"}, KernelSymbols(KALLSYMS), UserSymbols(MAPS, fake_funcs), {}, {},
+                  per_thread_roots=True)
+    assert any(k[:2] == ("server", "worker-101") for k in result.stacks)
+
+
+def test_unreadable_binary_gives_dso_label():
+    users = UserSymbols(MAPS, None)
+    users.resolve([(100, 0x555500003030), (100, 0x1234)])
+    assert users.frames(100, (0x555500003030,)) == ("[server]",)
+    assert users.labels[(100, 0x1234)] == "[unknown]"
+
+
+def test_state_labels_and_proc_parsing():
+    assert state_label("D") == "off-cpu:D" and state_label("X") == "off-cpu:?"
+    assert parse_state_label("off-cpu:R") == "R" and parse_state_label("schedule_[k]") is None
+    assert [proc_state(c) for c in "DISTtRZ"] == ["D", "D", "S", "T", "T", "R", "?"]
+    text = "[<0>] futex_wait_queue+0x60/0x90\n[<0>] __x64_sys_futex+0x1/0x2\n[<0>] do_syscall_64+0x5/0x6\n"
+    assert parse_stack(text) == ("do_syscall_64", "__x64_sys_futex", "futex_wait_queue")
+    assert parse_state("123 (a (b) c) S 1 2 3") == "S"
+
+
+def test_snapshot_groups_identical_threads():
+    threads = [ThreadNow(1, "conn", "S", "futex_wait", ("a", "b")), ThreadNow(2, "conn", "S", "futex_wait", ("a", "b")),
+               ThreadNow(3, "io", "D", "io_schedule", ("a", "c"))]
+    snap = snapshot.group("end", "t", 1, "server", threads, {2: (("main", "lock"), 12.5)})
+    assert snap.threads == 3 and snap.states == {"S": 2, "D": 1}
+    counts = sorted((g.count, g.tids, g.user, g.off_cpu_ms) for g in snap.groups)
+    assert counts == [(1, (1,), (), None), (1, (2,), ("main", "lock"), 12.5), (1, (3,), (), None)]
+    same = snapshot.group("start", "t", 1, "server", threads[:2])
+    assert [(g.count, g.comms) for g in same.groups] == [(2, {"conn": 2})]
