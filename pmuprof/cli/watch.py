@@ -10,8 +10,9 @@ import click
 from ..capture.target import process as target
 from ..workflows.watch import WatchOptions, watch
 from ..errors import TargetError, UsageError
-from ..workflows.triggers import DiskFloor, WatchPlan, parse_condition, parse_duration
+from ..workflows.triggers import DiskFloor, WatchPlan, parse_condition
 from . import common
+from .params import DURATION_HELP, Duration
 from .record import mysql_decorator, mysql_from_kwargs
 
 EPILOG = """\b
@@ -30,10 +31,12 @@ Examples:
               help="Status variable, state:NAME, command:NAME or cpu, an operator and a number; repeat for OR.")
 @click.option("--cycles", type=click.IntRange(1), default=5, show_default=True,
               help="Consecutive polls the condition must hold.")
-@click.option("--interval", default="1s", show_default=True, help="Time between polls (500ms, 1s, 2s).")
-@click.option("-d", "--duration", "--run-time", "duration", default="30s", show_default=True,
+@click.option("--interval", type=Duration(0.1, 3600), default="1s", show_default=True,
+              help=f"Time between polls ({DURATION_HELP}).")
+@click.option("-d", "--duration", "--run-time", "duration", type=Duration(0.1, 3600), default="30s", show_default=True,
               help="Length of each capture.")
-@click.option("--cooldown", default="300s", show_default=True, help="Pause after a capture before watching again.")
+@click.option("--cooldown", type=Duration(0, 7 * 86400), default="5m", show_default=True,
+              help="Pause after a capture before watching again.")
 @click.option("--max-captures", type=click.IntRange(1), default=3, show_default=True, help="Stop after this many.")
 @click.option("--disk-free", "disk_free", multiple=True, default=("100M", "5%"), show_default=True,
               help="Free-space floor checked before each capture: a size (1G) or a percent (5%); repeatable.")
@@ -54,12 +57,12 @@ def watch_cmd(pid, triggers, cycles, interval, duration, cooldown, max_captures,
     Stops after --max-captures or on Ctrl-C.
     """
     plan = WatchPlan(tuple(parse_condition(t) for t in triggers), cycles=cycles,
-                     cooldown_s=parse_duration(cooldown), max_captures=max_captures)
+                     cooldown_s=cooldown, max_captures=max_captures)
     mysql_opts, use_mysql = mysql_from_kwargs(kwargs)
     if not use_mysql and any(c.source != "cpu" for c in plan.conditions):
         raise UsageError("--no-mysql leaves only cpu triggers usable", "drop --no-mysql or use --trigger 'cpu>N'")
     opts = WatchOptions(pid=_pick_pid(pid), plan=plan, base_dir=Path(base_dir),
-                        interval_s=max(parse_duration(interval), 0.1), duration_s=parse_duration(duration),
+                        interval_s=interval, duration_s=duration,
                         disk_floor=DiskFloor.parse(tuple(disk_free)), mysql_options=mysql_opts,
                         record={"frequency": frequency, "mode": mode, "mysql": use_mysql}, verbose=verbose,
                         command=tuple(["pmuprof"] + sys.argv[1:]))
