@@ -18,7 +18,7 @@ EXIT_NO_FINDINGS = 0
 EXIT_WARNING = 10
 EXIT_CRITICAL = 20
 # files a pmuprof run directory may hold; nothing else is ever deleted
-RUN_FILES = rundir.RUN_FILES | {"perf.script", "perf.stat", "stat.json", "capture.log"}
+RUN_FILES = rundir.RUN_FILES | {"perf.script", "perf.stat", "stat.json", "capture.log", "flame.svg"}
 _SAFE_PATH = re.compile(r"^/[A-Za-z0-9_./+@:-]*$")
 _SAFE_ARG = re.compile(r"^[A-Za-z0-9_./+@:=,-]+$")
 _SAFE_WORDS = re.compile(r"^[A-Za-z0-9_./+@:=,-]+( [A-Za-z0-9_./+@:=,-]+)*$")
