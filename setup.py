@@ -36,10 +36,11 @@ class BuildWithHelper(build_py):
 
     def run(self) -> None:
         super().run()
+        target = Path(self.build_lib) / "pmuprof" / "bin"
+        shutil.rmtree(target, ignore_errors=True)  # never ship helpers left in build/ by an earlier build
         if not _want_native():
             sys.stderr.write("pmuprof: PMUPROF_BUILD_NATIVE=0: building a pure-Python package without helpers\n")
             return
-        target = Path(self.build_lib) / "pmuprof" / "bin"
         try:
             subprocess.run(["make", "-C", str(HERE / "native")], check=True)
         except (OSError, subprocess.CalledProcessError) as err:
@@ -62,6 +63,8 @@ class TruthfulWheel(bdist_wheel):
         self.run_command("build")
         build_lib = Path(self.get_finalized_command("build_py").build_lib)
         self.root_is_pure = not any((build_lib / "pmuprof" / "bin" / name).is_file() for name in HELPERS)
+        if not self.root_is_pure:  # install into platlib, the wheel's root for a platform wheel
+            self.distribution.has_ext_modules = lambda: True
         super().run()
 
     def get_tag(self) -> tuple[str, str, str]:
