@@ -6,6 +6,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -100,7 +101,7 @@ def test_cron_command_runs_under_flock_and_ionice_and_keeps_the_exit_status(tmp_
     exe = tmp_path / "pmuprof"
     exe.write_text('#!/bin/sh\n[ "$1" = capture ] || exit 0\n'
                    'printf "%s %s\\n" "$(ionice -p $$)" "$(nice)" > "$(dirname "$0")/seen.txt"\n'
-                   '[ -n "$HOLD" ] && sleep 3\nexit 20\n')
+                   'if [ -n "$HOLD" ]; then touch "$(dirname "$0")/holding"; sleep 3; fi\nexit 20\n')
     exe.chmod(0o755)
     lock = str(tmp_path / "lock")
     command = _cron_command(cron_text(_spec(exe=str(exe), directory=str(tmp_path / "runs")), lock_file=lock))
@@ -112,10 +113,10 @@ def test_cron_command_runs_under_flock_and_ionice_and_keeps_the_exit_status(tmp_
     # a second run while the first still holds the lock is skipped with EX_TEMPFAIL
     held = subprocess.Popen(["/bin/sh", "-c", command], env={**os.environ, "HOLD": "1"})
     try:
-        for _ in range(50):
-            if Path(lock).exists():
+        for _ in range(300):  # until the holder runs the capture, i.e. holds the lock
+            if (tmp_path / "holding").exists():
                 break
-            subprocess.run(["sleep", "0.1"])
+            time.sleep(0.1)
         second = subprocess.run(["/bin/sh", "-c", command], capture_output=True, text=True, timeout=60)
         assert second.returncode == 75
     finally:
