@@ -121,3 +121,12 @@ def test_man_page_is_generated_from_the_cli_and_committed_fresh():
 def test_man_page_renders_without_warnings():
     proc = subprocess.run(["groff", "-man", "-ww", "-z", str(MAN)], capture_output=True, text=True)
     assert proc.returncode == 0 and not proc.stderr, proc.stderr
+
+
+def test_shell_completion_as_the_readme_documents_it():
+    from helpers import run_cli
+    res = run_cli(env={"_PMUPROF_COMPLETE": "bash_complete", "COMP_WORDS": "pmuprof capture --ssl-m",
+                       "COMP_CWORD": "2"})
+    assert res.returncode == 0 and "plain,--ssl-mode" in res.stdout.splitlines()
+    script = run_cli(env={"_PMUPROF_COMPLETE": "bash_source"})
+    assert "complete -o nosort -F _pmuprof_completion pmuprof" in script.stdout
