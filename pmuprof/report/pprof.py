@@ -144,6 +144,32 @@ def _mapping_bytes(m: _Mapping, strings: _Strings) -> bytes:
     return out
 
 
+class _Frames:
+    """One function and one location per frame name, numbered from 1 in order of first use."""
+
+    def __init__(self, strings: _Strings, mappings: dict[str, _Mapping], dsos: dict[str, str],
+                 biases: Mapping[str, int]) -> None:
+        self.strings, self.mappings, self.dsos, self.biases = strings, mappings, dsos, biases
+        self.ids: dict[str, int] = {}
+        self.functions: list[bytes] = []
+        self.locations: list[bytes] = []
+
+    def id(self, frame: str) -> int:
+        fid = self.ids.get(frame)
+        if fid is not None:
+            return fid
+        fid = self.ids[frame] = len(self.ids) + 1
+        name = self.strings(frame)
+        filename = self.strings(KERNEL) if is_kernel(frame) else 0
+        self.functions.append(field_varint(_F_ID, fid) + field_varint(_F_NAME, name)
+                              + field_varint(_F_SYSTEM_NAME, name) + field_varint(_F_FILENAME, filename))
+        mapping_id, address = _location(frame, self.mappings, self.dsos, self.biases)
+        self.locations.append(field_varint(_LOC_ID, fid) + field_varint(_LOC_MAPPING, mapping_id)
+                              + field_varint(_LOC_ADDRESS, address)
+                              + field_bytes(_LOC_LINE, field_varint(_LINE_FUNCTION, fid)))
+        return fid
+
+
 def encode_profile(profile: Profile, comments: Mapping[str, object] | None = None,
                    biases: Mapping[str, int] | None = None) -> bytes:
     """profile.proto bytes (not compressed): one location and function per frame name.
@@ -155,38 +181,23 @@ def encode_profile(profile: Profile, comments: Mapping[str, object] | None = Non
     """
     strings = _Strings()
     sample_types, period_ns = _sample_types(profile, strings)
-    mappings, dsos = _mappings(profile), _frame_dsos(profile)
-    func_ids: dict[str, int] = {}
-    functions: list[bytes] = []
-    locations: list[bytes] = []
+    mappings = _mappings(profile)
+    frames = _Frames(strings, mappings, _frame_dsos(profile), biases or {})
     samples: list[bytes] = []
     comment_ids = [strings(f"{k}: {v}") for k, v in sorted((comments or {}).items())]
     process_key = strings("process")
     for stack, count in sorted(profile.stacks.items()):
         if not stack or count <= 0:
             continue
-        ids = []
-        for frame in reversed(stack):  # pprof wants the leaf first
-            fid = func_ids.get(frame)
-            if fid is None:
-                fid = func_ids[frame] = len(func_ids) + 1
-                name = strings(frame)
-                filename = strings(KERNEL) if is_kernel(frame) else 0
-                functions.append(field_varint(_F_ID, fid) + field_varint(_F_NAME, name)
-                                 + field_varint(_F_SYSTEM_NAME, name) + field_varint(_F_FILENAME, filename))
-                mapping_id, address = _location(frame, mappings, dsos, biases or {})
-                locations.append(field_varint(_LOC_ID, fid) + field_varint(_LOC_MAPPING, mapping_id)
-                                 + field_varint(_LOC_ADDRESS, address)
-                                 + field_bytes(_LOC_LINE, field_varint(_LINE_FUNCTION, fid)))
-            ids.append(fid)
+        ids = [frames.id(frame) for frame in reversed(stack)]  # pprof wants the leaf first
         values = [count, count * period_ns] if period_ns else [count]
         label = field_varint(_L_KEY, process_key) + field_varint(_L_STR, strings(stack[0]))
         samples.append(packed(_S_LOCATION, ids) + packed(_S_VALUE, values) + field_bytes(_S_LABEL, label))
     out = [field_bytes(_P_SAMPLE_TYPE, t) for t in sample_types]
     out += [field_bytes(_P_SAMPLE, s) for s in samples]
     out += [field_bytes(_P_MAPPING, _mapping_bytes(m, strings)) for m in sorted(mappings.values(), key=lambda m: m.id)]
-    out += [field_bytes(_P_LOCATION, loc) for loc in locations]
-    out += [field_bytes(_P_FUNCTION, f) for f in functions]
+    out += [field_bytes(_P_LOCATION, loc) for loc in frames.locations]
+    out += [field_bytes(_P_FUNCTION, f) for f in frames.functions]
     out += [field_bytes(_P_STRINGS, s.encode("utf-8", "backslashreplace")) for s in strings.items]
     started = _epoch_ns(profile.run.started)
     if started:
