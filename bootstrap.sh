@@ -10,9 +10,10 @@ APT_PACKAGES="linux-perf build-essential pkg-config libpfm4-dev libdw-dev libelf
   libbpf-dev mariadb-server mariadb-client sysbench gdb systemd python3-pip python3-venv"
 # The test job also renders reports in a real browser and reads pprof exports back with Google's pprof;
 # clang also builds the off-CPU tracer (BPF target), bpftool checks it leaves nothing attached;
-# debuginfod-find for the debuginfod tests; Maven fetches MariaDB 10.2.11 (full symbols) for the second server.
+# debuginfod-find for the debuginfod tests; Maven fetches MariaDB 10.2.11 (full symbols) for the second server;
+# node_exporter scrapes the textfile metrics (policy-rc.d below keeps its service from starting too).
 if [ "$JOB" = test ]; then
-  APT_PACKAGES="$APT_PACKAGES chromium clang bpftool debuginfod"
+  APT_PACKAGES="$APT_PACKAGES chromium clang bpftool debuginfod prometheus-node-exporter"
   command -v mvn >/dev/null 2>&1 || APT_PACKAGES="$APT_PACKAGES maven"
 fi
 
@@ -43,8 +44,21 @@ setup_pprof() {
   return 0
 }
 
+setup_speedscope() {
+  # speedscope's file-format JSON schema from its npm package, for the export schema test (skipped without npm).
+  command -v npm >/dev/null 2>&1 || return 0
+  dir="${XDG_CACHE_HOME:-$HOME/.cache}/pmuprof/speedscope"
+  [ -f "$dir/file-format-schema.json" ] && return 0
+  tmp=$(mktemp -d) && mkdir -p "$dir" \
+    && (cd "$tmp" && npm pack speedscope >/dev/null 2>&1) \
+    && tar xzf "$tmp"/speedscope-*.tgz -C "$dir" --strip-components=3 package/dist/release/file-format-schema.json \
+    || true
+  rm -rf "$tmp"
+  return 0
+}
+
 case "$JOB" in
   demo) exec "$PY" -m pmuprof demo ;;
-  test) setup_pprof; exec "$PY" -m pytest -q -p no:cacheprovider tests ;;
+  test) setup_pprof; setup_speedscope; exec "$PY" -m pytest -q -p no:cacheprovider tests ;;
   *) echo "usage: sh bootstrap.sh demo|test" >&2; exit 2 ;;
 esac

@@ -12,12 +12,13 @@ import click
 from .. import signals
 from ..analysis.binaries import Lookup
 from ..analysis.load import Choice
-from ..capture.record import RecordOptions, record
+from ..capture.record import MAX_DURATION_S, RecordOptions, record
 from ..errors import Interrupted, PerfError, ResourceError
 from ..findings.loader import load_rules
 from ..model import rundir
 from ..model.run import Run
 from ..pipeline import Options
+from .params import DURATION_HELP, Duration
 
 T = TypeVar("T")
 
@@ -45,7 +46,8 @@ def capture_options(func):
     opts = [
         click.option("-p", "--pid", "pids", type=int, multiple=True, help="Target pid (repeat for several instances)."),
         click.option("--all-mysqld", is_flag=True, help="Profile every running mysqld / mariadbd."),
-        click.option("-d", "--duration", type=float, default=30.0, show_default=True, help="Seconds to record."),
+        click.option("-d", "--duration", type=Duration(0.1, MAX_DURATION_S), default="30s", show_default=True,
+                     help=f"How long to record ({DURATION_HELP})."),
         click.option("-F", "--frequency", type=int, default=99, show_default=True, help="Samples per second per CPU."),
         click.option("--call-graph", type=click.Choice(["fp", "dwarf", "lbr"]), default="fp", show_default=True,
                      help="Stack walking: frame pointers, DWARF (32 KB stack copies), or Intel LBR."),

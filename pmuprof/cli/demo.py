@@ -8,6 +8,7 @@ import click
 
 from ..workflows.demo import SCENARIOS, DemoOptions, run_demo
 from . import common
+from .params import DURATION_HELP, Duration
 
 EPILOG = """\b
 Examples:
@@ -23,8 +24,8 @@ Examples:
 @click.command("demo", epilog=EPILOG)
 @click.option("--scenario", type=click.Choice(SCENARIOS), default="mixed", show_default=True,
               help="Which pathology the workload reproduces.")
-@click.option("-d", "--duration", type=click.FloatRange(1, 600), default=10.0, show_default=True,
-              help="Seconds to record.")
+@click.option("-d", "--duration", type=Duration(1, 600), default="10s", show_default=True,
+              help=f"How long to record ({DURATION_HELP}).")
 @click.option("-o", "--output", "out_dir", type=click.Path(file_okay=False), default=None,
               help="Run directory to create (default ./pmuprof-demo-<scenario>-<time>).")
 @click.option("--spin-wait-delay", type=click.IntRange(0, 6000), default=30, show_default=True,

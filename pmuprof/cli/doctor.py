@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import json
+from dataclasses import asdict
 from pathlib import Path
 
 import click
 
-from ..workflows.doctor import run_checks
+from ..workflows.doctor import EXIT_MISS, run_checks
 
-EPILOG = """\b
+EPILOG = f"""\b
 Examples:
   pmuprof doctor                        # host checks + every running mysqld / mariadbd
   pmuprof doctor -p $(pidof mariadbd)   # symbols and frame pointers of this server
+  pmuprof doctor --strict || alert      # fleet check: exit {EXIT_MISS} when any line is MISS
+  pmuprof doctor --json | jq '.checks[] | select(.ok | not) | .name'   # what is missing, for scripts
 """
 
 
@@ -19,12 +23,21 @@ Examples:
 @click.option("-p", "--pid", "pids", type=int, multiple=True, help="Check this target (repeatable).")
 @click.option("-o", "--output", "out_dir", type=click.Path(file_okay=False), default=".",
               help="Where captures will be written (free-disk check).")
-def doctor_cmd(pids: tuple[int, ...], out_dir: str) -> None:
+@click.option("--json", "as_json", is_flag=True, help="Print the checks as JSON ({ok, checks: [{name, ok, detail, fix}]}).")
+@click.option("--strict", is_flag=True, help=f"Exit {EXIT_MISS} when any check is MISS (a VM's missing PMU included).")
+def doctor_cmd(pids: tuple[int, ...], out_dir: str, as_json: bool, strict: bool) -> None:
     """Check perf, permissions, the PMU, the native helper, symbols, frame pointers and disk."""
-    for check in run_checks(pids, Path(out_dir)):
-        mark = "ok  " if check.ok else "MISS"
-        line = f"{mark} {check.name:<28} {check.detail}"
-        click.echo(line + (f"\n     fix: {check.fix}" if check.fix else ""))
+    checks = run_checks(pids, Path(out_dir))
+    if as_json:
+        doc = {"ok": all(c.ok for c in checks), "checks": [asdict(c) for c in checks]}
+        click.echo(json.dumps(doc, indent=2, sort_keys=True))
+    else:
+        for check in checks:
+            mark = "ok  " if check.ok else "MISS"
+            line = f"{mark} {check.name:<28} {check.detail}"
+            click.echo(line + (f"\n     fix: {check.fix}" if check.fix else ""))
+    if strict and not all(c.ok for c in checks):
+        raise click.exceptions.Exit(EXIT_MISS)
 
 
 COMMAND = doctor_cmd

@@ -7,8 +7,11 @@ from pathlib import Path
 
 import click
 
+from ..analysis.addresses import load_biases
+from ..analysis.load import sniff
 from ..errors import InputError
-from ..pipeline import build_profile
+from ..model import rundir
+from ..pipeline import build_profile, with_choice
 from ..report.export import export_bytes, export_profile
 from . import common
 
@@ -28,22 +31,43 @@ Examples:
 @click.option("-o", "--output", "out_file", type=click.Path(dir_okay=False, allow_dash=True), required=True,
               help="File to write ('-' for stdout).")
 @click.option("--no-headers", is_flag=True, help="folded: stack lines only, no '# key: value' context lines.")
+@click.option("--per-thread/--per-process", default=None,
+              help="A thread frame under each process (speedscope: one profile per thread). Default: per thread "
+                   "for speedscope when the input has thread ids (perf.data, perf script), else per process.")
 @common.input_options
-def export_cmd(input_path: str, fmt: str, out_file: str, no_headers: bool, **inputs) -> None:
+def export_cmd(input_path: str, fmt: str, out_file: str, no_headers: bool, per_thread: bool | None, **inputs) -> None:
     """Export INPUT (run directory, perf.data, perf script text or folded file) in another format.
 
-    The same input always gives the same bytes. See docs/export.md for pushing folded
-    output to Grafana Pyroscope.
+    The same input always gives the same bytes. pprof and speedscope carry CPU time (samples x 1e9/F ns)
+    when the sampling frequency is known; pprof has one mapping per binary with its build-id. See
+    docs/export.md for pushing folded output to Grafana Pyroscope.
     """
-    profile = build_profile(input_path, common.pipeline_options(**inputs))
+    source, threads = _with_threads(Path(input_path))
+    per_thread = (fmt == "speedscope" and threads) if per_thread is None else per_thread
+    if per_thread and not threads:
+        raise InputError(f"{input_path}: no thread ids in this input (folded stacks)", "export a perf.data or perf script")
+    options = common.pipeline_options(**inputs)
+    profile = build_profile(source if per_thread else input_path, with_choice(options, per_thread=True)
+                            if per_thread else options)
     if not profile.total:
         raise InputError(f"{input_path}: the profile is empty", "record while the server is busy")
+    biases = load_biases(profile.analysis.binaries, [m for t in profile.run.targets for m in t.maps]) \
+        if fmt == "pprof" else {}
     if out_file == "-":
-        sys.stdout.buffer.write(export_bytes(profile, fmt, not no_headers))
+        sys.stdout.buffer.write(export_bytes(profile, fmt, not no_headers, biases, per_thread))
         sys.stdout.buffer.flush()
         return
-    path = export_profile(profile, fmt, Path(out_file), not no_headers)
+    path = export_profile(profile, fmt, Path(out_file), not no_headers, biases, per_thread)
     click.echo(f"pmuprof: export: {path} ({fmt}, {profile.total} samples)", err=True)
+
+
+
+def _with_threads(path: Path) -> tuple[Path, bool]:
+    """The input that carries thread ids (a run directory's perf.data), and whether there is one."""
+    if path.is_dir() and (path / rundir.PERF_DATA).is_file():
+        return path / rundir.PERF_DATA, True
+    kind = sniff(path) if path.exists() else ""
+    return path, kind in ("perf.data", "perf-script")
 
 
 COMMAND = export_cmd

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import click
@@ -24,7 +25,9 @@ Examples:
               help="HTML file to write (default DIRECTORY/index.html).")
 @click.option("--title", default="", help="Page title (default: the directory name).")
 @click.option("--fail-on-regression", is_flag=True, help="Exit 10 when the newest run carries a regression flag.")
-def history_cmd(directory: str, output: str | None, title: str, fail_on_regression: bool) -> None:
+@click.option("--json", "as_json", is_flag=True,
+              help="Print {count, runs, regressions, latest_regressed} as JSON instead of writing the page.")
+def history_cmd(directory: str, output: str | None, title: str, fail_on_regression: bool, as_json: bool) -> None:
     """List the runs under DIRECTORY (nightly or watch captures) with trend charts across runs.
 
     Charts: the main findings and top functions in CPU time per sampled CPU, IPC when counted.
@@ -36,8 +39,14 @@ def history_cmd(directory: str, output: str | None, title: str, fail_on_regressi
     base = Path(directory)
     out = Path(output) if output else base / "index.html"
     html, payload = render_index(base, out, title)
-    write_html(out, html)
     flags = payload["regressions"]
+    if as_json:
+        doc = {key: payload[key] for key in ("count", "runs", "regressions", "latest")}
+        click.echo(json.dumps({**doc, "latest_regressed": bool(latest_flags(payload))}, indent=2, sort_keys=True))
+        if fail_on_regression and latest_flags(payload):
+            raise click.exceptions.Exit(10)
+        return
+    write_html(out, html)
     common.log(f"history: {out}: {payload['count']} run(s), {len(flags)} regression flag(s)")
     for flag in flags[-5:]:
         common.log(f"  {flag['run']}: {flag['text']}")

@@ -15,11 +15,13 @@ import click
 
 from .. import __version__, memory, outfile, signals
 from ..errors import PmuprofError
+from .exitcodes import epilog
 
 EXIT_INTERNAL = 1  # a bug in pmuprof (README: exit codes)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+# -h is the MySQL host (as for mysql, mysqldump and pt-stalk) wherever the server options are; help is --help.
+@click.group(context_settings={"help_option_names": ["--help"], "max_content_width": 100}, epilog=epilog())
 @click.version_option(__version__, prog_name="pmuprof")
 def cli() -> None:
     """Profile mysqld / mariadbd with perf and PMU counters, and name the hotspot.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as _dt
+import json
 import sys
 from pathlib import Path
 
@@ -54,7 +55,8 @@ def mysql_from_kwargs(kwargs: dict):
 @click.command("record", epilog=EPILOG)
 @common.capture_options
 @mysql_decorator
-def record_cmd(quiet: bool, **kwargs) -> None:
+@click.option("--json", "as_json", is_flag=True, help="Print {run_dir, samples, warnings} as JSON on stdout.")
+def record_cmd(quiet: bool, as_json: bool, **kwargs) -> None:
     """Record perf samples, counters and server facts of running mysqld(s) into a run directory.
 
     Read-only: the server is never stopped or ptraced. Turn it into a report with `pmuprof report DIR`.
@@ -67,6 +69,9 @@ def record_cmd(quiet: bool, **kwargs) -> None:
     common.say_problems(profile)
     common.log(f"run directory: {out}")
     common.end_of_capture(profile.run, str(out))
+    if as_json:
+        warnings = list(dict.fromkeys(profile.run.warnings + profile.analysis.warnings))
+        click.echo(json.dumps({"run_dir": str(out), "samples": profile.total, "warnings": warnings}, indent=2))
 
 
 COMMAND = record_cmd

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import click
@@ -27,9 +28,13 @@ def COMMAND() -> None:
 
 
 @COMMAND.command("list", epilog=EPILOG)
-def list_cmd() -> None:
+@click.option("--json", "as_json", is_flag=True, help="Print [{id, severity, title}] as JSON.")
+def list_cmd(as_json: bool) -> None:
     """One line per rule: id, highest severity, title."""
     rules = load_rules()
+    if as_json:
+        click.echo(json.dumps([{"id": r.id, "severity": r.severity, "title": r.title} for r in rules], indent=2))
+        return
     width = max(len(r.id) for r in rules)
     for rule in rules:
         click.echo(f"{rule.id:<{width}}  {rule.severity:<8}  {rule.title}")

@@ -4,16 +4,21 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
+import socket
+import sys
 from pathlib import Path
 
 import click
 
+from ..capture.record import MAX_DURATION_S
 from ..workflows import schedule_io
-from ..errors import UsageError
 from ..workflows.schedule import ScheduleSpec
+from ..workflows.schedule_units import fixed_offset
 from ..workflows.triggers import parse_size
 from . import common
+from .fleetopts import fleet_options
+from .mysqlopts import mysql_options, pop_mysql_argv
+from .params import DURATION_HELP, Duration
 
 EPILOG = """\b
 Examples:
@@ -21,6 +26,8 @@ Examples:
   pmuprof schedule install --all-mysqld --scheduler systemd --dry-run       # the systemd units even on a cron host
   pmuprof schedule install --at 03:00 --all-mysqld -d 60 --keep-days 14     # nightly 60 s capture, 2 weeks kept
   pmuprof schedule install --at 02:30 --all-mysqld --keep-size 5G --defaults-file /etc/pmuprof/my.cnf
+  pmuprof schedule install --all-mysqld --textfile /var/lib/prometheus/node-exporter/pmuprof.prom   # fleet metrics
+  pmuprof schedule install --all-mysqld --notify-cmd '/usr/local/bin/ticket --queue dba'          # verdict + report path
   pmuprof schedule status                                                   # next run, last exit status
   pmuprof schedule prune --dir /var/lib/pmuprof --keep-days 7 --dry-run     # what retention would delete
   pmuprof schedule remove                                                   # disable the timer, delete its files
@@ -37,15 +44,6 @@ def schedule_cmd() -> None:
     """
 
 
-def _capture_args(socket, host, port, user, defaults_file, no_mysql) -> tuple[str, ...]:
-    args: list[str] = []
-    for flag, value in (("--mysql-socket", socket), ("--mysql-host", host), ("--mysql-port", port),
-                        ("--mysql-user", user), ("--defaults-file", defaults_file)):
-        if value:
-            args += [flag, str(value)]
-    return tuple(args + (["--no-mysql"] if no_mysql else []) + ["-q"])
-
-
 SCHEDULER = click.option("--scheduler", type=click.Choice(["auto", "systemd", "cron"]), default="auto",
                          show_default=True, help="auto: systemd when it runs as PID 1, else cron.")
 
@@ -55,39 +53,58 @@ def _scheduler(choice: str) -> bool:
     return choice == "systemd" or (choice == "auto" and schedule_io.systemd_running())
 
 
+def self_launcher() -> tuple[tuple[str, ...], str]:
+    """The argv that runs this very pmuprof, and the PYTHONPATH it needs: the console script that is
+    running (symlinks resolved: pipx's ~/.local/bin link points into its venv), else, under
+    `python -m pmuprof`, this interpreter with this package's directory on its path. Never the first
+    `pmuprof` on PATH, which may be another install (a pyenv shim, an old pip install)."""
+    argv0 = sys.argv[0] if sys.argv and sys.argv[0] else ""
+    name = os.path.basename(argv0)
+    if name.startswith("pmuprof") and not name.endswith(".py") and os.path.isfile(argv0) and os.access(argv0, os.X_OK):
+        return (os.path.realpath(argv0),), ""
+    package_parent = str(Path(__file__).resolve().parent.parent.parent)
+    return (os.path.abspath(sys.executable), "-m", "pmuprof"), package_parent
+
+
 @schedule_cmd.command("install", epilog=EPILOG)
 @click.option("--at", "at", default="03:00", show_default=True, help="Local time of day, HH:MM.")
 @click.option("-p", "--pid", type=int, default=None, help="Target pid (changes on restart: prefer --all-mysqld).")
 @click.option("--all-mysqld", is_flag=True, help="Profile every mysqld / mariadbd running at that time.")
-@click.option("-d", "--duration", type=click.IntRange(1, 3600), default=60, show_default=True, help="Seconds.")
+@click.option("-d", "--duration", type=Duration(1, MAX_DURATION_S), default="60s", show_default=True,
+              help=f"Capture length ({DURATION_HELP}).")
 @click.option("--dir", "directory", default="/var/lib/pmuprof", show_default=True, help="Where dated runs go.")
 @click.option("--keep-days", type=click.IntRange(1), default=14, show_default=True, help="Delete runs older.")
 @click.option("--keep-size", default="5G", show_default=True, help="Delete the oldest runs beyond this total.")
-@click.option("--mysql-socket", default=None, help="Server socket for the capture's server facts.")
-@click.option("--mysql-host", default=None, help="Server host (TCP).")
-@click.option("--mysql-port", type=click.IntRange(1, 65535), default=None, help="Server port.")
-@click.option("--mysql-user", default=None, help="SQL user.")
-@click.option("--defaults-file", default=None, help="Client option file with the password (never a unit file).")
-@click.option("--no-mysql", is_flag=True, help="Profile only.")
+@click.option("--randomized-delay", type=Duration(0, 12 * 3600), default="10m", show_default=True,
+              help="Spread a fleet: each host starts up to this late, the same offset every night.")
+@click.option("--cpu-quota", type=click.IntRange(1, 100000), default=100, show_default=True,
+              help="systemd CPUQuota in % of one core for the whole run.")
+@click.option("--memory-max", default="2G", show_default=True, help="systemd MemoryMax for the whole run.")
+@mysql_options
+@fleet_options
 @SCHEDULER
-@click.option("--exe", default=None, help="pmuprof executable the timer runs (default: the one on PATH).")
+@click.option("--exe", default=None,
+              help="pmuprof executable the timer runs (default: the one running this command).")
 @click.option("--dry-run", is_flag=True, help="Print what would be written; change nothing.")
-def install_cmd(at, pid, all_mysqld, duration, directory, keep_days, keep_size, mysql_socket, mysql_host,
-                mysql_port, mysql_user, defaults_file, no_mysql, scheduler, exe, dry_run) -> None:
+def install_cmd(at, pid, all_mysqld, duration, directory, keep_days, keep_size, randomized_delay, cpu_quota,
+                memory_max, scheduler, exe, dry_run, **kwargs) -> None:
     """Write and enable the nightly timer."""
-    exe = exe or shutil.which("pmuprof")
-    if not exe:
-        raise UsageError("no pmuprof executable on PATH for the timer to run", "pip install pmuprof, or pass --exe")
-    spec = ScheduleSpec(at=at, directory=os.path.abspath(directory), duration_s=duration, exe=os.path.abspath(exe),
+    launcher, pythonpath = ((os.path.abspath(exe),), "") if exe else self_launcher()
+    textfile, notify = kwargs.pop("textfile"), kwargs.pop("notify_cmd")
+    kwargs.pop("notify_timeout")
+    spec = ScheduleSpec(at=at, directory=os.path.abspath(directory), duration_s=int(round(duration)), exe=launcher,
                         pid=pid, all_mysqld=all_mysqld, keep_days=keep_days, keep_bytes=parse_size(keep_size),
-                        capture_args=_capture_args(mysql_socket, mysql_host, mysql_port, mysql_user,
-                                                   defaults_file and os.path.abspath(defaults_file), no_mysql))
+                        capture_args=pop_mysql_argv(kwargs) + ("-q",), pythonpath=pythonpath,
+                        randomized_delay_s=int(randomized_delay), cpu_quota_pct=cpu_quota,
+                        memory_max=parse_size(memory_max), textfile=textfile and os.path.abspath(textfile),
+                        notify_cmd=notify)
     systemd = _scheduler(scheduler)
+    offset = fixed_offset(socket.gethostname(), spec.randomized_delay_s)
     if dry_run:
-        for name, text in schedule_io.rendered(spec, systemd).items():
+        for name, text in schedule_io.rendered(spec, systemd, cron_offset_s=offset).items():
             click.echo(f"# ---- {name}\n{text}")
         return
-    for line in schedule_io.install(spec, systemd):
+    for line in schedule_io.install(spec, systemd, cron_offset_s=offset):
         common.log(line)
     common.log(f"nightly capture at {at} into {spec.directory} ({'systemd timer' if systemd else 'cron'})")
 

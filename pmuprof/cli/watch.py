@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import click
 
 from .. import outfile
 from ..capture.record import MAX_DURATION_S, check_window
 from ..capture.target import process as target
+from ..workflows import daemon
 from ..workflows.watch import WatchOptions, watch
 from ..errors import TargetError, UsageError
-from ..workflows.triggers import DiskFloor, WatchPlan, parse_condition, parse_duration
+from ..workflows.triggers import DiskFloor, WatchPlan, parse_condition
 from . import common
+from .fleetopts import fleet_options, pop_publish
+from .params import DURATION_HELP, Duration
 from .record import mysql_decorator, mysql_from_kwargs
 
 EPILOG = """\b
@@ -22,6 +26,8 @@ Examples:
   pmuprof watch --trigger 'cpu>400' --trigger 'Threads_running>64' -v            # either condition; show every poll
   pmuprof watch --trigger 'Threads_running>50' --max-captures 3 --cooldown 5m    # at most 3 captures, 5 min apart
   pmuprof watch --trigger 'Threads_running>50' --disk-free 2G --disk-free 10%    # never fill the disk
+  pmuprof watch -t 'Threads_running>50' --daemonize --pid-file /run/pmuprof-watch.pid --log-file /var/log/pmuprof-watch.log   # unattended
+  pmuprof watch -t 'Threads_running>50' --notify-cmd '/usr/local/bin/page-dba'  # verdict + report path per capture
 """
 
 
@@ -31,10 +37,12 @@ Examples:
               help="Status variable, state:NAME, command:NAME or cpu, an operator and a number; repeat for OR.")
 @click.option("--cycles", type=click.IntRange(1), default=5, show_default=True,
               help="Consecutive polls the condition must hold.")
-@click.option("--interval", default="1s", show_default=True, help="Time between polls (500ms, 1s, 2s).")
-@click.option("-d", "--duration", "--run-time", "duration", default="30s", show_default=True,
+@click.option("--interval", type=Duration(0.1, 3600), default="1s", show_default=True,
+              help=f"Time between polls ({DURATION_HELP}).")
+@click.option("-d", "--duration", "--run-time", "duration", type=Duration(0.1, 3600), default="30s", show_default=True,
               help="Length of each capture.")
-@click.option("--cooldown", default="300s", show_default=True, help="Pause after a capture before watching again.")
+@click.option("--cooldown", type=Duration(0, 7 * 86400), default="5m", show_default=True,
+              help="Pause after a capture before watching again.")
 @click.option("--max-captures", type=click.IntRange(1), default=3, show_default=True, help="Stop after this many.")
 @click.option("--disk-free", "disk_free", multiple=True, default=("100M", "5%"), show_default=True,
               help="Free-space floor checked before each capture: a size (1G) or a percent (5%); repeatable.")
@@ -44,9 +52,15 @@ Examples:
 @click.option("-o", "--output", "base_dir", type=click.Path(file_okay=False), default="pmuprof-watch",
               show_default=True, help="Base directory; each capture goes to BASE/<time>-<trigger>/.")
 @click.option("-v", "--verbose", is_flag=True, help="One status line per poll.")
+@click.option("--daemonize", is_flag=True, help="Detach and keep watching in the background (needs --log-file).")
+@click.option("--pid-file", type=click.Path(dir_okay=False), default=None,
+              help="Hold this locked pid file while running; refuse to start when a live watch holds it.")
+@click.option("--log-file", type=click.Path(dir_okay=False), default=None,
+              help="With --daemonize: append the log here (time-stamped lines).")
 @mysql_decorator
+@fleet_options
 def watch_cmd(pid, triggers, cycles, interval, duration, cooldown, max_captures, disk_free, frequency, mode,
-              base_dir, verbose, **kwargs) -> None:
+              base_dir, verbose, daemonize, pid_file, log_file, **kwargs) -> None:
     """Poll the server cheaply and capture a profile when a condition holds for N polls in a row.
 
     Each poll is one SHOW GLOBAL STATUS WHERE ... query (plus one PROCESSLIST count for state:/command:
@@ -54,6 +68,9 @@ def watch_cmd(pid, triggers, cycles, interval, duration, cooldown, max_captures,
     "trigger" key: the condition that fired and the polled values before and during the capture.
     Stops after --max-captures or on Ctrl-C.
     """
+    if daemonize != bool(log_file):
+        raise UsageError("--daemonize and --log-file go together", "e.g. --daemonize --log-file /var/log/pmuprof-watch.log")
+    publish_to = pop_publish(kwargs)
     plan = WatchPlan(tuple(parse_condition(t) for t in triggers), cycles=cycles,
                      cooldown_s=_within("--cooldown", cooldown, 0, 7 * 86400), max_captures=max_captures)
     mysql_opts, use_mysql = mysql_from_kwargs(kwargs)
@@ -67,14 +84,26 @@ def watch_cmd(pid, triggers, cycles, interval, duration, cooldown, max_captures,
                         interval_s=interval_s, duration_s=duration_s,
                         disk_floor=DiskFloor.parse(tuple(disk_free)), mysql_options=mysql_opts,
                         record={"frequency": frequency, "mode": mode, "mysql": use_mysql}, verbose=verbose,
-                        command=tuple(["pmuprof"] + sys.argv[1:]))
-    watch(opts, common.log)
+                        command=tuple(["pmuprof"] + sys.argv[1:]), publish=publish_to)
+    pid_path = Path(pid_file).absolute() if pid_file else None
+    log = common.log
+    if daemonize:
+        child = daemon.daemonize(pid_path, Path(log_file).absolute())
+        if child is not None:
+            common.log(f"watching in the background as pid {child}; log: {log_file}")
+            return
+        log = daemon.stamped(common.log)
+    try:
+        watch(opts, log)
+    finally:
+        if daemonize:
+            daemon.release(pid_path)
 
 
-def _within(option: str, text: str, low: float, high: float) -> float:
-    seconds = parse_duration(text)
+def _within(option: str, seconds: float, low: float, high: float) -> float:
+    """A duration already parsed by the Duration option type, checked against its range."""
     if not low <= seconds <= high:
-        raise UsageError(f"{option} {text} is out of range", f"use {low:g} s to {high:g} s")
+        raise UsageError(f"{option} {seconds:g} s is out of range", f"use {low:g} s to {high:g} s")
     return seconds
 
 

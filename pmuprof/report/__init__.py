@@ -10,17 +10,20 @@ from ..findings.latches import LatchWaits
 from ..findings.model import Finding
 from ..model.profile import Profile
 from ..model.rundir import FINDINGS_JSON, REPORT_HTML, REPORT_MD
+from .flamesvg import flame_svg
 from .html import render_report, write_text
 from .jsonw import findings_json
 from .markdown import render_markdown
 from .payload import build_payload
 
 __all__ = ["build_payload", "findings_json", "write_outputs"]
+FLAME_SVG = "flame.svg"  # beside report.html: a picture for trackers that refuse HTML attachments
 
 
 def write_outputs(profile: Profile, findings: Iterable[Finding], out_dir: Path, max_flame_nodes: int = 200_000,
                   latches: Mapping[str, tuple[LatchWaits, ...]] | None = None) -> dict[str, Path]:
-    """Write report.html, findings.json and report.md into ``out_dir``; return their paths under "html", "json", "md"."""
+    """Write report.html, findings.json, report.md and flame.svg into ``out_dir``; return their paths
+    under "html", "json", "md", "svg"."""
     out_dir = Path(out_dir)
     outfile.ensure_dir(out_dir)
     found = list(findings)
@@ -29,5 +32,6 @@ def write_outputs(profile: Profile, findings: Iterable[Finding], out_dir: Path, 
         "html": write_text(out_dir / REPORT_HTML, render_report(payload)),
         "json": write_text(out_dir / FINDINGS_JSON, findings_json(profile, found, latches)),
         "md": write_text(out_dir / REPORT_MD, render_markdown(payload)),
+        "svg": write_text(out_dir / FLAME_SVG, flame_svg(profile, str(payload["title"]))),
     }
     return paths

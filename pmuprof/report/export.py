@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from .. import outfile
 from ..errors import UsageError
@@ -37,24 +37,28 @@ def export_headers(profile: Profile) -> dict[str, Any]:
     return headers
 
 
-def export_bytes(profile: Profile, fmt: str, headers: bool = True) -> bytes:
+def export_bytes(profile: Profile, fmt: str, headers: bool = True, biases: Mapping[str, int] | None = None,
+                 per_thread: bool = False) -> bytes:
     """The exported file's bytes; the same profile gives the same bytes in every format.
 
     ``headers=False`` leaves the ``# key: value`` lines out of folded output, for
-    consumers that accept stack lines only.
+    consumers that accept stack lines only. ``biases`` (binary path → load bias) give pprof
+    the addresses unnamed functions ran at; ``per_thread``: the stacks carry a thread frame
+    under each process root, and speedscope gets one profile per thread.
     """
     if fmt == "folded":
         out = io.StringIO()
         write_folded(out, profile.stacks, export_headers(profile) if headers else None)
         return out.getvalue().encode("utf-8", "backslashreplace")
     if fmt == "pprof":
-        return pprof_bytes(profile, export_headers(profile))
+        return pprof_bytes(profile, export_headers(profile), biases)
     if fmt == "speedscope":
-        return speedscope_json(profile).encode("utf-8", "backslashreplace")
+        return speedscope_json(profile, per_thread=per_thread).encode("utf-8", "backslashreplace")
     raise UsageError(f"unknown export format {fmt!r}", f"use one of: {', '.join(FORMATS)}")
 
 
-def export_profile(profile: Profile, fmt: str, path: Path, headers: bool = True) -> Path:
+def export_profile(profile: Profile, fmt: str, path: Path, headers: bool = True,
+                   biases: Mapping[str, int] | None = None, per_thread: bool = False) -> Path:
     """Write the profile to ``path`` in ``fmt`` through outfile (a partial file never has the final name;
     a device or FIFO is written in place; a symlink is refused)."""
-    return outfile.write_bytes(Path(path), export_bytes(profile, fmt, headers))
+    return outfile.write_bytes(Path(path), export_bytes(profile, fmt, headers, biases, per_thread))

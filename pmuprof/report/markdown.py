@@ -151,5 +151,7 @@ def render_markdown(payload: Mapping[str, Any]) -> str:
     lines += _latches(list(payload["latches"]))
     lines += ["### Key numbers", ""] + _numbers(payload) + [""]
     lines += ["### How it was captured", ""] + _capture(payload) + [""]
-    lines.append("Full report: report.html (self-contained, opens offline); machine-readable: findings.json.")
+    lines += ["![Flame graph](flame.svg)", "",
+              "Full report: report.html (self-contained, opens offline); flame graph picture: [flame.svg](flame.svg); "
+              "machine-readable: findings.json."]
     return "\n".join(lines) + "\n"

@@ -1,4 +1,4 @@
-"""Write a Profile in speedscope's file format: one sampled profile per process, frames shared."""
+"""Write a Profile in speedscope's file format: one sampled profile per process (or thread), frames shared."""
 
 from __future__ import annotations
 
@@ -11,30 +11,41 @@ from ..model.profile import Profile
 SCHEMA = "https://www.speedscope.app/file-format-schema.json"
 
 
-def speedscope_document(profile: Profile, name: str = "") -> dict[str, Any]:
-    """The speedscope JSON: the process root becomes the profile, the rest its stacks (root first)."""
+def _period_ns(profile: Profile) -> int:
+    """Nanoseconds of CPU one sample stands for (1e9/F), 0 when the frequency is unknown."""
+    frequency = profile.run.record.frequency
+    return int(round(1e9 / frequency)) if isinstance(frequency, (int, float)) and frequency > 0 else 0
+
+
+def speedscope_document(profile: Profile, name: str = "", per_thread: bool = False) -> dict[str, Any]:
+    """The speedscope JSON. The process root (and with ``per_thread`` the thread frame under it, as
+    folded with per-thread roots) becomes the profile; the rest are its stacks, root first. Weights
+    are CPU nanoseconds (samples x 1e9/F) when the sampling frequency is known, else sample counts."""
+    period = _period_ns(profile)
     frames: list[dict[str, str]] = []
     index: dict[str, int] = {}
-    by_process: dict[str, tuple[list[list[int]], list[int]]] = {}
+    by_profile: dict[str, tuple[list[list[int]], list[int]]] = {}
+    order: dict[str, int] = {}
+    head = 2 if per_thread else 1
     for stack, count in sorted(profile.stacks.items()):
         if not stack or count <= 0:
             continue
         ids = []
-        for frame in stack[1:] or stack[:1]:
+        for frame in stack[head:] or stack[-1:]:
             if frame not in index:
                 index[frame] = len(frames)
                 frames.append({"name": frame})
             ids.append(index[frame])
-        samples, weights = by_process.setdefault(stack[0], ([], []))
+        key = " ".join(stack[:head])
+        samples, weights = by_profile.setdefault(key, ([], []))
         samples.append(ids)
-        weights.append(count)
-    profiles = []
-    for proc in profile.processes():
-        samples, weights = by_process.get(proc, ([], []))
-        profiles.append({
-            "type": "sampled", "name": proc, "unit": "none",
-            "startValue": 0, "endValue": sum(weights), "samples": samples, "weights": weights,
-        })
+        weights.append(count * period if period else count)
+        order[key] = order.get(key, 0) - count
+    rank = {proc: i for i, proc in enumerate(profile.processes())}
+    keys = sorted(by_profile, key=lambda k: (rank.get(k.split(" ")[0], len(rank)), order[k], k))
+    profiles = [{"type": "sampled", "name": key, "unit": "nanoseconds" if period else "none",
+                 "startValue": 0, "endValue": sum(by_profile[key][1]),
+                 "samples": by_profile[key][0], "weights": by_profile[key][1]} for key in keys]
     return {
         "$schema": SCHEMA,
         "name": name or profile.source or "pmuprof profile",
@@ -45,5 +56,6 @@ def speedscope_document(profile: Profile, name: str = "") -> dict[str, Any]:
     }
 
 
-def speedscope_json(profile: Profile, name: str = "") -> str:
-    return json.dumps(speedscope_document(profile, name), sort_keys=True, ensure_ascii=False, separators=(",", ":")) + "\n"
+def speedscope_json(profile: Profile, name: str = "", per_thread: bool = False) -> str:
+    return json.dumps(speedscope_document(profile, name, per_thread), sort_keys=True, ensure_ascii=False,
+                      separators=(",", ":")) + "\n"

@@ -13,6 +13,9 @@ from ..paths import fold_path, helper_path, perf_path
 from ..tools.native import helper
 
 
+EXIT_MISS = 9  # doctor --strict when a check is MISS
+
+
 @dataclass(frozen=True)
 class Check:
     name: str

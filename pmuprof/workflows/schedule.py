@@ -1,9 +1,8 @@
-"""Nightly runs as data: systemd unit / cron text, findings exit codes and retention planning (pure)."""
+"""Nightly runs as data: the schedule spec, findings exit codes and retention planning (pure)."""
 
 from __future__ import annotations
 
 import re
-import shlex
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any, Iterable, Mapping
@@ -19,9 +18,10 @@ EXIT_NO_FINDINGS = 0
 EXIT_WARNING = 10
 EXIT_CRITICAL = 20
 # files a pmuprof run directory may hold; nothing else is ever deleted
-RUN_FILES = rundir.RUN_FILES | {"perf.script", "perf.stat", "stat.json", "capture.log"}
+RUN_FILES = rundir.RUN_FILES | {"perf.script", "perf.stat", "stat.json", "capture.log", "flame.svg"}
 _SAFE_PATH = re.compile(r"^/[A-Za-z0-9_./+@:-]*$")
 _SAFE_ARG = re.compile(r"^[A-Za-z0-9_./+@:=,-]+$")
+_SAFE_WORDS = re.compile(r"^[A-Za-z0-9_./+@:=,-]+( [A-Za-z0-9_./+@:=,-]+)*$")
 _AT = re.compile(r"^([01]?\d|2[0-3]):([0-5]\d)$")
 
 
@@ -45,20 +45,30 @@ def _safe_path(path: str, what: str) -> str:
 
 @dataclass(frozen=True)
 class ScheduleSpec:
-    """A nightly capture: when, of what, for how long, where, and how much to keep."""
+    """A nightly capture: when, of what, for how long, where, how much to keep, and how it is run."""
 
     at: str
     directory: str
     duration_s: int
-    exe: str
+    exe: tuple[str, ...] | str  # argv that runs this pmuprof: (script,) or (python, -m, pmuprof)
     pid: int | None = None
     all_mysqld: bool = False
     keep_days: int | None = None
     keep_bytes: int | None = None
-    capture_args: tuple[str, ...] = ()  # e.g. --mysql-defaults-file /etc/pmuprof/my.cnf
+    capture_args: tuple[str, ...] = ()  # e.g. --defaults-file /etc/pmuprof/my.cnf
     user: str = "root"
+    pythonpath: str = ""  # where the package lives when exe is `python -m pmuprof`
+    randomized_delay_s: int = 0  # spread a fleet's runs over this window (fixed per host)
+    cpu_quota_pct: int = 100  # systemd CPUQuota= (100 = one core)
+    memory_max: int = 2 * 2**30  # systemd MemoryMax= in bytes
+    textfile: str | None = None  # Prometheus metrics file written after each run
+    notify_cmd: str | None = None  # command run after each run (verdict and report path appended)
 
     def __post_init__(self) -> None:
+        if isinstance(self.exe, str):
+            object.__setattr__(self, "exe", (self.exe,))
+        object.__setattr__(self, "exe", tuple(self.exe))
+        object.__setattr__(self, "capture_args", tuple(self.capture_args))
         if not _AT.match(self.at):
             raise UsageError(f"--at {self.at!r}: expected HH:MM (24 h)", "e.g. --at 03:00")
         if (self.pid is None) == (not self.all_mysqld):
@@ -66,14 +76,18 @@ class ScheduleSpec:
         if self.duration_s < 1:
             raise UsageError("--duration must be at least 1 second", "e.g. --duration 60")
         _safe_path(self.directory, "--dir")
-        _safe_path(self.exe, "pmuprof executable")
-        for arg in self.capture_args:
-            if not _SAFE_ARG.match(arg):
-                raise UsageError(f"capture option {arg!r} has characters a unit file cannot carry safely",
-                                 "use letters, digits and _./+@:=,- only (put secrets in an option file)")
-            if "password" in arg.lower() and "file" not in arg.lower():
-                raise UsageError("a password in a unit file is readable by every local user",
-                                 "put it in a client option file and pass --mysql-defaults-file")
+        _safe_path(self.exe[0], "pmuprof executable")
+        for path, what in ((self.pythonpath, "PYTHONPATH"), (self.textfile, "--textfile")):
+            if path:
+                _safe_path(path, what)
+        for arg in self.exe[1:] + self.capture_args:
+            _safe_arg(arg)
+        if self.notify_cmd is not None and not _SAFE_WORDS.match(self.notify_cmd):
+            raise UsageError(f"--notify-cmd {self.notify_cmd!r} has characters a unit file cannot carry safely",
+                             "use a script path and words of letters, digits, spaces and _./+@:=,-")
+        if not 1 <= self.cpu_quota_pct <= 100000 or self.memory_max < 64 * 2**20 or self.randomized_delay_s < 0:
+            raise UsageError("--cpu-quota must be 1..100000 %, --memory-max at least 64M, the delay >= 0",
+                             "e.g. --cpu-quota 100 --memory-max 2G --randomized-delay 10m")
 
     @property
     def hour_minute(self) -> tuple[int, int]:
@@ -83,11 +97,12 @@ class ScheduleSpec:
     def capture_argv(self) -> list[str]:
         """`pmuprof capture` arguments except -o (the dated directory is added at run time)."""
         target = ["--all-mysqld"] if self.all_mysqld else ["-p", str(self.pid)]
-        return [self.exe, "capture", *target, "--duration", str(self.duration_s),
-                "--exit-code-on-findings", *self.capture_args]
+        textfile = ["--textfile", self.textfile] if self.textfile else []
+        return [*self.exe, "capture", *target, "--duration", str(self.duration_s),
+                "--exit-code-on-findings", *textfile, *self.capture_args]
 
     def prune_argv(self) -> list[str]:
-        argv = [self.exe, "schedule", "prune", "--dir", self.directory]
+        argv = [*self.exe, "schedule", "prune", "--dir", self.directory]
         if self.keep_days is not None:
             argv += ["--keep-days", str(self.keep_days)]
         if self.keep_bytes is not None:
@@ -95,74 +110,26 @@ class ScheduleSpec:
         return argv
 
     def history_argv(self) -> list[str]:
-        return [self.exe, "history", self.directory, "-o", str(PurePosixPath(self.directory) / "index.html")]
+        return [*self.exe, "history", self.directory, "-o", str(PurePosixPath(self.directory) / "index.html")]
+
+    def environment(self) -> dict[str, str]:
+        """Variables the runs need: where the package is (python -m), the notify command."""
+        env = {}
+        if self.pythonpath:
+            env["PYTHONPATH"] = self.pythonpath
+        if self.notify_cmd:
+            env["PMUPROF_NOTIFY_CMD"] = self.notify_cmd
+        return env
 
 
-def _dated_capture(spec: ScheduleSpec, percent: str) -> str:
-    """A /bin/sh command line that captures into DIR/<YYYYmmdd-HHMMSS>; ``percent`` escapes %."""
-    fmt = "+{0}Y{0}m{0}d-{0}H{0}M{0}S".format(percent)
-    args = " ".join(shlex.quote(a) for a in spec.capture_argv())
-    return f'exec {args} -o "{spec.directory}/$(date {fmt})"'
-
-
-def _systemd_quote(argv: list[str]) -> str:
-    """Quote argv for an Exec line: systemd expands %specifiers and $VARS, so double both."""
-    return " ".join(shlex.quote(a).replace("%", "%%").replace("$", "$$") for a in argv)
-
-
-def service_unit(spec: ScheduleSpec) -> str:
-    script = _dated_capture(spec, "%%").replace("$", "$$")
-    timeout = spec.duration_s + 900
-    lines = [
-        "# Written by `pmuprof schedule install`; remove with `pmuprof schedule remove`.",
-        "[Unit]",
-        f"Description=pmuprof nightly capture of mysqld into {spec.directory}",
-        "After=network.target mariadb.service mysql.service mysqld.service",
-        "",
-        "[Service]",
-        "Type=oneshot",
-        f"User={spec.user}",
-        "Nice=10",
-        f"TimeoutStartSec={timeout}",
-        f"ExecStartPre=/bin/mkdir -p {spec.directory}",
-        f"ExecStart=/bin/sh -c {shlex.quote(script)}",
-        "# 10 = worst finding is a warning (unit stays green, ExecMainStatus shows it);",
-        "# 20 = a critical finding: the unit fails so monitoring of failed units alerts.",
-        f"SuccessExitStatus={EXIT_WARNING}",
-    ]
-    if spec.keep_days is not None or spec.keep_bytes is not None:
-        lines.append(f"ExecStopPost=-{_systemd_quote(spec.prune_argv())}")
-    lines.append(f"ExecStopPost=-{_systemd_quote(spec.history_argv())}")
-    return "\n".join(lines) + "\n"
-
-
-def timer_unit(spec: ScheduleSpec) -> str:
-    hour, minute = spec.hour_minute
-    return "\n".join([
-        "# Written by `pmuprof schedule install`; remove with `pmuprof schedule remove`.",
-        "[Unit]",
-        f"Description=pmuprof nightly capture at {spec.at}",
-        "",
-        "[Timer]",
-        f"OnCalendar=*-*-* {hour:02d}:{minute:02d}:00",
-        "Persistent=true",
-        f"Unit={UNIT_NAME}.service",
-        "",
-        "[Install]",
-        "WantedBy=timers.target",
-    ]) + "\n"
-
-
-def cron_text(spec: ScheduleSpec) -> str:
-    """An /etc/cron.d file: capture, then prune and history; exits with the capture's status."""
-    hour, minute = spec.hour_minute
-    steps = [f"mkdir -p {spec.directory}", _dated_capture(spec, "\\%").replace("exec ", "", 1), "rc=$?"]
-    if spec.keep_days is not None or spec.keep_bytes is not None:
-        steps.append(" ".join(shlex.quote(a) for a in spec.prune_argv()))
-    steps += [" ".join(shlex.quote(a) for a in spec.history_argv()), "exit $rc"]
-    return ("# Written by `pmuprof schedule install`; remove with `pmuprof schedule remove`.\n"
-            "SHELL=/bin/sh\n"
-            f"{minute} {hour} * * * {spec.user} " + "; ".join(steps) + "\n")
+def _safe_arg(arg: str) -> str:
+    if not _SAFE_ARG.match(arg):
+        raise UsageError(f"capture option {arg!r} has characters a unit file cannot carry safely",
+                         "use letters, digits and _./+@:=,- only (put secrets in an option file)")
+    if "password" in arg.lower() and "file" not in arg.lower():
+        raise UsageError("a password in a unit file is readable by every local user",
+                         "put it in a client option file and pass --defaults-file")
+    return arg
 
 
 @dataclass(frozen=True)

@@ -16,10 +16,8 @@ from .. import outfile
 from ..tools import proc as tools_proc
 from ..errors import PmuprofError, ResourceError, UsageError
 from ..model.rundir import CONTROL_FIFOS, RUN_JSON, output_name, read_json
-from .schedule import (
-    CRON_FILE, RUN_FILES, UNIT_NAME, Deletion, RunEntry, ScheduleSpec, cron_text, is_pmuprof_run,
-    plan_retention, service_unit, timer_unit,
-)
+from .schedule import CRON_FILE, RUN_FILES, UNIT_NAME, Deletion, RunEntry, ScheduleSpec, is_pmuprof_run, plan_retention
+from .schedule_units import cron_text, service_unit, timer_unit
 
 UNIT_DIR = Path("/etc/systemd/system")
 SYSTEMCTL_TIMEOUT_S = 60
@@ -42,12 +40,12 @@ def _paths(root: Path) -> tuple[Path, Path, Path]:
     return units / f"{UNIT_NAME}.service", units / f"{UNIT_NAME}.timer", root / CRON_FILE.lstrip("/")
 
 
-def rendered(spec: ScheduleSpec, systemd: bool, root: Path = Path("/")) -> dict[str, str]:
+def rendered(spec: ScheduleSpec, systemd: bool, root: Path = Path("/"), cron_offset_s: int = 0) -> dict[str, str]:
     """File path → content that install would write."""
     service, timer, cron = _paths(root)
     if systemd:
         return {str(service): _with_spec(service_unit(spec), spec), str(timer): timer_unit(spec)}
-    return {str(cron): _with_spec(cron_text(spec), spec)}
+    return {str(cron): _with_spec(cron_text(spec, cron_offset_s), spec)}
 
 
 def _systemctl(*args: str) -> subprocess.CompletedProcess[str]:
@@ -71,12 +69,14 @@ def _ours(path: Path) -> bool:
         return False
 
 
-def install(spec: ScheduleSpec, systemd: bool, root: Path = Path("/")) -> list[str]:
-    """Write the units (or cron file) and enable the timer; refuse to overwrite foreign files."""
-    files = rendered(spec, systemd, root)
+def install(spec: ScheduleSpec, systemd: bool, root: Path = Path("/"), cron_offset_s: int = 0) -> list[str]:
+    """Write the units (or cron file) and enable the timer; refuse to overwrite foreign files.
+    The run directory is created now: the sandboxed unit may only write into existing paths."""
+    files = rendered(spec, systemd, root, cron_offset_s)
     for name in files:
         if Path(name).exists() and not _ours(Path(name)):
             raise UsageError(f"{name} exists and was not written by pmuprof", "move it away or pick another host")
+    (root / spec.directory.lstrip("/")).mkdir(parents=True, exist_ok=True, mode=0o750)
     for name, text in files.items():
         outfile.ensure_dir(Path(name).parent)
         outfile.write_text(Path(name), text)

@@ -19,6 +19,8 @@ from ..model import rundir
 from ..model.jsontypes import from_json
 from ..model.run import Trigger
 from ..pipeline import materialize, report_profile
+from .fleet import Outcome, Publish, publish
+from .schedule import findings_exit_code
 from .schedule_io import disk_free
 from .triggers import (
     DiskFloor, Fire, Poll, WatchPlan, captured, cpu_percent, done, initial_state, missing_status,
@@ -117,6 +119,7 @@ class WatchOptions:
     record: dict[str, Any] = field(default_factory=dict)  # extra RecordOptions fields (frequency, mode...)
     verbose: bool = False
     command: tuple[str, ...] = ()
+    publish: Publish = Publish()  # textfile metrics and notify command after each capture
 
 
 class _DuringCapture(threading.Thread):
@@ -165,8 +168,12 @@ def capture_once(opts: WatchOptions, fire: Fire, poller: Poller, log: Log) -> tu
     try:
         result = report_profile(materialize(out, log=log), out)
         log(f"report: {result.paths['html']}")
+        outcome = Outcome(findings_exit_code(result.findings), out, result.profile, tuple(result.findings),
+                          ended=time.time())
     except PmuprofError as err:  # an unreadable recording must not end the watch
         log(f"no report for {out}: {err}")
+        outcome = Outcome(err.exit_code, out, error=str(err), ended=time.time())
+    publish(opts.publish, outcome, log)
     return out, run.stopped_by if run.stopped_by.startswith("SIG") else ""
 
 

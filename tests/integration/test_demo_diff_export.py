@@ -37,7 +37,10 @@ def test_pprof_reads_the_export_with_the_same_total(captures, tmp_path):
     res = run_cli("export", str(captures / "d30"), "--format", "pprof", "-o", str(out))
     assert res.returncode == 0, res.stderr
     total = json.loads(run_cli("report", str(captures / "d30"), "--json").stdout)["profile"]["samples"]
-    top = subprocess.run([tool, "-top", "-symbolize=none", str(out)], capture_output=True, text=True, timeout=120)
+    top = subprocess.run([tool, "-top", "-symbolize=none", "-sample_index=samples", str(out)], capture_output=True,
+                         text=True, timeout=120)
     assert top.returncode == 0, top.stderr
     assert re.search(rf"Total samples = {total}\b", top.stdout), top.stdout[:500]
     assert "ut_delay" in top.stdout
+    cpu = subprocess.run([tool, "-top", "-symbolize=none", str(out)], capture_output=True, text=True, timeout=120)
+    assert "Type: cpu" in cpu.stdout, cpu.stdout[:500]  # CPU time is the default sample type

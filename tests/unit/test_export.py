@@ -106,11 +106,13 @@ def test_speedscope_document():
         assert p["type"] == "sampled" and len(p["samples"]) == len(p["weights"])
         assert p["endValue"] == sum(p["weights"])
     main = doc["profiles"][0]
+    period = round(1e9 / prof.run.record.frequency)  # weights are CPU time: samples x 1e9/F ns
+    assert main["unit"] == "nanoseconds"
     got = Counter()
     for sample, weight in zip(main["samples"], main["weights"]):
         got[tuple(frames[i] for i in sample)] += weight
-    assert got[("start_thread", "do_command", "row_search_mvcc", HOSTILE_TEMPLATE)] == 40
-    assert sum(doc["profiles"][i]["endValue"] for i in range(2)) == prof.total
+    assert got[("start_thread", "do_command", "row_search_mvcc", HOSTILE_TEMPLATE)] == 40 * period
+    assert sum(doc["profiles"][i]["endValue"] for i in range(2)) == prof.total * period
 
 
 def _pprof_tool() -> str:

@@ -94,7 +94,7 @@ def test_flame_tree_prunes_to_max_nodes_keeping_totals():
 
 def test_markdown_ticket_text(tmp_path):
     paths = write_outputs(profile(), findings(), tmp_path)
-    assert set(paths) == {"html", "json", "md"}
+    assert set(paths) == {"html", "json", "md", "svg"}
     text = paths["md"].read_text(encoding="utf-8")
     assert "[CRITICAL]" in text and "SET GLOBAL innodb_spin_wait_delay = 6;" in text
     assert "cpu-clock (asked for cycles)" in text

@@ -15,9 +15,9 @@ import pytest
 from pmuprof.workflows import schedule_io
 from pmuprof.errors import UsageError
 from pmuprof.workflows.schedule import (
-    EXIT_CRITICAL, EXIT_NO_FINDINGS, EXIT_WARNING, RunEntry, ScheduleSpec, cron_text, findings_exit_code,
-    plan_retention, service_unit, timer_unit,
+    EXIT_CRITICAL, EXIT_NO_FINDINGS, EXIT_WARNING, RunEntry, ScheduleSpec, findings_exit_code, plan_retention,
 )
+from pmuprof.workflows.schedule_units import cron_text, service_unit, timer_unit
 
 DAY = 86400.0
 
@@ -69,7 +69,7 @@ def test_cron_line_escapes_percent_and_keeps_exit_status():
     line = [ln for ln in text.splitlines() if not ln.startswith(("#", "SHELL"))][0]
     assert line.startswith("45 23 * * * root ")
     assert "%" not in line.replace("\\%", "")
-    assert line.endswith("exit $rc")
+    assert line.endswith("exit $rc'")
 
 
 def _systemd_unescape(exec_line: str) -> list[str]:

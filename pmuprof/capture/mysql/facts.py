@@ -14,8 +14,9 @@ import pymysql.cursors
 
 from . import parse as mp
 from .procsym import read_process_symbol
-from .optionfiles import client_options
+from .mydefaults import OptionSources, resolve
 from .semaphores import parse_semaphores
+from .tls import Tls, must_be_encrypted, pymysql_kwargs, tls_from
 
 DEFAULT_SOCKETS = ("/run/mysqld/mysqld.sock", "/var/run/mysqld/mysqld.sock", "/var/lib/mysql/mysql.sock",
                    "/tmp/mysql.sock")
@@ -34,6 +35,16 @@ class MysqlOptions:
     password_env: str | None = None  # name of an environment variable holding the password
     defaults_file: str | None = None  # read only this option file, like mysql --defaults-file
     connect_timeout: float = 3.0
+    defaults_extra_file: str | None = None  # also this option file, like mysql --defaults-extra-file
+    defaults_group_suffix: str | None = None  # also [client<suffix>] ..., like mysql --defaults-group-suffix
+    login_path: str | None = None  # a group of ~/.mylogin.cnf (needs MySQL's my_print_defaults)
+    no_defaults: bool = False  # read no option file
+    tls: Tls = Tls()  # --ssl-mode / --ssl-ca / --ssl-cert / --ssl-key (option files fill the rest)
+
+    @property
+    def sources(self) -> OptionSources:
+        return OptionSources(self.defaults_file, self.defaults_extra_file, self.defaults_group_suffix,
+                             self.login_path, self.no_defaults)
 
     @property
     def explicit(self) -> bool:
@@ -132,23 +143,42 @@ def connect(opts: MysqlOptions, pid: int | None = None) -> tuple[Any, Endpoint, 
 
     Raises ConnectionError with a one-line reason that holds no password.
     """
-    files = client_options(opts.defaults_file)
+    files, _how = resolve(opts.sources)
     password = _password(opts, files)
     secrets = [password] if password else []
     user = opts.user or files.get("user") or getpass.getuser()
     tried = endpoints(opts, files, pid)
     if not tried:
         raise ConnectionError("no server socket found (give --mysql-socket or --mysql-host)")
+    try:
+        tls = tls_from(opts.tls, files)
+        ssl_args = pymysql_kwargs(tls)
+    except ValueError as err:
+        raise ConnectionError(str(err)) from None
     errors = []
     for ep in tried:
         try:
             conn = pymysql.connect(unix_socket=ep.socket, host=ep.host or "localhost", port=ep.port or 3306,
                                    user=user, password=password or "", connect_timeout=opts.connect_timeout,
-                                   read_timeout=30, write_timeout=30, autocommit=True, charset="utf8mb4")
-            return conn, ep, secrets
+                                   read_timeout=30, write_timeout=30, autocommit=True, charset="utf8mb4",
+                                   **ssl_args)
         except Exception as err:  # noqa: BLE001 - any driver failure means "try the next one"
             errors.append(f"{ep}: {_scrub(err, secrets)}")
+            continue
+        if must_be_encrypted(tls) and not _encrypted(conn):
+            conn.close()
+            errors.append(f"{ep}: --ssl-mode {tls.mode} but the server did not offer TLS")
+            continue
+        return conn, ep, secrets
     raise ConnectionError(_scrub("; ".join(errors), secrets))
+
+
+def _encrypted(conn: Any) -> bool:
+    """The session's cipher, as the server reports it (empty without TLS)."""
+    with conn.cursor() as cur:
+        cur.execute("SHOW SESSION STATUS LIKE 'Ssl_cipher'")
+        row = cur.fetchone()
+    return bool(row and row[1])
 
 
 

@@ -21,7 +21,7 @@ def _unquote(value: str) -> str:
         end = value.find(quote, 1)
         if end > 0:
             return value[1:end]
-    hash_at = value.find(" #")
+    hash_at = value.find("#")  # an unquoted '#' starts a comment, as my_print_defaults reads it
     if hash_at >= 0:
         value = value[:hash_at].rstrip()
     out, i = [], 0
@@ -83,19 +83,37 @@ def _expand(path: Path, depth: int, seen: set[Path]) -> Iterable[tuple[str, str,
                 yield from _expand(child, depth + 1, seen)
 
 
+def with_suffix(groups: tuple[str, ...], suffix: str | None) -> tuple[str, ...]:
+    """``--defaults-group-suffix``: each group is also read with the suffix appended, after it."""
+    if not suffix:
+        return groups
+    return tuple(g for group in groups for g in (group, group + suffix.lower()))
+
+
+def option_files(defaults_file: str | None = None, extra_file: str | None = None,
+                 home: str | None = None) -> list[Path]:
+    """The files the client reads, in order: only ``defaults_file`` when given; else the global
+    files, ``$MYSQL_HOME/my.cnf``, ``extra_file`` (--defaults-extra-file), then ``~/.my.cnf``."""
+    if defaults_file:
+        return [Path(defaults_file)]
+    home = home if home is not None else os.path.expanduser("~")
+    files = [Path(f.replace("~", home, 1)) for f in DEFAULT_FILES]
+    if os.environ.get("MYSQL_HOME"):
+        files.insert(2, Path(os.environ["MYSQL_HOME"]) / "my.cnf")
+    if extra_file:
+        files.insert(len(files) - 1, Path(extra_file))
+    return files
+
+
 def client_options(defaults_file: str | None = None, groups: tuple[str, ...] = CLIENT_GROUPS,
-                   home: str | None = None) -> dict[str, str | None]:
+                   home: str | None = None, extra_file: str | None = None,
+                   group_suffix: str | None = None) -> dict[str, str | None]:
     """Client options from option files: only ``defaults_file`` when given, else the defaults.
 
     Later files and later lines win, as with the mysql client.
     """
-    if defaults_file:
-        files = [Path(defaults_file)]
-    else:
-        home = home if home is not None else os.path.expanduser("~")
-        files = [Path(f.replace("~", home, 1)) for f in DEFAULT_FILES]
-        if os.environ.get("MYSQL_HOME"):
-            files.insert(2, Path(os.environ["MYSQL_HOME"]) / "my.cnf")
+    files = option_files(defaults_file, extra_file, home)
+    groups = with_suffix(groups, group_suffix)
     options: dict[str, str | None] = {}
     seen: set[Path] = set()
     for path in files:

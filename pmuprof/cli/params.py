@@ -1,0 +1,52 @@
+"""Click parameter types shared by every command (one duration syntax everywhere)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from ..errors import UsageError
+from ..workflows.triggers import parse_duration
+
+DURATION_HELP = "30, 30s, 500ms, 5m or 1h"
+
+
+class Duration(click.ParamType):
+    """A duration in seconds: ``30`` (seconds), ``30s``, ``500ms``, ``5m``, ``1h``; bounds inclusive."""
+
+    name = "duration"
+
+    def __init__(self, min_s: float | None = None, max_s: float | None = None) -> None:
+        self.min_s, self.max_s = min_s, max_s
+
+    def get_metavar(self, param: click.Parameter, ctx: click.Context | None = None) -> str:
+        return "DURATION"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
+        """Seconds; a bad value is one line (pmuprof's UsageError, exit 2), not click's usage screen."""
+        option = _option_name(param)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            seconds = float(value)
+        else:
+            try:
+                seconds = parse_duration(str(value))
+            except UsageError as err:
+                raise UsageError(f"{option}: {err.message}", DURATION_HELP) from err
+        low, high = self.min_s, self.max_s
+        if (low is not None and seconds < low) or (high is not None and seconds > high):
+            span = f"use {_human(low or 0)} to {_human(high)}" if high is not None else f"use at least {_human(low or 0)}"
+            raise UsageError(f"{option} {value} is out of range", span)
+        return seconds
+
+
+def _option_name(param: click.Parameter | None) -> str:
+    opts = list(getattr(param, "opts", ()) or ())
+    return next((o for o in opts if o.startswith("--")), opts[0] if opts else "duration")
+
+
+def _human(seconds: float) -> str:
+    for unit, size in (("h", 3600), ("m", 60)):
+        if seconds >= size and seconds % size == 0:
+            return f"{seconds / size:g}{unit}"
+    return f"{seconds:g}s"

@@ -1,0 +1,127 @@
+"""Prometheus text-format metrics of one run, for node_exporter's textfile collector (pure)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Mapping
+
+from .. import __version__
+from ..findings.model import Finding, ordered
+from ..model.profile import Profile
+from .counters import derived_ipc
+
+TOP_FUNCTIONS = 10  # per instance: bounds the label cardinality a changing profile can create
+MAX_LABEL = 200  # characters of a function name kept in a label value
+SEVERITIES = ("critical", "warning", "info")
+
+HELP = {
+    "pmuprof_last_run_timestamp_seconds": "When the last pmuprof run ended (Unix time).",
+    "pmuprof_last_run_exit_code": "Exit status of the last pmuprof run (0 ok, 10 warning, 20 critical, else an error).",
+    "pmuprof_last_run_duration_seconds": "Length of the last capture window.",
+    "pmuprof_info": "pmuprof version and the event the last run sampled.",
+    "pmuprof_samples": "Samples of each profiled instance in the last run.",
+    "pmuprof_findings": "Findings of the last run by severity.",
+    "pmuprof_finding_share": "Share of the instance's samples a finding covers (0-1).",
+    "pmuprof_function_self_share": "Share of the instance's samples whose leaf is this function (top functions).",
+    "pmuprof_ipc": "Instructions per cycle counted during the last run.",
+}
+
+
+@dataclass(frozen=True)
+class RunMetrics:
+    """What one run says about a host: when it ended, how, and (when it got that far) its profile."""
+
+    host: str
+    source: str  # the textfile's stem: two files never export the same series
+    ended: float
+    exit_code: int
+    profile: Profile | None = None
+    findings: tuple[Finding, ...] = ()
+
+
+def escape_label(value: str) -> str:
+    """A label value as the exposition format wants it: backslash, double quote and newline escaped."""
+    return str(value).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+def _number(value: float) -> str:
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "+Inf" if value > 0 else "-Inf"
+    return repr(float(value)) if not float(value).is_integer() else str(int(value))
+
+
+def _line(name: str, labels: Mapping[str, str], value: float) -> str:
+    text = ",".join(f'{k}="{escape_label(v)}"' for k, v in labels.items())
+    return f"{name}{{{text}}} {_number(value)}"
+
+
+def _instances(profile: Profile) -> list[str]:
+    return profile.processes()
+
+
+def _instance_of(finding: Finding, instances: list[str]) -> str:
+    if finding.process:
+        return finding.process
+    return instances[0] if len(instances) == 1 else "all"
+
+
+def _profile_lines(m: RunMetrics, base: dict[str, str]) -> dict[str, list[str]]:
+    profile = m.profile
+    assert profile is not None
+    out: dict[str, list[str]] = {name: [] for name in HELP}
+    instances = _instances(profile)
+    for inst in instances:
+        part = profile.restrict([inst])
+        total = part.total
+        out["pmuprof_samples"].append(_line("pmuprof_samples", {**base, "instance": inst}, total))
+        if not total:
+            continue
+        top = sorted(part.self_counts().items(), key=lambda kv: (-kv[1], kv[0]))[:TOP_FUNCTIONS]
+        for name, count in top:
+            labels = {**base, "instance": inst, "function": name[:MAX_LABEL]}
+            out["pmuprof_function_self_share"].append(_line("pmuprof_function_self_share", labels, count / total))
+    for f in ordered(list(m.findings)):
+        labels = {**base, "instance": _instance_of(f, instances), "rule": f.rule, "severity": f.severity}
+        out["pmuprof_finding_share"].append(_line("pmuprof_finding_share", labels, round(f.share, 6)))
+    for proc, ipc in derived_ipc(profile.counters).items():
+        inst = proc or (instances[0] if len(instances) == 1 else "all")
+        out["pmuprof_ipc"].append(_line("pmuprof_ipc", {**base, "instance": inst}, ipc))
+    event = profile.run.record.event_recorded or profile.unit
+    out["pmuprof_info"].append(_line("pmuprof_info", {**base, "version": __version__, "event": event}, 1))
+    if isinstance(profile.run.duration_s, (int, float)):
+        out["pmuprof_last_run_duration_seconds"].append(
+            _line("pmuprof_last_run_duration_seconds", base, float(profile.run.duration_s)))
+    return out
+
+
+def render_metrics(m: RunMetrics) -> str:
+    """The .prom file: HELP and TYPE once per metric, series sorted, duplicate series impossible."""
+    base = {"host": m.host, "source": m.source}
+    lines: dict[str, list[str]] = {name: [] for name in HELP}
+    if m.profile is not None:
+        lines = _profile_lines(m, base)
+    else:
+        lines["pmuprof_info"].append(_line("pmuprof_info", {**base, "version": __version__, "event": ""}, 1))
+    lines["pmuprof_last_run_timestamp_seconds"].append(_line("pmuprof_last_run_timestamp_seconds", base, round(m.ended, 3)))
+    lines["pmuprof_last_run_exit_code"].append(_line("pmuprof_last_run_exit_code", base, m.exit_code))
+    counts = {sev: 0 for sev in SEVERITIES}
+    for f in m.findings:
+        counts[f.severity] = counts.get(f.severity, 0) + 1
+    lines["pmuprof_findings"] = [_line("pmuprof_findings", {**base, "severity": s}, n) for s, n in counts.items()]
+    text = []
+    for name in HELP:
+        series = _unique(lines[name])
+        if series:
+            text += [f"# HELP {name} {HELP[name]}", f"# TYPE {name} gauge", *series]
+    return "\n".join(text) + "\n"
+
+
+def _unique(series: list[str]) -> list[str]:
+    """One sample per label set (the first, i.e. the largest share: findings come ordered), sorted."""
+    first: dict[str, str] = {}
+    for line in series:
+        first.setdefault(line.rsplit(" ", 1)[0], line)
+    return sorted(first.values())

@@ -1,0 +1,151 @@
+"""The nightly run as systemd service + timer text, or as a cron.d file (pure: spec in, text out)."""
+
+from __future__ import annotations
+
+import hashlib
+import shlex
+
+from .schedule import EXIT_WARNING, UNIT_NAME, ScheduleSpec
+
+HEADER = "# Written by `pmuprof schedule install`; remove with `pmuprof schedule remove`."
+LOCK_FILE = "/run/lock/pmuprof-nightly.lock"
+STATE_ROOT = "/var/lib/"
+# What perf and pmuprof need, measured on kernel 6.18 / perf 6.1 at perf_event_paranoid 2 by dropping
+# capabilities one at a time (setpriv --bounding-set): see README "Scheduled captures".
+CAPABILITIES = (
+    ("CAP_PERFMON", "perf record -a / perf stat -a (and perf record -p) at perf_event_paranoid > 0"),
+    ("CAP_SYS_PTRACE", "/proc/PID/exe, /proc/PID/fd/* and /proc/PID/mem of mysqld, which runs as another user"),
+    ("CAP_DAC_READ_SEARCH", "/proc/PID/fd (0500) and /proc/PID/mem (0600) are mysqld's; its error log is 0640 mysql:adm"),
+    ("CAP_SYSLOG", "kernel symbol addresses in /proc/kallsyms (perf sees zeros without it: unnamed kernel frames)"),
+)
+
+
+def _systemd_quote(argv: list[str]) -> str:
+    """Quote argv for an Exec line: systemd expands %specifiers and $VARS, so double both."""
+    return " ".join(shlex.quote(a).replace("%", "%%").replace("$", "$$") for a in argv)
+
+
+def dated_capture(spec: ScheduleSpec, percent: str) -> str:
+    """A /bin/sh command line that captures into DIR/<YYYYmmdd-HHMMSS>; ``percent`` escapes %."""
+    fmt = "+{0}Y{0}m{0}d-{0}H{0}M{0}S".format(percent)
+    args = " ".join(shlex.quote(a) for a in spec.capture_argv())
+    return f'exec {args} -o "{spec.directory}/$(date {fmt})"'
+
+
+def _size(n: int) -> str:
+    for unit, size in (("G", 2**30), ("M", 2**20), ("K", 2**10)):
+        if n % size == 0:
+            return f"{n // size}{unit}"
+    return str(n)
+
+
+def _writable(spec: ScheduleSpec) -> list[str]:
+    """StateDirectory= for a directory under /var/lib (systemd creates it, owned right); else ReadWritePaths=."""
+    lines = []
+    if spec.directory.startswith(STATE_ROOT) and len(spec.directory) > len(STATE_ROOT):
+        lines += ["# The run directories: created by systemd with this mode, the only place the run writes.",
+                  f"StateDirectory={spec.directory[len(STATE_ROOT):].rstrip('/')}", "StateDirectoryMode=0750"]
+    else:
+        lines += ["# The run directories (created by `schedule install`): the only place the run writes.",
+                  f"ReadWritePaths={spec.directory}"]
+    if spec.textfile:
+        folder = spec.textfile.rsplit("/", 1)[0] or "/"
+        lines += ["# node_exporter's textfile directory: the metrics file is replaced there after each run.",
+                  f"ReadWritePaths={folder}"]
+    return lines
+
+
+def _sandbox() -> list[str]:
+    caps = " ".join(name for name, _ in CAPABILITIES)
+    lines = [
+        "# Everything else is read-only: a bug or a crafted input cannot write outside the paths above.",
+        "ProtectSystem=strict",
+        "# ~/.my.cnf stays readable; perf's ~/.debug build-id cache is not written (reports are made here).",
+        "ProtectHome=read-only",
+        "# A private /tmp: the folder's temporary files vanish with the run, no races with other users.",
+        "PrivateTmp=yes",
+        "# Nothing it starts (perf, the helper, the notify command) can gain privileges via setuid files.",
+        "NoNewPrivileges=yes",
+        "# Only the capabilities the capture uses (kernels before 5.8 have no CAP_PERFMON: add CAP_SYS_ADMIN):",
+    ]
+    lines += [f"#   {name}: {why}" for name, why in CAPABILITIES]
+    lines += [f"CapabilityBoundingSet={caps}",
+              "# ProtectKernelTunables= is left off on purpose: it hides /proc/kallsyms, which perf reads."]
+    return lines
+
+
+def service_unit(spec: ScheduleSpec) -> str:
+    script = dated_capture(spec, "%%").replace("$", "$$")
+    lines = [
+        HEADER, "[Unit]",
+        f"Description=pmuprof nightly capture of mysqld into {spec.directory}",
+        "After=network.target mariadb.service mysql.service mysqld.service",
+        "", "[Service]", "Type=oneshot", f"User={spec.user}",
+        "# Below mysqld for the CPU: perf, the folder and the report yield to queries.",
+        "Nice=10",
+        "# perf.data and report writes get the disk only when nothing else wants it.",
+        "IOSchedulingClass=idle",
+        f"# The report (perf script | fold, rules) can keep a core busy for tens of seconds: at most {spec.cpu_quota_pct} %.",
+        f"CPUQuota={spec.cpu_quota_pct}%",
+        "# A large report reached ~1 GB: past this the run is killed, never mysqld (OOMScoreAdjust too).",
+        f"MemoryMax={_size(spec.memory_max)}",
+        "OOMScoreAdjust=500",
+        f"TimeoutStartSec={spec.duration_s + 900}",
+    ]
+    for key, value in sorted(spec.environment().items()):
+        lines.append(f'Environment="{key}={value}"')
+    lines += _writable(spec) + _sandbox()
+    lines += [
+        f"ExecStart=/bin/sh -c {shlex.quote(script)}",
+        "# 10 = worst finding is a warning (unit stays green, ExecMainStatus shows it);",
+        "# 20 = a critical finding: the unit fails so monitoring of failed units alerts.",
+        f"SuccessExitStatus={EXIT_WARNING}",
+    ]
+    if spec.keep_days is not None or spec.keep_bytes is not None:
+        lines.append(f"ExecStopPost=-{_systemd_quote(spec.prune_argv())}")
+    lines.append(f"ExecStopPost=-{_systemd_quote(spec.history_argv())}")
+    return "\n".join(lines) + "\n"
+
+
+def timer_unit(spec: ScheduleSpec) -> str:
+    hour, minute = spec.hour_minute
+    lines = [
+        HEADER, "[Unit]", f"Description=pmuprof nightly capture at {spec.at}", "",
+        "[Timer]", f"OnCalendar=*-*-* {hour:02d}:{minute:02d}:00",
+        "# A run missed while the host was down starts at boot.",
+        "Persistent=true",
+    ]
+    if spec.randomized_delay_s:
+        lines += ["# Spread a fleet's captures (and their load on shared storage) over this window;",
+                  "# FixedRandomDelay keeps each host's offset, so its runs stay 24 h apart and comparable.",
+                  f"RandomizedDelaySec={spec.randomized_delay_s}", "FixedRandomDelay=true"]
+    lines += [f"Unit={UNIT_NAME}.service", "", "[Install]", "WantedBy=timers.target"]
+    return "\n".join(lines) + "\n"
+
+
+def fixed_offset(hostname: str, window_s: int) -> int:
+    """A host's delay within the window, the same every night (cron's stand-in for FixedRandomDelay)."""
+    if window_s <= 0:
+        return 0
+    return int(hashlib.sha256(hostname.encode()).hexdigest(), 16) % (window_s + 1)
+
+
+def cron_text(spec: ScheduleSpec, offset_s: int = 0, lock_file: str = LOCK_FILE) -> str:
+    """An /etc/cron.d file: capture, then prune and history; exits with the capture's status.
+
+    flock -n skips a night while the previous run still holds the lock; ionice -c 3 and nice 10
+    keep the run below mysqld. cron has no memory cap (a ulimit -v would break perf's mmap).
+    """
+    hour, minute = spec.hour_minute
+    steps = [dated_capture(spec, "\\%").replace("exec ", "", 1), "rc=$?"]
+    if spec.keep_days is not None or spec.keep_bytes is not None:
+        steps.append(" ".join(shlex.quote(a) for a in spec.prune_argv()))
+    steps += [" ".join(shlex.quote(a) for a in spec.history_argv()), "exit $rc"]
+    body = "; ".join(steps)
+    sleep = f"sleep {offset_s}; " if offset_s else ""
+    env = [f"{key}={value}" for key, value in sorted(spec.environment().items())]
+    return "\n".join([
+        HEADER, "SHELL=/bin/sh", *env,
+        f"{minute} {hour} * * * {spec.user} mkdir -p {spec.directory} && {sleep}exec flock -n -E 75 {lock_file} "
+        f"ionice -c 3 nice -n 10 /bin/sh -c '{body}'",
+    ]) + "\n"

@@ -1,0 +1,130 @@
+"""The README's production install in a clean venv: the wheel brings only runtime dependencies, its
+helpers need only runtime libraries (no -dev package), and `pmuprof doctor` and `capture` work from it."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from helpers import REPO, build_busy, need_perf
+
+RUNTIME_DISTS = {"pmuprof", "click", "jinja2", "markupsafe", "pyyaml", "pymysql"}
+ALLOWED_PACKAGES = {"libc6", "libpfm4", "libelf1", "libdw1", "libcapstone4", "zlib1g", "liblzma5", "libbz2-1.0",
+                    "libzstd1", "libgcc-s1", "libstdc++6"}  # runtime libraries; never a -dev package
+
+
+def _run(argv, **kw) -> subprocess.CompletedProcess:
+    return subprocess.run(argv, capture_output=True, text=True, timeout=kw.pop("timeout", 900), **kw)
+
+
+@pytest.fixture(scope="module")
+def venv(tmp_path_factory) -> Path:
+    base = tmp_path_factory.mktemp("prod")
+    wheel_dir = base / "dist"
+    built = _run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(wheel_dir), str(REPO)])
+    if built.returncode != 0:
+        pytest.skip(f"pip could not build the wheel: {built.stderr.strip().splitlines()[-1][:200]}")
+    env_dir = base / "venv"
+    made = _run([sys.executable, "-m", "venv", str(env_dir)])  # no --system-site-packages: nothing leaks in
+    assert made.returncode == 0, made.stderr
+    wheel = next(wheel_dir.glob("*.whl"))
+    got = _run([str(env_dir / "bin" / "pip"), "install", "-q", "--disable-pip-version-check", str(wheel)])
+    if got.returncode != 0:
+        pytest.skip(f"the runtime dependencies could not be installed (package index unreachable?): "
+                    f"{got.stderr.strip().splitlines()[-1][:200]}")
+    return env_dir
+
+
+def _clean_env(tmp: Path) -> dict[str, str]:
+    """No PYTHONPATH to the checkout, a cwd outside it: only the installed copy can be imported."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "PMUPROF_"))}
+    return {**env, "HOME": str(tmp)}
+
+
+def test_only_runtime_dependencies_are_installed(venv):
+    listed = _run([str(venv / "bin" / "pip"), "list", "--format=json", "--disable-pip-version-check"])
+    names = {d["name"].lower() for d in json.loads(listed.stdout)} - {"pip", "setuptools"}
+    assert names == RUNTIME_DISTS, names  # no pytest, no build tools
+
+
+def test_helpers_need_only_runtime_libraries(venv):
+    site = next((venv / "lib").glob("python3*/site-packages"))
+    helper = site / "pmuprof" / "bin" / "pmuprof-helper"
+    if not helper.is_file():
+        pytest.skip("this wheel was built without helpers (no compiler / -dev packages on the build host)")
+    if not (shutil.which("ldd") and shutil.which("dpkg")):
+        pytest.skip("ldd/dpkg missing: not a Debian-like host")
+    libs = [line.split("=>")[1].split()[0] for line in _run(["ldd", str(helper)]).stdout.splitlines() if "=>" in line]
+    assert libs and "not found" not in " ".join(libs)
+    packages = set()
+    for lib in libs:
+        owner = _run(["dpkg", "-S", os.path.realpath(lib)])
+        if owner.returncode != 0:
+            owner = _run(["dpkg", "-S", lib])
+        for line in owner.stdout.splitlines():  # "libpfm4:amd64: /lib/x86_64-linux-gnu/libpfm.so.4"
+            packages |= {name.split(":")[0].strip() for name in line.rsplit(": ", 1)[0].split(",")}
+    assert packages and packages <= ALLOWED_PACKAGES, packages
+    assert not any(p.endswith("-dev") for p in packages)
+
+
+def test_doctor_capture_and_schedule_from_the_installed_copy(venv, tmp_path):
+    env, exe = _clean_env(tmp_path), str(venv / "bin" / "pmuprof")
+    doctor = _run([exe, "doctor", "--json", "-o", str(tmp_path)], env=env, cwd=tmp_path)
+    assert doctor.returncode == 0, doctor.stderr
+    checks = {c["name"]: c for c in json.loads(doctor.stdout)["checks"]}
+    site = str(next((venv / "lib").glob("python3*/site-packages")))
+    for name in ("native helper", "fast folder"):
+        if checks[name]["ok"]:
+            assert checks[name]["detail"].startswith(site), checks[name]  # the venv's own helper, not the checkout's
+    unit = _run([exe, "schedule", "install", "--all-mysqld", "--dry-run", "--scheduler", "systemd",
+                 "--dir", str(tmp_path / "runs")], env=env, cwd=tmp_path)
+    assert unit.returncode == 0 and f"exec {os.path.realpath(exe)} capture --all-mysqld" in unit.stdout, unit.stdout
+    man = venv / "share" / "man" / "man1" / "pmuprof.1"
+    assert man.is_file() and man.read_text() == (REPO / "docs" / "pmuprof.1").read_text()
+    need_perf()
+    busy = subprocess.Popen([str(build_busy(tmp_path)), "30"])
+    try:
+        run = tmp_path / "run"
+        cap = _run([exe, "capture", "-p", str(busy.pid), "-d", "2s", "--no-mysql", "-q", "-o", str(run), "--json"],
+                   env=env, cwd=tmp_path, timeout=300)
+        assert cap.returncode == 0, cap.stderr
+        summary = json.loads(cap.stdout)
+        assert summary["samples"] > 0 and (run / "report.html").is_file() and (run / "flame.svg").is_file()
+        folded = (run / "stacks.folded").read_text()
+        assert "hot_leaf" in folded
+    finally:
+        busy.kill()
+        busy.wait()
+
+
+def test_pipx_install_of_the_wheel(venv, tmp_path):
+    """pipx (installed into a scratch venv when missing) installs the wheel and links the command."""
+    pipx = shutil.which("pipx")
+    if pipx is None:
+        tool_env = tmp_path / "pipx-venv"
+        _run([sys.executable, "-m", "venv", str(tool_env)])
+        got = _run([str(tool_env / "bin" / "pip"), "install", "-q", "--disable-pip-version-check", "pipx"])
+        if got.returncode != 0:
+            pytest.skip("pipx is not installed and could not be fetched (apt-get install pipx)")
+        pipx = str(tool_env / "bin" / "pipx")
+    wheel = next((venv.parent / "dist").glob("*.whl"))
+    env = {**_clean_env(tmp_path), "PIPX_HOME": str(tmp_path / "pipx"), "PIPX_BIN_DIR": str(tmp_path / "bin"),
+           "PIPX_MAN_DIR": str(tmp_path / "man")}
+    done = _run([pipx, "install", str(wheel)], env=env, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    link = tmp_path / "bin" / "pmuprof"
+    version = _run([str(link), "--version"], env=env, cwd=tmp_path)
+    assert version.returncode == 0 and "pmuprof, version" in version.stdout
+    with zipfile.ZipFile(wheel) as zf:
+        helpers = any(n.startswith("pmuprof/bin/") for n in zf.namelist())
+    doctor = _run([str(link), "doctor", "--json", "-o", str(tmp_path)], env=env, cwd=tmp_path)
+    checks = {c["name"]: c for c in json.loads(doctor.stdout)["checks"]}
+    assert checks["native helper"]["ok"] == helpers or not helpers
+    assert str(tmp_path / "pipx") in checks["native helper"]["detail"] or not helpers

@@ -1,0 +1,132 @@
+"""CLI habits: -h is the MySQL host, one duration syntax, --json where a command reports, exit codes, man page."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import click
+import pytest
+from click.testing import CliRunner
+
+from helpers import REPO
+from pmuprof.cli.exitcodes import exit_codes
+from pmuprof.cli.main import cli, main
+from pmuprof.cli.man import man_page
+from pmuprof.cli.params import Duration
+from pmuprof.errors import PmuprofError
+
+MAN = REPO / "docs" / "pmuprof.1"
+REPORTING = ("capture", "record", "report", "diff", "annotate", "doctor", "history", "rules list", "schedule status")
+
+
+def _commands(group: click.Group = cli, prefix: str = ""):
+    for name, cmd in sorted(group.commands.items()):
+        path = f"{prefix}{name}"
+        if isinstance(cmd, click.Group):
+            yield from _commands(cmd, path + " ")
+        else:
+            yield path, cmd
+
+
+def test_dash_h_is_never_help():
+    """-h is the server host where server options exist, and an error elsewhere: never help + exit 0."""
+    for path, cmd in _commands():
+        names = {n for p in cmd.params for n in getattr(p, "opts", [])}
+        result = CliRunner().invoke(cli, [*path.split(), "-h"])
+        assert result.exit_code == 2, (path, result.output)
+        assert "Error:" in result.output and "Options:" not in result.output, path  # an error, not the help
+        if "--mysql-host" in names:
+            host = next(p for p in cmd.params if "--mysql-host" in getattr(p, "opts", []))
+            assert "-h" in host.opts, path
+    assert CliRunner().invoke(cli, ["capture", "--help"]).exit_code == 0
+
+
+@pytest.mark.parametrize("text, seconds", [("30", 30.0), ("30s", 30.0), ("500ms", 0.5), ("5m", 300.0), ("1h", 3600.0),
+                                           ("1.5m", 90.0), (45, 45.0)])
+def test_duration_syntax(text, seconds):
+    assert Duration().convert(text, None, None) == seconds
+
+
+@pytest.mark.parametrize("text", ["10x", "m5", "", "-3s", "1h30m"])
+def test_duration_rejects(text):
+    with pytest.raises(click.BadParameter):
+        Duration().convert(text, None, None)
+
+
+def test_duration_bounds():
+    with pytest.raises(click.BadParameter, match="longer than 1h"):
+        Duration(1, 3600).convert("2h", None, None)
+    with pytest.raises(click.BadParameter, match="shorter than 1s"):
+        Duration(1, 3600).convert("500ms", None, None)
+
+
+def test_every_duration_option_uses_the_one_type():
+    seen = []
+    for path, cmd in _commands():
+        for param in cmd.params:
+            if param.name == "spin_wait_delay":  # innodb_spin_wait_delay's units, not a time
+                continue
+            if any(word in (param.name or "") for word in ("duration", "interval", "cooldown", "timeout", "delay")):
+                assert isinstance(param.type, Duration), (path, param.name, param.type)
+                seen.append(f"{path} --{param.name}")
+    assert {"capture --duration", "record --duration", "demo --duration", "watch --interval", "watch --duration",
+            "watch --cooldown", "schedule install --duration", "schedule install --randomized_delay"} <= set(seen)
+
+
+def test_capture_accepts_minutes_and_refuses_past_an_hour():
+    result = CliRunner().invoke(cli, ["capture", "-d", "2h", "-p", "1"])
+    assert result.exit_code == 2 and "longer than 1h" in result.output
+
+
+def test_every_reporting_command_has_json():
+    commands = dict(_commands())
+    for path in REPORTING:
+        assert any("--json" in getattr(p, "opts", []) for p in commands[path].params), path
+
+
+def test_exit_codes_in_help_match_the_error_types():
+    result = CliRunner().invoke(cli, ["--help"])
+    assert "Exit codes:" in result.output
+    codes = dict(exit_codes())
+    todo = list(PmuprofError.__subclasses__())
+    while todo:
+        cls = todo.pop()
+        todo += cls.__subclasses__()
+        assert cls.exit_code in codes, cls
+    for code in (0, 2, 5, 9, 10, 20, 130):
+        assert f"\n  {code:<4} " in result.output.replace("\n    ", "\n  "), code
+
+
+def test_doctor_strict_exits_9_on_a_miss_and_json_lists_checks(monkeypatch, capsys):
+    monkeypatch.setenv("PMUPROF_PERF", "/nonexistent/perf")
+    assert main(["doctor", "--strict", "-o", str(REPO)]) == 9
+    assert "MISS perf" in capsys.readouterr().out
+    assert main(["doctor", "--json", "-o", str(REPO)]) == 0  # without --strict a MISS is not an error
+    import json
+    doc = json.loads(capsys.readouterr().out)
+    perf = next(c for c in doc["checks"] if c["name"] == "perf")
+    assert doc["ok"] is False and perf["ok"] is False and "linux-perf" in perf["fix"]
+
+
+def test_man_page_is_generated_from_the_cli_and_committed_fresh():
+    text = man_page(cli)
+    assert MAN.read_text() == text, "docs/pmuprof.1 is stale: python3 -m pmuprof man > docs/pmuprof.1"
+    for path, _ in _commands():
+        assert path == "man" or f".SS pmuprof {path}" in text.replace("\\-", "-"), path
+    assert "\\fB\\-h, \\-\\-mysql\\-host, \\-\\-host TEXT\\fR" in text
+
+
+@pytest.mark.skipif(shutil.which("groff") is None, reason="groff not installed (apt-get install groff-base)")
+def test_man_page_renders_without_warnings():
+    proc = subprocess.run(["groff", "-man", "-ww", "-z", str(MAN)], capture_output=True, text=True)
+    assert proc.returncode == 0 and not proc.stderr, proc.stderr
+
+
+def test_shell_completion_as_the_readme_documents_it():
+    from helpers import run_cli
+    res = run_cli(env={"_PMUPROF_COMPLETE": "bash_complete", "COMP_WORDS": "pmuprof capture --ssl-m",
+                       "COMP_CWORD": "2"})
+    assert res.returncode == 0 and "plain,--ssl-mode" in res.stdout.splitlines()
+    script = run_cli(env={"_PMUPROF_COMPLETE": "bash_source"})
+    assert "complete -o nosort -F _pmuprof_completion pmuprof" in script.stdout

@@ -1,0 +1,155 @@
+"""Prometheus textfile metrics (escaping, one series per label set), the one-line verdict, the notify command."""
+
+from __future__ import annotations
+
+import re
+import stat
+import time
+from pathlib import Path
+
+import pytest
+
+from pmuprof.errors import UsageError
+from pmuprof.findings.model import Finding
+from pmuprof.model.counters import Counters, CounterValue
+from pmuprof.model.profile import Profile
+from pmuprof.report.metrics import TOP_FUNCTIONS, RunMetrics, escape_label, render_metrics
+from pmuprof.report.summary import verdict_line
+from pmuprof.workflows.fleet import Notify, Outcome, Publish, publish, run_notify, write_textfile
+
+NASTY = 'std::map<K, "V">::operator[]\\x\nnext'
+SERIES = re.compile(r'^([a-z_]+)\{((?:[a-z_]+="(?:[^"\\\n]|\\[\\"n])*",?)*)\} (\S+)$')
+
+
+def _profile() -> Profile:
+    stacks = {("mariadbd", "start_thread", "fil_space_get", "ut_delay"): 60,
+              ("mariadbd", "start_thread", NASTY): 30,
+              ("mariadbd", "start_thread", "row_search_mvcc"): 10}
+    stacks.update({("mariadbd", "start_thread", f"f{i}"): 1 for i in range(20)})
+    counters = Counters(events=(CounterValue(event="cycles", value=1000.0), CounterValue(event="instructions", value=500.0)))
+    return Profile(stacks, counters=counters)
+
+
+def _findings() -> tuple[Finding, ...]:
+    return (Finding("innodb-spin-wait", "critical", "spin", 0.5, process="mariadbd"),
+            Finding("row-scan", "info", "scan", 0.08, process="mariadbd"),
+            Finding("innodb-spin-wait", "critical", "spin again", 0.4, process="mariadbd"))
+
+
+def _parse(text: str) -> list[tuple[str, dict[str, str], str]]:
+    out = []
+    for line in text.splitlines():
+        if line.startswith("#"):
+            assert re.match(r"^# (HELP|TYPE) [a-z_]+ ", line), line
+            continue
+        match = SERIES.match(line)
+        assert match, line
+        labels = dict(re.findall(r'([a-z_]+)="((?:[^"\\]|\\.)*)"', match.group(2)))
+        out.append((match.group(1), labels, match.group(3)))
+    return out
+
+
+def test_metrics_text_is_valid_escaped_and_has_one_series_per_label_set():
+    text = render_metrics(RunMetrics("db1", "pmuprof", 1700000000.5, 20, _profile(), _findings()))
+    series = _parse(text)
+    keys = [(name, tuple(sorted(labels.items()))) for name, labels, _ in series]
+    assert len(keys) == len(set(keys)), "node_exporter rejects a file with a duplicate series"
+    assert all(labels["host"] == "db1" and labels["source"] == "pmuprof" for _, labels, _ in series)
+    values = {(n, labels.get("rule") or labels.get("function") or labels.get("severity") or ""): v
+              for n, labels, v in series}
+    assert values[("pmuprof_finding_share", "innodb-spin-wait")] == "0.5"  # the larger of the two kept
+    assert values[("pmuprof_last_run_exit_code", "")] == "20"
+    assert values[("pmuprof_last_run_timestamp_seconds", "")] == "1700000000.5"
+    assert values[("pmuprof_findings", "critical")] == "2" and values[("pmuprof_findings", "warning")] == "0"
+    assert values[("pmuprof_ipc", "")] == "0.5"
+    assert float(values[("pmuprof_function_self_share", "ut_delay")]) == pytest.approx(60 / 120)
+    assert sum(1 for n, _, _ in series if n == "pmuprof_function_self_share") == TOP_FUNCTIONS
+    nasty = [labels["function"] for n, labels, _ in series if n == "pmuprof_function_self_share" and "map" in labels["function"]]
+    assert nasty == [escape_label(NASTY)] and "\n" not in nasty[0]
+    assert text.count("# TYPE pmuprof_finding_share gauge") == 1
+
+
+def test_a_failed_run_still_reports_its_exit_code():
+    series = _parse(render_metrics(RunMetrics("db1", "nightly", 5.0, 5)))
+    names = {n for n, _, _ in series}
+    assert {"pmuprof_last_run_exit_code", "pmuprof_last_run_timestamp_seconds", "pmuprof_findings"} <= names
+    assert "pmuprof_samples" not in names
+
+
+def test_escape_label():
+    assert escape_label('a\\b"c\nd') == 'a\\\\b\\"c\\nd'
+
+
+def test_verdict_line():
+    assert verdict_line([], 0).startswith("NO SAMPLES")
+    assert verdict_line([], 10, "db1") == "OK on db1: no rule fired (10 samples)"
+    line = verdict_line(list(_findings()) + [Finding("x", "warning", "w" * 500, 0.2)], 100, "db1")
+    assert line.startswith("CRITICAL on db1: spin (50 % of samples, mariadbd); 3 more: 1 critical, 1 warning, 1 info")
+    assert "\n" not in verdict_line([Finding("x", "warning", "a\nb" * 200, 0.2)], 5) and len(line) <= 300
+
+
+def test_textfile_is_replaced_atomically(tmp_path):
+    path = tmp_path / "pmuprof.prom"
+    path.write_text("old\n")
+    write_textfile(path, "new\n")
+    assert path.read_text() == "new\n" and stat.S_IMODE(path.stat().st_mode) == 0o644
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["pmuprof.prom"]  # no temp file left behind
+
+
+def test_publish_checks_the_textfile_before_any_capture(tmp_path):
+    with pytest.raises(UsageError, match="only \\*.prom"):
+        Publish(tmp_path / "metrics.txt").check()
+    with pytest.raises(UsageError, match="not a writable directory"):
+        Publish(tmp_path / "absent" / "m.prom").check()
+    Publish(tmp_path / "m.prom").check()
+
+
+def _script(tmp_path: Path, body: str) -> Path:
+    path = tmp_path / "notify.sh"
+    path.write_text("#!/bin/sh\n" + body)
+    path.chmod(0o755)
+    return path
+
+
+def test_notify_gets_verdict_and_report_as_arguments_and_environment(tmp_path):
+    script = _script(tmp_path, 'printf "%s|" "$@"; echo "$PMUPROF_EXIT_CODE $PMUPROF_RUN_DIR"\n')
+    notify = Notify.parse(f"{script} --team 'db ops'")
+    assert notify.argv == (str(script), "--team", "db ops")
+    code, out = run_notify(notify, "CRITICAL: x", "/r/report.html", Outcome(20, Path("/r")))
+    assert code == 0 and out == "--team|db ops|CRITICAL: x|/r/report.html|20 /r\n"
+
+
+def test_notify_is_killed_at_its_timeout_with_its_children(tmp_path):
+    script = _script(tmp_path, "echo started; sleep 60 & sleep 60\n")
+    began = time.monotonic()
+    code, out = run_notify(Notify((str(script),), timeout_s=1.0), "v", "", Outcome(0))
+    assert code is None and out.startswith("started") and time.monotonic() - began < 10
+
+
+def test_notify_rejects_what_it_cannot_run():
+    with pytest.raises(UsageError):
+        Notify.parse("")
+    with pytest.raises(UsageError, match="not an executable"):
+        Notify.parse("/nonexistent/page-dba now")
+    with pytest.raises(UsageError):
+        Notify.parse("'unbalanced")
+
+
+def test_publish_writes_metrics_and_notifies_and_never_raises(tmp_path):
+    script = _script(tmp_path, 'echo "$1" > "$(dirname "$0")/verdict.txt"; exit 3\n')
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "report.html").write_text("<html>")
+    logs: list[str] = []
+    target = Publish(tmp_path / "m.prom", Notify((str(script),)))
+    publish(target, Outcome(20, run_dir, _profile(), _findings(), ended=10.0), logs.append)
+    assert (tmp_path / "verdict.txt").read_text().startswith("CRITICAL on ")
+    assert "pmuprof_last_run_exit_code" in (tmp_path / "m.prom").read_text()
+    assert any("exit 3" in line for line in logs)
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    checked = Publish(gone / "m.prom")
+    checked.check()
+    gone.rmdir()  # the directory vanished between the check and the end of the run: logged, not raised
+    publish(checked, Outcome(0, ended=1.0), logs.append)
+    assert "warning: metrics not written" in logs[-1]
