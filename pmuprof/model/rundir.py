@@ -30,7 +30,7 @@ STAT_LOG = "perf-stat.log"  # perf stat's stderr
 REPORT_HTML = "report.html"
 FINDINGS_JSON = "findings.json"
 REPORT_MD = "report.md"
-REPORT_FILES = (REPORT_HTML, FINDINGS_JSON, REPORT_MD)
+REPORT_FILES = (REPORT_HTML, FINDINGS_JSON, REPORT_MD, "flame.svg")
 OFFCPU = "offcpu.folded"  # off-CPU stacks, counts in microseconds, leaf frame = thread state
 THREADS = "threads.json"  # threads grouped by stack at the capture's start and end (model.offcpu.Threads)
 OFFCPU_RAW = "offcpu.out"  # pmuprof-offcpu's own output (addresses), kept for the record

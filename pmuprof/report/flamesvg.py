@@ -6,6 +6,8 @@ import hashlib
 import re
 from html import escape
 
+import numpy as np
+
 from ..model.labels import is_kernel, is_unnamed
 from ..model.profile import Profile
 from .flametrie import Trie
@@ -44,26 +46,27 @@ def _layout(trie: Trie, total: int) -> list[tuple[int, float, float]]:
     """(node, x, width) in pixels for the widest frames, parents before children."""
     scale = (WIDTH - 2 * PAD) / total
     values = trie.values[0]
-    order = sorted(range(len(trie.names)), key=lambda i: (-values[i], trie.depths[i], i))
-    keep = set(i for i in order[:MAX_FRAMES] if values[i] * scale >= MIN_PX)
+    order = np.lexsort((np.arange(trie.size), trie.depths, -values))[:MAX_FRAMES]
+    keep = np.sort(order[values[order] * scale >= MIN_PX]).tolist()  # preorder: parents before children
+    parents = trie.parents[keep].tolist()
+    widths = (values[keep] * scale).tolist()
     x_of: dict[int, float] = {}
     cursor: dict[int, float] = {}
     out = []
-    for i, parent in enumerate(trie.parents):  # preorder: a parent is placed before its children
-        if i not in keep or (parent >= 0 and parent not in x_of):
+    for i, parent, width in zip(keep, parents, widths):
+        if parent >= 0 and parent not in x_of:
             continue
         start = cursor.get(parent, x_of.get(parent, float(PAD)))
         x_of[i] = start
-        cursor[parent] = start + values[i] * scale
-        out.append((i, start, values[i] * scale))
+        cursor[parent] = start + width
+        out.append((i, start, width))
     return out
 
 
 def flame_svg(profile: Profile, title: str = "Flame graph") -> str:
     """The SVG document; the same profile gives the same bytes."""
     total = profile.total
-    stacks = sorted((stack, (count,)) for stack, count in profile.stacks.items() if stack and count > 0)
-    trie = Trie.build(stacks, [total])
+    trie = Trie.of([profile.stacks])
     frames = _layout(trie, total) if total else []
     depth = max((trie.depths[i] for i, _, _ in frames), default=0) + 1
     height = TOP + depth * FRAME_H + PAD + 14
@@ -73,7 +76,7 @@ def flame_svg(profile: Profile, title: str = "Flame graph") -> str:
            f'<text x="{WIDTH // 2}" y="22" text-anchor="middle" font-size="16">{_text(title)}</text>']
     values = trie.values[0]
     for i, x, width in frames:
-        name = trie.names[i]
+        name = trie.frames[trie.frame[i]]
         y = height - PAD - 14 - (trie.depths[i] + 1) * FRAME_H
         share = 100.0 * values[i] / total
         out.append(f'<g><title>{_text(name)} ({values[i]:,} samples, {share:.2f}%)</title>'
@@ -85,7 +88,7 @@ def flame_svg(profile: Profile, title: str = "Flame graph") -> str:
             out.append(f'<text x="{x + 3:.1f}" y="{y + 11}">{_text(label)}</text>')
         out.append("</g>")
     shown = len(frames)
-    note = (f"{total:,} samples; {shown:,} of {len(trie.names):,} frames drawn "
+    note = (f"{total:,} samples; {shown:,} of {trie.size:,} frames drawn "
             f"(narrower than {MIN_PX} px left out); the interactive view is report.html")
     out.append(f'<text x="{PAD}" y="{height - 4}" font-size="10" fill="#555">{_text(note)}</text>')
     out.append("</svg>")

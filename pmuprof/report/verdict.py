@@ -81,7 +81,7 @@ def _healthy(findings: list[Mapping[str, Any]], top_rows: list[Mapping[str, Any]
     """No finding above info: say so, with the informational ones and where the time went."""
     hottest = next((r for r in top_rows if r.get("self")), None)
     info = [{"rule": f["rule"], "title": f["title"], "share": float(f["share"])} for f in findings]
-    out: dict[str, Any] = {"healthy": True, "info": info}
+    out: dict[str, Any] = {"healthy": True, "info": info, "hottest": "", "hottest_share": 0.0, "link": ""}
     if hottest is not None:
         out.update(hottest=hottest["name"], hottest_share=float(hottest["self_share"]),
                    link=flame_link(hottest["name"]) if hottest["name"] in frames else "")

@@ -70,7 +70,7 @@ def test_metadata_license_entry_point_and_resources(wheels):
     classifiers = meta.get_all("Classifier")
     assert "Operating System :: POSIX :: Linux" in classifiers and "Topic :: Database" in classifiers
     requires = meta.get_all("Requires-Dist")
-    assert {r.split(">")[0] for r in requires if "extra" not in r} == {"click", "Jinja2", "PyYAML", "PyMySQL"}
+    assert {r.split(">")[0] for r in requires if "extra" not in r} == {"click", "Jinja2", "PyYAML", "PyMySQL", "numpy"}
     assert meta.get_all("Provides-Extra") == ["test"]
     entry = next(n for n in names if n.endswith("entry_points.txt"))
     with zipfile.ZipFile(wheels["pure"]) as zf:

@@ -15,7 +15,7 @@ import pytest
 
 from helpers import REPO, build_busy, need_perf
 
-RUNTIME_DISTS = {"pmuprof", "click", "jinja2", "markupsafe", "pyyaml", "pymysql"}
+RUNTIME_DISTS = {"pmuprof", "click", "jinja2", "markupsafe", "pyyaml", "pymysql", "numpy"}
 ALLOWED_PACKAGES = {"libc6", "libpfm4", "libelf1", "libdw1", "libcapstone4", "zlib1g", "liblzma5", "libbz2-1.0",
                     "libzstd1", "libgcc-s1", "libstdc++6"}  # runtime libraries; never a -dev package
 

@@ -166,12 +166,13 @@ def _start_live(busy: subprocess.Popen, base: Path) -> dict[str, subprocess.Pope
     procs = {}
     for case in (*SIGNAL_CASES, "perf-killed", "again", "nightly/killed"):
         extra = ("--mysql-socket", base / "no-such.sock") if case == "SIGTERM" else ("--no-mysql",)
-        env = {"PMUPROF_FOLD": str(slow_fold)} if case == "again" else None
+        # folding that hangs: pmuprof-fold after perf script (the native perf.data reader left out)
+        env = {"PMUPROF_FOLD": str(slow_fold), "PMUPROF_PERFDATA": ""} if case == "again" else None
         procs[case] = spawn_cli("capture", "-p", busy.pid, "-d", "60", "-o", base / case, *extra, env=env)
     for step in HANG_STEPS:
         procs[f"hang-{step}"] = spawn_cli("capture", "-p", busy.pid, "-d", "1", "-o", base / f"hang-{step}",
                                           "--no-mysql", env={"PMUPROF_PERF": str(fake), "FAKE_HANG": step,
-                                                             "PMUPROF_STALL_S": "2"})
+                                                             "PMUPROF_STALL_S": "2", "PMUPROF_PERFDATA": ""})
     return procs
 
 

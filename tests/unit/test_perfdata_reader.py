@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import stat
+import time
 from pathlib import Path
 
 import pytest
@@ -62,3 +63,13 @@ def test_success_reads_stacks_meta_and_dsos(tmp_path):
     assert got.result.leaves == {("/usr/sbin/mariadbd", "ut_delay", 0x1c): 3}
     assert got.samples == 4 and got.lost == 1
     assert got.dsos == (perfdata_reader.DsoSymbols("/usr/sbin/mariadbd", "ab", None, False, 0, 0),)
+
+
+def test_a_hung_reader_is_stopped_in_bounded_time(tmp_path, monkeypatch):
+    """The reader gets the same watchdog as perf script and pmuprof-fold: no CPU for stall_s() is hung."""
+    monkeypatch.setenv("PMUPROF_STALL_S", "1")
+    exe = _fake(tmp_path, "exec sleep 60\n")
+    t0 = time.monotonic()
+    with pytest.raises(FoldError, match="used no CPU"):
+        perfdata_reader.fold_perf_data_native(tmp_path / "perf.data", binary=exe)
+    assert time.monotonic() - t0 < 10

@@ -12,7 +12,8 @@ from typing import Iterable
 from ...errors import PmuprofError
 from ...model.perfscript import FoldResult
 from ...paths import native_path
-from .fold import STACKS_BIN, FoldError, _first_line, _result, fold_argv
+from .. import proc as proc_tools
+from .fold import SCRIPT_MAX_S, STACKS_BIN, FoldError, _first_line, _result, fold_argv
 
 UNSUPPORTED = 3  # the file needs something only perf script does (DWARF unwinding, kcore, modules, ...)
 CORRUPT = 4      # truncated or corrupt: perf script may still read part of it
@@ -77,7 +78,7 @@ def fold_perf_data_native(data: Path, pids: Iterable[int] = (), comms: Iterable[
         argv = perfdata_argv(binary, Path(data), meta, tuple(pids), comms, per_thread, names, raw_unknown,
                              Path(tmp) / STACKS_BIN)
         with open(Path(tmp) / "stacks.folded", "w+b") as out, open(Path(tmp) / "err", "w+b") as err:
-            proc = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err, check=False)
+            proc = _run_watched(argv, out, err)
             if proc.returncode in (UNSUPPORTED, CORRUPT):
                 err.seek(0)
                 raise PerfdataFallback(_first_line(err.read()), proc.returncode)
@@ -86,6 +87,22 @@ def fold_perf_data_native(data: Path, pids: Iterable[int] = (), comms: Iterable[
     return PerfdataFold(result=result, dsos=tuple(DsoSymbols(**d) for d in extra.get("dsos", [])),
                         samples=extra.get("perf_data", {}).get("samples", 0),
                         lost=extra.get("perf_data", {}).get("lost", 0))
+
+
+def _run_watched(argv: list[str], out, err) -> subprocess.Popen:
+    """The reader, killed when it uses no CPU for stall_s() or runs past SCRIPT_MAX_S (FoldError then)."""
+    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err)
+    try:
+        with proc_tools.Watchdog((proc,), proc_tools.stall_s(), SCRIPT_MAX_S) as dog:
+            proc.wait()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    if dog.fired:
+        raise FoldError(f"pmuprof-perfdata {dog.fired}: stopped", "report the perf.data again, or set "
+                        "PMUPROF_PERFDATA= to read it through perf script")
+    return proc
 
 
 __all__ = ["CORRUPT", "UNSUPPORTED", "DsoSymbols", "FoldError", "PerfdataFallback", "PerfdataFold",

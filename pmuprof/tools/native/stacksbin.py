@@ -17,9 +17,11 @@ from ...errors import InputError
 from ...model.folded import bad_line, leading_headers, load_folded
 from ...model.stacks import Stacks
 from ...paths import fold_path
+from .. import proc as proc_tools
 
 MAGIC = b"PMFSTK2\n"
 BAD_LINE = 3
+MAX_S = 3600  # parsing a folded file of tens of GB
 
 
 def read_stacks_bin(path: Path) -> Stacks:
@@ -55,12 +57,24 @@ def load_folded_stacks(path: Path) -> tuple[Stacks, dict[str, str]]:
     if binary is None:
         stacks, headers = load_folded(path)
         return Stacks.of(stacks), headers
-    with tempfile.TemporaryDirectory(prefix="pmuprof-folded-") as tmp, open(path, "rb") as src:
+    with tempfile.TemporaryDirectory(prefix="pmuprof-folded-") as tmp, open(path, "rb") as src, \
+            open(Path(tmp) / "err", "w+b") as err:
         out = Path(tmp) / "stacks.bin"
-        proc = subprocess.run([str(binary), "--folded", "--stacks-bin", str(out)], stdin=src,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False)
+        proc = subprocess.Popen([str(binary), "--folded", "--stacks-bin", str(out)], stdin=src,
+                                stdout=subprocess.DEVNULL, stderr=err)
+        try:
+            with proc_tools.Watchdog((proc,), proc_tools.stall_s(), MAX_S) as dog:
+                proc.wait()
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        err.seek(0)
+        message = err.read().decode("utf-8", "replace")
+        if dog.fired:
+            raise InputError(f"{path}: pmuprof-fold {dog.fired} reading it", "check the file is a folded profile")
         if proc.returncode == BAD_LINE:
-            lineno, _, why = proc.stderr.decode("utf-8", "replace").partition("line ")[2].partition(": ")
+            lineno, _, why = message.partition("line ")[2].partition(": ")
             raise bad_line(str(path), int(lineno) if lineno.isdigit() else 0, why)
         if proc.returncode != 0:
             stacks, headers = load_folded(path)  # the Python parser says what is wrong, or reads it
