@@ -171,11 +171,13 @@ class Attributor:
         if wait.latch:
             return wait.latch, wait.mode
         found = self.acquired(wait.acquirer) if wait.acquirer else ()
+        # the machinery says what kind of latch is waited for: an acquirer's latch of another kind is a
+        # neighbour (buf_flush_page holds buf_pool->mutex, but spins on the page's rw-lock)
         fitting = [f for f in found if not wait.types or f[1] in wait.types]
-        ids = sorted(dict.fromkeys(lat.id for lat, _, _ in (fitting or found)))
+        ids = sorted(dict.fromkeys(lat.id for lat, _, _ in fitting))
         if not ids:
             return UNIDENTIFIED, wait.mode
-        mode = wait.mode or next((m for lat, _, m in fitting or found if m), "")
+        mode = wait.mode or next((m for lat, _, m in fitting if m), "")
         return ALTERNATIVES.join(ids), mode  # an acquirer that takes several latches of one type: say so
 
 

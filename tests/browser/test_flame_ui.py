@@ -8,7 +8,7 @@ from urllib.parse import quote
 
 import pytest
 from cdp import Browser
-from conftest import HOSTILE, HOT, ODD
+from .conftest import HOSTILE, HOT, ODD
 
 BOX = "document.getElementById('flame')"
 UT_DELAY_STACK = "mariadbd\nstart_thread\ndo_command\nrow_search_mvcc\nut_delay"  # the first ut_delay drawn
@@ -208,7 +208,7 @@ def test_merged_views_agree_with_the_profile(browser, report_url, case, tmp_path
     "pruned" caps the synthetic 114k-node tree at 20,000 nodes: self stays exact (elided_self),
     a sandwich's total can only miss the samples whose frames were elided.
     """
-    from conftest import STACKS, _report, synthetic_stacks
+    from .conftest import STACKS, _report, synthetic_stacks
 
     from pmuprof.model.profile import Profile
     from pmuprof.model.rundir import load_run_dir

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from conftest import one_line
+from .conftest import one_line
 from helpers import REPO
 
 from pmuprof import errors

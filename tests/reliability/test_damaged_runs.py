@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from conftest import one_line
+from .conftest import one_line
 
 RUN = {"pmuprof_version": "0.2.0", "schema": 2, "started": "2026-01-0{n}T03:00:00Z", "duration_s": 5.0}
 STACKS = "mysqld;do_command;ut_delay 70\nmysqld;do_command;row_search_mvcc 30\n"

@@ -8,7 +8,7 @@ import os
 import subprocess
 import time
 
-from conftest import finish, one_line, spawn_cli, wait_for
+from .conftest import finish, one_line, spawn_cli, wait_for
 
 from pmuprof.paths import perf_path
 

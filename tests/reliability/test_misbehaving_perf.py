@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import one_line
+from .conftest import one_line
 
 from pmuprof.cli import report as report_cli
 

@@ -9,7 +9,7 @@ import stat
 
 import pytest
 
-from conftest import one_line
+from .conftest import one_line
 
 FOLDED = "mysqld;do_command;ut_delay 7\nmysqld;do_command;row_search_mvcc 3\n"
 

@@ -8,7 +8,7 @@ import resource
 import time
 
 
-from conftest import one_line
+from .conftest import one_line
 from helpers import REPO
 
 from pmuprof.findings.globs import MAX_MATCH_CHARS

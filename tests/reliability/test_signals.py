@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import SIGNAL_CASES, one_line
+from .conftest import SIGNAL_CASES, one_line
 
 def _no_process_mentions(path: Path) -> bool:
     for entry in Path("/proc").iterdir():

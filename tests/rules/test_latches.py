@@ -38,6 +38,11 @@ def _latch(frames: tuple[str, ...], server: tuple[str, tuple[int, ...]] = M102) 
     # a caller the table does not know: unidentified, under that caller, never a neighbour's name
     (("do_command", "my_made_up_function", "PolicyMutex<TTASEventMutex<GenericPolicy> >::enter", "ut_delay"),
      ("unidentified", "X", "my_made_up_function")),
+    # page flushing holds buf_pool->mutex, yet spins on the page's rw-lock: the machinery's type decides
+    (("buf_flush_do_batch", "buf_flush_page", "rw_lock_sx_lock_func", "ut_delay"), ("buf_block_lock", "SX", "buf_flush_page")),
+    # an acquirer whose only latch is of another kind than the machinery's: unidentified, not the neighbour
+    (("btr_estimate_n_rows_in_range_on_level", "fil_space_get", "rw_lock_s_lock_spin", "ut_delay"),
+     ("unidentified", "S", "fil_space_get")),
     # a futex wait whose user-space callers were lost (glibc without frame pointers)
     (("__futex_abstimed_wait_common",) + FUTEX, ("unidentified", "", "")),
 ])
