@@ -1,13 +1,17 @@
-"""Report speed and size: perf.data -> report, side by side with perf script alone and inferno.
+"""Report speed and memory, side by side, round-robin: pmuprof report against perf script alone and inferno.
 
 Usage (from the repository root, as root, after `make -C native`):
 
-    python3 benchmarks/report_speed.py --generate            # record the >= 1M-sample perf.data once
-    python3 benchmarks/report_speed.py --rounds 3            # time every pipeline, rounds interleaved
+    python3 benchmarks/report_speed.py --data REF/perf.data --comm fgen --comm python3 --rounds 5
+    python3 benchmarks/report_speed.py --data MDB/perf.data --comm mariadbd --rounds 5
+    python3 benchmarks/report_speed.py --folded 1m.folded --rounds 3
 
-Every stage runs under `/usr/bin/time -f "%e %U %S %M"`: wall seconds, user and system CPU
-seconds and peak RSS (KiB) per process. A pipeline's wall time is measured around the whole
-shell pipeline; its CPU time is the sum over its processes; its peak RSS is the largest process.
+Inputs: the reference (../shared/bench/record.sh 240 REF), a real MariaDB capture
+(benchmarks/record_mariadb.py MDB) and an N-distinct-stack folded file (benchmarks/gen_folded.py).
+Every process runs under `/usr/bin/time -f "%e %U %S %M"`: a pipeline's wall time is measured
+around all its steps, its CPU is the sum over its processes, its peak RSS is the largest process.
+Each round runs every pipeline once, in turn, so a drift in the machine's speed hits them alike;
+ratios are taken round by round against the first pipeline (the floor), then the median is shown.
 """
 
 from __future__ import annotations
@@ -26,156 +30,139 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 WORK = Path(os.environ.get("PMUPROF_BENCH_DIR", "/tmp/pmuprof-bench"))
-FIELDS = "comm,pid,tid,ip,sym,symoff,dso"  # pmuprof's perf script fields (capture/perfcmd.py)
 TIME = "/usr/bin/time"
-
-
-def generate(data: Path, threads: int, seconds: int, freq: int) -> None:
-    """Deep, varied call chains (20-59 frames) from report_speed.c, recorded with frame pointers."""
-    exe = WORK / "report_speed_workload"
-    subprocess.run(["gcc", "-O2", "-fno-omit-frame-pointer", "-o", str(exe), str(REPO / "benchmarks" / "report_speed.c"),
-                    "-lpthread"], check=True)
-    argv = ["perf", "record", "-q", "-F", str(freq), "-g", "-m", "1024", "-o", str(data), str(exe), str(threads), str(seconds)]
-    print("$", shlex.join(argv), flush=True)
-    subprocess.run(argv, check=True)
+FLOOR_FIELDS = "comm,pid,tid,time,ip,sym"  # the issue's floor: perf script alone
 
 
 def timed(cmd: str, tag: str, tmp: Path) -> str:
-    """Wrap one command of a pipeline in /usr/bin/time, writing to tmp/tag.time."""
     return f"{TIME} -f '%e %U %S %M' -o {tmp / (tag + '.time')} {cmd}"
 
 
-def pipelines(data: Path, out: Path, tmp: Path, fold: Path, inferno: bool, comm: str) -> dict[str, list[tuple[str, str]]]:
-    """name -> [(tag, shell command)], each entry one step run in order (a step may be a pipe)."""
+def perf_data_pipelines(data: Path, comms: list[str], out: Path, tmp: Path) -> dict[str, list[str]]:
     d = shlex.quote(str(data))
-    c = shlex.quote(comm)
-    minimal = f"perf script -i {d} -F {FIELDS} --no-inline --comms={c}"  # what pmuprof report runs
-    default = f"perf script -i {d} --no-inline --comms={c}"
     py = shlex.quote(sys.executable)
+    sel = " ".join(f"--comm {shlex.quote(c)}" for c in comms)
     steps = {
-        "perf script (pmuprof fields) > /dev/null": [("ps", f"{timed(minimal, 'ps', tmp)} > /dev/null")],
-        "perf script (default fields) > /dev/null": [("psd", f"{timed(default, 'psd', tmp)} > /dev/null")],
-        "perf script | pmuprof-fold": [("pf", f"{timed(minimal, 'pf_ps', tmp)} | {timed(str(fold), 'pf_fold', tmp)}"
-                                             f" > {out / 'c.folded'}")],
-        "pmuprof report perf.data -o DIR": [("rep", timed(f"{py} -m pmuprof report {d} --comm {c} -o {out / 'report'}", "rep", tmp))],
-        "pmuprof report, Python folder (PMUPROF_FOLD=)": [
-            ("repy", "PMUPROF_FOLD= " + timed(f"{py} -m pmuprof report {d} --comm {c} -o {out / 'report-py'}", "repy", tmp))],
+        f"perf script -F {FLOOR_FIELDS} > /dev/null": [f"{timed(f'perf script -i {d} -F {FLOOR_FIELDS}', 'ps', tmp)} > /dev/null"],
+        "pmuprof report perf.data (native reader)": [timed(f"{py} -m pmuprof report {d} {sel} -o {out / 'r'} --force", "rep", tmp)],
+        "pmuprof report perf.data (through perf script)": [
+            "PMUPROF_PERFDATA= " + timed(f"{py} -m pmuprof report {d} {sel} -o {out / 'rs'} --force", "reps", tmp)],
     }
-    if inferno:
-        steps["perf script | inferno-collapse-perf | inferno-flamegraph"] = [
-            ("inf", f"{timed(default, 'inf_ps', tmp)} | {timed('inferno-collapse-perf', 'inf_col', tmp)}"
-                    f" > {out / 'inferno.folded'}"),
-            ("infg", f"{timed('inferno-flamegraph', 'infg', tmp)} < {out / 'inferno.folded'} > {out / 'inferno.svg'}"),
-        ]
+    if shutil.which("inferno-collapse-perf") and shutil.which("inferno-flamegraph"):
+        steps["perf script | inferno-collapse-perf; inferno-flamegraph"] = [
+            f"{timed(f'perf script -i {d}', 'inf_ps', tmp)} | {timed('inferno-collapse-perf', 'inf_col', tmp)} "
+            f"> {out / 'inferno.folded'}",
+            f"{timed('inferno-flamegraph', 'infg', tmp)} < {out / 'inferno.folded'} > {out / 'inferno.svg'}"]
     return steps
 
 
-def read_times(tmp: Path) -> dict[str, tuple[float, float, int]]:
-    out = {}
+def folded_pipelines(folded: Path, out: Path, tmp: Path) -> dict[str, list[str]]:
+    f = shlex.quote(str(folded))
+    py = shlex.quote(sys.executable)
+    steps = {}
+    if shutil.which("inferno-flamegraph"):
+        steps["inferno-flamegraph < folded > svg"] = [f"{timed('inferno-flamegraph', 'infg', tmp)} < {f} > {out / 'i.svg'}"]
+    steps["pmuprof report folded"] = [timed(f"{py} -m pmuprof report {f} -o {out / 'r'} --force", "rep", tmp)]
+    steps["pmuprof report folded (Python parser, PMUPROF_FOLD=)"] = [
+        "PMUPROF_FOLD= " + timed(f"{py} -m pmuprof report {f} -o {out / 'rp'} --force", "repp", tmp)]
+    return steps
+
+
+def read_times(tmp: Path) -> list[tuple[float, float, int]]:
+    out = []
     for f in tmp.glob("*.time"):
         parts = f.read_text().split()
-        if len(parts) >= 4 and parts[-4].replace(".", "").isdigit():
+        if len(parts) >= 4:
             e, u, s, m = parts[-4:]
-            out[f.stem] = (float(e), float(u) + float(s), int(m))
+            out.append((float(e), float(u) + float(s), int(m)))
         f.unlink()
     return out
 
 
-def run_round(steps: dict, tmp: Path, env: dict) -> dict[str, dict]:
+def run_round(steps: dict[str, list[str]], tmp: Path, env: dict) -> dict[str, dict]:
     res = {}
     for name, cmds in steps.items():
-        wall = 0.0
-        for _, cmd in cmds:
-            t0 = time.perf_counter()
+        t0 = time.perf_counter()
+        for cmd in cmds:
             proc = subprocess.run(["bash", "-o", "pipefail", "-c", cmd], env=env, capture_output=True, text=True)
-            wall += time.perf_counter() - t0
             if proc.returncode != 0:
                 raise SystemExit(f"{name}: failed: {proc.stderr.strip()[-500:]}")
+        wall = time.perf_counter() - t0
         procs = read_times(tmp)
-        res[name] = {"wall": wall, "cpu": sum(p[1] for p in procs.values()),
-                     "peak_rss_kib": max(p[2] for p in procs.values()), "procs": procs}
-        print(f"  {name}: wall {wall:.2f} s, cpu {res[name]['cpu']:.2f} s, peak {res[name]['peak_rss_kib'] / 1024:.0f} MiB",
+        res[name] = {"wall": wall, "cpu": sum(p[1] for p in procs), "peak_mib": max(p[2] for p in procs) / 1024}
+        print(f"  {name}: wall {wall:.2f} s, cpu {res[name]['cpu']:.2f} s, peak {res[name]['peak_mib']:.0f} MiB",
               flush=True)
     return res
 
 
-def facts(data: Path, fold: Path, tmp: Path) -> dict:
-    stats = subprocess.run(["perf", "report", "-i", str(data), "--stats"], capture_output=True, text=True).stdout
-    samples = next((int(l.split()[2]) for l in stats.splitlines() if l.strip().startswith("SAMPLE events:")), 0)
-    size = subprocess.run(f"perf script -i {shlex.quote(str(data))} -F {FIELDS} --no-inline | wc -c", shell=True,
-                          capture_output=True, text=True).stdout.strip()
-    size_d = subprocess.run(f"perf script -i {shlex.quote(str(data))} --no-inline | wc -c", shell=True,
-                            capture_output=True, text=True).stdout.strip()
-    cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
-    return {"perf_data_bytes": data.stat().st_size, "samples": samples, "script_bytes_minimal": int(size or 0),
-            "script_bytes_default": int(size_d or 0), "cpu": cpu, "nproc": os.cpu_count(),
-            "loadavg_start": open("/proc/loadavg").read().split()[:3], "fold": str(fold)}
-
-
-def summarize(rounds: list[dict], info: dict, out: Path) -> dict:
+def summarize(rounds: list[dict]) -> dict[str, dict]:
     names = list(rounds[0])
-    floor = statistics.median(r[names[0]]["wall"] for r in rounds)
-    floor_cpu = statistics.median(r[names[0]]["cpu"] for r in rounds)
+    floor = names[0]
     table = {}
     for name in names:
         walls = [r[name]["wall"] for r in rounds]
         cpus = [r[name]["cpu"] for r in rounds]
-        table[name] = {"wall_min": min(walls), "wall_median": statistics.median(walls),
-                       "cpu_median": statistics.median(cpus), "peak_rss_mib": max(r[name]["peak_rss_kib"] for r in rounds) / 1024,
-                       "wall_ratio_vs_perf_script": statistics.median(walls) / floor,
-                       "cpu_ratio_vs_perf_script": statistics.median(cpus) / floor_cpu}
-    sizes = {p.name: p.stat().st_size for p in [out / "report" / "report.html", out / "c.folded", out / "inferno.svg",
-                                                out / "inferno.folded", out / "report" / "stacks.folded"] if p.is_file()}
-    return {"info": info, "table": table, "sizes": sizes, "rounds": rounds,
-            "loadavg_end": open("/proc/loadavg").read().split()[:3]}
+        table[name] = {"wall_min": min(walls), "wall_median": statistics.median(walls), "wall_max": max(walls),
+                       "cpu_median": statistics.median(cpus), "peak_mib": max(r[name]["peak_mib"] for r in rounds),
+                       "wall_ratio": statistics.median(r[name]["wall"] / r[floor]["wall"] for r in rounds),
+                       "cpu_ratio": statistics.median(r[name]["cpu"] / r[floor]["cpu"] for r in rounds)}
+    return table
 
 
-def markdown(s: dict) -> str:
-    lines = ["| pipeline | wall median (min) | ratio vs perf script | CPU user+sys | CPU ratio | peak RSS |",
+def markdown(table: dict[str, dict]) -> str:
+    floor = next(iter(table))
+    lines = [f"| pipeline | wall median (min-max) | wall / `{floor}` | CPU median | CPU / floor | peak RSS |",
              "|---|---|---|---|---|---|"]
-    for name, t in s["table"].items():
-        cell = name.replace("|", "\\|")
-        lines.append(f"| `{cell}` | {t['wall_median']:.2f} s ({t['wall_min']:.2f}) | {t['wall_ratio_vs_perf_script']:.2f}x"
-                     f" | {t['cpu_median']:.2f} s | {t['cpu_ratio_vs_perf_script']:.2f}x | {t['peak_rss_mib']:.0f} MiB |")
+    for name, t in table.items():
+        lines.append(f"| `{name.replace('|', chr(92) + '|')}` | {t['wall_median']:.2f} s ({t['wall_min']:.2f}-{t['wall_max']:.2f})"
+                     f" | {t['wall_ratio']:.2f}x | {t['cpu_median']:.2f} s | {t['cpu_ratio']:.2f}x | {t['peak_mib']:.0f} MiB |")
     return "\n".join(lines)
+
+
+def input_facts(data: Path | None, folded: Path | None) -> dict:
+    if data is not None:
+        stats = subprocess.run(["perf", "report", "-i", str(data), "--stats"], capture_output=True, text=True).stdout
+        samples = next((int(ln.split()[2]) for ln in stats.splitlines() if ln.strip().startswith("SAMPLE events:")), 0)
+        return {"perf_data": str(data), "bytes": data.stat().st_size, "samples": samples}
+    lines = samples = 0
+    with open(folded, "rb") as fh:
+        for line in fh:
+            if line.strip() and not line.startswith(b"#"):
+                lines += 1
+                samples += int(line.rsplit(b" ", 1)[1])
+    return {"folded": str(folded), "bytes": folded.stat().st_size, "distinct_stacks": lines, "samples": samples}
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--data", type=Path, default=WORK / "perf.data")
-    ap.add_argument("--generate", action="store_true", help="record --data first (deep-stack workload)")
-    ap.add_argument("--threads", type=int, default=4)
-    ap.add_argument("--seconds", type=int, default=140)
-    ap.add_argument("--freq", type=int, default=50000)
+    src = ap.add_mutually_exclusive_group(required=True)
+    src.add_argument("--data", type=Path, help="a perf.data")
+    src.add_argument("--folded", type=Path, help="a folded-stacks file")
+    ap.add_argument("--comm", action="append", default=[], help="the processes pmuprof reports (perf.data)")
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--comm", default="report_speed_wo", help="the process to report (perf's 15-character comm)")
-    ap.add_argument("--skip", action="append", default=[], help="skip pipelines whose name contains this text")
-    ap.add_argument("--json", type=Path, default=WORK / "report_speed.json")
+    ap.add_argument("--json", type=Path, help="write the rounds and the table here")
     args = ap.parse_args()
+    if not (REPO / "native" / "build" / "pmuprof-fold").is_file():
+        raise SystemExit("the native tools are not built: make -C native")
     WORK.mkdir(parents=True, exist_ok=True)
-    if args.generate:
-        generate(args.data, args.threads, args.seconds, args.freq)
-    fold = REPO / "native" / "build" / "pmuprof-fold"
-    if not fold.is_file():
-        raise SystemExit("pmuprof-fold is not built: make -C native")
-    if shutil.which("stackcollapse-perf.pl"):
-        print("note: FlameGraph's Perl scripts are installed but not timed here (run them by hand)")
     out = Path(tempfile.mkdtemp(prefix="report-speed-", dir=WORK))
     tmp = out / "times"
     tmp.mkdir()
-    steps = pipelines(args.data, out, tmp, fold, bool(shutil.which("inferno-collapse-perf")), args.comm)
-    steps = {k: v for k, v in steps.items() if not any(s in k for s in args.skip)}
+    steps = perf_data_pipelines(args.data, args.comm, out, tmp) if args.data else folded_pipelines(args.folded, out, tmp)
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    info = facts(args.data, fold, tmp)
-    print(json.dumps(info, indent=1), flush=True)
+    info = input_facts(args.data, args.folded)
+    info["loadavg_start"] = open("/proc/loadavg").read().split()[:3]
+    print(json.dumps(info), flush=True)
     rounds = []
     for i in range(args.rounds):
         print(f"round {i + 1}/{args.rounds}", flush=True)
         rounds.append(run_round(steps, tmp, env))
-    summary = summarize(rounds, info, out)
-    args.json.write_text(json.dumps(summary, indent=1))
-    print(markdown(summary))
-    print("sizes:", json.dumps(summary["sizes"]), "load average at end:", summary["loadavg_end"])
+    table = summarize(rounds)
+    info["loadavg_end"] = open("/proc/loadavg").read().split()[:3]
+    if args.json:
+        args.json.write_text(json.dumps({"info": info, "rounds": rounds, "table": table}, indent=1) + "\n")
+    print(markdown(table))
+    print("load average at start / end:", info["loadavg_start"], info["loadavg_end"])
 
 
 if __name__ == "__main__":
