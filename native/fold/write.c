@@ -61,6 +61,37 @@ static int json_rstr(folder_t *f, buf_t *b, uint32_t id)
     return text_json(b, s, n);
 }
 
+/* Processes the choice (--pid / --comm) left out: "PID": [name, samples], in first-seen order. */
+static int meta_left_out(folder_t *f, buf_t *b)
+{
+    size_t np = f->pidinfo.n, w = 0;
+    uint64_t *samples = calloc(np + 1, sizeof *samples);
+    if (!samples)
+        return 1;
+    for (size_t i = 0; i < f->pidcomm.n; i++) {
+        size_t n;
+        uint64_t pid;
+        const char *key = itab_key(&f->pidcomm, (uint32_t)i, &n);
+        int64_t pi = itab_find(&f->pidinfo, key, 8);
+        memcpy(&pid, key, 8);
+        if (pi >= 0 && pid != PID_UNKNOWN && f->pid_drop.v[pi])
+            samples[pi] += f->pc_count.v[i];
+    }
+    int rc = 0;
+    for (size_t pi = 0; !rc && pi < np; pi++) {
+        size_t n;
+        uint64_t pid;
+        if (!samples[pi])
+            continue;
+        memcpy(&pid, itab_key(&f->pidinfo, (uint32_t)pi, &n), 8);
+        rc = (w++ && buf_append(b, ", ", 2)) || buf_putc(b, '"') || put_pid(f, b, pid) ||
+             buf_append(b, "\": [", 4) || json_rstr(f, b, (uint32_t)f->pid_name.v[pi]) ||
+             buf_append(b, ", ", 2) || buf_put_u64(b, samples[pi]) || buf_putc(b, ']');
+    }
+    free(samples);
+    return rc;
+}
+
 static int meta_counts(folder_t *f, buf_t *b)
 {
     int rc = buf_append(b, "{\"kept\": ", 9) || buf_put_u64(b, f->kept) ||
@@ -78,6 +109,7 @@ static int meta_counts(folder_t *f, buf_t *b)
         rc = (i && buf_append(b, ", ", 2)) || buf_putc(b, '"') || put_pid(f, b, pid) ||
              buf_append(b, "\": ", 3) || json_rstr(f, b, (uint32_t)f->pid_name.v[pi]);
     }
+    rc = rc || buf_append(b, "}, \"left_out\": {", 16) || meta_left_out(f, b);
     rc = rc || buf_append(b, "}, \"events\": {", 14);
     for (size_t i = 0; !rc && i < f->events.n; i++) {
         size_t n;

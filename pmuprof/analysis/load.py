@@ -186,6 +186,9 @@ def _with_fold_facts(run: Run, result: FoldResult, path: Path, kind: str) -> Run
     return run.with_notes(tuple(result.warnings()))
 
 
+_LEFT_OUT_LISTED = 20  # left-out processes named in analysis.json, largest first
+
+
 def _processes(result: FoldResult, run: Run, choice: Choice, pids, comms) -> tuple[tuple[Process, ...], str]:
     """The kept processes (one root each, never merged by name) and how they were chosen."""
     by_root = Stacks.of(result.stacks).per_root()
@@ -202,8 +205,15 @@ def _processes(result: FoldResult, run: Run, choice: Choice, pids, comms) -> tup
         how = "the capture's targets"
     else:
         how = f"processes with a thread named {' or '.join(comms)} (choose others with --pid / --comm)"
+    left = sorted(result.left_out.items(), key=lambda kv: (-kv[1][1], kv[0]))
+    kept += [Process(label=f"{name}-{pid}", pid=pid, comm=name, samples=n, kept=False)
+             for pid, (name, n) in left[:_LEFT_OUT_LISTED]]
     if result.filtered:
         how += f"; {result.filtered:,} samples of other processes left out"
+        if left:
+            how += " (" + ", ".join(f"pid {pid} {name} {n:,}" for pid, (name, n) in left[:3])
+            how += f" and {len(left) - 3} more)" if len(left) > 3 else ")"
+            how += f"; report one of them with --pid {left[0][0]}"
     return tuple(kept), how
 
 

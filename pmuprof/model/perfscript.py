@@ -39,6 +39,7 @@ class FoldResult:
     stacks: Counter = field(default_factory=Counter)
     leaves: Counter = field(default_factory=Counter)  # (dso, symbol, offset) -> samples
     names: dict = field(default_factory=dict)  # pid -> process name
+    left_out: dict = field(default_factory=dict)  # pid -> (process name, samples) the choice left out
     events: Counter = field(default_factory=Counter)
     kept: int = 0
     filtered: int = 0
@@ -231,6 +232,9 @@ class Folder:
             del self._raw[key]
             res.kept -= count
             res.filtered += count
+            if key[0] >= 0:
+                name, n = res.left_out.get(key[0], (res.names[key[0]], 0))
+                res.left_out[key[0]] = (name, n + count)
         res.names = {p: n for p, n in res.names.items() if (p, None) in keep}
         for (pid, comm, dso, sym, off), count in self._leaves.items():
             if (pid, None) in keep or (pid, comm) in keep:

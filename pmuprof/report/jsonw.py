@@ -24,7 +24,7 @@ def profile_facts(profile: Profile) -> dict[str, Any]:
         "event_requested": requested,
         "process": processes[0] if processes else "",
         "processes": processes,
-        "pids": [t.pid for t in run.targets] or [p.pid for p in profile.analysis.processes if p.pid is not None],
+        "pids": [t.pid for t in run.targets] or [p.pid for p in profile.analysis.processes if p.pid is not None and p.kept],
         "duration_s": run.duration_s,
         "frequency": run.record.frequency,
         "call_graph": run.record.call_graph,

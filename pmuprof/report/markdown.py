@@ -114,6 +114,8 @@ def _capture(p: Mapping[str, Any]) -> list[str]:
     if s["processes"]:
         out.append("- Target: " + ", ".join(_inline(x) for x in s["processes"])
                    + (f" ({s['server_version']})" if s["server_version"] else ""))
+    if s["selection"]:
+        out.append("- Processes: " + _text(s["selection"]))
     if host.get("cpu_model") or host.get("kernel"):
         out.append(f"- Host: {host.get('cpu_model') or '?'}, kernel {host.get('kernel') or '?'}, "
                    f"hardware PMU {'yes' if host.get('hardware_pmu') else 'no'}")

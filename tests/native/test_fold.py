@@ -64,6 +64,7 @@ def assert_same(binary: Path, data: bytes, tmp: Path, **opts) -> FoldResult:
         "truncated": ref.truncated, "pid_known": ref.pid_known}
     assert list(meta["names"].items()) == [(str(p), n) for p, n in ref.names.items()]
     assert list(meta["events"].items()) == list(ref.events.items())
+    assert {int(p): tuple(v) for p, v in meta["left_out"].items()} == ref.left_out
     assert fastfold.fold_stream(io.BytesIO(data), **opts) == ref
     return ref
 

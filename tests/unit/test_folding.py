@@ -33,6 +33,13 @@ def test_stacks_are_root_first_with_process_root_and_kernel_suffix():
     assert res.leaves == {("/usr/sbin/mariadbd", "ut_delay", 0x1C): 2}
 
 
+def test_processes_left_out_are_named_with_pid_and_samples():
+    assert fold_lines(io.StringIO(SCRIPT), comms=["mariadbd"]).left_out == {200: ("sysbench", 1)}
+    chosen = fold_lines(io.StringIO(SCRIPT), pids=[200])  # dropped while reading: counted, not named
+    assert chosen.left_out == {} and chosen.filtered == 2
+    assert fold_lines(io.StringIO(SCRIPT)).left_out == {}
+
+
 def test_per_thread_roots_and_comm_filter():
     res = fold_lines(io.StringIO(SCRIPT), comms=["mariadbd"], per_thread=True)
     roots = {s[:2] for s in res.stacks}

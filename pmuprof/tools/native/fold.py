@@ -230,6 +230,7 @@ def _result(returncode: int | None, out: IO[bytes], err: IO[bytes], meta_path: P
         stacks=stacks,
         leaves=Counter({(d, s, int(o, 16)): c for c, d, s, o in meta["leaves"]}),
         names={int(p): n for p, n in meta["names"].items()},
+        left_out={int(p): (n, c) for p, (n, c) in meta.get("left_out", {}).items()},
         events=Counter(meta["events"]),
         kept=meta["kept"], filtered=meta["filtered"], bad_lines=meta["bad_lines"],
         truncated=meta["truncated"], pid_known=meta["pid_known"],
