@@ -35,7 +35,7 @@ def main() -> int:
         mdb.sysbench_prepare(server, tables=4, table_size=100000)
         load = mdb.SysbenchLoad(server, args.seconds + 20, "oltp_read_write", threads=16, tables=4, table_size=100000)
         time.sleep(10)
-        argv = ["perf", "record", "-a", "-g", "-F", str(args.freq), "-o", str(args.out / "perf.data"),
+        argv = ["perf", "record", "-a", "-g", "--no-bpf-event", "-F", str(args.freq), "-o", str(args.out / "perf.data"),
                 "--", "sleep", str(args.seconds)]
         rec = subprocess.run(argv, capture_output=True, text=True)
         result = load.wait()

@@ -31,7 +31,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 WORK = Path(os.environ.get("PMUPROF_BENCH_DIR", "/tmp/pmuprof-bench"))
 TIME = "/usr/bin/time"
-FLOOR_FIELDS = "comm,pid,tid,time,ip,sym"  # the issue's floor: perf script alone
+FLOOR_FIELDS = "comm,pid,tid,time,ip,sym"  # the floor, as ../shared/bench/README.md defines it
 
 
 def timed(cmd: str, tag: str, tmp: Path) -> str:
@@ -44,6 +44,7 @@ def perf_data_pipelines(data: Path, comms: list[str], out: Path, tmp: Path) -> d
     sel = " ".join(f"--comm {shlex.quote(c)}" for c in comms)
     steps = {
         f"perf script -F {FLOOR_FIELDS} > /dev/null": [f"{timed(f'perf script -i {d} -F {FLOOR_FIELDS}', 'ps', tmp)} > /dev/null"],
+        "perf script > /dev/null": [f"{timed(f'perf script -i {d}', 'psd', tmp)} > /dev/null"],
         "pmuprof report perf.data (native reader)": [timed(f"{py} -m pmuprof report {d} {sel} -o {out / 'r'} --force", "rep", tmp)],
         "pmuprof report perf.data (through perf script)": [
             "PMUPROF_PERFDATA= " + timed(f"{py} -m pmuprof report {d} {sel} -o {out / 'rs'} --force", "reps", tmp)],

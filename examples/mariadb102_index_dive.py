@@ -13,7 +13,7 @@ same IN-list index-dive load (tests/loads/index_dive.lua, 16 threads, 100 values
 
 Each round: sysbench runs ROUND_S seconds, `pmuprof capture` records CAPTURE_S of it. OUT
 (default examples/mariadb102-output) gets one run directory per round (perf.data and
-stacks.folded left out), each round's sysbench text, doctor's output and summary.txt.
+stacks.folded left out; perf-report.txt keeps what plain `perf report` said), each round's sysbench text, doctor's output and summary.txt.
 """
 
 from __future__ import annotations
@@ -48,6 +48,16 @@ def pmuprof(*args: str) -> subprocess.CompletedProcess:
                           stdin=subprocess.DEVNULL, timeout=600)
 
 
+def perf_report(data: Path, pid: int) -> str:
+    """`perf report` of the server's samples, self time by symbol, the lines at 0.5 % and above."""
+    argv = ["perf", "report", "-i", str(data), "--pid", str(pid), "--no-children", "--sort", "symbol",
+            "-g", "none", "--percentage", "relative", "--stdio", "--percent-limit", "0.5"]
+    res = subprocess.run(argv, capture_output=True, text=True, timeout=600)
+    body = "\n".join(ln.rstrip() for ln in res.stdout.splitlines()
+                     if ln.strip() and (not ln.startswith("#") or ln.startswith("# Samples")))
+    return "$ " + " ".join(argv[:2] + ["perf.data"] + argv[4:]) + "\n" + body + "\n"
+
+
 def one_round(server: mdb.MariaDB, name: str, out: Path, extra: tuple[str, ...]) -> str:
     load = mdb.SysbenchLoad(server, ROUND_S, str(mdb.INDEX_DIVE_LUA), THREADS, script_args=LOAD_ARGS + extra)
     time.sleep(5)
@@ -58,6 +68,8 @@ def one_round(server: mdb.MariaDB, name: str, out: Path, extra: tuple[str, ...])
     load.stop()
     (out / f"{name}.console.txt").write_text(f"$ pmuprof capture -p {server.pid} -d {CAPTURE_S} -o {name} "
                                              f"--defaults-file sbtest.cnf\n{cap.stderr}{cap.stdout}")
+    if (run / "perf.data").is_file():  # the truth as plain perf shows it, kept before perf.data goes
+        (run / "perf-report.txt").write_text(perf_report(run / "perf.data", server.pid))
     for left in LEFT_OUT:
         (run / left).unlink(missing_ok=True)
     if cap.returncode:

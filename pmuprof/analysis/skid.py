@@ -7,6 +7,7 @@ all the profile's samples; only corrected functions count, so they are lower bou
 
 from __future__ import annotations
 
+import functools
 import os
 from collections import Counter
 from pathlib import Path
@@ -25,6 +26,7 @@ TOP_UNNAMED = 2000  # hottest unnamed leaf addresses per binary
 Skid = Callable[..., dict]
 
 
+@functools.lru_cache(maxsize=4096)  # a few distinct DSOs, asked about once per leaf address
 def dso_matches(dso: str, binary: str) -> bool:
     """A perf dso (path as perf printed it) names this binary: same path, or the same file name."""
     return dso == binary or os.path.basename(dso) == os.path.basename(binary)

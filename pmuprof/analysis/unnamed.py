@@ -72,8 +72,9 @@ def _table(stacks: Stacks, info: dict[str, dict]) -> tuple[UnnamedFunction, ...]
     ids = {stacks.frame_index[label]: label for label in info if label in stacks.frame_index}
     if not ids:
         return ()
-    self_n, incl_n = stacks.frame_self(), stacks.frame_inclusive()
-    callers = _named_callers(stacks, np.fromiter(ids, dtype=np.int64, count=len(ids)))
+    wanted = np.fromiter(ids, dtype=np.int64, count=len(ids))
+    self_n, incl_n = stacks.frame_self(), stacks.inclusive_of(wanted)
+    callers = _named_callers(stacks, wanted)
     rows = [UnnamedFunction(**info[label], self=int(self_n[f]), inclusive=int(incl_n[f]),
                             called_from=tuple(callers.get(f, ())))
             for f, label in ids.items() if incl_n[f]]
@@ -88,7 +89,9 @@ def _named_callers(stacks: Stacks, wanted: np.ndarray, top: int = 3) -> dict[int
     start = np.repeat(stacks.offsets[:-1], stacks.lengths)
     marks = np.where(named[stacks.ids] & (pos > start), pos, -1)
     nearest = np.concatenate(([-1], np.maximum.accumulate(marks)[:-1])) if len(marks) else marks
-    at = np.flatnonzero(np.isin(stacks.ids, wanted))
+    lut = np.zeros(len(stacks.frames), dtype=bool)
+    lut[wanted] = True
+    at = np.flatnonzero(lut[stacks.ids])
     caller = np.where(nearest[at] > start[at], stacks.ids[np.maximum(nearest[at], 0)], -1)
     key = stacks.ids[at].astype(np.int64) * (len(stacks.frames) + 1) + (caller + 1)
     uniq, inverse = np.unique(key, return_inverse=True)

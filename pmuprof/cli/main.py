@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import importlib
 import os
-import pkgutil
 import sys
 import tempfile
 import time
@@ -15,13 +14,35 @@ import click
 
 from .. import __version__, memory, outfile, signals
 from ..errors import PmuprofError
-from .exitcodes import epilog
 
 EXIT_INTERNAL = 1  # a bug in pmuprof (README: exit codes)
 
 
+# The modules of pmuprof.cli that each define COMMAND, a subcommand of the same name (a test checks the list).
+COMMANDS = ("annotate", "capture", "demo", "diff", "doctor", "export", "history", "man", "record", "report",
+            "rules", "schedule", "watch")
+
+
+class _Commands(click.Group):
+    """Subcommands imported when used: ``pmuprof report`` does not pay for capture's or schedule's imports."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(set(COMMANDS) | set(self.commands))
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name in COMMANDS and name not in self.commands:
+            self.add_command(importlib.import_module(f"{__package__}.{name}").COMMAND)
+        return self.commands.get(name)
+
+    def format_epilog(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        from .exitcodes import epilog  # the exit-code table imports every workflow: only for --help
+
+        self.epilog = self.epilog or epilog()
+        super().format_epilog(ctx, formatter)
+
+
 # -h is the MySQL host (as for mysql, mysqldump and pt-stalk) wherever the server options are; help is --help.
-@click.group(context_settings={"help_option_names": ["--help"], "max_content_width": 100}, epilog=epilog())
+@click.group(cls=_Commands, context_settings={"help_option_names": ["--help"], "max_content_width": 100})
 @click.version_option(__version__, prog_name="pmuprof")
 def cli() -> None:
     """Profile mysqld / mariadbd with perf and PMU counters, and name the hotspot.
@@ -32,21 +53,6 @@ def cli() -> None:
     pmuprof doctor                           # what works on this host, and fixes
     pmuprof demo                             # try it on the built-in workload
     """
-
-
-def _register() -> None:
-    """Each module in pmuprof.cli that defines COMMAND (a click command) becomes a subcommand."""
-    package = importlib.import_module(__package__)
-    for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda i: i.name):
-        if info.name in ("main", "common") or info.name.startswith("_"):
-            continue
-        module = importlib.import_module(f"{__package__}.{info.name}")
-        command = getattr(module, "COMMAND", None)
-        if command is not None:
-            cli.add_command(command)
-
-
-_register()
 
 
 def save_traceback(text: str) -> Path | None:

@@ -57,8 +57,8 @@ def _command(path: str, cmd: click.Command, parent: click.Context) -> list[str]:
         lines += _option(param, ctx)
     lines += _paragraphs(cmd.epilog or "")
     if isinstance(cmd, click.Group):
-        for name in sorted(cmd.commands):
-            lines += _command(f"{path} {name}", cmd.commands[name], ctx)
+        for name in cmd.list_commands(ctx):
+            lines += _command(f"{path} {name}", cmd.get_command(ctx, name), ctx)
     return lines
 
 
@@ -73,9 +73,9 @@ def man_page(group: click.Group) -> str:
     lines += [".PP", "Help for one command: \\fBpmuprof COMMAND \\-\\-help\\fR. \\fB\\-h\\fR is the MySQL host "
               "wherever the server options are, as for \\fBmysql\\fR(1) and \\fBpt\\-stalk\\fR(1).",
               ".SH COMMANDS"]
-    for name in sorted(group.commands):
+    for name in group.list_commands(ctx):
         if name != "man":
-            lines += _command(f"pmuprof {name}", group.commands[name], ctx)
+            lines += _command(f"pmuprof {name}", group.get_command(ctx, name), ctx)
     lines += [".SH EXIT STATUS"]
     for code, text in exit_codes():
         lines += [".TP", f"\\fB{code}\\fR", roff(text)]

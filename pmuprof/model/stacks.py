@@ -178,6 +178,18 @@ class Stacks(Mapping[Stack, int]):
                 out[frames[has]] += np.add.reduceat(self.counts[rows[lo:hi]], seg[has])
         return out
 
+    def inclusive_of(self, wanted: np.ndarray) -> np.ndarray:
+        """``frame_inclusive`` for the wanted frame ids only (others 0), from their occurrences alone:
+        cheaper than the postings when few frames are asked for and nothing else needs the postings."""
+        nf = len(self.frames)
+        lut = np.zeros(nf, dtype=bool)
+        lut[wanted] = True
+        at = np.flatnonzero(lut[self.ids])
+        rows = self.row_of[at]
+        below = at != self.offsets[rows]
+        pairs = np.unique(rows[below].astype(np.int64) * nf + self.ids[at][below])
+        return np.bincount(pairs % nf, weights=self.counts[pairs // nf], minlength=nf).astype(np.int64)
+
     def self_counts(self) -> Counter[str]:
         """Samples whose leaf is each function (the process root excluded)."""
         return _counter(self.frames, self.frame_self())

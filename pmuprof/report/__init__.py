@@ -11,6 +11,7 @@ from ..findings.model import Finding
 from ..model.profile import Profile
 from ..model.rundir import FINDINGS_JSON, REPORT_HTML, REPORT_MD
 from .flamesvg import flame_svg
+from .flametrie import Trie
 from .html import render_report, write_text
 from .jsonw import findings_json
 from .markdown import render_markdown
@@ -27,11 +28,12 @@ def write_outputs(profile: Profile, findings: Iterable[Finding], out_dir: Path, 
     out_dir = Path(out_dir)
     outfile.ensure_dir(out_dir)
     found = list(findings)
-    payload = build_payload(profile, found, max_flame_nodes, latches)
+    trie = Trie.of([profile.stacks])  # one trie for the interactive graph and the SVG
+    payload = build_payload(profile, found, max_flame_nodes, latches, trie)
     paths = {
         "html": write_text(out_dir / REPORT_HTML, render_report(payload)),
         "json": write_text(out_dir / FINDINGS_JSON, findings_json(profile, found, latches)),
         "md": write_text(out_dir / REPORT_MD, render_markdown(payload)),
-        "svg": write_text(out_dir / FLAME_SVG, flame_svg(profile, str(payload["title"]))),
+        "svg": write_text(out_dir / FLAME_SVG, flame_svg(profile, str(payload["title"]), trie)),
     }
     return paths

@@ -162,7 +162,8 @@ def _fits(tree: dict[str, Any], max_nodes: int, max_bytes: int) -> tuple[bool, i
 
 
 def build_tree(
-    columns: Sequence[Mapping[Stack, int]], max_nodes: int = DEFAULT_MAX_NODES, max_bytes: int = DEFAULT_MAX_BYTES
+    columns: Sequence[Mapping[Stack, int]], max_nodes: int = DEFAULT_MAX_NODES, max_bytes: int = DEFAULT_MAX_BYTES,
+    trie: Trie | None = None,
 ) -> dict[str, Any]:
     """One tree over several stack maps (one value column each, e.g. before/after).
 
@@ -175,9 +176,9 @@ def build_tree(
     shown that way and those whose leaf frame was too narrow to show as well; the latter are
     listed by leaf frame in ``elided_self`` (string-table indices, one value column each, and
     ``nested``: the part whose kept callers include the same function), so every function's self
-    samples are in the payload even then.
+    samples are in the payload even then. ``trie``: ``Trie.of(columns)`` when the caller has it already.
     """
-    trie = Trie.of(columns)
+    trie = trie if trie is not None else Trie.of(columns)
     if trie.size <= max_nodes:
         tree = _tree(trie, -1.0, np.zeros((len(columns), 0), np.int64))
         if _fits(tree, max_nodes, max_bytes)[0]:

@@ -63,10 +63,10 @@ def _layout(trie: Trie, total: int) -> list[tuple[int, float, float]]:
     return out
 
 
-def flame_svg(profile: Profile, title: str = "Flame graph") -> str:
-    """The SVG document; the same profile gives the same bytes."""
+def flame_svg(profile: Profile, title: str = "Flame graph", trie: Trie | None = None) -> str:
+    """The SVG document; the same profile gives the same bytes (``trie``: the profile's, if built already)."""
     total = profile.total
-    trie = Trie.of([profile.stacks])
+    trie = trie if trie is not None else Trie.of([profile.stacks])
     frames = _layout(trie, total) if total else []
     depth = max((trie.depths[i] for i, _, _ in frames), default=0) + 1
     height = TOP + depth * FRAME_H + PAD + 14

@@ -13,6 +13,7 @@ from .counters import counters_section
 from .evidence import evidence_rows, levels_text
 from .facts import mysql_facts, numa_text, summary
 from .flame import build_tree
+from .flametrie import Trie
 from .verdict import verdict
 
 TOP_FUNCTIONS = 60
@@ -138,14 +139,16 @@ def latch_rows(latches: Mapping[str, tuple[LatchWaits, ...]] | None, min_share: 
 
 
 def build_payload(profile: Profile, findings: Iterable[Finding], max_flame_nodes: int = 200_000,
-                  latches: Mapping[str, tuple[LatchWaits, ...]] | None = None) -> dict[str, Any]:
-    """Everything the report shows, as plain data (sorted, no clock reads: same input, same bytes)."""
+                  latches: Mapping[str, tuple[LatchWaits, ...]] | None = None,
+                  trie: Trie | None = None) -> dict[str, Any]:
+    """Everything the report shows, as plain data (sorted, no clock reads: same input, same bytes);
+    ``trie``: the profile's flame trie when the caller has built it already."""
     processes = profile.processes()
     counters = counters_section(profile.counters)
     shown = shown_findings(findings)
     found_groups = groups(shown)
     head = summary(profile, processes)
-    flame = build_tree([profile.stacks], max_flame_nodes)
+    flame = build_tree([profile.stacks], max_flame_nodes, trie=trie)
     top = _per_process_top(profile, processes)
     return {
         "kind": "report",

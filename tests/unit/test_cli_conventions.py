@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
+import sys
 
 import click
 import pytest
@@ -13,7 +15,7 @@ from click.testing import CliRunner
 
 from helpers import REPO
 from pmuprof.cli.exitcodes import exit_codes
-from pmuprof.cli.main import cli, main
+from pmuprof.cli.main import COMMANDS, cli, main
 from pmuprof.cli.man import man_page
 from pmuprof.cli.params import Duration
 from pmuprof.errors import PmuprofError
@@ -23,12 +25,25 @@ REPORTING = ("capture", "record", "report", "diff", "annotate", "doctor", "histo
 
 
 def _commands(group: click.Group = cli, prefix: str = ""):
-    for name, cmd in sorted(group.commands.items()):
+    ctx = click.Context(group)
+    for name, cmd in ((n, group.get_command(ctx, n)) for n in group.list_commands(ctx)):
         path = f"{prefix}{name}"
         if isinstance(cmd, click.Group):
             yield from _commands(cmd, path + " ")
         else:
             yield path, cmd
+
+
+def test_every_command_module_is_listed_and_a_report_imports_no_capture_code():
+    """COMMANDS names each module of pmuprof.cli that defines COMMAND; `report` leaves the others unimported."""
+    package = REPO / "pmuprof" / "cli"
+    defining = sorted(p.stem for p in package.glob("*.py") if re.search(r"^(COMMAND = |def COMMAND\()", p.read_text(), re.M))
+    assert list(COMMANDS) == defining
+    probe = "import sys; from pmuprof.cli.main import cli; cli.get_command(None, 'report'); " \
+            "print(sorted(m for m in sys.modules if m.startswith('pmuprof.')))"
+    loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=REPO, check=True).stdout
+    assert "pmuprof.cli.report" in loaded and "pmuprof.cli.capture" not in loaded
+    assert "pmuprof.workflows.schedule" not in loaded
 
 
 def test_dash_h_is_never_help():

@@ -54,6 +54,10 @@ def test_counts_match_the_tuple_definitions(monkeypatch, block, step) -> None:
     for s, c in d.items():
         roots[s[0]] += c
     assert st.per_root() == roots
+    some = np.flatnonzero(st.lut(["f1", "f3", "x", "mysqld"]))  # "mysqld" only ever a root: 0
+    expect = _inclusive(d)
+    assert {st.frames[f]: int(n) for f, n in enumerate(st.inclusive_of(some)) if n} == \
+        {f: expect[f] for f in ("f1", "f3", "x", "mysqld") if expect[f]}
     wanted = st.lut(["f1", "f2"])
     assert set(st.rows_with(wanted).tolist()) == {i for i, (s, _) in enumerate(st.items()) if {"f1", "f2"} & set(s[1:])}
 
