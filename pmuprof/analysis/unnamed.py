@@ -83,21 +83,34 @@ def _table(stacks: Stacks, info: dict[str, dict]) -> tuple[UnnamedFunction, ...]
 
 def _named_callers(stacks: Stacks, wanted: np.ndarray, top: int = 3) -> dict[int, list[str]]:
     """For each wanted frame id, the named frames nearest above its occurrences (most samples first;
-    "(no named caller)" when there is none below the process root)."""
-    named = np.fromiter((not is_unnamed(f) for f in stacks.frames), dtype=bool, count=len(stacks.frames))
-    pos = np.arange(len(stacks.ids), dtype=np.int64)
-    start = np.repeat(stacks.offsets[:-1], stacks.lengths)
-    marks = np.where(named[stacks.ids] & (pos > start), pos, -1)
-    nearest = np.concatenate(([-1], np.maximum.accumulate(marks)[:-1])) if len(marks) else marks
-    lut = np.zeros(len(stacks.frames), dtype=bool)
+    "(no named caller)" when there is none below the process root). Worked a block of rows at a time."""
+    nf = len(stacks.frames)
+    named = np.fromiter((not is_unnamed(f) for f in stacks.frames), dtype=bool, count=nf)
+    lut = np.zeros(nf, dtype=bool)
     lut[wanted] = True
-    at = np.flatnonzero(lut[stacks.ids])
-    caller = np.where(nearest[at] > start[at], stacks.ids[np.maximum(nearest[at], 0)], -1)
-    key = stacks.ids[at].astype(np.int64) * (len(stacks.frames) + 1) + (caller + 1)
-    uniq, inverse = np.unique(key, return_inverse=True)
-    sums = np.bincount(inverse.reshape(-1), weights=stacks.counts[stacks.row_of[at]])
+    keys, sums = [], []
+    for lo, hi in stacks.blocks():
+        a, b = int(stacks.offsets[lo]), int(stacks.offsets[hi])
+        ids, lengths = stacks.ids[a:b], stacks.lengths[lo:hi]
+        at = np.flatnonzero(lut[ids])
+        if not len(at):
+            continue
+        start = np.repeat((stacks.offsets[lo:hi] - a).astype(np.int32), lengths)
+        pos = np.arange(b - a, dtype=np.int32)
+        marks = np.where(named[ids] & (pos > start), pos, -1)
+        nearest = np.concatenate(([-1], np.maximum.accumulate(marks)[:-1])).astype(np.int32)
+        caller = np.where(nearest[at] > start[at], ids[np.maximum(nearest[at], 0)], -1)
+        key = ids[at].astype(np.int64) * (nf + 1) + (caller + 1)
+        rows = np.repeat(np.arange(lo, hi, dtype=np.int32), lengths)[at]
+        uniq, inverse = np.unique(key, return_inverse=True)
+        keys.append(uniq)
+        sums.append(np.bincount(inverse.reshape(-1), weights=stacks.counts[rows]))
+    if not keys:
+        return {}
+    uniq, inverse = np.unique(np.concatenate(keys), return_inverse=True)
+    total = np.bincount(inverse.reshape(-1), weights=np.concatenate(sums))
     out: dict[int, list[tuple[int, str]]] = {}
-    for k, n in zip(uniq.tolist(), sums.tolist()):
-        f, c = divmod(k, len(stacks.frames) + 1)
+    for k, n in zip(uniq.tolist(), total.tolist()):
+        f, c = divmod(k, nf + 1)
         out.setdefault(f, []).append((int(n), stacks.frames[c - 1] if c else "(no named caller)"))
     return {f: [name for _, name in sorted(v, key=lambda t: -t[0])[:top]] for f, v in out.items()}

@@ -119,6 +119,11 @@ class Stacks(Mapping[Stack, int]):
         out[hit] = True
         return out
 
+    def blocks(self) -> list[tuple[int, int]]:
+        """Consecutive row ranges of about a million frame occurrences each: for work on every
+        occurrence whose temporaries should stay the size of a block, not of the profile."""
+        return _row_blocks(self.offsets, _BLOCK_OCC)
+
     # -- postings ---------------------------------------------------------------------------------
 
     @cached_property
@@ -232,8 +237,10 @@ def _cut_postings(parent: "Stacks", lo: int, n: int) -> tuple[np.ndarray, np.nda
     """Postings of rows lo..lo+n of ``parent``, renumbered from 0, from the parent's own."""
     rows, start = parent._postings
     inside = (rows >= lo) & (rows < lo + n)
-    kept = np.concatenate(([0], np.cumsum(inside, dtype=np.int64)))
-    per_frame = kept[start[1:]] - kept[start[:-1]]
+    per_frame = np.zeros(len(start) - 1, dtype=np.int64)
+    nonempty = start[1:] > start[:-1]  # reduceat needs strictly rising starts: empty frames stay 0
+    if len(rows):
+        per_frame[nonempty] = np.add.reduceat(inside, start[:-1][nonempty], dtype=np.int64)
     return (rows[inside] - lo).astype(np.int32), np.concatenate(([0], np.cumsum(per_frame)))
 
 
@@ -326,10 +333,17 @@ def _hash_groups(ids: np.ndarray, offsets: np.ndarray, lengths: np.ndarray) -> t
     """(first row of each group, group of each row) for rows grouped by a hash of their frame ids."""
     max_len = int(lengths.max()) if len(lengths) else 0
     salt = np.random.default_rng(_HASH_SEED).integers(1, 2**63, size=max_len + 1, dtype=np.uint64) | np.uint64(1)
-    pos = np.arange(len(ids), dtype=np.int64) - np.repeat(offsets[:-1], lengths)
+    h = np.zeros(len(lengths), dtype=np.uint64)
+    for lo, hi in _row_blocks(offsets, _BLOCK_OCC):  # temporaries the size of a block, not of the profile
+        a, b = int(offsets[lo]), int(offsets[hi])
+        if a == b:
+            continue
+        pos = np.arange(b - a, dtype=np.int32) - np.repeat((offsets[lo:hi] - a).astype(np.int32), lengths[lo:hi])
+        with np.errstate(over="ignore"):
+            mixed = (ids[a:b].astype(np.uint64) + np.uint64(0x9E3779B97F4A7C15)) * salt[pos]
+            nonempty = lengths[lo:hi] > 0
+            h[lo:hi][nonempty] = np.add.reduceat(mixed, (offsets[lo:hi] - a)[nonempty])
     with np.errstate(over="ignore"):
-        mixed = (ids.astype(np.uint64) + np.uint64(0x9E3779B97F4A7C15)) * salt[pos]
-        h = np.add.reduceat(mixed, offsets[:-1]) if len(ids) else np.zeros(0, np.uint64)
         h = h * np.uint64(0xBF58476D1CE4E5B9) + lengths.astype(np.uint64)
     _, first, inverse = np.unique(h, return_index=True, return_inverse=True)
     return first, inverse.reshape(-1)

@@ -144,9 +144,10 @@ def _build(frames: tuple[str, ...], ids: np.ndarray, lengths: np.ndarray, counts
         key = f if depth == 0 else (node_of[alive] << 32) | f
         uniq, inverse = np.unique(key, return_inverse=True)
         inverse = inverse.reshape(-1)
-        parent_l.append(np.full(len(uniq), -1, np.int64) if depth == 0 else uniq >> 32)
-        frame_l.append(uniq & 0xFFFFFFFF if depth else uniq)
-        depth_l.append(np.full(len(uniq), depth, np.int64))
+        # node-indexed arrays in int32 (a trie of 2**31 nodes is far past any budget): half the memory
+        parent_l.append(np.full(len(uniq), -1, np.int32) if depth == 0 else (uniq >> 32).astype(np.int32))
+        frame_l.append((uniq & 0xFFFFFFFF if depth else uniq).astype(np.int32))
+        depth_l.append(np.full(len(uniq), depth, np.int32))
         node_of[alive] = base + inverse
         ends = lengths[alive] == depth + 1
         own = np.zeros((width, len(uniq)), dtype=np.int64)
@@ -162,29 +163,33 @@ def _build(frames: tuple[str, ...], ids: np.ndarray, lengths: np.ndarray, counts
         return Trie(frames, empty, empty, empty, np.zeros((width, 0), np.int64), totals, np.zeros(0), empty)
     parent = np.concatenate(parent_l)
     level_start = np.cumsum([0] + [len(p) for p in parent_l])
+    del parent_l
     values = np.concatenate(self_l, axis=1)
-    size = np.ones(len(parent), dtype=np.int64)
-    for d in range(len(parent_l) - 1, 0, -1):  # bottom-up sums: subtree sizes and values
+    del self_l
+    size = np.ones(len(parent), dtype=np.int32)
+    for d in range(len(level_start) - 2, 0, -1):  # bottom-up sums: subtree sizes and values
         nodes = np.arange(level_start[d], level_start[d + 1])
         np.add.at(size, parent[nodes], size[nodes])
         for c in range(width):
             np.add.at(values[c], parent[nodes], values[c, nodes])
     pre = _preorder(parent, size, level_start)
     perm = np.empty_like(pre)
-    perm[pre] = np.arange(len(pre))  # preorder index -> level-order node
-    new_parent = np.where(parent[perm] >= 0, pre[np.maximum(parent[perm], 0)], -1)
+    perm[pre] = np.arange(len(pre), dtype=np.int32)  # preorder index -> level-order node
+    parent = parent[perm]
+    new_parent = np.where(parent >= 0, pre[np.maximum(parent, 0)], -1).astype(np.int32)
+    del parent, pre
     values = values[:, perm]
     cols = [values[c] / t if t else np.zeros(values.shape[1]) for c, t in enumerate(totals)]
     weight = cols[0] if width == 1 else np.max(np.vstack(cols), axis=0)
-    pre_sorted_size = size[perm]
-    small = np.int32
-    return Trie(frames, np.concatenate(frame_l)[perm].astype(small), np.concatenate(depth_l)[perm].astype(small),
-                new_parent.astype(small), values, totals, weight, (np.arange(len(pre)) + pre_sorted_size - 1).astype(small))
+    end = size[perm]
+    end += np.arange(len(perm), dtype=np.int32) - 1
+    return Trie(frames, np.concatenate(frame_l)[perm], np.concatenate(depth_l)[perm], new_parent, values, totals,
+                weight, end)
 
 
 def _preorder(parent: np.ndarray, size: np.ndarray, level_start: np.ndarray) -> np.ndarray:
     """Preorder index of every level-order node; a level's nodes are sorted by (parent, name)."""
-    pre = np.zeros(len(parent), dtype=np.int64)
+    pre = np.zeros(len(parent), dtype=np.int32)
     for d in range(len(level_start) - 1):
         nodes = np.arange(level_start[d], level_start[d + 1])
         before = np.cumsum(size[nodes]) - size[nodes]  # sizes of the earlier nodes of the level

@@ -62,7 +62,9 @@ def test_counts_match_the_tuple_definitions(monkeypatch, block, step) -> None:
     assert set(st.rows_with(wanted).tolist()) == {i for i, (s, _) in enumerate(st.items()) if {"f1", "f2"} & set(s[1:])}
 
 
-def test_repeats_are_summed_and_take_and_relabel_keep_counts() -> None:
+@pytest.mark.parametrize("block", [1 << 20, 2, 1])
+def test_repeats_are_summed_and_take_and_relabel_keep_counts(monkeypatch, block) -> None:
+    monkeypatch.setattr(stacks_mod, "_BLOCK_OCC", block)  # rows hashed a block at a time
     st = Stacks.of([(("p", "a", "b"), 2), (("p", "a", "b"), 3), (("q", "a"), 1), ((), 7)])
     assert dict(st.items()) == {("p", "a", "b"): 5, ("q", "a"): 1}
     p_rows = st.take(st.root_ids == st.frame_index["p"])
