@@ -88,11 +88,10 @@ def man_page(group: click.Group) -> str:
 
 
 @click.command("man")
-def man_cmd() -> None:
+@click.pass_context
+def man_cmd(ctx: click.Context) -> None:
     """Print the pmuprof(1) man page (roff); `pmuprof man | man -l -` reads it."""
-    from .main import cli  # the group this command belongs to (imported late: main imports this module)
-
-    click.echo(man_page(cli), nl=False)
+    click.echo(man_page(ctx.find_root().command), nl=False)
 
 
 COMMAND = man_cmd
