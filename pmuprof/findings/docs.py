@@ -60,6 +60,12 @@ def _matcher(m: Matcher) -> str:
                 what += f"; {key.replace('_', ' ')}: " + ", ".join(f"`{p}`" for p in m.spec[key].patterns)
         if "modes" in m.spec:
             what += "; modes " + ", ".join(sorted(m.spec["modes"]))
+    elif m.kind == "offcpu":
+        what = "off-CPU time, " + ("waits for latch " + " or ".join(f"`{lat}`" for lat in sorted(m.spec["latches"]))
+                                   if "latches" in m.spec else "; ".join(
+            f"{key.replace('_', ' ')}: " + (", ".join(sorted(pats)) if key == "states"
+                                            else ", ".join(f"`{p}`" for p in pats.patterns))
+            for key, pats in m.spec.items()))
     elif m.kind == "counter_ratio":
         what = f"counter ratio `{m.spec[0]}` / `{m.spec[1]}`"
     else:

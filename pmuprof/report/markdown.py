@@ -46,15 +46,17 @@ def _confidence(f: Mapping[str, Any]) -> str:
     parts = [f"how sure: {c.get('level')}"]
     if c.get("samples") is not None:
         parts.append(f"{c['samples']:,} of {c.get('total') or 0:,} samples")
+    elif c.get("blocked_s") is not None:
+        parts.append(f"{c['blocked_s']:,} s blocked")
     if c.get("margin") is not None:
-        parts.append(f"{c['margin']}x its threshold")
+        parts.append(f"{c['margin']}x its threshold" + (" (threads blocked on average)" if c.get("unit") == "threads" else ""))
     parts += [f"seen: {_text(x)}" for x in c.get("corroborated") or []]
     parts += [f"not seen: {_text(x)}" for x in c.get("not_corroborated") or []]
     return "(" + "; ".join(parts) + ")"
 
 
 def _finding(f: Mapping[str, Any], level: str = "###") -> list[str]:
-    lines = [f"{level} [{str(f['severity']).upper()}] {_text(f['title'])} ({100 * f['share']:.1f} % of samples)"]
+    lines = [f"{level} [{str(f['severity']).upper()}] {_text(f['title'])} ({100 * f['share']:.1f} % of {(f.get('confidence') or {}).get('basis') or 'samples'})"]
     if _confidence(f):
         lines.append(_confidence(f))
     if f.get("chain"):
@@ -138,7 +140,7 @@ def _verdict(v: Mapping[str, Any], samples: int) -> list[str]:
     c = v.get("confidence") or {}
     sure = "; ".join(x for x in (c.get("level"), c.get("samples"), c.get("margin")) if x)
     also = f" It also explains: {', '.join(e['rule'] for e in v['explains'])}." if v["explains"] else ""
-    return [f"**Verdict: {_text(v['title'])}** — {100 * v['share']:.1f} % of {_text(v['process'] or 'the')} samples"
+    return [f"**Verdict: {_text(v['title'])}** — {100 * v['share']:.1f} % of {_text(v['process'] or 'the')} {v.get('basis') or 'samples'}"
             f"{' (how sure: ' + _text(sure) + ')' if sure else ''}. {_text(v['sentence'])}{also} The fix is under "
             f"the first finding below.", ""]
 
