@@ -94,6 +94,24 @@ def _latches(rows: list[Mapping[str, Any]], top: int = 8) -> list[str]:
     return lines + [""]
 
 
+def _wall(p: Mapping[str, Any], top: int = 8) -> list[str]:
+    """Wall clock by state, and the largest thread groups of the last snapshot (threads.json)."""
+    wall, snaps = p.get("wall"), p.get("threads") or []
+    if not wall:
+        return []
+    lines = ["### Wall clock (on-CPU and off-CPU)", "", "| process | state | seconds | share |", "|---|---|---:|---:|"]
+    lines += [f"| {_inline(r['process'])} | {r['state']} | {r['seconds']:,} | {100 * r['share']:.1f} % |"
+              for r in wall["states"]]
+    lines += ([f"", _text(wall["note"])] if wall.get("note") else []) + [""]
+    for s in snaps[-1:]:
+        lines += [f"What the threads were doing at the capture's {s['when']} ({_text(s['label'])}, {s['threads']} threads), "
+                  "innermost frame first:", "", "| threads | state | stack |", "|---:|---|---|"]
+        lines += [f"| {g['count']} | {g['state']} | {_inline(g['stack'] if g['stack'][0] != '(' else g['kernel'])} |"
+                  for g in s["groups"][:top]]
+        lines.append("")
+    return lines
+
+
 def _numbers(p: Mapping[str, Any]) -> list[str]:
     s = p["summary"]
     out = [f"- Samples: {s['samples']:,}" + (f" of {s['event_recorded']}" if s["event_recorded"] else "")
@@ -151,6 +169,7 @@ def render_markdown(payload: Mapping[str, Any]) -> str:
     lines += ["### Findings", ""]
     lines += _findings(list(payload["groups"]))
     lines += _latches(list(payload["latches"]))
+    lines += _wall(payload)
     lines += ["### Key numbers", ""] + _numbers(payload) + [""]
     lines += ["### How it was captured", ""] + _capture(payload) + [""]
     lines += ["![Flame graph](flame.svg)", "",
