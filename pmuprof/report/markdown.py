@@ -103,7 +103,7 @@ def _wall(p: Mapping[str, Any], top: int = 8) -> list[str]:
     lines += [f"| {_inline(r['process'])} | {r['state']} | {r['seconds']:,} | {100 * r['share']:.1f} % |"
               for r in wall["states"]]
     lines += ([f"", _text(wall["note"])] if wall.get("note") else []) + [""]
-    for s in snaps[-1:]:
+    for s in [s for s in snaps if s["groups"]][-1:]:  # the last snapshot that found threads
         lines += [f"What the threads were doing at the capture's {s['when']} ({_text(s['label'])}, {s['threads']} threads), "
                   "innermost frame first:", "", "| threads | state | stack |", "|---:|---|---|"]
         lines += [f"| {g['count']} | {g['state']} | {_inline(g['stack'] if g['stack'][0] != '(' else g['kernel'])} |"
