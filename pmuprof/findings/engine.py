@@ -103,15 +103,21 @@ def evaluate_rule(rule: Rule, index: StackIndex, facts: Facts) -> Finding | None
         references=rule.references,
         chain=tuple([chain_ev["hot"], *chain_ev["callers"]]) if chain_ev else (),
         process=facts.process, missing=tuple(dict.fromkeys(m for m in missing if m)),
-        confidence=_offcpu_basis(rule, g, values, confidence(rule, g, values, seen, not_seen)), stacks=share_ev.get(STACKS) if share_ev else None,
+        confidence=_offcpu_basis(rule, g, values, confidence(rule, g, values, seen, not_seen)),
+        stacks=share_ev.get(STACKS) if share_ev else None,
         declared=tuple(Declared(m.name, m.kind, _subject(m.kind, m.spec), m.about) for m in rule.evidence))
+
+
+def is_offcpu_metric(rule: Rule, metric: str | None) -> bool:
+    """Whether the evidence is off-CPU time (an ``offcpu`` matcher or an off-CPU derived fact)."""
+    m = rule.matcher(metric) if metric else None
+    return m is not None and (m.kind == "offcpu" or (m.kind == "derived" and str(m.spec).startswith("offcpu")))
 
 
 def _offcpu_basis(rule: Rule, g: Grade, values: Mapping[str, Any], conf: dict) -> dict:
     """For a finding graded on off-CPU time: its share is of the off-CPU time, the threshold in threads
     blocked on average, and the evidence behind it is seconds blocked, not samples."""
-    m = rule.matcher(g.metric or "")
-    if m is None or not (m.kind == "offcpu" or (m.kind == "derived" and str(m.spec).startswith("offcpu"))):
+    if not is_offcpu_metric(rule, g.metric):
         return conf
     ev = values.get(g.metric) if isinstance(values.get(g.metric), Mapping) else {}
     return {**conf, "samples": None, "basis": "off-CPU time", "unit": "threads",
@@ -134,8 +140,8 @@ def _headline_share(rule: Rule, g: Grade, values: Mapping[str, Any], share_ev: M
     if share_ev:
         return float(share_ev["share"])
     graded = values.get(g.metric) if g.metric else None
-    if isinstance(graded, Mapping) and isinstance(graded.get("share"), float):  # off-CPU facts: of the off-CPU time
-        return graded["share"]
+    if is_offcpu_metric(rule, g.metric) and isinstance(graded, Mapping) and isinstance(graded.get("share"), float):
+        return graded["share"]  # of the off-CPU time
     named = number(scalar(values.get(rule.share))) if rule.share else None
     return named if named is not None and 0.0 <= named <= 1.0 else 0.0
 
@@ -150,8 +156,7 @@ def _capped(rule: Rule, g: Grade, total: int, raised_by: list[str], seen: list[s
     if cap is not None and not seen and level > SEVERITIES.index(cap):
         missing.append(f"no corroborating fact (waiters, server counters): severity capped at {cap}")
         level = SEVERITIES.index(cap)
-    offcpu = (m := rule.matcher(g.metric or "")) is not None and m.kind == "offcpu"
-    if total < rule.min_samples and level > 0 and not offcpu:  # off-CPU time is not sampled: no minimum
+    if total < rule.min_samples and level > 0 and not is_offcpu_metric(rule, g.metric):  # off-CPU time: no minimum
         missing.append(f"only {total} samples (rule needs {rule.min_samples}): severity capped at info")
         level = 0
     return level
