@@ -71,3 +71,14 @@ def test_a_damaged_offcpu_folded_is_left_out_with_one_note(tmp_path, text):
     notes = [w for w in profile.run.warnings if rundir.OFFCPU in w]
     assert len(notes) == 1 and "off-CPU time left out" in notes[0], profile.run.warnings
 
+
+
+def test_a_capture_blocked_all_along_still_gets_a_report(tmp_path):
+    """No on-CPU sample at all (every thread waited), but off-CPU time: the report is written, not refused."""
+    from pmuprof.pipeline import report_input
+
+    path = _run_dir(tmp_path)
+    (path / rundir.STACKS).write_text("# unit: samples\n")
+    result = report_input(path, path)
+    assert result.profile.total == 0 and result.profile.offcpu.total_us == 1_907_000
+    assert 'id="wallclock"' in result.paths["html"].read_text()
