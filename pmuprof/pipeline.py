@@ -81,10 +81,11 @@ def report_input(input_path: Path | str, out_dir: Path | str, options: Options =
                  allow_empty: bool = False) -> Result:
     """Write report.html, findings.json and report.md for any supported input.
 
-    ``allow_empty``: a capture of an idle server still gets a report (its warning says why it is empty).
+    ``allow_empty``: a capture of an idle server still gets a report (its warning says why it is empty);
+    so does one whose threads were all off the CPU (an --off-cpu capture of a server blocked on locks).
     """
     profile = build_profile(input_path, options)
-    if not profile.total and not allow_empty:
+    if not profile.total and not allow_empty and not (profile.offcpu and profile.offcpu.total_us):
         raise InputError(f"{input_path}: the profile is empty", "record while the server is busy")
     return report_profile(profile, Path(out_dir))
 

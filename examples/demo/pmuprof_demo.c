@@ -17,6 +17,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <pthread.h>
 #include <sched.h>
@@ -48,7 +49,8 @@ typedef unsigned long ulint;
 
 /* ------------------------------------------------------------------ configuration */
 
-enum role { ROLE_INDEX_DIVE, ROLE_HEALTHY, ROLE_FLUSH_COORDINATOR, ROLE_FLUSH_WORKER, ROLE_PAGE_CLEANER };
+enum role { ROLE_INDEX_DIVE, ROLE_HEALTHY, ROLE_FLUSH_COORDINATOR, ROLE_FLUSH_WORKER, ROLE_PAGE_CLEANER,
+	    ROLE_ROW_LOCK_HOLDER, ROLE_ROW_LOCK_WAITER, ROLE_COMMITTER };
 
 struct demo_config {
 	const char *scenario;
@@ -553,6 +555,138 @@ NOINLINE void buf_flush_page_cleaner_worker(void)
 		pc_flush_slot();
 }
 
+/* ------------------------------------------------------------------ blocking (off-CPU) */
+
+/* The "blocking" scenario: threads that wait rather than burn CPU, for the off-CPU view.
+ * One transaction holds a hot row lock and thinks for 200 ms between statements; two sessions
+ * wait for that lock in lock_wait_suspend_thread (a condition variable: a futex sleep).
+ * Two sessions commit with a durable redo write: log_write_up_to takes the log mutex (the other
+ * one sleeps on it: a mutex futex sleep) and the holder pwrites and fdatasyncs a file (I/O). */
+static pthread_mutex_t lock_sys_wait_mutex = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t lock_release_event = PTHREAD_COND_INITIALIZER;
+static ulint lock_release_generation;
+static pthread_mutex_t log_sys_mutex = PTHREAD_MUTEX_INITIALIZER;
+static int log_fd = -1;
+static atomic_ulong demo_commits, demo_lock_waits, demo_trx_holds;
+
+NOINLINE void trx_think_time(void)
+{
+	struct timespec t = {0, 200 * 1000 * 1000};
+	nanosleep(&t, NULL);
+}
+
+/* A transaction holding the hot row for its whole think time; its commit wakes the waiters. */
+NOINLINE void trx_hold_row_lock(void)
+{
+	trx_think_time();
+	pthread_mutex_lock(&lock_sys_wait_mutex);
+	lock_release_generation++;
+	pthread_cond_broadcast(&lock_release_event);
+	pthread_mutex_unlock(&lock_sys_wait_mutex);
+	atomic_fetch_add_explicit(&demo_trx_holds, 1, memory_order_relaxed);
+}
+
+NOINLINE void os_event_wait_low(void)
+{
+	pthread_cond_wait(&lock_release_event, &lock_sys_wait_mutex);
+}
+
+/* Wait until the lock holder's current transaction commits (each waiter always finds the row locked). */
+NOINLINE void lock_wait_suspend_thread(void)
+{
+	pthread_mutex_lock(&lock_sys_wait_mutex);
+	ulint gen = lock_release_generation;
+	while (gen == lock_release_generation && !demo_stopping())
+		os_event_wait_low();
+	pthread_mutex_unlock(&lock_sys_wait_mutex);
+	atomic_fetch_add_explicit(&demo_lock_waits, 1, memory_order_relaxed);
+}
+
+NOINLINE void row_update_for_mysql(void)
+{
+	KEEP_FRAME();
+	lock_wait_suspend_thread();
+}
+
+NOINLINE void ha_innobase_update_row(void)
+{
+	KEEP_FRAME();
+	row_update_for_mysql();
+}
+
+NOINLINE void fil_flush(void)
+{
+	if (log_fd >= 0)
+		fdatasync(log_fd);
+}
+
+NOINLINE void log_write_flush_to_disk_low(void)
+{
+	static char block[4096];
+	static off_t offset;
+	if (log_fd >= 0 && pwrite(log_fd, block, sizeof(block), offset) == (ssize_t)sizeof(block))
+		offset = (offset + (off_t)sizeof(block)) % (1 << 20);
+	fil_flush();
+}
+
+/* Group commit reduced to its waits: one writer at a time under the log mutex. */
+NOINLINE void log_write_up_to(void)
+{
+	pthread_mutex_lock(&log_sys_mutex);
+	log_write_flush_to_disk_low();
+	pthread_mutex_unlock(&log_sys_mutex);
+}
+
+NOINLINE void trx_commit_complete_for_mysql(void)
+{
+	KEEP_FRAME();
+	log_write_up_to();
+}
+
+NOINLINE void innobase_commit(void)
+{
+	KEEP_FRAME();
+	trx_commit_complete_for_mysql();
+}
+
+NOINLINE void ha_commit_trans(void)
+{
+	KEEP_FRAME();
+	innobase_commit();
+	atomic_fetch_add_explicit(&demo_commits, 1, memory_order_relaxed);
+}
+
+NOINLINE void handle_blocking_connection(enum role role)
+{
+	while (!demo_stopping()) {
+		if (role == ROLE_ROW_LOCK_HOLDER)
+			trx_hold_row_lock();
+		else if (role == ROLE_ROW_LOCK_WAITER)
+			ha_innobase_update_row();
+		else
+			ha_commit_trans();
+	}
+	if (role == ROLE_ROW_LOCK_HOLDER) { /* release the waiters for good */
+		pthread_mutex_lock(&lock_sys_wait_mutex);
+		lock_release_generation++;
+		pthread_cond_broadcast(&lock_release_event);
+		pthread_mutex_unlock(&lock_sys_wait_mutex);
+	}
+}
+
+/* The redo "file": an unlinked file in $TMPDIR (or /tmp), so fdatasync does real I/O and nothing is left. */
+static void log_open(void)
+{
+	const char *dir = getenv("TMPDIR");
+	char path[4096];
+	snprintf(path, sizeof(path), "%s/pmuprof-demo-redo-%d", dir && *dir ? dir : "/tmp", (int)getpid());
+	log_fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (log_fd >= 0)
+		unlink(path);
+	else
+		fprintf(stderr, "pmuprof-demo: cannot create %s: %s (commits will not fsync)\n", path, strerror(errno));
+}
+
 /* ------------------------------------------------------------------ threads */
 
 struct thread_arg {
@@ -577,6 +711,12 @@ static void *os_thread_start(void *opaque)
 		pthread_setname_np(pthread_self(), "ib_pg_flush_co");
 		buf_flush_page_cleaner_coordinator(a->role);
 		break;
+	case ROLE_ROW_LOCK_HOLDER:
+	case ROLE_ROW_LOCK_WAITER:
+	case ROLE_COMMITTER:
+		pthread_setname_np(pthread_self(), "connection");
+		handle_blocking_connection(a->role);
+		break;
 	case ROLE_FLUSH_WORKER:
 		snprintf(name, sizeof(name), "ib_pg_flush-%d", a->index % 100);
 		pthread_setname_np(pthread_self(), name);
@@ -600,6 +740,11 @@ static int scenario_roles(const struct demo_config *c, enum role *roles)
 			roles[n] = ROLE_FLUSH_WORKER;
 	} else if (!strcmp(c->scenario, "page-cleaner")) {
 		roles[n++] = ROLE_PAGE_CLEANER;
+	} else if (!strcmp(c->scenario, "blocking")) {
+		enum role fixed[] = {ROLE_ROW_LOCK_HOLDER, ROLE_ROW_LOCK_WAITER, ROLE_ROW_LOCK_WAITER, ROLE_COMMITTER,
+				     ROLE_COMMITTER, ROLE_HEALTHY};
+		for (; n < (int)(sizeof(fixed) / sizeof(fixed[0])); n++)
+			roles[n] = fixed[n];
 	} else if (!strcmp(c->scenario, "mixed")) {
 		for (; n < c->threads; n++)
 			roles[n] = n % 4 == 3 ? ROLE_HEALTHY : ROLE_INDEX_DIVE;
@@ -615,7 +760,7 @@ static int scenario_roles(const struct demo_config *c, enum role *roles)
 static void usage(FILE *to)
 {
 	fprintf(to,
-		"usage: pmuprof-demo [--scenario spin|index-dive|page-cleaner|healthy|mixed]\n"
+		"usage: pmuprof-demo [--scenario spin|index-dive|page-cleaner|healthy|mixed|blocking]\n"
 		"                    [--threads N] [--spin-wait-delay D] [--spin-loops L]\n"
 		"                    [--pause-multiplier M] [--seconds S] [--die-with-parent]\n"
 		"A workload with InnoDB-like symbols for pmuprof; S=0 runs until SIGTERM/SIGINT.\n");
@@ -683,6 +828,8 @@ static void print_summary(double elapsed)
 		os_waits += atomic_load(&buf_hot_blocks[i].word.os_waits);
 	}
 	printf("pmuprof-demo: RW-sx block locks: spin_waits=%lu rounds=%lu os_waits=%lu\n", waits, rounds, os_waits);
+	printf("pmuprof-demo: blocking: row-lock holds=%lu lock waits=%lu commits=%lu\n", atomic_load(&demo_trx_holds),
+	       atomic_load(&demo_lock_waits), atomic_load(&demo_commits));
 }
 
 int main(int argc, char **argv)
@@ -708,6 +855,8 @@ int main(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
 	fil_init();
+	if (!strcmp(c.scenario, "blocking"))
+		log_open();
 	double start = now_s();
 	for (int i = 0; i < n; i++) {
 		args[i].role = roles[i];

@@ -37,7 +37,7 @@ def analyse(rec: Recording, lookup: binmod.Lookup = binmod.Lookup()) -> Profile:
     analysis = Analysis(reader_argv=rec.reader_argv, processes=processes, selection=rec.selection, binaries=binaries, unnamed=functions,
                         skid_functions=corrected, skid=summary, quality=qual,
                         warnings=(() if total else (IDLE,)) + problems(binaries, total, rec), features_off=tuple(off))
-    return Profile(stacks, rec.run, rec.counters, rec.server, analysis, rec.leaves, rec.source)
+    return Profile(stacks, rec.run, rec.counters, rec.server, analysis, rec.leaves, rec.source, offcpu=rec.offcpu)
 
 
 

@@ -11,6 +11,7 @@ from ..errors import InputError
 from ..model import rundir
 from ..model.analysis import Process
 from ..model.counters import Counters
+from ..model.offcpu import OffCpuProfile
 from ..model.labels import process_root
 from ..model.perfscript import DEFAULT_TARGET_COMMS, FoldResult
 from ..model.profile import Leaf, Profile
@@ -52,6 +53,7 @@ class Recording:
     build_ids: Mapping[str, str] = field(default_factory=dict)  # dso path -> build-id the recording saw
     source: str = ""
     reader_argv: tuple[str, ...] = ()
+    offcpu: OffCpuProfile | None = None  # a run directory's off-CPU stacks and thread snapshots
 
 
 def _kind(path: Path) -> str:
@@ -142,12 +144,14 @@ def read_recording(path: Path, kind: str, choice: Choice, sibling: Path | None,
         raise InputError(f"{path}: no samples{why} in this {kind}",
                          "check the recording covers the target (use --pid/--comm to choose processes)")
     counters, server, _, notes = rundir.read_facts(sibling) if sibling else (Counters(), None, None, ())
-    run = run.with_notes(notes)
+    more: list[str] = []
+    offcpu = rundir.read_offcpu(sibling, load_folded_stacks, more) if sibling else None
+    run = run.with_notes(notes + tuple(more))
     run = _with_fold_facts(run, result, path, kind)
     processes, selection = _processes(result, run, choice, pids, comms)
     leaves = tuple(Leaf(d, s, o, c) for (d, s, o), c in sorted(result.leaves.items()))
     return Recording(Stacks.of(result.stacks), leaves, run, counters, server, processes, selection, build_ids, str(path),
-                     tuple(argv))
+                     tuple(argv), offcpu)
 
 
 def _fold_perf_data(path: Path, pids, comms, per_thread, names, symfs):

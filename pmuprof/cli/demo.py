@@ -17,6 +17,7 @@ Examples:
   pmuprof demo --scenario spin                   # ut_delay under rw_lock_sx_lock_func: spin, no index dive
   pmuprof demo --scenario page-cleaner -d 5      # os_rmb as mfence and ut_time_ms in the page cleaner
   pmuprof demo --scenario healthy                # a scan-heavy profile: no warning expected
+  pmuprof demo --scenario blocking               # row-lock waits, a mutex sleep and fsync: off-CPU (root)
   pmuprof demo --scenario index-dive --spin-wait-delay 6   # the fix: compare ut_delay's share
 """
 
@@ -34,9 +35,11 @@ Examples:
               help="Worker threads (connections or page-cleaner workers).")
 @click.option("-F", "--frequency", type=click.IntRange(1, 10000), default=499, show_default=True,
               help="Samples per second per CPU (capture defaults to 99; the demo takes more for steadier numbers).")
+@click.option("--off-cpu/--no-off-cpu", "off_cpu", default=None,
+              help="Also record off-CPU time (BPF, root); default: on for --scenario blocking only.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress line.")
 def demo_cmd(scenario: str, duration: float, out_dir: str | None, spin_wait_delay: int, threads: int,
-             frequency: int, quiet: bool) -> None:
+             frequency: int, off_cpu: bool | None, quiet: bool) -> None:
     """Try pmuprof without a database: profile a workload with InnoDB-like frames.
 
     Builds examples/demo with gcc (cached in ~/.cache/pmuprof/demo), starts it, waits 1 s,
@@ -45,7 +48,7 @@ def demo_cmd(scenario: str, duration: float, out_dir: str | None, spin_wait_dela
     kernel.perf_event_paranoid <= 0 for the default per-CPU sampling.
     """
     opts = DemoOptions(scenario=scenario, duration=duration, threads=threads, spin_wait_delay=spin_wait_delay,
-                       frequency=frequency, out_dir=Path(out_dir) if out_dir else None)
+                       frequency=frequency, out_dir=Path(out_dir) if out_dir else None, off_cpu=off_cpu)
     result = run_demo(opts, common.progress_printer(not quiet), common.log)
     run_dir = result.run_dir
     common.log(f"run directory: {run_dir}")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from .facts import Facts, dig, number
+from .offcpumatch import offcpu_wait_latches
 
 # Pre-Skylake PAUSE took about 10 cycles, so one delay unit (50 PAUSEs) was ~500 cycles;
 # WL#12616 sizes innodb_spin_wait_pause_multiplier to keep that (50/10 = 5 for 10x slower PAUSE).
@@ -158,4 +159,5 @@ def wait_latches(facts: Facts, index: Any, missing: list[str]) -> dict[str, Any]
 
 DERIVED_FACTS: dict[str, Callable[[Facts, Any, list[str]], Any]] = {
     "spin_cost": spin_cost, "numa_placement": numa_placement, "samples": samples, "wait_latches": wait_latches,
+    "offcpu_wait_latches": offcpu_wait_latches,
 }

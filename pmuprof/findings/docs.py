@@ -22,7 +22,7 @@ templates that can only look up evidence.
 |---|---|
 | `id`, `title`, `severity` | stable slug (= file name), one-line title, highest severity the rule gives (`info`, `warning`, `critical`) |
 | `applies_to.servers` | `{mysql: ">=5.7, <8.0.21", percona: "*", mariadb: "<10.6"}`; an unknown server always applies; Percona falls back to the MySQL range |
-| `evidence` | named matchers, each one of: `stack` (`self` or `inclusive` frame patterns, with `inside`, `not_inside`, `leaf`, `leaf_not`), `counter_ratio: [instructions, cycles]`, `counter`, `variable`, `status`, `processlist_state`, `mysql` (path in mysql.json), `host` / `run` / `target` (paths in run.json), `analysis` (path in analysis.json, e.g. `skid.pause_share`), `quality` (this process's stack quality: `unnamed_share`, `truncated_share`, `unnamed_functions`, ...), `derived` (`spin_cost`, `numa_placement`, `samples`); optional `about` |
+| `evidence` | named matchers, each one of: `stack` (`self` or `inclusive` frame patterns, with `inside`, `not_inside`, `leaf`, `leaf_not`), `counter_ratio: [instructions, cycles]`, `counter`, `variable`, `status`, `processlist_state`, `mysql` (path in mysql.json), `host` / `run` / `target` (paths in run.json), `analysis` (path in analysis.json, e.g. `skid.pause_share`), `quality` (this process's stack quality: `unnamed_share`, `truncated_share`, `unnamed_functions`, ...), `derived` (`spin_cost`, `numa_placement`, `samples`, `wait_latches`, `offcpu_wait_latches`), `offcpu` (off-CPU time of a `--off-cpu` capture: a stack matcher plus `states: [R, S, D]`, or `latches`; its value is the threads blocked there on average, with `.us`, `.seconds`, `.share` of the off-CPU time and `.threads` seen in the start/end snapshots; off-CPU metrics have no `min_samples`); optional `about` |
 | `fire` | `all:` / `any:` lists of conditions that must hold |
 | `thresholds` | `metric` (evidence name or list: the largest counts, the smallest with `below: true`), `info`, `warning`, `critical` |
 | `raise_if` | conditions that raise the severity one level (up to `severity`) |
@@ -60,6 +60,12 @@ def _matcher(m: Matcher) -> str:
                 what += f"; {key.replace('_', ' ')}: " + ", ".join(f"`{p}`" for p in m.spec[key].patterns)
         if "modes" in m.spec:
             what += "; modes " + ", ".join(sorted(m.spec["modes"]))
+    elif m.kind == "offcpu":
+        what = "off-CPU time, " + ("waits for latch " + " or ".join(f"`{lat}`" for lat in sorted(m.spec["latches"]))
+                                   if "latches" in m.spec else "; ".join(
+            f"{key.replace('_', ' ')}: " + (", ".join(sorted(pats)) if key == "states"
+                                            else ", ".join(f"`{p}`" for p in pats.patterns))
+            for key, pats in m.spec.items()))
     elif m.kind == "counter_ratio":
         what = f"counter ratio `{m.spec[0]}` / `{m.spec[1]}`"
     else:

@@ -41,13 +41,15 @@ class Diagnosis:
 def diagnose(profile: Profile, rules: Iterable[Rule] | None = None) -> Diagnosis:
     rules = tuple(load_rules() if rules is None else rules)
     processes = profile.processes()
+    blocked = profile.offcpu.stacks.per_root() if profile.offcpu else {}
+    processes += [p for p in blocked if p not in processes]  # a server blocked all along has no samples
     total = profile.total or 1
     findings: list[Finding] = []
     latches: dict[str, tuple[LatchWaits, ...]] = {}
     for process in processes:
         facts = facts_for(profile, process)
         index = StackIndex(profile, process, Attributor(latch_table(), facts.family, facts.version))
-        if len(processes) > 1 and index.total / total < MIN_PROCESS_SHARE:
+        if len(processes) > 1 and index.total / total < MIN_PROCESS_SHARE and not blocked.get(process):
             continue
         latches[process] = attribute(index.waits(), index.total, index.attributor.latches)
         found = [f for f in (evaluate_rule(rule, index, facts) for rule in rules) if f is not None]
@@ -101,8 +103,25 @@ def evaluate_rule(rule: Rule, index: StackIndex, facts: Facts) -> Finding | None
         references=rule.references,
         chain=tuple([chain_ev["hot"], *chain_ev["callers"]]) if chain_ev else (),
         process=facts.process, missing=tuple(dict.fromkeys(m for m in missing if m)),
-        confidence=confidence(rule, g, values, seen, not_seen), stacks=share_ev.get(STACKS) if share_ev else None,
+        confidence=_offcpu_basis(rule, g, values, confidence(rule, g, values, seen, not_seen)),
+        stacks=share_ev.get(STACKS) if share_ev else None,
         declared=tuple(Declared(m.name, m.kind, _subject(m.kind, m.spec), m.about) for m in rule.evidence))
+
+
+def is_offcpu_metric(rule: Rule, metric: str | None) -> bool:
+    """Whether the evidence is off-CPU time (an ``offcpu`` matcher or an off-CPU derived fact)."""
+    m = rule.matcher(metric) if metric else None
+    return m is not None and (m.kind == "offcpu" or (m.kind == "derived" and str(m.spec).startswith("offcpu")))
+
+
+def _offcpu_basis(rule: Rule, g: Grade, values: Mapping[str, Any], conf: dict) -> dict:
+    """For a finding graded on off-CPU time: its share is of the off-CPU time, the threshold in threads
+    blocked on average, and the evidence behind it is seconds blocked, not samples."""
+    if not is_offcpu_metric(rule, g.metric):
+        return conf
+    ev = values.get(g.metric) if isinstance(values.get(g.metric), Mapping) else {}
+    return {**conf, "samples": None, "basis": "off-CPU time", "unit": "threads",
+            "blocked_s": round(float(ev.get("us") or 0) / 1e6, 3)}
 
 
 def _subject(kind: str, spec: Any) -> str:
@@ -120,6 +139,9 @@ def _headline_share(rule: Rule, g: Grade, values: Mapping[str, Any], share_ev: M
         return g.value
     if share_ev:
         return float(share_ev["share"])
+    graded = values.get(g.metric) if g.metric else None
+    if is_offcpu_metric(rule, g.metric) and isinstance(graded, Mapping) and isinstance(graded.get("share"), float):
+        return graded["share"]  # of the off-CPU time
     named = number(scalar(values.get(rule.share))) if rule.share else None
     return named if named is not None and 0.0 <= named <= 1.0 else 0.0
 
@@ -134,7 +156,7 @@ def _capped(rule: Rule, g: Grade, total: int, raised_by: list[str], seen: list[s
     if cap is not None and not seen and level > SEVERITIES.index(cap):
         missing.append(f"no corroborating fact (waiters, server counters): severity capped at {cap}")
         level = SEVERITIES.index(cap)
-    if total < rule.min_samples and level > 0:
+    if total < rule.min_samples and level > 0 and not is_offcpu_metric(rule, g.metric):  # off-CPU time: no minimum
         missing.append(f"only {total} samples (rule needs {rule.min_samples}): severity capped at info")
         level = 0
     return level
@@ -201,8 +223,8 @@ def _root(cause: str, explained: Mapping[str, str]) -> str:
 def _stack_evidence(rule: Rule, values: Mapping[str, Any], first: tuple[str, ...]) -> Mapping[str, Any] | None:
     """The first stack or latch evidence with samples: ``first``, then the metrics, then the others."""
     names = list(first) + (list(rule.thresholds.metrics) if rule.thresholds else [])
-    names += [m.name for m in rule.evidence if m.kind in ("stack", "latch")]
-    stacks = {m.name for m in rule.evidence if m.kind in ("stack", "latch")}
+    names += [m.name for m in rule.evidence if m.kind in ("stack", "latch", "offcpu")]
+    stacks = {m.name for m in rule.evidence if m.kind in ("stack", "latch", "offcpu")}
     for name in names:
         value = values.get(name)
         if name in stacks and isinstance(value, Mapping) and value.get("count"):

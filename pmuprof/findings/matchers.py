@@ -6,6 +6,7 @@ from typing import Any, Callable, Mapping
 
 from .derived import DERIVED_FACTS
 from .facts import Facts, dig, number
+from .offcpumatch import match_offcpu
 from .patterns import PatternSet
 from .schema import Matcher
 from .stackmatch import STACKS, StackIndex, match_latch, match_stack  # noqa: F401 (STACKS: engine's key)
@@ -59,6 +60,8 @@ def compute(matcher: Matcher, index: StackIndex, facts: Facts, skip: PatternSet,
         return match_stack(index, spec, skip)
     if kind == "latch":
         return match_latch(index, spec)
+    if kind == "offcpu":
+        return match_offcpu(index, spec, skip, missing)
     if kind == "counter_ratio":
         return _ratio(facts, spec, missing)
     if kind == "counter":

@@ -17,11 +17,12 @@ SEVERITIES = ("info", "warning", "critical")
 FAMILIES = ("mysql", "percona", "mariadb")
 MATCHER_KINDS = (
     "stack", "latch", "counter_ratio", "counter", "variable", "status", "processlist_state",
-    "host", "run", "target", "analysis", "quality", "mysql", "derived",
+    "host", "run", "target", "analysis", "quality", "mysql", "derived", "offcpu",
 )
-DERIVED = ("spin_cost", "numa_placement", "samples", "wait_latches")
+DERIVED = ("spin_cost", "numa_placement", "samples", "wait_latches", "offcpu_wait_latches")
 STACK_KEYS = ("self", "inclusive", "inside", "not_inside", "leaf", "leaf_not")
 LATCH_KEYS = ("latches", "inside", "not_inside", "modes")
+OFFCPU_STATES = ("R", "S", "D", "T", "?")  # the off-CPU state leaf (model/labels.py)
 OPERATORS = ("min", "max", "above", "below", "equals", "not_equals", "in", "present")
 TOP_KEYS = {
     "id": True, "title": True, "severity": True, "evidence": True, "message": True, "doc": True,
@@ -177,6 +178,8 @@ def _matcher(ctx: _Ctx, name: str, data: Any, line: int) -> Matcher:
         return Matcher(name, kind, parsed, about)
     if kind == "latch":
         return Matcher(name, kind, _latch_spec(ctx, spec, kline), about)
+    if kind == "offcpu":
+        return Matcher(name, kind, _offcpu_spec(ctx, spec, kline), about)
     if kind == "counter_ratio":
         pair = _strings(ctx, spec, kline, "counter_ratio")
         if len(pair) != 2:
@@ -187,6 +190,24 @@ def _matcher(ctx: _Ctx, name: str, data: Any, line: int) -> Matcher:
             raise ctx.fail(kline, f"unknown derived fact '{spec}'", f"one of: {', '.join(DERIVED)}")
         return Matcher(name, kind, spec, about)
     return Matcher(name, kind, ctx.text(spec, kline, kind), about)
+
+
+def _offcpu_spec(ctx: _Ctx, spec: Any, line: int) -> dict[str, Any]:
+    """offcpu: a stack matcher (self / inclusive, inside, leaf ...) with optional ``states`` [R, S, D],
+    or a latch matcher (``latches``) over the off-CPU stacks."""
+    spec = ctx.mapping(spec, line, "offcpu matcher")
+    if "latches" in spec:
+        return _latch_spec(ctx, spec, line)
+    ctx.keys(spec, STACK_KEYS + ("states",), "offcpu matcher")
+    if ("self" in spec) == ("inclusive" in spec):
+        raise ctx.fail(line, "offcpu matcher needs exactly one of 'self', 'inclusive' or 'latches'")
+    out: dict[str, Any] = {k: _patterns(ctx, v, spec.line_of(k), f"offcpu.{k}") for k, v in spec.items() if k != "states"}
+    if "states" in spec:
+        states = frozenset(_strings(ctx, spec["states"], spec.line_of("states"), "offcpu.states"))
+        if not states <= set(OFFCPU_STATES):
+            raise ctx.fail(spec.line_of("states"), f"offcpu.states are of {', '.join(OFFCPU_STATES)}")
+        out["states"] = states
+    return out
 
 
 def _latch_spec(ctx: _Ctx, spec: Any, line: int) -> dict[str, Any]:

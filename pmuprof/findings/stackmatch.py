@@ -43,13 +43,16 @@ class WaitTable:
 class StackIndex:
     """One process's stacks (the process root is frame 0 of every row) with cached pattern look-ups."""
 
-    def __init__(self, profile: Profile, process: str, attributor: Attributor | None = None) -> None:
+    def __init__(self, profile: Profile | None, process: str, attributor: Attributor | None = None,
+                 stacks: Stacks | None = None) -> None:
         self.process = process
-        self.st: Stacks = profile.process_stacks(process)
+        self.profile = profile
+        self.st: Stacks = stacks if stacks is not None else profile.process_stacks(process)  # type: ignore[union-attr]
         self.total = self.st.total
         self.attributor = attributor
         self._luts: dict[PatternSet, np.ndarray] = {}
         self._waits: WaitTable | None = None
+        self._offcpu: Any = None
 
     def lut(self, patterns: PatternSet) -> np.ndarray:
         """True per frame id whose label the patterns match (each label tested once)."""
@@ -61,6 +64,14 @@ class StackIndex:
 
     def weight(self, rows: np.ndarray) -> int:
         return int(self.st.counts[rows].sum()) if len(rows) else 0
+
+    def offcpu(self) -> Any:
+        """The process's off-CPU stacks (findings/offcpumatch.py OffCpuIndex), built on first use."""
+        if self._offcpu is None:
+            from .offcpumatch import OffCpuIndex  # the off-CPU index is built on StackIndex
+
+            self._offcpu = OffCpuIndex(self.profile, self.process, self.attributor)
+        return self._offcpu
 
     def waits(self) -> WaitTable:
         """The latch waits of this process's rows (classified once)."""

@@ -1,9 +1,13 @@
-"""Off-CPU capture as frozen types: run.json's "offcpu" outcome and threads.json (threads grouped by stack)."""
+"""Off-CPU capture as frozen types: run.json's "offcpu" outcome, threads.json, and both as a Profile's off-CPU part."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Mapping
+from typing import Iterable, Mapping
+
+import numpy as np
+
+from .stacks import Stacks
 
 
 @dataclass(frozen=True)
@@ -70,3 +74,28 @@ class Threads:
     """threads.json: a snapshot at the capture's start and one at its end, per target."""
 
     snapshots: tuple[Snapshot, ...] = ()
+
+
+@dataclass(frozen=True)
+class OffCpuProfile:
+    """A run's off-CPU time: offcpu.folded as Stacks (counts in microseconds, every stack ending in a
+    ``off-cpu:STATE`` frame, roots the same process labels as the on-CPU stacks) and threads.json."""
+
+    stacks: Stacks
+    threads: Threads = field(default_factory=Threads)
+    headers: Mapping[str, str] = field(default_factory=dict)  # the folded file's '# key: value' lines
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.stacks, Stacks):
+            object.__setattr__(self, "stacks", Stacks.of(self.stacks))
+
+    @property
+    def total_us(self) -> int:
+        return self.stacks.total
+
+    def restrict(self, roots: Iterable[str]) -> "OffCpuProfile":
+        """Only the stacks and snapshots of the given process labels."""
+        keep = set(roots)
+        st = self.stacks.take(np.isin(self.stacks.root_ids, self.stacks.lut(keep).nonzero()[0]))
+        snaps = tuple(s for s in self.threads.snapshots if s.label in keep)
+        return OffCpuProfile(st, Threads(snaps), self.headers)

@@ -10,6 +10,7 @@ import numpy as np
 
 from .analysis import Analysis, Process
 from .counters import Counters
+from .offcpu import OffCpuProfile
 from .run import Run, Target
 from .server import ServerFacts
 from .stacks import Stack, Stacks  # noqa: F401 (Stack: the type callers import from here)
@@ -31,7 +32,8 @@ class Profile:
 
     ``stacks`` is a Stacks (model/stacks.py); a plain mapping of tuples given here becomes one.
     ``server`` is None when no server facts exist (a bare perf.data, or the server was unreachable:
-    then ``run`` says why); ``analysis`` holds what the analysis stage found.
+    then ``run`` says why); ``analysis`` holds what the analysis stage found; ``offcpu`` the off-CPU
+    stacks (microseconds) and thread snapshots when the capture recorded them (``--off-cpu``).
     """
 
     stacks: Stacks
@@ -42,6 +44,7 @@ class Profile:
     leaves: tuple[Leaf, ...] = ()
     source: str = ""
     unit: str = "samples"
+    offcpu: OffCpuProfile | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.stacks, Stacks):
@@ -69,7 +72,9 @@ class Profile:
 
     def restrict(self, roots: Iterable[str]) -> "Profile":
         """The same profile keeping only stacks under the given process labels."""
-        return replace(self, stacks=self.stacks.take(np.isin(self.stacks.root_ids, self.stacks.lut(roots).nonzero()[0])))
+        roots = tuple(roots)
+        return replace(self, stacks=self.stacks.take(np.isin(self.stacks.root_ids, self.stacks.lut(roots).nonzero()[0])),
+                       offcpu=self.offcpu.restrict(roots) if self.offcpu else None)
 
     def target(self, label: str) -> Target | None:
         return self.run.target_for(label)

@@ -13,6 +13,7 @@ from .analysis import Analysis
 from .counters import Counters
 from .folded import load_folded
 from .jsontypes import from_json, to_json
+from .offcpu import OffCpuProfile, Threads
 from .profile import Leaf, Profile
 from .run import Run, Source
 from .server import ServerFacts
@@ -201,6 +202,22 @@ def read_facts(path: Path) -> tuple[Counters, ServerFacts | None, Analysis | Non
     return counters, server, _tolerant(path / ANALYSIS, Analysis, None, notes), tuple(notes)
 
 
+def read_offcpu(path: Path, read_stacks: Callable[[Path], tuple[Any, dict[str, str]]] = load_folded,
+                notes: list[str] | None = None) -> OffCpuProfile | None:
+    """offcpu.folded and threads.json of a run directory (None when the capture recorded no off-CPU time);
+    a damaged file is left out with a note, like every optional contract file."""
+    if not (path / OFFCPU).is_file():
+        return None
+    notes = notes if notes is not None else []
+    try:
+        stacks, headers = read_stacks(path / OFFCPU)
+    except InputError as err:
+        notes.append(f"{err.message}: off-CPU time left out of the report")
+        return None
+    threads = _tolerant(path / THREADS, Threads, Threads(), notes) or Threads()
+    return OffCpuProfile(stacks, threads, headers)
+
+
 def load_run_dir(path: Path, read_stacks: Callable[[Path], tuple[Any, dict[str, str]]] = load_folded) -> Profile:
     """An analysed run directory (stacks.folded present) as a Profile (``read_stacks`` reads the folded
     file: the analysis stage passes the native reader)."""
@@ -209,5 +226,8 @@ def load_run_dir(path: Path, read_stacks: Callable[[Path], tuple[Any, dict[str, 
         raise InputError(f"{path}: no {STACKS} in this run directory", "re-run pmuprof record, or pass the perf.data")
     stacks, _ = read_stacks(stacks_path)
     counters, server, analysis, notes = read_facts(path)
-    run = read_run(path).with_notes(notes)
-    return Profile(stacks, run, counters, server, analysis or Analysis(), read_leaves(path / LEAVES), str(path))
+    more: list[str] = []
+    offcpu = read_offcpu(path, read_stacks, more)
+    run = read_run(path).with_notes(notes + tuple(more))
+    return Profile(stacks, run, counters, server, analysis or Analysis(), read_leaves(path / LEAVES), str(path),
+                   offcpu=offcpu)

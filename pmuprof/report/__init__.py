@@ -16,6 +16,7 @@ from .html import render_report, write_text
 from .jsonw import findings_json
 from .markdown import render_markdown
 from .payload import build_payload
+from .wallclock import wall_stacks, wall_svg
 
 __all__ = ["build_payload", "findings_json", "write_outputs"]
 FLAME_SVG = "flame.svg"  # beside report.html: a picture for trackers that refuse HTML attachments
@@ -31,7 +32,7 @@ def write_outputs(profile: Profile, findings: Iterable[Finding], out_dir: Path, 
     trie = Trie.of([profile.stacks])  # one trie for the interactive graph and the SVG
     payload = build_payload(profile, found, max_flame_nodes, latches, trie)
     paths = {
-        "html": write_text(out_dir / REPORT_HTML, render_report(payload)),
+        "html": write_text(out_dir / REPORT_HTML, render_report(payload, wall_svg(wall_stacks(profile)[0]))),
         "json": write_text(out_dir / FINDINGS_JSON, findings_json(profile, found, latches)),
         "md": write_text(out_dir / REPORT_MD, render_markdown(payload)),
         "svg": write_text(out_dir / FLAME_SVG, flame_svg(profile, str(payload["title"]), trie)),

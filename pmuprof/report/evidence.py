@@ -66,6 +66,18 @@ def _stack(value: Mapping[str, Any]) -> str:
     return text + (f"; modes: {modes}" if modes and modes != "not known" else "")
 
 
+def _offcpu(value: Mapping[str, Any]) -> str:
+    """Off-CPU time: seconds blocked, threads blocked on average, share of the off-CPU time."""
+    us = int(value.get("us") or 0)
+    if not us:
+        return "none (0 µs off-CPU)"
+    avg = value.get("avg_threads")
+    text = f"{us / 1e6:,.3f} s blocked" + (f" = {avg:.2f} threads on average" if isinstance(avg, float) else "")
+    text += f"; {pct(float(value.get('share') or 0.0))} of the off-CPU time"
+    seen = value.get("threads")
+    return text + (f"; {seen} thread(s) in it at the start or end" if seen else "")
+
+
 def _derived(item: Declared, value: Mapping[str, Any]) -> str:
     if item.what == "numa_placement":
         remote = value.get("remote_memory_share")
@@ -83,6 +95,8 @@ def value_text(item: Declared, value: Any) -> str:
         return "not recorded"
     if not isinstance(value, Mapping):
         return _scalar(item, value)
+    if item.kind == "offcpu":
+        return _offcpu(value)
     if item.kind in STACK_KINDS or {"count", "share"} <= set(value):
         return _stack(value)
     if item.kind == "counter_ratio":

@@ -83,13 +83,14 @@ def environment(directory: str = "") -> jinja2.Environment:
     return env
 
 
-def render(template: str, payload: Mapping[str, Any]) -> str:
-    """Render a page template with the payload both as Jinja context and as the embedded JSON."""
-    return environment().get_template(template).render(p=payload)
+def render(template: str, payload: Mapping[str, Any], **pictures: str) -> str:
+    """Render a page template with the payload both as Jinja context and as the embedded JSON; ``pictures``
+    are SVG documents pmuprof drew (escaped text inside), inlined as they are and kept out of the JSON."""
+    return environment().get_template(template).render(p=payload, **{k: Markup(v) for k, v in pictures.items()})
 
 
-def render_report(payload: Mapping[str, Any]) -> str:
-    return render("report.html.j2", payload)
+def render_report(payload: Mapping[str, Any], wall_svg: str = "") -> str:
+    return render("report.html.j2", payload, wall_svg=wall_svg)
 
 
 def write_text(path: Path, text: str) -> Path:

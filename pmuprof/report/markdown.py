@@ -46,15 +46,17 @@ def _confidence(f: Mapping[str, Any]) -> str:
     parts = [f"how sure: {c.get('level')}"]
     if c.get("samples") is not None:
         parts.append(f"{c['samples']:,} of {c.get('total') or 0:,} samples")
+    elif c.get("blocked_s") is not None:
+        parts.append(f"{c['blocked_s']:,} s blocked")
     if c.get("margin") is not None:
-        parts.append(f"{c['margin']}x its threshold")
+        parts.append(f"{c['margin']}x its threshold" + (" (threads blocked on average)" if c.get("unit") == "threads" else ""))
     parts += [f"seen: {_text(x)}" for x in c.get("corroborated") or []]
     parts += [f"not seen: {_text(x)}" for x in c.get("not_corroborated") or []]
     return "(" + "; ".join(parts) + ")"
 
 
 def _finding(f: Mapping[str, Any], level: str = "###") -> list[str]:
-    lines = [f"{level} [{str(f['severity']).upper()}] {_text(f['title'])} ({100 * f['share']:.1f} % of samples)"]
+    lines = [f"{level} [{str(f['severity']).upper()}] {_text(f['title'])} ({100 * f['share']:.1f} % of {(f.get('confidence') or {}).get('basis') or 'samples'})"]
     if _confidence(f):
         lines.append(_confidence(f))
     if f.get("chain"):
@@ -90,6 +92,24 @@ def _latches(rows: list[Mapping[str, Any]], top: int = 8) -> list[str]:
         chain = _inline(r["chains"][0]["text"]) if r["chains"] else ""
         lines.append(f"| {_text(r['name'])} | {100 * r['share']:.1f} % | {how} | {chain} |")
     return lines + [""]
+
+
+def _wall(p: Mapping[str, Any], top: int = 8) -> list[str]:
+    """Wall clock by state, and the largest thread groups of the last snapshot (threads.json)."""
+    wall, snaps = p.get("wall"), p.get("threads") or []
+    if not wall:
+        return []
+    lines = ["### Wall clock (on-CPU and off-CPU)", "", "| process | state | seconds | share |", "|---|---|---:|---:|"]
+    lines += [f"| {_inline(r['process'])} | {r['state']} | {r['seconds']:,} | {100 * r['share']:.1f} % |"
+              for r in wall["states"]]
+    lines += ([f"", _text(wall["note"])] if wall.get("note") else []) + [""]
+    for s in [s for s in snaps if s["groups"]][-1:]:  # the last snapshot that found threads
+        lines += [f"What the threads were doing at the capture's {s['when']} ({_text(s['label'])}, {s['threads']} threads), "
+                  "innermost frame first:", "", "| threads | state | stack |", "|---:|---|---|"]
+        lines += [f"| {g['count']} | {g['state']} | {_inline(g['stack'] if g['stack'][0] != '(' else g['kernel'])} |"
+                  for g in s["groups"][:top]]
+        lines.append("")
+    return lines
 
 
 def _numbers(p: Mapping[str, Any]) -> list[str]:
@@ -140,7 +160,7 @@ def _verdict(v: Mapping[str, Any], samples: int) -> list[str]:
     c = v.get("confidence") or {}
     sure = "; ".join(x for x in (c.get("level"), c.get("samples"), c.get("margin")) if x)
     also = f" It also explains: {', '.join(e['rule'] for e in v['explains'])}." if v["explains"] else ""
-    return [f"**Verdict: {_text(v['title'])}** — {100 * v['share']:.1f} % of {_text(v['process'] or 'the')} samples"
+    return [f"**Verdict: {_text(v['title'])}** — {100 * v['share']:.1f} % of {_text(v['process'] or 'the')} {v.get('basis') or 'samples'}"
             f"{' (how sure: ' + _text(sure) + ')' if sure else ''}. {_text(v['sentence'])}{also} The fix is under "
             f"the first finding below.", ""]
 
@@ -151,6 +171,7 @@ def render_markdown(payload: Mapping[str, Any]) -> str:
     lines += ["### Findings", ""]
     lines += _findings(list(payload["groups"]))
     lines += _latches(list(payload["latches"]))
+    lines += _wall(payload)
     lines += ["### Key numbers", ""] + _numbers(payload) + [""]
     lines += ["### How it was captured", ""] + _capture(payload) + [""]
     lines += ["![Flame graph](flame.svg)", "",

@@ -14,6 +14,7 @@ from .evidence import evidence_rows, levels_text
 from .facts import mysql_facts, numa_text, summary
 from .flame import build_tree
 from .flametrie import Trie
+from .wallclock import state_totals, thread_groups, wall_stacks
 from .verdict import verdict
 
 TOP_FUNCTIONS = 60
@@ -150,6 +151,7 @@ def build_payload(profile: Profile, findings: Iterable[Finding], max_flame_nodes
     head = summary(profile, processes)
     flame = build_tree([profile.stacks], max_flame_nodes, trie=trie)
     top = _per_process_top(profile, processes)
+    wall, why = wall_stacks(profile)
     return {
         "kind": "report",
         "title": "pmuprof report" + (f": {', '.join(processes[:3])}" if processes else ""),
@@ -164,4 +166,6 @@ def build_payload(profile: Profile, findings: Iterable[Finding], max_flame_nodes
         "instruction_hotspots": hotspots(profile),
         "comparison": comparison(profile, processes, counters["ipc"]),
         "mysql": mysql_facts(profile.server),
+        "wall": {"states": state_totals(wall), "note": why} if profile.offcpu is not None else None,
+        "threads": thread_groups(profile.offcpu),
     }

@@ -18,13 +18,13 @@ def verdict_line(findings: Iterable[Finding], samples: int, where: str = "") -> 
     """``CRITICAL: <title> (23 % of samples, mariadbd); 2 more: 1 warning, 1 info`` — one line, bounded."""
     causes = _causes(findings)
     place = f" on {where}" if where else ""
-    if not samples:
+    if not samples and not causes:
         return f"NO SAMPLES{place}: the target was idle or off-CPU during the capture"
     if not causes:
         return f"OK{place}: no rule fired ({samples:,} samples)"
     top = causes[0]
     proc = f", {top.process}" if top.process else ""
-    line = f"{top.severity.upper()}{place}: {' '.join(top.title.split())} ({100 * top.share:.0f} % of samples{proc})"
+    line = f"{top.severity.upper()}{place}: {' '.join(top.title.split())} ({100 * top.share:.0f} % of {top.confidence.get('basis') or 'samples'}{proc})"
     rest = causes[1:]
     if rest:
         counts: dict[str, int] = {}

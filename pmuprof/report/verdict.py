@@ -46,11 +46,13 @@ def confidence_parts(conf: Mapping[str, Any]) -> dict[str, Any]:
         return {}
     samples = conf.get("samples")
     margin, threshold = conf.get("margin"), conf.get("threshold")
+    bound = (f" ({threshold:g} threads blocked on average)" if conf.get("unit") == "threads" else f" ({pct(threshold)})") \
+        if isinstance(threshold, (int, float)) else ""
+    blocked = f"{conf['blocked_s']:,} s blocked" if conf.get("blocked_s") is not None else ""
     return {
         "level": str(conf.get("level") or "not rated"),
-        "samples": f"{samples:,} of {conf.get('total') or 0:,} samples" if samples is not None else "",
-        "margin": (f"{margin}× its threshold" + (f" ({pct(threshold)})" if isinstance(threshold, (int, float)) else ""))
-        if margin is not None else "",
+        "samples": f"{samples:,} of {conf.get('total') or 0:,} samples" if samples is not None else blocked,
+        "margin": f"{margin}× its threshold{bound}" if margin is not None else "",
         "seen": list(conf.get("corroborated") or []),
         "not_seen": list(conf.get("not_corroborated") or []),
     }
@@ -100,6 +102,7 @@ def verdict(findings: list[Mapping[str, Any]], groups: list[Mapping[str, Any]], 
     explained = [{"rule": f["rule"], "title": f["title"]} for f in groups[0]["consequences"]]
     return {**out, "healthy": False, "rule": cause["rule"], "severity": cause["severity"], "title": cause["title"],
             "share": float(cause["share"]), "process": cause.get("process") or "", "sentence": sentence(cause),
+            "basis": (cause.get("confidence") or {}).get("basis") or "samples",
             "confidence": confidence_parts(cause.get("confidence") or {}), "fix": str(cause.get("fix") or ""),
             "server": str(summary.get("server_version") or ""), "explains": explained,
             "more": len(findings) - 1, "frame": frame, "link": flame_link(frame) if frame else ""}

@@ -24,7 +24,8 @@ from ..model.server import ServerFacts, ServerVersion
 from ..paths import demo_source_dir
 from ..pipeline import Result, materialize, report_profile
 
-SCENARIOS = ("mixed", "index-dive", "spin", "page-cleaner", "healthy")
+SCENARIOS = ("mixed", "index-dive", "spin", "page-cleaner", "healthy", "blocking")
+OFF_CPU_SCENARIOS = ("blocking",)  # scenarios whose point is waiting: recorded with --off-cpu by default
 DEMO_SOURCE = "pmuprof_demo.c"
 DEMO_BINARY = "pmuprof-demo"  # also the process comm perf reports
 # Frame pointers everywhere and every named function a real frame: see examples/demo/Makefile.
@@ -182,6 +183,11 @@ class DemoOptions:
     out_dir: Path | None = None
     warmup_s: float = 1.0
     cache_dir: Path | None = None
+    off_cpu: bool | None = None  # None: on for the scenarios where threads block (OFF_CPU_SCENARIOS)
+
+    @property
+    def records_off_cpu(self) -> bool:
+        return self.scenario in OFF_CPU_SCENARIOS if self.off_cpu is None else self.off_cpu
 
 
 def default_out_dir(scenario: str, now: _dt.datetime | None = None) -> Path:
@@ -206,7 +212,8 @@ def workload_facts(opts: DemoOptions) -> ServerFacts:
     return ServerFacts(
         reachable=True, source="pmuprof demo: the workload's command-line settings (no server was queried)",
         server=ServerVersion(version_comment="pmuprof-demo workload, not a server"),
-        variables={"innodb_spin_wait_delay": str(opts.spin_wait_delay), "innodb_sync_spin_loops": "30"},
+        variables={"innodb_spin_wait_delay": str(opts.spin_wait_delay), "innodb_sync_spin_loops": "30",
+                   **({"innodb_flush_log_at_trx_commit": "1"} if opts.scenario == "blocking" else {})},
         missing=("the demo workload is not a server: no version, status, SEMAPHORES, processlist or error log",))
 
 
@@ -231,9 +238,11 @@ def run_demo(opts: DemoOptions, progress: Callable | None = None,
             raise DemoError(f"the demo workload exited early (status {proc.returncode})",
                             "run it by hand: " + " ".join(proc.args))
         command = ("pmuprof", "demo", "--scenario", opts.scenario, "--duration", f"{opts.duration:g}",
-                   "--threads", str(opts.threads), "--spin-wait-delay", str(opts.spin_wait_delay))
+                   "--threads", str(opts.threads), "--spin-wait-delay", str(opts.spin_wait_delay)) \
+            + (("--off-cpu",) if opts.records_off_cpu else ())
         rec = RecordOptions(pids=(proc.pid,), out_dir=out_dir, duration=opts.duration,
-                            frequency=opts.frequency, mode=opts.mode, mysql=False, command=command)
+                            frequency=opts.frequency, mode=opts.mode, mysql=False, command=command,
+                            off_cpu=opts.records_off_cpu)
 
         def stop_now() -> None:  # as soon as perf stops, so folding has both CPUs
             stopped.append(stop_demo(proc, log_path=out_dir / WORKLOAD_LOG))

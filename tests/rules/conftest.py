@@ -1,8 +1,13 @@
-"""Shared helpers for rule tests: load a fixture (folded + optional facts JSON) into a Profile."""
+"""Shared helpers for rule tests: load a fixture (folded + optional facts JSON and off-CPU stacks) into a Profile.
+
+``NAME.folded`` holds the on-CPU stacks, ``NAME.json`` the facts (run, counters, mysql, analysis, and
+``threads``: threads.json), ``NAME.offcpu`` the off-CPU stacks (offcpu.folded, counts in µs).
+"""
 
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -10,6 +15,8 @@ import pytest
 from pmuprof.analysis.analyse import with_quality
 from pmuprof.findings.loader import load_rules
 from pmuprof.model.folded import load_folded
+from pmuprof.model.jsontypes import from_json
+from pmuprof.model.offcpu import OffCpuProfile, Threads
 from pmuprof.model.profile import Profile
 from helpers import make_profile
 
@@ -23,6 +30,11 @@ def load_fixture(path: Path) -> tuple[Profile, dict[str, str]]:
     facts = json.loads(facts_path.read_text(encoding="utf-8")) if facts_path.is_file() else {}
     profile = make_profile(stacks, facts.get("run"), facts.get("counters"), facts.get("mysql"), facts.get("analysis"),
                            str(path))
+    off_path = path.with_suffix(".offcpu")
+    if off_path.is_file():
+        off_stacks, off_headers = load_folded(off_path)
+        threads = from_json(Threads, facts.get("threads") or {})
+        profile = replace(profile, offcpu=OffCpuProfile(off_stacks, threads, off_headers))
     return with_quality(profile), headers
 
 
