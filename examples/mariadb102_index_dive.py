@@ -19,6 +19,7 @@ stacks.folded left out; perf-report.txt keeps what plain `perf report` said), ea
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -53,7 +54,7 @@ def perf_report(data: Path, pid: int) -> str:
     argv = ["perf", "report", "-i", str(data), "--pid", str(pid), "--no-children", "--sort", "symbol",
             "-g", "none", "--percentage", "relative", "--stdio", "--percent-limit", "0.5"]
     res = subprocess.run(argv, capture_output=True, text=True, timeout=600)
-    body = "\n".join(ln.rstrip() for ln in res.stdout.splitlines()
+    body = "\n".join(re.sub(r"(\s+-)+\s*$", "", ln) for ln in res.stdout.splitlines()
                      if ln.strip() and (not ln.startswith("#") or ln.startswith("# Samples")))
     return "$ " + " ".join(argv[:2] + ["perf.data"] + argv[4:]) + "\n" + body + "\n"
 

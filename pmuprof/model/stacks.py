@@ -147,6 +147,10 @@ class Stacks(Mapping[Stack, int]):
             rows[start[frame] + prior[frame] + np.arange(len(frame)) - first[frame]] = row
         return rows, start
 
+    def release_postings(self) -> None:
+        """Free the postings (built again if asked for): for a stage that needs the memory more."""
+        self.__dict__.pop("_postings", None)
+
     def rows_with(self, lut: np.ndarray) -> np.ndarray:
         """Sorted row indices holding, below the root, any frame the boolean ``lut`` marks."""
         rows, start = self._postings

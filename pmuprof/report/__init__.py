@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Iterable, Mapping
 
@@ -29,12 +30,12 @@ def write_outputs(profile: Profile, findings: Iterable[Finding], out_dir: Path, 
     out_dir = Path(out_dir)
     outfile.ensure_dir(out_dir)
     found = list(findings)
-    trie = Trie.of([profile.stacks])  # one trie for the interactive graph and the SVG
+    trie = functools.cache(lambda: Trie.of([profile.stacks]))  # one trie for the interactive graph and the SVG
     payload = build_payload(profile, found, max_flame_nodes, latches, trie)
     paths = {
         "html": write_text(out_dir / REPORT_HTML, render_report(payload, wall_svg(wall_stacks(profile)[0]))),
         "json": write_text(out_dir / FINDINGS_JSON, findings_json(profile, found, latches)),
         "md": write_text(out_dir / REPORT_MD, render_markdown(payload)),
-        "svg": write_text(out_dir / FLAME_SVG, flame_svg(profile, str(payload["title"]), trie)),
+        "svg": write_text(out_dir / FLAME_SVG, flame_svg(profile, str(payload["title"]), trie())),
     }
     return paths

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 from ..findings.latches import LatchWaits
 from ..findings.model import Finding, ordered
@@ -141,16 +141,17 @@ def latch_rows(latches: Mapping[str, tuple[LatchWaits, ...]] | None, min_share: 
 
 def build_payload(profile: Profile, findings: Iterable[Finding], max_flame_nodes: int = 200_000,
                   latches: Mapping[str, tuple[LatchWaits, ...]] | None = None,
-                  trie: Trie | None = None) -> dict[str, Any]:
+                  trie: Callable[[], Trie] | None = None) -> dict[str, Any]:
     """Everything the report shows, as plain data (sorted, no clock reads: same input, same bytes);
-    ``trie``: the profile's flame trie when the caller has built it already."""
+    ``trie``: gives the profile's flame trie when the caller builds and keeps it (asked for once)."""
     processes = profile.processes()
     counters = counters_section(profile.counters)
     shown = shown_findings(findings)
     found_groups = groups(shown)
     head = summary(profile, processes)
-    flame = build_tree([profile.stacks], max_flame_nodes, trie=trie)
     top = _per_process_top(profile, processes)
+    profile.stacks.release_postings()  # the findings and top tables are done with them: room for the flame tree
+    flame = build_tree([profile.stacks], max_flame_nodes, trie=trie() if trie else None)
     wall, why = wall_stacks(profile)
     return {
         "kind": "report",
