@@ -93,7 +93,7 @@ class Trie:
     @cached_property
     def widest_first(self) -> np.ndarray:
         """Node indices by weight, widest first (ties in preorder)."""
-        return np.argsort(-self.weight, kind="stable")
+        return np.argsort(-self.weight, kind="stable").astype(np.int32)
 
     @cached_property
     def narrowest_child(self) -> np.ndarray:
@@ -108,7 +108,7 @@ class Trie:
 
     def anchors(self, kept: np.ndarray) -> np.ndarray:
         """Each node's nearest kept caller-or-self (-1: none): top-down, one array step per depth."""
-        anchor = np.where(kept, np.arange(self.size), -1)
+        anchor = np.where(kept, np.arange(self.size, dtype=np.int32), np.int32(-1))
         for nodes in self.levels[1:]:
             lost = nodes[~kept[nodes]]
             anchor[lost] = anchor[self.parents[lost]]
@@ -116,7 +116,7 @@ class Trie:
 
     @cached_property
     def levels(self) -> list[np.ndarray]:
-        order = np.argsort(self.depths, kind="stable")
+        order = np.argsort(self.depths, kind="stable").astype(np.int32)
         bounds = np.searchsorted(self.depths[order], np.arange(int(self.depths.max(initial=0)) + 2))
         return [order[bounds[d]:bounds[d + 1]] for d in range(len(bounds) - 1)]
 
