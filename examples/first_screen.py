@@ -1,6 +1,8 @@
 """Rebuild a report and take a PNG of its first screen (1400×900) with headless Chromium.
 
-    python3 examples/first_screen.py [RUN_DIR] [OUT.png]      (default: examples/demo-output/mixed → examples/first-screen.png)
+    python3 examples/first_screen.py [RUN_DIR] [OUT.png] [#VIEW]      (default: examples/demo-output/mixed → examples/first-screen.png)
+
+#VIEW opens the flame graph in that state and scrolls to it, e.g. '#view=sandwich&focus=ut_delay'.
 
 Uses the browser tests' DevTools driver (tests/browser/cdp.py, stdlib only) and needs Chromium.
 """
@@ -23,6 +25,7 @@ from cdp import Browser, chromium  # noqa: E402
 def main() -> int:
     run_dir = Path(sys.argv[1]) if len(sys.argv) > 1 else REPO / "examples" / "demo-output" / "mixed"
     out = Path(sys.argv[2]) if len(sys.argv) > 2 else REPO / "examples" / "first-screen.png"
+    view = sys.argv[3] if len(sys.argv) > 3 else ""
     exe = chromium()
     if not exe:
         print("no Chromium here (apt-get install chromium)", file=sys.stderr)
@@ -33,8 +36,10 @@ def main() -> int:
         browser = Browser(exe)
         try:
             browser.call("Emulation.setDeviceMetricsOverride", width=1400, height=900, deviceScaleFactor=1, mobile=False)
-            browser.open((Path(tmp) / "report.html").as_uri())
+            browser.open((Path(tmp) / "report.html").as_uri() + view)
             browser.wait("!!window.pmuFlame")
+            if view:
+                browser.js("document.getElementById('flamegraph').scrollIntoView()")
             out.write_bytes(base64.b64decode(browser.call("Page.captureScreenshot", format="png")["data"]))
         finally:
             browser.close()
