@@ -11,6 +11,7 @@ import numpy as np
 from .analysis import Analysis, Process
 from .counters import Counters
 from .run import Run, Target
+from .samples import Samples
 from .server import ServerFacts
 from .stacks import Stack, Stacks  # noqa: F401 (Stack: the type callers import from here)
 
@@ -31,7 +32,9 @@ class Profile:
 
     ``stacks`` is a Stacks (model/stacks.py); a plain mapping of tuples given here becomes one.
     ``server`` is None when no server facts exist (a bare perf.data, or the server was unreachable:
-    then ``run`` says why); ``analysis`` holds what the analysis stage found.
+    then ``run`` says why); ``analysis`` holds what the analysis stage found. ``samples`` splits each
+    stack row by thread and second (model/samples.py); None when the input has no thread ids or
+    times (a folded file).
     """
 
     stacks: Stacks
@@ -42,6 +45,7 @@ class Profile:
     leaves: tuple[Leaf, ...] = ()
     source: str = ""
     unit: str = "samples"
+    samples: Samples | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.stacks, Stacks):
@@ -69,7 +73,9 @@ class Profile:
 
     def restrict(self, roots: Iterable[str]) -> "Profile":
         """The same profile keeping only stacks under the given process labels."""
-        return replace(self, stacks=self.stacks.take(np.isin(self.stacks.root_ids, self.stacks.lut(roots).nonzero()[0])))
+        mask = np.isin(self.stacks.root_ids, self.stacks.lut(roots).nonzero()[0])
+        samples = self.samples.take(mask, len(self.stacks)) if self.samples is not None else None
+        return replace(self, stacks=self.stacks.take(mask), samples=samples)
 
     def target(self, label: str) -> Target | None:
         return self.run.target_for(label)
