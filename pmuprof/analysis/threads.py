@@ -1,0 +1,165 @@
+"""Samples joined to threads and the processlist: CPU by thread, by processlist state, by statement, by second.
+
+Each entry of the sample table (model/samples.py: stack row, tid, second) is joined to the row its
+thread had in the processlist poll of that second (model/processlist.py). A group's "characteristic
+function" is the one whose inclusive share in the group most exceeds its share in the whole profile
+(share x log2 of the ratio), so "72 % of the samples of threads in `statistics` were in
+btr_estimate_n_rows_in_range (33 % overall)" names the function that sets the group apart, not
+do_command, which every connection runs.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any, Iterable
+
+import numpy as np
+
+from ..model import processlist as plist, rundir
+from ..model.labels import UNKNOWN
+from ..model.profile import Profile
+from ..model.samples import Samples
+from ..model.stacks import Stacks
+
+NOT_POLLED = "(not a connection)"  # a background thread, or a connection asleep in that poll
+NO_STATEMENT = "(no statement)"
+MAX_GROUPS = 25
+MIN_FRAME_SHARE = 0.2  # a characteristic function covers at least this share of its group
+
+
+def polled_for(profile: Profile) -> plist.Polled | None:
+    """processlist.tsv of the run directory the profile came from (None: none was polled)."""
+    if not profile.source:
+        return None
+    src = Path(profile.source)
+    folder = src if src.is_dir() else src.parent
+    if not (folder / rundir.PROCESSLIST).is_file():
+        return None
+    return plist.read(folder / rundir.PROCESSLIST)
+
+
+def inclusive(stacks: Stacks, weights: np.ndarray) -> np.ndarray:
+    """Per frame id, the ``weights`` (one per row) of the rows holding it below the root, once per row."""
+    rows, start = stacks._postings  # noqa: SLF001 - the postings are the Stacks' own index
+    csum = np.concatenate(([0.0], np.cumsum(weights[rows], dtype=np.float64)))
+    return csum[start[1:]] - csum[start[:-1]]
+
+
+class Joined:
+    """The sample table with each entry's processlist row (-1: none)."""
+
+    last_cells: list[list[int]] = []  # the cells of the last table made (see cells())
+
+    def __init__(self, profile: Profile, samples: Samples, polled: plist.Polled | None) -> None:
+        self.stacks, self.samples, self.polled = profile.stacks, samples, polled
+        self.names = dict(profile.server.processlist.thread_names) if profile.server and profile.server.processlist else {}
+        self.at = polled.lookup(samples.tids, samples.seconds) if polled is not None else np.full(len(samples), -1)
+        self.total = max(samples.total, 1)
+        self.overall = inclusive(self.stacks, self.stacks.counts.astype(np.float64)) / max(self.stacks.total, 1)
+        self.skip = np.zeros(len(self.stacks.frames), dtype=bool)
+        self.skip[np.unique(self.stacks.root_ids)] = True
+        for f, name in enumerate(self.stacks.frames):
+            self.skip[f] |= name.startswith((UNKNOWN, "[elided"))
+
+    def column(self, name: str, empty: str) -> list[str]:
+        """Each entry's processlist value of ``name`` (``NOT_POLLED`` when not joined; ``empty`` for "")."""
+        if self.polled is None:
+            return [NOT_POLLED] * len(self.samples)
+        values = self.polled.values[name]
+        codes = self.polled.codes[name]
+        return [NOT_POLLED if a < 0 else (values[codes[a]] or empty) for a in self.at.tolist()]
+
+    def characteristic(self, pick: np.ndarray) -> tuple[str, float, float]:
+        """(function, its share in the entries ``pick``, its share overall); ("", 0, 0) when none stands out."""
+        w = np.bincount(self.samples.rows[pick], weights=self.samples.counts[pick], minlength=len(self.stacks))
+        n = w.sum()
+        if not n:
+            return "", 0.0, 0.0
+        share = inclusive(self.stacks, w) / n
+        with np.errstate(divide="ignore", invalid="ignore"):
+            score = np.where((share >= MIN_FRAME_SHARE) & ~self.skip & (self.overall > 0),
+                             share * np.log2(share / np.maximum(self.overall, 1e-12)), -np.inf)
+        best = int(np.argmax(score)) if len(score) else -1
+        if best < 0 or not math.isfinite(score[best]) or score[best] <= 0:
+            return "", 0.0, 0.0
+        return self.stacks.frames[best], float(share[best]), float(self.overall[best])
+
+    def table(self, keys: list[str], limit: int = MAX_GROUPS) -> list[dict[str, Any]]:
+        """Samples per key (entries' keys), busiest first, each with its characteristic function."""
+        uniq, inverse = np.unique(np.asarray(keys, dtype=object).astype(str), return_inverse=True)
+        inverse = inverse.reshape(-1)
+        sums = np.bincount(inverse, weights=self.samples.counts, minlength=len(uniq))
+        out = []
+        shown = np.argsort(-sums, kind="stable")[:limit]
+        for g in shown.tolist():
+            fn, share, overall = self.characteristic(inverse == g)
+            out.append({"key": str(uniq[g]), "samples": int(sums[g]), "share": float(sums[g]) / self.total,
+                        "function": fn, "function_share": share, "function_overall": overall})
+        position = np.full(len(uniq), -1, dtype=np.int64)
+        position[shown] = np.arange(len(shown))
+        self.last_cells = self.cells(position[inverse])
+        return out
+
+    def cells(self, group: np.ndarray) -> list[list[int]]:
+        """[table row, second, samples] per (row, second) with samples (rows past the table's limit left out)."""
+        secs = self.samples.seconds
+        keep = (group >= 0) & (secs >= 0)
+        if not keep.any():
+            return []
+        base = int(secs[keep].min())
+        key = group[keep] * (int(secs[keep].max()) - base + 1) + (secs[keep] - base)
+        uniq, inverse = np.unique(key, return_inverse=True)
+        sums = np.bincount(inverse.reshape(-1), weights=self.samples.counts[keep]).astype(np.int64)
+        width = int(secs[keep].max()) - base + 1
+        return [[int(k // width), int(k % width) + base, int(n)] for k, n in zip(uniq.tolist(), sums.tolist())]
+
+
+def thread_label(joined: Joined, tid: int) -> str:
+    return f"{tid} {joined.names[str(tid)]}" if str(tid) in joined.names else str(tid)
+
+
+def tables(profile: Profile, polled: plist.Polled | None = None) -> dict[str, Any] | None:
+    """CPU by thread, by processlist state, statement and user@db (None: the input kept no thread ids)."""
+    samples = profile.samples
+    if samples is None or not len(samples) or not samples.has_tids:
+        return None
+    polled = polled if polled is not None else polled_for(profile)
+    j = Joined(profile, samples, polled)
+    tids = [thread_label(j, t) if t >= 0 else "unknown" for t in samples.tids.tolist()]
+    out: dict[str, Any] = {"samples": samples.total, "polled": polled is not None, "tables": []}
+
+    def add(name: str, title: str, group: str, keys: list[str]) -> None:
+        rows = j.table(keys)
+        for row in rows:
+            row["sentence"] = sentence(group, row)
+        out["tables"].append({"name": name, "title": title, "rows": rows, "cells": j.last_cells})
+
+    if polled is not None:
+        users = [f"{u}@{d}" if u != NOT_POLLED else u for u, d in zip(j.column("user", "?"), j.column("db", "-"))]
+        out.update(joined=int(samples.counts[j.at >= 0].sum()), polls=int(len(np.unique(polled.seconds))))
+        add("state", "CPU by processlist state", "threads in", j.column("state", "(empty state)"))
+        add("statement", "CPU by statement (normalised digest)", "threads running", j.column("digest", NO_STATEMENT))
+        add("user", "CPU by user@db", "threads of", users)
+        add("command", "CPU by processlist command", "threads in command", j.column("command", "?"))
+    add("thread", "CPU by thread", "thread", tids)
+    return out
+
+
+def sentence(group: str, row: dict[str, Any]) -> str:
+    """"72 % of the samples of threads in `statistics` were in f (33 % overall)"."""
+    if not row.get("function") or row["key"] == NOT_POLLED:
+        return ""
+    return (f"{100 * row['function_share']:.0f} % of the samples of {group} `{row['key'][:80]}` were in "
+            f"{row['function']} ({100 * row['function_overall']:.0f} % overall)")
+
+
+def finding_rows(stacks: Stacks, process: str, rows: Iterable[int] | np.ndarray | None) -> np.ndarray:
+    """A finding's matched rows (of its process's Stacks) as rows of the whole profile."""
+    if rows is None:
+        return np.zeros(0, dtype=np.int64)
+    rows = np.asarray(rows, dtype=np.int64)
+    root = stacks.frame_index.get(process, -1) if process else -1
+    if root < 0:
+        return rows
+    return np.flatnonzero(stacks.root_ids == root)[rows]

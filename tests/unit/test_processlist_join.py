@@ -1,0 +1,72 @@
+"""The processlist polled during a capture: digests without literals, the (tid, second) join, CPU by state."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from pmuprof.analysis import threads
+from pmuprof.capture.mysql.poll import digest, row_line
+from pmuprof.model import processlist, rundir
+from pmuprof.model.profile import Profile
+from pmuprof.model.samples import from_keyed
+from pmuprof.model.stacks import Stacks
+
+
+def test_digest_drops_every_literal_and_comment():
+    sql = ("SELECT /* app=shop */ c FROM sbtest1 WHERE id = 42 AND name = 'O''Brien' AND k IN (1, 2, 3) "
+           "AND pwd = \"s3cret\" -- trailing\n AND x > -1.5e3")
+    text = digest(sql)
+    assert text == "SELECT c FROM sbtest1 WHERE id = ? AND name = ? AND k IN (...) AND pwd = ? AND x > ?"
+    assert "s3cret" not in text and "Brien" not in text and "42" not in text
+    assert digest(None) == "" and digest(b"SELECT 1") == "SELECT ?"
+    assert len(digest("SELECT " + "a, " * 500 + "b")) <= 241
+
+
+def test_row_line_needs_a_thread_id_and_keeps_cells_on_one_line():
+    assert row_line(7, (1, None, "u", "d", "Query", "x", 0, "SELECT 1")) is None
+    line = row_line(7, (1, 55, "u\tx", None, "Query", "Sending\ndata", 3, "SELECT 'a'"))
+    assert line == "7\t55\t1\tu x\t\tQuery\tSending data\t3\tSELECT ?\n"
+
+
+TEXT = """# pmuprof processlist: second\ttid\tid\tuser\tdb\tcommand\tstate\ttime\tdigest
+100\t11\t1\tapp\tshop\tQuery\tstatistics\t0\tSELECT ?
+100\t12\t2\tapp\tshop\tQuery\tSending data\t0\tSELECT c FROM t
+102\t11\t1\tapp\tshop\tQuery\tSending data\t0\tSELECT c FROM t
+bad line
+"""
+
+
+def test_lookup_takes_the_same_second_else_a_neighbour():
+    polled = processlist.parse(TEXT)
+    assert len(polled) == 3
+    at = polled.lookup(np.array([11, 12, 11, 11, 13, -1]), np.array([100, 101, 101, 104, 100, 100]))
+    assert [polled.value("state", a) if a >= 0 else None for a in at.tolist()] == [
+        "statistics", "Sending data", "statistics", None, None, None]
+
+
+def test_cpu_by_state_statement_and_thread(tmp_path):
+    dive = ("mysqld", "do_command", "btr_estimate_n_rows_in_range", "ut_delay")
+    scan = ("mysqld", "do_command", "row_search_mvcc")
+    keyed = {(dive, 11, 100): 72, (scan, 11, 100): 28, (scan, 12, 100): 50, (scan, 40, 100): 10}
+    stacks = Stacks.of({dive: 72, scan: 88})
+    (tmp_path / rundir.PROCESSLIST).write_text(TEXT)
+    profile = Profile(stacks, source=str(tmp_path), samples=from_keyed(stacks, keyed))
+    out = threads.tables(profile)
+    assert out["polled"] and out["joined"] == 150 and out["samples"] == 160
+    state = {t["name"]: t for t in out["tables"]}["state"]["rows"]
+    stats = next(r for r in state if r["key"] == "statistics")
+    assert stats["samples"] == 100 and stats["function"] == "btr_estimate_n_rows_in_range"
+    assert stats["sentence"] == ("72 % of the samples of threads in `statistics` were in "
+                                 "btr_estimate_n_rows_in_range (45 % overall)")
+    assert {r["key"]: r["samples"] for r in state} == {"statistics": 100, "Sending data": 50,
+                                                       threads.NOT_POLLED: 10}
+    by_thread = {t["name"]: t for t in out["tables"]}["thread"]["rows"]
+    assert [(r["key"], r["samples"]) for r in by_thread] == [("11", 100), ("12", 50), ("40", 10)]
+    cells = {t["name"]: t for t in out["tables"]}["state"]["cells"]
+    assert sorted(cells) == [[0, 100, 100], [1, 100, 50], [2, 100, 10]]
+
+
+def test_no_thread_ids_no_tables():
+    stacks = Stacks.of({("mysqld", "f"): 3})
+    assert threads.tables(Profile(stacks)) is None
+    assert threads.tables(Profile(stacks, samples=from_keyed(stacks, {(("mysqld", "f"), -1, 5): 3}))) is None
