@@ -28,6 +28,7 @@ class Trie:
     totals: list[int]
     weight: np.ndarray  # the node's largest share over the columns
     end: np.ndarray  # last preorder index of the node's subtree
+    row_node: np.ndarray | None = None  # each input row's last node (preorder; -1: an empty row)
 
     @classmethod
     def of(cls, columns: Sequence["Stacks | Mapping[Stack, int]"]) -> "Trie":
@@ -179,7 +180,8 @@ def _build(frames: tuple[str, ...], ids: np.ndarray, lengths: np.ndarray, counts
     pre_sorted_size = size[perm]
     small = np.int32
     return Trie(frames, np.concatenate(frame_l)[perm].astype(small), np.concatenate(depth_l)[perm].astype(small),
-                new_parent.astype(small), values, totals, weight, (np.arange(len(pre)) + pre_sorted_size - 1).astype(small))
+                new_parent.astype(small), values, totals, weight, (np.arange(len(pre)) + pre_sorted_size - 1).astype(small),
+                np.where(lengths > 0, pre[node_of], -1))
 
 
 def _preorder(parent: np.ndarray, size: np.ndarray, level_start: np.ndarray) -> np.ndarray:

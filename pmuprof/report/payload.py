@@ -12,7 +12,9 @@ from ..model.profile import Profile
 from .counters import counters_section
 from .evidence import evidence_rows, levels_text
 from .facts import mysql_facts, numa_text, summary
-from .flame import build_tree
+from ..analysis import threads
+from . import seconds
+from .flame import build_tree_rows
 from .verdict import verdict
 
 TOP_FUNCTIONS = 60
@@ -142,16 +144,18 @@ def build_payload(profile: Profile, findings: Iterable[Finding], max_flame_nodes
     """Everything the report shows, as plain data (sorted, no clock reads: same input, same bytes)."""
     processes = profile.processes()
     counters = counters_section(profile.counters)
+    findings = list(findings)
     shown = shown_findings(findings)
     found_groups = groups(shown)
     head = summary(profile, processes)
-    flame = build_tree([profile.stacks], max_flame_nodes)
+    flame, tree_rows = build_tree_rows([profile.stacks], max_flame_nodes)
     top = _per_process_top(profile, processes)
+    found = verdict(shown, found_groups, head, top[0]["rows"], frozenset(flame["names"]))
     return {
         "kind": "report",
         "title": "pmuprof report" + (f": {', '.join(processes[:3])}" if processes else ""),
         "summary": head,
-        "verdict": verdict(shown, found_groups, head, top[0]["rows"], frozenset(flame["names"])),
+        "verdict": found,
         "flame": flame,
         "top_functions": top,
         "counters": counters,
@@ -161,4 +165,6 @@ def build_payload(profile: Profile, findings: Iterable[Finding], max_flame_nodes
         "instruction_hotspots": hotspots(profile),
         "comparison": comparison(profile, processes, counters["ipc"]),
         "mysql": mysql_facts(profile.server),
+        "seconds": seconds.strip(profile, findings, tree_rows, str(found.get("rule") or "")),
+        "threads": threads.tables(profile),
     }
