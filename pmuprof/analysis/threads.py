@@ -1,16 +1,15 @@
 """Samples joined to threads and the processlist: CPU by thread, by processlist state, by statement, by second.
 
 Each entry of the sample table (model/samples.py: stack row, tid, second) is joined to the row its
-thread had in the processlist poll of that second (model/processlist.py). A group's "characteristic
-function" is the one whose inclusive share in the group most exceeds its share in the whole profile
-(share x log2 of the ratio), so "72 % of the samples of threads in `statistics` were in
-btr_estimate_n_rows_in_range (33 % overall)" names the function that sets the group apart, not
-do_command, which every connection runs.
+thread had in the processlist poll of that second (model/processlist.py). A group's function is the
+end of its hot path: from the process root, the heaviest callee while it still holds at least half
+of the group's samples, so "72 % of the samples of threads in `statistics` were in
+btr_estimate_n_rows_in_range (33 % overall)" names the deepest function most of the group ran in,
+not do_command, which every connection runs.
 """
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -25,7 +24,7 @@ from ..model.stacks import Stacks
 NOT_POLLED = "(not a connection)"  # a background thread, or a connection asleep in that poll
 NO_STATEMENT = "(no statement)"
 MAX_GROUPS = 25
-MIN_FRAME_SHARE = 0.2  # a characteristic function covers at least this share of its group
+HOT_PATH_SHARE = 0.5  # the hot path goes on while its next frame holds at least this share of the group
 
 
 def polled_for(profile: Profile) -> plist.Polled | None:
@@ -44,6 +43,36 @@ def inclusive(stacks: Stacks, weights: np.ndarray) -> np.ndarray:
     rows, start = stacks._postings  # noqa: SLF001 - the postings are the Stacks' own index
     csum = np.concatenate(([0.0], np.cumsum(weights[rows], dtype=np.float64)))
     return csum[start[1:]] - csum[start[:-1]]
+
+
+def hot_path_end(stacks: Stacks, weights: np.ndarray, skip: np.ndarray) -> int:
+    """Frame id ending the heaviest path below the root while it keeps HOT_PATH_SHARE of ``weights``
+    (frames ``skip`` marks, e.g. [unknown], are walked through but never the answer; -1: none). Of a
+    run of frames with the same samples (a caller whose one callee takes all of them), the caller."""
+    rows = np.flatnonzero(weights > 0)
+    need = weights.sum() * HOT_PATH_SHARE
+    lengths, offsets, best, best_w, depth = stacks.lengths, stacks.offsets, -1, np.inf, 1
+    while len(rows) and need > 0:
+        rows = rows[lengths[rows] > depth]
+        if not len(rows):
+            break
+        uniq, inverse = np.unique(stacks.ids[offsets[rows] + depth].astype(np.int64), return_inverse=True)
+        inverse = inverse.reshape(-1)
+        sums = np.bincount(inverse, weights=weights[rows])
+        top = int(np.argmax(sums))
+        if sums[top] < need:
+            break
+        rows = rows[inverse == top]
+        if not skip[uniq[top]] and sums[top] < best_w:
+            best, best_w = int(uniq[top]), sums[top]
+        depth += 1
+    return best
+
+
+def inclusive_one(stacks: Stacks, weights: np.ndarray, frame: int) -> float:
+    """``weights`` of the rows holding ``frame`` below the root (once per row)."""
+    rows, start = stacks._postings  # noqa: SLF001 - the postings are the Stacks' own index
+    return float(weights[rows[start[frame]:start[frame + 1]]].sum())
 
 
 class Joined:
@@ -71,19 +100,14 @@ class Joined:
         return [NOT_POLLED if a < 0 else (values[codes[a]] or empty) for a in self.at.tolist()]
 
     def characteristic(self, pick: np.ndarray) -> tuple[str, float, float]:
-        """(function, its share in the entries ``pick``, its share overall); ("", 0, 0) when none stands out."""
+        """(function, its share in the entries ``pick``, its share overall): the end of the group's hot path;
+        ("", 0, 0) when no frame below the root holds half of the group."""
         w = np.bincount(self.samples.rows[pick], weights=self.samples.counts[pick], minlength=len(self.stacks))
-        n = w.sum()
-        if not n:
+        best = hot_path_end(self.stacks, w, self.skip)
+        if best < 0:
             return "", 0.0, 0.0
-        share = inclusive(self.stacks, w) / n
-        with np.errstate(divide="ignore", invalid="ignore"):
-            score = np.where((share >= MIN_FRAME_SHARE) & ~self.skip & (self.overall > 0),
-                             share * np.log2(share / np.maximum(self.overall, 1e-12)), -np.inf)
-        best = int(np.argmax(score)) if len(score) else -1
-        if best < 0 or not math.isfinite(score[best]) or score[best] <= 0:
-            return "", 0.0, 0.0
-        return self.stacks.frames[best], float(share[best]), float(self.overall[best])
+        share = inclusive_one(self.stacks, w, best) / float(w.sum())
+        return self.stacks.frames[best], share, float(self.overall[best])
 
     def table(self, keys: list[str], limit: int = MAX_GROUPS) -> list[dict[str, Any]]:
         """Samples per key (entries' keys), busiest first, each with its characteristic function."""
