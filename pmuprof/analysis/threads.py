@@ -16,10 +16,10 @@ from typing import Any, Iterable
 import numpy as np
 
 from ..model import processlist as plist, rundir
-from ..model.labels import UNKNOWN
+from ..model.labels import UNKNOWN, thread_root
 from ..model.profile import Profile
 from ..model.samples import Samples
-from ..model.stacks import Stacks
+from ..model.stacks import Stacks, StacksBuilder
 
 NOT_POLLED = "(not a connection)"  # a background thread, or a connection asleep in that poll
 NO_STATEMENT = "(no statement)"
@@ -146,7 +146,7 @@ def thread_label(joined: Joined, tid: int) -> str:
 def tables(profile: Profile, polled: plist.Polled | None = None) -> dict[str, Any] | None:
     """CPU by thread, by processlist state, statement and user@db (None: the input kept no thread ids)."""
     samples = profile.samples
-    if samples is None or not len(samples) or not samples.has_tids:
+    if samples is None or not len(samples) or not samples.has_tids or not samples.matches(profile.stacks):
         return None
     polled = polled if polled is not None else polled_for(profile)
     j = Joined(profile, samples, polled)
@@ -187,3 +187,22 @@ def finding_rows(stacks: Stacks, process: str, rows: Iterable[int] | np.ndarray 
     if root < 0:
         return rows
     return np.flatnonzero(stacks.root_ids == root)[rows]
+
+
+def split_by_thread(profile: Profile) -> Stacks | None:
+    """The stacks with a thread frame (``name-tid``, the name from performance_schema when known) under
+    each process root, from the sample table: what --per-thread folding gives, without the perf.data."""
+    s = profile.samples
+    if s is None or not s.has_tids or not s.matches(profile.stacks):
+        return None
+    names = dict(profile.server.processlist.thread_names) if profile.server and profile.server.processlist else {}
+    key = s.rows.astype(np.int64) << 32 | (s.tids.astype(np.int64) & 0xFFFFFFFF)
+    uniq, inverse = np.unique(key, return_inverse=True)
+    sums = np.bincount(inverse.reshape(-1), weights=s.counts).astype(np.int64)
+    builder = StacksBuilder()
+    for k, n in zip(uniq.tolist(), sums.tolist()):
+        row, tid = k >> 32, k & 0xFFFFFFFF
+        stack = profile.stacks.row(row)
+        label = thread_root(names.get(str(tid), "thread").rsplit("/", 1)[-1], tid) if tid != 0xFFFFFFFF else "thread-unknown"
+        builder.add(stack[:1] + (label,) + stack[1:], n)
+    return builder.build()

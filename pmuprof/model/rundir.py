@@ -220,13 +220,14 @@ def load_run_dir(path: Path, read_stacks: Callable[[Path], tuple[Any, dict[str, 
 
 
 def read_samples(path: Path, stacks: Any) -> tuple[Samples | None, tuple[str, ...]]:
-    """samples.tsv when present and it fits stacks.folded line for line (else None and a note why)."""
+    """samples.tsv when present and it fits stacks.folded line for line (else None and a note why);
+    ``stacks`` None: not checked against any."""
     if not path.is_file():
         return None, ()
     try:
         table = read_tsv(path)
     except (OSError, BadTable) as err:
         return None, (f"{path.name} is damaged ({err}): no per-thread or per-second view",)
-    if not table.matches(Stacks.of(stacks)):
+    if stacks is not None and not table.matches(Stacks.of(stacks)):
         return None, (f"{path.name} does not match {STACKS} (edited?): no per-thread or per-second view",)
     return table, ()

@@ -70,3 +70,42 @@ def test_no_thread_ids_no_tables():
     stacks = Stacks.of({("mysqld", "f"): 3})
     assert threads.tables(Profile(stacks)) is None
     assert threads.tables(Profile(stacks, samples=from_keyed(stacks, {(("mysqld", "f"), -1, 5): 3}))) is None
+
+
+def _two_sides(tmp_path):
+    dive = ("mysqld", "do_command", "btr_estimate_n_rows_in_range", "ut_delay")
+    scan = ("mysqld", "do_command", "row_search_mvcc")
+    before_keyed = {(dive, 11, 100): 720, (scan, 11, 100): 280, (scan, 12, 100): 500, (scan, 40, 100): 100}
+    after_keyed = {(dive, 11, 100): 50, (scan, 11, 100): 950, (scan, 12, 100): 500, (scan, 40, 100): 100}
+    sides = []
+    for name, keyed in (("b", before_keyed), ("a", after_keyed)):
+        folder = tmp_path / name
+        folder.mkdir()
+        (folder / rundir.PROCESSLIST).write_text(TEXT)
+        totals: dict = {}
+        for (stack, _, _), n in keyed.items():
+            totals[stack] = totals.get(stack, 0) + n
+        stacks = Stacks.of(totals)
+        sides.append(Profile(stacks, source=str(folder), samples=from_keyed(stacks, keyed)))
+    return sides
+
+
+def test_split_by_thread_puts_a_thread_frame_under_the_root(tmp_path):
+    before, _ = _two_sides(tmp_path)
+    split = threads.split_by_thread(before)
+    assert split.total == before.total
+    assert split[("mysqld", "thread-11", "do_command", "btr_estimate_n_rows_in_range", "ut_delay")] == 720
+    assert split[("mysqld", "thread-40", "do_command", "row_search_mvcc")] == 100
+
+
+def test_diff_split_by_state_statement_and_thread(tmp_path):
+    from pmuprof.report.diff import diff_document, diff_profiles
+    from pmuprof.report.diffmd import render_diff_markdown
+    doc = diff_document(diff_profiles(*_two_sides(tmp_path)))
+    split = {t["name"]: t for t in doc["split"]}
+    assert set(split) == {"state", "statement", "user", "command", "thread"}
+    thread = {r["key"]: r for r in split["thread"]["rows"]}
+    assert thread["11"]["before"] == thread["11"]["after"] == 1000 / 1600 and not thread["11"]["outside_noise"]
+    # the CPU of thread 11 did not move, but what it ran did: the function table shows the dive's fall
+    assert next(r for r in doc["self"] if r["name"] == "ut_delay")["self_outside_noise"]
+    assert "### CPU by processlist state" in render_diff_markdown(doc)
