@@ -11,7 +11,7 @@ not do_command, which every connection runs.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 import numpy as np
 
@@ -24,6 +24,10 @@ from ..model.stacks import Stacks, StacksBuilder
 NOT_POLLED = "(not a connection)"  # a background thread, or a connection asleep in that poll
 NO_STATEMENT = "(no statement)"
 MAX_GROUPS = 25
+COLUMN_TABLES = (("state", "CPU by processlist state", "threads in", "state", "(empty state)"),
+                 ("statement", "CPU by statement (normalised digest)", "threads running", "digest", NO_STATEMENT),
+                 ("command", "CPU by processlist command", "threads in command", "command", "?"))
+TABLE_ORDER = ("state", "statement", "user", "command", "thread")
 HOT_PATH_SHARE = 0.5  # the hot path goes on while its next frame holds at least this share of the group
 
 
@@ -33,7 +37,7 @@ def polled_for(profile: Profile) -> plist.Polled | None:
         return None
     src = Path(profile.source)
     folder = src if src.is_dir() else src.parent
-    if not (folder / rundir.PROCESSLIST).is_file():
+    if not (folder / rundir.PROCESSLIST).is_file() or not (src.is_dir() or rundir.is_run_dir(folder)):
         return None
     return plist.read(folder / rundir.PROCESSLIST)
 
@@ -86,18 +90,18 @@ class Joined:
         self.at = polled.lookup(samples.tids, samples.seconds) if polled is not None else np.full(len(samples), -1)
         self.total = max(samples.total, 1)
         self.overall = inclusive(self.stacks, self.stacks.counts.astype(np.float64)) / max(self.stacks.total, 1)
-        self.skip = np.zeros(len(self.stacks.frames), dtype=bool)
+        frames = self.stacks.frames
+        self.skip = np.fromiter((f.startswith((UNKNOWN, "[elided")) for f in frames), dtype=bool, count=len(frames))
         self.skip[np.unique(self.stacks.root_ids)] = True
-        for f, name in enumerate(self.stacks.frames):
-            self.skip[f] |= name.startswith((UNKNOWN, "[elided"))
 
-    def column(self, name: str, empty: str) -> list[str]:
-        """Each entry's processlist value of ``name`` (``NOT_POLLED`` when not joined; ``empty`` for "")."""
-        if self.polled is None:
-            return [NOT_POLLED] * len(self.samples)
-        values = self.polled.values[name]
-        codes = self.polled.codes[name]
-        return [NOT_POLLED if a < 0 else (values[codes[a]] or empty) for a in self.at.tolist()]
+    def column(self, name: str, empty: str) -> tuple[np.ndarray, list[str]]:
+        """Each entry's code of processlist column ``name``, and the label of each code (the last one
+        ``NOT_POLLED``, for entries not joined; ``empty`` stands for an empty value)."""
+        labels = [v or empty for v in self.polled.values[name]] + [NOT_POLLED] if self.polled else [NOT_POLLED]
+        if self.polled is None or not len(self.polled):
+            return np.full(len(self.samples), len(labels) - 1, dtype=np.int64), labels
+        codes = self.polled.codes[name][np.maximum(self.at, 0)].astype(np.int64)
+        return np.where(self.at >= 0, codes, len(labels) - 1), labels
 
     def characteristic(self, pick: np.ndarray) -> tuple[str, float, float]:
         """(function, its share in the entries ``pick``, its share overall): the end of the group's hot path;
@@ -109,16 +113,18 @@ class Joined:
         share = inclusive_one(self.stacks, w, best) / float(w.sum())
         return self.stacks.frames[best], share, float(self.overall[best])
 
-    def table(self, keys: list[str], limit: int = MAX_GROUPS) -> list[dict[str, Any]]:
-        """Samples per key (entries' keys), busiest first, each with its characteristic function."""
-        uniq, inverse = np.unique(np.asarray(keys, dtype=object).astype(str), return_inverse=True)
+    def table(self, codes: np.ndarray, label: Callable[[int], str], limit: int = MAX_GROUPS) -> list[dict[str, Any]]:
+        """Samples per group (an integer code per entry, ``label`` names a code), busiest first (ties by
+        label), each with its function."""
+        uniq, inverse = np.unique(codes, return_inverse=True)
         inverse = inverse.reshape(-1)
         sums = np.bincount(inverse, weights=self.samples.counts, minlength=len(uniq))
+        names = [label(int(c)) for c in uniq.tolist()]
         out = []
-        shown = np.argsort(-sums, kind="stable")[:limit]
+        shown = np.asarray(sorted(range(len(uniq)), key=lambda g: (-sums[g], names[g]))[:limit], dtype=np.int64)
         for g in shown.tolist():
             fn, share, overall = self.characteristic(inverse == g)
-            out.append({"key": str(uniq[g]), "samples": int(sums[g]), "share": float(sums[g]) / self.total,
+            out.append({"key": names[g], "samples": int(sums[g]), "share": float(sums[g]) / self.total,
                         "function": fn, "function_share": share, "function_overall": overall})
         position = np.full(len(uniq), -1, dtype=np.int64)
         position[shown] = np.arange(len(shown))
@@ -150,23 +156,26 @@ def tables(profile: Profile, polled: plist.Polled | None = None) -> dict[str, An
         return None
     polled = polled if polled is not None else polled_for(profile)
     j = Joined(profile, samples, polled)
-    tids = [thread_label(j, t) if t >= 0 else "unknown" for t in samples.tids.tolist()]
     out: dict[str, Any] = {"samples": samples.total, "polled": polled is not None, "tables": []}
 
-    def add(name: str, title: str, group: str, keys: list[str]) -> None:
-        rows = j.table(keys)
+    def add(name: str, title: str, group: str, codes: np.ndarray, label: Callable[[int], str]) -> None:
+        rows = j.table(codes, label)
         for row in rows:
             row["sentence"] = sentence(group, row)
         out["tables"].append({"name": name, "title": title, "rows": rows, "cells": j.last_cells})
 
     if polled is not None:
-        users = [f"{u}@{d}" if u != NOT_POLLED else u for u, d in zip(j.column("user", "?"), j.column("db", "-"))]
         out.update(joined=int(samples.counts[j.at >= 0].sum()), polls=int(len(np.unique(polled.seconds))))
-        add("state", "CPU by processlist state", "threads in", j.column("state", "(empty state)"))
-        add("statement", "CPU by statement (normalised digest)", "threads running", j.column("digest", NO_STATEMENT))
-        add("user", "CPU by user@db", "threads of", users)
-        add("command", "CPU by processlist command", "threads in command", j.column("command", "?"))
-    add("thread", "CPU by thread", "thread", tids)
+        for name, title, group, column, empty in COLUMN_TABLES:
+            codes, labels = j.column(column, empty)
+            add(name, title, group, codes, labels.__getitem__)
+        (users, u_labels), (dbs, d_labels) = j.column("user", "?"), j.column("db", "-")
+        add("user", "CPU by user@db", "threads of", users * len(d_labels) + dbs,
+            lambda c: NOT_POLLED if u_labels[c // len(d_labels)] == NOT_POLLED
+            else f"{u_labels[c // len(d_labels)]}@{d_labels[c % len(d_labels)]}")
+    add("thread", "CPU by thread", "thread", samples.tids.astype(np.int64),
+        lambda t: thread_label(j, t) if t >= 0 else "unknown")
+    out["tables"].sort(key=lambda t: TABLE_ORDER.index(t["name"]))
     return out
 
 
