@@ -109,3 +109,68 @@ def test_diff_split_by_state_statement_and_thread(tmp_path):
     # the CPU of thread 11 did not move, but what it ran did: the function table shows the dive's fall
     assert next(r for r in doc["self"] if r["name"] == "ut_delay")["self_outside_noise"]
     assert "### CPU by processlist state" in render_diff_markdown(doc)
+
+
+class _Cursor:
+    def __init__(self, conn):
+        self.conn, self.description, self.rows = conn, None, []
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def execute(self, sql):
+        self.conn.sql.append(sql)
+        if "LIMIT 0" in sql:
+            self.description = [(c,) for c in self.conn.columns]
+        elif "@@performance_schema" in sql:
+            self.rows = [(self.conn.pfs,)]
+        else:
+            self.rows = [(5, 77, "app", "shop", "Query", "statistics", 0, "SELECT * FROM t WHERE a = 'x1'"),
+                         (6, None, "app", "shop", "Query", "init", 0, None)]
+
+    def fetchone(self):
+        return self.rows[0]
+
+    def fetchmany(self, n):
+        return self.rows[:n]
+
+    def fetchall(self):
+        return self.rows
+
+
+class _Conn:
+    def __init__(self, columns, pfs=1):
+        self.columns, self.pfs, self.sql = columns, pfs, []
+
+    def cursor(self, *_a):
+        return _Cursor(self)
+
+
+def test_choose_sql_prefers_processlist_tid_then_performance_schema():
+    import pytest as _pytest
+    from pmuprof.capture.mysql import poll
+    assert poll.choose_sql(_Conn(["ID", "USER", "TID"])) == poll.MARIADB_SQL
+    assert poll.choose_sql(_Conn(["ID", "USER"], pfs=1)) == poll.MYSQL_SQL
+    with _pytest.raises(LookupError):
+        poll.choose_sql(_Conn(["ID", "USER"], pfs=0))
+
+
+def test_poller_writes_one_line_per_connection_per_poll(tmp_path):
+    import io
+    from pmuprof.capture.mysql import poll
+    ticks = iter(10.0 + 0.25 * k for k in range(100))  # four clock reads per poll: one poll a second
+    p = poll.Poller(None, None, tmp_path / "p.tsv", interval=0.0, clock=lambda: next(ticks))
+    conn, out = _Conn(["TID"]), io.StringIO()
+    orig = poll.MAX_POLLS
+    poll.MAX_POLLS = 3
+    try:
+        p._loop(conn, poll.MARIADB_SQL, out)
+    finally:
+        poll.MAX_POLLS = orig
+    assert p.polls == 3 and p.rows == 3
+    seconds = [int(ln.split("\t")[0]) for ln in out.getvalue().splitlines()]
+    assert seconds == [10, 11, 12]  # the midpoint of each query, on the capture's clock
+    assert out.getvalue().splitlines()[0].endswith("statistics\t0\tSELECT * FROM t WHERE a = ?")

@@ -68,9 +68,8 @@ def row_line(second: int, row: tuple) -> str | None:
 def choose_sql(conn: Any) -> str:
     """MariaDB's information_schema.PROCESSLIST when it has TID, else performance_schema.threads."""
     with conn.cursor() as cur:
-        cur.execute("SELECT COUNT(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = 'information_schema' "
-                    "AND TABLE_NAME = 'PROCESSLIST' AND COLUMN_NAME = 'TID'")
-        if cur.fetchone()[0]:
+        cur.execute("SELECT * FROM information_schema.PROCESSLIST LIMIT 0")  # its columns, no rows
+        if "TID" in {str(d[0]).upper() for d in cur.description or ()}:
             return MARIADB_SQL
         cur.execute("SELECT @@performance_schema")
         if str(cur.fetchone()[0]) in ("1", "ON"):
