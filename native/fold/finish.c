@@ -239,25 +239,19 @@ static int cmp_sample(const void *a, const void *b)
     return (x->sec > y->sec) - (x->sec < y->sec);
 }
 
-/* The sample table on output rows, sorted by (row, tid, second), equal entries summed. */
+/* The sample table on output rows, sorted by (row, tid, second), equal entries summed (a second met
+ * twice, out of time order, is summed here too). */
 static int samples_build(folder_t *f, const uint32_t *row_of)
 {
-    f->smp = calloc(f->samp.n + 1, sizeof *f->smp);
-    if (!f->smp)
+    if (samples_flush(f))
         return -ENOMEM;
     size_t k = 0;
-    for (size_t i = 0; i < f->samp.n; i++) {
-        size_t n;
-        uint32_t st;
-        const char *key = itab_key(&f->samp, (uint32_t)i, &n);
-        memcpy(&st, key, 4);
-        if (row_of[st] == UINT32_MAX)
+    for (size_t i = 0; i < f->nsmp; i++) {
+        sample_ref_t e = f->smp[i];
+        if (row_of[e.row] == UINT32_MAX)
             continue;
-        sample_ref_t *e = &f->smp[k++];
-        e->row = row_of[st];
-        memcpy(&e->tid, key + 4, 4);
-        memcpy(&e->sec, key + 8, 8);
-        e->count = f->sp_count.v[i];
+        e.row = row_of[e.row];
+        f->smp[k++] = e;
     }
     qsort(f->smp, k, sizeof *f->smp, cmp_sample);
     size_t w = 0;

@@ -321,14 +321,44 @@ static int stack_count(folder_t *f)
     return 0;
 }
 
+int samples_flush(folder_t *f)
+{
+    size_t n = f->samp.n;
+    if (f->nsmp + n > f->cap_smp) {
+        size_t cap = f->cap_smp ? f->cap_smp : 1024;
+        while (cap < f->nsmp + n)
+            cap *= 2;
+        sample_ref_t *p = realloc(f->smp, cap * sizeof *p);
+        if (!p)
+            return -ENOMEM;
+        f->smp = p, f->cap_smp = cap;
+    }
+    for (size_t i = 0; i < n; i++) {
+        size_t len;
+        const char *key = itab_key(&f->samp, (uint32_t)i, &len);
+        sample_ref_t *e = &f->smp[f->nsmp++];
+        memcpy(&e->row, key, 4);
+        memcpy(&e->tid, key + 4, 4);
+        e->sec = f->samp_sec;
+        e->count = f->sp_count.v[i];
+    }
+    if (n)
+        memset(f->sp_count.v, 0, n * sizeof *f->sp_count.v);
+    itab_free(&f->samp);
+    memset(&f->samp, 0, sizeof f->samp);
+    return 0;
+}
+
 /* The sample table: (stack, tid, second) -> samples; a tid that is no int32 is -1 (unknown). */
 static int table_count(folder_t *f)
 {
-    unsigned char k[16];
+    unsigned char k[8];
     int32_t tid = f->tid > INT32_MAX ? -1 : (int32_t)f->tid; /* BIG_PID ids are above too */
+    if (f->sec != f->samp_sec && samples_flush(f))
+        return -ENOMEM;
+    f->samp_sec = f->sec;
     memcpy(k, &f->cur_stack, 4);
     memcpy(k + 4, &tid, 4);
-    memcpy(k + 8, &f->sec, 8);
     int added;
     int64_t id = itab_intern(&f->samp, k, sizeof k, &added);
     return id < 0 || col_add(&f->sp_count, (size_t)id, 1) ? -ENOMEM : 0;

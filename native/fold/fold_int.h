@@ -58,8 +58,11 @@ struct folder {
     itab_t leafc;     /* (pid, comm_r when no pid, dso_r, sym_r, off_r) -> samples */
     col_t tid_want;   /* rendered comm ids of pid-less samples whose tid is a --pid */
     col_t lc_count;
-    itab_t samp;      /* (stacks id u32, tid i32, second i64) -> samples */
+    itab_t samp;      /* the current second's (stacks id u32, tid i32) -> samples */
     col_t sp_count;
+    int64_t samp_sec; /* the second samp holds */
+    sample_ref_t *smp; /* finished seconds' entries (row: the stacks id until folder_finish) */
+    size_t nsmp, cap_smp;
     /* the sample being read */
     int in_sample, keep;
     uint64_t pid, tid;
@@ -79,8 +82,6 @@ struct folder {
     uint32_t *rank, *by_rank;
     leaf_ref_t *leaves;
     size_t nleaves;
-    sample_ref_t *smp;
-    size_t nsmp;
     uint64_t *name_pids;
     size_t nname_pids;
     uint64_t *name_order; /* pidinfo ids in the order Python's dict would list them */
@@ -107,6 +108,9 @@ static inline int col_set(col_t *c, size_t id, uint64_t val)
 int64_t rstr_render(folder_t *f, const char *s, size_t n, int flags);
 int put_pid(folder_t *f, buf_t *b, uint64_t pid);
 int folder_end_sample(folder_t *f);
+/* The current second's sample-table entries moved to f->smp (samples arrive in time order: memory is
+ * 24 bytes per (stack, tid, second) entry plus one second's hash). */
+int samples_flush(folder_t *f);
 int64_t parse_num(folder_t *f, const char *s, size_t n, uint64_t *out);
 /* The time field's whole seconds as the sample table keeps them (-1: none, or over 18 digits). */
 int64_t second_of(slice_t digits);

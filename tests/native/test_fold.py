@@ -295,3 +295,11 @@ def test_sample_table_keeps_thread_and_second(fold_bin, tmp_path, per_thread):
 def _leaf(ref: FoldResult, name: str) -> str:
     """The leaf frame label the folder gave function ``name``."""
     return next(s[-1] for s in ref.stacks if s[-1].startswith(name))
+
+
+def test_sample_table_of_samples_out_of_time_order(fold_bin, tmp_path):
+    """A second met again after another (perf script of several files, a clock step) is summed, not split."""
+    blocks = TIMED.split(b"\n\n")
+    shuffled = b"\n\n".join([blocks[2], blocks[0], blocks[3], blocks[1], blocks[4], blocks[5]])
+    ref = assert_same(fold_bin, shuffled, tmp_path)
+    assert len(ref.samples) == 5 and ref.samples.total == 6
