@@ -88,6 +88,7 @@ class Joined:
         self.stacks, self.samples, self.polled = profile.stacks, samples, polled
         self.names = dict(profile.server.processlist.thread_names) if profile.server and profile.server.processlist else {}
         self.at = polled.lookup(samples.tids, samples.seconds) if polled is not None else np.full(len(samples), -1)
+        self.conns = polled.connections() if polled is not None else {}
         self.total = max(samples.total, 1)
         self.overall = inclusive(self.stacks, self.stacks.counts.astype(np.float64)) / max(self.stacks.total, 1)
         frames = self.stacks.frames
@@ -146,7 +147,13 @@ class Joined:
 
 
 def thread_label(joined: Joined, tid: int) -> str:
-    return f"{tid} {joined.names[str(tid)]}" if str(tid) in joined.names else str(tid)
+    """``tid``, with its performance_schema name or its connection id and user when known."""
+    if str(tid) in joined.names:
+        return f"{tid} {joined.names[str(tid)]}"
+    if tid in joined.conns:
+        cid, user = joined.conns[tid]
+        return f"{tid} (connection {cid}{', ' + user if user else ''})"
+    return str(tid)
 
 
 def tables(profile: Profile, polled: plist.Polled | None = None) -> dict[str, Any] | None:

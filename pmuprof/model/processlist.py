@@ -22,6 +22,7 @@ class Polled:
 
     seconds: np.ndarray  # int64
     tids: np.ndarray  # int64
+    ids: np.ndarray  # int64: the processlist (connection) id
     codes: dict[str, np.ndarray]
     values: dict[str, tuple[str, ...]]
 
@@ -30,6 +31,11 @@ class Polled:
 
     def value(self, column: str, row: int) -> str:
         return self.values[column][int(self.codes[column][row])]
+
+    def connections(self) -> dict[int, tuple[int, str]]:
+        """tid -> (connection id, user) as last polled."""
+        users, codes = self.values["user"], self.codes["user"]
+        return {int(t): (int(i), users[int(c)]) for t, i, c in zip(self.tids.tolist(), self.ids.tolist(), codes.tolist())}
 
     def lookup(self, tids: np.ndarray, seconds: np.ndarray) -> np.ndarray:
         """For each (tid, second), the row of that thread polled in that second, else in the nearest
@@ -57,6 +63,7 @@ def parse(text: str) -> Polled:
     cols: dict[str, list[str]] = {c: [] for c in TEXT_COLUMNS}
     secs: list[int] = []
     tids: list[int] = []
+    ids: list[int] = []
     for line in text.split("\n"):
         if not line or line.startswith("#"):
             continue
@@ -65,6 +72,7 @@ def parse(text: str) -> Polled:
             continue
         secs.append(int(cells[0]))
         tids.append(int(cells[1]))
+        ids.append(int(cells[2]) if cells[2].isdigit() else -1)
         for name, cell in zip(("user", "db", "command", "state"), cells[3:7]):
             cols[name].append(cell)
         cols["digest"].append(cells[8])
@@ -76,7 +84,8 @@ def parse(text: str) -> Polled:
             else (np.zeros(0, str), np.zeros(0, np.int64))
         codes[name] = inverse.reshape(-1)[order].astype(np.int32)
         values[name] = tuple(uniq.tolist())
-    return Polled(sec_a[order], tid_a[order], codes, values)
+    return Polled(sec_a[order], tid_a[order], np.asarray(ids, dtype=np.int64)[order] if ids else np.zeros(0, np.int64),
+                  codes, values)
 
 
 def read(path: Path) -> Polled | None:

@@ -138,4 +138,5 @@ def test_one_click_selects_one_second_and_the_view_survives(browser, strip_url):
     browser.wait(f"{STRIP}.getAttribute('data-range') === '6-6'")
     assert browser.js("document.getElementById('flame').getAttribute('data-view') === 'inverted'")
     assert browser.js("document.getElementById('flame').getAttribute('data-total')") == "225"
-    assert cell(browser, "thread", "101", "sec-n") == "110"
+    assert cell(browser, "thread", "101 (connection 7, app)", "sec-n") == "110"
+    assert cell(browser, "thread", "300", "sec-n") == "5"  # a background thread: no connection

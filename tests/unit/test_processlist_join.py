@@ -61,7 +61,8 @@ def test_cpu_by_state_statement_and_thread(tmp_path):
     assert {r["key"]: r["samples"] for r in state} == {"statistics": 100, "Sending data": 50,
                                                        threads.NOT_POLLED: 10}
     by_thread = {t["name"]: t for t in out["tables"]}["thread"]["rows"]
-    assert [(r["key"], r["samples"]) for r in by_thread] == [("11", 100), ("12", 50), ("40", 10)]
+    assert [(r["key"], r["samples"]) for r in by_thread] == [("11 (connection 1, app)", 100),
+                                                              ("12 (connection 2, app)", 50), ("40", 10)]
     cells = {t["name"]: t for t in out["tables"]}["state"]["cells"]
     assert sorted(cells) == [[0, 100, 100], [1, 100, 50], [2, 100, 10]]
 
@@ -105,7 +106,8 @@ def test_diff_split_by_state_statement_and_thread(tmp_path):
     split = {t["name"]: t for t in doc["split"]}
     assert set(split) == {"state", "statement", "user", "command", "thread"}
     thread = {r["key"]: r for r in split["thread"]["rows"]}
-    assert thread["11"]["before"] == thread["11"]["after"] == 1000 / 1600 and not thread["11"]["outside_noise"]
+    t11 = thread["11 (connection 1, app)"]
+    assert t11["before"] == t11["after"] == 1000 / 1600 and not t11["outside_noise"]
     # the CPU of thread 11 did not move, but what it ran did: the function table shows the dive's fall
     assert next(r for r in doc["self"] if r["name"] == "ut_delay")["self_outside_noise"]
     assert "### CPU by processlist state" in render_diff_markdown(doc)
