@@ -31,14 +31,6 @@ def sorted_stacks(stacks: Mapping[Stack, int]) -> list[tuple[Stack, int]]:
     return sorted(stacks.items(), key=lambda kv: kv[0])
 
 
-def line_of_rows(stacks: Stacks) -> np.ndarray:
-    """For each row of ``stacks``, the line (0-based, headers not counted) write_folded puts it on."""
-    keys = list(stacks)
-    line = np.empty(len(keys), dtype=np.int64)
-    line[np.asarray(sorted(range(len(keys)), key=keys.__getitem__), dtype=np.int64)] = np.arange(len(keys))
-    return line
-
-
 def write_folded(out: TextIO, stacks: Mapping[Stack, int], headers: Mapping[str, Any] | None = None) -> np.ndarray | None:
     """The folded text, stacks sorted by frames; for a Stacks, returns the line of each row."""
     for key, value in (headers or {}).items():

@@ -4,7 +4,6 @@ thread/state/statement tables for those seconds only; "All seconds" brings the w
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 from cdp import Browser
