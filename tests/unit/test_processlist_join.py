@@ -74,6 +74,7 @@ def test_no_thread_ids_no_tables():
 
 
 def _two_sides(tmp_path):
+    tmp_path.mkdir(exist_ok=True)
     dive = ("mysqld", "do_command", "btr_estimate_n_rows_in_range", "ut_delay")
     scan = ("mysqld", "do_command", "row_search_mvcc")
     before_keyed = {(dive, 11, 100): 720, (scan, 11, 100): 280, (scan, 12, 100): 500, (scan, 40, 100): 100}
@@ -111,6 +112,9 @@ def test_diff_split_by_state_statement_and_thread(tmp_path):
     # the CPU of thread 11 did not move, but what it ran did: the function table shows the dive's fall
     assert next(r for r in doc["self"] if r["name"] == "ut_delay")["self_outside_noise"]
     assert "### CPU by processlist state" in render_diff_markdown(doc)
+    from pmuprof.report.diff import write_diff
+    html = write_diff(diff_profiles(*_two_sides(tmp_path / "again")), tmp_path / "out")["diff.html"].read_text()
+    assert 'table class="sort split" data-table="state"' in html and "<code>statistics</code>" in html
 
 
 class _Cursor:
