@@ -19,6 +19,7 @@ from .findings import engine
 from .findings.model import Finding
 from .model import rundir
 from .model.folded import save_folded
+from .model.samples import write_tsv
 from .model.profile import Profile
 from .report import findings_json, write_outputs
 
@@ -62,7 +63,12 @@ def write_analysed(run_dir: Path, profile: Profile) -> None:
     headers = {"pmuprof_version": run.pmuprof_version, "event": run.record.event_recorded,
                "frequency_hz": f"{run.record.frequency} Hz" if run.record.frequency else "", "mode": run.mode,
                "unit": profile.unit, "targets": " ".join(f"{t.label}={t.pid}" for t in run.targets)}
-    save_folded(run_dir / rundir.STACKS, profile.stacks, {k: v for k, v in headers.items() if v})
+    lines = save_folded(run_dir / rundir.STACKS, profile.stacks, {k: v for k, v in headers.items() if v})
+    if profile.samples is not None:
+        with outfile.open_text(run_dir / rundir.SAMPLES) as out:
+            write_tsv(out, profile.samples, lines)
+    else:
+        (run_dir / rundir.SAMPLES).unlink(missing_ok=True)
     leaves: dict[tuple[str, str, int], int] = {}
     for leaf in profile.leaves:
         key = (leaf.dso, leaf.symbol, leaf.offset)

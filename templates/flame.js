@@ -8,7 +8,7 @@ function PmuFlame(box, data, diff) {
   this.canvas = this.q("canvas"); this.tip = this.q(".flame-tip"); this.menu = this.q(".flame-menu");
   this.search = this.q("input[type=search]"); this.copyBox = this.q(".flame-copy");
   this.painter = new PmuCanvas(this.canvas);
-  this.base = pmuBaseTree(data, diff); this.all = this.base.w[0];
+  this.data = data; this.base = pmuBaseTree(data, diff); this.all = this.base.w[0];
   this.inverted = null; this.sandwich = null; this.st = pmuDefaultState();
   this.panes = []; this.rows = 1; this.hover = null; this.menuHit = null; this.hitName = null; this.lastDraw = 0;
   this.bind();
@@ -18,6 +18,14 @@ function PmuFlame(box, data, diff) {
 }
 
 PmuFlame.prototype.q = function (sel) { return this.box.querySelector(sel); };
+
+/* Draw other values on the same tree (the per-second strip's seconds); the view, zoom and search stay. */
+PmuFlame.prototype.setData = function (data) {
+  this.base = pmuBaseTree(data, this.diff); this.all = this.base.w[0];
+  this.inverted = null; this.sandwich = null;
+  this.box.setAttribute("data-total", String(this.all));
+  this.apply(this.st, "none");
+};
 
 /* The function a frame stands for: a sandwich's root is its function, the icicle's is "all". */
 PmuFlame.prototype.nameOf = function (pane, i) {

@@ -50,6 +50,8 @@ function pmuStart() {
     pmuFocusRows(window.pmuFlame);
     pmuFlameLinks(window.pmuFlame);
   }
+  var strip = document.getElementById("sec-strip");
+  if (strip && data.seconds) window.pmuSeconds = new PmuSeconds(strip, data.seconds, data.threads, window.pmuFlame || null);
   Array.prototype.forEach.call(document.querySelectorAll("table.sort"), pmuSortable);
 }
 document.addEventListener("DOMContentLoaded", pmuStart);

@@ -50,14 +50,19 @@ typedef unsigned long ulint;
 /* ------------------------------------------------------------------ configuration */
 
 enum role { ROLE_INDEX_DIVE, ROLE_HEALTHY, ROLE_FLUSH_COORDINATOR, ROLE_FLUSH_WORKER, ROLE_PAGE_CLEANER,
-	    ROLE_ROW_LOCK_HOLDER, ROLE_ROW_LOCK_WAITER, ROLE_COMMITTER };
+	    ROLE_ROW_LOCK_HOLDER, ROLE_ROW_LOCK_WAITER, ROLE_COMMITTER, ROLE_SPIKE };
 
 struct demo_config {
 	const char *scenario;
 	int threads;
 	double seconds;
 	int die_with_parent;
+	double spike_at, spike_len; /* scenario spike: index dives from spike_at for spike_len seconds */
 };
+
+/* The spike window on CLOCK_MONOTONIC, set once in main before the threads start. */
+static double demo_spike_from, demo_spike_to;
+static double now_s(void);
 
 /* The server variables the spin loops read, named like InnoDB's. Set once in main. */
 ulint srv_spin_wait_delay = 6;
@@ -426,12 +431,31 @@ NOINLINE ulint do_command(row_prebuilt_t *p, enum role role)
 
 static atomic_ulong demo_queries;
 
+/* ROLE_SPIKE: light healthy queries (a pause after each) but, inside the spike window, index dives flat out. */
+static void spike_step(row_prebuilt_t *p, ulint *n)
+{
+	double t = now_s();
+	if (t >= demo_spike_from && t < demo_spike_to) {
+		do_command(p, ROLE_INDEX_DIVE);
+		return;
+	}
+	do_command(p, ROLE_HEALTHY);
+	if (++*n % 2 == 0) {
+		struct timespec nap = {0, 4 * 1000 * 1000};
+		nanosleep(&nap, NULL);
+	}
+}
+
 NOINLINE void handle_connection(enum role role)
 {
 	row_prebuilt_t p;
+	ulint n = 0;
 	memset(&p, 0, sizeof(p));
 	while (!demo_stopping()) {
-		do_command(&p, role);
+		if (role == ROLE_SPIKE)
+			spike_step(&p, &n);
+		else
+			do_command(&p, role);
 		atomic_fetch_add_explicit(&demo_queries, 1, memory_order_relaxed);
 	}
 }
@@ -703,6 +727,7 @@ static void *os_thread_start(void *opaque)
 	switch (a->role) {
 	case ROLE_INDEX_DIVE:
 	case ROLE_HEALTHY:
+	case ROLE_SPIKE:
 		pthread_setname_np(pthread_self(), "connection");
 		handle_connection(a->role);
 		break;
@@ -734,6 +759,9 @@ static int scenario_roles(const struct demo_config *c, enum role *roles)
 		enum role r = c->scenario[0] == 'i' ? ROLE_INDEX_DIVE : ROLE_HEALTHY;
 		for (; n < c->threads; n++)
 			roles[n] = r;
+	} else if (!strcmp(c->scenario, "spike")) {
+		for (; n < c->threads; n++)
+			roles[n] = ROLE_SPIKE;
 	} else if (!strcmp(c->scenario, "spin")) {
 		roles[n++] = ROLE_FLUSH_COORDINATOR;
 		for (; n < c->threads; n++)
@@ -760,10 +788,12 @@ static int scenario_roles(const struct demo_config *c, enum role *roles)
 static void usage(FILE *to)
 {
 	fprintf(to,
-		"usage: pmuprof-demo [--scenario spin|index-dive|page-cleaner|healthy|mixed|blocking]\n"
+		"usage: pmuprof-demo [--scenario spin|index-dive|page-cleaner|healthy|mixed|blocking|spike]\n"
 		"                    [--threads N] [--spin-wait-delay D] [--spin-loops L]\n"
 		"                    [--pause-multiplier M] [--seconds S] [--die-with-parent]\n"
-		"A workload with InnoDB-like symbols for pmuprof; S=0 runs until SIGTERM/SIGINT.\n");
+		"                    [--spike-at T] [--spike-len L]\n"
+		"A workload with InnoDB-like symbols for pmuprof; S=0 runs until SIGTERM/SIGINT.\n"
+		"spike: light healthy queries, but index dives flat out from T to T+L seconds after the start.\n");
 }
 
 static int parse_ulong(const char *s, ulint lo, ulint hi, ulint *out)
@@ -784,11 +814,12 @@ static int parse_args(int argc, char **argv, struct demo_config *c)
 		{"spin-wait-delay", required_argument, NULL, 'd'}, {"spin-loops", required_argument, NULL, 'l'},
 		{"pause-multiplier", required_argument, NULL, 'm'}, {"seconds", required_argument, NULL, 'S'},
 		{"die-with-parent", no_argument, NULL, 'P'}, {"help", no_argument, NULL, 'h'},
+		{"spike-at", required_argument, NULL, 'A'}, {"spike-len", required_argument, NULL, 'L'},
 		{NULL, 0, NULL, 0}};
 	ulint v;
 	char *end;
 	int ch;
-	while ((ch = getopt_long(argc, argv, "s:t:d:l:m:S:Ph", opts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "s:t:d:l:m:S:PhA:L:", opts, NULL)) != -1) {
 		switch (ch) {
 		case 's': c->scenario = optarg; break;
 		case 't': if (parse_ulong(optarg, 1, MAX_THREADS - 3, &v)) return -1; c->threads = (int)v; break;
@@ -800,6 +831,11 @@ static int parse_args(int argc, char **argv, struct demo_config *c)
 			if (*end || end == optarg || c->seconds < 0) return -1;
 			break;
 		case 'P': c->die_with_parent = 1; break;
+		case 'A':
+		case 'L':
+			*(ch == 'A' ? &c->spike_at : &c->spike_len) = strtod(optarg, &end);
+			if (*end || end == optarg || (ch == 'A' ? c->spike_at : c->spike_len) < 0) return -1;
+			break;
 		case 'h': usage(stdout); exit(0);
 		default: return -1;
 		}
@@ -834,7 +870,7 @@ static void print_summary(double elapsed)
 
 int main(int argc, char **argv)
 {
-	struct demo_config c = {"mixed", 4, 10.0, 0};
+	struct demo_config c = {"mixed", 4, 10.0, 0, 5.0, 3.0};
 	static enum role roles[MAX_THREADS];
 	static struct thread_arg args[MAX_THREADS];
 	if (parse_args(argc, argv, &c) != 0) {
@@ -858,6 +894,8 @@ int main(int argc, char **argv)
 	if (!strcmp(c.scenario, "blocking"))
 		log_open();
 	double start = now_s();
+	demo_spike_from = start + c.spike_at;
+	demo_spike_to = demo_spike_from + c.spike_len;
 	for (int i = 0; i < n; i++) {
 		args[i].role = roles[i];
 		args[i].index = i;

@@ -167,7 +167,7 @@ static int stacks_build(folder_t *f)
         size_t head = f->o.per_thread ? 2 : 1, off = f->out_ids.len / 4;
         if (buf_append(&f->out_ids, ids, head * 4) || buf_append(&f->out_ids, k + 20, n - 20))
             return -ENOMEM;
-        f->out[f->nout++] = (stack_ref_t){count, off, (uint32_t)(head + (n - 20) / 4)};
+        f->out[f->nout++] = (stack_ref_t){count, off, (uint32_t)(head + (n - 20) / 4), (uint32_t)i};
     }
     return 0;
 }
@@ -209,8 +209,9 @@ static int cmp_stack(const void *a, const void *b, void *ctx)
     return (x->len > y->len) - (x->len < y->len);
 }
 
-/* Stacks sorted as Python sorts tuples of str, equal stacks merged. */
-static void stacks_sort(folder_t *f)
+/* Stacks sorted as Python sorts tuples of str, equal stacks merged; row_of[stacks id] = output row
+ * (UINT32_MAX: filtered out). */
+static void stacks_sort(folder_t *f, uint32_t *row_of)
 {
     uint32_t *ids = (uint32_t *)f->out_ids.p;
     for (size_t i = 0; i < f->out_ids.len / 4; i++)
@@ -218,12 +219,50 @@ static void stacks_sort(folder_t *f)
     qsort_r(f->out, f->nout, sizeof *f->out, cmp_stack, ids);
     size_t w = 0;
     for (size_t i = 0; i < f->nout; i++) {
+        uint32_t st = f->out[i].st;
         if (w && cmp_stack(&f->out[w - 1], &f->out[i], ids) == 0)
             f->out[w - 1].count += f->out[i].count;
         else
             f->out[w++] = f->out[i];
+        row_of[st] = (uint32_t)(w - 1);
     }
     f->nout = w;
+}
+
+static int cmp_sample(const void *a, const void *b)
+{
+    const sample_ref_t *x = a, *y = b;
+    if (x->row != y->row)
+        return x->row < y->row ? -1 : 1;
+    if (x->tid != y->tid)
+        return x->tid < y->tid ? -1 : 1;
+    return (x->sec > y->sec) - (x->sec < y->sec);
+}
+
+/* The sample table on output rows, sorted by (row, tid, second), equal entries summed (a second met
+ * twice, out of time order, is summed here too). */
+static int samples_build(folder_t *f, const uint32_t *row_of)
+{
+    if (samples_flush(f))
+        return -ENOMEM;
+    size_t k = 0;
+    for (size_t i = 0; i < f->nsmp; i++) {
+        sample_ref_t e = f->smp[i];
+        if (row_of[e.row] == UINT32_MAX)
+            continue;
+        e.row = row_of[e.row];
+        f->smp[k++] = e;
+    }
+    qsort(f->smp, k, sizeof *f->smp, cmp_sample);
+    size_t w = 0;
+    for (size_t i = 0; i < k; i++) {
+        if (w && cmp_sample(&f->smp[w - 1], &f->smp[i]) == 0)
+            f->smp[w - 1].count += f->smp[i].count;
+        else
+            f->smp[w++] = f->smp[i];
+    }
+    f->nsmp = w;
+    return 0;
 }
 
 static int cmp_leaf_key(const void *a, const void *b)
@@ -294,8 +333,14 @@ int folder_finish(folder_t *f, int truncated)
     if (folder_end_sample(f) || names_compute(f) || names_order(f) || stacks_build(f) ||
         ranks_build(f))
         return -ENOMEM;
-    stacks_sort(f);
-    return leaves_build(f);
+    uint32_t *row_of = malloc((f->stacks.n + 1) * sizeof *row_of);
+    if (!row_of)
+        return -ENOMEM;
+    memset(row_of, 0xff, (f->stacks.n + 1) * sizeof *row_of);
+    stacks_sort(f, row_of);
+    int rc = samples_build(f, row_of);
+    free(row_of);
+    return rc ? rc : leaves_build(f);
 }
 
 void folder_free(folder_t *f)
@@ -304,9 +349,10 @@ void folder_free(folder_t *f)
         return;
     free(f->heads);
     itab_t *tabs[] = {&f->rstr, &f->bignum, &f->comms, &f->tails, &f->events, &f->headers,
-                      &f->pidinfo, &f->pidcomm, &f->stacks, &f->leafc};
+                      &f->pidinfo, &f->pidcomm, &f->stacks, &f->leafc, &f->samp};
     col_t *cols[] = {&f->tid_want, &f->comm_r, &f->tail_info, &f->tail_leaf, &f->tail_off, &f->ev_count, &f->pid_main,
-                     &f->pid_mainseq, &f->pid_name, &f->pid_drop, &f->pc_count, &f->st_count, &f->lc_count};
+                     &f->pid_mainseq, &f->pid_name, &f->pid_drop, &f->pc_count, &f->st_count, &f->lc_count,
+                     &f->sp_count};
     for (size_t i = 0; i < sizeof tabs / sizeof *tabs; i++)
         itab_free(tabs[i]);
     for (size_t i = 0; i < sizeof cols / sizeof *cols; i++)
@@ -321,6 +367,7 @@ void folder_free(folder_t *f)
     free(f->rank);
     free(f->by_rank);
     free(f->leaves);
+    free(f->smp);
     free(f->name_order);
     free(f);
 }

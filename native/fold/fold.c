@@ -39,6 +39,20 @@ int64_t parse_num(folder_t *f, const char *s, size_t n, uint64_t *out)
     return 0;
 }
 
+int64_t second_of(slice_t d)
+{
+    if (!d.p)
+        return -1;
+    while (d.n > 1 && *d.p == '0')
+        d.p++, d.n--;
+    if (d.n > 18)
+        return -1;
+    int64_t v = 0;
+    for (size_t i = 0; i < d.n; i++)
+        v = v * 10 + (d.p[i] - '0');
+    return v;
+}
+
 int put_pid(folder_t *f, buf_t *b, uint64_t pid)
 {
     if (pid == PID_UNKNOWN)
@@ -116,6 +130,7 @@ typedef struct {
     int ok, pair;       /* the header parsed; it had a pid/tid pair */
     uint32_t comm_r;
     uint64_t pid, tid;
+    int64_t sec;        /* whole seconds of its time field, -1: none */
     int64_t event;      /* events id, or -1 */
 } head_t;
 
@@ -131,6 +146,7 @@ static int head_compute(folder_t *f, const char *s, size_t n, head_t *hd, int64_
     if (cid < 0)
         return -ENOMEM;
     hd->ok = 1;
+    hd->sec = second_of(h.sec);
     hd->comm_r = (uint32_t)f->comm_r.v[cid];
     hd->pair = h.b.p != NULL;
     if (hd->pair ? parse_num(f, h.a.p, h.a.n, &hd->pid) || parse_num(f, h.b.p, h.b.n, &hd->tid)
@@ -169,6 +185,7 @@ static int head_apply(folder_t *f, const head_t *hd)
         f->pid_known = 0;
     f->pid = hd->pid;
     f->tid = hd->tid;
+    f->sec = hd->sec;
     if (hd->event >= 0 && col_add(&f->ev_count, (size_t)hd->event, 1))
         return -ENOMEM;
     f->cur_comm = hd->comm_r;
@@ -219,6 +236,11 @@ int folder_sample_begin(folder_t *f, int64_t id)
     if (folder_end_sample(f))
         return -ENOMEM;
     return head_apply(f, &((const head_t *)f->heads)[id]);
+}
+
+void folder_sample_time(folder_t *f, int64_t sec)
+{
+    f->sec = sec;
 }
 
 int folder_feed(folder_t *f, const char *s, size_t n)
@@ -295,7 +317,51 @@ static int stack_count(folder_t *f)
     int64_t id = itab_intern(&f->stacks, f->key.p, f->key.len, &added);
     if (id < 0 || col_add(&f->st_count, (size_t)id, 1))
         return -ENOMEM;
+    f->cur_stack = (uint32_t)id;
     return 0;
+}
+
+int samples_flush(folder_t *f)
+{
+    size_t n = f->samp.n;
+    if (f->nsmp + n > f->cap_smp) {
+        size_t cap = f->cap_smp ? f->cap_smp : 1024;
+        while (cap < f->nsmp + n)
+            cap *= 2;
+        sample_ref_t *p = realloc(f->smp, cap * sizeof *p);
+        if (!p)
+            return -ENOMEM;
+        f->smp = p, f->cap_smp = cap;
+    }
+    for (size_t i = 0; i < n; i++) {
+        size_t len;
+        const char *key = itab_key(&f->samp, (uint32_t)i, &len);
+        sample_ref_t *e = &f->smp[f->nsmp++];
+        memcpy(&e->row, key, 4);
+        memcpy(&e->tid, key + 4, 4);
+        e->sec = f->samp_sec;
+        e->count = f->sp_count.v[i];
+    }
+    if (n)
+        memset(f->sp_count.v, 0, n * sizeof *f->sp_count.v);
+    itab_free(&f->samp);
+    memset(&f->samp, 0, sizeof f->samp);
+    return 0;
+}
+
+/* The sample table: (stack, tid, second) -> samples; a tid that is no int32 is -1 (unknown). */
+static int table_count(folder_t *f)
+{
+    unsigned char k[8];
+    int32_t tid = f->tid > INT32_MAX ? -1 : (int32_t)f->tid; /* BIG_PID ids are above too */
+    if (f->sec != f->samp_sec && samples_flush(f))
+        return -ENOMEM;
+    f->samp_sec = f->sec;
+    memcpy(k, &f->cur_stack, 4);
+    memcpy(k + 4, &tid, 4);
+    int added;
+    int64_t id = itab_intern(&f->samp, k, sizeof k, &added);
+    return id < 0 || col_add(&f->sp_count, (size_t)id, 1) ? -ENOMEM : 0;
 }
 
 int folder_end_sample(folder_t *f)
@@ -310,7 +376,7 @@ int folder_end_sample(folder_t *f)
     if (!f->frames.len && buf_append(&f->frames, &f->unknown_id, sizeof f->unknown_id))
         return -ENOMEM;
     int64_t pi = pidinfo_of(f, f->pid);
-    if (pi < 0 || sample_count(f, pi) || stack_count(f))
+    if (pi < 0 || sample_count(f, pi) || stack_count(f) || table_count(f))
         return -ENOMEM;
     f->kept++;
     return 0;

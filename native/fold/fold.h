@@ -34,13 +34,17 @@ int64_t folder_frame_intern(folder_t *f, const char *line, size_t n, size_t *add
  * frame); then folder_sample_begin(id) does what folder_feed(line) does. */
 int64_t folder_header_intern(folder_t *f, const char *line, size_t n);
 int folder_sample_begin(folder_t *f, int64_t id);
+/* The current sample's time in whole seconds (structured input: its header was interned without one). */
+void folder_sample_time(folder_t *f, int64_t sec);
 /* Exactly what folder_feed does with that frame line; addr is the address text (as in the line). */
 int folder_frame_push(folder_t *f, int64_t id, const char *addr, size_t addr_len);
 int folder_finish(folder_t *f, int truncated);
 int folder_write_stacks(folder_t *f, FILE *out);
 int folder_write_leaves(folder_t *f, FILE *out);
 int folder_write_meta(folder_t *f, FILE *out);
-/* The stacks as arrays (see write.c): what pmuprof reads instead of the text when it asks. */
+/* The sample table as text (pmuprof.model.samples.write_tsv's bytes): row, tid, second, count. */
+int folder_write_samples(folder_t *f, FILE *out);
+/* The stacks as arrays, then the sample table (see write.c): what pmuprof reads instead of the text. */
 int folder_write_stacks_bin(folder_t *f, FILE *out);
 int stacksbin_write(FILE *out, const itab_t *strings, const uint32_t *ids, size_t nids,
                     const uint32_t *lens, const uint64_t *counts, size_t nstacks);

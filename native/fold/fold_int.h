@@ -13,8 +13,16 @@
 
 typedef struct {
     uint64_t count, off;
-    uint32_t len;
+    uint32_t len, st; /* st: the stacks table id it came from */
 } stack_ref_t;
+
+/* One entry of the sample table: samples of one output row in one thread and one second. */
+typedef struct {
+    uint64_t count;
+    int64_t sec;
+    uint32_t row;
+    int32_t tid;
+} sample_ref_t;
 
 typedef struct {
     uint32_t dso, sym, off;
@@ -50,10 +58,16 @@ struct folder {
     itab_t leafc;     /* (pid, comm_r when no pid, dso_r, sym_r, off_r) -> samples */
     col_t tid_want;   /* rendered comm ids of pid-less samples whose tid is a --pid */
     col_t lc_count;
+    itab_t samp;      /* the current second's (stacks id u32, tid i32) -> samples */
+    col_t sp_count;
+    int64_t samp_sec; /* the second samp holds */
+    sample_ref_t *smp; /* finished seconds' entries (row: the stacks id until folder_finish) */
+    size_t nsmp, cap_smp;
     /* the sample being read */
     int in_sample, keep;
     uint64_t pid, tid;
-    uint32_t cur_comm;
+    int64_t sec;          /* whole seconds of the time field, -1: none */
+    uint32_t cur_comm, cur_stack;
     int leaf_ok;          /* the first frame makes a leaf: leaf = (dso_r, sym_r, off_r) */
     uint32_t leaf[3];
     buf_t frames, key, tmp;
@@ -94,7 +108,12 @@ static inline int col_set(col_t *c, size_t id, uint64_t val)
 int64_t rstr_render(folder_t *f, const char *s, size_t n, int flags);
 int put_pid(folder_t *f, buf_t *b, uint64_t pid);
 int folder_end_sample(folder_t *f);
+/* The current second's sample-table entries moved to f->smp (samples arrive in time order: memory is
+ * 24 bytes per (stack, tid, second) entry plus one second's hash). */
+int samples_flush(folder_t *f);
 int64_t parse_num(folder_t *f, const char *s, size_t n, uint64_t *out);
+/* The time field's whole seconds as the sample table keeps them (-1: none, or over 18 digits). */
+int64_t second_of(slice_t digits);
 /* An indented frame text -> its tail id (-1: not a frame, -ENOMEM); addr is the address field. */
 int64_t frame_resolve(folder_t *f, const char *s, size_t n, slice_t *addr);
 /* Append frame `id` to the current sample ('[dso@0xaddr]' for unnamed code when raw). */

@@ -11,17 +11,20 @@
 
 static const char USAGE[] =
     "usage: pmuprof-fold [--pid P ...] [--comm C ...] [--name PID=LABEL ...] [--per-thread] [--raw-unknown]\n"
-    "                    [--leaves FILE] [--meta FILE] [--stacks-bin FILE] [--truncated] < perf-script-text > stacks.folded\n"
+    "                    [--leaves FILE] [--meta FILE] [--stacks-bin FILE] [--samples FILE] [--truncated]\n"
+    "                    < perf-script-text > stacks.folded\n"
     "       pmuprof-fold --folded --stacks-bin FILE < stacks.folded\n"
     "Folds perf script text (pmuprof's -F comm,pid,tid,ip,sym,symoff,dso or perf's default format,\n"
     "with call chains) exactly as pmuprof.model.perfscript.Folder does. Counts are samples.\n"
     "A last line without a newline means the text was cut: its sample is dropped (--truncated forces it).\n"
-    "--stacks-bin writes the stacks as arrays to FILE instead of the text on stdout; --folded reads folded\n"
-    "stacks instead of perf script text (exit 3 and 'line N: ...' on a line that is not one).\n";
+    "--stacks-bin writes the stacks as arrays to FILE instead of the text on stdout, then the sample table\n"
+    "(samples per stack, thread id and second of the time field); --samples writes that table as text\n"
+    "(samples.tsv's format). --folded reads folded stacks instead of perf script text (exit 3 and\n"
+    "'line N: ...' on a line that is not one).\n";
 
 typedef struct {
     fold_opts_t o;
-    const char *leaves, *meta, *stacks_bin;
+    const char *leaves, *meta, *stacks_bin, *samples;
     int truncated, folded;
 } args_t;
 
@@ -56,6 +59,8 @@ static int args_parse(int argc, char **argv, args_t *a)
             a->meta = argv[++i];
         else if (!strcmp(opt, "--stacks-bin"))
             a->stacks_bin = argv[++i];
+        else if (!strcmp(opt, "--samples"))
+            a->samples = argv[++i];
         else
             return -EINVAL;
     }
@@ -173,6 +178,8 @@ int main(int argc, char **argv)
         rc = write_file(a.leaves, f, folder_write_leaves);
     if (!rc && a.meta)
         rc = write_file(a.meta, f, folder_write_meta);
+    if (!rc && a.samples)
+        rc = write_file(a.samples, f, folder_write_samples);
     if (!rc && fflush(stdout))
         rc = -EIO;
     if (rc) {

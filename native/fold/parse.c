@@ -27,19 +27,20 @@ static size_t skip_ws(const char *s, size_t n, size_t i)
     return i;
 }
 
-/* digits '.' digits ':' at i */
-static int time_at(const char *s, size_t n, size_t i, size_t *end)
+/* digits '.' digits ':' at i; *sec gets the whole-seconds digits */
+static int time_at(const char *s, size_t n, size_t i, size_t *end, slice_t *sec)
 {
     size_t k = skip_digits(s, n, i);
     if (k == i || k >= n || s[k] != '.')
         return 0;
     size_t m = skip_digits(s, n, k + 1);
     *end = m + 1;
+    *sec = (slice_t){s + i, k - i};
     return m > k + 1 && m < n && s[m] == ':';
 }
 
 /* \s+ (?:\[\d+\]\s+)? \d+\.\d+: at i */
-static int cpu_time_at(const char *s, size_t n, size_t i, size_t *end)
+static int cpu_time_at(const char *s, size_t n, size_t i, size_t *end, slice_t *sec)
 {
     size_t y = skip_ws(s, n, i);
     if (y == i)
@@ -49,9 +50,9 @@ static int cpu_time_at(const char *s, size_t n, size_t i, size_t *end)
         if (z == y + 1 || z >= n || s[z] != ']')
             return 0;
         size_t w = skip_ws(s, n, z + 1);
-        return w > z + 1 && time_at(s, n, w, end);
+        return w > z + 1 && time_at(s, n, w, end, sec);
     }
-    return time_at(s, n, y, end);
+    return time_at(s, n, y, end, sec);
 }
 
 static int end_or_ws(const char *s, size_t n, size_t i)
@@ -68,8 +69,9 @@ static int header_form(const char *s, size_t n, size_t i, int form, header_t *h)
     int pair = k + 1 < n && s[k] == '/' && text_is_digit((unsigned char)s[k + 1]);
     size_t m = pair ? skip_digits(s, n, k + 1) : k;
     int ok;
+    slice_t sec = {NULL, 0};
     if (form == 0)
-        ok = cpu_time_at(s, n, m, &h->end);
+        ok = cpu_time_at(s, n, m, &h->end, &sec);
     else if (form == 1)
         ok = pair && end_or_ws(s, n, m), h->end = m < n ? m + 1 : m;
     else
@@ -79,6 +81,7 @@ static int header_form(const char *s, size_t n, size_t i, int form, header_t *h)
     h->comm = (slice_t){s, i};
     h->a = (slice_t){s + j, k - j};
     h->b = pair ? (slice_t){s + k + 1, m - k - 1} : (slice_t){NULL, 0};
+    h->sec = form == 0 ? sec : (slice_t){NULL, 0};
     return 1;
 }
 

@@ -159,6 +159,56 @@ int stacksbin_write(FILE *out, const itab_t *strings, const uint32_t *ids, size_
     return bad ? -EIO : 0;
 }
 
+static int put_i64(buf_t *b, int64_t v)
+{
+    return v < 0 ? buf_putc(b, '-') || buf_put_u64(b, (uint64_t)(-(v + 1)) + 1) : buf_put_u64(b, (uint64_t)v);
+}
+
+int folder_write_samples(folder_t *f, FILE *out)
+{
+    static const char head[] = "# pmuprof samples: row\ttid\tsecond\tcount\n"
+                               "# row: the stack line of stacks.folded (0: the first); tid, second: -1 when not known\n";
+    buf_t b = {0};
+    int rc = buf_append(&b, head, sizeof head - 1);
+    for (size_t i = 0; !rc && i < f->nsmp; i++) {
+        const sample_ref_t *e = &f->smp[i];
+        rc = buf_put_u64(&b, e->row) || buf_putc(&b, '\t') || put_i64(&b, e->tid) || buf_putc(&b, '\t') ||
+             put_i64(&b, e->sec) || buf_putc(&b, '\t') || buf_put_u64(&b, e->count) || buf_putc(&b, '\n') ||
+             flush(&b, out, 1 << 20);
+    }
+    rc = rc || flush(&b, out, 0);
+    buf_free(&b);
+    return rc ? -EIO : 0;
+}
+
+/* The sample table after the stacks: magic "PMFSMP1\n", u64 entries, then per entry (columns): u32 row,
+ * i32 tid, i64 second, u64 count. Host byte order. */
+static int samples_bin(folder_t *f, FILE *out)
+{
+    size_t n = f->nsmp;
+    uint64_t head = n;
+    uint32_t *rows = malloc((n ? n : 1) * 4);
+    int32_t *tids = malloc((n ? n : 1) * 4);
+    int64_t *secs = malloc((n ? n : 1) * 8);
+    uint64_t *counts = malloc((n ? n : 1) * 8);
+    int rc = rows && tids && secs && counts ? 0 : -ENOMEM;
+    for (size_t i = 0; !rc && i < n; i++) {
+        rows[i] = f->smp[i].row;
+        tids[i] = f->smp[i].tid;
+        secs[i] = f->smp[i].sec;
+        counts[i] = f->smp[i].count;
+    }
+    if (!rc && (fwrite("PMFSMP1\n", 1, 8, out) != 8 || fwrite(&head, 8, 1, out) != 1 ||
+                fwrite(rows, 4, n, out) != n || fwrite(tids, 4, n, out) != n || fwrite(secs, 8, n, out) != n ||
+                fwrite(counts, 8, n, out) != n))
+        rc = -EIO;
+    free(rows);
+    free(tids);
+    free(secs);
+    free(counts);
+    return rc;
+}
+
 int folder_write_stacks_bin(folder_t *f, FILE *out)
 {
     const uint32_t *ids = (const uint32_t *)f->out_ids.p; /* rank ids, each stack at its out[i].off */
@@ -176,6 +226,8 @@ int folder_write_stacks_bin(folder_t *f, FILE *out)
     }
     if (!rc)
         rc = stacksbin_write(out, &f->rstr, mapped, nids, lens, counts, f->nout);
+    if (!rc)
+        rc = samples_bin(f, out);
     free(mapped);
     free(lens);
     free(counts);

@@ -12,17 +12,19 @@
 
 static const char USAGE[] =
     "usage: pmuprof-perfdata [--pid P ...] [--comm C ...] [--name PID=LABEL ...] [--per-thread] [--raw-unknown]\n"
-    "                        [--leaves FILE] [--meta FILE] [--stacks-bin FILE] perf.data > stacks.folded\n"
+    "                        [--leaves FILE] [--meta FILE] [--stacks-bin FILE] [--samples FILE] [--time]\n"
+    "                        perf.data > stacks.folded\n"
     "Reads perf.data itself and writes what `perf script -F comm,pid,tid,ip,sym,symoff,dso --no-inline\n"
     "[--pid=P,...] | pmuprof-fold OPTIONS` writes, byte for byte; --meta adds the DSOs it resolved.\n"
+    "--time: as perf script -F comm,pid,tid,time,ip,sym,symoff,dso (the sample table gets seconds).\n"
     "--script also writes that perf script text to stderr (for comparing with perf script).\n"
     "Exit status: 0 done; 1 failure; 2 usage; 3 the file needs something only perf script does (one\n"
     "line on stderr says what: use perf script instead); 4 the file is corrupt or truncated.\n";
 
 typedef struct {
     fold_opts_t o;
-    const char *leaves, *meta, *input, *stacks_bin;
-    int script;
+    const char *leaves, *meta, *input, *stacks_bin, *samples;
+    int script, time;
     int32_t *pids;
 } args_t;
 
@@ -43,6 +45,8 @@ static int args_parse(int argc, char **argv, args_t *a)
             a->o.raw_unknown = 1;
         else if (!strcmp(opt, "--script"))
             a->script = 1;
+        else if (!strcmp(opt, "--time"))
+            a->time = 1;
         else if (opt[0] != '-' && !a->input)
             a->input = opt;
         else if (!val)
@@ -63,6 +67,8 @@ static int args_parse(int argc, char **argv, args_t *a)
             a->meta = argv[++i];
         else if (!strcmp(opt, "--stacks-bin"))
             a->stacks_bin = argv[++i];
+        else if (!strcmp(opt, "--samples"))
+            a->samples = argv[++i];
         else
             return -EINVAL;
     }
@@ -124,21 +130,12 @@ static int write_meta(const char *path, folder_t *f, const reader_t *r)
     return rc ? -EIO : 0;
 }
 
-static int write_leaves(const char *path, folder_t *f)
+static int write_with(const char *path, folder_t *f, int (*writer)(folder_t *, FILE *))
 {
     FILE *out = fopen(path, "w");
     if (!out)
         return -errno;
-    int rc = folder_write_leaves(f, out);
-    return fclose(out) || rc ? -EIO : 0;
-}
-
-static int write_bin(const char *path, folder_t *f)
-{
-    FILE *out = fopen(path, "w");
-    if (!out)
-        return -errno;
-    int rc = folder_write_stacks_bin(f, out);
+    int rc = writer(f, out);
     return fclose(out) || rc ? -EIO : 0;
 }
 
@@ -151,14 +148,16 @@ static int run(args_t *a, pd_file_t *pf, folder_t *f)
         return PD_EFAIL;
     }
     r.echo = a->script ? stderr : NULL;
+    r.with_time = a->time;
     int rc = reader_run(&r, err, sizeof err);
     if (rc) {
         fprintf(stderr, "pmuprof-perfdata: %s: %s\n", rc == PD_EUNSUPPORTED ? "unsupported" : "error", err);
     } else if (folder_finish(f, 0)) {
         fputs("pmuprof-perfdata: out of memory\n", stderr);
         rc = PD_EFAIL;
-    } else if ((a->stacks_bin ? write_bin(a->stacks_bin, f) : folder_write_stacks(f, stdout)) ||
-               (a->leaves && write_leaves(a->leaves, f)) ||
+    } else if ((a->stacks_bin ? write_with(a->stacks_bin, f, folder_write_stacks_bin) : folder_write_stacks(f, stdout)) ||
+               (a->leaves && write_with(a->leaves, f, folder_write_leaves)) ||
+               (a->samples && write_with(a->samples, f, folder_write_samples)) ||
                (a->meta && write_meta(a->meta, f, &r)) || fflush(stdout)) {
         fprintf(stderr, "pmuprof-perfdata: writing output: %s\n", strerror(errno ? errno : EIO));
         rc = PD_EFAIL;

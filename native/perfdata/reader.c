@@ -196,6 +196,8 @@ static int unsupported_sample_type(reader_t *r)
             why = "LBR call graphs (--call-graph lbr)";
         else if (!(a->sample_type & PERF_SAMPLE_IP) || !(a->sample_type & PERF_SAMPLE_TID))
             why = "samples without IP or TID";
+        else if (r->with_time && !(a->sample_type & PERF_SAMPLE_TIME))
+            why = "--time asked for, but samples have no time (perf script -F time refuses the file too)";
         if (why) {
             snprintf(r->m.unsupported, sizeof r->m.unsupported, "%s", why);
             return 1;

@@ -37,6 +37,7 @@ typedef struct {
     uint32_t chain[PD_MAX_STACK + 1];
     uint64_t samples, lost, printed;
     FILE *echo;            /* --script: also write the perf script text the folder is fed */
+    int with_time;         /* --time: perf script's -F ...,time,...: each header has the sample's time */
 } reader_t;
 
 int reader_init(reader_t *r, pd_file_t *file, folder_t *fold, const int32_t *pids, size_t npids);

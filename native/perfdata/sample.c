@@ -1,5 +1,5 @@
-/* A sample as perf script prints it with -F comm,pid,tid,ip,sym,symoff,dso --no-inline: the header line,
- * then one line per call-chain entry, each distinct (maps, address) resolved once. */
+/* A sample as perf script prints it with -F comm,pid,tid[,time],ip,sym,symoff,dso --no-inline: the header
+ * line, then one line per call-chain entry, each distinct (maps, address) resolved once. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <inttypes.h>
@@ -237,17 +237,32 @@ static int pid_listed(const reader_t *r, int32_t pid)
     return 0;
 }
 
-static int header_text(reader_t *r, const thread_t *t, const pd_sample_t *s, int chain)
+/* The header line; with --time, the time field as perf prints it ("%12s: ", usec): the sample's own
+ * time (timed == 1), or a fixed one (timed == 2: the line a thread's samples share, parsed exactly as
+ * theirs, whose second folder_sample_time then sets). */
+static int header_text(reader_t *r, const thread_t *t, const pd_sample_t *s, int chain, int timed)
 {
     size_t n;
     const char *comm = machine_comm_str(&r->m, t, &n);
-    char pid[48];
+    char pid[48], when[64], usec[48];
     buf_t *b = &r->text;
     b->len = 0;
     if (!chain && n < 16 && (buf_reserve(b, 16 - n) || (memset(b->p, ' ', 16 - n), b->len = 16 - n, 0)))
         return -ENOMEM;
-    int k = snprintf(pid, sizeof pid, " %5d/%-5d ", (int32_t)s->pid, (int32_t)s->tid);
-    return buf_append(b, comm, n) || buf_append(b, pid, (size_t)k) ? -ENOMEM : 0;
+    int k = snprintf(pid, sizeof pid, " %5d/%-5d ", (int32_t)s->pid, (int32_t)s->tid), w = 0;
+    if (timed && r->with_time) {
+        uint64_t ns = timed == 1 ? s->time : 0;
+        snprintf(usec, sizeof usec, "%" PRIu64 ".%06" PRIu64, (uint64_t)(ns / 1000000000u),
+                 (uint64_t)(ns % 1000000000u / 1000u));
+        w = snprintf(when, sizeof when, "%12s: ", usec);
+    }
+    return buf_append(b, comm, n) || buf_append(b, pid, (size_t)k) || buf_append(b, when, (size_t)w) ? -ENOMEM : 0;
+}
+
+/* The sample's whole seconds for the folder's table (-1 without --time). */
+static int64_t sample_second(const reader_t *r, const pd_sample_t *s)
+{
+    return r->with_time ? (int64_t)(s->time / 1000000000ULL) : -1;
 }
 
 /* The header line through the thread's cached folder header id (same comm, pid, tid as last time). */
@@ -255,7 +270,7 @@ static int sample_header(reader_t *r, thread_t *t, const pd_sample_t *s)
 {
     if (t->hdr_id == -2 || t->hdr_comm != t->comm || t->hdr_pid != (int32_t)s->pid ||
         t->hdr_tid != (int32_t)s->tid || r->echo) {
-        if (header_text(r, t, s, 1))
+        if (header_text(r, t, s, 1, 2)) /* interned with a fixed time: one id per (comm, pid, tid) */
             return -ENOMEM;
         t->hdr_id = folder_header_intern(r->fold, r->text.p, r->text.len);
         if (t->hdr_id < -1)
@@ -263,15 +278,17 @@ static int sample_header(reader_t *r, thread_t *t, const pd_sample_t *s)
         t->hdr_comm = t->comm, t->hdr_pid = (int32_t)s->pid, t->hdr_tid = (int32_t)s->tid;
         if (t->hdr_id == -1 || r->echo) {
             t->hdr_id = r->echo ? -2 : t->hdr_id;
-            return feed_text(r, r->text.p, r->text.len);
+            return header_text(r, t, s, 1, 1) ? -ENOMEM : feed_text(r, r->text.p, r->text.len);
         }
     }
     if (t->hdr_id == -1) {
-        if (header_text(r, t, s, 1))
+        if (header_text(r, t, s, 1, 1))
             return -ENOMEM;
         return feed_text(r, r->text.p, r->text.len);
     }
-    return folder_sample_begin(r->fold, t->hdr_id);
+    int rc = folder_sample_begin(r->fold, t->hdr_id);
+    folder_sample_time(r->fold, sample_second(r, s));
+    return rc;
 }
 
 /* No call chain: everything on the header line, the sample ip printed as recorded. */
@@ -279,7 +296,7 @@ static int inline_line(reader_t *r, const thread_t *t, const pd_sample_t *s)
 {
     uint32_t i;
     int rc = frame_resolve_ip(r, t, s->cpumode, s->ip, &i);
-    if (rc || header_text(r, t, s, 0))
+    if (rc || header_text(r, t, s, 0, 1))
         return rc ? rc : -ENOMEM;
     const frame_t *fr = &r->frames[i];
     char ip[24];

@@ -25,7 +25,8 @@ def analyse(rec: Recording, lookup: binmod.Lookup = binmod.Lookup()) -> Profile:
     """Everything the report needs from the binaries, done the same way for every kind of input."""
     total = rec.stacks.total
     binaries = binmod.resolve(_wanted(rec), _recorded(rec), lookup)
-    stacks, functions, group_off = unnamed.group(rec.stacks, binaries, helper.funcs)
+    stacks, rows, functions, group_off = unnamed.group_rows(rec.stacks, binaries, helper.funcs)
+    samples = rec.samples.remap(rows) if rec.samples is not None and rows is not None else rec.samples
     corrected, summary, skid_off = skid.try_correct(rec.leaves, binaries, helper.skid, total)
     off = []
     if group_off:
@@ -37,7 +38,8 @@ def analyse(rec: Recording, lookup: binmod.Lookup = binmod.Lookup()) -> Profile:
     analysis = Analysis(reader_argv=rec.reader_argv, processes=processes, selection=rec.selection, binaries=binaries, unnamed=functions,
                         skid_functions=corrected, skid=summary, quality=qual,
                         warnings=(() if total else (IDLE,)) + problems(binaries, total, rec), features_off=tuple(off))
-    return Profile(stacks, rec.run, rec.counters, rec.server, analysis, rec.leaves, rec.source, offcpu=rec.offcpu)
+    return Profile(stacks, rec.run, rec.counters, rec.server, analysis, rec.leaves, rec.source, offcpu=rec.offcpu,
+                   samples=samples)
 
 
 

@@ -16,6 +16,7 @@ from ..model.labels import process_root
 from ..model.perfscript import DEFAULT_TARGET_COMMS, FoldResult
 from ..model.profile import Leaf, Profile
 from ..model.run import Run, Source
+from ..model.samples import Samples
 from ..model.server import ServerFacts
 from ..model.stacks import Stacks
 from ..paths import perf_path
@@ -54,6 +55,7 @@ class Recording:
     source: str = ""
     reader_argv: tuple[str, ...] = ()
     offcpu: OffCpuProfile | None = None  # a run directory's off-CPU stacks and thread snapshots
+    samples: Samples | None = None  # the stacks' rows by thread and second (model/samples.py)
 
 
 def _kind(path: Path) -> str:
@@ -150,8 +152,10 @@ def read_recording(path: Path, kind: str, choice: Choice, sibling: Path | None,
     run = _with_fold_facts(run, result, path, kind)
     processes, selection = _processes(result, run, choice, pids, comms)
     leaves = tuple(Leaf(d, s, o, c) for (d, s, o), c in sorted(result.leaves.items()))
-    return Recording(Stacks.of(result.stacks), leaves, run, counters, server, processes, selection, build_ids, str(path),
-                     tuple(argv), offcpu)
+    stacks = Stacks.of(result.stacks)
+    samples = result.samples if result.samples is not None and result.samples.matches(stacks) else None
+    return Recording(stacks, leaves, run, counters, server, processes, selection, build_ids, str(path),
+                     tuple(argv), offcpu, samples)
 
 
 def _fold_perf_data(path: Path, pids, comms, per_thread, names, symfs):
@@ -160,7 +164,8 @@ def _fold_perf_data(path: Path, pids, comms, per_thread, names, symfs):
         raise InputError(f"{path}: reading a perf.data needs perf, which is not installed",
                          "apt-get install linux-perf, or pass the folded file / perf script text instead")
     recording = perfread.describe(perf, path)
-    result, argv = perfread.fold_perf_data(perf, path, pids, () if pids else comms, per_thread, names, symfs)
+    result, argv = perfread.fold_perf_data(perf, path, pids, () if pids else comms, per_thread, names, symfs,
+                                           timed=recording.timed)
     return result, recording, argv
 
 

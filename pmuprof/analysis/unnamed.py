@@ -26,9 +26,16 @@ Funcs = Callable[..., dict]
 def group(stacks: Stacks, binaries: tuple[Binary, ...],
           funcs: Funcs) -> tuple[Stacks, tuple[UnnamedFunction, ...], str | None]:
     """Relabel raw unnamed frames; returns (stacks, unnamed functions, why grouping was off or None)."""
+    out, _rows, functions, reason = group_rows(stacks, binaries, funcs)
+    return out, functions, reason
+
+
+def group_rows(stacks: Stacks, binaries: tuple[Binary, ...],
+               funcs: Funcs) -> tuple[Stacks, np.ndarray | None, tuple[UnnamedFunction, ...], str | None]:
+    """``group``, with the new row of each old row (None: rows unchanged) for the sample table to follow."""
     raw = {f: parsed for f in stacks.frames if is_unnamed(f) and (parsed := parse_raw(f))}
     if not raw:
-        return stacks, (), None
+        return stacks, None, (), None
     by_base = {Path(b.path).name: b for b in binaries if b.file}
     wanted: dict[str, dict[int, set[str]]] = defaultdict(lambda: defaultdict(set))
     for frame, (base, vaddr) in raw.items():
@@ -50,8 +57,8 @@ def group(stacks: Stacks, binaries: tuple[Binary, ...],
                 labels[frame] = label
     for frame, (base, _) in raw.items():
         labels.setdefault(frame, frame_label(UNKNOWN, base))  # binary not found: '[dso]'
-    out = stacks.relabel([labels.get(f, f) for f in stacks.frames])
-    return out, _table(out, info), reason
+    out, rows = stacks.relabel_rows([labels.get(f, f) for f in stacks.frames])
+    return out, rows, _table(out, info), reason
 
 
 def _label(base: str, entry: dict, info: dict[str, dict], binary: Binary, build_id: str | None) -> str | None:

@@ -23,7 +23,7 @@ from ..paths import perf_path
 from ..tools.native import helper
 from ..tools.perf import argv as perfcmd, parse as perfparse, read as perfread, repair
 from . import events
-from .mysql import facts as mysql
+from .mysql import facts as mysql, poll as processlist
 from .offcpu import tracer as offcpu
 from .runner import Control, DiskGuard, Outcome, Progress, run_bounded
 from .target import host, process as target
@@ -142,6 +142,7 @@ def record(opts: RecordOptions, progress: Progress | None = None,
     rundir.write_typed(opts.out_dir / rundir.RUN_JSON, run)
     off = offcpu.plan(opts.out_dir, pids, {t.pid: t.label for t in targets}, opts.duration, opts.off_cpu)
     mysql_thread = _start_mysql(opts, pids, min(opts.duration, 5.0), log)
+    poller = processlist.start(opts.mysql_options, pids[0], opts.out_dir) if opts.mysql else None  # type: ignore[arg-type]
     log(f"recording {', '.join(f'{t.label} (pid {t.pid})' for t in targets)} for {opts.duration:g} s at "
         f"{opts.frequency} Hz, mode {opts.mode}{' cgroup ' + run.cgroup if run.cgroup else ''}")
     cap = Cap(min(need * 4, free - reserve), free - reserve < need * 4, reserve)
@@ -149,9 +150,11 @@ def record(opts: RecordOptions, progress: Progress | None = None,
         run, outcome = _record_with_fallback(opts, perf, pids, run, pmu_events, cap, progress, log,
                                              offcpu.procs(off, opts.out_dir))
     except PmuprofError as err:  # perf failed or was killed: run.json still says what happened
+        processlist.finish(poller)
         rundir.write_typed(opts.out_dir / rundir.RUN_JSON, run.with_notes((f"capture failed: {err.message}",)))
         raise
     with signals.held() as pending:  # writing run.json must not be cut short
+        run = run.with_notes(processlist.finish(poller))
         if on_recorded is not None:
             on_recorded()
         if pending and not outcome.stopped_by:

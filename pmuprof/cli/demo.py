@@ -18,6 +18,7 @@ Examples:
   pmuprof demo --scenario page-cleaner -d 5      # os_rmb as mfence and ut_time_ms in the page cleaner
   pmuprof demo --scenario healthy                # a scan-heavy profile: no warning expected
   pmuprof demo --scenario blocking               # row-lock waits, a mutex sleep and fsync: off-CPU (root)
+  pmuprof demo --scenario spike -d 12            # light load with 3 s of index dives in the middle: see the Seconds strip
   pmuprof demo --scenario index-dive --spin-wait-delay 6   # the fix: compare ut_delay's share
 """
 

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import click
 
 from ..analysis.addresses import load_biases
 from ..analysis.load import sniff
+from ..analysis.threads import split_by_thread
 from ..errors import InputError
 from ..model import rundir
 from ..pipeline import build_profile, with_choice
@@ -33,7 +35,8 @@ Examples:
 @click.option("--no-headers", is_flag=True, help="folded: stack lines only, no '# key: value' context lines.")
 @click.option("--per-thread/--per-process", default=None,
               help="A thread frame under each process (speedscope: one profile per thread). Default: per thread "
-                   "for speedscope when the input has thread ids (perf.data, perf script), else per process.")
+                   "for speedscope when the input has thread ids (perf.data, perf script, a run directory's "
+                   "samples.tsv), else per process.")
 @common.input_options
 def export_cmd(input_path: str, fmt: str, out_file: str, no_headers: bool, per_thread: bool | None, **inputs) -> None:
     """Export INPUT (run directory, perf.data, perf script text or folded file) in another format.
@@ -47,8 +50,12 @@ def export_cmd(input_path: str, fmt: str, out_file: str, no_headers: bool, per_t
     if per_thread and not threads:
         raise InputError(f"{input_path}: no thread ids in this input (folded stacks)", "export a perf.data or perf script")
     options = common.pipeline_options(**inputs)
-    profile = build_profile(source if per_thread else input_path, with_choice(options, per_thread=True)
-                            if per_thread else options)
+    if per_thread and source.is_dir():  # a run directory without perf.data: its sample table has the threads
+        profile = build_profile(source, options)
+        profile = replace(profile, stacks=split_by_thread(profile), samples=None)
+    else:
+        profile = build_profile(source if per_thread else input_path, with_choice(options, per_thread=True)
+                                if per_thread else options)
     if not profile.total:
         raise InputError(f"{input_path}: the profile is empty", "record while the server is busy")
     biases = load_biases(profile.analysis.binaries, [m for t in profile.run.targets for m in t.maps]) \
@@ -66,6 +73,9 @@ def _with_threads(path: Path) -> tuple[Path, bool]:
     """The input that carries thread ids (a run directory's perf.data), and whether there is one."""
     if path.is_dir() and (path / rundir.PERF_DATA).is_file():
         return path / rundir.PERF_DATA, True
+    if path.is_dir() and (path / rundir.SAMPLES).is_file():
+        table, _ = rundir.read_samples(path / rundir.SAMPLES, None)
+        return path, table is not None and table.has_tids
     kind = sniff(path) if path.exists() else ""
     return path, kind in ("perf.data", "perf-script")
 

@@ -6,9 +6,12 @@ import re
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, TextIO
 
+import numpy as np
+
 from .. import outfile
 from ..errors import InputError
 from .profile import Stack
+from .stacks import Stacks
 
 # flamegraph.pl's own line pattern: a header must never look like a stack line.
 _STACK_LINE = re.compile(r"^(.*)\s+?(\d+(?:\.\d*)?)$")
@@ -28,16 +31,28 @@ def sorted_stacks(stacks: Mapping[Stack, int]) -> list[tuple[Stack, int]]:
     return sorted(stacks.items(), key=lambda kv: kv[0])
 
 
-def write_folded(out: TextIO, stacks: Mapping[Stack, int], headers: Mapping[str, Any] | None = None) -> None:
+def write_folded(out: TextIO, stacks: Mapping[Stack, int], headers: Mapping[str, Any] | None = None) -> np.ndarray | None:
+    """The folded text, stacks sorted by frames; for a Stacks, returns the line of each row."""
     for key, value in (headers or {}).items():
         out.write(header_line(key, value) + "\n")
-    for stack, count in sorted_stacks(stacks):
-        out.write(";".join(stack) + f" {count}\n")
+    if not isinstance(stacks, Stacks):
+        for stack, count in sorted_stacks(stacks):
+            out.write(";".join(stack) + f" {count}\n")
+        return None
+    keys = list(stacks)
+    order = sorted(range(len(keys)), key=keys.__getitem__)
+    counts = stacks.counts.tolist()
+    for i in order:
+        out.write(";".join(keys[i]) + f" {counts[i]}\n")
+    line = np.empty(len(keys), dtype=np.int64)
+    line[np.asarray(order, dtype=np.int64)] = np.arange(len(keys))
+    return line
 
 
-def save_folded(path: Path, stacks: Mapping[Stack, int], headers: Mapping[str, Any] | None = None) -> None:
-    with outfile.open_text(path) as out:  # atomic: a cut-short write never leaves a partial stacks.folded
-        write_folded(out, stacks, headers)
+def save_folded(path: Path, stacks: Mapping[Stack, int], headers: Mapping[str, Any] | None = None) -> np.ndarray | None:
+    """write_folded into ``path``, atomically (a cut-short write never leaves a partial stacks.folded)."""
+    with outfile.open_text(path) as out:
+        return write_folded(out, stacks, headers)
 
 
 def parse_header(line: str) -> dict[str, str]:

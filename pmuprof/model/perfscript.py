@@ -9,6 +9,8 @@ from typing import Iterable
 
 from .labels import UNKNOWN, frame_label, process_root, raw_label, thread_root
 from .profile import Stack
+from .samples import MAX_TID, UNKNOWN as NO_VALUE, Samples, from_keyed
+from .stacks import Stacks
 
 MYSQL_COMMS = ("mysqld", "mariadbd")
 # Default targets of a system-wide input given no --pid/--comm: the servers, and pmuprof's demo workload.
@@ -21,7 +23,7 @@ DEFAULT_TARGET_COMMS = MYSQL_COMMS + ("pmuprof-demo",)
 _WS = " \t\n\r\x0b\x0c"
 _HEAD = r"^(?P<comm>\S.*?)\s+(?P<a>\d+)"
 _HEADERS = (
-    re.compile(_HEAD + r"(?:/(?P<b>\d+))?\s+(?:\[\d+\]\s+)?\d+\.\d+:", re.ASCII),
+    re.compile(_HEAD + r"(?:/(?P<b>\d+))?\s+(?:\[\d+\]\s+)?(?P<sec>\d+)\.\d+:", re.ASCII),
     re.compile(_HEAD + r"/(?P<b>\d+)(?:\s|$)", re.ASCII),
     re.compile(_HEAD + r"(?:\s|$)", re.ASCII),
 )
@@ -30,6 +32,20 @@ _EVENT = re.compile(r"\s(?P<event>[A-Za-z][\w.\-/=,]*(?::[a-zA-Z]*)?):\s*$", re.
 # (a real symbol starting with "@" must stay a symbol, and must not crash the leaf's int(…, 16)).
 _RAW = "\n"
 _OFFSET = re.compile(r"\+0x(?P<off>[0-9a-fA-F]+)$", re.ASCII)
+_MAX_SECOND_DIGITS = 18  # a longer time field is not a time (native/fold/parse.c says the same)
+
+
+def second_of(digits: str | None) -> int:
+    """The whole seconds of perf script's time field, -1 when there is none (or it is absurdly long)."""
+    if digits is None:
+        return NO_VALUE
+    digits = digits.lstrip("0") or "0"
+    return int(digits) if len(digits) <= _MAX_SECOND_DIGITS else NO_VALUE
+
+
+def tid_of(tid: int) -> int:
+    """A thread id as the sample table keeps it (int32), -1 when it does not fit."""
+    return tid if 0 <= tid <= MAX_TID else NO_VALUE
 
 
 @dataclass
@@ -46,6 +62,8 @@ class FoldResult:
     bad_lines: int = 0
     truncated: bool = False
     pid_known: bool = True
+    # per (stack row, tid, second) of Stacks.of(stacks); None where the folder kept no thread ids
+    samples: Samples | None = field(default=None, compare=False)
 
     def warnings(self) -> list[str]:
         out = []
@@ -119,8 +137,8 @@ class Folder:
         self.per_thread = per_thread
         self.names = dict(names or {})
         self.result = FoldResult()
-        self._raw: Counter = Counter()  # (pid, comm, tid, frames) -> count
-        self._header: tuple[int, str, int] | None = None
+        self._raw: Counter = Counter()  # (pid, comm, tid, frames, second) -> count
+        self._header: tuple[int, str, int, int] | None = None
         self._frames: list[tuple[str, str, int | None]] = []
         self._keep = False
         self._seen_comm: dict[int, Counter] = {}
@@ -164,7 +182,7 @@ class Folder:
         ev = _EVENT.search(line if inline is None else line[: line.rfind(": ") + 1])
         if ev:
             self.result.events[ev.group("event").split(":")[0]] += 1
-        self._header = (pid, comm, tid)
+        self._header = (pid, comm, tid, second_of(m.groupdict().get("sec")))
         self._frames = []
         self._keep = self._wanted(pid, comm)
         if inline is not None and self._keep:
@@ -180,7 +198,7 @@ class Folder:
     def _end_sample(self) -> None:
         if self._header is None:
             return
-        pid, comm, tid = self._header
+        pid, comm, tid, sec = self._header
         self._header = None
         if not self._keep:
             self.result.filtered += 1
@@ -197,7 +215,7 @@ class Folder:
             self._leaves[(pid, comm, leaf_dso, "", int(leaf_sym[1:], 16))] += 1
         frames = tuple(raw_label(d, int(s[1:], 16)) if s[0] == _RAW else frame_label(s, d)
                        for s, d, _ in reversed(self._frames))
-        self._raw[(pid, comm, tid, frames)] += 1
+        self._raw[(pid, comm, tid, frames, sec)] += 1
         self.result.kept += 1
 
     def _kept_processes(self) -> set[tuple[int, str | None]]:
@@ -209,7 +227,7 @@ class Folder:
         if -1 in self._seen_comm:
             wanted = set(self.comms)
             if self.pids:  # without a pid field, a --pid names the main thread: keep its thread names
-                wanted |= {c for (p, c, t, _) in self._raw if p < 0 and t in self.pids}
+                wanted |= {c for (p, c, t, _, _) in self._raw if p < 0 and t in self.pids}
             for comm in self._seen_comm[-1]:
                 if not wanted and not self.pids or comm in wanted:
                     keep.add((-1, comm))
@@ -239,14 +257,17 @@ class Folder:
         for (pid, comm, dso, sym, off), count in self._leaves.items():
             if (pid, None) in keep or (pid, comm) in keep:
                 res.leaves[(dso, sym, off)] += count
-        by_pid = {p for (p, _, _, _) in self._raw}
+        by_pid = {p for (p, _, _, _, _) in self._raw}
         label_pid = len({res.names.get(p) for p in by_pid}) < len(by_pid)
-        for (pid, comm, tid, frames), count in self._raw.items():
+        keyed: Counter = Counter()  # (stack, tid, second) -> samples
+        for (pid, comm, tid, frames, sec), count in self._raw.items():
             name = comm if pid < 0 else res.names[pid]
             head: Stack = (process_root(name, pid if label_pid and pid >= 0 else None),)
             if self.per_thread:
                 head += (thread_root(comm, tid),)
             res.stacks[head + frames] += count
+            keyed[(head + frames, tid_of(tid), sec)] += count
+        res.samples = from_keyed(Stacks.of(res.stacks), keyed)
         return res
 
 

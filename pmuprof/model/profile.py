@@ -12,6 +12,7 @@ from .analysis import Analysis, Process
 from .counters import Counters
 from .offcpu import OffCpuProfile
 from .run import Run, Target
+from .samples import Samples
 from .server import ServerFacts
 from .stacks import Stack, Stacks  # noqa: F401 (Stack: the type callers import from here)
 
@@ -34,6 +35,8 @@ class Profile:
     ``server`` is None when no server facts exist (a bare perf.data, or the server was unreachable:
     then ``run`` says why); ``analysis`` holds what the analysis stage found; ``offcpu`` the off-CPU
     stacks (microseconds) and thread snapshots when the capture recorded them (``--off-cpu``).
+    ``samples`` splits each stack row by thread and second (model/samples.py); None when the input
+    has no thread ids or times (a folded file).
     """
 
     stacks: Stacks
@@ -45,6 +48,7 @@ class Profile:
     source: str = ""
     unit: str = "samples"
     offcpu: OffCpuProfile | None = None
+    samples: Samples | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.stacks, Stacks):
@@ -73,7 +77,9 @@ class Profile:
     def restrict(self, roots: Iterable[str]) -> "Profile":
         """The same profile keeping only stacks under the given process labels."""
         roots = tuple(roots)
-        return replace(self, stacks=self.stacks.take(np.isin(self.stacks.root_ids, self.stacks.lut(roots).nonzero()[0])),
+        mask = np.isin(self.stacks.root_ids, self.stacks.lut(roots).nonzero()[0])
+        samples = self.samples.take(mask, len(self.stacks)) if self.samples is not None else None
+        return replace(self, stacks=self.stacks.take(mask), samples=samples,
                        offcpu=self.offcpu.restrict(roots) if self.offcpu else None)
 
     def target(self, label: str) -> Target | None:

@@ -16,6 +16,8 @@ from .jsontypes import from_json, to_json
 from .offcpu import OffCpuProfile, Threads
 from .profile import Leaf, Profile
 from .run import Run, Source
+from .samples import BadTable, Samples, read_tsv
+from .stacks import Stacks
 from .server import ServerFacts
 
 RUN_JSON = "run.json"
@@ -36,12 +38,14 @@ OFFCPU = "offcpu.folded"  # off-CPU stacks, counts in microseconds, leaf frame =
 THREADS = "threads.json"  # threads grouped by stack at the capture's start and end (model.offcpu.Threads)
 OFFCPU_RAW = "offcpu.out"  # pmuprof-offcpu's own output (addresses), kept for the record
 OFFCPU_LOG = "offcpu.log"  # pmuprof-offcpu's stderr
+SAMPLES = "samples.tsv"  # samples per (stacks.folded line, thread id, second): model/samples.py
+PROCESSLIST = "processlist.tsv"  # the processlist polled once a second during the capture (capture/mysql/poll.py)
 CONTROL_FIFOS = (".perf-ctl", ".perf-ack")  # perf's control FIFOs during a capture
 # Every name pmuprof writes in a run directory (0.1's skid.json / symbols.json included): retention
 # deletes these and nothing else.
 RUN_FILES = frozenset({
     RUN_JSON, STACKS, COUNTERS, MYSQL, ANALYSIS, PERF_DATA, LEAVES, STAT_CSV, RECORD_LOG, STAT_LOG,
-    REPORT_HTML, FINDINGS_JSON, REPORT_MD, OFFCPU, THREADS, OFFCPU_RAW, OFFCPU_LOG, *CONTROL_FIFOS, "skid.json",
+    REPORT_HTML, FINDINGS_JSON, REPORT_MD, OFFCPU, THREADS, OFFCPU_RAW, OFFCPU_LOG, SAMPLES, PROCESSLIST, *CONTROL_FIFOS, "skid.json",
     "symbols.json", "perf.data.old", "workload.log", "diff.html", "diff.json", "diff.md", "profile.pb.gz",
     "profile.speedscope.json", "flame.svg",
 })
@@ -228,6 +232,21 @@ def load_run_dir(path: Path, read_stacks: Callable[[Path], tuple[Any, dict[str, 
     counters, server, analysis, notes = read_facts(path)
     more: list[str] = []
     offcpu = read_offcpu(path, read_stacks, more)
-    run = read_run(path).with_notes(notes + tuple(more))
+    samples, more_samples = read_samples(path / SAMPLES, stacks)
+    run = read_run(path).with_notes(notes + tuple(more) + more_samples)
     return Profile(stacks, run, counters, server, analysis or Analysis(), read_leaves(path / LEAVES), str(path),
-                   offcpu=offcpu)
+                   offcpu=offcpu, samples=samples)
+
+
+def read_samples(path: Path, stacks: Any) -> tuple[Samples | None, tuple[str, ...]]:
+    """samples.tsv when present and it fits stacks.folded line for line (else None and a note why);
+    ``stacks`` None: not checked against any."""
+    if not path.is_file():
+        return None, ()
+    try:
+        table = read_tsv(path)
+    except (OSError, BadTable) as err:
+        return None, (f"{path.name} is damaged ({err}): no per-thread or per-second view",)
+    if stacks is not None and not table.matches(Stacks.of(stacks)):
+        return None, (f"{path.name} does not match {STACKS} (edited?): no per-thread or per-second view",)
+    return table, ()

@@ -232,9 +232,13 @@ class Stacks(Mapping[Stack, int]):
 
     def relabel(self, labels: Sequence[str]) -> "Stacks":
         """Each frame id renamed (several ids may get one label); rows that become equal are merged."""
+        return self.relabel_rows(labels)[0]
+
+    def relabel_rows(self, labels: Sequence[str]) -> tuple["Stacks", np.ndarray]:
+        """``relabel``, and the new row of every old row (what a sample table follows)."""
         index: dict[str, int] = {}
         new_id = np.fromiter((index.setdefault(lab, len(index)) for lab in labels), dtype=np.int32, count=len(labels))
-        return merged(list(index), new_id[self.ids], self.offsets, self.counts)
+        return merged_rows(list(index), new_id[self.ids], self.offsets, self.counts)
 
 
 def _cut_postings(parent: "Stacks", lo: int, n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -306,13 +310,20 @@ class StacksBuilder:
 
 def merged(frames: Sequence[str], ids: np.ndarray, offsets: np.ndarray, counts: np.ndarray) -> Stacks:
     """A Stacks with equal rows summed into one (rows compared by a 64-bit hash, then verified)."""
+    return merged_rows(frames, ids, offsets, counts)[0]
+
+
+def merged_rows(frames: Sequence[str], ids: np.ndarray, offsets: np.ndarray,
+                counts: np.ndarray) -> tuple[Stacks, np.ndarray]:
+    """``merged``, and the row each input row went to (groups keep the order of their first row)."""
     n = len(counts)
+    same = np.arange(n, dtype=np.int64)
     if n < 2:
-        return Stacks(frames, ids, offsets, counts)
+        return Stacks(frames, ids, offsets, counts), same
     lengths = np.diff(offsets)
     first, inverse = _hash_groups(ids, offsets, lengths)
     if len(first) == n:
-        return Stacks(frames, ids, offsets, counts)
+        return Stacks(frames, ids, offsets, counts), same
     order = np.argsort(first)  # groups in the order of their first row: sorted input stays sorted
     rank = np.empty_like(order)
     rank[order] = np.arange(len(order))
@@ -321,16 +332,21 @@ def merged(frames: Sequence[str], ids: np.ndarray, offsets: np.ndarray, counts: 
     same_len = lengths == lengths[rep]
     if same_len.all() and np.array_equal(ids, ids[gather_index(offsets[rep], lengths)]):
         kept = Stacks(frames, ids, offsets, counts).take(first)
-        return Stacks(frames, kept.ids, kept.offsets, np.bincount(inverse, weights=counts).astype(np.int64))
+        return Stacks(frames, kept.ids, kept.offsets, np.bincount(inverse, weights=counts).astype(np.int64)), \
+            inverse.astype(np.int64)
     # a 64-bit collision (never seen in practice): merge exactly
     exact: Counter[tuple[int, ...]] = Counter()
     ids_l, offs_l = ids.tolist(), offsets.tolist()
+    where: dict[tuple[int, ...], int] = {}
+    row_of = np.empty(n, dtype=np.int64)
     for i, c in enumerate(counts.tolist()):
-        exact[tuple(ids_l[offs_l[i]:offs_l[i + 1]])] += c
+        key = tuple(ids_l[offs_l[i]:offs_l[i + 1]])
+        exact[key] += c
+        row_of[i] = where.setdefault(key, len(where))
     new_lengths = [len(k) for k in exact]
     return Stacks(frames, np.fromiter((f for k in exact for f in k), dtype=np.int32),
                   np.concatenate(([0], np.cumsum(new_lengths, dtype=np.int64))),
-                  np.fromiter(exact.values(), dtype=np.int64, count=len(exact)))
+                  np.fromiter(exact.values(), dtype=np.int64, count=len(exact))), row_of
 
 
 def _hash_groups(ids: np.ndarray, offsets: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -14,6 +14,7 @@ from .facts import event_names
 from .diffmd import render_diff_markdown
 from .flame import build_tree
 from .html import render, write_text
+from .split import diff_split
 from .noise import CONFIDENCE, outside, share_change, smallest_change, wilson
 
 DIFF_HTML = "diff.html"
@@ -165,6 +166,7 @@ def diff_document(result: DiffResult, limit: int = TABLE_ROWS) -> dict[str, Any]
                                            "inclusive": sum(r.incl_outside_noise for r in result.rows)}},
         "self": [r.to_dict() for r in result.biggest("self", limit)],
         "inclusive": [r.to_dict() for r in result.biggest("inclusive", limit)],
+        "split": diff_split(result.before, result.after),
     }
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from .markdown import _inline, _text
+from .split import split_markdown
 
 ROWS = 15
 
@@ -40,4 +41,5 @@ def render_diff_markdown(doc: Mapping[str, Any]) -> str:
                   f"{sig['outside_noise']['inclusive']:,} by inclusive share.", ""]
     lines += ["### Biggest changes by self share", ""] + _table(list(doc["self"]), "self") + [""]
     lines += ["### Biggest changes by inclusive share", ""] + _table(list(doc["inclusive"]), "inclusive") + [""]
+    lines += split_markdown(list(doc.get("split") or []), _inline)
     return "\n".join(lines)

@@ -32,7 +32,7 @@ def frame_kind(name: str, depth: int) -> int:
     return KIND_USER
 
 
-def _tree(trie: Trie, threshold: float, own: np.ndarray) -> dict[str, Any]:
+def _tree(trie: Trie, threshold: float, own: np.ndarray) -> tuple[dict[str, Any], np.ndarray]:
     """The payload tree keeping the nodes wider than ``threshold`` (-1: all of them).
 
     Kept nodes come in preorder; after each kept node's subtree, an elided child holding its
@@ -40,6 +40,8 @@ def _tree(trie: Trie, threshold: float, own: np.ndarray) -> dict[str, Any]:
     shown there when it is at least ``min_leaf`` samples in some column; smaller ones stay in the
     elided node's own samples and are listed in ``elided_self`` by frame, with ``nested``: the part
     whose kept callers include the same function (a recursive call, which a sandwich counts once).
+    Also returns each trie node's output row: its own, or for a left-out node its kept caller's
+    elided node (what a subset of the samples, e.g. some seconds, adds its own samples to).
     """
     totals, width, n = trie.totals, len(trie.totals), trie.size
     kept = trie.weight > threshold if threshold >= 0 else np.ones(n, dtype=bool)
@@ -58,13 +60,29 @@ def _tree(trie: Trie, threshold: float, own: np.ndarray) -> dict[str, Any]:
     code, depth, values = code[order], depth[order], values[:, order]
     hidden_code, hidden_sum, hidden_nested = g.hidden()
     strings, kinds, index = _string_table(trie, code, hidden_code)
-    return {
+    tree = {
         "names": strings, "kinds": kinds, "name": [index[c] for c in code.tolist()], "depth": depth.tolist(),
         "values": values.tolist(), "totals": totals, "pruned": n - len(keep), "min_share": max(threshold, 0.0),
         "elided": g.mass.sum(axis=1).tolist(), "elided_leafless": hidden_sum.sum(axis=1).tolist(),
         "elided_self": {"name": [index[c] for c in hidden_code.tolist()], "values": hidden_sum.tolist(),
                         "nested": hidden_nested.tolist()},
     }
+    return tree, _node_rows(trie, kept, len(keep), g, order)
+
+
+def _node_rows(trie: Trie, kept: np.ndarray, nkeep: int, g: "_Groups", order: np.ndarray) -> np.ndarray:
+    """Output row of every trie node: a kept node's own; a left-out one's nearest kept caller's elided node."""
+    out_row = np.empty(len(order), dtype=np.int64)
+    out_row[order] = np.arange(len(order))
+    rows = np.full(trie.size, -1, dtype=np.int64)
+    rows[kept] = out_row[:nkeep]
+    lost = np.flatnonzero(~kept)
+    if len(lost) and len(g.anchors):
+        anchor = trie.anchors(kept)[lost]
+        at = np.minimum(np.searchsorted(g.anchors, anchor), len(g.anchors) - 1)
+        hit = g.anchors[at] == anchor
+        rows[lost[hit]] = out_row[nkeep + at[hit]]
+    return rows
 
 
 def _string_table(trie: Trie, code: np.ndarray, hidden_code: np.ndarray) -> tuple[list[str], list[int], dict[int, int]]:
@@ -94,7 +112,7 @@ class _Groups:
         g = cls()
         z = np.zeros(0, np.int64)
         g.elided_pos = g.anchor_depth = g.leaf_pos = g.leaf_anchor_depth = g.leaf_rank = g.leaf_code = z
-        g.leaf_anchor = z
+        g.leaf_anchor = g.anchors = z
         g.mass = g.leaf_sum = np.zeros((width, 0), np.int64)
         g.shown = np.zeros(0, dtype=bool)
         g.trie = None
@@ -118,7 +136,7 @@ class _Groups:
         starts = np.flatnonzero(np.concatenate(([True], g.leaf_anchor[1:] != g.leaf_anchor[:-1]))) if len(g.leaf_anchor) else np.zeros(0, np.int64)
         g.leaf_rank = np.arange(len(g.leaf_anchor)) - np.repeat(starts, np.diff(np.append(starts, len(g.leaf_anchor))))
         g.shown = (g.leaf_sum >= np.asarray(min_leaf)[:, None]).any(axis=0)
-        anchors = g.leaf_anchor[starts]
+        anchors = g.anchors = g.leaf_anchor[starts]
         g.mass = np.add.reduceat(g.leaf_sum, starts, axis=1) if len(starts) else np.zeros((len(own), 0), np.int64)
         g.anchor_depth = np.where(anchors >= 0, trie.depths[np.maximum(anchors, 0)], -1)
         g.elided_pos = np.where(anchors >= 0, trie.end[np.maximum(anchors, 0)], trie.size)
@@ -178,18 +196,32 @@ def build_tree(
     ``nested``: the part whose kept callers include the same function), so every function's self
     samples are in the payload even then. ``trie``: ``Trie.of(columns)`` when the caller has it already.
     """
+    return build_tree_rows(columns, max_nodes, max_bytes, trie)[0]
+
+
+def build_tree_rows(columns: Sequence[Mapping[Stack, int]], max_nodes: int = DEFAULT_MAX_NODES,
+                    max_bytes: int = DEFAULT_MAX_BYTES, trie: Trie | None = None) -> tuple[dict[str, Any], np.ndarray]:
+    """``build_tree``, and for each row of the first column's Stacks the tree row its samples end
+    in (-1: an empty row): what a subset of the samples (some seconds, some threads) is drawn with."""
     trie = trie if trie is not None else Trie.of(columns)
     if trie.size <= max_nodes:
-        tree = _tree(trie, -1.0, np.zeros((len(columns), 0), np.int64))
+        tree, nodes = _tree(trie, -1.0, np.zeros((len(columns), 0), np.int64))
         if _fits(tree, max_nodes, max_bytes)[0]:
-            return tree
+            return tree, _rows_of(trie, nodes, len(columns))
     own = trie.own()
     node_budget, byte_budget = max_nodes * 9 // 10, max_bytes * 9 // 10  # room for the leaves under elided nodes
     for _ in range(8):
-        tree = _tree(trie, trie.cut(node_budget, byte_budget), own)
+        tree, nodes = _tree(trie, trie.cut(node_budget, byte_budget), own)
         fits, size = _fits(tree, max_nodes, max_bytes)
         if fits:
             break
         node_budget = int(node_budget * min(0.9, max_nodes / len(tree["name"])))
         byte_budget = int(byte_budget * min(0.9, max_bytes / size))
-    return tree
+    return tree, _rows_of(trie, nodes, len(columns))
+
+
+def _rows_of(trie: Trie, nodes: np.ndarray, width: int) -> np.ndarray:
+    """Tree row per input row of the first column (rows of a multi-column tree: not kept, empty)."""
+    if width != 1 or trie.row_node is None:
+        return np.zeros(0, dtype=np.int64)
+    return np.where(trie.row_node >= 0, nodes[np.maximum(trie.row_node, 0)], -1)

@@ -28,6 +28,7 @@ class Trie:
     totals: list[int]
     weight: np.ndarray  # the node's largest share over the columns
     end: np.ndarray  # last preorder index of the node's subtree
+    row_node: np.ndarray | None = None  # each input row's last node (preorder; -1: an empty row)
 
     @classmethod
     def of(cls, columns: Sequence["Stacks | Mapping[Stack, int]"]) -> "Trie":
@@ -177,6 +178,7 @@ def _build(frames: tuple[str, ...], ids: np.ndarray, lengths: np.ndarray, counts
     perm[pre] = np.arange(len(pre), dtype=np.int32)  # preorder index -> level-order node
     parent = parent[perm]
     new_parent = np.where(parent >= 0, pre[np.maximum(parent, 0)], -1).astype(np.int32)
+    row_node = np.where(lengths > 0, pre[node_of], -1)
     del parent, pre
     values = values[:, perm]
     cols = [values[c] / t if t else np.zeros(values.shape[1]) for c, t in enumerate(totals)]
@@ -184,7 +186,7 @@ def _build(frames: tuple[str, ...], ids: np.ndarray, lengths: np.ndarray, counts
     end = size[perm]
     end += np.arange(len(perm), dtype=np.int32) - 1
     return Trie(frames, np.concatenate(frame_l)[perm], np.concatenate(depth_l)[perm], new_parent, values, totals,
-                weight, end)
+                weight, end, row_node)
 
 
 def _preorder(parent: np.ndarray, size: np.ndarray, level_start: np.ndarray) -> np.ndarray:

@@ -96,7 +96,7 @@ def _latches(rows: list[Mapping[str, Any]], top: int = 8) -> list[str]:
 
 def _wall(p: Mapping[str, Any], top: int = 8) -> list[str]:
     """Wall clock by state, and the largest thread groups of the last snapshot (threads.json)."""
-    wall, snaps = p.get("wall"), p.get("threads") or []
+    wall, snaps = p.get("wall"), p.get("offcpu_threads") or []
     if not wall:
         return []
     lines = ["### Wall clock (on-CPU and off-CPU)", "", "| process | state | seconds | share |", "|---|---|---:|---:|"]
@@ -165,6 +165,24 @@ def _verdict(v: Mapping[str, Any], samples: int) -> list[str]:
             f"the first finding below.", ""]
 
 
+def _threads(th: Mapping[str, Any] | None, top: int = 5) -> list[str]:
+    """CPU by processlist state and by statement (the sentence of each busy group), when joined."""
+    if not th or not th.get("polled"):
+        return []
+    lines = ["### CPU by processlist state and statement", "",
+             f"{th['joined']:,} of {th['samples']:,} samples joined to their thread's processlist row in that second.", ""]
+    for table in th["tables"]:
+        if table["name"] not in ("state", "statement"):
+            continue
+        lines += [f"| {table['name']} | share | function | in group |", "|---|---:|---|---:|"]
+        for r in table["rows"][:top]:
+            fn = _inline(r["function"]) if r["function"] else ""
+            share = f"{100 * r['function_share']:.0f} %" if r["function"] else ""
+            lines.append(f"| {_inline(r['key'][:100])} | {100 * r['share']:.1f} % | {fn} | {share} |")
+        lines.append("")
+    return lines
+
+
 def render_markdown(payload: Mapping[str, Any]) -> str:
     """The ticket text for a report payload."""
     lines = [f"## {_text(payload['title'])}", ""] + _verdict(payload["verdict"], payload["summary"]["samples"])
@@ -172,6 +190,7 @@ def render_markdown(payload: Mapping[str, Any]) -> str:
     lines += _findings(list(payload["groups"]))
     lines += _latches(list(payload["latches"]))
     lines += _wall(payload)
+    lines += _threads(payload.get("threads"))
     lines += ["### Key numbers", ""] + _numbers(payload) + [""]
     lines += ["### How it was captured", ""] + _capture(payload) + [""]
     lines += ["![Flame graph](flame.svg)", "",

@@ -12,7 +12,9 @@ from ..model.profile import Profile
 from .counters import counters_section
 from .evidence import evidence_rows, levels_text
 from .facts import mysql_facts, numa_text, summary
-from .flame import build_tree
+from ..analysis import threads
+from . import seconds
+from .flame import build_tree_rows
 from .flametrie import Trie
 from .wallclock import state_totals, thread_groups, wall_stacks
 from .verdict import verdict
@@ -146,18 +148,20 @@ def build_payload(profile: Profile, findings: Iterable[Finding], max_flame_nodes
     ``trie``: gives the profile's flame trie when the caller builds and keeps it (asked for once)."""
     processes = profile.processes()
     counters = counters_section(profile.counters)
+    findings = list(findings)
     shown = shown_findings(findings)
     found_groups = groups(shown)
     head = summary(profile, processes)
     top = _per_process_top(profile, processes)
     profile.stacks.release_postings()  # the findings and top tables are done with them: room for the flame tree
-    flame = build_tree([profile.stacks], max_flame_nodes, trie=trie() if trie else None)
+    flame, tree_rows = build_tree_rows([profile.stacks], max_flame_nodes, trie=trie() if trie else None)
+    found = verdict(shown, found_groups, head, top[0]["rows"], frozenset(flame["names"]))
     wall, why = wall_stacks(profile)
     return {
         "kind": "report",
         "title": "pmuprof report" + (f": {', '.join(processes[:3])}" if processes else ""),
         "summary": head,
-        "verdict": verdict(shown, found_groups, head, top[0]["rows"], frozenset(flame["names"])),
+        "verdict": found,
         "flame": flame,
         "top_functions": top,
         "counters": counters,
@@ -168,5 +172,7 @@ def build_payload(profile: Profile, findings: Iterable[Finding], max_flame_nodes
         "comparison": comparison(profile, processes, counters["ipc"]),
         "mysql": mysql_facts(profile.server),
         "wall": {"states": state_totals(wall), "note": why} if profile.offcpu is not None else None,
-        "threads": thread_groups(profile.offcpu),
+        "offcpu_threads": thread_groups(profile.offcpu),
+        "seconds": seconds.strip(profile, findings, tree_rows, str(found.get("rule") or "")),
+        "threads": threads.tables(profile),
     }

@@ -24,8 +24,9 @@ from ..model.server import ServerFacts, ServerVersion
 from ..paths import demo_source_dir
 from ..pipeline import Result, materialize, report_profile
 
-SCENARIOS = ("mixed", "index-dive", "spin", "page-cleaner", "healthy", "blocking")
+SCENARIOS = ("mixed", "index-dive", "spin", "page-cleaner", "healthy", "blocking", "spike")
 OFF_CPU_SCENARIOS = ("blocking",)  # scenarios whose point is waiting: recorded with --off-cpu by default
+SPIKE_S = 3.0  # scenario spike: index dives for this long in the middle of the capture
 DEMO_SOURCE = "pmuprof_demo.c"
 DEMO_BINARY = "pmuprof-demo"  # also the process comm perf reports
 # Frame pointers everywhere and every named function a real frame: see examples/demo/Makefile.
@@ -105,7 +106,8 @@ def build_demo(cache_dir: Path | None = None, source_dir: Path | None = None) ->
     return binary
 
 
-def demo_argv(binary: Path, scenario: str, threads: int, spin_wait_delay: int, seconds: float) -> list[str]:
+def demo_argv(binary: Path, scenario: str, threads: int, spin_wait_delay: int, seconds: float,
+              spike_at: float = 0.0) -> list[str]:
     """The workload's command line (pure; validated here so bad values fail before anything runs)."""
     if scenario not in SCENARIOS:
         raise UsageError(f"unknown demo scenario {scenario!r}", f"use one of: {', '.join(SCENARIOS)}")
@@ -115,14 +117,15 @@ def demo_argv(binary: Path, scenario: str, threads: int, spin_wait_delay: int, s
         raise UsageError(f"--spin-wait-delay {spin_wait_delay} is out of range", "use 0..6000 (InnoDB's default is 6)")
     if seconds < 0:
         raise UsageError(f"demo seconds {seconds} is negative", "use 0 (until stopped) or more")
+    spike = ["--spike-at", f"{spike_at:g}", "--spike-len", f"{SPIKE_S:g}"] if scenario == "spike" else []
     return [str(binary), "--scenario", scenario, "--threads", str(threads),
-            "--spin-wait-delay", str(spin_wait_delay), "--seconds", f"{seconds:g}", "--die-with-parent"]
+            "--spin-wait-delay", str(spin_wait_delay), "--seconds", f"{seconds:g}", "--die-with-parent", *spike]
 
 
 def start_demo(scenario: str = "mixed", threads: int = 4, spin_wait_delay: int = 30, seconds: float = 0,
-               binary: Path | None = None) -> subprocess.Popen:
+               binary: Path | None = None, spike_at: float = 0.0) -> subprocess.Popen:
     """Start the workload and return once its threads run (it prints its pid line then)."""
-    argv = demo_argv(binary or build_demo(), scenario, threads, spin_wait_delay, seconds)
+    argv = demo_argv(binary or build_demo(), scenario, threads, spin_wait_delay, seconds, spike_at)
     proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)
     try:
@@ -228,7 +231,8 @@ def run_demo(opts: DemoOptions, progress: Callable | None = None,
         raise UsageError(f"{out_dir} exists and is not empty", "choose a new -o directory")
     binary = build_demo(opts.cache_dir)
     seconds = opts.warmup_s + opts.duration + SELF_STOP_MARGIN_S
-    proc = start_demo(opts.scenario, opts.threads, opts.spin_wait_delay, seconds, binary)
+    proc = start_demo(opts.scenario, opts.threads, opts.spin_wait_delay, seconds, binary,
+                      spike_at=opts.warmup_s + (opts.duration - SPIKE_S) / 2)
     log(f"started {DEMO_BINARY} (pid {proc.pid}): scenario {opts.scenario}, {opts.threads} threads, "
         f"spin_wait_delay {opts.spin_wait_delay}")
     stopped: list[int | None] = []

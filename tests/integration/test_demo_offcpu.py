@@ -71,4 +71,4 @@ def test_rules_name_the_waits(blocking_run):
 def test_report_shows_the_wall_clock_view(blocking_run):
     run, _, _ = blocking_run
     html = (run / "report.html").read_text(encoding="utf-8")
-    assert "[blocked: futex]" in html and "lock_wait_suspend_thread" in html and 'id="threads"' in html
+    assert "[blocked: futex]" in html and "lock_wait_suspend_thread" in html and 'id="offcpu-threads"' in html

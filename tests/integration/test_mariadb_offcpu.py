@@ -233,4 +233,4 @@ def test_report_names_the_metadata_lock_wait_its_stack_and_time(lock_run):
 def test_report_shows_wall_clock_and_threads(lock_run):
     *_, report = lock_run
     html = report.paths["html"].read_text(encoding="utf-8")
-    assert 'id="wallclock"' in html and "[blocked: futex]" in html and 'id="threads"' in html
+    assert 'id="wallclock"' in html and "[blocked: futex]" in html and 'id="offcpu-threads"' in html

@@ -15,6 +15,8 @@ from pmuprof.tools.native import fold as fastfold
 from pmuprof.model.folded import write_folded
 from pmuprof.model.perfscript import Folder, FoldResult
 from pmuprof.model.rundir import write_leaves
+from pmuprof.model.samples import write_tsv
+from pmuprof.model.stacks import Stacks
 
 REPO = Path(__file__).resolve().parents[2]
 FOLD = REPO / "native" / "build" / "pmuprof-fold"
@@ -43,10 +45,18 @@ def python_fold(data: bytes, pids=(), comms=(), per_thread=False, names=None, ra
 def native_fold(binary: Path, data: bytes, tmp: Path, pids=(), comms=(), per_thread=False, names=None,
                 raw_unknown=False):
     argv = fastfold.fold_argv(binary, tmp / "meta.json", pids, comms, per_thread, names, raw_unknown)
-    argv += ["--leaves", str(tmp / "l.tsv")]
+    argv += ["--leaves", str(tmp / "l.tsv"), "--samples", str(tmp / "s.tsv")]
     res = subprocess.run(argv, input=data, capture_output=True, timeout=60)
     assert res.returncode == 0, res.stderr
     return res.stdout, (tmp / "l.tsv").read_bytes(), json.loads((tmp / "meta.json").read_text(encoding="utf-8"))
+
+
+def python_samples_tsv(ref: FoldResult) -> str:
+    """samples.tsv as the pipeline writes it for the Python folder's result (rows as stacks.folded lines)."""
+    stacks = Stacks.of(ref.stacks)
+    out = io.StringIO()
+    write_tsv(out, ref.samples, write_folded(io.StringIO(), stacks))
+    return out.getvalue()
 
 
 def assert_same(binary: Path, data: bytes, tmp: Path, **opts) -> FoldResult:
@@ -59,13 +69,17 @@ def assert_same(binary: Path, data: bytes, tmp: Path, **opts) -> FoldResult:
     assert stacks.decode("utf-8") == out.getvalue()
     assert stacks == out.getvalue().encode("utf-8")
     assert leaves == (tmp / "ref.tsv").read_bytes()
+    assert (tmp / "s.tsv").read_text(encoding="ascii") == python_samples_tsv(ref)
+    assert ref.samples.total == ref.kept and ref.samples.matches(Stacks.of(ref.stacks))
     assert {k: meta[k] for k in ("kept", "filtered", "bad_lines", "truncated", "pid_known")} == {
         "kept": ref.kept, "filtered": ref.filtered, "bad_lines": ref.bad_lines,
         "truncated": ref.truncated, "pid_known": ref.pid_known}
     assert list(meta["names"].items()) == [(str(p), n) for p, n in ref.names.items()]
     assert list(meta["events"].items()) == list(ref.events.items())
     assert {int(p): tuple(v) for p, v in meta["left_out"].items()} == ref.left_out
-    assert fastfold.fold_stream(io.BytesIO(data), **opts) == ref
+    fast = fastfold.fold_stream(io.BytesIO(data), **opts)
+    assert fast == ref
+    assert fast.samples.as_dict(Stacks.of(fast.stacks)) == ref.samples.as_dict(Stacks.of(ref.stacks))
     return ref
 
 
@@ -242,3 +256,51 @@ def test_missing_binary_falls_back_to_python_and_says_so(monkeypatch, capsys):
     res = fastfold.fold_stream([line.decode() for line in io.BytesIO(SCRIPT)], pids=[100])
     assert res == python_fold(SCRIPT, pids=[100])
     assert "pmuprof-fold is not built" in capsys.readouterr().err
+
+
+TIMED = b"""mariadbd 100/101 [000] 7.250000: cpu-clock:
+\t55d0c0123456 ut_delay+0x1c (/usr/sbin/mariadbd)
+\t55d0c0123000 row_search_mvcc+0x40 (/usr/sbin/mariadbd)
+
+mariadbd 100/102 [001] 7.900000: cpu-clock:
+\t55d0c0123456 ut_delay+0x1c (/usr/sbin/mariadbd)
+\t55d0c0123000 row_search_mvcc+0x40 (/usr/sbin/mariadbd)
+
+mariadbd 100/101 [000] 8.010000: cpu-clock:
+\t55d0c0123456 ut_delay+0x1c (/usr/sbin/mariadbd)
+\t55d0c0123000 row_search_mvcc+0x40 (/usr/sbin/mariadbd)
+
+mariadbd 100/101 [000] 00008.500000: cpu-clock:
+\t55d0c0123456 ut_delay+0x1c (/usr/sbin/mariadbd)
+\t55d0c0123000 row_search_mvcc+0x40 (/usr/sbin/mariadbd)
+
+mariadbd 100/4294967295 [000] 8.600000: cpu-clock:
+\t55d0c0124000 btr_cur_search+0x10 (/usr/sbin/mariadbd)
+
+mariadbd 100/101
+\t55d0c0124000 btr_cur_search+0x10 (/usr/sbin/mariadbd)
+"""
+
+
+@pytest.mark.parametrize("per_thread", [False, True])
+def test_sample_table_keeps_thread_and_second(fold_bin, tmp_path, per_thread):
+    """One entry per (stack, tid, second), not per sample; an unknown time or an oversized tid is -1."""
+    ref = assert_same(fold_bin, TIMED, tmp_path, per_thread=per_thread)
+    table = {(stack[-1], tid, sec): n for (stack, tid, sec), n in ref.samples.as_dict(Stacks.of(ref.stacks)).items()}
+    assert table == {(_leaf(ref, "ut_delay"), 101, 7): 1,
+                     (_leaf(ref, "ut_delay"), 102, 7): 1, (_leaf(ref, "ut_delay"), 101, 8): 2,
+                     (_leaf(ref, "btr_cur_search"), -1, 8): 1, (_leaf(ref, "btr_cur_search"), 101, -1): 1}
+    assert len(ref.samples) == 5 and ref.samples.total == 6
+
+
+def _leaf(ref: FoldResult, name: str) -> str:
+    """The leaf frame label the folder gave function ``name``."""
+    return next(s[-1] for s in ref.stacks if s[-1].startswith(name))
+
+
+def test_sample_table_of_samples_out_of_time_order(fold_bin, tmp_path):
+    """A second met again after another (perf script of several files, a clock step) is summed, not split."""
+    blocks = TIMED.split(b"\n\n")
+    shuffled = b"\n\n".join([blocks[2], blocks[0], blocks[3], blocks[1], blocks[4], blocks[5]])
+    ref = assert_same(fold_bin, shuffled, tmp_path)
+    assert len(ref.samples) == 5 and ref.samples.total == 6

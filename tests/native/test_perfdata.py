@@ -5,6 +5,7 @@ from __future__ import annotations
 import ctypes
 import json
 import os
+import re
 import shutil
 import signal
 import struct
@@ -327,3 +328,25 @@ def test_build_id_mismatch_leaves_frames_unnamed_like_perf(bins, lab, tmp_path):
     assert "[pd_work]" in got[0].decode() and "pd_leaf" not in got[0].decode()
     dso = next(d for d in json.loads(got[2])["dsos"] if d["path"] == str(exe))
     assert dso["matched"] is False and dso["found_at"] is None and dso["build_id"]
+
+
+@pytest.mark.parametrize("rec, opts", [("pie", "plain"), ("attach", "per_thread"), ("system", "comm"),
+                                       ("nocallchain", "raw_unknown")])
+def test_time_gives_the_sample_table_of_the_timed_perf_script_pipeline(bins, lab, recordings, tmp_path, rec, opts):
+    """--time: every output is pmuprof-fold's on perf script -F ...,time,... (the sample table included)."""
+    argv, pids = _option_argv(OPTION_SETS[opts], _busiest(lab, recordings[rec]))
+    timed = subprocess.run(["perf", "script", "-i", str(recordings[rec]), "-F", FIELDS.replace("tid,", "tid,time,"),
+                            "--no-inline"], env=lab["env"], capture_output=True, check=True, timeout=300).stdout
+    ref = _outputs([str(bins["fold"]), *argv, "--samples", str(tmp_path / "ref.tsv")], tmp_path, lab["env"], timed)
+    got = _outputs([str(bins["perfdata"]), *argv, "--time", "--samples", str(tmp_path / "got.tsv"),
+                    str(recordings[rec])], tmp_path, lab["env"])
+    assert got[0] == ref[0] and got[1] == ref[1]
+    assert got[2].startswith(ref[2][:-2] + b", \"dsos\": [")
+    table = (tmp_path / "got.tsv").read_text(encoding="ascii")
+    assert table == (tmp_path / "ref.tsv").read_text(encoding="ascii")
+    rows = [list(map(int, ln.split("\t"))) for ln in table.splitlines() if not ln.startswith("#")]
+    assert sum(r[3] for r in rows) == json.loads(got[2])["kept"]
+    seconds = {int(m.group(1)) for m in re.finditer(rb" (\d+)\.\d{6}: ", timed)}
+    assert {r[2] for r in rows} <= seconds and all(r[2] > 0 for r in rows)
+    assert len(seconds) >= (2 if rec in ("attach", "system") else 1)  # a 6-second recording spans seconds
+    assert len(rows) < json.loads(got[2])["kept"]  # a table of distinct entries, not one line per sample

@@ -62,7 +62,7 @@ def test_payload_states_shares_and_thread_groups():
     rows = {r["state"]: r for r in p["wall"]["states"]}
     assert list(rows) == [RUNNING, RUNNABLE, FUTEX, IO, OTHER]
     assert rows[FUTEX]["seconds"] == 3.0 and rows[FUTEX]["share"] == pytest.approx(3.0 / 5.0)
-    (snap,) = p["threads"]
+    (snap,) = p["offcpu_threads"]
     assert [g["count"] for g in snap["groups"]] == [5, 3]  # most threads first
     assert snap["groups"][1]["stack"] == "__futex_abstimed_wait_common ← MDL_context::acquire_lock ← do_command ← start_thread"
 
@@ -70,7 +70,7 @@ def test_payload_states_shares_and_thread_groups():
 def test_report_shows_the_wall_clock_graph_and_the_threads(tmp_path):
     paths = write_outputs(_profile(), [], tmp_path)
     html = paths["html"].read_text()
-    assert 'id="wallclock"' in html and 'id="threads"' in html
+    assert 'id="wallclock"' in html and 'id="offcpu-threads"' in html
     assert html.count("<svg") >= 1 and "[blocked: futex]" in html and "3,000,000 µs" in html
     assert "[blocked: futex]" not in html.split('id="pmuprof-data"')[1]  # the picture stays out of the JSON
     md = render_markdown(build_payload(_profile(), []))
@@ -80,6 +80,6 @@ def test_report_shows_the_wall_clock_graph_and_the_threads(tmp_path):
 def test_no_offcpu_no_wall_clock_section(tmp_path):
     profile = make_profile(ON, {"record": {"frequency": 100}})
     p = build_payload(profile, [])
-    assert p["wall"] is None and p["threads"] == []
+    assert p["wall"] is None and p["offcpu_threads"] == []
     html = write_outputs(profile, [], tmp_path)["html"].read_text()
     assert 'id="wallclock"' not in html and "### Wall clock" not in render_markdown(p)

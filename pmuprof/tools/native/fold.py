@@ -15,7 +15,7 @@ from ...errors import InputError, PerfError, PmuprofError
 from ...model.perfscript import Folder, FoldResult
 from ...model.stacks import Stacks
 from ...paths import fold_path
-from .stacksbin import read_stacks_bin
+from .stacksbin import read_fold_bin
 
 STACKS_BIN = "stacks.bin"
 from .. import proc as proc_tools
@@ -216,8 +216,9 @@ def _result(returncode: int | None, out: IO[bytes], err: IO[bytes], meta_path: P
                         "rebuild it (make -C native), or set PMUPROF_FOLD= to fold in Python")
     meta = json.loads(meta_path.read_text(encoding="utf-8"))
     binary = meta_path.parent / STACKS_BIN
+    samples = None
     if binary.is_file():
-        stacks = read_stacks_bin(binary)
+        stacks, samples = read_fold_bin(binary)
     else:  # the folded text on stdout
         out.seek(0)
         text: Counter = Counter()
@@ -233,7 +234,7 @@ def _result(returncode: int | None, out: IO[bytes], err: IO[bytes], meta_path: P
         left_out={int(p): (n, c) for p, (n, c) in meta.get("left_out", {}).items()},
         events=Counter(meta["events"]),
         kept=meta["kept"], filtered=meta["filtered"], bad_lines=meta["bad_lines"],
-        truncated=meta["truncated"], pid_known=meta["pid_known"],
+        truncated=meta["truncated"], pid_known=meta["pid_known"], samples=samples,
     )
 
 

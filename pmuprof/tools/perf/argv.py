@@ -7,6 +7,10 @@ from pathlib import Path
 
 # Fields pmuprof folds from: just enough for stacks and leaf offsets (much faster than defaults).
 SCRIPT_FIELDS = "comm,pid,tid,ip,sym,symoff,dso"
+TIMED_FIELDS = "comm,pid,tid,time,ip,sym,symoff,dso"  # the same, with each sample's time (the sample table)
+# Sample times on CLOCK_MONOTONIC, the clock of Python's time.monotonic(): the processlist polled during
+# the capture (capture/mysql/poll.py) is stamped with it, so a sample's second is the poll's second.
+SAMPLE_CLOCK = "CLOCK_MONOTONIC"
 DWARF_STACK_BYTES = 32768  # 8 KB default reaches thread roots in ~57 % of mysqld samples, 32 KB in ~99.7 %
 STAT_SOFTWARE = ("task-clock", "context-switches", "cpu-migrations", "page-faults")
 STAT_HARDWARE = ("cycles", "instructions")
@@ -42,7 +46,7 @@ def record_argv(perf: str, spec: RecordSpec, control: list[str] | None = None) -
     ``control`` (e.g. ``-D -1 --control fifo:CTL,ACK``) starts it disabled until the caller enables it.
     """
     argv = [perf, "record", "-F", str(spec.frequency), *call_graph_args(spec.call_graph), "-e", spec.event,
-            *(control or [])]
+            "-k", SAMPLE_CLOCK, *(control or [])]
     if spec.mode == "per-cpu":
         argv.append("-a")
         if spec.cgroup:
@@ -71,8 +75,8 @@ def stat_argv(perf: str, output: Path, pids: tuple[int, ...], events: tuple[str,
 
 
 def script_argv(perf: str, data: Path, pids: tuple[int, ...] = (), comms: tuple[str, ...] = (),
-                symfs: Path | None = None) -> list[str]:
-    argv = [perf, "script", "-i", str(data), "-F", SCRIPT_FIELDS, "--no-inline"]
+                symfs: Path | None = None, timed: bool = False) -> list[str]:
+    argv = [perf, "script", "-i", str(data), "-F", TIMED_FIELDS if timed else SCRIPT_FIELDS, "--no-inline"]
     if symfs is not None:
         argv.append(f"--symfs={symfs}")
     if pids:

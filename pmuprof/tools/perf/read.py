@@ -35,6 +35,12 @@ class Recording:
         return "fp" if "CALLCHAIN" in flags else ""
 
     @property
+    def timed(self) -> bool:
+        """Every sampling event recorded each sample's time (perf script -F time can print it)."""
+        flags = [e.get("sample_type", "") for e in self.events if not e["name"].startswith("dummy")]
+        return bool(flags) and all("TIME" in f.split("|") for f in flags)
+
+    @property
     def event(self) -> str:
         names = [perfparse.event_base(e["name"]) for e in self.events if not e["name"].startswith("dummy")]
         return names[0] if names else "unknown"
@@ -84,23 +90,25 @@ def describe(perf: str, data: Path) -> Recording:
 
 def fold_perf_data(perf: str, data: Path, pids: tuple[int, ...] = (), comms: tuple[str, ...] = (),
                    per_thread: bool = False, names: dict[int, str] | None = None,
-                   symfs: Path | None = None) -> tuple[FoldResult, list[str]]:
+                   symfs: Path | None = None, timed: bool = False) -> tuple[FoldResult, list[str]]:
     """The folded stacks of a perf.data; unnamed code keeps its address for the analysis to group.
 
     pmuprof-perfdata reads the file itself (the same output as perf script piped into the folder,
     2-3x faster than perf script alone); where it declines (DWARF or LBR call graphs, compressed or
     pipe-mode files, --symfs, kernel modules without kcore, ...) or is not built, perf script does it.
     Returns (result, argv used). Process filtering is left to the folder (perf's --comms would
-    drop renamed threads).
+    drop renamed threads). ``timed`` (the file has sample times): the result's sample table gets seconds.
     """
     native = perfdata_path() if symfs is None else None
     if native is not None:
         try:
-            got = fold_perf_data_native(data, pids, comms, per_thread, names, raw_unknown=True, binary=native)
-            return got.result, perfdata_argv(native, data, Path("meta.json"), pids, comms, per_thread, names, True)
+            got = fold_perf_data_native(data, pids, comms, per_thread, names, raw_unknown=True, binary=native,
+                                        timed=timed)
+            return got.result, perfdata_argv(native, data, Path("meta.json"), pids, comms, per_thread, names, True,
+                                             timed=timed)
         except PerfdataFallback:
             pass
-    argv = perfcmd.script_argv(perf, data, pids, symfs=symfs)
+    argv = perfcmd.script_argv(perf, data, pids, symfs=symfs, timed=timed)
     return fold_perf_script_process(argv, pids=pids, comms=comms, per_thread=per_thread, names=names,
                                     raw_unknown=True), argv
 

@@ -1,0 +1,224 @@
+"""Samples joined to threads and the processlist: CPU by thread, by processlist state, by statement, by second.
+
+Each entry of the sample table (model/samples.py: stack row, tid, second) is joined to the row its
+thread had in the processlist poll of that second (model/processlist.py). A group's function is the
+end of its hot path: from the process root, the heaviest callee while it still holds at least half
+of the group's samples, so "72 % of the samples of threads in `statistics` were in
+btr_estimate_n_rows_in_range (33 % overall)" names the deepest function most of the group ran in,
+not do_command, which every connection runs.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+import numpy as np
+
+from ..model import processlist as plist, rundir
+from ..model.labels import UNKNOWN, thread_root
+from ..model.profile import Profile
+from ..model.samples import Samples
+from ..model.stacks import Stacks, StacksBuilder
+
+NOT_POLLED = "(not a connection)"  # a background thread, or a connection asleep in that poll
+NO_STATEMENT = "(no statement)"
+MAX_GROUPS = 25
+COLUMN_TABLES = (("state", "CPU by processlist state", "threads in", "state", "(empty state)"),
+                 ("statement", "CPU by statement (normalised digest)", "threads running", "digest", NO_STATEMENT),
+                 ("command", "CPU by processlist command", "threads in command", "command", "?"))
+TABLE_ORDER = ("state", "statement", "user", "command", "thread")
+HOT_PATH_SHARE = 0.5  # the hot path goes on while its next frame holds at least this share of the group
+
+
+def polled_for(profile: Profile) -> plist.Polled | None:
+    """processlist.tsv of the run directory the profile came from (None: none was polled)."""
+    if not profile.source:
+        return None
+    src = Path(profile.source)
+    folder = src if src.is_dir() else src.parent
+    if not (folder / rundir.PROCESSLIST).is_file() or not (src.is_dir() or rundir.is_run_dir(folder)):
+        return None
+    return plist.read(folder / rundir.PROCESSLIST)
+
+
+def inclusive(stacks: Stacks, weights: np.ndarray) -> np.ndarray:
+    """Per frame id, the ``weights`` (one per row) of the rows holding it below the root, once per row."""
+    rows, start = stacks._postings  # noqa: SLF001 - the postings are the Stacks' own index
+    csum = np.concatenate(([0.0], np.cumsum(weights[rows], dtype=np.float64)))
+    return csum[start[1:]] - csum[start[:-1]]
+
+
+def hot_path_end(stacks: Stacks, weights: np.ndarray, skip: np.ndarray) -> int:
+    """Frame id ending the heaviest path below the root while it keeps HOT_PATH_SHARE of ``weights``
+    (frames ``skip`` marks, e.g. [unknown], are walked through but never the answer; -1: none). Of a
+    run of frames with the same samples (a caller whose one callee takes all of them), the caller."""
+    rows = np.flatnonzero(weights > 0)
+    need = weights.sum() * HOT_PATH_SHARE
+    lengths, offsets, best, best_w, depth = stacks.lengths, stacks.offsets, -1, np.inf, 1
+    while len(rows) and need > 0:
+        rows = rows[lengths[rows] > depth]
+        if not len(rows):
+            break
+        uniq, inverse = np.unique(stacks.ids[offsets[rows] + depth].astype(np.int64), return_inverse=True)
+        inverse = inverse.reshape(-1)
+        sums = np.bincount(inverse, weights=weights[rows])
+        top = int(np.argmax(sums))
+        if sums[top] < need:
+            break
+        rows = rows[inverse == top]
+        if not skip[uniq[top]] and sums[top] < best_w:
+            best, best_w = int(uniq[top]), sums[top]
+        depth += 1
+    return best
+
+
+def inclusive_one(stacks: Stacks, weights: np.ndarray, frame: int) -> float:
+    """``weights`` of the rows holding ``frame`` below the root (once per row)."""
+    rows, start = stacks._postings  # noqa: SLF001 - the postings are the Stacks' own index
+    return float(weights[rows[start[frame]:start[frame + 1]]].sum())
+
+
+class Joined:
+    """The sample table with each entry's processlist row (-1: none)."""
+
+    last_cells: list[list[int]] = []  # the cells of the last table made (see cells())
+
+    def __init__(self, profile: Profile, samples: Samples, polled: plist.Polled | None) -> None:
+        self.stacks, self.samples, self.polled = profile.stacks, samples, polled
+        self.names = dict(profile.server.processlist.thread_names) if profile.server and profile.server.processlist else {}
+        self.at = polled.lookup(samples.tids, samples.seconds) if polled is not None else np.full(len(samples), -1)
+        self.conns = polled.connections() if polled is not None else {}
+        self.total = max(samples.total, 1)
+        self.overall = inclusive(self.stacks, self.stacks.counts.astype(np.float64)) / max(self.stacks.total, 1)
+        frames = self.stacks.frames
+        self.skip = np.fromiter((f.startswith((UNKNOWN, "[elided")) for f in frames), dtype=bool, count=len(frames))
+        self.skip[np.unique(self.stacks.root_ids)] = True
+
+    def column(self, name: str, empty: str) -> tuple[np.ndarray, list[str]]:
+        """Each entry's code of processlist column ``name``, and the label of each code (the last one
+        ``NOT_POLLED``, for entries not joined; ``empty`` stands for an empty value)."""
+        labels = [v or empty for v in self.polled.values[name]] + [NOT_POLLED] if self.polled else [NOT_POLLED]
+        if self.polled is None or not len(self.polled):
+            return np.full(len(self.samples), len(labels) - 1, dtype=np.int64), labels
+        codes = self.polled.codes[name][np.maximum(self.at, 0)].astype(np.int64)
+        return np.where(self.at >= 0, codes, len(labels) - 1), labels
+
+    def characteristic(self, pick: np.ndarray) -> tuple[str, float, float]:
+        """(function, its share in the entries ``pick``, its share overall): the end of the group's hot path;
+        ("", 0, 0) when no frame below the root holds half of the group."""
+        w = np.bincount(self.samples.rows[pick], weights=self.samples.counts[pick], minlength=len(self.stacks))
+        best = hot_path_end(self.stacks, w, self.skip)
+        if best < 0:
+            return "", 0.0, 0.0
+        share = inclusive_one(self.stacks, w, best) / float(w.sum())
+        return self.stacks.frames[best], share, float(self.overall[best])
+
+    def table(self, codes: np.ndarray, label: Callable[[int], str], limit: int = MAX_GROUPS) -> list[dict[str, Any]]:
+        """Samples per group (an integer code per entry, ``label`` names a code), busiest first (ties by
+        label), each with its function."""
+        uniq, inverse = np.unique(codes, return_inverse=True)
+        inverse = inverse.reshape(-1)
+        sums = np.bincount(inverse, weights=self.samples.counts, minlength=len(uniq))
+        names = [label(int(c)) for c in uniq.tolist()]
+        out = []
+        shown = np.asarray(sorted(range(len(uniq)), key=lambda g: (-sums[g], names[g]))[:limit], dtype=np.int64)
+        for g in shown.tolist():
+            fn, share, overall = self.characteristic(inverse == g)
+            out.append({"key": names[g], "samples": int(sums[g]), "share": float(sums[g]) / self.total,
+                        "function": fn, "function_share": share, "function_overall": overall})
+        position = np.full(len(uniq), -1, dtype=np.int64)
+        position[shown] = np.arange(len(shown))
+        self.last_cells = self.cells(position[inverse])
+        return out
+
+    def cells(self, group: np.ndarray) -> list[list[int]]:
+        """[table row, second, samples] per (row, second) with samples (rows past the table's limit left out)."""
+        secs = self.samples.seconds
+        keep = (group >= 0) & (secs >= 0)
+        if not keep.any():
+            return []
+        base = int(secs[keep].min())
+        key = group[keep] * (int(secs[keep].max()) - base + 1) + (secs[keep] - base)
+        uniq, inverse = np.unique(key, return_inverse=True)
+        sums = np.bincount(inverse.reshape(-1), weights=self.samples.counts[keep]).astype(np.int64)
+        width = int(secs[keep].max()) - base + 1
+        return [[int(k // width), int(k % width) + base, int(n)] for k, n in zip(uniq.tolist(), sums.tolist())]
+
+
+def thread_label(joined: Joined, tid: int) -> str:
+    """``tid``, with its performance_schema name or its connection id and user when known."""
+    if str(tid) in joined.names:
+        return f"{tid} {joined.names[str(tid)]}"
+    if tid in joined.conns:
+        cid, user = joined.conns[tid]
+        return f"{tid} (connection {cid}{', ' + user if user else ''})"
+    return str(tid)
+
+
+def tables(profile: Profile, polled: plist.Polled | None = None) -> dict[str, Any] | None:
+    """CPU by thread, by processlist state, statement and user@db (None: the input kept no thread ids)."""
+    samples = profile.samples
+    if samples is None or not len(samples) or not samples.has_tids or not samples.matches(profile.stacks):
+        return None
+    polled = polled if polled is not None else polled_for(profile)
+    j = Joined(profile, samples, polled)
+    out: dict[str, Any] = {"samples": samples.total, "polled": polled is not None, "tables": []}
+
+    def add(name: str, title: str, group: str, codes: np.ndarray, label: Callable[[int], str]) -> None:
+        rows = j.table(codes, label)
+        for row in rows:
+            row["sentence"] = sentence(group, row)
+        out["tables"].append({"name": name, "title": title, "rows": rows, "cells": j.last_cells})
+
+    if polled is not None:
+        out.update(joined=int(samples.counts[j.at >= 0].sum()), polls=int(len(np.unique(polled.seconds))))
+        for name, title, group, column, empty in COLUMN_TABLES:
+            codes, labels = j.column(column, empty)
+            add(name, title, group, codes, labels.__getitem__)
+        (users, u_labels), (dbs, d_labels) = j.column("user", "?"), j.column("db", "-")
+        add("user", "CPU by user@db", "threads of", users * len(d_labels) + dbs,
+            lambda c: NOT_POLLED if u_labels[c // len(d_labels)] == NOT_POLLED
+            else f"{u_labels[c // len(d_labels)]}@{d_labels[c % len(d_labels)]}")
+    add("thread", "CPU by thread", "thread", samples.tids.astype(np.int64),
+        lambda t: thread_label(j, t) if t >= 0 else "unknown")
+    out["tables"].sort(key=lambda t: TABLE_ORDER.index(t["name"]))
+    return out
+
+
+def sentence(group: str, row: dict[str, Any]) -> str:
+    """"72 % of the samples of threads in `statistics` were in f (33 % overall)"."""
+    if not row.get("function") or row["key"] == NOT_POLLED:
+        return ""
+    return (f"{100 * row['function_share']:.0f} % of the samples of {group} `{row['key'][:80]}` were in "
+            f"{row['function']} ({100 * row['function_overall']:.0f} % overall)")
+
+
+def finding_rows(stacks: Stacks, process: str, rows: Iterable[int] | np.ndarray | None) -> np.ndarray:
+    """A finding's matched rows (of its process's Stacks) as rows of the whole profile."""
+    if rows is None:
+        return np.zeros(0, dtype=np.int64)
+    rows = np.asarray(rows, dtype=np.int64)
+    root = stacks.frame_index.get(process, -1) if process else -1
+    if root < 0:
+        return rows
+    return np.flatnonzero(stacks.root_ids == root)[rows]
+
+
+def split_by_thread(profile: Profile) -> Stacks | None:
+    """The stacks with a thread frame (``name-tid``, the name from performance_schema when known) under
+    each process root, from the sample table: what --per-thread folding gives, without the perf.data."""
+    s = profile.samples
+    if s is None or not s.has_tids or not s.matches(profile.stacks):
+        return None
+    names = dict(profile.server.processlist.thread_names) if profile.server and profile.server.processlist else {}
+    key = s.rows.astype(np.int64) << 32 | (s.tids.astype(np.int64) & 0xFFFFFFFF)
+    uniq, inverse = np.unique(key, return_inverse=True)
+    sums = np.bincount(inverse.reshape(-1), weights=s.counts).astype(np.int64)
+    builder = StacksBuilder()
+    for k, n in zip(uniq.tolist(), sums.tolist()):
+        row, tid = k >> 32, k & 0xFFFFFFFF
+        stack = profile.stacks.row(row)
+        label = thread_root(names.get(str(tid), "thread").rsplit("/", 1)[-1], tid) if tid != 0xFFFFFFFF else "thread-unknown"
+        builder.add(stack[:1] + (label,) + stack[1:], n)
+    return builder.build()

@@ -1,0 +1,184 @@
+"""Samples by (stack row, thread id, second): the per-thread and per-second side of a Stacks, as arrays.
+
+Folding keeps distinct stacks (model/stacks.py); this table keeps, beside them, how many samples of
+each row each thread took in each second of the recording: one entry per distinct (row, tid,
+second), never one per sample. ``tids`` are OS thread ids and ``seconds`` whole seconds of perf's
+sample clock (the integer part of perf script's time field); -1 in either means not known (a perf
+script text without a time field; a tid too large for an int32). A folded file has no table at all
+(``Profile.samples`` is None). The run directory keeps it as ``samples.tsv`` (read_tsv / write_tsv).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Iterator, Mapping
+
+import numpy as np
+
+from .stacks import Stack, Stacks
+
+UNKNOWN = -1
+MAX_TID = 2**31 - 1
+TSV_HEAD = "# pmuprof samples: row\ttid\tsecond\tcount"
+TSV_ROWS = "# row: the stack line of stacks.folded (0: the first); tid, second: -1 when not known"
+
+
+@dataclass(frozen=True, eq=False)
+class Samples:
+    """Aligned arrays, one entry per distinct (row, tid, second); sorted by (row, tid, second)."""
+
+    rows: np.ndarray  # int32: the row of the Stacks this table goes with
+    tids: np.ndarray  # int32
+    seconds: np.ndarray  # int64
+    counts: np.ndarray  # int64
+
+    @classmethod
+    def build(cls, rows: Iterable[int] | np.ndarray, tids: Iterable[int] | np.ndarray,
+              seconds: Iterable[int] | np.ndarray, counts: Iterable[int] | np.ndarray) -> "Samples":
+        """Equal (row, tid, second) entries summed, entries with no samples dropped, sorted."""
+        r = np.asarray(rows, dtype=np.int64).reshape(-1)
+        t = np.asarray(tids, dtype=np.int64).reshape(-1)
+        s = np.asarray(seconds, dtype=np.int64).reshape(-1)
+        c = np.asarray(counts, dtype=np.int64).reshape(-1)
+        t = np.where((t < 0) | (t > MAX_TID), UNKNOWN, t)
+        s = np.where(s < 0, UNKNOWN, s)
+        keep = c > 0
+        r, t, s, c = r[keep], t[keep], s[keep], c[keep]
+        if len(r) > 1:
+            order = np.lexsort((s, t, r))
+            r, t, s, c = r[order], t[order], s[order], c[order]
+            new = np.concatenate(([True], (r[1:] != r[:-1]) | (t[1:] != t[:-1]) | (s[1:] != s[:-1])))
+            if not new.all():
+                c = np.add.reduceat(c, np.flatnonzero(new))
+                r, t, s = r[new], t[new], s[new]
+        out = cls(r.astype(np.int32), t.astype(np.int32), s, c)
+        for arr in (out.rows, out.tids, out.seconds, out.counts):
+            arr.setflags(write=False)
+        return out
+
+    @classmethod
+    def empty(cls) -> "Samples":
+        return cls.build([], [], [], [])
+
+    def __len__(self) -> int:
+        return len(self.counts)
+
+    @property
+    def total(self) -> int:
+        return int(self.counts.sum())
+
+    @property
+    def has_tids(self) -> bool:
+        return bool((self.tids >= 0).any())
+
+    @property
+    def has_time(self) -> bool:
+        return bool((self.seconds >= 0).any())
+
+    def span(self) -> tuple[int, int] | None:
+        """(first, last) second with samples, None without times."""
+        known = self.seconds[self.seconds >= 0]
+        return (int(known.min()), int(known.max())) if len(known) else None
+
+    def per_row(self, nrows: int) -> np.ndarray:
+        """Samples per stack row (what Stacks.counts must hold for the table to belong to it)."""
+        return np.bincount(self.rows, weights=self.counts, minlength=nrows).astype(np.int64)
+
+    def matches(self, stacks: Stacks) -> bool:
+        """The table covers exactly the samples of ``stacks``, row for row."""
+        if len(self) and (int(self.rows.min()) < 0 or int(self.rows.max()) >= len(stacks)):
+            return False
+        return bool(np.array_equal(self.per_row(len(stacks)), stacks.counts))
+
+    # -- following the Stacks through its changes ---------------------------------------------------
+
+    def remap(self, new_row: np.ndarray) -> "Samples":
+        """Rows renumbered by ``new_row[old]`` (merged rows summed); a row mapped to -1 is dropped."""
+        rows = np.asarray(new_row, dtype=np.int64)[self.rows] if len(self) else np.zeros(0, np.int64)
+        keep = rows >= 0
+        return Samples.build(rows[keep], self.tids[keep], self.seconds[keep], self.counts[keep])
+
+    def take(self, rows: np.ndarray, nrows: int) -> "Samples":
+        """The table of ``Stacks.take(rows)`` (sorted row indices or a boolean mask over ``nrows`` rows)."""
+        picked = np.flatnonzero(rows) if rows.dtype == bool else np.asarray(rows, dtype=np.int64)
+        new_row = np.full(nrows, -1, dtype=np.int64)
+        new_row[picked] = np.arange(len(picked))
+        return self.remap(new_row)
+
+    # -- views ------------------------------------------------------------------------------------
+
+    def by_key(self, key: np.ndarray) -> dict[int, int]:
+        """Samples summed by an integer key aligned with the entries (e.g. ``self.tids``)."""
+        uniq, inverse = np.unique(key, return_inverse=True)
+        sums = np.bincount(inverse.reshape(-1), weights=self.counts, minlength=len(uniq))
+        return {int(k): int(v) for k, v in zip(uniq.tolist(), sums.tolist())}
+
+    def per_second(self) -> dict[int, int]:
+        return self.by_key(self.seconds) if len(self) else {}
+
+    def per_tid(self) -> dict[int, int]:
+        return self.by_key(self.tids) if len(self) else {}
+
+    def stacks_where(self, stacks: Stacks, pick: np.ndarray) -> Stacks:
+        """The stacks of the entries ``pick`` marks (a boolean over entries), summed per row."""
+        counts = np.bincount(self.rows[pick], weights=self.counts[pick], minlength=len(stacks)).astype(np.int64)
+        keep = counts > 0
+        part = stacks.take(keep)
+        return Stacks(part.frames, part.ids, part.offsets, counts[keep])
+
+    def items(self, stacks: Stacks) -> Iterator[tuple[tuple[Stack, int, int], int]]:
+        """((stack, tid, second), samples) per entry: the table spelled with its Stacks' tuples."""
+        for r, t, s, c in zip(self.rows.tolist(), self.tids.tolist(), self.seconds.tolist(), self.counts.tolist()):
+            yield (stacks.row(r), t, s), c
+
+    def as_dict(self, stacks: Stacks) -> dict[tuple[Stack, int, int], int]:
+        """The table keyed by stack tuples: equal for two folders whatever order their rows are in."""
+        return dict(self.items(stacks))
+
+
+def from_keyed(stacks: Stacks, keyed: Mapping[tuple[Stack, int, int], int]) -> Samples:
+    """A table from {(stack, tid, second): samples} (the Python folder's form) against ``stacks``' rows."""
+    index = {stack: i for i, stack in enumerate(stacks)}
+    n = len(keyed)
+    rows = np.fromiter((index[k[0]] for k in keyed), dtype=np.int64, count=n)
+    tids = np.fromiter((k[1] for k in keyed), dtype=np.int64, count=n)
+    secs = np.fromiter((k[2] for k in keyed), dtype=np.int64, count=n)
+    return Samples.build(rows, tids, secs, np.fromiter(keyed.values(), dtype=np.int64, count=n))
+
+
+# -- samples.tsv ------------------------------------------------------------------------------------
+
+def write_tsv(out, samples: Samples, file_order: np.ndarray | None = None) -> None:
+    """``row\\ttid\\tsecond\\tcount`` lines after two ``#`` lines; ``file_order[i]`` is the line of
+    stacks.folded that Stacks row i was written to (None: the same order)."""
+    out.write(TSV_HEAD + "\n" + TSV_ROWS + "\n")
+    table = samples if file_order is None else samples.remap(file_order)
+    cols = np.stack([table.rows.astype(np.int64), table.tids.astype(np.int64), table.seconds, table.counts], axis=1)
+    for lo in range(0, len(cols), 65536):
+        out.write("".join(f"{r}\t{t}\t{s}\t{c}\n" for r, t, s, c in cols[lo:lo + 65536].tolist()))
+
+
+class BadTable(ValueError):
+    """samples.tsv is not a table of this shape (its line number and why)."""
+
+
+def parse_tsv(text: str) -> Samples:
+    """The table of ``write_tsv``'s text; BadTable when a line is not four integers."""
+    body = [ln for ln in text.split("\n") if ln and not ln.startswith("#")]
+    if not body:
+        return Samples.empty()
+    try:
+        values = np.array(" ".join(body).replace("\t", " ").split(), dtype=np.int64)
+    except (ValueError, OverflowError) as err:
+        raise BadTable(f"a value is not an integer ({err})") from err
+    if len(values) != 4 * len(body) or not all(ln.count("\t") == 3 for ln in body):
+        raise BadTable("a line does not have four tab-separated columns")
+    cols = values.reshape(-1, 4)
+    if (cols[:, 0] < 0).any() or (cols[:, 3] < 0).any():
+        raise BadTable("a row or count is negative")
+    return Samples.build(cols[:, 0], cols[:, 1], cols[:, 2], cols[:, 3])
+
+
+def read_tsv(path: Path) -> Samples:
+    return parse_tsv(Path(path).read_text(encoding="ascii", errors="replace"))

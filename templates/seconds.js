@@ -1,0 +1,138 @@
+/* pmuprof report: the per-second strip. Samples per second (the top finding's part in orange); dragging
+   across it (or clicking one second) redraws the flame graph and the thread/state/statement tables for
+   those seconds alone, from the (tree row, second) cells embedded in the report (FlameScope's idea). */
+"use strict";
+
+/* The report's flame tree with only the cells of seconds [a, b] (offsets from data.first) as values. */
+function pmuRangeFlame(p, cells, a, b) {
+  var m = p.name.length, val = new Float64Array(m), parent = new Int32Array(m), path = [], total = 0;
+  for (var k = 0; k < cells.n.length; k++) {
+    var s = cells.sec[k];
+    if (s >= a && s <= b) { val[cells.node[k]] += cells.n[k]; total += cells.n[k]; }
+  }
+  for (var i = 0; i < m; i++) { var d = p.depth[i]; parent[i] = d > 0 ? path[d - 1] : -1; path[d] = i; }
+  for (var j = m - 1; j >= 0; j--) if (parent[j] >= 0) val[parent[j]] += val[j];
+  return { names: p.names, kinds: p.kinds, name: p.name, depth: p.depth, values: [Array.from(val)], totals: [total],
+    pruned: p.pruned, min_share: p.min_share, elided: [0], elided_leafless: [0],
+    elided_self: { name: [], values: [[]], nested: [[]] } };
+}
+
+/* Self samples per function of a laid-out base tree (the synthetic root and process labels left out). */
+function pmuSelfByName(t) {
+  var by = new Map();
+  for (var i = 1; i < t.n; i++) {
+    var k = t.kinds[t.name[i]], v = t.own[0][i];
+    if (k === 3 || k === 5 || !v) continue;
+    var nm = t.names[t.name[i]];
+    by.set(nm, (by.get(nm) || 0) + v);
+  }
+  return Array.from(by.entries()).sort(function (x, y) { return y[1] - x[1] || (x[0] < y[0] ? -1 : 1); });
+}
+
+function PmuSeconds(box, data, threads, flame) {
+  this.box = box; this.d = data; this.threads = threads; this.flame = flame;
+  this.canvas = box.querySelector("canvas"); this.tip = box.querySelector(".sec-tip");
+  this.full = flame ? flame.data : null; this.range = null; this.drag = null;
+  var self = this;
+  this.canvas.addEventListener("mousedown", function (e) { self.drag = [self.secAt(e), self.secAt(e)]; self.draw(); e.preventDefault(); });
+  this.canvas.addEventListener("mousemove", function (e) {
+    var s = self.secAt(e);
+    if (self.drag) { self.drag[1] = s; self.draw(); }
+    self.showTip(e, s);
+  });
+  this.canvas.addEventListener("mouseleave", function () { self.tip.style.display = "none"; });
+  window.addEventListener("mouseup", function () {
+    if (!self.drag) return;
+    var a = Math.min(self.drag[0], self.drag[1]), b = Math.max(self.drag[0], self.drag[1]);
+    self.drag = null;
+    self.select(a, b);
+  });
+  box.querySelector(".sec-all").addEventListener("click", function () { self.select(null); });
+  window.addEventListener("resize", function () { self.draw(); });
+  this.select(null);
+}
+
+PmuSeconds.prototype.secAt = function (e) {
+  var r = this.canvas.getBoundingClientRect(), n = this.d.n.length;
+  return Math.max(0, Math.min(n - 1, Math.floor((e.clientX - r.left) / Math.max(r.width, 1) * n)));
+};
+
+PmuSeconds.prototype.showTip = function (e, s) {
+  var n = this.d.n[s], top = this.d.top ? this.d.top[s] : null;
+  this.tip.textContent = "second " + (s + 1) + " of " + this.d.n.length + ": " + n + " samples" +
+    (top !== null ? ", top finding " + pmuPct(top, n) : "");
+  this.tip.style.display = "block";
+  this.tip.style.left = (e.offsetX + 12) + "px";
+};
+
+PmuSeconds.prototype.draw = function () {
+  var c = this.canvas, w = c.clientWidth || 800, h = c.height, ctx = c.getContext("2d"), d = this.d, n = d.n.length;
+  c.width = w;
+  var max = Math.max.apply(null, d.n.concat([1])), bw = w / n, sel = this.drag || this.range;
+  ctx.clearRect(0, 0, w, h);
+  if (sel) {
+    ctx.fillStyle = "rgba(80,140,220,0.18)";
+    var a = Math.min(sel[0], sel[1]), b = Math.max(sel[0], sel[1]);
+    ctx.fillRect(a * bw, 0, (b - a + 1) * bw, h);
+  }
+  for (var s = 0; s < n; s++) {
+    var x = s * bw, bh = d.n[s] / max * (h - 4), th = d.top ? d.top[s] / max * (h - 4) : 0;
+    ctx.fillStyle = "hsl(210,12%,62%)";
+    ctx.fillRect(x + 0.5, h - bh, Math.max(bw - 1, 1), bh);
+    ctx.fillStyle = "hsl(28,88%,55%)";
+    ctx.fillRect(x + 0.5, h - th, Math.max(bw - 1, 1), th);
+  }
+};
+
+/* Show seconds [a, b] (offsets), or all of them (a === null). */
+PmuSeconds.prototype.select = function (a, b) {
+  var d = this.d, n = d.n.length, all = a === null;
+  if (all) { a = 0; b = n - 1; }
+  this.range = all ? null : [a, b];
+  var total = 0, top = 0;
+  for (var s = a; s <= b; s++) { total += d.n[s]; top += d.top ? d.top[s] : 0; }
+  if (this.flame && d.cells) this.flame.setData(all ? this.full : pmuRangeFlame(this.full, d.cells, a, b));
+  this.box.setAttribute("data-range", all ? "" : (a + 1) + "-" + (b + 1));
+  this.box.setAttribute("data-samples", String(total));
+  this.box.querySelector(".sec-note").textContent = (all ? "all " + n + " seconds" : "seconds " + (a + 1) + "\u2013" + (b + 1) + " of " + n) +
+    ": " + total + " samples" + (d.top ? "; top finding " + pmuPct(top, total) + " of them" : "");
+  this.tables(all ? null : [a + d.first, b + d.first]);
+  this.topTable();
+  this.draw();
+};
+
+/* The tables' samples and shares for the chosen seconds (absolute), or as written (null). */
+PmuSeconds.prototype.tables = function (r) {
+  var self = this;
+  (this.threads ? this.threads.tables : []).forEach(function (t) {
+    var table = document.querySelector("table.sec-table[data-table='" + t.name + "']");
+    if (!table) return;
+    var sums = t.rows.map(function () { return 0; }), total = 0;
+    if (r) t.cells.forEach(function (c) { if (c[1] >= r[0] && c[1] <= r[1]) { sums[c[0]] += c[2]; total += c[2]; } });
+    Array.prototype.forEach.call(table.querySelectorAll("tbody tr"), function (tr) {
+      var i = +tr.getAttribute("data-row"), row = t.rows[i];
+      var v = r ? sums[i] : row.samples, share = r ? (total ? v / total : 0) : row.share;
+      var cn = tr.querySelector(".sec-n"), cs = tr.querySelector(".sec-share");
+      cn.textContent = v.toLocaleString("en-US"); cn.setAttribute("data-v", String(v));
+      cs.textContent = (100 * share).toFixed(1) + " %"; cs.setAttribute("data-v", String(share));
+    });
+    table.setAttribute("data-range", r ? (r[0] - self.d.first + 1) + "-" + (r[1] - self.d.first + 1) : "");
+  });
+};
+
+PmuSeconds.prototype.topTable = function () {
+  var body = this.box.querySelector("table.sec-top tbody");
+  if (!this.flame) return;
+  var rows = pmuSelfByName(this.flame.base).slice(0, 15), all = this.flame.all;
+  body.textContent = "";
+  rows.forEach(function (r) {
+    var tr = document.createElement("tr");
+    [r[0], String(r[1]), pmuPct(r[1], all)].forEach(function (text, k) {
+      var td = document.createElement("td");
+      td.textContent = text;
+      if (k) td.className = "num";
+      tr.appendChild(td);
+    });
+    body.appendChild(tr);
+  });
+};

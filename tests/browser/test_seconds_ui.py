@@ -1,0 +1,141 @@
+"""The per-second strip driven with the mouse: dragging over seconds redraws the flame graph and the
+thread/state/statement tables for those seconds only; "All seconds" brings the whole capture back."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from cdp import Browser
+
+from pmuprof.model import rundir
+from pmuprof.model.profile import Profile
+from pmuprof.model.samples import from_keyed
+from pmuprof.model.stacks import Stacks
+from pmuprof.report import write_outputs
+
+BASE = 5000  # the capture's first second (perf clock)
+NORMAL = ("mariadbd", "start_thread", "do_command", "row_search_mvcc")
+SPIKE = ("mariadbd", "start_thread", "do_command", "btr_estimate_n_rows_in_range", "ut_delay")
+PURGE = ("mariadbd", "start_thread", "purge_worker")
+SPIKE_SECONDS = (4, 5, 6)  # of 0..9
+
+
+def _keyed() -> dict:
+    keyed = {}
+    for s in range(10):
+        for tid in (101, 102):
+            keyed[(NORMAL, tid, BASE + s)] = 20
+        keyed[(PURGE, 300, BASE + s)] = 5
+        if s in SPIKE_SECONDS:
+            for tid in (101, 102):
+                keyed[(SPIKE, tid, BASE + s)] = 90
+    return keyed
+
+
+def _processlist() -> str:
+    lines = ["# pmuprof processlist: second\ttid\tid\tuser\tdb\tcommand\tstate\ttime\tdigest"]
+    for s in range(10):
+        for tid, cid in ((101, 7), (102, 8)):
+            spike = s in SPIKE_SECONDS
+            state = "statistics" if spike else "Sending data"
+            digest = "SELECT COUNT(*) FROM t WHERE a IN (...)" if spike else "SELECT c FROM t WHERE id = ?"
+            lines.append(f"{BASE + s}\t{tid}\t{cid}\tapp\tshop\tQuery\t{state}\t0\t{digest}")
+    return "\n".join(lines) + "\n"
+
+
+@pytest.fixture(scope="module")
+def strip_url(tmp_path_factory: pytest.TempPathFactory) -> str:
+    directory = tmp_path_factory.mktemp("seconds")
+    keyed = _keyed()
+    totals: dict = {}
+    for (stack, _, _), n in keyed.items():
+        totals[stack] = totals.get(stack, 0) + n
+    stacks = Stacks.of(totals)
+    (directory / rundir.PROCESSLIST).write_text(_processlist())
+    profile = Profile(stacks, source=str(directory), samples=from_keyed(stacks, keyed))
+    return write_outputs(profile, [], directory)["html"].as_uri()
+
+
+STRIP = "document.getElementById('sec-strip')"
+
+
+def load(b: Browser, url: str) -> None:
+    b.open("about:blank")
+    b.open(url)
+    b.wait("!!window.pmuSeconds")
+    assert b.problems() == []
+
+
+def second_x(b: Browser, s: int) -> tuple[float, float]:
+    """Viewport centre of second ``s``'s bar (the page scrolls the strip into view)."""
+    return tuple(b.js(f"(() => {{ const c = {STRIP}.querySelector('canvas'); c.scrollIntoView({{block: 'center'}});"
+                      f" const r = c.getBoundingClientRect(); return [r.left + (({s} + 0.5) / 10) * r.width,"
+                      " r.top + r.height / 2]; })()"))
+
+
+def drag(b: Browser, first: int, last: int) -> None:
+    """Press on one second's bar, move to another's, release: a person's drag."""
+    x0, y = second_x(b, first)
+    x1, _ = second_x(b, last)
+    b.mouse("mouseMoved", x0, y)
+    b.mouse("mousePressed", x0, y, "left", 1)
+    b.mouse("mouseMoved", (x0 + x1) / 2, y, "left")
+    b.mouse("mouseMoved", x1, y, "left")
+    b.mouse("mouseReleased", x1, y, "left", 1)
+
+
+def cell(b: Browser, table: str, key: str, column: str) -> str:
+    return b.js(f"(() => {{ for (const tr of document.querySelectorAll(\"table.sec-table[data-table='{table}'] tbody tr\"))"
+                f" if (tr.cells[0].textContent === {json.dumps(key)}) return tr.querySelector('.{column}').textContent;"
+                " return null; })()")
+
+
+def test_strip_shows_the_spike_and_the_state_tables(browser, strip_url):
+    load(browser, strip_url)
+    data = browser.js("JSON.parse(document.getElementById('pmuprof-data').textContent)")
+    assert data["seconds"]["n"] == [45 + (180 if s in SPIKE_SECONDS else 0) for s in range(10)]
+    assert browser.js(f"{STRIP}.getAttribute('data-samples')") == str(sum(data["seconds"]["n"]))
+    state = next(t for t in data["threads"]["tables"] if t["name"] == "state")
+    stats = next(r for r in state["rows"] if r["key"] == "statistics")
+    # in the spike seconds those threads ran 180 index-dive samples and 40 ordinary ones a second
+    assert stats["function"] == "btr_estimate_n_rows_in_range" and stats["function_share"] == pytest.approx(180 / 220)
+    assert "82 % of the samples of threads in `statistics` were in btr_estimate_n_rows_in_range" in \
+        browser.js("document.querySelector('#threads').textContent")
+
+
+def test_dragging_over_seconds_redraws_flame_and_tables(browser, strip_url):
+    load(browser, strip_url)
+    assert browser.js("window.pmuFlame.locate('ut_delay', '')") is not None
+    drag(browser, 1, 2)  # two quiet seconds: no index dive in them
+    browser.wait(f"{STRIP}.getAttribute('data-range') === '2-3'")
+    assert browser.js(f"{STRIP}.getAttribute('data-samples')") == "90"
+    assert browser.js("document.getElementById('flame').getAttribute('data-total')") == "90"
+    assert browser.js("window.pmuFlame.locate('ut_delay', '')") is None
+    assert browser.js("window.pmuFlame.locate('row_search_mvcc', '')") is not None
+    assert cell(browser, "state", "statistics", "sec-n") == "0"
+    assert cell(browser, "state", "Sending data", "sec-n") == "80"
+    drag(browser, 6, 4)  # right to left works too: the spike's three seconds
+    browser.wait(f"{STRIP}.getAttribute('data-range') === '5-7'")
+    assert browser.js("document.getElementById('flame').getAttribute('data-total')") == str(3 * 225)
+    assert cell(browser, "state", "statistics", "sec-n") == "660"  # both connections' samples in those seconds
+    assert cell(browser, "state", "statistics", "sec-share") == f"{100 * 660 / 675:.1f} %"
+    assert browser.js("document.querySelector('#sec-strip table.sec-top tbody tr td').textContent") == "ut_delay"
+    assert "top finding" not in browser.js(f"{STRIP}.querySelector('.sec-note').textContent")  # none fired here
+    browser.click_selector("#sec-strip button.sec-all")
+    browser.wait(f"{STRIP}.getAttribute('data-range') === ''")
+    assert browser.js("document.getElementById('flame').getAttribute('data-total')") == str(10 * 45 + 540)
+    assert cell(browser, "state", "statistics", "sec-n") == "660"
+    assert browser.problems() == []
+
+
+def test_one_click_selects_one_second_and_the_view_survives(browser, strip_url):
+    load(browser, strip_url)
+    browser.click_selector("#flame button[data-view=inverted]")
+    browser.wait("document.getElementById('flame').getAttribute('data-view') === 'inverted'")
+    browser.click(*second_x(browser, 5))
+    browser.wait(f"{STRIP}.getAttribute('data-range') === '6-6'")
+    assert browser.js("document.getElementById('flame').getAttribute('data-view') === 'inverted'")
+    assert browser.js("document.getElementById('flame').getAttribute('data-total')") == "225"
+    assert cell(browser, "thread", "101 (connection 7, app)", "sec-n") == "110"
+    assert cell(browser, "thread", "300", "sec-n") == "5"  # a background thread: no connection

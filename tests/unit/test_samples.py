@@ -1,0 +1,83 @@
+"""The sample table (model/samples.py): entries per (row, tid, second), following the Stacks through merges."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import pytest
+
+from pmuprof.model import rundir
+from pmuprof.model.folded import write_folded
+from pmuprof.model.samples import BadTable, Samples, from_keyed, parse_tsv, write_tsv
+from pmuprof.model.stacks import Stacks
+
+A, B, C = ("mysqld", "do_command", "ut_delay"), ("mysqld", "do_command", "row_search"), ("mysqld", "[mysqld@0x10]")
+
+
+def _table() -> tuple[Stacks, Samples]:
+    stacks = Stacks.of({A: 5, B: 3, C: 2})
+    keyed = {(A, 11, 100): 3, (A, 12, 100): 1, (A, 11, 101): 1, (B, 12, 101): 3, (C, -1, -1): 2}
+    return stacks, from_keyed(stacks, keyed)
+
+
+def test_build_sums_equal_entries_and_sorts():
+    t = Samples.build([1, 0, 1, 0], [7, 7, 7, 2**40], [5, 5, 5, 3], [1, 2, 3, 0])
+    assert t.rows.tolist() == [0, 1] and t.counts.tolist() == [2, 4] and t.tids.tolist() == [7, 7]
+    big = Samples.build([0], [2**40], [-5], [1])
+    assert big.tids.tolist() == [-1] and big.seconds.tolist() == [-1]
+
+
+def test_views_per_tid_and_second_and_where():
+    stacks, t = _table()
+    assert t.matches(stacks) and t.total == stacks.total == 10
+    assert t.per_tid() == {-1: 2, 11: 4, 12: 4}
+    assert t.per_second() == {-1: 2, 100: 4, 101: 4}
+    part = t.stacks_where(stacks, t.seconds == 101)
+    assert dict(part.items()) == {A: 1, B: 3}
+
+
+def test_merged_rows_follow_a_relabel():
+    stacks, t = _table()
+    new, rows = stacks.relabel_rows([{"[mysqld@0x10]": "ut_delay", "mysqld": "mysqld"}.get(f, f)
+                                     for f in stacks.frames])
+    moved = t.remap(rows)
+    assert moved.matches(new)
+    assert moved.as_dict(new)[(("mysqld", "ut_delay"), -1, -1)] == 2  # C became a new row, not merged
+    merged, rows2 = stacks.relabel_rows(["x" if f in ("ut_delay", "row_search") else f for f in stacks.frames])
+    assert len(merged) == 2 and t.remap(rows2).matches(merged)
+    assert t.remap(rows2).as_dict(merged)[(("mysqld", "do_command", "x"), 12, 101)] == 3
+
+
+def test_take_keeps_only_chosen_rows():
+    stacks, t = _table()
+    mask = np.array([True, False, True])
+    assert t.take(mask, 3).matches(stacks.take(mask))
+    assert not t.matches(stacks.take(mask))
+
+
+def test_tsv_round_trip_in_file_order(tmp_path):
+    stacks, t = _table()
+    lines = write_folded(io.StringIO(), stacks)
+    out = io.StringIO()
+    write_tsv(out, t, lines)
+    (tmp_path / rundir.STACKS).write_text("".join(";".join(s) + f" {c}\n" for s, c in sorted(stacks.items())))
+    (tmp_path / rundir.SAMPLES).write_text(out.getvalue())
+    loaded = Stacks.of(dict(sorted(stacks.items())))
+    back, notes = rundir.read_samples(tmp_path / rundir.SAMPLES, loaded)
+    assert notes == () and back.as_dict(loaded) == t.as_dict(stacks)
+
+
+@pytest.mark.parametrize("text", ["0\t1\t2\n", "0\t1\tx\t3\n", "-1\t1\t2\t3\n", "0 1 2 3\n"])
+def test_bad_tables_are_refused(text):
+    with pytest.raises(BadTable):
+        parse_tsv(text)
+
+
+def test_a_table_of_other_stacks_is_left_out_with_a_note(tmp_path):
+    stacks, t = _table()
+    out = io.StringIO()
+    write_tsv(out, t)
+    (tmp_path / "s.tsv").write_text(out.getvalue())
+    table, notes = rundir.read_samples(tmp_path / "s.tsv", Stacks.of({A: 5}))
+    assert table is None and "does not match" in notes[0]
