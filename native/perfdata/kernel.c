@@ -298,9 +298,7 @@ int kernel_find(machine_t *m, uint64_t ip, const map_t **out)
         if (kernel_load(m))
             return -1;
         km->gen = ++m->next_gen;
-        for (size_t i = 0; i < km->n; i++)
-            if (km->v[i].kind == KMAP_VMLINUX)
-                *out = &km->v[i];
+        return kernel_find(m, ip, out); /* as perf answers: the map that holds ip now (kcore: maybe none) */
     }
     return 0;
 }
