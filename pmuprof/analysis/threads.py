@@ -42,41 +42,42 @@ def polled_for(profile: Profile) -> plist.Polled | None:
     return plist.read(folder / rundir.PROCESSLIST)
 
 
-def inclusive(stacks: Stacks, weights: np.ndarray) -> np.ndarray:
-    """Per frame id, the ``weights`` (one per row) of the rows holding it below the root, once per row."""
-    rows, start = stacks._postings  # noqa: SLF001 - the postings are the Stacks' own index
-    csum = np.concatenate(([0.0], np.cumsum(weights[rows], dtype=np.float64)))
-    return csum[start[1:]] - csum[start[:-1]]
-
-
-def hot_path_end(stacks: Stacks, weights: np.ndarray, skip: np.ndarray) -> int:
-    """Frame id ending the heaviest path below the root while it keeps HOT_PATH_SHARE of ``weights``
-    (frames ``skip`` marks, e.g. [unknown], are walked through but never the answer; -1: none). Of a
-    run of frames with the same samples (a caller whose one callee takes all of them), the caller."""
-    rows = np.flatnonzero(weights > 0)
+def hot_path_end(stacks: Stacks, rows: np.ndarray, weights: np.ndarray, skip: np.ndarray) -> int:
+    """Frame id ending the heaviest path below the root while it keeps HOT_PATH_SHARE of the group
+    (its ``rows`` and their ``weights``; frames ``skip`` marks, e.g. [unknown], are walked through but
+    never the answer; -1: none). Of a run of frames with the same samples (a caller whose one callee
+    takes all of them), the caller."""
+    keep = weights > 0
+    rows, weights = rows[keep], weights[keep]
     need = weights.sum() * HOT_PATH_SHARE
     lengths, offsets, best, best_w, depth = stacks.lengths, stacks.offsets, -1, np.inf, 1
     while len(rows) and need > 0:
-        rows = rows[lengths[rows] > depth]
+        deeper = lengths[rows] > depth
+        rows, weights = rows[deeper], weights[deeper]
         if not len(rows):
             break
         uniq, inverse = np.unique(stacks.ids[offsets[rows] + depth].astype(np.int64), return_inverse=True)
         inverse = inverse.reshape(-1)
-        sums = np.bincount(inverse, weights=weights[rows])
+        sums = np.bincount(inverse, weights=weights)
         top = int(np.argmax(sums))
         if sums[top] < need:
             break
-        rows = rows[inverse == top]
+        on = inverse == top
+        rows, weights = rows[on], weights[on]
         if not skip[uniq[top]] and sums[top] < best_w:
             best, best_w = int(uniq[top]), sums[top]
         depth += 1
     return best
 
 
-def inclusive_one(stacks: Stacks, weights: np.ndarray, frame: int) -> float:
-    """``weights`` of the rows holding ``frame`` below the root (once per row)."""
-    rows, start = stacks._postings  # noqa: SLF001 - the postings are the Stacks' own index
-    return float(weights[rows[start[frame]:start[frame + 1]]].sum())
+def inclusive_one(stacks: Stacks, rows: np.ndarray, weights: np.ndarray, frame: int) -> float:
+    """``weights`` of the group's ``rows`` (sorted) that hold ``frame`` below the root (once per row)."""
+    post, start = stacks._postings  # noqa: SLF001 - the postings are the Stacks' own index
+    holding = post[start[frame]:start[frame + 1]]
+    at = np.searchsorted(rows, holding)
+    hit = at < len(rows)
+    hit[hit] = rows[at[hit]] == holding[hit]
+    return float(weights[at[hit]].sum())
 
 
 class Joined:
@@ -90,7 +91,6 @@ class Joined:
         self.at = polled.lookup(samples.tids, samples.seconds) if polled is not None else np.full(len(samples), -1)
         self.conns = polled.connections() if polled is not None else {}
         self.total = max(samples.total, 1)
-        self.overall = inclusive(self.stacks, self.stacks.counts.astype(np.float64)) / max(self.stacks.total, 1)
         frames = self.stacks.frames
         self.skip = np.fromiter((f.startswith((UNKNOWN, "[elided")) for f in frames), dtype=bool, count=len(frames))
         self.skip[np.unique(self.stacks.root_ids)] = True
@@ -105,14 +105,17 @@ class Joined:
         return np.where(self.at >= 0, codes, len(labels) - 1), labels
 
     def characteristic(self, pick: np.ndarray) -> tuple[str, float, float]:
-        """(function, its share in the entries ``pick``, its share overall): the end of the group's hot path;
-        ("", 0, 0) when no frame below the root holds half of the group."""
-        w = np.bincount(self.samples.rows[pick], weights=self.samples.counts[pick], minlength=len(self.stacks))
-        best = hot_path_end(self.stacks, w, self.skip)
+        """(function, its share in the entries ``pick`` (indices), its share overall): the end of the group's
+        hot path; ("", 0, 0) when no frame below the root holds half of the group."""
+        rows, inverse = np.unique(self.samples.rows[pick], return_inverse=True)  # the group's rows, sorted
+        w = np.bincount(inverse.reshape(-1), weights=self.samples.counts[pick], minlength=len(rows))
+        best = hot_path_end(self.stacks, rows, w, self.skip)
         if best < 0:
             return "", 0.0, 0.0
-        share = inclusive_one(self.stacks, w, best) / float(w.sum())
-        return self.stacks.frames[best], share, float(self.overall[best])
+        share = inclusive_one(self.stacks, rows, w, best) / float(w.sum())
+        every = np.arange(len(self.stacks))
+        overall = inclusive_one(self.stacks, every, self.stacks.counts, best) / max(self.stacks.total, 1)
+        return self.stacks.frames[best], share, overall
 
     def table(self, codes: np.ndarray, label: Callable[[int], str], limit: int = MAX_GROUPS) -> list[dict[str, Any]]:
         """Samples per group (an integer code per entry, ``label`` names a code), busiest first (ties by
@@ -123,8 +126,10 @@ class Joined:
         names = [label(int(c)) for c in uniq.tolist()]
         out = []
         shown = np.asarray(sorted(range(len(uniq)), key=lambda g: (-sums[g], names[g]))[:limit], dtype=np.int64)
+        by_group = np.argsort(inverse, kind="stable")  # each group's entries, without a pass over all per group
+        bounds = np.searchsorted(inverse[by_group], np.arange(len(uniq) + 1))
         for g in shown.tolist():
-            fn, share, overall = self.characteristic(inverse == g)
+            fn, share, overall = self.characteristic(by_group[bounds[g]:bounds[g + 1]])
             out.append({"key": names[g], "samples": int(sums[g]), "share": float(sums[g]) / self.total,
                         "function": fn, "function_share": share, "function_overall": overall})
         position = np.full(len(uniq), -1, dtype=np.int64)

@@ -24,6 +24,22 @@ TSV_HEAD = "# pmuprof samples: row\ttid\tsecond\tcount"
 TSV_ROWS = "# row: the stack line of stacks.folded (0: the first); tid, second: -1 when not known"
 
 
+def _in_order(r: np.ndarray, t: np.ndarray, s: np.ndarray) -> bool:
+    """Entries already sorted by (row, tid, second) (the folders write them so): no sort needed."""
+    dr, dt, ds = np.diff(r), np.diff(t), np.diff(s)
+    return bool(((dr > 0) | ((dr == 0) & ((dt > 0) | ((dt == 0) & (ds >= 0))))).all())
+
+
+def _order(r: np.ndarray, t: np.ndarray, s: np.ndarray) -> np.ndarray:
+    """The (row, tid, second) order: one argsort of a packed key when the three fit in 63 bits."""
+    lo = [int(a.min()) for a in (r, t, s)]
+    bits = [max(int(a.max()) - m, 0).bit_length() for a, m in zip((r, t, s), lo)]
+    if sum(bits) > 63:
+        return np.lexsort((s, t, r))
+    key = (r - lo[0]) << (bits[1] + bits[2]) | (t - lo[1]) << bits[2] | (s - lo[2])
+    return np.argsort(key, kind="stable")
+
+
 @dataclass(frozen=True, eq=False)
 class Samples:
     """Aligned arrays, one entry per distinct (row, tid, second); sorted by (row, tid, second)."""
@@ -45,8 +61,8 @@ class Samples:
         s = np.where(s < 0, UNKNOWN, s)
         keep = c > 0
         r, t, s, c = r[keep], t[keep], s[keep], c[keep]
-        if len(r) > 1:
-            order = np.lexsort((s, t, r))
+        if len(r) > 1 and not _in_order(r, t, s):
+            order = _order(r, t, s)
             r, t, s, c = r[order], t[order], s[order], c[order]
             new = np.concatenate(([True], (r[1:] != r[:-1]) | (t[1:] != t[:-1]) | (s[1:] != s[:-1])))
             if not new.all():
@@ -104,7 +120,15 @@ class Samples:
         picked = np.flatnonzero(rows) if rows.dtype == bool else np.asarray(rows, dtype=np.int64)
         new_row = np.full(nrows, -1, dtype=np.int64)
         new_row[picked] = np.arange(len(picked))
-        return self.remap(new_row)
+        if len(picked) > 1 and not (np.diff(picked) > 0).all():
+            return self.remap(new_row)
+        # rows kept in their order: the entries stay sorted and distinct, nothing to sort or merge
+        mapped = new_row[self.rows] if len(self) else np.zeros(0, np.int64)
+        keep = mapped >= 0
+        out = Samples(mapped[keep].astype(np.int32), self.tids[keep], self.seconds[keep], self.counts[keep])
+        for arr in (out.rows, out.tids, out.seconds, out.counts):
+            arr.setflags(write=False)
+        return out
 
     # -- views ------------------------------------------------------------------------------------
 

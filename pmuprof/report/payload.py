@@ -153,7 +153,8 @@ def build_payload(profile: Profile, findings: Iterable[Finding], max_flame_nodes
     found_groups = groups(shown)
     head = summary(profile, processes)
     top = _per_process_top(profile, processes)
-    profile.stacks.release_postings()  # the findings and top tables are done with them: room for the flame tree
+    thread_tables = threads.tables(profile)
+    profile.stacks.release_postings()  # the findings and tables are done with them: room for the flame tree
     flame, tree_rows = build_tree_rows([profile.stacks], max_flame_nodes, trie=trie() if trie else None)
     found = verdict(shown, found_groups, head, top[0]["rows"], frozenset(flame["names"]))
     wall, why = wall_stacks(profile)
@@ -174,5 +175,5 @@ def build_payload(profile: Profile, findings: Iterable[Finding], max_flame_nodes
         "wall": {"states": state_totals(wall), "note": why} if profile.offcpu is not None else None,
         "offcpu_threads": thread_groups(profile.offcpu),
         "seconds": seconds.strip(profile, findings, tree_rows, str(found.get("rule") or "")),
-        "threads": threads.tables(profile),
+        "threads": thread_tables,
     }

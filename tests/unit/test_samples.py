@@ -81,3 +81,29 @@ def test_a_table_of_other_stacks_is_left_out_with_a_note(tmp_path):
     (tmp_path / "s.tsv").write_text(out.getvalue())
     table, notes = rundir.read_samples(tmp_path / "s.tsv", Stacks.of({A: 5}))
     assert table is None and "does not match" in notes[0]
+
+
+def test_take_in_row_order_is_the_remap_without_the_sort():
+    rng = np.random.default_rng(5)
+    n = 2000
+    table = Samples.build(rng.integers(0, 300, n), rng.integers(1, 9, n), rng.integers(0, 50, n), rng.integers(1, 4, n))
+    mask = rng.random(300) < 0.4
+    fast = table.take(mask, 300)
+    new_row = np.full(300, -1)
+    new_row[np.flatnonzero(mask)] = np.arange(int(mask.sum()))
+    slow = table.remap(new_row)
+    for a, b in ((fast.rows, slow.rows), (fast.tids, slow.tids), (fast.seconds, slow.seconds), (fast.counts, slow.counts)):
+        assert a.dtype == b.dtype and np.array_equal(a, b)
+
+
+@pytest.mark.parametrize("wide", [False, True])  # keys that pack into one int64, and keys too wide for that
+def test_sorting_matches_the_three_key_order(wide):
+    rng = np.random.default_rng(11)
+    n = 3000
+    r, t, s = rng.integers(0, 40, n), rng.integers(0, 7, n), rng.integers(0, 30, n)
+    if wide:  # rows and tids near int32's top, seconds far apart: 31 + 31 + 45 bits
+        r, t, s = r * 2**25, t * 2**28, s * 2**40
+    table = Samples.build(r, t, s, np.ones(n, dtype=np.int64))
+    order = np.lexsort((table.seconds, table.tids, table.rows))
+    assert np.array_equal(order, np.arange(len(table)))  # sorted by (row, tid, second)
+    assert table.total == n and len(table) < n  # equal entries were summed
