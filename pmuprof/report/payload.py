@@ -5,15 +5,15 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any, Callable, Iterable, Mapping
 
+from ..analysis import threads
 from ..findings.latches import LatchWaits
 from ..findings.model import Finding, ordered
 from ..model.analysis import SkidFunction
 from ..model.profile import Profile
+from . import seconds
 from .counters import counters_section
 from .evidence import evidence_rows, levels_text
 from .facts import mysql_facts, numa_text, summary
-from ..analysis import threads
-from . import seconds
 from .flame import build_tree_rows
 from .flametrie import Trie
 from .wallclock import state_totals, thread_groups, wall_stacks
