@@ -34,6 +34,12 @@ class _Commands(click.Group):
             self.add_command(importlib.import_module(f"{__package__}.{name}").COMMAND)
         return self.commands.get(name)
 
+    def resolve_command(self, ctx: click.Context, args: list[str]) -> tuple[str | None, click.Command | None, list[str]]:
+        if args and args[0] not in COMMANDS:  # a typo: load them all, so click's error suggests the near names
+            for name in COMMANDS:
+                self.get_command(ctx, name)
+        return super().resolve_command(ctx, args)
+
     def format_epilog(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         from .exitcodes import epilog  # the exit-code table imports every workflow: only for --help
 

@@ -52,7 +52,8 @@ def diagnose(profile: Profile, rules: Iterable[Rule] | None = None) -> Diagnosis
         if len(processes) > 1 and index.total / total < MIN_PROCESS_SHARE and not blocked.get(process):
             continue
         latches[process] = attribute(index.waits(), index.total, index.attributor.latches)
-        found = [f for f in (evaluate_rule(rule, index, facts) for rule in rules) if f is not None]
+        usable = rules if index.total else tuple(r for r in rules if _reads_offcpu(r))  # only blocked: no CPU rules
+        found = [f for f in (evaluate_rule(rule, index, facts) for rule in usable) if f is not None]
         findings += group(found, {r.id: r for r in rules}, index.st.counts)
     return Diagnosis(ordered(findings), latches)
 
@@ -106,6 +107,11 @@ def evaluate_rule(rule: Rule, index: StackIndex, facts: Facts) -> Finding | None
         confidence=_offcpu_basis(rule, g, values, confidence(rule, g, values, seen, not_seen)),
         stacks=share_ev.get(STACKS) if share_ev else None,
         declared=tuple(Declared(m.name, m.kind, _subject(m.kind, m.spec), m.about) for m in rule.evidence))
+
+
+def _reads_offcpu(rule: Rule) -> bool:
+    """Whether any of the rule's evidence is off-CPU time (what a process seen only off the CPU can fire)."""
+    return any(is_offcpu_metric(rule, m.name) for m in rule.evidence)
 
 
 def is_offcpu_metric(rule: Rule, metric: str | None) -> bool:

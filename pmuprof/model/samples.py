@@ -25,7 +25,8 @@ TSV_ROWS = "# row: the stack line of stacks.folded (0: the first); tid, second: 
 
 
 def _in_order(r: np.ndarray, t: np.ndarray, s: np.ndarray) -> bool:
-    """Entries already sorted by (row, tid, second) (the folders write them so): no sort needed."""
+    """Entries already sorted by (row, tid, second) (the folders write them so): no sort needed (equal
+    neighbours are in order too: they are summed after)."""
     dr, dt, ds = np.diff(r), np.diff(t), np.diff(s)
     return bool(((dr > 0) | ((dr == 0) & ((dt > 0) | ((dt == 0) & (ds >= 0))))).all())
 
@@ -61,9 +62,10 @@ class Samples:
         s = np.where(s < 0, UNKNOWN, s)
         keep = c > 0
         r, t, s, c = r[keep], t[keep], s[keep], c[keep]
-        if len(r) > 1 and not _in_order(r, t, s):
-            order = _order(r, t, s)
-            r, t, s, c = r[order], t[order], s[order], c[order]
+        if len(r) > 1:
+            if not _in_order(r, t, s):
+                order = _order(r, t, s)
+                r, t, s, c = r[order], t[order], s[order], c[order]
             new = np.concatenate(([True], (r[1:] != r[:-1]) | (t[1:] != t[:-1]) | (s[1:] != s[:-1])))
             if not new.all():
                 c = np.add.reduceat(c, np.flatnonzero(new))

@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from typing import Any, Mapping
 
+from .wallclock import NO_USER_STACK
+
 TOP_FRAMES = 8
 
 
@@ -106,7 +108,7 @@ def _wall(p: Mapping[str, Any], top: int = 8) -> list[str]:
     for s in [s for s in snaps if s["groups"]][-1:]:  # the last snapshot that found threads
         lines += [f"What the threads were doing at the capture's {s['when']} ({_text(s['label'])}, {s['threads']} threads), "
                   "innermost frame first:", "", "| threads | state | stack |", "|---:|---|---|"]
-        lines += [f"| {g['count']} | {g['state']} | {_inline(g['stack'] if g['stack'][0] != '(' else g['kernel'])} |"
+        lines += [f"| {g['count']} | {g['state']} | {_inline(g['kernel'] or g['wchan'] if g['stack'] == NO_USER_STACK else g['stack'])} |"
                   for g in s["groups"][:top]]
         lines.append("")
     return lines

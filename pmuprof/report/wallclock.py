@@ -26,6 +26,8 @@ _IO = re.compile(r"io_schedule|blkdev|submit_bio|_sync_file|fsync|fdatasync|prea
 MAX_GROUPS = 30  # thread groups listed per snapshot
 
 
+NO_USER_STACK = "(no user stack recorded)"
+
 def state_frame(state: str) -> str:
     return f"[{state}]"
 
@@ -100,7 +102,16 @@ def wall_svg(stacks: dict[Stack, int]) -> str:
 
 
 def _short(frame: str) -> str:
-    return re.sub(r"\(.*\)$", "", frame)
+    """The frame without its trailing argument list: ``ns::f(int)`` -> ``ns::f``; brackets earlier in the
+    name stay (``(anonymous namespace)::Lock_wait::wait(int)`` -> ``(anonymous namespace)::Lock_wait::wait``)."""
+    if not frame.endswith(")"):
+        return frame
+    depth = 0
+    for i in range(len(frame) - 1, -1, -1):
+        depth += {")": 1, "(": -1}.get(frame[i], 0)
+        if depth == 0:
+            return frame[:i] if i > 0 else frame
+    return frame
 
 
 def thread_groups(off: OffCpuProfile | None) -> list[dict[str, Any]]:
@@ -114,7 +125,7 @@ def thread_groups(off: OffCpuProfile | None) -> list[dict[str, Any]]:
 def _snapshot(snap: Snapshot) -> dict[str, Any]:
     groups = sorted(snap.groups, key=lambda g: (-g.count, g.state, g.user, g.kernel))
     rows = [{"count": g.count, "state": g.state, "wchan": g.wchan,
-             "stack": " ← ".join(_short(f) for f in reversed(g.user)) or "(no user stack recorded)",
+             "stack": " ← ".join(_short(f) for f in reversed(g.user)) or NO_USER_STACK,
              "kernel": " ← ".join(reversed(g.kernel)), "comms": ", ".join(f"{c} ×{n}" for c, n in sorted(g.comms.items())),
              "off_cpu_ms": g.off_cpu_ms} for g in groups[:MAX_GROUPS]]
     return {"label": snap.label, "pid": snap.pid, "when": snap.when, "at": snap.at, "threads": snap.threads,

@@ -89,3 +89,22 @@ def test_offcpu_stacks_of_another_process_do_not_count(tmp_path):
     other = OffCpuProfile({tuple(["otherd", *s[1:]]): n for s, n in profile.offcpu.stacks.items()})
     found = evaluate(replace(profile, offcpu=other), [_rule(tmp_path)])
     assert [f.process for f in found] == ["otherd"]
+
+
+def test_a_process_seen_only_off_the_cpu_gets_no_on_cpu_findings(tmp_path):
+    """Beside a profiled process, one that only blocked: on-CPU rules have no samples of it to judge, so only
+    rules on off-CPU time may fire for it (whole-profile facts such as PAUSE latency must not stand in)."""
+    import shutil
+
+    from pmuprof.findings.engine import is_offcpu_metric
+    from pmuprof.findings.loader import load_rules
+    from pmuprof.model.rundir import load_run_dir
+
+    run = tmp_path / "run"
+    shutil.copytree(Path(__file__).resolve().parents[2] / "examples" / "demo-output" / "spike", run)
+    (run / "offcpu.folded").write_text("# unit: us\nother;main;poll_wait;off-cpu:S 9000000\n")
+    profile = load_run_dir(run)
+    rules = {r.id: r for r in load_rules()}
+    other = [f for f in evaluate(profile, rules.values()) if f.process == "other"]
+    reads_offcpu = {i for i, r in rules.items() if any(is_offcpu_metric(r, m.name) for m in r.evidence)}
+    assert {f.rule for f in other} <= reads_offcpu, [f.rule for f in other]

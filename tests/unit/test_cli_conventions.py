@@ -149,3 +149,8 @@ def test_shell_completion_as_the_readme_documents_it():
     assert res.returncode == 0 and "plain,--ssl-mode" in res.stdout.splitlines()
     script = run_cli(env={"_PMUPROF_COMPLETE": "bash_source"})
     assert "complete -o nosort -F _pmuprof_completion pmuprof" in script.stdout
+
+
+def test_a_mistyped_command_gets_the_near_names():
+    result = CliRunner().invoke(cli, ["repor"])
+    assert result.exit_code == 2 and "Did you mean" in result.output and "'report'" in result.output

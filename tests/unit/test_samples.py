@@ -107,3 +107,9 @@ def test_sorting_matches_the_three_key_order(wide):
     order = np.lexsort((table.seconds, table.tids, table.rows))
     assert np.array_equal(order, np.arange(len(table)))  # sorted by (row, tid, second)
     assert table.total == n and len(table) < n  # equal entries were summed
+
+
+def test_rows_merged_by_a_relabel_sum_their_entries_even_in_order():
+    """Two neighbouring rows that become one: their (tid, second) entries are one entry, counts summed."""
+    merged = Samples.build([0, 1, 2], [7, 7, 7], [100, 100, 100], [2, 5, 1]).remap(np.array([0, 0, 1]))
+    assert merged.rows.tolist() == [0, 1] and merged.counts.tolist() == [7, 1]

@@ -83,3 +83,12 @@ def test_no_offcpu_no_wall_clock_section(tmp_path):
     assert p["wall"] is None and p["offcpu_threads"] == []
     html = write_outputs(profile, [], tmp_path)["html"].read_text()
     assert 'id="wallclock"' not in html and "### Wall clock" not in render_markdown(p)
+
+
+@pytest.mark.parametrize("frame, short", [
+    ("(anonymous namespace)::Lock_wait::wait(int)", "(anonymous namespace)::Lock_wait::wait"),
+    ("f(a)::g(b)", "f(a)::g"), ("ns::f(int)", "ns::f"), ("x(y(z))", "x"), ("plain", "plain")])
+def test_only_the_trailing_argument_list_is_cut(frame, short):
+    from pmuprof.report.wallclock import _short
+
+    assert _short(frame) == short
