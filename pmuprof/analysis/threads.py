@@ -70,10 +70,8 @@ def hot_path_end(stacks: Stacks, rows: np.ndarray, weights: np.ndarray, skip: np
     return best
 
 
-def inclusive_one(stacks: Stacks, rows: np.ndarray, weights: np.ndarray, frame: int) -> float:
-    """``weights`` of the group's ``rows`` (sorted) that hold ``frame`` below the root (once per row)."""
-    post, start = stacks._postings  # noqa: SLF001 - the postings are the Stacks' own index
-    holding = post[start[frame]:start[frame + 1]]
+def weight_among(rows: np.ndarray, weights: np.ndarray, holding: np.ndarray) -> float:
+    """``weights`` of the group's ``rows`` (sorted) that are among ``holding`` (the rows holding a frame)."""
     at = np.searchsorted(rows, holding)
     hit = at < len(rows)
     hit[hit] = rows[at[hit]] == holding[hit]
@@ -112,9 +110,9 @@ class Joined:
         best = hot_path_end(self.stacks, rows, w, self.skip)
         if best < 0:
             return "", 0.0, 0.0
-        share = inclusive_one(self.stacks, rows, w, best) / float(w.sum())
-        every = np.arange(len(self.stacks))
-        overall = inclusive_one(self.stacks, every, self.stacks.counts, best) / max(self.stacks.total, 1)
+        holding = self.stacks.rows_with(self.stacks.lut([self.stacks.frames[best]]))
+        share = weight_among(rows, w, holding) / float(w.sum())
+        overall = float(self.stacks.counts[holding].sum()) / max(self.stacks.total, 1)
         return self.stacks.frames[best], share, overall
 
     def table(self, codes: np.ndarray, label: Callable[[int], str], limit: int = MAX_GROUPS) -> list[dict[str, Any]]:

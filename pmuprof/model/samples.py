@@ -70,7 +70,12 @@ class Samples:
             if not new.all():
                 c = np.add.reduceat(c, np.flatnonzero(new))
                 r, t, s = r[new], t[new], s[new]
-        out = cls(r.astype(np.int32), t.astype(np.int32), s, c)
+        return cls.frozen(r.astype(np.int32), t.astype(np.int32), s, c)
+
+    @classmethod
+    def frozen(cls, rows: np.ndarray, tids: np.ndarray, seconds: np.ndarray, counts: np.ndarray) -> "Samples":
+        """A table of arrays already summed and sorted, made read-only."""
+        out = cls(rows, tids, seconds, counts)
         for arr in (out.rows, out.tids, out.seconds, out.counts):
             arr.setflags(write=False)
         return out
@@ -127,10 +132,7 @@ class Samples:
         # rows kept in their order: the entries stay sorted and distinct, nothing to sort or merge
         mapped = new_row[self.rows] if len(self) else np.zeros(0, np.int64)
         keep = mapped >= 0
-        out = Samples(mapped[keep].astype(np.int32), self.tids[keep], self.seconds[keep], self.counts[keep])
-        for arr in (out.rows, out.tids, out.seconds, out.counts):
-            arr.setflags(write=False)
-        return out
+        return Samples.frozen(mapped[keep].astype(np.int32), self.tids[keep], self.seconds[keep], self.counts[keep])
 
     # -- views ------------------------------------------------------------------------------------
 
