@@ -27,18 +27,49 @@ TSV_ROWS = "# row: the stack line of stacks.folded (0: the first); tid, second: 
 def _in_order(r: np.ndarray, t: np.ndarray, s: np.ndarray) -> bool:
     """Entries already sorted by (row, tid, second) (the folders write them so): no sort needed (equal
     neighbours are in order too: they are summed after)."""
-    dr, dt, ds = np.diff(r), np.diff(t), np.diff(s)
-    return bool(((dr > 0) | ((dr == 0) & ((dt > 0) | ((dt == 0) & (ds >= 0))))).all())
+    ok = s[1:] >= s[:-1]
+    ok &= t[1:] == t[:-1]
+    ok |= t[1:] > t[:-1]
+    ok &= r[1:] == r[:-1]
+    ok |= r[1:] > r[:-1]
+    return bool(ok.all())
 
 
 def _order(r: np.ndarray, t: np.ndarray, s: np.ndarray) -> np.ndarray:
-    """The (row, tid, second) order: one argsort of a packed key when the three fit in 63 bits."""
+    """The (row, tid, second) order: one argsort of a packed key when the three fit in 63 bits (equal
+    keys in any order: they are summed after)."""
     lo = [int(a.min()) for a in (r, t, s)]
     bits = [max(int(a.max()) - m, 0).bit_length() for a, m in zip((r, t, s), lo)]
     if sum(bits) > 63:
         return np.lexsort((s, t, r))
-    key = (r - lo[0]) << (bits[1] + bits[2]) | (t - lo[1]) << bits[2] | (s - lo[2])
-    return np.argsort(key, kind="stable")
+    key = r.astype(np.int64)
+    key -= lo[0]
+    key <<= bits[1] + bits[2]
+    part = t.astype(np.int64)
+    part -= lo[1]
+    part <<= bits[2]
+    key |= part
+    part = s - lo[2]
+    key |= part
+    del part
+    return np.argsort(key)
+
+
+def _ints(values: Iterable[int] | np.ndarray) -> np.ndarray:
+    """An integer column, flat; shared with the input when it is an integer array already."""
+    out = np.asarray(values).reshape(-1)
+    return out if out.dtype.kind in "iu" else out.astype(np.int64)
+
+
+def _int32(values: np.ndarray, unknown_below: int = UNKNOWN) -> np.ndarray:
+    """An int32 column: values below ``unknown_below`` or past MAX_TID become UNKNOWN (no copy when
+    the column is int32 with nothing to change)."""
+    bad = values < unknown_below
+    if values.dtype.itemsize > 4 or values.dtype.kind == "u":
+        bad |= values > MAX_TID
+    if bad.any():
+        values = np.where(bad, UNKNOWN, values)
+    return values.astype(np.int32, copy=False)
 
 
 @dataclass(frozen=True, eq=False)
@@ -53,24 +84,36 @@ class Samples:
     @classmethod
     def build(cls, rows: Iterable[int] | np.ndarray, tids: Iterable[int] | np.ndarray,
               seconds: Iterable[int] | np.ndarray, counts: Iterable[int] | np.ndarray) -> "Samples":
-        """Equal (row, tid, second) entries summed, entries with no samples dropped, sorted."""
-        r = np.asarray(rows, dtype=np.int64).reshape(-1)
-        t = np.asarray(tids, dtype=np.int64).reshape(-1)
-        s = np.asarray(seconds, dtype=np.int64).reshape(-1)
-        c = np.asarray(counts, dtype=np.int64).reshape(-1)
-        t = np.where((t < 0) | (t > MAX_TID), UNKNOWN, t)
-        s = np.where(s < 0, UNKNOWN, s)
+        """Equal (row, tid, second) entries summed, entries with no samples dropped, sorted.
+
+        Columns are kept in their final types from the start (no int64 copy of the int32 ones) and an
+        input column is shared, not copied, when nothing in it changes: a table of millions of
+        entries is built with few temporaries of its size."""
+        r = _ints(rows).astype(np.int32, copy=False)  # rows index a Stacks: below 2**31
+        t = _int32(_ints(tids))
+        s = _ints(seconds).astype(np.int64, copy=False)
+        if (s < UNKNOWN).any():
+            s = np.where(s < 0, UNKNOWN, s)
+        c = _ints(counts).astype(np.int64, copy=False)
         keep = c > 0
-        r, t, s, c = r[keep], t[keep], s[keep], c[keep]
+        if not keep.all():
+            r, t, s, c = r[keep], t[keep], s[keep], c[keep]
+        del keep
         if len(r) > 1:
             if not _in_order(r, t, s):
                 order = _order(r, t, s)
                 r, t, s, c = r[order], t[order], s[order], c[order]
-            new = np.concatenate(([True], (r[1:] != r[:-1]) | (t[1:] != t[:-1]) | (s[1:] != s[:-1])))
+                del order
+            new = np.empty(len(r), dtype=bool)
+            new[0] = True
+            np.not_equal(r[1:], r[:-1], out=new[1:])
+            new[1:] |= t[1:] != t[:-1]
+            new[1:] |= s[1:] != s[:-1]
             if not new.all():
                 c = np.add.reduceat(c, np.flatnonzero(new))
                 r, t, s = r[new], t[new], s[new]
-        return cls.frozen(r.astype(np.int32), t.astype(np.int32), s, c)
+        given = [a for a in (rows, tids, seconds, counts) if isinstance(a, np.ndarray) and a.flags.writeable]
+        return cls.frozen(*(a.copy() if any(np.may_share_memory(a, g) for g in given) else a for a in (r, t, s, c)))
 
     @classmethod
     def frozen(cls, rows: np.ndarray, tids: np.ndarray, seconds: np.ndarray, counts: np.ndarray) -> "Samples":
@@ -118,8 +161,11 @@ class Samples:
 
     def remap(self, new_row: np.ndarray) -> "Samples":
         """Rows renumbered by ``new_row[old]`` (merged rows summed); a row mapped to -1 is dropped."""
-        rows = np.asarray(new_row, dtype=np.int64)[self.rows] if len(self) else np.zeros(0, np.int64)
+        rows = np.asarray(new_row, dtype=np.int64).astype(np.int32)[self.rows] if len(self) else np.zeros(0, np.int32)
         keep = rows >= 0
+        if keep.all():  # the columns shared while the table is rebuilt, not copied
+            rows.setflags(write=False)
+            return Samples.build(rows, self.tids, self.seconds, self.counts)
         return Samples.build(rows[keep], self.tids[keep], self.seconds[keep], self.counts[keep])
 
     def take(self, rows: np.ndarray, nrows: int) -> "Samples":
@@ -205,6 +251,8 @@ def parse_tsv(text: str) -> Samples:
     cols = values.reshape(-1, 4)
     if (cols[:, 0] < 0).any() or (cols[:, 3] < 0).any():
         raise BadTable("a row or count is negative")
+    if (cols[:, 0] > MAX_TID).any():
+        raise BadTable("a row number is too large")
     return Samples.build(cols[:, 0], cols[:, 1], cols[:, 2], cols[:, 3])
 
 

@@ -113,3 +113,33 @@ def test_rows_merged_by_a_relabel_sum_their_entries_even_in_order():
     """Two neighbouring rows that become one: their (tid, second) entries are one entry, counts summed."""
     merged = Samples.build([0, 1, 2], [7, 7, 7], [100, 100, 100], [2, 5, 1]).remap(np.array([0, 0, 1]))
     assert merged.rows.tolist() == [0, 1] and merged.counts.tolist() == [7, 1]
+
+
+def test_columns_are_shared_only_when_read_only_and_kept_as_given():
+    """A read-only int32/int64 column with nothing to change is the table's own (a table of millions of
+    entries is not copied while it is rebuilt); a writable one is copied, so the caller's later
+    changes never reach the table; tids past int32 or below -1 still become -1 in a shared build."""
+    rows, tids = np.array([0, 1], np.int32), np.array([7, 8], np.int32)
+    secs, counts = np.array([5, 6], np.int64), np.array([1, 2], np.int64)
+    for col in (rows, tids, secs, counts):
+        col.setflags(write=False)
+    shared = Samples.build(rows, tids, secs, counts)
+    assert np.shares_memory(shared.tids, tids) and np.shares_memory(shared.seconds, secs)
+    mine = np.array([7, 8], np.int32)
+    copied = Samples.build(rows, mine, secs, counts)
+    mine[0] = 99
+    assert copied.tids.tolist() == [7, 8] and not copied.tids.flags.writeable
+    wide = Samples.build(np.array([0, 0], np.uint32), np.array([2**31, -3], np.int64), [1, 1], [1, 1])
+    assert wide.rows.dtype == np.int32 and wide.tids.dtype == np.int32
+    assert wide.tids.tolist() == [-1] and wide.counts.tolist() == [2]  # both unknown: one entry
+
+
+def test_remap_keeps_every_entry_when_no_row_is_dropped():
+    stacks, t = _table()
+    same = t.remap(np.arange(len(stacks)))
+    assert same.as_dict(stacks) == t.as_dict(stacks) and np.shares_memory(same.tids, t.tids)
+
+
+def test_a_row_number_past_int32_is_refused():
+    with pytest.raises(BadTable):
+        parse_tsv(f"{2**31}\t1\t1\t1\n")

@@ -33,47 +33,71 @@ def read_stacks_bin(path: Path) -> Stacks:
     return read_fold_bin(path)[0]
 
 
-def _samples_at(raw: bytes, at: int, path: Path) -> Samples | None:
-    """The sample table starting at ``at`` (None when the file ends with the stacks)."""
-    if at == len(raw):
+class _Reader:
+    """Sections of the file read one after another straight into arrays (the file is never held whole)."""
+
+    def __init__(self, f, path: Path, size: int) -> None:
+        self.f, self.path, self.left = f, path, size
+
+    def array(self, dtype, count: int, what: str) -> np.ndarray:
+        need = np.dtype(dtype).itemsize * count
+        if need > self.left:
+            raise InputError(f"{self.path}: {what} is cut short", "rebuild the native tools (make -C native)")
+        out = np.fromfile(self.f, dtype=dtype, count=count) if count else np.zeros(0, dtype)
+        if len(out) != count:
+            raise InputError(f"{self.path}: {what} is cut short", "rebuild the native tools (make -C native)")
+        self.left -= need
+        return out
+
+    def raw(self, count: int, what: str) -> bytes:
+        if count > self.left:
+            raise InputError(f"{self.path}: {what} is cut short", "rebuild the native tools (make -C native)")
+        out = self.f.read(count)
+        self.left -= len(out)
+        return out
+
+
+def _samples(rd: _Reader) -> Samples | None:
+    """The sample table after the stacks (None when the file ends with the stacks)."""
+    if not rd.left:
         return None
-    if raw[at:at + 8] != SAMPLES_MAGIC or len(raw) < at + 16:
-        raise InputError(f"{path}: not a pmuprof stacks file (bad sample table)", "rebuild the native tools (make -C native)")
-    n = int(np.frombuffer(raw, dtype=np.uint64, count=1, offset=at + 8)[0])
-    at += 16
-    if len(raw) != at + 24 * n:
-        raise InputError(f"{path}: the sample table is cut short", "rebuild the native tools (make -C native)")
-    rows = np.frombuffer(raw, dtype=np.uint32, count=n, offset=at)
-    tids = np.frombuffer(raw, dtype=np.int32, count=n, offset=at + 4 * n)
-    secs = np.frombuffer(raw, dtype=np.int64, count=n, offset=at + 8 * n)
-    counts = np.frombuffer(raw, dtype=np.uint64, count=n, offset=at + 16 * n)
-    return Samples.build(rows, tids, secs, counts.astype(np.int64))
+    if rd.raw(8, "the sample table") != SAMPLES_MAGIC:
+        raise InputError(f"{rd.path}: not a pmuprof stacks file (bad sample table)", "rebuild the native tools (make -C native)")
+    n = int(rd.array(np.uint64, 1, "the sample table")[0])
+    if rd.left != 24 * n:
+        raise InputError(f"{rd.path}: the sample table is cut short", "rebuild the native tools (make -C native)")
+    cols = [rd.array(dt, n, "the sample table") for dt in (np.uint32, np.int32, np.int64, np.uint64)]
+    for col in cols:  # read for this table only: shared by it, not copied
+        col.setflags(write=False)
+    return Samples.build(*cols)
 
 
 def read_fold_bin(path: Path) -> tuple[Stacks, Samples | None]:
     """The stacks and, when the folder wrote one, the sample table."""
-    raw = Path(path).read_bytes()
-    if raw[:8] != MAGIC or len(raw) < 40:
-        raise InputError(f"{path}: not a pmuprof stacks file", "rebuild the native tools (make -C native)")
-    nstr, nbytes, nst, nids = (int(v) for v in np.frombuffer(raw, dtype=np.uint64, count=4, offset=8))
-    at = 40
-    slen = np.frombuffer(raw, dtype=np.uint32, count=nstr, offset=at).astype(np.int64)
-    at += 4 * nstr
-    ends = np.cumsum(slen).tolist()
-    blob = raw[at:at + nbytes]
-    strings = [blob[e - n:e] for e, n in zip(ends, slen.tolist())]
-    at += nbytes
-    ids = np.frombuffer(raw, dtype=np.uint32, count=nids, offset=at)
-    at += 4 * nids
-    lengths = np.frombuffer(raw, dtype=np.uint32, count=nst, offset=at).astype(np.int64)
-    at += 4 * nst
-    counts = np.frombuffer(raw, dtype=np.uint64, count=nst, offset=at).astype(np.int64)
+    with open(path, "rb") as f:
+        rd = _Reader(f, Path(path), Path(path).stat().st_size)
+        if rd.left < 40 or rd.raw(8, "the header") != MAGIC:
+            raise InputError(f"{path}: not a pmuprof stacks file", "rebuild the native tools (make -C native)")
+        nstr, nbytes, nst, nids = (int(v) for v in rd.array(np.uint64, 4, "the header"))
+        slen = rd.array(np.uint32, nstr, "the string table").astype(np.int64)
+        ends = np.cumsum(slen).tolist()
+        blob = rd.raw(nbytes, "the string table")
+        ids = rd.array(np.int32, nids, "the stacks")  # u32 ids below the string count (< 2**31)
+        lengths = rd.array(np.uint32, nst, "the stacks").astype(np.int64)
+        counts = rd.array(np.uint64, nst, "the stacks").astype(np.int64)
+        samples = _samples(rd)
+    if nids and (int(ids.min()) < 0 or int(ids.max()) >= nstr):
+        raise InputError(f"{path}: a frame id is out of range", "rebuild the native tools (make -C native)")
     used = np.zeros(nstr, dtype=bool)
     used[ids] = True
-    remap = (np.cumsum(used) - 1).astype(np.int32)
-    frames = [strings[i].decode("utf-8", "backslashreplace") for i in np.flatnonzero(used).tolist()]
+    if not used.all():  # renumbered to the strings the stacks use, a block at a time, in place
+        remap = (np.cumsum(used) - 1).astype(np.int32)
+        for lo in range(0, nids, 1 << 20):
+            ids[lo:lo + (1 << 20)] = remap[ids[lo:lo + (1 << 20)]]
+    frames = [blob[ends[i] - n:ends[i]].decode("utf-8", "backslashreplace")
+              for i, n in zip(np.flatnonzero(used).tolist(), slen[used].tolist())]
     offsets = np.concatenate(([0], np.cumsum(lengths)))
-    return Stacks(frames, remap[ids], offsets, counts), _samples_at(raw, at + 8 * nst, Path(path))
+    return Stacks(frames, ids, offsets, counts), samples
 
 
 def load_folded_stacks(path: Path) -> tuple[Stacks, dict[str, str]]:
