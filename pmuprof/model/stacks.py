@@ -238,7 +238,7 @@ class Stacks(Mapping[Stack, int]):
         """``relabel``, and the new row of every old row (what a sample table follows)."""
         index: dict[str, int] = {}
         new_id = np.fromiter((index.setdefault(lab, len(index)) for lab in labels), dtype=np.int32, count=len(labels))
-        return merged_rows(list(index), new_id[self.ids], self.offsets, self.counts)
+        return merged_rows(list(index), self.ids, self.offsets, self.counts, new_id)
 
 
 def _cut_postings(parent: "Stacks", lo: int, n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -246,10 +246,16 @@ def _cut_postings(parent: "Stacks", lo: int, n: int) -> tuple[np.ndarray, np.nda
     rows, start = parent._postings
     inside = (rows >= lo) & (rows < lo + n)
     per_frame = np.zeros(len(start) - 1, dtype=np.int64)
-    nonempty = start[1:] > start[:-1]  # reduceat needs strictly rising starts: empty frames stay 0
-    if len(rows):
-        per_frame[nonempty] = np.add.reduceat(inside, start[:-1][nonempty], dtype=np.int64)
-    return (rows[inside] - lo).astype(np.int32), np.concatenate(([0], np.cumsum(per_frame)))
+    for a in range(0, len(rows), _SUM_STEP):  # per frame, its rows inside: counted a block at a time
+        b = min(a + _SUM_STEP, len(rows))
+        upto = np.concatenate(([0], np.cumsum(inside[a:b], dtype=np.int64)))
+        first = max(int(np.searchsorted(start, a, side="right")) - 1, 0)
+        last = int(np.searchsorted(start, b, side="left"))
+        per_frame[first:last] += upto[np.clip(start[first + 1:last + 1], a, b) - a] - \
+            upto[np.clip(start[first:last], a, b) - a]
+    mine = rows[inside]
+    mine -= np.int32(lo)  # in place, int32: the postings can be tens of MB
+    return mine, np.concatenate(([0], np.cumsum(per_frame)))
 
 
 _BLOCK_OCC = 1 << 20  # frame occurrences per block when building postings
@@ -313,30 +319,31 @@ def merged(frames: Sequence[str], ids: np.ndarray, offsets: np.ndarray, counts: 
     return merged_rows(frames, ids, offsets, counts)[0]
 
 
-def merged_rows(frames: Sequence[str], ids: np.ndarray, offsets: np.ndarray,
-                counts: np.ndarray) -> tuple[Stacks, np.ndarray]:
-    """``merged``, and the row each input row went to (groups keep the order of their first row)."""
+def merged_rows(frames: Sequence[str], ids: np.ndarray, offsets: np.ndarray, counts: np.ndarray,
+                relabel: np.ndarray | None = None) -> tuple[Stacks, np.ndarray]:
+    """``merged``, and the row each input row went to (groups keep the order of their first row).
+
+    ``relabel``: the rows' frame ids are ``relabel[ids]`` (applied a block at a time: the relabelled
+    rows are never held whole beside the input ones, only the merged result is)."""
     n = len(counts)
     same = np.arange(n, dtype=np.int64)
     if n < 2:
-        return Stacks(frames, ids, offsets, counts), same
+        return Stacks(frames, _relabelled(ids, relabel), offsets, counts), same
     lengths = np.diff(offsets)
-    first, inverse = _hash_groups(ids, offsets, lengths)
+    first, inverse = _hash_groups(ids, offsets, lengths, relabel)
     if len(first) == n:
-        return Stacks(frames, ids, offsets, counts), same
+        return Stacks(frames, _relabelled(ids, relabel), offsets, counts), same
     order = np.argsort(first)  # groups in the order of their first row: sorted input stays sorted
     rank = np.empty_like(order)
     rank[order] = np.arange(len(order))
     first, inverse = first[order], rank[inverse]
-    rep = first[inverse]  # each row's representative
-    same_len = lengths == lengths[rep]
-    if same_len.all() and np.array_equal(ids, ids[gather_index(offsets[rep], lengths)]):
-        kept = Stacks(frames, ids, offsets, counts).take(first)
-        return Stacks(frames, kept.ids, kept.offsets, np.bincount(inverse, weights=counts).astype(np.int64)), \
-            inverse.astype(np.int64)
+    if _rows_equal(ids, offsets, lengths, first[inverse], relabel):
+        kept_ids = _gather_rows(ids, offsets, first, relabel)
+        return Stacks(frames, kept_ids, np.concatenate(([0], np.cumsum(lengths[first]))),
+                      np.bincount(inverse, weights=counts).astype(np.int64)), inverse.astype(np.int64)
     # a 64-bit collision (never seen in practice): merge exactly
     exact: Counter[tuple[int, ...]] = Counter()
-    ids_l, offs_l = ids.tolist(), offsets.tolist()
+    ids_l, offs_l = _relabelled(ids, relabel).tolist(), offsets.tolist()
     where: dict[tuple[int, ...], int] = {}
     row_of = np.empty(n, dtype=np.int64)
     for i, c in enumerate(counts.tolist()):
@@ -349,8 +356,42 @@ def merged_rows(frames: Sequence[str], ids: np.ndarray, offsets: np.ndarray,
                   np.fromiter(exact.values(), dtype=np.int64, count=len(exact))), row_of
 
 
-def _hash_groups(ids: np.ndarray, offsets: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(first row of each group, group of each row) for rows grouped by a hash of their frame ids."""
+def _relabelled(ids: np.ndarray, relabel: np.ndarray | None) -> np.ndarray:
+    return ids if relabel is None else relabel[ids]
+
+
+def _rows_equal(ids: np.ndarray, offsets: np.ndarray, lengths: np.ndarray, rep: np.ndarray,
+                relabel: np.ndarray | None) -> bool:
+    """Every row equal to its representative row ``rep[row]``, checked a block of rows at a time."""
+    if not (lengths == lengths[rep]).all():
+        return False
+    for lo, hi in _row_blocks(offsets, _BLOCK_OCC):
+        a, b = int(offsets[lo]), int(offsets[hi])
+        mine = _relabelled(ids[a:b], relabel)
+        theirs = _relabelled(ids[gather_index(offsets[rep[lo:hi]], lengths[lo:hi])], relabel)
+        if not np.array_equal(mine, theirs):
+            return False
+    return True
+
+
+def _gather_rows(ids: np.ndarray, offsets: np.ndarray, rows: np.ndarray, relabel: np.ndarray | None) -> np.ndarray:
+    """The frame ids of the given rows, concatenated (relabelled), filled a block of rows at a time."""
+    lengths = (offsets[1:] - offsets[:-1])[rows]
+    ends = np.cumsum(lengths)
+    out = np.empty(int(ends[-1]) if len(ends) else 0, dtype=np.int32)
+    cuts = np.searchsorted(ends, np.arange(_BLOCK_OCC, len(out), _BLOCK_OCC))
+    bounds = sorted({0, len(rows), *[int(c) for c in cuts if 0 < c < len(rows)]})
+    for lo, hi in zip(bounds[:-1], bounds[1:]):
+        at = int(ends[lo - 1]) if lo else 0
+        part = ids[gather_index(offsets[rows[lo:hi]], lengths[lo:hi])]
+        out[at:int(ends[hi - 1])] = _relabelled(part, relabel)
+    return out
+
+
+def _hash_groups(ids: np.ndarray, offsets: np.ndarray, lengths: np.ndarray,
+                 relabel: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(first row of each group, group of each row) for rows grouped by a hash of their frame ids
+    (``relabel[ids]`` when given)."""
     max_len = int(lengths.max()) if len(lengths) else 0
     salt = np.random.default_rng(_HASH_SEED).integers(1, 2**63, size=max_len + 1, dtype=np.uint64) | np.uint64(1)
     h = np.zeros(len(lengths), dtype=np.uint64)
@@ -360,7 +401,7 @@ def _hash_groups(ids: np.ndarray, offsets: np.ndarray, lengths: np.ndarray) -> t
             continue
         pos = np.arange(b - a, dtype=np.int32) - np.repeat((offsets[lo:hi] - a).astype(np.int32), lengths[lo:hi])
         with np.errstate(over="ignore"):
-            mixed = (ids[a:b].astype(np.uint64) + np.uint64(0x9E3779B97F4A7C15)) * salt[pos]
+            mixed = (_relabelled(ids[a:b], relabel).astype(np.uint64) + np.uint64(0x9E3779B97F4A7C15)) * salt[pos]
             nonempty = lengths[lo:hi] > 0
             h[lo:hi][nonempty] = np.add.reduceat(mixed, (offsets[lo:hi] - a)[nonempty])
     with np.errstate(over="ignore"):

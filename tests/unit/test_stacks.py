@@ -77,12 +77,33 @@ def test_repeats_are_summed_and_take_and_relabel_keep_counts(monkeypatch, block)
 
 def test_a_hash_collision_still_merges_exactly(monkeypatch) -> None:
     """Every row in one hash group: the check finds they differ and the exact merge runs."""
-    def collide(ids, offsets, lengths):
+    def collide(ids, offsets, lengths, relabel=None):
         n = len(lengths)
         return np.array([0]), np.zeros(n, dtype=np.int64)
     monkeypatch.setattr(stacks_mod, "_hash_groups", collide)
     d = {("p", "a"): 1, ("p", "b"): 2, ("p", "a", "c"): 3}
     assert dict(Stacks.of(list(d.items()) + [(("p", "a"), 4)]).items()) == {("p", "a"): 5, ("p", "b"): 2, ("p", "a", "c"): 3}
+    st = Stacks.of(d)
+    merged, rows = st.relabel_rows(["p", "a", "a", "c"])  # b -> a: collides and merges, exactly, relabelled
+    assert dict(merged.items()) == {("p", "a"): 3, ("p", "a", "c"): 3}
+    assert [merged.row(r) for r in rows.tolist()] == [("p", "a"), ("p", "a"), ("p", "a", "c")]
+
+
+@pytest.mark.parametrize("block", [1 << 20, 7, 1])
+def test_relabel_merges_like_the_tuple_definition(monkeypatch, block) -> None:
+    """Relabelled rows are hashed, checked and gathered a block at a time: the result is the dict of
+    relabelled tuples summed, with each old row's new row, whatever the block size."""
+    monkeypatch.setattr(stacks_mod, "_BLOCK_OCC", block)
+    d = _random(4, 2000)
+    st = Stacks.of(d)
+    labels = [f"g{int(f[1:]) % 5}" if f.startswith("f") and f[1:].isdigit() else f for f in st.frames]
+    expect: Counter = Counter()
+    for stack, count in d.items():
+        expect[tuple(labels[st.frame_index[f]] for f in stack)] += count
+    merged, rows = st.relabel_rows(labels)
+    assert dict(merged.items()) == dict(expect) and len(merged) < len(st)
+    old = list(st.items())
+    assert all(merged.row(r) == tuple(labels[st.frame_index[f]] for f in old[i][0]) for i, r in enumerate(rows.tolist()))
 
 
 def test_profile_keeps_the_mapping_interface() -> None:
@@ -96,9 +117,12 @@ def test_profile_keeps_the_mapping_interface() -> None:
     assert prof.stacks[some] == d[some] and some in prof.stacks
 
 
-def test_a_process_of_sorted_rows_cuts_its_parents_postings() -> None:
+@pytest.mark.parametrize("step", [1 << 20, 7, 1])
+def test_a_process_of_sorted_rows_cuts_its_parents_postings(monkeypatch, step) -> None:
     """Rows sorted by stack (as the native folder writes them) keep each process contiguous: its
-    Stacks shares the parent's postings instead of sorting again, with the same answers."""
+    Stacks shares the parent's postings instead of sorting again, with the same answers (the cut
+    counted a block of postings at a time, whatever the block size)."""
+    monkeypatch.setattr(stacks_mod, "_SUM_STEP", step)
     d = _random(3)
     st = Stacks.of(sorted(d.items()))
     for root in ("mysqld", "mysqld-2", "f3"):
