@@ -24,6 +24,9 @@ from ..model.stacks import Stacks, StacksBuilder
 NOT_POLLED = "(not a connection)"  # a background thread, or a connection asleep in that poll
 NO_STATEMENT = "(no statement)"
 MAX_GROUPS = 25
+BLOCK = 1 << 18  # sample-table entries per block
+MAX_DENSE_CELLS = 1 << 22  # (table row, second) grid cells summed densely at most
+SMALL_RANGE = 1 << 23  # codes spanning fewer values than this are grouped without a sort
 COLUMN_TABLES = (("state", "CPU by processlist state", "threads in", "state", "(empty state)"),
                  ("statement", "CPU by statement (normalised digest)", "threads running", "digest", NO_STATEMENT),
                  ("command", "CPU by processlist command", "threads in command", "command", "?"))
@@ -86,7 +89,8 @@ class Joined:
     def __init__(self, profile: Profile, samples: Samples, polled: plist.Polled | None) -> None:
         self.stacks, self.samples, self.polled = profile.stacks, samples, polled
         self.names = dict(profile.server.processlist.thread_names) if profile.server and profile.server.processlist else {}
-        self.at = polled.lookup(samples.tids, samples.seconds) if polled is not None else np.full(len(samples), -1)
+        self.at = (polled.lookup(samples.tids, samples.seconds) if polled is not None
+                   else np.full(len(samples), -1)).astype(np.int32)
         self.conns = polled.connections() if polled is not None else {}
         self.total = max(samples.total, 1)
         frames = self.stacks.frames
@@ -98,9 +102,10 @@ class Joined:
         ``NOT_POLLED``, for entries not joined; ``empty`` stands for an empty value)."""
         labels = [v or empty for v in self.polled.values[name]] + [NOT_POLLED] if self.polled else [NOT_POLLED]
         if self.polled is None or not len(self.polled):
-            return np.full(len(self.samples), len(labels) - 1, dtype=np.int64), labels
-        codes = self.polled.codes[name][np.maximum(self.at, 0)].astype(np.int64)
-        return np.where(self.at >= 0, codes, len(labels) - 1), labels
+            return np.full(len(self.samples), len(labels) - 1, dtype=np.int32), labels
+        codes = self.polled.codes[name][np.maximum(self.at, 0)].astype(np.int32)
+        codes[self.at < 0] = len(labels) - 1
+        return codes, labels
 
     def characteristic(self, pick: np.ndarray) -> tuple[str, float, float]:
         """(function, its share in the entries ``pick`` (indices), its share overall): the end of the group's
@@ -118,35 +123,60 @@ class Joined:
     def table(self, codes: np.ndarray, label: Callable[[int], str], limit: int = MAX_GROUPS) -> list[dict[str, Any]]:
         """Samples per group (an integer code per entry, ``label`` names a code), busiest first (ties by
         label), each with its function."""
-        uniq, inverse = np.unique(codes, return_inverse=True)
-        inverse = inverse.reshape(-1)
+        uniq, inverse = _group_of(codes)
         sums = np.bincount(inverse, weights=self.samples.counts, minlength=len(uniq))
         names = [label(int(c)) for c in uniq.tolist()]
+        shown = sorted(range(len(uniq)), key=lambda g: (-sums[g], names[g]))[:limit]
+        position = np.full(len(uniq), -1, dtype=np.int32)
+        position[shown] = np.arange(len(shown), dtype=np.int32)
+        group = position[inverse]  # each entry's table row; -1 past the limit
+        del inverse
         out = []
-        shown = np.asarray(sorted(range(len(uniq)), key=lambda g: (-sums[g], names[g]))[:limit], dtype=np.int64)
-        by_group = np.argsort(inverse, kind="stable")  # each group's entries, without a pass over all per group
-        bounds = np.searchsorted(inverse[by_group], np.arange(len(uniq) + 1))
-        for g in shown.tolist():
-            fn, share, overall = self.characteristic(by_group[bounds[g]:bounds[g + 1]])
+        for rank, g in enumerate(shown):  # a pass per row shown (at most ``limit``): no index of all entries
+            fn, share, overall = self.characteristic(np.flatnonzero(group == rank))
             out.append({"key": names[g], "samples": int(sums[g]), "share": float(sums[g]) / self.total,
                         "function": fn, "function_share": share, "function_overall": overall})
-        position = np.full(len(uniq), -1, dtype=np.int64)
-        position[shown] = np.arange(len(shown))
-        self.last_cells = self.cells(position[inverse])
+        self.last_cells = self.cells(group, len(shown))
         return out
 
-    def cells(self, group: np.ndarray) -> list[list[int]]:
+    def cells(self, group: np.ndarray, ngroups: int) -> list[list[int]]:
         """[table row, second, samples] per (row, second) with samples (rows past the table's limit left out)."""
-        secs = self.samples.seconds
+        secs, counts = self.samples.seconds, self.samples.counts
         keep = (group >= 0) & (secs >= 0)
         if not keep.any():
             return []
-        base = int(secs[keep].min())
-        key = group[keep] * (int(secs[keep].max()) - base + 1) + (secs[keep] - base)
-        uniq, inverse = np.unique(key, return_inverse=True)
-        sums = np.bincount(inverse.reshape(-1), weights=self.samples.counts[keep]).astype(np.int64)
-        width = int(secs[keep].max()) - base + 1
+        base = int(np.min(secs, where=keep, initial=np.iinfo(np.int64).max))
+        width = int(np.max(secs, where=keep, initial=base)) - base + 1
+        if ngroups * width > MAX_DENSE_CELLS:  # seconds too far apart for a grid: the pairs that occur
+            key = group[keep].astype(np.int64) * width + (secs[keep] - base)
+            uniq, inverse = np.unique(key, return_inverse=True)
+            sums = np.bincount(inverse.reshape(-1), weights=counts[keep]).astype(np.int64)
+        else:  # summed on a (row, second) grid a block of entries at a time
+            grid = np.zeros(ngroups * width, dtype=np.int64)
+            for lo in range(0, len(group), BLOCK):
+                k = keep[lo:lo + BLOCK]
+                key = group[lo:lo + BLOCK][k].astype(np.int64) * width + (secs[lo:lo + BLOCK][k] - base)
+                grid += np.bincount(key, weights=counts[lo:lo + BLOCK][k], minlength=len(grid)).astype(np.int64)
+            uniq = np.flatnonzero(grid)
+            sums = grid[uniq]
         return [[int(k // width), int(k % width) + base, int(n)] for k, n in zip(uniq.tolist(), sums.tolist())]
+
+
+def _group_of(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(distinct codes sorted, each entry's index among them as int32): np.unique's answer, from a mark
+    per value when the codes span a small range (thread ids, processlist codes), with no sort."""
+    if not len(codes):
+        return np.zeros(0, np.int64), np.zeros(0, np.int32)
+    lo, hi = int(codes.min()), int(codes.max())
+    if hi - lo >= SMALL_RANGE:
+        uniq, inverse = np.unique(codes, return_inverse=True)
+        return uniq, inverse.reshape(-1).astype(np.int32)
+    shifted = (codes - lo).astype(np.int32)
+    seen = np.zeros(hi - lo + 1, dtype=bool)
+    seen[shifted] = True
+    index = np.cumsum(seen, dtype=np.int32)
+    index -= 1
+    return np.flatnonzero(seen) + lo, index[shifted]
 
 
 def thread_label(joined: Joined, tid: int) -> str:

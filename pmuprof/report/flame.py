@@ -72,16 +72,16 @@ def _tree(trie: Trie, threshold: float, own: np.ndarray) -> tuple[dict[str, Any]
 
 def _node_rows(trie: Trie, kept: np.ndarray, nkeep: int, g: "_Groups", order: np.ndarray) -> np.ndarray:
     """Output row of every trie node: a kept node's own; a left-out one's nearest kept caller's elided node."""
-    out_row = np.empty(len(order), dtype=np.int64)
-    out_row[order] = np.arange(len(order))
-    rows = np.full(trie.size, -1, dtype=np.int64)
+    out_row = np.empty(len(order), dtype=np.int32)
+    out_row[order] = np.arange(len(order), dtype=np.int32)
+    if g.node_anchor is None:  # every node kept
+        rows = np.full(trie.size, -1, dtype=np.int32)
+    else:  # each anchor's elided row, looked up by every node's anchor (-1, no kept caller: the last slot)
+        by_anchor = np.full(trie.size + 1, -1, dtype=np.int32)
+        by_anchor[g.anchors] = out_row[nkeep:nkeep + len(g.anchors)]
+        rows = by_anchor[g.node_anchor]
+        del by_anchor
     rows[kept] = out_row[:nkeep]
-    lost = np.flatnonzero(~kept)
-    if len(lost) and len(g.anchors):
-        anchor = trie.anchors(kept)[lost]
-        at = np.minimum(np.searchsorted(g.anchors, anchor), len(g.anchors) - 1)
-        hit = g.anchors[at] == anchor
-        rows[lost[hit]] = out_row[nkeep + at[hit]]
     return rows
 
 
@@ -115,14 +115,14 @@ class _Groups:
         g.leaf_anchor = g.anchors = z
         g.mass = g.leaf_sum = np.zeros((width, 0), np.int64)
         g.shown = np.zeros(0, dtype=bool)
-        g.trie = None
+        g.trie = g.node_anchor = None
         return g
 
     @classmethod
     def of(cls, trie: Trie, own: np.ndarray, kept: np.ndarray, min_leaf: list[int]) -> "_Groups":
         g = cls()
         g.trie = trie
-        anchor = trie.anchors(kept)
+        anchor = g.node_anchor = trie.anchors(kept)  # each node's nearest kept caller-or-self
         out = np.flatnonzero(~kept & (own != 0).any(axis=0))
         code = trie.frame[out] * 2 + (trie.depths[out] == 0)
         # one group row per (anchor, leaf frame); within an anchor, by name (a root label first)
@@ -224,4 +224,4 @@ def _rows_of(trie: Trie, nodes: np.ndarray, width: int) -> np.ndarray:
     """Tree row per input row of the first column (rows of a multi-column tree: not kept, empty)."""
     if width != 1 or trie.row_node is None:
         return np.zeros(0, dtype=np.int64)
-    return np.where(trie.row_node >= 0, nodes[np.maximum(trie.row_node, 0)], -1)
+    return np.where(trie.row_node >= 0, nodes[np.maximum(trie.row_node, 0)], -1).astype(np.int64)

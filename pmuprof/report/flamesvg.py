@@ -47,8 +47,9 @@ def _layout(trie: Trie, total: int) -> list[tuple[int, float, float]]:
     """(node, x, width) in pixels for the widest frames, parents before children."""
     scale = (WIDTH - 2 * PAD) / total
     values = trie.values[0]
-    order = np.lexsort((np.arange(trie.size), trie.depths, -values))[:MAX_FRAMES]
-    keep = np.sort(order[values[order] * scale >= MIN_PX]).tolist()  # preorder: parents before children
+    wide = np.flatnonzero(values * scale >= MIN_PX)  # only these can be drawn: the widest of them are
+    order = wide[np.lexsort((wide, trie.depths[wide], -values[wide]))[:MAX_FRAMES]]
+    keep = np.sort(order).tolist()  # preorder: parents before children
     parents = trie.parents[keep].tolist()
     widths = (values[keep] * scale).tolist()
     x_of: dict[int, float] = {}

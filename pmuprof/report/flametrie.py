@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import heapq
 from dataclasses import dataclass
-from functools import cached_property
 from typing import Mapping, Sequence
 
 import numpy as np
@@ -18,7 +17,8 @@ from ..model.stacks import Stack, Stacks
 
 @dataclass(frozen=True)
 class Trie:
-    """Preorder nodes: frame name index, depth, parent, per-column sums, widest share, subtree end."""
+    """Preorder nodes: frame name index, depth, parent, per-column sums, subtree end (each node's
+    widest share, ``weight``, is made when asked for)."""
 
     frames: tuple[str, ...]  # frame table, sorted by name
     frame: np.ndarray  # node -> frames index
@@ -26,7 +26,6 @@ class Trie:
     parents: np.ndarray  # -1 for a root
     values: np.ndarray  # (columns, nodes) samples at or below the node
     totals: list[int]
-    weight: np.ndarray  # the node's largest share over the columns
     end: np.ndarray  # last preorder index of the node's subtree
     row_node: np.ndarray | None = None  # each input row's last node (preorder; -1: an empty row)
 
@@ -51,15 +50,22 @@ class Trie:
                       np.concatenate(col_of), len(cols), totals)
 
     @property
+    def weight(self) -> np.ndarray:
+        """Each node's largest share over the columns (made on each use, not kept: the trie outlives
+        the cut that needs it, and it is as large as the values)."""
+        return _weight(self.values, self.totals)
+
+    @property
     def size(self) -> int:
         return len(self.frame)
 
     def own(self) -> np.ndarray:
         """Per column, each node's own (self) samples: its value less its children's."""
         own = self.values.copy()
-        kids = np.flatnonzero(self.parents >= 0)
+        kids = self.parents >= 0
+        parents = self.parents[kids]
         for c in range(len(own)):
-            np.subtract.at(own[c], self.parents[kids], self.values[c, kids])
+            np.subtract.at(own[c], parents, self.values[c, kids])
         return own
 
     def cut(self, max_nodes: int, max_bytes: int) -> float:
@@ -68,14 +74,16 @@ class Trie:
         Counts what the kept nodes cost and, for each one with a child left out, the elided node
         that will hold that child's samples (a node with a child no wider than the cut).
         """
-        weight, narrowest = self.weight, self.narrowest_child
+        weight = self.weight
+        key, divisor = self._width_key(weight)
+        narrowest = self.narrowest_child(key)
         per_node = 6 + 4 * len(self.totals)  # name index, depth and one value per column, with separators
         pending: list[float] = []  # narrowest-child widths of taken nodes, not yet above the cut
         whole = 0  # taken nodes that keep all their children at this cut
         seen: set[int] = set()
         used = 0
         frame = self.frame
-        for rank, i in enumerate(_chunked(self.widest_first)):
+        for rank, i in enumerate(_chunked(self.widest_first(key))):
             w = weight[i]
             while pending and -pending[0] > w:
                 heapq.heappop(pending)
@@ -88,38 +96,43 @@ class Trie:
             if f not in seen:
                 seen.add(f)
                 used += len(self.frames[f].encode("utf-8")) + 5
-            heapq.heappush(pending, -float(narrowest[i]))
+            heapq.heappush(pending, -(float(narrowest[i]) / divisor))
         return -1.0
 
-    @cached_property
-    def widest_first(self) -> np.ndarray:
-        """Node indices by weight, widest first (ties in preorder)."""
-        return np.argsort(-self.weight, kind="stable").astype(np.int32)
+    def _width_key(self, weight: np.ndarray | None = None) -> tuple[np.ndarray, float]:
+        """What orders nodes by weight, and what turns it into a weight: a single column's values with
+        its total (value / total is the weight, in the same order, with the same minima, in half the
+        memory), else the weights themselves with 1."""
+        if len(self.totals) == 1 and 0 < self.totals[0] < 2**53:
+            return self.values[0], float(self.totals[0])
+        return (self.weight if weight is None else weight), 1.0
 
-    @cached_property
-    def narrowest_child(self) -> np.ndarray:
-        """Each node's narrowest child's weight; a leaf's own weight (it never gets an elided child)."""
-        narrowest = self.weight.copy()
-        kids = np.flatnonzero(self.parents >= 0)
-        has_kid = np.zeros(self.size, dtype=bool)
-        has_kid[self.parents[kids]] = True
-        narrowest[has_kid] = np.inf
-        np.minimum.at(narrowest, self.parents[kids], self.weight[kids])
+    def widest_first(self, key: np.ndarray | None = None) -> np.ndarray:
+        """Node indices by weight, widest first (ties in preorder). Not kept: the trie outlives its cut."""
+        key = self._width_key()[0] if key is None else key
+        return np.argsort(-key, kind="stable").astype(np.int32)
+
+    def narrowest_child(self, key: np.ndarray | None = None) -> np.ndarray:
+        """Each node's narrowest child's ``key`` (weight, or value for one column); a leaf's own (it
+        never gets an elided child)."""
+        key = self._width_key()[0] if key is None else key
+        narrowest = key.copy()
+        kids = self.parents >= 0
+        parents = self.parents[kids]
+        narrowest[parents] = np.iinfo(key.dtype).max if key.dtype.kind in "iu" else np.inf
+        np.minimum.at(narrowest, parents, key[kids])
         return narrowest
 
     def anchors(self, kept: np.ndarray) -> np.ndarray:
         """Each node's nearest kept caller-or-self (-1: none): top-down, one array step per depth."""
         anchor = np.where(kept, np.arange(self.size, dtype=np.int32), np.int32(-1))
-        for nodes in self.levels[1:]:
-            lost = nodes[~kept[nodes]]
-            anchor[lost] = anchor[self.parents[lost]]
+        lost = np.flatnonzero(~kept).astype(np.int32)
+        lost = lost[np.argsort(self.depths[lost], kind="stable")]  # callers before callees
+        bounds = np.searchsorted(self.depths[lost], np.arange(int(self.depths.max(initial=0)) + 2))
+        for d in range(1, len(bounds) - 1):
+            nodes = lost[bounds[d]:bounds[d + 1]]
+            anchor[nodes] = anchor[self.parents[nodes]]
         return anchor
-
-    @cached_property
-    def levels(self) -> list[np.ndarray]:
-        order = np.argsort(self.depths, kind="stable").astype(np.int32)
-        bounds = np.searchsorted(self.depths[order], np.arange(int(self.depths.max(initial=0)) + 2))
-        return [order[bounds[d]:bounds[d + 1]] for d in range(len(bounds) - 1)]
 
 
 def _chunked(values: np.ndarray, size: int = 65536):
@@ -161,11 +174,13 @@ def _build(frames: tuple[str, ...], ids: np.ndarray, lengths: np.ndarray, counts
         depth += 1
     if not parent_l:
         empty = np.zeros(0, np.int64)
-        return Trie(frames, empty, empty, empty, np.zeros((width, 0), np.int64), totals, np.zeros(0), empty)
+        return Trie(frames, empty, empty, empty, np.zeros((width, 0), np.int64), totals, empty)
     parent = np.concatenate(parent_l)
     level_start = np.cumsum([0] + [len(p) for p in parent_l])
     del parent_l
-    values = np.concatenate(self_l, axis=1)
+    # values in int32 when no sum can pass it (a node's value is at most its column's total): half the memory
+    kind = np.int32 if max(int(counts.sum()), 0) < 2**31 and (counts >= 0).all() else np.int64
+    values = np.concatenate(self_l, axis=1).astype(kind)
     del self_l
     size = np.ones(len(parent), dtype=np.int32)
     for d in range(len(level_start) - 2, 0, -1):  # bottom-up sums: subtree sizes and values
@@ -173,20 +188,34 @@ def _build(frames: tuple[str, ...], ids: np.ndarray, lengths: np.ndarray, counts
         np.add.at(size, parent[nodes], size[nodes])
         for c in range(width):
             np.add.at(values[c], parent[nodes], values[c, nodes])
+    # renumbered in preorder, one array at a time (each old array freed as its new one is made)
     pre = _preorder(parent, size, level_start)
     perm = np.empty_like(pre)
     perm[pre] = np.arange(len(pre), dtype=np.int32)  # preorder index -> level-order node
     parent = parent[perm]
-    new_parent = np.where(parent >= 0, pre[np.maximum(parent, 0)], -1).astype(np.int32)
+    roots = parent < 0
+    np.maximum(parent, 0, out=parent)
+    new_parent = pre[parent]
+    new_parent[roots] = -1
+    del parent, roots
     row_node = np.where(lengths > 0, pre[node_of], -1)
-    del parent, pre
+    del pre, node_of
     values = values[:, perm]
-    cols = [values[c] / t if t else np.zeros(values.shape[1]) for c, t in enumerate(totals)]
-    weight = cols[0] if width == 1 else np.max(np.vstack(cols), axis=0)
     end = size[perm]
+    del size
     end += np.arange(len(perm), dtype=np.int32) - 1
-    return Trie(frames, np.concatenate(frame_l)[perm], np.concatenate(depth_l)[perm], new_parent, values, totals,
-                weight, end, row_node)
+    frame = np.concatenate(frame_l)[perm]
+    del frame_l
+    depths = np.concatenate(depth_l)[perm]
+    return Trie(frames, frame, depths, new_parent, values, totals, end, row_node)
+
+
+def _weight(values: np.ndarray, totals: list[int]) -> np.ndarray:
+    """Each node's largest share over the columns."""
+    if len(totals) == 1:
+        return values[0] / totals[0] if totals[0] else np.zeros(values.shape[1])
+    cols = [values[c] / t if t else np.zeros(values.shape[1]) for c, t in enumerate(totals)]
+    return np.max(np.vstack(cols), axis=0)
 
 
 def _preorder(parent: np.ndarray, size: np.ndarray, level_start: np.ndarray) -> np.ndarray:

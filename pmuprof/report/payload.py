@@ -10,6 +10,7 @@ from ..findings.latches import LatchWaits
 from ..findings.model import Finding, ordered
 from ..model.analysis import SkidFunction
 from ..model.profile import Profile
+from ..model.stacks import Stacks
 from . import seconds
 from .counters import counters_section
 from .evidence import evidence_rows, levels_text
@@ -26,11 +27,11 @@ def _share(count: float, total: float) -> float:
     return round(count / total, 6) if total else 0.0
 
 
-def top_functions(profile: Profile, limit: int = TOP_FUNCTIONS) -> list[dict[str, Any]]:
+def top_functions(stacks: Stacks, limit: int = TOP_FUNCTIONS) -> list[dict[str, Any]]:
     """Hottest functions by self and by inclusive samples (union of both top lists)."""
-    total = profile.total
-    self_c = profile.self_counts()
-    incl_c = profile.inclusive_counts()
+    total = stacks.total
+    self_c = stacks.self_counts()
+    incl_c = stacks.inclusive_counts()
 
     def top(counter: Counter[str]) -> list[str]:
         return [n for n, _ in sorted(counter.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]]
@@ -44,10 +45,10 @@ def top_functions(profile: Profile, limit: int = TOP_FUNCTIONS) -> list[dict[str
 
 
 def _per_process_top(profile: Profile, processes: list[str]) -> list[dict[str, Any]]:
-    groups = [{"process": "", "total": profile.total, "rows": top_functions(profile)}]
+    groups = [{"process": "", "total": profile.total, "rows": top_functions(profile.stacks)}]
     if len(processes) > 1:
-        for proc in processes:
-            part = profile.restrict([proc])
+        for proc in processes:  # the process's stacks alone (its samples table is not needed here)
+            part = profile.process_stacks(proc)
             groups.append({"process": proc, "total": part.total, "rows": top_functions(part)})
     return groups
 

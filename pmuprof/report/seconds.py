@@ -24,30 +24,70 @@ def _top(findings: Iterable[Finding], rule: str = "") -> Finding | None:
 
 
 def strip(profile: Profile, findings: Iterable[Finding], tree_rows: np.ndarray, rule: str = "") -> dict[str, Any] | None:
-    """None when the input has no sample times (a folded file, perf.data without -T)."""
+    """None when the input has no sample times (a folded file, perf.data without -T).
+
+    The sample table is worked a block of entries at a time: no array as long as the table is made."""
     s = profile.samples
     if s is None or not s.has_time:
         return None
-    timed = s.seconds >= 0
     first, last = s.span()  # type: ignore[misc]
     width = last - first + 1
     if width > MAX_SECONDS:
         return None
-    off = s.seconds[timed] - first
-    counts = s.counts[timed]
-    out: dict[str, Any] = {"first": first, "n": np.bincount(off, weights=counts, minlength=width).astype(int).tolist(),
-                           "untimed": int(s.counts[~timed].sum()), "top": None, "top_title": "", "cells": None}
     top = _top(findings, rule)
-    if top is not None:
-        hit = np.isin(s.rows[timed], finding_rows(profile.stacks, top.process, top.stacks))
-        out["top"] = np.bincount(off[hit], weights=counts[hit], minlength=width).astype(int).tolist()
-        out["top_title"] = top.title
-    if len(tree_rows) == len(profile.stacks):
-        node = tree_rows[s.rows[timed]]
+    top_rows = None
+    if top is not None:  # a mark per stack row: the finding's rows
+        top_rows = np.zeros(len(profile.stacks), dtype=bool)
+        top_rows[finding_rows(profile.stacks, top.process, top.stacks)] = True
+    per_sec, top_sec = np.zeros(width, np.int64), np.zeros(width, np.int64)
+    untimed = 0
+    cells = _Cells(width) if len(tree_rows) == len(profile.stacks) else None
+    for lo in range(0, len(s), BLOCK):
+        secs, counts, rows = s.seconds[lo:lo + BLOCK], s.counts[lo:lo + BLOCK], s.rows[lo:lo + BLOCK]
+        timed = secs >= 0
+        untimed += int(counts[~timed].sum())
+        if not timed.all():
+            secs, counts, rows = secs[timed], counts[timed], rows[timed]
+        off = (secs - first).astype(np.int32)
+        per_sec += np.bincount(off, weights=counts, minlength=width).astype(np.int64)
+        if top_rows is not None:
+            hit = top_rows[rows]
+            top_sec += np.bincount(off[hit], weights=counts[hit], minlength=width).astype(np.int64)
+        if cells is not None:
+            cells.add(tree_rows[rows], off, counts)
+    return {"first": first, "n": per_sec.tolist(), "untimed": untimed,
+            "top": top_sec.tolist() if top is not None else None, "top_title": top.title if top is not None else "",
+            "cells": cells.result() if cells is not None else None}
+
+
+BLOCK = 1 << 18  # sample-table entries per block
+
+
+class _Cells:
+    """Samples per (tree row, second), merged block by block; None once past MAX_CELLS pairs (so the
+    merged pairs never grow past MAX_CELLS plus one block's)."""
+
+    def __init__(self, width: int) -> None:
+        self.width = width
+        self.keys = np.zeros(0, np.int64)
+        self.sums = np.zeros(0, np.int64)
+        self.over = False
+
+    def add(self, node: np.ndarray, off: np.ndarray, counts: np.ndarray) -> None:
+        if self.over:
+            return
         ok = node >= 0
-        key = node[ok] * width + off[ok]
-        uniq, inverse = np.unique(key, return_inverse=True)
-        if len(uniq) <= MAX_CELLS:
-            sums = np.bincount(inverse.reshape(-1), weights=counts[ok]).astype(np.int64)
-            out["cells"] = {"node": (uniq // width).tolist(), "sec": (uniq % width).tolist(), "n": sums.tolist()}
-    return out
+        keys = np.concatenate((self.keys, node[ok].astype(np.int64) * self.width + off[ok]))
+        uniq, inverse = np.unique(keys, return_inverse=True)
+        if len(uniq) > MAX_CELLS:
+            self.over = True
+            self.keys = self.sums = np.zeros(0, np.int64)
+            return
+        weights = np.concatenate((self.sums, counts[ok]))
+        self.keys, self.sums = uniq, np.bincount(inverse.reshape(-1), weights=weights, minlength=len(uniq)).astype(np.int64)
+
+    def result(self) -> dict[str, list[int]] | None:
+        if self.over:
+            return None
+        return {"node": (self.keys // self.width).tolist(), "sec": (self.keys % self.width).tolist(),
+                "n": self.sums.tolist()}

@@ -148,3 +148,45 @@ def test_pruned_tree_is_the_same_whatever_the_input_order():
     one = build_tree([stacks], max_nodes=60)
     two = build_tree([dict(reversed(list(stacks.items())))], max_nodes=60)
     assert one["pruned"] > 0 and json.dumps(one) == json.dumps(two)
+
+
+def test_each_stack_row_lands_in_its_node_or_its_callers_elided_frame():
+    """build_tree_rows: the tree row every Stacks row's samples end in (what choosing some seconds
+    redraws the graph with). A kept path's samples land on its last node, a pruned one's on the
+    elided frame under its nearest kept caller; summed back per tree row they give the node's own
+    samples (an elided frame: all it holds), on a tree pruned hard and on one not pruned."""
+    import random
+
+    from pmuprof.model.stacks import Stacks
+    from pmuprof.report.flame import build_tree_rows
+
+    rng = random.Random(11)
+    stacks: dict = {}
+    for _ in range(4000):
+        stack = (rng.choice(["p", "q"]), *(f"f{rng.randint(0, 30)}" for _ in range(rng.randint(0, 9))))
+        stacks[stack] = stacks.get(stack, 0) + rng.randint(1, 50)
+    st = Stacks.of(stacks)
+    for max_nodes in (200_000, 300, 40):
+        tree, rows = build_tree_rows([st], max_nodes=max_nodes)
+        assert (max_nodes == 200_000) == (tree["pruned"] == 0) and len(rows) == len(st) and (rows >= 0).all()
+        kids, names = _children(tree), [tree["names"][i] for i in tree["name"]]
+        path: list[int] = []
+        parent, paths = [-1] * len(names), []
+        for i, d in enumerate(tree["depth"]):
+            del path[d:]
+            parent[i] = path[-1] if path else -1
+            path.append(i)
+            paths.append(tuple(names[k] for k in path))
+        landed = Counter()
+        for (stack, count), row in zip(st.items(), rows.tolist()):
+            landed[row] += count
+            if names[row] == ELIDED_NAME:
+                above = paths[parent[row]] if parent[row] >= 0 else ()
+                assert stack[:len(above)] == above and len(stack) > len(above)
+            else:
+                assert paths[row] == stack
+        values = tree["values"][0]
+        for i, name in enumerate(names):
+            under_elided = parent[i] >= 0 and names[parent[i]] == ELIDED_NAME
+            want = 0 if under_elided else values[i] if name == ELIDED_NAME else values[i] - sum(values[k] for k in kids[i])
+            assert landed[i] == want, (max_nodes, i, name)
