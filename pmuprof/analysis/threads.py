@@ -59,16 +59,15 @@ def hot_path_end(stacks: Stacks, rows: np.ndarray, weights: np.ndarray, skip: np
         rows, weights = rows[deeper], weights[deeper]
         if not len(rows):
             break
-        uniq, inverse = np.unique(stacks.ids[offsets[rows] + depth].astype(np.int64), return_inverse=True)
-        inverse = inverse.reshape(-1)
-        sums = np.bincount(inverse, weights=weights)
+        frame = stacks.ids[offsets[rows] + depth]
+        sums = np.bincount(frame, weights=weights)  # by frame id: no sort (ties: the lowest id, as before)
         top = int(np.argmax(sums))
         if sums[top] < need:
             break
-        on = inverse == top
+        on = frame == top
         rows, weights = rows[on], weights[on]
-        if not skip[uniq[top]] and sums[top] < best_w:
-            best, best_w = int(uniq[top]), sums[top]
+        if not skip[top] and sums[top] < best_w:
+            best, best_w = top, sums[top]
         depth += 1
     return best
 

@@ -127,7 +127,11 @@ class Trie:
         """Each node's nearest kept caller-or-self (-1: none): top-down, one array step per depth."""
         anchor = np.where(kept, np.arange(self.size, dtype=np.int32), np.int32(-1))
         lost = np.flatnonzero(~kept).astype(np.int32)
-        lost = lost[np.argsort(self.depths[lost], kind="stable")]  # callers before callees
+        depths = self.depths[lost]
+        if len(depths) and int(depths.max()) < 1 << 16:  # 16-bit keys: a radix sort
+            depths = depths.astype(np.uint16)
+        lost = lost[np.argsort(depths, kind="stable")]  # callers before callees
+        del depths
         bounds = np.searchsorted(self.depths[lost], np.arange(int(self.depths.max(initial=0)) + 2))
         for d in range(1, len(bounds) - 1):
             nodes = lost[bounds[d]:bounds[d + 1]]
