@@ -44,7 +44,7 @@ def _tree(trie: Trie, threshold: float, own: np.ndarray) -> tuple[dict[str, Any]
     elided node (what a subset of the samples, e.g. some seconds, adds its own samples to).
     """
     totals, width, n = trie.totals, len(trie.totals), trie.size
-    kept = trie.weight > threshold if threshold >= 0 else np.ones(n, dtype=bool)
+    kept = trie.wider_than(threshold) if threshold >= 0 else np.ones(n, dtype=bool)
     keep = np.flatnonzero(kept)
     g = _Groups.of(trie, own, kept, [int(threshold * t) + 1 for t in totals]) if len(keep) < n else _Groups.none(width)
     # every output row: (position, kind, -anchor depth, order in group) sorts them into emission order

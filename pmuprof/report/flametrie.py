@@ -74,8 +74,7 @@ class Trie:
         Counts what the kept nodes cost and, for each one with a child left out, the elided node
         that will hold that child's samples (a node with a child no wider than the cut).
         """
-        weight = self.weight
-        key, divisor = self._width_key(weight)
+        key, divisor = self._width_key()
         narrowest = self.narrowest_child(key)
         per_node = 6 + 4 * len(self.totals)  # name index, depth and one value per column, with separators
         pending: list[float] = []  # narrowest-child widths of taken nodes, not yet above the cut
@@ -83,8 +82,9 @@ class Trie:
         seen: set[int] = set()
         used = 0
         frame = self.frame
-        for rank, i in enumerate(_chunked(self.widest_first(key))):
-            w = weight[i]
+        # the loop stops before max_nodes nodes are taken: only the widest max_nodes + 1 are ever ordered
+        for rank, i in enumerate(_chunked(self.widest_first(key, max_nodes + 1))):
+            w = float(key[i]) / divisor  # the node's weight, as _weight computes it
             while pending and -pending[0] > w:
                 heapq.heappop(pending)
                 whole += 1
@@ -107,10 +107,24 @@ class Trie:
             return self.values[0], float(self.totals[0])
         return (self.weight if weight is None else weight), 1.0
 
-    def widest_first(self, key: np.ndarray | None = None) -> np.ndarray:
-        """Node indices by weight, widest first (ties in preorder). Not kept: the trie outlives its cut."""
+    def widest_first(self, key: np.ndarray | None = None, limit: int | None = None) -> np.ndarray:
+        """Node indices by weight, widest first (ties in preorder); with ``limit``, at least the first
+        ``limit`` of that order (the nodes at least as wide as the limit-th widest, ordered). Not kept:
+        the trie outlives its cut."""
         key = self._width_key()[0] if key is None else key
-        return np.argsort(-key, kind="stable").astype(np.int32)
+        if limit is None or limit >= len(key):
+            return np.argsort(-key, kind="stable").astype(np.int32)
+        at_least = np.partition(key, len(key) - limit)[len(key) - limit]  # the limit-th widest
+        candidates = np.flatnonzero(key >= at_least).astype(np.int32)  # in preorder: ties stay so
+        return candidates[np.argsort(-key[candidates], kind="stable")]
+
+    def wider_than(self, threshold: float) -> np.ndarray:
+        """Whether each node's weight is above ``threshold``, worked a block of nodes at a time (no
+        array of all the weights)."""
+        out = np.empty(self.size, dtype=bool)
+        for lo in range(0, self.size, 1 << 20):
+            out[lo:lo + (1 << 20)] = _weight(self.values[:, lo:lo + (1 << 20)], self.totals) > threshold
+        return out
 
     def narrowest_child(self, key: np.ndarray | None = None) -> np.ndarray:
         """Each node's narrowest child's ``key`` (weight, or value for one column); a leaf's own (it
@@ -124,19 +138,17 @@ class Trie:
         return narrowest
 
     def anchors(self, kept: np.ndarray) -> np.ndarray:
-        """Each node's nearest kept caller-or-self (-1: none): top-down, one array step per depth."""
-        anchor = np.where(kept, np.arange(self.size, dtype=np.int32), np.int32(-1))
-        lost = np.flatnonzero(~kept).astype(np.int32)
-        depths = self.depths[lost]
-        if len(depths) and int(depths.max()) < 1 << 16:  # 16-bit keys: a radix sort
-            depths = depths.astype(np.uint16)
-        lost = lost[np.argsort(depths, kind="stable")]  # callers before callees
-        del depths
-        bounds = np.searchsorted(self.depths[lost], np.arange(int(self.depths.max(initial=0)) + 2))
-        for d in range(1, len(bounds) - 1):
-            nodes = lost[bounds[d]:bounds[d + 1]]
-            anchor[nodes] = anchor[self.parents[nodes]]
-        return anchor
+        """Each node's nearest kept caller-or-self (-1: none), by pointer jumping: every node points at
+        itself when kept, else at its parent, and a pointer at a left-out node takes that node's
+        pointer, so the distance covered doubles each round (a few rounds, int32 arrays only)."""
+        anchor = np.where(kept, np.arange(self.size, dtype=np.int32), self.parents)
+        while True:
+            up = np.maximum(anchor, 0)
+            jump = anchor >= 0
+            jump &= ~kept[up]
+            if not jump.any():
+                return anchor
+            np.copyto(anchor, anchor[up], where=jump)
 
 
 def _chunked(values: np.ndarray, size: int = 65536):

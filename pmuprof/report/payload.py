@@ -60,7 +60,7 @@ def comparison(profile: Profile, processes: list[str], ipc: Mapping[str, float])
     total = profile.total
     rows = []
     for proc in processes:
-        part = profile.restrict([proc])
+        part = profile.process_stacks(proc)  # its stacks alone: no copy of its sample table
         target = profile.target(proc)
         top = sorted(part.self_counts().items(), key=lambda kv: (-kv[1], kv[0]))[:3]
         rows.append({

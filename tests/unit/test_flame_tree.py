@@ -190,3 +190,33 @@ def test_each_stack_row_lands_in_its_node_or_its_callers_elided_frame():
             under_elided = parent[i] >= 0 and names[parent[i]] == ELIDED_NAME
             want = 0 if under_elided else values[i] if name == ELIDED_NAME else values[i] - sum(values[k] for k in kids[i])
             assert landed[i] == want, (max_nodes, i, name)
+
+
+def test_the_cuts_partial_order_and_anchors_match_the_plain_definitions():
+    """The cut orders only the widest nodes it can take: that prefix is the full stable order's
+    (many ties at the boundary included); anchors by pointer jumping are each node's nearest kept
+    caller-or-self, walked up one parent at a time."""
+    import random
+
+    import numpy as np
+
+    from pmuprof.report.flametrie import Trie
+
+    rng = random.Random(5)
+    stacks: dict = {}
+    for _ in range(3000):
+        stack = ("p", *(f"f{rng.randint(0, 20)}" for _ in range(rng.randint(0, 10))))
+        stacks[stack] = stacks.get(stack, 0) + rng.choice([1, 1, 1, 2, 7])
+    trie = Trie.of([stacks])
+    full = np.argsort(-trie.values[0], kind="stable")
+    for limit in (1, 50, 777, trie.size - 1, trie.size + 5):
+        assert np.array_equal(trie.widest_first(limit=limit)[:limit], full[:limit])
+    kept = trie.values[0] >= 9
+    parents = trie.parents.tolist()
+    expect = []
+    for i in range(trie.size):
+        j = i
+        while j >= 0 and not kept[j]:
+            j = parents[j]
+        expect.append(j)
+    assert trie.anchors(kept).tolist() == expect
