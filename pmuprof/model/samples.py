@@ -61,10 +61,10 @@ def _ints(values: Iterable[int] | np.ndarray) -> np.ndarray:
     return out if out.dtype.kind in "iu" else out.astype(np.int64)
 
 
-def _int32(values: np.ndarray, unknown_below: int = UNKNOWN) -> np.ndarray:
-    """An int32 column: values below ``unknown_below`` or past MAX_TID become UNKNOWN (no copy when
-    the column is int32 with nothing to change)."""
-    bad = values < unknown_below
+def _int32(values: np.ndarray) -> np.ndarray:
+    """An int32 column: values below UNKNOWN or past MAX_TID become UNKNOWN (no copy when the column
+    is int32 with nothing to change)."""
+    bad = values < UNKNOWN
     if values.dtype.itemsize > 4 or values.dtype.kind == "u":
         bad |= values > MAX_TID
     if bad.any():

@@ -174,18 +174,7 @@ class Stacks(Mapping[Stack, int]):
     def frame_inclusive(self) -> np.ndarray:
         """Samples per frame id with the frame anywhere below the process root, once per stack."""
         rows, start = self._postings
-        out = np.zeros(len(self.frames), dtype=np.int64)
-        step = _SUM_STEP  # postings summed a block at a time: no array as long as all of them
-        for lo in range(0, len(rows), step):
-            hi = min(lo + step, len(rows))
-            first = max(int(np.searchsorted(start, lo, side="right")) - 1, 0)
-            last = int(np.searchsorted(start, hi, side="left"))
-            frames = np.arange(first, last)
-            seg = np.clip(start[first:last], lo, hi) - lo
-            has = seg < np.append(seg[1:], hi - lo)
-            if has.any():
-                out[frames[has]] += np.add.reduceat(self.counts[rows[lo:hi]], seg[has])
-        return out
+        return _sum_per_frame(start, lambda a, b: self.counts[rows[a:b]])
 
     def inclusive_of(self, wanted: np.ndarray) -> np.ndarray:
         """``frame_inclusive`` for the wanted frame ids only (others 0), from their occurrences alone:
@@ -226,9 +215,8 @@ class Stacks(Mapping[Stack, int]):
             part._parent = (self, lo)
             return part
         lengths = self.lengths[rows]
-        offsets = np.concatenate(([0], np.cumsum(lengths)))
-        occ = gather_index(self.offsets[rows], lengths)
-        return Stacks(self.frames, self.ids[occ], offsets, self.counts[rows])
+        return Stacks(self.frames, _gather_rows(self.ids, self.offsets, rows, lengths),
+                      np.concatenate(([0], np.cumsum(lengths))), self.counts[rows])
 
     def relabel(self, labels: Sequence[str]) -> "Stacks":
         """Each frame id renamed (several ids may get one label); rows that become equal are merged."""
@@ -245,17 +233,24 @@ def _cut_postings(parent: "Stacks", lo: int, n: int) -> tuple[np.ndarray, np.nda
     """Postings of rows lo..lo+n of ``parent``, renumbered from 0, from the parent's own."""
     rows, start = parent._postings
     inside = (rows >= lo) & (rows < lo + n)
-    per_frame = np.zeros(len(start) - 1, dtype=np.int64)
-    for a in range(0, len(rows), _SUM_STEP):  # per frame, its rows inside: counted a block at a time
-        b = min(a + _SUM_STEP, len(rows))
-        upto = np.concatenate(([0], np.cumsum(inside[a:b], dtype=np.int64)))
-        first = max(int(np.searchsorted(start, a, side="right")) - 1, 0)
-        last = int(np.searchsorted(start, b, side="left"))
-        per_frame[first:last] += upto[np.clip(start[first + 1:last + 1], a, b) - a] - \
-            upto[np.clip(start[first:last], a, b) - a]
+    per_frame = _sum_per_frame(start, lambda a, b: inside[a:b])  # per frame, its rows inside
     mine = rows[inside]
     mine -= np.int32(lo)  # in place, int32: the postings can be tens of MB
     return mine, np.concatenate(([0], np.cumsum(per_frame)))
+
+
+def _sum_per_frame(start: np.ndarray, values) -> np.ndarray:
+    """Per frame, the sum over its postings of ``values(a, b)`` (one value per posting a..b), worked a
+    block of postings at a time: no array as long as all of them."""
+    total = int(start[-1])
+    out = np.zeros(len(start) - 1, dtype=np.int64)
+    for a in range(0, total, _SUM_STEP):
+        b = min(a + _SUM_STEP, total)
+        upto = np.concatenate(([0], np.cumsum(values(a, b), dtype=np.int64)))
+        first = max(int(np.searchsorted(start, a, side="right")) - 1, 0)
+        last = int(np.searchsorted(start, b, side="left"))
+        out[first:last] += upto[np.clip(start[first + 1:last + 1], a, b) - a] - upto[np.clip(start[first:last], a, b) - a]
+    return out
 
 
 _BLOCK_OCC = 1 << 20  # frame occurrences per block when building postings
@@ -342,8 +337,9 @@ def merged_rows(frames: Sequence[str], ids: np.ndarray, offsets: np.ndarray, cou
     rank[order] = np.arange(len(order))
     first, inverse = first[order], rank[inverse]
     if _rows_equal(ids, offsets, lengths, first[inverse], relabel):
-        kept_ids = _gather_rows(ids, offsets, first, relabel)
-        return Stacks(frames, kept_ids, np.concatenate(([0], np.cumsum(lengths[first]))),
+        kept_lengths = lengths[first]
+        return Stacks(frames, _gather_rows(ids, offsets, first, kept_lengths, relabel),
+                      np.concatenate(([0], np.cumsum(kept_lengths))),
                       np.bincount(inverse, weights=counts).astype(np.int64)), inverse.astype(np.int64)
     # a 64-bit collision (never seen in practice): merge exactly
     exact: Counter[tuple[int, ...]] = Counter()
@@ -378,17 +374,15 @@ def _rows_equal(ids: np.ndarray, offsets: np.ndarray, lengths: np.ndarray, rep: 
     return True
 
 
-def _gather_rows(ids: np.ndarray, offsets: np.ndarray, rows: np.ndarray, relabel: np.ndarray | None) -> np.ndarray:
-    """The frame ids of the given rows, concatenated (relabelled), filled a block of rows at a time."""
-    lengths = (offsets[1:] - offsets[:-1])[rows]
-    ends = np.cumsum(lengths)
-    out = np.empty(int(ends[-1]) if len(ends) else 0, dtype=np.int32)
-    cuts = np.searchsorted(ends, np.arange(_BLOCK_OCC, len(out), _BLOCK_OCC))
-    bounds = sorted({0, len(rows), *[int(c) for c in cuts if 0 < c < len(rows)]})
-    for lo, hi in zip(bounds[:-1], bounds[1:]):
-        at = int(ends[lo - 1]) if lo else 0
+def _gather_rows(ids: np.ndarray, offsets: np.ndarray, rows: np.ndarray, lengths: np.ndarray,
+                 relabel: np.ndarray | None = None) -> np.ndarray:
+    """The frame ids of the given rows (``lengths``: theirs), concatenated (relabelled), filled a block
+    of rows at a time: the index of every occurrence is never made whole."""
+    starts = np.concatenate(([0], np.cumsum(lengths)))
+    out = np.empty(int(starts[-1]), dtype=np.int32)
+    for lo, hi in _row_blocks(starts, _BLOCK_OCC):
         part = ids[gather_index(offsets[rows[lo:hi]], lengths[lo:hi])]
-        out[at:int(ends[hi - 1])] = _relabelled(part, relabel)
+        out[int(starts[lo]):int(starts[hi])] = _relabelled(part, relabel)
     return out
 
 
