@@ -24,8 +24,6 @@ from ..model.stacks import Stacks, StacksBuilder
 NOT_POLLED = "(not a connection)"  # a background thread, or a connection asleep in that poll
 NO_STATEMENT = "(no statement)"
 MAX_GROUPS = 25
-BLOCK = 1 << 18  # sample-table entries per block
-MAX_DENSE_CELLS = 1 << 22  # (table row, second) grid cells summed densely at most
 SMALL_RANGE = 1 << 23  # codes spanning fewer values than this are grouped without a sort
 COLUMN_TABLES = (("state", "CPU by processlist state", "threads in", "state", "(empty state)"),
                  ("statement", "CPU by statement (normalised digest)", "threads running", "digest", NO_STATEMENT),
@@ -135,30 +133,19 @@ class Joined:
             fn, share, overall = self.characteristic(np.flatnonzero(group == rank))
             out.append({"key": names[g], "samples": int(sums[g]), "share": float(sums[g]) / self.total,
                         "function": fn, "function_share": share, "function_overall": overall})
-        self.last_cells = self.cells(group, len(shown))
+        self.last_cells = self.cells(group)
         return out
 
-    def cells(self, group: np.ndarray, ngroups: int) -> list[list[int]]:
+    def cells(self, group: np.ndarray) -> list[list[int]]:
         """[table row, second, samples] per (row, second) with samples (rows past the table's limit left out)."""
-        secs, counts = self.samples.seconds, self.samples.counts
+        secs = self.samples.seconds
         keep = (group >= 0) & (secs >= 0)
         if not keep.any():
             return []
         base = int(np.min(secs, where=keep, initial=np.iinfo(np.int64).max))
         width = int(np.max(secs, where=keep, initial=base)) - base + 1
-        if ngroups * width > MAX_DENSE_CELLS:  # seconds too far apart for a grid: the pairs that occur
-            key = group[keep].astype(np.int64) * width + (secs[keep] - base)
-            uniq, inverse = np.unique(key, return_inverse=True)
-            sums = np.bincount(inverse.reshape(-1), weights=counts[keep]).astype(np.int64)
-        else:  # summed on a (row, second) grid a block of entries at a time
-            grid = np.zeros(ngroups * width, dtype=np.int64)
-            for lo in range(0, len(group), BLOCK):
-                k = keep[lo:lo + BLOCK]
-                key = group[lo:lo + BLOCK][k].astype(np.int64) * width + (secs[lo:lo + BLOCK][k] - base)
-                grid += np.bincount(key, weights=counts[lo:lo + BLOCK][k], minlength=len(grid)).astype(np.int64)
-            uniq = np.flatnonzero(grid)
-            sums = grid[uniq]
-        return [[int(k // width), int(k % width) + base, int(n)] for k, n in zip(uniq.tolist(), sums.tolist())]
+        rows, offs, sums = self.samples.cells(lambda lo, hi: group[lo:hi], base, width)  # type: ignore[misc]
+        return [[r, s + base, n] for r, s, n in zip(rows.tolist(), offs.tolist(), sums.tolist())]
 
 
 def _group_of(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Iterator, Mapping
+from typing import Callable, Iterable, Iterator, Mapping
 
 import numpy as np
 
@@ -20,6 +20,7 @@ from .stacks import Stack, Stacks
 
 UNKNOWN = -1
 MAX_TID = 2**31 - 1
+BLOCK = 1 << 18  # entries per block for work over the whole table
 TSV_HEAD = "# pmuprof samples: row\ttid\tsecond\tcount"
 TSV_ROWS = "# row: the stack line of stacks.folded (0: the first); tid, second: -1 when not known"
 
@@ -193,6 +194,24 @@ class Samples:
 
     def per_tid(self) -> dict[int, int]:
         return self.by_key(self.tids) if len(self) else {}
+
+    def cells(self, group_of: Callable[[int, int], np.ndarray], first: int, width: int,
+              cap: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """Samples per (group, second) over the timed entries, sorted by (group, second): (groups,
+        seconds less ``first``, samples). ``group_of(lo, hi)`` gives entries lo..hi's groups (-1: left
+        out); ``width`` bounds the seconds from ``first``. Pairs are merged a block of entries at a
+        time, so they never grow past ``cap`` plus one block's: None once past ``cap``."""
+        keys, sums = np.zeros(0, np.int64), np.zeros(0, np.int64)
+        for lo in range(0, len(self), BLOCK):
+            group, secs = group_of(lo, min(lo + BLOCK, len(self))), self.seconds[lo:lo + BLOCK]
+            ok = (group >= 0) & (secs >= 0)
+            uniq, inverse = np.unique(np.concatenate((keys, group[ok].astype(np.int64) * width + (secs[ok] - first))),
+                                      return_inverse=True)
+            if cap is not None and len(uniq) > cap:
+                return None
+            weights = np.concatenate((sums, self.counts[lo:lo + BLOCK][ok]))
+            keys, sums = uniq, np.bincount(inverse.reshape(-1), weights=weights, minlength=len(uniq)).astype(np.int64)
+        return keys // width, keys % width, sums
 
     def stacks_where(self, stacks: Stacks, pick: np.ndarray) -> Stacks:
         """The stacks of the entries ``pick`` marks (a boolean over entries), summed per row."""

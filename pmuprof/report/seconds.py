@@ -11,6 +11,7 @@ import numpy as np
 from ..analysis.threads import finding_rows
 from ..findings.model import Finding
 from ..model.profile import Profile
+from ..model.samples import BLOCK
 
 MAX_SECONDS = 4 * 3600  # a longer span (clock jumps, merged inputs) gets no strip
 MAX_CELLS = 400_000  # (tree row, second) pairs embedded at most; beyond, the strip shows counts only
@@ -41,7 +42,6 @@ def strip(profile: Profile, findings: Iterable[Finding], tree_rows: np.ndarray, 
         top_rows[finding_rows(profile.stacks, top.process, top.stacks)] = True
     per_sec, top_sec = np.zeros(width, np.int64), np.zeros(width, np.int64)
     untimed = 0
-    cells = _Cells(width) if len(tree_rows) == len(profile.stacks) else None
     for lo in range(0, len(s), BLOCK):
         secs, counts, rows = s.seconds[lo:lo + BLOCK], s.counts[lo:lo + BLOCK], s.rows[lo:lo + BLOCK]
         timed = secs >= 0
@@ -53,41 +53,9 @@ def strip(profile: Profile, findings: Iterable[Finding], tree_rows: np.ndarray, 
         if top_rows is not None:
             hit = top_rows[rows]
             top_sec += np.bincount(off[hit], weights=counts[hit], minlength=width).astype(np.int64)
-        if cells is not None:
-            cells.add(tree_rows[rows], off, counts)
+    cells = None
+    if len(tree_rows) == len(profile.stacks):
+        cells = s.cells(lambda lo, hi: tree_rows[s.rows[lo:hi]], first, width, MAX_CELLS)
     return {"first": first, "n": per_sec.tolist(), "untimed": untimed,
             "top": top_sec.tolist() if top is not None else None, "top_title": top.title if top is not None else "",
-            "cells": cells.result() if cells is not None else None}
-
-
-BLOCK = 1 << 18  # sample-table entries per block
-
-
-class _Cells:
-    """Samples per (tree row, second), merged block by block; None once past MAX_CELLS pairs (so the
-    merged pairs never grow past MAX_CELLS plus one block's)."""
-
-    def __init__(self, width: int) -> None:
-        self.width = width
-        self.keys = np.zeros(0, np.int64)
-        self.sums = np.zeros(0, np.int64)
-        self.over = False
-
-    def add(self, node: np.ndarray, off: np.ndarray, counts: np.ndarray) -> None:
-        if self.over:
-            return
-        ok = node >= 0
-        keys = np.concatenate((self.keys, node[ok].astype(np.int64) * self.width + off[ok]))
-        uniq, inverse = np.unique(keys, return_inverse=True)
-        if len(uniq) > MAX_CELLS:
-            self.over = True
-            self.keys = self.sums = np.zeros(0, np.int64)
-            return
-        weights = np.concatenate((self.sums, counts[ok]))
-        self.keys, self.sums = uniq, np.bincount(inverse.reshape(-1), weights=weights, minlength=len(uniq)).astype(np.int64)
-
-    def result(self) -> dict[str, list[int]] | None:
-        if self.over:
-            return None
-        return {"node": (self.keys // self.width).tolist(), "sec": (self.keys % self.width).tolist(),
-                "n": self.sums.tolist()}
+            "cells": {"node": cells[0].tolist(), "sec": cells[1].tolist(), "n": cells[2].tolist()} if cells else None}

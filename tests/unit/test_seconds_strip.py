@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from pmuprof.analysis import threads
+from pmuprof.model import samples as samples_mod
 from pmuprof.model.profile import Profile
 from pmuprof.model.samples import Samples
 from pmuprof.model.stacks import Stacks
@@ -39,6 +40,7 @@ def test_strip_is_the_same_whatever_the_block(monkeypatch, block):
     profile, keyed = _profile()
     _, tree_rows = build_tree_rows([profile.stacks], max_nodes=30)  # pruned: rows land in elided frames too
     monkeypatch.setattr(seconds, "BLOCK", block)
+    monkeypatch.setattr(samples_mod, "BLOCK", block)
     got = seconds.strip(profile, [], tree_rows)
     per_sec: Counter = Counter()
     cells: Counter = Counter()
@@ -58,18 +60,18 @@ def test_cells_past_the_cap_are_left_out(monkeypatch):
     profile, _ = _profile()
     _, tree_rows = build_tree_rows([profile.stacks])
     monkeypatch.setattr(seconds, "BLOCK", 5)
+    monkeypatch.setattr(samples_mod, "BLOCK", 5)
     monkeypatch.setattr(seconds, "MAX_CELLS", 10)
     got = seconds.strip(profile, [], tree_rows)
     assert got["cells"] is None and sum(got["n"]) > 0
 
 
-@pytest.mark.parametrize("block, dense", [(1 << 18, 1 << 22), (3, 1 << 22), (3, 1)])
-def test_thread_table_cells_grid_or_pairs_agree(monkeypatch, block, dense):
-    """The thread table's (row, second) cells: summed on a grid block by block, or as pairs when the
-    seconds are too far apart for a grid; and the grouping of thread ids without a sort."""
+@pytest.mark.parametrize("block", [1 << 18, 3, 1])
+def test_thread_table_cells_whatever_the_block(monkeypatch, block):
+    """The thread table's (row, second) cells, merged a block of entries at a time (the sample
+    table's cells, as the strip's); and the grouping of thread ids without a sort."""
     profile, keyed = _profile()
-    monkeypatch.setattr(threads, "BLOCK", block)
-    monkeypatch.setattr(threads, "MAX_DENSE_CELLS", dense)
+    monkeypatch.setattr(samples_mod, "BLOCK", block)
     out = threads.tables(profile)
     table = next(t for t in out["tables"] if t["name"] == "thread")
     by_tid: Counter = Counter()
