@@ -106,7 +106,7 @@ def _named_callers(stacks: Stacks, wanted: np.ndarray, top: int = 3) -> dict[int
         pos = np.arange(b - a, dtype=np.int32)
         marks = np.where(named[ids] & (pos > start), pos, -1)
         nearest = np.concatenate(([-1], np.maximum.accumulate(marks)[:-1])).astype(np.int32)
-        caller = np.where(nearest[at] > start[at], ids[np.maximum(nearest[at], 0)], -1)
+        caller = np.where(nearest[at] > start[at], ids[np.maximum(nearest[at], 0)].astype(np.int64), -1)
         key = ids[at].astype(np.int64) * (nf + 1) + (caller + 1)
         rows = np.repeat(np.arange(lo, hi, dtype=np.int32), lengths)[at]
         uniq, inverse = np.unique(key, return_inverse=True)

@@ -2,7 +2,8 @@
 
 A ``Stacks`` is what a folded file holds — distinct stacks (root first; the first frame is the
 process label) with sample counts — laid out for work that grows with what is distinct: ``frames``
-(id → label), ``ids`` (every row's frame ids, concatenated), ``offsets`` (row i is
+(id → label), ``ids`` (every row's frame ids, concatenated: uint16 when there are at most 65,536
+frames, as in most profiles, else int32; see ``id_dtype``), ``offsets`` (row i is
 ``ids[offsets[i]:offsets[i+1]]``) and ``counts``. No Python object exists per frame occurrence.
 Postings (which rows hold a frame) are built on first use and serve exact inclusive counts and the
 rules' stack matching (findings/stackmatch.py). It is also a read-only ``Mapping[Stack, int]``, so
@@ -20,6 +21,13 @@ import numpy as np
 Stack = tuple[str, ...]
 
 _HASH_SEED = 0x5EED_57AC
+_NARROW_FRAMES = 1 << 16  # at most this many frames: ids fit in uint16, half the memory of int32
+
+
+def id_dtype(nframes: int) -> type:
+    """The dtype of frame ids over ``nframes`` frames: uint16 when they fit, else int32. Ids are
+    indices, never negative: code that mixes them with -1 (or adds to them) widens them first."""
+    return np.uint16 if nframes <= _NARROW_FRAMES else np.int32
 _CHUNK_ROWS = 65536
 
 
@@ -28,7 +36,7 @@ class Stacks(Mapping[Stack, int]):
 
     def __init__(self, frames: Sequence[str], ids: np.ndarray, offsets: np.ndarray, counts: np.ndarray) -> None:
         self.frames: tuple[str, ...] = tuple(frames)
-        self.ids = np.ascontiguousarray(ids, dtype=np.int32)
+        self.ids = np.ascontiguousarray(ids, dtype=id_dtype(len(self.frames)))
         self.offsets = np.ascontiguousarray(offsets, dtype=np.int64)
         self.counts = np.ascontiguousarray(counts, dtype=np.int64)
         for arr in (self.ids, self.offsets, self.counts):
@@ -101,11 +109,11 @@ class Stacks(Mapping[Stack, int]):
 
     @cached_property
     def leaf_ids(self) -> np.ndarray:
-        return self.ids[self.offsets[1:] - 1] if len(self.counts) else np.zeros(0, np.int32)
+        return self.ids[self.offsets[1:] - 1] if len(self.counts) else np.zeros(0, self.ids.dtype)
 
     @cached_property
     def root_ids(self) -> np.ndarray:
-        return self.ids[self.offsets[:-1]] if len(self.counts) else np.zeros(0, np.int32)
+        return self.ids[self.offsets[:-1]] if len(self.counts) else np.zeros(0, self.ids.dtype)
 
     @cached_property
     def frame_index(self) -> dict[str, int]:
@@ -127,25 +135,32 @@ class Stacks(Mapping[Stack, int]):
     # -- postings ---------------------------------------------------------------------------------
 
     @cached_property
-    def _postings(self) -> tuple[np.ndarray, np.ndarray]:
-        """(rows, start): the rows holding each frame below the process root, once per row, sorted;
-        frame f's are rows[start[f]:start[f+1]]. Built on first use a block of rows at a time (memory
-        stays near the size of the result), then each block's pairs put in place by frame."""
-        if self._parent is not None:  # a contiguous run of another Stacks' rows: its postings, cut
+    def _postings(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+        """(rows, begin, end, first): the rows holding each frame below the process root, once per row,
+        sorted: frame f's are ``rows[begin[f]:end[f]] - first``. Built on first use a block of rows at
+        a time, in two passes (sizes, then placement), so only one block's pairs exist besides the
+        result. A contiguous take shares its source's ``rows`` and keeps only where each frame's run
+        of its own rows lies there (``first``: its first row in the source)."""
+        if self._parent is not None:
             return _cut_postings(*self._parent, len(self.counts))
         nf = len(self.frames)
-        ranges = _row_blocks(self.offsets, _BLOCK_OCC)
-        # two passes (sizes, then placement) so only one block's pairs exist besides the result
-        sizes = np.stack([np.bincount(_block_postings(self, lo, hi)[0], minlength=nf) for lo, hi in ranges]) \
-            if ranges else np.zeros((0, nf), np.int64)
-        start = np.concatenate(([0], np.cumsum(sizes.sum(axis=0))))
+        ranges = _row_blocks(self.offsets, _POSTING_OCC)
+        sizes = np.zeros(nf, dtype=np.int64)
+        for lo, hi in ranges:
+            sizes += np.bincount(_block_postings(self, lo, hi)[0], minlength=nf)
+        start = np.concatenate(([0], np.cumsum(sizes)))
         rows = np.empty(int(start[-1]), dtype=np.int32)
-        before = np.cumsum(sizes, axis=0) - sizes  # per block and frame: that frame's pairs in earlier blocks
-        for (lo, hi), prior, size in zip(ranges, before, sizes):
+        placed = start[:-1].copy()  # per frame: where its next block's pairs go
+        for lo, hi in ranges:
             frame, row = _block_postings(self, lo, hi)
+            size = np.bincount(frame, minlength=nf)
             first = np.cumsum(size) - size  # where each frame's pairs begin inside this block
-            rows[start[frame] + prior[frame] + np.arange(len(frame)) - first[frame]] = row
-        return rows, start
+            at = np.arange(len(frame), dtype=np.int64)
+            at += (placed - first)[frame]
+            rows[at] = row
+            placed += size
+        rows.setflags(write=False)
+        return rows, start[:-1], start[1:], 0
 
     def release_postings(self) -> None:
         """Free the postings (built again if asked for): for a stage that needs the memory more."""
@@ -153,15 +168,16 @@ class Stacks(Mapping[Stack, int]):
 
     def rows_with(self, lut: np.ndarray) -> np.ndarray:
         """Sorted row indices holding, below the root, any frame the boolean ``lut`` marks."""
-        rows, start = self._postings
+        rows, begin, end, first = self._postings
         hit = np.flatnonzero(lut)
         if not len(hit):
             return np.zeros(0, dtype=np.int32)
         if len(hit) == 1:
-            return rows[start[hit[0]]:start[hit[0] + 1]]
+            mine = rows[begin[hit[0]]:end[hit[0]]]
+            return mine - np.int32(first) if first else mine
         mark = np.zeros(len(self.counts), dtype=bool)
         for f in hit.tolist():
-            mark[rows[start[f]:start[f + 1]]] = True
+            mark[rows[begin[f]:end[f]] - np.int32(first)] = True
         return np.flatnonzero(mark).astype(np.int32)
 
     # -- counts -----------------------------------------------------------------------------------
@@ -173,8 +189,9 @@ class Stacks(Mapping[Stack, int]):
 
     def frame_inclusive(self) -> np.ndarray:
         """Samples per frame id with the frame anywhere below the process root, once per stack."""
-        rows, start = self._postings
-        return _sum_per_frame(start, lambda a, b: self.counts[rows[a:b]])
+        rows, begin, end, first = self._postings
+        counts = self.counts  # positions outside this Stacks' runs are never summed: clipped, not read
+        return _sum_per_frame(begin, end, lambda a, b: counts.take(rows[a:b] - np.int32(first), mode="clip"))
 
     def inclusive_of(self, wanted: np.ndarray) -> np.ndarray:
         """``frame_inclusive`` for the wanted frame ids only (others 0), from their occurrences alone:
@@ -212,7 +229,8 @@ class Stacks(Mapping[Stack, int]):
             lo, hi = int(rows[0]), int(rows[-1]) + 1  # a contiguous run (one process of a sorted input)
             a = int(self.offsets[lo])
             part = Stacks(self.frames, self.ids[a:int(self.offsets[hi])], self.offsets[lo:hi + 1] - a, self.counts[lo:hi])
-            part._parent = (self, lo)
+            source, first = self._parent or (self, 0)
+            part._parent = (source, first + lo)  # the rows' first owner of postings, and where they start
             return part
         lengths = self.lengths[rows]
         return Stacks(self.frames, _gather_rows(self.ids, self.offsets, rows, lengths),
@@ -226,34 +244,36 @@ class Stacks(Mapping[Stack, int]):
         """``relabel``, and the new row of every old row (what a sample table follows)."""
         index: dict[str, int] = {}
         new_id = np.fromiter((index.setdefault(lab, len(index)) for lab in labels), dtype=np.int32, count=len(labels))
-        return merged_rows(list(index), self.ids, self.offsets, self.counts, new_id)
+        return merged_rows(list(index), self.ids, self.offsets, self.counts, new_id.astype(id_dtype(len(index))))
 
 
-def _cut_postings(parent: "Stacks", lo: int, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """Postings of rows lo..lo+n of ``parent``, renumbered from 0, from the parent's own."""
-    rows, start = parent._postings
-    inside = (rows >= lo) & (rows < lo + n)
-    per_frame = _sum_per_frame(start, lambda a, b: inside[a:b])  # per frame, its rows inside
-    mine = rows[inside]
-    mine -= np.int32(lo)  # in place, int32: the postings can be tens of MB
-    return mine, np.concatenate(([0], np.cumsum(per_frame)))
+def _cut_postings(source: "Stacks", lo: int, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """Postings of rows lo..lo+n of ``source`` (which has its own): its rows array, shared, and each
+    frame's run of those rows in it (rows are sorted within a frame: one run each)."""
+    rows, begin, end, _ = source._postings
+    below = _sum_per_frame(begin, end, lambda a, b: rows[a:b] < lo)
+    inside = _sum_per_frame(begin, end, lambda a, b: (rows[a:b] >= lo) & (rows[a:b] < lo + n))
+    mine = begin + below
+    return rows, mine, mine + inside, lo
 
 
-def _sum_per_frame(start: np.ndarray, values) -> np.ndarray:
-    """Per frame, the sum over its postings of ``values(a, b)`` (one value per posting a..b), worked a
-    block of postings at a time: no array as long as all of them."""
-    total = int(start[-1])
-    out = np.zeros(len(start) - 1, dtype=np.int64)
-    for a in range(0, total, _SUM_STEP):
+def _sum_per_frame(begin: np.ndarray, end: np.ndarray, values) -> np.ndarray:
+    """Per frame f, the sum of ``values(a, b)`` (one value per posting a..b) over its postings
+    begin[f]..end[f] (both non-decreasing, the runs in frame order and apart), worked a block of
+    postings at a time: no array as long as all of them."""
+    total = int(end[-1]) if len(end) else 0
+    out = np.zeros(len(begin), dtype=np.int64)
+    for a in range(int(begin[0]) if len(begin) else 0, total, _SUM_STEP):
         b = min(a + _SUM_STEP, total)
         upto = np.concatenate(([0], np.cumsum(values(a, b), dtype=np.int64)))
-        first = max(int(np.searchsorted(start, a, side="right")) - 1, 0)
-        last = int(np.searchsorted(start, b, side="left"))
-        out[first:last] += upto[np.clip(start[first + 1:last + 1], a, b) - a] - upto[np.clip(start[first:last], a, b) - a]
+        first = int(np.searchsorted(end, a, side="right"))  # frames whose run reaches into a..b
+        last = int(np.searchsorted(begin, b, side="left"))
+        out[first:last] += upto[np.clip(end[first:last], a, b) - a] - upto[np.clip(begin[first:last], a, b) - a]
     return out
 
 
-_BLOCK_OCC = 1 << 20  # frame occurrences per block when building postings
+_BLOCK_OCC = 1 << 20  # frame occurrences per block for whole-profile work
+_POSTING_OCC = 1 << 18  # frame occurrences per block when building postings (several temporaries each)
 _SUM_STEP = 1 << 20  # postings per block when summing counts per frame
 
 
@@ -271,8 +291,8 @@ def _block_postings(st: "Stacks", lo: int, hi: int) -> tuple[np.ndarray, np.ndar
     a, b = int(st.offsets[lo]), int(st.offsets[hi])
     lengths = st.lengths[lo:hi]
     keys = st.ids[a:b]
-    if len(st.frames) <= 1 << 16:  # a stable sort of 16-bit keys is a radix sort: several times faster
-        keys = keys.astype(np.uint16)
+    if len(st.frames) <= _NARROW_FRAMES:  # a stable sort of 16-bit keys is a radix sort: several times faster
+        keys = keys.astype(np.uint16, copy=False)
     order = np.argsort(keys, kind="stable")
     del keys
     frame = st.ids[a:b][order]
@@ -282,13 +302,15 @@ def _block_postings(st: "Stacks", lo: int, hi: int) -> tuple[np.ndarray, np.ndar
     root = root[order]
     if not len(frame):
         return frame, row
+    # a (frame, row) pair's occurrences are adjacent, in row order: the first is the pair's, kept
+    # unless it is the root and the only one (the root label is not deeper in the row)
     first = np.empty(len(frame), dtype=bool)
     first[0] = True
     np.not_equal(row[1:], row[:-1], out=first[1:])
     first[1:] |= frame[1:] != frame[:-1]
-    run = np.cumsum(first) - 1
-    deeper = np.bincount(run, weights=~root) > 0
-    keep = first & deeper[run]
+    keep = ~root
+    keep[:-1] |= ~first[1:]
+    keep &= first
     return frame[keep], row[keep]
 
 
@@ -309,7 +331,7 @@ class StacksBuilder:
 
     def build(self) -> Stacks:
         offsets = np.concatenate(([0], np.cumsum(np.asarray(self.lengths, dtype=np.int64))))
-        return merged(list(self.index), np.asarray(self.ids, dtype=np.int32), offsets,
+        return merged(list(self.index), np.asarray(self.ids, dtype=id_dtype(len(self.index))), offsets,
                       np.asarray(self.counts, dtype=np.int64))
 
 
@@ -379,7 +401,7 @@ def _gather_rows(ids: np.ndarray, offsets: np.ndarray, rows: np.ndarray, lengths
     """The frame ids of the given rows (``lengths``: theirs), concatenated (relabelled), filled a block
     of rows at a time: the index of every occurrence is never made whole."""
     starts = np.concatenate(([0], np.cumsum(lengths)))
-    out = np.empty(int(starts[-1]), dtype=np.int32)
+    out = np.empty(int(starts[-1]), dtype=(ids if relabel is None else relabel).dtype)
     for lo, hi in _row_blocks(starts, _BLOCK_OCC):
         part = ids[gather_index(offsets[rows[lo:hi]], lengths[lo:hi])]
         out[int(starts[lo]):int(starts[hi])] = _relabelled(part, relabel)

@@ -43,7 +43,7 @@ def _inclusive(d):
 def test_counts_match_the_tuple_definitions(monkeypatch, block, step) -> None:
     """Self, inclusive (once per stack, recursion, a root label deeper in its own stack), per root,
     whatever the block sizes the postings are built and summed in."""
-    monkeypatch.setattr(stacks_mod, "_BLOCK_OCC", block)
+    monkeypatch.setattr(stacks_mod, "_POSTING_OCC", block)
     monkeypatch.setattr(stacks_mod, "_SUM_STEP", step)
     d = _random(1)
     d[("f3", "f3", "x", "f3")] = 5  # root label repeated below the root
@@ -117,7 +117,7 @@ def test_profile_keeps_the_mapping_interface() -> None:
     assert prof.stacks[some] == d[some] and some in prof.stacks
 
 
-@pytest.mark.parametrize("step", [1 << 20, 7, 1])
+@pytest.mark.parametrize("step", [1 << 20, 7, 2])
 def test_a_process_of_sorted_rows_cuts_its_parents_postings(monkeypatch, step) -> None:
     """Rows sorted by stack (as the native folder writes them) keep each process contiguous: its
     Stacks shares the parent's postings instead of sorting again, with the same answers (the cut
@@ -133,3 +133,31 @@ def test_a_process_of_sorted_rows_cuts_its_parents_postings(monkeypatch, step) -
         wanted = part.lut(["f1", "f7"])
         assert sorted(part.row(i) for i in part.rows_with(wanted)) == \
             sorted(fresh.row(i) for i in fresh.rows_with(fresh.lut(["f1", "f7"])))
+        inner = part.take(np.arange(1, len(part) - 1))  # a run of a run: still the first owner's postings
+        assert inner._parent[0] is st and inner._postings[0] is part._postings[0] is st._postings[0]
+        again = Stacks.of(dict(inner.items()))
+        assert inner.inclusive_counts() == again.inclusive_counts()
+        for name in ("f1", "f3"):
+            assert [inner.row(i) for i in inner.rows_with(inner.lut([name]))] == \
+                [again.row(i) for i in again.rows_with(again.lut([name]))]
+
+
+def test_frame_ids_are_16_bit_up_to_65536_frames_and_relabel_crosses_the_line() -> None:
+    """Ids take uint16 for a frame table of at most 65,536 labels (half the memory), int32 past it;
+    counts, postings and relabelling answer the same either side, and relabelling a wide table down
+    to a narrow one narrows its ids."""
+    wide = {("p", *(f"w{i}" for i in range(k * 1000, k * 1000 + 1000))): k + 1 for k in range(66)}
+    wide[("p", "w5", "w7")] = 3
+    st = Stacks.of(wide)
+    assert len(st.frames) == 66001 and st.ids.dtype == np.int32
+    assert dict(st.items()) == wide and st.inclusive_counts() == _inclusive(wide)
+    folded = st.relabel([f if f == "p" else f"g{int(f[1:]) % 7}" for f in st.frames])
+    assert folded.ids.dtype == np.uint16 and len(folded.frames) == 8
+    expect: Counter = Counter()
+    for stack, count in wide.items():
+        expect[("p", *(f"g{int(f[1:]) % 7}" for f in stack[1:]))] += count
+    assert dict(folded.items()) == dict(expect) and folded.inclusive_counts() == _inclusive(expect)
+    narrow = Stacks.of({("p", *(f"n{i}" for i in range(65535))): 1})
+    assert len(narrow.frames) == 65536 and narrow.ids.dtype == np.uint16
+    assert narrow.leaf_ids.tolist() == [65535] and narrow.row(0)[-1] == "n65534"
+    assert narrow.rows_with(narrow.lut(["n65534"])).tolist() == [0] and narrow.inclusive_counts()["n65534"] == 1

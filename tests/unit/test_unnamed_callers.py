@@ -44,3 +44,14 @@ def test_block_sizes_do_not_change_the_callers(monkeypatch, block) -> None:
     for f, names in got.items():
         samples = expect[st.frames[f]]
         assert [samples[n] for n in names] == sorted(samples.values(), reverse=True)[:3]  # the top 3, in order
+
+
+def test_the_last_frame_id_of_a_narrow_table_is_a_caller_not_none() -> None:
+    """65,536 frames: ids are uint16 and the last one (65535) is a real caller, never taken for the
+    'no caller' mark (-1 in a 16-bit array would read as 65535)."""
+    filler = tuple(f"x{i}" for i in range(65533))
+    d = {("mariadbd", "[mariadbd+0x20]"): 3, ("mariadbd", *filler): 1, ("mariadbd", "named_last", "[mariadbd+0x20]"): 5}
+    st = Stacks.of(d)
+    assert len(st.frames) == 65536 and st.ids.dtype == np.uint16 and st.frame_index["named_last"] == 65535
+    unnamed = st.frame_index["[mariadbd+0x20]"]
+    assert _named_callers(st, np.array([unnamed])) == {unnamed: ["named_last", "(no named caller)"]}

@@ -18,7 +18,7 @@ import numpy as np
 from ...errors import InputError
 from ...model.folded import bad_line, leading_headers, load_folded
 from ...model.samples import Samples
-from ...model.stacks import Stacks
+from ...model.stacks import Stacks, id_dtype
 from ...paths import fold_path
 from .. import proc as proc_tools
 
@@ -26,6 +26,7 @@ MAGIC = b"PMFSTK2\n"
 SAMPLES_MAGIC = b"PMFSMP1\n"
 BAD_LINE = 3
 MAX_S = 3600  # parsing a folded file of tens of GB
+_ID_BLOCK = 1 << 20  # frame ids read per block
 
 
 def read_stacks_bin(path: Path) -> Stacks:
@@ -47,6 +48,19 @@ class _Reader:
         if len(out) != count:
             raise InputError(f"{self.path}: {what} is cut short", "rebuild the native tools (make -C native)")
         self.left -= need
+        return out
+
+    def ids(self, count: int, nstr: int) -> np.ndarray:
+        """The stacks' u32 frame ids, checked below the string count, read a block at a time into
+        the Stacks' own id type (uint16 for a small frame table: never an int32 copy beside it)."""
+        if nstr >= 2**31:
+            raise InputError(f"{self.path}: the string table is too large", "rebuild the native tools (make -C native)")
+        out = np.empty(count, dtype=id_dtype(nstr))
+        for lo in range(0, count, _ID_BLOCK):
+            part = self.array(np.uint32, min(_ID_BLOCK, count - lo), "the stacks")
+            if len(part) and int(part.max()) >= nstr:
+                raise InputError(f"{self.path}: a frame id is out of range", "rebuild the native tools (make -C native)")
+            out[lo:lo + len(part)] = part
         return out
 
     def raw(self, count: int, what: str) -> bytes:
@@ -82,16 +96,14 @@ def read_fold_bin(path: Path) -> tuple[Stacks, Samples | None]:
         slen = rd.array(np.uint32, nstr, "the string table").astype(np.int64)
         ends = np.cumsum(slen).tolist()
         blob = rd.raw(nbytes, "the string table")
-        ids = rd.array(np.int32, nids, "the stacks")  # u32 ids below the string count (< 2**31)
+        ids = rd.ids(nids, nstr)
         lengths = rd.array(np.uint32, nst, "the stacks").astype(np.int64)
         counts = rd.array(np.uint64, nst, "the stacks").astype(np.int64)
         samples = _samples(rd)
-    if nids and (int(ids.min()) < 0 or int(ids.max()) >= nstr):
-        raise InputError(f"{path}: a frame id is out of range", "rebuild the native tools (make -C native)")
     used = np.zeros(nstr, dtype=bool)
     used[ids] = True
     if not used.all():  # renumbered to the strings the stacks use, a block at a time, in place
-        remap = (np.cumsum(used) - 1).astype(np.int32)
+        remap = (np.cumsum(used) - 1).astype(ids.dtype)
         for lo in range(0, nids, 1 << 20):
             ids[lo:lo + (1 << 20)] = remap[ids[lo:lo + (1 << 20)]]
     frames = [blob[ends[i] - n:ends[i]].decode("utf-8", "backslashreplace")
