@@ -142,7 +142,7 @@ class Joined:
         keep = (group >= 0) & (secs >= 0)
         if not keep.any():
             return []
-        base = int(np.min(secs, where=keep, initial=np.iinfo(np.int64).max))
+        base = int(np.min(secs, where=keep, initial=np.iinfo(secs.dtype).max))
         width = int(np.max(secs, where=keep, initial=base)) - base + 1
         rows, offs, sums = self.samples.cells(lambda lo, hi: group[lo:hi], base, width)  # type: ignore[misc]
         return [[r, s + base, n] for r, s, n in zip(rows.tolist(), offs.tolist(), sums.tolist())]

@@ -3,8 +3,9 @@
 Folding keeps distinct stacks (model/stacks.py); this table keeps, beside them, how many samples of
 each row each thread took in each second of the recording: one entry per distinct (row, tid,
 second), never one per sample. ``tids`` are OS thread ids and ``seconds`` whole seconds of perf's
-sample clock (the integer part of perf script's time field); -1 in either means not known (a perf
-script text without a time field; a tid too large for an int32). A folded file has no table at all
+sample clock (the integer part of perf script's time field; CLOCK_MONOTONIC for pmuprof's own
+captures, so seconds since boot); -1 in either means not known (a perf script text without a time
+field; a tid or second too large for an int32). A folded file has no table at all
 (``Profile.samples`` is None). The run directory keeps it as ``samples.tsv`` (read_tsv / write_tsv).
 """
 
@@ -62,6 +63,14 @@ def _ints(values: Iterable[int] | np.ndarray) -> np.ndarray:
     return out if out.dtype.kind in "iu" else out.astype(np.int64)
 
 
+def _counts(values: np.ndarray) -> np.ndarray:
+    """A count column: int32 when every count fits (nearly always: an entry is one thread's samples
+    of one stack in one second), else int64 (no copy when it is one of those already)."""
+    if len(values) and (int(values.max()) > MAX_TID or int(values.min()) < -MAX_TID):
+        return values.astype(np.int64, copy=False)
+    return values.astype(np.int32, copy=False)
+
+
 def _int32(values: np.ndarray) -> np.ndarray:
     """An int32 column: values below UNKNOWN or past MAX_TID become UNKNOWN (no copy when the column
     is int32 with nothing to change)."""
@@ -79,8 +88,8 @@ class Samples:
 
     rows: np.ndarray  # int32: the row of the Stacks this table goes with
     tids: np.ndarray  # int32
-    seconds: np.ndarray  # int64
-    counts: np.ndarray  # int64
+    seconds: np.ndarray  # int32
+    counts: np.ndarray  # int32, or int64 when an entry holds 2**31 samples or more
 
     @classmethod
     def build(cls, rows: Iterable[int] | np.ndarray, tids: Iterable[int] | np.ndarray,
@@ -92,10 +101,8 @@ class Samples:
         entries is built with few temporaries of its size."""
         r = _ints(rows).astype(np.int32, copy=False)  # rows index a Stacks: below 2**31
         t = _int32(_ints(tids))
-        s = _ints(seconds).astype(np.int64, copy=False)
-        if (s < UNKNOWN).any():
-            s = np.where(s < 0, UNKNOWN, s)
-        c = _ints(counts).astype(np.int64, copy=False)
+        s = _int32(_ints(seconds))
+        c = _counts(_ints(counts))
         keep = c > 0
         if not keep.all():
             r, t, s, c = r[keep], t[keep], s[keep], c[keep]
@@ -111,7 +118,7 @@ class Samples:
             new[1:] |= t[1:] != t[:-1]
             new[1:] |= s[1:] != s[:-1]
             if not new.all():
-                c = np.add.reduceat(c, np.flatnonzero(new))
+                c = _counts(np.add.reduceat(c, np.flatnonzero(new), dtype=np.int64))
                 r, t, s = r[new], t[new], s[new]
         given = [a for a in (rows, tids, seconds, counts) if isinstance(a, np.ndarray) and a.flags.writeable]
         return cls.frozen(*(a.copy() if any(np.may_share_memory(a, g) for g in given) else a for a in (r, t, s, c)))

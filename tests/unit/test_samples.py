@@ -116,11 +116,12 @@ def test_rows_merged_by_a_relabel_sum_their_entries_even_in_order():
 
 
 def test_columns_are_shared_only_when_read_only_and_kept_as_given():
-    """A read-only int32/int64 column with nothing to change is the table's own (a table of millions of
+    """A read-only int32 column with nothing to change is the table's own (a table of millions of
     entries is not copied while it is rebuilt); a writable one is copied, so the caller's later
-    changes never reach the table; tids past int32 or below -1 still become -1 in a shared build."""
+    changes never reach the table; tids and seconds past int32 or below -1 still become -1 in a
+    shared build; counts stay int32 unless one is past it."""
     rows, tids = np.array([0, 1], np.int32), np.array([7, 8], np.int32)
-    secs, counts = np.array([5, 6], np.int64), np.array([1, 2], np.int64)
+    secs, counts = np.array([5, 6], np.int32), np.array([1, 2], np.int32)
     for col in (rows, tids, secs, counts):
         col.setflags(write=False)
     shared = Samples.build(rows, tids, secs, counts)
@@ -132,6 +133,13 @@ def test_columns_are_shared_only_when_read_only_and_kept_as_given():
     wide = Samples.build(np.array([0, 0], np.uint32), np.array([2**31, -3], np.int64), [1, 1], [1, 1])
     assert wide.rows.dtype == np.int32 and wide.tids.dtype == np.int32
     assert wide.tids.tolist() == [-1] and wide.counts.tolist() == [2]  # both unknown: one entry
+    late = Samples.build([0, 0, 1], [1, 1, 1], np.array([2**31, -5, 3], np.int64), np.array([1, 2, 3], np.int64))
+    assert late.seconds.dtype == np.int32 and late.seconds.tolist() == [-1, 3] and late.counts.tolist() == [3, 3]
+    assert late.counts.dtype == np.int32 and late.total == 6
+    many = Samples.build([0, 0, 1], [1, 1, 1], [4, 4, 4], [2**31 - 1, 2**31 - 1, 2**40])
+    assert many.counts.dtype == np.int64 and many.counts.tolist() == [2**32 - 2, 2**40], "sums never wrap"
+    summed = Samples.build([0, 0], [1, 1], [4, 4], np.array([2**31 - 1, 5], np.int32))
+    assert summed.counts.tolist() == [2**31 + 4], "merging equal entries widens past int32"
 
 
 def test_remap_keeps_every_entry_when_no_row_is_dropped():

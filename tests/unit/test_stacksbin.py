@@ -35,7 +35,7 @@ def test_stacks_and_samples_read_back(tmp_path):
     assert stacks.frames == ("mysqld", "do_command", "ut_delay\\xff")
     assert dict(stacks.items()) == {("mysqld", "do_command", "ut_delay\\xff"): 5, ("mysqld", "do_command"): 2}
     assert samples is not None and samples.matches(stacks) and samples.tids.tolist() == [11, 12, 11]
-    assert samples.rows.dtype == np.int32 and samples.counts.dtype == np.int64
+    assert samples.rows.dtype == samples.seconds.dtype == samples.counts.dtype == np.int32
     (tmp_path / "n.bin").write_bytes(_file([b"p", b"f"], [([0, 1], 4)]))
     assert read_fold_bin(tmp_path / "n.bin")[1] is None  # a folded file's stacks: no sample table
 
