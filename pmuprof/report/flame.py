@@ -123,7 +123,7 @@ class _Groups:
         g = cls()
         g.trie = trie
         anchor = g.node_anchor = trie.anchors(kept)  # each node's nearest kept caller-or-self
-        out = np.flatnonzero(~kept & (own != 0).any(axis=0))
+        out = np.flatnonzero(~kept & (own != 0).any(axis=0)).astype(np.int32)
         code = trie.frame[out] * 2 + (trie.depths[out] == 0)
         # one group row per (anchor, leaf frame); within an anchor, by name (a root label first)
         key = np.lexsort(((code & 1) == 0, code >> 1, anchor[out]))
@@ -211,6 +211,7 @@ def build_tree_rows(columns: Sequence[Mapping[Stack, int]], max_nodes: int = DEF
     own = trie.own()
     node_budget, byte_budget = max_nodes * 9 // 10, max_bytes * 9 // 10  # room for the leaves under elided nodes
     for _ in range(8):
+        tree = nodes = None  # the try that did not fit is not kept while the next is made
         tree, nodes = _tree(trie, trie.cut(node_budget, byte_budget), own)
         fits, size = _fits(tree, max_nodes, max_bytes)
         if fits:

@@ -15,6 +15,8 @@ import numpy as np
 
 from ..model.stacks import Stack, Stacks
 
+_NODE_BLOCK = 1 << 20  # nodes per block for work over every node
+
 @dataclass(frozen=True)
 class Trie:
     """Preorder nodes: frame name index, depth, parent, per-column sums, subtree end (each node's
@@ -62,11 +64,18 @@ class Trie:
     def own(self) -> np.ndarray:
         """Per column, each node's own (self) samples: its value less its children's."""
         own = self.values.copy()
-        kids = self.parents >= 0
-        parents = self.parents[kids]
-        for c in range(len(own)):
-            np.subtract.at(own[c], parents, self.values[c, kids])
+        for lo, parents, kids in self._child_blocks():
+            for c in range(len(own)):
+                np.subtract.at(own[c], parents, self.values[c, lo:lo + len(kids)][kids])
         return own
+
+    def _child_blocks(self):
+        """(first node, parents of the non-root nodes, which nodes those are) a block of nodes at a
+        time: per-child work whose temporaries stay the size of a block, not of the trie."""
+        for lo in range(0, self.size, _NODE_BLOCK):
+            parents = self.parents[lo:lo + _NODE_BLOCK]
+            kids = parents >= 0
+            yield lo, parents[kids], kids
 
     def cut(self, max_nodes: int, max_bytes: int) -> float:
         """The weight at which the budget runs out, taking nodes widest first; -1 when all fit.
@@ -122,8 +131,8 @@ class Trie:
         """Whether each node's weight is above ``threshold``, worked a block of nodes at a time (no
         array of all the weights)."""
         out = np.empty(self.size, dtype=bool)
-        for lo in range(0, self.size, 1 << 20):
-            out[lo:lo + (1 << 20)] = _weight(self.values[:, lo:lo + (1 << 20)], self.totals) > threshold
+        for lo in range(0, self.size, _NODE_BLOCK):
+            out[lo:lo + _NODE_BLOCK] = _weight(self.values[:, lo:lo + _NODE_BLOCK], self.totals) > threshold
         return out
 
     def narrowest_child(self, key: np.ndarray | None = None) -> np.ndarray:
@@ -131,10 +140,11 @@ class Trie:
         never gets an elided child)."""
         key = self._width_key()[0] if key is None else key
         narrowest = key.copy()
-        kids = self.parents >= 0
-        parents = self.parents[kids]
-        narrowest[parents] = np.iinfo(key.dtype).max if key.dtype.kind in "iu" else np.inf
-        np.minimum.at(narrowest, parents, key[kids])
+        top = np.iinfo(key.dtype).max if key.dtype.kind in "iu" else np.inf
+        for _, parents, _ in self._child_blocks():
+            narrowest[parents] = top
+        for lo, parents, kids in self._child_blocks():
+            np.minimum.at(narrowest, parents, key[lo:lo + len(kids)][kids])
         return narrowest
 
     def anchors(self, kept: np.ndarray) -> np.ndarray:
@@ -163,24 +173,25 @@ def _build(frames: tuple[str, ...], ids: np.ndarray, lengths: np.ndarray, counts
     maps the ids to positions in ``frames`` (None: they are positions already)."""
     offsets = np.concatenate(([0], np.cumsum(lengths)))
     alive = np.flatnonzero(lengths > 0)
-    node_of = np.zeros(len(lengths), dtype=np.int64)
-    parent_l, frame_l, depth_l, self_l = [], [], [], []
+    node_of = np.zeros(len(lengths), dtype=np.int32)
+    parent_l, frame_l, self_l = [], [], []
+    # values in int32 when no sum can pass it (a node's value is at most its column's total): half the memory
+    kind = np.int32 if max(int(counts.sum()), 0) < 2**31 and (counts >= 0).all() else np.int64
     base = 0
     depth = 0
     while len(alive):
         f = ids[offsets[alive] + depth].astype(np.int64)
         if rank is not None:
             f = rank[f]
-        key = f if depth == 0 else (node_of[alive] << 32) | f
+        key = f if depth == 0 else (node_of[alive].astype(np.int64) << 32) | f
         uniq, inverse = np.unique(key, return_inverse=True)
         inverse = inverse.reshape(-1)
         # node-indexed arrays in int32 (a trie of 2**31 nodes is far past any budget): half the memory
         parent_l.append(np.full(len(uniq), -1, np.int32) if depth == 0 else (uniq >> 32).astype(np.int32))
         frame_l.append((uniq & 0xFFFFFFFF if depth else uniq).astype(np.int32))
-        depth_l.append(np.full(len(uniq), depth, np.int32))
         node_of[alive] = base + inverse
         ends = lengths[alive] == depth + 1
-        own = np.zeros((width, len(uniq)), dtype=np.int64)
+        own = np.zeros((width, len(uniq)), dtype=kind)
         for c in range(width):
             pick = ends & (col_of[alive] == c)
             own[c] = np.bincount(inverse[pick], weights=counts[alive][pick], minlength=len(uniq))
@@ -194,9 +205,7 @@ def _build(frames: tuple[str, ...], ids: np.ndarray, lengths: np.ndarray, counts
     parent = np.concatenate(parent_l)
     level_start = np.cumsum([0] + [len(p) for p in parent_l])
     del parent_l
-    # values in int32 when no sum can pass it (a node's value is at most its column's total): half the memory
-    kind = np.int32 if max(int(counts.sum()), 0) < 2**31 and (counts >= 0).all() else np.int64
-    values = np.concatenate(self_l, axis=1).astype(kind)
+    values = np.concatenate(self_l, axis=1)
     del self_l
     size = np.ones(len(parent), dtype=np.int32)
     for d in range(len(level_start) - 2, 0, -1):  # bottom-up sums: subtree sizes and values
@@ -206,8 +215,9 @@ def _build(frames: tuple[str, ...], ids: np.ndarray, lengths: np.ndarray, counts
             np.add.at(values[c], parent[nodes], values[c, nodes])
     # renumbered in preorder, one array at a time (each old array freed as its new one is made)
     pre = _preorder(parent, size, level_start)
-    perm = np.empty_like(pre)
-    perm[pre] = np.arange(len(pre), dtype=np.int32)  # preorder index -> level-order node
+    perm = np.empty_like(pre)  # preorder index -> level-order node
+    for lo in range(0, len(pre), _NODE_BLOCK):
+        perm[pre[lo:lo + _NODE_BLOCK]] = np.arange(lo, min(lo + _NODE_BLOCK, len(pre)), dtype=np.int32)
     parent = parent[perm]
     roots = parent < 0
     np.maximum(parent, 0, out=parent)
@@ -222,7 +232,7 @@ def _build(frames: tuple[str, ...], ids: np.ndarray, lengths: np.ndarray, counts
     end += np.arange(len(perm), dtype=np.int32) - 1
     frame = np.concatenate(frame_l)[perm]
     del frame_l
-    depths = np.concatenate(depth_l)[perm]
+    depths = np.repeat(np.arange(len(level_start) - 1, dtype=np.int32), np.diff(level_start))[perm]
     return Trie(frames, frame, depths, new_parent, values, totals, end, row_node)
 
 

@@ -220,3 +220,24 @@ def test_the_cuts_partial_order_and_anchors_match_the_plain_definitions():
             j = parents[j]
         expect.append(j)
     assert trie.anchors(kept).tolist() == expect
+
+
+def test_work_over_nodes_in_blocks_gives_the_same_tree(monkeypatch):
+    """Own samples, narrowest children and the cut's widths are worked a block of nodes at a time:
+    any block size gives the same pruned tree, one column or two."""
+    import random
+
+    from pmuprof.report import flametrie
+
+    rng = random.Random(5)
+    cols = [{}, {}]
+    for _ in range(600):
+        stack = ("p", *(f"f{rng.randint(0, 30)}" for _ in range(rng.randint(1, 7))))
+        for col in cols:
+            col[stack] = col.get(stack, 0) + rng.randint(0, 4)
+    cols = [{s: c for s, c in col.items() if c} for col in cols]
+    expect = [json.dumps(build_tree(cols[:1], max_nodes=120)), json.dumps(build_tree(cols, max_nodes=150))]
+    for block in (7, 1):
+        monkeypatch.setattr(flametrie, "_NODE_BLOCK", block)
+        assert [json.dumps(build_tree(cols[:1], max_nodes=120)), json.dumps(build_tree(cols, max_nodes=150))] == expect
+    assert json.loads(expect[0])["pruned"] > 0 and json.loads(expect[1])["pruned"] > 0
