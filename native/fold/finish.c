@@ -333,10 +333,16 @@ int folder_finish(folder_t *f, int truncated)
     if (folder_end_sample(f) || names_compute(f) || names_order(f) || stacks_build(f) ||
         ranks_build(f))
         return -ENOMEM;
-    uint32_t *row_of = malloc((f->stacks.n + 1) * sizeof *row_of);
+    /* the stacks table's keys are copied into out_ids: free them (the largest table) before the
+     * sort and the writers need their memory */
+    size_t nstacks = f->stacks.n;
+    itab_free(&f->stacks);
+    free(f->st_count.v);
+    f->st_count = (col_t){0};
+    uint32_t *row_of = malloc((nstacks + 1) * sizeof *row_of);
     if (!row_of)
         return -ENOMEM;
-    memset(row_of, 0xff, (f->stacks.n + 1) * sizeof *row_of);
+    memset(row_of, 0xff, (nstacks + 1) * sizeof *row_of);
     stacks_sort(f, row_of);
     int rc = samples_build(f, row_of);
     free(row_of);

@@ -46,6 +46,8 @@ int folder_write_meta(folder_t *f, FILE *out);
 int folder_write_samples(folder_t *f, FILE *out);
 /* The stacks as arrays, then the sample table (see write.c): what pmuprof reads instead of the text. */
 int folder_write_stacks_bin(folder_t *f, FILE *out);
+/* The stacks file's magic, header and string table; the ids, lengths and counts follow it. */
+int stacksbin_head(FILE *out, const itab_t *strings, size_t nids, size_t nstacks);
 int stacksbin_write(FILE *out, const itab_t *strings, const uint32_t *ids, size_t nids,
                     const uint32_t *lens, const uint64_t *counts, size_t nstacks);
 /* Folded text ('frame;frame;leaf COUNT' lines; '#' and blank lines skipped) to the arrays. Returns 0,

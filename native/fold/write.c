@@ -140,8 +140,7 @@ int folder_write_meta(folder_t *f, FILE *out)
  * u64 nstrings, strings_bytes, nstacks, nids; each string's length (u32) and all string bytes (id
  * order, no separators: a name may hold any byte); every stack's frame ids (u32, root first); per
  * stack its length (u32) and count (u64). Host byte order. */
-int stacksbin_write(FILE *out, const itab_t *strings, const uint32_t *ids, size_t nids,
-                    const uint32_t *lens, const uint64_t *counts, size_t nstacks)
+int stacksbin_head(FILE *out, const itab_t *strings, size_t nids, size_t nstacks)
 {
     uint64_t bytes = 0;
     for (size_t i = 0; i < strings->n; i++)
@@ -154,8 +153,15 @@ int stacksbin_write(FILE *out, const itab_t *strings, const uint32_t *ids, size_
         const char *s = itab_key(strings, (uint32_t)i, &n);
         bad = fwrite(s, 1, n, out) != n;
     }
-    bad = bad || fwrite(ids, 4, nids, out) != nids || fwrite(lens, 4, nstacks, out) != nstacks ||
-          fwrite(counts, 8, nstacks, out) != nstacks;
+    return bad ? -EIO : 0;
+}
+
+int stacksbin_write(FILE *out, const itab_t *strings, const uint32_t *ids, size_t nids,
+                    const uint32_t *lens, const uint64_t *counts, size_t nstacks)
+{
+    int bad = stacksbin_head(out, strings, nids, nstacks) ||
+              fwrite(ids, 4, nids, out) != nids || fwrite(lens, 4, nstacks, out) != nstacks ||
+              fwrite(counts, 8, nstacks, out) != nstacks;
     return bad ? -EIO : 0;
 }
 
@@ -181,55 +187,72 @@ int folder_write_samples(folder_t *f, FILE *out)
     return rc ? -EIO : 0;
 }
 
+#define CHUNK 65536 /* values per write of a column: no copy of a whole column is ever made */
+
 /* The sample table after the stacks: magic "PMFSMP1\n", u64 entries, then per entry (columns): u32 row,
- * i32 tid, i64 second, u64 count. Host byte order. */
+ * i32 tid, i64 second, u64 count. Host byte order. Each column is gathered and written a chunk at a time. */
 static int samples_bin(folder_t *f, FILE *out)
 {
     size_t n = f->nsmp;
     uint64_t head = n;
-    uint32_t *rows = malloc((n ? n : 1) * 4);
-    int32_t *tids = malloc((n ? n : 1) * 4);
-    int64_t *secs = malloc((n ? n : 1) * 8);
-    uint64_t *counts = malloc((n ? n : 1) * 8);
-    int rc = rows && tids && secs && counts ? 0 : -ENOMEM;
-    for (size_t i = 0; !rc && i < n; i++) {
-        rows[i] = f->smp[i].row;
-        tids[i] = f->smp[i].tid;
-        secs[i] = f->smp[i].sec;
-        counts[i] = f->smp[i].count;
+    uint64_t *chunk = malloc(CHUNK * 8);
+    int rc = !chunk ? -ENOMEM : fwrite("PMFSMP1\n", 1, 8, out) != 8 || fwrite(&head, 8, 1, out) != 1 ? -EIO : 0;
+    for (int col = 0; !rc && col < 4; col++) {
+        size_t width = col < 2 ? 4 : 8;
+        for (size_t lo = 0; !rc && lo < n; lo += CHUNK) {
+            size_t m = n - lo < CHUNK ? n - lo : CHUNK;
+            for (size_t i = 0; i < m; i++) {
+                const sample_ref_t *e = &f->smp[lo + i];
+                if (col == 0)
+                    ((uint32_t *)chunk)[i] = e->row;
+                else if (col == 1)
+                    ((int32_t *)chunk)[i] = e->tid;
+                else if (col == 2)
+                    ((int64_t *)chunk)[i] = e->sec;
+                else
+                    chunk[i] = e->count;
+            }
+            rc = fwrite(chunk, width, m, out) != m ? -EIO : 0;
+        }
     }
-    if (!rc && (fwrite("PMFSMP1\n", 1, 8, out) != 8 || fwrite(&head, 8, 1, out) != 1 ||
-                fwrite(rows, 4, n, out) != n || fwrite(tids, 4, n, out) != n || fwrite(secs, 8, n, out) != n ||
-                fwrite(counts, 8, n, out) != n))
-        rc = -EIO;
-    free(rows);
-    free(tids);
-    free(secs);
-    free(counts);
+    free(chunk);
     return rc;
 }
 
+/* The stacks in rank order (out[] is sorted) with string-table ids, written a chunk of ids at a time,
+ * then their lengths and counts, then the sample table. */
 int folder_write_stacks_bin(folder_t *f, FILE *out)
 {
     const uint32_t *ids = (const uint32_t *)f->out_ids.p; /* rank ids, each stack at its out[i].off */
     size_t nids = 0;
     for (size_t i = 0; i < f->nout; i++)
         nids += f->out[i].len;
-    uint32_t *mapped = malloc((nids ? nids : 1) * 4), *lens = malloc((f->nout ? f->nout : 1) * 4);
-    uint64_t *counts = malloc((f->nout ? f->nout : 1) * 8);
-    int rc = mapped && lens && counts ? 0 : -ENOMEM;
-    for (size_t i = 0, w = 0; !rc && i < f->nout; i++) {  /* out[] is sorted: write in that order */
-        for (uint32_t j = 0; j < f->out[i].len; j++)
-            mapped[w++] = f->by_rank[ids[f->out[i].off + j]];
-        lens[i] = f->out[i].len;
-        counts[i] = f->out[i].count;
+    uint32_t *chunk = malloc(CHUNK * 8);
+    int rc = !chunk ? -ENOMEM : stacksbin_head(out, &f->rstr, nids, f->nout);
+    size_t w = 0;
+    for (size_t i = 0; !rc && i < f->nout; i++) {
+        for (uint32_t j = 0; !rc && j < f->out[i].len; j++) {
+            chunk[w++] = f->by_rank[ids[f->out[i].off + j]];
+            if (w == CHUNK) {
+                rc = fwrite(chunk, 4, w, out) != w ? -EIO : 0;
+                w = 0;
+            }
+        }
     }
-    if (!rc)
-        rc = stacksbin_write(out, &f->rstr, mapped, nids, lens, counts, f->nout);
-    if (!rc)
-        rc = samples_bin(f, out);
-    free(mapped);
-    free(lens);
-    free(counts);
-    return rc;
+    if (!rc && w)
+        rc = fwrite(chunk, 4, w, out) != w ? -EIO : 0;
+    for (int col = 0; !rc && col < 2; col++) {
+        for (size_t lo = 0; !rc && lo < f->nout; lo += CHUNK) {
+            size_t m = f->nout - lo < CHUNK ? f->nout - lo : CHUNK;
+            for (size_t i = 0; i < m; i++) {
+                if (col == 0)
+                    chunk[i] = f->out[lo + i].len;
+                else
+                    ((uint64_t *)chunk)[i] = f->out[lo + i].count;
+            }
+            rc = fwrite(chunk, col ? 8 : 4, m, out) != m ? -EIO : 0;
+        }
+    }
+    free(chunk);
+    return rc ? rc : samples_bin(f, out);
 }
