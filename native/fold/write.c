@@ -189,70 +189,79 @@ int folder_write_samples(folder_t *f, FILE *out)
 
 #define CHUNK 65536 /* values per write of a column: no copy of a whole column is ever made */
 
-/* The sample table after the stacks: magic "PMFSMP1\n", u64 entries, then per entry (columns): u32 row,
- * i32 tid, i64 second, u64 count. Host byte order. Each column is gathered and written a chunk at a time. */
-static int samples_bin(folder_t *f, FILE *out)
+/* One column of fixed-width values, buffered and written a chunk at a time; the first failed write
+ * is kept in rc and later puts do nothing. */
+typedef struct {
+    FILE *out;
+    unsigned char *buf; /* CHUNK * 8 bytes */
+    size_t n, width;
+    int rc;
+} colw_t;
+
+static int colw_flush(colw_t *c)
 {
-    size_t n = f->nsmp;
-    uint64_t head = n;
-    uint64_t *chunk = malloc(CHUNK * 8);
-    int rc = !chunk ? -ENOMEM : fwrite("PMFSMP1\n", 1, 8, out) != 8 || fwrite(&head, 8, 1, out) != 1 ? -EIO : 0;
-    for (int col = 0; !rc && col < 4; col++) {
-        size_t width = col < 2 ? 4 : 8;
-        for (size_t lo = 0; !rc && lo < n; lo += CHUNK) {
-            size_t m = n - lo < CHUNK ? n - lo : CHUNK;
-            for (size_t i = 0; i < m; i++) {
-                const sample_ref_t *e = &f->smp[lo + i];
-                if (col == 0)
-                    ((uint32_t *)chunk)[i] = e->row;
-                else if (col == 1)
-                    ((int32_t *)chunk)[i] = e->tid;
-                else if (col == 2)
-                    ((int64_t *)chunk)[i] = e->sec;
-                else
-                    chunk[i] = e->count;
-            }
-            rc = fwrite(chunk, width, m, out) != m ? -EIO : 0;
-        }
-    }
-    free(chunk);
-    return rc;
+    if (!c->rc && c->n && fwrite(c->buf, c->width, c->n, c->out) != c->n)
+        c->rc = -EIO;
+    c->n = 0;
+    return c->rc;
 }
 
-/* The stacks in rank order (out[] is sorted) with string-table ids, written a chunk of ids at a time,
- * then their lengths and counts, then the sample table. */
+static void colw_put(colw_t *c, const void *v, size_t width)
+{
+    c->width = width;
+    memcpy(c->buf + c->n++ * width, v, width);
+    if (c->n == CHUNK)
+        colw_flush(c);
+}
+
+static void colw_u32(colw_t *c, uint32_t v) { colw_put(c, &v, 4); }
+static void colw_i32(colw_t *c, int32_t v) { colw_put(c, &v, 4); }
+static void colw_i64(colw_t *c, int64_t v) { colw_put(c, &v, 8); }
+static void colw_u64(colw_t *c, uint64_t v) { colw_put(c, &v, 8); }
+
+/* The sample table after the stacks: magic "PMFSMP1\n", u64 entries, then per entry (columns): u32 row,
+ * i32 tid, i64 second, u64 count. Host byte order. */
+static int samples_bin(folder_t *f, colw_t *c)
+{
+    uint64_t head = f->nsmp;
+    if (fwrite("PMFSMP1\n", 1, 8, c->out) != 8 || fwrite(&head, 8, 1, c->out) != 1)
+        return -EIO;
+    for (size_t i = 0; i < f->nsmp; i++)
+        colw_u32(c, f->smp[i].row);
+    colw_flush(c);
+    for (size_t i = 0; i < f->nsmp; i++)
+        colw_i32(c, f->smp[i].tid);
+    colw_flush(c);
+    for (size_t i = 0; i < f->nsmp; i++)
+        colw_i64(c, f->smp[i].sec);
+    colw_flush(c);
+    for (size_t i = 0; i < f->nsmp; i++)
+        colw_u64(c, f->smp[i].count);
+    return colw_flush(c);
+}
+
+/* The stacks in rank order (out[] is sorted) with string-table ids, then their lengths and counts,
+ * then the sample table; every column written a chunk at a time. */
 int folder_write_stacks_bin(folder_t *f, FILE *out)
 {
     const uint32_t *ids = (const uint32_t *)f->out_ids.p; /* rank ids, each stack at its out[i].off */
     size_t nids = 0;
     for (size_t i = 0; i < f->nout; i++)
         nids += f->out[i].len;
-    uint32_t *chunk = malloc(CHUNK * 8);
-    int rc = !chunk ? -ENOMEM : stacksbin_head(out, &f->rstr, nids, f->nout);
-    size_t w = 0;
-    for (size_t i = 0; !rc && i < f->nout; i++) {
-        for (uint32_t j = 0; !rc && j < f->out[i].len; j++) {
-            chunk[w++] = f->by_rank[ids[f->out[i].off + j]];
-            if (w == CHUNK) {
-                rc = fwrite(chunk, 4, w, out) != w ? -EIO : 0;
-                w = 0;
-            }
-        }
-    }
-    if (!rc && w)
-        rc = fwrite(chunk, 4, w, out) != w ? -EIO : 0;
-    for (int col = 0; !rc && col < 2; col++) {
-        for (size_t lo = 0; !rc && lo < f->nout; lo += CHUNK) {
-            size_t m = f->nout - lo < CHUNK ? f->nout - lo : CHUNK;
-            for (size_t i = 0; i < m; i++) {
-                if (col == 0)
-                    chunk[i] = f->out[lo + i].len;
-                else
-                    ((uint64_t *)chunk)[i] = f->out[lo + i].count;
-            }
-            rc = fwrite(chunk, col ? 8 : 4, m, out) != m ? -EIO : 0;
-        }
-    }
-    free(chunk);
-    return rc ? rc : samples_bin(f, out);
+    colw_t c = {out, malloc(CHUNK * 8), 0, 4, 0};
+    if (!c.buf)
+        return -ENOMEM;
+    c.rc = stacksbin_head(out, &f->rstr, nids, f->nout);
+    for (size_t i = 0; i < f->nout; i++)
+        for (uint32_t j = 0; j < f->out[i].len; j++)
+            colw_u32(&c, f->by_rank[ids[f->out[i].off + j]]);
+    colw_flush(&c);
+    for (size_t i = 0; i < f->nout; i++)
+        colw_u32(&c, f->out[i].len);
+    colw_flush(&c);
+    for (size_t i = 0; i < f->nout; i++)
+        colw_u64(&c, f->out[i].count);
+    int rc = colw_flush(&c) ? c.rc : samples_bin(f, &c);
+    free(c.buf);
+    return rc;
 }
