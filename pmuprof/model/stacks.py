@@ -251,10 +251,9 @@ def _cut_postings(source: "Stacks", lo: int, n: int) -> tuple[np.ndarray, np.nda
     """Postings of rows lo..lo+n of ``source`` (which has its own): its rows array, shared, and each
     frame's run of those rows in it (rows are sorted within a frame: one run each)."""
     rows, begin, end, _ = source._postings
-    below = _sum_per_frame(begin, end, lambda a, b: rows[a:b] < lo)
-    inside = _sum_per_frame(begin, end, lambda a, b: (rows[a:b] >= lo) & (rows[a:b] < lo + n))
-    mine = begin + below
-    return rows, mine, mine + inside, lo
+    first = begin + _sum_per_frame(begin, end, lambda a, b: rows[a:b] < lo)
+    last = begin + _sum_per_frame(begin, end, lambda a, b: rows[a:b] < lo + n)
+    return rows, first, last, lo
 
 
 def _sum_per_frame(begin: np.ndarray, end: np.ndarray, values) -> np.ndarray:
@@ -290,11 +289,9 @@ def _block_postings(st: "Stacks", lo: int, hi: int) -> tuple[np.ndarray, np.ndar
     root label only when it is also deeper in the row."""
     a, b = int(st.offsets[lo]), int(st.offsets[hi])
     lengths = st.lengths[lo:hi]
-    keys = st.ids[a:b]
-    if len(st.frames) <= _NARROW_FRAMES:  # a stable sort of 16-bit keys is a radix sort: several times faster
-        keys = keys.astype(np.uint16, copy=False)
-    order = np.argsort(keys, kind="stable")
-    del keys
+    # ids are uint16 for a table of at most 65,536 frames: their stable sort is a radix sort, several
+    # times faster than a comparison sort
+    order = np.argsort(st.ids[a:b], kind="stable")
     frame = st.ids[a:b][order]
     row = np.repeat(np.arange(lo, hi, dtype=np.int32), lengths)[order]
     root = np.zeros(b - a, dtype=bool)
