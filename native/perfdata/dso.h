@@ -25,6 +25,8 @@ typedef struct {
     symtab_t syms;
     char *syms_path, *runtime_path; /* the files symbols and program headers came from */
     int bid_mismatch;       /* a candidate file was rejected for its build-id */
+    struct inl *inl;        /* its DWARF inline index (inline.h), once inl_tried */
+    int inl_tried;
 } dso_t;
 
 /* One candidate symbol source (perf's struct symsrc). */

@@ -7,7 +7,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Iterable
 
-from .labels import UNKNOWN, frame_label, process_root, raw_label, thread_root
+from .labels import INLINED_DSO, UNKNOWN, frame_label, process_root, raw_label, thread_root
 from .profile import Stack
 from .samples import MAX_TID, UNKNOWN as NO_VALUE, Samples, from_keyed
 from .stacks import Stacks
@@ -208,7 +208,8 @@ class Folder:
         self._seen_comm.setdefault(pid, Counter())[comm] += 1
         if tid == pid:
             self.result.names[pid] = comm
-        leaf_sym, leaf_dso, leaf_off = self._frames[0]
+        # inlined calls come before the frame they are in: that frame is the leaf (skid, annotate)
+        leaf_sym, leaf_dso, leaf_off = next((f for f in self._frames if f[1] != INLINED_DSO), self._frames[0])
         if leaf_off is not None and leaf_sym != UNKNOWN:
             self._leaves[(pid, comm, leaf_dso, leaf_sym, leaf_off)] += 1
         elif leaf_sym.startswith(_RAW):  # unnamed code: keep the vaddr (symbol "") for skid correction
