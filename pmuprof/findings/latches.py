@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Mapping, Sequence
 
 import numpy as np
 
-from ..model.labels import is_kernel, is_unnamed
+from ..model.labels import is_inlined, is_kernel, is_unnamed
 from .knowledge import Latch, LatchTable, Machinery
 from .patterns import frame_names, normalize
 
@@ -130,6 +130,10 @@ class Attributor:
         j, kind, mode, latch, types = len(frames) - 1, "", "", "", set()
         while j >= 0 and is_kernel(frames[j]):  # the kernel side of a futex or spinlock wait
             kind = kind or (self.wait_kind(frames[j]) or "")
+            j -= 1
+        # calls inlined at the leaf that are no wait and no latch machinery (an atomic, a relax helper)
+        # are the leaf function's own body: the wait is read from the frames they are inlined into
+        while j > 0 and is_inlined(frames[j]) and not self.wait_kind(frames[j]) and not self.machinery_of(frames[j]):
             j -= 1
         leaf = j
         if j >= 0 and self.wakes_up(frames[j]):
