@@ -6,7 +6,10 @@ first: ``[inlined callee, ..., the real (out-of-line) function]``. Addresses are
 addresses (as in ``nm`` / the ELF program headers), not runtime ones; for a return address from a
 callchain pass ``ret - 1`` so the call instruction itself is looked up.
 
-An address addr2line cannot place answers ``["??"]``. Needs DWARF in the binary (or its debug file
+Names are as ``addr2line -C`` prints them: plain C names, C++ names with their parameter lists
+(``mtr_t::s_lock(char const*, unsigned int, sux_lock<ssux_lock>*)``) and a template function's
+return type first (``buf_block_t* trx_undo_assign_low<false>(trx_t*, ...)``); perf prints the same
+chain without parameter lists. An address addr2line cannot place answers ``["??"]``. Needs DWARF in the binary (or its debug file
 found by addr2line's own rules); without it addr2line gives only the symbol, a chain of one.
 """
 

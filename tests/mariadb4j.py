@@ -22,8 +22,15 @@ MariaDB 11.4.5 (``M114``), checked on the unpacked bin/mariadbd:
 - Built by GCC 4.8.5 (Red Hat 4.8.5-16, CentOS 7) with ``-O3 -g -fno-omit-frame-pointer
   -std=gnu++11`` (DW_AT_producer): frame pointers; pmuprof's symbol_summary says "likely" (0.76).
 - Build ID (readelf -n): df9ed6c416aa0cd2e07169c3b5e3cf1bf966c72c.
-- Version string: "11.4.5-MariaDB" in .rodata (file offset 0x1265a24; "MariaDB 11.4.5" at
-  0xba9b34e); ``SELECT VERSION()`` answers "11.4.5-MariaDB".
+- Version string: "11.4.5-MariaDB" (NUL-terminated) in .rodata at vaddr = file offset 0x1265a24
+  (the first LOAD segment maps offset 0 at vaddr 0, so file offsets and vaddrs agree in .text and
+  .rodata), copied at startup into ``server_version`` (.bss, 0x1e27100): ``SELECT VERSION()``.
+- perf 6.1 (Debian's, no libbfd): mariadbd is PIE, yet ``perf script`` prints its callchain
+  addresses as file vaddrs (``f0bd6a ssux_lock_impl<true>::rd_wait``); only with the chain hidden
+  (-G) is the sample ip a runtime address. Frame-pointer chains (-g) give callers' return
+  addresses, DWARF chains (--call-graph dwarf) return address - 1. ``--inline`` adds no frames to
+  frame-pointer chains; on DWARF chains it adds ``<ip> name (inlined)`` lines (names without
+  parameters) through addr2line, ~100x slower than --no-inline on this binary.
 """
 
 from __future__ import annotations
