@@ -1,6 +1,6 @@
 """Ground truth for inline attribution: binutils' addr2line's inline chain at each address.
 
-``inline_chains(binary, vaddrs)`` runs ``addr2line -i -f -C -e BINARY`` once, the addresses on its
+``inline_chains(binary, vaddrs)`` runs ``addr2line -a -i -f -C -e BINARY`` once, the addresses on its
 standard input, and returns for each address the function names of its inline chain, innermost
 first: ``[inlined callee, ..., the real (out-of-line) function]``. Addresses are file virtual
 addresses (as in ``nm`` / the ELF program headers), not runtime ones; for a return address from a
@@ -9,8 +9,9 @@ callchain pass ``ret - 1`` so the call instruction itself is looked up.
 Names are as ``addr2line -C`` prints them: plain C names, C++ names with their parameter lists
 (``mtr_t::s_lock(char const*, unsigned int, sux_lock<ssux_lock>*)``) and a template function's
 return type first (``buf_block_t* trx_undo_assign_low<false>(trx_t*, ...)``); perf prints the same
-chain without parameter lists. An address addr2line cannot place answers ``["??"]``. Needs DWARF in the binary (or its debug file
-found by addr2line's own rules); without it addr2line gives only the symbol, a chain of one.
+chain without parameter lists. An address addr2line cannot place answers ``["??"]``. Needs DWARF
+in the binary (or its debug file found by addr2line's own rules); without it addr2line gives only
+the symbol, a chain of one.
 """
 
 from __future__ import annotations
