@@ -309,9 +309,11 @@ def _write_counters(opts: RecordOptions, run: Run) -> Run:
         values.append(from_json(CounterValue, {k: v for k, v in row.items() if v is not None}))
     scope = f"cgroup {run.cgroup}" if run.cgroup else (
         "system-wide (all processes)" if opts.mode == "per-cpu" else "target threads")
-    rundir.write_typed(opts.out_dir / rundir.COUNTERS, Counters(scope, run.duration_s, tuple(values),
-                                                                perfparse.derived(rows)))
-    if any(v.supported and v.event.split(":")[0] in ("cycles", "instructions") for v in values):
+    counters = Counters(scope, run.duration_s, tuple(values))
+    ipc = counters.ipc()
+    rundir.write_typed(opts.out_dir / rundir.COUNTERS,
+                       replace(counters, derived={"ipc": round(ipc, 4)} if ipc is not None else {}))
+    if counters.value("cycles") is not None or counters.value("instructions") is not None:
         return run
     return run.with_notes(features_off=(FeatureOff("IPC (cycles, instructions)", "no hardware PMU counters here",
                                                    "run on bare metal or a VM with a virtual PMU"),))
