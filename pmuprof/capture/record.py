@@ -15,7 +15,7 @@ from typing import Any, Callable
 from .. import __version__, outfile, signals
 from ..errors import PerfError, PmuprofError, ResourceError, UsageError
 from ..model import rundir
-from ..model.counters import CounterValue, Counters
+from ..model.counters import CounterValue, Counters, event_name
 from ..model.jsontypes import from_json
 from ..model.run import FeatureOff, Host, Pause, Record, Run, Stat, Target
 from ..model.server import ServerFacts
@@ -289,7 +289,7 @@ def _recorded_event(run: Run, perf: str, data: Path) -> Run:
     rec = perfread.Recording(tuple(perfread.recorded_events(perf, data)), {}, {})
     run = replace(run, record=replace(run.record, event_recorded=rec.event,
                                       events_recorded=tuple(e["name"] for e in rec.events)))
-    asked = perfparse.event_base(run.record.event_requested)
+    asked = event_name(run.record.event_requested)
     if rec.event == asked:
         return run
     return run.with_notes(
@@ -303,7 +303,7 @@ def _write_counters(opts: RecordOptions, run: Run) -> Run:
     rows = perfparse.parse_stat_csv(stat_out.read_text(errors="replace")) if stat_out.exists() else []
     values = []
     for row in rows:  # curated PMU events are named (pause_inst, remote_dram, ...); perf's spelling is kept
-        name = run.stat.labels.get(row["event"].split(":")[0])
+        name = run.stat.labels.get(event_name(row["event"]))
         if name and name != row["event"]:
             row = {**row, "perf": row["event"], "event": name}
         values.append(from_json(CounterValue, {k: v for k, v in row.items() if v is not None}))

@@ -15,10 +15,15 @@ ALIASES = {
 }
 
 
+def event_name(spelling: str) -> str:
+    """perf's spelling of an event without its modifiers: 'cpu-clock:ppH' -> 'cpu-clock', 'cycles:P' -> 'cycles'."""
+    return spelling.split(":", 1)[0].strip()
+
+
 def base_event(name: str) -> str:
-    """'cpu/cycles/u' or 'cycles:u' -> 'cycles'; 'cpu-cycles' -> 'cycles'."""
+    """The counter an event counts, for matching: 'cpu/cycles/u' or 'cycles:u' -> 'cycles'; 'cpu-cycles' -> 'cycles'."""
     core = re.sub(r"^[\w-]+/([^/,=]+)/[a-zA-Z]*$", r"\1", name.strip())
-    core = core.split(":", 1)[0].strip().lower()
+    core = event_name(core).lower()
     return "cycles" if core == "cpu-cycles" else core
 
 

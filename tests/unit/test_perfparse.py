@@ -1,6 +1,6 @@
 """Parsers of perf stat CSV, evlist -v and the record summary."""
 
-from pmuprof.model.counters import Counters
+from pmuprof.model.counters import Counters, base_event, event_name
 from pmuprof.model.jsontypes import from_json
 from pmuprof.tools.perf import parse as perfparse
 
@@ -47,9 +47,16 @@ def test_evlist_reveals_cpu_clock_substitution():
             "dummy:HG: type: 1, size: 128, config: 0x9\n")
     events = perfparse.parse_evlist(text)
     assert events[0]["name"] == "cpu-clock:ppp" and events[0]["type"] == 1
-    assert perfparse.event_base(events[0]["name"]) == "cpu-clock"
+    assert event_name(events[0]["name"]) == "cpu-clock"
 
 
 def test_record_summary_line():
     err = "[ perf record: Woken up 1 times to write data ]\n[ perf record: Captured and wrote 0.116 MB d (555 samples) ]\n"
     assert perfparse.parse_record_stderr(err) == {"data_mb": 0.116, "samples_total": 555, "lost": 0}
+
+
+def test_event_names_without_modifiers_and_the_counter_they_count():
+    assert [event_name(e) for e in ("cpu-clock:ppH", "cycles:P", "cpu/cycles/u", " r40cc ")] == [
+        "cpu-clock", "cycles", "cpu/cycles/u", "r40cc"]
+    assert [base_event(e) for e in ("cpu-clock:ppH", "cpu/cycles/u", "cpu-cycles:P", "Instructions:u")] == [
+        "cpu-clock", "cycles", "cycles", "instructions"]

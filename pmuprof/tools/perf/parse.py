@@ -77,11 +77,6 @@ def parse_record_stderr(text: str) -> dict:
     return out
 
 
-def event_base(name: str) -> str:
-    """'cpu-clock:ppH' → 'cpu-clock'; 'cycles:P' → 'cycles'."""
-    return name.split(":")[0].strip()
-
-
 def parse_buildid_list(text: str) -> dict[str, str]:
     """`perf buildid-list` lines ('<hex build-id> <path>') → {path: build-id}."""
     out: dict[str, str] = {}

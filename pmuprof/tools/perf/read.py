@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ...errors import InputError, PerfError
+from ...model.counters import event_name
 from ...model.perfscript import FoldResult
 from .. import proc
 from ..native.fold import fold_perf_script_process
@@ -42,7 +43,7 @@ class Recording:
 
     @property
     def event(self) -> str:
-        names = [perfparse.event_base(e["name"]) for e in self.events if not e["name"].startswith("dummy")]
+        names = [event_name(e["name"]) for e in self.events if not e["name"].startswith("dummy")]
         return names[0] if names else "unknown"
 
 
