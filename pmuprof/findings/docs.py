@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Iterable
 
+from ..model.server import FAMILY_NAMES
 from .schema import RESERVED_NAMES, Condition, Matcher, Rule
 
-_FAMILY = {"mysql": "MySQL", "percona": "Percona Server", "mariadb": "MariaDB"}
 _OPS = {"min": "≥", "max": "≤", "above": ">", "below": "<", "equals": "=", "not_equals": "≠", "in": "in",
         "present": "present:"}
 
@@ -44,7 +44,7 @@ built-in lists of spin-loop, latch-wait and lock-wrapper frames. A condition is
 def _servers(rule: Rule) -> str:
     if not rule.servers:
         return "any server"
-    return "; ".join(f"{_FAMILY[f]} {'(all)' if s.strip() in ('*', '') else s}" for f, s in rule.servers.items())
+    return "; ".join(f"{FAMILY_NAMES[f]} {'(all)' if s.strip() in ('*', '') else s}" for f, s in rule.servers.items())
 
 
 def _matcher(m: Matcher) -> str:
@@ -103,7 +103,7 @@ def rule_markdown(rule: Rule) -> str:
     if rule.fix:
         out += ["**Fix commands** (values in braces are computed from the run)", ""]
         for item in rule.fix:
-            label = item.label or ", ".join(f"{_FAMILY[f]} {s}" for f, s in (item.when or {}).items())
+            label = item.label or ", ".join(f"{FAMILY_NAMES[f]} {s}" for f, s in (item.when or {}).items())
             conds = ", ".join(map(_condition, item.conditions))
             head = f"{label}, when {conds}" if label and conds else label or (f"When {conds}" if conds else "")
             head = f"*{head}*:" if head else ""

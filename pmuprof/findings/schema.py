@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from ..errors import RuleError
+from ..model.server import FAMILIES
 from .knowledge import latch_table
 from .patterns import PatternSet
 from .template import check_template
@@ -14,7 +15,6 @@ from .versions import parse_spec
 from .yamlload import LDict, LList
 
 SEVERITIES = ("info", "warning", "critical")
-FAMILIES = ("mysql", "percona", "mariadb")
 MATCHER_KINDS = (
     "stack", "latch", "counter_ratio", "counter", "variable", "status", "processlist_state",
     "host", "run", "target", "analysis", "quality", "mysql", "derived", "offcpu",
