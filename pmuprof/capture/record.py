@@ -19,6 +19,7 @@ from ..model.counters import CounterValue, Counters, event_name
 from ..model.jsontypes import from_json
 from ..model.run import FeatureOff, Host, Pause, Record, Run, Stat, Target
 from ..model.server import ServerFacts
+from ..packages import apt_install
 from ..paths import perf_path
 from ..tools.native import helper
 from ..tools.perf import argv as perfcmd, parse as perfparse, read as perfread, repair
@@ -112,7 +113,7 @@ def check_disk(out_dir: Path, need: int) -> tuple[int, int]:
 def preflight(opts: RecordOptions) -> tuple[str, dict]:
     perf = perf_path()
     if not perf or not (os.path.isfile(perf) or shutil.which(perf)):
-        raise PerfError("perf is not installed", "apt-get install linux-perf (or set PMUPROF_PERF to a perf binary)")
+        raise PerfError("perf is not installed", f"{apt_install('perf')} (or set PMUPROF_PERF to a perf binary)")
     facts = host.facts(perf)
     if not facts["perf_version"]:
         raise PerfError(f"{perf} does not work: `perf version` gave no version (it hung, crashed, "
