@@ -7,6 +7,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Iterable
 
+from .counters import event_name
 from .labels import INLINED_DSO, UNKNOWN, frame_label, process_root, raw_label, thread_root
 from .profile import Stack
 from .samples import MAX_TID, UNKNOWN as NO_VALUE, Samples, from_keyed
@@ -181,7 +182,7 @@ class Folder:
         inline = inline_frame(line[m.end():])
         ev = _EVENT.search(line if inline is None else line[: line.rfind(": ") + 1])
         if ev:
-            self.result.events[ev.group("event").split(":")[0]] += 1
+            self.result.events[event_name(ev.group("event"))] += 1
         self._header = (pid, comm, tid, second_of(m.groupdict().get("sec")))
         self._frames = []
         self._keep = self._wanted(pid, comm)

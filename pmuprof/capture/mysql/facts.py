@@ -12,6 +12,7 @@ from typing import Any, Callable
 import pymysql
 import pymysql.cursors
 
+from ...model.server import server_family
 from . import parse as mp
 from .procsym import read_process_symbol
 from .mydefaults import OptionSources, resolve
@@ -286,7 +287,7 @@ def _server(conn: Any) -> tuple[dict[str, Any], int]:
     with conn.cursor() as cur:
         cur.execute("SELECT @@version, @@version_comment, CONNECTION_ID()")
         version, comment, own_id = cur.fetchone()
-    return {"version": version, "version_comment": comment, "family": mp.server_family(version, comment or ""),
+    return {"version": version, "version_comment": comment, "family": server_family(version, comment or ""),
             "version_tuple": mp.version_tuple(version)}, int(own_id)
 
 

@@ -17,6 +17,7 @@ from ...model import rundir
 from ...model.folded import save_folded
 from ...model.offcpu import OffCpu, Threads
 from ...model.run import FeatureOff, FileMap
+from ...packages import OFFCPU, apt_install
 from ...paths import helper_path, offcpu_path
 from ...tools.native import helper, offcpu as tool
 from ..target import process, threads as proc_threads
@@ -49,7 +50,7 @@ def unavailable(pids: Sequence[int]) -> tuple[str, str]:
         return "not root: BPF tracing needs root (CAP_BPF, CAP_PERFMON)", "run pmuprof as root"
     if offcpu_path() is None:
         return ("pmuprof-offcpu is not built (clang with the BPF target and libbpf are needed)",
-                "apt-get install clang libbpf-dev, then make -C native (or reinstall pmuprof)")
+                f"{apt_install(*OFFCPU)}, then make -C native (or reinstall pmuprof)")
     if not BTF.is_file():
         return f"{BTF} is missing: the kernel has no BTF (CONFIG_DEBUG_INFO_BTF)", "use a kernel built with BTF"
     if len(pids) > tool.MAX_TARGETS:
