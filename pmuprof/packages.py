@@ -17,7 +17,7 @@ PACKAGES: dict[str, tuple[str, ...]] = {
 # What each native program needs to be built at all.
 HELPER = ("compiler", "libpfm4", "elfutils", "capstone")
 PERFDATA = ("compiler", "elfutils", "libiberty")
-OFFCPU = ("compiler", "bpf")
+OFFCPU = ("compiler", "bpf", "elfutils")  # elfutils: the CFI unwinder of leaves without frame pointers
 NATIVE = HELPER + PERFDATA + OFFCPU  # every native program with every feature
 
 

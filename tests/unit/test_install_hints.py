@@ -13,7 +13,7 @@ from pmuprof.tools.native import helper
 REPO = Path(__file__).resolve().parents[2]
 NATIVE_DIR = REPO / "native"
 # What a hint in native/ is about, by the first of these words on its line: program names first.
-NATIVE_HINTS = {"pmuprof-perfdata": ("elfutils", "libiberty"), "pmuprof-offcpu": ("bpf",),
+NATIVE_HINTS = {"pmuprof-perfdata": ("elfutils", "libiberty"), "pmuprof-offcpu": ("bpf", "elfutils"),
                 "libpfm4": ("libpfm4",), "elfutils": ("elfutils",), "capstone": ("capstone",)}
 _APT = re.compile(r"apt-get install ([a-z0-9][a-z0-9 .+-]*[a-z0-9])")
 

@@ -111,7 +111,8 @@ def _fold_and_write(p: Plan, out_dir: Path, out: tool.TracerOutput, usyms: UserS
     save_folded(out_dir / rundir.OFFCPU, folded.stacks, headers)
     return replace(outcome, recorded=True, stopped_by=out.stopped_by, duration_s=duration, total_us=folded.total_us,
                    before_us=folded.before_us, stacks=len(folded.stacks), threads=folded.threads,
-                   switches=out.stats.get("switches"), user_stacks_scanned=out.stats.get("ustack_scanned"), lost=lost,
+                   switches=out.stats.get("switches"), user_stacks_scanned=out.stats.get("ustack_scanned"),
+                   user_stacks_recovered=len(out.recovered), lost=lost,
                    limits=dict(out.limits))
 
 
