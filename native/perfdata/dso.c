@@ -78,6 +78,15 @@ void dsos_free(dsos_t *d)
     free(d->buildid_dir);
 }
 
+struct inl *dso_inline(dso_t *d)
+{
+    if (!d->inl_tried) {
+        d->inl_tried = 1;
+        d->inl = inl_open(d->syms_path, d->runtime_path);
+    }
+    return d->inl;
+}
+
 dso_t *dsos_find(dsos_t *d, const char *name)
 {
     int64_t id = itab_find(&d->by_name, name, strlen(name));

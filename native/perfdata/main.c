@@ -9,11 +9,13 @@
 #include "../fold/fold.h"
 #include "../fold/text.h"
 #include "reader.h"
+#include "symbolize.h"
 
 static const char USAGE[] =
     "usage: pmuprof-perfdata [--pid P ...] [--comm C ...] [--name PID=LABEL ...] [--per-thread] [--raw-unknown]\n"
     "                        [--leaves FILE] [--meta FILE] [--stacks-bin FILE] [--samples FILE] [--time] [--inline]\n"
     "                        perf.data > stacks.folded\n"
+    "       pmuprof-perfdata --symbolize < 'PID<tab>HEXOFFSET<tab>PATH' lines (names, as perf prints them)\n"
     "Reads perf.data itself and writes what `perf script -F comm,pid,tid,ip,sym,symoff,dso --no-inline\n"
     "[--pid=P,...] | pmuprof-fold OPTIONS` writes, byte for byte; --meta adds the DSOs it resolved.\n"
     "--time: as perf script -F comm,pid,tid,time,ip,sym,symoff,dso (the sample table gets seconds).\n"
@@ -177,6 +179,10 @@ int main(int argc, char **argv)
     args_t a = {0};
     pd_file_t pf;
     int err = 0;
+    if (argc == 2 && !strcmp(argv[1], "--symbolize")) {
+        elf_version(EV_CURRENT);
+        return symbolize_run(stdin, stdout) ? PD_EFAIL : 0;
+    }
     if (args_parse(argc, argv, &a)) {
         fputs(USAGE, stderr);
         return PD_EUSAGE;

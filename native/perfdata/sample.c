@@ -176,16 +176,6 @@ static int frame_keep_text(reader_t *r, frame_t *fr)
     return 0;
 }
 
-/* A DSO's inline index, opened on first use (NULL: no DWARF). */
-static inl_t *dso_inline(dso_t *d)
-{
-    if (!d->inl_tried) {
-        d->inl_tried = 1;
-        d->inl = inl_open(d->syms_path, d->runtime_path);
-    }
-    return d->inl;
-}
-
 /* Frames for the calls inlined at addr (perf script --inline's "name+0xoff (inlined)" lines), stored
  * before the frame they are inlined into; the count, or -ENOMEM. Control characters in a DWARF name
  * become '?' (a name must stay one line). */

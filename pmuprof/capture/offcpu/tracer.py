@@ -20,6 +20,7 @@ from ...model.run import FeatureOff, FileMap
 from ...packages import OFFCPU, apt_install
 from ...paths import helper_path, offcpu_path
 from ...tools.native import helper, offcpu as tool
+from ...tools.native.symbolize import symbolize
 from ..target import process, threads as proc_threads
 from . import snapshot
 from .fold import fold
@@ -84,7 +85,7 @@ def finish(p: Plan, out_dir: Path, returncode: int | None, stderr: str,
     outcome = OffCpu(requested=True, mechanism=MECHANISM, argv=p.argv, returncode=returncode,
                      stderr=stderr.strip()[-2000:], why_not=p.why_not)
     out, read_error = _read_output(out_dir / rundir.OFFCPU_RAW) if p.argv else (None, "")
-    usyms = UserSymbols({pid: maps or p.maps.get(pid, ()) for pid, maps in _maps(p.pids).items()}, _funcs())
+    usyms = UserSymbols({pid: maps or p.maps.get(pid, ()) for pid, maps in _maps(p.pids).items()}, _funcs(), symbolize)
     if out is not None:
         outcome = _fold_and_write(p, out_dir, out, usyms, end, per_thread_roots, outcome)
     user = {pid: snapshot.bpf_user_stacks(out, usyms, pid) if out else {} for pid in p.pids}
