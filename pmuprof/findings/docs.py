@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Iterable
 
 from ..model.server import FAMILY_NAMES
+from .kinds import guide, kind_of
 from .schema import RESERVED_NAMES, Condition, Matcher, Rule
 
 _OPS = {"min": "≥", "max": "≤", "above": ">", "below": "<", "equals": "=", "not_equals": "≠", "in": "in",
@@ -22,7 +23,7 @@ templates that can only look up evidence.
 |---|---|
 | `id`, `title`, `severity` | stable slug (= file name), one-line title, highest severity the rule gives (`info`, `warning`, `critical`) |
 | `applies_to.servers` | `{mysql: ">=5.7, <8.0.21", percona: "*", mariadb: "<10.6"}`; an unknown server always applies; Percona falls back to the MySQL range |
-| `evidence` | named matchers, each one of: `stack` (`self` or `inclusive` frame patterns, with `inside`, `not_inside`, `leaf`, `leaf_not`), `counter_ratio: [instructions, cycles]`, `counter`, `variable`, `status`, `processlist_state`, `mysql` (path in mysql.json), `host` / `run` / `target` (paths in run.json), `analysis` (path in analysis.json, e.g. `skid.pause_share`), `quality` (this process's stack quality: `unnamed_share`, `truncated_share`, `unnamed_functions`, ...), `derived` (`spin_cost`, `numa_placement`, `samples`, `wait_latches`, `offcpu_wait_latches`), `offcpu` (off-CPU time of a `--off-cpu` capture: a stack matcher plus `states: [R, S, D]`, or `latches`; its value is the threads blocked there on average, with `.us`, `.seconds`, `.share` of the off-CPU time and `.threads` seen in the start/end snapshots; off-CPU metrics have no `min_samples`); optional `about`; not named like what the engine adds (RESERVED_NAMES) |
+| `evidence` | named matchers, each one of: KIND_GUIDE; optional `about`; not named like what the engine adds (RESERVED_NAMES) |
 | `fire` | `all:` / `any:` lists of conditions that must hold |
 | `thresholds` | `metric` (evidence name or list: the largest counts, the smallest with `below: true`), `info`, `warning`, `critical` |
 | `raise_if` | conditions that raise the severity one level (up to `severity`) |
@@ -38,7 +39,7 @@ suffix) or `re:` regular expressions. `@spin`, `@wait` and `@lock` stand for the
 built-in lists of spin-loop, latch-wait and lock-wrapper frames. A condition is
 `{evidence: NAME[.field], OP: VALUE}` with OP one of `min`, `max`, `above`, `below`,
 `equals`, `not_equals`, `in`, `present`; a fact that is not known never satisfies it.
-""".replace("RESERVED_NAMES", ", ".join(f"`{n}`" for n in RESERVED_NAMES))
+""".replace("RESERVED_NAMES", ", ".join(f"`{n}`" for n in RESERVED_NAMES)).replace("KIND_GUIDE", guide())
 
 
 def _servers(rule: Rule) -> str:
@@ -48,29 +49,7 @@ def _servers(rule: Rule) -> str:
 
 
 def _matcher(m: Matcher) -> str:
-    if m.kind == "stack":
-        parts = []
-        for key, pats in m.spec.items():
-            parts.append(f"{key.replace('_', ' ')}: " + ", ".join(f"`{p}`" for p in pats.patterns))
-        what = "; ".join(parts)
-    elif m.kind == "latch":
-        what = "waits for latch " + " or ".join(f"`{lat}`" for lat in sorted(m.spec["latches"]))
-        for key in ("inside", "not_inside"):
-            if key in m.spec:
-                what += f"; {key.replace('_', ' ')}: " + ", ".join(f"`{p}`" for p in m.spec[key].patterns)
-        if "modes" in m.spec:
-            what += "; modes " + ", ".join(sorted(m.spec["modes"]))
-    elif m.kind == "offcpu":
-        what = "off-CPU time, " + ("waits for latch " + " or ".join(f"`{lat}`" for lat in sorted(m.spec["latches"]))
-                                   if "latches" in m.spec else "; ".join(
-            f"{key.replace('_', ' ')}: " + (", ".join(sorted(pats)) if key == "states"
-                                            else ", ".join(f"`{p}`" for p in pats.patterns))
-            for key, pats in m.spec.items()))
-    elif m.kind == "counter_ratio":
-        what = f"counter ratio `{m.spec[0]}` / `{m.spec[1]}`"
-    else:
-        what = f"{m.kind.replace('_', ' ')} `{m.spec}`"
-    return f"- **{m.name}**: {m.about + ' — ' if m.about else ''}{what}"
+    return f"- **{m.name}**: {m.about + ' — ' if m.about else ''}{kind_of(m.kind).doc(m.spec)}"
 
 
 def _condition(c: Condition) -> str:

@@ -20,10 +20,11 @@ from .grade import MIN_STACK_SHARE, Grade, confidence, corroboration, grade, hol
 from .knowledge import latch_table
 from .latches import Attributor, LatchWaits, attribute
 from .loader import load_rules
-from .matchers import STACKS, StackIndex, compute
+from .kinds import Env, kind_of
 from .model import Declared, Finding, ordered
 from .patterns import lock_wrappers
 from .schema import SEVERITIES, FixItem, Rule
+from .stackmatch import STACKS, StackIndex
 from .template import render, scalar
 from .versions import in_range
 
@@ -77,7 +78,8 @@ def evaluate_rule(rule: Rule, index: StackIndex, facts: Facts) -> Finding | None
         return None
     missing: list[str] = []
     skip = lock_wrappers(rule.skip_callers.patterns)
-    values: dict[str, Any] = {m.name: compute(m, index, facts, skip, missing) for m in rule.evidence}
+    env = Env(index, facts, skip, missing)
+    values: dict[str, Any] = {m.name: kind_of(m.kind).evaluate(m, env) for m in rule.evidence}
     values.update(samples=index.total, process=facts.process, server=_server_text(facts))
     if not all(holds(c, values) for c in rule.fire_all):
         return None
@@ -104,7 +106,8 @@ def evaluate_rule(rule: Rule, index: StackIndex, facts: Facts) -> Finding | None
         process=facts.process, missing=tuple(dict.fromkeys(m for m in missing if m)),
         confidence=_offcpu_basis(rule, g, values, confidence(rule, g, values, seen, not_seen)),
         stacks=share_ev.get(STACKS) if share_ev else None,
-        declared=tuple(Declared(m.name, m.kind, _subject(m.kind, m.spec), m.about) for m in rule.evidence))
+        declared=tuple(Declared(m.name, m.kind, kind_of(m.kind).subject(m.spec), m.about)
+                       for m in rule.evidence))
 
 
 def _reads_offcpu(rule: Rule) -> bool:
@@ -115,7 +118,7 @@ def _reads_offcpu(rule: Rule) -> bool:
 def is_offcpu_metric(rule: Rule, metric: str | None) -> bool:
     """Whether the evidence is off-CPU time (an ``offcpu`` matcher or an off-CPU derived fact)."""
     m = rule.matcher(metric) if metric else None
-    return m is not None and (m.kind == "offcpu" or (m.kind == "derived" and str(m.spec).startswith("offcpu")))
+    return m is not None and kind_of(m.kind).offcpu(m.spec)
 
 
 def _offcpu_basis(rule: Rule, g: Grade, values: Mapping[str, Any], conf: dict) -> dict:
@@ -126,15 +129,6 @@ def _offcpu_basis(rule: Rule, g: Grade, values: Mapping[str, Any], conf: dict) -
     ev = values.get(g.metric) if isinstance(values.get(g.metric), Mapping) else {}
     return {**conf, "samples": None, "basis": "off-CPU time", "unit": "threads",
             "blocked_s": round(float(ev.get("us") or 0) / 1e6, 3)}
-
-
-def _subject(kind: str, spec: Any) -> str:
-    """What a matcher reads, for kinds that name one: 'innodb_purge_threads', 'skid.pause_share', ..."""
-    if isinstance(spec, str):
-        return spec
-    if kind == "counter_ratio":
-        return " / ".join(spec)
-    return ""
 
 
 def _headline_share(rule: Rule, g: Grade, values: Mapping[str, Any], share_ev: Mapping[str, Any] | None) -> float:
@@ -227,8 +221,8 @@ def _root(cause: str, explained: Mapping[str, str]) -> str:
 def _stack_evidence(rule: Rule, values: Mapping[str, Any], first: tuple[str, ...]) -> Mapping[str, Any] | None:
     """The first stack or latch evidence with samples: ``first``, then the metrics, then the others."""
     names = list(first) + (list(rule.thresholds.metrics) if rule.thresholds else [])
-    names += [m.name for m in rule.evidence if m.kind in ("stack", "latch", "offcpu")]
-    stacks = {m.name for m in rule.evidence if m.kind in ("stack", "latch", "offcpu")}
+    stacks = [m.name for m in rule.evidence if kind_of(m.kind).stacks]
+    names += stacks
     for name in names:
         value = values.get(name)
         if name in stacks and isinstance(value, Mapping) and value.get("count"):

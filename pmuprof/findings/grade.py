@@ -11,10 +11,10 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from .facts import number
+from .kinds import kind_of
 from .schema import SEVERITIES, Condition, Rule
 from .template import lookup, render, scalar
 
-STACK_KINDS = ("stack", "latch")
 MIN_STACK_SHARE = 0.01  # below this a stack-share finding is information, never a warning
 
 
@@ -73,7 +73,8 @@ def grade(rule: Rule, values: Mapping[str, Any]) -> Grade | None:
 
 def is_stack_metric(rule: Rule, metric: str | None) -> bool:
     matcher = rule.matcher(metric) if metric else None
-    return matcher is not None and matcher.kind in STACK_KINDS
+    kind = kind_of(matcher.kind) if matcher is not None else None
+    return kind is not None and kind.stacks and kind.share  # a share of the samples (stack, latch)
 
 
 def corroboration(rule: Rule, values: Mapping[str, Any]) -> tuple[list[str], list[str]]:

@@ -13,7 +13,7 @@ class Declared:
     """One evidence item as its rule declares it: the name, the matcher kind and spec, what it measures."""
 
     name: str
-    kind: str  # stack, latch, variable, status, derived, ... (findings/schema.py MATCHER_KINDS)
+    kind: str  # stack, latch, variable, status, derived, ... (a name of findings/kinds KINDS)
     what: str  # the matcher's subject for kinds that name one (variable, status, path, derived), else ""
     about: str = ""  # the rule's ``about`` text
 

@@ -8,21 +8,13 @@ from typing import Any, Mapping
 
 from ..errors import RuleError
 from ..model.server import FAMILIES
-from .knowledge import latch_table
+from .kinds import MATCHER_KINDS, kind_of
 from .patterns import PatternSet
 from .template import check_template
 from .versions import parse_spec
 from .yamlload import LDict, LList
 
 SEVERITIES = ("info", "warning", "critical")
-MATCHER_KINDS = (
-    "stack", "latch", "counter_ratio", "counter", "variable", "status", "processlist_state",
-    "host", "run", "target", "analysis", "quality", "mysql", "derived", "offcpu",
-)
-DERIVED = ("spin_cost", "numa_placement", "samples", "wait_latches", "offcpu_wait_latches")
-STACK_KEYS = ("self", "inclusive", "inside", "not_inside", "leaf", "leaf_not")
-LATCH_KEYS = ("latches", "inside", "not_inside", "modes")
-OFFCPU_STATES = ("R", "S", "D", "T", "?")  # the off-CPU state leaf (model/labels.py)
 OPERATORS = ("min", "max", "above", "below", "equals", "not_equals", "in", "present")
 TOP_KEYS = {
     "id": True, "title": True, "severity": True, "evidence": True, "message": True, "doc": True,
@@ -52,7 +44,7 @@ class Condition:
 @dataclass(frozen=True)
 class Matcher:
     name: str
-    kind: str
+    kind: str  # a name of findings/kinds KINDS
     spec: Any  # str | tuple | Mapping[str, PatternSet] as the kind needs
     about: str = ""
 
@@ -140,6 +132,12 @@ class _Ctx:
                 raise self.fail(data.line_of(key), f"unknown key '{key}' in {what}",
                                 f"allowed: {', '.join(allowed)}")
 
+    def strings(self, value: Any, line: int, what: str) -> tuple[str, ...]:
+        return _strings(self, value, line, what)
+
+    def patterns(self, value: Any, line: int, what: str) -> PatternSet:
+        return _patterns(self, value, line, what)
+
     def template(self, text: str, line: int, names: set[str]) -> str:
         problem = check_template(text, names)
         if problem:
@@ -176,68 +174,9 @@ def _matcher(ctx: _Ctx, name: str, data: Any, line: int) -> Matcher:
     if len(kinds) != 1:
         raise ctx.fail(data.line, f"evidence '{name}' needs exactly one matcher of: {', '.join(MATCHER_KINDS)}")
     kind = kinds[0]
-    spec, kline = data[kind], data.line_of(kind)
     about = ctx.text(data["about"], data.line_of("about"), "about") if "about" in data else ""
-    if kind == "stack":
-        spec = ctx.mapping(spec, kline, "stack matcher")
-        ctx.keys(spec, STACK_KEYS, "stack matcher")
-        if ("self" in spec) == ("inclusive" in spec):
-            raise ctx.fail(kline, "stack matcher needs exactly one of 'self' or 'inclusive'")
-        parsed = {k: _patterns(ctx, v, spec.line_of(k), f"stack.{k}") for k, v in spec.items()}
-        return Matcher(name, kind, parsed, about)
-    if kind == "latch":
-        return Matcher(name, kind, _latch_spec(ctx, spec, kline), about)
-    if kind == "offcpu":
-        return Matcher(name, kind, _offcpu_spec(ctx, spec, kline), about)
-    if kind == "counter_ratio":
-        pair = _strings(ctx, spec, kline, "counter_ratio")
-        if len(pair) != 2:
-            raise ctx.fail(kline, "counter_ratio is [numerator, denominator]")
-        return Matcher(name, kind, pair, about)
-    if kind == "derived":
-        if spec not in DERIVED:
-            raise ctx.fail(kline, f"unknown derived fact '{spec}'", f"one of: {', '.join(DERIVED)}")
-        return Matcher(name, kind, spec, about)
-    return Matcher(name, kind, ctx.text(spec, kline, kind), about)
-
-
-def _offcpu_spec(ctx: _Ctx, spec: Any, line: int) -> dict[str, Any]:
-    """offcpu: a stack matcher (self / inclusive, inside, leaf ...) with optional ``states`` [R, S, D],
-    or a latch matcher (``latches``) over the off-CPU stacks."""
-    spec = ctx.mapping(spec, line, "offcpu matcher")
-    if "latches" in spec:
-        return _latch_spec(ctx, spec, line)
-    ctx.keys(spec, STACK_KEYS + ("states",), "offcpu matcher")
-    if ("self" in spec) == ("inclusive" in spec):
-        raise ctx.fail(line, "offcpu matcher needs exactly one of 'self', 'inclusive' or 'latches'")
-    out: dict[str, Any] = {k: _patterns(ctx, v, spec.line_of(k), f"offcpu.{k}") for k, v in spec.items() if k != "states"}
-    if "states" in spec:
-        states = frozenset(_strings(ctx, spec["states"], spec.line_of("states"), "offcpu.states"))
-        if not states <= set(OFFCPU_STATES):
-            raise ctx.fail(spec.line_of("states"), f"offcpu.states are of {', '.join(OFFCPU_STATES)}")
-        out["states"] = states
-    return out
-
-
-def _latch_spec(ctx: _Ctx, spec: Any, line: int) -> dict[str, Any]:
-    """latch: [ids] or {latches: [ids], inside: [patterns], not_inside: [patterns], modes: [S, X, ...]}."""
-    if not isinstance(spec, LDict):
-        spec = LDict.of({"latches": spec}, line)
-    ctx.keys(spec, LATCH_KEYS, "latch matcher")
-    if "latches" not in spec:
-        raise ctx.fail(line, "latch matcher needs 'latches' (latch ids of rules/knowledge/latches.yaml)")
-    ids = frozenset(_strings(ctx, spec["latches"], spec.line_of("latches"), "latches"))
-    unknown = sorted(ids - {lat.id for lat in latch_table().latches})
-    if unknown:
-        raise ctx.fail(spec.line_of("latches"), f"unknown latch id(s) {', '.join(unknown)}",
-                       "use the ids of rules/knowledge/latches.yaml")
-    out: dict[str, Any] = {"latches": ids}
-    for key in ("inside", "not_inside"):
-        if key in spec:
-            out[key] = _patterns(ctx, spec[key], spec.line_of(key), f"latch.{key}")
-    if "modes" in spec:
-        out["modes"] = frozenset(_strings(ctx, spec["modes"], spec.line_of("modes"), "latch.modes"))
-    return out
+    spec = kind_of(kind).validate(ctx, data[kind], data.line_of(kind))
+    return Matcher(name, kind, spec, about)
 
 
 def _conditions(ctx: _Ctx, value: Any, line: int, what: str, names: set[str]) -> tuple[Condition, ...]:

@@ -4,111 +4,38 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from ..findings.kinds import KINDS
+from ..findings.kinds.base import is_share as _is_share
+from ..findings.kinds.base import number, pct, scalar_words, value_words
 from ..findings.model import Declared, Finding
 
-STACK_KINDS = ("stack", "latch")
-PATH_KINDS = ("host", "run", "target", "analysis", "quality", "mysql")
 _META = ("samples", "server", "thresholds", "raised_by")  # added by the engine, shown otherwise
-_KIND_ABOUT = {"variable": "server variable {}", "status": "server status {}", "counter": "counter {}",
-               "counter_ratio": "{}", "processlist_state": "threads in processlist state '{}'",
-               "mysql": "mysql.json {}", "host": "run.json host.{}", "run": "run.json {}", "target": "run.json target {}",
-               "analysis": "analysis.json {}", "quality": "stack quality: {}", "derived": "{}"}
 MAX_CHAINS = 3
-
-
-def pct(share: float) -> str:
-    """A share (0..1) as a percentage: '35.0 %', '<0.1 %' for tiny non-zero shares."""
-    if 0 < abs(share) < 0.0005:
-        return "<0.1 %"
-    return f"{100.0 * share:.1f} %"
-
-
-def number(value: Any) -> str:
-    """A count with separators; a fraction with up to three significant decimals; booleans as words."""
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, int) or (isinstance(value, float) and value.is_integer() and abs(value) >= 1):
-        return f"{int(value):,}"
-    if isinstance(value, float):
-        return f"{value:,.2f}" if abs(value) >= 10 else f"{value:.3g}"
-    return str(value)
+__all__ = ["about", "evidence_rows", "is_share", "levels_text", "number", "pct", "value_text"]
 
 
 def is_share(item: Declared) -> bool:
     """Whether an item's value is a fraction of the samples (stack and latch shares, *_share paths)."""
-    return item.kind in STACK_KINDS or item.what.endswith("share") or item.name.endswith("share")
+    return _is_share(item, KINDS.get(item.kind))
 
 
 def about(item: Declared) -> str:
     """The rule's own words for the item, else what the matcher reads."""
     if item.about:
         return item.about
-    template = _KIND_ABOUT.get(item.kind)
+    kind = KINDS.get(item.kind)
+    template = kind.about if kind else ""
     return template.format(item.what) if template and item.what else item.name.replace("_", " ")
 
 
-def _scalar(item: Declared, value: Any) -> str:
-    if isinstance(value, bool) or value is None:
-        return {True: "yes", False: "no", None: "not recorded"}[value]
-    if isinstance(value, (list, tuple)):
-        return ", ".join(_scalar(item, v) for v in value) or "none"
-    if isinstance(value, (int, float)):
-        return f"{pct(value)} of samples" if is_share(item) and 0 <= value <= 1 else number(value)
-    return str(value) or "not recorded"
-
-
-def _stack(value: Mapping[str, Any]) -> str:
-    count = int(value.get("count") or 0)
-    if not count:
-        return "none (0 samples)"
-    text = f"{pct(float(value.get('share') or 0.0))} of samples ({count:,} samples)"
-    modes = value.get("modes_text")
-    return text + (f"; modes: {modes}" if modes and modes != "not known" else "")
-
-
-def _offcpu(value: Mapping[str, Any]) -> str:
-    """Off-CPU time: seconds blocked, threads blocked on average, share of the off-CPU time."""
-    us = int(value.get("us") or 0)
-    if not us:
-        return "none (0 µs off-CPU)"
-    avg = value.get("avg_threads")
-    text = f"{us / 1e6:,.3f} s blocked" + (f" = {avg:.2f} threads on average" if isinstance(avg, float) else "")
-    text += f"; {pct(float(value.get('share') or 0.0))} of the off-CPU time"
-    seen = value.get("threads")
-    return text + (f"; {seen} thread(s) in it at the start or end" if seen else "")
-
-
-def _derived(item: Declared, value: Mapping[str, Any]) -> str:
-    if item.what == "numa_placement":
-        remote = value.get("remote_memory_share")
-        nodes = ", ".join(str(n) for n in value.get("cpu_nodes") or []) or "?"
-        return (f"runs on node(s) {nodes} of {value.get('host_nodes') or '?'}; remote memory "
-                + (pct(remote) if isinstance(remote, (int, float)) else "not known"))
-    if item.what == "samples":
-        return f"{number(value.get('value'))} samples"
-    return str(value.get("summary") or _scalar(item, value.get("value")))
-
-
 def value_text(item: Declared, value: Any) -> str:
-    """One evidence value in words: percentages as %, counts with separators, booleans as yes/no."""
+    """One evidence value in words, by its kind (findings/kinds/): percentages as %, counts with separators."""
     if value is None:
         return "not recorded"
     if not isinstance(value, Mapping):
-        return _scalar(item, value)
-    if item.kind == "offcpu":
-        return _offcpu(value)
-    if item.kind in STACK_KINDS or {"count", "share"} <= set(value):
-        return _stack(value)
-    if item.kind == "counter_ratio":
-        parts = [k for k in value if k != "value"]
-        ratio = f"{float(value['value']):.2f}"
-        return ratio + (f" ({parts[0]} {number(value[parts[0]])} / {parts[1]} {number(value[parts[1]])})"
-                        if len(parts) == 2 else "")
-    if item.kind == "processlist_state":
-        return f"{number(value.get('value'))} threads"
-    if item.kind == "derived" or "summary" in value:
-        return _derived(item, value)
-    return _scalar(item, value.get("value"))
+        return scalar_words(item, value, is_share(item))
+    kind = KINDS.get(item.kind)
+    return kind.words(item, value) if kind else value_words(item, value, is_share(item))
 
 
 def _chains(value: Any) -> list[str]:

@@ -1,0 +1,35 @@
+"""The registry of matcher kinds: each kind validates its spec, evaluates it, words its value, documents it.
+
+A new kind is one module here (a ``Kind`` subclass, findings/kinds/base.py) and one line in KINDS.
+The order of KINDS is the order of the rule guide's `evidence` row (docs/rules.md).
+"""
+
+from __future__ import annotations
+
+from .base import Env, Kind, SpecCtx
+from .counters import Counter, CounterRatio
+from .derived import Derived
+from .latch import Latch
+from .offcpu import OffCpu
+from .paths import Analysis, Host, Quality, Run, Target
+from .server import Mysql, ProcesslistState, Status, Variable
+from .stack import Stack
+
+KINDS: dict[str, Kind] = {k.name: k for k in (
+    Stack(), Latch(), CounterRatio(), Counter(), Variable(), Status(), ProcesslistState(), Mysql(),
+    Host(), Run(), Target(), Analysis(), Quality(), Derived(), OffCpu(),
+)}
+MATCHER_KINDS = tuple(KINDS)
+
+
+def kind_of(name: str) -> Kind:
+    """The kind a rule's evidence names (the schema admits only these names)."""
+    return KINDS[name]
+
+
+def guide() -> str:
+    """The kinds as the rule guide lists them: each kind's own words, in registry order."""
+    return ", ".join(k.guide for k in KINDS.values() if k.guide)
+
+
+__all__ = ["KINDS", "MATCHER_KINDS", "Env", "Kind", "SpecCtx", "guide", "kind_of"]

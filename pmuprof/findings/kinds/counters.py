@@ -1,0 +1,55 @@
+"""The ``counter`` and ``counter_ratio`` kinds: PMU counts of counters.json and a ratio of two."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from ...model.counters import ratio
+from .base import Env, Kind, SpecCtx, fact, number
+
+
+class Counter(Kind):
+    name = "counter"
+    guide = "`counter`"
+    about = "counter {}"
+
+    def evaluate(self, matcher: Any, env: Env) -> Any:
+        value = env.facts.counter(matcher.spec)
+        if value is None:
+            env.missing.append(f"counter {matcher.spec} not in counters.json")
+        return fact(value)
+
+
+class CounterRatio(Kind):
+    name = "counter_ratio"
+    guide = "`counter_ratio: [instructions, cycles]`"
+    about = "{}"
+
+    def validate(self, ctx: SpecCtx, spec: Any, line: int) -> Any:
+        pair = ctx.strings(spec, line, "counter_ratio")
+        if len(pair) != 2:
+            raise ctx.fail(line, "counter_ratio is [numerator, denominator]")
+        return pair
+
+    def evaluate(self, matcher: Any, env: Env) -> Any:
+        pair, facts = matcher.spec, env.facts
+        num, den = facts.counter(pair[0]), facts.counter(pair[1])
+        value = ratio(num, den)
+        if value is None:
+            pmu = facts.run.host.hardware_pmu
+            why = "no hardware PMU on this host" if pmu is False else "not in counters.json"
+            env.missing.append(f"{pair[0]}/{pair[1]} unavailable ({why})")
+            return None
+        return {"value": value, pair[0]: num, pair[1]: den}
+
+    def doc(self, spec: Any) -> str:
+        return f"counter ratio `{spec[0]}` / `{spec[1]}`"
+
+    def subject(self, spec: Any) -> str:
+        return " / ".join(spec)
+
+    def words(self, item: Any, value: Mapping[str, Any]) -> str:
+        parts = [k for k in value if k != "value"]
+        text = f"{float(value['value']):.2f}"
+        return text + (f" ({parts[0]} {number(value[parts[0]])} / {parts[1]} {number(value[parts[1]])})"
+                       if len(parts) == 2 else "")

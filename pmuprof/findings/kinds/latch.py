@@ -1,0 +1,64 @@
+"""The ``latch`` kind: the share of samples waiting for given latches (findings/latches.py attribution)."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from ..knowledge import latch_table
+from ..stackmatch import match_latch
+from ..yamlload import LDict
+from .base import Env, Kind, SpecCtx, stack_words
+
+LATCH_KEYS = ("latches", "inside", "not_inside", "modes")
+
+
+def latch_spec(ctx: SpecCtx, spec: Any, line: int) -> dict[str, Any]:
+    """latch: [ids] or {latches: [ids], inside: [patterns], not_inside: [patterns], modes: [S, X, ...]}."""
+    if not isinstance(spec, LDict):
+        spec = LDict.of({"latches": spec}, line)
+    ctx.keys(spec, LATCH_KEYS, "latch matcher")
+    if "latches" not in spec:
+        raise ctx.fail(line, "latch matcher needs 'latches' (latch ids of rules/knowledge/latches.yaml)")
+    ids = frozenset(ctx.strings(spec["latches"], spec.line_of("latches"), "latches"))
+    unknown = sorted(ids - {lat.id for lat in latch_table().latches})
+    if unknown:
+        raise ctx.fail(spec.line_of("latches"), f"unknown latch id(s) {', '.join(unknown)}",
+                       "use the ids of rules/knowledge/latches.yaml")
+    out: dict[str, Any] = {"latches": ids}
+    for key in ("inside", "not_inside"):
+        if key in spec:
+            out[key] = ctx.patterns(spec[key], spec.line_of(key), f"latch.{key}")
+    if "modes" in spec:
+        out["modes"] = frozenset(ctx.strings(spec["modes"], spec.line_of("modes"), "latch.modes"))
+    return out
+
+
+def latches_doc(spec: Mapping[str, Any]) -> str:
+    return "waits for latch " + " or ".join(f"`{lat}`" for lat in sorted(spec["latches"]))
+
+
+class Latch(Kind):
+    name = "latch"
+    stacks = True
+    share = True
+
+    def validate(self, ctx: SpecCtx, spec: Any, line: int) -> Any:
+        return latch_spec(ctx, spec, line)
+
+    def evaluate(self, matcher: Any, env: Env) -> Any:
+        return match_latch(env.index, matcher.spec)
+
+    def doc(self, spec: Any) -> str:
+        what = latches_doc(spec)
+        for key in ("inside", "not_inside"):
+            if key in spec:
+                what += f"; {key.replace('_', ' ')}: " + ", ".join(f"`{p}`" for p in spec[key].patterns)
+        if "modes" in spec:
+            what += "; modes " + ", ".join(sorted(spec["modes"]))
+        return what
+
+    def subject(self, spec: Any) -> str:
+        return ""
+
+    def words(self, item: Any, value: Mapping[str, Any]) -> str:
+        return stack_words(value)

@@ -1,0 +1,62 @@
+"""The ``offcpu`` kind: off-CPU time blocked in matching stacks or latch waits (findings/offcpumatch.py)."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from ..offcpumatch import match_offcpu
+from .base import Env, Kind, SpecCtx, pct
+from .latch import latch_spec, latches_doc
+from .stack import stack_spec
+
+OFFCPU_STATES = ("R", "S", "D", "T", "?")  # the off-CPU state leaf (model/labels.py)
+
+
+class OffCpu(Kind):
+    name = "offcpu"
+    guide = ("`offcpu` (off-CPU time of a `--off-cpu` capture: a stack matcher plus `states: [R, S, D]`, or "
+             "`latches`; its value is the threads blocked there on average, with `.us`, `.seconds`, `.share` of "
+             "the off-CPU time and `.threads` seen in the start/end snapshots; off-CPU metrics have no "
+             "`min_samples`)")
+    stacks = True
+
+    def validate(self, ctx: SpecCtx, spec: Any, line: int) -> Any:
+        """A stack matcher with optional ``states`` [R, S, D], or a latch matcher over the off-CPU stacks."""
+        spec = ctx.mapping(spec, line, "offcpu matcher")
+        if "latches" in spec:
+            return latch_spec(ctx, spec, line)
+        out: dict[str, Any] = stack_spec(ctx, spec, line, "offcpu", ("states",))
+        if "states" in spec:
+            states = frozenset(ctx.strings(spec["states"], spec.line_of("states"), "offcpu.states"))
+            if not states <= set(OFFCPU_STATES):
+                raise ctx.fail(spec.line_of("states"), f"offcpu.states are of {', '.join(OFFCPU_STATES)}")
+            out["states"] = states
+        return out
+
+    def evaluate(self, matcher: Any, env: Env) -> Any:
+        return match_offcpu(env.index, matcher.spec, env.skip, env.missing)
+
+    def doc(self, spec: Any) -> str:
+        if "latches" in spec:
+            return "off-CPU time, " + latches_doc(spec)
+        return "off-CPU time, " + "; ".join(
+            f"{key.replace('_', ' ')}: " + (", ".join(sorted(pats)) if key == "states"
+                                            else ", ".join(f"`{p}`" for p in pats.patterns))
+            for key, pats in spec.items())
+
+    def subject(self, spec: Any) -> str:
+        return ""
+
+    def offcpu(self, spec: Any) -> bool:
+        return True
+
+    def words(self, item: Any, value: Mapping[str, Any]) -> str:
+        """Seconds blocked, threads blocked on average, share of the off-CPU time."""
+        us = int(value.get("us") or 0)
+        if not us:
+            return "none (0 µs off-CPU)"
+        avg = value.get("avg_threads")
+        text = f"{us / 1e6:,.3f} s blocked" + (f" = {avg:.2f} threads on average" if isinstance(avg, float) else "")
+        text += f"; {pct(float(value.get('share') or 0.0))} of the off-CPU time"
+        seen = value.get("threads")
+        return text + (f"; {seen} thread(s) in it at the start or end" if seen else "")
