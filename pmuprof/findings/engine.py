@@ -21,10 +21,11 @@ from .knowledge import latch_table
 from .latches import Attributor, LatchWaits, attribute
 from .loader import load_rules
 from .kinds import Env, kind_of
+from .kinds.stack import StackShare
 from .model import Declared, Finding, ordered
 from .patterns import lock_wrappers
 from .schema import SEVERITIES, FixItem, Rule
-from .stackmatch import STACKS, StackIndex
+from .stackmatch import StackIndex
 from .template import render, scalar
 from .versions import in_range
 
@@ -94,7 +95,7 @@ def evaluate_rule(rule: Rule, index: StackIndex, facts: Facts) -> Finding | None
     share_ev = _stack_evidence(rule, values, ((g.metric,) if g.metric else ()) + ((rule.share,) if rule.share else ()))
     chain_ev = _stack_evidence(rule, values, rule.chain) if rule.chain else share_ev
     share = _headline_share(rule, g, values, share_ev)
-    values["chain"] = chain_ev.get("chain", "") if chain_ev else ""
+    values["chain"] = chain_ev.chain if chain_ev else ""
     values["share"] = share
     values["missing"] = "; ".join(dict.fromkeys(m for m in missing if m)) or "nothing"
     return Finding(
@@ -102,10 +103,10 @@ def evaluate_rule(rule: Rule, index: StackIndex, facts: Facts) -> Finding | None
         message=_message(rule, values), evidence=_evidence(rule, values, raised_by),
         fix=_fix(rule.fix, facts, values, missing), next_steps=tuple(render(s, values) for s in rule.next_steps),
         references=rule.references,
-        chain=tuple([chain_ev["hot"], *chain_ev["callers"]]) if chain_ev else (),
+        chain=(chain_ev.hot or "", *chain_ev.callers) if chain_ev else (),
         process=facts.process, missing=tuple(dict.fromkeys(m for m in missing if m)),
         confidence=_offcpu_basis(rule, g, values, confidence(rule, g, values, seen, not_seen)),
-        stacks=share_ev.get(STACKS) if share_ev else None,
+        stacks=share_ev.rows if share_ev else None,
         declared=tuple(Declared(m.name, m.kind, kind_of(m.kind).subject(m.spec), m.about)
                        for m in rule.evidence))
 
@@ -131,12 +132,12 @@ def _offcpu_basis(rule: Rule, g: Grade, values: Mapping[str, Any], conf: dict) -
             "blocked_s": round(float(ev.get("us") or 0) / 1e6, 3)}
 
 
-def _headline_share(rule: Rule, g: Grade, values: Mapping[str, Any], share_ev: Mapping[str, Any] | None) -> float:
+def _headline_share(rule: Rule, g: Grade, values: Mapping[str, Any], share_ev: StackShare | None) -> float:
     """The share a finding is headlined with: the stack metric that set the level, else the rule's share."""
     if g.value is not None and (is_stack_metric(rule, g.metric) or (rule.share and rule.share == g.metric)):
         return g.value
     if share_ev:
-        return float(share_ev["share"])
+        return float(share_ev.share)
     graded = values.get(g.metric) if g.metric else None
     if is_offcpu_metric(rule, g.metric) and isinstance(graded, Mapping) and isinstance(graded.get("share"), float):
         return graded["share"]  # of the off-CPU time
@@ -218,14 +219,14 @@ def _root(cause: str, explained: Mapping[str, str]) -> str:
     return cause
 
 
-def _stack_evidence(rule: Rule, values: Mapping[str, Any], first: tuple[str, ...]) -> Mapping[str, Any] | None:
+def _stack_evidence(rule: Rule, values: Mapping[str, Any], first: tuple[str, ...]) -> StackShare | None:
     """The first stack or latch evidence with samples: ``first``, then the metrics, then the others."""
     names = list(first) + (list(rule.thresholds.metrics) if rule.thresholds else [])
     stacks = [m.name for m in rule.evidence if kind_of(m.kind).stacks]
     names += stacks
     for name in names:
         value = values.get(name)
-        if name in stacks and isinstance(value, Mapping) and value.get("count"):
+        if name in stacks and isinstance(value, StackShare) and value.count:
             return value
     return None
 
@@ -282,7 +283,7 @@ def _clean(value: Any) -> Any:
     if isinstance(value, float):
         return round(value, 6)
     if isinstance(value, Mapping):
-        return {k: _clean(v) for k, v in value.items() if k != STACKS}
+        return {k: _clean(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [_clean(v) for v in value]
     return value

@@ -2,10 +2,25 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Mapping
 
 from ...model.counters import ratio
-from .base import Env, Kind, SpecCtx, fact, number
+from .base import Env, Evidence, Kind, SpecCtx, fact, number
+
+
+@dataclass(frozen=True, eq=False)
+class Ratio(Evidence):
+    """A ratio of two counters, with both counts under the counters' names."""
+
+    value: float
+    numerator: str
+    num: float
+    denominator: str
+    den: float
+
+    def to_json(self) -> dict[str, Any]:
+        return {"value": self.value, self.numerator: self.num, self.denominator: self.den}
 
 
 class Counter(Kind):
@@ -40,7 +55,7 @@ class CounterRatio(Kind):
             why = "no hardware PMU on this host" if pmu is False else "not in counters.json"
             env.missing.append(f"{pair[0]}/{pair[1]} unavailable ({why})")
             return None
-        return {"value": value, pair[0]: num, pair[1]: den}
+        return Ratio(value, pair[0], num, pair[1], den)
 
     def doc(self, spec: Any) -> str:
         return f"counter ratio `{spec[0]}` / `{spec[1]}`"

@@ -2,12 +2,50 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Mapping
 
-from ..stackmatch import match_stack
-from .base import Env, Kind, SpecCtx, stack_words
+import numpy as np
+
+from ..stackmatch import STACKS, match_stack
+from .base import Env, Evidence, Kind, SpecCtx, stack_words
 
 STACK_KEYS = ("self", "inclusive", "inside", "not_inside", "leaf", "leaf_not")
+
+
+@dataclass(frozen=True, eq=False)
+class StackShare(Evidence):
+    """Samples whose stack matched: their share, the hot frame and its callers, the top chains.
+
+    ``rows`` (rows of the process's Stacks) is for grouping and never written. A latch match adds
+    the wait modes and kinds (``latch``); the other fields are those of findings/stackmatch.py.
+    """
+
+    value: float
+    share: float
+    count: int
+    rows: np.ndarray | None
+    hot: str | None
+    hot_share: float | None  # None when nothing matched
+    callers: tuple[str, ...]
+    chain: str
+    chains: tuple[Mapping[str, Any], ...]  # {frames, share, text}, most samples first
+    latch: Mapping[str, Any] | None = None  # modes, mode, kinds, modes_text of a latch match
+
+    @classmethod
+    def of(cls, found: Mapping[str, Any]) -> StackShare:
+        """From findings/stackmatch.py's match_stack / match_latch result."""
+        latch = {k: found[k] for k in ("modes", "mode", "kinds", "modes_text") if k in found}
+        return cls(found["value"], found["share"], found["count"], found.get(STACKS), found["hot"],
+                   found.get("hot_share"), tuple(found["callers"]), found["chain"], tuple(found["chains"]),
+                   latch or None)
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"value": self.value, "share": self.share, "count": self.count, "hot": self.hot}
+        if self.hot_share is not None:
+            out["hot_share"] = self.hot_share
+        out.update(callers=list(self.callers), chain=self.chain, chains=list(self.chains), **(self.latch or {}))
+        return out
 
 
 def stack_spec(ctx: SpecCtx, spec: Any, line: int, what: str, extra: tuple[str, ...] = ()) -> dict[str, Any]:
@@ -35,7 +73,7 @@ class Stack(Kind):
         return stack_spec(ctx, spec, line, "stack")
 
     def evaluate(self, matcher: Any, env: Env) -> Any:
-        return match_stack(env.index, matcher.spec, env.skip)
+        return StackShare.of(match_stack(env.index, matcher.spec, env.skip))
 
     def doc(self, spec: Any) -> str:
         return stack_doc(spec)
