@@ -8,7 +8,7 @@ from typing import Any, Mapping
 
 from ..errors import RuleError
 from ..model.server import FAMILIES
-from .kinds import MATCHER_KINDS, kind_of
+from .kinds import KINDS, kind_of
 from .patterns import PatternSet
 from .template import check_template
 from .versions import parse_spec
@@ -170,9 +170,9 @@ def _matcher(ctx: _Ctx, name: str, data: Any, line: int) -> Matcher:
                        f"rename the evidence; reserved: {', '.join(RESERVED_NAMES)}")
     data = ctx.mapping(data, line, f"evidence '{name}'")
     kinds = [k for k in data if k != "about"]
-    ctx.keys(data, MATCHER_KINDS + ("about",), f"evidence '{name}'")
+    ctx.keys(data, tuple(KINDS) + ("about",), f"evidence '{name}'")
     if len(kinds) != 1:
-        raise ctx.fail(data.line, f"evidence '{name}' needs exactly one matcher of: {', '.join(MATCHER_KINDS)}")
+        raise ctx.fail(data.line, f"evidence '{name}' needs exactly one matcher of: {', '.join(KINDS)}")
     kind = kinds[0]
     about = ctx.text(data["about"], data.line_of("about"), "about") if "about" in data else ""
     spec = kind_of(kind).validate(ctx, data[kind], data.line_of(kind))

@@ -19,7 +19,6 @@ KINDS: dict[str, Kind] = {k.name: k for k in (
     Stack(), Latch(), CounterRatio(), Counter(), Variable(), Status(), ProcesslistState(), Mysql(),
     Host(), Run(), Target(), Analysis(), Quality(), Derived(), OffCpu(),
 )}
-MATCHER_KINDS = tuple(KINDS)
 
 
 def kind_of(name: str) -> Kind:
@@ -32,4 +31,4 @@ def guide() -> str:
     return ", ".join(k.guide for k in KINDS.values() if k.guide)
 
 
-__all__ = ["KINDS", "MATCHER_KINDS", "Env", "Kind", "SpecCtx", "guide", "kind_of"]
+__all__ = ["KINDS", "Env", "Kind", "SpecCtx", "guide", "kind_of"]
