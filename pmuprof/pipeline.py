@@ -16,6 +16,7 @@ from .analysis.binaries import Lookup
 from .analysis.load import Choice, Recording, load, read_run_dir
 from .errors import InputError
 from .findings import engine
+from .findings.diagnosis import Diagnosis
 from .findings.model import Finding
 from .model import rundir
 from .model.folded import save_folded
@@ -35,12 +36,12 @@ class Options:
 @dataclass(frozen=True)
 class Result:
     profile: Profile
-    diagnosis: engine.Diagnosis
+    diagnosis: Diagnosis
     paths: dict[str, Path]
 
     @property
     def findings(self) -> list[Finding]:
-        return self.diagnosis.findings
+        return list(self.diagnosis.findings)
 
 
 def build_profile(path: Path | str, options: Options = Options()) -> Profile:
@@ -80,7 +81,7 @@ def write_analysed(run_dir: Path, profile: Profile) -> None:
 def report_profile(profile: Profile, out_dir: Path) -> Result:
     diagnosis = engine.diagnose(profile)
     outfile.ensure_dir(out_dir)
-    return Result(profile, diagnosis, write_outputs(profile, diagnosis.findings, out_dir, latches=diagnosis.latches))
+    return Result(profile, diagnosis, write_outputs(profile, diagnosis, out_dir))
 
 
 def report_input(input_path: Path | str, out_dir: Path | str, options: Options = Options(),
@@ -99,7 +100,7 @@ def report_input(input_path: Path | str, out_dir: Path | str, options: Options =
 def findings_json_text(input_path: Path | str, options: Options = Options()) -> str:
     profile = build_profile(input_path, options)
     diagnosis = engine.diagnose(profile)
-    return findings_json(profile, diagnosis.findings, diagnosis.latches)
+    return findings_json(profile, diagnosis)
 
 
 def with_choice(options: Options, **changes) -> Options:

@@ -52,15 +52,15 @@ def capture_cmd(quiet: bool, exit_code_on_findings: bool, as_json: bool, **kwarg
         result = common.after_record(out, lambda: report_profile(materialize(out, log=common.log), out))
         profile = result.profile
     code = findings_exit_code(result.findings) if exit_code_on_findings else 0
-    publish(target, Outcome(code, out, profile, tuple(result.findings), ended=time.time()), common.log)
+    publish(target, Outcome(code, out, profile, result.diagnosis, ended=time.time()), common.log)
     common.say_problems(profile)
     if not profile.total:
         common.log("no samples of the target: it was idle or off-CPU during the capture (the report says so)")
     common.log(f"report: {result.paths['html']}")
-    common.say_findings(result.findings)
+    common.say_findings(result.diagnosis)
     common.end_of_capture(profile.run, str(result.paths["html"]))
     if as_json:
-        summary = run_summary(out, profile.total, result.findings, result.paths, code, hostname(profile))
+        summary = run_summary(out, profile.total, result.diagnosis, result.paths, code, hostname(profile))
         click.echo(json.dumps(summary, indent=2, sort_keys=True, ensure_ascii=False))
     if code:
         raise click.exceptions.Exit(code)

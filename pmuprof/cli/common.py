@@ -14,6 +14,7 @@ from ..analysis.binaries import Lookup
 from ..analysis.load import Choice
 from ..capture.record import MAX_DURATION_S, RecordOptions, record
 from ..errors import Interrupted, PerfError, ResourceError
+from ..findings.diagnosis import Diagnosis
 from ..findings.loader import load_rules
 from ..model import rundir
 from ..model.run import Run
@@ -89,17 +90,16 @@ def pipeline_options(pids=(), comms=(), symfs=None, binaries=(), per_thread: boo
                    Lookup(symfs=Path(symfs) if symfs else None, binaries=tuple(Path(b) for b in binaries)))
 
 
-def say_findings(findings, top: int = 3, chains: bool = False) -> None:
-    """The top causes on stderr, each with the findings it explains (as report.md groups them)."""
-    causes = [f for f in findings if not f.explained_by]
-    for finding in causes[:top]:
+def say_findings(diagnosis: Diagnosis, top: int = 3, chains: bool = False) -> None:
+    """The top causes on stderr, each with the findings it explains (the diagnosis's groups, as report.md)."""
+    for group in diagnosis.groups[:top]:
+        finding = group.cause
         chain = " ← ".join(finding.chain[:4]) if chains else ""
         log(f"  [{finding.severity}] {finding.title} ({finding.share:.0%})" + (f": {chain}" if chain else ""))
-        explained = [f for f in findings if f.explained_by == finding.rule and f.process == finding.process]
-        if explained:
-            log("      explains: " + "; ".join(f"{f.title} ({f.share:.0%})" for f in explained))
-    if len(causes) > top:
-        log(f"  … and {len(causes) - top} more in the report")
+        if group.consequences:
+            log("      explains: " + "; ".join(f"{f.title} ({f.share:.0%})" for f in group.consequences))
+    if len(diagnosis.groups) > top:
+        log(f"  … and {len(diagnosis.groups) - top} more in the report")
 
 
 def say_problems(profile) -> None:

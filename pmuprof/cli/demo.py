@@ -54,10 +54,9 @@ def demo_cmd(scenario: str, duration: float, out_dir: str | None, spin_wait_dela
     run_dir = result.run_dir
     common.log(f"run directory: {run_dir}")
     common.log(f"report: {result.report.paths.get('html', run_dir / 'report.html')}")
-    findings = result.report.findings
-    if not findings:
+    if not result.report.diagnosis.findings:
         common.log("no findings (expected for --scenario healthy)")
-    common.say_findings(findings, chains=True)
+    common.say_findings(result.report.diagnosis, chains=True)
     common.end_of_capture(result.report.profile.run, str(result.report.paths.get("html", run_dir)))
 
 

@@ -7,7 +7,7 @@ that fit the detected server, then grouping: a cause finding names the symptom f
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any, Iterable, Mapping
 
 import numpy as np
@@ -22,7 +22,8 @@ from .latches import Attributor, LatchWaits, attribute
 from .loader import load_rules
 from .kinds import Env, kind_of
 from .kinds.stack import StackShare
-from .model import Declared, Finding, ordered
+from .diagnosis import Diagnosis
+from .model import Declared, Finding
 from .patterns import lock_wrappers
 from .schema import SEVERITIES, FixItem, Rule
 from .stackmatch import StackIndex
@@ -30,14 +31,6 @@ from .template import render, scalar
 from .versions import in_range
 
 MIN_PROCESS_SHARE = 0.02  # with several processes, ignore ones under 2 % of the samples
-
-
-@dataclass(frozen=True)
-class Diagnosis:
-    """The findings, and per process the spin and waits by latch that many of them rest on."""
-
-    findings: list[Finding]
-    latches: Mapping[str, tuple[LatchWaits, ...]]
 
 
 def diagnose(profile: Profile, rules: Iterable[Rule] | None = None) -> Diagnosis:
@@ -57,12 +50,12 @@ def diagnose(profile: Profile, rules: Iterable[Rule] | None = None) -> Diagnosis
         usable = rules if index.total else tuple(r for r in rules if _reads_offcpu(r))  # only blocked: no CPU rules
         found = [f for f in (evaluate_rule(rule, index, facts) for rule in usable) if f is not None]
         findings += group(found, {r.id: r for r in rules}, index.st.counts)
-    return Diagnosis(ordered(findings), latches)
+    return Diagnosis.of(findings, latches)
 
 
 def evaluate(profile: Profile, rules: Iterable[Rule] | None = None) -> list[Finding]:
     """All findings for the profile: per process label when there are several; ordered."""
-    return diagnose(profile, rules).findings
+    return list(diagnose(profile, rules).findings)
 
 
 def applies(rule: Rule, facts: Facts) -> bool:

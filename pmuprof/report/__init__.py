@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import functools
 from pathlib import Path
-from typing import Iterable, Mapping
 
 from .. import outfile
-from ..findings.latches import LatchWaits
-from ..findings.model import Finding
+from ..findings.diagnosis import Diagnosis
 from ..model.profile import Profile
 from ..model.rundir import FINDINGS_JSON, REPORT_HTML, REPORT_MD
 from .flamesvg import flame_svg
@@ -23,18 +21,16 @@ __all__ = ["build_payload", "findings_json", "write_outputs"]
 FLAME_SVG = "flame.svg"  # beside report.html: a picture for trackers that refuse HTML attachments
 
 
-def write_outputs(profile: Profile, findings: Iterable[Finding], out_dir: Path, max_flame_nodes: int = 200_000,
-                  latches: Mapping[str, tuple[LatchWaits, ...]] | None = None) -> dict[str, Path]:
+def write_outputs(profile: Profile, diagnosis: Diagnosis, out_dir: Path, max_flame_nodes: int = 200_000) -> dict[str, Path]:
     """Write report.html, findings.json, report.md and flame.svg into ``out_dir``; return their paths
     under "html", "json", "md", "svg"."""
     out_dir = Path(out_dir)
     outfile.ensure_dir(out_dir)
-    found = list(findings)
     trie = functools.cache(lambda: Trie.of([profile.stacks]))  # one trie for the interactive graph and the SVG
-    payload = build_payload(profile, found, max_flame_nodes, latches, trie)
+    payload = build_payload(profile, diagnosis, max_flame_nodes, trie)
     paths = {
         "html": write_text(out_dir / REPORT_HTML, render_report(payload, wall_svg(wall_stacks(profile)[0]))),
-        "json": write_text(out_dir / FINDINGS_JSON, findings_json(profile, found, latches)),
+        "json": write_text(out_dir / FINDINGS_JSON, findings_json(profile, diagnosis)),
         "md": write_text(out_dir / REPORT_MD, render_markdown(payload)),
         "svg": write_text(out_dir / FLAME_SVG, flame_svg(profile, str(payload["title"]), trie())),
     }

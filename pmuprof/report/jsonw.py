@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import json
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from .. import __version__
-from ..findings.latches import LatchWaits
-from ..findings.model import Finding
+from ..findings.diagnosis import Diagnosis
 from ..model.profile import Profile
 from .facts import event_names
 from .payload import findings_list, latch_rows
@@ -47,18 +46,16 @@ def _skid(profile: Profile) -> dict[str, Any] | None:
             "functions": [{"symbol": f.symbol, "samples": f.samples, "moved": f.moved} for f in fns]}
 
 
-def findings_document(profile: Profile, findings: Iterable[Finding],
-                      latches: Mapping[str, tuple[LatchWaits, ...]] | None = None) -> dict[str, Any]:
+def findings_document(profile: Profile, diagnosis: Diagnosis) -> dict[str, Any]:
     return {
         "pmuprof_version": __version__,
         "profile": profile_facts(profile),
-        "findings": findings_list(findings),
-        "latches": latch_rows(latches),
+        "findings": findings_list(diagnosis.findings),
+        "latches": latch_rows(diagnosis.latches),
     }
 
 
-def findings_json(profile: Profile, findings: Iterable[Finding],
-                  latches: Mapping[str, tuple[LatchWaits, ...]] | None = None) -> str:
+def findings_json(profile: Profile, diagnosis: Diagnosis) -> str:
     """The text of findings.json, also what ``pmuprof report --json`` prints (sorted keys, newline-terminated)."""
-    return json.dumps(findings_document(profile, findings, latches), indent=2, sort_keys=True,
+    return json.dumps(findings_document(profile, diagnosis), indent=2, sort_keys=True,
                       ensure_ascii=False) + "\n"

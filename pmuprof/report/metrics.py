@@ -7,7 +7,8 @@ from dataclasses import dataclass
 from typing import Mapping
 
 from .. import __version__
-from ..findings.model import Finding, ordered
+from ..findings.diagnosis import Diagnosis
+from ..findings.model import Finding
 from ..model.profile import Profile
 
 TOP_FUNCTIONS = 10  # per instance: bounds the label cardinality a changing profile can create
@@ -36,7 +37,7 @@ class RunMetrics:
     ended: float
     exit_code: int
     profile: Profile | None = None
-    findings: tuple[Finding, ...] = ()
+    diagnosis: Diagnosis = Diagnosis()
 
 
 def escape_label(value: str) -> str:
@@ -82,7 +83,7 @@ def _profile_lines(m: RunMetrics, base: dict[str, str]) -> dict[str, list[str]]:
         for name, count in top:
             labels = {**base, "instance": inst, "function": name[:MAX_LABEL]}
             out["pmuprof_function_self_share"].append(_line("pmuprof_function_self_share", labels, count / total))
-    for f in ordered(list(m.findings)):
+    for f in m.diagnosis.findings:
         labels = {**base, "instance": _instance_of(f, instances), "rule": f.rule, "severity": f.severity}
         out["pmuprof_finding_share"].append(_line("pmuprof_finding_share", labels, round(f.share, 6)))
     for proc, ipc in profile.counters.ipc_by_process().items():
@@ -107,7 +108,7 @@ def render_metrics(m: RunMetrics) -> str:
     lines["pmuprof_last_run_timestamp_seconds"].append(_line("pmuprof_last_run_timestamp_seconds", base, round(m.ended, 3)))
     lines["pmuprof_last_run_exit_code"].append(_line("pmuprof_last_run_exit_code", base, m.exit_code))
     counts = {sev: 0 for sev in SEVERITIES}
-    for f in m.findings:
+    for f in m.diagnosis.findings:
         counts[f.severity] = counts.get(f.severity, 0) + 1
     lines["pmuprof_findings"] = [_line("pmuprof_findings", {**base, "severity": s}, n) for s, n in counts.items()]
     text = []

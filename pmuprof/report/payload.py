@@ -6,8 +6,9 @@ from collections import Counter
 from typing import Any, Callable, Iterable, Mapping
 
 from ..analysis import threads
+from ..findings.diagnosis import Diagnosis
 from ..findings.latches import LatchWaits
-from ..findings.model import Finding, ordered
+from ..findings.model import Finding
 from ..model.analysis import SkidFunction
 from ..model.profile import Profile
 from ..model.stacks import Stacks
@@ -99,34 +100,18 @@ def hotspots(profile: Profile, top: int = 5) -> list[dict[str, Any]]:
 
 
 def findings_list(findings: Iterable[Finding]) -> list[dict[str, Any]]:
-    return [f.to_dict() for f in ordered(list(findings))]
+    return [f.to_dict() for f in findings]
 
 
 def shown_findings(findings: Iterable[Finding]) -> list[dict[str, Any]]:
     """findings_list plus what the report shows of each: its declared evidence in words, the levels it met."""
-    return [{**f.to_dict(), "shown": {"evidence": evidence_rows(f), "levels": levels_text(f)}}
-            for f in ordered(list(findings))]
+    return [{**f.to_dict(), "shown": {"evidence": evidence_rows(f), "levels": levels_text(f)}} for f in findings]
 
 
-def groups(findings: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Causes in findings order, each with the consequences it explains (cause → consequences, fix first)."""
-    by_rule = {(f["process"], f["rule"]): f for f in findings}
-    out = []
-    for f in findings:
-        if f["explained_by"] and (f["process"], f["explained_by"]) in by_rule:
-            continue
-        out.append({"cause": f, "consequences": _consequences(f, by_rule)})
-    return out
-
-
-def _consequences(cause: dict[str, Any], by_rule: dict, seen: frozenset = frozenset()) -> list[dict[str, Any]]:
-    """The findings a cause explains, and theirs (each once, in the order the cause names them)."""
-    out = []
-    for rule in cause["explains"]:
-        f = by_rule.get((cause["process"], rule))
-        if f is not None and rule not in seen:
-            out += [f] + _consequences(f, by_rule, seen | {rule, cause["rule"]})
-    return out
+def groups(diagnosis: Diagnosis, shown: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The diagnosis's groups (cause → consequences, fix first) over the shown findings, in findings order."""
+    at = {id(f): row for f, row in zip(diagnosis.findings, shown)}
+    return [{"cause": at[id(g.cause)], "consequences": [at[id(f)] for f in g.consequences]} for g in diagnosis.groups]
 
 
 def latch_rows(latches: Mapping[str, tuple[LatchWaits, ...]] | None, min_share: float = 0.001) -> list[dict[str, Any]]:
@@ -142,22 +127,20 @@ def latch_rows(latches: Mapping[str, tuple[LatchWaits, ...]] | None, min_share: 
     return rows
 
 
-def build_payload(profile: Profile, findings: Iterable[Finding], max_flame_nodes: int = 200_000,
-                  latches: Mapping[str, tuple[LatchWaits, ...]] | None = None,
+def build_payload(profile: Profile, diagnosis: Diagnosis, max_flame_nodes: int = 200_000,
                   trie: Callable[[], Trie] | None = None) -> dict[str, Any]:
     """Everything the report shows, as plain data (sorted, no clock reads: same input, same bytes);
     ``trie``: gives the profile's flame trie when the caller builds and keeps it (asked for once)."""
     processes = profile.processes()
     counters = counters_section(profile.counters)
-    findings = list(findings)
-    shown = shown_findings(findings)
-    found_groups = groups(shown)
+    shown = shown_findings(diagnosis.findings)
+    found_groups = groups(diagnosis, shown)
     head = summary(profile, processes)
     top = _per_process_top(profile, processes)
     thread_tables = threads.tables(profile)
     profile.stacks.release_postings()  # the findings and tables are done with them: room for the flame tree
     flame, tree_rows = build_tree_rows([profile.stacks], max_flame_nodes, trie=trie() if trie else None)
-    found = verdict(shown, found_groups, head, top[0]["rows"], frozenset(flame["names"]))
+    found = verdict(shown, found_groups[0] if diagnosis.top else None, head, top[0]["rows"], frozenset(flame["names"]))
     wall, why = wall_stacks(profile)
     return {
         "kind": "report",
@@ -169,12 +152,12 @@ def build_payload(profile: Profile, findings: Iterable[Finding], max_flame_nodes
         "counters": counters,
         "findings": shown,
         "groups": found_groups,
-        "latches": latch_rows(latches),
+        "latches": latch_rows(diagnosis.latches),
         "instruction_hotspots": hotspots(profile),
         "comparison": comparison(profile, processes, counters["ipc"]),
         "mysql": mysql_facts(profile.server),
         "wall": {"states": state_totals(wall), "note": why} if profile.offcpu is not None else None,
         "offcpu_threads": thread_groups(profile.offcpu),
-        "seconds": seconds.strip(profile, findings, tree_rows, str(found.get("rule") or "")),
+        "seconds": seconds.strip(profile, diagnosis, tree_rows),
         "threads": thread_tables,
     }

@@ -4,11 +4,12 @@ flame graph's samples per (tree row, second), so choosing seconds redraws the gr
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Any
 
 import numpy as np
 
 from ..analysis.threads import finding_rows
+from ..findings.diagnosis import Diagnosis
 from ..findings.model import Finding
 from ..model.profile import Profile
 from ..model.samples import BLOCK
@@ -17,14 +18,18 @@ MAX_SECONDS = 4 * 3600  # a longer span (clock jumps, merged inputs) gets no str
 MAX_CELLS = 400_000  # (tree row, second) pairs embedded at most; beyond, the strip shows counts only
 
 
-def _top(findings: Iterable[Finding], rule: str = "") -> Finding | None:
-    """The verdict's cause (``rule``) when its stacks are known, else the first finding with matched stacks."""
-    shown = [f for f in findings if not f.explained_by and f.stacks is not None and len(f.stacks)]
-    chosen = [f for f in shown if f.rule == rule]
-    return chosen[0] if chosen else (min(shown, key=lambda f: f.sort_key()) if shown else None)
+def _top(diagnosis: Diagnosis) -> Finding | None:
+    """The verdict's cause when its stacks are known, else the first cause with matched stacks."""
+    def marked(f: Finding) -> bool:
+        return f.stacks is not None and len(f.stacks) > 0
+
+    top = diagnosis.top
+    if top is not None and marked(top):
+        return top
+    return min((f for f in diagnosis.causes if marked(f)), key=Finding.sort_key, default=None)
 
 
-def strip(profile: Profile, findings: Iterable[Finding], tree_rows: np.ndarray, rule: str = "") -> dict[str, Any] | None:
+def strip(profile: Profile, diagnosis: Diagnosis, tree_rows: np.ndarray) -> dict[str, Any] | None:
     """None when the input has no sample times (a folded file, perf.data without -T).
 
     The sample table is worked a block of entries at a time: no array as long as the table is made."""
@@ -35,7 +40,7 @@ def strip(profile: Profile, findings: Iterable[Finding], tree_rows: np.ndarray, 
     width = last - first + 1
     if width > MAX_SECONDS:
         return None
-    top = _top(findings, rule)
+    top = _top(diagnosis)
     top_rows = None
     if top is not None:  # a mark per stack row: the finding's rows
         top_rows = np.zeros(len(profile.stacks), dtype=bool)

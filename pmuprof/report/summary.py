@@ -3,20 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Mapping
 
-from ..findings.model import Finding, ordered
+from ..findings.diagnosis import Diagnosis
 
 MAX_LINE = 300
 
 
-def _causes(findings: Iterable[Finding]) -> list[Finding]:
-    return [f for f in ordered(list(findings)) if not f.explained_by]
-
-
-def verdict_line(findings: Iterable[Finding], samples: int, where: str = "") -> str:
+def verdict_line(diagnosis: Diagnosis, samples: int, where: str = "") -> str:
     """``CRITICAL: <title> (23 % of samples, mariadbd); 2 more: 1 warning, 1 info`` — one line, bounded."""
-    causes = _causes(findings)
+    causes = diagnosis.causes
     place = f" on {where}" if where else ""
     if not samples and not causes:
         return f"NO SAMPLES{place}: the target was idle or off-CPU during the capture"
@@ -34,16 +30,15 @@ def verdict_line(findings: Iterable[Finding], samples: int, where: str = "") -> 
     return line if len(line) <= MAX_LINE else line[:MAX_LINE - 1] + "…"
 
 
-def run_summary(run_dir: Path, samples: int, findings: Iterable[Finding], paths: Mapping[str, Path],
+def run_summary(run_dir: Path, samples: int, diagnosis: Diagnosis, paths: Mapping[str, Path],
                 exit_code: int, where: str = "") -> dict[str, Any]:
     """What `capture --json` prints: where the run is, its verdict, and each finding in brief."""
-    found = ordered(list(findings))
     return {
         "run_dir": str(run_dir),
         "samples": samples,
-        "verdict": verdict_line(found, samples, where),
+        "verdict": verdict_line(diagnosis, samples, where),
         "exit_code": exit_code,
         "files": {name: str(path) for name, path in sorted(paths.items())},
         "findings": [{"rule": f.rule, "severity": f.severity, "share": round(f.share, 6), "title": f.title,
-                      "process": f.process, "explained_by": f.explained_by} for f in found],
+                      "process": f.process, "explained_by": f.explained_by} for f in diagnosis.findings],
     }

@@ -90,16 +90,16 @@ def _healthy(findings: list[Mapping[str, Any]], top_rows: list[Mapping[str, Any]
     return out
 
 
-def verdict(findings: list[Mapping[str, Any]], groups: list[Mapping[str, Any]], summary: Mapping[str, Any],
+def verdict(findings: list[Mapping[str, Any]], top: Mapping[str, Any] | None, summary: Mapping[str, Any],
             top_rows: list[Mapping[str, Any]], frames: Collection[str]) -> dict[str, Any]:
-    """What the first screen says: the top cause (the first finding nothing else explains), or 'healthy'
-    when no finding is above info."""
+    """What the first screen says: the diagnosis's top cause (``top``: its group, as shown), or 'healthy'
+    when there is none (no finding above info)."""
     out: dict[str, Any] = {"caveats": caveats(summary), "findings": len(findings)}
-    if not groups or groups[0]["cause"]["severity"] == "info":
+    if top is None:
         return {**out, **_healthy(findings, top_rows, frames)}
-    cause = groups[0]["cause"]
+    cause = top["cause"]
     frame = cause_frame(cause, frames)
-    explained = [{"rule": f["rule"], "title": f["title"]} for f in groups[0]["consequences"]]
+    explained = [{"rule": f["rule"], "title": f["title"]} for f in top["consequences"]]
     return {**out, "healthy": False, "rule": cause["rule"], "severity": cause["severity"], "title": cause["title"],
             "share": float(cause["share"]), "process": cause.get("process") or "", "sentence": sentence(cause),
             "basis": (cause.get("confidence") or {}).get("basis") or "samples",

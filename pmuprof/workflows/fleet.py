@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from ..errors import UsageError
-from ..findings.model import Finding
+from ..findings.diagnosis import Diagnosis
 from ..model.profile import Profile
 from ..model.rundir import REPORT_HTML
 from ..report.metrics import RunMetrics, render_metrics
@@ -72,7 +72,7 @@ class Outcome:
     exit_code: int
     run_dir: Path | None = None
     profile: Profile | None = None
-    findings: tuple[Finding, ...] = ()
+    diagnosis: Diagnosis = Diagnosis()
     error: str = ""
     ended: float = 0.0
 
@@ -87,7 +87,7 @@ def verdict(outcome: Outcome) -> str:
     if outcome.error:
         return f"ERROR (exit {outcome.exit_code}): {' '.join(outcome.error.split())}"[:300]
     profile = outcome.profile
-    return verdict_line(outcome.findings, profile.total if profile else 0, hostname(profile))
+    return verdict_line(outcome.diagnosis, profile.total if profile else 0, hostname(profile))
 
 
 def write_textfile(path: Path, text: str) -> None:
@@ -127,7 +127,7 @@ def publish(target: Publish, outcome: Outcome, log: Log) -> None:
     ended = outcome.ended or time.time()
     if target.textfile is not None:
         metrics = RunMetrics(hostname(outcome.profile), target.textfile.name[:-len(".prom")], ended,
-                             outcome.exit_code, outcome.profile, outcome.findings)
+                             outcome.exit_code, outcome.profile, outcome.diagnosis)
         try:
             write_textfile(target.textfile, render_metrics(metrics))
             log(f"metrics: {target.textfile}")

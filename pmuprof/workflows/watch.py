@@ -168,7 +168,7 @@ def capture_once(opts: WatchOptions, fire: Fire, poller: Poller, log: Log) -> tu
     try:
         result = report_profile(materialize(out, log=log), out)
         log(f"report: {result.paths['html']}")
-        outcome = Outcome(findings_exit_code(result.findings), out, result.profile, tuple(result.findings),
+        outcome = Outcome(findings_exit_code(result.findings), out, result.profile, result.diagnosis,
                           ended=time.time())
     except PmuprofError as err:  # an unreadable recording must not end the watch
         log(f"no report for {out}: {err}")

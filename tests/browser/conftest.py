@@ -14,6 +14,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from cdp import Browser, chromium  # noqa: E402
 
 from pmuprof.model.profile import Profile  # noqa: E402
+from pmuprof.findings.diagnosis import Diagnosis  # noqa: E402
 from pmuprof.report import write_outputs  # noqa: E402
 from pmuprof.report.diff import diff_profiles, write_diff  # noqa: E402
 
@@ -48,7 +49,7 @@ def synthetic_stacks(seed: int = 7) -> dict[tuple[str, ...], int]:
 
 
 def _report(directory: Path, stacks: dict[tuple[str, ...], int], max_nodes: int = 200_000) -> str:
-    paths = write_outputs(Profile(stacks, source="browser-test.folded"), [], directory, max_nodes)
+    paths = write_outputs(Profile(stacks, source="browser-test.folded"), Diagnosis(), directory, max_nodes)
     return paths["html"].as_uri()
 
 

@@ -9,6 +9,7 @@ from typing import Iterator
 import pytest
 from cdp import Browser
 
+from pmuprof.findings.diagnosis import Diagnosis
 from pmuprof.findings.engine import diagnose
 from pmuprof.report import write_outputs
 from rules.conftest import FIXTURES, load_fixture
@@ -23,7 +24,7 @@ MATCH_RGB = [0xD0, 0x5C, 0xE3]  # PMU_MATCH in flame_draw.js
 def _report(directory: Path, fixture: Path) -> str:
     profile, _ = load_fixture(fixture)
     diagnosis = diagnose(profile)
-    return write_outputs(profile, diagnosis.findings, directory, latches=diagnosis.latches)["html"].as_uri()
+    return write_outputs(profile, diagnosis, directory)["html"].as_uri()
 
 
 @pytest.fixture(scope="module")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 
+from pmuprof.findings.diagnosis import Diagnosis
 from pmuprof.report.flame import ELIDED_NAME, KIND_ELIDED, KIND_UNNAMED, build_tree
 
 
@@ -136,10 +137,10 @@ def test_report_says_what_was_elided():
 
     stacks = {("p", "a", f"caller{i}", "ut_delay"): 1 for i in range(300)}
     stacks[("p", "a", "hot")] = 700
-    text = render_report(build_payload(Profile(stacks), [], 20))
+    text = render_report(build_payload(Profile(stacks), Diagnosis(), 20))
     assert "600 frames narrower than 0.1000 %" in text and "(30.00 % of samples)" in text
     assert "self time per function is exact" in text
-    assert "frames narrower than" not in render_report(build_payload(Profile(stacks), []))
+    assert "frames narrower than" not in render_report(build_payload(Profile(stacks), Diagnosis()))
 
 
 def test_pruned_tree_is_the_same_whatever_the_input_order():

@@ -9,6 +9,7 @@ import xml.dom.minidom
 
 from report_fixtures import HOSTILE_SCRIPT, HOSTILE_TEMPLATE, profile
 
+from pmuprof.findings.diagnosis import Diagnosis
 from pmuprof.findings.model import Finding
 from pmuprof.model.profile import Profile
 from pmuprof.report import write_outputs
@@ -62,7 +63,7 @@ def test_report_writes_flame_svg_and_md_lists_every_finding(tmp_path):
     prof = profile()
     findings = [Finding(f"rule-{i}", ("critical", "warning", "info")[i % 3], f"Finding number {i}", 0.3 - i / 100,
                         process="mariadbd") for i in range(7)]
-    paths = write_outputs(prof, findings, tmp_path)
+    paths = write_outputs(prof, Diagnosis.of(findings), tmp_path)
     assert paths["svg"] == tmp_path / "flame.svg" and paths["svg"].read_text().startswith("<svg")
     md = paths["md"].read_text()
     for f in findings:

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from pmuprof.errors import UsageError
+from pmuprof.findings.diagnosis import Diagnosis
 from pmuprof.findings.model import Finding
 from pmuprof.model.counters import Counters, CounterValue
 from pmuprof.model.profile import Profile
@@ -50,7 +51,7 @@ def _parse(text: str) -> list[tuple[str, dict[str, str], str]]:
 
 
 def test_metrics_text_is_valid_escaped_and_has_one_series_per_label_set():
-    text = render_metrics(RunMetrics("db1", "pmuprof", 1700000000.5, 20, _profile(), _findings()))
+    text = render_metrics(RunMetrics("db1", "pmuprof", 1700000000.5, 20, _profile(), Diagnosis.of(_findings())))
     series = _parse(text)
     keys = [(name, tuple(sorted(labels.items()))) for name, labels, _ in series]
     assert len(keys) == len(set(keys)), "node_exporter rejects a file with a duplicate series"
@@ -81,11 +82,11 @@ def test_escape_label():
 
 
 def test_verdict_line():
-    assert verdict_line([], 0).startswith("NO SAMPLES")
-    assert verdict_line([], 10, "db1") == "OK on db1: no rule fired (10 samples)"
-    line = verdict_line(list(_findings()) + [Finding("x", "warning", "w" * 500, 0.2)], 100, "db1")
+    assert verdict_line(Diagnosis(), 0).startswith("NO SAMPLES")
+    assert verdict_line(Diagnosis(), 10, "db1") == "OK on db1: no rule fired (10 samples)"
+    line = verdict_line(Diagnosis.of(list(_findings()) + [Finding("x", "warning", "w" * 500, 0.2)]), 100, "db1")
     assert line.startswith("CRITICAL on db1: spin (50 % of samples, mariadbd); 3 more: 1 critical, 1 warning, 1 info")
-    assert "\n" not in verdict_line([Finding("x", "warning", "a\nb" * 200, 0.2)], 5) and len(line) <= 300
+    assert "\n" not in verdict_line(Diagnosis.of([Finding("x", "warning", "a\nb" * 200, 0.2)]), 5) and len(line) <= 300
 
 
 def test_textfile_is_replaced_atomically(tmp_path):
@@ -142,7 +143,7 @@ def test_publish_writes_metrics_and_notifies_and_never_raises(tmp_path):
     (run_dir / "report.html").write_text("<html>")
     logs: list[str] = []
     target = Publish(tmp_path / "m.prom", Notify((str(script),)))
-    publish(target, Outcome(20, run_dir, _profile(), _findings(), ended=10.0), logs.append)
+    publish(target, Outcome(20, run_dir, _profile(), Diagnosis.of(_findings()), ended=10.0), logs.append)
     assert (tmp_path / "verdict.txt").read_text().startswith("CRITICAL on ")
     assert "pmuprof_last_run_exit_code" in (tmp_path / "m.prom").read_text()
     assert any("exit 3" in line for line in logs)

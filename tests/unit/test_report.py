@@ -12,6 +12,7 @@ from pmuprof.model.profile import Profile
 from pmuprof.model.run import Trigger
 from pmuprof.report.facts import trigger_text
 from pmuprof.report.markdown import _text as _md_text
+from pmuprof.findings.diagnosis import Diagnosis
 from pmuprof.report import build_payload, findings_json, write_outputs
 from pmuprof.report.counters import counter_rows
 from pmuprof.report.flame import KIND_KERNEL, KIND_PROCESS, KIND_UNNAMED, KIND_USER, build_tree
@@ -19,7 +20,7 @@ from pmuprof.report.markdown import render_markdown
 
 
 def test_findings_json_contract_and_order():
-    doc = json.loads(findings_json(profile(), findings()))
+    doc = json.loads(findings_json(profile(), Diagnosis.of(findings())))
     assert set(doc) == {"pmuprof_version", "profile", "findings", "latches"}
     prof = doc["profile"]
     assert prof["samples"] == profile().total
@@ -33,7 +34,7 @@ def test_findings_json_contract_and_order():
 
 
 def test_payload_summary_top_functions_counters():
-    p = build_payload(profile(), findings())
+    p = build_payload(profile(), Diagnosis.of(findings()))
     s = p["summary"]
     assert s["event_substituted"] and "cpu-clock instead of cycles" in s["warnings"][0]
     assert s["features_off"][0]["feature"] == "hardware counters"
@@ -51,7 +52,7 @@ def test_payload_summary_top_functions_counters():
 
 
 def test_comparison_rows_have_numa_and_ipc():
-    rows = build_payload(profile(), [])["comparison"]
+    rows = build_payload(profile(), Diagnosis())["comparison"]
     assert [r["process"] for r in rows] == ["mariadbd", "mariadbd-2"]
     assert rows[0]["numa"] == "CPUs 0-7 (node 0); memory node0 75 %, node1 25 %"
     assert rows[1]["ipc"] == 1.5 and rows[1]["top"][0]["name"] == "ut_delay"
@@ -59,7 +60,7 @@ def test_comparison_rows_have_numa_and_ipc():
 
 def test_single_process_has_no_comparison():
     one = Profile({("mysqld", "f"): 3}, source="x.folded")
-    p = build_payload(one, [])
+    p = build_payload(one, Diagnosis())
     assert p["comparison"] == [] and len(p["top_functions"]) == 1
     assert p["mysql"]["reachable"] is False
 
@@ -93,7 +94,7 @@ def test_flame_tree_prunes_to_max_nodes_keeping_totals():
 
 
 def test_markdown_ticket_text(tmp_path):
-    paths = write_outputs(profile(), findings(), tmp_path)
+    paths = write_outputs(profile(), Diagnosis.of(findings()), tmp_path)
     assert set(paths) == {"html", "json", "md", "svg"}
     text = paths["md"].read_text(encoding="utf-8")
     assert "[CRITICAL]" in text and "SET GLOBAL innodb_spin_wait_delay = 6;" in text
@@ -102,7 +103,7 @@ def test_markdown_ticket_text(tmp_path):
     assert text.replace(f"`{HOSTILE_SCRIPT}`", "").count(HOSTILE_SCRIPT) == 0
     assert "Spinning in ut_delay &lt;/script>&lt;img" in text
     assert _md_text("srv_sys->mutex; PolicyMutex<T>; a &amp; b\n> q") == "srv_sys->mutex; PolicyMutex&lt;T>; a &amp;amp; b\n\\> q"
-    assert render_markdown(build_payload(profile(), [])).count("No rule fired") == 1
+    assert render_markdown(build_payload(profile(), Diagnosis())).count("No rule fired") == 1
 
 
 def test_watch_trigger_is_said_in_the_summary():

@@ -15,6 +15,7 @@ import pytest
 from report_fixtures import HOSTILE_SCRIPT, HOSTILE_TEMPLATE, findings, profile
 
 from pmuprof.model.profile import Profile
+from pmuprof.findings.diagnosis import Diagnosis
 from pmuprof.report import write_outputs
 from pmuprof.report.html import embed_json
 
@@ -22,7 +23,7 @@ EMBED = re.compile(r'<script type="application/json" id="pmuprof-data">(.*?)</sc
 
 
 def _write(tmp_path: Path, prof: Profile | None = None) -> str:
-    paths = write_outputs(prof or profile(), findings(), tmp_path)
+    paths = write_outputs(prof or profile(), Diagnosis.of(findings()), tmp_path)
     return paths["html"].read_text(encoding="utf-8")
 
 
@@ -54,8 +55,8 @@ def test_embed_json_escapes_line_separators():
 
 def test_same_input_gives_identical_bytes(tmp_path):
     one, two = tmp_path / "one", tmp_path / "two"
-    write_outputs(profile(), findings(), one)
-    write_outputs(profile(), list(reversed(findings())), two)
+    write_outputs(profile(), Diagnosis.of(findings()), one)
+    write_outputs(profile(), Diagnosis.of(reversed(findings())), two)
     for name in ("report.html", "findings.json", "report.md"):
         assert (one / name).read_bytes() == (two / name).read_bytes(), name
 

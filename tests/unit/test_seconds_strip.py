@@ -15,6 +15,7 @@ from pmuprof.model import samples as samples_mod
 from pmuprof.model.profile import Profile
 from pmuprof.model.samples import Samples
 from pmuprof.model.stacks import Stacks
+from pmuprof.findings.diagnosis import Diagnosis
 from pmuprof.report import seconds
 from pmuprof.report.flame import build_tree_rows
 
@@ -41,7 +42,7 @@ def test_strip_is_the_same_whatever_the_block(monkeypatch, block):
     _, tree_rows = build_tree_rows([profile.stacks], max_nodes=30)  # pruned: rows land in elided frames too
     monkeypatch.setattr(seconds, "BLOCK", block)
     monkeypatch.setattr(samples_mod, "BLOCK", block)
-    got = seconds.strip(profile, [], tree_rows)
+    got = seconds.strip(profile, Diagnosis(), tree_rows)
     per_sec: Counter = Counter()
     cells: Counter = Counter()
     rows = {s: i for i, s in enumerate(profile.stacks)}
@@ -62,7 +63,7 @@ def test_cells_past_the_cap_are_left_out(monkeypatch):
     monkeypatch.setattr(seconds, "BLOCK", 5)
     monkeypatch.setattr(samples_mod, "BLOCK", 5)
     monkeypatch.setattr(seconds, "MAX_CELLS", 10)
-    got = seconds.strip(profile, [], tree_rows)
+    got = seconds.strip(profile, Diagnosis(), tree_rows)
     assert got["cells"] is None and sum(got["n"]) > 0
 
 

@@ -6,6 +6,7 @@ import json
 
 from rules.conftest import FIXTURES, load_fixture
 
+from pmuprof.findings.diagnosis import Diagnosis
 from pmuprof.findings.engine import diagnose
 from pmuprof.findings.model import Declared, Finding
 from pmuprof.report import build_payload, write_outputs
@@ -19,7 +20,7 @@ HEALTHY = FIXTURES / "healthy" / "mariadb1011-point-select.folded"  # Debian's M
 def _payload(path):
     profile, headers = load_fixture(path)
     diagnosis = diagnose(profile)
-    return build_payload(profile, diagnosis.findings, latches=diagnosis.latches), headers, profile, diagnosis
+    return build_payload(profile, diagnosis), headers, profile, diagnosis
 
 
 def test_verdict_is_the_top_cause_with_its_share_confidence_fix_and_flame_link():
@@ -59,7 +60,7 @@ def test_a_healthy_server_is_said_to_be_healthy_with_its_informational_findings(
 def test_first_screen_html_holds_the_verdict_and_no_rule_variable_dump(tmp_path):
     profile, _ = load_fixture(RANGES)
     diagnosis = diagnose(profile)
-    html = write_outputs(profile, diagnosis.findings, tmp_path, latches=diagnosis.latches)["html"].read_text()
+    html = write_outputs(profile, diagnosis, tmp_path)["html"].read_text()
     head = html[html.index('<section id="verdict"'):html.index('<section id="summary"')]
     assert "Optimizer index dives cost a large share of the CPU" in head and "66.4 %" in head
     assert 'class="open-flame" href="#view=sandwich&amp;focus=btr_estimate_n_rows_in_range_low' in head

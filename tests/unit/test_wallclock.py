@@ -8,6 +8,7 @@ import pytest
 from helpers import make_profile
 
 from pmuprof.model.offcpu import OffCpuProfile, Snapshot, ThreadGroup, Threads
+from pmuprof.findings.diagnosis import Diagnosis
 from pmuprof.report import build_payload, write_outputs
 from pmuprof.report.markdown import render_markdown
 from pmuprof.report.wallclock import FUTEX, IO, OTHER, RUNNABLE, RUNNING, blocked_state, wall_stacks
@@ -58,7 +59,7 @@ def test_without_a_frequency_on_cpu_time_is_left_out_and_said():
 
 
 def test_payload_states_shares_and_thread_groups():
-    p = build_payload(_profile(), [])
+    p = build_payload(_profile(), Diagnosis())
     rows = {r["state"]: r for r in p["wall"]["states"]}
     assert list(rows) == [RUNNING, RUNNABLE, FUTEX, IO, OTHER]
     assert rows[FUTEX]["seconds"] == 3.0 and rows[FUTEX]["share"] == pytest.approx(3.0 / 5.0)
@@ -68,20 +69,20 @@ def test_payload_states_shares_and_thread_groups():
 
 
 def test_report_shows_the_wall_clock_graph_and_the_threads(tmp_path):
-    paths = write_outputs(_profile(), [], tmp_path)
+    paths = write_outputs(_profile(), Diagnosis(), tmp_path)
     html = paths["html"].read_text()
     assert 'id="wallclock"' in html and 'id="offcpu-threads"' in html
     assert html.count("<svg") >= 1 and "[blocked: futex]" in html and "3,000,000 µs" in html
     assert "[blocked: futex]" not in html.split('id="pmuprof-data"')[1]  # the picture stays out of the JSON
-    md = render_markdown(build_payload(_profile(), []))
+    md = render_markdown(build_payload(_profile(), Diagnosis()))
     assert "### Wall clock (on-CPU and off-CPU)" in md and "| `mariadbd` | blocked: futex | 3.0 | 60.0 % |" in md
 
 
 def test_no_offcpu_no_wall_clock_section(tmp_path):
     profile = make_profile(ON, {"record": {"frequency": 100}})
-    p = build_payload(profile, [])
+    p = build_payload(profile, Diagnosis())
     assert p["wall"] is None and p["offcpu_threads"] == []
-    html = write_outputs(profile, [], tmp_path)["html"].read_text()
+    html = write_outputs(profile, Diagnosis(), tmp_path)["html"].read_text()
     assert 'id="wallclock"' not in html and "### Wall clock" not in render_markdown(p)
 
 
