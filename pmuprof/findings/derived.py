@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Callable
 
+from .evidence import Evidence
 from .facts import Facts, dig, number
 from .offcpumatch import offcpu_wait_latches
 
@@ -59,7 +61,58 @@ def _per_unit(facts: Facts, pause_cycles: float | None, missing: list[str]) -> t
     return 50.0, "assumed 50 (the MySQL default)", facts.family is None or not facts.version
 
 
-def spin_cost(facts: Facts, index: Any, missing: list[str]) -> dict[str, Any]:
+@dataclass(frozen=True, eq=False)
+class SpinCost(Evidence):
+    """One maximal ut_delay on this host, from the server's settings and the measured PAUSE latency."""
+
+    delay: float
+    default_delay: int
+    delay_raised: bool
+    sync_spin_loops: float
+    pauses_per_unit: float
+    multiplier_source: str
+    multiplier_tunable: bool
+    max_pauses: float
+    pause_cycles: float | None
+    pause_ns: float | None
+    max_cycles: float | None
+    max_us: float | None
+    slow_pause: bool | None
+    recommended_multiplier: int | None
+    spin_phase_us: float | None
+    value: float | None  # max_us
+    summary: str
+
+
+@dataclass(frozen=True, eq=False)
+class NumaPlacement(Evidence):
+    value: float | None  # remote_memory_share
+    remote_memory_share: float | None
+    host_nodes: int | None
+    cpu_nodes: tuple[str, ...]
+    spans_nodes: bool
+    memory_nodes: tuple[str, ...]
+    zone_reclaim_mode: Any
+
+
+@dataclass(frozen=True, eq=False)
+class SampleCount(Evidence):
+    value: int
+
+
+@dataclass(frozen=True, eq=False)
+class WaitLatches(Evidence):
+    """Which latches the spin and wait samples are for: shares of the process's samples."""
+
+    value: float  # identified
+    waiting: float
+    identified: float
+    summary: str
+    top: str
+    top_share: float
+
+
+def spin_cost(facts: Facts, index: Any, missing: list[str]) -> SpinCost:
     """How long one maximal ut_delay / spin round lasts here, and what to set instead."""
     default = _default_delay(facts)
     if facts.server is None:
@@ -85,7 +138,7 @@ def spin_cost(facts: Facts, index: Any, missing: list[str]) -> dict[str, Any]:
     out["spin_phase_us"] = out["max_us"] * loops if out["max_us"] is not None else None
     out["value"] = out["max_us"]
     out["summary"] = _summary(out)
-    return out
+    return SpinCost(**out)
 
 
 def _recommended_multiplier(cycles: float | None) -> int:
@@ -107,7 +160,7 @@ def _summary(c: dict[str, Any]) -> str:
     return text
 
 
-def numa_placement(facts: Facts, index: Any, missing: list[str]) -> dict[str, Any] | None:
+def numa_placement(facts: Facts, index: Any, missing: list[str]) -> NumaPlacement | None:
     """Host NUMA nodes, the nodes the target runs on, and how much of its memory is remote."""
     host_nodes = facts.run.host.numa_nodes
     numa = facts.target.numa if facts.target else None
@@ -123,19 +176,15 @@ def numa_placement(facts: Facts, index: Any, missing: list[str]) -> dict[str, An
     mem_total = sum(mem.values())
     remote = sum(v for k, v in mem.items() if cpu_nodes and k not in cpu_nodes)
     share = remote / mem_total if mem_total and cpu_nodes else None
-    return {
-        "value": share, "remote_memory_share": share,
-        "host_nodes": len(host_nodes) or (numa.nodes_on_host if numa else None),
-        "cpu_nodes": cpu_nodes, "spans_nodes": len(cpu_nodes) > 1, "memory_nodes": sorted(mem),
-        "zone_reclaim_mode": zone,
-    }
+    return NumaPlacement(share, share, len(host_nodes) or (numa.nodes_on_host if numa else None), tuple(cpu_nodes),
+                         len(cpu_nodes) > 1, tuple(sorted(mem)), zone)
 
 
-def samples(facts: Facts, index: Any, missing: list[str]) -> dict[str, Any]:
-    return {"value": index.total}
+def samples(facts: Facts, index: Any, missing: list[str]) -> SampleCount:
+    return SampleCount(index.total)
 
 
-def wait_latches(facts: Facts, index: Any, missing: list[str]) -> dict[str, Any]:
+def wait_latches(facts: Facts, index: Any, missing: list[str]) -> WaitLatches:
     """Which latches the process's spin and wait samples are for (the latch attribution, summed)."""
     by_latch: dict[str, int] = {}
     table = index.attributor.latches if index.attributor else {}
@@ -152,9 +201,8 @@ def wait_latches(facts: Facts, index: Any, missing: list[str]) -> dict[str, Any]
 
     known = sum(n for latch, n in ranked if latch != "unidentified")
     summary = ", ".join(f"{name(latch)} {n / total:.1%}" for latch, n in ranked[:4])
-    return {"value": known / total, "waiting": waited / total, "identified": known / total,
-            "summary": summary or "none", "top": name(ranked[0][0]) if ranked else "none",
-            "top_share": ranked[0][1] / total if ranked else 0.0}
+    return WaitLatches(known / total, waited / total, known / total, summary or "none",
+                       name(ranked[0][0]) if ranked else "none", ranked[0][1] / total if ranked else 0.0)
 
 
 DERIVED_FACTS: dict[str, Callable[[Facts, Any, list[str]], Any]] = {

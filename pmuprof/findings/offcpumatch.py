@@ -11,6 +11,7 @@ found in that wait.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Any, Mapping
 
 import numpy as np
@@ -19,6 +20,7 @@ from ..model.labels import KERNEL_SUFFIX, parse_state
 from ..model.offcpu import Snapshot
 from ..model.profile import Profile
 from ..model.stacks import Stacks
+from .evidence import Evidence
 from .latches import Attributor, attribute
 from .patterns import PatternSet, frame_names
 from .stackmatch import STACKS, StackIndex, WaitTable, match_latch, match_stack
@@ -129,7 +131,22 @@ def _holds(spec: Mapping[str, Any], wanted: PatternSet, names: Any) -> bool:
     return not ("not_inside" in spec and spec["not_inside"].mask(names).any())
 
 
-def offcpu_wait_latches(facts: Any, index: StackIndex, missing: list[str]) -> dict[str, Any] | None:
+@dataclass(frozen=True, eq=False)
+class OffCpuWaitLatches(Evidence):
+    """Which latches the off-CPU time was spent waiting for (seconds blocked, by latch)."""
+
+    value: float | None  # threads blocked on average
+    us: int
+    seconds: float
+    share: float  # of the off-CPU time
+    summary: str
+    top: str
+    top_seconds: float
+    chain: str
+    rules: str
+
+
+def offcpu_wait_latches(facts: Any, index: StackIndex, missing: list[str]) -> OffCpuWaitLatches | None:
     """Which latches the process's sleeping waiters wait for: the on-CPU latch attribution applied to the
     off-CPU stacks that went through latch machinery (a sync-array sleep under rw_lock_s_lock_spin is the
     same latch as the spin). Plain condition-variable and event sleeps (idle threads, commits waiting for
@@ -147,12 +164,13 @@ def offcpu_wait_latches(facts: Any, index: StackIndex, missing: list[str]) -> di
     waited = int(picked.counts.sum())
     duration = off.duration_us
     top = rows[0] if rows else None
-    return {"value": waited / duration if duration else None, "us": waited, "seconds": round(waited / 1e6, 3),
-            "share": waited / off.total_us if off.total_us else 0.0,
-            "summary": ", ".join(f"{_short(r.name)} {r.count / 1e6:.2f} s" for r in rows[:4]) or "none",
-            "top": _short(top.name) if top else "none", "top_seconds": round(top.count / 1e6, 3) if top else 0.0,
-            "chain": top.chain_text(top.chains[0]) if top and top.chains else "",
-            "rules": ", ".join(dict.fromkeys(r.rule for r in rows[:4] if r.rule)) or "none"}
+    return OffCpuWaitLatches(
+        waited / duration if duration else None, waited, round(waited / 1e6, 3),
+        waited / off.total_us if off.total_us else 0.0,
+        ", ".join(f"{_short(r.name)} {r.count / 1e6:.2f} s" for r in rows[:4]) or "none",
+        _short(top.name) if top else "none", round(top.count / 1e6, 3) if top else 0.0,
+        top.chain_text(top.chains[0]) if top and top.chains else "",
+        ", ".join(dict.fromkeys(r.rule for r in rows[:4] if r.rule)) or "none")
 
 
 def _short(name: str) -> str:

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cached_property
-from typing import TYPE_CHECKING, Any, Iterator, Mapping, Protocol
+from typing import TYPE_CHECKING, Any, Mapping, Protocol
 
+from ..evidence import Evidence, Fact
 from ..facts import number as as_number
 
 if TYPE_CHECKING:
@@ -122,39 +122,6 @@ def value_words(item: Declared, value: Mapping[str, Any], share: bool) -> str:
     if "summary" in value:
         return str(value.get("summary") or scalar_words(item, value.get("value"), share))
     return scalar_words(item, value.get("value"), share)
-
-
-class Evidence(Mapping[str, Any]):
-    """A frozen evidence value. Code reads its fields; templates and conditions read them by name
-    (``{name.field}``, ``evidence: name.field``) through this read-only mapping, which is ``to_json``:
-    the value as findings.json writes it (before rounding)."""
-
-    def to_json(self) -> dict[str, Any]:
-        raise NotImplementedError
-
-    @cached_property
-    def _view(self) -> dict[str, Any]:
-        return self.to_json()
-
-    def __getitem__(self, key: str) -> Any:
-        return self._view[key]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._view)
-
-    def __len__(self) -> int:
-        return len(self._view)
-
-
-@dataclass(frozen=True, eq=False)
-class Fact(Evidence):
-    """A looked-up fact: its value (a number when it reads as one) and that number."""
-
-    value: Any
-    number: float | None
-
-    def to_json(self) -> dict[str, Any]:
-        return {"value": self.value, "number": self.number}
 
 
 def fact(value: Any) -> Fact | None:
