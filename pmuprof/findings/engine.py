@@ -1,7 +1,7 @@
-"""Evaluate rules against a Profile, per target process, into ordered and grouped Findings.
+"""Evaluate rules against a Profile, per target process, into a Diagnosis of ordered, grouped Findings.
 
-Per process: latch attribution once (findings/latches.py), every rule's matchers, the level from
-the metric that fired, caps (1 % of samples for stack shares, corroboration, min_samples), fixes
+Per process: latch attribution once (findings/latches.py), every rule's matchers (findings/kinds/),
+the level from the metric that fired, caps (1 % of samples for stack shares, corroboration, min_samples), fixes
 that fit the detected server, then grouping: a cause finding names the symptom findings it explains.
 """
 
