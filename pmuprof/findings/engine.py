@@ -93,7 +93,8 @@ def evaluate_rule(rule: Rule, index: StackIndex, facts: Facts) -> Finding | None
     values["missing"] = "; ".join(dict.fromkeys(m for m in missing if m)) or "nothing"
     return Finding(
         rule=rule.id, severity=SEVERITIES[level], title=rule.title, share=float(share),
-        message=_message(rule, values), evidence=_evidence(rule, values, raised_by),
+        message=_message(rule, values), evidence={m.name: values.get(m.name) for m in rule.evidence},
+        samples=values["samples"], server=values["server"], raised_by=tuple(raised_by), thresholds=rule.thresholds,
         fix=_fix(rule.fix, facts, values, missing), next_steps=tuple(render(s, values) for s in rule.next_steps),
         references=rule.references,
         chain=(chain_ev.hot or "", *chain_ev.callers) if chain_ev else (),
@@ -256,30 +257,6 @@ def _fix(items: tuple[FixItem, ...], facts: Facts, values: Mapping[str, Any], mi
         label = item.label if (facts.family is None or not facts.version or item.when is None) else ""
         out.append(f"{label}:\n{text}" if label and "\n" in text else f"{label}: {text}" if label else text)
     return "\n\n".join(out)
-
-
-def _evidence(rule: Rule, values: Mapping[str, Any], raised_by: list[str]) -> dict[str, Any]:
-    out: dict[str, Any] = {m.name: _clean(values.get(m.name)) for m in rule.evidence}
-    out["samples"] = values["samples"]
-    out["server"] = values["server"]
-    if raised_by:
-        out["raised_by"] = raised_by
-    if rule.thresholds:
-        th = rule.thresholds
-        out["thresholds"] = {k: getattr(th, k) for k in ("info", "warning", "critical") if getattr(th, k) is not None}
-        out["thresholds"]["metric"] = list(th.metrics)
-        out["thresholds"]["below"] = th.below
-    return out
-
-
-def _clean(value: Any) -> Any:
-    if isinstance(value, float):
-        return round(value, 6)
-    if isinstance(value, Mapping):
-        return {k: _clean(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_clean(v) for v in value]
-    return value
 
 
 def _server_text(facts: Facts) -> str:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Mapping
+
+from .schema import Thresholds
 
 SEVERITY_ORDER = {"critical": 0, "warning": 1, "info": 2}
 
@@ -25,7 +27,9 @@ class Finding:
     title: str
     share: float  # fraction of the target's samples the finding covers, 0..1
     message: str = ""
-    evidence: dict[str, Any] = field(default_factory=dict)
+    # each declared evidence item's value, in rule order: a frozen Evidence (findings/evidence.py), a
+    # plain value, or None (not known)
+    evidence: Mapping[str, Any] = field(default_factory=dict)
     fix: str = ""
     next_steps: tuple[str, ...] = ()
     references: tuple[str, ...] = ()
@@ -35,10 +39,29 @@ class Finding:
     confidence: dict[str, Any] = field(default_factory=dict)  # samples, margin, corroborated, level
     explains: tuple[str, ...] = ()  # symptom findings (rule ids) this cause accounts for
     explained_by: str = ""  # the cause finding (rule id) this symptom is grouped under
+    samples: int | None = None  # the process's samples (None: not said, as in a finding built by hand)
+    server: str | None = None  # the server as detected ("MariaDB 10.2.11", "unknown server")
+    raised_by: tuple[str, ...] = ()  # the raise_if conditions that held
+    thresholds: Thresholds | None = None  # the rule's levels
     # rows (of the process's Stacks, sorted) behind the headline share: for grouping only, never written
     stacks: Any = field(default=None, repr=False, compare=False)
     # the rule's evidence declarations, in rule order: for showing the evidence (not in findings.json)
     declared: tuple[Declared, ...] = field(default=(), repr=False, compare=False)
+
+    def evidence_json(self) -> dict[str, Any]:
+        """findings.json's ``evidence``: each item as JSON (floats to 6 places), then what the engine adds."""
+        out: dict[str, Any] = {name: _json(value) for name, value in self.evidence.items()}
+        if self.samples is not None:
+            out["samples"] = self.samples
+        if self.server is not None:
+            out["server"] = self.server
+        if self.raised_by:
+            out["raised_by"] = list(self.raised_by)
+        th = self.thresholds
+        if th is not None:
+            out["thresholds"] = {k: getattr(th, k) for k in ("info", "warning", "critical") if getattr(th, k) is not None}
+            out["thresholds"].update(metric=list(th.metrics), below=th.below)
+        return out
 
     def sort_key(self) -> tuple[int, float, str]:
         return (SEVERITY_ORDER.get(self.severity, 9), -self.share, self.rule)
@@ -50,7 +73,7 @@ class Finding:
             "title": self.title,
             "share": round(self.share, 6),
             "message": self.message,
-            "evidence": self.evidence,
+            "evidence": self.evidence_json(),
             "fix": self.fix,
             "next_steps": list(self.next_steps),
             "references": list(self.references),
@@ -61,6 +84,16 @@ class Finding:
             "explains": list(self.explains),
             "explained_by": self.explained_by,
         }
+
+
+def _json(value: Any) -> Any:
+    if isinstance(value, float):
+        return round(value, 6)
+    if isinstance(value, Mapping):
+        return {k: _json(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json(v) for v in value]
+    return value
 
 
 def ordered(findings: list[Finding]) -> list[Finding]:

@@ -53,19 +53,18 @@ def evidence_rows(finding: Finding) -> list[dict[str, Any]]:
 
 def levels_text(finding: Finding) -> str:
     """'Levels on dive: info from 10.0 %, warning from 25.0 %, critical from 50.0 %' (and what raised it)."""
-    th = finding.evidence.get("thresholds")
+    th = finding.thresholds
     parts = []
-    if isinstance(th, Mapping) and th.get("metric"):
+    if th is not None and th.metrics:
         by_name = {d.name: d for d in finding.declared}
-        metrics = list(th["metric"])
-        share = all(is_share(by_name.get(m, Declared(m, "", ""))) for m in metrics)
-        word = "up to" if th.get("below") else "from"
-        levels = [f"{lvl} {word} {pct(th[lvl]) if share else number(th[lvl])}"
-                  for lvl in ("info", "warning", "critical") if isinstance(th.get(lvl), (int, float))]
-        parts.append(f"Levels on {' / '.join(metrics)}: " + ", ".join(levels))
-    raised = finding.evidence.get("raised_by")
-    if raised:
-        parts.append("raised one level by: " + ", ".join(_raised(finding, str(r)) for r in raised))
+        share = all(is_share(by_name.get(m, Declared(m, "", ""))) for m in th.metrics)
+        word = "up to" if th.below else "from"
+        levels = [f"{lvl} {word} {pct(bound) if share else number(bound)}"
+                  for lvl, bound in (("info", th.info), ("warning", th.warning), ("critical", th.critical))
+                  if bound is not None]
+        parts.append(f"Levels on {' / '.join(th.metrics)}: " + ", ".join(levels))
+    if finding.raised_by:
+        parts.append("raised one level by: " + ", ".join(_raised(finding, r) for r in finding.raised_by))
     return "; ".join(parts)
 
 

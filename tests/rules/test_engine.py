@@ -37,7 +37,8 @@ def test_the_engine_adds_to_evidence_only_what_the_schema_reserves(rules) -> Non
     by_id = {r.id: r for r in rules}
     for finding in evaluate(Profile({SPIN: 3000, WORK: 7000}), rules):
         declared = {m.name for m in by_id[finding.rule].evidence}
-        assert set(finding.evidence) - declared <= set(EVIDENCE_KEYS), finding.rule
+        assert set(finding.evidence) == declared, finding.rule
+        assert set(finding.to_dict()["evidence"]) - declared <= set(EVIDENCE_KEYS), finding.rule
 
 
 def test_findings_are_ordered_by_severity_then_share(rules) -> None:
