@@ -23,7 +23,7 @@ from .loader import load_rules
 from .kinds import Env, kind_of
 from .kinds.stack import StackShare
 from .diagnosis import Diagnosis
-from .model import Declared, Finding
+from .model import Confidence, Declared, Finding
 from .patterns import lock_wrappers
 from .schema import SEVERITIES, FixItem, Rule
 from .stackmatch import StackIndex
@@ -116,14 +116,14 @@ def is_offcpu_metric(rule: Rule, metric: str | None) -> bool:
     return m is not None and kind_of(m.kind).offcpu(m.spec)
 
 
-def _offcpu_basis(rule: Rule, g: Grade, values: Mapping[str, Any], conf: dict) -> dict:
+def _offcpu_basis(rule: Rule, g: Grade, values: Mapping[str, Any], conf: Confidence) -> Confidence:
     """For a finding graded on off-CPU time: its share is of the off-CPU time, the threshold in threads
     blocked on average, and the evidence behind it is seconds blocked, not samples."""
     if not is_offcpu_metric(rule, g.metric):
         return conf
     ev = values.get(g.metric) if isinstance(values.get(g.metric), Mapping) else {}
-    return {**conf, "samples": None, "basis": "off-CPU time", "unit": "threads",
-            "blocked_s": round(float(ev.get("us") or 0) / 1e6, 3)}
+    return replace(conf, samples=None, basis="off-CPU time", unit="threads",
+                   blocked_s=round(float(ev.get("us") or 0) / 1e6, 3))
 
 
 def _headline_share(rule: Rule, g: Grade, values: Mapping[str, Any], share_ev: StackShare | None) -> float:

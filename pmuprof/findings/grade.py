@@ -12,6 +12,7 @@ from typing import Any, Mapping
 
 from .facts import number
 from .kinds import kind_of
+from .model import Confidence
 from .schema import SEVERITIES, Condition, Rule
 from .template import lookup, render, scalar
 
@@ -86,12 +87,11 @@ def corroboration(rule: Rule, values: Mapping[str, Any]) -> tuple[list[str], lis
     return seen, not_seen
 
 
-def confidence(rule: Rule, g: Grade, values: Mapping[str, Any], seen: list[str], not_seen: list[str]) -> dict:
+def confidence(rule: Rule, g: Grade, values: Mapping[str, Any], seen: list[str], not_seen: list[str]) -> Confidence:
     """Samples behind the headline, its margin over the threshold, and the corroborating facts."""
     ev = values.get(g.metric) if g.metric else None
     samples = int(ev.get("count") or 0) if isinstance(ev, Mapping) and "count" in ev else None
     margin = round(g.value / g.bound, 2) if g.value is not None and g.bound else None
     strong = (margin is None or margin >= 2) and (samples is None or samples >= 100)
     level = "high" if strong and (seen or not rule.corroborate) else "medium" if strong or seen else "low"
-    return {"samples": samples, "total": values.get("samples"), "threshold": g.bound, "margin": margin,
-            "corroborated": seen, "not_corroborated": not_seen, "level": level}
+    return Confidence(samples, values.get("samples"), g.bound, margin, tuple(seen), tuple(not_seen), level)

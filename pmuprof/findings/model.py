@@ -21,6 +21,30 @@ class Declared:
 
 
 @dataclass(frozen=True)
+class Confidence:
+    """How sure a finding is: samples behind the headline, its margin over the threshold, corroboration."""
+
+    samples: int | None  # behind the metric that set the level (None: not a stack share, or off-CPU time)
+    total: int | None  # the process's samples
+    threshold: float | None
+    margin: float | None  # value / threshold, 2 places
+    corroborated: tuple[str, ...]
+    not_corroborated: tuple[str, ...]
+    level: str  # high | medium | low
+    basis: str = ""  # "off-CPU time" when graded on it ("" = samples)
+    unit: str = ""  # the threshold's unit then ("threads")
+    blocked_s: float | None = None  # seconds blocked behind it then
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"samples": self.samples, "total": self.total, "threshold": self.threshold,
+                               "margin": self.margin, "corroborated": list(self.corroborated),
+                               "not_corroborated": list(self.not_corroborated), "level": self.level}
+        if self.basis:
+            out.update(basis=self.basis, unit=self.unit, blocked_s=self.blocked_s)
+        return out
+
+
+@dataclass(frozen=True)
 class Finding:
     rule: str
     severity: str  # critical | warning | info
@@ -36,7 +60,7 @@ class Finding:
     chain: tuple[str, ...] = ()  # hot frame first, then the callers that explain it
     process: str = ""  # process label the finding is about ("" = all targets)
     missing: tuple[str, ...] = ()  # facts the rule could not use (no mysql.json, no PMU, ...)
-    confidence: dict[str, Any] = field(default_factory=dict)  # samples, margin, corroborated, level
+    confidence: Confidence | None = None
     explains: tuple[str, ...] = ()  # symptom findings (rule ids) this cause accounts for
     explained_by: str = ""  # the cause finding (rule id) this symptom is grouped under
     samples: int | None = None  # the process's samples (None: not said, as in a finding built by hand)
@@ -63,6 +87,11 @@ class Finding:
             out["thresholds"].update(metric=list(th.metrics), below=th.below)
         return out
 
+    @property
+    def basis(self) -> str:
+        """What the share is of: 'samples', or 'off-CPU time'."""
+        return (self.confidence.basis if self.confidence is not None else "") or "samples"
+
     def sort_key(self) -> tuple[int, float, str]:
         return (SEVERITY_ORDER.get(self.severity, 9), -self.share, self.rule)
 
@@ -80,7 +109,7 @@ class Finding:
             "chain": list(self.chain),
             "process": self.process,
             "missing": list(self.missing),
-            "confidence": self.confidence,
+            "confidence": self.confidence.to_json() if self.confidence is not None else {},
             "explains": list(self.explains),
             "explained_by": self.explained_by,
         }

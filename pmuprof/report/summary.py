@@ -20,7 +20,7 @@ def verdict_line(diagnosis: Diagnosis, samples: int, where: str = "") -> str:
         return f"OK{place}: no rule fired ({samples:,} samples)"
     top = causes[0]
     proc = f", {top.process}" if top.process else ""
-    line = f"{top.severity.upper()}{place}: {' '.join(top.title.split())} ({100 * top.share:.0f} % of {top.confidence.get('basis') or 'samples'}{proc})"
+    line = f"{top.severity.upper()}{place}: {' '.join(top.title.split())} ({100 * top.share:.0f} % of {top.basis}{proc})"
     rest = causes[1:]
     if rest:
         counts: dict[str, int] = {}
