@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import mmap
+import re
 import struct
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +28,9 @@ class Symbol:
     value: int
     size: int
     is_func: bool
+
+
+_MARIADB_VERSION = re.compile(rb"(?<![0-9.])(\d{1,2}\.\d{1,2}\.\d{1,3})-MariaDB\0")
 
 
 class ElfFile:
@@ -108,6 +112,16 @@ class ElfFile:
                 if sym.name == name and sym.value:
                     return sym, table
         return None
+
+    def server_version(self) -> str | None:
+        """The MariaDB version compiled into a server binary (".rodata" holds "11.4.5-MariaDB"), else None.
+
+        MySQL's binaries carry their version only inside longer strings: not read here (say unknown)."""
+        sec = self.section(".rodata")
+        if sec is None or sec.type == 8:  # SHT_NOBITS: a separate debug file
+            return None
+        found = _MARIADB_VERSION.search(self.data, sec.offset, min(sec.offset + sec.size, len(self.data)))
+        return found.group(1).decode("ascii") + "-MariaDB" if found else None
 
     def vaddr_bytes(self, vaddr: int, length: int) -> bytes:
         for sec in self.sections:
