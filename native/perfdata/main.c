@@ -139,6 +139,15 @@ static int write_with(const char *path, folder_t *f, int (*writer)(folder_t *, F
     return fclose(out) || rc ? -EIO : 0;
 }
 
+/* One line per file an input named that was not read, e.g. a perf map another user planted. */
+static void warn_skipped(const reader_t *r)
+{
+    for (size_t i = 0; i < r->m.dsos.n; i++)
+        if (r->m.dsos.v[i]->skipped)
+            fprintf(stderr, "pmuprof-perfdata: warning: %s: %s, its symbols are left out\n", r->m.dsos.v[i]->name,
+                    r->m.dsos.v[i]->skipped);
+}
+
 static int run(args_t *a, pd_file_t *pf, folder_t *f)
 {
     reader_t r;
@@ -150,6 +159,7 @@ static int run(args_t *a, pd_file_t *pf, folder_t *f)
     r.echo = a->script ? stderr : NULL;
     r.with_time = a->time;
     int rc = reader_run(&r, err, sizeof err);
+    warn_skipped(&r);
     if (rc) {
         fprintf(stderr, "pmuprof-perfdata: %s: %s\n", rc == PD_EUNSUPPORTED ? "unsupported" : "error", err);
     } else if (folder_finish(f, 0)) {

@@ -1,0 +1,87 @@
+"""Issue 26, files another local user controls: a /tmp/perf-PID.map that is a link to /dev/zero, a FIFO,
+another user's file or a huge file is skipped with a warning by pmuprof-perfdata (no hang, no growth)."""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from helpers import REPO, need_perf
+
+PD_JIT = REPO / "tests" / "native" / "progs" / "pd_jit.c"
+MAP_LIMIT = 64 << 20  # the reader's bound on a perf map's size
+
+
+def _reader() -> Path:
+    path = REPO / "native" / "build" / "pmuprof-perfdata"
+    res = subprocess.run(["make", "-C", str(REPO / "native"), "build/pmuprof-perfdata"], capture_output=True, text=True)
+    if res.returncode != 0 or not path.is_file():
+        pytest.skip(f"pmuprof-perfdata does not build here: {res.stderr.strip()[-300:]}")
+    return path
+
+
+@pytest.fixture(scope="module")
+def jit_recording(tmp_path_factory):
+    """A perf.data of pd_jit (code run from anonymous executable memory named in /tmp/perf-PID.map), and
+    that map's path; the map is removed afterwards."""
+    need_perf()
+    reader = _reader()
+    tmp = tmp_path_factory.mktemp("jit")
+    exe, data = tmp / "pd_jit", tmp / "jit.data"
+    subprocess.run(["gcc", "-O1", "-fno-omit-frame-pointer", str(PD_JIT), "-ldl", "-o", str(exe)], check=True)
+    env = {**os.environ, "HOME": str(tmp)}
+    res = subprocess.run(["perf", "record", "-q", "-g", "-F", "999", "-o", str(data), "--", str(exe), "0.6"],
+                         env=env, capture_output=True, text=True, timeout=120)
+    if res.returncode != 0:
+        pytest.skip(f"perf record does not work here: {res.stderr.strip()[-200:]}")
+    meta = tmp / "meta.json"
+    out = subprocess.run([str(reader), "--meta", str(meta), str(data)], env=env, capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    maps = [d["path"] for d in json.loads(meta.read_text())["dsos"] if d["path"].startswith("/tmp/perf-")]
+    assert len(maps) == 1 and "jitted_loop[hot]" in out.stdout, out.stdout[-2000:]
+    yield {"reader": reader, "data": data, "map": Path(maps[0]), "env": env, "text": Path(maps[0]).read_text()}
+    Path(maps[0]).unlink(missing_ok=True)
+
+
+def _limited() -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))  # a reader that grows fails instead of swapping
+
+
+def _replace(path: Path, case: str, text: str) -> None:
+    path.unlink(missing_ok=True)
+    if case == "link-to-dev-zero":
+        path.symlink_to("/dev/zero")
+    elif case == "fifo":
+        os.mkfifo(path, 0o600)
+    elif case == "other-users-file":
+        path.write_text(text)
+        os.chown(path, 65534, 65534)
+    elif case == "larger-than-64-MiB":
+        with open(path, "w") as f:
+            f.write(text)
+            f.truncate(MAP_LIMIT + 1)  # sparse: costs no disk
+
+
+@pytest.mark.parametrize("case", ["link-to-dev-zero", "fifo", "other-users-file", "larger-than-64-MiB"])
+def test_untrusted_perf_map_is_skipped_with_a_warning(jit_recording, case):
+    lab = jit_recording
+    _replace(lab["map"], case, lab["text"])
+    try:
+        res = subprocess.run([str(lab["reader"]), str(lab["data"])], env=lab["env"], capture_output=True, text=True,
+                             timeout=60, preexec_fn=_limited)  # generous: the whole read takes well under a second
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"pmuprof-perfdata hung on a /tmp/perf-PID.map that is a {case}")
+    finally:
+        lab["map"].unlink(missing_ok=True)
+        lab["map"].write_text(lab["text"])
+    assert res.returncode == 0, res.stderr
+    warnings = [ln for ln in res.stderr.splitlines() if "warning" in ln and str(lab["map"]) in ln]
+    assert len(warnings) == 1, res.stderr
+    assert "jitted_loop[hot]" not in res.stdout and "[perf-" in res.stdout
+
