@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import REPO, need_perf
+from helpers import REPO, build_busy, need_perf, run_cli
 
 PD_JIT = REPO / "tests" / "native" / "progs" / "pd_jit.c"
 MAP_LIMIT = 64 << 20  # the reader's bound on a perf map's size
@@ -85,3 +85,25 @@ def test_untrusted_perf_map_is_skipped_with_a_warning(jit_recording, case):
     assert len(warnings) == 1, res.stderr
     assert "jitted_loop[hot]" not in res.stdout and "[perf-" in res.stdout
 
+
+def test_recorded_binary_path_that_is_now_a_fifo_is_skipped_with_a_warning(tmp_path):
+    """Issue 26 case 2: `pmuprof report` of a perf.data whose MMAP2 file name is a FIFO ends (with the binary
+    named as not read) instead of blocking in open() forever."""
+    need_perf()
+    folder = tmp_path / "bin"
+    folder.mkdir()
+    exe, data = build_busy(folder), tmp_path / "perf.data"
+    res = subprocess.run(["perf", "record", "-q", "-N", "-g", "-F", "999", "-o", str(data), "--", str(exe), "0.5"],
+                         capture_output=True, text=True, timeout=120, env={**os.environ, "HOME": str(tmp_path)})
+    if res.returncode != 0:
+        pytest.skip(f"perf record does not work here: {res.stderr.strip()[-200:]}")
+    exe.unlink()
+    os.mkfifo(exe, 0o600)
+    try:
+        res = run_cli("report", str(data), "--comm", exe.name, "-o", str(tmp_path / "out"), timeout=180,
+                      env={"HOME": str(tmp_path)})
+    except subprocess.TimeoutExpired:
+        pytest.fail("pmuprof report hung on a recorded binary path that is a FIFO")
+    assert res.returncode == 0, res.stderr
+    warned = [ln for ln in res.stderr.splitlines() if ln.startswith("pmuprof: warning:") and f"{exe}: a FIFO" in ln]
+    assert len(warned) == 1, res.stderr
