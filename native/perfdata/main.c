@@ -19,7 +19,8 @@ static const char USAGE[] =
     "--time: as perf script -F comm,pid,tid,time,ip,sym,symoff,dso (the sample table gets seconds).\n"
     "--script also writes that perf script text to stderr (for comparing with perf script).\n"
     "Exit status: 0 done; 1 failure; 2 usage; 3 the file needs something only perf script does (one\n"
-    "line on stderr says what: use perf script instead); 4 the file is corrupt or truncated.\n";
+    "line on stderr says what: use perf script instead); 4 the file is corrupt or truncated; 5 its header\n"
+    "is corrupt beyond what perf script copes with (it loops on it): do not try perf script.\n";
 
 typedef struct {
     fold_opts_t o;

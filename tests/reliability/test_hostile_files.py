@@ -6,12 +6,14 @@ from __future__ import annotations
 import json
 import os
 import resource
+import signal
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from helpers import REPO, build_busy, need_perf, run_cli
+from helpers import REPO, build_busy, need_perf
 
 PD_JIT = REPO / "tests" / "native" / "progs" / "pd_jit.c"
 MAP_LIMIT = 64 << 20  # the reader's bound on a perf map's size
@@ -47,6 +49,21 @@ def jit_recording(tmp_path_factory):
     assert len(maps) == 1 and "jitted_loop[hot]" in out.stdout, out.stdout[-2000:]
     yield {"reader": reader, "data": data, "map": Path(maps[0]), "env": env, "text": Path(maps[0]).read_text()}
     Path(maps[0]).unlink(missing_ok=True)
+
+
+def _cli(*args: str, home: Path, timeout: float) -> subprocess.CompletedProcess:
+    """run_cli in its own session, killed with all it started when it outlives ``timeout`` (a regression
+    then fails the test instead of leaving a perf script spinning)."""
+    env = {**os.environ, "HOME": str(home), "PYTHONPATH": str(REPO)}
+    proc = subprocess.Popen([sys.executable, "-m", "pmuprof", *args], env=env, text=True, start_new_session=True,
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        raise
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
 
 def _limited() -> None:
@@ -100,10 +117,32 @@ def test_recorded_binary_path_that_is_now_a_fifo_is_skipped_with_a_warning(tmp_p
     exe.unlink()
     os.mkfifo(exe, 0o600)
     try:
-        res = run_cli("report", str(data), "--comm", exe.name, "-o", str(tmp_path / "out"), timeout=180,
-                      env={"HOME": str(tmp_path)})
+        res = _cli("report", str(data), "--comm", exe.name, "-o", str(tmp_path / "out"), home=tmp_path, timeout=180)
     except subprocess.TimeoutExpired:
         pytest.fail("pmuprof report hung on a recorded binary path that is a FIFO")
     assert res.returncode == 0, res.stderr
     warned = [ln for ln in res.stderr.splitlines() if ln.startswith("pmuprof: warning:") and f"{exe}: a FIFO" in ln]
     assert len(warned) == 1, res.stderr
+
+
+def test_perf_data_with_an_impossible_data_size_fails_fast_without_perf_script(tmp_path):
+    """Issue 26 case 3: data_size = 2^64-1 (the data section would end past 2^64 bytes). The native reader
+    refuses it, and perf script, which loops on such a header, is not tried: one line names the file."""
+    need_perf()
+    data = tmp_path / "perf.data"
+    res = subprocess.run(["perf", "record", "-q", "-N", "-g", "-F", "999", "-o", str(data), "--", "sleep", "0.2"],
+                         capture_output=True, text=True, timeout=120, env={**os.environ, "HOME": str(tmp_path)})
+    if res.returncode != 0:
+        pytest.skip(f"perf record does not work here: {res.stderr.strip()[-200:]}")
+    raw = bytearray(data.read_bytes())
+    raw[48:56] = (2**64 - 1).to_bytes(8, "little")  # perf_file_header.data.size
+    data.write_bytes(bytes(raw))
+    _reader()
+    try:  # generous: reading the header takes well under a second; perf script looped for hours
+        res = _cli("report", str(data), "-o", str(tmp_path / "out"), home=tmp_path, timeout=120)
+    except subprocess.TimeoutExpired:
+        pytest.fail("pmuprof report did not end on a perf.data whose data size is 2^64-1")
+    assert res.returncode == 3, res.stderr
+    errors = [ln for ln in res.stderr.splitlines() if ln.startswith("pmuprof: error:")]
+    assert len(errors) == 1 and "Traceback" not in res.stderr, res.stderr
+    assert str(data) in errors[0] and "corrupt" in errors[0] and "re-record" in errors[0], errors[0]

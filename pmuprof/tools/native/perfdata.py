@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
-from ...errors import PmuprofError
+from ...errors import InputError, PmuprofError
 from ...model.perfscript import FoldResult
 from ...paths import native_path
 from .. import proc as proc_tools
@@ -17,6 +17,7 @@ from .fold import SCRIPT_MAX_S, STACKS_BIN, FoldError, _first_line, _result, fol
 
 UNSUPPORTED = 3  # the file needs something only perf script does (DWARF unwinding, kcore, modules, ...)
 CORRUPT = 4      # truncated or corrupt: perf script may still read part of it
+BAD_HEADER = 5   # a header no file can match: perf script loops on it, so it is not tried
 
 
 class PerfdataFallback(PmuprofError):
@@ -70,7 +71,8 @@ def fold_perf_data_native(data: Path, pids: Iterable[int] = (), comms: Iterable[
                           raw_unknown: bool = False, binary: Path | None = None, timed: bool = False) -> PerfdataFold:
     """What ``perf script -F comm,pid,tid,ip,sym,symoff,dso --no-inline [--pid=...] | pmuprof-fold`` gives.
 
-    Raises PerfdataFallback when the binary is missing or declines the file, FoldError when it fails.
+    Raises PerfdataFallback when the binary is missing or declines the file, InputError when its header
+    proves it corrupt (nothing else is to try it), FoldError when it fails.
     """
     binary = binary or perfdata_path()
     if binary is None:
@@ -81,9 +83,14 @@ def fold_perf_data_native(data: Path, pids: Iterable[int] = (), comms: Iterable[
                              Path(tmp) / STACKS_BIN, timed)
         with open(Path(tmp) / "stacks.folded", "w+b") as out, open(Path(tmp) / "err", "w+b") as err:
             proc = _run_watched(argv, out, err)
-            if proc.returncode in (UNSUPPORTED, CORRUPT):
+            if proc.returncode in (UNSUPPORTED, CORRUPT, BAD_HEADER):
                 err.seek(0)
-                raise PerfdataFallback(_first_line(err.read()), proc.returncode)
+                reason = _first_line(err.read())
+                if proc.returncode == BAD_HEADER:
+                    why = reason.removeprefix("pmuprof-perfdata: error: ")
+                    raise InputError(f"{data}: not a usable perf.data: {why}",
+                                     "re-record it (perf script is not tried: it loops on such a header)")
+                raise PerfdataFallback(reason, proc.returncode)
             result = _result(proc.returncode, out, err, meta)
         extra = json.loads(meta.read_text(encoding="utf-8"))
     return PerfdataFold(result=result, dsos=tuple(DsoSymbols(**d) for d in extra.get("dsos", [])),
@@ -107,5 +114,5 @@ def _run_watched(argv: list[str], out, err) -> subprocess.Popen:
     return proc
 
 
-__all__ = ["CORRUPT", "UNSUPPORTED", "DsoSymbols", "FoldError", "PerfdataFallback", "PerfdataFold",
+__all__ = ["BAD_HEADER", "CORRUPT", "UNSUPPORTED", "DsoSymbols", "FoldError", "PerfdataFallback", "PerfdataFold",
            "fold_perf_data_native", "perfdata_argv", "perfdata_path"]
