@@ -15,6 +15,8 @@ import pytest
 
 from helpers import REPO, build_busy, need_perf
 
+from pmuprof.tools.native import perfdata as perfdata_reader
+
 PD_JIT = REPO / "tests" / "native" / "progs" / "pd_jit.c"
 MAP_LIMIT = 64 << 20  # the reader's bound on a perf map's size
 
@@ -146,3 +148,15 @@ def test_perf_data_with_an_impossible_data_size_fails_fast_without_perf_script(t
     errors = [ln for ln in res.stderr.splitlines() if ln.startswith("pmuprof: error:")]
     assert len(errors) == 1 and "Traceback" not in res.stderr, res.stderr
     assert str(data) in errors[0] and "corrupt" in errors[0] and "re-record" in errors[0], errors[0]
+
+
+def test_skipped_perf_map_reaches_the_report_warnings(jit_recording):
+    """The reader's warning is not lost behind its exit 0: the Python client makes it a run warning."""
+    lab = jit_recording
+    _replace(lab["map"], "link-to-dev-zero", lab["text"])
+    try:
+        got = perfdata_reader.fold_perf_data_native(lab["data"], binary=lab["reader"])
+    finally:
+        lab["map"].unlink(missing_ok=True)
+        lab["map"].write_text(lab["text"])
+    assert [w for w in got.result.warnings() if str(lab["map"]) in w and "symbolic link" in w], got.result.warnings()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Iterable
 
@@ -92,10 +92,19 @@ def fold_perf_data_native(data: Path, pids: Iterable[int] = (), comms: Iterable[
                                      "re-record it (perf script is not tried: it loops on such a header)")
                 raise PerfdataFallback(reason, proc.returncode)
             result = _result(proc.returncode, out, err, meta)
+            err.seek(0)
+            result = replace(result, notes=_warnings(err.read()))
         extra = json.loads(meta.read_text(encoding="utf-8"))
     return PerfdataFold(result=result, dsos=tuple(DsoSymbols(**d) for d in extra.get("dsos", [])),
                         samples=extra.get("perf_data", {}).get("samples", 0),
                         lost=extra.get("perf_data", {}).get("lost", 0))
+
+
+def _warnings(raw: bytes) -> tuple[str, ...]:
+    """The reader's "pmuprof-perfdata: warning: ..." lines (files it would not read), without the prefix."""
+    prefix = "pmuprof-perfdata: warning: "
+    text = raw.decode("utf-8", "backslashreplace")
+    return tuple(dict.fromkeys(ln[len(prefix):][:300] for ln in text.splitlines() if ln.startswith(prefix)))[:20]
 
 
 def _run_watched(argv: list[str], out, err) -> subprocess.Popen:
