@@ -127,9 +127,11 @@ def test_recorded_binary_path_that_is_now_a_fifo_is_skipped_with_a_warning(tmp_p
     assert len(warned) == 1, res.stderr
 
 
-def test_perf_data_with_an_impossible_data_size_fails_fast_without_perf_script(tmp_path):
+@pytest.mark.parametrize("extra", [[], ["--symfs", "."]], ids=["native-reader", "perf-script-only"])
+def test_perf_data_with_an_impossible_data_size_fails_fast_without_perf_script(tmp_path, extra):
     """Issue 26 case 3: data_size = 2^64-1 (the data section would end past 2^64 bytes). The native reader
-    refuses it, and perf script, which loops on such a header, is not tried: one line names the file."""
+    refuses it, and perf script, which loops on such a header, is not tried: one line names the file.
+    With --symfs perf script is the only reader: the same header check runs before it."""
     need_perf()
     data = tmp_path / "perf.data"
     res = subprocess.run(["perf", "record", "-q", "-N", "-g", "-F", "999", "-o", str(data), "--", "sleep", "0.2"],
@@ -141,7 +143,7 @@ def test_perf_data_with_an_impossible_data_size_fails_fast_without_perf_script(t
     data.write_bytes(bytes(raw))
     _reader()
     try:  # generous: reading the header takes well under a second; perf script looped for hours
-        res = _cli("report", str(data), "-o", str(tmp_path / "out"), home=tmp_path, timeout=120)
+        res = _cli("report", str(data), *extra, "-o", str(tmp_path / "out"), home=tmp_path, timeout=120)
     except subprocess.TimeoutExpired:
         pytest.fail("pmuprof report did not end on a perf.data whose data size is 2^64-1")
     assert res.returncode == 3, res.stderr

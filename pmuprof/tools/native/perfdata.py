@@ -9,10 +9,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Iterable
 
-from ...errors import InputError, PmuprofError
+from ...errors import PmuprofError
 from ...model.perfscript import FoldResult
 from ...paths import native_path
 from .. import proc as proc_tools
+from ..perf.repair import corrupt_header
 from .fold import SCRIPT_MAX_S, STACKS_BIN, FoldError, _first_line, _result, fold_argv
 
 UNSUPPORTED = 3  # the file needs something only perf script does (DWARF unwinding, kcore, modules, ...)
@@ -87,9 +88,7 @@ def fold_perf_data_native(data: Path, pids: Iterable[int] = (), comms: Iterable[
                 err.seek(0)
                 reason = _first_line(err.read())
                 if proc.returncode == BAD_HEADER:
-                    why = reason.removeprefix("pmuprof-perfdata: error: ")
-                    raise InputError(f"{data}: not a usable perf.data: {why}",
-                                     "re-record it (perf script is not tried: it loops on such a header)")
+                    raise corrupt_header(Path(data), reason.removeprefix("pmuprof-perfdata: error: "))
                 raise PerfdataFallback(reason, proc.returncode)
             result = _result(proc.returncode, out, err, meta)
             err.seek(0)
