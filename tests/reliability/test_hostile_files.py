@@ -162,3 +162,20 @@ def test_skipped_perf_map_reaches_the_report_warnings(jit_recording):
         lab["map"].unlink(missing_ok=True)
         lab["map"].write_text(lab["text"])
     assert [w for w in got.result.warnings() if str(lab["map"]) in w and "symbolic link" in w], got.result.warnings()
+
+
+def test_helper_refuses_a_binary_that_is_a_fifo(tmp_path):
+    """pmuprof-helper (funcs: the off-CPU symbolizer and unnamed-code grouping) is given the target's DSO
+    paths; one replaced by a FIFO must fail at once, not block in open() forever."""
+    res = subprocess.run(["make", "-C", str(REPO / "native"), "build/pmuprof-helper"], capture_output=True, text=True)
+    helper = REPO / "native" / "build" / "pmuprof-helper"
+    if res.returncode != 0 or not helper.is_file():
+        pytest.skip(f"pmuprof-helper does not build here: {res.stderr.strip()[-300:]}")
+    path = tmp_path / "libgone.so"
+    os.mkfifo(path, 0o600)
+    try:
+        res = subprocess.run([str(helper), "funcs", "--binary", str(path)], input="0x1000\n", capture_output=True,
+                             text=True, timeout=60, preexec_fn=_limited)  # generous: it fails at once
+    except subprocess.TimeoutExpired:
+        pytest.fail("pmuprof-helper hung on a binary path that is a FIFO")
+    assert res.returncode != 0 and "Traceback" not in res.stderr, (res.stdout, res.stderr)
