@@ -94,9 +94,15 @@ int symsrc_open(symsrc_t *ss, dso_t *dso, const char *path, void *mem, size_t me
         ss->mem = mem;
         ss->elf = elf_memory(mem, memlen);
     } else {
-        ss->fd = open(path, O_RDONLY | O_CLOEXEC);
+        struct stat st; /* candidates were checked regular, but a file can be swapped for a FIFO meanwhile */
+        ss->fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
         if (ss->fd < 0)
             return -1;
+        if (fstat(ss->fd, &st) || !S_ISREG(st.st_mode)) {
+            close(ss->fd);
+            ss->fd = -1;
+            return -1;
+        }
         ss->elf = elf_begin(ss->fd, ELF_C_READ_MMAP, NULL);
     }
     uint8_t bid[20];

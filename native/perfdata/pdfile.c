@@ -259,7 +259,7 @@ int pd_file_open(pd_file_t *f, const char *path)
 {
     memset(f, 0, sizeof *f);
     struct stat st;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* a FIFO must not block: fstat refuses it */
     if (fd < 0)
         return fail(f, PD_EFAIL, "%s: %s", path, strerror(errno));
     if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {

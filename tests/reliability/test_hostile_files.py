@@ -179,3 +179,15 @@ def test_helper_refuses_a_binary_that_is_a_fifo(tmp_path):
     except subprocess.TimeoutExpired:
         pytest.fail("pmuprof-helper hung on a binary path that is a FIFO")
     assert res.returncode != 0 and "Traceback" not in res.stderr, (res.stdout, res.stderr)
+
+
+def test_perfdata_reader_given_a_fifo_says_so_at_once(tmp_path):
+    """`pmuprof-perfdata FIFO` blocked in open() waiting for a writer; it now exits 3 (not a regular file)."""
+    reader = _reader()
+    fifo = tmp_path / "perf.data"
+    os.mkfifo(fifo, 0o600)
+    try:
+        res = subprocess.run([str(reader), str(fifo)], capture_output=True, text=True, timeout=60)
+    except subprocess.TimeoutExpired:
+        pytest.fail("pmuprof-perfdata hung on a FIFO given as the perf.data")
+    assert res.returncode == perfdata_reader.UNSUPPORTED and "not a regular file" in res.stderr, res.stderr
