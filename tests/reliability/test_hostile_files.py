@@ -39,7 +39,7 @@ def jit_recording(tmp_path_factory):
     exe, data = tmp / "pd_jit", tmp / "jit.data"
     subprocess.run(["gcc", "-O1", "-fno-omit-frame-pointer", str(PD_JIT), "-ldl", "-o", str(exe)], check=True)
     env = {**os.environ, "HOME": str(tmp)}
-    res = subprocess.run(["perf", "record", "-q", "-g", "-F", "999", "-o", str(data), "--", str(exe), "0.6"],
+    res = subprocess.run(["perf", "record", "-q", "-g", "-F", "999", "-o", str(data), "--", str(exe), "2"],
                          env=env, capture_output=True, text=True, timeout=120)
     if res.returncode != 0:
         pytest.skip(f"perf record does not work here: {res.stderr.strip()[-200:]}")
