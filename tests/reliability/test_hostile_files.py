@@ -191,3 +191,24 @@ def test_perfdata_reader_given_a_fifo_says_so_at_once(tmp_path):
     except subprocess.TimeoutExpired:
         pytest.fail("pmuprof-perfdata hung on a FIFO given as the perf.data")
     assert res.returncode == perfdata_reader.UNSUPPORTED and "not a regular file" in res.stderr, res.stderr
+
+
+def test_server_named_files_that_are_fifos_are_not_read(tmp_path):
+    """The server names its error log and pid file (@@log_error, @@pid_file), files the mysql user owns and
+    may replace: a FIFO there is noted as unreadable instead of blocking the capture in open()."""
+    log, pid_file = tmp_path / "error.log", tmp_path / "mysqld.pid"
+    os.mkfifo(log, 0o600)
+    os.mkfifo(pid_file, 0o600)
+    code = ("import json; from pmuprof.capture.mysql import facts; missing = []; "
+            f"log = facts._error_log({{'log_error': {str(log)!r}}}, None, True, missing); "
+            f"pid = facts._server_pid({{'pid_file': {str(pid_file)!r}}}, True); "
+            "print(json.dumps([log, pid, missing]))")
+    try:
+        res = subprocess.run([sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": str(REPO)},
+                             capture_output=True, text=True, timeout=60)  # generous: it answers at once
+    except subprocess.TimeoutExpired:
+        pytest.fail("reading a server-named file that is a FIFO blocked")
+    assert res.returncode == 0, res.stderr
+    log_facts, pid, missing = json.loads(res.stdout)
+    assert log_facts["memory_barrier"] is None and pid is None
+    assert any(f"error log {log} unreadable" in m and "FIFO" in m for m in missing), missing
