@@ -8,6 +8,7 @@ packages, or with PMUPROF_BUILD_NATIVE=0, the wheel has no ELF file and is py3-n
 """
 
 import os
+import runpy
 import shutil
 import subprocess
 import sys
@@ -24,7 +25,8 @@ except ImportError:  # pragma: no cover - depends on the build environment
 
 HERE = Path(__file__).resolve().parent
 HELPERS = ("pmuprof-helper", "pmuprof-fold", "pmuprof-perfdata", "pmuprof-offcpu")
-HELPER_PACKAGES = "libpfm4-dev libdw-dev libelf-dev libcapstone-dev libiberty-dev libbpf-dev clang pkg-config gcc make"
+_HINTS = runpy.run_path(str(HERE / "pmuprof" / "packages.py"))  # the install-hint table, without importing pmuprof
+HELPER_HINT = _HINTS["apt_install"](*_HINTS["NATIVE"])
 
 
 def _want_native() -> bool:
@@ -46,7 +48,7 @@ class BuildWithHelper(build_py):
         except (OSError, subprocess.CalledProcessError) as err:
             sys.stderr.write(
                 f"pmuprof: native helper not built ({err}); the package installs without it.\n"
-                f"pmuprof: to enable PMU events, PAUSE calibration and skid correction: apt-get install {HELPER_PACKAGES}\n"
+                f"pmuprof: to enable PMU events, PAUSE calibration and skid correction: {HELPER_HINT}\n"
             )
             return
         for name in HELPERS:

@@ -193,6 +193,7 @@ static int head_apply(folder_t *f, const head_t *hd)
     f->in_sample = 1;
     f->frames.len = 0;
     f->leaf_ok = 0;
+    f->real_seen = 0;
     return 0;
 }
 

@@ -10,6 +10,7 @@
 #define TAIL_VALID (1ULL << 32)
 #define TAIL_LEAF (1ULL << 33)
 #define TAIL_RAWUNK (1ULL << 34) /* '[unknown]' in a '/...' dso: tail_leaf = rendered base, tail_off = dso */
+#define TAIL_INLINE (1ULL << 35) /* 'sym+0xoff (inlined)': a call inlined into the next frame, 'sym_[i]' */
 
 typedef struct {
     uint64_t count, off;
@@ -69,6 +70,7 @@ struct folder {
     int64_t sec;          /* whole seconds of the time field, -1: none */
     uint32_t cur_comm, cur_stack;
     int leaf_ok;          /* the first frame makes a leaf: leaf = (dso_r, sym_r, off_r) */
+    int real_seen;        /* a frame that is not an inlined call has been pushed (it is the leaf) */
     uint32_t leaf[3];
     buf_t frames, key, tmp;
     uint32_t unknown_id;

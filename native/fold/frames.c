@@ -8,6 +8,7 @@
 #include "text.h"
 
 static const char UNKNOWN[] = "[unknown]";
+static const char INLINED[] = "inlined"; /* the dso perf script --inline prints for an inlined call */
 static const char *const USER_PSEUDO[] = {"[unknown]", "[vdso]", "[vsyscall]", "[heap]",
                                           "[stack]", "[anon]", "[uprobes]"};
 
@@ -29,8 +30,8 @@ static int kernel_dso(slice_t d)
     return 1;
 }
 
-/* frame_label(): '_[k]' for kernel frames, '[dso]' for unnamed code, ';' -> ':'. */
-static int64_t label_intern(folder_t *f, const frame_t *fr, int sym_unknown)
+/* frame_label(): '_[k]' for kernel frames, '_[i]' for inlined calls, '[dso]' for unnamed code, ';' -> ':'. */
+static int64_t label_intern(folder_t *f, const frame_t *fr, int sym_unknown, int inlined)
 {
     int added, rc = 0;
     f->tmp.len = 0;
@@ -46,7 +47,9 @@ static int64_t label_intern(folder_t *f, const frame_t *fr, int sym_unknown)
         rc |= bracket ? buf_putc(&f->tmp, ']') : 0;
     } else {
         rc |= text_render(&f->tmp, fr->sym.p, fr->sym.n, RENDER_SEMI);
-        if (kernel_dso(fr->dso))
+        if (inlined)
+            rc |= buf_append(&f->tmp, "_[i]", 4);
+        else if (kernel_dso(fr->dso))
             rc |= buf_append(&f->tmp, "_[k]", 4);
     }
     if (rc)
@@ -88,10 +91,13 @@ static int tail_compute(folder_t *f, size_t id, slice_t tail)
     uint64_t info = 0;
     if (tail_parse(tail.p, tail.n, &fr) == 0) {
         int sym_unknown = !fr.sym.p || slice_is(fr.sym, UNKNOWN);
-        int64_t label = label_intern(f, &fr, sym_unknown);
+        int inlined = !sym_unknown && slice_is(fr.dso, INLINED);
+        int64_t label = label_intern(f, &fr, sym_unknown, inlined);
         if (label < 0)
             return -ENOMEM;
-        info = (uint64_t)label | TAIL_VALID;
+        info = (uint64_t)label | TAIL_VALID | (inlined ? TAIL_INLINE : 0);
+        if (inlined)
+            return col_set(&f->tail_info, id, info) ? -ENOMEM : 0;
         if (sym_unknown && fr.dso.n && fr.dso.p[0] == '/') {
             const char *slash = memrchr(fr.dso.p, '/', fr.dso.n);
             int64_t base = rstr_render(f, slash + 1, fr.dso.n - (size_t)(slash + 1 - fr.dso.p), RENDER_SEMI);
@@ -144,7 +150,9 @@ int frame_push(folder_t *f, int64_t id, slice_t addr, int raw)
 {
     uint64_t info = f->tail_info.v[id];
     uint32_t label = (uint32_t)info;
-    int leaf = !f->frames.len;
+    int leaf = !f->real_seen; /* inlined calls come before the frame they are in: that one is the leaf */
+    if (!(info & TAIL_INLINE))
+        f->real_seen = 1;
     if (leaf && (info & TAIL_LEAF)) {
         uint64_t tl = f->tail_leaf.v[id];
         f->leaf[0] = (uint32_t)(tl >> 32), f->leaf[1] = (uint32_t)tl, f->leaf[2] = (uint32_t)f->tail_off.v[id];

@@ -33,8 +33,8 @@ void features_describe(struct jbuf *out)
 	feature(out, "libpfm4", pfm, "pmu, encode by libpfm4 name",
 		"apt-get install libpfm4-dev, then make -C native");
 	feature(out, "elfutils", dw, "skid, funcs (ELF symbols, build-id, .eh_frame)",
-		"apt-get install libdw-dev libelf-dev, then make -C native");
+		"apt-get install pkg-config libdw-dev libelf-dev, then make -C native");
 	feature(out, "capstone", cs, "skid, funcs contains_pause (x86 decoding)",
-		"apt-get install libcapstone-dev, then make -C native");
+		"apt-get install pkg-config libcapstone-dev, then make -C native");
 	jbuf_close(out, '}');
 }

@@ -99,7 +99,7 @@ static int funcs_open(struct jbuf *out, const char *binary, const char *debug, s
 		jbuf_kstr(out, "error", rc == -ENOENT ? "binary not found" : rc == -ESTALE ?
 			  "the debug file's build-id differs from the binary's" : rc == -ENODATA ?
 			  "the debug file has no symbol table" : rc == -ENOSYS ?
-			  "built without elfutils (apt-get install libdw-dev libelf-dev, make -C native)" :
+			  "built without elfutils" :
 			  rc == -EPROTONOSUPPORT ? "not an x86-64 binary" : "not a readable ELF file");
 		jbuf_close(out, '}');
 		return rc;

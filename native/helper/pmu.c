@@ -195,7 +195,7 @@ int events_encode(struct jbuf *out, char **names, int n)
 int pmu_describe(struct jbuf *out)
 {
 	jbuf_open(out, '{');
-	jbuf_kstr(out, "error", "built without libpfm4 (apt-get install libpfm4-dev, then make -C native)");
+	jbuf_kstr(out, "error", "built without libpfm4");
 	jbuf_key(out, "pmus");
 	jbuf_open(out, '[');
 	jbuf_close(out, ']');
@@ -209,7 +209,7 @@ int events_encode(struct jbuf *out, char **names, int n)
 	(void)names;
 	(void)n;
 	jbuf_open(out, '{');
-	jbuf_kstr(out, "error", "built without libpfm4 (apt-get install libpfm4-dev, then make -C native)");
+	jbuf_kstr(out, "error", "built without libpfm4");
 	jbuf_close(out, '}');
 	return -ENOSYS;
 }

@@ -165,7 +165,7 @@ static uint64_t fn_samples(const struct sample_set *set, long fi)
 static const char *decode_error_text(int rc)
 {
 	if (rc == -ENOSYS)
-		return "built without capstone: no x86 decoding (apt-get install libcapstone-dev, make -C native)";
+		return "built without capstone: no x86 decoding";
 	if (rc == -EFAULT)
 		return "function bytes are not in the file (bss or a changed binary?)";
 	if (rc == -EILSEQ)
@@ -213,7 +213,7 @@ static const char *open_error_text(int rc)
 	if (rc == -ENODATA)
 		return "the debug file has no symbol table";
 	if (rc == -ENOSYS)
-		return "built without elfutils: no ELF reading (apt-get install libdw-dev libelf-dev, make -C native)";
+		return "built without elfutils: no ELF reading";
 	return strerror(-rc);
 }
 

@@ -7,7 +7,10 @@
  *   wait TGID TID STATE WAITS NS USTACK KSTACK COMM   off-CPU time summed per stack
  *   open TGID TID STATE SINCE_NS USTACK KSTACK         threads still off the CPU at the end
  *   stack ID ADDR,ADDR,...               kernel stack, hex addresses, leaf first
- *   ustack HASH SCANNED ADDR,ADDR,...    user stack (hex hash); SCANNED 1: chain found above sp
+ *   ustack HASH SCANNED ADDR,ADDR,... RECOVERED   user stack (hex hash), leaf first; SCANNED 1: chain
+ *                                        found above sp; RECOVERED: how many addresses after the leaf
+ *                                        the CFI unwinder (unwind.c) put back, which the frame-pointer
+ *                                        walk skipped under a leaf without frame pointers
  * STATE is R S D T ? or B (off the CPU since before t0); a kernel stack id below 0 is -errno (not
  * stored), a user stack hash 0 is none.
  */
@@ -22,6 +25,7 @@
 #include <unistd.h>
 
 #include "offcpu_user.h"
+#include "unwind.h"
 
 static const char state_letters[] = "RSDT?B";
 static const char *stat_names[OFFCPU_NSTATS] = {"switches", "kstack_lost", "ustack_lost", "threads_full",
@@ -30,7 +34,52 @@ static const char *stat_names[OFFCPU_NSTATS] = {"switches", "kstack_lost", "usta
 struct idset {
 	__s32 *ids;
 	size_t n, cap;
+	struct owner *owners; /* user stack hash -> the process it was taken in */
+	size_t nown, capown;
 };
+
+struct owner {
+	__u64 ustack;
+	__u32 tgid;
+};
+
+static int owner_add(struct idset *s, __u64 ustack, __u32 tgid)
+{
+	struct owner *grown;
+
+	if (!ustack)
+		return 0;
+	if (s->nown == s->capown) {
+		s->capown = s->capown ? s->capown * 2 : 1024;
+		grown = realloc(s->owners, s->capown * sizeof(*grown));
+		if (!grown)
+			return -ENOMEM;
+		s->owners = grown;
+	}
+	s->owners[s->nown++] = (struct owner){ustack, tgid};
+	return 0;
+}
+
+static int cmp_owner(const void *a, const void *b)
+{
+	const struct owner *x = a, *y = b;
+
+	return (x->ustack > y->ustack) - (x->ustack < y->ustack);
+}
+
+static __u32 owner_of(const struct idset *s, __u64 ustack)
+{
+	size_t lo = 0, hi = s->nown;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (s->owners[mid].ustack < ustack)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < s->nown && s->owners[lo].ustack == ustack ? s->owners[lo].tgid : 0;
+}
 
 static int idset_add(struct idset *s, __s32 id)
 {
@@ -80,7 +129,7 @@ static int dump_waits(FILE *f, int fd, struct idset *ids)
 		fprintf(f, "wait\t%u\t%u\t%c\t%llu\t%llu\t%llx\t%d\t%s\n", key.tgid, key.tid, state_letter(key.state),
 			(unsigned long long)val.count, (unsigned long long)val.ns, (unsigned long long)key.ustack,
 			key.kstack, val.comm);
-		if (idset_add(ids, key.kstack))
+		if (idset_add(ids, key.kstack) || owner_add(ids, key.ustack, key.tgid))
 			return -ENOMEM;
 	}
 	return 0;
@@ -99,7 +148,7 @@ static int dump_open(FILE *f, int fd, struct idset *ids)
 			continue;
 		fprintf(f, "open\t%u\t%u\t%c\t%llu\t%llx\t%d\n", s.tgid, tid, state_letter(s.state),
 			(unsigned long long)s.ts, (unsigned long long)s.ustack, s.kstack);
-		if (idset_add(ids, s.kstack))
+		if (idset_add(ids, s.kstack) || owner_add(ids, s.ustack, s.tgid))
 			return -ENOMEM;
 	}
 	return 0;
@@ -125,24 +174,57 @@ static void dump_stacks(FILE *f, int fd, struct idset *ids)
 	}
 }
 
-/* Every user stack in the map (the program adds only stacks of target threads). */
-static void dump_ustacks(FILE *f, int fd)
-{
-	struct offcpu_ustack u;
-	__u64 key, next;
-	void *prev = NULL;
-	__u32 d;
+struct procs {
+	__u32 tgid[OFFCPU_MAX_TARGETS];
+	struct uw_proc *p[OFFCPU_MAX_TARGETS];
+	unsigned n;
+};
 
+/* The unwinder's view of process tgid, read once (NULL: unknown or gone). */
+static struct uw_proc *proc_of(struct procs *ps, __u32 tgid)
+{
+	for (unsigned i = 0; i < ps->n; i++)
+		if (ps->tgid[i] == tgid)
+			return ps->p[i];
+	if (!tgid || ps->n == OFFCPU_MAX_TARGETS)
+		return NULL;
+	ps->tgid[ps->n] = tgid;
+	return ps->p[ps->n++] = uw_proc_read(tgid);
+}
+
+/* Every user stack in the map (the program adds only stacks of target threads), with the callers the
+ * CFI unwinder recovers between its leaf and the rest of the frame-pointer walk. */
+static void dump_ustacks(FILE *f, int fd, struct idset *ids)
+{
+	static struct offcpu_ustack u;
+	struct procs ps = {0};
+	__u64 key, next, rec[UNWIND_MAX_STEPS];
+	void *prev = NULL;
+	unsigned resume, d;
+	int nrec;
+
+	qsort(ids->owners, ids->nown, sizeof(*ids->owners), cmp_owner);
 	while (!bpf_map_get_next_key(fd, prev, &next)) {
 		key = next;
 		prev = &key;
 		if (bpf_map_lookup_elem(fd, &key, &u))
 			continue;
+		if (u.n > OFFCPU_USER_DEPTH)
+			u.n = OFFCPU_USER_DEPTH;
+		if (u.nwords > OFFCPU_RECOVER_WORDS)
+			u.nwords = 0;
+		nrec = uw_recover(proc_of(&ps, owner_of(ids, key)), &u, rec, UNWIND_MAX_STEPS, &resume);
 		fprintf(f, "ustack\t%llx\t%u\t", (unsigned long long)key, u.scanned);
-		for (d = 0; d < u.n && d < OFFCPU_USER_DEPTH; d++)
-			fprintf(f, "%s%llx", d ? "," : "", (unsigned long long)u.ips[d]);
-		fputc('\n', f);
+		if (u.n)
+			fprintf(f, "%llx", (unsigned long long)u.ips[0]);
+		for (int r = 0; r < nrec; r++)
+			fprintf(f, ",%llx", (unsigned long long)rec[r]);
+		for (d = nrec ? resume : 1; d < u.n; d++)
+			fprintf(f, ",%llx", (unsigned long long)u.ips[d]);
+		fprintf(f, "\t%d\n", nrec);
 	}
+	for (unsigned i = 0; i < ps.n; i++)
+		uw_proc_free(ps.p[i]);
 }
 
 static void dump_stats(FILE *f, int fd)
@@ -171,7 +253,7 @@ int offcpu_dump(struct bpf_object *obj, const struct offcpu_opts *o, __u64 t0, _
 
 	if (!f)
 		return -errno;
-	fprintf(f, "pmuprof-offcpu\t1\nt0_ns\t%llu\nend_ns\t%llu\nstopped_by\t%s\n", (unsigned long long)t0,
+	fprintf(f, "pmuprof-offcpu\t2\nt0_ns\t%llu\nend_ns\t%llu\nstopped_by\t%s\n", (unsigned long long)t0,
 		(unsigned long long)end, why);
 	fprintf(f, "limit\tthreads\t%ld\nlimit\tentries\t%ld\nlimit\tstacks\t%ld\n", o->threads, o->entries,
 		o->stacks);
@@ -181,9 +263,10 @@ int offcpu_dump(struct bpf_object *obj, const struct offcpu_opts *o, __u64 t0, _
 		rc = dump_open(f, bpf_map__fd(bpf_object__find_map_by_name(obj, "starts")), &ids);
 	if (!rc) {
 		dump_stacks(f, bpf_map__fd(bpf_object__find_map_by_name(obj, "stacks")), &ids);
-		dump_ustacks(f, bpf_map__fd(bpf_object__find_map_by_name(obj, "ustacks")));
+		dump_ustacks(f, bpf_map__fd(bpf_object__find_map_by_name(obj, "ustacks")), &ids);
 	}
 	free(ids.ids);
+	free(ids.owners);
 	if (fclose(f) && !rc)
 		rc = -errno;
 	return rc;

@@ -221,6 +221,24 @@ static long scan_word(__u32 i, struct walk *w)
 	return ++w->chains >= OFFCPU_SCAN_CHAINS;
 }
 
+struct codehash {
+	__u64 hash;
+};
+
+/* bpf_loop body: word i of the recovery window, hashed in when it points into the targets' code. */
+static long hash_code_word(__u32 i, struct codehash *ch)
+{
+	struct scratch *sc = scratch_area();
+	__u64 word;
+
+	if (!sc)
+		return 1;
+	word = sc->u.words[i & (OFFCPU_RECOVER_WORDS - 1)];
+	if (word >= 4096 && in_code(word))
+		ch->hash = (ch->hash ^ word) * 1099511628211ull;
+	return 0;
+}
+
 /* bpf_loop body: one frame-pointer step; stops at the first implausible frame. */
 static long walk_frame(__u32 i, struct walk *w)
 {
@@ -255,6 +273,9 @@ static __always_inline __u64 walk_user(struct task_struct *task, struct scratch 
 	w.bp = regs->bp;
 	sc->u.ips[0] = regs->ip;
 	sc->u.scanned = 0;
+	sc->u.sp = w.sp;
+	sc->u.bp = w.bp;
+	sc->u.nwords = bpf_probe_read_user(sc->u.words, sizeof(sc->u.words), (void *)w.sp) ? 0 : OFFCPU_RECOVER_WORDS;
 	if (!frame_ok(w.bp, w.sp)) {
 		w.bp = 0;
 		if (!bpf_probe_read_user(sc->words, sizeof(sc->words), (void *)w.sp))
@@ -267,6 +288,14 @@ static __always_inline __u64 walk_user(struct task_struct *task, struct scratch 
 		if (i >= w.n)
 			break;
 		hash = (hash ^ sc->u.ips[i]) * 1099511628211ull;
+	}
+	/* the return addresses a CFI unwind may recover are among the window's code pointers: stacks that
+	 * differ there are kept apart (other words, data, would split one call path into many) */
+	if (sc->u.nwords) {
+		struct codehash ch = {.hash = hash};
+
+		bpf_loop(OFFCPU_RECOVER_WORDS, hash_code_word, &ch, 0);
+		hash = ch.hash;
 	}
 	return hash ? hash : 1;
 }

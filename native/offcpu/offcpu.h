@@ -13,6 +13,8 @@
 #define OFFCPU_SCAN_CHAINS 4          /* candidates followed to the thread root, at most, per switch */
 #define OFFCPU_CHAIN_DEPTH 48         /* frames a candidate's chain may take to reach the root */
 #define OFFCPU_STACK_WINDOW (8u << 20) /* a frame pointer further than this above sp is not one */
+#define OFFCPU_RECOVER_WORDS 64       /* words above sp kept with a user stack: CFI unwinding of the
+                                       * frame-pointer-less frames at its leaf (glibc) reads them */
 
 enum offcpu_state {
 	OFFCPU_STATE_R = 0,      /* preempted / runnable: waited for a CPU */
@@ -43,11 +45,17 @@ struct offcpu_start {
 };
 
 /* A user stack walked by the program itself: frame pointers, and when the leaf clobbered rbp (glibc's
- * futex wrappers do), the first chain found by scanning a few words above sp. */
+ * futex wrappers do), the first chain found by scanning a few words above sp. sp, bp and the words
+ * above sp (nwords of them; 0: unreadable) let the loader recover, with .eh_frame CFI, the callers a
+ * frame-pointer walk skips under a leaf without frame pointers. */
 struct offcpu_ustack {
 	__u32 n;
 	__u32 scanned;
 	__u64 ips[OFFCPU_USER_DEPTH];
+	__u64 sp, bp;
+	__u32 nwords;
+	__u32 pad;
+	__u64 words[OFFCPU_RECOVER_WORDS];
 };
 
 struct offcpu_config {

@@ -1,6 +1,7 @@
 /* Finding a DSO's symbol sources in perf's order (debuglink, build-id cache, /usr/lib/debug, the path). */
 #define _GNU_SOURCE
 #include "dso.h"
+#include "inline.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -65,6 +66,7 @@ void dsos_free(dsos_t *d)
 {
     for (size_t i = 0; i < d->n; i++) {
         symtab_free(&d->v[i]->syms);
+        inl_close(d->v[i]->inl);
         free(d->v[i]->name);
         free(d->v[i]->syms_path);
         free(d->v[i]->runtime_path);
@@ -74,6 +76,15 @@ void dsos_free(dsos_t *d)
     free(d->named);
     itab_free(&d->by_name);
     free(d->buildid_dir);
+}
+
+struct inl *dso_inline(dso_t *d)
+{
+    if (!d->inl_tried) {
+        d->inl_tried = 1;
+        d->inl = inl_open(d->syms_path, d->runtime_path);
+    }
+    return d->inl;
 }
 
 dso_t *dsos_find(dsos_t *d, const char *name)

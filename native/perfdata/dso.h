@@ -25,6 +25,8 @@ typedef struct {
     symtab_t syms;
     char *syms_path, *runtime_path; /* the files symbols and program headers came from */
     int bid_mismatch;       /* a candidate file was rejected for its build-id */
+    struct inl *inl;        /* its DWARF inline index (inline.h), once inl_tried */
+    int inl_tried;
     const char *skipped;    /* why its file was not read (a perf map another user could have planted), or NULL */
 } dso_t;
 
@@ -55,6 +57,8 @@ dso_t *dsos_findnew(dsos_t *d, const char *name);
 dso_t *dsos_find(dsos_t *d, const char *name);
 dso_t *dsos_new_unnamed(dsos_t *d, const char *name);
 void dso_set_build_id(dso_t *dso, const uint8_t *bid, size_t size);
+/* Its DWARF inline index (inline.h), opened on first use once symbols are loaded; NULL: no DWARF. */
+struct inl *dso_inline(dso_t *dso);
 /* perf's dso__load for a user-space DSO: search the candidates, load symbols. Returns dso__load's value. */
 int dso_load_user(dsos_t *d, dso_t *dso);
 

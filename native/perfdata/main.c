@@ -9,15 +9,20 @@
 #include "../fold/fold.h"
 #include "../fold/text.h"
 #include "reader.h"
+#include "symbolize.h"
 
 static const char USAGE[] =
     "usage: pmuprof-perfdata [--pid P ...] [--comm C ...] [--name PID=LABEL ...] [--per-thread] [--raw-unknown]\n"
-    "                        [--leaves FILE] [--meta FILE] [--stacks-bin FILE] [--samples FILE] [--time]\n"
+    "                        [--leaves FILE] [--meta FILE] [--stacks-bin FILE] [--samples FILE] [--time] [--inline]\n"
     "                        perf.data > stacks.folded\n"
+    "       pmuprof-perfdata --symbolize < 'PID<tab>HEXOFFSET<tab>PATH' lines (names, as perf prints them)\n"
     "Reads perf.data itself and writes what `perf script -F comm,pid,tid,ip,sym,symoff,dso --no-inline\n"
     "[--pid=P,...] | pmuprof-fold OPTIONS` writes, byte for byte; --meta adds the DSOs it resolved.\n"
     "--time: as perf script -F comm,pid,tid,time,ip,sym,symoff,dso (the sample table gets seconds).\n"
     "--script also writes that perf script text to stderr (for comparing with perf script).\n"
+    "--inline: user frames of binaries with DWARF expand into their inline chains, as perf script --inline\n"
+    "prints them (\"name+0xoff (inlined)\" lines before the frame they are inlined into), for the sample's\n"
+    "own address and every return address (looked up at the call: address - 1).\n"
     "Exit status: 0 done; 1 failure; 2 usage; 3 the file needs something only perf script does (one\n"
     "line on stderr says what: use perf script instead); 4 the file is corrupt or truncated; 5 its header\n"
     "is corrupt beyond what perf script copes with (it loops on it): do not try perf script.\n";
@@ -25,7 +30,7 @@ static const char USAGE[] =
 typedef struct {
     fold_opts_t o;
     const char *leaves, *meta, *input, *stacks_bin, *samples;
-    int script, time;
+    int script, time, inline_frames;
     int32_t *pids;
 } args_t;
 
@@ -48,6 +53,8 @@ static int args_parse(int argc, char **argv, args_t *a)
             a->script = 1;
         else if (!strcmp(opt, "--time"))
             a->time = 1;
+        else if (!strcmp(opt, "--inline"))
+            a->inline_frames = 1;
         else if (opt[0] != '-' && !a->input)
             a->input = opt;
         else if (!val)
@@ -159,6 +166,7 @@ static int run(args_t *a, pd_file_t *pf, folder_t *f)
     }
     r.echo = a->script ? stderr : NULL;
     r.with_time = a->time;
+    r.inline_frames = a->inline_frames;
     int rc = reader_run(&r, err, sizeof err);
     warn_skipped(&r);
     if (rc) {
@@ -182,6 +190,10 @@ int main(int argc, char **argv)
     args_t a = {0};
     pd_file_t pf;
     int err = 0;
+    if (argc == 2 && !strcmp(argv[1], "--symbolize")) {
+        elf_version(EV_CURRENT);
+        return symbolize_run(stdin, stdout) ? PD_EFAIL : 0;
+    }
     if (args_parse(argc, argv, &a)) {
         fputs(USAGE, stderr);
         return PD_EUSAGE;

@@ -19,6 +19,7 @@ typedef struct {
     int64_t tail;          /* folder frame id; -1: feed `text` as lines */
     uint32_t text, len;    /* the line in reader.lines */
     uint16_t addr_off, addr_len, sym_off;
+    uint16_t ninl;         /* inlined frames (inline.h) stored right before this one, innermost first */
 } frame_t;
 
 typedef struct {
@@ -38,6 +39,8 @@ typedef struct {
     uint64_t samples, lost, printed;
     FILE *echo;            /* --script: also write the perf script text the folder is fed */
     int with_time;         /* --time: perf script's -F ...,time,...: each header has the sample's time */
+    int inline_frames;     /* --inline: user frames expand into their DWARF inline chains */
+    uint64_t inlined;      /* inlined frames made (distinct addresses) */
 } reader_t;
 
 int reader_init(reader_t *r, pd_file_t *file, folder_t *fold, const int32_t *pids, size_t npids);

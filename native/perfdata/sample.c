@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "inline.h"
 #include "reader.h"
 
 /* folder_feed each '\n'-separated line, as pmuprof-fold reads perf script's output. */
@@ -92,6 +93,14 @@ static int find_map(reader_t *r, const thread_t *t, uint16_t cpumode, uint64_t i
     return 0;
 }
 
+/* "+0x<offset>" of addr in symbol sym, as perf prints it. */
+static int sym_offset(const map_t *map, int32_t sym, uint64_t addr, char *out, size_t cap)
+{
+    const sym_t *s = &map->dso->syms.s[sym];
+    uint64_t o = addr < s->end ? addr - s->start : addr - map->start - s->start;
+    return snprintf(out, cap, "+0x%" PRIx64, o);
+}
+
 static int frame_text(reader_t *r, frame_t *fr, const map_t *map, int32_t sym, uint64_t ip, uint64_t addr)
 {
     buf_t *b = &r->text;
@@ -105,9 +114,7 @@ static int frame_text(reader_t *r, frame_t *fr, const map_t *map, int32_t sym, u
         char off[24];
         size_t len;
         const char *name = symtab_name(&d->syms, sym, &len);
-        const sym_t *s = &d->syms.s[sym];
-        uint64_t o = addr < s->end ? addr - s->start : addr - map->start - s->start;
-        int n = snprintf(off, sizeof off, "+0x%" PRIx64, o);
+        int n = sym_offset(map, sym, addr, off, sizeof off);
         if (!name || buf_append(b, name, len) || buf_append(b, off, (size_t)n))
             return -ENOMEM;
     } else if (buf_append(b, "[unknown]", 9)) {
@@ -141,40 +148,23 @@ static int lookup(const reader_t *r, uint64_t gen, uint64_t ip, uint32_t *out, s
     return 0;
 }
 
-/* Resolve (gen, ip) into a frame (cached unless perf's answer for it may change later). */
-static int frame_resolve_ip(reader_t *r, const thread_t *t, uint16_t cpumode, uint64_t ip, uint32_t *out)
+static frame_t *frame_new(reader_t *r)
 {
-    const map_t *map;
-    uint64_t gen = gen_of(r, t, cpumode);
-    size_t j;
-    if (r->nframes * 2 >= r->nslots && slots_grow(r))
-        return -ENOMEM;
-    if (gen != GEN_UNKNOWN && lookup(r, gen, ip, out, &j))
-        return 0;
-    if (find_map(r, t, cpumode, ip, &map, &gen))
-        return -1;
-    if (lookup(r, gen, ip, out, &j))
-        return 0;
-    int empty = 0;
-    uint64_t addr = ip;
-    int32_t sym = SYM_NONE;
-    if (map) {
-        addr = map->identity ? ip : ip - map->start + map->pgoff;
-        if ((empty = dso_ensure(r, map->dso)) < 0)
-            return -1;
-        sym = empty ? SYM_NONE : symtab_find(&map->dso->syms, addr);
-    }
     if (r->nframes == r->capframes) {
         size_t nc = r->capframes ? r->capframes * 2 : 4096;
         frame_t *f = realloc(r->frames, nc * sizeof *f);
         if (!f)
-            return -ENOMEM;
+            return NULL;
         r->frames = f;
         r->capframes = nc;
     }
-    frame_t *fr = &r->frames[r->nframes];
-    *fr = (frame_t){empty ? UINT64_MAX : gen, ip, -1, (uint32_t)r->lines.len, 0, 0, 0, 0};
-    if (frame_text(r, fr, map, sym, ip, addr) || buf_append(&r->lines, r->text.p, r->text.len))
+    return &r->frames[r->nframes];
+}
+
+/* The text in r->text becomes frame fr's line, interned in the folder when it is one line. */
+static int frame_keep_text(reader_t *r, frame_t *fr)
+{
+    if (buf_append(&r->lines, r->text.p, r->text.len))
         return -ENOMEM;
     fr->len = (uint32_t)r->text.len;
     size_t aoff = 0, alen = 0;
@@ -183,6 +173,77 @@ static int frame_resolve_ip(reader_t *r, const thread_t *t, uint16_t cpumode, ui
     if (fr->tail < -1)
         return -ENOMEM;
     fr->addr_off = (uint16_t)aoff, fr->addr_len = (uint16_t)alen;
+    return 0;
+}
+
+/* Frames for the calls inlined at addr (perf script --inline's "name+0xoff (inlined)" lines), stored
+ * before the frame they are inlined into; the count, or -ENOMEM. Control characters in a DWARF name
+ * become '?' (a name must stay one line). */
+static int inline_frames(reader_t *r, const map_t *map, int32_t sym, uint64_t addr, int ret, uint64_t shown)
+{
+    inl_name_t names[INL_MAX_DEPTH];
+    inl_t *x = dso_inline(map->dso);
+    int n = x ? inl_chain(x, ret && addr ? addr - 1 : addr, names, INL_MAX_DEPTH) : 0;
+    char off[24];
+    int offlen = n > 0 ? sym_offset(map, sym, addr, off, sizeof off) : 0;
+    for (int k = 0; k < n; k++) {
+        frame_t *fr = frame_new(r);
+        buf_t *b = &r->text;
+        if (!fr || buf_reserve(b, 64 + names[k].len + 40))
+            return -ENOMEM;
+        *fr = (frame_t){UINT64_MAX, 0, -1, (uint32_t)r->lines.len, 0, 0, 0, 0, 0};
+        b->len = (size_t)snprintf(b->p, 64, "\t%16" PRIx64 " ", shown);
+        fr->sym_off = (uint16_t)b->len;
+        for (size_t i = 0; i < names[k].len; i++) {
+            unsigned char c = (unsigned char)names[k].name[i];
+            b->p[b->len++] = c < 0x20 || c == 0x7f ? '?' : (char)c;
+        }
+        if (buf_append(b, off, (size_t)offlen) || buf_append(b, " (inlined)", 10) || frame_keep_text(r, fr))
+            return -ENOMEM;
+        r->nframes++;
+    }
+    r->inlined += n > 0 ? (uint64_t)n : 0;
+    return n;
+}
+
+#define GEN_RET (1ULL << 62) /* a return address (inline chains looked up at ret - 1) */
+
+/* Resolve (gen, ip) into a frame (cached unless perf's answer for it may change later); ret: ip is a
+ * return address, not the sample's own. */
+static int frame_resolve_ip(reader_t *r, const thread_t *t, uint16_t cpumode, uint64_t ip, int ret, uint32_t *out)
+{
+    const map_t *map;
+    int expand = r->inline_frames && cpumode == PERF_RECORD_MISC_USER;
+    uint64_t flag = expand && ret ? GEN_RET : 0;
+    uint64_t gen = gen_of(r, t, cpumode);
+    size_t j;
+    if (r->nframes * 2 >= r->nslots && slots_grow(r))
+        return -ENOMEM;
+    if (gen != GEN_UNKNOWN && lookup(r, gen | flag, ip, out, &j))
+        return 0;
+    if (find_map(r, t, cpumode, ip, &map, &gen))
+        return -1;
+    gen |= flag;
+    if (lookup(r, gen, ip, out, &j))
+        return 0;
+    int empty = 0, ninl = 0;
+    uint64_t addr = ip;
+    int32_t sym = SYM_NONE;
+    if (map) {
+        addr = map->identity ? ip : ip - map->start + map->pgoff;
+        if ((empty = dso_ensure(r, map->dso)) < 0)
+            return -1;
+        sym = empty ? SYM_NONE : symtab_find(&map->dso->syms, addr);
+    }
+    if (expand && map && sym != SYM_NONE && map->dso->space == DSO_USER &&
+        (ninl = inline_frames(r, map, sym, addr, ret, addr)) < 0)
+        return -ENOMEM;
+    frame_t *fr = frame_new(r);
+    if (!fr)
+        return -ENOMEM;
+    *fr = (frame_t){empty ? UINT64_MAX : gen, ip, -1, (uint32_t)r->lines.len, 0, 0, 0, 0, (uint16_t)ninl};
+    if (frame_text(r, fr, map, sym, ip, addr) || frame_keep_text(r, fr))
+        return -ENOMEM;
     if (!empty)
         r->slots[j] = ++r->nframes;
     else
@@ -191,9 +252,8 @@ static int frame_resolve_ip(reader_t *r, const thread_t *t, uint16_t cpumode, ui
     return 0;
 }
 
-static int push_frame(reader_t *r, uint32_t i)
+static int push_one(reader_t *r, const frame_t *fr)
 {
-    const frame_t *fr = &r->frames[i];
     const char *line = r->lines.p + fr->text;
     if (r->echo && fr->tail >= 0)
         fprintf(r->echo, "%.*s\n", (int)fr->len, line);
@@ -202,10 +262,23 @@ static int push_frame(reader_t *r, uint32_t i)
     return feed_text(r, line, fr->len);
 }
 
+/* A frame with the frames inlined into it first (innermost first, as perf script --inline). */
+static int push_frame(reader_t *r, uint32_t i)
+{
+    const frame_t *fr = &r->frames[i];
+    for (uint32_t k = i - fr->ninl; k <= i; k++) {
+        int rc = push_one(r, &r->frames[k]);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
 /* thread__resolve_callchain_sample (callee order, no branch stacks): frames into r->chain. */
 static int chain_resolve(reader_t *r, const thread_t *t, const pd_sample_t *s, size_t *n)
 {
     uint16_t cpumode = PERF_RECORD_MISC_USER;
+    int ret = 0; /* entries after a context's first are return addresses */
     *n = 0;
     for (uint64_t i = 0; i < s->nr && *n < PD_MAX_STACK; i++) {
         uint64_t ip;
@@ -219,11 +292,13 @@ static int chain_resolve(reader_t *r, const thread_t *t, const pd_sample_t *s, s
                 cpumode = PERF_RECORD_MISC_USER;
             else
                 return *n = 0, 0; /* a corrupt context: perf drops the whole chain */
+            ret = 0;
             continue;
         }
-        int rc = frame_resolve_ip(r, t, cpumode, ip, &r->chain[*n]);
+        int rc = frame_resolve_ip(r, t, cpumode, ip, ret, &r->chain[*n]);
         if (rc)
             return rc;
+        ret = 1;
         (*n)++;
     }
     return 0;
@@ -295,7 +370,7 @@ static int sample_header(reader_t *r, thread_t *t, const pd_sample_t *s)
 static int inline_line(reader_t *r, const thread_t *t, const pd_sample_t *s)
 {
     uint32_t i;
-    int rc = frame_resolve_ip(r, t, s->cpumode, s->ip, &i);
+    int rc = frame_resolve_ip(r, t, s->cpumode, s->ip, 0, &i);
     if (rc || header_text(r, t, s, 0, 1))
         return rc ? rc : -ENOMEM;
     const frame_t *fr = &r->frames[i];
@@ -319,7 +394,7 @@ int reader_sample(reader_t *r, const pd_attr_t *a, const unsigned char *rec, uin
         return -ENOMEM;
     if (s.cpumode == PERF_RECORD_MISC_GUEST_KERNEL || s.cpumode == PERF_RECORD_MISC_GUEST_USER)
         return 0; /* perf script keeps host samples only */
-    int rc = frame_resolve_ip(r, t, s.cpumode, s.ip, &dummy); /* machine__resolve's side effects */
+    int rc = frame_resolve_ip(r, t, s.cpumode, s.ip, 0, &dummy); /* machine__resolve's side effects */
     if (rc)
         return rc;
     if (r->npids && !pid_listed(r, t->pid))

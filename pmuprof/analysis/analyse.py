@@ -10,6 +10,7 @@ from ..model.analysis import Analysis, Binary
 from ..model.labels import is_unnamed, parse_raw
 from ..model.profile import Profile
 from ..model.run import FeatureOff
+from ..packages import apt_install
 from ..tools.native import helper
 from . import binaries as binmod, quality, skid, unnamed
 from .load import Recording
@@ -18,7 +19,7 @@ MAX_BINARIES = 40  # resolve at most this many DSOs, most samples first
 PROBLEM_SHARE = 0.01  # say a binary's problem when it holds at least this share of the samples
 IDLE = ("no samples of the target were recorded: it was idle (or off-CPU) during the capture; try a longer "
         "--duration while the problem is happening")
-HELPER_FIX = "build the native helper (apt-get install libdw-dev libelf-dev libcapstone-dev; make -C native)"
+HELPER_FIX = f"build the native helper ({apt_install('compiler', 'elfutils', 'capstone')}; make -C native)"
 
 
 def analyse(rec: Recording, lookup: binmod.Lookup = binmod.Lookup()) -> Profile:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Iterable, Mapping
 
 from ..model.analysis import Binary
+from ..packages import apt_install
 from ..tools import proc
 from ..tools.elf import ElfFile, Ident, ident
 
@@ -154,7 +155,7 @@ def _debuginfod_find(kind: str, build_id: str, urls: str) -> Path | str:
     """A file from debuginfod (elfutils' debuginfod-find), or a problem line."""
     tool = shutil.which("debuginfod-find")
     if tool is None:
-        return "DEBUGINFOD_URLS is set but debuginfod-find is not installed — apt-get install debuginfod"
+        return f"DEBUGINFOD_URLS is set but debuginfod-find is not installed — {apt_install('debuginfod')}"
     try:
         res = proc.run([tool, kind, build_id], DEBUGINFOD_TIMEOUT_S, stall=False)  # waits on the network
     except OSError as err:

@@ -19,6 +19,7 @@ from ..model.run import Run, Source
 from ..model.samples import Samples
 from ..model.server import ServerFacts
 from ..model.stacks import Stacks
+from ..packages import apt_install
 from ..paths import perf_path
 from ..tools.native.fold import fold_file
 from ..tools.native.stacksbin import load_folded_stacks
@@ -162,7 +163,7 @@ def _fold_perf_data(path: Path, pids, comms, per_thread, names, symfs):
     perf = perf_path()
     if not perf:
         raise InputError(f"{path}: reading a perf.data needs perf, which is not installed",
-                         "apt-get install linux-perf, or pass the folded file / perf script text instead")
+                         f"{apt_install('perf')}, or pass the folded file / perf script text instead")
     recording = perfread.describe(perf, path)
     result, argv = perfread.fold_perf_data(perf, path, pids, () if pids else comms, per_thread, names, symfs,
                                            timed=recording.timed)

@@ -15,10 +15,11 @@ from typing import Any, Callable
 from .. import __version__, outfile, signals
 from ..errors import PerfError, PmuprofError, ResourceError, UsageError
 from ..model import rundir
-from ..model.counters import CounterValue, Counters
+from ..model.counters import CounterValue, Counters, event_name
 from ..model.jsontypes import from_json
 from ..model.run import FeatureOff, Host, Pause, Record, Run, Stat, Target
 from ..model.server import ServerFacts
+from ..packages import apt_install
 from ..paths import perf_path
 from ..tools.native import helper
 from ..tools.perf import argv as perfcmd, parse as perfparse, read as perfread, repair
@@ -112,7 +113,7 @@ def check_disk(out_dir: Path, need: int) -> tuple[int, int]:
 def preflight(opts: RecordOptions) -> tuple[str, dict]:
     perf = perf_path()
     if not perf or not (os.path.isfile(perf) or shutil.which(perf)):
-        raise PerfError("perf is not installed", "apt-get install linux-perf (or set PMUPROF_PERF to a perf binary)")
+        raise PerfError("perf is not installed", f"{apt_install('perf')} (or set PMUPROF_PERF to a perf binary)")
     facts = host.facts(perf)
     if not facts["perf_version"]:
         raise PerfError(f"{perf} does not work: `perf version` gave no version (it hung, crashed, "
@@ -289,7 +290,7 @@ def _recorded_event(run: Run, perf: str, data: Path) -> Run:
     rec = perfread.Recording(tuple(perfread.recorded_events(perf, data)), {}, {})
     run = replace(run, record=replace(run.record, event_recorded=rec.event,
                                       events_recorded=tuple(e["name"] for e in rec.events)))
-    asked = perfparse.event_base(run.record.event_requested)
+    asked = event_name(run.record.event_requested)
     if rec.event == asked:
         return run
     return run.with_notes(
@@ -303,15 +304,17 @@ def _write_counters(opts: RecordOptions, run: Run) -> Run:
     rows = perfparse.parse_stat_csv(stat_out.read_text(errors="replace")) if stat_out.exists() else []
     values = []
     for row in rows:  # curated PMU events are named (pause_inst, remote_dram, ...); perf's spelling is kept
-        name = run.stat.labels.get(row["event"].split(":")[0])
+        name = run.stat.labels.get(event_name(row["event"]))
         if name and name != row["event"]:
             row = {**row, "perf": row["event"], "event": name}
         values.append(from_json(CounterValue, {k: v for k, v in row.items() if v is not None}))
     scope = f"cgroup {run.cgroup}" if run.cgroup else (
         "system-wide (all processes)" if opts.mode == "per-cpu" else "target threads")
-    rundir.write_typed(opts.out_dir / rundir.COUNTERS, Counters(scope, run.duration_s, tuple(values),
-                                                                perfparse.derived(rows)))
-    if any(v.supported and v.event.split(":")[0] in ("cycles", "instructions") for v in values):
+    counters = Counters(scope, run.duration_s, tuple(values))
+    ipc = counters.ipc()
+    rundir.write_typed(opts.out_dir / rundir.COUNTERS,
+                       replace(counters, derived={"ipc": round(ipc, 4)} if ipc is not None else {}))
+    if counters.value("cycles") is not None or counters.value("instructions") is not None:
         return run
     return run.with_notes(features_off=(FeatureOff("IPC (cycles, instructions)", "no hardware PMU counters here",
                                                    "run on bare metal or a VM with a virtual PMU"),))

@@ -15,6 +15,7 @@ from typing import Callable, Sequence
 from .. import signals
 from ..errors import PerfError, ResourceError, TargetError
 from ..model import rundir
+from ..packages import apt_install
 from ..tools.proc import Progress as CpuProgress, stall_s
 from .target.process import is_alive
 
@@ -37,7 +38,7 @@ def spawn(argv: Sequence[str], stderr_path: Path) -> subprocess.Popen:
                                 stderr=open(stderr_path, "wb"), start_new_session=True,
                                 preexec_fn=_die_with_parent)
     except FileNotFoundError as err:
-        raise PerfError(f"cannot run {argv[0]}: not found", "apt-get install linux-perf (or set PMUPROF_PERF)") from err
+        raise PerfError(f"cannot run {argv[0]}: not found", f"{apt_install('perf')} (or set PMUPROF_PERF)") from err
     except PermissionError as err:
         raise PerfError(f"cannot run {argv[0]}: permission denied", "check the perf binary's permissions") from err
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from .schema import Condition, Matcher, Rule
+from ..model.server import FAMILY_NAMES
+from .schema import RESERVED_NAMES, Condition, Matcher, Rule
 
-_FAMILY = {"mysql": "MySQL", "percona": "Percona Server", "mariadb": "MariaDB"}
 _OPS = {"min": "≥", "max": "≤", "above": ">", "below": "<", "equals": "=", "not_equals": "≠", "in": "in",
         "present": "present:"}
 
@@ -22,7 +22,7 @@ templates that can only look up evidence.
 |---|---|
 | `id`, `title`, `severity` | stable slug (= file name), one-line title, highest severity the rule gives (`info`, `warning`, `critical`) |
 | `applies_to.servers` | `{mysql: ">=5.7, <8.0.21", percona: "*", mariadb: "<10.6"}`; an unknown server always applies; Percona falls back to the MySQL range |
-| `evidence` | named matchers, each one of: `stack` (`self` or `inclusive` frame patterns, with `inside`, `not_inside`, `leaf`, `leaf_not`), `counter_ratio: [instructions, cycles]`, `counter`, `variable`, `status`, `processlist_state`, `mysql` (path in mysql.json), `host` / `run` / `target` (paths in run.json), `analysis` (path in analysis.json, e.g. `skid.pause_share`), `quality` (this process's stack quality: `unnamed_share`, `truncated_share`, `unnamed_functions`, ...), `derived` (`spin_cost`, `numa_placement`, `samples`, `wait_latches`, `offcpu_wait_latches`), `offcpu` (off-CPU time of a `--off-cpu` capture: a stack matcher plus `states: [R, S, D]`, or `latches`; its value is the threads blocked there on average, with `.us`, `.seconds`, `.share` of the off-CPU time and `.threads` seen in the start/end snapshots; off-CPU metrics have no `min_samples`); optional `about` |
+| `evidence` | named matchers, each one of: `stack` (`self` or `inclusive` frame patterns, with `inside`, `not_inside`, `leaf`, `leaf_not`), `counter_ratio: [instructions, cycles]`, `counter`, `variable`, `status`, `processlist_state`, `mysql` (path in mysql.json), `host` / `run` / `target` (paths in run.json), `analysis` (path in analysis.json, e.g. `skid.pause_share`), `quality` (this process's stack quality: `unnamed_share`, `truncated_share`, `unnamed_functions`, ...), `derived` (`spin_cost`, `numa_placement`, `samples`, `wait_latches`, `offcpu_wait_latches`), `offcpu` (off-CPU time of a `--off-cpu` capture: a stack matcher plus `states: [R, S, D]`, or `latches`; its value is the threads blocked there on average, with `.us`, `.seconds`, `.share` of the off-CPU time and `.threads` seen in the start/end snapshots; off-CPU metrics have no `min_samples`); optional `about`; not named like what the engine adds (RESERVED_NAMES) |
 | `fire` | `all:` / `any:` lists of conditions that must hold |
 | `thresholds` | `metric` (evidence name or list: the largest counts, the smallest with `below: true`), `info`, `warning`, `critical` |
 | `raise_if` | conditions that raise the severity one level (up to `severity`) |
@@ -38,13 +38,13 @@ suffix) or `re:` regular expressions. `@spin`, `@wait` and `@lock` stand for the
 built-in lists of spin-loop, latch-wait and lock-wrapper frames. A condition is
 `{evidence: NAME[.field], OP: VALUE}` with OP one of `min`, `max`, `above`, `below`,
 `equals`, `not_equals`, `in`, `present`; a fact that is not known never satisfies it.
-"""
+""".replace("RESERVED_NAMES", ", ".join(f"`{n}`" for n in RESERVED_NAMES))
 
 
 def _servers(rule: Rule) -> str:
     if not rule.servers:
         return "any server"
-    return "; ".join(f"{_FAMILY[f]} {'(all)' if s.strip() in ('*', '') else s}" for f, s in rule.servers.items())
+    return "; ".join(f"{FAMILY_NAMES[f]} {'(all)' if s.strip() in ('*', '') else s}" for f, s in rule.servers.items())
 
 
 def _matcher(m: Matcher) -> str:
@@ -103,7 +103,7 @@ def rule_markdown(rule: Rule) -> str:
     if rule.fix:
         out += ["**Fix commands** (values in braces are computed from the run)", ""]
         for item in rule.fix:
-            label = item.label or ", ".join(f"{_FAMILY[f]} {s}" for f, s in (item.when or {}).items())
+            label = item.label or ", ".join(f"{FAMILY_NAMES[f]} {s}" for f, s in (item.when or {}).items())
             conds = ", ".join(map(_condition, item.conditions))
             head = f"{label}, when {conds}" if label and conds else label or (f"When {conds}" if conds else "")
             head = f"*{head}*:" if head else ""

@@ -13,6 +13,7 @@ from typing import Any, Iterable, Mapping
 import numpy as np
 
 from ..model.profile import Profile
+from ..model.server import FAMILY_NAMES, for_family
 from .facts import Facts, facts_for, number
 from .fixcheck import absent
 from .grade import MIN_STACK_SHARE, Grade, confidence, corroboration, grade, holds, is_stack_metric
@@ -27,7 +28,6 @@ from .template import render, scalar
 from .versions import in_range
 
 MIN_PROCESS_SHARE = 0.02  # with several processes, ignore ones under 2 % of the samples
-_FAMILY_NAMES = {"mysql": "MySQL", "percona": "Percona Server", "mariadb": "MariaDB"}
 
 
 @dataclass(frozen=True)
@@ -67,9 +67,7 @@ def applies(rule: Rule, facts: Facts) -> bool:
     """Unknown server → applies; a known family must be listed (Percona falls back to MySQL)."""
     if rule.servers is None or facts.family is None:
         return True
-    spec = rule.servers.get(facts.family)
-    if spec is None and facts.family == "percona":
-        spec = rule.servers.get("mysql")
+    spec = for_family(rule.servers, facts.family)
     return spec is not None and in_range(facts.version, spec)
 
 
@@ -247,7 +245,7 @@ def _message(rule: Rule, values: Mapping[str, Any]) -> str:
 def _fix_applies(item: FixItem, facts: Facts) -> bool:
     if item.when is None or facts.family is None:
         return True
-    spec = item.when.get(facts.family) or (item.when.get("mysql") if facts.family == "percona" else None)
+    spec = for_family(item.when, facts.family)
     return spec is not None and in_range(facts.version, spec)
 
 
@@ -299,5 +297,5 @@ def _clean(value: Any) -> Any:
 def _server_text(facts: Facts) -> str:
     if facts.family is None:
         return "unknown server"
-    name = _FAMILY_NAMES.get(facts.family, facts.family)
+    name = FAMILY_NAMES.get(facts.family, facts.family)
     return f"{name} {facts.version_text or '.'.join(map(str, facts.version)) or '(version unknown)'}"

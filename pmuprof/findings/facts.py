@@ -10,7 +10,7 @@ from ..model.counters import Counters
 from ..model.jsontypes import dig
 from ..model.profile import Profile
 from ..model.run import Run, Target
-from ..model.server import ServerFacts
+from ..model.server import ServerFacts, family_from_name, server_family
 from .versions import parse_version
 
 __all__ = ["Facts", "dig", "facts_for", "number"]
@@ -32,15 +32,6 @@ def number(value: Any) -> float | None:
             return float(text)
         except ValueError:
             return None
-    return None
-
-
-def _family_from_name(name: str) -> str | None:
-    low = name.lower()
-    if "mariadb" in low:
-        return "mariadb"
-    if "mysqld" in low:
-        return "mysql"
     return None
 
 
@@ -89,12 +80,11 @@ def facts_for(profile: Profile, process: str) -> Facts:
         family = server.server.family or None
         text = server.server.version
         version = tuple(server.server.version_tuple) or parse_version(text)
-        if family is None and "mariadb" in text.lower():
-            family = "mariadb"
+        family = family or server_family(text, server.server.version_comment)
     target = profile.target(process)
     if family is None:
         info = profile.process_info(process)
         exe = target.exe if target else (info.binary if info else "")
-        family = _family_from_name(process) or _family_from_name(exe)
+        family = family_from_name(process) or family_from_name(exe)
     return Facts(process, profile.run, profile.counters, server, profile.analysis, target,
                  profile.analysis.quality_of(process), family, version, text, missing)

@@ -8,7 +8,7 @@ from typing import Any, Protocol
 
 try:  # Python 3.11+
     from re import _parser as _sre_parse  # type: ignore[attr-defined]
-except ImportError:  # pragma: no cover - Python 3.9/3.10
+except ImportError:  # pragma: no cover - Python 3.10
     import sre_parse as _sre_parse  # type: ignore[no-redef]
 
 # Rules see the first MAX_MATCH_CHARS characters of a frame name: a glob costs O(length), a checked

@@ -13,12 +13,12 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from ..errors import RuleError
+from ..model.server import FAMILIES, for_family
 from ..paths import rules_dir
 from .patterns import PatternSet
 from .versions import in_range, parse_spec
 from .yamlload import LDict, LList, load_yaml
 
-FAMILIES = ("mysql", "percona", "mariadb")
 WAIT_KINDS = ("spin", "os_wait", "futex", "kernel_spin", "yield")
 MODES = ("S", "X", "SX", "U")
 
@@ -32,7 +32,7 @@ class Servers:
     def hold(self, family: str | None, version: tuple[int, ...]) -> bool:
         if family is None:
             return True
-        specs = self.ranges.get(family) or (self.ranges.get("mysql") if family == "percona" else None)
+        specs = for_family(self.ranges, family)
         return bool(specs) and any(in_range(version, spec) for spec in specs)
 
 

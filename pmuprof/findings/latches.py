@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Mapping, Sequence
 
 import numpy as np
 
-from ..model.labels import is_kernel, is_unnamed
+from ..model.labels import is_inlined, is_kernel, is_unnamed
 from .knowledge import Latch, LatchTable, Machinery
 from .patterns import frame_names, normalize
 
@@ -29,6 +29,7 @@ UNIDENTIFIED = "unidentified"
 ALTERNATIVES = "|"  # "a|b": the acquirer takes latch a or latch b, and the stack cannot tell which
 # machinery latch types -> the latch-table mapping types they are compatible with
 _TYPE_OF = {"mutex": {"mutex"}, "rw-lock": {"rw-lock"}, "srw": {"srw", "mutex"}, "ssux": {"ssux", "rw-lock"},
+            "sux": {"ssux"},
             "pthread-mutex": {"pthread-mutex", "mutex"}, "sharded-rw": {"sharded-rw"}, "prlock": {"prlock"},
             "sync-array": set()}
 
@@ -65,6 +66,7 @@ class Wait:
     latch: str  # named by a machinery frame itself
     acquirer: str | None
     callers: tuple[str, ...]
+    near: frozenset[str] = frozenset()  # latch types of the machinery frame nearest the acquirer
 
 
 class Attributor:
@@ -127,9 +129,13 @@ class Attributor:
 
     def classify(self, frames: tuple[str, ...]) -> Wait | None:
         """The wait a stack (root first, process root removed) is in, or None when it is not waiting."""
-        j, kind, mode, latch, types = len(frames) - 1, "", "", "", set()
+        j, kind, mode, latch, types, near = len(frames) - 1, "", "", "", set(), set()
         while j >= 0 and is_kernel(frames[j]):  # the kernel side of a futex or spinlock wait
             kind = kind or (self.wait_kind(frames[j]) or "")
+            j -= 1
+        # calls inlined at the leaf that are no wait and no latch machinery (an atomic, a relax helper)
+        # are the leaf function's own body: the wait is read from the frames they are inlined into
+        while j > 0 and is_inlined(frames[j]) and not self.wait_kind(frames[j]) and not self.machinery_of(frames[j]):
             j -= 1
         leaf = j
         if j >= 0 and self.wakes_up(frames[j]):
@@ -143,14 +149,15 @@ class Attributor:
             elif mach is not None:
                 kind = kind or (mach.leaf_kind if j == leaf else "")
                 mode, latch = mode or mach.mode, latch or mach.latch
-                types |= _TYPE_OF.get(mach.latch_type, {mach.latch_type})
+                near = _TYPE_OF.get(mach.latch_type, {mach.latch_type})
+                types |= near
             elif not (is_unnamed(frame) and (kind or types)):
                 break
             j -= 1
         if not kind:
             return None
         acquirer = frames[j] if j >= 0 else None
-        return Wait(kind, mode, frozenset(types), latch, acquirer, _callers(frames, j))
+        return Wait(kind, mode, frozenset(types), latch, acquirer, _callers(frames, j), frozenset(near))
 
     def attribute(self, frames: tuple[str, ...]) -> tuple[Wait, str, str] | None:
         """(wait, latch id or "unidentified", mode) for a stack in a spin or wait path, else None.
@@ -174,6 +181,10 @@ class Attributor:
         # the machinery says what kind of latch is waited for: an acquirer's latch of another kind is a
         # neighbour (buf_flush_page holds buf_pool->mutex, but spins on the page's rw-lock)
         fitting = [f for f in found if not wait.types or f[1] in wait.types]
+        # the machinery the acquirer called is the most specific: an inlined sux_lock<> member takes a
+        # block or index latch, never the page_hash latch its outer ssux wait could also be
+        nearest = [f for f in fitting if f[1] in wait.near]
+        fitting = nearest or fitting
         ids = sorted(dict.fromkeys(lat.id for lat, _, _ in fitting))
         if not ids:
             return UNIDENTIFIED, wait.mode

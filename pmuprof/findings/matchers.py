@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, Callable, Mapping
 
 from .derived import DERIVED_FACTS
+from ..model.counters import ratio
 from .facts import Facts, dig, number
 from .offcpumatch import match_offcpu
 from .patterns import PatternSet
@@ -29,12 +30,13 @@ def _server_fact(facts: Facts, missing: list[str], what: str, value: Any) -> dic
 
 def _ratio(facts: Facts, pair: tuple[str, str], missing: list[str]) -> dict[str, Any] | None:
     num, den = facts.counter(pair[0]), facts.counter(pair[1])
-    if num is None or den is None or den == 0:
+    value = ratio(num, den)
+    if value is None:
         pmu = facts.run.host.hardware_pmu
         why = "no hardware PMU on this host" if pmu is False else "not in counters.json"
         missing.append(f"{pair[0]}/{pair[1]} unavailable ({why})")
         return None
-    return {"value": num / den, pair[0]: num, pair[1]: den}
+    return {"value": value, pair[0]: num, pair[1]: den}
 
 
 _WHERE = {"host": "run.json host.", "run": "run.json ", "target": "run.json targets[].",

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from ..errors import RuleError
+from ..model.server import FAMILIES
 from .knowledge import latch_table
 from .patterns import PatternSet
 from .template import check_template
@@ -14,7 +15,6 @@ from .versions import parse_spec
 from .yamlload import LDict, LList
 
 SEVERITIES = ("info", "warning", "critical")
-FAMILIES = ("mysql", "percona", "mariadb")
 MATCHER_KINDS = (
     "stack", "latch", "counter_ratio", "counter", "variable", "status", "processlist_state",
     "host", "run", "target", "analysis", "quality", "mysql", "derived", "offcpu",
@@ -32,6 +32,12 @@ TOP_KEYS = {
     "next_steps": False, "references": False,
 }
 DOC_KEYS = ("symptom", "why", "fix", "caveats")
+# What the engine (engine.evaluate_rule, engine._evidence) adds beside a rule's evidence: names every
+# template and condition may use, and keys of a finding's evidence. Evidence named like one of them
+# would be overwritten, so the schema refuses those names.
+TEMPLATE_NAMES = ("samples", "process", "missing", "chain", "server", "share")
+EVIDENCE_KEYS = ("samples", "server", "raised_by", "thresholds")
+RESERVED_NAMES = tuple(dict.fromkeys(TEMPLATE_NAMES + EVIDENCE_KEYS))
 _SLUG = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 _NAME = re.compile(r"^[a-z_][a-z0-9_]*$")
 
@@ -161,6 +167,9 @@ def _patterns(ctx: _Ctx, value: Any, line: int, what: str) -> PatternSet:
 def _matcher(ctx: _Ctx, name: str, data: Any, line: int) -> Matcher:
     if not _NAME.match(name):
         raise ctx.fail(line, f"evidence name '{name}' must be lower_snake_case")
+    if name in RESERVED_NAMES:
+        raise ctx.fail(line, f"evidence name '{name}' is reserved: the engine sets it for every rule",
+                       f"rename the evidence; reserved: {', '.join(RESERVED_NAMES)}")
     data = ctx.mapping(data, line, f"evidence '{name}'")
     kinds = [k for k in data if k != "about"]
     ctx.keys(data, MATCHER_KINDS + ("about",), f"evidence '{name}'")
@@ -334,7 +343,7 @@ def build_rule(data: Any, path: str, stem: str | None = None) -> Rule:
         raise ctx.fail(data.line_of("severity"), f"severity must be one of {', '.join(SEVERITIES)}")
     ev = ctx.mapping(data["evidence"], data.line_of("evidence"), "evidence")
     matchers = tuple(_matcher(ctx, name, spec, ev.line_of(name)) for name, spec in ev.items())
-    names = {m.name for m in matchers} | {"samples", "process", "missing", "chain", "server", "share"}
+    names = {m.name for m in matchers} | set(TEMPLATE_NAMES)
     if "thresholds" not in data and "fire" not in data:
         raise ctx.fail(data.line, "a rule needs 'thresholds' or 'fire' (else it would always fire)")
     return Rule(

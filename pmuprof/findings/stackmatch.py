@@ -87,7 +87,7 @@ def _wait_table(st: Stacks, attributor: Attributor | None) -> WaitTable:
     modes: list[str] = []
     if attributor is not None and len(st):
         maybe = attributor.prime(st.frames)
-        for row in np.flatnonzero(maybe[st.leaf_ids] & (st.lengths > 1)).tolist():
+        for row in st.self_hits(maybe)[0].tolist():
             found = attributor.attribute(st.row(row)[1:])
             if found is not None:
                 rows_out.append(row)
@@ -106,9 +106,8 @@ def _empty() -> dict[str, Any]:
 def match_stack(index: StackIndex, spec: Mapping[str, PatternSet], skip: PatternSet) -> dict[str, Any]:
     """Share of samples whose stack matches; the hot frame and the callers that explain it."""
     st = index.st
-    if "self" in spec:
-        rows = np.flatnonzero(index.lut(spec["self"])[st.leaf_ids] & (st.lengths > 1))
-        at = st.offsets[rows + 1] - 1
+    if "self" in spec:  # the leaf, or a call inlined where the leaf is (perf's self time, by inline chain)
+        rows, at = st.self_hits(index.lut(spec["self"]))
     else:
         rows = st.rows_with(index.lut(spec["inclusive"])).astype(np.int64)
         at = _deepest(st, rows, index.lut(spec["inclusive"]))
@@ -214,11 +213,10 @@ def _context(index: StackIndex, spec: Mapping[str, PatternSet], rows: np.ndarray
             above = np.zeros(len(rows), dtype=bool)
             above[holding] = _first(st, rows[holding], lut) < at[holding]
             keep &= above if want else ~above
-    leaves = st.leaf_ids[rows]
-    if "leaf" in spec:
-        keep &= index.lut(spec["leaf"])[leaves]
-    if "leaf_not" in spec:
-        keep &= ~index.lut(spec["leaf_not"])[leaves]
+    for key, want in (("leaf", True), ("leaf_not", False)):
+        if key in spec and len(rows):  # the leaf, or any call inlined where the leaf is
+            holding = np.isin(rows, st.self_hits(index.lut(spec[key]), rows)[0])
+            keep &= holding if want else ~holding
     return keep
 
 

@@ -15,10 +15,15 @@ ALIASES = {
 }
 
 
+def event_name(spelling: str) -> str:
+    """perf's spelling of an event without its modifiers: 'cpu-clock:ppH' -> 'cpu-clock', 'cycles:P' -> 'cycles'."""
+    return spelling.split(":", 1)[0].strip()
+
+
 def base_event(name: str) -> str:
-    """'cpu/cycles/u' or 'cycles:u' -> 'cycles'; 'cpu-cycles' -> 'cycles'."""
+    """The counter an event counts, for matching: 'cpu/cycles/u' or 'cycles:u' -> 'cycles'; 'cpu-cycles' -> 'cycles'."""
     core = re.sub(r"^[\w-]+/([^/,=]+)/[a-zA-Z]*$", r"\1", name.strip())
-    core = core.split(":", 1)[0].strip().lower()
+    core = event_name(core).lower()
     return "cycles" if core == "cpu-cycles" else core
 
 
@@ -48,19 +53,38 @@ class Counters:
     events: tuple[CounterValue, ...] = ()
     derived: Mapping[str, float] = field(default_factory=dict)
 
-    def value(self, name: str) -> float | None:
-        """Sum of the counted values of an event, by pmuprof/perf name or a generic alias (cycles, instructions)."""
-        exact = [e.value for e in self.events if e.event == name and e.supported and e.value is not None]
+    def value(self, name: str, process: str | None = None) -> float | None:
+        """Sum of the counted values of an event, by pmuprof/perf name or a generic alias (cycles, instructions),
+        of one process's counts ('': the counting scope) or, with ``process`` None, of all of them."""
+        mine = [e for e in self.events if e.supported and e.value is not None
+                and (process is None or e.process == process)]
+        exact = [e.value for e in mine if e.event == name]
         if exact:
             return sum(exact)
         wanted = set(ALIASES.get(name, (name,)))
-        found = [e.value for e in self.events
-                 if e.supported and e.value is not None and base_event(e.event) in wanted]
+        found = [e.value for e in mine if base_event(e.event) in wanted]
         return sum(found) if found else None
 
-    @property
-    def ipc(self) -> float | None:
-        if "ipc" in self.derived:
-            return self.derived["ipc"]
-        cycles, instructions = self.value("cycles"), self.value("instructions")
-        return instructions / cycles if cycles and instructions is not None else None
+    def ipc(self, process: str | None = None) -> float | None:
+        """Instructions per cycle counted for ``process`` (as ``value`` reads them), else, for the whole
+        scope, the ipc an older counters.json stored; None when cycles or instructions are not known."""
+        counted = ratio(self.value("instructions", process), self.value("cycles", process))
+        return self._stored_ipc() if counted is None and process is None else counted
+
+    def ipc_by_process(self) -> dict[str, float]:
+        """IPC of each process that has both counters (key '': the counting scope), else the scope's stored
+        ipc; rounded to the 3 decimals every output shows."""
+        counted = {proc: self.ipc(proc) for proc in sorted({e.process for e in self.events})}
+        found = {proc: round(value, 3) for proc, value in counted.items() if value is not None}
+        stored = self._stored_ipc()
+        return found or ({"": round(stored, 3)} if stored is not None else {})
+
+    def _stored_ipc(self) -> float | None:
+        return float(self.derived["ipc"]) if "ipc" in self.derived else None
+
+
+def ratio(numerator: float | None, denominator: float | None) -> float | None:
+    """numerator / denominator; None unless both are known and the denominator is not zero."""
+    if numerator is None or not denominator:
+        return None
+    return numerator / denominator

@@ -4,6 +4,8 @@ The grammar (docs/internals.md "Frame labels"; native/fold/frames.c writes the s
 tests/native/test_fold.py holds the two to it):
 
     name_[k]              a kernel frame
+    name_[i]              a call inlined into the frame below it (DWARF inline chain; perf script
+                          --inline's "(inlined)" lines): its callers and callees are the frames beside it
     [dso]                 unnamed code of a DSO (its file name), e.g. [libc.so.6]
     [unknown]             unnamed code of no known DSO
     [dso@0xVADDR]         unnamed code kept with its ELF virtual address, before grouping
@@ -26,6 +28,8 @@ from __future__ import annotations
 import re
 
 KERNEL_SUFFIX = "_[k]"
+INLINE_SUFFIX = "_[i]"
+INLINED_DSO = "inlined"  # what perf script --inline (and pmuprof-perfdata --inline) print as an inlined call's dso
 UNKNOWN = "[unknown]"
 # DSO names in brackets that are user space, not the kernel.
 USER_PSEUDO_DSOS = frozenset({"[unknown]", "[vdso]", "[vsyscall]", "[heap]", "[stack]", "[anon]", "[uprobes]"})
@@ -56,7 +60,10 @@ def is_kernel_dso(dso: str) -> bool:
 
 
 def frame_label(sym: str, dso: str) -> str:
-    """FlameGraph conventions: ``name_[k]`` for kernel frames, ``[dso]`` for unnamed user code."""
+    """FlameGraph conventions: ``name_[k]`` for kernel frames, ``name_[i]`` for inlined calls, ``[dso]``
+    for unnamed user code."""
+    if sym != UNKNOWN and dso == INLINED_DSO:
+        return clean(sym) + INLINE_SUFFIX
     if sym == UNKNOWN:
         if dso and dso not in (UNKNOWN, "unknown"):
             base = dso_base(dso)
@@ -95,6 +102,11 @@ def is_unnamed(label: str) -> bool:
 
 def is_kernel(label: str) -> bool:
     return label.endswith(KERNEL_SUFFIX)
+
+
+def is_inlined(label: str) -> bool:
+    """A call inlined into the frame below it (``name_[i]``): no frame of its own on the machine stack."""
+    return label.endswith(INLINE_SUFFIX)
 
 
 def without_kernel_suffix(label: str) -> str:

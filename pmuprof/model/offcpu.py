@@ -35,6 +35,8 @@ class OffCpu:
     threads: int = 0
     switches: int | None = None
     user_stacks_scanned: int | None = None
+    # distinct user stacks whose skipped callers (under a leaf without frame pointers) CFI recovered
+    user_stacks_recovered: int | None = None
     lost: Mapping[str, int] = field(default_factory=dict)
     limits: Mapping[str, int] = field(default_factory=dict)
     stderr: str = ""

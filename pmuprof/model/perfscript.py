@@ -7,7 +7,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Iterable
 
-from .labels import UNKNOWN, frame_label, process_root, raw_label, thread_root
+from .counters import event_name
+from .labels import INLINED_DSO, UNKNOWN, frame_label, process_root, raw_label, thread_root
 from .profile import Stack
 from .samples import MAX_TID, UNKNOWN as NO_VALUE, Samples, from_keyed
 from .stacks import Stacks
@@ -182,7 +183,7 @@ class Folder:
         inline = inline_frame(line[m.end():])
         ev = _EVENT.search(line if inline is None else line[: line.rfind(": ") + 1])
         if ev:
-            self.result.events[ev.group("event").split(":")[0]] += 1
+            self.result.events[event_name(ev.group("event"))] += 1
         self._header = (pid, comm, tid, second_of(m.groupdict().get("sec")))
         self._frames = []
         self._keep = self._wanted(pid, comm)
@@ -209,7 +210,8 @@ class Folder:
         self._seen_comm.setdefault(pid, Counter())[comm] += 1
         if tid == pid:
             self.result.names[pid] = comm
-        leaf_sym, leaf_dso, leaf_off = self._frames[0]
+        # inlined calls come before the frame they are in: that frame is the leaf (skid, annotate)
+        leaf_sym, leaf_dso, leaf_off = next((f for f in self._frames if f[1] != INLINED_DSO), self._frames[0])
         if leaf_off is not None and leaf_sym != UNKNOWN:
             self._leaves[(pid, comm, leaf_dso, leaf_sym, leaf_off)] += 1
         elif leaf_sym.startswith(_RAW):  # unnamed code: keep the vaddr (symbol "") for skid correction

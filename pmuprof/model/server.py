@@ -3,7 +3,40 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Mapping, TypeVar
+
+T = TypeVar("T")
+FAMILIES = ("mysql", "percona", "mariadb")  # the server families rules and knowledge tables name
+FAMILY_NAMES = {"mysql": "MySQL", "percona": "Percona Server", "mariadb": "MariaDB"}
+
+
+def server_family(version: str, comment: str = "") -> str | None:
+    """'mariadb', 'percona' or 'mysql' from @@version and @@version_comment; None without a version."""
+    if not version.strip():
+        return None
+    text = f"{version} {comment}".lower()
+    if "mariadb" in text:
+        return "mariadb"
+    if "percona" in text:
+        return "percona"
+    return "mysql"
+
+
+def family_from_name(name: str) -> str | None:
+    """The family a process or binary name tells ('mariadbd', '/usr/sbin/mysqld'), None when it tells none."""
+    low = name.lower()
+    if "mariadb" in low:
+        return "mariadb"
+    if "mysqld" in low:
+        return "mysql"
+    return None
+
+
+def for_family(by_family: Mapping[str, T], family: str) -> T | None:
+    """A family's entry; Percona Server reads MySQL's when it has none of its own."""
+    if family in by_family:
+        return by_family[family]
+    return by_family.get("mysql") if family == "percona" else None
 
 
 @dataclass(frozen=True)

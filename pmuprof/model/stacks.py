@@ -18,6 +18,8 @@ from typing import Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
+from .labels import INLINE_SUFFIX
+
 Stack = tuple[str, ...]
 
 _HASH_SEED = 0x5EED_57AC
@@ -110,6 +112,45 @@ class Stacks(Mapping[Stack, int]):
     @cached_property
     def leaf_ids(self) -> np.ndarray:
         return self.ids[self.offsets[1:] - 1] if len(self.counts) else np.zeros(0, self.ids.dtype)
+
+    @cached_property
+    def inlined(self) -> np.ndarray:
+        """A boolean per frame id: an inlined call (``name_[i]``)."""
+        return np.fromiter((f.endswith(INLINE_SUFFIX) for f in self.frames), dtype=bool, count=len(self.frames))
+
+    @cached_property
+    def self_starts(self) -> np.ndarray:
+        """Per row, the position of its innermost frame that is not an inlined call: the leaf, or the
+        function the leaf's inlined calls are in. Frames from there to the leaf are the row's *self*
+        frames: the CPU was in all of them at once (never the process root)."""
+        at = (self.offsets[1:] - 1).astype(np.int64)
+        inl = self.inlined
+        if not len(at) or not inl.any():
+            return at
+        first = self.offsets[:-1].astype(np.int64) + 1
+        live = np.flatnonzero(inl[self.ids[at]] & (at > first))
+        while len(live):
+            at[live] -= 1
+            live = live[inl[self.ids[at[live]]] & (at[live] > first[live])]
+        return at
+
+    def self_hits(self, lut: np.ndarray, rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(rows, positions): the rows (of ``rows``, else all; process-root-only rows never) with a self
+        frame the boolean ``lut`` marks, and where the innermost such frame is."""
+        rows = np.arange(len(self.counts), dtype=np.int64) if rows is None else np.asarray(rows, dtype=np.int64)
+        rows = rows[self.lengths[rows] > 1]
+        leaf = self.offsets[rows + 1].astype(np.int64) - 1
+        found = np.where(lut[self.ids[leaf]], leaf, -1)
+        start = self.self_starts[rows]
+        live = np.flatnonzero((found < 0) & (leaf > start))
+        pos = leaf.copy()
+        while len(live):
+            pos[live] -= 1
+            hit = lut[self.ids[pos[live]]]
+            found[live[hit]] = pos[live[hit]]
+            live = live[~hit & (pos[live] > start[live])]
+        keep = found >= 0
+        return rows[keep], found[keep]
 
     @cached_property
     def root_ids(self) -> np.ndarray:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..model.counters import Counters, CounterValue, base_event
+from ..model.counters import Counters, CounterValue
 
 
 def _row(value: CounterValue) -> dict[str, Any]:
@@ -23,22 +23,8 @@ def counter_rows(counters: Counters) -> list[dict[str, Any]]:
     return [_row(v) for v in counters.events]
 
 
-def derived_ipc(counters: Counters) -> dict[str, float]:
-    """Instructions per cycle for each process that has both counters (key '' = the counting scope)."""
-    found: dict[str, dict[str, float]] = {}
-    for v in counters.events:
-        base = base_event(v.event)
-        if v.supported and v.value is not None and base in ("cycles", "instructions"):
-            found.setdefault(v.process, {})[base] = found.get(v.process, {}).get(base, 0.0) + v.value
-    ipc = {proc: round(vals["instructions"] / vals["cycles"], 3) for proc, vals in sorted(found.items())
-           if vals.get("cycles") and "instructions" in vals}
-    if not ipc and "ipc" in counters.derived:
-        ipc = {"": round(float(counters.derived["ipc"]), 3)}
-    return ipc
-
-
 def counters_section(counters: Counters) -> dict[str, Any]:
     """The report's counters block: rows, IPC per process, whether any counter was multiplexed."""
     rows = counter_rows(counters)
-    return {"rows": rows, "scope": counters.scope, "ipc": derived_ipc(counters),
+    return {"rows": rows, "scope": counters.scope, "ipc": counters.ipc_by_process(),
             "multiplexed": any(r["multiplexed"] for r in rows), "error": ""}

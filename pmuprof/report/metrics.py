@@ -9,7 +9,6 @@ from typing import Mapping
 from .. import __version__
 from ..findings.model import Finding, ordered
 from ..model.profile import Profile
-from .counters import derived_ipc
 
 TOP_FUNCTIONS = 10  # per instance: bounds the label cardinality a changing profile can create
 MAX_LABEL = 200  # characters of a function name kept in a label value
@@ -86,7 +85,7 @@ def _profile_lines(m: RunMetrics, base: dict[str, str]) -> dict[str, list[str]]:
     for f in ordered(list(m.findings)):
         labels = {**base, "instance": _instance_of(f, instances), "rule": f.rule, "severity": f.severity}
         out["pmuprof_finding_share"].append(_line("pmuprof_finding_share", labels, round(f.share, 6)))
-    for proc, ipc in derived_ipc(profile.counters).items():
+    for proc, ipc in profile.counters.ipc_by_process().items():
         inst = proc or (instances[0] if len(instances) == 1 else "all")
         out["pmuprof_ipc"].append(_line("pmuprof_ipc", {**base, "instance": inst}, ipc))
     event = profile.run.record.event_recorded or profile.unit

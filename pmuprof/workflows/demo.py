@@ -21,6 +21,7 @@ from ..tools import proc as tools_proc
 from ..errors import PmuprofError, UsageError
 from ..model import rundir
 from ..model.server import ServerFacts, ServerVersion
+from ..packages import apt_install
 from ..paths import demo_source_dir
 from ..pipeline import Result, materialize, report_profile
 
@@ -32,7 +33,7 @@ DEMO_BINARY = "pmuprof-demo"  # also the process comm perf reports
 # Frame pointers everywhere and every named function a real frame: see examples/demo/Makefile.
 DEMO_CFLAGS = ("-O2", "-g", "-fno-omit-frame-pointer", "-fno-inline-functions-called-once",
                "-fno-optimize-sibling-calls", "-Wall")
-BUILD_PACKAGES = "gcc libc6-dev"
+BUILD_HINT = apt_install("compiler")
 START_TIMEOUT_S = 10.0
 # The workload stops itself this long after the capture should have ended, even if nobody stops it.
 SELF_STOP_MARGIN_S = 60.0
@@ -83,7 +84,7 @@ def build_demo(cache_dir: Path | None = None, source_dir: Path | None = None) ->
     compiler = os.environ.get("CC") or shutil.which("gcc") or shutil.which("cc")
     if not compiler:
         raise DemoError("gcc is not installed: the demo workload is built from C source",
-                        f"apt-get install {BUILD_PACKAGES}")
+                        BUILD_HINT)
     out_dir = _writable_dir(Path(cache_dir) if cache_dir else default_cache_dir())
     binary = out_dir / DEMO_BINARY
     stamp_path = out_dir / f"{DEMO_BINARY}.stamp"
@@ -95,12 +96,12 @@ def build_demo(cache_dir: Path | None = None, source_dir: Path | None = None) ->
     try:
         done = tools_proc.run(argv, timeout=120, stall=False)
     except (OSError, subprocess.TimeoutExpired) as err:
-        raise DemoError(f"cannot run {compiler}: {err}", f"apt-get install {BUILD_PACKAGES}") from err
+        raise DemoError(f"cannot run {compiler}: {err}", BUILD_HINT) from err
     if done.returncode != 0:
         tmp.unlink(missing_ok=True)
         first = next((ln for ln in done.stderr.splitlines() if "error" in ln), done.stderr.strip()[:200])
         raise DemoError(f"building the demo workload failed: {first}",
-                        f"apt-get install {BUILD_PACKAGES}; build by hand with make -C {source.parent} OUT=/tmp/demo")
+                        f"{BUILD_HINT}; build by hand with make -C {source.parent} OUT=/tmp/demo")
     os.replace(tmp, binary)
     stamp_path.write_text(stamp + "\n")
     return binary

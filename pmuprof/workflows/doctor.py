@@ -9,6 +9,7 @@ from pathlib import Path
 from ..analysis import binaries
 from ..errors import PmuprofError
 from ..capture.target import host, process as target
+from ..packages import HELPER, PACKAGES, apt_install
 from ..paths import fold_path, helper_path, perf_path
 from ..tools.native import helper
 
@@ -37,7 +38,7 @@ def run_checks(pids: tuple[int, ...] = (), out_dir: Path = Path(".")) -> list[Ch
 
 def _perf(perf, facts) -> Check:
     if not facts["perf_version"]:
-        return Check("perf", False, "perf not found", "apt-get install linux-perf (or set PMUPROF_PERF)")
+        return Check("perf", False, "perf not found", f"{apt_install('perf')} (or set PMUPROF_PERF)")
     return Check("perf", True, f"{perf} version {facts['perf_version']}")
 
 
@@ -62,20 +63,21 @@ def _helper() -> Check:
     path = helper_path()
     if not path:
         return Check("native helper", False, "pmuprof-helper not built: no libpfm4 encoding, PAUSE calibration or skid "
-                     "correction", "apt-get install libpfm4-dev libdw-dev libelf-dev libcapstone-dev; reinstall pmuprof")
+                     "correction", f"{apt_install(*HELPER)}; reinstall pmuprof")
     try:
         info = helper.features()
     except PmuprofError as err:  # a broken helper must not break doctor
         return Check("native helper", False, f"{path}: {err}", "rebuild with `make -C native`")
     off = [f"{k}" for k, v in info.items() if v is False]
+    hint = apt_install(*off) if set(off) <= set(PACKAGES) else apt_install(*HELPER)  # only the features that are off
     return Check("native helper", not off, f"{path}" + (f" (off: {', '.join(off)})" if off else ""),
-                 "apt-get install libpfm4-dev libdw-dev libelf-dev libcapstone-dev; reinstall" if off else "")
+                 f"{hint}; reinstall" if off else "")
 
 
 def _folder() -> Check:
     path = fold_path()
     return Check("fast folder", bool(path), str(path) if path else "pmuprof-fold not built: folding in Python (slower)",
-                 "" if path else "apt-get install gcc make; reinstall pmuprof")
+                 "" if path else f"{apt_install('compiler')}; reinstall pmuprof")
 
 
 def _disk(out_dir: Path) -> Check:

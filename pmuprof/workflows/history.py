@@ -15,7 +15,6 @@ from ..model.profile import Profile
 from ..model.counters import Counters
 from ..model.run import Run
 from ..model.rundir import COUNTERS, FINDINGS_JSON, REPORT_HTML, RUN_JSON, STACKS, read_json, read_typed
-from ..report.counters import derived_ipc
 from ..report.html import render
 from .judge import Basis, Measure, describe, judge, run_basis
 
@@ -93,7 +92,7 @@ def _read_counters(path: Path, notes: list[str]) -> Counters:
 
 
 def _ipc(counters: Counters) -> float | None:
-    ipc = derived_ipc(counters)
+    ipc = counters.ipc_by_process()
     if not ipc:
         return None
     return ipc.get("", next(iter(ipc.values())))

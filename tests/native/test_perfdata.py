@@ -236,7 +236,7 @@ def test_recordings_hold_ksymbol_records_before_the_processes_maps(lab, recordin
 def test_python_client_matches_perf_script_and_lists_dsos(lab, recordings, monkeypatch):
     monkeypatch.setenv("HOME", lab["env"]["HOME"])
     data = recordings["pie"]
-    native = perfdata_reader.fold_perf_data_native(data, per_thread=True)
+    native = perfdata_reader.fold_perf_data_native(data, per_thread=True, inline=False)
     argv = ["perf", "script", "-i", str(data), "-F", FIELDS, "--no-inline"]
     assert native.result == fastfold.fold_perf_script_process(argv, per_thread=True)
     exe = next(d for d in native.dsos if d.path == str(lab["exes"]["pie"]))

@@ -10,6 +10,7 @@ from click.testing import CliRunner
 from pmuprof.cli.main import cli
 from pmuprof.findings.docs import rules_markdown
 from pmuprof.findings.engine import evaluate
+from pmuprof.findings.schema import EVIDENCE_KEYS
 from pmuprof.model.counters import Counters
 from pmuprof.model.jsontypes import from_json
 from pmuprof.findings.versions import in_range, parse_version
@@ -30,6 +31,13 @@ def test_each_process_gets_its_own_findings(rules) -> None:
     assert [(f.process, f.severity) for f in spin] == [("mysqld", "critical")]
     assert spin[0].share == 0.3  # of mysqld's samples, not of all
     json.dumps([f.to_dict() for f in findings])  # findings.json must serialize
+
+
+def test_the_engine_adds_to_evidence_only_what_the_schema_reserves(rules) -> None:
+    by_id = {r.id: r for r in rules}
+    for finding in evaluate(Profile({SPIN: 3000, WORK: 7000}), rules):
+        declared = {m.name for m in by_id[finding.rule].evidence}
+        assert set(finding.evidence) - declared <= set(EVIDENCE_KEYS), finding.rule
 
 
 def test_findings_are_ordered_by_severity_then_share(rules) -> None:

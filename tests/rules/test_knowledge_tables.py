@@ -16,7 +16,7 @@ RULES_DIR = Path(__file__).resolve().parents[2] / "rules"
 KNOWLEDGE = RULES_DIR / "knowledge"
 FAMILIES = {"mysql", "percona", "mariadb"}
 WAIT_KINDS = {"spin", "os_wait", "futex", "kernel_spin", "yield"}
-LATCH_TYPES = {"mutex", "rw-lock", "srw", "ssux", "sharded-rw", "pthread-mutex", "prlock", "pthread-rwlock", "sync-array"}
+LATCH_TYPES = {"mutex", "rw-lock", "srw", "ssux", "sux", "sharded-rw", "pthread-mutex", "prlock", "pthread-rwlock", "sync-array"}
 MODES = {"S", "X", "SX", "U"}
 
 

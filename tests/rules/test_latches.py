@@ -50,6 +50,32 @@ def test_real_chains_name_their_latch(frames, expected) -> None:
     assert _latch(frames) == expected
 
 
+M114 = ("mariadb", (11, 4, 5))
+RD_WAIT = ("ssux_lock_impl<true>::rd_wait", "srw_pause_[i]")
+
+
+# Inline chains as pmuprof-perfdata --inline reads them from MariaDB 11.4.5's DWARF at the wait functions'
+# call sites (the same chains addr2line -i gives; tests/integration/test_mariadb114_latches.py checks live)
+@pytest.mark.parametrize("frames, expected", [
+    (("btr_cur_t::search_leaf", "mtr_t::s_lock_[i]", "sux_lock<ssux_lock>::s_lock_[i]", "ssux_lock::rd_lock_[i]",
+      "ssux_lock_impl<true>::rd_lock_[i]") + RD_WAIT, ("index_lock", "S", "mtr_t::s_lock_[i]")),
+    (("buf_page_get_gen", "sux_lock<ssux_lock_impl<true> >::s_lock_[i]", "ssux_lock_impl<true>::rd_lock_[i]")
+     + RD_WAIT, ("buf_block_lock", "S", "buf_page_get_gen")),
+    (("btr_cur_t::pessimistic_search_leaf", "mtr_t::index_lock_upgrade", "sux_lock<ssux_lock>::u_x_upgrade_[i]",
+      "ssux_lock_impl<true>::u_wr_upgrade_[i]", "ssux_lock_impl<true>::wr_wait"),
+     ("index_lock", "X", "mtr_t::index_lock_upgrade")),
+    (("row_search_mvcc", "lock_sys_t::rd_lock", "srw_lock_impl<true>::rd_lock_[i]") + RD_WAIT,
+     ("lock_sys_latch_mariadb", "S", "row_search_mvcc")),
+    # an atomic inlined at the leaf is the wait function's own body
+    (("buf_page_get_gen", "sux_lock<ssux_lock_impl<true> >::s_lock_[i]", "ssux_lock_impl<true>::rd_lock_[i]",
+      "ssux_lock_impl<true>::rd_wait", "std::__atomic_base<unsigned int>::load_[i]"), ("buf_block_lock", "S", "buf_page_get_gen")),
+    # without DWARF the names cannot tell the page latch from the index latch: both, explicitly
+    (("btr_cur_t::search_leaf",) + RD_WAIT[:1], ("buf_block_lock|index_lock", "S", "btr_cur_t::search_leaf")),
+])
+def test_inline_chains_name_the_latch(frames, expected) -> None:
+    assert _latch(frames, M114) == expected
+
+
 def test_the_same_caller_means_another_latch_on_another_version() -> None:
     """mtr commit takes log_sys->mutex in 5.7; 8.0.11's lock-free redo log took it away there."""
     frames = ("mtr_t::commit", "mtr_t::Command::prepare_write", "PolicyMutex<TTASEventMutex<GenericPolicy> >::enter",

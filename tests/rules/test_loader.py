@@ -8,6 +8,7 @@ import pytest
 
 from pmuprof.errors import RuleError
 from pmuprof.findings.loader import check_rules, load_rule, load_rules
+from pmuprof.findings.schema import RESERVED_NAMES
 from pmuprof.findings.template import check_template, render
 
 GOOD = """\
@@ -60,6 +61,16 @@ def test_bad_rule_names_file_and_line(tmp_path: Path, old: str, new: str, line: 
         load_rule(path)
     assert f"{path}:{line}:" in str(err.value)
     assert words in str(err.value)
+
+
+@pytest.mark.parametrize("name", RESERVED_NAMES)
+def test_evidence_named_like_what_the_engine_sets_is_refused(tmp_path: Path, name: str) -> None:
+    """The engine sets these beside the evidence (templates, findings.json): a namesake would be overwritten."""
+    text = GOOD.replace("  spin:\n", f"  {name}:\n").replace("metric: spin", f"metric: {name}")
+    path = _write(tmp_path, text.replace("{spin:pct}", f"{{{name}}}"))
+    with pytest.raises(RuleError) as err:
+        load_rule(path)
+    assert f"{path}:5: evidence name '{name}' is reserved" in str(err.value)
 
 
 def test_yaml_syntax_error_and_duplicate_key(tmp_path: Path) -> None:

@@ -3,12 +3,19 @@
 from __future__ import annotations
 
 from pmuprof.capture.mysql import parse as mp
+from pmuprof.model.server import family_from_name, for_family, server_family
 
 
 def test_family_and_version() -> None:
-    assert mp.server_family("10.11.6-MariaDB-0+deb12u1", "Debian 12") == "mariadb"
-    assert mp.server_family("8.0.36-28", "Percona Server (GPL), Release 28") == "percona"
-    assert mp.server_family("8.0.36", "MySQL Community Server - GPL") == "mysql"
+    assert server_family("10.11.6-MariaDB-0+deb12u1", "Debian 12") == "mariadb"
+    assert server_family("8.0.36-28", "Percona Server (GPL), Release 28") == "percona"
+    assert server_family("8.0.36", "MySQL Community Server - GPL") == "mysql"
+    assert server_family("") is None and server_family("10.2.11-MariaDB") == "mariadb"
+    assert [family_from_name(n) for n in ("mariadbd", "/usr/sbin/mysqld", "mysqld-debug", "python3")] == [
+        "mariadb", "mysql", "mysql", None]
+    ranges = {"mysql": ">=8.0", "mariadb": "*"}
+    assert [for_family(ranges, f) for f in ("percona", "mariadb", "other")] == [">=8.0", "*", None]
+    assert for_family({"mysql": "*", "percona": "<8.0"}, "percona") == "<8.0"
     assert mp.version_tuple("10.11.6-MariaDB-0+deb12u1") == [10, 11, 6]
     assert mp.version_tuple("5.5.5-10.4.32-MariaDB") == [10, 4, 32]
     assert mp.version_tuple("5.7.44-log") == [5, 7, 44]

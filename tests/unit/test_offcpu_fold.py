@@ -124,7 +124,39 @@ def test_unreadable_binary_gives_dso_label():
     users = UserSymbols(MAPS, None)
     users.resolve([(100, 0x555500003030), (100, 0x1234)])
     assert users.frames(100, (0x555500003030,)) == ("[server]",)
-    assert users.labels[(100, 0x1234)] == "[unknown]"
+    assert users.labels[(100, 0x1234)] == ("[unknown]",)
+
+
+def test_symbolizer_names_first_with_inline_frames_and_helper_the_rest():
+    """The perf.data reader's symbolizer names a function as on-CPU stacks do, with its inlined calls as
+    name_[i] frames (root first); code it has no name for goes to pmuprof-helper's .eh_frame functions."""
+    asked = []
+
+    def names(queries):
+        asked.extend(queries)
+        return [("lock_wait", ("pthread_cond_wait_inline", "inner")) if off == 0x4030 else ("", ())
+                for _, off, _ in queries]
+
+    seen = []
+
+    def funcs(path, offsets, **_):
+        seen.extend(offsets)
+        return {"addresses": [{"input": f"{o:x}", "start": "4000"} for o in offsets]}
+
+    users = UserSymbols(MAPS, funcs, names)
+    users.resolve([(100, 0x555500003030), (100, 0x555500004010)])
+    assert users.frames(100, (0x555500003030,)) == ("lock_wait", "inner_[i]", "pthread_cond_wait_inline_[i]")
+    assert len(asked) == 2 and seen == [0x5010]
+    # leaf first in, root first out; a return address is looked up one byte back (0x4011 -> 0x4010)
+    assert users.frames(100, (0x555500003030, 0x555500004011)) == ("[server+0x4000]", "lock_wait", "inner_[i]",
+                                                                   "pthread_cond_wait_inline_[i]")
+
+
+def test_symbolizer_unavailable_falls_back_to_the_helper_and_says_so():
+    users = UserSymbols(MAPS, lambda path, offsets, **_: {"addresses": [{"input": f"{o:x}", "display": "do_work"}
+                                                                        for o in offsets]}, lambda q: None)
+    users.resolve([(100, 0x555500003030)])
+    assert users.frames(100, (0x555500003030,)) == ("do_work",) and users.problems
 
 
 def test_state_labels_and_proc_parsing():

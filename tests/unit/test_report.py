@@ -13,7 +13,7 @@ from pmuprof.model.run import Trigger
 from pmuprof.report.facts import trigger_text
 from pmuprof.report.markdown import _text as _md_text
 from pmuprof.report import build_payload, findings_json, write_outputs
-from pmuprof.report.counters import counter_rows, derived_ipc
+from pmuprof.report.counters import counter_rows
 from pmuprof.report.flame import KIND_KERNEL, KIND_PROCESS, KIND_UNNAMED, KIND_USER, build_tree
 from pmuprof.report.markdown import render_markdown
 
@@ -72,7 +72,7 @@ def test_counter_rows_show_multiplexing_and_ipc():
     rows = counter_rows(counters)
     assert rows[0]["multiplexed"] and not rows[1]["multiplexed"]
     assert rows[2]["value"] is None and rows[2]["note"] == "not counted"
-    assert derived_ipc(counters) == {"": 1.5}
+    assert counters.ipc_by_process() == {"": 1.5}
 
 
 def test_flame_tree_is_preorder_with_sums_and_kinds():

@@ -12,6 +12,7 @@ import pymysql
 import pymysql.cursors
 
 from ... import infile
+from ...model.server import server_family
 from . import parse as mp
 from .procsym import read_process_symbol
 from .mydefaults import OptionSources, resolve
@@ -289,7 +290,7 @@ def _server(conn: Any) -> tuple[dict[str, Any], int]:
     with conn.cursor() as cur:
         cur.execute("SELECT @@version, @@version_comment, CONNECTION_ID()")
         version, comment, own_id = cur.fetchone()
-    return {"version": version, "version_comment": comment, "family": mp.server_family(version, comment or ""),
+    return {"version": version, "version_comment": comment, "family": server_family(version, comment or ""),
             "version_tuple": mp.version_tuple(version)}, int(own_id)
 
 

@@ -1,4 +1,4 @@
-"""Pure parsers for server facts: version family, status rates, processlist, error log, sockets."""
+"""Pure parsers for server facts: version, status rates, processlist, error log, sockets."""
 
 from __future__ import annotations
 
@@ -20,16 +20,6 @@ _GAUGE_PREFIXES = (
 _SECRET_NAME = re.compile(r"pass(word|wd)?|secret|_auth$|credential|_key$", re.I)
 _BARRIER = re.compile(r"(\S+\(\)) is used for memory barrier")
 _SOCKET_ARG = re.compile(r"^--socket=(.+)$")
-
-
-def server_family(version: str, comment: str) -> str:
-    """'mariadb', 'percona' or 'mysql' from @@version and @@version_comment."""
-    text = f"{version} {comment}".lower()
-    if "mariadb" in text:
-        return "mariadb"
-    if "percona" in text:
-        return "percona"
-    return "mysql"
 
 
 def version_tuple(version: str) -> list[int]:

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Mapping, Sequence
 
 from ...errors import PmuprofError
-from ...model.labels import KERNEL_SUFFIX, UNKNOWN, clean, dso_base, frame_label, function_label
+from ...model.labels import INLINE_SUFFIX, KERNEL_SUFFIX, UNKNOWN, clean, dso_base, frame_label, function_label
 from ...model.run import FileMap
 from ...tools.elf import ident
 
@@ -67,35 +67,60 @@ def _find_map(maps: Sequence[FileMap], starts: list[int], addr: int) -> FileMap 
     return maps[i] if i >= 0 and addr < maps[i].end else None
 
 
+# [(pid, file offset, path)] -> [(name perf prints or "", inlined calls innermost first)], or None
+Names = Callable[[Sequence[tuple[int, int, str]]], "list[tuple[str, tuple[str, ...]]] | None"]
+
+
 class UserSymbols:
     """User addresses of each process named from its executable mappings and the mapped files.
 
-    Each binary is read once (pmuprof-helper funcs: the covering symbol's name, else the .eh_frame
-    function as ``[dso+0xSTART]``); an address in no file mapping is ``[unknown]``, a binary that
-    cannot be read gives ``[dso]``.
+    Names come from ``names`` (pmuprof-perfdata --symbolize: the symbol perf prints, demangled as perf
+    does, and the calls DWARF says are inlined there, as ``name_[i]`` frames), so a function is named
+    alike on and off the CPU; where it has none, pmuprof-helper funcs names the code by its .eh_frame
+    function (``[dso+0xSTART]``). An address in no file mapping is ``[unknown]``, a binary that cannot
+    be read gives ``[dso]``.
     """
 
-    def __init__(self, maps: Mapping[int, Sequence[FileMap]], funcs: Funcs | None) -> None:
+    def __init__(self, maps: Mapping[int, Sequence[FileMap]], funcs: Funcs | None, names: Names | None = None) -> None:
         self.maps = {pid: sorted(m, key=lambda x: x.start) for pid, m in maps.items()}
         self.starts = {pid: [m.start for m in ms] for pid, ms in self.maps.items()}
         self.funcs = funcs
-        self.labels: dict[tuple[int, int], str] = {}
+        self.names = names
+        self.labels: dict[tuple[int, int], tuple[str, ...]] = {}  # frames root first: the function, its inlined calls
         self.problems: list[str] = []
 
     def resolve(self, wanted: Iterable[tuple[int, int]]) -> None:
-        """Name (pid, lookup address) pairs in one helper call per binary."""
+        """Name (pid, lookup address) pairs: one symbolizer call, one helper call per binary for the rest."""
         by_file: dict[str, dict[int, list[tuple[int, int]]]] = defaultdict(lambda: defaultdict(list))
         for pid, addr in set(wanted) - self.labels.keys():
             fmap = _find_map(self.maps.get(pid, ()), self.starts.get(pid, []), addr)
             if fmap is None:
-                self.labels[(pid, addr)] = UNKNOWN
+                self.labels[(pid, addr)] = (UNKNOWN,)
                 continue
             by_file[fmap.path][addr - fmap.start + fmap.pgoff].append((pid, addr))
+        named = self._symbolize(by_file)
         for path, offsets in by_file.items():
-            named = self._lookup(path, sorted(offsets))
+            rest = sorted(off for off in offsets if (path, off) not in named)
+            found = self._lookup(path, rest) if rest else {}
             for offset, keys in offsets.items():
+                frames = named.get((path, offset)) or (found.get(offset) or frame_label(UNKNOWN, path),)
                 for key in keys:
-                    self.labels[key] = named.get(offset) or frame_label(UNKNOWN, path)
+                    self.labels[key] = frames
+
+    def _symbolize(self, by_file: Mapping[str, Mapping[int, list[tuple[int, int]]]]) -> dict[tuple[str, int], tuple[str, ...]]:
+        """(path, offset) -> frames root first, for the offsets the symbolizer has a name for."""
+        if self.names is None:
+            return {}
+        queries = [(keys[0][0], off, path) for path, offsets in by_file.items() for off, keys in offsets.items()]
+        answers = self.names(queries)
+        if answers is None:
+            self.problems.append("pmuprof-perfdata --symbolize did not run: off-CPU frames named by pmuprof-helper")
+            return {}
+        out = {}
+        for (_, off, path), (name, inlined) in zip(queries, answers):
+            if name:
+                out[(path, off)] = (clean(name),) + tuple(clean(n) + INLINE_SUFFIX for n in reversed(inlined))
+        return out
 
     def _lookup(self, path: str, offsets: list[int]) -> dict[int, str]:
         if self.funcs is None:
@@ -119,7 +144,7 @@ class UserSymbols:
 
     def frames(self, pid: int, addrs: Sequence[int]) -> tuple[str, ...]:
         """A BPF user stack (leaf first) as folded frames, root first (resolve() first)."""
-        return tuple(self.labels.get((pid, a), UNKNOWN) for a in reversed(lookup_addresses(addrs)))
+        return tuple(f for a in reversed(lookup_addresses(addrs)) for f in self.labels.get((pid, a), (UNKNOWN,)))
 
 
 def debug_file(path: str) -> Path | None:

@@ -17,8 +17,10 @@ from ...model import rundir
 from ...model.folded import save_folded
 from ...model.offcpu import OffCpu, Threads
 from ...model.run import FeatureOff, FileMap
+from ...packages import OFFCPU, apt_install
 from ...paths import helper_path, offcpu_path
 from ...tools.native import helper, offcpu as tool
+from ...tools.native.symbolize import symbolize
 from ..target import process, threads as proc_threads
 from . import snapshot
 from .fold import fold
@@ -49,7 +51,7 @@ def unavailable(pids: Sequence[int]) -> tuple[str, str]:
         return "not root: BPF tracing needs root (CAP_BPF, CAP_PERFMON)", "run pmuprof as root"
     if offcpu_path() is None:
         return ("pmuprof-offcpu is not built (clang with the BPF target and libbpf are needed)",
-                "apt-get install clang libbpf-dev, then make -C native (or reinstall pmuprof)")
+                f"{apt_install(*OFFCPU)}, then make -C native (or reinstall pmuprof)")
     if not BTF.is_file():
         return f"{BTF} is missing: the kernel has no BTF (CONFIG_DEBUG_INFO_BTF)", "use a kernel built with BTF"
     if len(pids) > tool.MAX_TARGETS:
@@ -83,7 +85,7 @@ def finish(p: Plan, out_dir: Path, returncode: int | None, stderr: str,
     outcome = OffCpu(requested=True, mechanism=MECHANISM, argv=p.argv, returncode=returncode,
                      stderr=stderr.strip()[-2000:], why_not=p.why_not)
     out, read_error = _read_output(out_dir / rundir.OFFCPU_RAW) if p.argv else (None, "")
-    usyms = UserSymbols({pid: maps or p.maps.get(pid, ()) for pid, maps in _maps(p.pids).items()}, _funcs())
+    usyms = UserSymbols({pid: maps or p.maps.get(pid, ()) for pid, maps in _maps(p.pids).items()}, _funcs(), symbolize)
     if out is not None:
         outcome = _fold_and_write(p, out_dir, out, usyms, end, per_thread_roots, outcome)
     user = {pid: snapshot.bpf_user_stacks(out, usyms, pid) if out else {} for pid in p.pids}
@@ -110,7 +112,8 @@ def _fold_and_write(p: Plan, out_dir: Path, out: tool.TracerOutput, usyms: UserS
     save_folded(out_dir / rundir.OFFCPU, folded.stacks, headers)
     return replace(outcome, recorded=True, stopped_by=out.stopped_by, duration_s=duration, total_us=folded.total_us,
                    before_us=folded.before_us, stacks=len(folded.stacks), threads=folded.threads,
-                   switches=out.stats.get("switches"), user_stacks_scanned=out.stats.get("ustack_scanned"), lost=lost,
+                   switches=out.stats.get("switches"), user_stacks_scanned=out.stats.get("ustack_scanned"),
+                   user_stacks_recovered=len(out.recovered), lost=lost,
                    limits=dict(out.limits))
 
 

@@ -14,6 +14,7 @@ from typing import IO, Iterable, Union
 from ...errors import InputError, PerfError, PmuprofError
 from ...model.perfscript import Folder, FoldResult
 from ...model.stacks import Stacks
+from ...packages import apt_install
 from ...paths import fold_path
 from .stacksbin import read_fold_bin
 
@@ -137,7 +138,7 @@ def _start(argv: list[str], **kw) -> subprocess.Popen:
         return subprocess.Popen(argv, **kw)
     except FileNotFoundError as err:
         raise InputError(f"cannot run {argv[0]}: not found",
-                         "apt-get install linux-perf, or give report a folded / perf script file") from err
+                         f"{apt_install('perf')}, or give report a folded / perf script file") from err
 
 
 def _direct_fd(source: Source) -> int | None:

@@ -8,16 +8,12 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from ...errors import HelperError
+from ...packages import HELPER, apt_install
 from .. import proc
 from ...paths import helper_path
 
-BUILD_FIX = ("build it: apt-get install gcc make libpfm4-dev libdw-dev libelf-dev libcapstone-dev; "
-             "make -C native (or reinstall pmuprof)")
-FEATURE_FIX = {
-    "libpfm4": "apt-get install libpfm4-dev, then make -C native",
-    "elfutils": "apt-get install libdw-dev libelf-dev, then make -C native",
-    "capstone": "apt-get install libcapstone-dev, then make -C native",
-}
+BUILD_FIX = f"build it: {apt_install(*HELPER)}; make -C native (or reinstall pmuprof)"
+FEATURE_FIX = {name: f"{apt_install(name)}, then make -C native" for name in ("libpfm4", "elfutils", "capstone")}
 # Which helper features each command needs (a command fails cleanly without them).
 NEEDS = {"encode": ("libpfm4",), "skid": ("elfutils", "capstone"), "funcs": ("elfutils",)}
 
@@ -57,8 +53,8 @@ def run_helper(args: Sequence[str], stdin: str | None = None, timeout: float = 3
 
 def _fix_for(command: str, data: Json) -> str:
     error = str(data.get("error") or "")
-    if "built without" in error:
-        return error[error.find("(") + 1: error.rfind(")")] or BUILD_FIX
+    if "built without" in error:  # "built without capstone: ...": that feature's packages
+        return FEATURE_FIX.get(error.split("built without", 1)[1].split()[0].strip(":,()"), BUILD_FIX)
     if command in ("skid", "funcs"):
         return "pass the exact binary that was profiled (--binary PATH); it must be an x86-64 ELF file"
     if command == "count":

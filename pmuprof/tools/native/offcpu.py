@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
 MAX_TARGETS = 16  # native/offcpu/offcpu.h OFFCPU_MAX_TARGETS
-FORMAT = "1"
+FORMATS = ("1", "2")  # 2: ustack lines say how many callers the CFI unwinder recovered
 
 
 @dataclass(frozen=True)
@@ -57,6 +57,8 @@ class TracerOutput:
     stacks: Mapping[int, tuple[int, ...]] = field(default_factory=dict)  # kernel: id -> addresses, leaf first
     ustacks: Mapping[int, tuple[int, ...]] = field(default_factory=dict)  # user: hash -> addresses, leaf first
     scanned: frozenset[int] = frozenset()  # user stacks whose frame chain was found by scanning above sp
+    # user stacks -> how many return addresses after the leaf the CFI unwinder put back (format 2)
+    recovered: Mapping[int, int] = field(default_factory=dict)
 
     def stack(self, stack_id: int) -> tuple[int, ...]:
         """A kernel stack's addresses (() when it was not stored)."""
@@ -88,11 +90,12 @@ def parse(lines: Iterable[str]) -> TracerOutput:
     stacks: dict[int, tuple[int, ...]] = {}
     ustacks: dict[int, tuple[int, ...]] = {}
     scanned: set[int] = set()
+    recovered: dict[int, int] = {}
     for n, raw in enumerate(lines, 1):
         parts = raw.rstrip("\n").split("\t")
         kind = parts[0]
-        if n == 1 and (kind != "pmuprof-offcpu" or parts[1:] != [FORMAT]):
-            raise ValueError("not a pmuprof-offcpu output file (format 1)")
+        if n == 1 and (kind != "pmuprof-offcpu" or len(parts) != 2 or parts[1] not in FORMATS):
+            raise ValueError(f"not a pmuprof-offcpu output file (format {' or '.join(FORMATS)})")
         if kind == "wait" and len(parts) >= 9:
             waits.append(Wait(int(parts[1]), int(parts[2]), parts[3], int(parts[4]), int(parts[5]), int(parts[6], 16),
                               int(parts[7]), "\t".join(parts[8:])))
@@ -100,10 +103,12 @@ def parse(lines: Iterable[str]) -> TracerOutput:
             opens.append(Open(int(parts[1]), int(parts[2]), parts[3], int(parts[4]), int(parts[5], 16), int(parts[6])))
         elif kind == "stack" and len(parts) == 3:
             stacks[int(parts[1])] = _addresses(parts[2])
-        elif kind == "ustack" and len(parts) == 4:
+        elif kind == "ustack" and len(parts) in (4, 5):
             ustacks[int(parts[1], 16)] = _addresses(parts[3])
             if parts[2] == "1":
                 scanned.add(int(parts[1], 16))
+            if len(parts) == 5 and int(parts[4]) > 0:
+                recovered[int(parts[1], 16)] = int(parts[4])
         elif kind == "stat" and len(parts) == 3:
             stats[parts[1]] = int(parts[2])
         elif kind == "limit" and len(parts) == 3:
@@ -113,7 +118,7 @@ def parse(lines: Iterable[str]) -> TracerOutput:
     if "pmuprof-offcpu" not in head:
         raise ValueError("empty pmuprof-offcpu output")
     return TracerOutput(int(head.get("t0_ns", 0)), int(head.get("end_ns", 0)), head.get("stopped_by", ""), limits,
-                        stats, tuple(waits), tuple(opens), stacks, ustacks, frozenset(scanned))
+                        stats, tuple(waits), tuple(opens), stacks, ustacks, frozenset(scanned), recovered)
 
 
 def _addresses(text: str) -> tuple[int, ...]:

@@ -34,14 +34,6 @@ def parse_stat_csv(text: str) -> list[dict]:
     return rows
 
 
-def derived(rows: list[dict]) -> dict:
-    by = {r["event"].split(":")[0]: r["value"] for r in rows if r["supported"]}
-    out = {}
-    if by.get("cycles") and by.get("instructions") is not None:
-        out["ipc"] = round(by["instructions"] / by["cycles"], 4)
-    return out
-
-
 def _num(text: str) -> float | None:
     try:
         value = float(text.strip())
@@ -83,11 +75,6 @@ def parse_record_stderr(text: str) -> dict:
     lost = [int(x) for x in _LOST.findall(text)]
     out["lost"] = sum(lost)
     return out
-
-
-def event_base(name: str) -> str:
-    """'cpu-clock:ppH' → 'cpu-clock'; 'cycles:P' → 'cycles'."""
-    return name.split(":")[0].strip()
 
 
 def parse_buildid_list(text: str) -> dict[str, str]:

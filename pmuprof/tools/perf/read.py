@@ -7,7 +7,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ...errors import InputError, PerfError
+from ...model.counters import event_name
 from ...model.perfscript import FoldResult
+from ...packages import apt_install
 from .. import proc
 from ..native.fold import fold_perf_script_process
 from ..native.perfdata import PerfdataFallback, fold_perf_data_native, perfdata_argv, perfdata_path
@@ -42,7 +44,7 @@ class Recording:
 
     @property
     def event(self) -> str:
-        names = [perfparse.event_base(e["name"]) for e in self.events if not e["name"].startswith("dummy")]
+        names = [event_name(e["name"]) for e in self.events if not e["name"].startswith("dummy")]
         return names[0] if names else "unknown"
 
 
@@ -51,7 +53,7 @@ def _run(argv: list[str], timeout: float = TIMEOUT_S) -> subprocess.CompletedPro
         return proc.run(argv, timeout)
     except OSError as err:
         raise PerfError(f"cannot run {argv[0]}: {err.strerror or err}",
-                        "apt-get install linux-perf, or give report a folded / perf script file") from err
+                        f"{apt_install('perf')}, or give report a folded / perf script file") from err
     except subprocess.TimeoutExpired as err:
         raise PerfError(f"{argv[0]} {argv[1]} {proc.timeout_text(err)}: stopped",
                         "check the perf binary (PMUPROF_PERF) and the file") from err

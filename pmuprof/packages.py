@@ -1,0 +1,31 @@
+"""Which Debian packages add each optional feature: the one table every install hint is made from."""
+
+from __future__ import annotations
+
+# feature -> Debian 12 packages. native/Makefile probes elfutils, capstone and libbpf with
+# pkg-config, so those features name it; libpfm4 and libiberty are probed by a test link.
+PACKAGES: dict[str, tuple[str, ...]] = {
+    "perf": ("linux-perf",),  # perf itself
+    "compiler": ("gcc", "make", "libc6-dev"),  # any native program; pmuprof-fold and the demo need nothing more
+    "libpfm4": ("libpfm4-dev",),  # pmuprof-helper: PMU events by name
+    "elfutils": ("pkg-config", "libdw-dev", "libelf-dev"),  # pmuprof-helper: symbols, skid; pmuprof-perfdata
+    "capstone": ("pkg-config", "libcapstone-dev"),  # pmuprof-helper: x86 decoding (PAUSE, skid correction)
+    "libiberty": ("libiberty-dev",),  # pmuprof-perfdata: C++ demangling as perf does it
+    "bpf": ("pkg-config", "clang", "libbpf-dev"),  # pmuprof-offcpu: the BPF off-CPU tracer
+    "debuginfod": ("debuginfod",),  # debuginfod-find, for DEBUGINFOD_URLS
+}
+# What each native program needs to be built at all.
+HELPER = ("compiler", "libpfm4", "elfutils", "capstone")
+PERFDATA = ("compiler", "elfutils", "libiberty")
+OFFCPU = ("compiler", "bpf", "elfutils")  # elfutils: the CFI unwinder of leaves without frame pointers
+NATIVE = HELPER + PERFDATA + OFFCPU  # every native program with every feature
+
+
+def packages(*features: str) -> tuple[str, ...]:
+    """The packages of these features, each once, in table order."""
+    return tuple(dict.fromkeys(p for feature in features for p in PACKAGES[feature]))
+
+
+def apt_install(*features: str) -> str:
+    """'apt-get install PKG ...' for these features."""
+    return "apt-get install " + " ".join(packages(*features))

@@ -1,0 +1,27 @@
+/* A library built without frame pointers (-O2 -fomit-frame-pointer, as Debian builds glibc): its
+ * functions keep the caller's rbp, so a frame-pointer walk from a sleep inside them skips nofp_wait
+ * and the program function that called it. Only their .eh_frame CFI says who called them. */
+#define _GNU_SOURCE
+#include <linux/futex.h>
+#include <stdint.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+static int word;
+
+__attribute__((noinline)) long nofp_sleep_inner(long ms)
+{
+    volatile char pad[200]; /* a frame of its own size: the CFA is not just sp + 8 */
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    pad[0] = (char)ms;
+    long rc = syscall(SYS_futex, &word, FUTEX_WAIT_PRIVATE, 0, &ts, NULL, 0);
+    return rc + pad[0];
+}
+
+__attribute__((noinline)) long nofp_wait(long ms)
+{
+    volatile long keep = ms;
+    long rc = nofp_sleep_inner(keep);
+    return rc + keep;
+}

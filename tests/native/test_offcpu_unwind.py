@@ -1,0 +1,66 @@
+"""The CFI unwinder of pmuprof-offcpu: callers a frame-pointer walk skips under a library without frame
+pointers are recovered from that library's .eh_frame (BPF; root only).
+
+progs/nofp_lib.c is built -fomit-frame-pointer, as Debian builds glibc: fp_waiter_a / fp_waiter_b (with
+frame pointers) call nofp_wait -> nofp_sleep_inner -> syscall(futex). Walking frame pointers from the
+sleep skips nofp_sleep_inner, nofp_wait and the fp_waiter that called them.
+"""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from native_support import PROGS
+from pmuprof.capture.record import RecordOptions, record
+from pmuprof.model import rundir
+from pmuprof.model.folded import load_folded
+from pmuprof.tools.native import offcpu as tool
+from test_offcpu_live import need_offcpu
+
+SECONDS = 3.0
+
+
+@pytest.fixture(scope="module")
+def unwound(tmp_path_factory):
+    need_offcpu()
+    tmp = tmp_path_factory.mktemp("unwind")
+    lib = tmp / "libnofp.so"
+    subprocess.run(["gcc", "-O2", "-fomit-frame-pointer", "-fPIC", "-shared", "-o", str(lib),
+                    str(PROGS / "nofp_lib.c")], check=True, capture_output=True)
+    exe = tmp / "fp_calls_nofp"
+    subprocess.run(["gcc", "-O1", "-g", "-fno-omit-frame-pointer", "-pthread", "-o", str(exe),
+                    str(PROGS / "fp_calls_nofp.c"), f"-L{tmp}", "-lnofp", f"-Wl,-rpath,{tmp}"],
+                   check=True, capture_output=True)
+    prog = subprocess.Popen([str(exe), "60"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        out = record(RecordOptions(pids=(prog.pid,), out_dir=tmp / "run", duration=SECONDS, mysql=False, off_cpu=True))
+    finally:
+        prog.kill()
+        prog.wait()
+    run = rundir.read_run(out)
+    if not run.offcpu.recorded and "not permitted" in run.offcpu.why_not:
+        pytest.skip(f"BPF not allowed here: {run.offcpu.why_not}")
+    stacks, _ = load_folded(out / rundir.OFFCPU)
+    return out, run, stacks
+
+
+def test_callers_under_the_library_are_recovered(unwound):
+    _, run, stacks = unwound
+    for waiter in ("fp_waiter_a", "fp_waiter_b"):
+        mine = {s: n for s, n in stacks.items() if waiter in s}
+        assert mine, f"{waiter} lost: {list(stacks)[:5]}"
+        for stack in mine:
+            frames = list(stack)
+            at = frames.index(waiter)
+            assert frames[at + 1:at + 3] == ["nofp_wait", "nofp_sleep_inner"], stack
+    assert run.offcpu.user_stacks_recovered >= 2, run.offcpu
+
+
+def test_the_tracer_says_which_frames_it_recovered(unwound):
+    out, _, _ = unwound
+    parsed = tool.load(out / "offcpu.out")
+    assert parsed.recovered and all(n >= 3 for n in parsed.recovered.values()), parsed.recovered
+    for key, n in parsed.recovered.items():
+        assert len(parsed.ustacks[key]) > n  # the leaf, the recovered callers, then the frame-pointer walk
