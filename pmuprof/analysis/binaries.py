@@ -78,8 +78,9 @@ def find(path: str, build_id: str | None, samples: int, lookup: Lookup, client: 
     """The file for one recorded path (see the module docstring for the order), or why there is none."""
     client = client or Debuginfod(lookup.debuginfod)
     mismatch: list[str] = []
+    refused: list[str] = []
     for file, via in _candidates(path, build_id, lookup, client):
-        found = ident(file)
+        found = ident(file, refused)
         if found is None:
             continue
         if build_id and found.build_id and found.build_id != build_id:
@@ -90,6 +91,8 @@ def find(path: str, build_id: str | None, samples: int, lookup: Lookup, client: 
     if mismatch:
         problem = (f"{path}: {'; '.join(mismatch[:2])}, not the {build_id} that was recorded (the binary changed "
                    f"since the recording) — pass --binary with the file that ran, or --symfs DIR holding it")
+    elif refused:
+        problem = f"{refused[0]} — pass --binary PATH or --symfs DIR with the file that ran"
     else:
         problem = f"{path}: not found here — pass --binary PATH or --symfs DIR (a copy of the recording host's files)"
     return Binary(path=path, build_id=build_id, found_via="not found", samples=samples, problem=problem)

@@ -18,7 +18,7 @@ from ..findings.loader import load_rules
 from ..model import rundir
 from ..model.run import Run
 from ..pipeline import Options
-from .params import DURATION_HELP, Duration
+from .params import DURATION_HELP, Duration, Pid
 
 T = TypeVar("T")
 
@@ -44,7 +44,7 @@ def log(message: str) -> None:
 def capture_options(func):
     """-p/--all-mysqld/--duration/--frequency/--call-graph/--mode/--event/-o, shared by record and capture."""
     opts = [
-        click.option("-p", "--pid", "pids", type=int, multiple=True, help="Target pid (repeat for several instances)."),
+        click.option("-p", "--pid", "pids", type=Pid(), multiple=True, help="Target pid (repeat for several instances)."),
         click.option("--all-mysqld", is_flag=True, help="Profile every running mysqld / mariadbd."),
         click.option("-d", "--duration", type=Duration(0.1, MAX_DURATION_S), default="30s", show_default=True,
                      help=f"How long to record ({DURATION_HELP})."),
@@ -71,7 +71,7 @@ def capture_options(func):
 def input_options(func):
     """--pid/--comm (which processes of a system-wide input), --symfs/--binary (where the binaries are)."""
     opts = [
-        click.option("--pid", "pids", type=int, multiple=True, help="Keep only these processes (system-wide inputs)."),
+        click.option("--pid", "pids", type=Pid(), multiple=True, help="Keep only these processes (system-wide inputs)."),
         click.option("--comm", "comms", multiple=True, help="Keep processes with a thread of this name."),
         click.option("--symfs", type=click.Path(exists=True, file_okay=False), default=None,
                      help="Look for binaries and debug files under this directory first (like perf --symfs)."),

@@ -8,6 +8,8 @@ import struct
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..infile import ELF_MAX_BYTES, Refused, opened
+
 _PROLOGUES = (b"\x55\x48\x89\xe5", b"\xf3\x0f\x1e\xfa\x55\x48\x89\xe5")  # push rbp; mov rbp,rsp (+endbr64)
 
 
@@ -34,11 +36,13 @@ _MARIADB_VERSION = re.compile(rb"(?<![0-9.])(\d{1,2}\.\d{1,2}\.\d{1,3})-MariaDB\
 
 
 class ElfFile:
-    """A minimal 64-bit little-endian ELF reader (enough for x86-64 mysqld/mariadbd), over an mmap."""
+    """A minimal 64-bit little-endian ELF reader (enough for x86-64 mysqld/mariadbd), over an mmap.
+    Paths come from recordings and other users' files: opened through infile (a FIFO or device named
+    there raises infile.Refused, an OSError, instead of blocking)."""
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
-        with open(self.path, "rb") as fh:
+        with opened(self.path, ELF_MAX_BYTES) as fh:
             self.data = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
         if self.data[:4] != b"\x7fELF" or self.data[4] != 2 or self.data[5] != 1:
             raise ValueError(f"{path}: not a 64-bit little-endian ELF file")
@@ -140,11 +144,16 @@ class Ident:
     debuglink: str | None
 
 
-def ident(path: Path) -> Ident | None:
-    """Build-id, .symtab presence and debuglink of an ELF file; None when it is missing or not ELF."""
+def ident(path: Path, refused: list[str] | None = None) -> Ident | None:
+    """Build-id, .symtab presence and debuglink of an ELF file; None when it is missing or not ELF (or not
+    read at all: a FIFO, a device, another user's link; then why is appended to ``refused``)."""
     try:
         elf = ElfFile(path)
         return Ident(elf.build_id(), elf.has_symtab(), elf.debuglink())
+    except Refused as err:
+        if refused is not None:
+            refused.append(str(err))
+        return None
     except (OSError, ValueError, IndexError, struct.error):
         return None
 
