@@ -9,6 +9,7 @@ import click
 
 from ..pipeline import materialize, report_profile
 from ..report.summary import run_summary
+from ..report.waiting import waiting
 from ..workflows.fleet import Outcome, hostname, publish
 from ..workflows.schedule import EXIT_CRITICAL, EXIT_WARNING, findings_exit_code
 from . import common
@@ -57,6 +58,9 @@ def capture_cmd(quiet: bool, exit_code_on_findings: bool, as_json: bool, **kwarg
     if not profile.total:
         common.log("no samples of the target: it was idle or off-CPU during the capture (the report says so)")
     common.log(f"report: {result.paths['html']}")
+    note = waiting(profile)
+    if note:
+        common.log(f"{note.sentence()} {note.command}")
     common.say_findings(result.findings)
     common.end_of_capture(profile.run, str(result.paths["html"]))
     if as_json:
