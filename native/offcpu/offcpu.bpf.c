@@ -422,10 +422,15 @@ static __always_inline void switch_in_lazy(void *ctx, struct task_struct *task, 
 	struct offcpu_start *s = bpf_map_lookup_elem(&starts, &tid);
 	__u64 delta;
 
-	if (!s) {
+	if (!s) { /* off the CPU since before t0: back in its own context, its stacks are the wait's */
 		delta = since_t0(&key, now);
-		if (delta)
-			wait_add(&key, task, delta);
+		if (!delta)
+			return;
+		if (delta >= cfg.min_block_ns) {
+			key.kstack = bpf_get_stackid(ctx, &stacks, 0);
+			key.ustack = user_stack(task);
+		}
+		wait_add(&key, task, delta);
 		return;
 	}
 	delta = now - s->ts;

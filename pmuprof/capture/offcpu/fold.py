@@ -64,10 +64,11 @@ def fold(out: TracerOutput, roots: Mapping[int, str], kernel: KernelSymbols, use
             b.add(head, (short_blocks_label(out.min_block_us),), (), w.state, w.ns, (w.tgid, w.tid))
             b.short_ns += w.ns
             continue
-        if w.state == "B":  # off the CPU when the tracer attached: /proc's start view of it
-            before = start.get(w.tgid, {}).get(w.tid)
-            b.add(head, (UNKNOWN,), _proc_kernel(before), proc_state(before.state) if before else "?", w.ns,
-                  (w.tgid, w.tid), before=True)
+        if w.state == "B":  # off the CPU when the tracer attached: /proc's start view of it (its state; its
+            before = start.get(w.tgid, {}).get(w.tid)  # stacks too, unless lazy mode took them when it came back)
+            kframes = kernel.frames(out.stack(w.kstack)) if w.kstack >= 0 else _proc_kernel(before)
+            b.add(head, user.frames(w.tgid, out.ustack(w.ustack)) or (UNKNOWN,), kframes,
+                  proc_state(before.state) if before else "?", w.ns, (w.tgid, w.tid), before=True)
             continue
         b.add(head, user.frames(w.tgid, out.ustack(w.ustack)), kernel.frames(out.stack(w.kstack)), w.state, w.ns,
               (w.tgid, w.tid))
