@@ -20,6 +20,8 @@ EPILOG = """\b
 Examples:
   pmuprof capture -p $(pidof mariadbd)                  # 30 s at 99 Hz per CPU; report in ./pmuprof-*/
   pmuprof capture -p $(pidof mysqld) -d 10s -o /tmp/r1  # short capture during a spike
+  pmuprof capture -p 1234 --off-cpu                     # where threads wait, even where it costs more (old kernels)
+  pmuprof capture -p 1234 --no-off-cpu                  # on-CPU samples only
   pmuprof capture -p 1234 -h 127.0.0.1 -P 3307 -u prof  # server facts over TCP, mysql-client options
   pmuprof capture --all-mysqld -d 1m                    # several instances compared side by side
   pmuprof capture -p 1234 --exit-code-on-findings       # nightly: exit 10 on warning, 20 on critical
@@ -29,7 +31,7 @@ Examples:
 
 
 @click.command("capture", epilog=EPILOG)
-@common.capture_options
+@common.capture_options(off_cpu_default=None)
 @mysql_decorator
 @click.option("--exit-code-on-findings", is_flag=True,
               help=f"Exit {EXIT_WARNING} when a warning finding appears, {EXIT_CRITICAL} for a critical one.")

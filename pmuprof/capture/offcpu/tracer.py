@@ -45,6 +45,18 @@ class Plan:
     maps: Mapping[int, tuple[FileMap, ...]] = field(default_factory=dict)  # at the start (a target may exit)
 
 
+SWITCH_IN_TP = b"btf_trace_sched_exit_tp\x00"  # lazy mode's tracepoint (6.16+), as its BTF type name
+
+
+def cheap_here() -> bool:
+    """Whether the tracer runs in lazy mode here (the kernel has sched_exit_tp): stacks only for blocks of
+    1 ms or more, ~0.8 us per switch; without it every switch-out walks both stacks (~3 us, 0.6-0.8x TPS)."""
+    try:
+        return SWITCH_IN_TP in BTF.read_bytes()
+    except OSError:
+        return False
+
+
 def unavailable(pids: Sequence[int]) -> tuple[str, str]:
     """(why, fix) the tracer cannot run here, or ("", "")."""
     if os.geteuid() != 0:
@@ -59,8 +71,13 @@ def unavailable(pids: Sequence[int]) -> tuple[str, str]:
     return "", ""
 
 
-def plan(out_dir: Path, pids: Sequence[int], roots: Mapping[int, str], duration_s: float, requested: bool) -> Plan:
-    """The tracer's argv (or why not) and the /proc snapshot of every target's threads at the start."""
+def plan(out_dir: Path, pids: Sequence[int], roots: Mapping[int, str], duration_s: float,
+         requested: bool | None) -> Plan:
+    """The tracer's argv (or why not) and the /proc snapshot of every target's threads at the start.
+    ``requested`` None (capture's default): on only where it runs and is cheap (root, built, BTF, lazy
+    mode); elsewhere off without a warning (the report's first screen says when the server mostly waited)."""
+    if requested is None:
+        requested = not unavailable(pids)[0] and cheap_here()
     if not requested:
         return Plan(False)
     start = {pid: {t.tid: t for t in proc_threads.snapshot(pid)} for pid in pids}
