@@ -9,6 +9,9 @@
  *   short TGID TID STATE WAITS NS COMM   lazy mode: blocks under min_block_us, summed without stacks
  *   open TGID TID STATE SINCE_NS USTACK KSTACK         threads still off the CPU at the end (lazy
  *                                        mode: no kernel stack; the user stack walked by ulive.c)
+ *   idle TGID TID USTACK                 threads blocked since before t0 and still at the end (never
+ *                                        switched out meanwhile): the user stack ulive.c walked from
+ *                                        the sp and pc /proc/TID/syscall shows
  *   stack ID ADDR,ADDR,...               kernel stack, hex addresses, leaf first
  *   ustack HASH SCANNED ADDR,ADDR,... RECOVERED   user stack (hex hash), leaf first; SCANNED 1: chain
  *                                        found above sp; RECOVERED: how many addresses after the leaf
@@ -21,6 +24,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -197,6 +201,63 @@ static int dump_open(FILE *f, int fd, struct idset *ids, const struct offcpu_opt
 	return 0;
 }
 
+/* sp and pc of a thread blocked in the kernel, from /proc/TID/syscall ("running": 0). */
+static int blocked_regs(unsigned tgid, unsigned tid, __u64 *sp, __u64 *pc)
+{
+	char path[64], line[256], *at;
+	unsigned long long a, b;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%u/task/%u/syscall", tgid, tid);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	at = fgets(line, sizeof(line), f);
+	fclose(f);
+	if (!at || !strncmp(line, "running", 7) || !(at = strrchr(line, ' ')) || at == line)
+		return 0;
+	*at = '\0';
+	if (sscanf(at + 1, "%llx", &b) != 1 || !(at = strrchr(line, ' ')) || sscanf(at + 1, "%llx", &a) != 1)
+		return 0;
+	*sp = a;
+	*pc = b;
+	return 1;
+}
+
+/* Target threads with no start record that are blocked now: off the CPU for the whole window. Their user
+ * stack is walked from /proc's sp and pc (no saved rbp: the scan above sp finds the frame chain). */
+static int dump_idle(FILE *f, int starts_fd, struct idset *ids, const struct offcpu_opts *o)
+{
+	static struct offcpu_ustack u;
+	struct offcpu_start s;
+	char path[64];
+	struct dirent *d;
+	__u64 sp, pc, hash;
+	unsigned tid;
+	DIR *dir;
+
+	for (unsigned i = 0; i < o->npids; i++) {
+		snprintf(path, sizeof(path), "/proc/%u/task", o->pids[i]);
+		dir = opendir(path);
+		while (dir && (d = readdir(dir))) {
+			if (sscanf(d->d_name, "%u", &tid) != 1 || !bpf_map_lookup_elem(starts_fd, &tid, &s) ||
+			    !blocked_regs(o->pids[i], tid, &sp, &pc))
+				continue;
+			hash = ulive_walk(o, o->pids[i], tid, pc, sp, 0, &u);
+			if (!hash)
+				continue;
+			fprintf(f, "idle\t%u\t%u\t%llx\n", o->pids[i], tid, (unsigned long long)hash);
+			if (live_add(ids, hash, o->pids[i], &u)) {
+				closedir(dir);
+				return -ENOMEM;
+			}
+		}
+		if (dir)
+			closedir(dir);
+	}
+	return 0;
+}
+
 static void dump_stacks(FILE *f, int fd, struct idset *ids)
 {
 	__u64 ips[OFFCPU_MAX_DEPTH];
@@ -317,6 +378,8 @@ int offcpu_dump(struct bpf_object *obj, const struct offcpu_opts *o, __u64 t0, _
 	rc = dump_waits(f, bpf_map__fd(bpf_object__find_map_by_name(obj, "waits")), &ids);
 	if (!rc)
 		rc = dump_open(f, bpf_map__fd(bpf_object__find_map_by_name(obj, "starts")), &ids, o);
+	if (!rc)
+		rc = dump_idle(f, bpf_map__fd(bpf_object__find_map_by_name(obj, "starts")), &ids, o);
 	if (!rc) {
 		dump_stacks(f, bpf_map__fd(bpf_object__find_map_by_name(obj, "stacks")), &ids);
 		dump_ustacks(f, bpf_map__fd(bpf_object__find_map_by_name(obj, "ustacks")), &ids);

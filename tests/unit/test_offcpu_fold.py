@@ -208,3 +208,14 @@ def test_short_blocks_label_grammar():
     assert short_blocks_label(1000) == "[short blocks < 1 ms]" and short_blocks_label(250) == "[short blocks < 250 us]"
     assert parse_short_blocks("[short blocks < 2 ms]") == 2000 and parse_short_blocks("[short blocks < 250 us]") == 250
     assert parse_short_blocks("[libc.so.6]") is None and is_unnamed(short_blocks_label(1000))
+
+
+def test_a_thread_blocked_for_the_whole_window_gets_the_stack_the_loader_walked():
+    # 105 never ran during the window: blocked (S) at both snapshots, no start record; the loader walked
+    # its user stack from /proc/TID/syscall's sp and pc at the end ("idle" line)
+    out = tool.parse(LAZY.replace("ustack\ta3\t", "idle\t100\t105\ta1\nustack\ta3\t").splitlines(True))
+    assert out.idle == {(100, 105): 0xA1}
+    start = {100: {105: ThreadNow(105, "idle", "S", "poll", ("do_syscall_64", "do_poll"))}}
+    result = fold(out, {100: "server"}, KernelSymbols(KALLSYMS), UserSymbols(MAPS, fake_funcs), start, start)
+    assert result.stacks[("server", "do_work", "__lll_lock_wait", "do_syscall_64_[k]", "do_poll_[k]", "off-cpu:S")] \
+        == 10000

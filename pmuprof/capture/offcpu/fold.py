@@ -55,7 +55,8 @@ class _Builder:
 def fold(out: TracerOutput, roots: Mapping[int, str], kernel: KernelSymbols, user: UserSymbols,
          start: Threads, end: Threads, per_thread_roots: bool = False) -> Folded:
     """Every off-CPU nanosecond the tracer saw, plus the waits /proc showed that spanned its whole window."""
-    user.resolve((w.tgid, a) for w in (*out.waits, *out.open) for a in lookup_addresses(out.ustack(w.ustack)))
+    user.resolve([(w.tgid, a) for w in (*out.waits, *out.open) for a in lookup_addresses(out.ustack(w.ustack))]
+                 + [(tgid, a) for (tgid, _), h in out.idle.items() for a in lookup_addresses(out.ustack(h))])
     b = _Builder(roots, kernel, user, per_thread_roots)
     comms = {(w.tgid, w.tid): w.comm for w in out.waits}
     for w in out.waits:
@@ -91,7 +92,8 @@ def _whole_window(b: _Builder, out: TracerOutput, start: Threads, end: Threads) 
             later = end.get(tgid, {}).get(tid)
             if (tgid, tid) in seen or t.state not in BLOCKED or later is None or later.state not in BLOCKED:
                 continue
-            b.add(b.head(tgid, tid, t.comm), (UNKNOWN,), _proc_kernel(t), proc_state(t.state),
+            walked = b.user.frames(tgid, out.ustack(out.idle.get((tgid, tid), 0)))  # by the loader at the end
+            b.add(b.head(tgid, tid, t.comm), walked or (UNKNOWN,), _proc_kernel(t), proc_state(t.state),
                   out.end_ns - out.t0_ns, (tgid, tid), before=True)
 
 

@@ -64,6 +64,8 @@ class TracerOutput:
     recovered: Mapping[int, int] = field(default_factory=dict)
     mode: str = "eager"  # format 3: "lazy" (stacks at switch-in, blocks of min_block_us or more) or "eager"
     min_block_us: int = 0
+    # format 3: (tgid, tid) -> user stack hash of threads blocked for the whole window (walked at the end)
+    idle: Mapping[tuple[int, int], int] = field(default_factory=dict)
 
     def stack(self, stack_id: int) -> tuple[int, ...]:
         """A kernel stack's addresses (() when it was not stored)."""
@@ -97,6 +99,7 @@ def parse(lines: Iterable[str]) -> TracerOutput:
     ustacks: dict[int, tuple[int, ...]] = {}
     scanned: set[int] = set()
     recovered: dict[int, int] = {}
+    idle: dict[tuple[int, int], int] = {}
     for n, raw in enumerate(lines, 1):
         parts = raw.rstrip("\n").split("\t")
         kind = parts[0]
@@ -108,6 +111,8 @@ def parse(lines: Iterable[str]) -> TracerOutput:
         elif kind == "short" and len(parts) >= 7:
             waits.append(Wait(int(parts[1]), int(parts[2]), parts[3], int(parts[4]), int(parts[5]), 0, -1,
                               "\t".join(parts[6:]), short=True))
+        elif kind == "idle" and len(parts) == 4:
+            idle[(int(parts[1]), int(parts[2]))] = int(parts[3], 16)
         elif kind == "open" and len(parts) == 7:
             opens.append(Open(int(parts[1]), int(parts[2]), parts[3], int(parts[4]), int(parts[5], 16), int(parts[6])))
         elif kind == "stack" and len(parts) == 3:
@@ -128,7 +133,7 @@ def parse(lines: Iterable[str]) -> TracerOutput:
         raise ValueError("empty pmuprof-offcpu output")
     return TracerOutput(int(head.get("t0_ns", 0)), int(head.get("end_ns", 0)), head.get("stopped_by", ""), limits,
                         stats, tuple(waits), tuple(opens), stacks, ustacks, frozenset(scanned), recovered,
-                        head.get("mode", "eager"), int(head.get("min_block_us", 0)))
+                        head.get("mode", "eager"), int(head.get("min_block_us", 0)), idle)
 
 
 def _addresses(text: str) -> tuple[int, ...]:
