@@ -121,7 +121,7 @@ def _found(path: str, build_id: str | None, file: Path, via: str, found: Ident, 
     symbols = "symtab" if found.symtab else ("debuginfo" if debug else _dynsym_or_none(file))
     return Binary(path=path, build_id=build_id, file=str(file), found_via=via, file_build_id=found.build_id,
                   verified=verified, debuginfo=str(debug) if debug else None, symbols=symbols, samples=samples,
-                  problem=problem)
+                  problem=problem, server_version=found.server_version or "")
 
 
 def _dynsym_or_none(file: Path) -> str:

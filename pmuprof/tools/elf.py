@@ -142,6 +142,7 @@ class Ident:
     build_id: str | None
     symtab: bool
     debuglink: str | None
+    server_version: str | None = None  # "11.4.5-MariaDB" from a server binary's .rodata
 
 
 def ident(path: Path, refused: list[str] | None = None) -> Ident | None:
@@ -149,7 +150,7 @@ def ident(path: Path, refused: list[str] | None = None) -> Ident | None:
     read at all: a FIFO, a device, another user's link; then why is appended to ``refused``)."""
     try:
         elf = ElfFile(path)
-        return Ident(elf.build_id(), elf.has_symtab(), elf.debuglink())
+        return Ident(elf.build_id(), elf.has_symtab(), elf.debuglink(), elf.server_version())
     except Refused as err:
         if refused is not None:
             refused.append(str(err))
