@@ -34,7 +34,7 @@ def group_rows(stacks: Stacks, binaries: tuple[Binary, ...], funcs: Funcs,
                mapped: Mapping[str, Mapped] | None = None
                ) -> tuple[Stacks, np.ndarray | None, tuple[UnnamedFunction, ...], str | None, tuple[str, ...]]:
     """``group``, with the new row of each old row (None: rows unchanged) for the sample table to follow,
-    and a line per process whose unnamed code names a binary nothing tells apart from another.
+    and a line per file name whose unnamed code nothing tells apart between two binaries of that name.
 
     A raw frame is cut by the binary its own process mapped (``mapped``: per process root, see
     binaries.owners): two processes running different builds of one name each get their own."""
@@ -43,37 +43,43 @@ def group_rows(stacks: Stacks, binaries: tuple[Binary, ...], funcs: Funcs,
     per_root, unclear = owners(binaries, mapped or {})
     roots = {f: per_root.get(stacks.frames[f], per_root[""]) for f in np.unique(stacks.root_ids).tolist()}
     work, raw = _split(stacks, roots)
-    wanted: dict[tuple[str, str | None], dict[int, set[str]]] = defaultdict(lambda: defaultdict(set))
-    chosen: dict[tuple[str, str | None], Binary] = {}
-    bases: dict[tuple[str, str | None], str] = {}
-    lines: list[str] = []
-    for frame, (base, vaddr, root) in raw.items():
-        binary = roots[root].get(base)
-        if binary is not None:
-            chosen[key(binary)], bases[key(binary)] = binary, base
-            wanted[key(binary)][vaddr].add(frame)
-        elif base in unclear:
-            lines.append(f"{stacks.frames[root]}: unnamed code of {base} left ungrouped: {unclear[base]} all "
-                         "hold it and the recording does not say which one this process mapped — capture with "
-                         "pmuprof capture -p PID, or report one process with --pid")
+    wanted, lines = _by_binary(raw, roots, unclear)
     labels: dict[str, str] = {}
     info: dict[str, dict] = {}
     reason = None
-    for bkey, addrs in wanted.items():
-        binary = chosen[bkey]
+    for binary, base, addrs in wanted.values():
         try:
             data = funcs(binary.file, sorted(addrs), debug=binary.debuginfo)
         except (PmuprofError, OSError) as err:
             reason = str(err)
             continue
         for entry in data.get("addresses", []):
-            label = _label(bases[bkey], entry, info, binary, data.get("build_id"))
+            label = _label(base, entry, info, binary, data.get("build_id"))
             for frame in addrs.get(int(entry["input"], 16), ()) if label else ():
                 labels[frame] = label
     for frame, (base, _, _) in raw.items():
         labels.setdefault(frame, frame_label(UNKNOWN, base))  # binary not found: '[dso]'
     out, rows = work.relabel_rows([labels.get(f, f) for f in work.frames])
-    return out, rows, _table(out, info), reason, tuple(dict.fromkeys(lines))
+    return out, rows, _table(out, info), reason, lines
+
+
+Cut = tuple[Binary, str, dict[int, set[str]]]  # a binary, its raw labels' name, vaddr -> raw frames
+
+
+def _by_binary(raw: Mapping[str, tuple[str, int, int]], roots: Mapping[int, Mapping[str, Binary]],
+               unclear: Mapping[str, str]) -> tuple[dict[tuple[str, str | None], Cut], tuple[str, ...]]:
+    """The raw frames each binary (by key) is asked about, and a line per name left ungrouped."""
+    wanted: dict[tuple[str, str | None], Cut] = {}
+    lines: list[str] = []
+    for frame, (base, vaddr, root) in raw.items():
+        binary = roots[root].get(base)
+        if binary is not None:
+            wanted.setdefault(key(binary), (binary, base, defaultdict(set)))[2][vaddr].add(frame)
+        elif base in unclear:
+            lines.append(f"unnamed code of {base} left ungrouped: {unclear[base]} all hold it and the recording "
+                         "does not say which process mapped which — capture with pmuprof capture -p PID, or "
+                         "report one process with --pid")
+    return wanted, tuple(dict.fromkeys(lines))
 
 
 def _split(stacks: Stacks, roots: Mapping[int, Mapping[str, Binary]]) -> tuple[Stacks, dict[str, tuple[str, int, int]]]:
