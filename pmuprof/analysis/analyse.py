@@ -102,7 +102,9 @@ def problems(binaries: tuple[Binary, ...], total: int, rec: Recording) -> tuple[
     exes = {t.exe for t in rec.run.targets}
     matter = [b for b in binaries if b.path in exes or (total and b.samples / total >= PROBLEM_SHARE)]
     lines = [b.problem for b in matter if b.problem]
-    unverified = [os.path.basename(b.path) for b in matter if b.file and b.verified is None and b.found_via != "--binary"]
+    paths = [b.path for b in matter if b.file and b.verified is None and b.found_via != "--binary"]
+    names = [os.path.basename(p) for p in paths]  # the full path where two binaries share a file name
+    unverified = list(dict.fromkeys(n if names.count(n) == 1 else p for p, n in zip(paths, names)))
     if unverified and rec.run.source.kind == "perf-script":
         lines.append(f"a perf script text has no build-ids: {', '.join(unverified)} read at the paths it names, "
                      "not verified (report the perf.data itself to have them checked)")

@@ -144,3 +144,16 @@ def test_rows_follow_the_split():
                         ("mariadbd-1", "f"): 4})
     out, rows, *_ = unnamed.group_rows(stacks, (OLD, NEW), fake_funcs([]), MAPPED)
     assert np.array_equal(out.counts[rows], stacks.counts)
+
+
+def test_unverified_binaries_of_one_name_are_said_by_path():
+    from pmuprof.analysis.analyse import problems
+    from pmuprof.analysis.load import Recording
+    from pmuprof.model.run import Source
+
+    a = Binary(path="/a/mariadbd", file="/a/mariadbd", samples=5)
+    b = Binary(path="/b/mariadbd", file="/b/mariadbd", samples=5)
+    c = Binary(path="/lib/libc.so.6", file="/lib/libc.so.6", samples=5)
+    rec = Recording(Stacks.of({("mariadbd", "f"): 10}), (), Run(source=Source(kind="perf-script")))
+    line = next(x for x in problems((a, b, c), 10, rec) if "no build-ids" in x)
+    assert "/a/mariadbd, /b/mariadbd, libc.so.6 read at the paths" in line
