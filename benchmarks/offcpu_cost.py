@@ -1,8 +1,12 @@
 """In-kernel cost of off-CPU tracers per sched_switch on a loaded MariaDB (kernel.bpf_stats_enabled run time).
 
-usage: python3 benchmarks/offcpu_cost.py [--rounds 3] [NAME=PATH_TO_PMUPROF_OFFCPU ...]
+usage: python3 benchmarks/offcpu_cost.py [--rounds 3] [--no-bpftrace] ["NAME=PATH_TO_PMUPROF_OFFCPU [ARG...]" ...]
 Each tracer runs 6.5 s beside sysbench oltp_point_select (16 threads); its programs' run_cnt and
 run_time_ns are read 1.5 s and 6.5 s after the start. bpftrace (the same sum, as a script) is included.
+ns_per_run is per program run (any sched_switch on the host, and in lazy mode any end of __schedule
+too); ns_per_switch is all the tracer's programs' time over the sched_switch program's runs, the cost
+per context switch whatever the number of programs. Another tracer loaded meanwhile (any BPF program
+loaded after the start is counted) makes "progs" list more than the tracer's own.
 """
 
 from __future__ import annotations
@@ -20,13 +24,31 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import offcpu_overhead as oo  # noqa: E402
+from pmuprof.tools.native import offcpu as tracer_output  # noqa: E402
 from tests import mariadb as mdb  # noqa: E402
+
+OUT = Path("/tmp/offcpu_cost.out")
+
+
+def coverage(path: Path) -> dict:
+    """From a lazy-mode output: switch-ins that took stacks, and the off-CPU time kept with stacks."""
+    try:
+        out = tracer_output.load(path)
+    except (OSError, ValueError):
+        return {}
+    short_ns = sum(w.ns for w in out.waits if w.short)
+    total_ns = sum(w.ns for w in out.waits if w.state != "B")
+    long_n, short_n = out.stats.get("long", 0), out.stats.get("short", 0)
+    return {"mode": out.mode, "stacks_per_s": round(long_n / max((out.end_ns - out.t0_ns) / 1e9, 1e-9)),
+            "blocks_with_stacks": round(long_n / max(long_n + short_n, 1), 3) if out.mode == "lazy" else 1.0,
+            "time_with_stacks": round(1 - short_ns / max(total_ns, 1), 3)}
 
 
 def measure(argv: list[str]) -> dict:
     oo._set_bpf_stats(True)
     try:
         before = {p["id"] for p in oo.bpf_progs()}
+        OUT.unlink(missing_ok=True)
         proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
         try:
             time.sleep(1.5)
@@ -43,14 +65,18 @@ def measure(argv: list[str]) -> dict:
     finally:
         oo._set_bpf_stats(False)
     runs, ns = s1["runs"] - s0["runs"], s1["ns"] - s0["ns"]
+    switches = s1["switch_runs"] - s0["switch_runs"]
     return {"runs_per_s": round(runs / (t1 - t0)), "ns_per_run": round(ns / max(runs, 1)),
-            "cpu_pct_of_host": round(100 * ns / ((t1 - t0) * 1e9 * (os.cpu_count() or 1)), 2)}
+            "ns_per_switch": round(ns / max(switches, 1)), "switches_per_s": round(switches / (t1 - t0)),
+            "cpu_pct_of_host": round(100 * ns / ((t1 - t0) * 1e9 * (os.cpu_count() or 1)), 2), "progs": s1["progs"],
+            **(coverage(OUT) if argv[0] != "bpftrace" else {})}
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("tracers", nargs="*", help="NAME=PATH of pmuprof-offcpu builds to compare")
+    ap.add_argument("--no-bpftrace", action="store_true")
+    ap.add_argument("tracers", nargs="*", help="'NAME=PATH [ARG...]' of pmuprof-offcpu builds (and options) to compare")
     args = ap.parse_args()
     tracers = dict(t.split("=", 1) for t in args.tracers) or {"pmuprof-offcpu": str(ROOT / "native/build/pmuprof-offcpu")}
     server = mdb.start_mariadb()
@@ -60,8 +86,9 @@ def main() -> int:
         try:
             time.sleep(3)
             for rnd in range(args.rounds):
-                for name, path in [*tracers.items(), ("bpftrace", "")]:
-                    argv = ([path, "--pid", str(server.pid), "--duration", "60", "--out", "/tmp/offcpu_cost.out"]
+                for name, path in [*tracers.items(), *([] if args.no_bpftrace else [("bpftrace", "")])]:
+                    argv = ([path.split()[0], "--pid", str(server.pid), "--duration", "60", "--out",
+                             str(OUT), *path.split()[1:]]
                             if path else ["bpftrace", "-e", oo.BPFTRACE % {"pid": server.pid}])
                     print(f"round {rnd + 1} {name:16s} {measure(argv)} load1 "
                           f"{Path('/proc/loadavg').read_text().split()[0]}", flush=True)

@@ -22,10 +22,10 @@ import overhead as ov  # noqa: E402
 from tests import mariadb as mdb  # noqa: E402
 
 WORK = ROOT / "benchmarks" / "work"
-MODES = ("bpf", "bpftrace", "perf-sched")
+MODES = ("bpf", "bpf-before", "bpftrace", "perf-sched")
 LOADS = {"point_select": ("oltp_point_select", 4, 10000), "hot_updates": ("oltp_update_non_index", 1, 20)}
 STOP_LIMIT_S = 120.0  # a tracer still writing its output this long after SIGINT is killed (and said)
-READY = {"bpf": "attached", "bpftrace": "Attaching"}  # output once the tracer is attached
+READY = {"bpf": "attached", "bpf-before": "attached", "bpftrace": "Attaching"}  # output once the tracer is attached
 
 # The same off-CPU sum as pmuprof-offcpu, as bpftrace 0.17 can write it (stacks as map values).
 BPFTRACE = """
@@ -39,8 +39,9 @@ tracepoint:sched:sched_switch {
 
 def tracer_argv(mode: str, pid: int, out: Path) -> list[str]:
     """The exact command each mode runs while sysbench runs."""
-    if mode == "bpf":
-        return [os.environ.get("PMUPROF_OFFCPU") or str(ROOT / "native" / "build" / "pmuprof-offcpu"), "--pid", str(pid), "--duration", "600",
+    if mode in ("bpf", "bpf-before"):  # bpf-before: another build (PMUPROF_OFFCPU_BEFORE), e.g. main's, side by side
+        binary = os.environ.get("PMUPROF_OFFCPU_BEFORE" if mode == "bpf-before" else "PMUPROF_OFFCPU")
+        return [binary or str(ROOT / "native" / "build" / "pmuprof-offcpu"), "--pid", str(pid), "--duration", "600",
                 "--out", str(out / "offcpu.out")]
     if mode == "bpftrace":
         return ["bpftrace", "-e", BPFTRACE % {"pid": pid}]
@@ -71,7 +72,10 @@ def bpf_prog_stats(before: set[int]) -> dict:
     """run_cnt and run_time_ns of the BPF programs loaded since ``before`` (the tracer's: nothing else on this
     host loads BPF programs; needs kernel.bpf_stats_enabled=1)."""
     mine = [p for p in bpf_progs() if p["id"] not in before]
+    # the sched_switch program's runs = context switches (lazy mode adds one at the end of __schedule)
+    switch = [p.get("run_cnt", 0) for p in mine if p.get("name") in ("on_switch", "sched_switch")]
     return {"runs": sum(p.get("run_cnt", 0) for p in mine), "ns": sum(p.get("run_time_ns", 0) for p in mine),
+            "switch_runs": sum(switch) if switch else max((p.get("run_cnt", 0) for p in mine), default=0),
             "progs": [p.get("name", "") for p in mine]}
 
 

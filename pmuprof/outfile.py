@@ -34,7 +34,8 @@ def os_error(err: OSError, path: Path | str, doing: str = "write") -> PmuprofErr
     return UsageError(f"cannot {doing} {path}: {why}", "choose an -o you may write to")
 
 
-def _kind(mode: int) -> str:
+def file_kind(mode: int) -> str:
+    """What an lstat/fstat mode is, as "a FIFO", "a directory", ... (for one-line errors)."""
     for test, name in ((stat.S_ISDIR, "a directory"), (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"),
                        (stat.S_ISCHR, "a character device"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISLNK, "a symbolic link")):
         if test(mode):
@@ -69,8 +70,8 @@ def in_place(path: Path) -> bool:
             return True  # /dev/stdout redirected to a file: write where the shell pointed it
     if stat.S_ISCHR(st.st_mode) or stat.S_ISFIFO(st.st_mode):
         return True
-    raise UsageError(f"{path} is {_kind(st.st_mode)}: pmuprof writes only regular files, character devices and FIFOs",
-                     "choose another output name")
+    raise UsageError(f"{path} is {file_kind(st.st_mode)}: pmuprof writes only regular files, character devices "
+                     "and FIFOs", "choose another output name")
 
 
 def _open_in_place(path: Path) -> int:

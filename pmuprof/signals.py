@@ -5,9 +5,13 @@ from __future__ import annotations
 import contextlib
 import signal
 import threading
+import time
 from typing import Iterator
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+# Stop signals within this long of the one taken are the same request: timeout(1) sends SIGTERM to its
+# child, then to its process group, 0.2 ms apart, and a service manager may signal the process and its group.
+BURST_S = 1.0
 
 
 class StopSignal(BaseException):
@@ -41,15 +45,39 @@ def exit_code(stopped_by: str) -> int:
         return 130
 
 
+class _Burst:
+    """When the last stop request was taken (monotonic s): process-wide, like the signal handlers themselves."""
+
+    taken: float | None = None
+
+
+def _new_request() -> bool:
+    """True for a stop signal that is a request of its own; False for one of the burst of the last one."""
+    now = time.monotonic()
+    if _Burst.taken is not None and now - _Burst.taken < BURST_S:
+        return False
+    _Burst.taken = now
+    return True
+
+
 def _raise(signum: int, _frame: object) -> None:
-    raise StopSignal(signum)
+    if _new_request():
+        raise StopSignal(signum)
+
+
+def _note(pending: list[int]):
+    def handler(signum: int, _frame: object) -> None:
+        if _new_request():
+            pending.append(signum)
+    return handler
 
 
 @contextlib.contextmanager
 def installed() -> Iterator[None]:
-    """Inside: SIGINT, SIGTERM and SIGHUP raise StopSignal in the main thread (the CLI runs in here);
-    the previous handlers come back on the way out (callers such as tests keep theirs)."""
+    """Inside: SIGINT, SIGTERM and SIGHUP raise StopSignal in the main thread (the CLI runs in here), once
+    per burst (BURST_S); the previous handlers come back on the way out (callers such as tests keep theirs)."""
     previous = {}
+    _Burst.taken = None  # a new run: no earlier request to be part of
     if threading.current_thread() is threading.main_thread():
         for signum in STOP_SIGNALS:
             if signal.getsignal(signum) is not signal.SIG_IGN:  # nohup's SIGHUP stays ignored
@@ -63,8 +91,8 @@ def installed() -> Iterator[None]:
 
 @contextlib.contextmanager
 def held() -> Iterator[list[int]]:
-    """Inside: stop signals are only noted (in the yielded list), so a cleanup cannot be cut short.
-    The caller decides what a noted signal means; handlers are restored on the way out."""
+    """Inside: stop signals are only noted (in the yielded list, once per burst, BURST_S), so a cleanup cannot
+    be cut short. The caller decides what a noted signal means; handlers are restored on the way out."""
     pending: list[int] = []
     if threading.current_thread() is not threading.main_thread():
         yield pending
@@ -72,7 +100,7 @@ def held() -> Iterator[list[int]]:
     previous = {}
     for signum in STOP_SIGNALS:
         if signal.getsignal(signum) is not signal.SIG_IGN:
-            previous[signum] = signal.signal(signum, lambda n, _f: pending.append(n))
+            previous[signum] = signal.signal(signum, _note(pending))
     try:
         yield pending
     finally:

@@ -17,6 +17,7 @@ function pmuKindColour(kind, name) {
   if (kind === 3) return "hsl(270,30%,78%)";
   if (kind === 4) return "hsl(45,20%,88%)";
   if (kind === PMU_KIND_ROOT) return "hsl(270,20%,86%)";
+  if (name.slice(-4) === "_[i]") return "hsl(" + Math.round(75 + 20 * r) + ",60%," + Math.round(56 + 10 * r) + "%)";  /* inlined call */
   return "hsl(" + Math.round(8 + 42 * r) + ",88%," + Math.round(58 + 8 * r) + "%)";
 }
 

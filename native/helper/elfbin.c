@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #ifdef HAVE_ELFUTILS
@@ -100,6 +101,23 @@ static int elfbin_check(struct elfbin *b)
 	return 0;
 }
 
+/* A read-only fd of path when it is a regular file: the paths come from recordings and the target's maps,
+ * files another user may have replaced by a FIFO (open would block) or a device (reads never end). */
+static int regular_open(const char *path)
+{
+	struct stat st;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK), flags;
+
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || (flags = fcntl(fd, F_GETFL)) < 0 ||
+	    fcntl(fd, F_SETFL, flags & ~O_NONBLOCK)) {
+		close(fd);
+		return -EINVAL;
+	}
+	return fd;
+}
+
 int elfbin_open(const char *path, struct elfbin **out)
 {
 	struct elfbin *b;
@@ -113,9 +131,9 @@ int elfbin_open(const char *path, struct elfbin **out)
 	if (!b)
 		return -ENOMEM;
 	b->dbg_fd = -1;
-	b->fd = open(path, O_RDONLY | O_CLOEXEC);
+	b->fd = regular_open(path);
 	if (b->fd < 0) {
-		rc = -errno;
+		rc = b->fd;
 		free(b);
 		return rc;
 	}
@@ -144,9 +162,9 @@ static int debuginfo_use(struct elfbin *b, const char *debug)
 	char dbg_id[129] = "";
 	Elf_Scn *scn;
 
-	b->dbg_fd = open(debug, O_RDONLY | O_CLOEXEC);
+	b->dbg_fd = regular_open(debug);
 	if (b->dbg_fd < 0)
-		return -errno;
+		return b->dbg_fd;
 	b->dbg_elf = elf_begin(b->dbg_fd, ELF_C_READ_MMAP, NULL);
 	if (!b->dbg_elf || elf_kind(b->dbg_elf) != ELF_K_ELF)
 		return -ENOEXEC;

@@ -1,11 +1,17 @@
 /* dump.c - write the off-CPU maps as text, once, after the program is detached.
  *
  * Tab-separated lines (pmuprof/tools/native/offcpu.py parses them):
- *   pmuprof-offcpu 1
- *   t0_ns NS / end_ns NS / stopped_by WHY / limit threads|entries|stacks N
+ *   pmuprof-offcpu 3
+ *   t0_ns NS / end_ns NS / stopped_by WHY / mode lazy|eager / min_block_us US (lazy mode's threshold)
+ *   limit threads|entries|stacks N
  *   stat NAME COUNT                     summed over CPUs
  *   wait TGID TID STATE WAITS NS USTACK KSTACK COMM   off-CPU time summed per stack
- *   open TGID TID STATE SINCE_NS USTACK KSTACK         threads still off the CPU at the end
+ *   short TGID TID STATE WAITS NS COMM   lazy mode: blocks under min_block_us, summed without stacks
+ *   open TGID TID STATE SINCE_NS USTACK KSTACK         threads still off the CPU at the end (lazy
+ *                                        mode: no kernel stack; the user stack walked by ulive.c)
+ *   idle TGID TID USTACK                 threads blocked since before t0 and still at the end (never
+ *                                        switched out meanwhile): the user stack ulive.c walked from
+ *                                        the sp and pc /proc/TID/syscall shows
  *   stack ID ADDR,ADDR,...               kernel stack, hex addresses, leaf first
  *   ustack HASH SCANNED ADDR,ADDR,... RECOVERED   user stack (hex hash), leaf first; SCANNED 1: chain
  *                                        found above sp; RECOVERED: how many addresses after the leaf
@@ -18,6 +24,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,13 +36,21 @@
 
 static const char state_letters[] = "RSDT?B";
 static const char *stat_names[OFFCPU_NSTATS] = {"switches", "kstack_lost", "ustack_lost", "threads_full",
-						"entries_full", "ustack_scanned"};
+						"entries_full", "ustack_scanned", "short", "long"};
 
 struct idset {
 	__s32 *ids;
 	size_t n, cap;
 	struct owner *owners; /* user stack hash -> the process it was taken in */
 	size_t nown, capown;
+	struct live_stack *live; /* lazy mode: user stacks of the threads still blocked, walked by ulive.c */
+	size_t nlive, caplive;
+};
+
+struct live_stack {
+	__u64 hash;
+	__u32 tgid;
+	struct offcpu_ustack u;
 };
 
 struct owner {
@@ -110,6 +125,26 @@ static char state_letter(__u32 state)
 	return state < sizeof(state_letters) - 1 ? state_letters[state] : '?';
 }
 
+static int live_add(struct idset *s, __u64 hash, __u32 tgid, const struct offcpu_ustack *u)
+{
+	struct live_stack *grown;
+
+	for (size_t i = 0; i < s->nlive; i++)
+		if (s->live[i].hash == hash)
+			return 0;
+	if (s->nlive == s->caplive) {
+		s->caplive = s->caplive ? s->caplive * 2 : 64;
+		grown = realloc(s->live, s->caplive * sizeof(*grown));
+		if (!grown)
+			return -ENOMEM;
+		s->live = grown;
+	}
+	s->live[s->nlive].hash = hash;
+	s->live[s->nlive].tgid = tgid;
+	s->live[s->nlive++].u = *u;
+	return 0;
+}
+
 static int dump_waits(FILE *f, int fd, struct idset *ids)
 {
 	struct offcpu_key key, next;
@@ -126,6 +161,12 @@ static int dump_waits(FILE *f, int fd, struct idset *ids)
 		for (i = 0; val.comm[i]; i++)
 			if (val.comm[i] == '\t' || val.comm[i] == '\n')
 				val.comm[i] = '_';
+		if (key.state & OFFCPU_SHORT) {
+			fprintf(f, "short\t%u\t%u\t%c\t%llu\t%llu\t%s\n", key.tgid, key.tid,
+				state_letter(key.state & ~OFFCPU_SHORT), (unsigned long long)val.count,
+				(unsigned long long)val.ns, val.comm);
+			continue;
+		}
 		fprintf(f, "wait\t%u\t%u\t%c\t%llu\t%llu\t%llx\t%d\t%s\n", key.tgid, key.tid, state_letter(key.state),
 			(unsigned long long)val.count, (unsigned long long)val.ns, (unsigned long long)key.ustack,
 			key.kstack, val.comm);
@@ -135,8 +176,9 @@ static int dump_waits(FILE *f, int fd, struct idset *ids)
 	return 0;
 }
 
-static int dump_open(FILE *f, int fd, struct idset *ids)
+static int dump_open(FILE *f, int fd, struct idset *ids, const struct offcpu_opts *o)
 {
+	static struct offcpu_ustack u;
 	struct offcpu_start s;
 	__u32 tid, next;
 	void *prev = NULL;
@@ -146,10 +188,72 @@ static int dump_open(FILE *f, int fd, struct idset *ids)
 		prev = &tid;
 		if (bpf_map_lookup_elem(fd, &tid, &s))
 			continue;
+		if (o->lazy && !s.ustack) { /* no stack taken yet: walk it now, the thread still waits */
+			s.ustack = ulive_walk(o, s.tgid, tid, s.ip, s.sp, s.bp, &u);
+			if (s.ustack && live_add(ids, s.ustack, s.tgid, &u))
+				return -ENOMEM;
+		}
 		fprintf(f, "open\t%u\t%u\t%c\t%llu\t%llx\t%d\n", s.tgid, tid, state_letter(s.state),
 			(unsigned long long)s.ts, (unsigned long long)s.ustack, s.kstack);
 		if (idset_add(ids, s.kstack) || owner_add(ids, s.ustack, s.tgid))
 			return -ENOMEM;
+	}
+	return 0;
+}
+
+/* sp and pc of a thread blocked in the kernel, from /proc/TID/syscall ("running": 0). */
+static int blocked_regs(unsigned tgid, unsigned tid, __u64 *sp, __u64 *pc)
+{
+	char path[64], line[256], *at;
+	unsigned long long a, b;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%u/task/%u/syscall", tgid, tid);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	at = fgets(line, sizeof(line), f);
+	fclose(f);
+	if (!at || !strncmp(line, "running", 7) || !(at = strrchr(line, ' ')) || at == line)
+		return 0;
+	*at = '\0';
+	if (sscanf(at + 1, "%llx", &b) != 1 || !(at = strrchr(line, ' ')) || sscanf(at + 1, "%llx", &a) != 1)
+		return 0;
+	*sp = a;
+	*pc = b;
+	return 1;
+}
+
+/* Target threads with no start record that are blocked now: off the CPU for the whole window. Their user
+ * stack is walked from /proc's sp and pc (no saved rbp: the scan above sp finds the frame chain). */
+static int dump_idle(FILE *f, int starts_fd, struct idset *ids, const struct offcpu_opts *o)
+{
+	static struct offcpu_ustack u;
+	struct offcpu_start s;
+	char path[64];
+	struct dirent *d;
+	__u64 sp, pc, hash;
+	unsigned tid;
+	DIR *dir;
+
+	for (unsigned i = 0; i < o->npids; i++) {
+		snprintf(path, sizeof(path), "/proc/%u/task", o->pids[i]);
+		dir = opendir(path);
+		while (dir && (d = readdir(dir))) {
+			if (sscanf(d->d_name, "%u", &tid) != 1 || !bpf_map_lookup_elem(starts_fd, &tid, &s) ||
+			    !blocked_regs(o->pids[i], tid, &sp, &pc))
+				continue;
+			hash = ulive_walk(o, o->pids[i], tid, pc, sp, 0, &u);
+			if (!hash)
+				continue;
+			fprintf(f, "idle\t%u\t%u\t%llx\n", o->pids[i], tid, (unsigned long long)hash);
+			if (live_add(ids, hash, o->pids[i], &u)) {
+				closedir(dir);
+				return -ENOMEM;
+			}
+		}
+		if (dir)
+			closedir(dir);
 	}
 	return 0;
 }
@@ -192,16 +296,37 @@ static struct uw_proc *proc_of(struct procs *ps, __u32 tgid)
 	return ps->p[ps->n++] = uw_proc_read(tgid);
 }
 
-/* Every user stack in the map (the program adds only stacks of target threads), with the callers the
- * CFI unwinder recovers between its leaf and the rest of the frame-pointer walk. */
+/* One user stack line, with the callers the CFI unwinder recovers between its leaf and the rest of the
+ * frame-pointer walk. */
+static void write_ustack(FILE *f, struct procs *ps, __u64 key, struct offcpu_ustack *u, __u32 tgid)
+{
+	__u64 rec[UNWIND_MAX_STEPS];
+	unsigned resume, d;
+	int nrec;
+
+	if (u->n > OFFCPU_USER_DEPTH)
+		u->n = OFFCPU_USER_DEPTH;
+	if (u->nwords > OFFCPU_RECOVER_WORDS)
+		u->nwords = 0;
+	nrec = uw_recover(proc_of(ps, tgid), u, rec, UNWIND_MAX_STEPS, &resume);
+	fprintf(f, "ustack\t%llx\t%u\t", (unsigned long long)key, u->scanned);
+	if (u->n)
+		fprintf(f, "%llx", (unsigned long long)u->ips[0]);
+	for (int r = 0; r < nrec; r++)
+		fprintf(f, ",%llx", (unsigned long long)rec[r]);
+	for (d = nrec ? resume : 1; d < u->n; d++)
+		fprintf(f, ",%llx", (unsigned long long)u->ips[d]);
+	fprintf(f, "\t%d\n", nrec);
+}
+
+/* Every user stack in the map (the program adds only stacks of target threads), then those of the
+ * threads still blocked that the loader walked itself (not already in the map). */
 static void dump_ustacks(FILE *f, int fd, struct idset *ids)
 {
 	static struct offcpu_ustack u;
 	struct procs ps = {0};
-	__u64 key, next, rec[UNWIND_MAX_STEPS];
+	__u64 key, next;
 	void *prev = NULL;
-	unsigned resume, d;
-	int nrec;
 
 	qsort(ids->owners, ids->nown, sizeof(*ids->owners), cmp_owner);
 	while (!bpf_map_get_next_key(fd, prev, &next)) {
@@ -209,20 +334,11 @@ static void dump_ustacks(FILE *f, int fd, struct idset *ids)
 		prev = &key;
 		if (bpf_map_lookup_elem(fd, &key, &u))
 			continue;
-		if (u.n > OFFCPU_USER_DEPTH)
-			u.n = OFFCPU_USER_DEPTH;
-		if (u.nwords > OFFCPU_RECOVER_WORDS)
-			u.nwords = 0;
-		nrec = uw_recover(proc_of(&ps, owner_of(ids, key)), &u, rec, UNWIND_MAX_STEPS, &resume);
-		fprintf(f, "ustack\t%llx\t%u\t", (unsigned long long)key, u.scanned);
-		if (u.n)
-			fprintf(f, "%llx", (unsigned long long)u.ips[0]);
-		for (int r = 0; r < nrec; r++)
-			fprintf(f, ",%llx", (unsigned long long)rec[r]);
-		for (d = nrec ? resume : 1; d < u.n; d++)
-			fprintf(f, ",%llx", (unsigned long long)u.ips[d]);
-		fprintf(f, "\t%d\n", nrec);
+		write_ustack(f, &ps, key, &u, owner_of(ids, key));
 	}
+	for (size_t i = 0; i < ids->nlive; i++)
+		if (bpf_map_lookup_elem(fd, &ids->live[i].hash, &u))
+			write_ustack(f, &ps, ids->live[i].hash, &ids->live[i].u, ids->live[i].tgid);
 	for (unsigned i = 0; i < ps.n; i++)
 		uw_proc_free(ps.p[i]);
 }
@@ -253,20 +369,24 @@ int offcpu_dump(struct bpf_object *obj, const struct offcpu_opts *o, __u64 t0, _
 
 	if (!f)
 		return -errno;
-	fprintf(f, "pmuprof-offcpu\t2\nt0_ns\t%llu\nend_ns\t%llu\nstopped_by\t%s\n", (unsigned long long)t0,
-		(unsigned long long)end, why);
+	fprintf(f, "pmuprof-offcpu\t3\nt0_ns\t%llu\nend_ns\t%llu\nstopped_by\t%s\nmode\t%s\nmin_block_us\t%ld\n",
+		(unsigned long long)t0, (unsigned long long)end, why, o->lazy ? "lazy" : "eager",
+		o->lazy ? o->min_block_us : 0L);
 	fprintf(f, "limit\tthreads\t%ld\nlimit\tentries\t%ld\nlimit\tstacks\t%ld\n", o->threads, o->entries,
 		o->stacks);
 	dump_stats(f, bpf_map__fd(bpf_object__find_map_by_name(obj, "stats")));
 	rc = dump_waits(f, bpf_map__fd(bpf_object__find_map_by_name(obj, "waits")), &ids);
 	if (!rc)
-		rc = dump_open(f, bpf_map__fd(bpf_object__find_map_by_name(obj, "starts")), &ids);
+		rc = dump_open(f, bpf_map__fd(bpf_object__find_map_by_name(obj, "starts")), &ids, o);
+	if (!rc)
+		rc = dump_idle(f, bpf_map__fd(bpf_object__find_map_by_name(obj, "starts")), &ids, o);
 	if (!rc) {
 		dump_stacks(f, bpf_map__fd(bpf_object__find_map_by_name(obj, "stacks")), &ids);
 		dump_ustacks(f, bpf_map__fd(bpf_object__find_map_by_name(obj, "ustacks")), &ids);
 	}
 	free(ids.ids);
 	free(ids.owners);
+	free(ids.live);
 	if (fclose(f) && !rc)
 		rc = -errno;
 	return rc;

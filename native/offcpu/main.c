@@ -1,7 +1,10 @@
 /* main.c - pmuprof-offcpu: load the off-CPU BPF program for some pids, wait, write the summed stacks.
  *
  * usage: pmuprof-offcpu --pid PID [--pid PID]... --duration S --out FILE
- *                       [--threads N] [--entries N] [--stacks N]
+ *                       [--threads N] [--entries N] [--stacks N] [--min-block-us US] [--eager]
+ * --min-block-us: blocks shorter than this are summed per thread and state without stacks (lazy mode,
+ * default 1000; 0 keeps every stack). --eager: stacks at every switch-out, as on kernels without the
+ * sched_exit_tp tracepoint (which make it the mode used).
  * Root only (CAP_BPF + CAP_PERFMON). Never stops or traces the targets. Stops at the duration,
  * on SIGINT/SIGTERM/SIGHUP, or when every target has exited; then detaches and writes FILE
  * (format in dump.c). If this process is killed, the kernel detaches the program with its fds.
@@ -9,6 +12,7 @@
 #define _GNU_SOURCE
 #include <linux/types.h>
 #include <bpf/bpf.h>
+#include <bpf/btf.h>
 #include <bpf/libbpf.h>
 
 #include <errno.h>
@@ -35,7 +39,7 @@ static int libbpf_quiet(enum libbpf_print_level level, const char *fmt, va_list 
 static int usage(const char *why)
 {
 	fprintf(stderr, "pmuprof-offcpu: %s\nusage: pmuprof-offcpu --pid PID [--pid PID]... --duration S "
-		"--out FILE [--threads N] [--entries N] [--stacks N]\n", why);
+		"--out FILE [--threads N] [--entries N] [--stacks N] [--min-block-us US] [--eager]\n", why);
 	return 2;
 }
 
@@ -49,12 +53,14 @@ static int parse_args(int argc, char **argv, struct offcpu_opts *o)
 	static const struct option opts[] = {
 		{"pid", required_argument, 0, 'p'}, {"duration", required_argument, 0, 'd'},
 		{"out", required_argument, 0, 'o'}, {"threads", required_argument, 0, 't'},
-		{"entries", required_argument, 0, 'e'}, {"stacks", required_argument, 0, 's'}, {0, 0, 0, 0}};
+		{"entries", required_argument, 0, 'e'}, {"stacks", required_argument, 0, 's'},
+		{"min-block-us", required_argument, 0, 'm'}, {"eager", no_argument, 0, 'E'}, {0, 0, 0, 0}};
 	int c;
 
 	o->threads = OFFCPU_DEFAULT_THREADS;
 	o->entries = OFFCPU_DEFAULT_ENTRIES;
 	o->stacks = OFFCPU_DEFAULT_STACKS;
+	o->min_block_us = OFFCPU_DEFAULT_MIN_BLOCK_US;
 	while ((c = getopt_long(argc, argv, "p:d:o:", opts, NULL)) != -1) {
 		switch (c) {
 		case 'p':
@@ -67,6 +73,8 @@ static int parse_args(int argc, char **argv, struct offcpu_opts *o)
 		case 't': o->threads = clamp(atol(optarg), 64, 1 << 20); break;
 		case 'e': o->entries = clamp(atol(optarg), 64, 1 << 20); break;
 		case 's': o->stacks = clamp(atol(optarg), 64, 1 << 18); break;
+		case 'm': o->min_block_us = clamp(atol(optarg), 0, 60L * 1000 * 1000); break;
+		case 'E': o->eager = 1; break;
 		default: return -EINVAL;
 		}
 	}
@@ -123,10 +131,24 @@ static int load_code(struct bpf_object *obj, const struct offcpu_range *ranges, 
 	return bpf_map_update_elem(fd, &which, &count, BPF_ANY) ? -errno : 0;
 }
 
+/* Whether the kernel has the tracepoint lazy mode needs (sched_exit_tp: 6.16+). */
+static int have_switch_in_tp(void)
+{
+	struct btf *vmlinux = btf__load_vmlinux_btf();
+	int found;
+
+	if (!vmlinux)
+		return 0;
+	found = btf__find_by_name_kind(vmlinux, "btf_trace_sched_exit_tp", BTF_KIND_TYPEDEF) > 0;
+	btf__free(vmlinux);
+	return found;
+}
+
 static int configure(struct bpf_object *obj, const struct offcpu_opts *o)
 {
 	struct bpf_map *map, *rodata = NULL;
-	struct offcpu_config cfg = {.ntargets = o->npids};
+	struct offcpu_config cfg = {.ntargets = o->npids, .lazy = o->lazy,
+				    .min_block_ns = (__u64)o->min_block_us * 1000};
 	const void *init;
 	size_t size = 0;
 	char *data;
@@ -154,6 +176,8 @@ static int configure(struct bpf_object *obj, const struct offcpu_opts *o)
 	free(data);
 	if (rc)
 		return rc;
+	if (!o->lazy && bpf_program__set_autoload(bpf_object__find_program_by_name(obj, "on_switch_in"), false))
+		return -EINVAL;
 	if (bpf_map__set_max_entries(bpf_object__find_map_by_name(obj, "starts"), o->threads) ||
 	    bpf_map__set_max_entries(bpf_object__find_map_by_name(obj, "waits"), o->entries) ||
 	    bpf_map__set_max_entries(bpf_object__find_map_by_name(obj, "stacks"), o->stacks) ||
@@ -201,7 +225,7 @@ int main(int argc, char **argv)
 	unsigned ncode;
 	__u32 zero = 0;
 	struct bpf_object *obj;
-	struct bpf_link *link;
+	struct bpf_link *link, *link_in = NULL;
 	const char *why;
 	sigset_t set;
 	__u64 t0;
@@ -219,6 +243,9 @@ int main(int argc, char **argv)
 	if (!obj)
 		return offcpu_fail("open", -errno);
 	ncode = read_code(&o, code);
+	o.code = code;
+	o.ncode = ncode;
+	o.lazy = !o.eager && have_switch_in_tp();
 	rc = configure(obj, &o);
 	if (rc)
 		return offcpu_fail("configure", rc);
@@ -231,13 +258,20 @@ int main(int argc, char **argv)
 	link = bpf_program__attach(bpf_object__find_program_by_name(obj, "on_switch"));
 	if (!link)
 		return offcpu_fail("attach", -errno);
+	if (o.lazy) { /* after sched_switch: a thread is never switched in here before it was seen leaving */
+		link_in = bpf_program__attach(bpf_object__find_program_by_name(obj, "on_switch_in"));
+		if (!link_in)
+			return offcpu_fail("attach sched_exit_tp", -errno);
+	}
 	t0 = now_ns(); /* the window starts when the program runs: waits before it count from here */
 	rc = bpf_map_update_elem(bpf_map__fd(bpf_object__find_map_by_name(obj, "clock")), &zero, &t0, BPF_ANY);
 	if (rc)
 		return offcpu_fail("clock", -errno);
-	fprintf(stderr, "pmuprof-offcpu: attached to %u process(es), t0_ns=%llu\n", o.npids, (unsigned long long)t0);
+	fprintf(stderr, "pmuprof-offcpu: attached to %u process(es), t0_ns=%llu, %s\n", o.npids, (unsigned long long)t0,
+		o.lazy ? "lazy (stacks at switch-in)" : "eager (stacks at switch-out)");
 	why = wait_for_stop(&o, t0);
 	bpf_link__destroy(link); /* detach first: the maps stop changing */
+	bpf_link__destroy(link_in);
 	rc = offcpu_dump(obj, &o, t0, now_ns(), why);
 	bpf_object__close(obj);
 	if (rc)

@@ -1,11 +1,18 @@
 /* offcpu.bpf.c - off-CPU time of the target processes' threads, summed per stack in the kernel.
  *
- * At sched_switch the thread leaving the CPU (prev) gets a start record: time, user and kernel
- * stack ids, and its state. When that thread is switched in again (next), the time it spent off
- * the CPU is added to its (tgid, tid, user stack, kernel stack, state) entry. Nothing is copied to
- * user space per event; the loader reads the maps once, at the end.
+ * Lazy mode (the default where the kernel has the sched_exit_tp tracepoint, 6.16+): at sched_switch
+ * the thread leaving the CPU (prev) gets a start record with only its time, state and user registers,
+ * no stack walk. When it runs again, sched_exit_tp fires in its own context (current is the thread,
+ * its memory readable): a block of at least min_block_ns gets its kernel and user stacks taken there
+ * and its time added to its (tgid, tid, user stack, kernel stack, state) entry; a shorter one is added
+ * to its (tgid, tid, state | OFFCPU_SHORT) entry, without stacks. Most switches of a busy server are
+ * short, so most switches walk no stack.
  *
- * CO-RE without vmlinux.h: the two task_struct fields used are declared with
+ * Eager mode (older kernels): both stacks are taken at every switch-out and the time is added at
+ * switch-in in sched_switch (next). Nothing is copied to user space per event; the loader reads the
+ * maps once, at the end.
+ *
+ * CO-RE without vmlinux.h: the task_struct and pt_regs fields used are declared with
  * preserve_access_index, so libbpf relocates them against the running kernel's BTF.
  */
 #include <stdbool.h>
@@ -328,22 +335,68 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev, bool
 	s.ts = now;
 	s.tgid = prev->tgid;
 	s.state = state_of(preempt, prev_state);
-	s.kstack = bpf_get_stackid(ctx, &stacks, 0);
-	s.ustack = user_stack(prev);
-	if (s.kstack < 0)
-		stat_add(OFFCPU_STAT_KSTACK_LOST);
-	if (!s.ustack)
-		stat_add(OFFCPU_STAT_USTACK_LOST);
+	if (cfg.lazy) { /* no stack now: the registers, for a block still open at the end */
+		struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(prev);
+
+		s.kstack = OFFCPU_KSTACK_NONE;
+		if (regs) {
+			s.ip = regs->ip;
+			s.sp = regs->sp;
+			s.bp = regs->bp;
+		}
+	} else {
+		s.kstack = bpf_get_stackid(ctx, &stacks, 0);
+		s.ustack = user_stack(prev);
+		if (s.kstack < 0)
+			stat_add(OFFCPU_STAT_KSTACK_LOST);
+		if (!s.ustack)
+			stat_add(OFFCPU_STAT_USTACK_LOST);
+	}
 	if (bpf_map_update_elem(&starts, &tid, &s, BPF_ANY))
 		stat_add(OFFCPU_STAT_THREADS_FULL);
 	stat_add(OFFCPU_STAT_SWITCHES);
 }
 
+/* Add delta to key's entry (created with next's comm). */
+static __always_inline void wait_add(struct offcpu_key *key, struct task_struct *task, __u64 delta)
+{
+	struct offcpu_val *v, zero = {};
+
+	v = bpf_map_lookup_elem(&waits, key);
+	if (!v) {
+		BPF_CORE_READ_STR_INTO(&zero.comm, task, comm);
+		if (bpf_map_update_elem(&waits, key, &zero, BPF_NOEXIST) == -7 /* -E2BIG: full */) {
+			stat_add(OFFCPU_STAT_ENTRIES_FULL);
+			return;
+		}
+		v = bpf_map_lookup_elem(&waits, key);
+		if (!v)
+			return;
+	}
+	__sync_fetch_and_add(&v->ns, delta);
+	__sync_fetch_and_add(&v->count, 1);
+}
+
+/* A thread without a start record: off the CPU since before the capture, its time counted from t0
+ * (0: not yet attached, nothing counted). */
+static __always_inline __u64 since_t0(struct offcpu_key *key, __u64 now)
+{
+	__u32 which = OFFCPU_CLOCK_T0;
+	__u64 *t0 = bpf_map_lookup_elem(&clock, &which);
+
+	if (!t0 || !*t0 || now <= *t0)
+		return 0;
+	key->ustack = 0;
+	key->kstack = -1;
+	key->state = OFFCPU_STATE_BEFORE;
+	return now - *t0;
+}
+
+/* Eager mode, in sched_switch: next's stacks were taken when it left the CPU. */
 static __always_inline void switch_in(struct task_struct *next, __u64 now)
 {
 	struct offcpu_key key = {.tgid = next->tgid, .tid = next->pid};
 	struct offcpu_start *s = bpf_map_lookup_elem(&starts, &key.tid);
-	struct offcpu_val *v, zero = {};
 	__u64 delta;
 
 	if (s) {
@@ -352,37 +405,58 @@ static __always_inline void switch_in(struct task_struct *next, __u64 now)
 		key.state = s->state;
 		delta = now - s->ts;
 		bpf_map_delete_elem(&starts, &key.tid);
-	} else { /* off the CPU since before the capture: stack unknown, time counted from t0 */
-		__u32 which = OFFCPU_CLOCK_T0;
-		__u64 *t0 = bpf_map_lookup_elem(&clock, &which);
+	} else {
+		delta = since_t0(&key, now);
+		if (!delta)
+			return;
+	}
+	wait_add(&key, next, delta);
+}
 
-		if (!t0 || !*t0 || now <= *t0)
+/* Lazy mode, in sched_exit_tp: the thread is current again; its stacks are taken now for a long block
+ * (the kernel stack still goes through __schedule, the user registers and memory are its own). */
+static __always_inline void switch_in_lazy(void *ctx, struct task_struct *task, __u32 tgid, __u32 tid,
+					   __u64 now)
+{
+	struct offcpu_key key = {.tgid = tgid, .tid = tid};
+	struct offcpu_start *s = bpf_map_lookup_elem(&starts, &tid);
+	__u64 delta;
+
+	if (!s) { /* off the CPU since before t0: back in its own context, its stacks are the wait's */
+		delta = since_t0(&key, now);
+		if (!delta)
 			return;
-		key.ustack = 0;
-		key.kstack = -1;
-		key.state = OFFCPU_STATE_BEFORE;
-		delta = now - *t0;
-	}
-	v = bpf_map_lookup_elem(&waits, &key);
-	if (!v) {
-		BPF_CORE_READ_STR_INTO(&zero.comm, next, comm);
-		if (bpf_map_update_elem(&waits, &key, &zero, BPF_NOEXIST) == -7 /* -E2BIG: full */) {
-			stat_add(OFFCPU_STAT_ENTRIES_FULL);
-			return;
+		if (delta >= cfg.min_block_ns) {
+			key.kstack = bpf_get_stackid(ctx, &stacks, 0);
+			key.ustack = user_stack(task);
 		}
-		v = bpf_map_lookup_elem(&waits, &key);
-		if (!v)
-			return;
+		wait_add(&key, task, delta);
+		return;
 	}
-	__sync_fetch_and_add(&v->ns, delta);
-	__sync_fetch_and_add(&v->count, 1);
+	delta = now - s->ts;
+	key.state = s->state;
+	bpf_map_delete_elem(&starts, &tid);
+	if (delta < cfg.min_block_ns) {
+		key.state |= OFFCPU_SHORT;
+		key.kstack = OFFCPU_KSTACK_NONE;
+		stat_add(OFFCPU_STAT_SHORT);
+	} else {
+		key.kstack = bpf_get_stackid(ctx, &stacks, 0);
+		key.ustack = user_stack(task);
+		if (key.kstack < 0)
+			stat_add(OFFCPU_STAT_KSTACK_LOST);
+		if (!key.ustack)
+			stat_add(OFFCPU_STAT_USTACK_LOST);
+		stat_add(OFFCPU_STAT_LONG);
+	}
+	wait_add(&key, task, delta);
 }
 
 SEC("tp_btf/sched_switch")
 int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
 	     unsigned int prev_state)
 {
-	int out = is_target(prev->tgid), in = is_target(next->tgid);
+	int out = is_target(prev->tgid), in = !cfg.lazy && is_target(next->tgid);
 	__u64 now;
 
 	if (!out && !in) /* most switches on a busy host: leave before reading the clock */
@@ -390,8 +464,21 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 	now = bpf_ktime_get_ns();
 	if (out)
 		switch_out(ctx, prev, preempt, prev_state, now);
-	if (in)
+	if (in && !cfg.lazy)
 		switch_in(next, now);
+	return 0;
+}
+
+/* Lazy mode's switch-in: the end of __schedule, in the context of the thread that now runs (not
+ * attached in eager mode). */
+SEC("tp_btf/sched_exit_tp")
+int BPF_PROG(on_switch_in, bool is_switch)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+
+	if (!is_switch || !is_target((__u32)(id >> 32)))
+		return 0;
+	switch_in_lazy(ctx, bpf_get_current_task_btf(), (__u32)(id >> 32), (__u32)id, bpf_ktime_get_ns());
 	return 0;
 }
 

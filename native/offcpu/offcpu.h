@@ -15,6 +15,9 @@
 #define OFFCPU_STACK_WINDOW (8u << 20) /* a frame pointer further than this above sp is not one */
 #define OFFCPU_RECOVER_WORDS 64       /* words above sp kept with a user stack: CFI unwinding of the
                                        * frame-pointer-less frames at its leaf (glibc) reads them */
+#define OFFCPU_DEFAULT_MIN_BLOCK_US 1000 /* lazy mode: blocks shorter than this are summed without stacks */
+#define OFFCPU_SHORT 0x100            /* in offcpu_key.state: blocks under the threshold, no stacks */
+#define OFFCPU_KSTACK_NONE (-61)      /* -ENODATA: no kernel stack taken (short block, or still open) */
 
 enum offcpu_state {
 	OFFCPU_STATE_R = 0,      /* preempted / runnable: waited for a CPU */
@@ -32,16 +35,20 @@ enum offcpu_stat {
 	OFFCPU_STAT_THREADS_FULL = 3, /* a switch-out not tracked: thread map full */
 	OFFCPU_STAT_ENTRIES_FULL = 4, /* off-CPU time dropped: wait map full */
 	OFFCPU_STAT_USTACK_SCANNED = 5, /* user stacks whose frame chain was found by scanning above sp */
-	OFFCPU_NSTATS = 6,
+	OFFCPU_STAT_SHORT = 6,        /* lazy mode: blocks under the threshold, summed without stacks */
+	OFFCPU_STAT_LONG = 7,         /* lazy mode: blocks at or above it, stacks taken at switch-in */
+	OFFCPU_NSTATS = 8,
 };
 
 struct offcpu_start {
 	__u64 ts;
-	__u64 ustack; /* hash of the user frames (key of the ustacks map); 0: none */
-	__s32 kstack; /* stack map id; below 0: -errno */
+	__u64 ustack; /* eager mode: hash of the user frames (key of the ustacks map); 0: none */
+	__s32 kstack; /* eager mode: stack map id; below 0: -errno (lazy mode: OFFCPU_KSTACK_NONE) */
 	__u32 state;
 	__u32 tgid;
 	__u32 pad;
+	__u64 ip, sp, bp; /* lazy mode: the user registers at switch-out (the loader walks a block still
+	                   * open at the end from them) */
 };
 
 /* A user stack walked by the program itself: frame pointers, and when the leaf clobbered rbp (glibc's
@@ -61,6 +68,9 @@ struct offcpu_ustack {
 struct offcpu_config {
 	__u32 ntargets;
 	__u32 targets[OFFCPU_MAX_TARGETS]; /* tgids */
+	__u32 lazy;          /* 1: stacks at switch-in (tp_btf/sched_exit_tp, in the thread's own context), only
+	                      * for blocks of at least min_block_ns; 0: stacks at every switch-out (eager) */
+	__u64 min_block_ns;
 };
 
 enum offcpu_clock { /* entries of the clock map, written by the loader once the program is attached */

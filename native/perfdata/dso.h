@@ -27,6 +27,7 @@ typedef struct {
     int bid_mismatch;       /* a candidate file was rejected for its build-id */
     struct inl *inl;        /* its DWARF inline index (inline.h), once inl_tried */
     int inl_tried;
+    const char *skipped;    /* why its file was not read (a perf map another user could have planted), or NULL */
 } dso_t;
 
 /* One candidate symbol source (perf's struct symsrc). */
@@ -70,7 +71,9 @@ void symsrc_close(symsrc_t *ss);
 Elf_Scn *elf_section_named(Elf *elf, const GElf_Ehdr *eh, GElf_Shdr *sh, const char *name, size_t *idx);
 /* perf's dso__load_sym (+ dso__synthesize_plt_symbols) for user DSOs. */
 int elfsym_load(dso_t *dso, symsrc_t *syms, symsrc_t *runtime);
-/* perf's dso__load_perf_map: JIT symbols from /tmp/perf-PID.map. */
+/* perf's dso__load_perf_map: JIT symbols from /tmp/perf-PID.map, when it is a regular file owned by root or
+ * the euid and at most PERFMAP_MAX bytes (else -1 and dso->skipped says why). */
+#define PERFMAP_MAX (64 << 20)
 int perfmap_load(dso_t *dso, const char *path);
 
 #endif

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "dso.h"
@@ -93,9 +94,15 @@ int symsrc_open(symsrc_t *ss, dso_t *dso, const char *path, void *mem, size_t me
         ss->mem = mem;
         ss->elf = elf_memory(mem, memlen);
     } else {
-        ss->fd = open(path, O_RDONLY | O_CLOEXEC);
+        struct stat st; /* candidates were checked regular, but a file can be swapped for a FIFO meanwhile */
+        ss->fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
         if (ss->fd < 0)
             return -1;
+        if (fstat(ss->fd, &st) || !S_ISREG(st.st_mode)) {
+            close(ss->fd);
+            ss->fd = -1;
+            return -1;
+        }
         ss->elf = elf_begin(ss->fd, ELF_C_READ_MMAP, NULL);
     }
     uint8_t bid[20];
@@ -291,15 +298,55 @@ int elfsym_load(dso_t *dso, symsrc_t *syms, symsrc_t *run)
     return nr;
 }
 
+/* A perf map is written by whoever runs the JIT, in a world-writable /tmp: opened without following a link
+ * or blocking on a FIFO, used only when it is a regular file owned by root or by us (perf's rule for perf
+ * maps, which runs as root: root's files only) of at most PERFMAP_MAX bytes, and read whole up to the size
+ * fstat gave (a file growing meanwhile cannot make it read more). NULL with dso->skipped saying why
+ * (nothing said when the file is absent: unnamed JIT code is common). */
+static char *perfmap_read(dso_t *dso, const char *path, size_t *len)
+{
+    struct stat st;
+    char *text = NULL;
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
+        dso->skipped = errno == ELOOP ? "a symbolic link" : errno != ENOENT ? "cannot be opened" : NULL;
+        return NULL;
+    }
+    if (fstat(fd, &st))
+        dso->skipped = "cannot be read";
+    else if (!S_ISREG(st.st_mode))
+        dso->skipped = "not a regular file";
+    else if (st.st_uid != 0 && st.st_uid != geteuid())
+        dso->skipped = "not owned by root or the current user";
+    else if (st.st_size > PERFMAP_MAX)
+        dso->skipped = "larger than 64 MiB";
+    else if (!(text = malloc((size_t)st.st_size + 1)))
+        dso->skipped = "out of memory";
+    *len = 0;
+    while (text && *len < (size_t)st.st_size) {
+        ssize_t n = read(fd, text + *len, (size_t)st.st_size - *len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break; /* shrank meanwhile: what was there */
+        *len += (size_t)n;
+    }
+    close(fd);
+    return text;
+}
+
 int perfmap_load(dso_t *dso, const char *path)
 {
-    FILE *fp = fopen(path, "r");
-    char *line = NULL;
+    size_t textlen;
+    char *text = perfmap_read(dso, path, &textlen), *line = NULL;
+    FILE *fp = text && textlen ? fmemopen(text, textlen, "r") : NULL;
     size_t cap = 0;
     ssize_t len;
     int nr = 0;
-    if (!fp)
-        return -1;
+    if (!fp) {
+        free(text);
+        return text ? 0 : -1;
+    }
     while ((len = getline(&line, &cap, fp)) >= 0) {
         char *end;
         if (len > 0) /* perf drops the last character, newline or not */
@@ -318,5 +365,6 @@ int perfmap_load(dso_t *dso, const char *path)
     }
     free(line);
     fclose(fp);
+    free(text);
     return nr;
 }

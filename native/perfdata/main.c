@@ -24,7 +24,8 @@ static const char USAGE[] =
     "prints them (\"name+0xoff (inlined)\" lines before the frame they are inlined into), for the sample's\n"
     "own address and every return address (looked up at the call: address - 1).\n"
     "Exit status: 0 done; 1 failure; 2 usage; 3 the file needs something only perf script does (one\n"
-    "line on stderr says what: use perf script instead); 4 the file is corrupt or truncated.\n";
+    "line on stderr says what: use perf script instead); 4 the file is corrupt or truncated; 5 its header\n"
+    "is corrupt beyond what perf script copes with (it loops on it): do not try perf script.\n";
 
 typedef struct {
     fold_opts_t o;
@@ -146,6 +147,15 @@ static int write_with(const char *path, folder_t *f, int (*writer)(folder_t *, F
     return fclose(out) || rc ? -EIO : 0;
 }
 
+/* One line per file an input named that was not read, e.g. a perf map another user planted. */
+static void warn_skipped(const reader_t *r)
+{
+    for (size_t i = 0; i < r->m.dsos.n; i++)
+        if (r->m.dsos.v[i]->skipped)
+            fprintf(stderr, "pmuprof-perfdata: warning: %s: %s, its symbols are left out\n", r->m.dsos.v[i]->name,
+                    r->m.dsos.v[i]->skipped);
+}
+
 static int run(args_t *a, pd_file_t *pf, folder_t *f)
 {
     reader_t r;
@@ -158,6 +168,7 @@ static int run(args_t *a, pd_file_t *pf, folder_t *f)
     r.with_time = a->time;
     r.inline_frames = a->inline_frames;
     int rc = reader_run(&r, err, sizeof err);
+    warn_skipped(&r);
     if (rc) {
         fprintf(stderr, "pmuprof-perfdata: %s: %s\n", rc == PD_EUNSUPPORTED ? "unsupported" : "error", err);
     } else if (folder_finish(f, 0)) {

@@ -240,6 +240,9 @@ static int header_read(pd_file_t *f)
     f->data_size = rd64(h + 48);
     if (!f->data_size)
         return fail(f, PD_EUNSUPPORTED, "data size 0 (perf record was not properly terminated)");
+    if (f->data_off + f->data_size < f->data_off) /* perf 6.1's reader loops on it instead of failing */
+        return fail(f, PD_EBADHEADER, "corrupt header: a data section of %llu bytes at offset %llu would end past "
+                    "2^64 bytes", (unsigned long long)f->data_size, (unsigned long long)f->data_off);
     if (!in_file(f, f->data_off, f->data_size))
         return fail(f, PD_ECORRUPT, "data section past the end of the file (truncated?)");
     int rc = attrs_read(f, rd64(h + 16), rd64(h + 24), rd64(h + 32));
@@ -256,7 +259,7 @@ int pd_file_open(pd_file_t *f, const char *path)
 {
     memset(f, 0, sizeof *f);
     struct stat st;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* a FIFO must not block: fstat refuses it */
     if (fd < 0)
         return fail(f, PD_EFAIL, "%s: %s", path, strerror(errno));
     if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {

@@ -6,7 +6,8 @@
 #include <stdint.h>
 
 /* Exit statuses of pmuprof-perfdata (also used as negative-free error kinds inside). */
-enum { PD_OK = 0, PD_EFAIL = 1, PD_EUSAGE = 2, PD_EUNSUPPORTED = 3, PD_ECORRUPT = 4 };
+/* PD_EBADHEADER: a header no file can match (perf script loops on it): nothing else should be tried. */
+enum { PD_OK = 0, PD_EFAIL = 1, PD_EUSAGE = 2, PD_EUNSUPPORTED = 3, PD_ECORRUPT = 4, PD_EBADHEADER = 5 };
 
 /* perf's own record types (tools/perf/util/event.h), beside the kernel's. */
 enum {

@@ -25,8 +25,8 @@ HELPER_FIX = f"build the native helper ({apt_install('compiler', 'elfutils', 'ca
 def analyse(rec: Recording, lookup: binmod.Lookup = binmod.Lookup()) -> Profile:
     """Everything the report needs from the binaries, done the same way for every kind of input."""
     total = rec.stacks.total
-    binaries = binmod.resolve(_wanted(rec), _recorded(rec), lookup)
-    stacks, rows, functions, group_off = unnamed.group_rows(rec.stacks, binaries, helper.funcs)
+    binaries = binmod.resolve(_wanted(rec), _recorded(rec), lookup, _builds(rec))
+    stacks, rows, functions, group_off, unclear = unnamed.group_rows(rec.stacks, binaries, helper.funcs, _mapped(rec))
     samples = rec.samples.remap(rows) if rec.samples is not None and rows is not None else rec.samples
     corrected, summary, skid_off = skid.try_correct(rec.leaves, binaries, helper.skid, total)
     off = []
@@ -38,7 +38,8 @@ def analyse(rec: Recording, lookup: binmod.Lookup = binmod.Lookup()) -> Profile:
     qual = tuple(quality.for_process(stacks, p.label, rec.run) for p in processes if p.kept)
     analysis = Analysis(reader_argv=rec.reader_argv, processes=processes, selection=rec.selection, binaries=binaries, unnamed=functions,
                         skid_functions=corrected, skid=summary, quality=qual,
-                        warnings=(() if total else (IDLE,)) + problems(binaries, total, rec), features_off=tuple(off))
+                        warnings=(() if total else (IDLE,)) + problems(binaries, total, rec) + unclear
+                        + skid.left_out(binaries), features_off=tuple(off))
     return Profile(stacks, rec.run, rec.counters, rec.server, analysis, rec.leaves, rec.source, offcpu=rec.offcpu,
                    samples=samples)
 
@@ -69,6 +70,27 @@ def _wanted(rec: Recording) -> dict[str, int]:
     return keep
 
 
+def _builds(rec: Recording) -> dict[str, tuple[str, ...]]:
+    """Paths the targets ran as several builds (an upgrade in progress) -> those build-ids: one Binary each."""
+    ids: dict[str, list[str]] = {}
+    for t in rec.run.targets:
+        if t.exe and t.build_id:
+            ids.setdefault(t.exe, []).append(t.build_id)
+    return {p: tuple(dict.fromkeys(v)) for p, v in ids.items() if len(set(v)) > 1}
+
+
+def _mapped(rec: Recording) -> dict[str, binmod.Mapped]:
+    """Per kept process root whose mappings the capture recorded: the paths it mapped and its exe's build-id."""
+    targets = {t.pid: t for t in rec.run.targets}
+    out = {}
+    for p in rec.processes:
+        t = targets.get(p.pid) if p.pid is not None else None
+        if t is not None and (t.exe or t.maps):
+            paths = frozenset(({t.exe} if t.exe else set()) | {m.path for m in t.maps})
+            out[p.label] = binmod.Mapped(paths, t.exe, t.build_id)
+    return out
+
+
 def _recorded(rec: Recording) -> dict[str, str]:
     out = dict(rec.build_ids)
     out.update({t.exe: t.build_id for t in rec.run.targets if t.exe and t.build_id})
@@ -80,7 +102,9 @@ def problems(binaries: tuple[Binary, ...], total: int, rec: Recording) -> tuple[
     exes = {t.exe for t in rec.run.targets}
     matter = [b for b in binaries if b.path in exes or (total and b.samples / total >= PROBLEM_SHARE)]
     lines = [b.problem for b in matter if b.problem]
-    unverified = [os.path.basename(b.path) for b in matter if b.file and b.verified is None and b.found_via != "--binary"]
+    paths = [b.path for b in matter if b.file and b.verified is None and b.found_via != "--binary"]
+    names = [os.path.basename(p) for p in paths]  # the full path where two binaries share a file name
+    unverified = list(dict.fromkeys(n if names.count(n) == 1 else p for p, n in zip(paths, names)))
     if unverified and rec.run.source.kind == "perf-script":
         lines.append(f"a perf script text has no build-ids: {', '.join(unverified)} read at the paths it names, "
                      "not verified (report the perf.data itself to have them checked)")

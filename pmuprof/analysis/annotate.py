@@ -21,20 +21,27 @@ Skid = Callable[..., dict]
 
 
 def binary_for(profile: Profile, symbol: str, lookup: binmod.Lookup) -> Binary:
-    """The binary holding ``symbol``: an unnamed label's file name, else the dso with most of its leaf samples."""
+    """The binary holding ``symbol``: the one the analysis cut or corrected it from (path and build-id),
+    else for an unnamed label the one binary of its file name, else the dso with most of its leaf samples."""
+    recorded = _recorded(profile)
     unnamed = parse_function(symbol)
     if unnamed:
-        paths = [b.path for b in profile.analysis.binaries if os.path.basename(b.path) == unnamed[0]]
-        paths += [t.exe for t in profile.run.targets if os.path.basename(t.exe) == unnamed[0]]
+        pairs = _evidence(profile, symbol)
+        if not pairs:
+            pairs = [(p, bid) for p, bid in recorded if os.path.basename(p) == unnamed[0]]
+        if len(set(pairs)) > 1:
+            raise UsageError(f"{symbol} names {len(set(pairs))} binaries of this recording: "
+                             + ", ".join(f"{p} ({bid or 'no build-id'})" for p, bid in dict.fromkeys(pairs)),
+                             "pass --binary with the one to annotate, or --pid to choose the process")
     else:
         by_dso: Counter[str] = Counter()
         for leaf in profile.leaves:
             if leaf.symbol == symbol:
                 by_dso[leaf.dso] += leaf.count
         paths = [d for d, _ in by_dso.most_common()] + [t.exe for t in profile.run.targets if t.exe]
-    recorded = {b.path: b.build_id for b in profile.analysis.binaries if b.build_id}
-    recorded.update({t.exe: t.build_id for t in profile.run.targets if t.exe and t.build_id})
-    found = [binmod.find(p, recorded.get(p), 0, lookup) for p in dict.fromkeys(paths) if p.startswith("/")]
+        ids = dict(recorded)  # a path that ran as several builds: one of them (leaves name the path only)
+        pairs = [(p, ids.get(p)) for p in paths]
+    found = [binmod.find(p, bid, 0, lookup) for p, bid in dict.fromkeys(pairs) if p.startswith("/")]
     usable = [b for b in found if b.file]
     if usable:
         return usable[0]
@@ -42,6 +49,24 @@ def binary_for(profile: Profile, symbol: str, lookup: binmod.Lookup) -> Binary:
         raise InputError(found[0].problem, "")
     raise UsageError(f"cannot tell which binary holds {symbol}: no leaf samples name a binary",
                      "pass --binary /path/to/the/profiled/executable")
+
+
+def _recorded(profile: Profile) -> list[tuple[str, str | None]]:
+    """(path, build-id) of every binary the profile names: its targets' and the analysis's."""
+    pairs = [(t.exe, t.build_id) for t in profile.run.targets if t.exe]
+    pairs += [(b.path, b.build_id) for b in profile.analysis.binaries]
+    with_id = {p for p, bid in pairs if bid}
+    return list(dict.fromkeys((p, bid) for p, bid in pairs if bid or p not in with_id))
+
+
+def _evidence(profile: Profile, label: str) -> list[tuple[str, str | None]]:
+    """(path, build-id) of the binaries the analysis cut or skid-corrected an unnamed function from."""
+    pairs = [(f.binary, f.build_id) for f in profile.analysis.skid_functions if f.symbol == label]
+    for row in profile.analysis.unnamed:
+        if row.label == label:
+            pairs += [binmod.key(b) for b in profile.analysis.binaries
+                      if b.file == row.binary and row.build_id in (None, binmod.key(b)[1])]
+    return pairs
 
 
 def annotate(profile: Profile, symbol: str, binary: Binary, skid: Skid) -> dict[str, Any]:
@@ -94,15 +119,20 @@ def annotate_text(model: Mapping[str, Any]) -> str:
 
 
 def override(path: Path, profile: Profile) -> Binary:
-    """--binary PATH: used as given, checked against the build-id the profile recorded for that name."""
+    """--binary PATH: used as given for the recorded binary with its build-id (else the one recorded
+    binary of its file name), and checked against the build-id the profile recorded for that name."""
     info = ident(path)
     if info is None:
         raise UsageError(f"{path}: not an ELF file", "pass the executable that was profiled")
-    recorded = {t.build_id for t in profile.run.targets if t.build_id and os.path.basename(t.exe) == path.name}
-    recorded |= {b.build_id for b in profile.analysis.binaries if b.build_id and os.path.basename(b.path) == path.name}
+    recorded = _recorded(profile)
+    same = [p for p, bid in recorded if bid and bid == info.build_id]
+    named = [(p, bid) for p, bid in recorded if os.path.basename(p) == path.name]
+    ids = {bid for _, bid in named if bid}
+    paths = list(dict.fromkeys(p for p, _ in named))
     problem = ""
-    if recorded and info.build_id not in recorded:
-        problem = (f"build-id of {path} ({info.build_id}) differs from the profiled one ({', '.join(sorted(recorded))}): "
+    if not same and ids:
+        problem = (f"build-id of {path} ({info.build_id}) differs from the profiled one ({', '.join(sorted(ids))}): "
                    "the binary changed, offsets may be wrong")
-    return Binary(path=str(path), file=str(path), found_via="--binary", file_build_id=info.build_id,
-                  verified=(info.build_id in recorded) if recorded else None, symbols="", problem=problem)
+    where = same[0] if same else (paths[0] if len(paths) == 1 else str(path))
+    return Binary(path=where, file=str(path), found_via="--binary", file_build_id=info.build_id,
+                  verified=bool(same) if (same or ids) else None, symbols="", problem=problem)

@@ -64,22 +64,81 @@ class Debuginfod:
         return got
 
 
-def resolve(wanted: Mapping[str, int], recorded: Mapping[str, str], lookup: Lookup) -> tuple[Binary, ...]:
-    """One Binary per file-backed DSO path in ``wanted`` (path -> samples), most samples first."""
+def resolve(wanted: Mapping[str, int], recorded: Mapping[str, str], lookup: Lookup,
+            builds: Mapping[str, tuple[str, ...]] | None = None) -> tuple[Binary, ...]:
+    """One Binary per file-backed DSO path in ``wanted`` (path -> samples), most samples first; one per
+    build when ``builds`` (path -> the build-ids the targets ran from it) names several for a path."""
     client = Debuginfod(lookup.debuginfod)
     out = []
     for path, samples in sorted(wanted.items(), key=lambda kv: (-kv[1], kv[0])):
         if path.startswith("/"):
-            out.append(find(path, recorded.get(path), samples, lookup, client))
+            for build_id in (builds or {}).get(path) or (recorded.get(path),):
+                out.append(find(path, build_id, samples, lookup, client))
     return tuple(out)
+
+
+def key(binary: Binary) -> tuple[str, str | None]:
+    """What tells two binaries apart: the recorded path and build-id (never the file name alone)."""
+    return binary.path, binary.build_id or binary.file_build_id
+
+
+def shared_paths(binaries: Iterable[Binary]) -> dict[str, tuple[str, ...]]:
+    """Paths that ran as several builds in this recording -> their build-ids (two processes, one path)."""
+    ids: dict[str, set[str]] = {}
+    for b in binaries:
+        ids.setdefault(b.path, set()).add(str(key(b)[1]))
+    return {p: tuple(sorted(v)) for p, v in ids.items() if len(v) > 1}
+
+
+@dataclass(frozen=True)
+class Mapped:
+    """What one kept process mapped: its exe's recorded build-id and its file-backed paths (None: not
+    recorded, e.g. a bare perf.data's processes)."""
+
+    paths: frozenset[str] | None = None
+    exe: str = ""
+    build_id: str | None = None
+
+    def holds(self, binary: Binary) -> bool:
+        if self.paths is None or binary.path not in self.paths:
+            return False
+        return not (binary.path == self.exe and self.build_id and key(binary)[1] != self.build_id)
+
+
+def owners(binaries: Iterable[Binary], mapped: Mapping[str, Mapped]) -> tuple[dict[str, dict[str, Binary]], dict[str, str]]:
+    """Per process root (``""``: any root not in ``mapped``), its found binaries by file name (what a
+    raw label ``[name@0x…]`` names); and per file name that stands for several binaries nothing tells
+    apart, which ones they are.
+
+    A process whose mappings were recorded (a capture's target) gets the binaries it mapped; any other
+    name, and a process without recorded mappings, gets the one binary of that name, else the one of
+    that name holding leaf samples; never a guess between two."""
+    found = [b for b in binaries if b.file]
+    named: dict[str, list[Binary]] = {}
+    for b in found:
+        named.setdefault(os.path.basename(b.path), []).append(b)
+    common: dict[str, Binary] = {}
+    unclear: dict[str, str] = {}
+    for name, cands in named.items():
+        distinct = list({key(b): b for b in cands}.values())
+        busy = [b for b in distinct if b.samples]
+        if len(distinct) == 1 or len(busy) == 1:
+            common[name] = distinct[0] if len(distinct) == 1 else busy[0]
+        else:
+            unclear[name] = ", ".join(f"{b.path} ({key(b)[1] or 'no build-id'})" for b in distinct)
+    out = {root: {**common, **{os.path.basename(b.path): b for b in found if m.holds(b)}}
+           for root, m in mapped.items()}
+    out[""] = common
+    return out, unclear
 
 
 def find(path: str, build_id: str | None, samples: int, lookup: Lookup, client: Debuginfod | None = None) -> Binary:
     """The file for one recorded path (see the module docstring for the order), or why there is none."""
     client = client or Debuginfod(lookup.debuginfod)
     mismatch: list[str] = []
+    refused: list[str] = []
     for file, via in _candidates(path, build_id, lookup, client):
-        found = ident(file)
+        found = ident(file, refused)
         if found is None:
             continue
         if build_id and found.build_id and found.build_id != build_id:
@@ -90,6 +149,8 @@ def find(path: str, build_id: str | None, samples: int, lookup: Lookup, client: 
     if mismatch:
         problem = (f"{path}: {'; '.join(mismatch[:2])}, not the {build_id} that was recorded (the binary changed "
                    f"since the recording) — pass --binary with the file that ran, or --symfs DIR holding it")
+    elif refused:
+        problem = f"{refused[0]} — pass --binary PATH or --symfs DIR with the file that ran"
     else:
         problem = f"{path}: not found here — pass --binary PATH or --symfs DIR (a copy of the recording host's files)"
     return Binary(path=path, build_id=build_id, found_via="not found", samples=samples, problem=problem)
@@ -118,7 +179,7 @@ def _found(path: str, build_id: str | None, file: Path, via: str, found: Ident, 
     symbols = "symtab" if found.symtab else ("debuginfo" if debug else _dynsym_or_none(file))
     return Binary(path=path, build_id=build_id, file=str(file), found_via=via, file_build_id=found.build_id,
                   verified=verified, debuginfo=str(debug) if debug else None, symbols=symbols, samples=samples,
-                  problem=problem)
+                  problem=problem, server_version=found.server_version or "")
 
 
 def _dynsym_or_none(file: Path) -> str:

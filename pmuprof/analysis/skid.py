@@ -7,7 +7,6 @@ all the profile's samples; only corrected functions count, so they are lower bou
 
 from __future__ import annotations
 
-import functools
 import os
 from collections import Counter
 from pathlib import Path
@@ -17,6 +16,7 @@ from ..errors import PmuprofError
 from ..model.analysis import Binary, Instruction, SkidFunction, SkidSummary
 from ..model.labels import function_label, is_unnamed
 from ..model.profile import Leaf
+from . import binaries as binmod
 
 FENCE_KINDS = ("fence", "lfence")
 LOCK_KINDS = ("lock", "xchg")
@@ -26,10 +26,10 @@ TOP_UNNAMED = 2000  # hottest unnamed leaf addresses per binary
 Skid = Callable[..., dict]
 
 
-@functools.lru_cache(maxsize=4096)  # a few distinct DSOs, asked about once per leaf address
 def dso_matches(dso: str, binary: str) -> bool:
-    """A perf dso (path as perf printed it) names this binary: same path, or the same file name."""
-    return dso == binary or os.path.basename(dso) == os.path.basename(binary)
+    """A perf dso (path as perf printed it) is this binary's recorded path: the same path, never just
+    the same file name (two builds of one name on a host are two binaries)."""
+    return dso == binary
 
 
 def leaf_samples(leaves: Iterable[Leaf], binary: str, symbols: Iterable[str] | None = None) -> list[tuple[str, int, int]]:
@@ -63,8 +63,10 @@ def unnamed_addresses(leaves: Iterable[Leaf], binary: str, top: int = TOP_UNNAME
 def correct(leaves: tuple[Leaf, ...], binaries: Iterable[Binary], skid: Skid) -> tuple[SkidFunction, ...]:
     """Correct the hottest functions of every found binary that holds leaf samples."""
     rows: list[SkidFunction] = []
+    binaries = tuple(binaries)
+    shared = binmod.shared_paths(binaries)
     for binary in binaries:
-        if not binary.file:
+        if not binary.file or binary.path in shared:  # leaves name a path, not a build: not told apart
             continue
         syms = hot_symbols(leaves, binary.path)
         unnamed = unnamed_addresses(leaves, binary.path)
@@ -103,6 +105,13 @@ def functions_of(result: Mapping[str, Any], binary: str) -> list[SkidFunction]:
     return rows
 
 
+def left_out(binaries: Iterable[Binary]) -> tuple[str, ...]:
+    """A line per path that ran as several builds: its hot spots are left out rather than mixed."""
+    return tuple(f"{path} ran as {len(ids)} builds ({', '.join(ids)}): skid correction and instruction hot spots "
+                 "left out for it (leaf samples name the path, not the build) — report one process with --pid"
+                 for path, ids in binmod.shared_paths(b for b in binaries if b.file).items())
+
+
 def summary(functions: Iterable[SkidFunction], total: int) -> SkidSummary:
     """Shares of all samples on PAUSE, fences and locked ops after correction."""
     fns = list(functions)
@@ -132,7 +141,7 @@ def try_correct(leaves: tuple[Leaf, ...], binaries: tuple[Binary, ...], skid: Sk
 
 
 def file_of(binaries: Iterable[Binary], dso: str) -> Path | None:
-    """The found file behind a recorded dso path (by path, then by file name)."""
+    """The found file behind a recorded dso path."""
     for b in binaries:
         if b.file and dso_matches(dso, b.path):
             return Path(b.file)

@@ -9,15 +9,15 @@ holding it — never a guessed name — or ``[dso]`` when its binary was not fou
 from __future__ import annotations
 
 from collections import defaultdict
-from pathlib import Path
-from typing import Callable
+from typing import Callable, Mapping
 
 import numpy as np
 
 from ..errors import PmuprofError
 from ..model.analysis import Binary, UnnamedFunction
 from ..model.labels import UNKNOWN, clean, frame_label, function_label, is_unnamed, parse_raw
-from ..model.stacks import Stacks
+from ..model.stacks import Stacks, id_dtype
+from .binaries import Mapped, key, owners
 
 # funcs(file, vaddrs, debug=None) -> the native helper's JSON (tools.native.helper.funcs)
 Funcs = Callable[..., dict]
@@ -26,26 +26,28 @@ Funcs = Callable[..., dict]
 def group(stacks: Stacks, binaries: tuple[Binary, ...],
           funcs: Funcs) -> tuple[Stacks, tuple[UnnamedFunction, ...], str | None]:
     """Relabel raw unnamed frames; returns (stacks, unnamed functions, why grouping was off or None)."""
-    out, _rows, functions, reason = group_rows(stacks, binaries, funcs)
+    out, _rows, functions, reason, _ = group_rows(stacks, binaries, funcs)
     return out, functions, reason
 
 
-def group_rows(stacks: Stacks, binaries: tuple[Binary, ...],
-               funcs: Funcs) -> tuple[Stacks, np.ndarray | None, tuple[UnnamedFunction, ...], str | None]:
-    """``group``, with the new row of each old row (None: rows unchanged) for the sample table to follow."""
-    raw = {f: parsed for f in stacks.frames if is_unnamed(f) and (parsed := parse_raw(f))}
-    if not raw:
-        return stacks, None, (), None
-    by_base = {Path(b.path).name: b for b in binaries if b.file}
-    wanted: dict[str, dict[int, set[str]]] = defaultdict(lambda: defaultdict(set))
-    for frame, (base, vaddr) in raw.items():
-        if base in by_base:
-            wanted[base][vaddr].add(frame)
+def group_rows(stacks: Stacks, binaries: tuple[Binary, ...], funcs: Funcs,
+               mapped: Mapping[str, Mapped] | None = None
+               ) -> tuple[Stacks, np.ndarray | None, tuple[UnnamedFunction, ...], str | None, tuple[str, ...]]:
+    """``group``, with the new row of each old row (None: rows unchanged) for the sample table to follow,
+    and a line per file name whose unnamed code nothing tells apart between two binaries of that name.
+
+    A raw frame is cut by the binary its own process mapped (``mapped``: per process root, see
+    binaries.owners): two processes running different builds of one name each get their own."""
+    if not any(is_unnamed(f) and parse_raw(f) for f in stacks.frames):
+        return stacks, None, (), None, ()
+    per_root, unclear = owners(binaries, mapped or {})
+    roots = {f: per_root.get(stacks.frames[f], per_root[""]) for f in np.unique(stacks.root_ids).tolist()}
+    work, raw = _split(stacks, roots)
+    wanted, lines = _by_binary(raw, roots, unclear)
     labels: dict[str, str] = {}
     info: dict[str, dict] = {}
     reason = None
-    for base, addrs in wanted.items():
-        binary = by_base[base]
+    for binary, base, addrs in wanted.values():
         try:
             data = funcs(binary.file, sorted(addrs), debug=binary.debuginfo)
         except (PmuprofError, OSError) as err:
@@ -55,10 +57,56 @@ def group_rows(stacks: Stacks, binaries: tuple[Binary, ...],
             label = _label(base, entry, info, binary, data.get("build_id"))
             for frame in addrs.get(int(entry["input"], 16), ()) if label else ():
                 labels[frame] = label
-    for frame, (base, _) in raw.items():
+    for frame, (base, _, _) in raw.items():
         labels.setdefault(frame, frame_label(UNKNOWN, base))  # binary not found: '[dso]'
-    out, rows = stacks.relabel_rows([labels.get(f, f) for f in stacks.frames])
-    return out, rows, _table(out, info), reason
+    out, rows = work.relabel_rows([labels.get(f, f) for f in work.frames])
+    return out, rows, _table(out, info), reason, lines
+
+
+Cut = tuple[Binary, str, dict[int, set[str]]]  # a binary, its raw labels' name, vaddr -> raw frames
+
+
+def _by_binary(raw: Mapping[str, tuple[str, int, int]], roots: Mapping[int, Mapping[str, Binary]],
+               unclear: Mapping[str, str]) -> tuple[dict[tuple[str, str | None], Cut], tuple[str, ...]]:
+    """The raw frames each binary (by key) is asked about, and a line per name left ungrouped."""
+    wanted: dict[tuple[str, str | None], Cut] = {}
+    lines: list[str] = []
+    for frame, (base, vaddr, root) in raw.items():
+        binary = roots[root].get(base)
+        if binary is not None:
+            wanted.setdefault(key(binary), (binary, base, defaultdict(set)))[2][vaddr].add(frame)
+        elif base in unclear:
+            lines.append(f"unnamed code of {base} left ungrouped: {unclear[base]} all hold it and the recording "
+                         "does not say which process mapped which — capture with pmuprof capture -p PID, or "
+                         "report one process with --pid")
+    return wanted, tuple(dict.fromkeys(lines))
+
+
+def _split(stacks: Stacks, roots: Mapping[int, Mapping[str, Binary]]) -> tuple[Stacks, dict[str, tuple[str, int, int]]]:
+    """The stacks to relabel and their raw frames -> (base, vaddr, root id). Where processes that share
+    a raw frame take its name to different binaries, each process's occurrences become a frame of their
+    own (spelled ``raw\troot``, relabelled before anyone sees it); else the stacks are left as they are."""
+    raw = {i: p for i, f in enumerate(stacks.frames) if is_unnamed(f) and (p := parse_raw(f))}
+    picks = {base: {key(b) if (b := m.get(base)) else None for m in roots.values()} for base, _ in raw.values()}
+    if all(len(v) == 1 for v in picks.values()):
+        any_root = next(iter(roots))
+        return stacks, {stacks.frames[i]: (b, v, any_root) for i, (b, v) in raw.items()}
+    nf = len(stacks.frames)
+    is_raw = np.zeros(nf, dtype=bool)
+    is_raw[list(raw)] = True
+    new_id = np.cumsum(~is_raw) - 1  # kept frames, in order
+    kept = [f for i, f in enumerate(stacks.frames) if not is_raw[i]]
+    ids = new_id[stacks.ids].astype(np.int64)
+    at = np.flatnonzero(is_raw[stacks.ids])
+    pairs = stacks.ids[at].astype(np.int64) * nf + np.repeat(stacks.root_ids, stacks.lengths)[at]
+    uniq, inverse = np.unique(pairs, return_inverse=True)
+    ids[at] = len(kept) + inverse.reshape(-1)
+    out: dict[str, tuple[str, int, int]] = {}
+    for u in uniq.tolist():
+        frame, root = divmod(u, nf)
+        out[f"{stacks.frames[frame]}\t{stacks.frames[root]}"] = (*raw[frame], root)
+    frames = kept + list(out)
+    return Stacks(frames, ids.astype(id_dtype(len(frames))), stacks.offsets, stacks.counts), out
 
 
 def _label(base: str, entry: dict, info: dict[str, dict], binary: Binary, build_id: str | None) -> str | None:

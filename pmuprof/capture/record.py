@@ -50,7 +50,8 @@ class RecordOptions:
     mysql_options: object | None = None  # pmuprof.capture.mysql.facts.MysqlOptions
     per_thread_roots: bool = False
     keep_perf_data: bool = True
-    off_cpu: bool = False  # also sum off-CPU time per stack in the kernel (BPF; root only)
+    # also sum off-CPU time per stack in the kernel (BPF; root only); None: where it is cheap (capture/offcpu AUTO)
+    off_cpu: bool | None = False
     command: tuple[str, ...] = field(default_factory=lambda: tuple(sys.argv))
 
 

@@ -11,6 +11,7 @@ from ..analysis.annotate import annotate, annotate_text, binary_for, override
 from ..pipeline import build_profile
 from ..tools.native import helper
 from . import common
+from .params import Pid
 
 EPILOG = """\b
 Examples:
@@ -27,7 +28,7 @@ Examples:
 @click.option("--binary", type=click.Path(exists=True, dir_okay=False), default=None,
               help="The profiled executable or library (default: the dso named by the samples, or the run's target).")
 @click.option("--json", "as_json", is_flag=True, help="Print the listing as JSON.")
-@click.option("--pid", "pids", type=int, multiple=True, help="Keep only these processes (perf.data inputs).")
+@click.option("--pid", "pids", type=Pid(), multiple=True, help="Keep only these processes (perf.data inputs).")
 @click.option("--comm", "comms", multiple=True, help="Keep processes with a thread of this name (perf.data inputs).")
 @click.option("--symfs", type=click.Path(exists=True, file_okay=False), default=None,
               help="Look for binaries and debug files under this directory first (like perf --symfs).")

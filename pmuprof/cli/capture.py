@@ -9,6 +9,7 @@ import click
 
 from ..pipeline import materialize, report_profile
 from ..report.summary import run_summary
+from ..report.waiting import waiting
 from ..workflows.fleet import Outcome, hostname, publish
 from ..workflows.schedule import EXIT_CRITICAL, EXIT_WARNING, findings_exit_code
 from . import common
@@ -19,6 +20,8 @@ EPILOG = """\b
 Examples:
   pmuprof capture -p $(pidof mariadbd)                  # 30 s at 99 Hz per CPU; report in ./pmuprof-*/
   pmuprof capture -p $(pidof mysqld) -d 10s -o /tmp/r1  # short capture during a spike
+  pmuprof capture -p 1234 --off-cpu                     # where threads wait, even where it costs more (old kernels)
+  pmuprof capture -p 1234 --no-off-cpu                  # on-CPU samples only
   pmuprof capture -p 1234 -h 127.0.0.1 -P 3307 -u prof  # server facts over TCP, mysql-client options
   pmuprof capture --all-mysqld -d 1m                    # several instances compared side by side
   pmuprof capture -p 1234 --exit-code-on-findings       # nightly: exit 10 on warning, 20 on critical
@@ -28,7 +31,7 @@ Examples:
 
 
 @click.command("capture", epilog=EPILOG)
-@common.capture_options
+@common.capture_options(off_cpu_default=None)
 @mysql_decorator
 @click.option("--exit-code-on-findings", is_flag=True,
               help=f"Exit {EXIT_WARNING} when a warning finding appears, {EXIT_CRITICAL} for a critical one.")
@@ -57,6 +60,9 @@ def capture_cmd(quiet: bool, exit_code_on_findings: bool, as_json: bool, **kwarg
     if not profile.total:
         common.log("no samples of the target: it was idle or off-CPU during the capture (the report says so)")
     common.log(f"report: {result.paths['html']}")
+    note = waiting(profile)
+    if note:
+        common.log(f"{note.sentence()} {note.command}")
     common.say_findings(result.diagnosis)
     common.end_of_capture(profile.run, str(result.paths["html"]))
     if as_json:

@@ -19,7 +19,7 @@ from ..findings.loader import load_rules
 from ..model import rundir
 from ..model.run import Run
 from ..pipeline import Options
-from .params import DURATION_HELP, Duration
+from .params import DURATION_HELP, Duration, Pid
 
 T = TypeVar("T")
 
@@ -42,10 +42,13 @@ def log(message: str) -> None:
     click.echo(f"pmuprof: {message}", err=True)
 
 
-def capture_options(func):
-    """-p/--all-mysqld/--duration/--frequency/--call-graph/--mode/--event/-o, shared by record and capture."""
+def capture_options(func=None, *, off_cpu_default: bool | None = False):
+    """-p/--all-mysqld/--duration/--frequency/--call-graph/--mode/--event/-o, shared by record and capture;
+    ``off_cpu_default`` None: --off-cpu on where it is cheap (capture)."""
+    if func is None:
+        return lambda f: capture_options(f, off_cpu_default=off_cpu_default)
     opts = [
-        click.option("-p", "--pid", "pids", type=int, multiple=True, help="Target pid (repeat for several instances)."),
+        click.option("-p", "--pid", "pids", type=Pid(), multiple=True, help="Target pid (repeat for several instances)."),
         click.option("--all-mysqld", is_flag=True, help="Profile every running mysqld / mariadbd."),
         click.option("-d", "--duration", type=Duration(0.1, MAX_DURATION_S), default="30s", show_default=True,
                      help=f"How long to record ({DURATION_HELP})."),
@@ -56,9 +59,11 @@ def capture_options(func):
                      help="per-cpu: perf record -a filtered to the targets (cheap); per-thread: perf record -p."),
         click.option("-e", "--event", default="cycles", show_default=True, help="Sampling event."),
         click.option("--per-thread-roots", is_flag=True, help="Add one root frame per thread in the flame graph."),
-        click.option("--off-cpu/--no-off-cpu", default=False, show_default=True,
+        click.option("--off-cpu/--no-off-cpu", default=off_cpu_default, show_default=off_cpu_default is not None,
                      help="Also sum the time threads spend waiting, per stack, in the kernel (BPF, root only): "
-                          "offcpu.folded and threads.json."),
+                          "offcpu.folded and threads.json." + ("" if off_cpu_default is not None else
+                          " Default: on where it is cheap (root, pmuprof-offcpu built, kernel 6.16+ with BTF: "
+                          "stacks only for waits of 1 ms or more), else off.")),
         click.option("--no-keep-perf-data", is_flag=True, help="Delete perf.data after folding (saves disk)."),
         click.option("-o", "--output", "out_dir", type=click.Path(file_okay=False), default=None,
                      help="Run directory to create (default ./pmuprof-<comm>-<time>)."),
@@ -72,7 +77,7 @@ def capture_options(func):
 def input_options(func):
     """--pid/--comm (which processes of a system-wide input), --symfs/--binary (where the binaries are)."""
     opts = [
-        click.option("--pid", "pids", type=int, multiple=True, help="Keep only these processes (system-wide inputs)."),
+        click.option("--pid", "pids", type=Pid(), multiple=True, help="Keep only these processes (system-wide inputs)."),
         click.option("--comm", "comms", multiple=True, help="Keep processes with a thread of this name."),
         click.option("--symfs", type=click.Path(exists=True, file_okay=False), default=None,
                      help="Look for binaries and debug files under this directory first (like perf --symfs)."),

@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from ..workflows.doctor import EXIT_MISS, run_checks
+from .params import Pid
 
 EPILOG = f"""\b
 Examples:
@@ -20,7 +21,7 @@ Examples:
 
 
 @click.command("doctor", epilog=EPILOG)
-@click.option("-p", "--pid", "pids", type=int, multiple=True, help="Check this target (repeatable).")
+@click.option("-p", "--pid", "pids", type=Pid(), multiple=True, help="Check this target (repeatable).")
 @click.option("-o", "--output", "out_dir", type=click.Path(file_okay=False), default=".",
               help="Where captures will be written (free-disk check).")
 @click.option("--json", "as_json", is_flag=True, help="Print the checks as JSON ({ok, checks: [{name, ok, detail, fix}]}).")

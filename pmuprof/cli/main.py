@@ -80,7 +80,9 @@ def save_traceback(text: str) -> Path | None:
 
 def _internal_error(err: BaseException) -> int:
     """A bug: one line on the terminal, the traceback in a file."""
-    text = (f"pmuprof {__version__}, Python {sys.version.split()[0]}\nargv: {sys.argv!r}\n\n"
+    from ..model.run import redact_command  # no password in a file the user is asked to send
+
+    text = (f"pmuprof {__version__}, Python {sys.version.split()[0]}\nargv: {list(redact_command(sys.argv))!r}\n\n"
             + "".join(traceback.format_exception(type(err), err, err.__traceback__)))
     path = save_traceback(text)
     where = f"traceback in {path}" if path else "the traceback could not be saved"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from typing import Any, Callable
 
 import click
@@ -15,6 +16,22 @@ _KEYS = ("mysql_socket", "mysql_host", "mysql_port", "mysql_user", "mysql_passwo
          "defaults_extra_file", "defaults_group_suffix", "login_path", "no_defaults", "ssl_mode", "ssl_ca", "ssl_cert",
          "ssl_key")
 _PATH_KEYS = ("mysql_socket", "defaults_file", "defaults_extra_file", "ssl_ca", "ssl_cert", "ssl_key")
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_PASSWORD_FIX = "export the password in a variable and pass its name (sudo -E keeps it), or use --defaults-file"
+
+
+def _password_env(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """The name of a set environment variable. Anything else may be the password itself, typed where the
+    name belongs: refused without ever printing it (run.json and the report would have kept it)."""
+    if value is None:
+        return None
+    if not _ENV_NAME.match(value):
+        raise UsageError("--mysql-password-env takes the NAME of an environment variable; the value given is "
+                         "not a name (not shown: it may be the password itself)", _PASSWORD_FIX)
+    if value not in os.environ:
+        raise UsageError("--mysql-password-env names a variable that is not set here (the name is not shown: it "
+                         "may be the password itself)", _PASSWORD_FIX)
+    return value
 
 
 def mysql_options(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -35,7 +52,7 @@ def mysql_options(func: Callable[..., Any]) -> Callable[..., Any]:
                      help="Server TCP port (3306)."),
         click.option("-u", "--mysql-user", "--user", "mysql_user", default=None,
                      help="SQL user (default: option files, then the login name)."),
-        click.option("--mysql-password-env", metavar="VAR", default=None,
+        click.option("--mysql-password-env", metavar="VAR", default=None, callback=_password_env,
                      help="Name of an environment variable that holds the password (never the password itself)."),
         click.option("--defaults-file", type=click.Path(dir_okay=False), default=None,
                      help="Read only this option file, like mysql --defaults-file."),

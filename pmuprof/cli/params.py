@@ -40,6 +40,26 @@ class Duration(click.ParamType):
         return seconds
 
 
+class Pid(click.ParamType):
+    """A process id. A bad value is one line that does not repeat it: ``-pSECRET`` is the mysql client's
+    password habit, and the error goes to terminals, cron mail and the journal."""
+
+    name = "pid"
+
+    def get_metavar(self, param: click.Parameter, ctx: click.Context | None = None) -> str:
+        return "PID"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        text = str(value).strip()
+        if text.isascii() and text.isdigit() and 0 < int(text) < 2**31:
+            return int(text)
+        raise UsageError(f"{_option_name(param)} takes a process id; the value given is not one (not shown: it may "
+                         "be a password)", "-p is the pid here, not the password: use --mysql-password-env VAR or "
+                                           "an option file for that")
+
+
 def _option_name(param: click.Parameter | None) -> str:
     opts = list(getattr(param, "opts", ()) or ())
     return next((o for o in opts if o.startswith("--")), opts[0] if opts else "duration")

@@ -27,7 +27,7 @@ Examples:
 
 
 def build_options(pids, all_mysqld, duration, frequency, call_graph, mode, event, per_thread_roots,
-                  no_keep_perf_data, out_dir, mysql_options=None, use_mysql=True, off_cpu=False) -> RecordOptions:
+                  no_keep_perf_data, out_dir, mysql_options=None, use_mysql=True, off_cpu: bool | None = False) -> RecordOptions:
     chosen = tuple(pids) + (tuple(target.find_mysqld()) if all_mysqld else ())
     if all_mysqld and not chosen:
         raise TargetError("no mysqld / mariadbd process is running", "start the server or pass -p PID")

@@ -18,7 +18,7 @@ from ..workflows.triggers import parse_size
 from . import common
 from .fleetopts import fleet_options
 from .mysqlopts import mysql_options, pop_mysql_argv
-from .params import DURATION_HELP, Duration
+from .params import DURATION_HELP, Duration, Pid
 
 EPILOG = """\b
 Examples:
@@ -68,7 +68,7 @@ def self_launcher() -> tuple[tuple[str, ...], str]:
 
 @schedule_cmd.command("install", epilog=EPILOG)
 @click.option("--at", "at", default="03:00", show_default=True, help="Local time of day, HH:MM.")
-@click.option("-p", "--pid", type=int, default=None, help="Target pid (changes on restart: prefer --all-mysqld).")
+@click.option("-p", "--pid", type=Pid(), default=None, help="Target pid (changes on restart: prefer --all-mysqld).")
 @click.option("--all-mysqld", is_flag=True, help="Profile every mysqld / mariadbd running at that time.")
 @click.option("-d", "--duration", type=Duration(1, MAX_DURATION_S), default="60s", show_default=True,
               help=f"Capture length ({DURATION_HELP}).")

@@ -16,7 +16,7 @@ from ..errors import TargetError, UsageError
 from ..workflows.triggers import DiskFloor, WatchPlan, parse_condition
 from . import common
 from .fleetopts import fleet_options, pop_publish
-from .params import DURATION_HELP, Duration
+from .params import DURATION_HELP, Duration, Pid
 from .record import mysql_decorator, mysql_from_kwargs
 
 EPILOG = """\b
@@ -32,7 +32,7 @@ Examples:
 
 
 @click.command("watch", epilog=EPILOG)
-@click.option("-p", "--pid", type=int, default=None, help="mysqld / mariadbd pid (default: the only one running).")
+@click.option("-p", "--pid", type=Pid(), default=None, help="mysqld / mariadbd pid (default: the only one running).")
 @click.option("-t", "--trigger", "triggers", multiple=True, required=True, metavar="COND",
               help="Status variable, state:NAME, command:NAME or cpu, an operator and a number; repeat for OR.")
 @click.option("--cycles", type=click.IntRange(1), default=5, show_default=True,

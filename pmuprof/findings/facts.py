@@ -68,13 +68,14 @@ def facts_for(profile: Profile, process: str) -> Facts:
     process of a system-wide input never borrows the server's variables.
     """
     server = profile.server_for(process)
-    family, version, text, missing = None, (), "", ""
+    family, version, text, missing, unknown = None, (), "", "", ""
     if profile.server is None:
-        missing = "no mysql.json: server version and variables unknown"
+        missing, unknown = "no mysql.json", "server version and variables unknown"
     elif server is None:
         missing = f"server facts belong to pid {profile.server.pid}, not to {process}"
     elif not server.reachable:
-        missing = f"server not reachable ({server.error or 'no reason given'}): version and variables unknown"
+        missing = f"server not reachable ({server.error or 'no reason given'})"
+        unknown = "version and variables unknown"
         server = None
     else:
         family = server.server.family or None
@@ -82,9 +83,24 @@ def facts_for(profile: Profile, process: str) -> Facts:
         version = tuple(server.server.version_tuple) or parse_version(text)
         family = family or server_family(text, server.server.version_comment)
     target = profile.target(process)
+    info = profile.process_info(process)
+    exe = target.exe if target else (info.binary if info else "")
+    built = _built_version(profile, exe) if server is None else ""
+    if built:  # offline: the server binary says its own version; variables and status stay unknown
+        text, version = built, parse_version(built)
+        family = family or server_family(built, "")
+        unknown = f"server variables unknown; version {built} read from the binary"
+    missing = f"{missing}: {unknown}" if missing and unknown else missing
     if family is None:
-        info = profile.process_info(process)
-        exe = target.exe if target else (info.binary if info else "")
         family = family_from_name(process) or family_from_name(exe)
     return Facts(process, profile.run, profile.counters, server, profile.analysis, target,
                  profile.analysis.quality_of(process), family, version, text, missing)
+
+
+def _built_version(profile: Profile, exe: str) -> str:
+    """The version string of the process's server binary: the one at its path, else the only one there is."""
+    found = {b.path: b.server_version for b in profile.analysis.binaries if b.server_version}
+    if exe in found:
+        return found[exe]
+    versions = set(found.values())
+    return versions.pop() if len(versions) == 1 and not exe else ""

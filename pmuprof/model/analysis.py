@@ -34,6 +34,7 @@ class Binary:
     symbols: str = ""  # symtab | dynsym | debuginfo | none
     samples: int = 0  # samples whose leaf is in this binary
     problem: str = ""  # one line with its fix: missing, build-id mismatch, debuginfod unreachable
+    server_version: str = ""  # the version a server binary carries ("11.4.5-MariaDB"); "" when none was read
 
 
 @dataclass(frozen=True)

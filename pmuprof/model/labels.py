@@ -21,6 +21,11 @@ Off-CPU stacks (offcpu.folded) end in one more frame, the thread's state while i
     off-cpu:D   uninterruptible: disk I/O, page faults, kernel locks
     off-cpu:T   stopped or traced
     off-cpu:?   any other state
+
+Under a process root, the blocks shorter than the tracer's threshold (kept without stacks, their time
+exact) stand as one frame above the state leaf:
+
+    [short blocks < 1 ms]   (or ``< 250 us``: the threshold, in ms when it is whole ms)
 """
 
 from __future__ import annotations
@@ -40,6 +45,8 @@ OFFCPU_STATES = {"R": "runnable: preempted, waited for a CPU",
                  "D": "uninterruptible: disk I/O, page faults, kernel locks",
                  "T": "stopped or traced", "?": "another state"}
 
+SHORT_BLOCKS_PREFIX = "[short blocks < "
+_SHORT = re.compile(r"^\[short blocks < (?P<n>[0-9]+) (?P<unit>ms|us)\]$")
 _RAW = re.compile(r"^\[(?P<base>[^@\]]+)@0x(?P<addr>[0-9a-f]+)\]$")
 _FUNCTION = re.compile(r"^\[(?P<base>[^+\]]+)\+0x(?P<start>[0-9a-fA-F]+)(?P<pause> pause)?\]$")
 _KERNEL = re.compile(r"_\[[kji]\]$")
@@ -135,3 +142,16 @@ def parse_state(label: str) -> str | None:
     if label.startswith(OFFCPU_STATE_PREFIX) and label[len(OFFCPU_STATE_PREFIX):] in OFFCPU_STATES:
         return label[len(OFFCPU_STATE_PREFIX):]
     return None
+
+
+def short_blocks_label(min_block_us: int) -> str:
+    """The frame standing for blocks under the threshold, which have no stacks: ``[short blocks < 1 ms]``."""
+    if min_block_us and min_block_us % 1000 == 0:
+        return f"{SHORT_BLOCKS_PREFIX}{min_block_us // 1000} ms]"
+    return f"{SHORT_BLOCKS_PREFIX}{min_block_us} us]"
+
+
+def parse_short_blocks(label: str) -> int | None:
+    """The threshold in µs of a short-blocks frame, else None."""
+    m = _SHORT.match(label)
+    return int(m["n"]) * (1000 if m["unit"] == "ms" else 1) if m else None

@@ -16,7 +16,8 @@ class OffCpu:
 
     ``total_us`` is all off-CPU time in offcpu.folded; ``before_us`` the part spent in waits that
     began before the tracer attached (their user stack is unknown, their kernel stack is the one
-    /proc showed at the start). ``lost`` counts the kernel's misses: switch-outs whose kernel or user
+    /proc showed at the start). ``short_us`` is the part in blocks shorter than ``min_block_us`` (lazy
+    mode: summed per thread and state without stacks, the frame ``[short blocks < 1 ms]``). ``lost`` counts the kernel's misses: switch-outs whose kernel or user
     stack was not stored, switch-outs not tracked (thread map full) and waits dropped (wait map full).
     """
 
@@ -37,6 +38,9 @@ class OffCpu:
     user_stacks_scanned: int | None = None
     # distinct user stacks whose skipped callers (under a leaf without frame pointers) CFI recovered
     user_stacks_recovered: int | None = None
+    mode: str = ""  # "lazy": stacks taken at switch-in for blocks of min_block_us or more; "eager": at every switch-out
+    min_block_us: int = 0
+    short_us: int = 0
     lost: Mapping[str, int] = field(default_factory=dict)
     limits: Mapping[str, int] = field(default_factory=dict)
     stderr: str = ""

@@ -65,9 +65,10 @@ class FoldResult:
     pid_known: bool = True
     # per (stack row, tid, second) of Stacks.of(stacks); None where the folder kept no thread ids
     samples: Samples | None = field(default=None, compare=False)
+    notes: tuple[str, ...] = ()  # the folder's own warnings (pmuprof-perfdata: a perf map it would not read)
 
     def warnings(self) -> list[str]:
-        out = []
+        out = list(self.notes)
         if self.truncated:
             out.append("perf script text ends inside a sample: the last, incomplete sample was dropped")
         if self.bad_lines:

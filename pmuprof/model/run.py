@@ -8,6 +8,21 @@ from typing import Any, Mapping
 from .offcpu import OffCpu
 
 RUN_SCHEMA = 2  # run.json "schema": 1 was 0.1's untyped dict (still read), 2 is this model
+# Options whose value is a password or says where one is kept: never written to run.json or shown in a report.
+SECRET_OPTIONS = ("--mysql-password-env", "--password", "--mysql-password")
+REDACTED = "********"
+
+
+def redact_command(argv: tuple[str, ...] | list[str]) -> tuple[str, ...]:
+    """``argv`` with the value of every SECRET_OPTIONS option (``--opt VALUE`` or ``--opt=VALUE``) replaced."""
+    out: list[str] = []
+    for arg in argv:
+        name, eq, _ = arg.partition("=")
+        if out and out[-1] in SECRET_OPTIONS:
+            out.append(REDACTED)
+        else:
+            out.append(f"{name}={REDACTED}" if eq and name in SECRET_OPTIONS else arg)
+    return tuple(out)
 
 
 @dataclass(frozen=True)
@@ -183,6 +198,9 @@ class Run:
     trigger: Trigger | None = None
     source: Source = field(default_factory=Source)
     offcpu: OffCpu | None = None  # the off-CPU tracer's outcome (None: not asked for, or an older run)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "command", redact_command(self.command))  # written and read back redacted
 
     def with_notes(self, warnings: tuple[str, ...] = (), features_off: tuple[FeatureOff, ...] = ()) -> "Run":
         """The same run with more warnings / features off (each said once)."""

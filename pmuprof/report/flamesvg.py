@@ -9,7 +9,7 @@ from typing import Callable
 
 import numpy as np
 
-from ..model.labels import is_kernel, is_unnamed
+from ..model.labels import is_inlined, is_kernel, is_unnamed
 from ..model.profile import Profile
 from .flametrie import Trie
 
@@ -30,7 +30,7 @@ def _text(value: str) -> str:
 
 def _color(name: str) -> str:
     """FlameGraph's warm palette, from a hash of the name (stable across runs); kernel frames orange,
-    unnamed code grey, spin loops (pause) red."""
+    unnamed code grey, spin loops (pause) red, inlined calls yellow-green."""
     h = hashlib.md5(name.encode("utf-8", "backslashreplace")).digest()
     a, b, c = h[0] / 255, h[1] / 255, h[2] / 255
     if name.endswith(" pause]"):
@@ -40,6 +40,8 @@ def _color(name: str) -> str:
     if is_unnamed(name):
         grey = 160 + int(50 * a)
         return f"rgb({grey},{grey},{grey + 10})"
+    if is_inlined(name):  # yellow-green: the user-code hue would hide it, blue is the kernel's here
+        return f"rgb({150 + int(40 * a)},{190 + int(40 * b)},{60 + int(40 * c)})"
     return f"rgb({205 + int(50 * a)},{int(230 * b)},{int(55 * c)})"
 
 

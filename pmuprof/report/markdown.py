@@ -154,7 +154,12 @@ def _capture(p: Mapping[str, Any]) -> list[str]:
 
 
 def _verdict(v: Mapping[str, Any], samples: int) -> list[str]:
-    """The report's first screen in two lines: the top cause and how sure, or that nothing is wrong."""
+    """The report's first screen in two lines: the top cause and how sure, or that nothing is wrong; first, when the
+    server was mostly off the CPU and off-CPU time was not recorded, that note and the command to record it."""
+    w = v.get("waiting")
+    note = [f"**Mostly off the CPU:** {_text(w['sentence'])} `{w['command']}`", ""] if w else []
+    if v["healthy"] and w:
+        return note + [f"**Verdict: no known problem in the on-CPU samples** ({samples:,}): the waits are not in them.", ""]
     if v["healthy"]:
         n = len(v.get("info") or ())
         info = f" ({n} informational finding{'s' if n > 1 else ''} below)" if n else ""
@@ -162,7 +167,7 @@ def _verdict(v: Mapping[str, Any], samples: int) -> list[str]:
     c = v.get("confidence") or {}
     sure = "; ".join(x for x in (c.get("level"), c.get("samples"), c.get("margin")) if x)
     also = f" It also explains: {', '.join(e['rule'] for e in v['explains'])}." if v["explains"] else ""
-    return [f"**Verdict: {_text(v['title'])}** — {100 * v['share']:.1f} % of {_text(v['process'] or 'the')} {v.get('basis') or 'samples'}"
+    return note + [f"**Verdict: {_text(v['title'])}** — {100 * v['share']:.1f} % of {_text(v['process'] or 'the')} {v.get('basis') or 'samples'}"
             f"{' (how sure: ' + _text(sure) + ')' if sure else ''}. {_text(v['sentence'])}{also} The fix is under "
             f"the first finding below.", ""]
 

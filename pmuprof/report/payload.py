@@ -20,6 +20,7 @@ from .flame import build_tree_rows
 from .flametrie import Trie
 from .wallclock import state_totals, thread_groups, wall_stacks
 from .verdict import verdict
+from .waiting import waiting
 
 TOP_FUNCTIONS = 60
 
@@ -141,6 +142,9 @@ def build_payload(profile: Profile, diagnosis: Diagnosis, max_flame_nodes: int =
     profile.stacks.release_postings()  # the findings and tables are done with them: room for the flame tree
     flame, tree_rows = build_tree_rows([profile.stacks], max_flame_nodes, trie=trie() if trie else None)
     found = verdict(shown, found_groups[0] if diagnosis.top else None, head, top[0]["rows"], frozenset(flame["names"]))
+    note = waiting(profile)
+    found["waiting"] = {"sentence": note.sentence(), "command": note.command, "sessions": note.sessions,
+                        "busy_cpus": note.busy_cpus} if note else None
     wall, why = wall_stacks(profile)
     return {
         "kind": "report",

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import mmap
+import re
 import struct
 from dataclasses import dataclass
 from pathlib import Path
+
+from ..infile import ELF_MAX_BYTES, Refused, opened
 
 _PROLOGUES = (b"\x55\x48\x89\xe5", b"\xf3\x0f\x1e\xfa\x55\x48\x89\xe5")  # push rbp; mov rbp,rsp (+endbr64)
 
@@ -29,12 +32,17 @@ class Symbol:
     is_func: bool
 
 
+_MARIADB_VERSION = re.compile(rb"(?<![0-9.])(\d{1,2}\.\d{1,2}\.\d{1,3})-MariaDB\0")
+
+
 class ElfFile:
-    """A minimal 64-bit little-endian ELF reader (enough for x86-64 mysqld/mariadbd), over an mmap."""
+    """A minimal 64-bit little-endian ELF reader (enough for x86-64 mysqld/mariadbd), over an mmap.
+    Paths come from recordings and other users' files: opened through infile (a FIFO or device named
+    there raises infile.Refused, an OSError, instead of blocking)."""
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
-        with open(self.path, "rb") as fh:
+        with opened(self.path, ELF_MAX_BYTES) as fh:
             self.data = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
         if self.data[:4] != b"\x7fELF" or self.data[4] != 2 or self.data[5] != 1:
             raise ValueError(f"{path}: not a 64-bit little-endian ELF file")
@@ -109,6 +117,16 @@ class ElfFile:
                     return sym, table
         return None
 
+    def server_version(self) -> str | None:
+        """The MariaDB version compiled into a server binary (".rodata" holds "11.4.5-MariaDB"), else None.
+
+        MySQL's binaries carry their version only inside longer strings: not read here (say unknown)."""
+        sec = self.section(".rodata")
+        if sec is None or sec.type == 8:  # SHT_NOBITS: a separate debug file
+            return None
+        found = _MARIADB_VERSION.search(self.data, sec.offset, min(sec.offset + sec.size, len(self.data)))
+        return found.group(1).decode("ascii") + "-MariaDB" if found else None
+
     def vaddr_bytes(self, vaddr: int, length: int) -> bytes:
         for sec in self.sections:
             if sec.type == 1 and sec.addr <= vaddr < sec.addr + sec.size:  # SHT_PROGBITS
@@ -124,13 +142,19 @@ class Ident:
     build_id: str | None
     symtab: bool
     debuglink: str | None
+    server_version: str | None = None  # "11.4.5-MariaDB" from a server binary's .rodata
 
 
-def ident(path: Path) -> Ident | None:
-    """Build-id, .symtab presence and debuglink of an ELF file; None when it is missing or not ELF."""
+def ident(path: Path, refused: list[str] | None = None) -> Ident | None:
+    """Build-id, .symtab presence and debuglink of an ELF file; None when it is missing or not ELF (or not
+    read at all: a FIFO, a device, another user's link; then why is appended to ``refused``)."""
     try:
         elf = ElfFile(path)
-        return Ident(elf.build_id(), elf.has_symtab(), elf.debuglink())
+        return Ident(elf.build_id(), elf.has_symtab(), elf.debuglink(), elf.server_version())
+    except Refused as err:
+        if refused is not None:
+            refused.append(str(err))
+        return None
     except (OSError, ValueError, IndexError, struct.error):
         return None
 

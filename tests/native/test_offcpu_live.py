@@ -35,9 +35,15 @@ def waits_run(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("offcpu")
     exe = compile_prog(PROGS / "offcpu_waits.c", tmp / "offcpu_waits", "gcc", "-O1",
                        ("-g", "-fno-omit-frame-pointer", "-pthread"))
-    prog = subprocess.Popen([str(exe), "60", str(tmp / "sync.dat")], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return record_running([str(exe), "60", str(tmp / "sync.dat")], tmp / "run")
+
+
+def record_running(argv: list[str], out_dir, seconds: float = SECONDS):
+    """Start argv, record it with off-CPU stacks for ``seconds``, stop it: (run dir, run, stacks, headers);
+    skips when BPF is not allowed here."""
+    prog = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        out = record(RecordOptions(pids=(prog.pid,), out_dir=tmp / "run", duration=SECONDS, mysql=False, off_cpu=True))
+        out = record(RecordOptions(pids=(prog.pid,), out_dir=out_dir, duration=seconds, mysql=False, off_cpu=True))
     finally:
         prog.kill()
         prog.wait()

@@ -177,3 +177,45 @@ def test_snapshot_groups_identical_threads():
     assert counts == [(1, (1,), (), None), (1, (2,), ("main", "lock"), 12.5), (1, (3,), (), None)]
     same = snapshot.group("start", "t", 1, "server", threads[:2])
     assert [(g.count, g.comms) for g in same.groups] == [(2, {"conn": 2})]
+
+
+# Format 3, lazy mode at 1 ms: 101's long futex waits kept their stacks, its 40 short ones (8 ms in all) and
+# 102's short preemptions (2 ms) are summed without stacks; 104 is still blocked at the end (no kernel
+# stack taken: /proc's, from the end snapshot; its user stack walked by the loader).
+LAZY = OUTPUT.replace("pmuprof-offcpu\t1\n", "pmuprof-offcpu\t3\n").replace(
+    "stopped_by\tSIGINT\n", "stopped_by\tSIGINT\nmode\tlazy\nmin_block_us\t1000\n").replace(
+    "stat\tustack_scanned\t1\n", "stat\tustack_scanned\t1\nstat\tshort\t45\nstat\tlong\t3\n"
+    "short\t100\t101\tS\t40\t8000000\tworker\nshort\t100\t102\tR\t5\t2000000\tworker\n").replace(
+    "open\t100\t104\tD\t1003000000\ta1\t4\n", "open\t100\t104\tD\t1003000000\ta1\t-61\n")
+
+
+def test_lazy_short_blocks_keep_their_time_under_one_frame():
+    out = tool.parse(LAZY.splitlines(True))
+    assert (out.mode, out.min_block_us) == ("lazy", 1000) and out.stats["short"] == 45
+    assert [w for w in out.waits if w.short][-1] == tool.Wait(100, 102, "R", 5, 2_000_000, 0, -1, "worker", short=True)
+    end = {100: {104: ThreadNow(104, "syncer", "D", "io_schedule", ("do_syscall_64", "io_schedule"))}}
+    result = fold(out, {100: "server"}, KernelSymbols(KALLSYMS), UserSymbols(MAPS, fake_funcs), {}, end)
+    s = result.stacks
+    assert s[("server", "[short blocks < 1 ms]", "off-cpu:S")] == 8000
+    assert s[("server", "[short blocks < 1 ms]", "off-cpu:R")] == 2000
+    assert s[("server", "do_work", "__lll_lock_wait", "do_syscall_64_[k]", "io_schedule_[k]", "off-cpu:D")] == 7000
+    assert result.short_us == 10000 and result.total_us == 6000 + 1000 + 2000 + 7000 + 10000
+    assert tool.argv("x", [7], 1, "/o")[-2:] == ["--min-block-us", "1000"]
+
+
+def test_short_blocks_label_grammar():
+    from pmuprof.model.labels import is_unnamed, parse_short_blocks, short_blocks_label
+    assert short_blocks_label(1000) == "[short blocks < 1 ms]" and short_blocks_label(250) == "[short blocks < 250 us]"
+    assert parse_short_blocks("[short blocks < 2 ms]") == 2000 and parse_short_blocks("[short blocks < 250 us]") == 250
+    assert parse_short_blocks("[libc.so.6]") is None and is_unnamed(short_blocks_label(1000))
+
+
+def test_a_thread_blocked_for_the_whole_window_gets_the_stack_the_loader_walked():
+    # 105 never ran during the window: blocked (S) at both snapshots, no start record; the loader walked
+    # its user stack from /proc/TID/syscall's sp and pc at the end ("idle" line)
+    out = tool.parse(LAZY.replace("ustack\ta3\t", "idle\t100\t105\ta1\nustack\ta3\t").splitlines(True))
+    assert out.idle == {(100, 105): 0xA1}
+    start = {100: {105: ThreadNow(105, "idle", "S", "poll", ("do_syscall_64", "do_poll"))}}
+    result = fold(out, {100: "server"}, KernelSymbols(KALLSYMS), UserSymbols(MAPS, fake_funcs), start, start)
+    assert result.stacks[("server", "do_work", "__lll_lock_wait", "do_syscall_64_[k]", "do_poll_[k]", "off-cpu:S")] \
+        == 10000

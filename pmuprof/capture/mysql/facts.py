@@ -6,12 +6,12 @@ import getpass
 import os
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Callable
 
 import pymysql
 import pymysql.cursors
 
+from ... import infile
 from ...model.server import server_family
 from . import parse as mp
 from .procsym import read_process_symbol
@@ -23,6 +23,7 @@ DEFAULT_SOCKETS = ("/run/mysqld/mysqld.sock", "/var/run/mysqld/mysqld.sock", "/v
                    "/tmp/mysql.sock")
 _LOOPBACK = ("127.0.0.1", "::1", "localhost")
 _ERROR_LOG_TAIL = 64 << 20  # bytes of the error log to scan
+_READ_MAX = 64 << 20  # at most this much of a /proc file (net/unix of a busy host: some MiB) or pid file
 
 
 @dataclass(frozen=True)
@@ -77,8 +78,10 @@ def _scrub(text: str, secrets: list[str]) -> str:
 
 
 def _read(path: str) -> str:
+    """A small file (/proc, @@pid_file) as text; "" when missing or not a small regular file (infile)."""
     try:
-        return Path(path).read_text(encoding="utf-8", errors="replace")
+        with infile.opened(path, infile.SMALL_MAX_BYTES) as fh:
+            return fh.read(_READ_MAX).decode("utf-8", "replace")  # /proc files say size 0: bound the read
     except OSError:
         return ""
 
@@ -242,7 +245,7 @@ def _error_log(variables: dict[str, str], pid: int | None, local: bool, missing:
     candidates = [path] + ([f"/proc/{pid}/root{path}"] if pid else [])
     for cand in candidates:
         try:
-            with open(cand, "rb") as fh:
+            with infile.opened(cand, infile.ANY_SIZE) as fh:  # the mysql user may have made it a FIFO
                 fh.seek(max(0, os.fstat(fh.fileno()).st_size - _ERROR_LOG_TAIL))
                 found = mp.scan_error_log(raw.decode("utf-8", "replace") for raw in fh)
             if found["memory_barrier"] is None:
@@ -250,7 +253,7 @@ def _error_log(variables: dict[str, str], pid: int | None, local: bool, missing:
                                "(this server version does not print it, or the log was rotated)")
             return {"path": path, **found}
         except OSError as err:
-            reason = err.strerror or str(err)
+            reason = err.why if isinstance(err, infile.Refused) else err.strerror or str(err)
     missing.append(f"error log {path} unreadable: {reason}")
     return {"path": path, "memory_barrier": None, "line": None, "event_mutexes": None}
 

@@ -6,7 +6,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Mapping
 
-from ...model.labels import KERNEL_SUFFIX, UNKNOWN, clean, process_root, state_label, thread_root
+from ...model.labels import KERNEL_SUFFIX, UNKNOWN, clean, process_root, short_blocks_label, state_label, thread_root
 from ...model.profile import Stack
 from ...tools.native.offcpu import TracerOutput
 from ..target.threads import ThreadNow
@@ -22,6 +22,7 @@ class Folded:
     total_us: int = 0
     before_us: int = 0  # in waits that began before the tracer attached
     threads: int = 0
+    short_us: int = 0  # in blocks under the tracer's threshold (no stacks)
 
 
 def proc_state(letter: str) -> str:
@@ -34,6 +35,7 @@ class _Builder:
         self.roots, self.kernel, self.user, self.per_thread = roots, kernel, user, per_thread
         self.ns: Counter = Counter()
         self.before_ns = 0
+        self.short_ns = 0
         self.tids: set[tuple[int, int]] = set()
 
     def head(self, tgid: int, tid: int, comm: str) -> tuple[str, ...]:
@@ -53,25 +55,33 @@ class _Builder:
 def fold(out: TracerOutput, roots: Mapping[int, str], kernel: KernelSymbols, user: UserSymbols,
          start: Threads, end: Threads, per_thread_roots: bool = False) -> Folded:
     """Every off-CPU nanosecond the tracer saw, plus the waits /proc showed that spanned its whole window."""
-    user.resolve((w.tgid, a) for w in (*out.waits, *out.open) for a in lookup_addresses(out.ustack(w.ustack)))
+    user.resolve([(w.tgid, a) for w in (*out.waits, *out.open) for a in lookup_addresses(out.ustack(w.ustack))]
+                 + [(tgid, a) for (tgid, _), h in out.idle.items() for a in lookup_addresses(out.ustack(h))])
     b = _Builder(roots, kernel, user, per_thread_roots)
     comms = {(w.tgid, w.tid): w.comm for w in out.waits}
     for w in out.waits:
         head = b.head(w.tgid, w.tid, w.comm)
-        if w.state == "B":  # off the CPU when the tracer attached: /proc's start view of it
-            before = start.get(w.tgid, {}).get(w.tid)
-            b.add(head, (UNKNOWN,), _proc_kernel(before), proc_state(before.state) if before else "?", w.ns,
-                  (w.tgid, w.tid), before=True)
+        if w.short:  # under the threshold: no stacks, the time kept whole
+            b.add(head, (short_blocks_label(out.min_block_us),), (), w.state, w.ns, (w.tgid, w.tid))
+            b.short_ns += w.ns
+            continue
+        if w.state == "B":  # off the CPU when the tracer attached: /proc's start view of it (its state; its
+            before = start.get(w.tgid, {}).get(w.tid)  # stacks too, unless lazy mode took them when it came back)
+            kframes = kernel.frames(out.stack(w.kstack)) if w.kstack >= 0 else _proc_kernel(before)
+            b.add(head, user.frames(w.tgid, out.ustack(w.ustack)) or (UNKNOWN,), kframes,
+                  proc_state(before.state) if before else "?", w.ns, (w.tgid, w.tid), before=True)
             continue
         b.add(head, user.frames(w.tgid, out.ustack(w.ustack)), kernel.frames(out.stack(w.kstack)), w.state, w.ns,
               (w.tgid, w.tid))
     for o in out.open:  # still off the CPU at the end: count up to the end
         comm = comms.get((o.tgid, o.tid)) or _comm(end, start, o.tgid, o.tid)
-        b.add(b.head(o.tgid, o.tid, comm), user.frames(o.tgid, out.ustack(o.ustack)),
-              kernel.frames(out.stack(o.kstack)), o.state, out.end_ns - max(o.since_ns, out.t0_ns), (o.tgid, o.tid))
+        # lazy mode took no kernel stack for it: /proc's at the end (the thread has not run since)
+        kframes = kernel.frames(out.stack(o.kstack)) if o.kstack >= 0 else _proc_kernel(end.get(o.tgid, {}).get(o.tid))
+        b.add(b.head(o.tgid, o.tid, comm), user.frames(o.tgid, out.ustack(o.ustack)), kframes,
+              o.state, out.end_ns - max(o.since_ns, out.t0_ns), (o.tgid, o.tid))
     _whole_window(b, out, start, end)
     stacks = {s: ns // 1000 for s, ns in b.ns.items() if ns >= 1000}
-    return Folded(stacks, sum(stacks.values()), b.before_ns // 1000, len(b.tids))
+    return Folded(stacks, sum(stacks.values()), b.before_ns // 1000, len(b.tids), b.short_ns // 1000)
 
 
 def _whole_window(b: _Builder, out: TracerOutput, start: Threads, end: Threads) -> None:
@@ -82,7 +92,8 @@ def _whole_window(b: _Builder, out: TracerOutput, start: Threads, end: Threads) 
             later = end.get(tgid, {}).get(tid)
             if (tgid, tid) in seen or t.state not in BLOCKED or later is None or later.state not in BLOCKED:
                 continue
-            b.add(b.head(tgid, tid, t.comm), (UNKNOWN,), _proc_kernel(t), proc_state(t.state),
+            walked = b.user.frames(tgid, out.ustack(out.idle.get((tgid, tid), 0)))  # by the loader at the end
+            b.add(b.head(tgid, tid, t.comm), walked or (UNKNOWN,), _proc_kernel(t), proc_state(t.state),
                   out.end_ns - out.t0_ns, (tgid, tid), before=True)
 
 

@@ -37,7 +37,10 @@ def group(when: str, at: str, pid: int, label: str, threads: Sequence[ThreadNow]
 
 
 def bpf_user_stacks(out: TracerOutput, symbols: UserSymbols, tgid: int) -> dict[int, tuple[tuple[str, ...], float]]:
-    """tid -> (user frames of its last switch-out, ms off the CPU) for threads still off the CPU at the end."""
-    return {o.tid: (symbols.frames(tgid, out.ustack(o.ustack)), (out.end_ns - o.since_ns) / 1e6)
-            for o in out.open if o.tgid == tgid and out.ustack(o.ustack)}
+    """tid -> (user frames of its last switch-out, ms off the CPU) for threads still off the CPU at the end; for
+    those blocked all along (walked by the loader at the end), the window's length: at least that long."""
+    stacks = {tid: (symbols.frames(tgid, out.ustack(h)), (out.end_ns - out.t0_ns) / 1e6)
+              for (pid, tid), h in out.idle.items() if pid == tgid and out.ustack(h)}
+    return stacks | {o.tid: (symbols.frames(tgid, out.ustack(o.ustack)), (out.end_ns - o.since_ns) / 1e6)
+                     for o in out.open if o.tgid == tgid and out.ustack(o.ustack)}
 

@@ -7,7 +7,8 @@ from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
 MAX_TARGETS = 16  # native/offcpu/offcpu.h OFFCPU_MAX_TARGETS
-FORMATS = ("1", "2")  # 2: ustack lines say how many callers the CFI unwinder recovered
+FORMATS = ("1", "2", "3")  # 2: ustack lines say how many callers the CFI unwinder recovered; 3: lazy mode
+DEFAULT_MIN_BLOCK_US = 1000  # native/offcpu/offcpu.h OFFCPU_DEFAULT_MIN_BLOCK_US (benchmarks/RESULTS.md)
 
 
 @dataclass(frozen=True)
@@ -17,6 +18,7 @@ class Limits:
     threads: int = 16384
     entries: int = 16384
     stacks: int = 8192
+    min_block_us: int = DEFAULT_MIN_BLOCK_US  # lazy mode: shorter blocks are summed without stacks
 
 
 @dataclass(frozen=True)
@@ -31,6 +33,7 @@ class Wait:
     ustack: int  # user stack hash (key of ``ustacks``); 0: none
     kstack: int  # kernel stack id; below 0: -errno, not stored
     comm: str
+    short: bool = False  # blocks under the tracer's min_block_us, summed without stacks
 
 
 @dataclass(frozen=True)
@@ -59,6 +62,10 @@ class TracerOutput:
     scanned: frozenset[int] = frozenset()  # user stacks whose frame chain was found by scanning above sp
     # user stacks -> how many return addresses after the leaf the CFI unwinder put back (format 2)
     recovered: Mapping[int, int] = field(default_factory=dict)
+    mode: str = "eager"  # format 3: "lazy" (stacks at switch-in, blocks of min_block_us or more) or "eager"
+    min_block_us: int = 0
+    # format 3: (tgid, tid) -> user stack hash of threads blocked for the whole window (walked at the end)
+    idle: Mapping[tuple[int, int], int] = field(default_factory=dict)
 
     def stack(self, stack_id: int) -> tuple[int, ...]:
         """A kernel stack's addresses (() when it was not stored)."""
@@ -77,7 +84,8 @@ def argv(binary: Path | str, pids: Sequence[int], duration_s: float, out: Path, 
     for pid in pids:
         args += ["--pid", str(int(pid))]
     return args + ["--duration", f"{duration_s:g}", "--out", str(out), "--threads", str(limits.threads),
-                   "--entries", str(limits.entries), "--stacks", str(limits.stacks)]
+                   "--entries", str(limits.entries), "--stacks", str(limits.stacks),
+                   "--min-block-us", str(limits.min_block_us)]
 
 
 def parse(lines: Iterable[str]) -> TracerOutput:
@@ -91,6 +99,7 @@ def parse(lines: Iterable[str]) -> TracerOutput:
     ustacks: dict[int, tuple[int, ...]] = {}
     scanned: set[int] = set()
     recovered: dict[int, int] = {}
+    idle: dict[tuple[int, int], int] = {}
     for n, raw in enumerate(lines, 1):
         parts = raw.rstrip("\n").split("\t")
         kind = parts[0]
@@ -99,6 +108,11 @@ def parse(lines: Iterable[str]) -> TracerOutput:
         if kind == "wait" and len(parts) >= 9:
             waits.append(Wait(int(parts[1]), int(parts[2]), parts[3], int(parts[4]), int(parts[5]), int(parts[6], 16),
                               int(parts[7]), "\t".join(parts[8:])))
+        elif kind == "short" and len(parts) >= 7:
+            waits.append(Wait(int(parts[1]), int(parts[2]), parts[3], int(parts[4]), int(parts[5]), 0, -1,
+                              "\t".join(parts[6:]), short=True))
+        elif kind == "idle" and len(parts) == 4:
+            idle[(int(parts[1]), int(parts[2]))] = int(parts[3], 16)
         elif kind == "open" and len(parts) == 7:
             opens.append(Open(int(parts[1]), int(parts[2]), parts[3], int(parts[4]), int(parts[5], 16), int(parts[6])))
         elif kind == "stack" and len(parts) == 3:
@@ -118,7 +132,8 @@ def parse(lines: Iterable[str]) -> TracerOutput:
     if "pmuprof-offcpu" not in head:
         raise ValueError("empty pmuprof-offcpu output")
     return TracerOutput(int(head.get("t0_ns", 0)), int(head.get("end_ns", 0)), head.get("stopped_by", ""), limits,
-                        stats, tuple(waits), tuple(opens), stacks, ustacks, frozenset(scanned), recovered)
+                        stats, tuple(waits), tuple(opens), stacks, ustacks, frozenset(scanned), recovered,
+                        head.get("mode", "eager"), int(head.get("min_block_us", 0)), idle)
 
 
 def _addresses(text: str) -> tuple[int, ...]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Iterable
 
@@ -13,10 +13,12 @@ from ...errors import PmuprofError
 from ...model.perfscript import FoldResult
 from ...paths import native_path
 from .. import proc as proc_tools
+from ..perf.repair import corrupt_header
 from .fold import SCRIPT_MAX_S, STACKS_BIN, FoldError, _first_line, _result, fold_argv
 
 UNSUPPORTED = 3  # the file needs something only perf script does (DWARF unwinding, kcore, modules, ...)
 CORRUPT = 4      # truncated or corrupt: perf script may still read part of it
+BAD_HEADER = 5   # a header no file can match: perf script loops on it, so it is not tried
 
 
 class PerfdataFallback(PmuprofError):
@@ -74,7 +76,8 @@ def fold_perf_data_native(data: Path, pids: Iterable[int] = (), comms: Iterable[
     """What ``perf script -F comm,pid,tid,ip,sym,symoff,dso --no-inline [--pid=...] | pmuprof-fold`` gives,
     plus (``inline``) the calls DWARF says are inlined at each user frame, which perf script leaves out.
 
-    Raises PerfdataFallback when the binary is missing or declines the file, FoldError when it fails.
+    Raises PerfdataFallback when the binary is missing or declines the file, InputError when its header
+    proves it corrupt (nothing else is to try it), FoldError when it fails.
     """
     binary = binary or perfdata_path()
     if binary is None:
@@ -85,14 +88,26 @@ def fold_perf_data_native(data: Path, pids: Iterable[int] = (), comms: Iterable[
                              Path(tmp) / STACKS_BIN, timed, inline)
         with open(Path(tmp) / "stacks.folded", "w+b") as out, open(Path(tmp) / "err", "w+b") as err:
             proc = _run_watched(argv, out, err)
-            if proc.returncode in (UNSUPPORTED, CORRUPT):
+            if proc.returncode in (UNSUPPORTED, CORRUPT, BAD_HEADER):
                 err.seek(0)
-                raise PerfdataFallback(_first_line(err.read()), proc.returncode)
+                reason = _first_line(err.read())
+                if proc.returncode == BAD_HEADER:
+                    raise corrupt_header(Path(data), reason.removeprefix("pmuprof-perfdata: error: "))
+                raise PerfdataFallback(reason, proc.returncode)
             result = _result(proc.returncode, out, err, meta)
+            err.seek(0)
+            result = replace(result, notes=_warnings(err.read()))
         extra = json.loads(meta.read_text(encoding="utf-8"))
     return PerfdataFold(result=result, dsos=tuple(DsoSymbols(**d) for d in extra.get("dsos", [])),
                         samples=extra.get("perf_data", {}).get("samples", 0),
                         lost=extra.get("perf_data", {}).get("lost", 0))
+
+
+def _warnings(raw: bytes) -> tuple[str, ...]:
+    """The reader's "pmuprof-perfdata: warning: ..." lines (files it would not read), without the prefix."""
+    prefix = "pmuprof-perfdata: warning: "
+    text = raw.decode("utf-8", "backslashreplace")
+    return tuple(dict.fromkeys(ln[len(prefix):][:300] for ln in text.splitlines() if ln.startswith(prefix)))[:20]
 
 
 def _run_watched(argv: list[str], out, err) -> subprocess.Popen:
@@ -111,5 +126,5 @@ def _run_watched(argv: list[str], out, err) -> subprocess.Popen:
     return proc
 
 
-__all__ = ["CORRUPT", "UNSUPPORTED", "DsoSymbols", "FoldError", "PerfdataFallback", "PerfdataFold",
+__all__ = ["BAD_HEADER", "CORRUPT", "UNSUPPORTED", "DsoSymbols", "FoldError", "PerfdataFallback", "PerfdataFold",
            "fold_perf_data_native", "perfdata_argv", "perfdata_path"]

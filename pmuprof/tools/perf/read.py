@@ -13,7 +13,7 @@ from ...packages import apt_install
 from .. import proc
 from ..native.fold import fold_perf_script_process
 from ..native.perfdata import PerfdataFallback, fold_perf_data_native, perfdata_argv, perfdata_path
-from . import argv as perfcmd, parse as perfparse
+from . import argv as perfcmd, parse as perfparse, repair
 
 TIMEOUT_S = 120  # evlist, header and buildid-list read only the file's header
 
@@ -110,6 +110,9 @@ def fold_perf_data(perf: str, data: Path, pids: tuple[int, ...] = (), comms: tup
                                              timed=timed)
         except PerfdataFallback:
             pass
+    why = repair.impossible_header(data)  # checked here too: with --symfs or no native reader, perf script
+    if why:                                # is the only reader, and it loops on such a header
+        raise repair.corrupt_header(data, why)
     argv = perfcmd.script_argv(perf, data, pids, symfs=symfs, timed=timed)
     return fold_perf_script_process(argv, pids=pids, comms=comms, per_thread=per_thread, names=names,
                                     raw_unknown=True), argv

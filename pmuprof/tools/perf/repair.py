@@ -6,9 +6,33 @@ import os
 import struct
 from pathlib import Path
 
+from ...errors import InputError
+
 MAGIC = b"PERFILE2"
 _DATA_SECTION = 40  # perf_file_header: magic, size, attr_size, attrs{offset,size}, data{offset,size}
 _HEADER = struct.Struct("<QQ")
+
+
+def impossible_header(path: Path) -> str:
+    """Why no file can match this perf.data's header ("" when it could): a data section ending past 2^64
+    bytes, on which perf 6.1's perf script loops at full CPU instead of failing (pmuprof-perfdata's exit 5)."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(_DATA_SECTION + _HEADER.size)
+    except OSError:
+        return ""
+    if len(head) < _DATA_SECTION + _HEADER.size or not head.startswith(MAGIC):
+        return ""
+    offset, size = _HEADER.unpack_from(head, _DATA_SECTION)
+    if offset + size < 2**64:
+        return ""
+    return f"corrupt header: a data section of {size} bytes at offset {offset} would end past 2^64 bytes"
+
+
+def corrupt_header(path: Path, why: str) -> InputError:
+    """The one line for a perf.data no reader is to try (perf script would loop on it)."""
+    return InputError(f"{path}: not a usable perf.data: {why}",
+                      "re-record it (perf script is not tried: it loops on such a header)")
 
 
 def unfinished_size(path: Path) -> int:
