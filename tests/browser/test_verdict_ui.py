@@ -9,7 +9,6 @@ from typing import Iterator
 import pytest
 from cdp import Browser
 
-from pmuprof.findings.diagnosis import Diagnosis
 from pmuprof.findings.engine import diagnose
 from pmuprof.report import write_outputs
 from rules.conftest import FIXTURES, load_fixture

@@ -13,7 +13,8 @@ from pmuprof.errors import RuleError
 from pmuprof.findings import kinds
 from pmuprof.findings.docs import WRITING_RULES, rule_markdown
 from pmuprof.findings.engine import evaluate
-from pmuprof.findings.kinds.base import Env, Evidence, Kind, SpecCtx
+from pmuprof.findings.evidence import Evidence
+from pmuprof.findings.kinds.base import Env, Kind, SpecCtx
 from pmuprof.findings.loader import load_rule
 from pmuprof.findings.model import Declared
 from pmuprof.model.profile import Profile

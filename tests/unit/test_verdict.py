@@ -6,7 +6,6 @@ import json
 
 from rules.conftest import FIXTURES, load_fixture
 
-from pmuprof.findings.diagnosis import Diagnosis
 from pmuprof.findings.engine import diagnose
 from pmuprof.findings.model import Declared, Finding
 from pmuprof.report import build_payload, write_outputs

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Mapping, Protocol
 
-from ..evidence import Evidence, Fact
+from ..evidence import Fact
 from ..facts import number as as_number
 
 if TYPE_CHECKING:

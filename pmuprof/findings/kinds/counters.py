@@ -6,7 +6,8 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from ...model.counters import ratio
-from .base import Env, Evidence, Kind, SpecCtx, fact, number
+from ..evidence import Evidence
+from .base import Env, Kind, SpecCtx, fact, number
 
 
 @dataclass(frozen=True, eq=False)

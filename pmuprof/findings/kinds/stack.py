@@ -8,7 +8,8 @@ from typing import Any, Mapping
 import numpy as np
 
 from ..stackmatch import STACKS, match_stack
-from .base import Env, Evidence, Kind, SpecCtx, stack_words
+from ..evidence import Evidence
+from .base import Env, Kind, SpecCtx, stack_words
 
 STACK_KEYS = ("self", "inclusive", "inside", "not_inside", "leaf", "leaf_not")
 
