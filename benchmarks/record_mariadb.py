@@ -10,6 +10,7 @@ plus a warm-up, and records every CPU with call graphs:
 ``perf record -a -g -F FREQ -o OUT_DIR/perf.data -- sleep SECONDS``. ``--spin-wait-delay N`` sets
 ``innodb_spin_wait_delay`` before the load (more latch spin). ``--call-graph dwarf`` records DWARF
 chains instead of frame pointers (perf's own inline expansion needs them; keep --seconds short).
+benchmarks/fix_ksymbol.py then repairs over-long KSYMBOL records (other tools' BPF programs) in place.
 OUT_DIR/info.json says what ran.
 """
 
@@ -24,7 +25,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
+sys.path.insert(0, str(REPO / "benchmarks"))
 
+import fix_ksymbol  # noqa: E402
 import mariadb as mdb  # noqa: E402
 
 
@@ -54,9 +57,11 @@ def main() -> int:
         argv = ["perf", "record", "-a", *graph, "--no-bpf-event", "-F", str(args.freq), "-o", str(args.out / "perf.data"),
                 "--", "sleep", str(args.seconds)]
         rec = subprocess.run(argv, capture_output=True, text=True)
+        fixed = fix_ksymbol.fix(str(args.out / "perf.data"))  # BPF tools run beside: see fix_ksymbol.py
         result = load.wait()
         load.stop()
         info = {"server": args.server, "innodb_spin_wait_delay": args.spin_wait_delay, "server_pid": server.pid, "perf_record": argv, "perf_stderr": rec.stderr.strip().splitlines()[-2:],
+                "ksymbol_records_fixed": fixed,
                 "sysbench": {"test": "oltp_read_write", "threads": 16, "tables": 4, "table_size": 100000,
                              "tps": result.tps, "p95_ms": result.p95_ms},
                 "loadavg_end": open("/proc/loadavg").read().split()[:3]}
