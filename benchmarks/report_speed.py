@@ -5,9 +5,13 @@ Usage (from the repository root, as root, after `make -C native`):
     python3 benchmarks/report_speed.py --data REF/perf.data --comm fgen --comm python3 --rounds 5
     python3 benchmarks/report_speed.py --data MDB/perf.data --comm mariadbd --rounds 5
     python3 benchmarks/report_speed.py --folded 1m.folded --rounds 3
+    python3 benchmarks/report_speed.py --data M114/perf.data --comm mariadbd --rounds 5 --inline-cost
 
 Inputs: the reference (../shared/bench/record.sh 240 REF), a real MariaDB capture
 (benchmarks/record_mariadb.py MDB) and an N-distinct-stack folded file (benchmarks/gen_folded.py).
+--inline-cost runs the pipelines that price DWARF inline frames instead: the floor, the same with the
+fields pmuprof-perfdata reproduces (`-F ...,sym,symoff,dso --no-inline`), the report (inline frames on,
+the default) and the report with them off (PMUPROF_NO_INLINE=1).
 Every process runs under `/usr/bin/time -f "%e %U %S %M"`: a pipeline's wall time is measured
 around all its steps, its CPU is the sum over its processes, its peak RSS is the largest process.
 Each round runs every pipeline once, in turn, so a drift in the machine's speed hits them alike;
@@ -32,6 +36,7 @@ REPO = Path(__file__).resolve().parent.parent
 WORK = Path(os.environ.get("PMUPROF_BENCH_DIR", "/tmp/pmuprof-bench"))
 TIME = "/usr/bin/time"
 FLOOR_FIELDS = "comm,pid,tid,time,ip,sym"  # the floor, as ../shared/bench/README.md defines it
+READER_FIELDS = "comm,pid,tid,time,ip,sym,symoff,dso"  # what pmuprof-perfdata writes (perfdata.py)
 
 
 def timed(cmd: str, tag: str, tmp: Path) -> str:
@@ -55,6 +60,21 @@ def perf_data_pipelines(data: Path, comms: list[str], out: Path, tmp: Path) -> d
             f"> {out / 'inferno.folded'}",
             f"{timed('inferno-flamegraph', 'infg', tmp)} < {out / 'inferno.folded'} > {out / 'inferno.svg'}"]
     return steps
+
+
+def inline_pipelines(data: Path, comms: list[str], out: Path, tmp: Path) -> dict[str, list[str]]:
+    d = shlex.quote(str(data))
+    py = shlex.quote(sys.executable)
+    sel = " ".join(f"--comm {shlex.quote(c)}" for c in comms)
+    return {
+        f"perf script -F {FLOOR_FIELDS} > /dev/null": [f"{timed(f'perf script -i {d} -F {FLOOR_FIELDS}', 'ps', tmp)} > /dev/null"],
+        f"perf script -F {READER_FIELDS} --no-inline > /dev/null": [
+            f"{timed(f'perf script -i {d} -F {READER_FIELDS} --no-inline', 'psr', tmp)} > /dev/null"],
+        "pmuprof report perf.data (inline frames, the default)": [
+            timed(f"{py} -m pmuprof report {d} {sel} -o {out / 'r'} --force", "rep", tmp)],
+        "pmuprof report perf.data (PMUPROF_NO_INLINE=1)": [
+            "PMUPROF_NO_INLINE=1 " + timed(f"{py} -m pmuprof report {d} {sel} -o {out / 'rn'} --force", "repn", tmp)],
+    }
 
 
 def folded_pipelines(folded: Path, out: Path, tmp: Path) -> dict[str, list[str]]:
@@ -142,6 +162,7 @@ def main() -> None:
     ap.add_argument("--comm", action="append", default=[], help="the processes pmuprof reports (perf.data)")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--json", type=Path, help="write the rounds and the table here")
+    ap.add_argument("--inline-cost", action="store_true", help="perf.data: price inline frames (see above)")
     args = ap.parse_args()
     if not (REPO / "native" / "build" / "pmuprof-fold").is_file():
         raise SystemExit("the native tools are not built: make -C native")
@@ -149,7 +170,11 @@ def main() -> None:
     out = Path(tempfile.mkdtemp(prefix="report-speed-", dir=WORK))
     tmp = out / "times"
     tmp.mkdir()
-    steps = perf_data_pipelines(args.data, args.comm, out, tmp) if args.data else folded_pipelines(args.folded, out, tmp)
+    if args.data:
+        pipelines = inline_pipelines if args.inline_cost else perf_data_pipelines
+        steps = pipelines(args.data, args.comm, out, tmp)
+    else:
+        steps = folded_pipelines(args.folded, out, tmp)
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     info = input_facts(args.data, args.folded)
     info["loadavg_start"] = open("/proc/loadavg").read().split()[:3]

@@ -124,6 +124,8 @@ static int write_meta(const char *path, folder_t *f, const reader_t *r)
     int rc = buf_append(&b, text, len - 2) || meta_dsos(r, &b) || buf_append(&b, ", \"perf_data\": {", 16) ||
              buf_append(&b, "\"samples\": ", 11) || buf_put_u64(&b, r->samples) ||
              buf_append(&b, ", \"lost\": ", 10) || buf_put_u64(&b, r->lost) ||
+             buf_append(&b, ", \"inline_addresses\": ", 22) || buf_put_u64(&b, r->inline_addrs) ||
+             buf_append(&b, ", \"inline_frames\": ", 19) || buf_put_u64(&b, r->inlined) ||
              buf_append(&b, ", \"hostname\": ", 14) || put_str(&b, pf->hostname) ||
              buf_append(&b, ", \"osrelease\": ", 15) || put_str(&b, pf->osrelease) ||
              buf_append(&b, ", \"cmdline\": ", 13) || put_str(&b, pf->cmdline) ||

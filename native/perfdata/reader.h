@@ -41,6 +41,7 @@ typedef struct {
     int with_time;         /* --time: perf script's -F ...,time,...: each header has the sample's time */
     int inline_frames;     /* --inline: user frames expand into their DWARF inline chains */
     uint64_t inlined;      /* inlined frames made (distinct addresses) */
+    uint64_t inline_addrs; /* distinct user addresses looked up in a DWARF index */
 } reader_t;
 
 int reader_init(reader_t *r, pd_file_t *file, folder_t *fold, const int32_t *pids, size_t npids);

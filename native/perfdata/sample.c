@@ -41,6 +41,8 @@ static int slots_grow(reader_t *r)
     if (!s)
         return -ENOMEM;
     for (size_t i = 0; i < r->nframes; i++) {
+        if (r->frames[i].gen == UINT64_MAX) /* not in the table: inlined frames, uncached answers */
+            continue;
         size_t j = frame_hash(r->frames[i].gen, r->frames[i].ip) & (ns - 1);
         while (s[j])
             j = (j + 1) & (ns - 1);
@@ -203,6 +205,7 @@ static int inline_frames(reader_t *r, const map_t *map, int32_t sym, uint64_t ad
         r->nframes++;
     }
     r->inlined += n > 0 ? (uint64_t)n : 0;
+    r->inline_addrs += x != NULL;
     return n;
 }
 

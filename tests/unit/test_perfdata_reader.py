@@ -79,3 +79,22 @@ def test_a_hung_reader_is_stopped_in_bounded_time(tmp_path, monkeypatch):
     with pytest.raises(FoldError, match="used no CPU"):
         perfdata_reader.fold_perf_data_native(tmp_path / "perf.data", binary=exe)
     assert time.monotonic() - t0 < 10
+
+
+@pytest.mark.parametrize(("env", "inline"), [(None, True), ("0", True), ("1", False)])
+def test_pmuprof_no_inline_drops_the_inline_option(tmp_path, monkeypatch, env, inline):
+    from pmuprof.tools.perf import read as perfread
+    meta = {"kept": 1, "filtered": 0, "bad_lines": 0, "truncated": False, "pid_known": True, "names": {},
+            "events": {}, "leaves": [], "dsos": [], "perf_data": {"samples": 1, "lost": 0}}
+    body = (f'echo "$@" > {tmp_path / "argv"}\n'
+            'while [ "$1" != --meta ]; do shift; done\n'
+            f"cat > \"$2\" <<'EOF'\n{json.dumps(meta)}\nEOF\n"
+            "printf 'mariadbd;main 1\\n'\n")
+    monkeypatch.setenv("PMUPROF_PERFDATA", str(_fake(tmp_path, body)))
+    if env is None:
+        monkeypatch.delenv("PMUPROF_NO_INLINE", raising=False)
+    else:
+        monkeypatch.setenv("PMUPROF_NO_INLINE", env)
+    result, argv = perfread.fold_perf_data("perf", tmp_path / "perf.data")
+    assert result.stacks == {("mariadbd", "main"): 1}
+    assert ("--inline" in (tmp_path / "argv").read_text().split()) is inline and ("--inline" in argv) is inline

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -100,14 +101,17 @@ def fold_perf_data(perf: str, data: Path, pids: tuple[int, ...] = (), comms: tup
     pipe-mode files, --symfs, kernel modules without kcore, ...) or is not built, perf script does it.
     Returns (result, argv used). Process filtering is left to the folder (perf's --comms would
     drop renamed threads). ``timed`` (the file has sample times): the result's sample table gets seconds.
+    User frames of binaries with DWARF expand into their inline chains (the native reader's --inline)
+    unless ``PMUPROF_NO_INLINE=1`` is set (benchmarks/RESULTS.md measures what the expansion costs).
     """
     native = perfdata_path() if symfs is None else None
     if native is not None:
+        inline = os.environ.get("PMUPROF_NO_INLINE", "") in ("", "0")
         try:
             got = fold_perf_data_native(data, pids, comms, per_thread, names, raw_unknown=True, binary=native,
-                                        timed=timed)
+                                        timed=timed, inline=inline)
             return got.result, perfdata_argv(native, data, Path("meta.json"), pids, comms, per_thread, names, True,
-                                             timed=timed)
+                                             timed=timed, inline=inline)
         except PerfdataFallback:
             pass
     why = repair.impossible_header(data)  # checked here too: with --symfs or no native reader, perf script
