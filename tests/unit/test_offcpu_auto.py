@@ -25,6 +25,8 @@ def test_auto_runs_the_tracer_only_where_it_runs_and_is_cheap(monkeypatch, tmp_p
     monkeypatch.setattr(tracer, "cheap_here", lambda: True)
     on = tracer.plan(tmp_path, pids, {pids[0]: "me"}, 5.0, None)
     assert on.requested and on.argv[0] == "/x/pmuprof-offcpu" and "--min-block-us" in on.argv
+    assert "--eager" not in on.argv  # the default: lazy, stacks for blocks of 1 ms or more
+    assert "--eager" in tracer.plan(tmp_path, pids, {}, 5.0, True).argv  # --off-cpu: every block's stacks
     monkeypatch.setattr(tracer, "cheap_here", lambda: False)  # eager mode only: ~3 us per switch
     assert not tracer.plan(tmp_path, pids, {}, 5.0, None).requested
     assert tracer.plan(tmp_path, pids, {}, 5.0, True).argv  # asked for: runs anyway

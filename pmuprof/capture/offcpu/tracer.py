@@ -75,7 +75,10 @@ def plan(out_dir: Path, pids: Sequence[int], roots: Mapping[int, str], duration_
          requested: bool | None) -> Plan:
     """The tracer's argv (or why not) and the /proc snapshot of every target's threads at the start.
     ``requested`` None (capture's default): on only where it runs and is cheap (root, built, BTF, lazy
-    mode); elsewhere off without a warning (the report's first screen says when the server mostly waited)."""
+    mode: stacks for blocks of 1 ms or more); elsewhere off without a warning (the report's first screen
+    says when the server mostly waited). True (``--off-cpu``, asked for): every block with its stacks,
+    taken at switch-out (eager: exact shares of short waits too, ~3 us a switch)."""
+    eager = bool(requested)
     if requested is None:
         requested = not unavailable(pids)[0] and cheap_here()
     if not requested:
@@ -83,7 +86,7 @@ def plan(out_dir: Path, pids: Sequence[int], roots: Mapping[int, str], duration_
     start = {pid: {t.tid: t for t in proc_threads.snapshot(pid)} for pid in pids}
     why, fix = unavailable(pids)
     argv = () if why else tuple(tool.argv(offcpu_path(), pids, duration_s + START_SLACK_S,
-                                          out_dir / rundir.OFFCPU_RAW))
+                                          out_dir / rundir.OFFCPU_RAW, eager=eager))
     return Plan(True, tuple(pids), dict(roots), argv, why, fix, start, snapshot.utc_now(), _maps(pids))
 
 

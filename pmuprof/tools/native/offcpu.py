@@ -76,8 +76,11 @@ class TracerOutput:
         return self.ustacks.get(stack_hash, ())
 
 
-def argv(binary: Path | str, pids: Sequence[int], duration_s: float, out: Path, limits: Limits = Limits()) -> list[str]:
-    """The tracer's command line (at most MAX_TARGETS pids; duration is its own hard bound)."""
+def argv(binary: Path | str, pids: Sequence[int], duration_s: float, out: Path, limits: Limits = Limits(),
+         eager: bool = False) -> list[str]:
+    """The tracer's command line (at most MAX_TARGETS pids; duration is its own hard bound). ``eager``:
+    stacks for every block, taken at switch-out (exact, ~3 us a switch); else lazy where the kernel allows
+    (stacks for blocks of ``limits.min_block_us`` or more, taken at switch-in)."""
     if not pids or len(pids) > MAX_TARGETS:
         raise ValueError(f"pmuprof-offcpu traces 1..{MAX_TARGETS} processes, not {len(pids)}")
     args = [str(binary)]
@@ -85,7 +88,7 @@ def argv(binary: Path | str, pids: Sequence[int], duration_s: float, out: Path, 
         args += ["--pid", str(int(pid))]
     return args + ["--duration", f"{duration_s:g}", "--out", str(out), "--threads", str(limits.threads),
                    "--entries", str(limits.entries), "--stacks", str(limits.stacks),
-                   "--min-block-us", str(limits.min_block_us)]
+                   "--min-block-us", str(limits.min_block_us)] + (["--eager"] if eager else [])
 
 
 def parse(lines: Iterable[str]) -> TracerOutput:
