@@ -177,7 +177,7 @@ class Attributor:
         """(latch id or "unidentified", mode) for a classified wait."""
         if wait.latch:
             return wait.latch, wait.mode
-        found = self.acquired(wait.acquirer) if wait.acquirer else ()
+        found = self._acquired_through_inlines(wait)
         # the machinery says what kind of latch is waited for: an acquirer's latch of another kind is a
         # neighbour (buf_flush_page holds buf_pool->mutex, but spins on the page's rw-lock)
         fitting = [f for f in found if not wait.types or f[1] in wait.types]
@@ -190,6 +190,20 @@ class Attributor:
             return UNIDENTIFIED, wait.mode
         mode = wait.mode or next((m for lat, _, m in fitting if m), "")
         return ALTERNATIVES.join(ids), mode  # an acquirer that takes several latches of one type: say so
+
+
+    def _acquired_through_inlines(self, wait: Wait) -> tuple[tuple[Latch, str, str], ...]:
+        """The acquirer's latches; an inlined helper the table does not list (btr_search_s_lock_[i] in
+        10.2.11) stands for the functions it is inlined into, up to the first real frame."""
+        if not wait.acquirer:
+            return ()
+        found = self.acquired(wait.acquirer)
+        frame = wait.acquirer
+        for caller in wait.callers:
+            if found or not is_inlined(frame):
+                break
+            found, frame = self.acquired(caller), caller
+        return found
 
 
 def _first_hit(masks: list[np.ndarray], n: int) -> np.ndarray:
