@@ -66,7 +66,8 @@ def test_cli_fires_once_under_load_and_cooldown_holds(mariadb: mdb.MariaDB, tmp_
         load = mdb.SysbenchLoad(mariadb, seconds=300, test="oltp_read_only", threads=LOAD_THREADS)
         _wait_for(lambda: any("trigger" in (read_json(r / RUN_JSON) or {}) for r in _runs(base)), 120,
                   "the capture to finish", log)
-        _wait_for(lambda: log.read_text().count("cooling down") >= 4, 20, "polls during the cooldown", log)
+        # a loaded host (or off-CPU stacks, on by default) can keep the capture busy past its report line
+        _wait_for(lambda: log.read_text().count("cooling down") >= 4, 90, "polls during the cooldown", log)
         assert load.proc.poll() is None, "the load must still run: the condition still holds"
         proc.send_signal(signal.SIGINT)
         proc.wait(timeout=20)
