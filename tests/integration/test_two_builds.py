@@ -100,4 +100,6 @@ def test_each_server_gets_its_own_binary(two_servers, tmp_path):
     _assert_own_binary(tmp_path / "m114", m_path, m_id, deb_path)
     truth, ours = shares["debian-pt"], shares["debian"]
     assert truth >= 0.05, shares  # writers at delay 200 spin
-    assert abs(ours - truth) <= max(0.08, 0.35 * truth), shares  # two captures seconds apart: noise only
+    # Two captures seconds apart on a busy 2-core host: the share drifts (seen 0.334 vs 0.268, 0.270 vs
+    # 0.172). The bug this guards against gave 0.0 against 0.33: the bound only has to tell that apart.
+    assert ours >= 0.5 * truth and abs(ours - truth) <= max(0.12, 0.6 * truth), shares
