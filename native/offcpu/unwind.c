@@ -253,10 +253,11 @@ static int step(struct uw_proc *p, const struct offcpu_ustack *u, __u64 ip, int 
 		goto out;
 	if (is_value)
 		*ra = where;
-	if (dwarf_frame_register(frame, REG_RBP, mem, &ops, &nops) == 0 && nops) {
+	int bp_rule = dwarf_frame_register(frame, REG_RBP, mem, &ops, &nops);
+	if (bp_rule == 0 && nops) {
 		r->have_bp = !eval(u, r, ops, nops, &where, &is_value) && (is_value || !read_word(u, where, &where));
 		r->bp = where;
-	} else if (dwarf_frame_register(frame, REG_RBP, mem, &ops, &nops) || !ops) {
+	} else if (bp_rule || !ops) {
 		r->have_bp = 0; /* undefined */
 	} /* else: the same value */
 	r->sp = r->cfa;
