@@ -349,11 +349,15 @@ static int scope_name(inl_t *x, scope_t *s)
     const char *name = dem ? dem : raw ? raw : die_string(o, DW_AT_name);
     int rc = 0;
     if (name && *name) {
-        size_t n = strnlen(name, 4096);
-        s->name = (uint32_t)x->names.len;
+        size_t n = strnlen(name, 4096), at = x->names.len;
+        s->name = (uint32_t)at;
         s->len = (uint32_t)n;
-        if (x->names.len + n >= NAME_NONE || buf_append(&x->names, name, n))
+        if (at + n >= NAME_NONE || buf_append(&x->names, name, n))
             rc = -ENOMEM, s->name = NAME_NONE;
+        for (size_t i = 0; !rc && i < n; i++) { /* a name stays one line: control characters become '?' */
+            unsigned char c = (unsigned char)x->names.p[at + i];
+            x->names.p[at + i] = c < 0x20 || c == 0x7f ? '?' : (char)c;
+        }
     }
     free(dem);
     return rc;

@@ -11,7 +11,7 @@
 typedef struct inl inl_t;
 
 typedef struct {
-    const char *name; /* valid until inl_close */
+    const char *name; /* valid until inl_close; control characters already '?' */
     size_t len;
 } inl_name_t;
 

@@ -179,9 +179,8 @@ static int frame_keep_text(reader_t *r, frame_t *fr)
 }
 
 /* Frames for the calls inlined at addr (perf script --inline's "name+0xoff (inlined)" lines), stored
- * before the frame they are inlined into; the count, or -ENOMEM. Control characters in a DWARF name
- * become '?' (a name must stay one line). */
-static int inline_frames(reader_t *r, const map_t *map, int32_t sym, uint64_t addr, int ret, uint64_t shown)
+ * before the frame they are inlined into; the count, or -ENOMEM. */
+static int inline_frames(reader_t *r, const map_t *map, int32_t sym, uint64_t addr, int ret)
 {
     inl_name_t names[INL_MAX_DEPTH];
     inl_t *x = dso_inline(map->dso);
@@ -194,13 +193,9 @@ static int inline_frames(reader_t *r, const map_t *map, int32_t sym, uint64_t ad
         if (!fr || buf_reserve(b, 64 + names[k].len + 40))
             return -ENOMEM;
         *fr = (frame_t){UINT64_MAX, 0, -1, (uint32_t)r->lines.len, 0, 0, 0, 0, 0};
-        b->len = (size_t)snprintf(b->p, 64, "\t%16" PRIx64 " ", shown);
+        b->len = (size_t)snprintf(b->p, 64, "\t%16" PRIx64 " ", addr);
         fr->sym_off = (uint16_t)b->len;
-        for (size_t i = 0; i < names[k].len; i++) {
-            unsigned char c = (unsigned char)names[k].name[i];
-            b->p[b->len++] = c < 0x20 || c == 0x7f ? '?' : (char)c;
-        }
-        if (buf_append(b, off, (size_t)offlen) || buf_append(b, " (inlined)", 10) || frame_keep_text(r, fr))
+        if (buf_append(b, names[k].name, names[k].len) || buf_append(b, off, (size_t)offlen) || buf_append(b, " (inlined)", 10) || frame_keep_text(r, fr))
             return -ENOMEM;
         r->nframes++;
     }
@@ -239,7 +234,7 @@ static int frame_resolve_ip(reader_t *r, const thread_t *t, uint16_t cpumode, ui
         sym = empty ? SYM_NONE : symtab_find(&map->dso->syms, addr);
     }
     if (expand && map && sym != SYM_NONE && map->dso->space == DSO_USER &&
-        (ninl = inline_frames(r, map, sym, addr, ret, addr)) < 0)
+        (ninl = inline_frames(r, map, sym, addr, ret)) < 0)
         return -ENOMEM;
     frame_t *fr = frame_new(r);
     if (!fr)
