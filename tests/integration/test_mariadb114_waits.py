@@ -111,14 +111,10 @@ def test_row_lock_finding_names_the_waiting_threads_and_is_the_verdict(row_lock_
 @pytest.fixture(scope="module")
 def tiny_pool_run(tmp_path_factory):
     need_perf()
-    why = m4j.missing_tools(m4j.M114)
-    if why:
-        pytest.skip(f"no MariaDB {m4j.M114.version}: {why}")
-    # a page cleaner held to 100 pages a second cannot keep 16 writers in clean pages: they wait for free ones
-    server = m4j.start(m4j.M114, extra_args=("--innodb-buffer-pool-size=8M", "--innodb-io-capacity=100",
-                                             "--innodb-io-capacity-max=100"))
     out = tmp_path_factory.mktemp("m114-tinypool") / "run"
-    try:
+    # a page cleaner held to 100 pages a second cannot keep 16 writers in clean pages: they wait for free ones
+    with m4j.running(m4j.M114, ("--innodb-buffer-pool-size=8M", "--innodb-io-capacity=100",
+                                "--innodb-io-capacity-max=100")) as server:
         why, _ = tracer.unavailable([server.pid])
         if why:
             pytest.skip(why)
@@ -129,8 +125,6 @@ def tiny_pool_run(tmp_path_factory):
                           "--defaults-file", str(server.defaults_file), timeout=300)
         finally:
             load.stop()
-    finally:
-        mdb.stop_mariadb(server)
     assert res.returncode == 0, res.stderr
     status = json.loads((out / "mysql.json").read_text())["status"]
     stacks, _ = load_folded(out / "offcpu.folded")
