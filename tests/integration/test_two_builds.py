@@ -100,6 +100,7 @@ def test_each_server_gets_its_own_binary(two_servers, tmp_path):
     _assert_own_binary(tmp_path / "m114", m_path, m_id, deb_path)
     truth, ours = shares["debian-pt"], shares["debian"]
     assert truth >= 0.05, shares  # writers at delay 200 spin
-    # Two captures seconds apart on a busy 2-core host: the share drifts (seen 0.334 vs 0.268, 0.270 vs
-    # 0.172). The bug this guards against gave 0.0 against 0.33: the bound only has to tell that apart.
-    assert ours >= 0.5 * truth and abs(ours - truth) <= max(0.12, 0.6 * truth), shares
+    # Two captures seconds apart on a busy 2-core host: the share drifts by up to 1.7x either way (seen
+    # 0.334/0.268, 0.270/0.172, 0.181/0.298, 0.316/0.182). The bug this guards against read 0.0 against
+    # 0.33: a ratio bound tells that apart without failing on the drift.
+    assert 0.4 * truth <= ours <= 2.5 * truth, shares
