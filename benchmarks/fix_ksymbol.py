@@ -1,12 +1,13 @@
-"""Make a perf.data with over-long KSYMBOL records readable by perf 6.1 (and pmuprof-perfdata), in place.
+"""Make a perf.data with over-long KSYMBOL records readable by perf 6.1, in place.
 
     python3 benchmarks/fix_ksymbol.py PERF.DATA
 
 Seen on kernel 6.18 while other tools loaded and unloaded BPF programs during a system-wide
 recording (`perf record --no-bpf-event` still asks for KSYMBOL records): some KSYMBOL records carry
 32 bytes after their sample_id trailer. perf 6.1 reads the trailer from the record's end, gets a
-bad cpu/id and stops ("failed to process type: 17 [Bad address]"); pmuprof-perfdata exits 4
-(corrupt record). This moves each such record's trailer to its end (the name's zero padding grows),
+bad cpu/id and stops ("failed to process type: 17 [Bad address]"). pmuprof-perfdata reads such
+records as they are (it takes a KSYMBOL's trailer from where its name ends); this repair is for the
+perf script side of a benchmark. This moves each such record's trailer to its end (the name's zero padding grows),
 leaving sizes and offsets alone, and prints how many records it changed.
 """
 

@@ -294,8 +294,33 @@ void pd_file_close(pd_file_t *f)
     memset(f, 0, sizeof *f);
 }
 
+/* Where a record's sample_id trailer ends. Kernel 6.18 was seen writing KSYMBOL records with 32 more bytes
+   after the trailer (BPF programs loaded during a system-wide recording): perf 6.1 reads the trailer from the
+   record's end and stops. A KSYMBOL's trailer follows its NUL-padded name, so it is read there unless those
+   bytes are zero (then the record is well formed, or was repaired by moving the trailer to its end). */
+uint16_t pd_record_span(const pd_file_t *f, const unsigned char *rec, uint32_t type, uint16_t size)
+{
+    if (type != PERF_RECORD_KSYMBOL || size <= 24 || !f->nattrs || !f->attrs[0].sample_id_all)
+        return size;
+    const unsigned char *nul = memchr(rec + 24, 0, size - 24u);
+    if (!nul)
+        return size;
+    uint64_t st = f->attrs[0].sample_type;
+    size_t trailer = 8u * (!!(st & PERF_SAMPLE_TID) + !!(st & PERF_SAMPLE_TIME) + !!(st & PERF_SAMPLE_ID) +
+                           !!(st & PERF_SAMPLE_STREAM_ID) + !!(st & PERF_SAMPLE_CPU) +
+                           !!(st & PERF_SAMPLE_IDENTIFIER));
+    size_t at = 24 + ((size_t)(nul - rec - 24) + 8) / 8 * 8, end = at + trailer;
+    if (!trailer || end >= size)
+        return size;
+    for (size_t i = at; i < end; i++)
+        if (rec[i])
+            return (uint16_t)end;
+    return size;
+}
+
 const pd_attr_t *pd_file_attr_of(const pd_file_t *f, const unsigned char *rec, uint32_t type, uint16_t size)
 {
+    size = pd_record_span(f, rec, type, size);
     if (f->nattrs == 1)
         return &f->attrs[0];
     if (!f->attrs[0].sample_id_all && type != PERF_RECORD_SAMPLE)

@@ -55,6 +55,7 @@ void pd_file_close(pd_file_t *f);
 /* Let the kernel drop the mapped pages of [dropped, upto): records there are done with. */
 void pd_file_release(pd_file_t *f, uint64_t upto);
 /* The attribute a record belongs to (perf's evlist__event2evsel), or NULL for an unknown id. */
+uint16_t pd_record_span(const pd_file_t *f, const unsigned char *rec, uint32_t type, uint16_t size);
 const pd_attr_t *pd_file_attr_of(const pd_file_t *f, const unsigned char *rec, uint32_t type, uint16_t size);
 
 #endif

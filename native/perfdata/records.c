@@ -83,7 +83,7 @@ int pd_sample_parse(const pd_attr_t *a, const unsigned char *rec, uint16_t size,
 uint64_t pd_record_time(const pd_file_t *f, const pd_attr_t *a, const unsigned char *rec, uint32_t type,
                         uint16_t size)
 {
-    (void)f;
+    size = pd_record_span(f, rec, type, size);
     uint64_t st = a->sample_type;
     if (!(st & PERF_SAMPLE_TIME))
         return PD_NO_TIME;
