@@ -15,6 +15,9 @@
 #include <libelf.h>
 
 #include "elfbin_priv.h"
+#ifdef HAVE_LIBIBERTY
+#include "../perfdata/demangle.h"
+#endif
 
 typedef char *(*demangle_fn)(const char *, char *, size_t *, int *);
 
@@ -244,21 +247,29 @@ static void strip_params(char *s)
 	}
 }
 
+/* Names as perf prints them, so a frame this helper names reads like one perf named: the perf.data reader's
+   demangler (libiberty, no parameters) when built with libiberty, else libstdc++'s with the parameters cut. */
 static void demangle_all(struct elfbin *b)
 {
-	demangle_fn fn = NULL;
 	size_t i;
-	int status;
 
 	b->demangled = calloc(b->nsyms ? b->nsyms : 1, sizeof(char *));
+	if (!b->demangled)
+		return;
+#ifdef HAVE_LIBIBERTY
+	for (i = 0; i < b->nsyms; i++)
+		b->demangled[i] = demangle_user(b->syms[i].name);
+#else
+	demangle_fn fn = NULL;
+	int status;
+
 	b->libcxx = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_LOCAL);
 	if (b->libcxx)
 		fn = (demangle_fn)dlsym(b->libcxx, "__cxa_demangle");
-	if (!fn || !b->demangled)
-		return;
-	for (i = 0; i < b->nsyms; i++)
-		if (!strncmp(b->syms[i].name, "_Z", 2))
-			b->demangled[i] = fn(b->syms[i].name, NULL, NULL, &status);
+	for (i = 0; fn && i < b->nsyms; i++)
+		if (!strncmp(b->syms[i].name, "_Z", 2) && (b->demangled[i] = fn(b->syms[i].name, NULL, NULL, &status)))
+			strip_params(b->demangled[i]);
+#endif
 }
 
 static int name_matches(const char *demangled, const char *want)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import shutil
+import struct
 import subprocess
 from pathlib import Path
 
@@ -73,3 +75,36 @@ def test_mariadbd_has_far_more_fde_functions_than_names(helper):
     assert rc == 0 and data["symbols"] == "dynsym"
     assert data["fde_functions"] > 30000 and data["fde_functions"] > data["named_functions"]
     assert cpu_init and data["addresses"][0]["contains_pause"], "MariaDB's PAUSE calibration holds PAUSE"
+
+
+def _file_offset(path: Path, vaddr: int) -> int:
+    """The file offset of a virtual address, from the ELF's PT_LOAD headers."""
+    data = path.read_bytes()
+    phoff, = struct.unpack_from("<Q", data, 0x20)
+    phentsize, phnum = struct.unpack_from("<HH", data, 0x36)
+    for i in range(phnum):
+        typ, _flags, off, va, _pa, filesz, _memsz, _align = struct.unpack_from("<IIQQQQQQ", data, phoff + i * phentsize)
+        if typ == 1 and va <= vaddr < va + filesz:
+            return vaddr - va + off
+    raise AssertionError(f"{vaddr:#x} is in no PT_LOAD segment of {path}")
+
+
+def test_cpp_names_read_as_perf_prints_them(helper, tmp_path):
+    """The helper names a frame perf left unnamed: that name must be the one perf (and the perf.data
+    reader) gives the same function elsewhere, without parameters, or rules and graphs see two functions."""
+    from pmuprof.tools.native.symbolize import symbolize
+    exe = compile_prog(PROGS / "pd_cpp.cpp", tmp_path / "pd_cpp", "g++", "-O1", ("-g",))
+    funcs = {name: value for name, (value, size, typ) in elf_symbols(exe).items()
+             if name.startswith("_Z") and typ == 2 and value and size}
+    offsets = [_file_offset(exe, value) for value in funcs.values()]
+    perf_names = symbolize([(os.getpid(), off, str(exe)) for off in offsets])
+    if perf_names is None:
+        pytest.skip("pmuprof-perfdata is not built (it needs libiberty)")
+    rc, data = run_helper(helper, "funcs", "--binary", str(exe), "--offsets",
+                          stdin="".join(f"0x{off:x}\n" for off in offsets))
+    assert rc == 0
+    pairs = {(entry["display"], name) for entry, (name, _) in zip(data["addresses"], perf_names)
+             if entry.get("symbol") in funcs}
+    assert len(pairs) >= 10
+    assert {display for display, name in pairs if display != name} == set()
+    assert "pd::engine::op" in {display for display, _ in pairs}
