@@ -1,6 +1,7 @@
 /* Reading a perf.data file's header, attributes and feature sections (tools/perf's file format). */
 #define _GNU_SOURCE
 #include "pdfile.h"
+#include "bytes.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -19,20 +20,6 @@
 
 enum { FEAT_BUILD_ID = 2, FEAT_HOSTNAME, FEAT_OSRELEASE, FEAT_VERSION, FEAT_ARCH, FEAT_NRCPUS, FEAT_CPUDESC,
        FEAT_CMDLINE = 11, FEAT_EVENT_DESC = 12, FEAT_BITS = 256 };
-
-static uint64_t rd64(const unsigned char *p)
-{
-    uint64_t v;
-    memcpy(&v, p, 8);
-    return v;
-}
-
-static uint32_t rd32(const unsigned char *p)
-{
-    uint32_t v;
-    memcpy(&v, p, 4);
-    return v;
-}
 
 static int fail(pd_file_t *f, int status, const char *fmt, ...)
 {

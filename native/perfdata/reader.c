@@ -1,6 +1,7 @@
 /* The data section walked as perf script walks it: user records at once, the rest time-ordered by rounds. */
 #define _GNU_SOURCE
 #include "reader.h"
+#include "bytes.h"
 
 #include <errno.h>
 #include <linux/perf_event.h>
@@ -9,20 +10,6 @@
 #include <string.h>
 
 #define MISC_FORK_EXEC (1 << 13)
-
-static uint64_t rd64(const unsigned char *p)
-{
-    uint64_t v;
-    memcpy(&v, p, 8);
-    return v;
-}
-
-static int32_t rd32s(const unsigned char *p)
-{
-    int32_t v;
-    memcpy(&v, p, 4);
-    return v;
-}
 
 int reader_init(reader_t *r, pd_file_t *file, folder_t *fold, const int32_t *pids, size_t npids)
 {

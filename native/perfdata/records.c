@@ -1,17 +1,11 @@
 /* SAMPLE decoding (perf's evsel__parse_sample, up to the call chain), record times, and the time queue. */
 #include "records.h"
+#include "bytes.h"
 
 #include <errno.h>
 #include <linux/perf_event.h>
 #include <stdlib.h>
 #include <string.h>
-
-static uint64_t rd64(const unsigned char *p)
-{
-    uint64_t v;
-    memcpy(&v, p, 8);
-    return v;
-}
 
 #define FIXED_FIELDS (PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | \
                       PERF_SAMPLE_ADDR | PERF_SAMPLE_ID | PERF_SAMPLE_STREAM_ID | PERF_SAMPLE_CPU | \
