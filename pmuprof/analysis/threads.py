@@ -2,14 +2,17 @@
 
 Each entry of the sample table (model/samples.py: stack row, tid, second) is joined to the row its
 thread had in the processlist poll of that second (model/processlist.py). A group's function is the
-end of its hot path: from the process root, the heaviest callee while it still holds at least half
-of the group's samples, so "72 % of the samples of threads in `statistics` were in
-btr_estimate_n_rows_in_range (33 % overall)" names the deepest function most of the group ran in,
-not do_command, which every connection runs.
-"""
+one that sets it apart from the whole profile: of the functions holding at least a fifth of the
+group's samples, the one whose share in the group most exceeds its share overall (by g·ln(g/o), the
+group's term of a KL divergence: lift weighted by how much of the group it explains). So "72 % of the
+samples of threads in `statistics` were in btr_estimate_n_rows_in_range (33 % overall)" names what
+that state does, not mysql_execute_command, which every statement runs. A group that does what the
+whole does (nothing is set apart) gets the end of its hot path: the deepest function still holding
+half of it."""
 
 from __future__ import annotations
 
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
@@ -21,7 +24,9 @@ from ..model.profile import Profile
 from ..model.samples import Samples
 from ..model.stacks import Stacks, StacksBuilder
 
-NOT_POLLED = "(not a connection)"  # a background thread, or a connection asleep in that poll
+NOT_POLLED = "(not a connection)"  # a thread no poll of the capture listed: a background thread
+IDLE_AT_POLL = "(connection idle at the poll)"  # a connection, between statements (Sleep) when its second was polled
+UNGROUPED = (NOT_POLLED, IDLE_AT_POLL)
 NO_STATEMENT = "(no statement)"
 MAX_GROUPS = 25
 SMALL_RANGE = 1 << 23  # codes spanning fewer values than this are grouped without a sort
@@ -30,6 +35,8 @@ COLUMN_TABLES = (("state", "CPU by processlist state", "threads in", "state", "(
                  ("command", "CPU by processlist command", "threads in command", "command", "?"))
 TABLE_ORDER = ("state", "statement", "user", "command", "thread")
 HOT_PATH_SHARE = 0.5  # the hot path goes on while its next frame holds at least this share of the group
+APART_SHARE = 0.2  # a group's distinguishing function holds at least this share of the group's samples
+APART_MIN = 0.05  # g·ln(g/o) below this sets nothing apart (e.g. 100 % of the group at 95 % overall)
 
 
 def polled_for(profile: Profile) -> plist.Polled | None:
@@ -78,6 +85,33 @@ def weight_among(rows: np.ndarray, weights: np.ndarray, holding: np.ndarray) -> 
     return float(weights[at[hit]].sum())
 
 
+def heavy_frames(stacks: Stacks, rows: np.ndarray, weights: np.ndarray, skip: np.ndarray,
+                 share: float = APART_SHARE) -> set[int]:
+    """Frame ids on the group's call-tree paths whose node holds at least ``share`` of the group (its
+    ``rows`` and their ``weights``), below the root; frames ``skip`` marks are walked through, never
+    returned. Nodes of one depth hold disjoint rows, so at most 1/share are followed per depth."""
+    keep = weights > 0
+    need = weights[keep].sum() * share
+    frontier, out, depth = [(rows[keep], weights[keep])], set(), 1
+    lengths, offsets = stacks.lengths, stacks.offsets
+    while frontier and need > 0:
+        below = []
+        for node_rows, node_w in frontier:
+            deeper = lengths[node_rows] > depth
+            node_rows, node_w = node_rows[deeper], node_w[deeper]
+            if not len(node_rows):
+                continue
+            frame = stacks.ids[offsets[node_rows] + depth]
+            sums = np.bincount(frame, weights=node_w)
+            for top in np.flatnonzero(sums >= need).tolist():
+                on = frame == top
+                below.append((node_rows[on], node_w[on]))
+                if not skip[top]:
+                    out.add(top)
+        frontier, depth = below, depth + 1
+    return out
+
+
 class Joined:
     """The sample table with each entry's processlist row (-1: none)."""
 
@@ -95,27 +129,47 @@ class Joined:
         self.skip[np.unique(self.stacks.root_ids)] = True
 
     def column(self, name: str, empty: str) -> tuple[np.ndarray, list[str]]:
-        """Each entry's code of processlist column ``name``, and the label of each code (the last one
-        ``NOT_POLLED``, for entries not joined; ``empty`` stands for an empty value)."""
-        labels = [v or empty for v in self.polled.values[name]] + [NOT_POLLED] if self.polled else [NOT_POLLED]
+        """Each entry's code of processlist column ``name``, and the label of each code (the last two
+        ``IDLE_AT_POLL`` and ``NOT_POLLED``, for entries not joined: a thread some poll listed as a
+        connection, and one none did; ``empty`` stands for an empty value)."""
+        labels = ([v or empty for v in self.polled.values[name]] if self.polled else []) + list(UNGROUPED[::-1])
+        idle, never = len(labels) - 2, len(labels) - 1
         if self.polled is None or not len(self.polled):
-            return np.full(len(self.samples), len(labels) - 1, dtype=np.int32), labels
+            return np.full(len(self.samples), never, dtype=np.int32), labels
         codes = self.polled.codes[name][np.maximum(self.at, 0)].astype(np.int32)
-        codes[self.at < 0] = len(labels) - 1
+        unjoined = self.at < 0
+        known = np.isin(self.samples.tids, np.fromiter(self.conns, dtype=np.int64, count=len(self.conns)))
+        codes[unjoined] = np.where(known[unjoined], idle, never)
         return codes, labels
 
     def characteristic(self, pick: np.ndarray) -> tuple[str, float, float]:
-        """(function, its share in the entries ``pick`` (indices), its share overall): the end of the group's
-        hot path; ("", 0, 0) when no frame below the root holds half of the group."""
+        """(function, its share in the entries ``pick`` (indices), its share overall): the function that sets
+        the group apart (module docstring), else the end of its hot path; ("", 0, 0) when neither exists."""
         rows, inverse = np.unique(self.samples.rows[pick], return_inverse=True)  # the group's rows, sorted
         w = np.bincount(inverse.reshape(-1), weights=self.samples.counts[pick], minlength=len(rows))
-        best = hot_path_end(self.stacks, rows, w, self.skip)
+        total, whole = float(w.sum()), float(max(self.stacks.total, 1))
+        best, best_score, best_share = -1, APART_MIN, 0.0
+        for f in sorted(heavy_frames(self.stacks, rows, w, self.skip)):
+            share = self._held(rows, w, f) / total
+            overall = float(self.inclusive[f]) / whole
+            score = share * np.log(share / overall) if overall > 0 else 0.0
+            if share >= APART_SHARE and (score, share) > (best_score, best_share):
+                best, best_score, best_share = f, score, share
         if best < 0:
-            return "", 0.0, 0.0
-        holding = self.stacks.rows_with(self.stacks.lut([self.stacks.frames[best]]))
-        share = weight_among(rows, w, holding) / float(w.sum())
-        overall = float(self.stacks.counts[holding].sum()) / max(self.stacks.total, 1)
-        return self.stacks.frames[best], share, overall
+            best = hot_path_end(self.stacks, rows, w, self.skip)
+            if best < 0:
+                return "", 0.0, 0.0
+            best_share = self._held(rows, w, best) / total
+        return self.stacks.frames[best], best_share, float(self.inclusive[best]) / whole
+
+    def _held(self, rows: np.ndarray, w: np.ndarray, frame: int) -> float:
+        """Weight of the group's rows (sorted, weights ``w``) holding ``frame`` below the root, once per row."""
+        return weight_among(rows, w, self.stacks.rows_with(self.stacks.lut([self.stacks.frames[frame]])))
+
+    @cached_property
+    def inclusive(self) -> np.ndarray:
+        """Samples per frame id with the frame anywhere below the root (the whole profile)."""
+        return self.stacks.frame_inclusive()
 
     def table(self, codes: np.ndarray, label: Callable[[int], str], limit: int = MAX_GROUPS) -> list[dict[str, Any]]:
         """Samples per group (an integer code per entry, ``label`` names a code), busiest first (ties by
@@ -191,13 +245,15 @@ def tables(profile: Profile, polled: plist.Polled | None = None) -> dict[str, An
         out["tables"].append({"name": name, "title": title, "rows": rows, "cells": j.last_cells})
 
     if polled is not None:
-        out.update(joined=int(samples.counts[j.at >= 0].sum()), polls=int(len(np.unique(polled.seconds))))
+        secs = samples.seconds[samples.seconds >= 0]
+        out.update(joined=int(samples.counts[j.at >= 0].sum()), polls=int(len(np.unique(polled.seconds))),
+                   seconds=int(secs.max() - secs.min() + 1) if len(secs) else 0)
         for name, title, group, column, empty in COLUMN_TABLES:
             codes, labels = j.column(column, empty)
             add(name, title, group, codes, labels.__getitem__)
         (users, u_labels), (dbs, d_labels) = j.column("user", "?"), j.column("db", "-")
         add("user", "CPU by user@db", "threads of", users * len(d_labels) + dbs,
-            lambda c: NOT_POLLED if u_labels[c // len(d_labels)] == NOT_POLLED
+            lambda c: u_labels[c // len(d_labels)] if u_labels[c // len(d_labels)] in UNGROUPED
             else f"{u_labels[c // len(d_labels)]}@{d_labels[c % len(d_labels)]}")
     add("thread", "CPU by thread", "thread", samples.tids.astype(np.int64),
         lambda t: thread_label(j, t) if t >= 0 else "unknown")
@@ -207,7 +263,7 @@ def tables(profile: Profile, polled: plist.Polled | None = None) -> dict[str, An
 
 def sentence(group: str, row: dict[str, Any]) -> str:
     """"72 % of the samples of threads in `statistics` were in f (33 % overall)"."""
-    if not row.get("function") or row["key"] == NOT_POLLED:
+    if not row.get("function") or row["key"] in UNGROUPED:
         return ""
     return (f"{100 * row['function_share']:.0f} % of the samples of {group} `{row['key'][:80]}` were in "
             f"{row['function']} ({100 * row['function_overall']:.0f} % overall)")

@@ -172,12 +172,22 @@ def _verdict(v: Mapping[str, Any], samples: int) -> list[str]:
             f"the first finding below.", ""]
 
 
+def _polls(th: Mapping[str, Any]) -> str:
+    """" (15 polls in 20 s: fewer than one a second)", or the count alone."""
+    polls, secs = th.get("polls", 0), th.get("seconds", 0)
+    if not secs:
+        return f" ({polls:,} polls)"
+    slow = ": fewer than one a second, some samples joined a neighbouring second or none" if polls < 0.9 * secs else ""
+    return f" ({polls:,} polls in {secs:,} s{slow})"
+
+
 def _threads(th: Mapping[str, Any] | None, top: int = 5) -> list[str]:
     """CPU by processlist state and by statement (the sentence of each busy group), when joined."""
     if not th or not th.get("polled"):
         return []
     lines = ["### CPU by processlist state and statement", "",
-             f"{th['joined']:,} of {th['samples']:,} samples joined to their thread's processlist row in that second.", ""]
+             f"{th['joined']:,} of {th['samples']:,} samples joined to their thread's processlist row in that second"
+             f"{_polls(th)}.", ""]
     for table in th["tables"]:
         if table["name"] not in ("state", "statement"):
             continue

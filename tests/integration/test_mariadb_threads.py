@@ -43,7 +43,9 @@ def test_processlist_was_polled_each_second_with_thread_ids(dive_run, mariadb):
     polled = processlist.read(dive_run / rundir.PROCESSLIST)
     assert polled is not None and len(polled) >= 8 * 6  # about ten connections a second for eight seconds
     seconds = sorted(set(polled.seconds.tolist()))
-    assert len(seconds) >= 7 and seconds[-1] - seconds[0] <= 12
+    # once a second while it ran: the poller runs from before perf starts until perf has written its file,
+    # which on a loaded host takes many seconds more than the 8 recorded, so the cadence is asserted
+    assert len(seconds) >= 7 and len(seconds) >= 0.6 * (seconds[-1] - seconds[0] + 1)
     text = (dive_run / rundir.PROCESSLIST).read_text()
     assert mariadb.password not in text
     digests = set(polled.values["digest"])

@@ -180,3 +180,56 @@ def test_poller_writes_one_line_per_connection_per_poll(tmp_path):
     seconds = [int(ln.split("\t")[0]) for ln in out.getvalue().splitlines()]
     assert seconds == [10, 11, 12]  # the midpoint of each query, on the capture's clock
     assert out.getvalue().splitlines()[0].endswith("statistics\t0\tSELECT * FROM t WHERE a = ?")
+
+
+TWO_STATES = """# pmuprof processlist: second\ttid\tid\tuser\tdb\tcommand\tstate\ttime\tdigest
+100\t11\t1\tapp\tshop\tQuery\tstatistics\t0\tSELECT ?
+100\t12\t2\tapp\tshop\tQuery\tSending data\t0\tSELECT c FROM t
+"""
+
+
+def _state_rows(tmp_path, keyed: dict) -> dict:
+    totals: dict = {}
+    for (stack, _, _), n in keyed.items():
+        totals[stack] = totals.get(stack, 0) + n
+    stacks = Stacks.of(totals)
+    (tmp_path / rundir.PROCESSLIST).write_text(TWO_STATES)
+    out = threads.tables(Profile(stacks, source=str(tmp_path), samples=from_keyed(stacks, keyed)))
+    return out, {r["key"]: r for r in {t["name"]: t for t in out["tables"]}["state"]["rows"]}
+
+
+def test_a_groups_function_is_what_sets_it_apart_not_what_every_statement_runs(tmp_path):
+    """Every statement runs mysql_execute_command, and no callee below it holds half of `statistics`:
+    the hot path ends there. The function that sets `statistics` apart is the one it runs far more
+    than the whole does."""
+    top = ("mysqld", "do_command", "mysql_execute_command")
+    keyed = {(top + ("btr_estimate_n_rows_in_range",), 11, 100): 40, (top + ("row_search_mvcc",), 11, 100): 30,
+             (top + ("ha_commit_trans",), 11, 100): 30, (top + ("row_search_mvcc",), 12, 100): 40,
+             (top + ("ha_commit_trans",), 12, 100): 60}
+    _, state = _state_rows(tmp_path, keyed)
+    stats = state["statistics"]
+    assert (stats["function"], stats["function_share"], stats["function_overall"]) == (
+        "btr_estimate_n_rows_in_range", 0.4, 0.2)
+    assert state["Sending data"]["function"] == "ha_commit_trans"  # 60 % of the group, 45 % overall
+
+
+def test_a_group_doing_what_the_whole_does_gets_its_hot_path(tmp_path):
+    top = ("mysqld", "do_command", "mysql_execute_command", "row_search_mvcc")
+    _, state = _state_rows(tmp_path, {(top + ("row_sel_store_mysql_rec",), 11, 100): 90,
+                                      (top + ("btr_cur_t::search_leaf",), 11, 100): 10})
+    assert state["statistics"]["function"] == "row_sel_store_mysql_rec"
+    assert state["statistics"]["function_share"] == 0.9
+
+
+def test_samples_of_a_connection_between_polls_are_idle_at_the_poll_not_a_background_thread(tmp_path):
+    """Thread 12 was a connection at second 100; at 104 no poll listed it (it was asleep between
+    statements): its samples there are the connection's, idle at the poll. Thread 40 was never listed."""
+    scan = ("mysqld", "do_command", "row_search_mvcc")
+    out, state = _state_rows(tmp_path, {(scan, 11, 100): 50, (scan, 12, 100): 20, (scan, 12, 104): 30,
+                                        (scan, 40, 104): 5})
+    assert {k: r["samples"] for k, r in state.items()} == {"statistics": 50, threads.IDLE_AT_POLL: 30,
+                                                           "Sending data": 20, threads.NOT_POLLED: 5}
+    assert state[threads.IDLE_AT_POLL]["sentence"] == ""
+    users = {r["key"]: r["samples"] for r in {t["name"]: t for t in out["tables"]}["user"]["rows"]}
+    assert users == {"app@shop": 70, threads.IDLE_AT_POLL: 30, threads.NOT_POLLED: 5}
+    assert (out["polls"], out["seconds"]) == (1, 5)
