@@ -2,8 +2,8 @@
 
 Each entry of the sample table (model/samples.py: stack row, tid, second) is joined to the row its
 thread had in the processlist poll of that second (model/processlist.py). A group's function is the
-one that sets it apart from the whole profile: of the functions holding at least a fifth of the
-group's samples, the one whose share in the group most exceeds its share overall (by g·ln(g/o), the
+one that sets it apart from its process: of the functions holding at least a fifth of the group's
+samples, the one whose share in the group most exceeds its share of the process's samples (g·ln(g/o), the
 group's term of a KL divergence: lift weighted by how much of the group it explains). So "72 % of the
 samples of threads in `statistics` were in btr_estimate_n_rows_in_range (33 % overall)" names what
 that state does, not mysql_execute_command, which every statement runs. A group that does what the
@@ -86,17 +86,19 @@ def weight_among(rows: np.ndarray, weights: np.ndarray, holding: np.ndarray) -> 
 
 
 def heavy_frames(stacks: Stacks, rows: np.ndarray, weights: np.ndarray, skip: np.ndarray,
-                 share: float = APART_SHARE) -> set[int]:
-    """Frame ids on the group's call-tree paths whose node holds at least ``share`` of the group (its
-    ``rows`` and their ``weights``), below the root; frames ``skip`` marks are walked through, never
-    returned. Nodes of one depth hold disjoint rows, so at most 1/share are followed per depth."""
+                 share: float = APART_SHARE) -> dict[int, float]:
+    """Frame id -> the group's weight on its heavy nodes: the call-tree nodes below the root holding at
+    least ``share`` of the group (its ``rows`` and their ``weights``), a frame counted once per path
+    (recursion). Frames ``skip`` marks are walked through, never returned. Nodes of one depth hold
+    disjoint rows, so at most 1/share are followed per depth: the walk costs a few hot-path walks."""
     keep = weights > 0
     need = weights[keep].sum() * share
-    frontier, out, depth = [(rows[keep], weights[keep])], set(), 1
-    lengths, offsets = stacks.lengths, stacks.offsets
+    frontier = [(rows[keep], weights[keep], frozenset())]
+    out: dict[int, float] = {}
+    lengths, offsets, depth = stacks.lengths, stacks.offsets, 1
     while frontier and need > 0:
         below = []
-        for node_rows, node_w in frontier:
+        for node_rows, node_w, above in frontier:
             deeper = lengths[node_rows] > depth
             node_rows, node_w = node_rows[deeper], node_w[deeper]
             if not len(node_rows):
@@ -105,9 +107,9 @@ def heavy_frames(stacks: Stacks, rows: np.ndarray, weights: np.ndarray, skip: np
             sums = np.bincount(frame, weights=node_w)
             for top in np.flatnonzero(sums >= need).tolist():
                 on = frame == top
-                below.append((node_rows[on], node_w[on]))
-                if not skip[top]:
-                    out.add(top)
+                below.append((node_rows[on], node_w[on], above | {top}))
+                if not skip[top] and top not in above:
+                    out[top] = out.get(top, 0.0) + float(sums[top])
         frontier, depth = below, depth + 1
     return out
 
@@ -127,6 +129,7 @@ class Joined:
         frames = self.stacks.frames
         self.skip = np.fromiter((f.startswith((UNKNOWN, "[elided")) for f in frames), dtype=bool, count=len(frames))
         self.skip[np.unique(self.stacks.root_ids)] = True
+        self._inclusive: dict[int, float] = {}
 
     def column(self, name: str, empty: str) -> tuple[np.ndarray, list[str]]:
         """Each entry's code of processlist column ``name``, and the label of each code (the last two
@@ -143,33 +146,39 @@ class Joined:
         return codes, labels
 
     def characteristic(self, pick: np.ndarray) -> tuple[str, float, float]:
-        """(function, its share in the entries ``pick`` (indices), its share overall): the function that sets
-        the group apart (module docstring), else the end of its hot path; ("", 0, 0) when neither exists."""
+        """(function, its share in the entries ``pick`` (indices), its share of its process's samples): the
+        function that sets the group apart (module docstring), else the end of its hot path; ("", 0, 0)
+        when neither exists."""
         rows, inverse = np.unique(self.samples.rows[pick], return_inverse=True)  # the group's rows, sorted
         w = np.bincount(inverse.reshape(-1), weights=self.samples.counts[pick], minlength=len(rows))
-        total, whole = float(w.sum()), float(max(self.stacks.total, 1))
-        best, best_score, best_share = -1, APART_MIN, 0.0
-        for f in sorted(heavy_frames(self.stacks, rows, w, self.skip)):
-            share = self._held(rows, w, f) / total
-            overall = float(self.inclusive[f]) / whole
-            score = share * np.log(share / overall) if overall > 0 else 0.0
-            if share >= APART_SHARE and (score, share) > (best_score, best_share):
-                best, best_score, best_share = f, score, share
+        total = float(w.sum())
+        whole = float(max(self.root_totals[np.unique(self.stacks.root_ids[rows])].sum(), 1))
+        best, best_key = -1, (APART_MIN, 0.0)
+        for f, weight in sorted(heavy_frames(self.stacks, rows, w, self.skip).items()):
+            share, overall = weight / total, self.inclusive(f) / whole
+            key = (share * np.log(share / overall) if overall > 0 else 0.0, share)
+            if key > best_key:
+                best, best_key = f, key
         if best < 0:
             best = hot_path_end(self.stacks, rows, w, self.skip)
             if best < 0:
                 return "", 0.0, 0.0
-            best_share = self._held(rows, w, best) / total
-        return self.stacks.frames[best], best_share, float(self.inclusive[best]) / whole
+        holding = self.stacks.rows_with(self.stacks.lut([self.stacks.frames[best]]))
+        return (self.stacks.frames[best], weight_among(rows, w, holding) / total,
+                self.inclusive(best) / whole)
 
-    def _held(self, rows: np.ndarray, w: np.ndarray, frame: int) -> float:
-        """Weight of the group's rows (sorted, weights ``w``) holding ``frame`` below the root, once per row."""
-        return weight_among(rows, w, self.stacks.rows_with(self.stacks.lut([self.stacks.frames[frame]])))
+    def inclusive(self, frame: int) -> float:
+        """Samples with ``frame`` anywhere below the root (the whole profile), once per stack; remembered:
+        groups share their heavy frames."""
+        if frame not in self._inclusive:
+            rows = self.stacks.rows_with(self.stacks.lut([self.stacks.frames[frame]]))
+            self._inclusive[frame] = float(self.stacks.counts[rows].sum())
+        return self._inclusive[frame]
 
     @cached_property
-    def inclusive(self) -> np.ndarray:
-        """Samples per frame id with the frame anywhere below the root (the whole profile)."""
-        return self.stacks.frame_inclusive()
+    def root_totals(self) -> np.ndarray:
+        """Samples per frame id as a process root."""
+        return np.bincount(self.stacks.root_ids, weights=self.stacks.counts, minlength=len(self.stacks.frames))
 
     def table(self, codes: np.ndarray, label: Callable[[int], str], limit: int = MAX_GROUPS) -> list[dict[str, Any]]:
         """Samples per group (an integer code per entry, ``label`` names a code), busiest first (ties by
