@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Callable
 
 from . import outfile
+from .analysis import threads
 from .analysis.analyse import analyse, with_quality
 from .analysis.binaries import Lookup
 from .analysis.load import Choice, Recording, load, read_run_dir
@@ -50,6 +51,11 @@ def build_profile(path: Path | str, options: Options = Options()) -> Profile:
     return analyse(loaded, options.lookup) if isinstance(loaded, Recording) else with_quality(loaded)
 
 
+def profile_for_report(path: Path | str, options: Options = Options()) -> Profile:
+    """``build_profile`` with what only reports show joined in (the thread and processlist tables)."""
+    return threads.attach(build_profile(path, options))
+
+
 def materialize(run_dir: Path, options: Options = Options(), log: Callable[[str], None] = lambda _m: None) -> Profile:
     """Fold and analyse a recorded run directory: write stacks.folded, leaves.tsv and analysis.json into it."""
     log("folding stacks and analysing binaries")
@@ -79,6 +85,7 @@ def write_analysed(run_dir: Path, profile: Profile) -> None:
 
 
 def report_profile(profile: Profile, out_dir: Path) -> Result:
+    profile = threads.attach(profile)
     diagnosis = engine.diagnose(profile)
     outfile.ensure_dir(out_dir)
     return Result(profile, diagnosis, write_outputs(profile, diagnosis, out_dir))

@@ -12,9 +12,10 @@ half of it."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable
 
 import numpy as np
 
@@ -278,15 +279,10 @@ def sentence(group: str, row: dict[str, Any]) -> str:
             f"{row['function']} ({100 * row['function_overall']:.0f} % overall)")
 
 
-def finding_rows(stacks: Stacks, process: str, rows: Iterable[int] | np.ndarray | None) -> np.ndarray:
-    """A finding's matched rows (of its process's Stacks) as rows of the whole profile."""
-    if rows is None:
-        return np.zeros(0, dtype=np.int64)
-    rows = np.asarray(rows, dtype=np.int64)
-    root = stacks.frame_index.get(process, -1) if process else -1
-    if root < 0:
-        return rows
-    return np.flatnonzero(stacks.root_ids == root)[rows]
+def attach(profile: Profile) -> Profile:
+    """The profile with its thread tables (``Profile.threads``): the join the report shows, done here,
+    in the analyse stage, once."""
+    return profile if profile.threads is not None else replace(profile, threads=tables(profile))
 
 
 def split_by_thread(profile: Profile) -> Stacks | None:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from ..pipeline import build_profile
+from ..pipeline import profile_for_report
 from ..model import rundir
 from ..report.diff import DIFF_HTML, DIFF_JSON, DIFF_MD, diff_json, diff_profiles, write_diff
 from . import common
@@ -41,7 +41,7 @@ def diff_cmd(before: str, after: str, out_dir: str, as_json: bool, force: bool, 
     options = common.pipeline_options(**inputs)
     if not as_json:
         rundir.claim_output_dir(Path(out_dir), None, (DIFF_HTML, DIFF_JSON, DIFF_MD), force)
-    result = diff_profiles(build_profile(before, options), build_profile(after, options))
+    result = diff_profiles(profile_for_report(before, options), profile_for_report(after, options))
     if as_json:
         click.echo(diff_json(result), nl=False)
         return

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field, replace
-from typing import Iterable
+from typing import Any, Iterable, Mapping
 
 import numpy as np
 
@@ -36,7 +36,9 @@ class Profile:
     then ``run`` says why); ``analysis`` holds what the analysis stage found; ``offcpu`` the off-CPU
     stacks (microseconds) and thread snapshots when the capture recorded them (``--off-cpu``).
     ``samples`` splits each stack row by thread and second (model/samples.py); None when the input
-    has no thread ids or times (a folded file).
+    has no thread ids or times (a folded file). ``threads`` holds the CPU-by-thread and processlist
+    tables the analyse stage joined (analysis/threads.py ``tables``: plain data, as the report shows
+    them); None until that stage ran for a report, or when the input has no thread ids.
     """
 
     stacks: Stacks
@@ -49,6 +51,7 @@ class Profile:
     unit: str = "samples"
     offcpu: OffCpuProfile | None = None
     samples: Samples | None = None
+    threads: Mapping[str, Any] | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.stacks, Stacks):
@@ -79,7 +82,7 @@ class Profile:
         roots = tuple(roots)
         mask = np.isin(self.stacks.root_ids, self.stacks.lut(roots).nonzero()[0])
         samples = self.samples.take(mask, len(self.stacks)) if self.samples is not None else None
-        return replace(self, stacks=self.stacks.take(mask), samples=samples,
+        return replace(self, stacks=self.stacks.take(mask), samples=samples, threads=None,
                        offcpu=self.offcpu.restrict(roots) if self.offcpu else None)
 
     def target(self, label: str) -> Target | None:
@@ -98,3 +101,15 @@ class Profile:
         if self.server.pid is not None and pid is not None and self.server.pid != pid:
             return None
         return self.server
+
+
+def process_rows(stacks: Stacks, process: str, rows: Iterable[int] | np.ndarray | None) -> np.ndarray:
+    """Rows of one process's Stacks (``Profile.process_stacks``, e.g. a finding's matched rows) as rows
+    of the whole profile's ``stacks``."""
+    if rows is None:
+        return np.zeros(0, dtype=np.int64)
+    rows = np.asarray(rows, dtype=np.int64)
+    root = stacks.frame_index.get(process, -1) if process else -1
+    if root < 0:
+        return rows
+    return np.flatnonzero(stacks.root_ids == root)[rows]

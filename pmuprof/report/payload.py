@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any, Callable, Iterable, Mapping
 
-from ..analysis import threads
 from ..findings.diagnosis import Diagnosis
 from ..findings.latches import LatchWaits
 from ..findings.model import Finding
@@ -138,8 +137,7 @@ def build_payload(profile: Profile, diagnosis: Diagnosis, max_flame_nodes: int =
     found_groups = groups(diagnosis, shown)
     head = summary(profile, processes)
     top = _per_process_top(profile, processes)
-    thread_tables = threads.tables(profile)
-    profile.stacks.release_postings()  # the findings and tables are done with them: room for the flame tree
+    profile.stacks.release_postings()  # the findings are done with them: room for the flame tree
     flame, tree_rows = build_tree_rows([profile.stacks], max_flame_nodes, trie=trie() if trie else None)
     found = verdict(shown, found_groups[0] if diagnosis.top else None, head, top[0]["rows"], frozenset(flame["names"]))
     note = waiting(profile)
@@ -163,5 +161,5 @@ def build_payload(profile: Profile, diagnosis: Diagnosis, max_flame_nodes: int =
         "wall": {"states": state_totals(wall), "note": why} if profile.offcpu is not None else None,
         "offcpu_threads": thread_groups(profile.offcpu),
         "seconds": seconds.strip(profile, diagnosis, tree_rows),
-        "threads": thread_tables,
+        "threads": profile.threads,
     }

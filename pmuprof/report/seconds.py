@@ -8,10 +8,9 @@ from typing import Any
 
 import numpy as np
 
-from ..analysis.threads import finding_rows
 from ..findings.diagnosis import Diagnosis
 from ..findings.model import Finding
-from ..model.profile import Profile
+from ..model.profile import Profile, process_rows
 from ..model.samples import BLOCK
 
 MAX_SECONDS = 4 * 3600  # a longer span (clock jumps, merged inputs) gets no strip
@@ -44,7 +43,7 @@ def strip(profile: Profile, diagnosis: Diagnosis, tree_rows: np.ndarray) -> dict
     top_rows = None
     if top is not None:  # a mark per stack row: the finding's rows
         top_rows = np.zeros(len(profile.stacks), dtype=bool)
-        top_rows[finding_rows(profile.stacks, top.process, top.stacks)] = True
+        top_rows[process_rows(profile.stacks, top.process, top.stacks)] = True
     per_sec, top_sec = np.zeros(width, np.int64), np.zeros(width, np.int64)
     untimed = 0
     for lo in range(0, len(s), BLOCK):

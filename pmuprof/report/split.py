@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..analysis import threads
 from ..model.profile import Profile
 from .noise import outside, share_change
 
@@ -14,7 +13,7 @@ ROWS = 12  # per table, the biggest changes
 
 def diff_split(before: Profile, after: Profile) -> list[dict[str, Any]]:
     """One entry per table both sides have (thread, state, statement, ...): rows by absolute change."""
-    tb, ta = threads.tables(before), threads.tables(after)
+    tb, ta = before.threads, after.threads
     if not tb or not ta:
         return []
     after_tables = {t["name"]: t for t in ta["tables"]}

@@ -120,3 +120,14 @@ def test_an_upward_import_is_named_with_file_and_line(tmp_path, where, line, sou
     layers = {**doc_layers(INTERNALS.read_text(encoding="utf-8")), **EXTRA}
     found = violations(root, layers)
     assert len(found) == 1 and found[0].startswith(f"pmuprof/{where}:{line}: "), found
+
+
+def test_the_report_renders_what_the_analyse_stage_joined():
+    """report/ may import findings/ and model/, never analysis/: the joins it shows (thread and processlist
+    tables) are done in the analyse stage and reach it through the Profile."""
+    found = []
+    for path in sorted((PACKAGE / "report").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            found += [f"{path.relative_to(REPO)}:{node.lineno}: {t}" for t in imported(node, path, PACKAGE)
+                      if t.startswith("pmuprof.analysis")]
+    assert not found, "\n".join(found)

@@ -88,7 +88,7 @@ def _two_sides(tmp_path):
         for (stack, _, _), n in keyed.items():
             totals[stack] = totals.get(stack, 0) + n
         stacks = Stacks.of(totals)
-        sides.append(Profile(stacks, source=str(folder), samples=from_keyed(stacks, keyed)))
+        sides.append(threads.attach(Profile(stacks, source=str(folder), samples=from_keyed(stacks, keyed))))
     return sides
 
 
