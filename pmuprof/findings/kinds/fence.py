@@ -45,9 +45,6 @@ class Fence(Kind):
         if skid is None:
             env.missing.append("fences: no skid-corrected instructions (native helper off, or no binary found)")
             return None
-        if skid.fence_share and not skid.fences:
-            env.missing.append("fences: this analysis.json has no per-function fence counts (an older pmuprof)")
-            return None
         inside, outside = matcher.spec.get("in"), matcher.spec.get("not_in")
         sites = [s for s in skid.fences if (inside is None or inside.matches(s.function))
                  and not (outside is not None and outside.matches(s.function))]
