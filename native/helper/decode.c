@@ -1,5 +1,6 @@
 /* decode.c - capstone decoding of one function; skid classes; jump targets. */
 #include "decode.h"
+#include "fence.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -8,9 +9,10 @@
 
 const char *skid_kind_name(int kind)
 {
-	static const char *const names[] = {"", "pause", "fence", "lfence", "lock", "xchg", "serialize", "rdtsc"};
+	static const char *const names[KIND_COUNT] = {"", "pause", "fence", "lfence", "lock", "xchg", "serialize",
+						      "rdtsc", "lock-fence", "xchg-store"};
 
-	return (kind >= 0 && kind <= KIND_RDTSC) ? names[kind] : "";
+	return (kind >= 0 && kind < KIND_COUNT) ? names[kind] : "";
 }
 
 int skid_kind_moves(int kind, int exact)
@@ -85,7 +87,7 @@ static int insn_kind(const cs_insn *ci)
 	default: break;
 	}
 	if (x->prefix[0] == X86_PREFIX_LOCK && has_mem_operand(x))
-		return KIND_LOCK;
+		return insn_is_stack_noop(ci) ? KIND_LOCKFENCE : KIND_LOCK;
 	/* capstone 4 may not know these: tpause (66 0f ae /6 reg), umwait (f2 0f ae /6 reg) */
 	if (ci->size >= 4 && ci->bytes[ci->size - 4 + 0] == 0x0f && ci->bytes[ci->size - 3] == 0xae &&
 	    (ci->bytes[ci->size - 2] & 0xf8) == 0xf0 && (x->prefix[2] == 0x66 || x->prefix[0] == 0xf2))
@@ -93,15 +95,17 @@ static int insn_kind(const cs_insn *ci)
 	return KIND_NONE;
 }
 
-static void insn_fill(struct insn *in, const cs_insn *ci, uint64_t start, uint64_t end, uint64_t *target)
+static void insn_fill(csh h, struct insn *in, const cs_insn *ci, uint64_t start, uint64_t end, uint64_t *target)
 {
 	const cs_x86 *x = &ci->detail->x86;
 	int i, jump = 0;
 
+	memset(in, 0, sizeof(*in));
 	in->addr = ci->address;
 	in->size = ci->size;
 	in->kind = (uint8_t)insn_kind(ci);
 	in->is_nop = ci->id == X86_INS_NOP;
+	insn_regs(h, ci, in);
 	if (in->kind == KIND_PAUSE && ci->id == X86_INS_PAUSE)
 		snprintf(in->text, sizeof(in->text), "pause");
 	else
@@ -174,11 +178,12 @@ int func_decode(const uint8_t *bytes, size_t len, uint64_t start, struct func_co
 			if (!grown)
 				break;
 		}
-		insn_fill(&out->insns[out->n], ci, out->start, out->end, &targets[nt]);
+		insn_fill(h, &out->insns[out->n], ci, out->start, out->end, &targets[nt]);
 		nt += targets[nt] != 0;
 		out->n++;
 	}
 	mark_targets(out, targets, nt);
+	func_mark_xchg_stores(out);
 	free(targets);
 	cs_free(ci, 1);
 	cs_close(&h);

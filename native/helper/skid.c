@@ -11,7 +11,7 @@
 struct histo {
 	uint64_t *raw, *corrected;
 	uint8_t *ambiguous;
-	uint64_t total, moved, ambiguous_samples, misaligned, by_kind[KIND_RDTSC + 1];
+	uint64_t total, moved, ambiguous_samples, misaligned, by_kind[KIND_COUNT];
 };
 
 /*
@@ -102,7 +102,7 @@ static void func_emit(struct jbuf *out, const struct fn_ref *fr, const struct fu
 	for (i = 0; i < f->n; i++)
 		if (f->insns[i].kind)
 			h->by_kind[f->insns[i].kind] += h->corrected[i];
-	for (k = 1; k <= KIND_RDTSC; k++)
+	for (k = 1; k < KIND_COUNT; k++)
 		if (h->by_kind[k])
 			jbuf_kuint(out, skid_kind_name(k), h->by_kind[k]);
 	jbuf_close(out, '}');

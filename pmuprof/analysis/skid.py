@@ -13,12 +13,15 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
 from ..errors import PmuprofError
-from ..model.analysis import Binary, Instruction, SkidFunction, SkidSummary
+from ..model.analysis import Binary, FenceSite, Instruction, SkidFunction, SkidSummary
 from ..model.labels import function_label, is_unnamed
 from ..model.profile import Leaf
 from . import binaries as binmod
 
-FENCE_KINDS = ("fence", "lfence")
+# Full fences on x86 (they drain the store buffer): mfence (sfence rides along), a locked no-op on a
+# stack slot (what GCC emits for __sync_synchronize() / a seq_cst fence), an xchg used as a seq_cst store.
+FULL_FENCE_KINDS = ("fence", "lock-fence", "xchg-store")
+FENCE_KINDS = FULL_FENCE_KINDS + ("lfence",)
 LOCK_KINDS = ("lock", "xchg")
 TOP_FUNCTIONS = 20  # hottest named functions corrected per binary
 TOP_UNNAMED = 2000  # hottest unnamed leaf addresses per binary
@@ -127,7 +130,27 @@ def summary(functions: Iterable[SkidFunction], total: int) -> SkidSummary:
     return SkidSummary(pause_share=frac(kind_total(("pause",))), fence_share=frac(kind_total(FENCE_KINDS)),
                        lock_share=frac(kind_total(LOCK_KINDS)), moved_share=frac(moved), samples_total=total,
                        samples_corrected=sum(f.samples for f in fns), moved=moved,
-                       ambiguous=sum(f.ambiguous_samples for f in fns), functions_corrected=len(fns))
+                       ambiguous=sum(f.ambiguous_samples for f in fns), functions_corrected=len(fns),
+                       fences=fence_sites(fns, total))
+
+
+def fence_form(insn: Instruction) -> str:
+    """How a full fence is spelled in a report: the instruction, or what an xchg store is for."""
+    return "xchg (a seq_cst store)" if insn.kind == "xchg-store" else insn.text
+
+
+def fence_sites(functions: Iterable[SkidFunction], total: int) -> tuple[FenceSite, ...]:
+    """Each function's corrected samples on full fences, hottest first (the rules name fences by function)."""
+    sites = []
+    for fn in functions:
+        on = sorted((i for i in fn.instructions if i.kind in FULL_FENCE_KINDS and i.corrected),
+                    key=lambda i: (-i.corrected, i.offset))
+        count = sum(i.corrected for i in on)
+        if count:
+            sites.append(FenceSite(function=fn.symbol, binary=fn.binary, samples=count,
+                                   share=round(count / total, 6) if total else 0.0,
+                                   forms=tuple(dict.fromkeys(fence_form(i) for i in on))))
+    return tuple(sorted(sites, key=lambda s: (-s.samples, s.function)))
 
 
 def try_correct(leaves: tuple[Leaf, ...], binaries: tuple[Binary, ...], skid: Skid,

@@ -75,7 +75,7 @@ def grade(rule: Rule, values: Mapping[str, Any]) -> Grade | None:
 def is_stack_metric(rule: Rule, metric: str | None) -> bool:
     matcher = rule.matcher(metric) if metric else None
     kind = kind_of(matcher.kind) if matcher is not None else None
-    return kind is not None and kind.stacks and kind.share  # a share of the samples (stack, latch)
+    return kind is not None and kind.share  # a share of the samples (stack, latch, fence)
 
 
 def corroboration(rule: Rule, values: Mapping[str, Any]) -> tuple[list[str], list[str]]:

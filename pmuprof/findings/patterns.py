@@ -52,7 +52,18 @@ WAIT_LEAVES = SPIN_LEAVES + (
     "native_queued_spin_lock_slowpath", "queued_spin_lock_slowpath", "__pv_queued_spin_lock_slowpath",
     "_raw_spin_lock*", "os_fast_mutex_*",
 )
-ALIASES = {"@spin": SPIN_LEAVES, "@wait": WAIT_LEAVES, "@lock": LOCK_WRAPPERS}
+# Where InnoDB's own barriers sit: the functions that issue os_rmb / os_wmb (macros, so the fence is
+# compiled into them), as read in MySQL 5.7.35 storage/innobase (sync0rw.cc, sync0rw.ic, ib0mutex.h,
+# sync0arr.cc, log0log.cc, buf0buf.cc, os0thread.cc), plus buf_get_n_pending_read_ios, which issued
+# os_rmb up to 5.7.17-era releases (Bug #87637; the seeds' case) and os_rmb/os_wmb/os_mb when a build
+# makes them real functions. A full fence in one of these is the barrier InnoDB asked for, compiled
+# as __sync_synchronize(); any other fence is the code's own ordering (MariaDB's lf_hash pins).
+BARRIER_CONTEXTS = (
+    "os_rmb", "os_wmb", "os_mb", "buf_get_n_pending_read_ios", "rw_lock_*", "TTAS*Mutex<*>::*",
+    "PolicyMutex<TTAS*", "sync_arr_cell_can_wake_up", "log_write_up_to", "buf_pool_withdraw_blocks",
+    "os_thread_create_func",
+)
+ALIASES = {"@spin": SPIN_LEAVES, "@wait": WAIT_LEAVES, "@lock": LOCK_WRAPPERS, "@barrier": BARRIER_CONTEXTS}
 
 
 def expand(patterns: Iterable[str]) -> tuple[str, ...]:

@@ -57,7 +57,7 @@ class Instruction:
     address: str
     offset: int
     text: str
-    kind: str = ""  # "" | pause | fence | lfence | lock | xchg | serialize | rdtsc
+    kind: str = ""  # "" | pause | fence | lfence | lock | xchg | serialize | rdtsc | lock-fence | xchg-store
     raw: int = 0
     corrected: int = 0
     ambiguous: bool = False
@@ -82,6 +82,17 @@ class SkidFunction:
 
 
 @dataclass(frozen=True)
+class FenceSite:
+    """A function's skid-corrected samples on full fences: mfence, `lock or $0,(%rsp)`, xchg as a store."""
+
+    function: str
+    binary: str
+    samples: int = 0
+    share: float = 0.0  # of all the profile's samples
+    forms: tuple[str, ...] = ()  # the fence instructions, hottest first
+
+
+@dataclass(frozen=True)
 class SkidSummary:
     """Shares (0–1) of all samples on PAUSE, fences and locked ops after correction (lower bounds)."""
 
@@ -94,6 +105,7 @@ class SkidSummary:
     moved: int = 0
     ambiguous: int = 0
     functions_corrected: int = 0
+    fences: tuple[FenceSite, ...] = ()  # hottest first; only functions with samples on a full fence
 
 
 @dataclass(frozen=True)

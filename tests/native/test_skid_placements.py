@@ -17,7 +17,12 @@ LABELS = {
     "lf_after": ("lfence", "lfence", True),
     "sf_after": ("fence", "sfence", True),
     "lx_after": ("lock", "lock xadd", True),
-    "xc_after": ("xchg", "xchg", True),
+    "xc_after": ("xchg", "xchg", True),         # its old value is read next: an exchange
+    "lo_after": ("lock-fence", "lock or", True),   # lock or $0,(%rsp): GCC's __sync_synchronize()
+    "la_after": ("lock-fence", "lock add", True),  # a locked no-op on another stack slot
+    "ln_after": ("lock", "lock or", True),      # changes the slot: a locked RMW, not a fence
+    "lg_after": ("lock", "lock or", True),      # a no-op on shared data: an atomic op, not a fence
+    "xs_after": ("xchg-store", "xchg", True),   # its old value is overwritten unread: a seq_cst store
     "cp_after": ("serialize", "cpuid", True),
     "rd_after": ("rdtsc", "rdtsc", True),
     "plain_after": ("", "add", False),          # an ordinary instruction: nothing moves
@@ -99,7 +104,7 @@ def test_exact_ip_moves_only_pause_and_lfence(helper, build):
         f"{func}\t{off:x}\t{count}\n" for _, func, off, count in samples))
     assert rc == 0
     insns = _by_addr(data)
-    for label in ("mf_after", "lx_after", "xc_after", "cp_after"):
+    for label in ("mf_after", "lx_after", "xc_after", "cp_after", "lo_after", "xs_after"):
         assert insns[syms[label][0]]["corrected"] >= insns[syms[label][0]]["raw"], label
     for label in ("lp_after", "lf_after"):
         assert insns[syms[label][0]]["corrected"] < insns[syms[label][0]]["raw"], label

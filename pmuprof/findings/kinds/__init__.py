@@ -9,6 +9,7 @@ from __future__ import annotations
 from .base import Env, Kind, SpecCtx
 from .counters import Counter, CounterRatio
 from .derived import Derived
+from .fence import Fence
 from .latch import Latch
 from .offcpu import OffCpu
 from .paths import Analysis, Host, Quality, Run, Target
@@ -17,7 +18,7 @@ from .stack import Stack
 
 KINDS: dict[str, Kind] = {k.name: k for k in (
     Stack(), Latch(), CounterRatio(), Counter(), Variable(), Status(), ProcesslistState(), Mysql(),
-    Host(), Run(), Target(), Analysis(), Quality(), Derived(), OffCpu(),
+    Host(), Run(), Target(), Analysis(), Quality(), Derived(), OffCpu(), Fence(),
 )}
 
 

@@ -2,6 +2,7 @@
 volatile int keep_going;
 volatile int counter;
 int shared;
+long wide;
 
 __attribute__((noinline)) void loop_pause(void)
 {
@@ -49,6 +50,22 @@ __attribute__((noinline)) int locked(int v)
 	return v;
 }
 
+/*
+ * The full fences that are not mfence: a locked no-op on a stack slot (GCC's __sync_synchronize()) and an
+ * xchg whose old value is overwritten unread (a seq_cst store); beside them the look-alikes that are not
+ * (a locked OR that changes the slot, a locked no-op on shared data, an xchg whose old value is read).
+ */
+__attribute__((noinline)) void fence_forms(void)
+{
+	__asm__ __volatile__("lock orq $0, (%%rsp)\n.globl lo_after\nlo_after:\n"
+			     "lock addl $0, 8(%%rsp)\n.globl la_after\nla_after:\n"
+			     "lock orq $1, (%%rsp)\n.globl ln_after\nln_after:\n"
+			     "lock orq $0, %0\n.globl lg_after\nlg_after:\n"
+			     "xchgq %%rax, %0\n.globl xs_after\nxs_after:\n"
+			     "movq $1, %%rax\n"
+			     : "+m"(wide) :: "rax", "memory");
+}
+
 __attribute__((noinline)) unsigned long serializing(void)
 {
 	unsigned a = 0, b, c = 0, d;
@@ -82,6 +99,7 @@ int main(int argc, char **argv)
 	fences();
 	fence_then_nops();
 	locked(argc);
+	fence_forms();
 	pause_before_ret();
 	ambiguous_target(argc);
 	return (int)(serializing() & 0) + counter * 0;

@@ -1,0 +1,69 @@
+"""The ``fence`` kind: skid-corrected samples on full fences, by the function they sit in (analysis skid.fences)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from ..evidence import Evidence
+from .base import Env, Kind, SpecCtx, pct
+
+FENCE_KEYS = ("in", "not_in")
+
+
+@dataclass(frozen=True, eq=False)
+class FenceShare(Evidence):
+    """Samples on full fences (mfence, `lock or $0,(%rsp)`, xchg as a store) in the functions asked for."""
+
+    value: float
+    share: float
+    count: int
+    functions: tuple[Mapping[str, Any], ...]  # {function, share, samples, forms}, hottest first
+    names: str  # 'l_find 2.1 % (mfence), ...': the functions in words
+
+    def to_json(self) -> dict[str, Any]:
+        return {"value": self.value, "share": self.share, "count": self.count,
+                "functions": [dict(f) for f in self.functions], "names": self.names}
+
+
+def site_words(site: Mapping[str, Any]) -> str:
+    return f"{site['function']} {pct(site['share'])} ({', '.join(site['forms'])})"
+
+
+class Fence(Kind):
+    name = "fence"
+    guide = "`fence` (skid-corrected samples on full fences in functions `in` / `not_in` patterns)"
+    share = True
+
+    def validate(self, ctx: SpecCtx, spec: Any, line: int) -> Any:
+        spec = ctx.mapping(spec, line, "fence matcher")
+        ctx.keys(spec, FENCE_KEYS, "fence matcher")
+        return {k: ctx.patterns(v, spec.line_of(k), f"fence.{k}") for k, v in spec.items()}
+
+    def evaluate(self, matcher: Any, env: Env) -> Any:
+        skid = env.facts.analysis.skid
+        if skid is None:
+            env.missing.append("fences: no skid-corrected instructions (native helper off, or no binary found)")
+            return None
+        inside, outside = matcher.spec.get("in"), matcher.spec.get("not_in")
+        sites = [s for s in skid.fences if (inside is None or inside.matches(s.function))
+                 and not (outside is not None and outside.matches(s.function))]
+        total = skid.samples_total
+        count = sum(s.samples for s in sites)
+        share = round(count / total, 6) if total else sum(s.share for s in sites)
+        rows = tuple({"function": s.function, "share": s.share, "samples": s.samples, "forms": list(s.forms)}
+                     for s in sites)
+        return FenceShare(share, share, count, rows, ", ".join(site_words(r) for r in rows[:5]) or "none")
+
+    def doc(self, spec: Any) -> str:
+        return "; ".join(f"fences {key.replace('_', ' ')}: " + ", ".join(f"`{p}`" for p in pats.patterns)
+                         for key, pats in spec.items()) or "fences in any function"
+
+    def subject(self, spec: Any) -> str:
+        return ""
+
+    def words(self, item: Any, value: Mapping[str, Any]) -> str:
+        count = int(value.get("count") or 0)
+        if not count:
+            return "none (0 samples on full fences)"
+        return f"{pct(float(value.get('share') or 0.0))} of samples on full fences: {value.get('names')}"
