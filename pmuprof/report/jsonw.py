@@ -46,9 +46,27 @@ def _skid(profile: Profile) -> dict[str, Any] | None:
             "functions": [{"symbol": f.symbol, "samples": f.samples, "moved": f.moved} for f in fns]}
 
 
+FORMAT_VERSION = 2  # 2: format_version, host, captured_at and verdict at the top (1 had none of them)
+
+
+def verdict_facts(profile: Profile, diagnosis: Diagnosis) -> dict[str, Any]:
+    """The verdict a script reads first: the cause the engine put first, or why there is none."""
+    top = diagnosis.top
+    if top is not None:
+        return {"status": "problem", "rule": top.rule, "title": top.title, "severity": top.severity,
+                "share": top.share, "process": top.process}
+    return {"status": "healthy" if profile.total else "empty", "rule": None, "title": None, "severity": None,
+            "share": None, "process": None}
+
+
 def findings_document(profile: Profile, diagnosis: Diagnosis) -> dict[str, Any]:
+    run = profile.run
     return {
+        "format_version": FORMAT_VERSION,
         "pmuprof_version": __version__,
+        "host": run.host.hostname or None,  # None: not known (a bare perf.data re-read elsewhere)
+        "captured_at": run.started or None,
+        "verdict": verdict_facts(profile, diagnosis),
         "profile": profile_facts(profile),
         "findings": findings_list(diagnosis.findings),
         "latches": latch_rows(diagnosis.latches),

@@ -21,7 +21,12 @@ from pmuprof.report.markdown import render_markdown
 
 def test_findings_json_contract_and_order():
     doc = json.loads(findings_json(profile(), Diagnosis.of(findings())))
-    assert set(doc) == {"pmuprof_version", "profile", "findings", "latches"}
+    assert set(doc) == {"format_version", "pmuprof_version", "host", "captured_at", "verdict", "profile", "findings",
+                        "latches"}
+    assert doc["format_version"] == 2
+    top = Diagnosis.of(findings()).top
+    assert doc["verdict"] == {"status": "problem", "rule": top.rule, "title": top.title, "severity": top.severity,
+                              "share": top.share, "process": top.process}
     prof = doc["profile"]
     assert prof["samples"] == profile().total
     assert prof["event"] == "cpu-clock" and prof["event_requested"] == "cycles"
@@ -31,6 +36,14 @@ def test_findings_json_contract_and_order():
     for key in ("rule", "severity", "title", "share", "evidence", "fix", "references"):
         assert key in first
     assert 0 <= first["share"] <= 1
+
+
+def test_findings_json_says_healthy_or_empty_and_what_it_does_not_know():
+    healthy = json.loads(findings_json(profile(), Diagnosis.of(f for f in findings() if f.severity == "info")))
+    assert healthy["verdict"]["status"] == "healthy" and healthy["verdict"]["rule"] is None
+    empty = json.loads(findings_json(Profile({}), Diagnosis.of([])))
+    assert empty["verdict"]["status"] == "empty"
+    assert empty["host"] is None and empty["captured_at"] is None  # a bare input: unknown, never ""
 
 
 def test_payload_summary_top_functions_counters():
