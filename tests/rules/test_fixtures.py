@@ -36,6 +36,8 @@ def test_fixture(path: Path, rules) -> None:
             assert headers["message-contains"] in mine.message, mine.message
         if "fix-contains" in headers:
             assert headers["fix-contains"] in mine.fix, mine.fix
+        if "fix-starts" in headers:  # the lead fix: the one a DBA applies first
+            assert mine.fix.startswith(headers["fix-starts"]), mine.fix
         assert mine.message and "{" not in mine.message, mine.message
     elif kind == "quiet":
         assert rule_id not in by_rule, f"{rule_id} fired on a quiet fixture: {by_rule.get(rule_id)}"

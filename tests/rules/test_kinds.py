@@ -95,3 +95,36 @@ def test_a_new_kind_is_validated_evaluated_worded_and_documented(registered: Kin
     path.write_text(RULE.replace("distinct_leaves: 2", "distinct_leaves: 0"), encoding="utf-8")
     with pytest.raises(RuleError, match="many-frames.yaml:6: distinct_leaves is a positive count"):
         load_rule(path)
+
+
+OF_RULE = """\
+id: part-of
+title: A part of other samples
+severity: warning
+evidence:
+  walk:
+    stack:
+      inclusive: ["walk"]
+      of: ["dive*"]
+fire:
+  all: [{evidence: walk.of_share, min: 0.25}]
+thresholds: {metric: walk, warning: 0.05}
+message: "{walk.of_share:pct} of the dives walk"
+doc: {symptom: s, why: w, fix: f, caveats: c}
+"""
+
+
+def test_stack_of_divides_by_the_samples_holding_an_of_frame(tmp_path: Path) -> None:
+    path = tmp_path / "part-of.yaml"
+    path.write_text(OF_RULE, encoding="utf-8")
+    rule = load_rule(path)
+    stacks = {("mysqld", "dive", "walk"): 100, ("mysqld", "dive_low", "x"): 300, ("mysqld", "other"): 600}
+    (finding,) = evaluate(Profile(stacks), [rule])
+    assert finding.message == "25.0% of the dives walk" and finding.share == pytest.approx(0.1)
+    assert finding.to_dict()["evidence"]["walk"]["of_share"] == pytest.approx(0.25)
+    assert "of: `dive*`" in rule_markdown(rule)
+    stacks[("mysqld", "dive_low", "x")] = 400  # 100 of 500 dive samples: under the condition
+    assert evaluate(Profile(stacks), [rule]) == []
+    path.write_text(OF_RULE.replace('of: ["dive*"]', "of: []"), encoding="utf-8")
+    with pytest.raises(RuleError, match="part-of.yaml:8: stack.of needs at least one frame pattern"):
+        load_rule(path)

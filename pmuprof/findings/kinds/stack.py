@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any, Mapping
 
 import numpy as np
@@ -49,6 +49,16 @@ class StackShare(Evidence):
         return out
 
 
+@dataclass(frozen=True, eq=False)
+class StackPart(StackShare):
+    """A stack share that is also a part of other samples: the matched ones over those holding an ``of`` frame."""
+
+    of_share: float | None = None  # None when no sample holds an ``of`` frame
+
+    def to_json(self) -> dict[str, Any]:
+        return {**super().to_json(), "of_share": self.of_share}
+
+
 def stack_spec(ctx: SpecCtx, spec: Any, line: int, what: str, extra: tuple[str, ...] = ()) -> dict[str, Any]:
     """self / inclusive frame patterns with inside, not_inside, leaf, leaf_not (``extra`` keys left as given)."""
     spec = ctx.mapping(spec, line, f"{what} matcher")
@@ -66,15 +76,27 @@ def stack_doc(spec: Mapping[str, Any]) -> str:
 
 class Stack(Kind):
     name = "stack"
-    guide = "`stack` (`self` or `inclusive` frame patterns, with `inside`, `not_inside`, `leaf`, `leaf_not`)"
+    guide = ("`stack` (`self` or `inclusive` frame patterns, with `inside`, `not_inside`, `leaf`, `leaf_not`; "
+             "`of`: frames whose samples `.of_share` divides by)")
     stacks = True
     share = True
 
     def validate(self, ctx: SpecCtx, spec: Any, line: int) -> Any:
-        return stack_spec(ctx, spec, line, "stack")
+        out = stack_spec(ctx, spec, line, "stack", ("of",))
+        if "of" in spec:  # a part of other samples: of_share = matched / samples holding an `of` frame
+            out["of"] = ctx.patterns(spec["of"], spec.line_of("of"), "stack.of")
+            if not out["of"].patterns:
+                raise ctx.fail(spec.line_of("of"), "stack.of needs at least one frame pattern")
+        return out
 
     def evaluate(self, matcher: Any, env: Env) -> Any:
-        return StackShare.of(match_stack(env.index, matcher.spec, env.skip))
+        found = StackShare.of(match_stack(env.index, matcher.spec, env.skip))  # it reads no `of`
+        if "of" not in matcher.spec:
+            return found
+        index = env.index
+        whole = index.weight(index.st.rows_with(index.lut(matcher.spec["of"])))
+        return StackPart(**{f.name: getattr(found, f.name) for f in fields(found)},
+                         of_share=found.count / whole if whole else None)
 
     def doc(self, spec: Any) -> str:
         return stack_doc(spec)

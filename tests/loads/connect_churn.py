@@ -1,0 +1,74 @@
+#!/usr/bin/env python3
+"""Connection churn: workers that connect over TCP (TLS unless --no-tls), run SELECT 1 and disconnect.
+
+    python3 tests/loads/connect_churn.py --port P --user U --password W --seconds 20 --workers 2
+    python3 tests/loads/connect_churn.py ... --reuse     # the fix: one connection per worker, kept open
+
+Prints ``ready`` once per worker when its first connection is open, then one line,
+``connections <n> queries <m> seconds <s>``. The client does not verify the
+server's certificate (MariaDB 11.4 generates a self-signed one); TLS still runs the full handshake.
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing as mp
+import ssl
+import time
+
+import pymysql
+
+
+def _connect(args: argparse.Namespace) -> pymysql.Connection:
+    ctx = None
+    if not args.no_tls:
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        ctx.check_hostname, ctx.verify_mode = False, ssl.CERT_NONE
+    return pymysql.connect(host=args.host, port=args.port, user=args.user, password=args.password,
+                           ssl=ctx, ssl_disabled=args.no_tls, connect_timeout=30)
+
+
+def _worker(args: argparse.Namespace, out: mp.Queue) -> None:
+    connections = queries = 0
+    end = time.monotonic() + args.seconds
+    con = None
+    while time.monotonic() < end:
+        if con is None:
+            con = _connect(args)
+            connections += 1
+            if connections == 1:
+                print("ready", flush=True)  # each worker once: its first connection is open
+        with con.cursor() as cur:
+            cur.execute("SELECT 1")
+        queries += 1
+        if not args.reuse:
+            con.close()
+            con = None
+    if con is not None:
+        con.close()
+    out.put((connections, queries))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--host", default="127.0.0.1")
+    ap.add_argument("--port", type=int, required=True)
+    ap.add_argument("--user", required=True)
+    ap.add_argument("--password", default="")
+    ap.add_argument("--seconds", type=float, default=20.0)
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--no-tls", action="store_true", help="plain TCP")
+    ap.add_argument("--reuse", action="store_true", help="keep one connection per worker (a pool)")
+    args = ap.parse_args()
+    out: mp.Queue = mp.Queue()
+    procs = [mp.Process(target=_worker, args=(args, out)) for _ in range(args.workers)]
+    for p in procs:
+        p.start()
+    done = [out.get() for _ in procs]
+    for p in procs:
+        p.join()
+    print(f"connections {sum(c for c, _ in done)} queries {sum(q for _, q in done)} seconds {args.seconds:g}")
+
+
+if __name__ == "__main__":
+    main()
