@@ -59,3 +59,33 @@ def test_capture_with_mysql_client_short_options(mariadb: mdb.MariaDB, tmp_path:
     assert res.returncode == 0, res.stderr
     facts = json.loads((tmp_path / "run" / "mysql.json").read_text())
     assert facts["reachable"] is True and facts["source"] == f"tcp 127.0.0.1:{mariadb.port}", facts.get("error")
+
+
+def _ssl_accepts(server) -> int:
+    """The server's TLS handshakes so far, read over a connection that makes none."""
+    import pymysql
+    conn = pymysql.connect(unix_socket=str(server.socket), user="root", password="", ssl_disabled=True)
+    try:
+        with conn.cursor() as cur:
+            cur.execute("SHOW GLOBAL STATUS LIKE 'Ssl_accepts'")
+            return int(cur.fetchone()[1])
+    finally:
+        conn.close()
+
+
+def test_facts_over_the_socket_cost_the_server_no_tls_handshake(mariadb114, tmp_path: Path) -> None:
+    """MariaDB 11.4 offers TLS by default with a generated RSA-4096 key: ~80 ms of server CPU a handshake.
+    Over its socket, with no --ssl-mode, pmuprof negotiates none (MySQL's clients do the same); an
+    explicit PREFERRED still does."""
+    if dict(mdb.sql(mariadb114, "SHOW GLOBAL VARIABLES LIKE 'have_ssl'")).get("have_ssl") != "YES":
+        pytest.skip("this 11.4.5 server offers no TLS")
+    cnf = tmp_path / "client.cnf"
+    cnf.write_text(f"[client]\nuser={mariadb114.user}\npassword=\"{mariadb114.password}\"\n")
+    cnf.chmod(0o600)
+    base = dict(socket=str(mariadb114.socket), defaults_file=str(cnf))
+    before = _ssl_accepts(mariadb114)
+    facts = collect_facts(MysqlOptions(**base), interval_s=0.2)
+    assert facts["reachable"] is True, facts.get("error")
+    assert _ssl_accepts(mariadb114) == before
+    asked = collect_facts(MysqlOptions(**base, tls=Tls("PREFERRED")), interval_s=0.2)
+    assert asked["reachable"] is True and _ssl_accepts(mariadb114) > before

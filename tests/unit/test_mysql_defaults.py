@@ -108,6 +108,8 @@ def test_tls_mode_from_command_line_and_option_files(cli, files, mode):
 
 def test_pymysql_arguments_by_mode():
     assert pymysql_kwargs(Tls()) == {}
+    assert pymysql_kwargs(Tls(), over_socket=True) == {"ssl_disabled": True}  # as MySQL's clients: no TLS on a socket
+    assert pymysql_kwargs(Tls("PREFERRED"), over_socket=True)["ssl_verify_cert"] is False  # asked for: negotiated
     assert pymysql_kwargs(Tls("DISABLED")) == {"ssl_disabled": True}
     assert pymysql_kwargs(Tls("REQUIRED", cert="/c", key="/k")) == {
         "ssl_verify_cert": False, "ssl_verify_identity": False, "ssl_cert": "/c", "ssl_key": "/k"}

@@ -156,7 +156,7 @@ def connect(opts: MysqlOptions, pid: int | None = None) -> tuple[Any, Endpoint, 
         raise ConnectionError("no server socket found (give --mysql-socket or --mysql-host)")
     try:
         tls = tls_from(opts.tls, files)
-        ssl_args = pymysql_kwargs(tls)
+        ssl_args = {over: pymysql_kwargs(tls, over) for over in (False, True)}
     except ValueError as err:
         raise ConnectionError(str(err)) from None
     errors = []
@@ -165,7 +165,7 @@ def connect(opts: MysqlOptions, pid: int | None = None) -> tuple[Any, Endpoint, 
             conn = pymysql.connect(unix_socket=ep.socket, host=ep.host or "localhost", port=ep.port or 3306,
                                    user=user, password=password or "", connect_timeout=opts.connect_timeout,
                                    read_timeout=30, write_timeout=30, autocommit=True, charset="utf8mb4",
-                                   **ssl_args)
+                                   **ssl_args[bool(ep.socket)])
         except Exception as err:  # noqa: BLE001 - any driver failure means "try the next one"
             errors.append(f"{ep}: {_scrub(err, secrets)}")
             continue
