@@ -27,7 +27,7 @@ from . import events
 from .mysql import facts as mysql, poll as processlist
 from .offcpu import tracer as offcpu
 from .runner import Control, DiskGuard, Outcome, Progress, run_bounded
-from .target import host, process as target
+from .target import host, hostload, process as target
 
 MAX_DURATION_S = 3600
 MYSQL_JOIN_S = 30  # server facts still missing this long after perf stopped are given up
@@ -148,15 +148,18 @@ def record(opts: RecordOptions, progress: Progress | None = None,
     log(f"recording {', '.join(f'{t.label} (pid {t.pid})' for t in targets)} for {opts.duration:g} s at "
         f"{opts.frequency} Hz, mode {opts.mode}{' cgroup ' + run.cgroup if run.cgroup else ''}")
     cap = Cap(min(need * 4, free - reserve), free - reserve < need * 4, reserve)
+    load = hostload.Sampler(host_facts.get("nproc") or 1)
+    load.start()
     try:
         run, outcome = _record_with_fallback(opts, perf, pids, run, pmu_events, cap, progress, log,
                                              offcpu.procs(off, opts.out_dir))
     except PmuprofError as err:  # perf failed or was killed: run.json still says what happened
+        load.stop()
         processlist.finish(poller)
         rundir.write_typed(opts.out_dir / rundir.RUN_JSON, run.with_notes((f"capture failed: {err.message}",)))
         raise
     with signals.held() as pending:  # writing run.json must not be cut short
-        run = run.with_notes(processlist.finish(poller))
+        run = replace(run, host_load=load.stop()).with_notes(processlist.finish(poller))
         if on_recorded is not None:
             on_recorded()
         if pending and not outcome.stopped_by:

@@ -99,7 +99,7 @@ def evaluate_rule(rule: Rule, index: StackIndex, facts: Facts) -> Finding | None
         references=rule.references,
         chain=(chain_ev.hot or "", *chain_ev.callers) if chain_ev else (),
         process=facts.process, missing=tuple(dict.fromkeys(m for m in missing if m)),
-        confidence=_offcpu_basis(rule, g, values, confidence(rule, g, values, seen, not_seen)),
+        confidence=_basis(rule, g, values, confidence(rule, g, values, seen, not_seen)),
         stacks=share_ev.rows if share_ev else None,
         declared=tuple(Declared(m.name, m.kind, kind_of(m.kind).subject(m.spec), m.about)
                        for m in rule.evidence))
@@ -116,12 +116,13 @@ def is_offcpu_metric(rule: Rule, metric: str | None) -> bool:
     return m is not None and kind_of(m.kind).offcpu(m.spec)
 
 
-def _offcpu_basis(rule: Rule, g: Grade, values: Mapping[str, Any], conf: Confidence) -> Confidence:
-    """For a finding graded on off-CPU time: its share is of the off-CPU time, the threshold in threads
-    blocked on average, and the evidence behind it is seconds blocked, not samples."""
-    if not is_offcpu_metric(rule, g.metric):
-        return conf
-    ev = values.get(g.metric) if isinstance(values.get(g.metric), Mapping) else {}
+def _basis(rule: Rule, g: Grade, values: Mapping[str, Any], conf: Confidence) -> Confidence:
+    """What a finding's share is of. Graded on off-CPU time: of the off-CPU time, the threshold in threads
+    blocked on average, and the evidence behind it is seconds blocked, not samples. Graded on a fact that
+    names its own ``basis`` (the host's time): of that."""
+    ev = values.get(g.metric) if g.metric and isinstance(values.get(g.metric), Mapping) else {}
+    if not is_offcpu_metric(rule, g.metric):  # a fact graded on something else than samples says what
+        return replace(conf, samples=None, basis=ev["basis"]) if isinstance(ev.get("basis"), str) else conf
     return replace(conf, samples=None, basis="off-CPU time", unit="threads",
                    blocked_s=round(float(ev.get("us") or 0) / 1e6, 3))
 

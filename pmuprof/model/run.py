@@ -64,6 +64,29 @@ class Host:
 
 
 @dataclass(frozen=True)
+class HostLoad:
+    """How busy the whole host was while perf recorded, from /proc (what pt-stalk's vmstat and mpstat show):
+    shares of all CPUs' time, the run queue (``procs_running``, pmuprof's own threads included) sampled
+    every half second, and rates over the window. A value the kernel does not offer is None."""
+
+    seconds: float = 0.0
+    cpus: int = 0
+    busy_share: float = 0.0  # user, nice, system, irq, softirq and steal over all CPU time
+    steal_share: float = 0.0
+    iowait_share: float = 0.0
+    runnable_avg: float = 0.0
+    runnable_max: int = 0
+    blocked_avg: float = 0.0  # procs_blocked: tasks in uninterruptible sleep (D), mostly I/O
+    loadavg_1m: float | None = None  # at the end of the window
+    context_switches_per_s: float = 0.0
+    swap_in_pages_per_s: float | None = None
+    swap_out_pages_per_s: float | None = None
+    mem_available_min_bytes: int | None = None
+    psi_cpu_some_share: float | None = None  # share of the window some runnable task waited for a CPU
+    psi_memory_some_share: float | None = None
+
+
+@dataclass(frozen=True)
 class Numa:
     cpu_nodes: tuple[int, ...] = ()
     memory_pages: Mapping[str, int] = field(default_factory=dict)  # node -> pages of the target
@@ -198,6 +221,7 @@ class Run:
     trigger: Trigger | None = None
     source: Source = field(default_factory=Source)
     offcpu: OffCpu | None = None  # the off-CPU tracer's outcome (None: not asked for, or an older run)
+    host_load: HostLoad | None = None  # how busy the host was while perf recorded (None: not a capture)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "command", redact_command(self.command))  # written and read back redacted

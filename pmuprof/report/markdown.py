@@ -167,7 +167,9 @@ def _verdict(v: Mapping[str, Any], samples: int) -> list[str]:
     c = v.get("confidence") or {}
     sure = "; ".join(x for x in (c.get("level"), c.get("samples"), c.get("margin")) if x)
     also = f" It also explains: {', '.join(e['rule'] for e in v['explains'])}." if v["explains"] else ""
-    return note + [f"**Verdict: {_text(v['title'])}** — {100 * v['share']:.1f} % of {_text(v['process'] or 'the')} {v.get('basis') or 'samples'}"
+    basis = v.get("basis") or "samples"
+    whose = "" if basis.startswith("the ") else f"{v['process'] or 'the'} "  # "the host's time" is no process's
+    return note + [f"**Verdict: {_text(v['title'])}** — {100 * v['share']:.1f} % of {_text(whose)}{basis}"
             f"{' (how sure: ' + _text(sure) + ')' if sure else ''}. {_text(v['sentence'])}{also} The fix is under "
             f"the first finding below.", ""]
 

@@ -19,7 +19,7 @@ def verdict_line(diagnosis: Diagnosis, samples: int, where: str = "") -> str:
     if not causes:
         return f"OK{place}: no rule fired ({samples:,} samples)"
     top = causes[0]
-    proc = f", {top.process}" if top.process else ""
+    proc = f", {top.process}" if top.process and not top.basis.startswith("the ") else ""
     line = f"{top.severity.upper()}{place}: {' '.join(top.title.split())} ({100 * top.share:.0f} % of {top.basis}{proc})"
     rest = causes[1:]
     if rest:

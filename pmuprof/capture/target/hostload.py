@@ -1,0 +1,123 @@
+"""How busy the host is while perf records: /proc/stat, /proc/vmstat, /proc/meminfo and PSI, sampled twice a
+second by one thread (pt-stalk's vmstat/mpstat, without running them). Reads only /proc: nothing the
+server notices. The first and last reads bound the window; the run queue is the mean of the samples."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from typing import Callable
+
+from ...model.run import HostLoad
+
+INTERVAL_S = 0.5
+PROC = Path("/proc")
+BUSY = ("user", "nice", "system", "irq", "softirq", "steal")
+CPU_FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(encoding="ascii", errors="replace")
+    except OSError:
+        return ""
+
+
+def _stat(proc: Path) -> dict[str, float]:
+    """/proc/stat's aggregate CPU jiffies, context switches and run queue."""
+    out: dict[str, float] = {}
+    for line in _read(proc / "stat").splitlines():
+        parts = line.split()
+        if parts and parts[0] == "cpu":
+            out.update(zip(CPU_FIELDS, (float(v) for v in parts[1:1 + len(CPU_FIELDS)])))
+        elif len(parts) == 2 and parts[0] in ("ctxt", "procs_running", "procs_blocked"):
+            out[parts[0]] = float(parts[1])
+    return out
+
+
+def _keyed(text: str, keys: tuple[str, ...]) -> dict[str, float]:
+    out = {}
+    for line in text.splitlines():
+        parts = line.replace(":", " ").split()
+        if len(parts) >= 2 and parts[0] in keys:
+            out[parts[0]] = float(parts[1])
+    return out
+
+
+def _psi_total_us(text: str) -> float | None:
+    """The ``some`` line's total (µs stalled) of a /proc/pressure file; None without PSI."""
+    for line in text.splitlines():
+        if line.startswith("some "):
+            for field in line.split():
+                if field.startswith("total="):
+                    return float(field[6:])
+    return None
+
+
+class Snapshot:
+    """One read of the counters, at ``t`` (monotonic seconds)."""
+
+    def __init__(self, proc: Path, clock: Callable[[], float]) -> None:
+        self.t = clock()
+        self.stat = _stat(proc)
+        self.vm = _keyed(_read(proc / "vmstat"), ("pswpin", "pswpout"))
+        self.mem = _keyed(_read(proc / "meminfo"), ("MemAvailable",))
+        self.psi_cpu = _psi_total_us(_read(proc / "pressure" / "cpu"))
+        self.psi_mem = _psi_total_us(_read(proc / "pressure" / "memory"))
+        load = _read(proc / "loadavg").split()
+        self.loadavg = float(load[0]) if load else None
+
+
+class Sampler(threading.Thread):
+    """Samples until stop(), which returns the window's HostLoad (None when /proc gave nothing)."""
+
+    def __init__(self, cpus: int, proc: Path = PROC, interval: float = INTERVAL_S,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        super().__init__(daemon=True, name="pmuprof-hostload")
+        self.cpus, self.proc, self.interval, self.clock = max(cpus, 1), proc, interval, clock
+        self._done = threading.Event()
+        self.first = Snapshot(proc, clock)
+        self.samples: list[Snapshot] = [self.first]
+
+    def run(self) -> None:
+        while not self._done.wait(self.interval):
+            self.samples.append(Snapshot(self.proc, self.clock))
+
+    def stop(self) -> HostLoad | None:
+        self._done.set()
+        self.join(5.0)
+        self.samples.append(Snapshot(self.proc, self.clock))
+        return summarize(self.samples, self.cpus)
+
+
+def summarize(samples: list[Snapshot], cpus: int) -> HostLoad | None:
+    """The HostLoad of a window from its first to its last snapshot."""
+    a, b = samples[0], samples[-1]
+    secs = b.t - a.t
+    jiffies = {k: b.stat.get(k, 0.0) - a.stat.get(k, 0.0) for k in CPU_FIELDS}
+    total = sum(jiffies.values())
+    if secs <= 0 or total <= 0:
+        return None
+    running = [s.stat["procs_running"] for s in samples if "procs_running" in s.stat]
+    blocked = [s.stat["procs_blocked"] for s in samples if "procs_blocked" in s.stat]
+    mem = [s.mem["MemAvailable"] * 1024 for s in samples if "MemAvailable" in s.mem]
+
+    def rate(key: str) -> float | None:
+        return (b.vm[key] - a.vm[key]) / secs if key in a.vm and key in b.vm else None
+
+    def psi(first: float | None, last: float | None) -> float | None:
+        return min(1.0, (last - first) / 1e6 / secs) if first is not None and last is not None else None
+
+    return HostLoad(
+        seconds=round(secs, 3), cpus=cpus,
+        busy_share=round(sum(jiffies[k] for k in BUSY) / total, 4),
+        steal_share=round(jiffies["steal"] / total, 4), iowait_share=round(jiffies["iowait"] / total, 4),
+        runnable_avg=round(sum(running) / len(running), 2) if running else 0.0,
+        runnable_max=int(max(running)) if running else 0,
+        blocked_avg=round(sum(blocked) / len(blocked), 2) if blocked else 0.0,
+        loadavg_1m=b.loadavg,
+        context_switches_per_s=round((b.stat.get("ctxt", 0.0) - a.stat.get("ctxt", 0.0)) / secs, 1),
+        swap_in_pages_per_s=rate("pswpin"), swap_out_pages_per_s=rate("pswpout"),
+        mem_available_min_bytes=int(min(mem)) if mem else None,
+        psi_cpu_some_share=psi(a.psi_cpu, b.psi_cpu), psi_memory_some_share=psi(a.psi_mem, b.psi_mem))

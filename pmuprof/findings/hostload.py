@@ -1,0 +1,51 @@
+"""The ``host_load`` derived fact: how much of the capture the host's runnable tasks waited for a CPU."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .evidence import Evidence
+from .facts import Facts
+
+BASIS = "the host's time (a runnable task waited for a CPU)"  # "the ...": a share of no process's samples
+
+
+@dataclass(frozen=True, eq=False)
+class HostLoadFact(Evidence):
+    """The window's host load (model/run.py HostLoad) with the share a rule grades: ``value``, the share of
+    the time some runnable task waited for a CPU (PSI when the kernel has it, else the run queue's
+    excess over the CPUs: 1 - cpus / runnable)."""
+
+    value: float
+    waited_source: str
+    runnable_avg: float
+    runnable_per_cpu: float
+    cpus: int
+    busy_share: float
+    steal_share: float
+    iowait_share: float
+    blocked_avg: float
+    loadavg_1m: float | None
+    swap_pages_per_s: float | None
+    summary: str
+    basis: str = BASIS
+
+
+def host_load(facts: Facts, index: Any, missing: list[str]) -> HostLoadFact | None:
+    load = facts.run.host_load
+    if load is None or not load.cpus:
+        missing.append("host load not measured (run.json host_load: a pmuprof capture measures it)")
+        return None
+    queue = max(0.0, 1.0 - load.cpus / load.runnable_avg) if load.runnable_avg > 0 else 0.0
+    waited, source = ((load.psi_cpu_some_share, "PSI cpu some") if load.psi_cpu_some_share is not None
+                      else (queue, "run queue"))
+    swaps = [v for v in (load.swap_in_pages_per_s, load.swap_out_pages_per_s) if v is not None]
+    swap = sum(swaps) if swaps else None
+    summary = (f"{load.runnable_avg:g} runnable tasks on {load.cpus} CPUs on average (at most {load.runnable_max}), "
+               f"CPUs {load.busy_share:.0%} busy, steal {load.steal_share:.0%}, iowait {load.iowait_share:.0%}"
+               + (f", 1-minute load {load.loadavg_1m:g}" if load.loadavg_1m is not None else "")
+               + f"; a runnable task waited for a CPU {waited:.0%} of the time ({source})")
+    return HostLoadFact(round(waited, 4), source, load.runnable_avg, round(load.runnable_avg / load.cpus, 2),
+                        load.cpus, load.busy_share, load.steal_share, load.iowait_share, load.blocked_avg,
+                        load.loadavg_1m, swap, summary)
