@@ -249,6 +249,9 @@ def _fix(items: tuple[FixItem, ...], facts: Facts, values: Mapping[str, Any], mi
         if not _fix_applies(item, facts) or not all(holds(c, values) for c in item.conditions):
             continue
         text = render(item.text, values).strip()
+        if not text:
+            missing.append(f"a fix{f' ({item.label})' if item.label else ''} left out: it needs a value not known here")
+            continue
         rejected = absent(text, facts.family, facts.version)
         if rejected:
             missing.append(f"fix '{item.label or text.splitlines()[0][:40]}' left out: {', '.join(rejected)} "
