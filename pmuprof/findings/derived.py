@@ -201,8 +201,8 @@ def wait_latches(facts: Facts, index: Any, missing: list[str]) -> WaitLatches:
 
     known = sum(n for latch, n in ranked if latch != "unidentified")
     summary = ", ".join(f"{name(latch)} {n / total:.1%}" for latch, n in ranked[:4])
-    return WaitLatches(known / total, waited / total, known / total, summary or "none",
-                       name(ranked[0][0]) if ranked else "none", ranked[0][1] / total if ranked else 0.0)
+    return WaitLatches(known / total, waited / total, known / total, summary,
+                       name(ranked[0][0]) if ranked else "", ranked[0][1] / total if ranked else 0.0)
 
 
 DERIVED_FACTS: dict[str, Callable[[Facts, Any, list[str]], Any]] = {

@@ -130,7 +130,7 @@ def mysql_facts(server: ServerFacts | None) -> dict[str, Any]:
         "variables": [[name, str(server.variables[name])] for name in SPIN_VARIABLES if name in server.variables],
         "semaphores": _semaphores(server.semaphores),
         "threads": plist.threads if plist else None,
-        "states": [[k, v] for k, v in states],
+        "states": [["(no state)" if k == "(none)" else k, v] for k, v in states],  # mysql.json's key for an empty State
         "threads_running": [v for v in running if v is not None],
         "error_log": {k: log.get(k) for k in ("path", "memory_barrier", "line")},
         "my_cpu_relax_multiplier": server.my_cpu_relax_multiplier,
