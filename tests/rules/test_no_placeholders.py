@@ -8,9 +8,7 @@ must leave the sentence that needs it out, or say "unknown"; it must never print
 from __future__ import annotations
 
 import copy
-import html
 import json
-import re
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -22,6 +20,8 @@ from pmuprof.report.jsonw import findings_document
 from pmuprof.report.markdown import render_markdown
 from pmuprof.report.payload import build_payload
 
+from placeholders import finding_texts, placeholders, visible
+
 from .conftest import FIXTURES, RULES_DIR, load_fixture
 
 FIRE = sorted(FIXTURES.glob("*/fire-*.folded"))
@@ -29,15 +29,6 @@ NESTED = ("variables", "status", "status_delta", "host", "record")  # their entr
 # the names rules and matchers read: a nested entry no rule reads (most server variables) is not dropped
 READ = " ".join(p.read_text(encoding="utf-8") for p in [*RULES_DIR.rglob("*.yaml"),
                                                         *(RULES_DIR.parent / "pmuprof" / "findings").rglob("*.py")])
-
-PLACEHOLDER = re.compile(
-    r"\bn/a\b|\bN/A\b|\bNone\b|\bnan\b|\bnull\b"  # stand-ins for a missing value
-    r"|\bthe none\b|[=:(]\s*none\s*([).,;]|$)|\(none\b|\bnone\s*\)"  # 'none' where a name or a number belongs
-    r"|\{[a-z_.]+(:[^}]*)?\}"  # a template field left unfilled
-    r"|(?<!`)``(?!`)|\s\(\s*\)|\bthe\s{2,}\w|\w\s{2,}finding\b",  # an empty name
-)
-# 'none' is a real value of these settings, and what they are set to
-ALLOWED = re.compile(r"innodb_change_buffering\s*=\s*'?none'?|thread_handling\s*=\s*none|= ?'none'", re.I)
 
 
 def _paths(facts: dict[str, Any]) -> Iterator[tuple[str, ...]]:
@@ -72,50 +63,16 @@ def _variants(folded: Path) -> Iterator[tuple[str, dict[str, Any] | None]]:
         yield "every fact", {}
 
 
-def _texts(doc: dict[str, Any]) -> Iterator[tuple[str, str]]:
-    """Each text field of each finding of findings.json, and each string of its evidence."""
-    for f in doc["findings"]:
-        for key in ("title", "message", "fix"):
-            yield f"{f['rule']}.{key}", f[key]
-        for key in ("next_steps", "missing", "chain"):
-            yield from ((f"{f['rule']}.{key}", t) for t in f[key])
-        conf = f.get("confidence") or {}
-        yield from ((f"{f['rule']}.confidence", t) for t in conf.get("corroborated", []) + conf.get("not_corroborated", []))
-        yield from _strings(f"{f['rule']}.evidence", f["evidence"])
-
-
-def _strings(where: str, value: Any) -> Iterator[tuple[str, str]]:
-    if isinstance(value, str):
-        yield where, value
-    elif isinstance(value, dict):
-        for k, v in value.items():
-            yield from _strings(f"{where}.{k}", v)
-    elif isinstance(value, list):
-        for v in value:
-            yield from _strings(where, v)
-
-
-def _visible(page: str) -> str:
-    """The HTML's text: without script, style and tags, entities decoded."""
-    page = re.sub(r"<(script|style)\b.*?</\1>", " ", page, flags=re.S | re.I)
-    return html.unescape(re.sub(r"<[^>]+>", " ", page))
-
-
-def placeholders(text: str) -> list[str]:
-    text = ALLOWED.sub("", text)
-    return [text[max(0, m.start() - 50): m.end() + 30].replace("\n", " ") for m in PLACEHOLDER.finditer(text)]
-
-
 def _check(folded: Path, facts: dict[str, Any] | None, rules, pages: bool) -> list[str]:
     """What findings.json says, and with ``pages`` the Markdown and HTML reports too."""
     profile, _ = load_fixture(folded, facts)
     diagnosis = diagnose(profile, rules)
-    bad = [f"findings.json {where}: ...{p}..." for where, text in _texts(findings_document(profile, diagnosis))
+    bad = [f"findings.json {where}: ...{p}..." for where, text in finding_texts(findings_document(profile, diagnosis))
            for p in placeholders(text)]
     if pages:
         payload = build_payload(profile, diagnosis, max_flame_nodes=500)
         bad += [f"report.md: ...{p}..." for p in placeholders(render_markdown(payload))]
-        bad += [f"report.html: ...{p}..." for p in placeholders(_visible(render_report(payload)))]
+        bad += [f"report.html: ...{p}..." for p in placeholders(visible(render_report(payload)))]
     return bad
 
 
