@@ -95,20 +95,25 @@ def prune(text: str) -> str:
     """Leave out what holds a gap: in a text of several lines (code: SQL, my.cnf, shell) the line; in
     prose the smallest of its clause inside parentheses, its clause of the sentence (between '; ' or
     ' — '), or its sentence."""
+    if GAP not in text:
+        return text
     if "\n" in text.strip():
         return "\n".join(line for line in text.split("\n") if GAP not in line)
     while GAP in text:
         cut = _PARENS.sub(_in_parens, text, count=1)
         text = cut if cut != text else _sentences(text)
-    return re.sub(r"\s+([.,;:])(?=\s|$)", r"\1", text).strip()
+    return re.sub(r"\s+([.,;:])(?=\s|$)", r"\1", text).strip()  # no space left before punctuation
 
 
 def _in_parens(m: re.Match) -> str:
+    """The parenthesis without its clauses that hold a gap; nothing (nor the space before it) when none is left."""
     kept = [part for part in m.group(1).split("; ") if GAP not in part]
-    return f"{m.group(0)[0] if m.group(0)[0] != '(' else ''}({'; '.join(kept)})" if kept else ""
+    lead = m.group(0)[: m.start(1) - m.start(0) - 1]  # the space before '(' when there was one
+    return f"{lead}({'; '.join(kept)})" if kept else ""
 
 
 def _sentences(text: str) -> str:
+    """Each sentence without its clauses that hold a gap; the sentence goes when none is left."""
     out = []
     for sentence in _SENTENCE_END.split(text):
         if GAP not in sentence:
