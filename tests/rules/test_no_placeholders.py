@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import copy
 import json
+import re
+from string import Formatter
 from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
 
 from pmuprof.findings.engine import diagnose
+from pmuprof.findings.template import render
 from pmuprof.report.html import render_report
 from pmuprof.report.jsonw import findings_document
 from pmuprof.report.markdown import render_markdown
@@ -97,3 +100,37 @@ def test_the_grep_catches_what_the_issue_saw() -> None:
     for text in ("SET GLOBAL innodb_change_buffering = 'none';", "# my.cnf [mysqld]: innodb_change_buffering = none",
                  "none of the threads waited", "the lock_sys finding gives its fix"):
         assert not placeholders(text), text
+
+
+def _templates(rule) -> Iterator[tuple[str, str]]:
+    """Every template of a rule, also those whose conditions no fixture meets."""
+    yield "message", rule.message
+    yield from (("message_if", g.text) for g in rule.message_if)
+    yield from (("corroborate", c.text) for c in rule.corroborate)
+    yield from (("fix", f.text) for f in rule.fix)
+    yield from (("next_steps", s) for s in rule.next_steps)
+
+
+def _fields(text: str) -> list[str]:
+    return [name for _, name, _, _ in Formatter().parse(text) if name]
+
+
+def test_every_template_reads_without_each_of_its_values(rules) -> None:
+    """Each template of each rule, rendered with every value it names but one (then with none), leaves
+    out what needs the missing one: no placeholder, no dangling '=' or empty parentheses."""
+    bad = []
+    for rule in rules:
+        for where, text in _templates(rule):
+            names = _fields(text)
+            for gone in [*names, None]:
+                values: dict[str, Any] = {}
+                for name in names:
+                    if name != gone and gone is not None:  # {x} and {x.y} both: x is {"value": .., "y": ..}
+                        node = values
+                        for part in name.split("."):
+                            node = node.setdefault(part, {})
+                        node["value"] = 0.25
+                out = render(text, values)
+                found = placeholders(out) + re.findall(r".{0,40}\s=\s*(?:[;,)]|\.?$|\.\s).{0,20}", out, re.M)
+                bad += [f"{rule.id} {where} without {gone or 'any value'}: ...{p}..." for p in found]
+    assert not bad, "\n".join(bad)
