@@ -11,6 +11,7 @@ PLACEHOLDER = re.compile(
     r"\bn/a\b|\bN/A\b|\bNone\b|\bnan\b|\bnull\b"  # stand-ins for a missing value
     r"|\bthe none\b|[=:(]\s*none\s*([).,;]|$)|\(none\b|\bnone\s*\)"  # 'none' where a name or a number belongs
     r"|\{[a-z_.]+(:[^}]*)?\}"  # a template field left unfilled
+    r"|[:=]\s*\?(?=[\s,)]|$)|\w \?(?=[\s,)]|$)"  # '?' for a value ('Host: ?, kernel ?')
     r"|(?<!`)``(?!`)|\s\(\s*\)|\bthe\s{2,}\w|\w\s{2,}finding\b",  # an empty name
 )
 # 'none' is a real value of these settings, and what they are set to
