@@ -90,7 +90,7 @@ def evaluate_rule(rule: Rule, index: StackIndex, facts: Facts) -> Finding | None
     share = _headline_share(rule, g, values, share_ev)
     values["chain"] = chain_ev.chain if chain_ev else ""
     values["share"] = share
-    values["missing"] = "; ".join(dict.fromkeys(m for m in missing if m)) or "nothing"
+    values["missing"] = "; ".join(dict.fromkeys(m for m in missing if m))  # "" (nothing missing) is left out
     return Finding(
         rule=rule.id, severity=SEVERITIES[level], title=rule.title, share=float(share),
         message=_message(rule, values), evidence={m.name: values.get(m.name) for m in rule.evidence},
