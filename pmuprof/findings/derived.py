@@ -48,7 +48,10 @@ def _per_unit(facts: Facts, pause_cycles: float | None, missing: list[str]) -> t
         if relax is not None:
             missing.append("my_cpu_relax_multiplier not read from the server: used the value MariaDB's calibration gives on this host")
             return relax / 4, f"my_cpu_relax_multiplier {relax:g} / 4 (MariaDB's calibration repeated by pmuprof)", False
-        guess = 100.0 if pause_cycles is not None and pause_cycles > SLOW_PAUSE_CYCLES else 200.0
+        if pause_cycles is None:  # MariaDB's my_cpu_init(): 200, halved when PAUSE takes over 30 cycles
+            missing.append("my_cpu_relax_multiplier not read and PAUSE not measured: assumed 200 (100 on a slow-PAUSE CPU)")
+            return 50.0, "assumed my_cpu_relax_multiplier 200 / 4; 100 / 4 on a slow-PAUSE CPU, half the PAUSEs", False
+        guess = 100.0 if pause_cycles > SLOW_PAUSE_CYCLES else 200.0
         missing.append(f"my_cpu_relax_multiplier not read from the process: assumed {guess:g} from the PAUSE latency")
         return guess / 4, f"assumed my_cpu_relax_multiplier {guess:g} / 4", False
     value = number(facts.variable("innodb_spin_wait_pause_multiplier"))
