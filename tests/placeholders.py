@@ -8,7 +8,7 @@ import re
 from typing import Any, Iterator
 
 PLACEHOLDER = re.compile(
-    r"\bn/a\b|\bN/A\b|\bNone\b|\bnan\b|\bnull\b"  # stand-ins for a missing value
+    r"\bn/a\b|\bN/A\b|\bNone\b|\bnan\b|(?<!/dev/)\bnull\b"  # stand-ins for a missing value
     r"|\bthe none\b|[=:(]\s*none\s*([).,;]|$)|\(none\b|\bnone\s*\)"  # 'none' where a name or a number belongs
     r"|\{[a-z_.]+(:[^}]*)?\}"  # a template field left unfilled
     r"|[:=]\s*\?(?=[\s,)]|$)|\w \?(?=[\s,)]|$)"  # '?' for a value ('Host: ?, kernel ?')

@@ -133,6 +133,6 @@ def test_every_template_reads_without_each_of_its_values(rules) -> None:
                             node = node.setdefault(part, {})
                         node["value"] = 0.25
                 out = render(text, values)
-                found = placeholders(out) + re.findall(r".{0,40}\s=\s*(?:[;,)]|\.?$|\.\s).{0,20}", out, re.M)
+                found = placeholders(out) + re.findall(r".{0,40}\w\s=\s*(?:[;,)]|\.?$|\.\s).{0,20}", out, re.M)
                 bad += [f"{rule.id} {where} without {gone or 'any value'}: ...{p}..." for p in found]
     assert not bad, "\n".join(bad)
