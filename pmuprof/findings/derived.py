@@ -49,7 +49,10 @@ def _per_unit(facts: Facts, pause_cycles: float | None, missing: list[str]) -> t
         if relax is not None:
             missing.append("my_cpu_relax_multiplier not read from the server: used the value MariaDB's calibration gives on this host")
             return relax / 4, f"my_cpu_relax_multiplier {relax:g} / 4 (MariaDB's calibration repeated by pmuprof)", False
-        guess = 100.0 if pause_cycles is not None and pause_cycles > SLOW_PAUSE_CYCLES else 200.0
+        if pause_cycles is None:  # MariaDB's my_cpu_init(): 200, halved when PAUSE takes over 30 cycles
+            missing.append("my_cpu_relax_multiplier not read and PAUSE not measured: assumed 200 (100 on a slow-PAUSE CPU)")
+            return 50.0, "assumed my_cpu_relax_multiplier 200 / 4; 100 / 4 on a slow-PAUSE CPU, half the PAUSEs", False
+        guess = 100.0 if pause_cycles > SLOW_PAUSE_CYCLES else 200.0
         missing.append(f"my_cpu_relax_multiplier not read from the process: assumed {guess:g} from the PAUSE latency")
         return guess / 4, f"assumed my_cpu_relax_multiplier {guess:g} / 4", False
     value = number(facts.variable("innodb_spin_wait_pause_multiplier"))
@@ -69,6 +72,8 @@ class SpinCost(Evidence):
     delay: float
     default_delay: int
     delay_raised: bool
+    delay_known: bool  # read from the server (else the default is assumed, and said so)
+    round_name: str  # what one delay is called in this server's code: 'ut_delay', 'srw_pause' (10.6+)
     sync_spin_loops: float
     pauses_per_unit: float
     multiplier_source: str
@@ -119,16 +124,18 @@ def spin_cost(facts: Facts, index: Any, missing: list[str]) -> SpinCost:
     if facts.server is None:
         missing.append(facts.server_missing)
     delay = number(facts.variable("innodb_spin_wait_delay"))
+    known = delay is not None
     if delay is None:
         delay = float(default)
-        missing.append(f"innodb_spin_wait_delay unknown: assumed the default {default}")
+        missing.append(f"innodb_spin_wait_delay unknown: the cost is given at the default {default}")
     loops = number(facts.variable("innodb_sync_spin_loops"))
     loops = 30.0 if loops is None else loops
     cycles, ns = _pause(facts, missing)
     per_unit, source, tunable = _per_unit(facts, cycles, missing)
     pauses = delay * per_unit
     out: dict[str, Any] = {
-        "delay": delay, "default_delay": default, "delay_raised": delay > default, "sync_spin_loops": loops,
+        "delay": delay, "default_delay": default, "delay_raised": delay > default, "delay_known": known,
+        "round_name": _round_name(facts), "sync_spin_loops": loops,
         "pauses_per_unit": per_unit, "multiplier_source": source, "multiplier_tunable": tunable,
         "max_pauses": pauses, "pause_cycles": cycles, "pause_ns": ns,
         "max_cycles": pauses * cycles if cycles is not None else None,
@@ -148,16 +155,31 @@ def _recommended_multiplier(cycles: float | None) -> int:
     return int(min(100, max(1, round(CYCLES_PER_UNIT_TARGET / cycles))))
 
 
+def _round_name(facts: Facts) -> str:
+    """MariaDB 10.6+ spins with srw_pause(my_cpu_relax_multiplier / 4 × innodb_spin_wait_delay) per round
+    (storage/innobase/sync/srw_lock.cc); before, and in MySQL, ut_delay(random up to the delay) × multiplier."""
+    if facts.family == "mariadb" and facts.version:
+        return "srw_pause" if facts.version >= (10, 6) else "ut_delay"
+    return "ut_delay" if facts.family in ("mysql", "percona") else "ut_delay / srw_pause"
+
+
 def _summary(c: dict[str, Any]) -> str:
-    head = (f"one maximal ut_delay = {c['delay']:g} × {c['pauses_per_unit']:g} "
+    """The arithmetic in words; at the default delay, said so, when the server's value is not known."""
+    name = "one spin round's" if c["round_name"] == "srw_pause" else "one maximal"
+    text = (f"{name} {c['round_name']} = {c['delay']:g} × {c['pauses_per_unit']:g} "
             f"[{c['multiplier_source']}] = {c['max_pauses']:,.0f} PAUSEs")
     if c["max_cycles"] is None:
-        return (f"{head} (PAUSE not measured here: ≈{c['max_pauses'] * 10:,.0f} cycles at 10 cycles/PAUSE "
-                f"before Skylake, ≈{c['max_pauses'] * 140:,.0f} at 140 on Skylake-SP)")
-    text = f"{head} × {c['pause_cycles']:.0f} cycles = {c['max_cycles']:,.0f} cycles"
+        text += (f" (PAUSE not measured here: ≈{c['max_pauses'] * 10:,.0f} cycles at 10 cycles/PAUSE "
+                 f"before Skylake, ≈{c['max_pauses'] * 140:,.0f} at 140 on Skylake-SP)")
+    else:
+        text += f" × {c['pause_cycles']:.0f} cycles = {c['max_cycles']:,.0f} cycles"
     if c["max_us"] is not None:
         text += f" ≈ {c['max_us']:.1f} µs on this host; up to {c['sync_spin_loops']:g} such rounds ≈ " \
                 f"{c['spin_phase_us']:,.0f} µs before a thread sleeps"
+    if not c["delay_known"]:
+        text = (f"at the default innodb_spin_wait_delay {c['default_delay']} (the server's value is not known: "
+                f"no server facts), {text}; each unit it was raised above the default adds "
+                f"{c['pauses_per_unit']:g} PAUSEs to every round")
     return text
 
 
@@ -202,8 +224,8 @@ def wait_latches(facts: Facts, index: Any, missing: list[str]) -> WaitLatches:
 
     known = sum(n for latch, n in ranked if latch != "unidentified")
     summary = ", ".join(f"{name(latch)} {n / total:.1%}" for latch, n in ranked[:4])
-    return WaitLatches(known / total, waited / total, known / total, summary or "none",
-                       name(ranked[0][0]) if ranked else "none", ranked[0][1] / total if ranked else 0.0)
+    return WaitLatches(known / total, waited / total, known / total, summary,
+                       name(ranked[0][0]) if ranked else "", ranked[0][1] / total if ranked else 0.0)
 
 
 DERIVED_FACTS: dict[str, Callable[[Facts, Any, list[str]], Any]] = {

@@ -28,7 +28,7 @@ templates that can only look up evidence.
 | `thresholds` | `metric` (evidence name or list: the largest counts, the smallest with `below: true`), `info`, `warning`, `critical` |
 | `raise_if` | conditions that raise the severity one level (up to `severity`) |
 | `share`, `chain` | the stack evidence that gives the finding's share; the evidence (or list, first with samples wins) that gives its caller chain (default: the share's) |
-| `message`, `message_if` | templates: `{name}`, `{name.field}`, `{name:pct}`, `{name:.2f}`; `{chain}`, `{share}` (the share that fired), `{process}`, `{samples}`, `{server}`, `{missing}` |
+| `message`, `message_if` | templates: `{name}`, `{name.field}`, `{name:pct}`, `{name:.2f}`; `{chain}`, `{share}` (the share that fired), `{process}`, `{samples}`, `{server}`, `{missing}`; a value that is not known is never printed as a stand-in: its clause in parentheses, its clause (between `; ` or ` — `) or its sentence is left out (in a fix of several lines, its line) |
 | `fix` | list of text or `{text, label, when: {family: range}, if: [conditions]}` |
 | `next_steps`, `references`, `doc` | what to capture next; links; `doc: {symptom, why, fix, caveats}` |
 | `min_samples`, `skip_callers` | below `min_samples` (default 200) severity is capped at info; extra frames to skip when naming callers |

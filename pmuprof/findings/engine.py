@@ -90,7 +90,7 @@ def evaluate_rule(rule: Rule, index: StackIndex, facts: Facts) -> Finding | None
     share = _headline_share(rule, g, values, share_ev)
     values["chain"] = chain_ev.chain if chain_ev else ""
     values["share"] = share
-    values["missing"] = "; ".join(dict.fromkeys(m for m in missing if m)) or "nothing"
+    values["missing"] = "; ".join(dict.fromkeys(m for m in missing if m))  # "" (nothing missing) is left out
     return Finding(
         rule=rule.id, severity=SEVERITIES[level], title=rule.title, share=float(share),
         message=_message(rule, values), evidence={m.name: values.get(m.name) for m in rule.evidence},
@@ -250,6 +250,9 @@ def _fix(items: tuple[FixItem, ...], facts: Facts, values: Mapping[str, Any], mi
         if not _fix_applies(item, facts) or not all(holds(c, values) for c in item.conditions):
             continue
         text = render(item.text, values).strip()
+        if not text:
+            missing.append(f"a fix{f' ({item.label})' if item.label else ''} left out: it needs a value not known here")
+            continue
         rejected = absent(text, facts.family, facts.version)
         if rejected:
             missing.append(f"fix '{item.label or text.splitlines()[0][:40]}' left out: {', '.join(rejected)} "

@@ -13,7 +13,7 @@ from ..model.run import Run, Target
 from ..model.server import ServerFacts, family_from_name, server_family
 from .versions import parse_version
 
-__all__ = ["Facts", "dig", "facts_for", "number"]
+__all__ = ["Facts", "dig", "facts_for", "number", "server_version"]
 
 
 def number(value: Any) -> float | None:
@@ -92,9 +92,29 @@ def facts_for(profile: Profile, process: str) -> Facts:
         unknown = f"server variables unknown; version {built} read from the binary"
     missing = f"{missing}: {unknown}" if missing and unknown else missing
     if family is None:
-        family = family_from_name(process) or family_from_name(exe)
+        family = _family_by_name(profile, process, exe)
     return Facts(process, profile.run, profile.counters, server, profile.analysis, target,
                  profile.analysis.quality_of(process), family, version, text, missing)
+
+
+def server_version(profile: Profile) -> tuple[str, str]:
+    """The first target's server version and where it came from: ("11.4.5-MariaDB", "server") when the
+    server was asked, (…, "binary") when its binary's version string says it, ("", "") when unknown."""
+    if profile.server is not None and profile.server.reachable and profile.server.server.version:
+        return profile.server.server.version, "server"
+    processes = profile.processes()
+    facts = facts_for(profile, processes[0]) if processes else None
+    return (facts.version_text, "binary") if facts is not None and facts.version_text else ("", "")
+
+
+def _family_by_name(profile: Profile, process: str, exe: str) -> str | None:
+    """'mariadbd' is MariaDB; 'mysqld' is MySQL's name and MariaDB's before 10.5, so it says MySQL only
+    when the binary was read and carries no MariaDB version string; else the family stays unknown."""
+    named = family_from_name(process) or family_from_name(exe)
+    if named != "mysql":
+        return named
+    read = bool(exe) and any(b.path == exe and b.file and not b.server_version for b in profile.analysis.binaries)
+    return named if read else None
 
 
 def _built_version(profile: Profile, exe: str) -> str:

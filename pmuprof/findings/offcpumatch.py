@@ -167,10 +167,10 @@ def offcpu_wait_latches(facts: Any, index: StackIndex, missing: list[str]) -> Of
     return OffCpuWaitLatches(
         waited / duration if duration else None, waited, round(waited / 1e6, 3),
         waited / off.total_us if off.total_us else 0.0,
-        ", ".join(f"{_short(r.name)} {r.count / 1e6:.2f} s" for r in rows[:4]) or "none",
-        _short(top.name) if top else "none", round(top.count / 1e6, 3) if top else 0.0,
+        ", ".join(f"{_short(r.name)} {r.count / 1e6:.2f} s" for r in rows[:4]),
+        _short(top.name) if top else "", round(top.count / 1e6, 3) if top else 0.0,
         top.chain_text(top.chains[0]) if top and top.chains else "",
-        ", ".join(dict.fromkeys(r.rule for r in rows[:4] if r.rule)) or "none")
+        ", ".join(dict.fromkeys(r.rule for r in rows[:4] if r.rule)))
 
 
 def _short(name: str) -> str:

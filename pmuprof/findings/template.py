@@ -1,4 +1,7 @@
-"""Safe message templates: ``{name}``, ``{name.field}``, ``{name:pct}``, ``{x:.1f}``; no code."""
+"""Safe message templates: ``{name}``, ``{name.field}``, ``{name:pct}``, ``{x:.1f}``; no code.
+
+A value that is not known never prints as a stand-in: the part of the text that needs it is left out.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +11,10 @@ from typing import Any, Mapping
 
 _FORMATTER = string.Formatter()
 _SPEC_CHARS = set("0123456789.,_%+-<>^= dfegsxXn")
-MISSING = "n/a"
+GAP = "\ue000"  # where a value was not known, while the text around it is cut
+_PARENS = re.compile(r"\s?\(([^()]*\ue000[^()]*)\)")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9`'\"(\ue000])")
+_CLAUSE = re.compile(r";\s+|\s+—\s+")
 
 
 def _fields(text: str) -> list[tuple[str, str, str | None]]:
@@ -47,10 +53,15 @@ def scalar(value: Any) -> Any:
     return value.get("value") if isinstance(value, Mapping) else value
 
 
-def format_value(value: Any, spec: str) -> str:
+def known(value: Any) -> bool:
+    """Whether a looked-up value can be said: None and an empty text are not known."""
     value = scalar(value)
-    if value is None:
-        return MISSING
+    return value is not None and value != "" and value != ()
+
+
+def format_value(value: Any, spec: str) -> str:
+    """A known value in words (see ``known``)."""
+    value = scalar(value)
     if spec == "pct":
         return f"{float(value) * 100:.1f}%" if isinstance(value, (int, float)) else str(value)
     if spec == "us":
@@ -70,10 +81,51 @@ def format_value(value: Any, spec: str) -> str:
 
 
 def render(text: str, values: Mapping[str, Any]) -> str:
-    """Fill a checked template from evidence; missing values print as 'n/a'."""
+    """Fill a checked template from evidence; what needs an unknown value is left out (see ``prune``)."""
     out = []
     for literal, name, spec, _ in _FORMATTER.parse(text):
         out.append(literal)
         if name is not None:
-            out.append(format_value(lookup(values, name), spec or ""))
-    return "".join(out)
+            value = lookup(values, name)
+            out.append(format_value(value, spec or "") if known(value) else GAP)
+    return prune("".join(out))
+
+
+def prune(text: str) -> str:
+    """Leave out what holds a gap: in a text of several lines (code: SQL, my.cnf, shell) the line; in
+    prose the smallest of its clause inside parentheses, its clause of the sentence (between '; ' or
+    ' — '), or its sentence."""
+    if GAP not in text:
+        return text
+    if "\n" in text.strip():
+        return "\n".join(line for line in text.split("\n") if GAP not in line)
+    while GAP in text:
+        cut = _PARENS.sub(_in_parens, text, count=1)
+        text = cut if cut != text else _sentences(text)
+    return re.sub(r"\s+([.,;:])(?=\s|$)", r"\1", text).strip()  # no space left before punctuation
+
+
+def _in_parens(m: re.Match) -> str:
+    """The parenthesis without its clauses that hold a gap; nothing (nor the space before it) when none is left."""
+    kept = [part for part in m.group(1).split("; ") if GAP not in part]
+    lead = m.group(0)[: m.start(1) - m.start(0) - 1]  # the space before '(' when there was one
+    return f"{lead}({'; '.join(kept)})" if kept else ""
+
+
+def _sentences(text: str) -> str:
+    """Each sentence without its clauses that hold a gap; the sentence goes when none is left."""
+    out = []
+    for sentence in _SENTENCE_END.split(text):
+        if GAP not in sentence:
+            out.append(sentence)
+            continue
+        seps = _CLAUSE.findall(sentence)
+        parts = _CLAUSE.split(sentence)
+        kept = [(sep, part) for sep, part in zip(["", *seps], parts) if GAP not in part]
+        if not kept:
+            continue
+        joined = kept[0][1] + "".join(sep + part for sep, part in kept[1:])
+        if GAP in parts[-1] and sentence.rstrip()[-1:] in ".!?":
+            joined = joined.rstrip(" ,;:") + sentence.rstrip()[-1]
+        out.append(joined[:1].upper() + joined[1:] if GAP in parts[0] else joined)
+    return " ".join(out)

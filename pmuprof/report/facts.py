@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from .. import __version__
+from ..findings.facts import server_version
 from ..model.jsontypes import to_json
 from ..model.profile import Profile
 from ..model.run import Target, Trigger
@@ -84,9 +85,13 @@ def summary(profile: Profile, processes: list[str]) -> dict[str, Any]:
         "warnings": warnings,
         "features_off": [to_json(f) for f in run.features_off + analysis.features_off],
         "binaries": [to_json(b) for b in analysis.binaries if b.samples or b.problem],
-        "server_version": profile.server.server.version if profile.server else "",
+        "server_version": _version_text(*server_version(profile)),
         "trigger": trigger_text(run.trigger),
     }
+
+
+def _version_text(version: str, source: str) -> str:
+    return f"{version}, read from its binary; variables and status unknown" if source == "binary" else version
 
 
 def trigger_text(trigger: Trigger | None) -> str:
@@ -114,7 +119,8 @@ def _semaphores(sem: Any) -> dict[str, Any] | None:
 def mysql_facts(server: ServerFacts | None) -> dict[str, Any]:
     """Server version, spin variables, SEMAPHORES, processlist states and what could not be read."""
     if server is None:
-        return {"reachable": False, "error": "no mysql.json in this input (bare perf data or folded file)", "missing": []}
+        return {"reachable": False, "missing": [],
+                "error": "no mysql.json in this input (bare perf data or folded file): variables and status unknown"}
     if not server.reachable:
         return {"reachable": False, "error": server.error or "server not reachable", "missing": list(server.missing)}
     plist = server.processlist
@@ -130,7 +136,7 @@ def mysql_facts(server: ServerFacts | None) -> dict[str, Any]:
         "variables": [[name, str(server.variables[name])] for name in SPIN_VARIABLES if name in server.variables],
         "semaphores": _semaphores(server.semaphores),
         "threads": plist.threads if plist else None,
-        "states": [[k, v] for k, v in states],
+        "states": [["(no state)" if k == "(none)" else k, v] for k, v in states],  # mysql.json's key for an empty State
         "threads_running": [v for v in running if v is not None],
         "error_log": {k: log.get(k) for k in ("path", "memory_barrier", "line")},
         "my_cpu_relax_multiplier": server.my_cpu_relax_multiplier,

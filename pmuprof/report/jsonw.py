@@ -7,6 +7,7 @@ from typing import Any
 
 from .. import __version__
 from ..findings.diagnosis import Diagnosis
+from ..findings.facts import server_version
 from ..model.profile import Profile
 from .facts import event_names
 from .payload import findings_list, latch_rows
@@ -29,7 +30,7 @@ def profile_facts(profile: Profile) -> dict[str, Any]:
         "call_graph": run.record.call_graph,
         "mode": run.mode,
         "source": profile.source,
-        "server_version": profile.server.server.version if profile.server else "",
+        **dict(zip(("server_version", "server_version_from"), server_version(profile))),
         "warnings": list(dict.fromkeys(run.warnings + profile.analysis.warnings)),
         "skid": _skid(profile),
     }

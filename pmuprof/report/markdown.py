@@ -139,7 +139,8 @@ def _capture(p: Mapping[str, Any]) -> list[str]:
     if s["selection"]:
         out.append("- Processes: " + _text(s["selection"]))
     if host.get("cpu_model") or host.get("kernel"):
-        out.append(f"- Host: {host.get('cpu_model') or '?'}, kernel {host.get('kernel') or '?'}, "
+        known = [host.get("cpu_model") or "", f"kernel {host['kernel']}" if host.get("kernel") else ""]
+        out.append(f"- Host: {', '.join(k for k in known if k)}, "
                    f"hardware PMU {'yes' if host.get('hardware_pmu') else 'no'}")
     details = [x for x in (s["mode"], f"{s['frequency']} Hz" if s["frequency"] else "",
                            f"call graph {s['call_graph']}" if s["call_graph"] else "") if x]
@@ -147,7 +148,7 @@ def _capture(p: Mapping[str, Any]) -> list[str]:
         out.append("- Sampling: " + ", ".join(details))
     if s["perf_argv"]:
         out.append("- perf: " + _inline(" ".join(s["perf_argv"])))
-    out.append(f"- pmuprof {s['pmuprof_version']}, input {_inline(s['source'] or '?')}")
+    out.append(f"- pmuprof {s['pmuprof_version']}" + (f", input {_inline(s['source'])}" if s["source"] else ""))
     out += [f"- Warning: {_text(w)}" for w in s["warnings"]]
     out += [f"- Off: {_text(f['feature'])} ({_text(f['why'])})" for f in s["features_off"]]
     return out

@@ -24,10 +24,12 @@ FIXTURES = Path(__file__).parent / "fixtures"
 RULES_DIR = Path(__file__).resolve().parents[2] / "rules"
 
 
-def load_fixture(path: Path) -> tuple[Profile, dict[str, str]]:
+def load_fixture(path: Path, facts: dict | None = None) -> tuple[Profile, dict[str, str]]:
+    """The fixture as a Profile, and its headers; ``facts`` stands in for its NAME.json when given."""
     stacks, headers = load_folded(path)
     facts_path = path.with_suffix(".json")
-    facts = json.loads(facts_path.read_text(encoding="utf-8")) if facts_path.is_file() else {}
+    if facts is None:
+        facts = json.loads(facts_path.read_text(encoding="utf-8")) if facts_path.is_file() else {}
     profile = make_profile(stacks, facts.get("run"), facts.get("counters"), facts.get("mysql"), facts.get("analysis"),
                            str(path))
     off_path = path.with_suffix(".offcpu")

@@ -1,0 +1,75 @@
+"""A bare perf.data of a real MariaDB 11.4.5 reported without server facts (issue 22, items 4 and 5).
+
+16 writers with innodb_spin_wait_delay = 200 (the issue's capture), recorded by plain `perf record -g`
+and reported as brought from elsewhere: the version must come from the binary, the delay must be said
+unknown (not printed as the default), only 11.4's fixes may be printed, and no placeholder may reach
+findings.json, report.md or report.html.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+
+from helpers import need_perf, run_cli
+from placeholders import finding_texts, placeholders, visible
+from pmuprof.findings.loader import load_rules
+from tests import mariadb as mdb
+
+
+@pytest.fixture(scope="module")
+def offline_report(mariadb114, tmp_path_factory):
+    perf = need_perf()
+    work = tmp_path_factory.mktemp("m114-offline")
+    data, out = work / "perf.data", work / "report"
+    mdb.sql(mariadb114, "SET GLOBAL innodb_spin_wait_delay = 200")
+    load = mdb.SysbenchLoad(mariadb114, 8, "oltp_write_only", 16)
+    try:
+        rec = subprocess.run([perf, "record", "-q", "-F", "499", "-g", "-p", str(mariadb114.pid), "-o", str(data),
+                              "--", "sleep", "4"], capture_output=True, text=True, timeout=60)
+        result = load.wait()
+    finally:
+        load.stop()
+        mdb.sql(mariadb114, "SET GLOBAL innodb_spin_wait_delay = 4")
+    if rec.returncode != 0 or not data.is_file():
+        pytest.skip(f"perf record is not permitted here: {rec.stderr.strip()[:200]}")
+    assert result.tps > 0 and result.errors == 0, result
+    res = run_cli("report", str(data), "-o", str(out), timeout=300)
+    assert res.returncode == 0, res.stderr
+    return out, json.loads((out / "findings.json").read_text())
+
+
+def test_the_version_is_read_from_the_binary(offline_report):
+    out, doc = offline_report
+    assert (doc["profile"]["server_version"], doc["profile"]["server_version_from"]) == ("11.4.5-MariaDB", "binary")
+    assert "11.4.5-MariaDB, read from its binary; variables and status unknown" in (out / "report.md").read_text()
+    assert {f["evidence"]["server"] for f in doc["findings"]} == {"MariaDB 11.4.5-MariaDB"}
+
+
+def test_the_spin_delay_is_said_unknown_and_the_restore_is_offered(offline_report):
+    _, doc = offline_report
+    spin = next((f for f in doc["findings"] if f["rule"] == "innodb-spin-wait"), None)
+    assert spin is not None, [(f["rule"], f["share"]) for f in doc["findings"]]
+    assert "at the default innodb_spin_wait_delay 4 (the server's value is not known" in spin["message"]
+    assert "srw_pause" in spin["message"] and "ut_delay" not in spin["message"]  # 11.4 has no ut_delay
+    assert "SHOW GLOBAL VARIABLES LIKE 'innodb_spin_wait_delay'" in spin["fix"]
+    assert any("innodb_spin_wait_delay unknown" in m for m in spin["missing"])
+
+
+def test_only_the_detected_versions_fixes(offline_report):
+    """With the version known, version-labelled fix variants of other versions are left out (and the
+    ones kept carry no label)."""
+    _, doc = offline_report
+    labels = {item.label for rule in load_rules() for item in rule.fix if item.label and item.when}
+    fixes = "\n".join(f["fix"] for f in doc["findings"])
+    assert not [label for label in labels if f"{label}:" in fixes], fixes
+
+
+def test_no_placeholder_reaches_any_output(offline_report):
+    out, doc = offline_report
+    bad = [f"findings.json {where}: {p}" for where, text in finding_texts(doc) for p in placeholders(text)]
+    bad += [f"report.md: {p}" for p in placeholders((out / "report.md").read_text())]
+    bad += [f"report.html: {p}" for p in placeholders(visible((out / "report.html").read_text()))]
+    assert not bad, "\n".join(bad)
