@@ -71,6 +71,13 @@ RD_WAIT = ("ssux_lock_impl<true>::rd_wait", "srw_pause_[i]")
       "ssux_lock_impl<true>::rd_wait", "std::__atomic_base<unsigned int>::load_[i]"), ("buf_block_lock", "S", "buf_page_get_gen")),
     # without DWARF the names cannot tell the page latch from the index latch: both, explicitly
     (("btr_cur_t::search_leaf",) + RD_WAIT[:1], ("buf_block_lock|index_lock", "S", "btr_cur_t::search_leaf")),
+    # 10.6+ page_hash_latch is a plain ssux_lock_impl<true> (spins, then sleeps on a futex): named by its
+    # inlined member, never mistaken for the page latch that buf_page_get_gen also takes
+    (("buf_page_get_gen", "page_hash_latch::lock_shared_[i]", "ssux_lock_impl<true>::rd_lock_[i]") + RD_WAIT,
+     ("buf_page_hash_latch", "S", "page_hash_latch::lock_shared_[i]")),
+    (("buf_page_init_for_read", "page_hash_latch::lock_[i]", "ssux_lock_impl<true>::wr_lock_[i]",
+      "ssux_lock_impl<true>::wr_wait"), ("buf_page_hash_latch", "X", "page_hash_latch::lock_[i]")),
+    (("buf_page_get_gen",) + RD_WAIT[:1], ("buf_block_lock|buf_page_hash_latch", "S", "buf_page_get_gen")),
 ])
 def test_inline_chains_name_the_latch(frames, expected) -> None:
     assert _latch(frames, M114) == expected
