@@ -156,3 +156,27 @@ def test_grouping_follows_shared_stacks(rules) -> None:
     assert causes(spin, _finding("log-sys-mutex", "critical", range(75, 90), w)) == {}
     # an info cause heads no group above info
     assert causes(spin, _finding("page-latch-contention", "info", range(60, 100), w)) == {}
+
+
+M80 = ("mysql", (8, 0, 39))
+
+
+# MySQL 8.0 cannot run here: chains built from 8.0.39 source function names (the rows' `verified` entries)
+@pytest.mark.parametrize("frames, expected", [
+    # lock_sys sharding (8.0.21+): the guard (machinery) names the latch, be it the global Sharded_rw_lock
+    # or a shard mutex; the function above it is the acquirer
+    (("lock_clust_rec_modify_check_and_lock", "locksys::Shard_latch_guard::Shard_latch_guard",
+      "Sharded_rw_lock::s_lock", "rw_lock_s_lock_spin", "ut_delay"),
+     ("lock_sys_latch_8021", "S", "lock_clust_rec_modify_check_and_lock")),
+    (("lock_rec_insert_check_and_lock", "locksys::Shard_latch_guard::Shard_latch_guard",
+      "PolicyMutex<TTASEventMutex<GenericPolicy> >::enter", "ut_delay"),
+     ("lock_sys_latch_8021", "X", "lock_rec_insert_check_and_lock")),
+    # tree changes SX-latch the index; the same function's page latches use the same rw-lock code: both
+    (("row_ins_sec_index_entry_low", "btr_cur_search_to_nth_level", "rw_lock_sx_lock_func", "ut_delay"),
+     ("buf_block_lock|index_lock", "SX", "btr_cur_search_to_nth_level")),
+    # no log mutex since 8.0.11: a user thread spins for the log buffer's sn range
+    (("mtr_t::commit", "mtr_t::Command::execute", "log_buffer_reserve", "log_buffer_s_lock_wait", "ut_delay"),
+     ("redo_log_buffer_8011", "", "log_buffer_s_lock_wait")),
+])
+def test_mysql80_chains_name_their_latch(frames, expected) -> None:
+    assert _latch(frames, M80) == expected
