@@ -2,8 +2,8 @@
 
 At innodb_spin_wait_delay = 200 the writers spin on dict_index_t::lock (named by the inline chain
 mtr_t::s_lock / mtr_t::index_lock_upgrade at the wait's call site): the rule must fire and its first
-fix must restore the delay. At the default delay the same load spins so little that the rule stays
-quiet or says info. Assertions are on the rule's decisions, not on shares (a loaded 2-core host
+fix must restore the delay. The second capture is that fix applied to the same running load: at the
+default delay it spins so little that the rule stays quiet or says info. Assertions are on the rule's decisions, not on shares (a loaded 2-core host
 moves them a lot; the shares are printed).
 """
 
