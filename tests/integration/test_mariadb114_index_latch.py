@@ -10,6 +10,7 @@ moves them a lot; the shares are printed).
 from __future__ import annotations
 
 import json
+import re
 import time
 from pathlib import Path
 
@@ -31,6 +32,13 @@ def _capture(server: mdb.MariaDB, delay: int, out: Path) -> dict:
 
 def _index_latch(findings: dict) -> dict | None:
     return next((f for f in findings["findings"] if f["rule"] == "index-tree-latch"), None)
+
+
+def _statements(fix: str, database: str) -> list[str]:
+    """The fix's SQL statements, comments cut, the example table named as a real one."""
+    lines = (re.split(r"--|#", line)[0].strip() for line in fix.splitlines())
+    return [line.rstrip(";").replace("db.tbl", f"{database}.sbtest1") for line in lines
+            if re.match(r"(SET GLOBAL|SELECT|ALTER TABLE) ", line)]
 
 
 def _summary(findings: dict) -> str:
@@ -58,3 +66,13 @@ def test_index_latch_fires_at_a_raised_spin_delay_and_not_at_the_default(mariadb
     quiet = _index_latch(default)
     assert quiet is None or quiet["severity"] == "info", _summary(default)
     assert quiet is None or "innodb_spin_wait_delay = " not in quiet["fix"], quiet["fix"]
+
+    # every SQL line the finding emits runs on 11.4.5 (the example table is sbtest1)
+    statements = _statements(fired["fix"], mariadb114.database)
+    assert any(st.startswith("SET GLOBAL innodb_fill_factor") for st in statements), statements
+    try:
+        for statement in statements:
+            mdb.sql(mariadb114, statement)
+    finally:
+        mdb.sql(mariadb114, f"SET GLOBAL innodb_spin_wait_delay = {DEFAULT_DELAY}",
+                "SET GLOBAL innodb_fill_factor = 100")
