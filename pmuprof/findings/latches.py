@@ -28,8 +28,8 @@ TOP_CHAINS = 3
 UNIDENTIFIED = "unidentified"
 ALTERNATIVES = "|"  # "a|b": the acquirer takes latch a or latch b, and the stack cannot tell which
 # machinery latch types -> the latch-table mapping types they are compatible with
-_TYPE_OF = {"mutex": {"mutex"}, "rw-lock": {"rw-lock"}, "srw": {"srw", "mutex"}, "ssux": {"ssux", "rw-lock"},
-            "sux": {"ssux"},
+_TYPE_OF = {"mutex": {"mutex"}, "rw-lock": {"rw-lock"}, "srw": {"srw", "mutex"}, "ssux": {"ssux", "sux", "rw-lock"},
+            "sux": {"sux"},
             "pthread-mutex": {"pthread-mutex", "mutex"}, "sharded-rw": {"sharded-rw"}, "prlock": {"prlock"},
             "sync-array": set()}
 

@@ -71,6 +71,13 @@ RD_WAIT = ("ssux_lock_impl<true>::rd_wait", "srw_pause_[i]")
       "ssux_lock_impl<true>::rd_wait", "std::__atomic_base<unsigned int>::load_[i]"), ("buf_block_lock", "S", "buf_page_get_gen")),
     # without DWARF the names cannot tell the page latch from the index latch: both, explicitly
     (("btr_cur_t::search_leaf",) + RD_WAIT[:1], ("buf_block_lock|index_lock", "S", "btr_cur_t::search_leaf")),
+    # 10.6+ page_hash_latch is a plain ssux_lock_impl<true> (spins, then sleeps on a futex): named by its
+    # inlined member, never mistaken for the page latch that buf_page_get_gen also takes
+    (("buf_page_get_gen", "page_hash_latch::lock_shared_[i]", "ssux_lock_impl<true>::rd_lock_[i]") + RD_WAIT,
+     ("buf_page_hash_latch", "S", "page_hash_latch::lock_shared_[i]")),
+    (("buf_page_init_for_read", "page_hash_latch::lock_[i]", "ssux_lock_impl<true>::wr_lock_[i]",
+      "ssux_lock_impl<true>::wr_wait"), ("buf_page_hash_latch", "X", "page_hash_latch::lock_[i]")),
+    (("buf_page_get_gen",) + RD_WAIT[:1], ("buf_block_lock|buf_page_hash_latch", "S", "buf_page_get_gen")),
 ])
 def test_inline_chains_name_the_latch(frames, expected) -> None:
     assert _latch(frames, M114) == expected
@@ -149,3 +156,27 @@ def test_grouping_follows_shared_stacks(rules) -> None:
     assert causes(spin, _finding("log-sys-mutex", "critical", range(75, 90), w)) == {}
     # an info cause heads no group above info
     assert causes(spin, _finding("page-latch-contention", "info", range(60, 100), w)) == {}
+
+
+M80 = ("mysql", (8, 0, 39))
+
+
+# MySQL 8.0 cannot run here: chains built from 8.0.39 source function names (the rows' `verified` entries)
+@pytest.mark.parametrize("frames, expected", [
+    # lock_sys sharding (8.0.21+): the guard (machinery) names the latch, be it the global Sharded_rw_lock
+    # or a shard mutex; the function above it is the acquirer
+    (("lock_clust_rec_modify_check_and_lock", "locksys::Shard_latch_guard::Shard_latch_guard",
+      "Sharded_rw_lock::s_lock", "rw_lock_s_lock_spin", "ut_delay"),
+     ("lock_sys_latch_8021", "S", "lock_clust_rec_modify_check_and_lock")),
+    (("lock_rec_insert_check_and_lock", "locksys::Shard_latch_guard::Shard_latch_guard",
+      "PolicyMutex<TTASEventMutex<GenericPolicy> >::enter", "ut_delay"),
+     ("lock_sys_latch_8021", "X", "lock_rec_insert_check_and_lock")),
+    # tree changes SX-latch the index; the same function's page latches use the same rw-lock code: both
+    (("row_ins_sec_index_entry_low", "btr_cur_search_to_nth_level", "rw_lock_sx_lock_func", "ut_delay"),
+     ("buf_block_lock|index_lock", "SX", "btr_cur_search_to_nth_level")),
+    # no log mutex since 8.0.11: a user thread spins for the log buffer's sn range
+    (("mtr_t::commit", "mtr_t::Command::execute", "log_buffer_reserve", "log_buffer_s_lock_wait", "ut_delay"),
+     ("redo_log_buffer_8011", "", "log_buffer_s_lock_wait")),
+])
+def test_mysql80_chains_name_their_latch(frames, expected) -> None:
+    assert _latch(frames, M80) == expected
