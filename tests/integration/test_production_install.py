@@ -1,5 +1,6 @@
-"""The README's production install in a clean venv: the wheel brings only runtime dependencies, its
-helpers need only runtime libraries (no -dev package), and `pmuprof doctor` and `capture` work from it."""
+"""The README's production install in a clean venv: the sdist carries and builds every helper (or stops
+and says which one it cannot build), the wheel brings only runtime dependencies, its helpers need only
+runtime libraries (no -dev package), and `pmuprof doctor` and `capture` work from it."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import pytest
 
 from helpers import REPO, build_busy, need_perf
 
+HELPERS = ("pmuprof-helper", "pmuprof-fold", "pmuprof-perfdata", "pmuprof-offcpu")
 RUNTIME_DISTS = {"pmuprof", "click", "jinja2", "markupsafe", "pyyaml", "pymysql", "numpy"}
 ALLOWED_PACKAGES = {"libc6", "libpfm4", "libelf1", "libdw1", "libcapstone4", "zlib1g", "liblzma5", "libbz2-1.0",
                     "libzstd1", "libgcc-s1", "libstdc++6"}  # runtime libraries; never a -dev package
@@ -24,13 +26,31 @@ def _run(argv, **kw) -> subprocess.CompletedProcess:
     return subprocess.run(argv, capture_output=True, text=True, timeout=kw.pop("timeout", 900), **kw)
 
 
+def _pip_wheel(source: Path, out: Path, **env: str) -> subprocess.CompletedProcess:
+    return _run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(out), str(source)],
+                env={**os.environ, **env})
+
+
 @pytest.fixture(scope="module")
-def venv(tmp_path_factory) -> Path:
+def sdist(tmp_path_factory) -> Path:
+    """`python -m build --sdist` of this checkout, from a scratch venv that holds `build`."""
+    base = tmp_path_factory.mktemp("sdist")
+    _run([sys.executable, "-m", "venv", str(base / "venv")])
+    got = _run([str(base / "venv" / "bin" / "pip"), "install", "-q", "--disable-pip-version-check", "build"])
+    if got.returncode != 0:
+        pytest.skip(f"`build` could not be installed (package index unreachable?): {got.stderr.strip()[-200:]}")
+    made = _run([str(base / "venv" / "bin" / "python"), "-m", "build", "--sdist", "-o", str(base), str(REPO)])
+    assert made.returncode == 0, made.stdout[-2000:] + made.stderr[-2000:]
+    return next(base.glob("pmuprof-*.tar.gz"))
+
+
+@pytest.fixture(scope="module")
+def venv(tmp_path_factory, sdist) -> Path:
+    """The wheel built from the sdist (as a build host of the README does), installed in a clean venv."""
     base = tmp_path_factory.mktemp("prod")
     wheel_dir = base / "dist"
-    built = _run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(wheel_dir), str(REPO)])
-    if built.returncode != 0:
-        pytest.skip(f"pip could not build the wheel: {built.stderr.strip().splitlines()[-1][:200]}")
+    built = _pip_wheel(sdist, wheel_dir)
+    assert built.returncode == 0, built.stderr[-3000:]  # the build host has every -dev package: all helpers build
     env_dir = base / "venv"
     made = _run([sys.executable, "-m", "venv", str(env_dir)])  # no --system-site-packages: nothing leaks in
     assert made.returncode == 0, made.stderr
@@ -46,6 +66,26 @@ def _clean_env(tmp: Path) -> dict[str, str]:
     """No PYTHONPATH to the checkout, a cwd outside it: only the installed copy can be imported."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "PMUPROF_"))}
     return {**env, "HOME": str(tmp)}
+
+
+def test_sdist_builds_every_helper(venv):
+    wheel = next((venv.parent / "dist").glob("*.whl"))
+    assert wheel.name.endswith(f"-py3-none-linux_{os.uname().machine}.whl"), wheel.name
+    with zipfile.ZipFile(wheel) as zf:
+        for name in HELPERS:
+            assert zf.read(f"pmuprof/bin/{name}")[:4] == b"\x7fELF", name
+        assert "pmuprof/rules/knowledge/latches.yaml" in zf.namelist()
+
+
+def test_sdist_without_a_compiler_stops_and_names_each_helper(sdist, tmp_path):
+    """No silent py3-none-any wheel: the build fails and says which helpers, why, and the way out."""
+    failed = _pip_wheel(sdist, tmp_path / "dist", CC="false", BPF_CLANG="false")
+    assert failed.returncode != 0 and not list((tmp_path / "dist").glob("*.whl"))
+    said = [line.strip() for line in failed.stderr.splitlines() if line.strip().startswith("pmuprof: ")]
+    for name in HELPERS:
+        assert any(line.startswith(f"pmuprof: {name}:") for line in said), (name, said)
+    assert any("PMUPROF_BUILD_NATIVE=optional" in line for line in said), said
+    assert any("apt-get install gcc make" in line and "libbpf-dev" in line for line in said), said
 
 
 def test_only_runtime_dependencies_are_installed(venv):
