@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 
 from helpers import REPO, build_busy, need_perf
+from pmuprof.packages import DATABASE_HOST
 
 HELPERS = ("pmuprof-helper", "pmuprof-fold", "pmuprof-perfdata", "pmuprof-offcpu")
 RUNTIME_DISTS = {"pmuprof", "click", "jinja2", "markupsafe", "pyyaml", "pymysql", "numpy"}
-ALLOWED_PACKAGES = {"libc6", "libpfm4", "libelf1", "libdw1", "libcapstone4", "zlib1g", "liblzma5", "libbz2-1.0",
-                    "libzstd1", "libgcc-s1", "libstdc++6"}  # runtime libraries; never a -dev package
+BASE_PACKAGES = {"libc6", "zlib1g", "liblzma5", "libbz2-1.0", "libzstd1", "libgcc-s1", "libstdc++6"}  # required ones
 
 
 def _run(argv, **kw) -> subprocess.CompletedProcess:
@@ -94,15 +94,10 @@ def test_only_runtime_dependencies_are_installed(venv):
     assert names == RUNTIME_DISTS, names  # no pytest, no build tools
 
 
-def test_helpers_need_only_runtime_libraries(venv):
-    site = next((venv / "lib").glob("python3*/site-packages"))
-    helper = site / "pmuprof" / "bin" / "pmuprof-helper"
-    if not helper.is_file():
-        pytest.skip("this wheel was built without helpers (no compiler / -dev packages on the build host)")
-    if not (shutil.which("ldd") and shutil.which("dpkg")):
-        pytest.skip("ldd/dpkg missing: not a Debian-like host")
-    libs = [line.split("=>")[1].split()[0] for line in _run(["ldd", str(helper)]).stdout.splitlines() if "=>" in line]
-    assert libs and "not found" not in " ".join(libs)
+def _owners(binary: Path) -> set[str]:
+    """The Debian packages of the libraries `ldd` resolves for this binary."""
+    libs = [line.split("=>")[1].split()[0] for line in _run(["ldd", str(binary)]).stdout.splitlines() if "=>" in line]
+    assert libs and "not found" not in " ".join(libs), libs
     packages = set()
     for lib in libs:
         owner = _run(["dpkg", "-S", os.path.realpath(lib)])
@@ -110,8 +105,20 @@ def test_helpers_need_only_runtime_libraries(venv):
             owner = _run(["dpkg", "-S", lib])
         for line in owner.stdout.splitlines():  # "libpfm4:amd64: /lib/x86_64-linux-gnu/libpfm.so.4"
             packages |= {name.split(":")[0].strip() for name in line.rsplit(": ", 1)[0].split(",")}
-    assert packages and packages <= ALLOWED_PACKAGES, packages
-    assert not any(p.endswith("-dev") for p in packages)
+    return packages
+
+
+def test_helpers_need_exactly_the_listed_runtime_libraries(venv):
+    """ldd of every helper: only DATABASE_HOST's libraries and the base system's, each of them needed."""
+    if not (shutil.which("ldd") and shutil.which("dpkg")):
+        pytest.skip("ldd/dpkg missing: not a Debian-like host")
+    site = next((venv / "lib").glob("python3*/site-packages"))
+    needed = {name: _owners(site / "pmuprof" / "bin" / name) for name in HELPERS}
+    listed = set(DATABASE_HOST) - {"linux-perf", "pipx"}
+    every = set().union(*needed.values())
+    assert every <= listed | BASE_PACKAGES, every - listed - BASE_PACKAGES
+    assert listed <= every, f"listed but linked by no helper: {listed - every}"
+    assert "libbpf1" in needed["pmuprof-offcpu"]
 
 
 def test_doctor_capture_and_schedule_from_the_installed_copy(venv, tmp_path):
