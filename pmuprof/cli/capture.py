@@ -64,7 +64,7 @@ def capture_cmd(quiet: bool, exit_code_on_findings: bool, as_json: bool, **kwarg
     if note:
         common.log(f"{note.sentence()} {note.command}")
     common.say_findings(result.diagnosis)
-    common.end_of_capture(profile.run, str(result.paths["html"]))
+    common.end_of_capture(profile.run, str(result.paths["html"]), opts.off_cpu is True)
     if as_json:
         summary = run_summary(out, profile.total, result.diagnosis, result.paths, code, hostname(profile))
         click.echo(json.dumps(summary, indent=2, sort_keys=True, ensure_ascii=False))
