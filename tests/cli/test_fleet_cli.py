@@ -57,7 +57,7 @@ def test_capture_json_textfile_and_notify(target, tmp_path):
     metrics = _metrics(prom)
     host = socket.gethostname()
     assert metrics[f'pmuprof_last_run_exit_code{{host="{host}",source="pmuprof"}}'] == str(res.returncode)
-    shares = {k: v for k, v in metrics.items() if k.startswith("pmuprof_finding_share") and "innodb-spin-wait" in k}
+    shares = {k: v for k, v in metrics.items() if k.startswith("pmuprof_finding_share_ratio{") and "innodb-spin-wait" in k}
     assert len(shares) == 1 and 0 < float(next(iter(shares.values()))) <= 1
     assert any(k.startswith("pmuprof_samples{") for k in metrics)
     notified = (tmp_path / "notified.txt").read_text().splitlines()
@@ -71,7 +71,9 @@ def test_a_failed_capture_updates_the_textfile_with_its_exit_code(target, tmp_pa
     res = run_cli("capture", "-p", str(target.pid), "-d", "1", "--no-mysql", "-q", "-o", str(tmp_path / "r"),
                   "--textfile", str(prom), env={**FAKE, "FAKEPERF_MODE": "fail-record"})
     assert res.returncode == 5
-    assert _metrics(prom)[f'pmuprof_last_run_exit_code{{host="{socket.gethostname()}",source="pmuprof"}}'] == "5"
+    metrics, labels = _metrics(prom), f'{{host="{socket.gethostname()}",source="pmuprof"}}'
+    assert metrics[f"pmuprof_last_run_exit_code{labels}"] == "5" and metrics[f"pmuprof_last_run_failed{labels}"] == "1"
+    assert not any(k.startswith("pmuprof_findings") for k in metrics)  # a failed run is not a clean one
 
 
 def test_textfile_env_and_a_bad_textfile_refused_before_capturing(target, tmp_path):
@@ -132,7 +134,7 @@ def test_watch_daemon_captures_reports_and_exits(target, tmp_path):
     assert "trigger cpu>=0 held for 1 polls" in log and "1 capture(s)" in log
     runs = [p for p in (tmp_path / "stalk").iterdir() if p.is_dir()]
     assert len(runs) == 1 and (runs[0] / "report.html").is_file()
-    assert "pmuprof_finding_share" in prom.read_text()
+    assert "pmuprof_finding_share_ratio" in prom.read_text()
     assert _exited(daemon_pid)
 
 
