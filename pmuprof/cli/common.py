@@ -42,6 +42,10 @@ def log(message: str) -> None:
     click.echo(f"pmuprof: {message}", err=True)
 
 
+CALL_GRAPHS = ("fp", "dwarf", "lbr")
+MODES = ("per-cpu", "per-thread")
+
+
 def capture_options(func=None, *, off_cpu_default: bool | None = False):
     """-p/--all-mysqld/--duration/--frequency/--call-graph/--mode/--event/-o, shared by record and capture;
     ``off_cpu_default`` None: --off-cpu on where it is cheap (capture)."""
@@ -53,9 +57,9 @@ def capture_options(func=None, *, off_cpu_default: bool | None = False):
         click.option("-d", "--duration", type=Duration(0.1, MAX_DURATION_S), default="30s", show_default=True,
                      help=f"How long to record ({DURATION_HELP})."),
         click.option("-F", "--frequency", type=int, default=99, show_default=True, help="Samples per second per CPU."),
-        click.option("--call-graph", type=click.Choice(["fp", "dwarf", "lbr"]), default="fp", show_default=True,
+        click.option("--call-graph", type=click.Choice(CALL_GRAPHS), default="fp", show_default=True,
                      help="Stack walking: frame pointers, DWARF (32 KB stack copies), or Intel LBR."),
-        click.option("--mode", type=click.Choice(["per-cpu", "per-thread"]), default="per-cpu", show_default=True,
+        click.option("--mode", type=click.Choice(MODES), default="per-cpu", show_default=True,
                      help="per-cpu: perf record -a filtered to the targets (cheap); per-thread: perf record -p."),
         click.option("-e", "--event", default="cycles", show_default=True, help="Sampling event."),
         click.option("--per-thread-roots", is_flag=True, help="Add one root frame per thread in the flame graph."),
