@@ -98,3 +98,14 @@ def test_openblas_is_bounded_before_numpy_loads():
     assert threads["pmuprof.model.stacks"] == 1
     if (os.cpu_count() or 1) > 1:  # the control: without the setting this host's OpenBLAS starts threads
         assert threads["numpy"] > 1, threads
+
+
+def test_readme_extras_lines_print_the_man_page_and_the_completion():
+    """pipx < 1.5 installs no man page: the README's two lines write it and the completion script."""
+    section = (REPO / "README.md").read_text(encoding="utf-8").split("### Production install", 1)[1]
+    assert "pmuprof man > /usr/local/share/man/man1/pmuprof.1" in section
+    assert "_PMUPROF_COMPLETE=bash_source pmuprof > /etc/bash_completion.d/pmuprof" in section
+    env = {**os.environ, "_PMUPROF_COMPLETE": "bash_source"}
+    script = subprocess.run([sys.executable, "-m", "pmuprof"], env=env, cwd=REPO, capture_output=True, text=True,
+                            timeout=60)
+    assert script.returncode == 0 and "_pmuprof_completion()" in script.stdout and "complete " in script.stdout
