@@ -154,3 +154,26 @@ def _exited(pid: int, seconds: float = 30) -> bool:
 def test_daemonize_needs_a_log_file(target, tmp_path):
     res = run_cli("watch", "-p", str(target.pid), "-t", "cpu>1", "--no-mysql", "--daemonize", env=FAKE)
     assert res.returncode == 2 and "--log-file" in res.stderr
+
+
+def test_a_capture_cut_short_by_sigterm_is_published_as_failed(tmp_path, monkeypatch, capsys):
+    """The report is written, but the run was stopped: exit 143, and the metrics say failed, not clean."""
+    import shutil
+
+    from pmuprof.analysis.load import load
+    from pmuprof.cli import capture as capture_cli, common
+    from pmuprof.cli.main import main
+
+    run = tmp_path / "run"
+    shutil.copytree(REPO / "examples" / "demo-output" / "mixed", run)
+    meta = json.loads((run / "run.json").read_text())
+    (run / "run.json").write_text(json.dumps({**meta, "stopped_by": "SIGTERM"}))
+    monkeypatch.setattr(common, "recorded", lambda opts, quiet: run)  # as if perf had been stopped by SIGTERM
+    monkeypatch.setattr(capture_cli, "materialize", lambda out, log: load(out))  # its folded stacks, no perf.data
+    prom = tmp_path / "pmuprof.prom"
+    code = main(["capture", "-p", str(os.getpid()), "-d", "1", "--no-mysql", "-q", "-o", str(tmp_path / "unused"),
+                 "--textfile", str(prom), "--exit-code-on-findings"])
+    assert code == 143 and "capture stopped by SIGTERM" in capsys.readouterr().err
+    metrics = {k.split("{")[0]: v for k, v in _metrics(prom).items()}
+    assert metrics["pmuprof_last_run_exit_code"] == "143" and metrics["pmuprof_last_run_failed"] == "1"
+    assert "pmuprof_findings" not in metrics and "pmuprof_samples" in metrics  # its samples, not a clean verdict
