@@ -125,11 +125,12 @@ def test_doctor_capture_and_schedule_from_the_installed_copy(venv, tmp_path):
     env, exe = _clean_env(tmp_path), str(venv / "bin" / "pmuprof")
     doctor = _run([exe, "doctor", "--json", "-o", str(tmp_path)], env=env, cwd=tmp_path)
     assert doctor.returncode == 0, doctor.stderr
-    checks = {c["name"]: c for c in json.loads(doctor.stdout)["checks"]}
+    checks = {c["id"]: c for c in json.loads(doctor.stdout)["checks"]}
     site = str(next((venv / "lib").glob("python3*/site-packages")))
-    for name in ("native helper", "fast folder"):
+    for name in ("helper", "folder", "perfdata", "offcpu"):
         if checks[name]["ok"]:
             assert checks[name]["detail"].startswith(site), checks[name]  # the venv's own helper, not the checkout's
+    assert all(checks[name]["ok"] for name in ("helper", "folder", "perfdata")), checks  # every listed package
     unit = _run([exe, "schedule", "install", "--all-mysqld", "--dry-run", "--scheduler", "systemd",
                  "--dir", str(tmp_path / "runs")], env=env, cwd=tmp_path)
     assert unit.returncode == 0 and f"exec {os.path.realpath(exe)} capture --all-mysqld" in unit.stdout, unit.stdout
@@ -139,13 +140,17 @@ def test_doctor_capture_and_schedule_from_the_installed_copy(venv, tmp_path):
     busy = subprocess.Popen([str(build_busy(tmp_path)), "30"])
     try:
         run = tmp_path / "run"
-        cap = _run([exe, "capture", "-p", str(busy.pid), "-d", "2s", "--no-mysql", "-q", "-o", str(run), "--json"],
-                   env=env, cwd=tmp_path, timeout=300)
+        off_cpu = ["--off-cpu"] if checks["offcpu"]["ok"] else []  # root, BTF: the tracer from the wheel too
+        cap = _run([exe, "capture", "-p", str(busy.pid), "-d", "2s", "--no-mysql", "-q", "-o", str(run), "--json",
+                    *off_cpu], env=env, cwd=tmp_path, timeout=300)
         assert cap.returncode == 0, cap.stderr
         summary = json.loads(cap.stdout)
         assert summary["samples"] > 0 and (run / "report.html").is_file() and (run / "flame.svg").is_file()
         folded = (run / "stacks.folded").read_text()
         assert "hot_leaf" in folded
+        if off_cpu:
+            offcpu = json.loads((run / "run.json").read_text())["offcpu"]
+            assert offcpu["recorded"] and offcpu["argv"][0].startswith(site), offcpu  # the venv's tracer
     finally:
         busy.kill()
         busy.wait()
