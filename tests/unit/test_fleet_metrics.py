@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import re
+import shutil
 import stat
+import subprocess
 import time
 from pathlib import Path
 
@@ -183,3 +185,16 @@ def test_publish_writes_metrics_and_notifies_and_never_raises(tmp_path):
     gone.rmdir()  # the directory vanished between the check and the end of the run: logged, not raised
     publish(checked, Outcome(0, ended=1.0), logs.append)
     assert "warning: metrics not written" in logs[-1]
+
+
+@pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool not installed (Debian: prometheus package)")
+def test_promtool_lints_the_metrics_clean():
+    """Prometheus' own linter: names, HELP/TYPE, suffixes; a success, a failed run, and a hostile name."""
+    texts = [render_metrics(RunMetrics("db1", "pmuprof", 1700000000.5, 20, _profile(), Diagnosis.of(_findings()))),
+             render_metrics(RunMetrics("db1", "nightly", 5.0, 5, succeeded=False, last_success=4.0))]
+    for text in texts:
+        lint = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True, text=True, timeout=60)
+        assert lint.returncode == 0 and not (lint.stdout + lint.stderr).strip(), lint.stdout + lint.stderr
+    bad = subprocess.run(["promtool", "check", "metrics"], input="# TYPE pmuprof_x_total gauge\npmuprof_x_total 1\n",
+                         capture_output=True, text=True, timeout=60)
+    assert bad.returncode != 0  # the control: promtool does complain about a misnamed gauge
