@@ -3,11 +3,16 @@
 The metadata is in pyproject.toml. The helpers (pmuprof-helper, pmuprof-fold) are ELF files linked
 to this host's libpfm4 / libdw / capstone, so a wheel that carries them is tagged
 py3-none-linux_<arch> (not py3-none-any): it installs only on that architecture and needs the same
-runtime libraries (libpfm4, libdw1, libcapstone4 on Debian 12). Without a compiler or the -dev
-packages, or with PMUPROF_BUILD_NATIVE=0, the wheel has no ELF file and is py3-none-any.
+runtime libraries (libpfm4, libdw1, libcapstone4, libbpf1 on Debian 12).
+
+PMUPROF_BUILD_NATIVE says what a build must hold: unset or 1, every helper with every feature, else
+the build stops and says which helper or feature is missing and which packages add it (pip shows a
+backend's output only when it fails, so a warning would be hidden); "optional", what this host can
+build, with the same lines as a warning; 0, no helper (a py3-none-any wheel).
 """
 
 import os
+import re
 import runpy
 import shutil
 import subprocess
@@ -29,8 +34,22 @@ _HINTS = runpy.run_path(str(HERE / "pmuprof" / "packages.py"))  # the install-hi
 HELPER_HINT = _HINTS["apt_install"](*_HINTS["NATIVE"])
 
 
-def _want_native() -> bool:
-    return os.environ.get("PMUPROF_BUILD_NATIVE", "1") not in ("0", "no", "false", "")
+def _native_mode() -> str:
+    """'all' (the default), 'optional' or 'none', from PMUPROF_BUILD_NATIVE."""
+    value = os.environ.get("PMUPROF_BUILD_NATIVE", "1").strip().lower()
+    if value in ("0", "no", "false", "none"):
+        return "none"
+    return "optional" if value == "optional" else "all"
+
+
+def _shortfalls(make: subprocess.CompletedProcess, built: Path) -> list[str]:
+    """One line per helper not built or built with a feature off: the Makefile's reasons, else make's error."""
+    said = [line for line in make.stdout.splitlines() if re.match(r"pmuprof-[a-z]+: .*apt-get install", line)]
+    lines = said + [f"{name}: not built" for name in HELPERS
+                    if not (built / name).is_file() and not any(line.startswith(name + ":") for line in said)]
+    if make.returncode != 0:
+        lines += ["make failed:"] + [f"  {line}" for line in make.stderr.strip().splitlines()[-8:]]
+    return lines
 
 
 class BuildWithHelper(build_py):
@@ -40,17 +59,24 @@ class BuildWithHelper(build_py):
         super().run()
         target = Path(self.build_lib) / "pmuprof" / "bin"
         shutil.rmtree(target, ignore_errors=True)  # never ship helpers left in build/ by an earlier build
-        if not _want_native():
+        mode = _native_mode()
+        if mode == "none":
             sys.stderr.write("pmuprof: PMUPROF_BUILD_NATIVE=0: building a pure-Python package without helpers\n")
             return
-        try:
-            subprocess.run(["make", "-C", str(HERE / "native")], check=True)
-        except (OSError, subprocess.CalledProcessError) as err:
-            sys.stderr.write(
-                f"pmuprof: native helper not built ({err}); the package installs without it.\n"
-                f"pmuprof: to enable PMU events, PAUSE calibration and skid correction: {HELPER_HINT}\n"
-            )
-            return
+        try:  # -k: one helper that cannot build does not keep the others out
+            make = subprocess.run(["make", "-k", "-C", str(HERE / "native")], capture_output=True, text=True)
+        except OSError as err:
+            make = subprocess.CompletedProcess(["make"], 127, "", f"make: {err.strerror}")
+        sys.stdout.write(make.stdout)
+        short = _shortfalls(make, HERE / "native" / "build")
+        if short:
+            text = "".join(f"pmuprof: {line}\n" for line in short) + (
+                f"pmuprof: every helper and feature: {HELPER_HINT}\n"
+                "pmuprof: or PMUPROF_BUILD_NATIVE=optional to build what this host can (doctor lists what is off),"
+                " PMUPROF_BUILD_NATIVE=0 for no helper\n")
+            if mode == "all":
+                raise SystemExit("pmuprof: the native helpers did not all build:\n" + text)
+            sys.stderr.write(text)
         for name in HELPERS:
             built = HERE / "native" / "build" / name
             if built.is_file():
@@ -77,11 +103,13 @@ class TruthfulWheel(bdist_wheel):
 
 
 setup(
-    packages=find_packages(include=["pmuprof", "pmuprof.*"]) + ["pmuprof.templates", "pmuprof.rules", "pmuprof.demo"],
+    packages=find_packages(include=["pmuprof", "pmuprof.*"]) + [
+        "pmuprof.templates", "pmuprof.rules", "pmuprof.rules.knowledge", "pmuprof.demo"],
     package_dir={"pmuprof.templates": "templates", "pmuprof.rules": "rules", "pmuprof.demo": "examples/demo"},
     package_data={
         "pmuprof.templates": ["*.j2", "*.js", "*.css"],
-        "pmuprof.rules": ["*.yaml", "knowledge/*.yaml"],
+        "pmuprof.rules": ["*.yaml"],
+        "pmuprof.rules.knowledge": ["*.yaml"],
         "pmuprof.demo": ["*.c", "*.h", "Makefile"],
     },
     cmdclass={"build_py": BuildWithHelper, "bdist_wheel": TruthfulWheel},

@@ -20,6 +20,19 @@ PERFDATA = ("compiler", "elfutils", "libiberty")
 OFFCPU = ("compiler", "bpf", "elfutils")  # elfutils: the CFI unwinder of leaves without frame pointers
 NATIVE = HELPER + PERFDATA + OFFCPU  # every native program with every feature
 
+# feature -> the Debian 12 runtime packages a host that installs a built wheel needs (what `ldd` of
+# the helpers resolves to; no compiler, no -dev package). libiberty is linked in statically.
+RUNTIME: dict[str, tuple[str, ...]] = {
+    "perf": ("linux-perf",),
+    "compiler": (),  # pmuprof-fold needs only libc
+    "libpfm4": ("libpfm4",),
+    "elfutils": ("libelf1", "libdw1"),
+    "capstone": ("libcapstone4",),
+    "libiberty": (),
+    "bpf": ("libbpf1",),
+    "debuginfod": ("debuginfod",),
+}
+
 
 def packages(*features: str) -> tuple[str, ...]:
     """The packages of these features, each once, in table order."""
@@ -29,3 +42,22 @@ def packages(*features: str) -> tuple[str, ...]:
 def apt_install(*features: str) -> str:
     """'apt-get install PKG ...' for these features."""
     return "apt-get install " + " ".join(packages(*features))
+
+
+def runtime_packages(*features: str) -> tuple[str, ...]:
+    """The runtime packages of these features (a wheel host's view), each once, in table order."""
+    return tuple(dict.fromkeys(p for feature in features for p in RUNTIME[feature]))
+
+
+def apt_install_runtime(*features: str) -> str:
+    """'apt-get install PKG ...' of the runtime packages of these features."""
+    return "apt-get install " + " ".join(runtime_packages(*features))
+
+
+# A library the dynamic loader may not find (its soname) -> the runtime package that holds it.
+LIBRARIES = {"libpfm.so.4": "libpfm4", "libelf.so.1": "libelf1", "libdw.so.1": "libdw1",
+             "libcapstone.so.4": "libcapstone4", "libbpf.so.1": "libbpf1"}
+
+# The README's two install lines: the build host makes the wheel, the database host runs it.
+BUILD_HOST = packages(*NATIVE) + ("python3-venv", "python3-pip")
+DATABASE_HOST = runtime_packages("perf", *NATIVE) + ("pipx",)

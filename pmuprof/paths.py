@@ -18,6 +18,11 @@ def _resource(installed: str, checkout: str) -> Path:
     return CHECKOUT_DIR / checkout
 
 
+def installed_copy() -> bool:
+    """Whether this pmuprof was installed from a wheel (not run from a checkout, which has native/Makefile)."""
+    return not (CHECKOUT_DIR / "native" / "Makefile").is_file()
+
+
 def templates_dir() -> Path:
     return _resource("templates", "templates")
 

@@ -132,6 +132,8 @@ def record(opts: RecordOptions, progress: Progress | None = None,
     validate(opts)
     pids = tuple(dict.fromkeys(target.resolve_pid(p) for p in opts.pids))
     perf, host_facts = preflight(opts)
+    if opts.off_cpu:  # asked for: cannot run is an error now, not a note in run.json after the capture
+        offcpu.require(pids)
     targets = tuple(target.describe(p, label) for p, label in target.labels_for(list(pids)).items())
     need = perfcmd.estimate_bytes(opts.frequency, host_facts["nproc"], opts.duration, opts.call_graph,
                                   sum(t.threads for t in targets), opts.mode)

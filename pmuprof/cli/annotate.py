@@ -11,7 +11,7 @@ from ..analysis.annotate import annotate, annotate_text, binary_for, override
 from ..pipeline import build_profile
 from ..tools.native import helper
 from . import common
-from .params import Pid
+from .params import InputPath, Pid
 
 EPILOG = """\b
 Examples:
@@ -23,7 +23,7 @@ Examples:
 
 
 @click.command("annotate", epilog=EPILOG)
-@click.argument("input_path", metavar="INPUT", type=click.Path(exists=True))
+@click.argument("input_path", metavar="INPUT", type=InputPath())
 @click.option("--symbol", required=True, help="Function name as the report or perf shows it.")
 @click.option("--binary", type=click.Path(exists=True, dir_okay=False), default=None,
               help="The profiled executable or library (default: the dso named by the samples, or the run's target).")

@@ -55,7 +55,9 @@ def capture_cmd(quiet: bool, exit_code_on_findings: bool, as_json: bool, **kwarg
         result = common.after_record(out, lambda: report_profile(materialize(out, log=common.log), out))
         profile = result.profile
     code = findings_exit_code(result.findings) if exit_code_on_findings else 0
-    publish(target, Outcome(code, out, profile, result.diagnosis, ended=time.time()), common.log)
+    problem = common.capture_problem(profile.run, str(result.paths["html"]), opts.off_cpu is True)
+    publish(target, Outcome(problem.exit_code if problem else code, out, profile, result.diagnosis,
+                            error=str(problem) if problem else "", ended=time.time()), common.log)
     common.say_problems(profile)
     if not profile.total:
         common.log("no samples of the target: it was idle or off-CPU during the capture (the report says so)")
@@ -64,7 +66,8 @@ def capture_cmd(quiet: bool, exit_code_on_findings: bool, as_json: bool, **kwarg
     if note:
         common.log(f"{note.sentence()} {note.command}")
     common.say_findings(result.diagnosis)
-    common.end_of_capture(profile.run, str(result.paths["html"]))
+    if problem is not None:  # cut short: the report is written, the metrics said so, the exit status too
+        raise problem
     if as_json:
         summary = run_summary(out, profile.total, result.diagnosis, result.paths, code, hostname(profile))
         click.echo(json.dumps(summary, indent=2, sort_keys=True, ensure_ascii=False))

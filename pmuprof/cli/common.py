@@ -13,7 +13,7 @@ from .. import signals
 from ..analysis.binaries import Lookup
 from ..analysis.load import Choice
 from ..capture.record import MAX_DURATION_S, RecordOptions, record
-from ..errors import Interrupted, PerfError, ResourceError
+from ..errors import HelperError, Interrupted, PerfError, PmuprofError, ResourceError
 from ..findings.diagnosis import Diagnosis
 from ..findings.loader import load_rules
 from ..model import rundir
@@ -42,6 +42,10 @@ def log(message: str) -> None:
     click.echo(f"pmuprof: {message}", err=True)
 
 
+CALL_GRAPHS = ("fp", "dwarf", "lbr")
+MODES = ("per-cpu", "per-thread")
+
+
 def capture_options(func=None, *, off_cpu_default: bool | None = False):
     """-p/--all-mysqld/--duration/--frequency/--call-graph/--mode/--event/-o, shared by record and capture;
     ``off_cpu_default`` None: --off-cpu on where it is cheap (capture)."""
@@ -53,9 +57,9 @@ def capture_options(func=None, *, off_cpu_default: bool | None = False):
         click.option("-d", "--duration", type=Duration(0.1, MAX_DURATION_S), default="30s", show_default=True,
                      help=f"How long to record ({DURATION_HELP})."),
         click.option("-F", "--frequency", type=int, default=99, show_default=True, help="Samples per second per CPU."),
-        click.option("--call-graph", type=click.Choice(["fp", "dwarf", "lbr"]), default="fp", show_default=True,
+        click.option("--call-graph", type=click.Choice(CALL_GRAPHS), default="fp", show_default=True,
                      help="Stack walking: frame pointers, DWARF (32 KB stack copies), or Intel LBR."),
-        click.option("--mode", type=click.Choice(["per-cpu", "per-thread"]), default="per-cpu", show_default=True,
+        click.option("--mode", type=click.Choice(MODES), default="per-cpu", show_default=True,
                      help="per-cpu: perf record -a filtered to the targets (cheap); per-thread: perf record -p."),
         click.option("-e", "--event", default="cycles", show_default=True, help="Sampling event."),
         click.option("--per-thread-roots", is_flag=True, help="Add one root frame per thread in the flame graph."),
@@ -144,16 +148,28 @@ def after_record(out_dir: Path, build: Callable[[], T]) -> T:
         raise stopped(err, out_dir) from None
 
 
-def end_of_capture(run: Run, what: str) -> None:
-    """A capture cut short still ends with an error status once its report (``what``) is written:
-    6 when the disk watcher stopped perf, 128 + N after signal N (130 for Ctrl-C)."""
+def end_of_capture(run: Run, what: str, off_cpu_asked: bool = False) -> None:
+    """A capture cut short still ends with an error status once its report (``what``) is written."""
+    problem = capture_problem(run, what, off_cpu_asked)
+    if problem is not None:
+        raise problem
+
+
+def capture_problem(run: Run, what: str, off_cpu_asked: bool = False) -> PmuprofError | None:
+    """Why a capture whose report (``what``) was written still failed: 6 when the disk watcher stopped
+    perf, 5 when perf was killed, 128 + N after signal N (130 for Ctrl-C), 8 when --off-cpu was asked
+    for and the tracer recorded nothing; None when it did not."""
     if run.stopped_by == "disk":
         why = next((w for w in run.warnings if "keep the disk from filling" in w), "the disk was nearly full")
-        raise ResourceError(f"{why}; kept what was recorded: {what}", "free space, or capture with -o on a larger "
-                            "filesystem")
+        return ResourceError(f"{why}; kept what was recorded: {what}", "free space, or capture with -o on a larger "
+                             "filesystem")
     if run.stopped_by == "perf-killed":
         why = next((w for w in run.warnings if w.startswith("perf record was killed")), "perf record was killed")
-        raise PerfError(f"{why}: {what}", "check `dmesg` / `journalctl -k` for the OOM killer, then capture again")
+        return PerfError(f"{why}: {what}", "check `dmesg` / `journalctl -k` for the OOM killer, then capture again")
     if run.stopped_by in signal.Signals.__members__:
-        raise Interrupted(f"capture stopped by {run.stopped_by} after {run.duration_s or 0:.1f} s; "
-                          f"kept what was recorded: {what}", "", signals.exit_code(run.stopped_by))
+        return Interrupted(f"capture stopped by {run.stopped_by} after {run.duration_s or 0:.1f} s; "
+                           f"kept what was recorded: {what}", "", signals.exit_code(run.stopped_by))
+    if off_cpu_asked and run.offcpu is not None and not run.offcpu.recorded:
+        return HelperError(f"--off-cpu: off-CPU stacks not recorded ({run.offcpu.why_not or 'no output'}); "
+                           f"the report is on-CPU only: {what}", "see offcpu.log in the run directory")
+    return None

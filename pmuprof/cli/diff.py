@@ -10,6 +10,7 @@ from ..pipeline import profile_for_report
 from ..model import rundir
 from ..report.diff import DIFF_HTML, DIFF_JSON, DIFF_MD, diff_json, diff_profiles, write_diff
 from . import common
+from .params import InputPath
 
 EPILOG = """\b
 Examples:
@@ -21,8 +22,8 @@ Examples:
 
 
 @click.command("diff", epilog=EPILOG)
-@click.argument("before", type=click.Path(exists=True))
-@click.argument("after", type=click.Path(exists=True))
+@click.argument("before", type=InputPath())
+@click.argument("after", type=InputPath())
 @click.option("-o", "--output", "out_dir", type=click.Path(file_okay=False), default="pmuprof-diff",
               show_default=True, help="Directory for diff.html, diff.json and diff.md.")
 @click.option("--json", "as_json", is_flag=True, help="Print diff.json to stdout instead of writing files.")

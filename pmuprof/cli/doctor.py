@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from ..workflows.doctor import EXIT_MISS, run_checks
+from .mysqlopts import mysql_options, pop_mysql_options
 from .params import Pid
 
 EPILOG = f"""\b
@@ -16,7 +17,8 @@ Examples:
   pmuprof doctor                        # host checks + every running mysqld / mariadbd
   pmuprof doctor -p $(pidof mariadbd)   # symbols and frame pointers of this server
   pmuprof doctor --strict || alert      # fleet check: exit {EXIT_MISS} when any line is MISS
-  pmuprof doctor --json | jq '.checks[] | select(.ok | not) | .name'   # what is missing, for scripts
+  pmuprof doctor -u prof --defaults-file /etc/pmuprof/my.cnf   # the MySQL connection as capture makes it
+  pmuprof doctor --json | jq -r '.checks[] | select(.ok | not) | .id'   # what is missing, by stable id
 """
 
 
@@ -24,18 +26,21 @@ Examples:
 @click.option("-p", "--pid", "pids", type=Pid(), multiple=True, help="Check this target (repeatable).")
 @click.option("-o", "--output", "out_dir", type=click.Path(file_okay=False), default=".",
               help="Where captures will be written (free-disk check).")
-@click.option("--json", "as_json", is_flag=True, help="Print the checks as JSON ({ok, checks: [{name, ok, detail, fix}]}).")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print the checks as JSON ({ok, checks: [{id, name, ok, severity, detail, fix, pid}]}).")
 @click.option("--strict", is_flag=True, help=f"Exit {EXIT_MISS} when any check is MISS (a VM's missing PMU included).")
-def doctor_cmd(pids: tuple[int, ...], out_dir: str, as_json: bool, strict: bool) -> None:
-    """Check perf, permissions, the PMU, the native helper, symbols, frame pointers and disk."""
-    checks = run_checks(pids, Path(out_dir))
+@mysql_options
+def doctor_cmd(pids: tuple[int, ...], out_dir: str, as_json: bool, strict: bool, **mysql) -> None:
+    """Check perf, permissions, the PMU, each native program, disk, and per server symbols, frame pointers
+    and the MySQL connection."""
+    checks = run_checks(pids, Path(out_dir), pop_mysql_options(mysql))
     if as_json:
         doc = {"ok": all(c.ok for c in checks), "checks": [asdict(c) for c in checks]}
         click.echo(json.dumps(doc, indent=2, sort_keys=True))
     else:
         for check in checks:
             mark = "ok  " if check.ok else "MISS"
-            line = f"{mark} {check.name:<28} {check.detail}"
+            line = f"{mark} {check.name:<20} {check.detail}"
             click.echo(line + (f"\n     fix: {check.fix}" if check.fix else ""))
     if strict and not all(c.ok for c in checks):
         raise click.exceptions.Exit(EXIT_MISS)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import signal
+
 from ..errors import PmuprofError
 from ..workflows.doctor import EXIT_MISS
 from ..workflows.schedule import EXIT_CRITICAL, EXIT_WARNING
@@ -25,6 +27,8 @@ def exit_codes() -> list[tuple[int, str]]:
     codes[EXIT_MISS] = "doctor --strict: at least one check is MISS"
     codes[EXIT_WARNING] = "capture --exit-code-on-findings: the worst finding is a warning; history --fail-on-regression"
     codes[EXIT_CRITICAL] = "capture --exit-code-on-findings: a critical finding"
+    for sig, name in ((signal.SIGHUP, "SIGHUP"), (signal.SIGINT, "Ctrl-C (SIGINT)"), (signal.SIGTERM, "SIGTERM")):
+        codes[128 + sig] = f"stopped by {name}: what was captured so far has been kept"  # 129, 130, 143
     return sorted(codes.items())
 
 

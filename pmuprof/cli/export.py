@@ -16,6 +16,7 @@ from ..model import rundir
 from ..pipeline import build_profile, with_choice
 from ..report.export import export_bytes, export_profile
 from . import common
+from .params import InputPath
 
 EPILOG = """\b
 Examples:
@@ -27,7 +28,7 @@ Examples:
 
 
 @click.command("export", epilog=EPILOG)
-@click.argument("input_path", metavar="INPUT", type=click.Path(exists=True))
+@click.argument("input_path", metavar="INPUT", type=InputPath())
 @click.option("-f", "--format", "fmt", type=click.Choice(["folded", "pprof", "speedscope"]), required=True,
               help="folded: FlameGraph text with # headers; pprof: gzipped profile.proto; speedscope: its JSON.")
 @click.option("-o", "--output", "out_file", type=click.Path(dir_okay=False, allow_dash=True), required=True,

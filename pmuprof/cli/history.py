@@ -10,6 +10,7 @@ import click
 from ..workflows.history import latest_flags, render_index
 from ..report.html import write_html
 from . import common
+from .params import InputPath
 
 EPILOG = """\b
 Examples:
@@ -20,7 +21,7 @@ Examples:
 
 
 @click.command("history", epilog=EPILOG)
-@click.argument("directory", type=click.Path(exists=True, file_okay=False))
+@click.argument("directory", type=InputPath(fix="give the directory the runs are under (schedule --dir, watch -o)", file_okay=False))
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
               help="HTML file to write (default DIRECTORY/index.html).")
 @click.option("--title", default="", help="Page title (default: the directory name).")

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import click
 
-from ..errors import UsageError
+from ..errors import InputError, UsageError
 from ..workflows.triggers import parse_duration
 
 DURATION_HELP = "30, 30s, 500ms, 5m or 1h"
@@ -58,6 +59,23 @@ class Pid(click.ParamType):
         raise UsageError(f"{_option_name(param)} takes a process id; the value given is not one (not shown: it may "
                          "be a password)", "-p is the pid here, not the password: use --mysql-password-env VAR or "
                                            "an option file for that")
+
+
+class InputPath(click.Path):
+    """An input that must exist: a missing one is a bad input (InputError, exit 3, one line), as the
+    README's exit-code table says, not click's usage screen (exit 2)."""
+
+    PROFILE = "give a run directory, perf.data, perf script text or a folded file"
+
+    def __init__(self, fix: str = PROFILE, **kwargs: Any) -> None:
+        super().__init__(exists=True, **kwargs)
+        self.fix = fix
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if not os.path.lexists(os.fsdecode(value)):
+            name = param.human_readable_name if param is not None else "input"
+            raise InputError(f"{name} {os.fsdecode(value)}: no such file or directory", self.fix)
+        return super().convert(value, param, ctx)
 
 
 def _option_name(param: click.Parameter | None) -> str:

@@ -68,7 +68,7 @@ def record_cmd(quiet: bool, as_json: bool, **kwargs) -> None:
     profile = common.after_record(out, lambda: materialize(out, log=common.log))
     common.say_problems(profile)
     common.log(f"run directory: {out}")
-    common.end_of_capture(profile.run, str(out))
+    common.end_of_capture(profile.run, str(out), opts.off_cpu is True)
     if as_json:
         warnings = list(dict.fromkeys(profile.run.warnings + profile.analysis.warnings))
         click.echo(json.dumps({"run_dir": str(out), "samples": profile.total, "warnings": warnings}, indent=2))

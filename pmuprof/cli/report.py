@@ -9,6 +9,7 @@ import click
 from ..model import rundir
 from ..pipeline import findings_json_text, report_input
 from . import common
+from .params import InputPath
 
 EPILOG = """\b
 Examples:
@@ -24,7 +25,7 @@ Examples:
 
 
 @click.command("report", epilog=EPILOG)
-@click.argument("input_path", metavar="INPUT", type=click.Path(exists=True))
+@click.argument("input_path", metavar="INPUT", type=InputPath())
 @click.option("-o", "--output", "out_dir", type=click.Path(file_okay=False), default=None,
               help="Output directory (default: INPUT itself for a run directory, else ./pmuprof-report).")
 @click.option("--json", "as_json", is_flag=True, help="Print findings.json to stdout instead of writing files.")

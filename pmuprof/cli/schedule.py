@@ -25,6 +25,7 @@ Examples:
   pmuprof schedule install --at 03:00 --all-mysqld --dry-run                # print the units, change nothing
   pmuprof schedule install --all-mysqld --scheduler systemd --dry-run       # the systemd units even on a cron host
   pmuprof schedule install --at 03:00 --all-mysqld -d 60 --keep-days 14     # nightly 60 s capture, 2 weeks kept
+  pmuprof schedule install --all-mysqld --call-graph dwarf -F 49 --off-cpu  # capture options pass through
   pmuprof schedule install --at 02:30 --all-mysqld --keep-size 5G --defaults-file /etc/pmuprof/my.cnf
   pmuprof schedule install --all-mysqld --textfile /var/lib/prometheus/node-exporter/pmuprof.prom   # fleet metrics
   pmuprof schedule install --all-mysqld --notify-cmd '/usr/local/bin/ticket --queue dba'          # verdict + report path
@@ -80,6 +81,13 @@ def self_launcher() -> tuple[tuple[str, ...], str]:
 @click.option("--cpu-quota", type=click.IntRange(1, 100000), default=100, show_default=True,
               help="systemd CPUQuota in % of one core for the whole run.")
 @click.option("--memory-max", default="2G", show_default=True, help="systemd MemoryMax for the whole run.")
+@click.option("-F", "--frequency", type=click.IntRange(1, 100000), default=None,
+              help="Each capture's samples per second per CPU (capture's default: 99).")
+@click.option("--call-graph", type=click.Choice(common.CALL_GRAPHS), default=None,
+              help="Each capture's stack walking (capture's default: fp).")
+@click.option("--mode", type=click.Choice(common.MODES), default=None, help="Each capture's sampling mode.")
+@click.option("--off-cpu/--no-off-cpu", default=None,
+              help="Each capture's off-CPU stacks (capture's default: on where cheap).")
 @mysql_options
 @fleet_options
 @SCHEDULER
@@ -87,14 +95,15 @@ def self_launcher() -> tuple[tuple[str, ...], str]:
               help="pmuprof executable the timer runs (default: the one running this command).")
 @click.option("--dry-run", is_flag=True, help="Print what would be written; change nothing.")
 def install_cmd(at, pid, all_mysqld, duration, directory, keep_days, keep_size, randomized_delay, cpu_quota,
-                memory_max, scheduler, exe, dry_run, **kwargs) -> None:
+                memory_max, frequency, call_graph, mode, off_cpu, scheduler, exe, dry_run, **kwargs) -> None:
     """Write and enable the nightly timer."""
     launcher, pythonpath = ((os.path.abspath(exe),), "") if exe else self_launcher()
     textfile, notify = kwargs.pop("textfile"), kwargs.pop("notify_cmd")
     kwargs.pop("notify_timeout")
     spec = ScheduleSpec(at=at, directory=os.path.abspath(directory), duration_s=int(round(duration)), exe=launcher,
                         pid=pid, all_mysqld=all_mysqld, keep_days=keep_days, keep_bytes=parse_size(keep_size),
-                        capture_args=pop_mysql_argv(kwargs) + ("-q",), pythonpath=pythonpath,
+                        capture_args=_capture_argv(frequency, call_graph, mode, off_cpu) + pop_mysql_argv(kwargs)
+                        + ("-q",), pythonpath=pythonpath,
                         randomized_delay_s=int(randomized_delay), cpu_quota_pct=cpu_quota,
                         memory_max=parse_size(memory_max), textfile=textfile and os.path.abspath(textfile),
                         notify_cmd=notify)
@@ -107,6 +116,18 @@ def install_cmd(at, pid, all_mysqld, duration, directory, keep_days, keep_size, 
     for line in schedule_io.install(spec, systemd, cron_offset_s=offset):
         common.log(line)
     common.log(f"nightly capture at {at} into {spec.directory} ({'systemd timer' if systemd else 'cron'})")
+
+
+def _capture_argv(frequency: int | None, call_graph: str | None, mode: str | None,
+                  off_cpu: bool | None) -> tuple[str, ...]:
+    """The capture options given to `schedule install`, spelled again for the unit or cron line."""
+    argv: list[str] = []
+    for flag, value in (("-F", frequency), ("--call-graph", call_graph), ("--mode", mode)):
+        if value is not None:
+            argv += [flag, str(value)]
+    if off_cpu is not None:
+        argv.append("--off-cpu" if off_cpu else "--no-off-cpu")
+    return tuple(argv)
 
 
 @schedule_cmd.command("remove")

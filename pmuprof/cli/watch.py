@@ -43,7 +43,8 @@ Examples:
               help="Length of each capture.")
 @click.option("--cooldown", type=Duration(0, 7 * 86400), default="5m", show_default=True,
               help="Pause after a capture before watching again.")
-@click.option("--max-captures", type=click.IntRange(1), default=3, show_default=True, help="Stop after this many.")
+@click.option("--max-captures", type=click.IntRange(1), default=None,
+              help="Stop after this many (default: unlimited, like pt-stalk's --iterations; --disk-free still holds).")
 @click.option("--disk-free", "disk_free", multiple=True, default=("100M", "5%"), show_default=True,
               help="Free-space floor checked before each capture: a size (1G) or a percent (5%); repeatable.")
 @click.option("-F", "--frequency", type=int, default=99, show_default=True, help="Samples per second per CPU.")
@@ -66,7 +67,7 @@ def watch_cmd(pid, triggers, cycles, interval, duration, cooldown, max_captures,
     Each poll is one SHOW GLOBAL STATUS WHERE ... query (plus one PROCESSLIST count for state:/command:
     triggers) on a kept-open connection, and /proc/PID/stat for cpu. Every capture's run.json gets a
     "trigger" key: the condition that fired and the polled values before and during the capture.
-    Stops after --max-captures or on Ctrl-C.
+    Stops after --max-captures (unlimited by default) or on Ctrl-C / SIGTERM.
     """
     if daemonize != bool(log_file):
         raise UsageError("--daemonize and --log-file go together", "e.g. --daemonize --log-file /var/log/pmuprof-watch.log")

@@ -1,4 +1,10 @@
-"""Prometheus text-format metrics of one run, for node_exporter's textfile collector (pure)."""
+"""Prometheus text-format metrics of one run, for node_exporter's textfile collector (pure).
+
+Named by Prometheus' conventions: 0-1 values end in ``_ratio``; the profiled server is the ``server``
+label (``instance`` is the scrape target's, and node_exporter's would overwrite it); a batch job's
+``pmuprof_last_success_timestamp_seconds`` survives failed runs, which export no findings gauges
+(a failed run is not a clean one) and ``pmuprof_last_run_failed 1``.
+"""
 
 from __future__ import annotations
 
@@ -18,13 +24,15 @@ SEVERITIES = ("critical", "warning", "info")
 HELP = {
     "pmuprof_last_run_timestamp_seconds": "When the last pmuprof run ended (Unix time).",
     "pmuprof_last_run_exit_code": "Exit status of the last pmuprof run (0 ok, 10 warning, 20 critical, else an error).",
+    "pmuprof_last_run_failed": "1 when the last run failed (no profile or findings to trust), else 0.",
+    "pmuprof_last_success_timestamp_seconds": "When the last run that succeeded ended (Unix time).",
     "pmuprof_last_run_duration_seconds": "Length of the last capture window.",
     "pmuprof_info": "pmuprof version and the event the last run sampled.",
-    "pmuprof_samples": "Samples of each profiled instance in the last run.",
-    "pmuprof_findings": "Findings of the last run by severity.",
-    "pmuprof_finding_share": "Share of the instance's samples a finding covers (0-1).",
-    "pmuprof_function_self_share": "Share of the instance's samples whose leaf is this function (top functions).",
-    "pmuprof_ipc": "Instructions per cycle counted during the last run.",
+    "pmuprof_samples": "Samples of each profiled server in the last run.",
+    "pmuprof_findings": "Findings of the last run by severity (absent after a failed run).",
+    "pmuprof_finding_share_ratio": "Share of the server's samples a finding covers.",
+    "pmuprof_function_self_share_ratio": "Share of the server's samples whose leaf is this function (top functions).",
+    "pmuprof_ipc_ratio": "Instructions per cycle counted during the last run.",
 }
 
 
@@ -38,6 +46,8 @@ class RunMetrics:
     exit_code: int
     profile: Profile | None = None
     diagnosis: Diagnosis = Diagnosis()
+    succeeded: bool = True  # the caller knows which exit codes are a success (0, 10, 20)
+    last_success: float | None = None  # the previous file's success stamp, kept across failed runs
 
 
 def escape_label(value: str) -> str:
@@ -76,19 +86,19 @@ def _profile_lines(m: RunMetrics, base: dict[str, str]) -> dict[str, list[str]]:
     for inst in instances:
         part = profile.restrict([inst])
         total = part.total
-        out["pmuprof_samples"].append(_line("pmuprof_samples", {**base, "instance": inst}, total))
+        out["pmuprof_samples"].append(_line("pmuprof_samples", {**base, "server": inst}, total))
         if not total:
             continue
         top = sorted(part.self_counts().items(), key=lambda kv: (-kv[1], kv[0]))[:TOP_FUNCTIONS]
         for name, count in top:
-            labels = {**base, "instance": inst, "function": name[:MAX_LABEL]}
-            out["pmuprof_function_self_share"].append(_line("pmuprof_function_self_share", labels, count / total))
-    for f in m.diagnosis.findings:
-        labels = {**base, "instance": _instance_of(f, instances), "rule": f.rule, "severity": f.severity}
-        out["pmuprof_finding_share"].append(_line("pmuprof_finding_share", labels, round(f.share, 6)))
+            labels = {**base, "server": inst, "function": name[:MAX_LABEL]}
+            out["pmuprof_function_self_share_ratio"].append(_line("pmuprof_function_self_share_ratio", labels, count / total))
+    for f in m.diagnosis.findings if m.succeeded else ():
+        labels = {**base, "server": _instance_of(f, instances), "rule": f.rule, "severity": f.severity}
+        out["pmuprof_finding_share_ratio"].append(_line("pmuprof_finding_share_ratio", labels, round(f.share, 6)))
     for proc, ipc in profile.counters.ipc_by_process().items():
         inst = proc or (instances[0] if len(instances) == 1 else "all")
-        out["pmuprof_ipc"].append(_line("pmuprof_ipc", {**base, "instance": inst}, ipc))
+        out["pmuprof_ipc_ratio"].append(_line("pmuprof_ipc_ratio", {**base, "server": inst}, ipc))
     event = profile.run.record.event_recorded or profile.unit
     out["pmuprof_info"].append(_line("pmuprof_info", {**base, "version": __version__, "event": event}, 1))
     if isinstance(profile.run.duration_s, (int, float)):
@@ -107,10 +117,16 @@ def render_metrics(m: RunMetrics) -> str:
         lines["pmuprof_info"].append(_line("pmuprof_info", {**base, "version": __version__, "event": ""}, 1))
     lines["pmuprof_last_run_timestamp_seconds"].append(_line("pmuprof_last_run_timestamp_seconds", base, round(m.ended, 3)))
     lines["pmuprof_last_run_exit_code"].append(_line("pmuprof_last_run_exit_code", base, m.exit_code))
-    counts = {sev: 0 for sev in SEVERITIES}
-    for f in m.diagnosis.findings:
-        counts[f.severity] = counts.get(f.severity, 0) + 1
-    lines["pmuprof_findings"] = [_line("pmuprof_findings", {**base, "severity": s}, n) for s, n in counts.items()]
+    lines["pmuprof_last_run_failed"].append(_line("pmuprof_last_run_failed", base, 0 if m.succeeded else 1))
+    success = round(m.ended, 3) if m.succeeded else m.last_success
+    if success is not None:  # never succeeded yet: absent, so `time() - it` alerts on absent()
+        lines["pmuprof_last_success_timestamp_seconds"].append(
+            _line("pmuprof_last_success_timestamp_seconds", base, success))
+    if m.succeeded:
+        counts = {sev: 0 for sev in SEVERITIES}
+        for f in m.diagnosis.findings:
+            counts[f.severity] = counts.get(f.severity, 0) + 1
+        lines["pmuprof_findings"] = [_line("pmuprof_findings", {**base, "severity": s}, n) for s, n in counts.items()]
     text = []
     for name in HELP:
         series = _unique(lines[name])
@@ -125,3 +141,14 @@ def _unique(series: list[str]) -> list[str]:
     for line in series:
         first.setdefault(line.rsplit(" ", 1)[0], line)
     return sorted(first.values())
+
+
+def last_success(text: str, source: str) -> float | None:
+    """The success stamp in a .prom file this source wrote earlier (None: none, or not ours)."""
+    for line in text.splitlines():
+        if line.startswith("pmuprof_last_success_timestamp_seconds{") and f'source="{escape_label(source)}"' in line:
+            try:
+                return float(line.rsplit(" ", 1)[1])
+            except ValueError:
+                return None
+    return None

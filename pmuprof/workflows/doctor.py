@@ -1,83 +1,66 @@
-"""Capability checks for `pmuprof doctor`: one (name, ok, detail, fix) per capability."""
+"""Capability checks for `pmuprof doctor`: one Check (id, name, ok, detail, fix, severity) per capability."""
 
 from __future__ import annotations
 
+import re
 import shutil
-from dataclasses import dataclass
 from pathlib import Path
 
 from ..analysis import binaries
 from ..errors import PmuprofError
+from ..capture.mysql import facts as mysql
 from ..capture.target import host, process as target
-from ..packages import HELPER, PACKAGES, apt_install
-from ..paths import fold_path, helper_path, perf_path
+from ..packages import apt_install
+from ..paths import helper_path, perf_path
 from ..tools.native import helper
-
+from .doctor_check import Check
+from .doctor_native import CHECKS as NATIVE_CHECKS
 
 EXIT_MISS = 9  # doctor --strict when a check is MISS
+__all__ = ["Check", "EXIT_MISS", "run_checks"]
 
 
-@dataclass(frozen=True)
-class Check:
-    name: str
-    ok: bool
-    detail: str
-    fix: str = ""
-
-
-def run_checks(pids: tuple[int, ...] = (), out_dir: Path = Path(".")) -> list[Check]:
+def run_checks(pids: tuple[int, ...] = (), out_dir: Path = Path("."),
+               mysql_options: mysql.MysqlOptions | None = mysql.MysqlOptions()) -> list[Check]:
+    """Host checks, one per native program, then per server: symbols, frame pointers and the MySQL
+    connection (``mysql_options`` None: --no-mysql, not checked)."""
     perf = perf_path()
     facts = host.facts(perf if perf and shutil.which(perf) else None)
-    checks = [_perf(perf, facts), _paranoid(facts), _pmu(facts), _helper(), _folder(), _disk(out_dir)]
-    for pid in pids or tuple(target.find_mysqld()):
+    checks = [_perf(perf, facts), _paranoid(facts), _pmu(facts), *(check() for check in NATIVE_CHECKS), _disk(out_dir)]
+    found = pids or tuple(target.find_mysqld())
+    for pid in found:
         checks += _target(pid)
-    if not pids and not target.find_mysqld():
-        checks.append(Check("target", False, "no mysqld / mariadbd running", "start the server, or pass -p PID"))
+        if mysql_options is not None:
+            checks.append(_mysql(pid, mysql_options))
+    if not found:
+        checks.append(Check("target", "target", False, "no mysqld / mariadbd running",
+                            "start the server, or pass -p PID", "info"))
     return checks
 
 
 def _perf(perf, facts) -> Check:
     if not facts["perf_version"]:
-        return Check("perf", False, "perf not found", f"{apt_install('perf')} (or set PMUPROF_PERF)")
-    return Check("perf", True, f"{perf} version {facts['perf_version']}")
+        return Check("perf", "perf", False, "perf not found", f"{apt_install('perf')} (or set PMUPROF_PERF)", "error")
+    return Check("perf", "perf", True, f"{perf} version {facts['perf_version']}", severity="error")
 
 
 def _paranoid(facts) -> Check:
     value, root = facts["perf_event_paranoid"], facts["is_root"]
     ok = root or (value is not None and value <= 0)
-    return Check("perf_event_paranoid", ok, f"{value} ({'root: not limited' if root else 'non-root'})",
-                 "" if ok else "run as root, or `sysctl kernel.perf_event_paranoid=-1`, or grant CAP_PERFMON")
+    return Check("perf-event-paranoid", "perf_event_paranoid", ok,
+                 f"{value} ({'root: not limited' if root else 'non-root'})",
+                 "" if ok else "run as root, or `sysctl kernel.perf_event_paranoid=-1`, or grant CAP_PERFMON", "error")
 
 
 def _pmu(facts) -> Check:
     pfm = helper.core_pmu() if helper_path() else ""
     cpu = f"{facts['cpu_model']} ({facts['microarch']}{', libpfm4: ' + pfm if pfm else ''})"
     if facts["hardware_pmu"]:
-        return Check("hardware PMU", True, f"cycles countable on {cpu}")
+        return Check("pmu", "hardware PMU", True, f"cycles countable on {cpu}")
     where = " in a VM" if facts["flags_hypervisor"] else ""
-    return Check("hardware PMU", False, f"no usable PMU{where} on {cpu}: perf samples cpu-clock, no IPC",
-                 "run on bare metal or enable the VM's vPMU; pmuprof still profiles with cpu-clock")
-
-
-def _helper() -> Check:
-    path = helper_path()
-    if not path:
-        return Check("native helper", False, "pmuprof-helper not built: no libpfm4 encoding, PAUSE calibration or skid "
-                     "correction", f"{apt_install(*HELPER)}; reinstall pmuprof")
-    try:
-        info = helper.features()
-    except PmuprofError as err:  # a broken helper must not break doctor
-        return Check("native helper", False, f"{path}: {err}", "rebuild with `make -C native`")
-    off = [f"{k}" for k, v in info.items() if v is False]
-    hint = apt_install(*off) if set(off) <= set(PACKAGES) else apt_install(*HELPER)  # only the features that are off
-    return Check("native helper", not off, f"{path}" + (f" (off: {', '.join(off)})" if off else ""),
-                 f"{hint}; reinstall" if off else "")
-
-
-def _folder() -> Check:
-    path = fold_path()
-    return Check("fast folder", bool(path), str(path) if path else "pmuprof-fold not built: folding in Python (slower)",
-                 "" if path else f"{apt_install('compiler')}; reinstall pmuprof")
+    return Check("pmu", "hardware PMU", False, f"no usable PMU{where} on {cpu}: perf samples cpu-clock, no IPC",
+                 "run on bare metal or enable the VM's vPMU; pmuprof still profiles with cpu-clock",
+                 "info" if where else "warning")
 
 
 def _disk(out_dir: Path) -> Check:
@@ -87,31 +70,71 @@ def _disk(out_dir: Path) -> Check:
     try:
         free = shutil.disk_usage(probe).free
     except OSError as err:
-        return Check("free disk", False, f"{probe}: {err.strerror}", "choose an -o on a readable filesystem")
+        return Check("disk", "free disk", False, f"{probe}: {err.strerror}", "choose an -o on a readable filesystem",
+                     "error")
     ok = free > 1 << 30
-    return Check("free disk", ok, f"{free / 2**30:.1f} GiB free in {probe.resolve()}",
-                 "" if ok else "free space or capture with -o on a larger filesystem")
+    return Check("disk", "free disk", ok, f"{free / 2**30:.1f} GiB free in {probe.resolve()}",
+                 "" if ok else "free space or capture with -o on a larger filesystem", "error")
 
 
 def _target(pid: int) -> list[Check]:
     try:
         tgt = target.describe(target.resolve_pid(pid))
     except PmuprofError as err:
-        return [Check(f"target {pid}", False, str(err), "pass a running server's pid")]
+        return [Check("target", "target", False, f"{pid}: {err}", "pass a running server's pid", "error", pid)]
     label = f"{tgt.comm} {pid}"
     syms = tgt.symbols
     if syms is None or syms.error:
-        return [Check(f"symbols ({label})", False, syms.error if syms else "binary not readable", "")]
+        return [Check("symbols", "symbols", False, f"{label}: {syms.error if syms else 'binary not readable'}",
+                      pid=pid)]
     found = binaries.find(tgt.exe, tgt.build_id, 0, binaries.Lookup())
     full = syms.symtab > 0 or bool(found.debuginfo)
     where = ("full .symtab" if syms.symtab else f"separate debuginfo {found.debuginfo}" if found.debuginfo
              else "only .dynsym")
-    sym = Check(f"symbols ({label})", full,
-                f"{where}: {syms.symtab or syms.dynsym} named functions in the binary"
+    sym = Check("symbols", "symbols", full,
+                f"{label}: {where}: {syms.symtab or syms.dynsym} named functions in the binary"
                 f"{'' if full else ' (InnoDB frames will be unnamed)'}",
                 "" if full else "install the debug symbols: Debian `mariadb-server-core-dbgsym` (debian-debug "
-                "archive) or set DEBUGINFOD_URLS; RHEL `debuginfo-install`")
+                "archive) or set DEBUGINFOD_URLS; RHEL `debuginfo-install`", pid=pid)
     fp = syms.frame_pointers
-    fpc = Check(f"frame pointers ({label})", fp == "likely", f"{fp} ({syms.frame_pointer_ratio or 0:.0%} of "
-                "sampled functions keep rbp)", "" if fp == "likely" else "use --call-graph dwarf (larger perf.data)")
+    fpc = Check("frame-pointers", "frame pointers", fp == "likely", f"{label}: {fp} ({syms.frame_pointer_ratio or 0:.0%} "
+                "of sampled functions keep rbp)", "" if fp == "likely" else "use --call-graph dwarf (larger perf.data)",
+                pid=pid)
     return [sym, fpc]
+
+
+_GLOBAL_GRANT = re.compile(r"^GRANT (.+?) ON \*\.\* TO ", re.I)
+
+
+def _mysql(pid: int, opts: mysql.MysqlOptions) -> Check:
+    """Whether capture's server facts can be read: a connection as capture makes it, and the PROCESS privilege
+    (SHOW ENGINE INNODB STATUS, other sessions in the processlist)."""
+    try:
+        conn, endpoint, _secrets = mysql.connect(opts, pid)
+    except ConnectionError as err:
+        return Check("mysql", "MySQL connection", False, f"pid {pid}: {err}",
+                     "pass --mysql-socket / -u / --defaults-file as for capture (a client option file with a "
+                     "user that has PROCESS), or capture with --no-mysql", "warning", pid)
+    try:
+        with conn.cursor() as cur:
+            cur.execute("SELECT CURRENT_USER(), VERSION()")
+            user, version = cur.fetchone()
+            cur.execute("SHOW GRANTS")
+            grants = [row[0] for row in cur.fetchall()]
+    except Exception as err:  # noqa: BLE001 - any driver error is this check's MISS, never doctor's traceback
+        return Check("mysql", "MySQL connection", False, f"pid {pid}: connected by {endpoint} but: {err}", "",
+                     "warning", pid)
+    finally:
+        conn.close()
+    privs = " ".join(m.group(1).upper() for g in grants if (m := _GLOBAL_GRANT.match(g)))
+    process = "ALL PRIVILEGES" in privs or re.search(r"\bPROCESS\b", privs) is not None
+    return Check("mysql", "MySQL connection", process,
+                 f"pid {pid}: {user} by {endpoint}, {version}" + ("" if process else
+                                                                  ": no PROCESS privilege (no InnoDB status, own "
+                                                                  "sessions only)"),
+                 "" if process else f"GRANT PROCESS ON *.* TO {_quoted(user)}", "warning", pid)
+
+
+def _quoted(user: str) -> str:
+    name, _, where = user.partition("@")
+    return f"'{name}'@'{where}'" if where else f"'{name}'"

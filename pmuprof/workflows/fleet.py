@@ -18,8 +18,9 @@ from ..errors import UsageError
 from ..findings.diagnosis import Diagnosis
 from ..model.profile import Profile
 from ..model.rundir import REPORT_HTML
-from ..report.metrics import RunMetrics, render_metrics
+from ..report.metrics import RunMetrics, last_success, render_metrics
 from ..report.summary import verdict_line
+from .schedule import EXIT_CRITICAL, EXIT_WARNING
 
 Log = Callable[[str], None]
 OUTPUT_LIMIT = 4096  # bytes of the notify command's output kept for the log
@@ -90,6 +91,18 @@ def verdict(outcome: Outcome) -> str:
     return verdict_line(outcome.diagnosis, profile.total if profile else 0, hostname(profile))
 
 
+def succeeded(outcome: Outcome) -> bool:
+    """A run that ended with its report: exit 0, or the findings' own 10 / 20 (--exit-code-on-findings)."""
+    return not outcome.error and outcome.exit_code in (0, EXIT_WARNING, EXIT_CRITICAL)
+
+
+def _previous_success(path: Path, source: str) -> float | None:
+    try:
+        return last_success(path.read_text(encoding="utf-8", errors="replace"), source)
+    except OSError:
+        return None
+
+
 def write_textfile(path: Path, text: str) -> None:
     """Write ``path`` atomically: a temp file in the same directory (not *.prom, so node_exporter
     skips it), fsync, mode 0644, rename over the old file."""
@@ -126,8 +139,9 @@ def publish(target: Publish, outcome: Outcome, log: Log) -> None:
     """Textfile, then notification; a failure of either is logged, never raised (the run is done)."""
     ended = outcome.ended or time.time()
     if target.textfile is not None:
-        metrics = RunMetrics(hostname(outcome.profile), target.textfile.name[:-len(".prom")], ended,
-                             outcome.exit_code, outcome.profile, outcome.diagnosis)
+        source = target.textfile.name[:-len(".prom")]
+        metrics = RunMetrics(hostname(outcome.profile), source, ended, outcome.exit_code, outcome.profile,
+                             outcome.diagnosis, succeeded(outcome), _previous_success(target.textfile, source))
         try:
             write_textfile(target.textfile, render_metrics(metrics))
             log(f"metrics: {target.textfile}")

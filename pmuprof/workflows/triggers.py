@@ -165,13 +165,13 @@ class WatchPlan:
     conditions: tuple[Condition, ...]
     cycles: int = 5
     cooldown_s: float = 300.0
-    max_captures: int = 1
+    max_captures: int | None = 1  # None: unlimited (pt-stalk's --iterations default); the disk floor still holds
     keep_polls: int = 10  # polls kept for run.json (at least ``cycles``)
 
     def __post_init__(self) -> None:
         if not self.conditions:
             raise UsageError("no trigger given", "add --trigger 'Threads_running>50'")
-        if self.cycles < 1 or self.max_captures < 1 or self.cooldown_s < 0:
+        if self.cycles < 1 or (self.max_captures is not None and self.max_captures < 1) or self.cooldown_s < 0:
             raise UsageError("--cycles and --max-captures must be >= 1, --cooldown >= 0", "e.g. --cycles 3 --max-captures 3")
 
 
@@ -218,7 +218,7 @@ def step(plan: WatchPlan, state: WatchState, poll: Poll) -> tuple[WatchState, Fi
     """
     keep = max(plan.keep_polls, plan.cycles)
     window = (state.window + (poll,))[-keep:]
-    if state.captures >= plan.max_captures or poll.t < state.cooldown_until:
+    if done(plan, state) or poll.t < state.cooldown_until:
         return replace(state, hits=(0,) * len(plan.conditions), window=window), None
     hits = tuple(h + 1 if holds(c, poll) else 0 for c, h in zip(plan.conditions, state.hits))
     new = replace(state, hits=hits, window=window)
@@ -240,7 +240,12 @@ def skipped(plan: WatchPlan, state: WatchState, now: float) -> WatchState:
 
 
 def done(plan: WatchPlan, state: WatchState) -> bool:
-    return state.captures >= plan.max_captures
+    return plan.max_captures is not None and state.captures >= plan.max_captures
+
+
+def of_max(plan: WatchPlan, n: int) -> str:
+    """'n/max', or 'n' when the number of captures is unlimited."""
+    return f"{n}/{plan.max_captures}" if plan.max_captures is not None else str(n)
 
 
 def status_line(plan: WatchPlan, state: WatchState, poll: Poll) -> str:
@@ -256,7 +261,7 @@ def status_line(plan: WatchPlan, state: WatchState, poll: Poll) -> str:
         tail = " · done"
     elif poll.t < state.cooldown_until:
         tail = f" · cooling down {state.cooldown_until - poll.t:.0f} s"
-    return f"{clock} " + "; ".join(parts) + f" · captures {state.captures}/{plan.max_captures}{tail}"
+    return f"{clock} " + "; ".join(parts) + f" · captures {of_max(plan, state.captures)}{tail}"
 
 
 def parse_proc_stat(text: str) -> tuple[int, int]:

@@ -23,7 +23,7 @@ from .fleet import Outcome, Publish, publish
 from .schedule import findings_exit_code
 from .schedule_io import disk_free
 from .triggers import (
-    DiskFloor, Fire, Poll, WatchPlan, captured, cpu_percent, done, initial_state, missing_status,
+    DiskFloor, Fire, Poll, WatchPlan, captured, cpu_percent, done, initial_state, missing_status, of_max,
     parse_proc_stat, skipped, status_line, step,
 )
 
@@ -149,8 +149,8 @@ def _out_dir(base: Path, fire: Fire) -> Path:
 def capture_once(opts: WatchOptions, fire: Fire, poller: Poller, log: Log) -> tuple[Path, str]:
     """Record + report into BASE/<time>-<trigger>/; returns (run dir, the signal that stopped it or "")."""
     out = _out_dir(opts.base_dir, fire)
-    log(f"trigger {fire.condition.text} held for {fire.hits} polls: capture {fire.capture_index}/"
-        f"{opts.plan.max_captures} for {opts.duration_s:g} s into {out}")
+    log(f"trigger {fire.condition.text} held for {fire.hits} polls: capture "
+        f"{of_max(opts.plan, fire.capture_index)} for {opts.duration_s:g} s into {out}")
     ropts = RecordOptions(pids=(opts.pid,), out_dir=out, duration=opts.duration_s,
                           mysql_options=opts.mysql_options, command=opts.command or ("pmuprof", "watch"),
                           **opts.record)
@@ -214,7 +214,8 @@ def watch(opts: WatchOptions, log: Log, sleep: Callable[[float], None] = time.sl
     plan, poller, runs = opts.plan, Poller(opts.pid, opts.plan, opts.mysql_options), []
     state, stop = initial_state(plan), ""
     log(f"watching pid {opts.pid} every {opts.interval_s:g} s for {' or '.join(c.text for c in plan.conditions)} "
-        f"({plan.cycles} polls in a row); up to {plan.max_captures} capture(s) into {opts.base_dir}")
+        f"({plan.cycles} polls in a row); "
+        f"{'up to ' + str(plan.max_captures) if plan.max_captures else 'unlimited'} capture(s) into {opts.base_dir}")
     try:
         poll = _first_poll(poller, plan)
         while True:

@@ -57,7 +57,7 @@ def test_capture_json_textfile_and_notify(target, tmp_path):
     metrics = _metrics(prom)
     host = socket.gethostname()
     assert metrics[f'pmuprof_last_run_exit_code{{host="{host}",source="pmuprof"}}'] == str(res.returncode)
-    shares = {k: v for k, v in metrics.items() if k.startswith("pmuprof_finding_share") and "innodb-spin-wait" in k}
+    shares = {k: v for k, v in metrics.items() if k.startswith("pmuprof_finding_share_ratio{") and "innodb-spin-wait" in k}
     assert len(shares) == 1 and 0 < float(next(iter(shares.values()))) <= 1
     assert any(k.startswith("pmuprof_samples{") for k in metrics)
     notified = (tmp_path / "notified.txt").read_text().splitlines()
@@ -71,7 +71,9 @@ def test_a_failed_capture_updates_the_textfile_with_its_exit_code(target, tmp_pa
     res = run_cli("capture", "-p", str(target.pid), "-d", "1", "--no-mysql", "-q", "-o", str(tmp_path / "r"),
                   "--textfile", str(prom), env={**FAKE, "FAKEPERF_MODE": "fail-record"})
     assert res.returncode == 5
-    assert _metrics(prom)[f'pmuprof_last_run_exit_code{{host="{socket.gethostname()}",source="pmuprof"}}'] == "5"
+    metrics, labels = _metrics(prom), f'{{host="{socket.gethostname()}",source="pmuprof"}}'
+    assert metrics[f"pmuprof_last_run_exit_code{labels}"] == "5" and metrics[f"pmuprof_last_run_failed{labels}"] == "1"
+    assert not any(k.startswith("pmuprof_findings") for k in metrics)  # a failed run is not a clean one
 
 
 def test_textfile_env_and_a_bad_textfile_refused_before_capturing(target, tmp_path):
@@ -132,7 +134,7 @@ def test_watch_daemon_captures_reports_and_exits(target, tmp_path):
     assert "trigger cpu>=0 held for 1 polls" in log and "1 capture(s)" in log
     runs = [p for p in (tmp_path / "stalk").iterdir() if p.is_dir()]
     assert len(runs) == 1 and (runs[0] / "report.html").is_file()
-    assert "pmuprof_finding_share" in prom.read_text()
+    assert "pmuprof_finding_share_ratio" in prom.read_text()
     assert _exited(daemon_pid)
 
 
@@ -152,3 +154,26 @@ def _exited(pid: int, seconds: float = 30) -> bool:
 def test_daemonize_needs_a_log_file(target, tmp_path):
     res = run_cli("watch", "-p", str(target.pid), "-t", "cpu>1", "--no-mysql", "--daemonize", env=FAKE)
     assert res.returncode == 2 and "--log-file" in res.stderr
+
+
+def test_a_capture_cut_short_by_sigterm_is_published_as_failed(tmp_path, monkeypatch, capsys):
+    """The report is written, but the run was stopped: exit 143, and the metrics say failed, not clean."""
+    import shutil
+
+    from pmuprof.analysis.load import load
+    from pmuprof.cli import capture as capture_cli, common
+    from pmuprof.cli.main import main
+
+    run = tmp_path / "run"
+    shutil.copytree(REPO / "examples" / "demo-output" / "mixed", run)
+    meta = json.loads((run / "run.json").read_text())
+    (run / "run.json").write_text(json.dumps({**meta, "stopped_by": "SIGTERM"}))
+    monkeypatch.setattr(common, "recorded", lambda opts, quiet: run)  # as if perf had been stopped by SIGTERM
+    monkeypatch.setattr(capture_cli, "materialize", lambda out, log: load(out))  # its folded stacks, no perf.data
+    prom = tmp_path / "pmuprof.prom"
+    code = main(["capture", "-p", str(os.getpid()), "-d", "1", "--no-mysql", "-q", "-o", str(tmp_path / "unused"),
+                 "--textfile", str(prom), "--exit-code-on-findings"])
+    assert code == 143 and "capture stopped by SIGTERM" in capsys.readouterr().err
+    metrics = {k.split("{")[0]: v for k, v in _metrics(prom).items()}
+    assert metrics["pmuprof_last_run_exit_code"] == "143" and metrics["pmuprof_last_run_failed"] == "1"
+    assert "pmuprof_findings" not in metrics and "pmuprof_samples" in metrics  # its samples, not a clean verdict

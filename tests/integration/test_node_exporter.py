@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import socket
@@ -94,14 +95,29 @@ def test_node_exporter_serves_the_metrics_of_a_capture(node_exporter, tmp_path):
     host = socket.gethostname()
     code = _samples(text, "pmuprof_last_run_exit_code")
     assert code == [({"host": host, "source": "pmuprof"}, float(res.returncode))]
-    shares = {labels["rule"]: value for labels, value in _samples(text, "pmuprof_finding_share")}
+    shares = {labels["rule"]: value for labels, value in _samples(text, "pmuprof_finding_share_ratio")}
     assert shares.get("innodb-spin-wait", 0) > 0 and all(0 <= v <= 1 for v in shares.values())
     samples = _samples(text, "pmuprof_samples")
-    assert samples and all(labels["host"] == host and labels["instance"] for labels, _ in samples)
-    funcs = _samples(text, "pmuprof_function_self_share")
+    assert samples and all(labels["host"] == host and labels["server"] and "exported_instance" not in labels
+                       for labels, _ in samples)
+    funcs = _samples(text, "pmuprof_function_self_share_ratio")
     assert funcs and sum(v for _, v in funcs) <= 1.0 + 1e-9
     stamp = _samples(text, "pmuprof_last_run_timestamp_seconds")[0][1]
     assert abs(stamp - time.time()) < 600
+    assert _samples(text, "pmuprof_last_success_timestamp_seconds")[0][1] == stamp
+    assert _samples(text, "pmuprof_last_run_failed")[0][1] == 0
+
+
+def test_node_exporter_serves_a_failed_run_as_failed(node_exporter, tmp_path):
+    """perf refuses: exit 5, pmuprof_last_run_failed 1, no findings gauge, and node_exporter parses it."""
+    textdir, url = node_exporter
+    res = run_cli("capture", "-p", str(os.getpid()), "-d", "1", "--no-mysql", "-q", "-o", str(tmp_path / "run"),
+                  "--textfile", str(textdir / "nightly.prom"), env={**FAKE, "FAKEPERF_MODE": "fail-record"})
+    assert res.returncode == 5, res.stderr
+    text = _scrape(url)
+    assert re.search(r"^node_textfile_scrape_error 0$", text, re.M), text[-2000:]
+    assert [v for labels, v in _samples(text, "pmuprof_last_run_failed") if labels["source"] == "nightly"] == [1.0]
+    assert not _samples(text, "pmuprof_findings") and not _samples(text, "pmuprof_last_success_timestamp_seconds")
 
 
 def test_hostile_label_values_survive_node_exporters_parser(node_exporter):
@@ -110,7 +126,7 @@ def test_hostile_label_values_survive_node_exporters_parser(node_exporter):
     write_textfile(textdir / "hostile.prom", render_metrics(RunMetrics('db"1\\', "hostile", 1.0, 0, profile)))
     text = _scrape(url)
     assert re.search(r"^node_textfile_scrape_error 0$", text, re.M), text[-2000:]
-    names = {labels["function"] for labels, _ in _samples(text, "pmuprof_function_self_share")}
+    names = {labels["function"] for labels, _ in _samples(text, "pmuprof_function_self_share_ratio")}
     assert NASTY in names and "ok" in names
     assert {labels["host"] for labels, _ in _samples(text, "pmuprof_samples")} == {'db"1\\'}
     # and node_exporter does reject a broken file, so the check above can fail

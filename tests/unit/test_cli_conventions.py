@@ -113,8 +113,19 @@ def test_exit_codes_in_help_match_the_error_types():
         cls = todo.pop()
         todo += cls.__subclasses__()
         assert cls.exit_code in codes, cls
-    for code in (0, 2, 5, 9, 10, 20, 130):
+    for code in (0, 2, 5, 9, 10, 20, 129, 130, 143):
         assert f"\n  {code:<4} " in result.output.replace("\n    ", "\n  "), code
+    assert "143  stopped by SIGTERM" in result.output and "SIGTERM" not in codes[130]  # 128 + 15, not 130
+
+
+@pytest.mark.parametrize("argv", [["report", "/nonexistent/run"], ["diff", "/nonexistent/a", "/nonexistent/b"],
+                                  ["export", "/nonexistent/run"], ["history", "/nonexistent/runs"],
+                                  ["annotate", "/nonexistent/run", "--symbol", "f"]])
+def test_a_missing_input_is_exit_3_in_one_line(argv, capsys):
+    """The README's table: 3 is a bad input, missing included (click's own check said 2 with a usage screen)."""
+    assert main(argv) == 3
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "/nonexistent/" in err and "no such file or directory" in err, err
 
 
 def test_doctor_strict_exits_9_on_a_miss_and_json_lists_checks(monkeypatch, capsys):

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import re
+import shutil
 import stat
+import subprocess
 import time
 from pathlib import Path
 
@@ -14,7 +16,7 @@ from pmuprof.findings.diagnosis import Diagnosis
 from pmuprof.findings.model import Finding
 from pmuprof.model.counters import Counters, CounterValue
 from pmuprof.model.profile import Profile
-from pmuprof.report.metrics import TOP_FUNCTIONS, RunMetrics, escape_label, render_metrics
+from pmuprof.report.metrics import TOP_FUNCTIONS, RunMetrics, escape_label, last_success, render_metrics
 from pmuprof.report.summary import verdict_line
 from pmuprof.workflows.fleet import Notify, Outcome, Publish, publish, run_notify, write_textfile
 
@@ -58,23 +60,52 @@ def test_metrics_text_is_valid_escaped_and_has_one_series_per_label_set():
     assert all(labels["host"] == "db1" and labels["source"] == "pmuprof" for _, labels, _ in series)
     values = {(n, labels.get("rule") or labels.get("function") or labels.get("severity") or ""): v
               for n, labels, v in series}
-    assert values[("pmuprof_finding_share", "innodb-spin-wait")] == "0.5"  # the larger of the two kept
+    assert values[("pmuprof_finding_share_ratio", "innodb-spin-wait")] == "0.5"  # the larger of the two kept
     assert values[("pmuprof_last_run_exit_code", "")] == "20"
     assert values[("pmuprof_last_run_timestamp_seconds", "")] == "1700000000.5"
     assert values[("pmuprof_findings", "critical")] == "2" and values[("pmuprof_findings", "warning")] == "0"
-    assert values[("pmuprof_ipc", "")] == "0.5"
-    assert float(values[("pmuprof_function_self_share", "ut_delay")]) == pytest.approx(60 / 120)
-    assert sum(1 for n, _, _ in series if n == "pmuprof_function_self_share") == TOP_FUNCTIONS
-    nasty = [labels["function"] for n, labels, _ in series if n == "pmuprof_function_self_share" and "map" in labels["function"]]
+    assert values[("pmuprof_ipc_ratio", "")] == "0.5"
+    assert float(values[("pmuprof_function_self_share_ratio", "ut_delay")]) == pytest.approx(60 / 120)
+    assert sum(1 for n, _, _ in series if n == "pmuprof_function_self_share_ratio") == TOP_FUNCTIONS
+    nasty = [labels["function"] for n, labels, _ in series if n == "pmuprof_function_self_share_ratio" and "map" in labels["function"]]
     assert nasty == [escape_label(NASTY)] and "\n" not in nasty[0]
-    assert text.count("# TYPE pmuprof_finding_share gauge") == 1
+    assert text.count("# TYPE pmuprof_finding_share_ratio gauge") == 1
+    assert values[("pmuprof_last_run_failed", "")] == "0"
+    assert values[("pmuprof_last_success_timestamp_seconds", "")] == "1700000000.5"
+    for name, labels, value in series:  # Prometheus' conventions: 0-1 values say _ratio, no `instance` label
+        assert "instance" not in labels
+        if name.endswith(("share", "_ratio")) and name != "pmuprof_ipc_ratio":
+            assert name.endswith("_ratio") and 0 <= float(value) <= 1, name
 
 
 def test_a_failed_run_still_reports_its_exit_code():
-    series = _parse(render_metrics(RunMetrics("db1", "nightly", 5.0, 5)))
+    series = _parse(render_metrics(RunMetrics("db1", "nightly", 5.0, 5, succeeded=False)))
     names = {n for n, _, _ in series}
-    assert {"pmuprof_last_run_exit_code", "pmuprof_last_run_timestamp_seconds", "pmuprof_findings"} <= names
-    assert "pmuprof_samples" not in names
+    assert {"pmuprof_last_run_exit_code", "pmuprof_last_run_timestamp_seconds", "pmuprof_last_run_failed"} <= names
+    assert not names & {"pmuprof_samples", "pmuprof_findings", "pmuprof_last_success_timestamp_seconds"}
+    assert ("pmuprof_last_run_failed", {"host": "db1", "source": "nightly"}, "1") in series
+
+
+def test_a_failed_run_with_findings_exports_no_findings_and_keeps_the_last_success():
+    failed = RunMetrics("db1", "nightly", 9.0, 6, _profile(), Diagnosis.of(_findings()), succeeded=False,
+                        last_success=4.5)
+    series = _parse(render_metrics(failed))
+    names = {n for n, _, _ in series}
+    assert not names & {"pmuprof_findings", "pmuprof_finding_share_ratio"}  # not "0 findings": unknown
+    assert ("pmuprof_last_success_timestamp_seconds", {"host": "db1", "source": "nightly"}, "4.5") in series
+    assert last_success(render_metrics(failed), "nightly") == 4.5 and last_success(render_metrics(failed), "x") is None
+
+
+def test_publish_carries_the_last_success_over_a_failed_run(tmp_path):
+    prom, logs = tmp_path / "nightly.prom", []
+    publish(Publish(prom), Outcome(0, profile=_profile(), ended=100.0), logs.append)
+    publish(Publish(prom), Outcome(5, error="perf failed", ended=200.0), logs.append)
+    series = _parse(prom.read_text())
+    stamp = {n: v for n, _, v in series}
+    assert stamp["pmuprof_last_success_timestamp_seconds"] == "100" and stamp["pmuprof_last_run_failed"] == "1"
+    assert stamp["pmuprof_last_run_timestamp_seconds"] == "200"
+    publish(Publish(prom), Outcome(10, profile=_profile(), ended=300.0), logs.append)  # 10: findings, a success
+    assert {n: v for n, _, v in _parse(prom.read_text())}["pmuprof_last_success_timestamp_seconds"] == "300"
 
 
 def test_escape_label():
@@ -154,3 +185,16 @@ def test_publish_writes_metrics_and_notifies_and_never_raises(tmp_path):
     gone.rmdir()  # the directory vanished between the check and the end of the run: logged, not raised
     publish(checked, Outcome(0, ended=1.0), logs.append)
     assert "warning: metrics not written" in logs[-1]
+
+
+@pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool not installed (Debian: prometheus package)")
+def test_promtool_lints_the_metrics_clean():
+    """Prometheus' own linter: names, HELP/TYPE, suffixes; a success, a failed run, and a hostile name."""
+    texts = [render_metrics(RunMetrics("db1", "pmuprof", 1700000000.5, 20, _profile(), Diagnosis.of(_findings()))),
+             render_metrics(RunMetrics("db1", "nightly", 5.0, 5, succeeded=False, last_success=4.0))]
+    for text in texts:
+        lint = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True, text=True, timeout=60)
+        assert lint.returncode == 0 and not (lint.stdout + lint.stderr).strip(), lint.stdout + lint.stderr
+    bad = subprocess.run(["promtool", "check", "metrics"], input="# TYPE pmuprof_x_total gauge\npmuprof_x_total 1\n",
+                         capture_output=True, text=True, timeout=60)
+    assert bad.returncode != 0  # the control: promtool does complain about a misnamed gauge

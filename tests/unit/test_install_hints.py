@@ -7,7 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from pmuprof.packages import NATIVE, PACKAGES, apt_install, packages
+import os
+import subprocess
+import sys
+
+from pmuprof.packages import BUILD_HOST, DATABASE_HOST, NATIVE, PACKAGES, RUNTIME, apt_install, packages
 from pmuprof.tools.native import helper
 
 REPO = Path(__file__).resolve().parents[2]
@@ -64,3 +68,44 @@ def test_apt_install_names_each_package_once(features, text):
 
 def test_native_is_every_package_but_perf_and_debuginfod():
     assert set(packages(*NATIVE)) == set(packages(*PACKAGES)) - {"linux-perf", "debuginfod"}
+
+
+def _readme_apt_lines() -> list[tuple[str, ...]]:
+    """The packages of each `apt-get install` command in README's production section, continuations joined."""
+    text = (REPO / "README.md").read_text(encoding="utf-8").replace("\\\n", " ")
+    section = text.split("### Production install", 1)[1].split("\n## ", 1)[0]
+    return [tuple(w for w in m.group(1).split() if not w.startswith("-"))
+            for m in re.finditer(r"^apt-get install (.*)$", section, re.M)]
+
+
+def test_readme_production_lines_are_the_tables():
+    assert _readme_apt_lines() == [BUILD_HOST, DATABASE_HOST]
+
+
+def test_runtime_table_covers_every_build_feature():
+    assert set(RUNTIME) == set(PACKAGES)
+    assert not any(p.endswith("-dev") for p in DATABASE_HOST)
+    assert {"libbpf-dev", "clang", "libiberty-dev"} <= set(BUILD_HOST) and "libbpf1" in DATABASE_HOST
+
+
+def test_openblas_is_bounded_before_numpy_loads():
+    """Importing pmuprof's numpy users starts no OpenBLAS pool; plain numpy does on a multi-CPU host."""
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_NUM_THREADS")}
+    probe = "import {}; print(open('/proc/self/status').read().split('Threads:')[1].split()[0])"
+    threads = {mod: int(subprocess.run([sys.executable, "-c", probe.format(mod)], env=env, cwd=REPO,
+                                       capture_output=True, text=True, check=True).stdout)
+               for mod in ("pmuprof.model.stacks", "numpy")}
+    assert threads["pmuprof.model.stacks"] == 1
+    if (os.cpu_count() or 1) > 1:  # the control: without the setting this host's OpenBLAS starts threads
+        assert threads["numpy"] > 1, threads
+
+
+def test_readme_extras_lines_print_the_man_page_and_the_completion():
+    """pipx < 1.5 installs no man page: the README's two lines write it and the completion script."""
+    section = (REPO / "README.md").read_text(encoding="utf-8").split("### Production install", 1)[1]
+    assert "pmuprof man > /usr/local/share/man/man1/pmuprof.1" in section
+    assert "_PMUPROF_COMPLETE=bash_source pmuprof > /etc/bash_completion.d/pmuprof" in section
+    env = {**os.environ, "_PMUPROF_COMPLETE": "bash_source"}
+    script = subprocess.run([sys.executable, "-m", "pmuprof"], env=env, cwd=REPO, capture_output=True, text=True,
+                            timeout=60)
+    assert script.returncode == 0 and "_pmuprof_completion()" in script.stdout and "complete " in script.stdout

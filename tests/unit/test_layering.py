@@ -13,7 +13,7 @@ PACKAGE = REPO / "pmuprof"
 INTERNALS = REPO / "docs" / "internals.md"
 
 # Two files the table does not name: pmuprof/__init__.py holds only __version__ (read by every
-# layer), and __main__ runs the CLI, so it sits above everything.
+# layer) and the OpenBLAS thread bound, and __main__ runs the CLI, so it sits above everything.
 EXTRA = {"__init__": 0, "__main__": 99}
 
 

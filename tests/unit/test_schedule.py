@@ -69,7 +69,7 @@ def test_cron_line_escapes_percent_and_keeps_exit_status():
     line = [ln for ln in text.splitlines() if not ln.startswith(("#", "SHELL"))][0]
     assert line.startswith("45 23 * * * root ")
     assert "%" not in line.replace("\\%", "")
-    assert line.endswith("exit $rc'")
+    assert line.endswith("exit $rc' >> /var/lib/pmuprof/cron.log 2>&1")  # the status stays the job's; no mail
 
 
 def _systemd_unescape(exec_line: str) -> list[str]:

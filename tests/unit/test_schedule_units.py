@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -19,7 +20,12 @@ from pmuprof.workflows.schedule import ScheduleSpec
 from pmuprof.workflows.schedule_units import CAPABILITIES, cron_text, fixed_offset, service_unit, timer_unit
 
 HARDENING = ("Nice", "IOSchedulingClass", "CPUQuota", "MemoryMax", "OOMScoreAdjust", "StateDirectory",
-             "ProtectSystem", "ProtectHome", "PrivateTmp", "NoNewPrivileges", "CapabilityBoundingSet")
+             "ProtectSystem", "ProtectHome", "PrivateTmp", "NoNewPrivileges", "CapabilityBoundingSet", "UMask",
+             "PrivateDevices", "DevicePolicy", "PrivateMounts", "ProtectProc", "ProtectKernelModules",
+             "ProtectControlGroups", "ProtectClock", "ProtectHostname", "LockPersonality", "RestrictRealtime",
+             "RestrictSUIDSGID", "RestrictNamespaces", "RestrictAddressFamilies", "SystemCallArchitectures",
+             "SystemCallFilter")
+MAX_EXPOSURE = 3.0  # systemd-analyze security's "OK" band starts below 4.0; the unit was 7.0 MEDIUM before
 
 
 def _spec(**kw) -> ScheduleSpec:
@@ -40,6 +46,10 @@ def test_every_hardening_setting_is_present_and_explained_by_a_comment():
     assert caps == [name for name, _ in CAPABILITIES]
     assert "CAP_SYS_ADMIN" not in caps  # CAP_PERFMON covers perf on kernels >= 5.8 (measured, README)
     assert not any(ln.startswith("ProtectKernelTunables=") for ln in lines)  # it would hide /proc/kallsyms
+    assert not any(ln.startswith("ProtectKernelLogs=") for ln in lines)  # it would drop CAP_SYSLOG (kallsyms)
+    assert "UMask=0077" in lines
+    filtered = next(ln for ln in lines if ln.startswith("SystemCallFilter=")).split("=", 1)[1]
+    assert filtered.startswith("~") and "@debug" not in filtered  # perf_event_open and bpf live in @debug
 
 
 def test_state_directory_or_read_write_paths():
@@ -91,6 +101,28 @@ def test_systemd_analyze_verify_accepts_the_hardened_units_and_rejects_a_typo(tm
     assert "ProtectSytem" in bad.stderr and "sleepy" in bad.stderr, bad.stderr  # (capability names it never checks)
 
 
+def _exposure(unit: Path) -> float:
+    proc = subprocess.run(["systemd-analyze", "security", "--offline=true", str(unit)], capture_output=True,
+                          text=True, timeout=120)
+    found = re.search(r"Overall exposure level for \S+: (\d+\.\d+)", proc.stdout)
+    if found is None and "--offline" in proc.stderr:
+        pytest.skip(f"this systemd-analyze cannot assess a unit file offline: {proc.stderr.strip()[:100]}")
+    assert found, proc.stdout[-500:] + proc.stderr[-500:]
+    return float(found.group(1))
+
+
+@pytest.mark.skipif(shutil.which("systemd-analyze") is None,
+                    reason="systemd-analyze not installed (apt-get install systemd)")
+def test_systemd_analyze_security_rates_the_unit_at_most_3(tmp_path):
+    unit = tmp_path / "pmuprof-nightly.service"
+    unit.write_text(service_unit(_spec(exe=shutil.which("sh"), textfile="/var/lib/prometheus/node-exporter/p.prom")))
+    assert _exposure(unit) <= MAX_EXPOSURE
+    # the control: the same unit without the cheap settings is rated worse, so the bound is not vacuous
+    loose = [ln for ln in unit.read_text().splitlines() if not ln.startswith(("Restrict", "Protect", "SystemCall"))]
+    unit.write_text("\n".join(loose) + "\n")
+    assert _exposure(unit) > MAX_EXPOSURE
+
+
 def _cron_command(text: str) -> str:
     line = [ln for ln in text.splitlines() if ln and not ln.startswith("#") and "=" not in ln.split()[0]][0]
     return line.split(None, 6)[6].replace("\\%", "%")  # what cron hands to /bin/sh
@@ -101,6 +133,7 @@ def test_cron_command_runs_under_flock_and_ionice_and_keeps_the_exit_status(tmp_
     exe = tmp_path / "pmuprof"
     exe.write_text('#!/bin/sh\n[ "$1" = capture ] || exit 0\n'
                    'printf "%s %s\\n" "$(ionice -p $$)" "$(nice)" > "$(dirname "$0")/seen.txt"\n'
+                   'echo "captured at $(umask)"; echo "a warning" >&2\n'
                    'if [ -n "$HOLD" ]; then touch "$(dirname "$0")/holding"; sleep 3; fi\nexit 20\n')
     exe.chmod(0o755)
     lock = str(tmp_path / "lock")
@@ -108,6 +141,8 @@ def test_cron_command_runs_under_flock_and_ionice_and_keeps_the_exit_status(tmp_
     assert "flock -n -E 75" in command and "ionice -c 3 nice -n 10" in command
     first = subprocess.run(["/bin/sh", "-c", command], capture_output=True, text=True, timeout=60)
     assert first.returncode == 20, first.stderr  # the findings code reaches cron's mail / the caller
+    assert first.stdout == first.stderr == ""  # nothing for cron to mail every night: it is in the log
+    assert (tmp_path / "runs" / "cron.log").read_text().splitlines() == ["captured at 0077", "a warning"]
     seen = (tmp_path / "seen.txt").read_text().split()
     assert seen[0] == "idle" and seen[-1] == "10", seen
     # a second run while the first still holds the lock is skipped with EX_TEMPFAIL
@@ -160,6 +195,17 @@ def test_server_options_pass_through_and_password_env_is_refused(tmp_path):
     bad = run_cli("schedule", "install", "--all-mysqld", "--dry-run", "--dir", str(tmp_path),
                   "--mysql-password-env", "PW")
     assert bad.returncode == 2 and "--defaults-file" in bad.stderr
+
+
+def test_schedule_install_passes_the_capture_options(tmp_path):
+    res = run_cli("schedule", "install", "--all-mysqld", "--dry-run", "--scheduler", "systemd", "--dir", str(tmp_path),
+                  "-F", "49", "--call-graph", "dwarf", "--mode", "per-thread", "--off-cpu")
+    assert res.returncode == 0, res.stderr
+    assert "capture --all-mysqld --duration 60 --exit-code-on-findings -F 49 --call-graph dwarf --mode per-thread " \
+           "--off-cpu -q" in res.stdout
+    plain = run_cli("schedule", "install", "--all-mysqld", "--dry-run", "--scheduler", "cron", "--dir", str(tmp_path),
+                    "--no-off-cpu")
+    assert "--exit-code-on-findings --no-off-cpu -q" in plain.stdout and "--call-graph" not in plain.stdout
 
 
 @pytest.mark.skipif(shutil.which("capsh") is None, reason="capsh not installed (apt-get install libcap2-bin)")

@@ -135,6 +135,20 @@ def test_cooldown_and_max_captures_hold():
     assert done(plan, state)
 
 
+def test_unlimited_captures_keep_firing_after_each_cooldown():
+    """The CLI's default (pt-stalk's --iterations): no cap; only the cooldown spaces the captures."""
+    plan = WatchPlan((parse_condition("Threads_running>50"),), cycles=2, cooldown_s=5, max_captures=None)
+    state, fired = _run(plan, _polls([99] * 40), capture_s=3)
+    assert [t for t, _ in fired] == [1.0, 10.0, 19.0, 28.0, 37.0] and not done(plan, state)
+    assert status_line(plan, state, Poll(40.0)).endswith("captures 5 · cooling down 5 s")
+
+
+def test_watch_cli_captures_without_a_cap_by_default():
+    from pmuprof.cli.watch import watch_cmd
+    option = next(p for p in watch_cmd.params if p.name == "max_captures")
+    assert option.default is None
+
+
 def test_any_condition_fires_and_is_named():
     plan = WatchPlan((parse_condition("Threads_running>50"), parse_condition("cpu>80")), cycles=2, max_captures=1)
     polls = [Poll(i, status={"Threads_running": 1.0}, cpu=90.0) for i in range(3)]

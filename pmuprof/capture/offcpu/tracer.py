@@ -13,13 +13,14 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Mapping, Sequence
 
+from ...errors import HelperError
 from ...model import rundir
 from ...model.folded import save_folded
 from ...model.offcpu import OffCpu, Threads
 from ...model.run import FeatureOff, FileMap
-from ...packages import OFFCPU, apt_install
+from ...packages import OFFCPU
 from ...paths import helper_path, offcpu_path
-from ...tools.native import helper, offcpu as tool
+from ...tools.native import helper, offcpu as tool, runnable
 from ...tools.native.symbolize import symbolize
 from ..target import process, threads as proc_threads
 from . import snapshot
@@ -61,14 +62,25 @@ def unavailable(pids: Sequence[int]) -> tuple[str, str]:
     """(why, fix) the tracer cannot run here, or ("", "")."""
     if os.geteuid() != 0:
         return "not root: BPF tracing needs root (CAP_BPF, CAP_PERFMON)", "run pmuprof as root"
-    if offcpu_path() is None:
+    binary = offcpu_path()
+    if binary is None:
         return ("pmuprof-offcpu is not built (clang with the BPF target and libbpf are needed)",
-                f"{apt_install(*OFFCPU)}, then make -C native (or reinstall pmuprof)")
+                runnable.fix(OFFCPU))
+    broken = runnable.startup_error(binary)
+    if broken:
+        return f"pmuprof-offcpu cannot start: {broken}", runnable.fix(OFFCPU, broken)
     if not BTF.is_file():
         return f"{BTF} is missing: the kernel has no BTF (CONFIG_DEBUG_INFO_BTF)", "use a kernel built with BTF"
     if len(pids) > tool.MAX_TARGETS:
         return f"{len(pids)} targets: the tracer follows at most {tool.MAX_TARGETS}", "pass fewer -p PIDs"
     return "", ""
+
+
+def require(pids: Sequence[int]) -> None:
+    """--off-cpu asked for: raise HelperError (one line, exit 8) before recording when the tracer cannot run."""
+    why, fix = unavailable(pids)
+    if why:
+        raise HelperError(f"--off-cpu: {why}", fix)
 
 
 def plan(out_dir: Path, pids: Sequence[int], roots: Mapping[int, str], duration_s: float,
