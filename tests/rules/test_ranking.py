@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -101,3 +102,22 @@ def test_the_pool_is_the_verdict_of_a_live_tiny_pool_capture() -> None:
     rank = [f.rule for f in diagnosis.findings]
     assert rank.index("buffer-pool-too-small") < rank.index("offcpu-redo-flush-wait"), found
     assert diagnosis.top.threads is not None and diagnosis.top.threads > 1.0, found  # threads held up off the CPU
+
+
+def test_group_names_the_fired_cause_a_spin_was_not_grouped_under(rules) -> None:
+    """The spin's samples are elsewhere than the pool's (no overlap): not grouped under it, yet its symptom."""
+    import numpy as np
+
+    from pmuprof.findings.engine import group
+
+    by_id = {r.id: r for r in rules}
+    pool = _f("buffer-pool-too-small", "warning", 0.08, 0.2, stacks=np.array([0, 1]))
+    spin = _f("innodb-spin-wait", "critical", 0.30, 0.6, stacks=np.array([5, 6, 7]))
+    info_cause = _f("lock-sys-mutex", "info", 0.01, 0.01, stacks=np.array([8]))
+    out = {f.rule: f for f in group([pool, spin, info_cause], by_id, np.ones(10))}
+    assert out["innodb-spin-wait"].explained_by == ""
+    assert out["innodb-spin-wait"].symptom_of == ("buffer-pool-too-small",)  # an info cause does not count
+    assert [f.rule for f in ordered(list(out.values()))][0] == "buffer-pool-too-small"
+    grouped = {f.rule: f for f in group([pool, replace(spin, stacks=np.array([0, 1, 5]))], by_id, np.ones(10))}
+    assert grouped["innodb-spin-wait"].explained_by == "buffer-pool-too-small"
+    assert grouped["innodb-spin-wait"].symptom_of == ()
