@@ -92,6 +92,7 @@ def test_the_verdict_names_the_pool(pool_runs) -> None:
     first = before["findings"][0] if before["findings"] else {}
     assert first.get("rule") == "buffer-pool-too-small" and first["severity"] in ("warning", "critical"), rules
     assert not first["explained_by"], first
+    assert before["verdict"]["rule"] == "buffer-pool-too-small", before["verdict"]  # what scripts read first
     fit = first["evidence"]["fit"]
     assert fit["miss_ratio"] > 0.05, fit  # the server's own counters agree: page requests miss the pool
     assert fit["data_bytes"] > 2 * fit["pool_bytes"], fit  # the data size was read, and it dwarfs the pool
