@@ -7,6 +7,7 @@ from typing import Any, Callable
 
 from .evidence import Evidence
 from .facts import Facts, dig, number
+from .bufpool import pool_fit
 from .hostload import host_load
 from .offcpumatch import offcpu_wait_latches
 
@@ -230,5 +231,5 @@ def wait_latches(facts: Facts, index: Any, missing: list[str]) -> WaitLatches:
 
 DERIVED_FACTS: dict[str, Callable[[Facts, Any, list[str]], Any]] = {
     "spin_cost": spin_cost, "numa_placement": numa_placement, "samples": samples, "wait_latches": wait_latches,
-    "offcpu_wait_latches": offcpu_wait_latches, "host_load": host_load,
+    "offcpu_wait_latches": offcpu_wait_latches, "host_load": host_load, "pool_fit": pool_fit,
 }

@@ -25,7 +25,7 @@ templates that can only look up evidence.
 | `applies_to.servers` | `{mysql: ">=5.7, <8.0.21", percona: "*", mariadb: "<10.6"}`; an unknown server always applies; Percona falls back to the MySQL range |
 | `evidence` | named matchers, each one of: KIND_GUIDE; optional `about`; not named like what the engine adds (RESERVED_NAMES) |
 | `fire` | `all:` / `any:` lists of conditions that must hold |
-| `thresholds` | `metric` (evidence name or list: the largest counts, the smallest with `below: true`), `info`, `warning`, `critical` |
+| `thresholds` | `metric` (evidence name or list: the largest counts, the smallest with `below: true`), `info`, `warning`, `critical`; `offcpu: {info, warning, critical}` holds the off-CPU metrics of the list to their own levels (threads blocked), the gravest level wins |
 | `raise_if` | conditions that raise the severity one level (up to `severity`) |
 | `share`, `chain` | the stack evidence that gives the finding's share; the evidence (or list, first with samples wins) that gives its caller chain (default: the share's) |
 | `message`, `message_if` | templates: `{name}`, `{name.field}`, `{name:pct}`, `{name:.2f}`; `{chain}`, `{share}` (the share that fired), `{process}`, `{samples}`, `{server}`, `{missing}`; a value that is not known is never printed as a stand-in: its clause in parentheses, its clause (between `; ` or ` — `) or its sentence is left out (in a fix of several lines, its line) |
@@ -61,8 +61,12 @@ def _thresholds(rule: Rule) -> str:
     if th is None:
         return f"fires at {rule.severity} when the conditions hold"
     sign = "≤" if th.below else "≥"
-    levels = [f"{lvl} {sign} {getattr(th, lvl):g}" for lvl in ("info", "warning", "critical") if getattr(th, lvl) is not None]
-    return f"{' / '.join(th.metrics)}: " + ", ".join(levels)
+
+    def levels(bounds: dict[str, float | None]) -> str:
+        return ", ".join(f"{lvl} {sign} {b:g}" for lvl, b in bounds.items() if b is not None)
+
+    text = f"{' / '.join(th.metrics)}: " + levels(th.bounds(False))
+    return text + (f"; off-CPU time, in threads blocked on average: {levels(th.bounds(True))}" if th.offcpu else "")
 
 
 def rule_markdown(rule: Rule) -> str:

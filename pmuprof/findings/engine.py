@@ -16,7 +16,7 @@ from ..model.profile import Profile
 from ..model.server import FAMILY_NAMES, for_family
 from .facts import Facts, facts_for, number
 from .fixcheck import absent
-from .grade import MIN_STACK_SHARE, Grade, confidence, corroboration, grade, holds, is_stack_metric
+from .grade import MIN_STACK_SHARE, Grade, confidence, corroboration, grade, holds, is_offcpu_metric, is_stack_metric
 from .knowledge import latch_table
 from .latches import Attributor, LatchWaits, attribute
 from .loader import load_rules
@@ -100,6 +100,7 @@ def evaluate_rule(rule: Rule, index: StackIndex, facts: Facts) -> Finding | None
         chain=(chain_ev.hot or "", *chain_ev.callers) if chain_ev else (),
         process=facts.process, missing=tuple(dict.fromkeys(m for m in missing if m)),
         confidence=_basis(rule, g, values, confidence(rule, g, values, seen, not_seen)),
+        threads=_threads(rule, g, values, share, index.total, facts),
         stacks=share_ev.rows if share_ev else None,
         declared=tuple(Declared(m.name, m.kind, kind_of(m.kind).subject(m.spec), m.about)
                        for m in rule.evidence))
@@ -108,12 +109,6 @@ def evaluate_rule(rule: Rule, index: StackIndex, facts: Facts) -> Finding | None
 def _reads_offcpu(rule: Rule) -> bool:
     """Whether any of the rule's evidence is off-CPU time (what a process seen only off the CPU can fire)."""
     return any(is_offcpu_metric(rule, m.name) for m in rule.evidence)
-
-
-def is_offcpu_metric(rule: Rule, metric: str | None) -> bool:
-    """Whether the evidence is off-CPU time (an ``offcpu`` matcher or an off-CPU derived fact)."""
-    m = rule.matcher(metric) if metric else None
-    return m is not None and kind_of(m.kind).offcpu(m.spec)
 
 
 def _basis(rule: Rule, g: Grade, values: Mapping[str, Any], conf: Confidence) -> Confidence:
@@ -125,6 +120,17 @@ def _basis(rule: Rule, g: Grade, values: Mapping[str, Any], conf: Confidence) ->
         return replace(conf, samples=None, basis=ev["basis"]) if isinstance(ev.get("basis"), str) else conf
     return replace(conf, samples=None, basis="off-CPU time", unit="threads",
                    blocked_s=round(float(ev.get("us") or 0) / 1e6, 3))
+
+
+def _threads(rule: Rule, g: Grade, values: Mapping[str, Any], share: float, total: int, facts: Facts) -> float | None:
+    """Threads the headline holds on average: blocked there (off-CPU time), or on the CPU there (its samples
+    over frequency x duration); None for a finding not graded on stacks, or when the capture does not say."""
+    if is_offcpu_metric(rule, g.metric):
+        return number(values[g.metric].get("avg_threads")) if isinstance(values.get(g.metric), Mapping) else None
+    freq, seconds = facts.run.record.frequency, facts.run.duration_s
+    if not (is_stack_metric(rule, g.metric) or (rule.share and rule.share == g.metric)) or not freq or not seconds:
+        return None
+    return share * total / (freq * seconds)
 
 
 def _headline_share(rule: Rule, g: Grade, values: Mapping[str, Any], share_ev: StackShare | None) -> float:
@@ -202,8 +208,17 @@ def group(findings: list[Finding], rules: Mapping[str, Rule], weights: np.ndarra
     causes: dict[str, list[str]] = {}
     for symptom, cause in explained.items():
         causes.setdefault(cause, []).append(symptom)
-    return [replace(f, explains=tuple(sorted(causes.get(f.rule, ()))), explained_by=explained.get(f.rule, ""))
+    return [replace(f, explains=tuple(sorted(causes.get(f.rule, ()))), explained_by=explained.get(f.rule, ""),
+                    symptom_of=() if f.rule in explained else _fired_causes(f.rule, by_rule, rules, explained))
             for f in findings]
+
+
+def _fired_causes(symptom: str, by_rule: Mapping[str, Finding], rules: Mapping[str, Rule],
+                  explained: Mapping[str, str]) -> tuple[str, ...]:
+    """Findings above info whose rules name ``symptom`` as theirs, though the stacks did not group it under
+    them (and that it does not itself explain): it then ranks after them (findings/model.py ``ordered``)."""
+    return tuple(sorted(c for c, cf in by_rule.items() if c != symptom and symptom in rules[c].explains
+                        and cf.severity != "info" and explained.get(c) != symptom))
 
 
 def _root(cause: str, explained: Mapping[str, str]) -> str:

@@ -56,7 +56,10 @@ def _same(value: Any, wanted: Any) -> bool:
 
 
 def grade(rule: Rule, values: Mapping[str, Any]) -> Grade | None:
-    """The level the thresholds give (the metric and bound that gave it), or the rule's fixed severity."""
+    """The level the thresholds give (the metric and bound that gave it), or the rule's fixed severity.
+
+    Each metric is held to its levels (off-CPU time to ``thresholds.offcpu`` when the rule has them); the
+    gravest level wins, and of two metrics at that level the one furthest past its bound."""
     th = rule.thresholds
     if th is None:
         return Grade(SEVERITIES.index(rule.severity), None, None, None)
@@ -64,12 +67,30 @@ def grade(rule: Rule, values: Mapping[str, Any]) -> Grade | None:
     present = [(m, v) for m, v in candidates if v is not None]
     if not present:
         return None
-    metric, value = (min if th.below else max)(present, key=lambda mv: mv[1])
+    if not th.offcpu:  # one scale: the largest value (the smallest with below) decides
+        present = [(min if th.below else max)(present, key=lambda mv: mv[1])]
+    graded = [g for g in (_level(m, v, th.bounds(is_offcpu_metric(rule, m)), th.below) for m, v in present) if g]
+    return max(graded, key=lambda g: (g.level, _margin(g, th.below))) if graded else None
+
+
+def _level(metric: str, value: float, bounds: Mapping[str, float | None], below: bool) -> Grade | None:
     for level in ("critical", "warning", "info"):
-        bound = getattr(th, level)
-        if bound is not None and (value <= bound if th.below else value >= bound):
+        bound = bounds[level]
+        if bound is not None and (value <= bound if below else value >= bound):
             return Grade(SEVERITIES.index(level), metric, value, bound)
     return None
+
+
+def _margin(g: Grade, below: bool) -> float:
+    if not g.bound or g.value is None:
+        return 0.0
+    return g.bound / g.value if below and g.value else g.value / g.bound
+
+
+def is_offcpu_metric(rule: Rule, metric: str | None) -> bool:
+    """Whether the evidence is off-CPU time (an ``offcpu`` matcher or an off-CPU derived fact)."""
+    m = rule.matcher(metric) if metric else None
+    return m is not None and kind_of(m.kind).offcpu(m.spec)
 
 
 def is_stack_metric(rule: Rule, metric: str | None) -> bool:

@@ -63,6 +63,12 @@ class Finding:
     confidence: Confidence | None = None
     explains: tuple[str, ...] = ()  # symptom findings (rule ids) this cause accounts for
     explained_by: str = ""  # the cause finding (rule id) this symptom is grouped under
+    # fired findings (rule ids, above info) whose rules name this one as their symptom, though the stacks did
+    # not group it under them: a spin with a fired cause elsewhere ranks after its causes
+    symptom_of: tuple[str, ...] = ()
+    # threads the headline holds on average: blocked (graded on off-CPU time) or on the CPU (samples over
+    # frequency x duration); None when the capture does not say
+    threads: float | None = None
     samples: int | None = None  # the process's samples (None: not said, as in a finding built by hand)
     server: str | None = None  # the server as detected ("MariaDB 10.2.11", "unknown server")
     raised_by: tuple[str, ...] = ()  # the raise_if conditions that held
@@ -126,9 +132,16 @@ def _json(value: Any) -> Any:
 
 
 def ordered(findings: list[Finding]) -> list[Finding]:
-    """Groups first by their gravest finding, then by the cause's share; each cause followed by the
-    findings it explains (severity, share, rule id: stable output). A warning cause of a critical
-    symptom ranks as critical: the group is what needs fixing."""
+    """The ranking, decided here once (the verdict is the first cause):
+
+    1. a symptom whose possible cause fired (``symptom_of``) ranks after the causes, whatever its level:
+       the spin is not the verdict when the pool, the index latch or lock_sys that makes threads spin is;
+    2. then groups by their gravest finding (a warning cause of a critical symptom ranks as critical: the
+       group is what needs fixing);
+    3. then by the threads the cause holds (a stall of eight threads off the CPU above an on-CPU finding
+       of fewer); causes the capture gives no thread count for (facts, counters, a folded input) after
+       those, by their share;
+    each cause followed by the findings it explains (severity, share, rule id: stable output)."""
     by_key = {(f.process, f.rule): f for f in findings}
 
     def cause(f: Finding) -> Finding:
@@ -142,6 +155,8 @@ def ordered(findings: list[Finding]) -> list[Finding]:
 
     def key(f: Finding) -> tuple:
         c = cause(f)
-        return (gravest[(c.process, c.rule)], -c.share, c.process, c.rule, f is not c, f.sort_key())
+        weight = c.threads if c.threads is not None else c.share
+        return (bool(c.symptom_of), gravest[(c.process, c.rule)], c.threads is None, -weight, c.process, c.rule,
+                f is not c, f.sort_key())
 
     return sorted(findings, key=key)

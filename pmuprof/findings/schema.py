@@ -56,6 +56,15 @@ class Thresholds:
     warning: float | None
     critical: float | None
     below: bool = False
+    # levels for the off-CPU metrics (threads blocked on average) when a rule grades on-CPU shares and
+    # off-CPU time together: (info, warning, critical); () = the levels above serve every metric
+    offcpu: tuple[float | None, float | None, float | None] = ()
+
+    def bounds(self, offcpu: bool) -> dict[str, float | None]:
+        """The level -> bound map for a metric (its own off-CPU levels when it is off-CPU time and the rule has them)."""
+        if offcpu and self.offcpu:
+            return dict(zip(("info", "warning", "critical"), self.offcpu))
+        return {"info": self.info, "warning": self.warning, "critical": self.critical}
 
 
 @dataclass(frozen=True)
@@ -217,21 +226,32 @@ def _servers(ctx: _Ctx, value: Any, line: int, what: str) -> dict[str, str]:
 
 def _thresholds(ctx: _Ctx, value: Any, line: int, names: set[str]) -> Thresholds:
     data = ctx.mapping(value, line, "thresholds")
-    ctx.keys(data, ("metric", "info", "warning", "critical", "below"), "thresholds")
+    ctx.keys(data, ("metric", "info", "warning", "critical", "below", "offcpu"), "thresholds")
     if "metric" not in data:
         raise ctx.fail(data.line, "thresholds needs 'metric' (an evidence name or a list of them)")
     metrics = _strings(ctx, data["metric"], data.line_of("metric"), "thresholds.metric")
     for metric in metrics:
         if metric not in names:
             raise ctx.fail(data.line_of("metric"), f"thresholds.metric refers to unknown evidence '{metric}'")
+    levels = _levels(ctx, data, "thresholds")
+    offcpu: tuple[float | None, ...] = ()
+    if "offcpu" in data:
+        sub = ctx.mapping(data["offcpu"], data.line_of("offcpu"), "thresholds.offcpu")
+        ctx.keys(sub, ("info", "warning", "critical"), "thresholds.offcpu")
+        offcpu = tuple(_levels(ctx, sub, "thresholds.offcpu").values())
+    return Thresholds(metrics, levels["info"], levels["warning"], levels["critical"], bool(data.get("below", False)),
+                      offcpu)  # type: ignore[arg-type]
+
+
+def _levels(ctx: _Ctx, data: Any, what: str) -> dict[str, float | None]:
     levels = {}
     for key in ("info", "warning", "critical"):
         if key in data and not isinstance(data[key], (int, float)):
-            raise ctx.fail(data.line_of(key), f"thresholds.{key} must be a number")
+            raise ctx.fail(data.line_of(key), f"{what}.{key} must be a number")
         levels[key] = float(data[key]) if key in data else None
     if all(v is None for v in levels.values()):
-        raise ctx.fail(data.line, "thresholds needs at least one of info, warning, critical")
-    return Thresholds(metrics, levels["info"], levels["warning"], levels["critical"], bool(data.get("below", False)))
+        raise ctx.fail(data.line, f"{what} needs at least one of info, warning, critical")
+    return levels
 
 
 def _fix(ctx: _Ctx, value: Any, line: int, names: set[str]) -> tuple[FixItem, ...]:

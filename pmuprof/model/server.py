@@ -71,6 +71,15 @@ class Processlist:
 
 
 @dataclass(frozen=True)
+class InnodbData:
+    """The InnoDB tablespace files the server lists (all but the temporary one) and their size in bytes."""
+
+    source: str = ""
+    tablespaces: int = 0
+    bytes: int = 0
+
+
+@dataclass(frozen=True)
 class ServerFacts:
     """What the capture learnt from the server; ``reachable`` false with ``error`` when it could not connect."""
 
@@ -85,6 +94,7 @@ class ServerFacts:
     processlist: Processlist | None = None
     error_log: Mapping[str, Any] | None = None
     my_cpu_relax_multiplier: float | None = None
+    innodb_data: InnodbData | None = None
     missing: tuple[str, ...] = ()
 
     def variable(self, name: str) -> str | None:

@@ -57,15 +57,23 @@ def levels_text(finding: Finding) -> str:
     parts = []
     if th is not None and th.metrics:
         by_name = {d.name: d for d in finding.declared}
-        share = all(is_share(by_name.get(m, Declared(m, "", ""))) for m in th.metrics)
-        word = "up to" if th.below else "from"
-        levels = [f"{lvl} {word} {pct(bound) if share else number(bound)}"
-                  for lvl, bound in (("info", th.info), ("warning", th.warning), ("critical", th.critical))
-                  if bound is not None]
-        parts.append(f"Levels on {' / '.join(th.metrics)}: " + ", ".join(levels))
+        declared = [by_name.get(m, Declared(m, "", "")) for m in th.metrics]
+        offcpu = [d for d in declared if th.offcpu and d.kind == "offcpu"]
+        oncpu = [d for d in declared if d not in offcpu]
+        if oncpu:
+            parts.append(_levels([d.name for d in oncpu], th.bounds(False), th.below, all(map(is_share, oncpu)), ""))
+        if offcpu:
+            parts.append(_levels([d.name for d in offcpu], th.bounds(True), th.below, False, " threads blocked"))
     if finding.raised_by:
         parts.append("raised one level by: " + ", ".join(_raised(finding, r) for r in finding.raised_by))
     return "; ".join(parts)
+
+
+def _levels(metrics: list[str], bounds: Mapping[str, float | None], below: bool, share: bool, unit: str) -> str:
+    word = "up to" if below else "from"
+    levels = [f"{lvl} {word} {pct(bound) if share else number(bound)}{unit}"
+              for lvl, bound in bounds.items() if bound is not None]
+    return f"Levels on {' / '.join(metrics)}: " + ", ".join(levels)
 
 
 def _raised(finding: Finding, path: str) -> str:
