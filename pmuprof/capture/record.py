@@ -150,7 +150,7 @@ def record(opts: RecordOptions, progress: Progress | None = None,
     log(f"recording {', '.join(f'{t.label} (pid {t.pid})' for t in targets)} for {opts.duration:g} s at "
         f"{opts.frequency} Hz, mode {opts.mode}{' cgroup ' + run.cgroup if run.cgroup else ''}")
     cap = Cap(min(need * 4, free - reserve), free - reserve < need * 4, reserve)
-    load = hostload.Sampler(host_facts.get("nproc") or 1)
+    load = hostload.Sampler(host_facts.get("nproc") or 1, tuple(pids))
     load.start()
     try:
         run, outcome = _record_with_fallback(opts, perf, pids, run, pmu_events, cap, progress, log,

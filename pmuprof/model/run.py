@@ -72,6 +72,7 @@ class HostLoad:
     seconds: float = 0.0
     cpus: int = 0
     busy_share: float = 0.0  # user, nice, system, irq, softirq and steal over all CPU time
+    targets_share: float | None = None  # the targets' own CPU time (all their threads) over all CPU time
     steal_share: float = 0.0
     iowait_share: float = 0.0
     runnable_avg: float = 0.0

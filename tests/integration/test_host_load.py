@@ -39,9 +39,10 @@ def test_a_saturated_host_is_measured_and_said_first(busy, tmp_path):
     load = json.loads((out / "run.json").read_text())["host_load"]
     assert load["cpus"] == cpus and load["seconds"] >= 2.5
     assert load["runnable_avg"] >= 2 * cpus and load["busy_share"] >= 0.9, load
+    assert load["targets_share"] < 0.5, load  # one spinning thread among 4 spinners per CPU
     found = json.loads((out / "findings.json").read_text())
     mine = next(f for f in found["findings"] if f["rule"] == "host-saturated")
-    assert mine["severity"] in ("warning", "critical") and mine["confidence"]["basis"].startswith("the host's time")
+    assert mine["severity"] in ("warning", "critical") and mine["confidence"]["basis"].startswith("the host's CPU time")
     assert f"{load['cpus']} CPUs" in mine["message"]
     assert found["verdict"]["rule"] == "host-saturated"  # the target's own profile has nothing graver
     assert "**Verdict: The host is saturated" in (out / "report.md").read_text()

@@ -55,16 +55,24 @@ def _psi_total_us(text: str) -> float | None:
     return None
 
 
+def _cpu_ticks(proc: Path, pid: int) -> float | None:
+    """utime + stime of a process (all its threads), in the clock ticks /proc/stat counts in; None: gone."""
+    text = _read(proc / str(pid) / "stat")
+    fields = text[text.rfind(")") + 2:].split() if ")" in text else []
+    return float(fields[11]) + float(fields[12]) if len(fields) > 12 else None
+
+
 class Snapshot:
     """One read of the counters, at ``t`` (monotonic seconds)."""
 
-    def __init__(self, proc: Path, clock: Callable[[], float]) -> None:
+    def __init__(self, proc: Path, clock: Callable[[], float], pids: tuple[int, ...] = ()) -> None:
         self.t = clock()
         self.stat = _stat(proc)
         self.vm = _keyed(_read(proc / "vmstat"), ("pswpin", "pswpout"))
         self.mem = _keyed(_read(proc / "meminfo"), ("MemAvailable",))
         self.psi_cpu = _psi_total_us(_read(proc / "pressure" / "cpu"))
         self.psi_mem = _psi_total_us(_read(proc / "pressure" / "memory"))
+        self.targets = {pid: _cpu_ticks(proc, pid) for pid in pids}
         load = _read(proc / "loadavg").split()
         self.loadavg = float(load[0]) if load else None
 
@@ -72,12 +80,12 @@ class Snapshot:
 class Sampler(threading.Thread):
     """Samples until stop(), which returns the window's HostLoad (None when /proc gave nothing)."""
 
-    def __init__(self, cpus: int, proc: Path = PROC, interval: float = INTERVAL_S,
+    def __init__(self, cpus: int, pids: tuple[int, ...] = (), proc: Path = PROC, interval: float = INTERVAL_S,
                  clock: Callable[[], float] = time.monotonic) -> None:
         super().__init__(daemon=True, name="pmuprof-hostload")
-        self.cpus, self.proc, self.interval, self.clock = max(cpus, 1), proc, interval, clock
+        self.cpus, self.pids, self.proc, self.interval, self.clock = max(cpus, 1), tuple(pids), proc, interval, clock
         self._done = threading.Event()
-        self.first = Snapshot(proc, clock)
+        self.first = Snapshot(proc, clock, self.pids)
         self.samples: list[Snapshot] = [self.first]
 
     def run(self) -> None:
@@ -87,7 +95,7 @@ class Sampler(threading.Thread):
     def stop(self) -> HostLoad | None:
         self._done.set()
         self.join(5.0)
-        self.samples.append(Snapshot(self.proc, self.clock))
+        self.samples.append(Snapshot(self.proc, self.clock, self.pids))
         return summarize(self.samples, self.cpus)
 
 
@@ -109,9 +117,12 @@ def summarize(samples: list[Snapshot], cpus: int) -> HostLoad | None:
     def psi(first: float | None, last: float | None) -> float | None:
         return min(1.0, (last - first) / 1e6 / secs) if first is not None and last is not None else None
 
+    spent = [b.targets[p] - a.targets[p] for p in a.targets
+             if a.targets.get(p) is not None and b.targets.get(p) is not None]
     return HostLoad(
         seconds=round(secs, 3), cpus=cpus,
         busy_share=round(sum(jiffies[k] for k in BUSY) / total, 4),
+        targets_share=round(min(1.0, sum(spent) / total), 4) if spent else None,
         steal_share=round(jiffies["steal"] / total, 4), iowait_share=round(jiffies["iowait"] / total, 4),
         runnable_avg=round(sum(running) / len(running), 2) if running else 0.0,
         runnable_max=int(max(running)) if running else 0,
