@@ -64,3 +64,21 @@ def test_report_of_a_bare_damaged_json_is_one_line(pmuprof, tmp_path):
     bad.mkdir()
     (bad / "run.json").write_text("[" * 200_000)
     one_line(pmuprof("report", bad), 3, "no stacks.folded and no perf.data")
+
+
+@pytest.mark.parametrize("share", ['"lots"', "NaN", "-0.5", "7", "true", '{"v": 1}'])
+def test_history_leaves_out_a_damaged_share_with_a_warning(pmuprof, tmp_path, share):
+    base = tmp_path / "nightly"
+    for n in (1, 2, 3):
+        _run(base, f"good{n}", n)
+    bad = json.dumps(FINDINGS).replace('"share": 0.7', f'"share": {share}')
+    _run(base, "damaged", 4, findings=bad)
+    res = pmuprof("history", base, "--json")
+    assert res.code == 0 and "Traceback" not in res.err, res.err
+    doc = json.loads(res.out)
+    # never read as 0: no trend line (improved or regressed) comes from the damaged run
+    assert not [f for f in doc["regressions"] if f["run"] == "damaged"]
+    res = pmuprof("history", base)
+    assert "improved" not in res.err, res.err
+    warned = [line for line in res.err.splitlines() if "warning" in line and "damaged" in line]
+    assert len(warned) == 1 and "innodb-spin-wait" in warned[0] and "left out" in warned[0], res.err
