@@ -59,6 +59,12 @@ def is_run_dir(path: Path) -> bool:
     return path.is_dir() and (path / RUN_JSON).is_file()
 
 
+def _no_constant(name: str) -> Any:
+    """NaN and Infinity are not JSON (Python's json reads them): no pmuprof file holds them, and a number
+    that compares false to everything would reach the writers."""
+    raise ValueError(f"{name} is not a JSON number")
+
+
 def read_json(path: Path, default: Any = None) -> Any:
     """Parsed JSON, ``default`` when the file is absent; a damaged file is one InputError line."""
     if not path.is_file():
@@ -66,7 +72,7 @@ def read_json(path: Path, default: Any = None) -> Any:
     if path.stat().st_size > MAX_JSON_BYTES:
         raise InputError(f"{path}: larger than {MAX_JSON_BYTES >> 20} MiB, not a pmuprof file", "check the path")
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return json.loads(path.read_text(encoding="utf-8"), parse_constant=_no_constant)
     except (ValueError, UnicodeDecodeError, RecursionError) as err:
         why = "nested too deeply" if isinstance(err, RecursionError) else str(err)
         raise InputError(f"{path}: not valid JSON ({why})",

@@ -81,7 +81,8 @@ def test_history_leaves_out_a_damaged_share_with_a_warning(pmuprof, tmp_path, sh
     res = pmuprof("history", base)
     assert "improved" not in res.err, res.err
     warned = [line for line in res.err.splitlines() if "warning" in line and "damaged" in line]
-    assert len(warned) == 1 and "innodb-spin-wait" in warned[0] and "left out" in warned[0], res.err
+    needle = "NaN is not a JSON number" if share == "NaN" else "innodb-spin-wait"  # the file, or the finding
+    assert len(warned) == 1 and needle in warned[0] and "left out" in warned[0], res.err
 
 
 def _run_with_samples(path):
@@ -132,3 +133,14 @@ def test_offcpu_output_of_a_killed_capture_is_a_warning_line(pmuprof, tmp_path):
     warned = [line for line in res.err.splitlines() if "warning:" in line and "offcpu.out" in line]
     assert len(warned) == 1 and "left out" in warned[0], res.err
     assert any("offcpu.out" in w for w in json.loads((run / "findings.json").read_text())["profile"]["warnings"])
+
+
+@pytest.mark.parametrize("constant", ["NaN", "Infinity", "-Infinity"])
+def test_nan_in_run_json_is_a_warning_not_an_internal_error(pmuprof, tmp_path, constant):
+    run = _run(tmp_path, "run", 1, run=json.dumps(RUN).replace('"duration_s": 5.0', f'"duration_s": {constant}'))
+    res = pmuprof("report", run, "--force")
+    assert res.code == 0 and "internal error" not in res.err, res.err
+    warned = [line for line in res.err.splitlines() if "warning:" in line and "run.json" in line]
+    assert len(warned) == 1 and f"{constant} is not a JSON number" in warned[0], res.err
+    res = pmuprof("history", tmp_path)
+    assert res.code == 0 and "internal error" not in res.err and "warning: run: damaged" in res.err, res.err
