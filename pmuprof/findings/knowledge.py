@@ -178,6 +178,9 @@ def _latch(ctx: _Ctx, item: Any, line: int) -> Latch:
                  str(d.get("ps_name") or ""))
 
 
+KNOWLEDGE_FILES = {"latch_table": "latches.yaml", "server_features": "server-features.yaml"}  # loader -> file
+
+
 def knowledge_dir() -> Path:
     return rules_dir() / "knowledge"
 
@@ -185,7 +188,7 @@ def knowledge_dir() -> Path:
 @lru_cache(maxsize=4)
 def latch_table(path: Path | None = None) -> LatchTable:
     """rules/knowledge/latches.yaml, validated."""
-    path = path or knowledge_dir() / "latches.yaml"
+    path = path or knowledge_dir() / KNOWLEDGE_FILES["latch_table"]
     ctx, data = _Ctx(path), load_yaml(path)
     top = ctx.keys(data, ("sources", "wait_frames", "wake_frames", "machinery", "latches"), 1, "the latch table")
     waits = tuple(_wait_frame(ctx, w, ln) for w, ln in zip(top["wait_frames"], top["wait_frames"].item_lines))
@@ -207,7 +210,7 @@ _FEATURE_KINDS = {"variables": "variable", "schemas": "schema", "statements": "s
 @lru_cache(maxsize=4)
 def server_features(path: Path | None = None) -> Mapping[str, Feature]:
     """rules/knowledge/server-features.yaml: name -> Feature (statements by their id)."""
-    path = path or knowledge_dir() / "server-features.yaml"
+    path = path or knowledge_dir() / KNOWLEDGE_FILES["server_features"]
     ctx, data = _Ctx(path), load_yaml(path)
     top = ctx.keys(data, ("sources",) + tuple(_FEATURE_KINDS), 1, "the server-features table")
     out: dict[str, Feature] = {}
