@@ -6,7 +6,7 @@ from pathlib import Path
 
 from ..errors import RuleError, UsageError
 from ..paths import rules_dir
-from .knowledge import KNOWLEDGE_FILES, latch_table, server_features
+from .knowledge import KNOWLEDGE_FILES, latch_table, rules_folder, server_features
 from .schema import Rule, build_rule
 from .yamlload import load_yaml
 
@@ -51,7 +51,8 @@ def load_rules(directory: Path | None = None) -> tuple[Rule, ...]:
     """All rules of a directory (default: PMUPROF_RULES or the installed rules), sorted by id, with the
     knowledge tables they are evaluated with checked too; the first problem raises."""
     directory = rules_dir() if directory is None else Path(directory)
-    rules = [load_rule(p) for p in rule_files(directory)]
+    with rules_folder(directory):
+        rules = [load_rule(p) for p in rule_files(directory)]
     errors = _set_errors(rules, directory) + _knowledge_errors(directory)
     if errors:
         raise errors[0]
@@ -62,11 +63,12 @@ def check_rules(directory: Path) -> tuple[list[Rule], list[RuleError]]:
     """Validate every file; collect errors instead of stopping at the first."""
     good: list[Rule] = []
     bad: list[RuleError] = []
-    for path in rule_files(directory):
-        try:
-            good.append(load_rule(path))
-        except RuleError as err:
-            bad.append(err)
+    with rules_folder(directory):  # latch ids as the folder's own table has them
+        for path in rule_files(directory):
+            try:
+                good.append(load_rule(path))
+            except RuleError as err:
+                bad.append(err)
     return good, bad
 
 

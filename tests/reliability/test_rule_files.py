@@ -139,3 +139,16 @@ def test_rules_check_checks_the_rule_set_as_a_whole(pmuprof, tmp_path):
 def test_a_complete_copy_of_the_rules_passes(pmuprof, tmp_path):
     res = pmuprof("rules", "check", _copy_rules(tmp_path, {}))
     assert res.code == 0 and "0 invalid" in res.out, res.err
+
+
+def test_rules_check_reads_latch_ids_from_the_folder_it_checks(pmuprof, tmp_path):
+    """A rule naming a latch its own folder's table lacks fails `rules check DIR`, as it fails a capture
+    with PMUPROF_RULES=DIR, whatever latch table the rules in use have."""
+    table = (REPO / "rules" / "knowledge" / "latches.yaml").read_text()
+    assert table.count("- id: ahi_latch\n") == 1
+    folder = _copy_rules(tmp_path, {"latches.yaml": table.replace("- id: ahi_latch\n", "- id: ahi_latch_renamed\n")})
+    res = pmuprof("rules", "check", folder)
+    assert res.code == 7 and "adaptive-hash-index.yaml:9: unknown latch id(s) ahi_latch" in res.err, res.err
+    res = pmuprof("capture", "-p", os.getpid(), "--no-mysql", "-d", "30", "-o", tmp_path / "run",
+                  env={"PMUPROF_RULES": str(folder)})
+    one_line(res, 7, "adaptive-hash-index.yaml:9")
