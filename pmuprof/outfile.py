@@ -52,6 +52,38 @@ def _lstat(path: Path) -> os.stat_result | None:
         raise os_error(err, path) from err
 
 
+MAX_LINKS = 40  # as the kernel's own bound on links in one path (ELOOP)
+
+
+def refuse_foreign_links(path: Path | str) -> None:
+    """Refuse an output path that goes through a symbolic link another user owns (a directory on the
+    way, or the path itself): pmuprof runs as root, and such a link lets that user choose what root
+    writes. Links owned by root or by pmuprof's own user are followed (an admin's own layout)."""
+    mine = (0, os.geteuid())
+    todo = list(reversed(Path(os.path.abspath(path)).parts[1:]))
+    cur, links = Path("/"), 0  # cur never holds a link: ".." is its parent, as the kernel walks
+    while todo:
+        part = todo.pop()
+        if part in (".", ".."):
+            cur = cur.parent if part == ".." else cur
+            continue
+        st = _lstat(cur / part)
+        if st is None:
+            return  # pmuprof creates the rest
+        if not stat.S_ISLNK(st.st_mode):
+            cur = cur / part
+            continue
+        if st.st_uid not in mine:
+            raise UsageError(f"{cur / part} is a symbolic link owned by uid {st.st_uid}: pmuprof does not "
+                             "follow another user's link", "choose an -o that does not go through it")
+        links += 1
+        if links > MAX_LINKS:
+            raise os_error(OSError(errno.ELOOP, os.strerror(errno.ELOOP)), path)
+        target = Path(os.readlink(cur / part))
+        todo += reversed(target.parts[1:] if target.is_absolute() else target.parts)
+        cur = Path("/") if target.is_absolute() else cur
+
+
 def in_place(path: Path) -> bool:
     """True when ``path`` is written where it is (a character device, a FIFO, /dev/stdout); False for a
     regular file or a new name (written atomically). Anything else is refused with one line."""
@@ -110,6 +142,7 @@ def open_binary(path: Path | str) -> Iterator[IO[bytes]]:
     """A binary file object for ``path``: a temp file renamed over it on success (a partial file never
     has the final name), or the device/FIFO itself. Write errors are one line (exit 6 for disk)."""
     path = Path(path)
+    refuse_foreign_links(path)
     if in_place(path):
         fh = io.FileIO(_open_in_place(path), "wb")
         try:
@@ -159,6 +192,7 @@ def write_text(path: Path | str, text: str) -> Path:
 def ensure_dir(path: Path | str) -> Path:
     """Create an output directory (and its parents); one line when it cannot be."""
     path = Path(path)
+    refuse_foreign_links(path)
     try:
         path.mkdir(parents=True, exist_ok=True)
     except FileExistsError as err:

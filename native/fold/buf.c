@@ -125,7 +125,8 @@ static int64_t itab_lookup(const itab_t *t, const void *key, size_t len, uint64_
             return -1;
         }
         uint32_t id = (uint32_t)s - 1;
-        if ((s >> 32) == tag && t->lens[id] == len && memcmp(t->arena.p + t->offs[id], key, len) == 0)
+        if ((s >> 32) == tag && t->lens[id] == len &&
+            (!len || memcmp(t->arena.p + t->offs[id], key, len) == 0)) /* an empty key stores no byte */
             return id;
         j = (j + 1) & (t->nslots - 1);
     }

@@ -101,10 +101,12 @@ static int names_order(folder_t *f)
         names[k++] = f->pid_name.v[pi];
     }
     f->nnames_out = k;
-    qsort(order, k, sizeof *order, cmp_u64);
+    if (k > 1) /* qsort of a NULL array is undefined even when empty */
+        qsort(order, k, sizeof *order, cmp_u64);
     for (size_t i = 0; i < k; i++)
         order[i] &= (1ULL << 24) - 1;
-    qsort(names, k, sizeof *names, cmp_u64);
+    if (k > 1)
+        qsort(names, k, sizeof *names, cmp_u64);
     size_t distinct = k ? 1 : 0;
     for (size_t i = 1; i < k; i++)
         distinct += names[i] != names[i - 1];
@@ -191,7 +193,8 @@ static int ranks_build(folder_t *f)
         return -ENOMEM;
     for (size_t i = 0; i < n; i++)
         f->by_rank[i] = (uint32_t)i;
-    qsort_r(f->by_rank, n, sizeof *f->by_rank, cmp_str, &f->rstr);
+    if (n > 1)
+        qsort_r(f->by_rank, n, sizeof *f->by_rank, cmp_str, &f->rstr);
     for (size_t i = 0; i < n; i++)
         f->rank[f->by_rank[i]] = (uint32_t)i;
     return 0;
@@ -216,7 +219,8 @@ static void stacks_sort(folder_t *f, uint32_t *row_of)
     uint32_t *ids = (uint32_t *)f->out_ids.p;
     for (size_t i = 0; i < f->out_ids.len / 4; i++)
         ids[i] = f->rank[ids[i]];
-    qsort_r(f->out, f->nout, sizeof *f->out, cmp_stack, ids);
+    if (f->nout > 1)
+        qsort_r(f->out, f->nout, sizeof *f->out, cmp_stack, ids);
     size_t w = 0;
     for (size_t i = 0; i < f->nout; i++) {
         uint32_t st = f->out[i].st;
@@ -253,7 +257,8 @@ static int samples_build(folder_t *f, const uint32_t *row_of)
         e.row = row_of[e.row];
         f->smp[k++] = e;
     }
-    qsort(f->smp, k, sizeof *f->smp, cmp_sample);
+    if (k > 1)
+        qsort(f->smp, k, sizeof *f->smp, cmp_sample);
     size_t w = 0;
     for (size_t i = 0; i < k; i++) {
         if (w && cmp_sample(&f->smp[w - 1], &f->smp[i]) == 0)
@@ -311,7 +316,8 @@ static int leaves_build(folder_t *f)
             continue;
         f->leaves[k++] = (leaf_ref_t){parts[0], parts[1], parts[2], f->lc_count.v[i]};
     }
-    qsort(f->leaves, k, sizeof *f->leaves, cmp_leaf_key);
+    if (k > 1)
+        qsort(f->leaves, k, sizeof *f->leaves, cmp_leaf_key);
     size_t w = 0;
     for (size_t i = 0; i < k; i++) {
         if (w && cmp_leaf_key(&f->leaves[w - 1], &f->leaves[i]) == 0)
@@ -320,7 +326,8 @@ static int leaves_build(folder_t *f)
             f->leaves[w++] = f->leaves[i];
     }
     f->nleaves = w;
-    qsort_r(f->leaves, w, sizeof *f->leaves, cmp_leaf_out, f);
+    if (w > 1)
+        qsort_r(f->leaves, w, sizeof *f->leaves, cmp_leaf_out, f);
     return 0;
 }
 

@@ -148,17 +148,10 @@ static int folded_main(const char *path)
     return 0;
 }
 
-int main(int argc, char **argv)
+static int fold_main(args_t *a)
 {
-    args_t a = {0};
-    int rc = args_parse(argc, argv, &a), err = 0;
-    if (rc) {
-        fputs(USAGE, stderr);
-        return 2;
-    }
-    if (a.folded)
-        return folded_main(a.stacks_bin);
-    folder_t *f = folder_new(&a.o, &err);
+    int err = 0, rc;
+    folder_t *f = folder_new(&a->o, &err);
     if (!f) {
         fprintf(stderr, "pmuprof-fold: %s\n", err == -EINVAL ? "bad --pid or --name value" : strerror(-err));
         return 2;
@@ -167,28 +160,40 @@ int main(int argc, char **argv)
     rc = feed_stdin(f);
     if (rc < 0) {
         fprintf(stderr, "pmuprof-fold: reading stdin: %s\n", strerror(-rc));
+        folder_free(f);
         return 1;
     }
-    if (folder_finish(f, rc == 1 || a.truncated)) {
+    if (folder_finish(f, rc == 1 || a->truncated)) {
         fputs("pmuprof-fold: out of memory\n", stderr);
+        folder_free(f);
         return 1;
     }
-    rc = a.stacks_bin ? write_file(a.stacks_bin, f, folder_write_stacks_bin) : folder_write_stacks(f, stdout);
-    if (!rc && a.leaves)
-        rc = write_file(a.leaves, f, folder_write_leaves);
-    if (!rc && a.meta)
-        rc = write_file(a.meta, f, folder_write_meta);
-    if (!rc && a.samples)
-        rc = write_file(a.samples, f, folder_write_samples);
+    rc = a->stacks_bin ? write_file(a->stacks_bin, f, folder_write_stacks_bin) : folder_write_stacks(f, stdout);
+    if (!rc && a->leaves)
+        rc = write_file(a->leaves, f, folder_write_leaves);
+    if (!rc && a->meta)
+        rc = write_file(a->meta, f, folder_write_meta);
+    if (!rc && a->samples)
+        rc = write_file(a->samples, f, folder_write_samples);
     if (!rc && fflush(stdout))
         rc = -EIO;
+    folder_free(f);
     if (rc) {
         fprintf(stderr, "pmuprof-fold: writing output: %s\n", strerror(-rc));
         return 1;
     }
-    folder_free(f);
-    free(a.o.pids);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    args_t a = {0};
+    int rc = args_parse(argc, argv, &a);
+    if (rc)
+        fputs(USAGE, stderr);
+    rc = rc ? 2 : a.folded ? folded_main(a.stacks_bin) : fold_main(&a);
+    free(a.o.pids); /* every path frees what args_parse took: a sanitizer build reports leaks at exit */
     free(a.o.comms);
     free(a.o.names);
-    return 0;
+    return rc;
 }

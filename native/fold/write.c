@@ -6,6 +6,12 @@
 #include "fold_int.h"
 #include "text.h"
 
+/* fwrite of n items, where an empty array may be NULL (fwrite's pointer must not be, even for none). */
+static size_t put_items(const void *p, size_t size, size_t n, FILE *out)
+{
+    return n ? fwrite(p, size, n, out) : 0;
+}
+
 static int flush(buf_t *b, FILE *out, size_t above)
 {
     if (b->len <= above)
@@ -147,11 +153,11 @@ int stacksbin_head(FILE *out, const itab_t *strings, size_t nids, size_t nstacks
         bytes += strings->lens[i];
     uint64_t head[4] = {strings->n, bytes, nstacks, nids};
     int bad = fwrite("PMFSTK2\n", 1, 8, out) != 8 || fwrite(head, 8, 4, out) != 4 ||
-              fwrite(strings->lens, 4, strings->n, out) != strings->n;
+              put_items(strings->lens, 4, strings->n, out) != strings->n;
     for (size_t i = 0; !bad && i < strings->n; i++) {
         size_t n;
         const char *s = itab_key(strings, (uint32_t)i, &n);
-        bad = fwrite(s, 1, n, out) != n;
+        bad = put_items(s, 1, n, out) != n;
     }
     return bad ? -EIO : 0;
 }
@@ -160,8 +166,8 @@ int stacksbin_write(FILE *out, const itab_t *strings, const uint32_t *ids, size_
                     const uint32_t *lens, const uint64_t *counts, size_t nstacks)
 {
     int bad = stacksbin_head(out, strings, nids, nstacks) ||
-              fwrite(ids, 4, nids, out) != nids || fwrite(lens, 4, nstacks, out) != nstacks ||
-              fwrite(counts, 8, nstacks, out) != nstacks;
+              put_items(ids, 4, nids, out) != nids || put_items(lens, 4, nstacks, out) != nstacks ||
+              put_items(counts, 8, nstacks, out) != nstacks;
     return bad ? -EIO : 0;
 }
 

@@ -100,20 +100,37 @@ def _signal(proc: subprocess.Popen, sig: int) -> None:
 
 STOP_IDLE_S = 15.0  # perf that used no CPU for this long after SIGINT is hung, not finishing its file
 STOP_MAX_S = 600.0  # and perf still busy after this long is stopped anyway
+KILL_GRACE_S = 5.0  # after SIGTERM: then SIGKILL
 
 
-def _wait_working(proc: subprocess.Popen, idle_s: float, max_s: float) -> None:
-    """Wait while perf works on its file (it uses CPU: build-ids, flushing); give up when it idles."""
-    watch, deadline = CpuProgress((proc.pid,), idle_s), time.monotonic() + max_s
-    while proc.poll() is None and time.monotonic() < deadline and not watch.stalled():
+def _size(path: Path | None) -> int:
+    try:
+        return path.stat().st_size if path is not None else -1
+    except OSError:
+        return -1
+
+
+def _wait_working(proc: subprocess.Popen, idle_s: float, max_s: float, output: Path | None = None) -> None:
+    """Wait while perf works on its file: ``output`` grows (buffers flushed, build-ids written) or perf
+    itself uses CPU (reading DSOs for build-ids). A child's CPU is not perf's work: a perf that forks
+    and ignores signals is given up on after ``idle_s``, not after ``max_s``."""
+    watch, deadline, size = CpuProgress((proc.pid,), idle_s, own=True), time.monotonic() + max_s, _size(output)
+    while proc.poll() is None and time.monotonic() < deadline:
         try:
             proc.wait(timeout=0.5)
         except subprocess.TimeoutExpired:
-            continue
+            pass
+        if _size(output) != size:
+            size = _size(output)
+            watch.moved()
+        if watch.stalled():
+            return
 
 
-def stop(proc: subprocess.Popen, idle_s: float = STOP_IDLE_S, max_s: float = STOP_MAX_S) -> int | None:
-    """SIGINT (perf writes its file), then SIGTERM, then SIGKILL: never leave perf running."""
+def stop(proc: subprocess.Popen, idle_s: float = STOP_IDLE_S, max_s: float = STOP_MAX_S,
+         output: Path | None = None) -> int | None:
+    """SIGINT (perf writes ``output``), then SIGTERM, then SIGKILL after KILL_GRACE_S: never leave perf
+    (or anything it started: its session is signalled) running."""
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGKILL):
         if proc.poll() is not None:
             break
@@ -122,13 +139,22 @@ def stop(proc: subprocess.Popen, idle_s: float = STOP_IDLE_S, max_s: float = STO
         except ProcessLookupError:
             break
         if sig == signal.SIGINT:
-            _wait_working(proc, min(idle_s, stall_s()), max_s)
+            _wait_working(proc, min(idle_s, stall_s()), max_s, output)
         else:
             try:
-                proc.wait(timeout=5.0)
+                proc.wait(timeout=KILL_GRACE_S)
             except subprocess.TimeoutExpired:
                 continue
+    if proc.poll() is not None:
+        _signal_group(proc.pid, signal.SIGKILL)  # what it forked and left in its group goes too
     return proc.poll()
+
+
+def _signal_group(pgid: int, sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
 
 
 class Control:
@@ -150,7 +176,7 @@ class Control:
 
     def enable(self, proc: subprocess.Popen, timeout: float = 60.0) -> bool:
         """Send 'enable' once perf listens and wait for its ack; False if perf exited first."""
-        deadline, watch = time.monotonic() + timeout, CpuProgress((proc.pid,), stall_s())
+        deadline, watch = time.monotonic() + timeout, CpuProgress((proc.pid,), stall_s(), own=True)
         while time.monotonic() < deadline and proc.poll() is None and not watch.stalled():
             try:
                 fd = os.open(self.ctl, os.O_WRONLY | os.O_NONBLOCK)
@@ -230,7 +256,7 @@ def run_bounded(procs: dict[str, tuple[Sequence[str], Path]], duration: float, p
             for proc in started.values():  # signal all first: their shutdowns overlap
                 _signal(proc, signal.SIGINT)
             for name, proc in started.items():
-                out.returncodes[name] = stop(proc)
+                out.returncodes[name] = stop(proc, output=data_path if name == "record" else None)
                 out.stderr[name] = procs[name][1].read_text(errors="replace") if procs[name][1].exists() else ""
             if control is not None:
                 control.close()

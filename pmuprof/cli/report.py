@@ -48,7 +48,7 @@ def report_cmd(input_path: str, out_dir: str | None, as_json: bool, force: bool,
     dest = Path(out_dir) if out_dir else (src if src.is_dir() else Path("pmuprof-report"))
     rundir.claim_output_dir(dest, src, rundir.REPORT_FILES, force)
     result = report_input(src, dest, options)
-    common.say_problems(result.profile)
+    common.say_problems(result.profile, run_warnings=True)
     common.log(f"report: {result.paths['html']}")
 
 

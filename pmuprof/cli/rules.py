@@ -9,7 +9,7 @@ import click
 
 from ..errors import RuleError
 from ..findings.docs import rule_markdown, rules_markdown
-from ..findings.loader import check_rules, find_rule, load_rules
+from ..findings.loader import check_rules, check_set, find_rule, load_rules
 from ..paths import rules_dir
 
 EPILOG = """\b
@@ -59,8 +59,11 @@ def check_cmd(directory: Path | None) -> None:
     """Validate every rule file in DIRECTORY (default: the rules in use); exit 7 on errors."""
     directory = directory or rules_dir()
     good, bad = check_rules(directory)
-    for err in bad:
+    whole = check_set(directory, good)
+    for err in bad + whole:
         click.echo(f"error: {err}", err=True)
-    click.echo(f"{directory}: {len(good)} valid, {len(bad)} invalid")
-    if bad:
-        raise RuleError(f"{len(bad)} invalid rule file(s) in {directory}", "fix the file:line errors above")
+    click.echo(f"{directory}: {len(good)} valid, {len(bad)} invalid" + (f"; {len(whole)} problem(s) with the set or "
+                                                                       "its knowledge tables" if whole else ""))
+    if bad or whole:
+        raise RuleError(f"{len(bad)} invalid rule file(s), {len(whole)} other problem(s) in {directory}",
+                        "fix the errors above")

@@ -6,11 +6,13 @@ rule files (unknown keys and bad ranges are errors with file:line) and loaded on
 
 from __future__ import annotations
 
+import contextlib
 import re
+from contextvars import ContextVar
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Iterator, Mapping
 
 from ..errors import RuleError
 from ..model.server import FAMILIES, for_family
@@ -178,14 +180,35 @@ def _latch(ctx: _Ctx, item: Any, line: int) -> Latch:
                  str(d.get("ps_name") or ""))
 
 
+KNOWLEDGE_FILES = {"latch_table": "latches.yaml", "server_features": "server-features.yaml"}  # loader -> file
+
+
+# The rules folder being loaded: its knowledge/ is the one its rules are checked against (None: the rules
+# in use, PMUPROF_RULES or the installed ones). Set only by rules_folder().
+_FOLDER: ContextVar[Path | None] = ContextVar("pmuprof_rules_folder", default=None)
+
+
+@contextlib.contextmanager
+def rules_folder(directory: Path) -> Iterator[None]:
+    """Inside: knowledge_dir() is DIRECTORY/knowledge, so a folder's rules are checked against its own tables."""
+    token = _FOLDER.set(Path(directory))
+    try:
+        yield
+    finally:
+        _FOLDER.reset(token)
+
+
 def knowledge_dir() -> Path:
-    return rules_dir() / "knowledge"
+    return (_FOLDER.get() or rules_dir()) / "knowledge"
+
+
+def latch_table(path: Path | None = None) -> LatchTable:
+    """rules/knowledge/latches.yaml (of the folder being loaded, else of the rules in use), validated."""
+    return _latch_table(path or knowledge_dir() / KNOWLEDGE_FILES["latch_table"])
 
 
 @lru_cache(maxsize=4)
-def latch_table(path: Path | None = None) -> LatchTable:
-    """rules/knowledge/latches.yaml, validated."""
-    path = path or knowledge_dir() / "latches.yaml"
+def _latch_table(path: Path) -> LatchTable:
     ctx, data = _Ctx(path), load_yaml(path)
     top = ctx.keys(data, ("sources", "wait_frames", "wake_frames", "machinery", "latches"), 1, "the latch table")
     waits = tuple(_wait_frame(ctx, w, ln) for w, ln in zip(top["wait_frames"], top["wait_frames"].item_lines))
@@ -204,10 +227,13 @@ _FEATURE_KINDS = {"variables": "variable", "schemas": "schema", "statements": "s
                   "status_variables": "status"}
 
 
-@lru_cache(maxsize=4)
 def server_features(path: Path | None = None) -> Mapping[str, Feature]:
     """rules/knowledge/server-features.yaml: name -> Feature (statements by their id)."""
-    path = path or knowledge_dir() / "server-features.yaml"
+    return _server_features(path or knowledge_dir() / KNOWLEDGE_FILES["server_features"])
+
+
+@lru_cache(maxsize=4)
+def _server_features(path: Path) -> Mapping[str, Feature]:
     ctx, data = _Ctx(path), load_yaml(path)
     top = ctx.keys(data, ("sources",) + tuple(_FEATURE_KINDS), 1, "the server-features table")
     out: dict[str, Feature] = {}

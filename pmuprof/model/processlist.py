@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator
 
 import numpy as np
 
@@ -58,17 +59,39 @@ class Polled:
         return out
 
 
+def _cells(line: str) -> list[str] | None:
+    """A row's nine cells; None for a line that is not a row (comments and blank lines are not rows either)."""
+    cells = line.split("\t")
+    if len(cells) != 9 or not cells[0].isdigit() or not cells[1].isdigit():
+        return None
+    return cells
+
+
+def _rows(text: str) -> Iterator[tuple[int, str, list[str] | None]]:
+    """(line number, line, its cells or None) of every line that is neither blank nor a # comment."""
+    for number, line in enumerate(text.split("\n"), 1):
+        if line and not line.startswith("#"):
+            yield number, line, _cells(line)
+
+
+def damage(text: str) -> str:
+    """What is wrong with processlist.tsv's text ("" when every line is a row)."""
+    bad = [number for number, _, cells in _rows(text) if cells is None]
+    if not bad:
+        return ""
+    return (f"{len(bad):,} line(s) are not processlist rows (the first: line {bad[0]}), left out of the "
+            "CPU by state, statement and user tables")
+
+
 def parse(text: str) -> Polled:
-    """The table of processlist.tsv's text (lines that are not nine tab-separated cells are skipped)."""
+    """The table of processlist.tsv's text (lines that are not nine tab-separated cells are skipped:
+    damage() says how many)."""
     cols: dict[str, list[str]] = {c: [] for c in TEXT_COLUMNS}
     secs: list[int] = []
     tids: list[int] = []
     ids: list[int] = []
-    for line in text.split("\n"):
-        if not line or line.startswith("#"):
-            continue
-        cells = line.split("\t")
-        if len(cells) != 9 or not cells[0].isdigit() or not cells[1].isdigit():
+    for _, _, cells in _rows(text):
+        if cells is None:
             continue
         secs.append(int(cells[0]))
         tids.append(int(cells[1]))
@@ -88,9 +111,21 @@ def parse(text: str) -> Polled:
                   codes, values)
 
 
-def read(path: Path) -> Polled | None:
-    """The polled processlist of a run directory, None when it has none."""
+def _text(path: Path) -> str | None:
     try:
-        return parse(Path(path).read_text(encoding="utf-8", errors="replace"))
+        return Path(path).read_text(encoding="utf-8", errors="replace")
     except FileNotFoundError:
         return None
+
+
+def read(path: Path) -> Polled | None:
+    """The polled processlist of a run directory, None when it has none."""
+    text = _text(path)
+    return None if text is None else parse(text)
+
+
+def note(path: Path) -> str:
+    """A warning for a damaged processlist.tsv ("" when it is sound or absent)."""
+    text = _text(path)
+    why = damage(text) if text is not None else ""
+    return f"{Path(path).name}: {why}" if why else ""

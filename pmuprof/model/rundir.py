@@ -13,6 +13,7 @@ from .analysis import Analysis
 from .counters import Counters
 from .folded import load_folded
 from .jsontypes import from_json, to_json
+from . import processlist
 from .offcpu import OffCpuProfile, Threads
 from .profile import Leaf, Profile
 from .run import Run, Source
@@ -58,6 +59,12 @@ def is_run_dir(path: Path) -> bool:
     return path.is_dir() and (path / RUN_JSON).is_file()
 
 
+def _no_constant(name: str) -> Any:
+    """NaN and Infinity are not JSON (Python's json reads them): no pmuprof file holds them, and a number
+    that compares false to everything would reach the writers."""
+    raise ValueError(f"{name} is not a JSON number")
+
+
 def read_json(path: Path, default: Any = None) -> Any:
     """Parsed JSON, ``default`` when the file is absent; a damaged file is one InputError line."""
     if not path.is_file():
@@ -65,7 +72,7 @@ def read_json(path: Path, default: Any = None) -> Any:
     if path.stat().st_size > MAX_JSON_BYTES:
         raise InputError(f"{path}: larger than {MAX_JSON_BYTES >> 20} MiB, not a pmuprof file", "check the path")
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return json.loads(path.read_text(encoding="utf-8"), parse_constant=_no_constant)
     except (ValueError, UnicodeDecodeError, RecursionError) as err:
         why = "nested too deeply" if isinstance(err, RecursionError) else str(err)
         raise InputError(f"{path}: not valid JSON ({why})",
@@ -210,9 +217,12 @@ def read_offcpu(path: Path, read_stacks: Callable[[Path], tuple[Any, dict[str, s
                 notes: list[str] | None = None) -> OffCpuProfile | None:
     """offcpu.folded and threads.json of a run directory (None when the capture recorded no off-CPU time);
     a damaged file is left out with a note, like every optional contract file."""
-    if not (path / OFFCPU).is_file():
-        return None
     notes = notes if notes is not None else []
+    if not (path / OFFCPU).is_file():
+        if (path / OFFCPU_RAW).is_file() and (path / OFFCPU_RAW).stat().st_size:
+            notes.append(f"{OFFCPU_RAW} holds off-CPU data that was never folded (the capture was killed before "
+                         f"it finished): off-CPU time left out of the report")
+        return None
     try:
         stacks, headers = read_stacks(path / OFFCPU)
     except InputError as err:
@@ -233,7 +243,8 @@ def load_run_dir(path: Path, read_stacks: Callable[[Path], tuple[Any, dict[str, 
     more: list[str] = []
     offcpu = read_offcpu(path, read_stacks, more)
     samples, more_samples = read_samples(path / SAMPLES, stacks)
-    run = read_run(path).with_notes(notes + tuple(more) + more_samples)
+    polled = processlist.note(path / PROCESSLIST)
+    run = read_run(path).with_notes(notes + tuple(more) + more_samples + ((polled,) if polled else ()))
     return Profile(stacks, run, counters, server, analysis or Analysis(), read_leaves(path / LEAVES), str(path),
                    offcpu=offcpu, samples=samples)
 

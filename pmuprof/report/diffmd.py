@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from . import bidi
 from .markdown import _inline, _text
 from .split import split_markdown
 
@@ -42,4 +43,4 @@ def render_diff_markdown(doc: Mapping[str, Any]) -> str:
     lines += ["### Biggest changes by self share", ""] + _table(list(doc["self"]), "self") + [""]
     lines += ["### Biggest changes by inclusive share", ""] + _table(list(doc["inclusive"]), "inclusive") + [""]
     lines += split_markdown(list(doc.get("split") or []), _inline)
-    return "\n".join(lines)
+    return bidi.visible("\n".join(lines))

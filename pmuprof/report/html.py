@@ -12,6 +12,7 @@ import jinja2
 from markupsafe import Markup
 
 from .. import __version__, outfile
+from . import bidi
 from ..paths import templates_dir
 
 _JSON_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
@@ -24,8 +25,9 @@ def dumps(data: Any) -> str:
 
 
 def embed_json(data: Any) -> Markup:
-    """JSON safe inside <script type="application/json">: no '<', '>', '&', U+2028/2029 left raw."""
-    text = dumps(data)
+    """JSON safe inside <script type="application/json">: no '<', '>', '&', U+2028/2029 left raw, and
+    bidi controls decoding to their visible escapes."""
+    text = bidi.visible_in_json(dumps(data))
     for raw, escaped in _JSON_ESCAPES.items():
         text = text.replace(raw, escaped)
     return Markup(text)
@@ -72,6 +74,7 @@ def environment(directory: str = "") -> jinja2.Environment:
         keep_trailing_newline=True,
         trim_blocks=True,
         lstrip_blocks=True,
+        finalize=bidi.finalize,
     )
     env.globals["asset"] = functools.partial(_asset, env)
     env.filters["pct"] = _pct

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any, Mapping
 
+from . import bidi
 from .wallclock import NO_USER_STACK
 
 TOP_FRAMES = 8
@@ -216,4 +217,4 @@ def render_markdown(payload: Mapping[str, Any]) -> str:
     lines += ["![Flame graph](flame.svg)", "",
               "Full report: report.html (self-contained, opens offline); flame graph picture: [flame.svg](flame.svg); "
               "machine-readable: findings.json."]
-    return "\n".join(lines) + "\n"
+    return bidi.visible("\n".join(lines) + "\n")

@@ -94,11 +94,12 @@ def _stat(pid: int | str) -> list[bytes] | None:
         return None
 
 
-def cpu_ticks(pid: int | str) -> int | None:
-    """utime + stime of a process and its reaped children (clock ticks), None once it is gone."""
+def cpu_ticks(pid: int | str, children: bool = True) -> int | None:
+    """utime + stime of a process (all its threads) and, with ``children``, of its reaped children (clock
+    ticks); None once it is gone."""
     fields = _stat(pid)
     try:
-        return sum(int(f) for f in fields[11:15]) if fields else None
+        return sum(int(f) for f in fields[11:15 if children else 13]) if fields else None
     except ValueError:
         return None
 
@@ -115,17 +116,22 @@ def group_ticks(pgid: int) -> int:
 
 
 class Progress:
-    """Tells a working program from a hung one: hung when its process group (or ``pids``) used no CPU
-    for ``idle_s`` seconds. Checked at most once a second."""
+    """Tells a working program from a hung one: hung when its process group (or ``pids``; ``own``: their
+    own threads only, not the children they fork and reap) used no CPU for ``idle_s`` seconds, and
+    nothing else said it moved (``moved()``). Checked at most once a second."""
 
-    def __init__(self, pids: Sequence[int], idle_s: float, group: bool = True) -> None:
-        self.pids, self.idle_s, self.group = tuple(pids), idle_s, group
+    def __init__(self, pids: Sequence[int], idle_s: float, group: bool = True, own: bool = False) -> None:
+        self.pids, self.idle_s, self.group, self.own = tuple(pids), idle_s, group and not own, own
         self.last, self.since, self.checked = self._ticks(), time.monotonic(), 0.0
 
     def _ticks(self) -> int:
         if self.group:
             return sum(group_ticks(p) for p in self.pids)
-        return sum(t for t in (cpu_ticks(p) for p in self.pids) if t is not None)
+        return sum(t for t in (cpu_ticks(p, children=not self.own) for p in self.pids) if t is not None)
+
+    def moved(self) -> None:
+        """Progress seen another way (the program's output grew)."""
+        self.since = time.monotonic()
 
     def stalled(self) -> bool:
         now = time.monotonic()

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 from typing import Callable
 
+from .. import signals
 from ..errors import UsageError
 
 
@@ -44,8 +45,8 @@ def _lock(pid_file: Path) -> int:
     return fd
 
 
-def _on_sigterm(_signum: int, _frame: object) -> None:
-    raise KeyboardInterrupt  # the watch loop stops perf cleanly and writes what it captured
+def _on_sigterm(signum: int, _frame: object) -> None:
+    raise signals.StopSignal(signum)  # the watch loop stops perf cleanly, writes what it captured, logs SIGTERM
 
 
 def daemonize(pid_file: Path | None, log_file: Path) -> int | None:

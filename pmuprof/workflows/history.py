@@ -44,7 +44,7 @@ class RunSummary:
     report: str | None = None  # link to report.html relative to the index file
     trigger: str | None = None
     notes: tuple[str, ...] = field(default_factory=tuple)
-    complete: bool = True  # has findings.json: an empty or failed capture is no baseline
+    complete: bool = True  # has a sound findings.json: an empty, failed or damaged run is no baseline
 
     @property
     def top_finding(self) -> dict[str, Any] | None:
@@ -104,20 +104,33 @@ def _damaged(path: Path, base: Path, err: PmuprofError) -> RunSummary:
                       notes=(f"damaged: {err}",), complete=False)
 
 
-def _share(value: Any) -> float:
-    """A findings.json share as a number in 0..1 (anything else counts as 0)."""
-    try:
-        share = float(value or 0.0)
-    except (TypeError, ValueError):
+def _share(value: Any) -> float | None:
+    """A findings.json share as a number in 0..1; 0 when the finding has none; None when it is damaged
+    (text, NaN, out of range): never read as 0, which would show as an improvement."""
+    if value is None:
         return 0.0
-    return share if 0.0 <= share <= 1.0 else 0.0
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    share = float(value)
+    return share if 0.0 <= share <= 1.0 else None  # NaN fails both comparisons
 
 
-def _findings(found: Any) -> tuple[dict[str, Any], ...]:
+def _findings(found: Any, notes: list[str]) -> tuple[tuple[dict[str, Any], ...], bool]:
+    """The findings of a findings.json, and False when one is damaged (a note says which)."""
     items = found.get("findings", []) if isinstance(found, dict) else []
-    return tuple({"rule": str(f.get("rule", "?")), "severity": str(f.get("severity", "info")),
-                  "title": str(f.get("title", "")), "share": _share(f.get("share"))}
-                 for f in (items if isinstance(items, list) else []) if isinstance(f, dict))
+    out, whole = [], True
+    for f in (items if isinstance(items, list) else []):
+        if not isinstance(f, dict):
+            continue
+        rule, share = str(f.get("rule", "?")), _share(f.get("share"))
+        if share is None:
+            notes.append(f"findings.json damaged: {rule} has share {str(f.get('share'))[:40]!r}, "
+                         "not a number from 0 to 1")
+            whole = False
+            continue
+        out.append({"rule": rule, "severity": str(f.get("severity", "info")), "title": str(f.get("title", "")),
+                    "share": share})
+    return tuple(out), whole
 
 
 def _read_findings(path: Path, notes: list[str]) -> dict | None:
@@ -148,7 +161,7 @@ def summarize(path: Path, base: Path, index_dir: Path) -> RunSummary | None:
     except PmuprofError as err:
         counted, total, notes = (), 0, notes + [str(err)]
     found = _read_findings(path, notes)
-    findings = _findings(found)
+    findings, whole = _findings(found, notes)
     facts = (found or {}).get("profile")
     samples = total or _int(facts.get("samples") if isinstance(facts, dict) else 0)
     report = None
@@ -159,7 +172,8 @@ def summarize(path: Path, base: Path, index_dir: Path) -> RunSummary | None:
         name=path.relative_to(base).as_posix(), started=run.started, target=_target(run),
         samples=samples, event=run.record.event_recorded or run.record.event_requested,
         findings=findings, functions=functions, ipc=_ipc(counters), report=report,
-        trigger=run.trigger.condition if run.trigger else None, notes=tuple(notes), complete=found is not None,
+        trigger=run.trigger.condition if run.trigger else None, notes=tuple(notes),
+        complete=found is not None and whole,
         basis=run_basis(run, counters, samples), function_samples=counted)
 
 
@@ -297,8 +311,10 @@ def _charts(runs: Sequence[RunSummary]) -> list[dict[str, Any]]:
     charts = []
     per_run = [_weights(r, _finding_items(r), timed) for r in runs]
     rules = _pick_series(per_run)
-    if rules:
-        charts.append(chart(f"Main findings ({what})", labels, {n: [_share_of(w, n) for w in per_run] for n in rules}, unit))
+    if rules:  # a run without sound findings is a gap in these lines, not a 0
+        charts.append(chart(f"Main findings ({what})", labels,
+                            {n: [_share_of(w, n) if r.complete else None for r, w in zip(runs, per_run)]
+                             for n in rules}, unit))
     per_run = [_weights(r, r.functions, timed) for r in runs]
     funcs = _pick_series(per_run)
     if funcs:

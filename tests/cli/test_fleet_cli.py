@@ -122,7 +122,7 @@ def test_watch_daemon_holds_its_pid_file_and_stops_on_sigterm(target, tmp_path):
     os.kill(daemon_pid, 15)
     assert _gone(pid_file), log_file.read_text()  # removed on the way out
     log = log_file.read_text()
-    assert "watch stopped by SIG" in log and "0 capture(s)" in log
+    assert "watch stopped by SIGTERM" in log and "0 capture(s)" in log  # the signal it was, not "SIGINT"
     assert all(line.startswith(("pmuprof: 20", "pmuprof: error:")) for line in log.splitlines())  # stamped, or the exit line
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+from pathlib import Path
 
 import pytest
 
@@ -52,6 +53,48 @@ def test_a_symlink_is_never_followed(pmuprof, folded, tmp_path, command):
     args = ("export", folded, "-f", "pprof", "-o", link) if command == "export" else ("history", tmp_path, "-o", link)
     one_line(pmuprof(*args), 2, "symbolic link")
     assert victim.read_text() == "keep me" and link.is_symlink()
+
+
+NOBODY = 65534
+
+
+def _foreign_link(link, target):
+    """A symbolic link another user (nobody) owns, as one they planted in a shared directory."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root to give a link to another user")
+    link.symlink_to(target)
+    os.lchown(link, NOBODY, NOBODY)
+    return link
+
+
+def test_another_users_link_to_a_directory_is_never_followed(pmuprof, folded, tmp_path):
+    target = tmp_path / "theirs"
+    target.mkdir()
+    link = _foreign_link(tmp_path / "out", target)
+    one_line(pmuprof("report", folded, "-o", link), 2, "owned by uid 65534", "another user's link")
+    # a directory on the way counts as much as the last name
+    one_line(pmuprof("export", folded, "-f", "pprof", "-o", link / "sub" / "x.pprof"), 2, "another user's link")
+    assert list(target.iterdir()) == []
+
+
+def test_another_users_link_under_dev_shm_is_never_followed(pmuprof, folded, tmp_path):
+    victim = tmp_path / "victim"
+    victim.write_text("keep me")
+    link = _foreign_link(Path("/dev/shm") / f"pmuprof-test-{os.getpid()}", victim)
+    try:
+        one_line(pmuprof("export", folded, "-f", "pprof", "-o", link), 2, "another user's link")
+    finally:
+        link.unlink()
+    assert victim.read_text() == "keep me"
+
+
+def test_an_own_link_to_a_directory_is_followed(pmuprof, folded, tmp_path):
+    target = tmp_path / "mine"
+    target.mkdir()
+    (tmp_path / "out").symlink_to(target)
+    (tmp_path / "hop").symlink_to("out/../mine")
+    assert pmuprof("report", folded, "-o", tmp_path / "hop").code == 0
+    assert (target / "report.html").is_file()
 
 
 def test_a_link_planted_in_a_run_directory_is_refused(pmuprof, folded, tmp_path):

@@ -7,6 +7,8 @@ import os
 import resource
 import time
 
+import pytest
+
 
 from .conftest import one_line
 from helpers import REPO
@@ -99,3 +101,54 @@ def test_bad_pmuprof_rules_stops_watch_before_polling(pmuprof, tmp_path):
 def test_built_in_rules_still_load(pmuprof):
     res = pmuprof("rules", "check", REPO / "rules")
     assert res.code == 0 and "0 invalid" in res.out, res.err  # a negative lookahead and classes pass the check
+
+
+def _copy_rules(tmp_path, knowledge: dict[str, str | None]):
+    """The built-in rule files in a folder of their own; ``knowledge``: file -> text (None: left out)."""
+    folder = _rules_dir(tmp_path, {p.name: p.read_text() for p in (REPO / "rules").glob("*.yaml")})
+    (folder / "knowledge").mkdir()
+    for name in ("latches.yaml", "server-features.yaml"):
+        text = knowledge.get(name, (REPO / "rules" / "knowledge" / name).read_text())
+        if text is not None:
+            (folder / "knowledge" / name).write_text(text)
+    return folder
+
+
+@pytest.mark.parametrize("name, text, needle", [
+    ("latches.yaml", None, "latches.yaml: cannot read"),
+    ("server-features.yaml", None, "server-features.yaml: cannot read"),
+    ("latches.yaml", "sources: []\nwait_frames: [\n", "latches.yaml:"),
+])
+def test_rules_check_checks_the_knowledge_a_capture_loads(pmuprof, tmp_path, name, text, needle):
+    folder = _copy_rules(tmp_path, {name: text})
+    res = pmuprof("rules", "check", folder)
+    assert res.code == 7 and needle in res.err, res.err
+    out = tmp_path / "run"
+    res = pmuprof("capture", "-p", os.getpid(), "--no-mysql", "-d", "30", "-o", out, env={"PMUPROF_RULES": str(folder)})
+    one_line(res, 7, name)
+    assert not out.exists(), "nothing may be recorded"
+
+
+def test_rules_check_checks_the_rule_set_as_a_whole(pmuprof, tmp_path):
+    folder = _copy_rules(tmp_path, {})
+    (folder / "sync-array.yaml").unlink()  # other rules explain it
+    res = pmuprof("rules", "check", folder)
+    assert res.code == 7 and "explains unknown rule 'sync-array'" in res.err, res.err
+
+
+def test_a_complete_copy_of_the_rules_passes(pmuprof, tmp_path):
+    res = pmuprof("rules", "check", _copy_rules(tmp_path, {}))
+    assert res.code == 0 and "0 invalid" in res.out, res.err
+
+
+def test_rules_check_reads_latch_ids_from_the_folder_it_checks(pmuprof, tmp_path):
+    """A rule naming a latch its own folder's table lacks fails `rules check DIR`, as it fails a capture
+    with PMUPROF_RULES=DIR, whatever latch table the rules in use have."""
+    table = (REPO / "rules" / "knowledge" / "latches.yaml").read_text()
+    assert table.count("- id: ahi_latch\n") == 1
+    folder = _copy_rules(tmp_path, {"latches.yaml": table.replace("- id: ahi_latch\n", "- id: ahi_latch_renamed\n")})
+    res = pmuprof("rules", "check", folder)
+    assert res.code == 7 and "adaptive-hash-index.yaml:9: unknown latch id(s) ahi_latch" in res.err, res.err
+    res = pmuprof("capture", "-p", os.getpid(), "--no-mysql", "-d", "30", "-o", tmp_path / "run",
+                  env={"PMUPROF_RULES": str(folder)})
+    one_line(res, 7, "adaptive-hash-index.yaml:9")
