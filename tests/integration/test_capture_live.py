@@ -14,16 +14,6 @@ from helpers import REPO, build_busy, need_perf, run_cli
 
 
 @pytest.fixture(scope="module")
-def busy(tmp_path_factory):
-    need_perf()
-    exe = build_busy(tmp_path_factory.mktemp("busy"))
-    proc = subprocess.Popen([str(exe)])
-    yield proc
-    proc.kill()
-    proc.wait()
-
-
-@pytest.fixture(scope="module")
 def run_dir(busy, tmp_path_factory):
     out = tmp_path_factory.mktemp("cap") / "run"
     res = run_cli("capture", "-p", str(busy.pid), "-d", "3", "-F", "199", "-o", str(out), "--no-mysql")

@@ -7,19 +7,7 @@ import json
 import os
 import subprocess
 
-import pytest
-
-from helpers import build_busy, need_perf, run_cli
-
-
-@pytest.fixture(scope="module")
-def busy(tmp_path_factory):
-    need_perf()
-    exe = build_busy(tmp_path_factory.mktemp("busy"))
-    proc = subprocess.Popen([str(exe)])
-    yield proc
-    proc.kill()
-    proc.wait()
+from helpers import run_cli
 
 
 def test_a_saturated_host_is_measured_and_said_first(busy, tmp_path):
