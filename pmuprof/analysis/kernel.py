@@ -1,0 +1,35 @@
+"""Kernel frames this host cannot name: say why (another boot's kernel, hidden kallsyms), never "stripped"."""
+
+from __future__ import annotations
+
+import os
+
+from ..model.analysis import StackQuality
+from ..tools import elf
+
+KERNEL_DSO = "[kernel.kallsyms]"
+SAY_FROM = 0.01  # said when at least this share of a process's samples end in unnamed kernel code
+
+
+def kernel_warnings(quality: tuple[StackQuality, ...], recorded_build_id: str | None, recorded_kernel: str,
+                    running_build_id: str | None = None, running_kernel: str | None = None) -> tuple[str, ...]:
+    """One line when kernel frames stayed unnamed: how many, why here, and how to get them named.
+
+    ``recorded_*``: the perf.data's kernel build-id and the run's kernel release; ``running_*``: this host's
+    (read here when not given)."""
+    worst = max(quality, key=lambda q: q.unresolved_kernel_share, default=None)
+    if worst is None or worst.unresolved_kernel_share < SAY_FROM:
+        return ()
+    running_build_id = running_build_id if running_build_id is not None else elf.running_kernel_build_id()
+    running_kernel = running_kernel if running_kernel is not None else os.uname().release
+    share = f"{worst.unresolved_kernel_share:.0%} of {worst.process} samples end in kernel code"
+    if recorded_build_id and recorded_build_id == running_build_id:
+        return (f"kernel frames unresolved: {share} that this host's kernel (the one that recorded them) does "
+                "not name for this user (kernel.kptr_restrict, or not root): not a stripped binary; re-report as "
+                "root",)
+    was = f"kernel {recorded_kernel or '?'}" + (f", build-id {recorded_build_id[:12]}" if recorded_build_id else "")
+    now = f"{running_kernel}" + (f", build-id {running_build_id[:12]}" if running_build_id else "")
+    return (f"kernel frames of another boot: {share} that no kernel symbols here name (recorded on {was}; "
+            f"this host runs {now}): not a stripped binary; re-report the run directory pmuprof capture wrote "
+            "(it keeps that boot's kernel symbols), or on the recording host run `perf archive PERF.DATA` and "
+            "here `tar xf PERF.DATA.tar.bz2 -C ~/.debug`",)

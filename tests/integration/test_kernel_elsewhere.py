@@ -1,0 +1,89 @@
+"""A real recording whose kernel is not this host's (its build-id changed in the file, as after a kernel
+upgrade or on another host): the kernel frames are said as that, never as a stripped binary (real perf)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from helpers import need_perf, run_cli
+from pmuprof.analysis.binaries import Lookup
+from pmuprof.analysis.load import Choice
+from pmuprof.pipeline import Options, build_profile
+
+SYSCALLS_C = r"""
+#include <fcntl.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+static char buf[512];
+__attribute__((noinline)) void write_loop(int fd) { for (int i = 0; i < 2000; i++) (void)!write(fd, buf, sizeof buf); }
+int main(int argc, char **argv) {
+    int fd = open("/dev/null", O_WRONLY);
+    time_t end = time(NULL) + atoi(argc > 1 ? argv[1] : "1");
+    while (time(NULL) < end) write_loop(fd);
+    return 0;
+}
+"""
+
+
+def kernel_build_id(perf: str, data: Path) -> str:
+    out = subprocess.run([perf, "buildid-list", "-i", str(data)], capture_output=True, text=True).stdout
+    bid = next((ln.split()[0] for ln in out.splitlines() if ln.endswith("[kernel.kallsyms]")), None)
+    if not bid:
+        pytest.skip("perf recorded no kernel build-id here")
+    return bid
+
+
+@pytest.fixture(scope="module")
+def recordings(tmp_path_factory) -> tuple[Path, Path]:
+    """(the recording as made, the same file with its kernel build-id changed)."""
+    perf = need_perf()
+    tmp = tmp_path_factory.mktemp("kernel")
+    src, exe = tmp / "sysloop.c", tmp / "sysloop"
+    src.write_text(SYSCALLS_C)
+    subprocess.run(["gcc", "-O1", "-g", "-fno-omit-frame-pointer", "-o", str(exe), str(src)], check=True)
+    data = tmp / "perf.data"
+    subprocess.run([perf, "record", "-q", "-g", "-F", "499", "-o", str(data), "--", str(exe), "2"], check=True,
+                   capture_output=True)
+    bid = bytes.fromhex(kernel_build_id(perf, data))
+    raw = data.read_bytes()
+    assert raw.count(bid) == 1, "the build-id table holds the kernel's id once"
+    other = tmp / "other.data"
+    other.write_bytes(raw.replace(bid, bytes(len(bid) - 1) + b"\x01"))
+    return data, other
+
+
+def _profile(data: Path):
+    return build_profile(data, Options(Choice(comms=("sysloop",)), Lookup()))
+
+
+def _report(data: Path, out: Path) -> tuple[dict, str]:
+    res = run_cli("report", str(data), "--comm", "sysloop", "-o", str(out))
+    assert res.returncode == 0, res.stderr
+    return json.loads((out / "findings.json").read_text()), res.stderr
+
+
+def test_kernel_of_another_boot_is_not_a_stripped_binary(recordings, tmp_path: Path) -> None:
+    _, other = recordings
+    findings, stderr = _report(other, tmp_path / "other")
+    assert "missing-symbols" not in {f["rule"] for f in findings["findings"]}
+    line = next(ln for ln in stderr.splitlines() if "kernel frames of another boot" in ln)
+    share = int(line.split("another boot: ")[1].split("%")[0])
+    assert 20 <= share <= 100, line  # a write() loop spends most of its time in the kernel
+    assert "not a stripped binary" in line and "perf archive" in line
+    assert "kernel frames of another boot" in (tmp_path / "other" / "report.md").read_text()
+    (q,) = _profile(other).analysis.quality
+    assert q.unnamed_share < 0.05 and q.unresolved_kernel_share * 100 == pytest.approx(share, abs=1)
+
+
+def test_the_recording_read_on_its_own_kernel_names_its_frames(recordings, tmp_path: Path) -> None:
+    data, _ = recordings
+    _, stderr = _report(data, tmp_path / "own")
+    assert "kernel frames" not in stderr
+    profile = _profile(data)
+    assert profile.analysis.quality[0].unresolved_kernel_share == 0
+    assert any(f.endswith("_[k]") for f in profile.stacks.frames), "the kernel frames are named"
