@@ -2,13 +2,44 @@
 
 from __future__ import annotations
 
+import contextlib
+import gzip
 import os
+import tempfile
+from pathlib import Path
+from typing import Iterator
 
 from ..model.analysis import StackQuality
+from ..model.run import Run
 from ..tools import elf
 
 KERNEL_DSO = "[kernel.kallsyms]"
 SAY_FROM = 0.01  # said when at least this share of a process's samples end in unnamed kernel code
+MAX_KALLSYMS = 64 * 2**20  # a kept kallsyms.gz that inflates past this is not used
+
+
+@contextlib.contextmanager
+def recorded_kallsyms(run_dir: Path | None, run: Run, running_build_id: str | None = None) -> Iterator[Path | None]:
+    """The run directory's copy of its boot's kernel symbols, inflated into a temporary file for perf's
+    --kallsyms, when this host runs another kernel (else None: perf finds this kernel's own)."""
+    kept = run.kernel_symbols
+    running_build_id = running_build_id if running_build_id is not None else elf.running_kernel_build_id()
+    source = run_dir / kept.file if run_dir is not None and kept is not None and kept.file else None
+    if source is None or not source.is_file() or kept.build_id == running_build_id:
+        yield None
+        return
+    with tempfile.TemporaryDirectory(prefix="pmuprof-kallsyms-") as tmp:
+        try:
+            with gzip.open(source, "rb") as src:
+                data = src.read(MAX_KALLSYMS + 1)
+        except (OSError, EOFError):
+            data = b""
+        if not data or len(data) > MAX_KALLSYMS:
+            yield None
+            return
+        path = Path(tmp) / "kallsyms"
+        path.write_bytes(data)
+        yield path
 
 
 def kernel_warnings(quality: tuple[StackQuality, ...], recorded_build_id: str | None, recorded_kernel: str,

@@ -4,6 +4,7 @@ upgrade or on another host): the kernel frames are said as that, never as a stri
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -87,3 +88,56 @@ def test_the_recording_read_on_its_own_kernel_names_its_frames(recordings, tmp_p
     profile = _profile(data)
     assert profile.analysis.quality[0].unresolved_kernel_share == 0
     assert any(f.endswith("_[k]") for f in profile.stacks.frames), "the kernel frames are named"
+
+
+@pytest.fixture(scope="module")
+def travelled(tmp_path_factory) -> Path:
+    """A run directory `pmuprof record` wrote here, then made to look recorded under another kernel: the
+    kernel build-id changed in its perf.data and in run.json, its analysed files removed (re-read from perf.data)."""
+    perf = need_perf()
+    tmp = tmp_path_factory.mktemp("travel")
+    src, exe = tmp / "sysloop.c", tmp / "sysloop"
+    src.write_text(SYSCALLS_C)
+    subprocess.run(["gcc", "-O1", "-g", "-fno-omit-frame-pointer", "-o", str(exe), str(src)], check=True)
+    work = subprocess.Popen([str(exe), "120"])  # killed once recorded
+    try:
+        res = run_cli("record", "-p", str(work.pid), "-d", "2", "-F", "499", "--no-mysql", "-q", "-o", str(tmp / "run"))
+    finally:
+        work.kill()
+        work.wait()
+    assert res.returncode == 0, res.stderr
+    run_dir = tmp / "run"
+    run = json.loads((run_dir / "run.json").read_text())
+    kept = run["kernel_symbols"]
+    assert kept["file"] == "kallsyms.gz" and kept["symbols"] > 1000 and not kept["why_not"]
+    assert kept["bytes"] == (run_dir / "kallsyms.gz").stat().st_size < 8 * 2**20
+    assert kept["build_id"] == kernel_build_id(perf, run_dir / "perf.data")
+    other = bytes(19) + b"\x01"
+    data = (run_dir / "perf.data").read_bytes()
+    (run_dir / "perf.data").write_bytes(data.replace(bytes.fromhex(kept["build_id"]), other))
+    run["kernel_symbols"]["build_id"] = other.hex()
+    (run_dir / "run.json").write_text(json.dumps(run))
+    for name in ("stacks.folded", "leaves.tsv", "analysis.json", "samples.tsv"):
+        (run_dir / name).unlink(missing_ok=True)
+    return run_dir
+
+
+def test_a_run_directory_names_its_kernel_frames_on_another_kernel(travelled: Path, tmp_path: Path) -> None:
+    profile = build_profile(travelled)
+    assert profile.analysis.quality[0].unresolved_kernel_share == 0
+    assert {"ksys_write_[k]", "vfs_write_[k]"} & set(profile.stacks.frames), "named from the kept kallsyms"
+    argv = profile.analysis.reader_argv
+    assert "--kallsyms" in argv or any(a.startswith("--kallsyms=") for a in argv)
+    res = run_cli("report", str(travelled), "-o", str(tmp_path / "r"))
+    assert res.returncode == 0 and "kernel frames" not in res.stderr, res.stderr
+
+
+def test_without_its_kallsyms_the_run_directory_says_another_boot(travelled: Path, tmp_path: Path) -> None:
+    bare = tmp_path / "bare"
+    shutil.copytree(travelled, bare)
+    (bare / "kallsyms.gz").unlink()
+    res = run_cli("report", str(bare), "-o", str(tmp_path / "r"))
+    assert res.returncode == 0, res.stderr
+    assert "kernel frames of another boot" in res.stderr
+    rules = {f["rule"] for f in json.loads((tmp_path / "r" / "findings.json").read_text())["findings"]}
+    assert "missing-symbols" not in rules
