@@ -18,15 +18,27 @@ SAY_FROM = 0.01  # said when at least this share of a process's samples end in u
 MAX_KALLSYMS = 64 * 2**20  # a kept kallsyms.gz that inflates past this is not used
 
 
+PROC_KALLSYMS = Path("/proc/kallsyms")
+PERF_CACHE = Path.home() / ".debug"  # perf's build-id cache (perf record copies kallsyms there)
+
+
 @contextlib.contextmanager
-def recorded_kallsyms(run_dir: Path | None, run: Run, running_build_id: str | None = None) -> Iterator[Path | None]:
-    """The run directory's copy of its boot's kernel symbols, inflated into a temporary file for perf's
-    --kallsyms, when this host runs another kernel (else None: perf finds this kernel's own)."""
+def recorded_kallsyms(run_dir: Path | None, run: Run, running_build_id: str | None = None,
+                      recorded_build_id: str | None = None, symfs: bool = False) -> Iterator[Path | None]:
+    """The kernel symbols of the boot that recorded, as a file for perf's --kallsyms, or None where perf
+    finds them itself. On another kernel: the run directory's copy (inflated into a temporary file).
+    With ``symfs`` (perf then reads kallsyms under it, where there is none): /proc/kallsyms for this
+    kernel, perf's own cached copy for another."""
     kept = run.kernel_symbols
     running_build_id = running_build_id if running_build_id is not None else elf.running_kernel_build_id()
+    recorded = recorded_build_id or (kept.build_id if kept is not None else None)
+    if recorded and recorded == running_build_id:
+        yield PROC_KALLSYMS if symfs else None
+        return
     source = run_dir / kept.file if run_dir is not None and kept is not None and kept.file else None
-    if source is None or not source.is_file() or kept.build_id == running_build_id:
-        yield None
+    cached = PERF_CACHE / KERNEL_DSO / recorded / "kallsyms" if recorded else None
+    if source is None or not source.is_file() or (recorded and kept.build_id != recorded):
+        yield cached if symfs and cached is not None and cached.is_file() else None
         return
     with tempfile.TemporaryDirectory(prefix="pmuprof-kallsyms-") as tmp:
         try:

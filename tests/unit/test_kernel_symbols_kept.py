@@ -88,3 +88,26 @@ def test_both_readers_get_the_file() -> None:
     assert "--kallsyms=/t/kallsyms" in argv and "--kallsyms" not in " ".join(script_argv("perf", Path("p.data")))
     native = perfdata_argv(Path("/b/pmuprof-perfdata"), Path("/d/perf.data"), Path("/t/m.json"), kallsyms=Path("/k"))
     assert native[native.index("--kallsyms") + 1] == "/k" and native[-1] == "/d/perf.data"
+
+
+def test_with_symfs_perf_is_told_where_kallsyms_is(tmp_path: Path, monkeypatch) -> None:
+    """perf reads kallsyms under --symfs, where there is none: this kernel's /proc/kallsyms, the run's copy, or
+    perf's cached copy of another kernel's is named explicitly; never another kernel's symbols for this one."""
+    with recorded_kallsyms(None, Run(), running_build_id=BID, recorded_build_id=BID, symfs=True) as here:
+        assert here == Path("/proc/kallsyms")
+    with recorded_kallsyms(None, Run(), running_build_id=BID, recorded_build_id=BID) as plain:
+        assert plain is None, "perf finds this kernel's own"
+    other = "cd" * 20
+    cache = tmp_path / "cache"
+    monkeypatch.setattr("pmuprof.analysis.kernel.PERF_CACHE", cache)
+    with recorded_kallsyms(None, Run(), running_build_id=BID, recorded_build_id=other, symfs=True) as none:
+        assert none is None
+    (cache / "[kernel.kallsyms]" / other).mkdir(parents=True)
+    (cache / "[kernel.kallsyms]" / other / "kallsyms").write_bytes(KALLSYMS)
+    with recorded_kallsyms(None, Run(), running_build_id=BID, recorded_build_id=other, symfs=True) as cached:
+        assert cached == cache / "[kernel.kallsyms]" / other / "kallsyms"
+    src = tmp_path / "kallsyms"
+    src.write_bytes(KALLSYMS)
+    kept = keep_kernel_symbols(tmp_path / "kallsyms.gz", str(src), str(_notes(tmp_path, "ef" * 20)))
+    with recorded_kallsyms(tmp_path, Run(kernel_symbols=kept), running_build_id=BID, recorded_build_id=other) as x:
+        assert x is None, "the run's copy is of a third kernel: not used for this recording"

@@ -93,8 +93,9 @@ def evlist_argv(perf: str, data: Path) -> list[str]:
     return [perf, "evlist", "-v", "-i", str(data)]
 
 
-def buildid_list_argv(perf: str, data: Path) -> list[str]:
-    return [perf, "buildid-list", "-i", str(data)]
+def buildid_list_argv(perf: str, data: Path, hits: bool = False) -> list[str]:
+    """``hits``: only the DSOs samples fell in."""
+    return [perf, "buildid-list", "-i", str(data)] + (["--with-hits"] if hits else [])
 
 
 def header_argv(perf: str, data: Path) -> list[str]:

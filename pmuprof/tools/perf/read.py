@@ -81,9 +81,10 @@ def header(perf: str, data: Path) -> dict:
     return {out: facts[k] for k, out in keep.items() if k in facts}
 
 
-def build_ids(perf: str, data: Path) -> dict[str, str]:
-    """dso path -> build-id from the perf.data's build-id table (empty when perf wrote none)."""
-    res = _run(perfcmd.buildid_list_argv(perf, data))
+def build_ids(perf: str, data: Path, hits: bool = False) -> dict[str, str]:
+    """dso path -> build-id from the perf.data's build-id table (empty when perf wrote none); ``hits``: only
+    the DSOs samples fell in."""
+    res = _run(perfcmd.buildid_list_argv(perf, data, hits))
     return perfparse.parse_buildid_list(res.stdout) if res.returncode == 0 else {}
 
 

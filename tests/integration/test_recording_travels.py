@@ -1,5 +1,6 @@
-"""A real recording whose kernel is not this host's (its build-id changed in the file, as after a kernel
-upgrade or on another host): the kernel frames are said as that, never as a stripped binary (real perf)."""
+"""A recording that travelled (real perf): one whose kernel is not this host's (its build-id changed in the
+file, as after a kernel upgrade or on another host) says so, never "a stripped binary"; a run directory
+re-read from its perf.data names kernel and user frames from what it kept, where its binary is gone."""
 
 from __future__ import annotations
 
@@ -91,12 +92,12 @@ def test_the_recording_read_on_its_own_kernel_names_its_frames(recordings, tmp_p
 
 
 @pytest.fixture(scope="module")
-def travelled(tmp_path_factory) -> Path:
-    """A run directory `pmuprof record` wrote here, then made to look recorded under another kernel: the
-    kernel build-id changed in its perf.data and in run.json, its analysed files removed (re-read from perf.data)."""
+def captured(tmp_path_factory) -> tuple[Path, Path]:
+    """(a run directory `pmuprof record` wrote here of a syscall loop, the loop's binary)."""
     perf = need_perf()
     tmp = tmp_path_factory.mktemp("travel")
-    src, exe = tmp / "sysloop.c", tmp / "sysloop"
+    src, exe = tmp / "sysloop.c", tmp / "bin" / "sysloop"
+    exe.parent.mkdir()
     src.write_text(SYSCALLS_C)
     subprocess.run(["gcc", "-O1", "-g", "-fno-omit-frame-pointer", "-o", str(exe), str(src)], check=True)
     work = subprocess.Popen([str(exe), "120"])  # killed once recorded
@@ -112,14 +113,55 @@ def travelled(tmp_path_factory) -> Path:
     assert kept["file"] == "kallsyms.gz" and kept["symbols"] > 1000 and not kept["why_not"]
     assert kept["bytes"] == (run_dir / "kallsyms.gz").stat().st_size < 8 * 2**20
     assert kept["build_id"] == kernel_build_id(perf, run_dir / "perf.data")
+    binaries = {b["path"]: b for b in run["kept_binaries"]["binaries"]}
+    assert binaries[str(exe)]["debug_stripped"], "DWARF is left out of the copy"
+    assert run["kept_binaries"]["bytes"] == (run_dir / "binaries.tar.gz").stat().st_size < 64 * 2**20
+    return run_dir, exe
+
+
+def _unanalysed(run_dir: Path, dest: Path) -> Path:
+    """A copy of the run directory as `record` leaves it when cut short before folding: perf.data is re-read."""
+    shutil.copytree(run_dir, dest)
+    for name in ("stacks.folded", "leaves.tsv", "analysis.json", "samples.tsv"):
+        (dest / name).unlink(missing_ok=True)
+    return dest
+
+
+@pytest.fixture(scope="module")
+def travelled(captured, tmp_path_factory) -> Path:
+    """The run directory made to look recorded under another kernel: the kernel build-id changed in its
+    perf.data and in run.json."""
+    run_dir = _unanalysed(captured[0], tmp_path_factory.mktemp("elsewhere") / "run")
+    run = json.loads((run_dir / "run.json").read_text())
     other = bytes(19) + b"\x01"
     data = (run_dir / "perf.data").read_bytes()
-    (run_dir / "perf.data").write_bytes(data.replace(bytes.fromhex(kept["build_id"]), other))
+    (run_dir / "perf.data").write_bytes(data.replace(bytes.fromhex(run["kernel_symbols"]["build_id"]), other))
     run["kernel_symbols"]["build_id"] = other.hex()
     (run_dir / "run.json").write_text(json.dumps(run))
-    for name in ("stacks.folded", "leaves.tsv", "analysis.json", "samples.tsv"):
-        (run_dir / name).unlink(missing_ok=True)
     return run_dir
+
+
+def test_a_run_directory_whose_binary_is_gone_reads_the_same(captured, tmp_path: Path) -> None:
+    run_dir, exe = captured
+    again = _unanalysed(run_dir, tmp_path / "again")
+    moved = exe.with_name("moved-away")
+    exe.rename(moved)
+    try:
+        profile = build_profile(again)
+        res = run_cli("report", str(again), "-o", str(tmp_path / "r"))
+    finally:
+        moved.rename(exe)
+    assert res.returncode == 0, res.stderr
+    assert "not found here" not in res.stderr and "kernel frames" not in res.stderr, res.stderr
+    assert any(a.startswith("--symfs=") for a in profile.analysis.reader_argv), "read through the kept copies"
+    original = build_profile(run_dir)
+    assert dict(profile.stacks.items()) == dict(original.stacks.items())
+    assert "write_loop" in profile.stacks.frames
+    findings = json.loads((tmp_path / "r" / "findings.json").read_text())["findings"]
+    here = run_cli("report", str(run_dir), "-o", str(tmp_path / "here"))
+    assert here.returncode == 0, here.stderr
+    assert [(f["rule"], f["share"]) for f in findings] == \
+        [(f["rule"], f["share"]) for f in json.loads((tmp_path / "here" / "findings.json").read_text())["findings"]]
 
 
 def test_a_run_directory_names_its_kernel_frames_on_another_kernel(travelled: Path, tmp_path: Path) -> None:
