@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from native_support import PROGS, native_binary
-from pmuprof.tools.native import fold as fastfold
 from pmuprof.capture.target.kernel import text_lines
+from pmuprof.tools.native import fold as fastfold
 from pmuprof.tools.native import perfdata as perfdata_reader
 
 FIELDS = "comm,pid,tid,ip,sym,symoff,dso"
