@@ -41,7 +41,8 @@ def analyse(rec: Recording, lookup: binmod.Lookup = binmod.Lookup()) -> Profile:
                         skid_functions=corrected, skid=summary, quality=qual,
                         warnings=(() if total else (IDLE,)) + problems(binaries, total, rec) + unclear
                         + skid.left_out(binaries) + kernel_warnings(qual, rec.build_ids.get(KERNEL_DSO),
-                                                                    rec.run.host.kernel), features_off=tuple(off))
+                                                                    rec.run.host.kernel, kept=rec.run.kernel_symbols),
+                        features_off=tuple(off))
     return Profile(stacks, rec.run, rec.counters, rec.server, analysis, rec.leaves, rec.source, offcpu=rec.offcpu,
                    samples=samples)
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Iterator
 
 from ..model.analysis import StackQuality
-from ..model.run import Run
+from ..model.run import KernelSymbols, Run
 from ..tools import elf
 
 KERNEL_DSO = "[kernel.kallsyms]"
@@ -55,11 +55,12 @@ def recorded_kallsyms(run_dir: Path | None, run: Run, running_build_id: str | No
 
 
 def kernel_warnings(quality: tuple[StackQuality, ...], recorded_build_id: str | None, recorded_kernel: str,
-                    running_build_id: str | None = None, running_kernel: str | None = None) -> tuple[str, ...]:
+                    running_build_id: str | None = None, running_kernel: str | None = None,
+                    kept: KernelSymbols | None = None) -> tuple[str, ...]:
     """One line when kernel frames stayed unnamed: how many, why here, and how to get them named.
 
     ``recorded_*``: the perf.data's kernel build-id and the run's kernel release; ``running_*``: this host's
-    (read here when not given)."""
+    (read here when not given); ``kept``: what the capture said of the copy it kept (run.json)."""
     worst = max(quality, key=lambda q: q.unresolved_kernel_share, default=None)
     if worst is None or worst.unresolved_kernel_share < SAY_FROM:
         return ()
@@ -72,7 +73,12 @@ def kernel_warnings(quality: tuple[StackQuality, ...], recorded_build_id: str | 
                 "root",)
     was = f"kernel {recorded_kernel or '?'}" + (f", build-id {recorded_build_id[:12]}" if recorded_build_id else "")
     now = f"{running_kernel}" + (f", build-id {running_build_id[:12]}" if running_build_id else "")
+    if kept is not None and kept.file:
+        fix = f"the run directory's {kept.file} (kept by the capture) is missing or damaged: restore it"
+    elif kept is not None and kept.why_not:
+        fix = f"the capture kept no kernel symbols ({kept.why_not}): capture as root"
+    else:
+        fix = "re-report the run directory pmuprof capture wrote (it keeps that boot's kernel symbols)"
     return (f"kernel frames of another boot: {share} that no kernel symbols here name (recorded on {was}; "
-            f"this host runs {now}): not a stripped binary; re-report the run directory pmuprof capture wrote "
-            "(it keeps that boot's kernel symbols), or on the recording host run `perf archive PERF.DATA` and "
-            "here `tar xf PERF.DATA.tar.bz2 -C ~/.debug`",)
+            f"this host runs {now}): not a stripped binary; {fix}, or on the recording host run `perf archive "
+            "PERF.DATA` and here `tar xf PERF.DATA.tar.bz2 -C ~/.debug`",)

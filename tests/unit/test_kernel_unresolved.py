@@ -53,3 +53,14 @@ def test_note_build_id_reads_kernel_notes_layout() -> None:
     gnu = (4).to_bytes(4, "little") + (20).to_bytes(4, "little") + (3).to_bytes(4, "little") + b"GNU\0" + bytes(range(20))
     assert note_build_id(xen + gnu) == bytes(range(20)).hex()
     assert note_build_id(xen) is None and note_build_id(b"") is None
+
+
+def test_the_fix_follows_what_the_capture_kept() -> None:
+    from pmuprof.model.run import KernelSymbols
+    args = ((_q(0.4),), "aa" * 20, "6.1.0", "bb" * 20, "6.12.9")
+    (missing,) = kernel_warnings(*args, kept=KernelSymbols(file="kallsyms.gz", build_id="aa" * 20))
+    assert "kallsyms.gz (kept by the capture) is missing or damaged" in missing
+    (not_kept,) = kernel_warnings(*args, kept=KernelSymbols(why_not="/proc/kallsyms shows no addresses"))
+    assert "kept no kernel symbols (/proc/kallsyms shows no addresses): capture as root" in not_kept
+    (bare,) = kernel_warnings(*args)
+    assert "re-report the run directory pmuprof capture wrote" in bare
