@@ -13,6 +13,7 @@ from typing import Callable
 from . import outfile
 from .analysis import threads
 from .analysis.analyse import analyse, with_quality
+from .analysis.archive import kept_symfs, with_symfs
 from .analysis.binaries import Lookup
 from .analysis.load import Choice, Recording, load, read_run_dir
 from .errors import InputError
@@ -46,9 +47,12 @@ class Result:
 
 
 def build_profile(path: Path | str, options: Options = Options()) -> Profile:
-    """Any input as an analysed Profile."""
-    loaded = load(Path(path), options.choice, options.lookup.symfs)
-    return analyse(loaded, options.lookup) if isinstance(loaded, Recording) else with_quality(loaded)
+    """Any input as an analysed Profile (a run directory re-read where its binaries are not installed uses
+    the copies it kept)."""
+    with kept_symfs(Path(path), options.lookup.symfs) as symfs:
+        options = with_symfs(options, symfs)
+        loaded = load(Path(path), options.choice, options.lookup.symfs)
+        return analyse(loaded, options.lookup) if isinstance(loaded, Recording) else with_quality(loaded)
 
 
 def profile_for_report(path: Path | str, options: Options = Options()) -> Profile:
@@ -59,7 +63,9 @@ def profile_for_report(path: Path | str, options: Options = Options()) -> Profil
 def materialize(run_dir: Path, options: Options = Options(), log: Callable[[str], None] = lambda _m: None) -> Profile:
     """Fold and analyse a recorded run directory: write stacks.folded, leaves.tsv and analysis.json into it."""
     log("folding stacks and analysing binaries")
-    profile = analyse(read_run_dir(Path(run_dir), options.choice, options.lookup.symfs), options.lookup)
+    with kept_symfs(Path(run_dir), options.lookup.symfs, refold=True) as symfs:
+        options = with_symfs(options, symfs)
+        profile = analyse(read_run_dir(Path(run_dir), options.choice, options.lookup.symfs), options.lookup)
     write_analysed(Path(run_dir), profile)
     return profile
 

@@ -264,9 +264,11 @@ static int kernel_load(machine_t *m)
     k->loaded = 1;
     if (strcmp(k->name, KNAME))
         return unsupported(m, "a kernel DSO not named [kernel.kallsyms]");
-    if (vmlinux_anywhere(m, hex))
+    if (m->kallsyms) /* symbol_conf.kallsyms_name: loaded as given, before any vmlinux or cache search */
+        snprintf(path, sizeof path, "%s", m->kallsyms);
+    else if (vmlinux_anywhere(m, hex))
         return unsupported(m, "kernel symbols from a vmlinux ELF");
-    if (kallsyms_path(m, hex, path, sizeof path))
+    else if (kallsyms_path(m, hex, path, sizeof path))
         return -1;
     k->load_ret = path[0] ? kallsyms_load(m, path) : -1;
     if (k->load_ret == -2)

@@ -57,6 +57,7 @@ typedef struct {
     dsos_t dsos;
     kernel_t k;
     const char *osrelease; /* the recording's kernel release (vmlinux search paths) */
+    const char *kallsyms;  /* perf's --kallsyms: this file names the kernel, no build-id search */
     char unsupported[200]; /* set when something met needs perf script (the caller exits 3) */
 } machine_t;
 

@@ -14,6 +14,7 @@
 static const char USAGE[] =
     "usage: pmuprof-perfdata [--pid P ...] [--comm C ...] [--name PID=LABEL ...] [--per-thread] [--raw-unknown]\n"
     "                        [--leaves FILE] [--meta FILE] [--stacks-bin FILE] [--samples FILE] [--time] [--inline]\n"
+    "                        [--kallsyms FILE]\n"
     "                        perf.data > stacks.folded\n"
     "       pmuprof-perfdata --symbolize < 'PID<tab>HEXOFFSET<tab>PATH' lines (names, as perf prints them)\n"
     "Reads perf.data itself and writes what `perf script -F comm,pid,tid,ip,sym,symoff,dso --no-inline\n"
@@ -23,13 +24,14 @@ static const char USAGE[] =
     "--inline: user frames of binaries with DWARF expand into their inline chains, as perf script --inline\n"
     "prints them (\"name+0xoff (inlined)\" lines before the frame they are inlined into), for the sample's\n"
     "own address and every return address (looked up at the call: address - 1).\n"
+    "--kallsyms FILE: kernel symbols from FILE, as perf script --kallsyms (a kallsyms of the recording's boot).\n"
     "Exit status: 0 done; 1 failure; 2 usage; 3 the file needs something only perf script does (one\n"
     "line on stderr says what: use perf script instead); 4 the file is corrupt or truncated; 5 its header\n"
     "is corrupt beyond what perf script copes with (it loops on it): do not try perf script.\n";
 
 typedef struct {
     fold_opts_t o;
-    const char *leaves, *meta, *input, *stacks_bin, *samples;
+    const char *leaves, *meta, *input, *stacks_bin, *samples, *kallsyms;
     int script, time, inline_frames;
     int32_t *pids;
 } args_t;
@@ -77,6 +79,8 @@ static int args_parse(int argc, char **argv, args_t *a)
             a->stacks_bin = argv[++i];
         else if (!strcmp(opt, "--samples"))
             a->samples = argv[++i];
+        else if (!strcmp(opt, "--kallsyms"))
+            a->kallsyms = argv[++i];
         else
             return -EINVAL;
     }
@@ -169,6 +173,7 @@ static int run(args_t *a, pd_file_t *pf, folder_t *f)
     r.echo = a->script ? stderr : NULL;
     r.with_time = a->time;
     r.inline_frames = a->inline_frames;
+    r.m.kallsyms = a->kallsyms;
     int rc = reader_run(&r, err, sizeof err);
     warn_skipped(&r);
     if (rc) {

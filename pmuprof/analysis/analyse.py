@@ -13,6 +13,7 @@ from ..model.run import FeatureOff
 from ..packages import apt_install
 from ..tools.native import helper
 from . import binaries as binmod, quality, skid, unnamed
+from .kernel import KERNEL_DSO, kernel_warnings
 from .load import Recording
 
 MAX_BINARIES = 40  # resolve at most this many DSOs, most samples first
@@ -39,7 +40,9 @@ def analyse(rec: Recording, lookup: binmod.Lookup = binmod.Lookup()) -> Profile:
     analysis = Analysis(reader_argv=rec.reader_argv, processes=processes, selection=rec.selection, binaries=binaries, unnamed=functions,
                         skid_functions=corrected, skid=summary, quality=qual,
                         warnings=(() if total else (IDLE,)) + problems(binaries, total, rec) + unclear
-                        + skid.left_out(binaries), features_off=tuple(off))
+                        + skid.left_out(binaries) + kernel_warnings(qual, rec.build_ids.get(KERNEL_DSO),
+                                                                    rec.run.host.kernel, kept=rec.run.kernel_symbols),
+                        features_off=tuple(off))
     return Profile(stacks, rec.run, rec.counters, rec.server, analysis, rec.leaves, rec.source, offcpu=rec.offcpu,
                    samples=samples)
 

@@ -24,6 +24,7 @@ from ..paths import perf_path
 from ..tools.native.fold import fold_file
 from ..tools.native.stacksbin import load_folded_stacks
 from ..tools.perf import read as perfread, repair
+from .kernel import KERNEL_DSO, recorded_kallsyms
 
 PERF_MAGIC = b"PERFILE2"
 
@@ -136,7 +137,7 @@ def read_recording(path: Path, kind: str, choice: Choice, sibling: Path | None,
     pids = choice.pids or (tuple(names) if not choice.comms else ())
     comms = choice.comms or (() if pids else DEFAULT_TARGET_COMMS)
     if kind == "perf.data":
-        result, recording, argv = _fold_perf_data(path, pids, comms, choice.per_thread, names, symfs)
+        result, recording, argv = _fold_perf_data(path, pids, comms, choice.per_thread, names, symfs, sibling, run)
         run = _run_for_perf_data(run, recording)
         build_ids = recording.build_ids
     else:
@@ -159,14 +160,16 @@ def read_recording(path: Path, kind: str, choice: Choice, sibling: Path | None,
                      tuple(argv), offcpu, samples)
 
 
-def _fold_perf_data(path: Path, pids, comms, per_thread, names, symfs):
+def _fold_perf_data(path: Path, pids, comms, per_thread, names, symfs, sibling: Path | None, run: Run):
     perf = perf_path()
     if not perf:
         raise InputError(f"{path}: reading a perf.data needs perf, which is not installed",
                          f"{apt_install('perf')}, or pass the folded file / perf script text instead")
     recording = perfread.describe(perf, path)
-    result, argv = perfread.fold_perf_data(perf, path, pids, () if pids else comms, per_thread, names, symfs,
-                                           timed=recording.timed)
+    with recorded_kallsyms(sibling, run, recorded_build_id=recording.build_ids.get(KERNEL_DSO),
+                           symfs=symfs is not None) as kallsyms:
+        result, argv = perfread.fold_perf_data(perf, path, pids, () if pids else comms, per_thread, names, symfs,
+                                               timed=recording.timed, kallsyms=kallsyms)
     return result, recording, argv
 
 

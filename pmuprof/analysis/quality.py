@@ -3,7 +3,8 @@
 Each condition has its own cause and fix: unnamed frames inside a known binary mean a stripped
 binary or missing debuginfo; named stacks whose outermost frame is not a thread entry were cut
 (a DWARF stack copy too short, or frames lost where code has no frame pointers); a target binary
-compiled without frame pointers loses callers under ``--call-graph fp``.
+compiled without frame pointers loses callers under ``--call-graph fp``. Kernel code no kallsyms here
+names (a perf.data of another boot) is none of these: it is counted apart.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from collections import Counter
 import numpy as np
 
 from ..model.analysis import StackQuality
-from ..model.labels import is_kernel, is_unnamed, parse_function, parse_raw
+from ..model.labels import is_kernel, is_unnamed, is_unresolved_kernel, parse_function, parse_raw
 from ..model.stacks import Stacks
 from ..model.run import Run
 
@@ -45,8 +46,9 @@ def for_process(stacks: Stacks, process: str, run: Run) -> StackQuality:
     total = mine.total
     deep = mine.lengths >= 2
     counts = mine.counts
+    kernel_f = np.fromiter((is_unresolved_kernel(f) for f in frames), dtype=bool, count=len(frames))
     unnamed_f = np.fromiter((is_unnamed(f) and f not in NOT_CODE and not is_kernel(f) for f in frames), dtype=bool,
-                            count=len(frames))
+                            count=len(frames)) & ~kernel_f
     leaf = mine.leaf_ids
     unnamed_rows = deep & unnamed_f[leaf]
     by_leaf = np.bincount(leaf[unnamed_rows], weights=counts[unnamed_rows], minlength=len(frames))
@@ -71,4 +73,5 @@ def for_process(stacks: Stacks, process: str, run: Run) -> StackQuality:
                         unnamed_share=share(unnamed), unnamed_binaries=tuple(b for b, _ in binaries.most_common()),
                         unnamed_functions=len(functions),
                         pause_functions_hot=sum(1 for f in functions if (parse_function(f) or ("", 0, False))[2]),
-                        truncated_share=share(truncated), shallow_share=share(shallow), no_frame_pointers=no_fp)
+                        truncated_share=share(truncated), shallow_share=share(shallow), no_frame_pointers=no_fp,
+                        unresolved_kernel_share=share(int(counts[kernel_f[leaf]].sum())))

@@ -28,6 +28,7 @@ from .mysql import facts as mysql, poll as processlist
 from .offcpu import tracer as offcpu
 from .runner import Control, DiskGuard, Outcome, Progress, run_bounded
 from .target import host, hostload, process as target
+from .target.archive import keep_for_report
 
 MAX_DURATION_S = 3600
 MYSQL_JOIN_S = 30  # server facts still missing this long after perf stopped are given up
@@ -262,6 +263,7 @@ def _finish(opts: RecordOptions, perf: str, run: Run, outcome: Outcome, mysql_th
         run = _write_counters(opts, run)
         run = _write_server_facts(opts, run, mysql_thread)
         run = _write_offcpu(opts, run, outcome, off)
+        run = keep_for_report(opts.out_dir, perf, run, opts.keep_perf_data)
         rundir.write_typed(opts.out_dir / rundir.RUN_JSON, run)
     return run
 

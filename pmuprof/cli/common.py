@@ -19,7 +19,7 @@ from ..findings.loader import load_rules
 from ..model import rundir
 from ..model.run import Run
 from ..pipeline import Options
-from .params import DURATION_HELP, Duration, Pid
+from .params import DURATION_HELP, Duration, ExtraPids, Pids, flat_pids
 
 T = TypeVar("T")
 
@@ -52,7 +52,9 @@ def capture_options(func=None, *, off_cpu_default: bool | None = False):
     if func is None:
         return lambda f: capture_options(f, off_cpu_default=off_cpu_default)
     opts = [
-        click.option("-p", "--pid", "pids", type=Pid(), multiple=True, help="Target pid (repeat for several instances)."),
+        click.option("-p", "--pid", "pids", type=Pids(), multiple=True,
+                     help="Target pid; several as -p 1,2 (perf's syntax), -p $(pidof mariadbd) or -p 1 -p 2."),
+        click.argument("more_pids", nargs=-1, type=ExtraPids(), metavar=""),
         click.option("--all-mysqld", is_flag=True, help="Profile every running mysqld / mariadbd."),
         click.option("-d", "--duration", type=Duration(0.1, MAX_DURATION_S), default="30s", show_default=True,
                      help=f"How long to record ({DURATION_HELP})."),
@@ -81,7 +83,8 @@ def capture_options(func=None, *, off_cpu_default: bool | None = False):
 def input_options(func):
     """--pid/--comm (which processes of a system-wide input), --symfs/--binary (where the binaries are)."""
     opts = [
-        click.option("--pid", "pids", type=Pid(), multiple=True, help="Keep only these processes (system-wide inputs)."),
+        click.option("--pid", "pids", type=Pids(), multiple=True,
+                     help="Keep only these processes (system-wide inputs); several as --pid 1,2 or --pid 1 --pid 2."),
         click.option("--comm", "comms", multiple=True, help="Keep processes with a thread of this name."),
         click.option("--symfs", type=click.Path(exists=True, file_okay=False), default=None,
                      help="Look for binaries and debug files under this directory first (like perf --symfs)."),
@@ -95,7 +98,7 @@ def input_options(func):
 
 def pipeline_options(pids=(), comms=(), symfs=None, binaries=(), per_thread: bool = False):
     """pipeline.Options from input_options' values."""
-    return Options(Choice(tuple(pids), tuple(comms), per_thread),
+    return Options(Choice(flat_pids(pids), tuple(comms), per_thread),
                    Lookup(symfs=Path(symfs) if symfs else None, binaries=tuple(Path(b) for b in binaries)))
 
 

@@ -11,6 +11,7 @@ from ..errors import InputError, UsageError
 from ..workflows.triggers import parse_duration
 
 DURATION_HELP = "30, 30s, 500ms, 5m or 1h"
+SEVERAL = "-p 1,2,3, -p $(pidof mariadbd), -p 1 -p 2, or --all-mysqld for every mysqld / mariadbd"
 
 
 class Duration(click.ParamType):
@@ -76,6 +77,50 @@ class InputPath(click.Path):
             name = param.human_readable_name if param is not None else "input"
             raise InputError(f"{name} {os.fsdecode(value)}: no such file or directory", self.fix)
         return super().convert(value, param, ctx)
+
+
+class Pids(click.ParamType):
+    """One or more process ids in perf's syntax, ``1234`` or ``1,2,3`` (a tuple); a bad token is not repeated,
+    for the reason ``Pid`` gives."""
+
+    name = "pids"
+
+    def get_metavar(self, param: click.Parameter, ctx: click.Context | None = None) -> str:
+        return "PID[,PID...]"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> tuple[int, ...]:
+        if isinstance(value, tuple):
+            return value
+        tokens = [t for t in str(value).split(",") if t.strip()] or [""]
+        try:
+            return tuple(Pid().convert(t, param, ctx) for t in tokens)
+        except UsageError as err:
+            raise UsageError(err.message, f"{err.fix}; several servers: {SEVERAL}") from None
+
+
+class ExtraPids(click.ParamType):
+    """The words after ``-p 1`` when a shell expanded ``-p $(pidof mariadbd)`` on a host with several servers:
+    more targets when they are pids, else one line naming the ways to give several (the word not shown)."""
+
+    name = "extra_pids"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> tuple[int, ...]:
+        try:
+            return Pids().convert(value, param, ctx)
+        except UsageError:
+            raise UsageError("unexpected argument (not shown: it may be a password); this command takes no "
+                             "positional arguments but pids", f"several servers: {SEVERAL}") from None
+
+
+def flat_pids(*groups) -> tuple[int, ...]:
+    """Pids from ``-p`` values (ints or tuples of them) and extra words, in order, each once."""
+    out: list[int] = []
+    for group in groups:
+        for item in group:
+            for pid in (item if isinstance(item, tuple) else (item,)):
+                if pid not in out:
+                    out.append(pid)
+    return tuple(out)
 
 
 def _option_name(param: click.Parameter | None) -> str:

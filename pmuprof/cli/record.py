@@ -14,6 +14,7 @@ from ..capture.record import RecordOptions
 from ..errors import TargetError
 from ..pipeline import materialize
 from . import common
+from .params import flat_pids
 from .mysqlopts import mysql_options, pop_mysql_options
 
 EPILOG = """\b
@@ -27,8 +28,9 @@ Examples:
 
 
 def build_options(pids, all_mysqld, duration, frequency, call_graph, mode, event, per_thread_roots,
-                  no_keep_perf_data, out_dir, mysql_options=None, use_mysql=True, off_cpu: bool | None = False) -> RecordOptions:
-    chosen = tuple(pids) + (tuple(target.find_mysqld()) if all_mysqld else ())
+                  no_keep_perf_data, out_dir, mysql_options=None, use_mysql=True, off_cpu: bool | None = False,
+                  more_pids=()) -> RecordOptions:
+    chosen = flat_pids(pids, more_pids, target.find_mysqld() if all_mysqld else ())
     if all_mysqld and not chosen:
         raise TargetError("no mysqld / mariadbd process is running", "start the server or pass -p PID")
     if out_dir is None:

@@ -114,7 +114,8 @@ class StackQuality:
 
     unnamed: leaf in a known binary but with no name (stripped binary or missing debuginfo);
     truncated: the outermost user frame is not a thread entry (dwarf stack copy too short, or frames
-    lost without frame pointers); no_frame_pointers: target binaries compiled without them.
+    lost without frame pointers); no_frame_pointers: target binaries compiled without them;
+    unresolved_kernel: leaf in kernel code this host cannot name (never counted as unnamed).
     """
 
     process: str = ""
@@ -127,6 +128,7 @@ class StackQuality:
     truncated_share: float = 0.0
     shallow_share: float = 0.0  # stacks of at most two frames below the process root
     no_frame_pointers: tuple[str, ...] = ()
+    unresolved_kernel_share: float = 0.0  # leaf in kernel code no kallsyms here names (another boot's kernel)
 
 
 @dataclass(frozen=True)

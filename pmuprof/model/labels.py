@@ -107,6 +107,15 @@ def is_unnamed(label: str) -> bool:
     return label.startswith("[") and label.endswith("]")
 
 
+def is_unresolved_kernel(label: str) -> bool:
+    """Kernel code with no name here: ``[kernel.kallsyms]`` (or a raw ``[kernel.kallsyms@0x..]``), what a
+    perf.data reads as on a host whose kernel is not the one that recorded it."""
+    if not is_unnamed(label):
+        return False
+    base = label[1:-1].split("@", 1)[0].split("+", 1)[0]
+    return base.startswith(("kernel.", "guest.kernel."))
+
+
 def is_kernel(label: str) -> bool:
     return label.endswith(KERNEL_SUFFIX)
 

@@ -200,6 +200,41 @@ class Source:
 
 
 @dataclass(frozen=True)
+class KernelSymbols:
+    """The recording boot's kernel text symbols, kept in the run directory (``file``, gzip'd kallsyms
+    lines) so a report on another host or after a kernel change names kernel frames; ``why_not`` when not."""
+
+    file: str = ""  # "" when not kept
+    build_id: str = ""  # the kernel's build-id (/sys/kernel/notes), what perf.data's build-id table holds
+    release: str = ""
+    symbols: int = 0
+    bytes: int = 0  # size of ``file`` on disk
+    why_not: str = ""
+
+
+@dataclass(frozen=True)
+class KeptBinary:
+    """One sampled user binary of the targets, copied into the run directory's archive (member ``build_id``)."""
+
+    path: str  # as the target mapped it
+    build_id: str
+    bytes: int = 0  # the copy's size before compression
+    debug_stripped: bool = False  # DWARF left out (objcopy --strip-debug): no inline frames when re-read elsewhere
+    debug_file: str = ""  # its separate debug file's path (symbols only kept, member ``build_id`` + ".debug")
+
+
+@dataclass(frozen=True)
+class KeptBinaries:
+    """What resolves the targets' sampled user binaries where they are not installed (what `perf archive`
+    bundles): ``file`` a tar.gz of the copies, by build-id; ``skipped`` says which were not kept and why."""
+
+    file: str = ""
+    bytes: int = 0  # the archive's size on disk
+    binaries: tuple[KeptBinary, ...] = ()
+    skipped: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Run:
     """run.json. A bare perf.data / text / folded input gets a Run with what its header tells."""
 
@@ -223,6 +258,8 @@ class Run:
     source: Source = field(default_factory=Source)
     offcpu: OffCpu | None = None  # the off-CPU tracer's outcome (None: not asked for, or an older run)
     host_load: HostLoad | None = None  # how busy the host was while perf recorded (None: not a capture)
+    kernel_symbols: KernelSymbols | None = None  # None: a run from before they were kept, or not a capture
+    kept_binaries: KeptBinaries | None = None  # None: a run from before they were kept, or not a capture
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "command", redact_command(self.command))  # written and read back redacted

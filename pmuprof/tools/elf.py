@@ -13,6 +13,28 @@ from ..infile import ELF_MAX_BYTES, Refused, opened
 _PROLOGUES = (b"\x55\x48\x89\xe5", b"\xf3\x0f\x1e\xfa\x55\x48\x89\xe5")  # push rbp; mov rbp,rsp (+endbr64)
 
 
+def note_build_id(data: bytes, pos: int = 0, end: int | None = None) -> str | None:
+    """The GNU build-id in ELF notes (a SHT_NOTE section, or /sys/kernel/notes: the running kernel's)."""
+    end = len(data) if end is None else min(end, len(data))
+    while pos + 12 <= end:
+        namesz, descsz, ntype = struct.unpack_from("<III", data, pos)
+        name_at = pos + 12
+        desc_at = name_at + ((namesz + 3) & ~3)
+        if ntype == 3 and data[name_at:name_at + 3] == b"GNU":
+            return data[desc_at:desc_at + descsz].hex() or None
+        pos = desc_at + ((descsz + 3) & ~3)
+    return None
+
+
+def running_kernel_build_id(notes: str = "/sys/kernel/notes") -> str | None:
+    """This host's running kernel's build-id (None when /sys/kernel/notes cannot be read)."""
+    try:
+        with open(notes, "rb") as fh:
+            return note_build_id(fh.read(65536))
+    except OSError:
+        return None
+
+
 @dataclass(frozen=True)
 class Section:
     name: str
@@ -76,18 +98,8 @@ class ElfFile:
         return name.decode("utf-8", "backslashreplace") or None
 
     def build_id(self) -> str | None:
-        for sec in self.sections:
-            if sec.type != 7:  # SHT_NOTE
-                continue
-            pos, end = sec.offset, sec.offset + sec.size
-            while pos + 12 <= end:
-                namesz, descsz, ntype = struct.unpack_from("<III", self.data, pos)
-                name_at = pos + 12
-                desc_at = name_at + ((namesz + 3) & ~3)
-                if ntype == 3 and self.data[name_at:name_at + 3] == b"GNU":
-                    return self.data[desc_at:desc_at + descsz].hex()
-                pos = desc_at + ((descsz + 3) & ~3)
-        return None
+        notes = (note_build_id(self.data, s.offset, s.offset + s.size) for s in self.sections if s.type == 7)
+        return next((bid for bid in notes if bid), None)  # SHT_NOTE sections
 
     def symbols(self, table: str) -> list[Symbol]:
         sec = self.section(table)

@@ -105,7 +105,9 @@ def test_rebuilt_binary_is_not_used_and_says_so(stripped, tmp_path):
     saved = exe.read_bytes()
     try:
         _build(exe.parent, extra=("-DREBUILT=1", "-O2"))  # same path, another build-id
-        res = _report(copy / "perf.data", tmp_path / "r")
+        # a private HOME: a system-wide `perf record` elsewhere on this host (another job) caches every
+        # binary it sampled, this one's original included, in the shared ~/.debug, where it would be found
+        res = _report(copy / "perf.data", tmp_path / "r", env={"HOME": str(tmp_path)})
     finally:
         exe.write_bytes(saved)
     assert res.returncode == 0, res.stderr

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from native_support import PROGS, native_binary
+from pmuprof.capture.target.kernel import text_lines
 from pmuprof.tools.native import fold as fastfold
 from pmuprof.tools.native import perfdata as perfdata_reader
 
@@ -398,3 +399,28 @@ def test_ksymbol_records_with_bytes_after_their_trailer_read_like_well_formed_on
                          timeout=300)
     assert want.returncode == 0 and got.returncode == 0, got.stderr[-300:]
     assert got.stderr == want.stderr and want.stderr.count(b"\n") > 100
+
+
+def test_kallsyms_file_names_another_kernels_frames_like_perf(bins, lab, recordings, tmp_path):
+    """--kallsyms (a run directory's copy of its boot's text symbols) names the kernel frames of a recording
+    whose kernel is not this host's (its build-id changed in the file), as perf script --kallsyms does."""
+    out = subprocess.run(["perf", "buildid-list", "-i", str(recordings["system"])], capture_output=True, text=True,
+                         env=lab["env"]).stdout
+    bid = next((ln.split()[0] for ln in out.splitlines() if ln.endswith("[kernel.kallsyms]")), None)
+    if not bid:
+        pytest.skip("perf recorded no kernel build-id here")
+    data = tmp_path / "elsewhere.data"
+    data.write_bytes(recordings["system"].read_bytes().replace(bytes.fromhex(bid), bytes(19) + b"\x01"))
+    kallsyms = tmp_path / "kallsyms"
+    kallsyms.write_bytes(text_lines(Path("/proc/kallsyms").read_bytes())[0])
+    unnamed = subprocess.run([str(bins["perfdata"]), "--script", str(data)], capture_output=True, env=lab["env"],
+                             timeout=300).stderr
+    assert b"[unknown] ([kernel.kallsyms])" in unnamed, "the changed build-id hides this host's kernel"
+    res = subprocess.run([str(bins["perfdata"]), "--script", "--kallsyms", str(kallsyms), str(data)],
+                         capture_output=True, env=lab["env"], timeout=300)
+    assert res.returncode == 0, res.stderr[-300:]
+    perf = subprocess.run(["perf", "script", "-i", str(data), "-F", FIELDS, "--no-inline", f"--kallsyms={kallsyms}"],
+                          env=lab["env"], capture_output=True, check=True, timeout=300).stdout
+    assert res.stderr == perf
+    assert b"[unknown] ([kernel.kallsyms])" not in res.stderr
+    assert res.stderr == _perf_script(lab, recordings["system"]), "named as on the recording's own kernel"

@@ -61,18 +61,20 @@ def perfdata_path() -> Path | None:
 def perfdata_argv(binary: Path, data: Path, meta: Path, pids: Iterable[int] = (), comms: Iterable[str] = (),
                   per_thread: bool = False, names: dict[int, str] | None = None,
                   raw_unknown: bool = False, stacks_bin: Path | None = None, timed: bool = False,
-                  inline: bool = True) -> list[str]:
+                  inline: bool = True, kallsyms: Path | None = None) -> list[str]:
     """pmuprof-perfdata's command line (pure): pmuprof-fold's options, then the perf.data (``timed``:
     as perf script with the time field, which gives the sample table its seconds; ``inline``: user frames
-    of binaries with DWARF expand into their inline chains, ``name_[i]`` frames)."""
+    of binaries with DWARF expand into their inline chains, ``name_[i]`` frames; ``kallsyms``: the kernel's
+    symbols from that file, as perf script --kallsyms)."""
     argv = fold_argv(binary, meta, pids, comms, per_thread, names, raw_unknown, stacks_bin)
+    argv += ["--kallsyms", str(kallsyms)] if kallsyms is not None else []
     return argv + (["--time"] if timed else []) + (["--inline"] if inline else []) + [str(data)]
 
 
 def fold_perf_data_native(data: Path, pids: Iterable[int] = (), comms: Iterable[str] = (),
                           per_thread: bool = False, names: dict[int, str] | None = None,
                           raw_unknown: bool = False, binary: Path | None = None, timed: bool = False,
-                          inline: bool = True) -> PerfdataFold:
+                          inline: bool = True, kallsyms: Path | None = None) -> PerfdataFold:
     """What ``perf script -F comm,pid,tid,ip,sym,symoff,dso --no-inline [--pid=...] | pmuprof-fold`` gives,
     plus (``inline``) the calls DWARF says are inlined at each user frame, which perf script leaves out.
 
@@ -85,7 +87,7 @@ def fold_perf_data_native(data: Path, pids: Iterable[int] = (), comms: Iterable[
     with tempfile.TemporaryDirectory(prefix="pmuprof-perfdata-") as tmp:
         meta = Path(tmp) / "meta.json"
         argv = perfdata_argv(binary, Path(data), meta, tuple(pids), comms, per_thread, names, raw_unknown,
-                             Path(tmp) / STACKS_BIN, timed, inline)
+                             Path(tmp) / STACKS_BIN, timed, inline, kallsyms)
         with open(Path(tmp) / "stacks.folded", "w+b") as out, open(Path(tmp) / "err", "w+b") as err:
             proc = _run_watched(argv, out, err)
             if proc.returncode in (UNSUPPORTED, CORRUPT, BAD_HEADER):

@@ -75,10 +75,13 @@ def stat_argv(perf: str, output: Path, pids: tuple[int, ...], events: tuple[str,
 
 
 def script_argv(perf: str, data: Path, pids: tuple[int, ...] = (), comms: tuple[str, ...] = (),
-                symfs: Path | None = None, timed: bool = False) -> list[str]:
+                symfs: Path | None = None, timed: bool = False, kallsyms: Path | None = None) -> list[str]:
+    """``kallsyms``: the recording boot's kernel symbols (a run directory's copy), used as given."""
     argv = [perf, "script", "-i", str(data), "-F", TIMED_FIELDS if timed else SCRIPT_FIELDS, "--no-inline"]
     if symfs is not None:
         argv.append(f"--symfs={symfs}")
+    if kallsyms is not None:
+        argv.append(f"--kallsyms={kallsyms}")
     if pids:
         argv.append("--pid=" + ",".join(str(p) for p in pids))
     elif comms:
@@ -90,8 +93,9 @@ def evlist_argv(perf: str, data: Path) -> list[str]:
     return [perf, "evlist", "-v", "-i", str(data)]
 
 
-def buildid_list_argv(perf: str, data: Path) -> list[str]:
-    return [perf, "buildid-list", "-i", str(data)]
+def buildid_list_argv(perf: str, data: Path, hits: bool = False) -> list[str]:
+    """``hits``: only the DSOs samples fell in."""
+    return [perf, "buildid-list", "-i", str(data)] + (["--with-hits"] if hits else [])
 
 
 def header_argv(perf: str, data: Path) -> list[str]:

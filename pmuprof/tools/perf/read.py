@@ -81,9 +81,10 @@ def header(perf: str, data: Path) -> dict:
     return {out: facts[k] for k, out in keep.items() if k in facts}
 
 
-def build_ids(perf: str, data: Path) -> dict[str, str]:
-    """dso path -> build-id from the perf.data's build-id table (empty when perf wrote none)."""
-    res = _run(perfcmd.buildid_list_argv(perf, data))
+def build_ids(perf: str, data: Path, hits: bool = False) -> dict[str, str]:
+    """dso path -> build-id from the perf.data's build-id table (empty when perf wrote none); ``hits``: only
+    the DSOs samples fell in."""
+    res = _run(perfcmd.buildid_list_argv(perf, data, hits))
     return perfparse.parse_buildid_list(res.stdout) if res.returncode == 0 else {}
 
 
@@ -93,7 +94,8 @@ def describe(perf: str, data: Path) -> Recording:
 
 def fold_perf_data(perf: str, data: Path, pids: tuple[int, ...] = (), comms: tuple[str, ...] = (),
                    per_thread: bool = False, names: dict[int, str] | None = None,
-                   symfs: Path | None = None, timed: bool = False) -> tuple[FoldResult, list[str]]:
+                   symfs: Path | None = None, timed: bool = False,
+                   kallsyms: Path | None = None) -> tuple[FoldResult, list[str]]:
     """The folded stacks of a perf.data; unnamed code keeps its address for the analysis to group.
 
     pmuprof-perfdata reads the file itself (the same output as perf script piped into the folder,
@@ -103,21 +105,22 @@ def fold_perf_data(perf: str, data: Path, pids: tuple[int, ...] = (), comms: tup
     drop renamed threads). ``timed`` (the file has sample times): the result's sample table gets seconds.
     User frames of binaries with DWARF expand into their inline chains (the native reader's --inline)
     unless ``PMUPROF_NO_INLINE=1`` is set (benchmarks/RESULTS.md measures what the expansion costs).
+    ``kallsyms``: the recording boot's kernel symbols (a run directory's copy), for both readers.
     """
     native = perfdata_path() if symfs is None else None
     if native is not None:
         inline = os.environ.get("PMUPROF_NO_INLINE", "") in ("", "0")
         try:
             got = fold_perf_data_native(data, pids, comms, per_thread, names, raw_unknown=True, binary=native,
-                                        timed=timed, inline=inline)
+                                        timed=timed, inline=inline, kallsyms=kallsyms)
             return got.result, perfdata_argv(native, data, Path("meta.json"), pids, comms, per_thread, names, True,
-                                             timed=timed, inline=inline)
+                                             timed=timed, inline=inline, kallsyms=kallsyms)
         except PerfdataFallback:
             pass
     why = repair.impossible_header(data)  # checked here too: with --symfs or no native reader, perf script
     if why:                                # is the only reader, and it loops on such a header
         raise repair.corrupt_header(data, why)
-    argv = perfcmd.script_argv(perf, data, pids, symfs=symfs, timed=timed)
+    argv = perfcmd.script_argv(perf, data, pids, symfs=symfs, timed=timed, kallsyms=kallsyms)
     return fold_perf_script_process(argv, pids=pids, comms=comms, per_thread=per_thread, names=names,
                                     raw_unknown=True), argv
 

@@ -1,0 +1,81 @@
+"""Re-read a run directory's perf.data where its binaries are not installed: the copies it kept, as a symfs."""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import tarfile
+import tempfile
+from dataclasses import replace
+from pathlib import Path
+from typing import Iterator
+
+from ..model import rundir
+from ..model.run import KeptBinaries
+from ..tools import elf
+
+MAX_MEMBER = 1 << 30  # a member larger than this is not unpacked (capture keeps none larger)
+
+
+def rereads(path: Path) -> Path | None:
+    """The run directory whose perf.data reading ``path`` folds again (None: nothing is re-read there)."""
+    if rundir.is_run_dir(path) and not (path / rundir.STACKS).is_file():
+        return path
+    if path.is_file() and rundir.is_run_dir(path.parent) and path.name == rundir.PERF_DATA:
+        return path.parent
+    return None
+
+
+def needed(kept: KeptBinaries) -> bool:
+    """Some kept binary is not installed here with the build-id that ran."""
+    for b in kept.binaries:
+        found = elf.ident(Path(b.path))
+        if found is None or found.build_id != b.build_id:
+            return True
+    return False
+
+
+@contextlib.contextmanager
+def kept_symfs(path: Path, user_symfs: Path | None, refold: bool = False) -> Iterator[Path | None]:
+    """A temporary symfs holding the kept copies at their recorded paths, while ``path`` is read (``refold``:
+    a run directory folded again even when it holds stacks.folded); None (nothing to do) when the user gave
+    --symfs, nothing is re-read, nothing was kept, or all is here."""
+    run_dir = (path if refold and rundir.is_run_dir(path) else rereads(path)) if user_symfs is None else None
+    kept = rundir.read_run(run_dir).kept_binaries if run_dir is not None else None
+    archive = run_dir / kept.file if run_dir is not None and kept is not None and kept.file else None
+    if archive is None or not archive.is_file() or not needed(kept):
+        yield None
+        return
+    with tempfile.TemporaryDirectory(prefix="pmuprof-symfs-") as tmp:
+        yield Path(tmp) if _unpack(archive, kept, Path(tmp)) else None
+
+
+def _unpack(archive: Path, kept: KeptBinaries, root: Path) -> int:
+    """Write each kept member at root/<recorded path>; how many were written (names come from run.json)."""
+    paths = {b.build_id: b.path for b in kept.binaries}
+    paths.update({f"{b.build_id}.debug": b.debug_file for b in kept.binaries if b.debug_file})
+    written = 0
+    try:
+        with tarfile.open(archive, "r:gz") as tar:
+            for member in tar:
+                path = paths.get(member.name)
+                if path is None or not member.isfile() or member.size > MAX_MEMBER:
+                    continue
+                dest = (root / path.lstrip("/")).resolve()
+                if root.resolve() not in dest.parents:
+                    continue
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                src = tar.extractfile(member)
+                if src is None:
+                    continue
+                with src, open(dest, "wb") as out:
+                    shutil.copyfileobj(src, out)
+                written += 1
+    except (tarfile.TarError, OSError, EOFError):
+        return 0
+    return written
+
+
+def with_symfs(options, symfs: Path | None):
+    """pipeline.Options whose binaries are looked up under ``symfs`` first (unchanged when None)."""
+    return options if symfs is None else replace(options, lookup=replace(options.lookup, symfs=symfs))
