@@ -13,6 +13,7 @@ from pmuprof.model.profile import Profile
 from pmuprof.model.samples import from_keyed
 from pmuprof.model.stacks import Stacks
 from pmuprof.findings.diagnosis import Diagnosis
+from pmuprof.analysis import threads
 from pmuprof.report import write_outputs
 
 BASE = 5000  # the capture's first second (perf clock)
@@ -54,7 +55,7 @@ def strip_url(tmp_path_factory: pytest.TempPathFactory) -> str:
         totals[stack] = totals.get(stack, 0) + n
     stacks = Stacks.of(totals)
     (directory / rundir.PROCESSLIST).write_text(_processlist())
-    profile = Profile(stacks, source=str(directory), samples=from_keyed(stacks, keyed))
+    profile = threads.attach(Profile(stacks, source=str(directory), samples=from_keyed(stacks, keyed)))
     return write_outputs(profile, Diagnosis(), directory)["html"].as_uri()
 
 
