@@ -34,6 +34,20 @@ int main(int argc, char **argv) {
 """
 
 
+HOST_RULES = frozenset({"host-saturated"})  # about the host, not the workload: a loaded CI host may have them
+
+
+def workload_findings(doc: dict) -> dict:
+    """findings.json without the findings about the host, for tests of what the workload's stacks say (the
+    suite's hosts are shared and may well be saturated; tests/integration/test_host_load.py covers those)."""
+    kept = [f for f in doc["findings"] if f["rule"] not in HOST_RULES]
+    verdict = doc.get("verdict") or {}
+    if verdict.get("rule") in HOST_RULES:
+        top = next((f for f in kept if not f.get("explained_by") and f["severity"] != "info"), None)
+        verdict = {**verdict, "rule": top["rule"] if top else None, "severity": top["severity"] if top else None}
+    return {**doc, "findings": kept, "verdict": verdict}
+
+
 def build_busy(tmp: Path) -> Path:
     if not shutil.which("gcc"):
         pytest.skip("gcc is not installed (apt-get install build-essential)")

@@ -214,7 +214,8 @@ def _require_perf() -> None:
 
 def _findings(run_dir: Path) -> dict:
     import json
-    return json.loads((run_dir / "findings.json").read_text())
+    from helpers import workload_findings
+    return workload_findings(json.loads((run_dir / "findings.json").read_text()))
 
 
 @pytest.mark.parametrize("scenario", sorted(EXPECTED))

