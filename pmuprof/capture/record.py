@@ -184,12 +184,17 @@ class Cap:
     reserve: int
 
 
+def _record_asked(opts: RecordOptions) -> Record:
+    return Record(event_requested=opts.event, frequency=opts.frequency, call_graph=opts.call_graph,
+                  per_thread_roots=opts.per_thread_roots)
+
+
 def _started_run(opts: RecordOptions) -> Run:
     """The first run.json, written before anything slow: what was asked and when."""
     return Run(pmuprof_version=__version__, command=tuple(opts.command),
                started=_dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
                duration_requested_s=opts.duration, mode=opts.mode,
-               record=Record(event_requested=opts.event, frequency=opts.frequency, call_graph=opts.call_graph))
+               record=_record_asked(opts))
 
 
 def _initial_run(opts: RecordOptions, targets: tuple[Target, ...], host_facts: dict,
@@ -200,7 +205,7 @@ def _initial_run(opts: RecordOptions, targets: tuple[Target, ...], host_facts: d
                duration_requested_s=opts.duration, mode=opts.mode,
                cgroup=_shared_cgroup(targets) if opts.mode == "per-cpu" else None, targets=targets,
                host=replace(from_json(Host, facts), pause=from_json(Pause, pause), pfm_pmu=helper.core_pmu()),
-               record=Record(event_requested=opts.event, frequency=opts.frequency, call_graph=opts.call_graph),
+               record=_record_asked(opts),
                stat=Stat(labels={perf_name: label for label, perf_name in pmu_events}, notes=tuple(pmu_notes)),
                features_off=tuple(from_json(FeatureOff, f) for f in helper.features_off()))
 
