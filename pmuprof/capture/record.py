@@ -226,7 +226,7 @@ def _record_with_fallback(opts, perf, pids, run: Run, pmu_events, cap: Cap, prog
 
 def _run_perf(opts: RecordOptions, perf: str, pids: tuple[int, ...], run: Run, pmu_events: list[tuple[str, str]],
               cap: Cap, progress: Progress | None, extra: dict | None = None) -> tuple[Run, Outcome]:
-    """perf record + perf stat (+ ``extra``, e.g. the off-CPU tracer) for the capture window."""
+    """perf record + perf stat (+ ``extra``, the off-CPU tracer, started by SIGUSR1) for the capture window."""
     data = opts.out_dir / rundir.PERF_DATA
     data.unlink(missing_ok=True)
     spec = perfcmd.RecordSpec(data, pids, opts.frequency, opts.call_graph, opts.mode, opts.event, run.cgroup,
@@ -237,7 +237,7 @@ def _run_perf(opts: RecordOptions, perf: str, pids: tuple[int, ...], run: Run, p
             "stat": (perfcmd.stat_argv(perf, opts.out_dir / rundir.STAT_CSV, pids, stat_events, opts.mode,
                                        run.cgroup), opts.out_dir / rundir.STAT_LOG), **(extra or {})}
     outcome = run_bounded(argv, opts.duration, pids, run.host.perf_event_paranoid, progress, data, control,
-                          DiskGuard(opts.out_dir, cap.reserve))
+                          DiskGuard(opts.out_dir, cap.reserve), starters=tuple(extra or {}))
     run = replace(run, record=replace(run.record, argv=tuple(argv["record"][0])),
                   stat=replace(run.stat, argv=tuple(argv["stat"][0])))
     return run, outcome
