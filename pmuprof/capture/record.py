@@ -23,7 +23,7 @@ from ..packages import apt_install
 from ..paths import perf_path
 from ..tools.native import helper
 from ..tools.perf import argv as perfcmd, parse as perfparse, read as perfread, repair
-from . import events
+from . import diskroom, events
 from .mysql import facts as mysql, poll as processlist
 from .offcpu import tracer as offcpu
 from .runner import Control, DiskGuard, Outcome, Progress, run_bounded
@@ -145,6 +145,7 @@ def record(opts: RecordOptions, progress: Progress | None = None,
     pmu_events, pmu_notes = _pmu_event_set(host_facts)
     run = _initial_run(opts, targets, host_facts, pmu_events, pmu_notes, run.started)
     rundir.write_typed(opts.out_dir / rundir.RUN_JSON, run)
+    diskroom.hold(opts.out_dir)
     off = offcpu.plan(opts.out_dir, pids, {t.pid: t.label for t in targets}, opts.duration, opts.off_cpu)
     mysql_thread = _start_mysql(opts, pids, min(opts.duration, 5.0), log)
     poller = processlist.start(opts.mysql_options, pids[0], opts.out_dir) if opts.mysql else None  # type: ignore[arg-type]
@@ -159,6 +160,7 @@ def record(opts: RecordOptions, progress: Progress | None = None,
     except PmuprofError as err:  # perf failed or was killed: run.json still says what happened
         load.stop()
         processlist.finish(poller)
+        diskroom.release(opts.out_dir)
         rundir.write_typed(opts.out_dir / rundir.RUN_JSON, run.with_notes((f"capture failed: {err.message}",)))
         raise
     with signals.held() as pending:  # writing run.json must not be cut short
@@ -167,7 +169,10 @@ def record(opts: RecordOptions, progress: Progress | None = None,
             on_recorded()
         if pending and not outcome.stopped_by:
             outcome.stopped_by = signal.Signals(pending.pop(0)).name
-        run = _finish(opts, perf, run, outcome, mysql_thread, cap, off)
+        try:
+            run = _finish(opts, perf, run, outcome, mysql_thread, cap, off)
+        finally:
+            diskroom.release(opts.out_dir)
         if not opts.keep_perf_data:
             (opts.out_dir / rundir.PERF_DATA).unlink(missing_ok=True)
     if outcome.again or pending:  # a second signal: the run directory is complete; stop before folding
@@ -237,7 +242,7 @@ def _run_perf(opts: RecordOptions, perf: str, pids: tuple[int, ...], run: Run, p
             "stat": (perfcmd.stat_argv(perf, opts.out_dir / rundir.STAT_CSV, pids, stat_events, opts.mode,
                                        run.cgroup), opts.out_dir / rundir.STAT_LOG), **(extra or {})}
     outcome = run_bounded(argv, opts.duration, pids, run.host.perf_event_paranoid, progress, data, control,
-                          DiskGuard(opts.out_dir, cap.reserve), starters=tuple(extra or {}))
+                          DiskGuard(opts.out_dir, cap.reserve, room=True), starters=tuple(extra or {}))
     run = replace(run, record=replace(run.record, argv=tuple(argv["record"][0])),
                   stat=replace(run.stat, argv=tuple(argv["stat"][0])))
     return run, outcome
@@ -247,6 +252,11 @@ def _finish(opts: RecordOptions, perf: str, run: Run, outcome: Outcome, mysql_th
             off: offcpu.Plan | None = None) -> Run:
     """What really happened: events recorded, counters, server facts, off-CPU stacks; run.json written last."""
     stderr = perfparse.parse_record_stderr(outcome.stderr.get("record", ""))
+    if outcome.stopped_by == "disk" or diskroom.perf_ran_out(outcome.stderr.get("record", "")):
+        diskroom.release(opts.out_dir)  # the last files go in the room kept for them
+        if not outcome.stopped_by:
+            outcome.stopped_by = "disk"
+            outcome.disk_low = f"perf record could not write perf.data ({diskroom.PERF_FULL}) in {opts.out_dir}"
     if SIZE_LIMIT in outcome.stderr.get("record", "") and not outcome.stopped_by:
         if cap.by_disk:
             outcome.stopped_by = "disk"
@@ -265,11 +275,13 @@ def _finish(opts: RecordOptions, perf: str, run: Run, outcome: Outcome, mysql_th
     try:
         run = _recorded_event(run, perf, opts.out_dir / rundir.PERF_DATA)
     finally:
-        run = _write_counters(opts, run)
-        run = _write_server_facts(opts, run, mysql_thread)
-        run = _write_offcpu(opts, run, outcome, off)
-        run = keep_for_report(opts.out_dir, perf, run, opts.keep_perf_data)
-        rundir.write_typed(opts.out_dir / rundir.RUN_JSON, run)
+        try:
+            run = _write_counters(opts, run)
+            run = _write_server_facts(opts, run, mysql_thread)
+            run = _write_offcpu(opts, run, outcome, off)
+            run = keep_for_report(opts.out_dir, perf, run, opts.keep_perf_data)
+        finally:  # run.json last, even when one of those could not be written
+            rundir.write_typed(opts.out_dir / rundir.RUN_JSON, run)
     return run
 
 

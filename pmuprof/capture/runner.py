@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from .. import signals
+from . import diskroom
 from ..errors import PerfError, ResourceError, TargetError
 from ..model import rundir
 from ..packages import apt_install
@@ -212,6 +213,7 @@ class DiskGuard:
 
     path: Path
     reserve: int
+    room: bool = False  # ``path`` holds a room (diskroom): perf's last write on a full disk gets it
 
     def low(self) -> str:
         """Why perf must stop now, or ""."""
@@ -258,6 +260,8 @@ def run_bounded(procs: dict[str, tuple[Sequence[str], Path]], duration: float, p
     finally:
         with signals.held() as pending:
             out.elapsed_s = round(time.monotonic() - t0, 3)
+            if disk is not None and disk.room and (out.stopped_by == "disk" or disk.low()):
+                diskroom.release(disk.path)  # perf still writes its buffers when it stops
             for proc in started.values():  # signal all first: their shutdowns overlap
                 _signal(proc, signal.SIGINT)
             for name, proc in started.items():
