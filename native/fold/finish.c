@@ -26,14 +26,33 @@ static int unknown_comm_kept(folder_t *f, uint32_t comm)
     return rstr_wanted(f, comm) || (comm < f->tid_want.cap && f->tid_want.v[comm]);
 }
 
+#define PROC_WANTED (1ULL << 40)
+
+int folder_process_name(folder_t *f, uint64_t pid, const char *name, size_t n, int label)
+{
+    int64_t pi = itab_find(&f->pidinfo, &pid, 8);
+    if (pi < 0 || pid == PID_UNKNOWN)
+        return 0; /* no sample of it */
+    int64_t r = rstr_render(f, name, n, 0);
+    if (r < 0 || grow_u64(&f->pid_proc.v, &f->pid_proc.cap, (size_t)pi))
+        return -ENOMEM;
+    uint64_t *v = &f->pid_proc.v[pi];
+    if (label && !(*v & (PROC_WANTED - 1)))
+        *v |= (uint64_t)r + 1;
+    if (rstr_wanted(f, (uint32_t)r))
+        *v |= PROC_WANTED;
+    return 0;
+}
+
 static int64_t pid_index(folder_t *f, const char *key, uint64_t *pid)
 {
     memcpy(pid, key, 8);
     return itab_find(&f->pidinfo, pid, 8);
 }
 
-/* names[pid]: the main thread's last comm, else the most common comm (first seen wins ties);
- * then --name overrides; then, with --comm, drop processes where no thread has a wanted name. */
+/* names[pid]: the main thread's last comm, else the process's own name (folder_process_name), else the
+ * most common comm (first seen wins ties); then --name overrides; then, with --comm, drop processes
+ * where neither the process nor any thread has a wanted name. */
 static int names_compute(folder_t *f)
 {
     size_t np = f->pidinfo.n;
@@ -41,7 +60,7 @@ static int names_compute(folder_t *f)
         f->tid_any = f->tid_want.v[i] != 0;
     uint64_t *best = calloc(np + 1, sizeof *best), *keep = calloc(np + 1, sizeof *keep);
     int rc = !best || !keep || grow_u64(&f->pid_name.v, &f->pid_name.cap, np) ||
-             grow_u64(&f->pid_drop.v, &f->pid_drop.cap, np);
+             grow_u64(&f->pid_drop.v, &f->pid_drop.cap, np) || grow_u64(&f->pid_proc.v, &f->pid_proc.cap, np);
     for (size_t i = 0; !rc && i < f->pidcomm.n; i++) {
         size_t n;
         uint64_t pid;
@@ -62,8 +81,12 @@ static int names_compute(folder_t *f)
         size_t n;
         uint64_t pid;
         memcpy(&pid, itab_key(&f->pidinfo, (uint32_t)pi, &n), 8);
+        uint64_t proc = f->pid_proc.v[pi];
         if (f->pid_main.v[pi])
             f->pid_name.v[pi] = f->pid_main.v[pi] - 1;
+        else if (proc & (PROC_WANTED - 1))
+            f->pid_name.v[pi] = (proc & (PROC_WANTED - 1)) - 1;
+        keep[pi] |= (proc & PROC_WANTED) != 0;
         f->pid_drop.v[pi] = pid == PID_UNKNOWN ? 2 : !keep[pi]; /* 2: decided per thread name */
     }
     for (size_t j = 0; !rc && j < f->nname_pids; j++) {
@@ -365,7 +388,7 @@ void folder_free(folder_t *f)
                       &f->pidinfo, &f->pidcomm, &f->stacks, &f->leafc, &f->samp};
     col_t *cols[] = {&f->tid_want, &f->comm_r, &f->tail_info, &f->tail_leaf, &f->tail_off, &f->ev_count, &f->pid_main,
                      &f->pid_mainseq, &f->pid_name, &f->pid_drop, &f->pc_count, &f->st_count, &f->lc_count,
-                     &f->sp_count};
+                     &f->sp_count, &f->pid_proc};
     for (size_t i = 0; i < sizeof tabs / sizeof *tabs; i++)
         itab_free(tabs[i]);
     for (size_t i = 0; i < sizeof cols / sizeof *cols; i++)

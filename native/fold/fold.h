@@ -38,6 +38,11 @@ int folder_sample_begin(folder_t *f, int64_t id);
 void folder_sample_time(folder_t *f, int64_t sec);
 /* Exactly what folder_feed does with that frame line; addr is the address text (as in the line). */
 int folder_frame_push(folder_t *f, int64_t id, const char *addr, size_t addr_len);
+/* What the process itself is called, besides its threads' names (structured input knows it: the main
+ * thread's COMM, label=1, and the server binary it maps, label=0). Servers rename their threads
+ * (MySQL 8.0.27+: 'connection', 'ib_io_rd-1'), so --comm also keeps a process whose own name is wanted,
+ * and a process whose main thread has no sample is labelled with that name. Call before finish. */
+int folder_process_name(folder_t *f, uint64_t pid, const char *name, size_t n, int label);
 int folder_finish(folder_t *f, int truncated);
 int folder_write_stacks(folder_t *f, FILE *out);
 int folder_write_leaves(folder_t *f, FILE *out);

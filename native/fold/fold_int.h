@@ -52,6 +52,7 @@ struct folder {
     void *heads;
     itab_t pidinfo;   /* pid -> main comm_r + 1 (0: none), first main seq, name_r, dropped */
     col_t pid_main, pid_mainseq, pid_name, pid_drop;
+    col_t pid_proc;   /* pidinfo id -> the process's own name (rendered id + 1), or 1 << 40 | wanted */
     itab_t pidcomm;   /* (pid, comm_r) -> samples */
     col_t pc_count;
     itab_t stacks;    /* (pid, tid, comm_r, frames root-first) -> samples */

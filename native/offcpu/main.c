@@ -2,9 +2,12 @@
  *
  * usage: pmuprof-offcpu --pid PID [--pid PID]... --duration S --out FILE
  *                       [--threads N] [--entries N] [--stacks N] [--min-block-us US] [--eager]
+ *                       [--start-on-usr1]
  * --min-block-us: blocks shorter than this are summed per thread and state without stacks (lazy mode,
  * default 1000; 0 keeps every stack). --eager: stacks at every switch-out, as on kernels without the
- * sched_exit_tp tracepoint (which make it the mode used).
+ * sched_exit_tp tracepoint (which make it the mode used). --start-on-usr1: attached, count nothing until
+ * SIGUSR1 (sent when perf starts recording), so both windows start together; blocks that began before
+ * count from then.
  * Root only (CAP_BPF + CAP_PERFMON). Never stops or traces the targets. Stops at the duration,
  * on SIGINT/SIGTERM/SIGHUP, or when every target has exited; then detaches and writes FILE
  * (format in dump.c). If this process is killed, the kernel detaches the program with its fds.
@@ -54,7 +57,8 @@ static int parse_args(int argc, char **argv, struct offcpu_opts *o)
 		{"pid", required_argument, 0, 'p'}, {"duration", required_argument, 0, 'd'},
 		{"out", required_argument, 0, 'o'}, {"threads", required_argument, 0, 't'},
 		{"entries", required_argument, 0, 'e'}, {"stacks", required_argument, 0, 's'},
-		{"min-block-us", required_argument, 0, 'm'}, {"eager", no_argument, 0, 'E'}, {0, 0, 0, 0}};
+		{"min-block-us", required_argument, 0, 'm'}, {"eager", no_argument, 0, 'E'},
+		{"start-on-usr1", no_argument, 0, 'U'}, {0, 0, 0, 0}};
 	int c;
 
 	o->threads = OFFCPU_DEFAULT_THREADS;
@@ -75,6 +79,7 @@ static int parse_args(int argc, char **argv, struct offcpu_opts *o)
 		case 's': o->stacks = clamp(atol(optarg), 64, 1 << 18); break;
 		case 'm': o->min_block_us = clamp(atol(optarg), 0, 60L * 1000 * 1000); break;
 		case 'E': o->eager = 1; break;
+		case 'U': o->start_usr1 = 1; break;
 		default: return -EINVAL;
 		}
 	}
@@ -196,6 +201,33 @@ static int any_alive(const struct offcpu_opts *o)
 	return 0;
 }
 
+/* --start-on-usr1: wait (at most the duration) for SIGUSR1; a stop signal or the targets' exit first
+ * is returned (the window is then empty), else NULL. */
+static const char *wait_for_start(const struct offcpu_opts *o)
+{
+	sigset_t set;
+	struct timespec tick = {0, 200 * 1000 * 1000};
+	__u64 since = now_ns();
+	int sig;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGUSR1);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGHUP);
+	for (;;) {
+		sig = sigtimedwait(&set, NULL, &tick);
+		if (sig == SIGUSR1)
+			return NULL;
+		if (sig > 0)
+			return sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "SIGHUP";
+		if ((double)(now_ns() - since) / 1e9 >= o->duration)
+			return "duration";
+		if (!any_alive(o))
+			return "target-exit";
+	}
+}
+
 /* Wait for the duration, a stop signal, or the targets' exit; returns what stopped it. */
 static const char *wait_for_stop(const struct offcpu_opts *o, __u64 t0)
 {
@@ -237,6 +269,7 @@ int main(int argc, char **argv)
 	sigaddset(&set, SIGINT);
 	sigaddset(&set, SIGTERM);
 	sigaddset(&set, SIGHUP);
+	sigaddset(&set, SIGUSR1);
 	sigprocmask(SIG_BLOCK, &set, NULL);
 	libbpf_set_print(libbpf_quiet);
 	obj = bpf_object__open_mem(offcpu_bpf_obj, (size_t)(offcpu_bpf_obj_end - offcpu_bpf_obj), NULL);
@@ -263,13 +296,15 @@ int main(int argc, char **argv)
 		if (!link_in)
 			return offcpu_fail("attach sched_exit_tp", -errno);
 	}
-	t0 = now_ns(); /* the window starts when the program runs: waits before it count from here */
+	why = o.start_usr1 ? wait_for_start(&o) : NULL;
+	t0 = now_ns(); /* the window starts now: waits before it count from here */
 	rc = bpf_map_update_elem(bpf_map__fd(bpf_object__find_map_by_name(obj, "clock")), &zero, &t0, BPF_ANY);
 	if (rc)
 		return offcpu_fail("clock", -errno);
 	fprintf(stderr, "pmuprof-offcpu: attached to %u process(es), t0_ns=%llu, %s\n", o.npids, (unsigned long long)t0,
 		o.lazy ? "lazy (stacks at switch-in)" : "eager (stacks at switch-out)");
-	why = wait_for_stop(&o, t0);
+	if (!why)
+		why = wait_for_stop(&o, t0);
 	bpf_link__destroy(link); /* detach first: the maps stop changing */
 	bpf_link__destroy(link_in);
 	rc = offcpu_dump(obj, &o, t0, now_ns(), why);

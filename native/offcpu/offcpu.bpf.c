@@ -377,19 +377,38 @@ static __always_inline void wait_add(struct offcpu_key *key, struct task_struct 
 	__sync_fetch_and_add(&v->count, 1);
 }
 
-/* A thread without a start record: off the CPU since before the capture, its time counted from t0
- * (0: not yet attached, nothing counted). */
-static __always_inline __u64 since_t0(struct offcpu_key *key, __u64 now)
+/* The window's start (0: not started yet, nothing is counted). */
+static __always_inline __u64 window_t0(void)
 {
 	__u32 which = OFFCPU_CLOCK_T0;
 	__u64 *t0 = bpf_map_lookup_elem(&clock, &which);
 
-	if (!t0 || !*t0 || now <= *t0)
+	return t0 ? *t0 : 0;
+}
+
+/* The part of a block that began at ts inside the window (blocks that began before t0 count from it):
+ * 0 when the window has not started, or the block ended before it. */
+static __always_inline __u64 in_window(__u64 ts, __u64 now)
+{
+	__u64 t0 = window_t0();
+
+	if (!t0 || now <= t0)
+		return 0;
+	return now - (ts > t0 ? ts : t0);
+}
+
+/* A thread without a start record: off the CPU since before the capture, its time counted from t0
+ * (0: not yet attached, nothing counted). */
+static __always_inline __u64 since_t0(struct offcpu_key *key, __u64 now)
+{
+	__u64 t0 = window_t0();
+
+	if (!t0 || now <= t0)
 		return 0;
 	key->ustack = 0;
 	key->kstack = -1;
 	key->state = OFFCPU_STATE_BEFORE;
-	return now - *t0;
+	return now - t0;
 }
 
 /* Eager mode, in sched_switch: next's stacks were taken when it left the CPU. */
@@ -403,8 +422,10 @@ static __always_inline void switch_in(struct task_struct *next, __u64 now)
 		key.ustack = s->ustack;
 		key.kstack = s->kstack;
 		key.state = s->state;
-		delta = now - s->ts;
+		delta = in_window(s->ts, now);
 		bpf_map_delete_elem(&starts, &key.tid);
+		if (!delta)
+			return;
 	} else {
 		delta = since_t0(&key, now);
 		if (!delta)
@@ -433,9 +454,11 @@ static __always_inline void switch_in_lazy(void *ctx, struct task_struct *task, 
 		wait_add(&key, task, delta);
 		return;
 	}
-	delta = now - s->ts;
+	delta = in_window(s->ts, now);
 	key.state = s->state;
 	bpf_map_delete_elem(&starts, &tid);
+	if (!delta)
+		return;
 	if (delta < cfg.min_block_ns) {
 		key.state |= OFFCPU_SHORT;
 		key.kstack = OFFCPU_KSTACK_NONE;

@@ -15,6 +15,7 @@ struct offcpu_opts {
 	long threads, entries, stacks;
 	long min_block_us;
 	int eager;                        /* asked for: stacks at every switch-out */
+	int start_usr1;                   /* the window starts at SIGUSR1 (perf's), not at attach */
 	int lazy;                         /* used: stacks at switch-in, for blocks of min_block_us or more */
 	const struct offcpu_range *code;  /* the targets' executable mappings at the start, sorted */
 	unsigned ncode;

@@ -14,7 +14,7 @@
 static const char USAGE[] =
     "usage: pmuprof-perfdata [--pid P ...] [--comm C ...] [--name PID=LABEL ...] [--per-thread] [--raw-unknown]\n"
     "                        [--leaves FILE] [--meta FILE] [--stacks-bin FILE] [--samples FILE] [--time] [--inline]\n"
-    "                        [--kallsyms FILE]\n"
+    "                        [--kallsyms FILE] [--process-names]\n"
     "                        perf.data > stacks.folded\n"
     "       pmuprof-perfdata --symbolize < 'PID<tab>HEXOFFSET<tab>PATH' lines (names, as perf prints them)\n"
     "Reads perf.data itself and writes what `perf script -F comm,pid,tid,ip,sym,symoff,dso --no-inline\n"
@@ -25,6 +25,9 @@ static const char USAGE[] =
     "prints them (\"name+0xoff (inlined)\" lines before the frame they are inlined into), for the sample's\n"
     "own address and every return address (looked up at the call: address - 1).\n"
     "--kallsyms FILE: kernel symbols from FILE, as perf script --kallsyms (a kallsyms of the recording's boot).\n"
+    "--process-names: a process is also known by its main thread's COMM and by the binaries it maps, which\n"
+    "perf script does not print: --comm keeps a server whose threads are all renamed, and a process whose\n"
+    "main thread has no sample is labelled with that COMM.\n"
     "Exit status: 0 done; 1 failure; 2 usage; 3 the file needs something only perf script does (one\n"
     "line on stderr says what: use perf script instead); 4 the file is corrupt or truncated; 5 its header\n"
     "is corrupt beyond what perf script copes with (it loops on it): do not try perf script.\n";
@@ -32,7 +35,7 @@ static const char USAGE[] =
 typedef struct {
     fold_opts_t o;
     const char *leaves, *meta, *input, *stacks_bin, *samples, *kallsyms;
-    int script, time, inline_frames;
+    int script, time, inline_frames, process_names;
     int32_t *pids;
 } args_t;
 
@@ -57,6 +60,8 @@ static int args_parse(int argc, char **argv, args_t *a)
             a->time = 1;
         else if (!strcmp(opt, "--inline"))
             a->inline_frames = 1;
+        else if (!strcmp(opt, "--process-names"))
+            a->process_names = 1;
         else if (opt[0] != '-' && !a->input)
             a->input = opt;
         else if (!val)
@@ -162,6 +167,30 @@ static void warn_skipped(const reader_t *r)
                     r->m.dsos.v[i]->skipped);
 }
 
+/* Each sampled process's own name for the folder: its main thread's COMM, and the binaries it maps
+ * whose file name is a --comm (a server whose threads are all renamed is still found). Newest first. */
+static int name_processes(const args_t *a, const machine_t *m, folder_t *f)
+{
+    for (size_t i = m->nall; i-- > 0;) {
+        const thread_t *t = m->all[i];
+        size_t n;
+        const char *comm = machine_comm_str(m, t, &n);
+        if (t->pid != t->tid || t->pid < 0)
+            continue;
+        if (t->comm_set && folder_process_name(f, (uint64_t)t->pid, comm, n, 1))
+            return -ENOMEM;
+        for (size_t j = 0; t->maps && j < t->maps->n; j++) {
+            const dso_t *d = t->maps->v[j].dso;
+            const char *base = d && d->name ? strrchr(d->name, '/') : NULL;
+            for (size_t c = 0; base && c < a->o.ncomms; c++)
+                if (!strcmp(base + 1, a->o.comms[c]) &&
+                    folder_process_name(f, (uint64_t)t->pid, base + 1, strlen(base + 1), 0))
+                    return -ENOMEM;
+        }
+    }
+    return 0;
+}
+
 static int run(args_t *a, pd_file_t *pf, folder_t *f)
 {
     reader_t r;
@@ -178,7 +207,7 @@ static int run(args_t *a, pd_file_t *pf, folder_t *f)
     warn_skipped(&r);
     if (rc) {
         fprintf(stderr, "pmuprof-perfdata: %s: %s\n", rc == PD_EUNSUPPORTED ? "unsupported" : "error", err);
-    } else if (folder_finish(f, 0)) {
+    } else if ((a->process_names && name_processes(a, &r.m, f)) || folder_finish(f, 0)) {
         fputs("pmuprof-perfdata: out of memory\n", stderr);
         rc = PD_EFAIL;
     } else if ((a->stacks_bin ? write_with(a->stacks_bin, f, folder_write_stacks_bin) : folder_write_stacks(f, stdout)) ||

@@ -136,6 +136,7 @@ def read_recording(path: Path, kind: str, choice: Choice, sibling: Path | None,
     names = {t.pid: t.label for t in run.targets}
     pids = choice.pids or (tuple(names) if not choice.comms else ())
     comms = choice.comms or (() if pids else DEFAULT_TARGET_COMMS)
+    choice = replace(choice, per_thread=choice.per_thread or run.record.per_thread_roots)  # asked at record time
     if kind == "perf.data":
         result, recording, argv = _fold_perf_data(path, pids, comms, choice.per_thread, names, symfs, sibling, run)
         run = _run_for_perf_data(run, recording)
@@ -217,7 +218,7 @@ def _processes(result: FoldResult, run: Run, choice: Choice, pids, comms) -> tup
     elif run.targets:
         how = "the capture's targets"
     else:
-        how = f"processes with a thread named {' or '.join(comms)} (choose others with --pid / --comm)"
+        how = f"processes named (or with a thread named) {' or '.join(comms)} (choose others with --pid / --comm)"
     left = sorted(result.left_out.items(), key=lambda kv: (-kv[1][1], kv[0]))
     kept += [Process(label=f"{name}-{pid}", pid=pid, comm=name, samples=n, kept=False)
              for pid, (name, n) in left[:_LEFT_OUT_LISTED]]

@@ -23,7 +23,7 @@ from ..packages import apt_install
 from ..paths import perf_path
 from ..tools.native import helper
 from ..tools.perf import argv as perfcmd, parse as perfparse, read as perfread, repair
-from . import events
+from . import diskroom, events
 from .mysql import facts as mysql, poll as processlist
 from .offcpu import tracer as offcpu
 from .runner import Control, DiskGuard, Outcome, Progress, run_bounded
@@ -145,6 +145,7 @@ def record(opts: RecordOptions, progress: Progress | None = None,
     pmu_events, pmu_notes = _pmu_event_set(host_facts)
     run = _initial_run(opts, targets, host_facts, pmu_events, pmu_notes, run.started)
     rundir.write_typed(opts.out_dir / rundir.RUN_JSON, run)
+    diskroom.hold(opts.out_dir)
     off = offcpu.plan(opts.out_dir, pids, {t.pid: t.label for t in targets}, opts.duration, opts.off_cpu)
     mysql_thread = _start_mysql(opts, pids, min(opts.duration, 5.0), log)
     poller = processlist.start(opts.mysql_options, pids[0], opts.out_dir) if opts.mysql else None  # type: ignore[arg-type]
@@ -159,6 +160,7 @@ def record(opts: RecordOptions, progress: Progress | None = None,
     except PmuprofError as err:  # perf failed or was killed: run.json still says what happened
         load.stop()
         processlist.finish(poller)
+        diskroom.release(opts.out_dir)
         rundir.write_typed(opts.out_dir / rundir.RUN_JSON, run.with_notes((f"capture failed: {err.message}",)))
         raise
     with signals.held() as pending:  # writing run.json must not be cut short
@@ -167,7 +169,10 @@ def record(opts: RecordOptions, progress: Progress | None = None,
             on_recorded()
         if pending and not outcome.stopped_by:
             outcome.stopped_by = signal.Signals(pending.pop(0)).name
-        run = _finish(opts, perf, run, outcome, mysql_thread, cap, off)
+        try:
+            run = _finish(opts, perf, run, outcome, mysql_thread, cap, off)
+        finally:
+            diskroom.release(opts.out_dir)
         if not opts.keep_perf_data:
             (opts.out_dir / rundir.PERF_DATA).unlink(missing_ok=True)
     if outcome.again or pending:  # a second signal: the run directory is complete; stop before folding
@@ -184,12 +189,17 @@ class Cap:
     reserve: int
 
 
+def _record_asked(opts: RecordOptions) -> Record:
+    return Record(event_requested=opts.event, frequency=opts.frequency, call_graph=opts.call_graph,
+                  per_thread_roots=opts.per_thread_roots)
+
+
 def _started_run(opts: RecordOptions) -> Run:
     """The first run.json, written before anything slow: what was asked and when."""
     return Run(pmuprof_version=__version__, command=tuple(opts.command),
                started=_dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
                duration_requested_s=opts.duration, mode=opts.mode,
-               record=Record(event_requested=opts.event, frequency=opts.frequency, call_graph=opts.call_graph))
+               record=_record_asked(opts))
 
 
 def _initial_run(opts: RecordOptions, targets: tuple[Target, ...], host_facts: dict,
@@ -200,7 +210,7 @@ def _initial_run(opts: RecordOptions, targets: tuple[Target, ...], host_facts: d
                duration_requested_s=opts.duration, mode=opts.mode,
                cgroup=_shared_cgroup(targets) if opts.mode == "per-cpu" else None, targets=targets,
                host=replace(from_json(Host, facts), pause=from_json(Pause, pause), pfm_pmu=helper.core_pmu()),
-               record=Record(event_requested=opts.event, frequency=opts.frequency, call_graph=opts.call_graph),
+               record=_record_asked(opts),
                stat=Stat(labels={perf_name: label for label, perf_name in pmu_events}, notes=tuple(pmu_notes)),
                features_off=tuple(from_json(FeatureOff, f) for f in helper.features_off()))
 
@@ -221,7 +231,7 @@ def _record_with_fallback(opts, perf, pids, run: Run, pmu_events, cap: Cap, prog
 
 def _run_perf(opts: RecordOptions, perf: str, pids: tuple[int, ...], run: Run, pmu_events: list[tuple[str, str]],
               cap: Cap, progress: Progress | None, extra: dict | None = None) -> tuple[Run, Outcome]:
-    """perf record + perf stat (+ ``extra``, e.g. the off-CPU tracer) for the capture window."""
+    """perf record + perf stat (+ ``extra``, the off-CPU tracer, started by SIGUSR1) for the capture window."""
     data = opts.out_dir / rundir.PERF_DATA
     data.unlink(missing_ok=True)
     spec = perfcmd.RecordSpec(data, pids, opts.frequency, opts.call_graph, opts.mode, opts.event, run.cgroup,
@@ -232,7 +242,7 @@ def _run_perf(opts: RecordOptions, perf: str, pids: tuple[int, ...], run: Run, p
             "stat": (perfcmd.stat_argv(perf, opts.out_dir / rundir.STAT_CSV, pids, stat_events, opts.mode,
                                        run.cgroup), opts.out_dir / rundir.STAT_LOG), **(extra or {})}
     outcome = run_bounded(argv, opts.duration, pids, run.host.perf_event_paranoid, progress, data, control,
-                          DiskGuard(opts.out_dir, cap.reserve))
+                          DiskGuard(opts.out_dir, cap.reserve, room=True), starters=tuple(extra or {}))
     run = replace(run, record=replace(run.record, argv=tuple(argv["record"][0])),
                   stat=replace(run.stat, argv=tuple(argv["stat"][0])))
     return run, outcome
@@ -242,6 +252,11 @@ def _finish(opts: RecordOptions, perf: str, run: Run, outcome: Outcome, mysql_th
             off: offcpu.Plan | None = None) -> Run:
     """What really happened: events recorded, counters, server facts, off-CPU stacks; run.json written last."""
     stderr = perfparse.parse_record_stderr(outcome.stderr.get("record", ""))
+    if outcome.stopped_by == "disk" or diskroom.perf_ran_out(outcome.stderr.get("record", "")):
+        diskroom.release(opts.out_dir)  # the last files go in the room kept for them
+        if not outcome.stopped_by:
+            outcome.stopped_by = "disk"
+            outcome.disk_low = f"perf record could not write perf.data ({diskroom.PERF_FULL}) in {opts.out_dir}"
     if SIZE_LIMIT in outcome.stderr.get("record", "") and not outcome.stopped_by:
         if cap.by_disk:
             outcome.stopped_by = "disk"
@@ -260,11 +275,13 @@ def _finish(opts: RecordOptions, perf: str, run: Run, outcome: Outcome, mysql_th
     try:
         run = _recorded_event(run, perf, opts.out_dir / rundir.PERF_DATA)
     finally:
-        run = _write_counters(opts, run)
-        run = _write_server_facts(opts, run, mysql_thread)
-        run = _write_offcpu(opts, run, outcome, off)
-        run = keep_for_report(opts.out_dir, perf, run, opts.keep_perf_data)
-        rundir.write_typed(opts.out_dir / rundir.RUN_JSON, run)
+        try:
+            run = _write_counters(opts, run)
+            run = _write_server_facts(opts, run, mysql_thread)
+            run = _write_offcpu(opts, run, outcome, off)
+            run = keep_for_report(opts.out_dir, perf, run, opts.keep_perf_data)
+        finally:  # run.json last, even when one of those could not be written
+            rundir.write_typed(opts.out_dir / rundir.RUN_JSON, run)
     return run
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from .. import signals
+from . import diskroom
 from ..errors import PerfError, ResourceError, TargetError
 from ..model import rundir
 from ..packages import apt_install
@@ -212,6 +213,7 @@ class DiskGuard:
 
     path: Path
     reserve: int
+    room: bool = False  # ``path`` holds a room (diskroom): perf's last write on a full disk gets it
 
     def low(self) -> str:
         """Why perf must stop now, or ""."""
@@ -228,8 +230,11 @@ class DiskGuard:
 
 def run_bounded(procs: dict[str, tuple[Sequence[str], Path]], duration: float, pids: Sequence[int],
                 paranoid: int | None, progress: Progress | None = None, data_path: Path | None = None,
-                control: Control | None = None, disk: DiskGuard | None = None) -> Outcome:
+                control: Control | None = None, disk: DiskGuard | None = None,
+                starters: Sequence[str] = ()) -> Outcome:
     """Run the named perf commands together for ``duration`` seconds of recording, then stop them all.
+    ``starters`` (the off-CPU tracer) count nothing until SIGUSR1, sent when perf's window starts, and are
+    stopped with it: their window is perf's.
 
     SIGINT, SIGTERM and SIGHUP (pmuprof.signals) end the window early like the clock does; a signal
     that arrives while perf is being stopped is noted, never lost, and never cuts the stop short.
@@ -243,6 +248,8 @@ def run_bounded(procs: dict[str, tuple[Sequence[str], Path]], duration: float, p
         if control is not None:
             if control.enable(started["record"], ENABLE_TIMEOUT_S):
                 t0 = time.monotonic()
+                for name in starters:
+                    _signal(started[name], signal.SIGUSR1)
             elif started["record"].poll() is None:
                 raise PerfError("perf record did not start recording (no answer on its control FIFO within "
                                 f"{ENABLE_TIMEOUT_S:.0f} s, or no CPU used for {stall_s():.0f} s)",
@@ -253,6 +260,8 @@ def run_bounded(procs: dict[str, tuple[Sequence[str], Path]], duration: float, p
     finally:
         with signals.held() as pending:
             out.elapsed_s = round(time.monotonic() - t0, 3)
+            if disk is not None and disk.room and (out.stopped_by == "disk" or disk.low()):
+                diskroom.release(disk.path)  # perf still writes its buffers when it stops
             for proc in started.values():  # signal all first: their shutdowns overlap
                 _signal(proc, signal.SIGINT)
             for name, proc in started.items():

@@ -147,6 +147,7 @@ class Record:
     events_recorded: tuple[str, ...] = ()
     frequency: int | None = None
     call_graph: str = ""  # fp | dwarf | lbr | "" (unknown)
+    per_thread_roots: bool = False  # --per-thread-roots: the report folds with one frame per thread
     samples_total: int | None = None  # every sample in the file
     lost: int | None = None
     data_mb: float | None = None

@@ -63,3 +63,22 @@ def test_refusal_explains_the_reserve(busy, pmuprof, tmpfs):
     res = pmuprof("capture", "-p", busy.pid, "-d", "30", "-o", fs / "run", "--no-mysql")
     one_line(res, 6, "MiB free; this capture needs about", "pmuprof keeps 16 MiB free", "so the disk never fills")
     assert not (fs / "run").exists()
+
+
+def test_disk_full_mid_capture_finalises_run_json_and_stays_reportable(busy, tmpfs, pmuprof):
+    fs = tmpfs(48)
+    out = fs / "run"
+    proc = spawn_cli("capture", "-p", busy.pid, "-d", "30", "-o", out, "--no-mysql")
+    wait_for(out / "perf.data", proc=proc)
+    time.sleep(2)  # samples written
+    _fill(fs, 0)
+    res = finish(proc)
+    one_line(res, 6)
+    run = json.loads((out / "run.json").read_text())
+    assert run["stopped_by"] == "disk" and run["duration_s"] is not None and run["duration_s"] < 30, run
+    assert not (out / ".pmuprof-room").exists()  # the room kept for the last files is given back
+    (fs / "filler").unlink()
+    again = pmuprof("report", out)
+    assert again.code == 0, again.err
+    assert (out / "report.html").is_file() and "perf script failed" not in again.err
+    assert "hot_leaf" in (out / "stacks.folded").read_text()  # perf's last buffers went into the room

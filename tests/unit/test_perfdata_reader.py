@@ -18,13 +18,14 @@ def test_argv_is_the_folders_options_then_the_file():
                                          pids=(12, 13), comms=["mariadbd"], per_thread=True, names={12: "db one"},
                                          raw_unknown=True)
     assert argv == ["/b/pmuprof-perfdata", "--meta", "/t/m.json", "--pid", "12", "--pid", "13", "--comm", "mariadbd",
-                    "--name", "12=db one", "--per-thread", "--raw-unknown", "--inline", "/d/perf.data"]
+                    "--name", "12=db one", "--per-thread", "--raw-unknown", "--inline", "--process-names",
+                    "/d/perf.data"]
 
 
 def test_argv_without_inline_frames():
     argv = perfdata_reader.perfdata_argv(Path("/b/pmuprof-perfdata"), Path("/d/perf.data"), Path("/t/m.json"),
                                          timed=True, inline=False)
-    assert argv == ["/b/pmuprof-perfdata", "--meta", "/t/m.json", "--time", "/d/perf.data"]
+    assert argv == ["/b/pmuprof-perfdata", "--meta", "/t/m.json", "--time", "--process-names", "/d/perf.data"]
 
 
 def _fake(tmp_path: Path, body: str) -> Path:

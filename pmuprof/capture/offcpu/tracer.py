@@ -98,12 +98,12 @@ def plan(out_dir: Path, pids: Sequence[int], roots: Mapping[int, str], duration_
     start = {pid: {t.tid: t for t in proc_threads.snapshot(pid)} for pid in pids}
     why, fix = unavailable(pids)
     argv = () if why else tuple(tool.argv(offcpu_path(), pids, duration_s + START_SLACK_S,
-                                          out_dir / rundir.OFFCPU_RAW, eager=eager))
+                                          out_dir / rundir.OFFCPU_RAW, eager=eager, start_on_usr1=True))
     return Plan(True, tuple(pids), dict(roots), argv, why, fix, start, snapshot.utc_now(), _maps(pids))
 
 
 def procs(p: Plan, out_dir: Path) -> dict[str, tuple[list[str], Path]]:
-    """The runner's entry for the tracer (none when it cannot run)."""
+    """The runner's entry for the tracer (none when it cannot run); it waits for SIGUSR1 to count."""
     return {"offcpu": (list(p.argv), out_dir / rundir.OFFCPU_LOG)} if p.argv else {}
 
 

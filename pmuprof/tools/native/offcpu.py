@@ -77,10 +77,11 @@ class TracerOutput:
 
 
 def argv(binary: Path | str, pids: Sequence[int], duration_s: float, out: Path, limits: Limits = Limits(),
-         eager: bool = False) -> list[str]:
+         eager: bool = False, start_on_usr1: bool = False) -> list[str]:
     """The tracer's command line (at most MAX_TARGETS pids; duration is its own hard bound). ``eager``:
     stacks for every block, taken at switch-out (exact, ~3 us a switch); else lazy where the kernel allows
-    (stacks for blocks of ``limits.min_block_us`` or more, taken at switch-in)."""
+    (stacks for blocks of ``limits.min_block_us`` or more, taken at switch-in). ``start_on_usr1``: attached,
+    it counts nothing until SIGUSR1 (sent when perf starts recording: both windows start together)."""
     if not pids or len(pids) > MAX_TARGETS:
         raise ValueError(f"pmuprof-offcpu traces 1..{MAX_TARGETS} processes, not {len(pids)}")
     args = [str(binary)]
@@ -88,7 +89,8 @@ def argv(binary: Path | str, pids: Sequence[int], duration_s: float, out: Path, 
         args += ["--pid", str(int(pid))]
     return args + ["--duration", f"{duration_s:g}", "--out", str(out), "--threads", str(limits.threads),
                    "--entries", str(limits.entries), "--stacks", str(limits.stacks),
-                   "--min-block-us", str(limits.min_block_us)] + (["--eager"] if eager else [])
+                   "--min-block-us", str(limits.min_block_us)] + (["--eager"] if eager else []) + (
+                   ["--start-on-usr1"] if start_on_usr1 else [])
 
 
 def parse(lines: Iterable[str]) -> TracerOutput:

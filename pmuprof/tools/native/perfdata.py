@@ -65,10 +65,11 @@ def perfdata_argv(binary: Path, data: Path, meta: Path, pids: Iterable[int] = ()
     """pmuprof-perfdata's command line (pure): pmuprof-fold's options, then the perf.data (``timed``:
     as perf script with the time field, which gives the sample table its seconds; ``inline``: user frames
     of binaries with DWARF expand into their inline chains, ``name_[i]`` frames; ``kallsyms``: the kernel's
-    symbols from that file, as perf script --kallsyms)."""
+    symbols from that file, as perf script --kallsyms). Processes are also known by their main thread's
+    COMM and the binaries they map (``--process-names``): servers rename their threads."""
     argv = fold_argv(binary, meta, pids, comms, per_thread, names, raw_unknown, stacks_bin)
     argv += ["--kallsyms", str(kallsyms)] if kallsyms is not None else []
-    return argv + (["--time"] if timed else []) + (["--inline"] if inline else []) + [str(data)]
+    return argv + (["--time"] if timed else []) + (["--inline"] if inline else []) + ["--process-names", str(data)]
 
 
 def fold_perf_data_native(data: Path, pids: Iterable[int] = (), comms: Iterable[str] = (),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import mmap
 import os
 import struct
 from pathlib import Path
@@ -49,18 +50,65 @@ def unfinished_size(path: Path) -> int:
     return length - offset if size == 0 and 0 < offset < length else 0
 
 
-def finish_header(path: Path) -> int:
-    """Set the data size of an unfinished perf.data to what the file holds; return it (0: nothing done).
+_FEATURES = 72  # after the data and event_types sections: adds_features, a 256-bit map
+_FEATURE_BYTES = 32
 
-    perf writes the size only when it stops cleanly, so a perf killed by SIGKILL (or stopped by a
-    full disk) leaves samples that `perf script` ignores. A last, partial record is skipped by perf.
-    """
-    size = unfinished_size(path)
+
+def _features_missing(bits: bytes, data_end: int, length: int) -> bool:
+    """Whether the header names optional features (build-ids, host facts) whose table is not in the file:
+    perf stopped by a full disk writes the header, then fails to write the table after the samples."""
+    count = sum(bin(b).count("1") for b in bits)
+    return count > 0 and data_end + count * _HEADER.size > length
+
+
+_RECORD = struct.Struct("<IHH")  # perf_event_header: type, misc, size
+
+
+def _whole_records(fh, offset: int, size: int) -> int:
+    """The bytes of the data section up to its last whole record: perf script dies of SIGBUS on a record
+    cut off by the end of the file (where a full disk or SIGKILL stopped perf's write)."""
     if size <= 0:
         return 0
-    with open(path, "r+b") as fh:
-        fh.seek(_DATA_SECTION)
-        offset, _ = _HEADER.unpack(fh.read(_HEADER.size))
-        fh.seek(_DATA_SECTION)
-        fh.write(_HEADER.pack(offset, size))
-    return size
+    with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mem:
+        pos, end = offset, offset + size
+        while pos + _RECORD.size <= end:
+            step = _RECORD.unpack_from(mem, pos)[2]
+            if step < _RECORD.size or pos + step > end:
+                break
+            pos += step
+    return pos - offset
+
+
+def finish_header(path: Path) -> int:
+    """Make an unfinished perf.data readable; return the bytes of samples it holds (0: nothing done).
+
+    perf writes the data size only when it stops cleanly, so a perf killed by SIGKILL (or stopped by a
+    full disk) leaves samples that `perf script` ignores: the size is set to the whole records the file
+    holds (perf script dies of SIGBUS on a last, partial one). A perf that met a full disk writes the
+    header but not the feature table after the samples: the features are dropped too (the samples do
+    not need them; build-ids then come from the binaries).
+    """
+    try:
+        with open(path, "r+b") as fh:
+            head = fh.read(_FEATURES + _FEATURE_BYTES)
+            length = os.fstat(fh.fileno()).st_size
+            if len(head) < _FEATURES + _FEATURE_BYTES or not head.startswith(MAGIC):
+                return 0
+            offset, size = _HEADER.unpack_from(head, _DATA_SECTION)
+            if not 0 < offset < length:
+                return 0
+            claimed = size if size and offset + size <= length else length - offset
+            drop = _features_missing(head[_FEATURES:], offset + claimed, length)
+            if size and not drop and claimed == size:
+                return 0  # perf closed it: nothing to repair
+            size_before, size = size, _whole_records(fh, offset, claimed)
+            fixed = size != size_before
+            if fixed:
+                fh.seek(_DATA_SECTION)
+                fh.write(_HEADER.pack(offset, size))
+            if drop:
+                fh.seek(_FEATURES)
+                fh.write(bytes(_FEATURE_BYTES))
+    except OSError:
+        return 0
+    return size if fixed or drop else 0
