@@ -89,6 +89,14 @@ def test_cli_fires_once_under_load_and_cooldown_holds(mariadb: mdb.MariaDB, tmp_
     assert "1 capture(s)" in text
 
 
+def _wait_connected(server: mdb.MariaDB, n: int, timeout: float = 120.0) -> None:
+    import time
+    deadline = time.monotonic() + timeout
+    while int(dict(mdb.sql(server, "SHOW GLOBAL STATUS LIKE 'Threads_connected'"))["Threads_connected"]) < n:
+        assert time.monotonic() < deadline, f"sysbench did not connect {n} clients in {timeout:g} s"
+        time.sleep(0.2)
+
+
 def test_max_captures_ends_the_watch(mariadb: mdb.MariaDB, tmp_path: Path) -> None:
     """No cooldown, the condition keeps holding: the watch still stops by itself at the cap."""
     plan = WatchPlan((parse_condition(CONDITION),), cycles=2, cooldown_s=0.0, max_captures=1)
@@ -96,8 +104,9 @@ def test_max_captures_ends_the_watch(mariadb: mdb.MariaDB, tmp_path: Path) -> No
                         disk_floor=DiskFloor(bytes=2**20), mysql_options=MysqlOptions(defaults_file=str(mariadb.defaults_file)),
                         record={"mysql": False})
     lines: list[str] = []
-    load = mdb.SysbenchLoad(mariadb, seconds=300, test="oltp_read_only", threads=LOAD_THREADS)
+    load = mdb.SysbenchLoad(mariadb, seconds=1800, test="oltp_read_only", threads=LOAD_THREADS)  # stopped below
     try:
+        _wait_connected(mariadb, 6)  # loaded from the watch's first poll on (a loaded host connects slowly)
         runs = watch(opts, lines.append)  # returns by itself once the cap is reached
         assert load.proc.poll() is None, "the condition held all along"
     finally:

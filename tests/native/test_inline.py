@@ -40,7 +40,7 @@ def inline_lab(tmp_path_factory) -> dict:
     for name, prog in (("dwarf", exe), ("bare", bare)):
         data[name] = tmp / f"{name}.data"
         res = subprocess.run(["perf", "record", "-q", "-F", "999", "-g", "-e", "cpu-clock", "-o", str(data[name]),
-                              "--", str(prog), "8000"], capture_output=True, text=True, timeout=120)
+                              "--", str(prog), "8000"], capture_output=True, text=True, timeout=600)  # loaded CI
         if res.returncode != 0:
             pytest.skip(f"perf record does not work here ({res.returncode}): {res.stderr.strip()[-200:]}")
     return {"tmp": tmp, "exe": exe, "bare": bare, "data": data, "reader": native_binary("pmuprof-perfdata")}

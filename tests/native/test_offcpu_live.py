@@ -13,6 +13,7 @@ import pytest
 from native_support import PROGS, compile_prog, native_binary
 from pmuprof.capture.offcpu import tracer
 from pmuprof.capture.record import RecordOptions, record
+from pmuprof.errors import HelperError
 from pmuprof.model import rundir
 from pmuprof.model.folded import load_folded
 from pmuprof.model.offcpu import Threads
@@ -100,21 +101,24 @@ def test_threads_json_groups_the_waiters(waits_run):
 
 
 def test_without_the_tracer_the_capture_goes_on(tmp_path, monkeypatch):
+    """Not built: capture's default (off-CPU where it runs) records on-CPU alone; an explicit --off-cpu stops
+    before recording, in one line (issue 24: never silently on-CPU only when off-CPU was asked for)."""
     need_offcpu()
     monkeypatch.setenv("PMUPROF_OFFCPU", "")  # as if pmuprof-offcpu was not built
     prog = subprocess.Popen(["sleep", "30"])
     try:
+        with pytest.raises(HelperError, match="not built"):
+            record(RecordOptions(pids=(prog.pid,), out_dir=tmp_path / "asked", duration=1.0, mysql=False,
+                                 off_cpu=True))
+        assert not (tmp_path / "asked" / rundir.PERF_DATA).exists()
         out = record(RecordOptions(pids=(prog.pid,), out_dir=tmp_path / "run", duration=1.0, mysql=False,
-                                   off_cpu=True))
+                                   off_cpu=None))
     finally:
         prog.kill()
         prog.wait()
     run = rundir.read_run(out)
-    assert not run.offcpu.recorded and "not built" in run.offcpu.why_not
-    assert any(f.feature.startswith("off-CPU") for f in run.features_off)
+    assert run.offcpu is None or not run.offcpu.recorded
     assert (out / rundir.PERF_DATA).is_file() and not (out / rundir.OFFCPU).exists()
-    snaps = rundir.read_typed(out / rundir.THREADS, Threads)
-    assert snaps.snapshots[0].groups[0].kernel, "the /proc snapshot is still taken"
     assert Path(out / rundir.RUN_JSON).is_file()
 
 
