@@ -34,6 +34,7 @@ struct task_struct {
 	int pid;
 	int tgid;
 	char comm[16];
+	__u64 start_time; /* CLOCK_MONOTONIC ns at fork */
 } __attribute__((preserve_access_index));
 
 /* The loader fills this, the only .rodata variable, before loading (frozen afterwards). */
@@ -397,16 +398,22 @@ static __always_inline __u64 in_window(__u64 ts, __u64 now)
 	return now - (ts > t0 ? ts : t0);
 }
 
-/* A thread without a start record: off the CPU since before the capture, its time counted from t0
- * (0: not yet attached, nothing counted). */
-static __always_inline __u64 since_t0(struct offcpu_key *key, __u64 now)
+/* A thread without a start record, switched in: either off the CPU since before the capture (counted
+ * from t0, state B, no stacks) or created inside the window and runnable since (its first switch-in:
+ * counted from its birth, state R; the tracer saw no switch-out because there was none). 0: nothing to
+ * count (the window has not started). */
+static __always_inline __u64 unrecorded(struct offcpu_key *key, struct task_struct *task, __u64 now)
 {
-	__u64 t0 = window_t0();
+	__u64 t0 = window_t0(), born = BPF_CORE_READ(task, start_time); /* both CLOCK_MONOTONIC */
 
 	if (!t0 || now <= t0)
 		return 0;
 	key->ustack = 0;
 	key->kstack = -1;
+	if (born > t0) {
+		key->state = OFFCPU_STATE_R;
+		return now > born ? now - born : 0;
+	}
 	key->state = OFFCPU_STATE_BEFORE;
 	return now - t0;
 }
@@ -427,7 +434,7 @@ static __always_inline void switch_in(struct task_struct *next, __u64 now)
 		if (!delta)
 			return;
 	} else {
-		delta = since_t0(&key, now);
+		delta = unrecorded(&key, next, now);
 		if (!delta)
 			return;
 	}
@@ -443,25 +450,19 @@ static __always_inline void switch_in_lazy(void *ctx, struct task_struct *task, 
 	struct offcpu_start *s = bpf_map_lookup_elem(&starts, &tid);
 	__u64 delta;
 
-	if (!s) { /* off the CPU since before t0: back in its own context, its stacks are the wait's */
-		delta = since_t0(&key, now);
-		if (!delta)
-			return;
-		if (delta >= cfg.min_block_ns) {
-			key.kstack = bpf_get_stackid(ctx, &stacks, 0);
-			key.ustack = user_stack(task);
-		}
-		wait_add(&key, task, delta);
-		return;
+	if (s) {
+		delta = in_window(s->ts, now);
+		key.state = s->state;
+		bpf_map_delete_elem(&starts, &tid);
+	} else { /* blocked since before t0 (back in its own context, its stacks are the wait's), or newborn */
+		delta = unrecorded(&key, task, now);
 	}
-	delta = in_window(s->ts, now);
-	key.state = s->state;
-	bpf_map_delete_elem(&starts, &tid);
 	if (!delta)
 		return;
 	if (delta < cfg.min_block_ns) {
 		key.state |= OFFCPU_SHORT;
 		key.kstack = OFFCPU_KSTACK_NONE;
+		key.ustack = 0;
 		stat_add(OFFCPU_STAT_SHORT);
 	} else {
 		key.kstack = bpf_get_stackid(ctx, &stacks, 0);

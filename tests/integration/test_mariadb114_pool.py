@@ -42,8 +42,7 @@ def _query(server: mdb.MariaDB, sql: str) -> list[tuple]:
 
 
 def _capture(server: mdb.MariaDB, out: Path) -> dict:
-    # --off-cpu: the tracer's eager mode, whose blocked time is bounded by the window (the lazy mode the
-    # default picks counted 152 threads' worth of a 30-thread server here, pages waited for before t0)
+    # --off-cpu: an incident capture asks for the waits; an unavailable tracer is an error, not a quiet skip
     res = run_cli("capture", "-p", str(server.pid), "-d", str(SECONDS), "--off-cpu", "-o", str(out),
                   "--defaults-file", str(server.defaults_file), timeout=300)
     assert res.returncode == 0, res.stderr

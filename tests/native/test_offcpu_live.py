@@ -39,12 +39,13 @@ def waits_run(tmp_path_factory):
     return record_running([str(exe), "60", str(tmp / "sync.dat")], tmp / "run")
 
 
-def record_running(argv: list[str], out_dir, seconds: float = SECONDS):
-    """Start argv, record it with off-CPU stacks for ``seconds``, stop it: (run dir, run, stacks, headers);
-    skips when BPF is not allowed here."""
+def record_running(argv: list[str], out_dir, seconds: float = SECONDS, off_cpu: bool | None = True):
+    """Start argv, record it with off-CPU stacks for ``seconds`` (``off_cpu`` None: capture's default mode),
+    stop it: (run dir, run, stacks, headers); skips when BPF is not allowed here."""
     prog = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        out = record(RecordOptions(pids=(prog.pid,), out_dir=out_dir, duration=seconds, mysql=False, off_cpu=True))
+        out = record(RecordOptions(pids=(prog.pid,), out_dir=out_dir, duration=seconds, mysql=False,
+                                   off_cpu=off_cpu))
     finally:
         prog.kill()
         prog.wait()
@@ -98,6 +99,23 @@ def test_threads_json_groups_the_waiters(waits_run):
     waiting = [g for g in end.groups if g.comms.get("waiter") and g.state == "S" and "futex" in g.wchan]
     assert sum(g.count for g in waiting) == 2, end.groups  # one group, or two when their leaves differ
     assert all(g.user_source == "bpf" and "waiter" in g.user for g in waiting), waiting
+
+
+@pytest.mark.parametrize("mode", ["eager", "lazy"])
+def test_threads_born_in_the_window_are_charged_from_their_birth(tmp_path, mode):
+    """A thread created during the capture has waited at most since it was created: hundreds of short-lived
+    threads (at most four alive at once) must not each count the window from its start."""
+    need_offcpu()
+    if mode == "lazy" and not tracer.cheap_here():
+        pytest.skip("this kernel has no sched_exit_tp: the tracer runs eager only")
+    exe = compile_prog(PROGS / "thread_churn.c", tmp_path / "thread_churn", "gcc", "-O1",
+                       ("-g", "-fno-omit-frame-pointer", "-pthread"))
+    _, run, stacks, _ = record_running([str(exe), "60"], tmp_path / "run", off_cpu=True if mode == "eager" else None)
+    assert run.offcpu.recorded and run.offcpu.mode == mode, run.offcpu
+    window_us = run.offcpu.duration_s * 1e6
+    blocked = sum(stacks.values())
+    # main (joining), two sleepers, one short-lived thread: never more than four off the CPU at once
+    assert 0.5 * 2 * window_us < blocked <= 4.2 * window_us, (blocked / window_us, run.offcpu)
 
 
 def test_without_the_tracer_the_capture_goes_on(tmp_path, monkeypatch):
