@@ -145,20 +145,38 @@ def read_recording(path: Path, kind: str, choice: Choice, sibling: Path | None,
         result = fold_file(path, pids, comms, choice.per_thread, names, raw_unknown=True)
         build_ids, argv = {}, []
     if not result.kept and not allow_empty:
-        why = f" of {', '.join(comms)}" if comms and not pids else (f" of pid {', '.join(map(str, pids))}" if pids else "")
-        raise InputError(f"{path}: no samples{why} in this {kind}",
-                         "check the recording covers the target (use --pid/--comm to choose processes)")
+        raise _nothing_kept(path, kind, result, pids, comms)
     counters, server, _, notes = rundir.read_facts(sibling) if sibling else (Counters(), None, None, ())
     more: list[str] = []
     offcpu = rundir.read_offcpu(sibling, load_folded_stacks, more) if sibling else None
     run = run.with_notes(notes + tuple(more))
     run = _with_fold_facts(run, result, path, kind)
+    if choice.pids and not result.pid_known:
+        run = run.with_notes((f"--pid {', '.join(map(str, choice.pids))} chose threads by name: the text has thread ids "
+                              "but no pid field, so the process's threads with other names are left out "
+                              "(`perf script -F +pid` writes the field)",))
     processes, selection = _processes(result, run, choice, pids, comms)
     leaves = tuple(Leaf(d, s, o, c) for (d, s, o), c in sorted(result.leaves.items()))
     stacks = Stacks.of(result.stacks)
     samples = result.samples if result.samples is not None and result.samples.matches(stacks) else None
     return Recording(stacks, leaves, run, counters, server, processes, selection, build_ids, str(path),
                      tuple(argv), offcpu, samples)
+
+
+def _nothing_kept(path: Path, kind: str, result: FoldResult, pids, comms) -> InputError:
+    """Why a recording gave no sample, in the terms of what the input lacks."""
+    if not result.filtered and result.bad_lines:
+        return InputError(f"{path}: none of its {result.bad_lines} lines read as perf script samples (a sample "
+                          "starts with a line 'COMMAND TID TIME: EVENT:')",
+                          "write it with perf script's default fields, or at least -F comm,tid,time,event,ip,sym,dso")
+    if pids and not result.pid_known:
+        shown = ", ".join(map(str, pids))
+        return InputError(f"{path}: no samples of pid {shown}: this perf script text has thread ids but no pid "
+                          f"field, so --pid keeps the threads named like thread {shown}, and it has none",
+                          "choose by name with --comm, or write the text with `perf script -F +pid`")
+    why = f" of {', '.join(comms)}" if comms and not pids else (f" of pid {', '.join(map(str, pids))}" if pids else "")
+    return InputError(f"{path}: no samples{why} in this {kind}",
+                      "check the recording covers the target (use --pid/--comm to choose processes)")
 
 
 def _fold_perf_data(path: Path, pids, comms, per_thread, names, symfs, sibling: Path | None, run: Run):

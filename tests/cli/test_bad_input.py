@@ -88,3 +88,26 @@ def test_disk_check_refuses_before_recording(tmp_path):
     from pmuprof.errors import ResourceError
     with pytest.raises(ResourceError, match="not enough free disk"):
         check_disk(Path(tmp_path), 1 << 60)
+
+
+_SAMPLE = "{head}   334.28{n}: cpu-clock:pppH: \n\t 150af ut_delay+0x4 (/usr/sbin/mariadbd)\n\t 2 fil_space_get+0x8 (/usr/sbin/mariadbd)\n\n"
+
+
+def _script(tmp_path, head: str) -> Path:
+    src = tmp_path / "script.txt"
+    src.write_text("".join(_SAMPLE.format(head=head, n=n) for n in range(10, 20)))
+    return src
+
+
+def test_script_text_without_thread_ids_says_which_fields(tmp_path):
+    res = run_cli("report", str(_script(tmp_path, "mariadbd")), "--pid", "4242", "-o", str(tmp_path / "out"))
+    _one_line_error(res, 3, "none of its", "-F comm,tid,time,event,ip,sym,dso")
+
+
+def test_pid_on_script_text_with_thread_ids_only(tmp_path):
+    src = _script(tmp_path, "mariadbd 4242")
+    res = run_cli("report", str(src), "--pid", "999", "-o", str(tmp_path / "none"))
+    _one_line_error(res, 3, "no samples of pid 999", "no pid field", "perf script -F +pid")
+    res = run_cli("report", str(src), "--pid", "4242", "-o", str(tmp_path / "out"))
+    assert res.returncode == 0, res.stderr
+    assert "--pid 4242 chose threads by name" in res.stderr
