@@ -23,6 +23,15 @@ def installed_copy() -> bool:
     return not (CHECKOUT_DIR / "native" / "Makefile").is_file()
 
 
+def cache_dir(sub: str) -> Path:
+    """$PMUPROF_CACHE/SUB, else $XDG_CACHE_HOME/pmuprof/SUB, else ~/.cache/pmuprof/SUB (not created here)."""
+    base = os.environ.get("PMUPROF_CACHE")
+    if base:
+        return Path(base) / sub
+    xdg = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(xdg) / "pmuprof" / sub
+
+
 def templates_dir() -> Path:
     return _resource("templates", "templates")
 

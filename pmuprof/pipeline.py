@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Sequence
 
 from . import outfile
 from .analysis import threads
@@ -20,6 +20,7 @@ from .errors import InputError
 from .findings import engine
 from .findings.diagnosis import Diagnosis
 from .findings.model import Finding
+from .findings.schema import Rule
 from .model import rundir
 from .model.folded import save_folded
 from .model.samples import write_tsv
@@ -90,9 +91,10 @@ def write_analysed(run_dir: Path, profile: Profile) -> None:
     rundir.write_typed(run_dir / rundir.ANALYSIS, profile.analysis)
 
 
-def report_profile(profile: Profile, out_dir: Path) -> Result:
+def report_profile(profile: Profile, out_dir: Path, rules: Sequence[Rule] | None = None) -> Result:
+    """Judge an analysed profile (by ``rules``, else the rules in use) and write its reports."""
     profile = threads.attach(profile)
-    diagnosis = engine.diagnose(profile)
+    diagnosis = engine.diagnose(profile, rules)
     outfile.ensure_dir(out_dir)
     return Result(profile, diagnosis, write_outputs(profile, diagnosis, out_dir))
 

@@ -49,10 +49,10 @@ def capture_cmd(quiet: bool, exit_code_on_findings: bool, as_json: bool, **kwarg
     out = None
     with published_on_error(target, lambda: out):
         opts = build_options(**kwargs, mysql_options=mysql_opts, use_mysql=use_mysql)
-        common.check_rules()
+        rules = common.check_rules()
         out = opts.out_dir
         out = common.recorded(opts, quiet)
-        result = common.after_record(out, lambda: report_profile(materialize(out, log=common.log), out))
+        result = common.after_record(out, lambda: report_profile(materialize(out, log=common.log), out, rules))
         profile = result.profile
     code = findings_exit_code(result.findings) if exit_code_on_findings else 0
     problem = common.capture_problem(profile.run, str(result.paths["html"]), opts.off_cpu is True)

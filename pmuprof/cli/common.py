@@ -16,6 +16,7 @@ from ..capture.record import MAX_DURATION_S, RecordOptions, record
 from ..errors import HelperError, Interrupted, PerfError, PmuprofError, ResourceError
 from ..findings.diagnosis import Diagnosis
 from ..findings.loader import load_rules
+from ..findings.schema import Rule
 from ..model import rundir
 from ..model.run import Run
 from ..pipeline import Options
@@ -123,9 +124,10 @@ def say_problems(profile, run_warnings: bool = False) -> None:
         log(f"warning: {line}")
 
 
-def check_rules() -> None:
-    """Load the rules in use ($PMUPROF_RULES or the installed ones) before recording: exit 7 now, not later."""
-    load_rules()
+def check_rules() -> tuple[Rule, ...]:
+    """Load the rules in use ($PMUPROF_RULES or the installed ones) before recording: exit 7 now, not later;
+    the report is then judged by these (not read again from disk after the capture)."""
+    return load_rules()
 
 
 def stopped(err: BaseException, out_dir: Path) -> Interrupted:

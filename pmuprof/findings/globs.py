@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 try:  # Python 3.11+
@@ -46,11 +47,13 @@ class GlobSet:
     """Whole-name globs (``*`` any run of characters, ``?`` one character) as one linear-time regex."""
 
     globs: tuple[str, ...]
-    regex: "re.Pattern[str]" = field(init=False, compare=False, repr=False)
 
-    def __post_init__(self) -> None:
+    @functools.cached_property
+    def regex(self) -> "re.Pattern[str]":
+        """Compiled on first use: a glob is valid by construction, so loading rules (before a capture
+        records) does not pay for the regexes of rules the report may never need to match."""
         body = "|".join(f"(?:{glob_regex(g, k)})" for k, g in enumerate(self.globs))
-        object.__setattr__(self, "regex", re.compile(rf"\A(?:{body})\Z", re.DOTALL))
+        return re.compile(rf"\A(?:{body})\Z", re.DOTALL)
 
     def search(self, name: str) -> bool:
         return self.regex.match(name) is not None

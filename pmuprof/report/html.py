@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import json
 import math
+import os
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -13,7 +14,7 @@ from markupsafe import Markup
 
 from .. import __version__, outfile
 from . import bidi
-from ..paths import templates_dir
+from ..paths import cache_dir, templates_dir
 
 _JSON_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
 _ASSET_SUFFIXES = (".js", ".css")
@@ -64,6 +65,37 @@ def _safe_url(url: Any) -> str:
     return text if text.startswith(("https://", "http://")) else ""
 
 
+class _QuietCache(jinja2.FileSystemBytecodeCache):
+    """Compiled templates kept between runs (a report under a loaded host spent seconds compiling them);
+    a cache that cannot be read or written is only a slower report."""
+
+    def load_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
+        try:
+            super().load_bytecode(bucket)
+        except (OSError, ValueError, EOFError):
+            bucket.reset()
+
+    def dump_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
+        try:
+            super().dump_bytecode(bucket)
+        except OSError:
+            pass
+
+
+def _bytecode_cache() -> jinja2.BytecodeCache | None:
+    """The cache in this user's own directory, or none: compiled code another user could write would run
+    as root here."""
+    where = cache_dir("templates")
+    try:
+        where.mkdir(parents=True, exist_ok=True, mode=0o700)
+        st = where.stat()
+    except OSError:
+        return None
+    if st.st_uid != os.geteuid() or st.st_mode & 0o022:
+        return None
+    return _QuietCache(str(where))
+
+
 @functools.lru_cache(maxsize=4)
 def environment(directory: str = "") -> jinja2.Environment:
     """The one Jinja environment: templates/ loader, autoescape everywhere, strict undefined."""
@@ -75,6 +107,7 @@ def environment(directory: str = "") -> jinja2.Environment:
         trim_blocks=True,
         lstrip_blocks=True,
         finalize=bidi.finalize,
+        bytecode_cache=_bytecode_cache(),
     )
     env.globals["asset"] = functools.partial(_asset, env)
     env.filters["pct"] = _pct

@@ -7,6 +7,7 @@ import re
 import struct
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator
 
 from ..infile import ELF_MAX_BYTES, Refused, opened
 
@@ -85,8 +86,8 @@ class ElfFile:
         return next((s for s in self.sections if s.name == name), None)
 
     def has_symtab(self) -> bool:
-        """A .symtab with function symbols in it (not stripped)."""
-        return any(s.is_func for s in self.symbols(".symtab"))
+        """A .symtab with function symbols in it (not stripped): read up to the first one, not the whole table."""
+        return any(s.is_func for s in self.iter_symbols(".symtab"))
 
     def debuglink(self) -> str | None:
         """The separate debug file's name from .gnu_debuglink, if any."""
@@ -102,16 +103,18 @@ class ElfFile:
         return next((bid for bid in notes if bid), None)  # SHT_NOTE sections
 
     def symbols(self, table: str) -> list[Symbol]:
+        return list(self.iter_symbols(table))
+
+    def iter_symbols(self, table: str) -> Iterator[Symbol]:
+        """The named, defined symbols of ``table`` in file order."""
         sec = self.section(table)
         if sec is None or not sec.entsize:
-            return []
+            return
         strtab = self.sections[sec.link]
-        out = []
         for i in range(sec.size // sec.entsize):
             name, info, _, shndx, value, size = struct.unpack_from("<IBBHQQ", self.data, sec.offset + i * sec.entsize)
             if name and shndx:
-                out.append(Symbol(self._cstr(strtab.offset + name), value, size, (info & 0xF) == 2))
-        return out
+                yield Symbol(self._cstr(strtab.offset + name), value, size, (info & 0xF) == 2)
 
     def first_load_vaddr(self) -> int:
         """Lowest PT_LOAD p_vaddr, page-aligned (the PIE load bias is measured against it)."""

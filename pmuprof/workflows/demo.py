@@ -22,7 +22,7 @@ from ..errors import PmuprofError, UsageError
 from ..model import rundir
 from ..model.server import ServerFacts, ServerVersion
 from ..packages import apt_install
-from ..paths import demo_source_dir
+from ..paths import cache_dir, demo_source_dir
 from ..pipeline import Result, materialize, report_profile
 
 SCENARIOS = ("mixed", "index-dive", "spin", "page-cleaner", "healthy", "blocking", "spike")
@@ -46,11 +46,7 @@ class DemoError(PmuprofError):
 
 def default_cache_dir() -> Path:
     """$PMUPROF_CACHE/demo, else $XDG_CACHE_HOME/pmuprof/demo, else ~/.cache/pmuprof/demo."""
-    base = os.environ.get("PMUPROF_CACHE")
-    if base:
-        return Path(base) / "demo"
-    xdg = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(xdg) / "pmuprof" / "demo"
+    return cache_dir("demo")
 
 
 def _writable_dir(preferred: Path) -> Path:

@@ -48,7 +48,7 @@ def keep_kernel_symbols(out: Path, kallsyms: str = KALLSYMS, notes: str = "/sys/
         return KernelSymbols(build_id=build_id, release=release, why_not=why)
     data, count = text
     buf = io.BytesIO()
-    with gzip.GzipFile(fileobj=buf, mode="wb", compresslevel=6, mtime=0) as gz:
+    with gzip.GzipFile(fileobj=buf, mode="wb", compresslevel=1, mtime=0) as gz:
         gz.write(data)
     try:
         outfile.write_bytes(out, buf.getvalue())
