@@ -88,10 +88,17 @@ def man_page(group: click.Group) -> str:
 
 
 @click.command("man")
+@click.option("--markdown", is_flag=True, help="The same reference as Markdown (docs/cli.md).")
 @click.pass_context
-def man_cmd(ctx: click.Context) -> None:
+def man_cmd(ctx: click.Context, markdown: bool) -> None:
     """Print the pmuprof(1) man page (roff); `pmuprof man | man -l -` reads it."""
-    click.echo(man_page(ctx.find_root().command), nl=False)
+    root = ctx.find_root().command
+    if markdown:
+        from .clidoc import markdown_page
+
+        click.echo(markdown_page(root, ENVIRONMENT), nl=False)
+    else:
+        click.echo(man_page(root), nl=False)
 
 
 COMMAND = man_cmd

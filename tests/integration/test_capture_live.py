@@ -68,7 +68,7 @@ def test_ctrl_c_keeps_what_was_captured_and_leaves_no_perf(busy, tmp_path):
     assert tracer == ["TracerPid:\t0\n"], "the target must never be ptraced"
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=120)
-    assert proc.returncode == 130, err  # README: Ctrl-C is 130, after the run directory is complete
+    assert proc.returncode == 130, err  # docs/usage.md exit codes: Ctrl-C is 130, after the run directory is complete
     run = json.loads((out / "run.json").read_text())
     assert run["interrupted"] and run["duration_s"] < 30
     assert "hot_leaf" in (out / "stacks.folded").read_text()

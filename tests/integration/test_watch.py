@@ -77,7 +77,7 @@ def test_cli_fires_once_under_load_and_cooldown_holds(mariadb: mdb.MariaDB, tmp_
         if load:
             load.stop()
     text = log.read_text()
-    assert proc.returncode == 130, text  # README: stopped by Ctrl-C
+    assert proc.returncode == 130, text  # docs/usage.md exit codes: stopped by Ctrl-C
     runs = _runs(base)
     assert len(runs) == 1, text  # cooldown 60 s: the still-true condition fired no second capture
     assert runs[0].name.endswith("-Threads_connected-ge-6")

@@ -1,5 +1,5 @@
 """Items 6 and 10: options are checked before anything long, misleading inputs get a line that names
-them, and the exit codes are the README's table."""
+them, and the exit codes are docs/usage.md's table."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from helpers import REPO
 
 from pmuprof import errors
 from pmuprof.capture.target.host import has_lbr
+from pmuprof.cli.exitcodes import exit_codes
 from pmuprof.cli.main import EXIT_INTERNAL
 from pmuprof.workflows.schedule import EXIT_CRITICAL, EXIT_WARNING
 
@@ -63,8 +64,8 @@ def test_doctor_checks_the_filesystem_of_a_new_output_directory(pmuprof, tmpfs):
     assert str(fs) in line and "GiB free" in line
 
 
-def _readme_codes() -> dict[int, str]:
-    text = (REPO / "README.md").read_text()
+def _usage_codes() -> dict[int, str]:
+    text = (REPO / "docs" / "usage.md").read_text()
     table = text[text.index("| exit | meaning |"):]
     codes: dict[int, str] = {}
     for line in table.splitlines()[2:]:
@@ -76,8 +77,8 @@ def _readme_codes() -> dict[int, str]:
     return codes
 
 
-def test_the_exit_codes_are_the_readme_table():
-    codes = _readme_codes()
+def test_the_exit_codes_are_the_usage_table():
+    codes = _usage_codes()
     classes = {errors.UsageError: "usage", errors.InputError: "bad input", errors.TargetError: "target",
                errors.PerfError: "perf", errors.ResourceError: "disk", errors.RuleError: "rule file",
                errors.HelperError: "native helper"}
@@ -87,3 +88,4 @@ def test_the_exit_codes_are_the_readme_table():
     assert {129, 130, 143} <= set(codes) and EXIT_CRITICAL in codes and 0 in codes
     raised = {c.exit_code for c in vars(errors).values() if isinstance(c, type) and issubclass(c, errors.PmuprofError)}
     assert raised <= set(codes)
+    assert set(dict(exit_codes())) <= set(codes)  # every code `pmuprof --help` lists (9: doctor --strict)

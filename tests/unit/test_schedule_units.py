@@ -44,7 +44,7 @@ def test_every_hardening_setting_is_present_and_explained_by_a_comment():
     assert "IOSchedulingClass=idle" in lines and "NoNewPrivileges=yes" in lines
     caps = next(ln for ln in lines if ln.startswith("CapabilityBoundingSet=")).split("=", 1)[1].split()
     assert caps == [name for name, _ in CAPABILITIES]
-    assert "CAP_SYS_ADMIN" not in caps  # CAP_PERFMON covers perf on kernels >= 5.8 (measured, README)
+    assert "CAP_SYS_ADMIN" not in caps  # CAP_PERFMON covers perf on kernels >= 5.8 (measured, docs/safety.md)
     assert not any(ln.startswith("ProtectKernelTunables=") for ln in lines)  # it would hide /proc/kallsyms
     assert not any(ln.startswith("ProtectKernelLogs=") for ln in lines)  # it would drop CAP_SYSLOG (kallsyms)
     assert "UMask=0077" in lines
