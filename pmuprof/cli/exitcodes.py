@@ -1,4 +1,4 @@
-"""The exit codes of every command, one table for `pmuprof --help`, the man page and the README."""
+"""The exit codes of every command, one table for `pmuprof --help`, the man page and docs/usage.md."""
 
 from __future__ import annotations
 

@@ -15,7 +15,7 @@ import click
 from .. import __version__, memory, outfile, signals
 from ..errors import PmuprofError
 
-EXIT_INTERNAL = 1  # a bug in pmuprof (README: exit codes)
+EXIT_INTERNAL = 1  # a bug in pmuprof (docs/usage.md: exit codes)
 
 
 # The modules of pmuprof.cli that each define COMMAND, a subcommand of the same name (a test checks the list).
@@ -92,7 +92,7 @@ def _internal_error(err: BaseException) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the CLI; every outcome is one line on stderr and an exit code from the README's table."""
+    """Run the CLI; every outcome is one line on stderr and an exit code from the exit-code table (docs/usage.md)."""
     memory.release_large_blocks()
     with signals.installed():
         return _main(argv)

@@ -64,7 +64,7 @@ class Pid(click.ParamType):
 
 class InputPath(click.Path):
     """An input that must exist: a missing one is a bad input (InputError, exit 3, one line), as the
-    README's exit-code table says, not click's usage screen (exit 2)."""
+    the exit-code table (docs/usage.md) says, not click's usage screen (exit 2)."""
 
     PROFILE = "give a run directory, perf.data, perf script text or a folded file"
 

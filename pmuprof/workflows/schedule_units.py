@@ -12,7 +12,7 @@ LOCK_FILE = "/run/lock/pmuprof-nightly.lock"
 CRON_LOG = "cron.log"  # in the runs' directory: what the cron job printed
 STATE_ROOT = "/var/lib/"
 # What perf and pmuprof need, measured on kernel 6.18 / perf 6.1 at perf_event_paranoid 2 by dropping
-# capabilities one at a time (setpriv --bounding-set): see README "Scheduled captures".
+# capabilities one at a time (setpriv --bounding-set): see docs/safety.md "The scheduled units".
 CAPABILITIES = (
     ("CAP_PERFMON", "perf record -a / perf stat -a (and perf record -p) at perf_event_paranoid > 0"),
     ("CAP_SYS_PTRACE", "/proc/PID/exe, /proc/PID/fd/* and /proc/PID/mem of mysqld, which runs as another user"),
