@@ -73,6 +73,18 @@ static int has_mem_operand(const cs_x86 *x)
 	return 0;
 }
 
+/* One-cycle integer ops on registers and immediates only: nothing a sample could wait on. */
+static int insn_is_cheap(const cs_insn *ci)
+{
+	switch (ci->id) {
+	case X86_INS_ADD: case X86_INS_SUB: case X86_INS_INC: case X86_INS_DEC: case X86_INS_AND:
+	case X86_INS_OR: case X86_INS_XOR: case X86_INS_CMP: case X86_INS_TEST: case X86_INS_MOV:
+		return !has_mem_operand(&ci->detail->x86) && ci->detail->x86.prefix[0] != X86_PREFIX_LOCK;
+	default:
+		return 0;
+	}
+}
+
 static int insn_kind(const cs_insn *ci)
 {
 	const cs_x86 *x = &ci->detail->x86;
@@ -105,6 +117,7 @@ static void insn_fill(csh h, struct insn *in, const cs_insn *ci, uint64_t start,
 	in->size = ci->size;
 	in->kind = (uint8_t)insn_kind(ci);
 	in->is_nop = ci->id == X86_INS_NOP;
+	in->is_cheap = insn_is_cheap(ci);
 	insn_regs(h, ci, in);
 	if (in->kind == KIND_PAUSE && ci->id == X86_INS_PAUSE)
 		snprintf(in->text, sizeof(in->text), "pause");

@@ -25,6 +25,8 @@ struct insn {
 	uint8_t kind;
 	uint8_t is_jump;   /* direct jump with a target inside the function */
 	uint8_t is_target; /* some jump in the function lands here */
+	uint8_t is_cheap;  /* a register/immediate-only integer op (add, sub, cmp, mov, ...): retires with a stall
+			      before it, so its samples may be the stall's */
 	uint8_t is_nop;    /* nop / multi-byte nop: never the culprit, skid passes over it */
 	uint8_t flow;      /* FLOW_*: how control leaves after it (fence.c reads it) */
 	uint8_t xchg_reg;  /* for KIND_XCHG: 1 + the general register exchanged, else 0 */

@@ -16,20 +16,22 @@ struct histo {
 
 /*
  * The instruction a sample at insns[idx] (starting at addr) really belongs to: the static
- * predecessor when it is PAUSE / a fence / a locked op, looking back past at most MAX_NOPS
- * NOPs (a NOP costs nothing, so the stall skids over it: seen on mfence; nop; pop).
+ * predecessor when it is PAUSE / a fence / a locked op, looking back past at most MAX_PASSED
+ * instructions that cost nothing beside the stall: NOPs (seen on mfence; nop; pop) and at most
+ * one one-cycle register op, which retires with the stall (seen on a loaded VM in ut_delay's
+ * pause; add; add loop: 14 % of the samples two past the pause).
  * -1 when the sample stays. *ambiguous: some instruction on the way is also a jump target.
  */
-#define MAX_NOPS 2
+#define MAX_PASSED 2
 static long skid_culprit(const struct func_code *f, long idx, uint64_t addr, int exact, int *ambiguous)
 {
-	long j = idx - 1, nops = 0;
+	long j = idx - 1, passed = 0, cheap = 0;
 
 	*ambiguous = f->insns[idx].is_target;
 	while (j >= 0 && f->insns[j].addr + f->insns[j].size == addr) {
 		if (skid_kind_moves(f->insns[j].kind, exact))
 			return j;
-		if (!f->insns[j].is_nop || ++nops > MAX_NOPS)
+		if (++passed > MAX_PASSED || !(f->insns[j].is_nop || (f->insns[j].is_cheap && !cheap++)))
 			return -1;
 		*ambiguous |= f->insns[j].is_target;
 		addr = f->insns[j].addr;

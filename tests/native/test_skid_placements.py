@@ -139,3 +139,25 @@ def test_skid_passes_over_nops_after_a_fence_but_not_after_plain_code(helper, bu
             assert insns[addr]["corrected"] & count == 0 and insns[moved_to[0]]["text"] == "mfence", label
         else:
             assert insns[addr]["corrected"] & count and not moved_to, label
+
+
+def test_skid_passes_over_one_register_op_after_a_stall(helper, build):
+    """pause; add %rax,%rdx; X — X's samples are the pause's (the add retires with it; ut_delay's loop showed
+    14 % of its samples there on a loaded VM). pause; add; add; X — they stay. mfence; add; nop; X — moved."""
+    exe, syms = build
+    cases = {"pc1_after": "pause", "pc2_after": None, "fcn_after": "mfence"}
+    lines = []
+    for i, label in enumerate(cases):
+        func, start = containing_function(syms, syms[label][0])
+        lines.append(f"{func}\t{syms[label][0] - start:x}\t{1 << i}\n")
+    rc, data = run_helper(helper, "skid", "--binary", str(exe), stdin="".join(lines))
+    assert rc == 0, data
+    insns = _by_addr(data)
+    for i, (label, culprit) in enumerate(cases.items()):
+        addr, count = syms[label][0], 1 << i
+        moved_to = [a for a, ins in insns.items() if ins["corrected"] & count and a != addr]
+        if culprit:
+            assert len(moved_to) == 1 and insns[moved_to[0]]["text"].startswith(culprit), (label, moved_to)
+            assert moved_to[0] < addr - 3, label
+        else:
+            assert insns[addr]["corrected"] & count and not moved_to, label

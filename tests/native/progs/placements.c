@@ -89,6 +89,16 @@ __asm__(".text\n"
 void pause_before_ret(void);
 void ambiguous_target(int);
 
+/* pause; one register-only add; X: X's samples are the pause's (a one-cycle op retires with the stall).
+ * pause; two of them; X: they stay (too far to tell). */
+__attribute__((noinline)) void pause_then_alu(void)
+{
+	__asm__ __volatile__("pause\naddq %%rax, %%rdx\n.globl pc1_after\npc1_after:\n"
+			     "pause\naddq %%rax, %%rdx\naddq $1, %%rax\n.globl pc2_after\npc2_after:\n"
+			     "mfence\naddq %%rax, %%rdx\nnop\n.globl fcn_after\nfcn_after:\n"
+			     "nop\n" ::: "rax", "rdx", "memory");
+}
+
 int main(int argc, char **argv)
 {
 	(void)argv;
@@ -102,5 +112,6 @@ int main(int argc, char **argv)
 	fence_forms();
 	pause_before_ret();
 	ambiguous_target(argc);
+	pause_then_alu();
 	return (int)(serializing() & 0) + counter * 0;
 }
