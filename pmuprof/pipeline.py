@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Sequence
 
-from . import outfile
+from . import deadline, outfile
 from .analysis import threads
 from .analysis.analyse import analyse, with_quality
 from .analysis.archive import kept_symfs, with_symfs
@@ -64,7 +64,8 @@ def profile_for_report(path: Path | str, options: Options = Options()) -> Profil
 def materialize(run_dir: Path, options: Options = Options(), log: Callable[[str], None] = lambda _m: None) -> Profile:
     """Fold and analyse a recorded run directory: write stacks.folded, leaves.tsv and analysis.json into it."""
     log("folding stacks and analysing binaries")
-    with kept_symfs(Path(run_dir), options.lookup.symfs, refold=True) as symfs:
+    with deadline.cpu_bounded("folding and analysing the recording"), \
+            kept_symfs(Path(run_dir), options.lookup.symfs, refold=True) as symfs:
         options = with_symfs(options, symfs)
         profile = analyse(read_run_dir(Path(run_dir), options.choice, options.lookup.symfs), options.lookup)
     write_analysed(Path(run_dir), profile)
@@ -93,10 +94,11 @@ def write_analysed(run_dir: Path, profile: Profile) -> None:
 
 def report_profile(profile: Profile, out_dir: Path, rules: Sequence[Rule] | None = None) -> Result:
     """Judge an analysed profile (by ``rules``, else the rules in use) and write its reports."""
-    profile = threads.attach(profile)
-    diagnosis = engine.diagnose(profile, rules)
-    outfile.ensure_dir(out_dir)
-    return Result(profile, diagnosis, write_outputs(profile, diagnosis, out_dir))
+    with deadline.cpu_bounded("judging the profile and writing the report"):
+        profile = threads.attach(profile)
+        diagnosis = engine.diagnose(profile, rules)
+        outfile.ensure_dir(out_dir)
+        return Result(profile, diagnosis, write_outputs(profile, diagnosis, out_dir))
 
 
 def report_input(input_path: Path | str, out_dir: Path | str, options: Options = Options(),
@@ -106,16 +108,18 @@ def report_input(input_path: Path | str, out_dir: Path | str, options: Options =
     ``allow_empty``: a capture of an idle server still gets a report (its warning says why it is empty);
     so does one whose threads were all off the CPU (an --off-cpu capture of a server blocked on locks).
     """
-    profile = build_profile(input_path, options)
+    with deadline.cpu_bounded("reading and analysing the input"):
+        profile = build_profile(input_path, options)
     if not profile.total and not allow_empty and not (profile.offcpu and profile.offcpu.total_us):
         raise InputError(f"{input_path}: the profile is empty", "record while the server is busy")
     return report_profile(profile, Path(out_dir))
 
 
 def findings_json_text(input_path: Path | str, options: Options = Options()) -> str:
-    profile = build_profile(input_path, options)
-    diagnosis = engine.diagnose(profile)
-    return findings_json(profile, diagnosis)
+    with deadline.cpu_bounded("reading, analysing and judging the input"):
+        profile = build_profile(input_path, options)
+        diagnosis = engine.diagnose(profile)
+        return findings_json(profile, diagnosis)
 
 
 def with_choice(options: Options, **changes) -> Options:
