@@ -134,19 +134,6 @@ void dso_set_build_id(dso_t *dso, const uint8_t *bid, size_t size)
     dso->has_bid = 1;
 }
 
-int dso_build_id_equal(const dso_t *dso, const uint8_t *bid, int size)
-{
-    if (size < 0)
-        return 0;
-    if (dso->bid_size > size && dso->bid_size == 20) { /* trailing zeros allowed, as perf does */
-        for (int i = size; i < 20; i++)
-            if (dso->bid[i])
-                return 0;
-        return !memcmp(dso->bid, bid, (size_t)size);
-    }
-    return dso->bid_size == size && !memcmp(dso->bid, bid, (size_t)size);
-}
-
 static int is_regular(const char *path)
 {
     struct stat st;

@@ -6,6 +6,7 @@
 #include <libelf.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "../fold/buf.h"
 #include "symtab.h"
@@ -64,7 +65,20 @@ int dso_load_user(dsos_t *d, dso_t *dso);
 
 /* Build-ids: the first GNU build-id note of an ELF (size, or <= 0), and perf's dso__build_id_equal. */
 int elf_build_id(Elf *elf, uint8_t *out, size_t cap);
-int dso_build_id_equal(const dso_t *dso, const uint8_t *bid, int size);
+/* Inline: elfsym.c and kernel.c compare build-ids without calling up into dso.c. */
+static inline int dso_build_id_equal(const dso_t *dso, const uint8_t *bid, int size)
+{
+    if (size < 0)
+        return 0;
+    if (dso->bid_size > size && dso->bid_size == 20) { /* trailing zeros allowed, as perf does */
+        for (int i = size; i < 20; i++)
+            if (dso->bid[i])
+                return 0;
+        return !memcmp(dso->bid, bid, (size_t)size);
+    }
+    return dso->bid_size == size && !memcmp(dso->bid, bid, (size_t)size);
+}
+
 /* perf's symsrc__init: open PATH (or an in-memory image), reject a mismatching build-id. 0 or -1. */
 int symsrc_open(symsrc_t *ss, dso_t *dso, const char *path, void *mem, size_t memlen);
 void symsrc_close(symsrc_t *ss);

@@ -180,30 +180,37 @@ static int split_for_kcore(machine_t *m, symtab_t *t)
     return count;
 }
 
-/* The kernel DSO's symbols from PATH: their count (> 0), -1 when perf gets none, -2 unsupported. */
-int kallsyms_load(machine_t *m, const char *path)
+int kallsyms_read(machine_t *m, const char *path, uint64_t *delta)
 {
     dso_t *k = m->k.kernel;
-    uint64_t delta = 0;
     char *real = realpath(path, NULL);
     int restricted = real && !strcmp(real, "/proc/kallsyms") && kallsyms_restricted();
     free(real);
     load_t l = {&k->syms, {m->k.ref_name, 0, 0}};
+    *delta = 0;
     if (restricted || kallsyms_parse(path, sym_cb, &l) < 0)
         return -1;
     if (m->k.ref_name) {
         if (!l.ref.found)
             return -1;
-        delta = l.ref.addr - m->k.ref_addr;
+        *delta = l.ref.addr - m->k.ref_addr;
     }
     symtab_fixup_end(&k->syms, 1);
     symtab_fixup_duplicate(&k->syms);
-    if (!kcore_load(m, path)) {
-        uint64_t at;
-        m->k.trampolines = kallsyms_function_start(path, "__entry_SYSCALL_64_trampoline", &at) != 0 &&
-                           has_entry_trampoline(&k->syms);
-        return split_for_kcore(m, &k->syms);
-    }
+    return 0;
+}
+
+int kallsyms_split_kcore(machine_t *m, const char *path)
+{
+    uint64_t at;
+    m->k.trampolines = kallsyms_function_start(path, "__entry_SYSCALL_64_trampoline", &at) != 0 &&
+                       has_entry_trampoline(&m->k.kernel->syms);
+    return split_for_kcore(m, &m->k.kernel->syms);
+}
+
+int kallsyms_split(machine_t *m, uint64_t delta)
+{
+    dso_t *k = m->k.kernel;
     int count = split(m, &k->syms, delta);
     if (count <= 0)
         return count;

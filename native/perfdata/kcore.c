@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "kallsyms.h"
+#include "kcore.h"
 
 /* "dir/kallsyms" -> "dir/base"; 0, or -1 when the path does not end in /kallsyms. */
 int kallsyms_sibling(const char *kallsyms, const char *base, char *out, size_t cap)

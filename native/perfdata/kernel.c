@@ -12,6 +12,7 @@
 #include <dirent.h>
 
 #include "kallsyms.h"
+#include "kcore.h"
 
 #define KNAME "[kernel.kallsyms]"
 
@@ -19,23 +20,6 @@ static int unsupported(machine_t *m, const char *why)
 {
     snprintf(m->unsupported, sizeof m->unsupported, "%s", why);
     return -1;
-}
-
-int kmaps_insert(machine_t *m, const map_t *map)
-{
-    maps_t *k = &m->k.kmaps;
-    map_t *v = realloc(k->v, (k->n + 1) * sizeof *v);
-    if (!v)
-        return -ENOMEM;
-    k->v = v;
-    size_t at = k->n;
-    while (at > 0 && k->v[at - 1].start > map->start)
-        at--;
-    memmove(k->v + at + 1, k->v + at, (k->n - at) * sizeof *map);
-    k->v[at] = *map;
-    k->n++;
-    k->gen = ++m->next_gen;
-    return 0;
 }
 
 static void kmaps_drop_vmlinux(machine_t *m)
@@ -254,6 +238,16 @@ static int kallsyms_path(machine_t *m, const char *hex, char *out, size_t cap)
 }
 
 /* perf's dso__load_kernel_sym through the vmlinux map; then map__fixup_start/end. */
+/* perf's dso__load_kallsyms: the symbols of PATH, kcore's segments as the kernel maps when kcore may be used,
+ * the symbols split over those maps. The count (> 0), -1 when perf gets none, -2 unsupported. */
+static int load_kallsyms(machine_t *m, const char *path)
+{
+    uint64_t delta;
+    if (kallsyms_read(m, path, &delta))
+        return -1;
+    return kcore_load(m, path) ? kallsyms_split(m, delta) : kallsyms_split_kcore(m, path);
+}
+
 static int kernel_load(machine_t *m)
 {
     dso_t *k = m->k.kernel;
@@ -270,7 +264,7 @@ static int kernel_load(machine_t *m)
         return unsupported(m, "kernel symbols from a vmlinux ELF");
     else if (kallsyms_path(m, hex, path, sizeof path))
         return -1;
-    k->load_ret = path[0] ? kallsyms_load(m, path) : -1;
+    k->load_ret = path[0] ? load_kallsyms(m, path) : -1;
     if (k->load_ret == -2)
         return -1;
     if (k->load_ret > 0) {

@@ -276,3 +276,21 @@ int machine_mmap(machine_t *m, int32_t pid, int32_t tid, uint64_t start, uint64_
     map_t map = {start, start + len, vdso ? 0 : pgoff, dso, (uint8_t)identity, 0};
     return maps_insert_fixup(m, t->maps, &map);
 }
+
+/* Add a kernel map, kept sorted by start (kernel.c, kallsyms.c and kcore.c build the kernel maps). */
+int kmaps_insert(machine_t *m, const map_t *map)
+{
+    maps_t *k = &m->k.kmaps;
+    map_t *v = realloc(k->v, (k->n + 1) * sizeof *v);
+    if (!v)
+        return -ENOMEM;
+    k->v = v;
+    size_t at = k->n;
+    while (at > 0 && k->v[at - 1].start > map->start)
+        at--;
+    memmove(k->v + at + 1, k->v + at, (k->n - at) * sizeof *map);
+    k->v[at] = *map;
+    k->n++;
+    k->gen = ++m->next_gen;
+    return 0;
+}

@@ -75,6 +75,7 @@ int maps_insert_fixup(machine_t *m, maps_t *maps, const map_t *map);
 const char *machine_comm_str(const machine_t *m, const thread_t *t, size_t *n);
 
 /* Kernel side (kernel.c). */
+int kmaps_insert(machine_t *m, const map_t *map);
 int kernel_mmap(machine_t *m, uint64_t start, uint64_t len, uint64_t pgoff, const char *name,
                 const uint8_t *bid, int bid_size);
 int kernel_ksymbol(machine_t *m, uint64_t addr, uint32_t len, uint16_t type, uint16_t flags, const char *name);
