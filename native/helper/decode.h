@@ -6,38 +6,38 @@
 #include <stdint.h>
 
 enum skid_kind {
-	KIND_NONE = 0,
-	KIND_PAUSE,     /* pause / rep nop, tpause, umwait */
-	KIND_FENCE,     /* mfence, sfence */
-	KIND_LFENCE,
-	KIND_LOCK,      /* lock-prefixed read-modify-write */
-	KIND_XCHG,      /* xchg with a memory operand (implicitly locked) */
-	KIND_SERIALIZE, /* cpuid */
-	KIND_RDTSC,     /* rdtsc, rdtscp */
-	KIND_LOCKFENCE, /* locked no-op RMW on the stack (lock or $0,(%rsp)): a full fence */
-	KIND_XCHGSTORE, /* xchg reg,mem whose old value is dead: a seq_cst store (a full fence) */
-	KIND_COUNT
+    KIND_NONE = 0,
+    KIND_PAUSE, /* pause / rep nop, tpause, umwait */
+    KIND_FENCE, /* mfence, sfence */
+    KIND_LFENCE,
+    KIND_LOCK, /* lock-prefixed read-modify-write */
+    KIND_XCHG, /* xchg with a memory operand (implicitly locked) */
+    KIND_SERIALIZE, /* cpuid */
+    KIND_RDTSC, /* rdtsc, rdtscp */
+    KIND_LOCKFENCE, /* locked no-op RMW on the stack (lock or $0,(%rsp)): a full fence */
+    KIND_XCHGSTORE, /* xchg reg,mem whose old value is dead: a seq_cst store (a full fence) */
+    KIND_COUNT
 };
 
 struct insn {
-	uint64_t addr;
-	uint16_t size;
-	uint8_t kind;
-	uint8_t is_jump;   /* direct jump with a target inside the function */
-	uint8_t is_target; /* some jump in the function lands here */
-	uint8_t is_cheap;  /* a register/immediate-only integer op (add, sub, cmp, mov, ...): retires with a stall
+    uint64_t addr;
+    uint16_t size;
+    uint8_t kind;
+    uint8_t is_jump; /* direct jump with a target inside the function */
+    uint8_t is_target; /* some jump in the function lands here */
+    uint8_t is_cheap; /* a register/immediate-only integer op (add, sub, cmp, mov, ...): retires with a stall
 			      before it, so its samples may be the stall's */
-	uint8_t is_nop;    /* nop / multi-byte nop: never the culprit, skid passes over it */
-	uint8_t flow;      /* FLOW_*: how control leaves after it (fence.c reads it) */
-	uint8_t xchg_reg;  /* for KIND_XCHG: 1 + the general register exchanged, else 0 */
-	uint16_t gpr_read, gpr_write; /* general registers read / written, bit = GPR number (rax 0 .. r15 15) */
-	char text[96];
+    uint8_t is_nop; /* nop / multi-byte nop: never the culprit, skid passes over it */
+    uint8_t flow; /* FLOW_*: how control leaves after it (fence.c reads it) */
+    uint8_t xchg_reg; /* for KIND_XCHG: 1 + the general register exchanged, else 0 */
+    uint16_t gpr_read, gpr_write; /* general registers read / written, bit = GPR number (rax 0 .. r15 15) */
+    char text[96];
 };
 
 struct func_code {
-	uint64_t start, end;
-	struct insn *insns;
-	size_t n;
+    uint64_t start, end;
+    struct insn *insns;
+    size_t n;
 };
 
 enum { FLOW_NEXT = 0, FLOW_RET, FLOW_OTHER }; /* falls through; returns; jumps or calls */

@@ -6,14 +6,14 @@
 #include <stdint.h>
 
 struct esym {
-	const char *name;
-	uint64_t addr;
-	uint64_t size;
+    const char *name;
+    uint64_t addr;
+    uint64_t size;
 };
 
 struct range {
-	uint64_t start;
-	uint64_t end;
+    uint64_t start;
+    uint64_t end;
 };
 
 struct elfbin;
@@ -25,7 +25,7 @@ int elfbin_open(const char *path, struct elfbin **out);
  * binary's symbols (symtab kind "debuginfo"); code bytes and .eh_frame still come from the binary. */
 int elfbin_open_with(const char *path, const char *debug, struct elfbin **out);
 void elfbin_close(struct elfbin *b);
-const char *elfbin_build_id(const struct elfbin *b);   /* hex, "" if none */
+const char *elfbin_build_id(const struct elfbin *b); /* hex, "" if none */
 const char *elfbin_symtab_kind(const struct elfbin *b); /* "symtab", "dynsym" or "none" */
 size_t elfbin_nsyms(const struct elfbin *b);
 /* A function symbol by ELF name, demangled name, or demangled name without parameters. */

@@ -6,17 +6,17 @@
 #include <stdint.h>
 
 struct jbuf {
-	char *data;
-	size_t len;
-	size_t cap;
-	int err; /* sticky -ENOMEM */
+    char *data;
+    size_t len;
+    size_t cap;
+    int err; /* sticky -ENOMEM */
 };
 
 void jbuf_init(struct jbuf *b);
 void jbuf_free(struct jbuf *b);
 void jbuf_raw(struct jbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void jbuf_open(struct jbuf *b, char c);   /* '{' or '[' (comma added when needed) */
-void jbuf_close(struct jbuf *b, char c);  /* '}' or ']' */
+void jbuf_open(struct jbuf *b, char c); /* '{' or '[' (comma added when needed) */
+void jbuf_close(struct jbuf *b, char c); /* '}' or ']' */
 void jbuf_key(struct jbuf *b, const char *key);
 void jbuf_str(struct jbuf *b, const char *s); /* quoted, escaped; NULL -> null */
 void jbuf_int(struct jbuf *b, long long v);

@@ -20,158 +20,159 @@ static double mono_ns(void);
 
 static inline void pause_run16(void)
 {
-	__asm__ __volatile__("pause\n\tpause\n\tpause\n\tpause\n\t"
-			     "pause\n\tpause\n\tpause\n\tpause\n\t"
-			     "pause\n\tpause\n\tpause\n\tpause\n\t"
-			     "pause\n\tpause\n\tpause\n\tpause" ::: "memory");
+    __asm__ __volatile__("pause\n\tpause\n\tpause\n\tpause\n\t"
+                         "pause\n\tpause\n\tpause\n\tpause\n\t"
+                         "pause\n\tpause\n\tpause\n\tpause\n\t"
+                         "pause\n\tpause\n\tpause\n\tpause" ::
+                                 : "memory");
 }
 
 /* TSC ticks for one run of 16 pauses. */
 static uint64_t pause_ticks_once(void)
 {
-	uint64_t t0, t1;
+    uint64_t t0, t1;
 
-	t0 = __rdtsc();
-	pause_run16();
-	t1 = __rdtsc();
-	return t1 - t0;
+    t0 = __rdtsc();
+    pause_run16();
+    t1 = __rdtsc();
+    return t1 - t0;
 }
 
 /* Ticks of two back-to-back rdtsc (the timer's own overhead), best of many. */
 static uint64_t rdtsc_overhead(void)
 {
-	uint64_t best = UINT64_MAX, t0, t1;
-	int i;
+    uint64_t best = UINT64_MAX, t0, t1;
+    int i;
 
-	for (i = 0; i < 1000; i++) {
-		t0 = __rdtsc();
-		t1 = __rdtsc();
-		if (t1 - t0 < best)
-			best = t1 - t0;
-	}
-	return best;
+    for (i = 0; i < 1000; i++) {
+        t0 = __rdtsc();
+        t1 = __rdtsc();
+        if (t1 - t0 < best)
+            best = t1 - t0;
+    }
+    return best;
 }
 
 /* Best of ``trials`` runs, stopping early at MAX_WALL_NS; *done gets the runs made. */
 static uint64_t pause_best_ticks(int trials, int *done)
 {
-	uint64_t best = UINT64_MAX, t;
-	double start = mono_ns();
-	int i;
+    uint64_t best = UINT64_MAX, t;
+    double start = mono_ns();
+    int i;
 
-	for (i = 0; i < trials; i++) {
-		t = pause_ticks_once();
-		if (t < best)
-			best = t;
-		if ((i & 63) == 63 && mono_ns() - start > MAX_WALL_NS)
-			break;
-	}
-	*done = i < trials ? i + 1 : trials;
-	return best;
+    for (i = 0; i < trials; i++) {
+        t = pause_ticks_once();
+        if (t < best)
+            best = t;
+        if ((i & 63) == 63 && mono_ns() - start > MAX_WALL_NS)
+            break;
+    }
+    *done = i < trials ? i + 1 : trials;
+    return best;
 }
 
 static double mono_ns(void)
 {
-	struct timespec ts;
+    struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
-	return ts.tv_sec * 1e9 + ts.tv_nsec;
+    clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
+    return ts.tv_sec * 1e9 + ts.tv_nsec;
 }
 
 /* TSC Hz against CLOCK_MONOTONIC_RAW over about 100 ms. */
 static double tsc_hz_measured(void)
 {
-	struct timespec pause_ts = {0, 100 * 1000 * 1000};
-	double n0, n1;
-	uint64_t t0, t1;
+    struct timespec pause_ts = {0, 100 * 1000 * 1000};
+    double n0, n1;
+    uint64_t t0, t1;
 
-	n0 = mono_ns();
-	t0 = __rdtsc();
-	nanosleep(&pause_ts, NULL);
-	n1 = mono_ns();
-	t1 = __rdtsc();
-	return (double)(t1 - t0) * 1e9 / (n1 - n0);
+    n0 = mono_ns();
+    t0 = __rdtsc();
+    nanosleep(&pause_ts, NULL);
+    n1 = mono_ns();
+    t1 = __rdtsc();
+    return (double)(t1 - t0) * 1e9 / (n1 - n0);
 }
 
 /* TSC Hz from CPUID leaf 0x15 (crystal ratio), else 0. */
 static double tsc_hz_cpuid(void)
 {
-	unsigned a, b, c, d;
+    unsigned a, b, c, d;
 
-	if (__get_cpuid_max(0, NULL) < 0x15)
-		return 0.0;
-	__cpuid_count(0x15, 0, a, b, c, d);
-	if (!a || !b || !c)
-		return 0.0;
-	return (double)c * b / a;
+    if (__get_cpuid_max(0, NULL) < 0x15)
+        return 0.0;
+    __cpuid_count(0x15, 0, a, b, c, d);
+    if (!a || !b || !c)
+        return 0.0;
+    return (double)c * b / a;
 }
 
 /* MariaDB my_cpu_init: two runs of 16 PAUSEs; both over 30*16 ticks -> multiplier 100. */
 static int mariadb_multiplier(uint64_t *t1, uint64_t *t2)
 {
-	uint64_t a, b, c;
+    uint64_t a, b, c;
 
-	a = __rdtsc();
-	pause_run16();
-	b = __rdtsc();
-	pause_run16();
-	c = __rdtsc();
-	*t1 = b - a;
-	*t2 = c - b;
-	return (*t1 > 30 * 16 && *t2 > 30 * 16) ? 100 : 200;
+    a = __rdtsc();
+    pause_run16();
+    b = __rdtsc();
+    pause_run16();
+    c = __rdtsc();
+    *t1 = b - a;
+    *t2 = c - b;
+    return (*t1 > 30 * 16 && *t2 > 30 * 16) ? 100 : 200;
 }
 
 static void pause_mariadb(struct jbuf *out, double best_ticks_per_pause)
 {
-	uint64_t t1, t2;
-	int votes100 = 0, i, m;
+    uint64_t t1, t2;
+    int votes100 = 0, i, m;
 
-	for (i = 0; i < 100; i++) {
-		m = mariadb_multiplier(&t1, &t2);
-		votes100 += m == 100;
-	}
-	jbuf_key(out, "mariadb");
-	jbuf_open(out, '{');
-	jbuf_kint(out, "my_cpu_relax_multiplier", best_ticks_per_pause > 30.0 ? 100 : 200);
-	jbuf_kint(out, "startup_runs_giving_100_of_100", votes100);
-	jbuf_kuint(out, "last_run_ticks_16", t1);
-	jbuf_kint(out, "threshold_ticks_per_pause", 30);
-	jbuf_close(out, '}');
+    for (i = 0; i < 100; i++) {
+        m = mariadb_multiplier(&t1, &t2);
+        votes100 += m == 100;
+    }
+    jbuf_key(out, "mariadb");
+    jbuf_open(out, '{');
+    jbuf_kint(out, "my_cpu_relax_multiplier", best_ticks_per_pause > 30.0 ? 100 : 200);
+    jbuf_kint(out, "startup_runs_giving_100_of_100", votes100);
+    jbuf_kuint(out, "last_run_ticks_16", t1);
+    jbuf_kint(out, "threshold_ticks_per_pause", 30);
+    jbuf_close(out, '}');
 }
 
 int pause_calibrate(struct jbuf *out, int trials)
 {
-	double hz_cpuid = tsc_hz_cpuid(), hz_meas = tsc_hz_measured();
-	double hz = hz_cpuid > 0 ? hz_cpuid : hz_meas;
-	uint64_t best, overhead;
-	double ticks;
-	unsigned a, b, c, d;
-	int done;
+    double hz_cpuid = tsc_hz_cpuid(), hz_meas = tsc_hz_measured();
+    double hz = hz_cpuid > 0 ? hz_cpuid : hz_meas;
+    uint64_t best, overhead;
+    double ticks;
+    unsigned a, b, c, d;
+    int done;
 
-	if (trials <= 0)
-		return -EINVAL;
-	pause_ticks_once(); /* warm up */
-	overhead = rdtsc_overhead();
-	best = pause_best_ticks(trials, &done);
-	ticks = (double)(best > overhead ? best - overhead : best) / PAUSES_PER_RUN;
-	jbuf_open(out, '{');
-	jbuf_kstr(out, "method", "rdtsc");
-	jbuf_kint(out, "pauses_per_run", PAUSES_PER_RUN);
-	jbuf_kint(out, "trials", done);
-	jbuf_kuint(out, "rdtsc_overhead_ticks", overhead);
-	jbuf_knum(out, "ticks_per_pause", ticks);
-	jbuf_knum(out, "cycles", ticks);
-	jbuf_knum(out, "ns", ticks * 1e9 / hz);
-	jbuf_knum(out, "tsc_hz", hz);
-	jbuf_kstr(out, "tsc_hz_source", hz_cpuid > 0 ? "cpuid.0x15" : "measured vs CLOCK_MONOTONIC_RAW");
-	jbuf_knum(out, "tsc_hz_measured", hz_meas);
-	if (__get_cpuid_max(0, NULL) >= 0x16) {
-		__cpuid_count(0x16, 0, a, b, c, d);
-		if (a & 0xffff)
-			jbuf_kuint(out, "cpuid_base_mhz", a & 0xffff);
-	}
-	pause_mariadb(out, ticks);
-	jbuf_kstr(out, "note", "cycles are TSC ticks (nominal frequency), as MariaDB and MySQL measure them");
-	jbuf_close(out, '}');
-	return 0;
+    if (trials <= 0)
+        return -EINVAL;
+    pause_ticks_once(); /* warm up */
+    overhead = rdtsc_overhead();
+    best = pause_best_ticks(trials, &done);
+    ticks = (double)(best > overhead ? best - overhead : best) / PAUSES_PER_RUN;
+    jbuf_open(out, '{');
+    jbuf_kstr(out, "method", "rdtsc");
+    jbuf_kint(out, "pauses_per_run", PAUSES_PER_RUN);
+    jbuf_kint(out, "trials", done);
+    jbuf_kuint(out, "rdtsc_overhead_ticks", overhead);
+    jbuf_knum(out, "ticks_per_pause", ticks);
+    jbuf_knum(out, "cycles", ticks);
+    jbuf_knum(out, "ns", ticks * 1e9 / hz);
+    jbuf_knum(out, "tsc_hz", hz);
+    jbuf_kstr(out, "tsc_hz_source", hz_cpuid > 0 ? "cpuid.0x15" : "measured vs CLOCK_MONOTONIC_RAW");
+    jbuf_knum(out, "tsc_hz_measured", hz_meas);
+    if (__get_cpuid_max(0, NULL) >= 0x16) {
+        __cpuid_count(0x16, 0, a, b, c, d);
+        if (a & 0xffff)
+            jbuf_kuint(out, "cpuid_base_mhz", a & 0xffff);
+    }
+    pause_mariadb(out, ticks);
+    jbuf_kstr(out, "note", "cycles are TSC ticks (nominal frequency), as MariaDB and MySQL measure them");
+    jbuf_close(out, '}');
+    return 0;
 }

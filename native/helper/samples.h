@@ -8,26 +8,26 @@
 #include "elfbin.h"
 
 struct sample {
-	char *symbol;     /* NULL for an address line */
-	uint64_t value;   /* offset into symbol, or vaddr */
-	uint64_t count;
-	uint64_t addr;    /* resolved vaddr */
-	long fn;          /* index into funcs, -1 when unresolved */
+    char *symbol; /* NULL for an address line */
+    uint64_t value; /* offset into symbol, or vaddr */
+    uint64_t count;
+    uint64_t addr; /* resolved vaddr */
+    long fn; /* index into funcs, -1 when unresolved */
 };
 
 struct fn_ref {
-	const char *name; /* symbol name, or NULL for an unnamed (FDE) function */
-	char *request;    /* the name the input used */
-	uint64_t start, end;
-	const char *error;
-	uint64_t past_end; /* samples at or beyond end */
+    const char *name; /* symbol name, or NULL for an unnamed (FDE) function */
+    char *request; /* the name the input used */
+    uint64_t start, end;
+    const char *error;
+    uint64_t past_end; /* samples at or beyond end */
 };
 
 struct sample_set {
-	struct sample *s;
-	size_t n, cap;
-	struct fn_ref *f;
-	size_t nf, capf;
+    struct sample *s;
+    size_t n, cap;
+    struct fn_ref *f;
+    size_t nf, capf;
 };
 
 /* 0, -ENOMEM, or -EINVAL with *bad_line set to the first malformed line number. */

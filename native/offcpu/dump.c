@@ -35,365 +35,364 @@
 #include "unwind.h"
 
 static const char state_letters[] = "RSDT?B";
-static const char *stat_names[OFFCPU_NSTATS] = {"switches", "kstack_lost", "ustack_lost", "threads_full",
-						"entries_full", "ustack_scanned", "short", "long"};
+static const char *stat_names[OFFCPU_NSTATS] = {"switches",     "kstack_lost",    "ustack_lost", "threads_full",
+                                                "entries_full", "ustack_scanned", "short",       "long"};
 
 struct idset {
-	__s32 *ids;
-	size_t n, cap;
-	struct owner *owners; /* user stack hash -> the process it was taken in */
-	size_t nown, capown;
-	struct live_stack *live; /* lazy mode: user stacks of the threads still blocked, walked by ulive.c */
-	size_t nlive, caplive;
+    __s32 *ids;
+    size_t n, cap;
+    struct owner *owners; /* user stack hash -> the process it was taken in */
+    size_t nown, capown;
+    struct live_stack *live; /* lazy mode: user stacks of the threads still blocked, walked by ulive.c */
+    size_t nlive, caplive;
 };
 
 struct live_stack {
-	__u64 hash;
-	__u32 tgid;
-	struct offcpu_ustack u;
+    __u64 hash;
+    __u32 tgid;
+    struct offcpu_ustack u;
 };
 
 struct owner {
-	__u64 ustack;
-	__u32 tgid;
+    __u64 ustack;
+    __u32 tgid;
 };
 
 static int owner_add(struct idset *s, __u64 ustack, __u32 tgid)
 {
-	struct owner *grown;
+    struct owner *grown;
 
-	if (!ustack)
-		return 0;
-	if (s->nown == s->capown) {
-		s->capown = s->capown ? s->capown * 2 : 1024;
-		grown = realloc(s->owners, s->capown * sizeof(*grown));
-		if (!grown)
-			return -ENOMEM;
-		s->owners = grown;
-	}
-	s->owners[s->nown++] = (struct owner){ustack, tgid};
-	return 0;
+    if (!ustack)
+        return 0;
+    if (s->nown == s->capown) {
+        s->capown = s->capown ? s->capown * 2 : 1024;
+        grown = realloc(s->owners, s->capown * sizeof(*grown));
+        if (!grown)
+            return -ENOMEM;
+        s->owners = grown;
+    }
+    s->owners[s->nown++] = (struct owner){ustack, tgid};
+    return 0;
 }
 
 static int cmp_owner(const void *a, const void *b)
 {
-	const struct owner *x = a, *y = b;
+    const struct owner *x = a, *y = b;
 
-	return (x->ustack > y->ustack) - (x->ustack < y->ustack);
+    return (x->ustack > y->ustack) - (x->ustack < y->ustack);
 }
 
 static __u32 owner_of(const struct idset *s, __u64 ustack)
 {
-	size_t lo = 0, hi = s->nown;
+    size_t lo = 0, hi = s->nown;
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (s->owners[mid].ustack < ustack)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo < s->nown && s->owners[lo].ustack == ustack ? s->owners[lo].tgid : 0;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (s->owners[mid].ustack < ustack)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < s->nown && s->owners[lo].ustack == ustack ? s->owners[lo].tgid : 0;
 }
 
 static int idset_add(struct idset *s, __s32 id)
 {
-	__s32 *grown;
+    __s32 *grown;
 
-	if (id < 0)
-		return 0;
-	if (s->n == s->cap) {
-		s->cap = s->cap ? s->cap * 2 : 1024;
-		grown = realloc(s->ids, s->cap * sizeof(*grown));
-		if (!grown)
-			return -ENOMEM;
-		s->ids = grown;
-	}
-	s->ids[s->n++] = id;
-	return 0;
+    if (id < 0)
+        return 0;
+    if (s->n == s->cap) {
+        s->cap = s->cap ? s->cap * 2 : 1024;
+        grown = realloc(s->ids, s->cap * sizeof(*grown));
+        if (!grown)
+            return -ENOMEM;
+        s->ids = grown;
+    }
+    s->ids[s->n++] = id;
+    return 0;
 }
 
 static int cmp_id(const void *a, const void *b)
 {
-	__s32 x = *(const __s32 *)a, y = *(const __s32 *)b;
+    __s32 x = *(const __s32 *)a, y = *(const __s32 *)b;
 
-	return (x > y) - (x < y);
+    return (x > y) - (x < y);
 }
 
 static char state_letter(__u32 state)
 {
-	return state < sizeof(state_letters) - 1 ? state_letters[state] : '?';
+    return state < sizeof(state_letters) - 1 ? state_letters[state] : '?';
 }
 
 static int live_add(struct idset *s, __u64 hash, __u32 tgid, const struct offcpu_ustack *u)
 {
-	struct live_stack *grown;
+    struct live_stack *grown;
 
-	for (size_t i = 0; i < s->nlive; i++)
-		if (s->live[i].hash == hash)
-			return 0;
-	if (s->nlive == s->caplive) {
-		s->caplive = s->caplive ? s->caplive * 2 : 64;
-		grown = realloc(s->live, s->caplive * sizeof(*grown));
-		if (!grown)
-			return -ENOMEM;
-		s->live = grown;
-	}
-	s->live[s->nlive].hash = hash;
-	s->live[s->nlive].tgid = tgid;
-	s->live[s->nlive++].u = *u;
-	return 0;
+    for (size_t i = 0; i < s->nlive; i++)
+        if (s->live[i].hash == hash)
+            return 0;
+    if (s->nlive == s->caplive) {
+        s->caplive = s->caplive ? s->caplive * 2 : 64;
+        grown = realloc(s->live, s->caplive * sizeof(*grown));
+        if (!grown)
+            return -ENOMEM;
+        s->live = grown;
+    }
+    s->live[s->nlive].hash = hash;
+    s->live[s->nlive].tgid = tgid;
+    s->live[s->nlive++].u = *u;
+    return 0;
 }
 
 static int dump_waits(FILE *f, int fd, struct idset *ids)
 {
-	struct offcpu_key key, next;
-	struct offcpu_val val;
-	void *prev = NULL;
-	int i;
+    struct offcpu_key key, next;
+    struct offcpu_val val;
+    void *prev = NULL;
+    int i;
 
-	while (!bpf_map_get_next_key(fd, prev, &next)) {
-		key = next;
-		prev = &key;
-		if (bpf_map_lookup_elem(fd, &key, &val))
-			continue;
-		val.comm[sizeof(val.comm) - 1] = '\0';
-		for (i = 0; val.comm[i]; i++)
-			if (val.comm[i] == '\t' || val.comm[i] == '\n')
-				val.comm[i] = '_';
-		if (key.state & OFFCPU_SHORT) {
-			fprintf(f, "short\t%u\t%u\t%c\t%llu\t%llu\t%s\n", key.tgid, key.tid,
-				state_letter(key.state & ~OFFCPU_SHORT), (unsigned long long)val.count,
-				(unsigned long long)val.ns, val.comm);
-			continue;
-		}
-		fprintf(f, "wait\t%u\t%u\t%c\t%llu\t%llu\t%llx\t%d\t%s\n", key.tgid, key.tid, state_letter(key.state),
-			(unsigned long long)val.count, (unsigned long long)val.ns, (unsigned long long)key.ustack,
-			key.kstack, val.comm);
-		if (idset_add(ids, key.kstack) || owner_add(ids, key.ustack, key.tgid))
-			return -ENOMEM;
-	}
-	return 0;
+    while (!bpf_map_get_next_key(fd, prev, &next)) {
+        key = next;
+        prev = &key;
+        if (bpf_map_lookup_elem(fd, &key, &val))
+            continue;
+        val.comm[sizeof(val.comm) - 1] = '\0';
+        for (i = 0; val.comm[i]; i++)
+            if (val.comm[i] == '\t' || val.comm[i] == '\n')
+                val.comm[i] = '_';
+        if (key.state & OFFCPU_SHORT) {
+            fprintf(f, "short\t%u\t%u\t%c\t%llu\t%llu\t%s\n", key.tgid, key.tid,
+                    state_letter(key.state & ~OFFCPU_SHORT), (unsigned long long)val.count, (unsigned long long)val.ns,
+                    val.comm);
+            continue;
+        }
+        fprintf(f, "wait\t%u\t%u\t%c\t%llu\t%llu\t%llx\t%d\t%s\n", key.tgid, key.tid, state_letter(key.state),
+                (unsigned long long)val.count, (unsigned long long)val.ns, (unsigned long long)key.ustack, key.kstack,
+                val.comm);
+        if (idset_add(ids, key.kstack) || owner_add(ids, key.ustack, key.tgid))
+            return -ENOMEM;
+    }
+    return 0;
 }
 
 static int dump_open(FILE *f, int fd, struct idset *ids, const struct offcpu_opts *o)
 {
-	static struct offcpu_ustack u;
-	struct offcpu_start s;
-	__u32 tid, next;
-	void *prev = NULL;
+    static struct offcpu_ustack u;
+    struct offcpu_start s;
+    __u32 tid, next;
+    void *prev = NULL;
 
-	while (!bpf_map_get_next_key(fd, prev, &next)) {
-		tid = next;
-		prev = &tid;
-		if (bpf_map_lookup_elem(fd, &tid, &s))
-			continue;
-		if (o->lazy && !s.ustack) { /* no stack taken yet: walk it now, the thread still waits */
-			s.ustack = ulive_walk(o, s.tgid, tid, s.ip, s.sp, s.bp, &u);
-			if (s.ustack && live_add(ids, s.ustack, s.tgid, &u))
-				return -ENOMEM;
-		}
-		fprintf(f, "open\t%u\t%u\t%c\t%llu\t%llx\t%d\n", s.tgid, tid, state_letter(s.state),
-			(unsigned long long)s.ts, (unsigned long long)s.ustack, s.kstack);
-		if (idset_add(ids, s.kstack) || owner_add(ids, s.ustack, s.tgid))
-			return -ENOMEM;
-	}
-	return 0;
+    while (!bpf_map_get_next_key(fd, prev, &next)) {
+        tid = next;
+        prev = &tid;
+        if (bpf_map_lookup_elem(fd, &tid, &s))
+            continue;
+        if (o->lazy && !s.ustack) { /* no stack taken yet: walk it now, the thread still waits */
+            s.ustack = ulive_walk(o, s.tgid, tid, s.ip, s.sp, s.bp, &u);
+            if (s.ustack && live_add(ids, s.ustack, s.tgid, &u))
+                return -ENOMEM;
+        }
+        fprintf(f, "open\t%u\t%u\t%c\t%llu\t%llx\t%d\n", s.tgid, tid, state_letter(s.state), (unsigned long long)s.ts,
+                (unsigned long long)s.ustack, s.kstack);
+        if (idset_add(ids, s.kstack) || owner_add(ids, s.ustack, s.tgid))
+            return -ENOMEM;
+    }
+    return 0;
 }
 
 /* sp and pc of a thread blocked in the kernel, from /proc/TID/syscall ("running": 0). */
 static int blocked_regs(unsigned tgid, unsigned tid, __u64 *sp, __u64 *pc)
 {
-	char path[64], line[256], *at;
-	unsigned long long a, b;
-	FILE *f;
+    char path[64], line[256], *at;
+    unsigned long long a, b;
+    FILE *f;
 
-	snprintf(path, sizeof(path), "/proc/%u/task/%u/syscall", tgid, tid);
-	f = fopen(path, "r");
-	if (!f)
-		return 0;
-	at = fgets(line, sizeof(line), f);
-	fclose(f);
-	if (!at || !strncmp(line, "running", 7) || !(at = strrchr(line, ' ')) || at == line)
-		return 0;
-	*at = '\0';
-	if (sscanf(at + 1, "%llx", &b) != 1 || !(at = strrchr(line, ' ')) || sscanf(at + 1, "%llx", &a) != 1)
-		return 0;
-	*sp = a;
-	*pc = b;
-	return 1;
+    snprintf(path, sizeof(path), "/proc/%u/task/%u/syscall", tgid, tid);
+    f = fopen(path, "r");
+    if (!f)
+        return 0;
+    at = fgets(line, sizeof(line), f);
+    fclose(f);
+    if (!at || !strncmp(line, "running", 7) || !(at = strrchr(line, ' ')) || at == line)
+        return 0;
+    *at = '\0';
+    if (sscanf(at + 1, "%llx", &b) != 1 || !(at = strrchr(line, ' ')) || sscanf(at + 1, "%llx", &a) != 1)
+        return 0;
+    *sp = a;
+    *pc = b;
+    return 1;
 }
 
 /* Target threads with no start record that are blocked now: off the CPU for the whole window. Their user
  * stack is walked from /proc's sp and pc (no saved rbp: the scan above sp finds the frame chain). */
 static int dump_idle(FILE *f, int starts_fd, struct idset *ids, const struct offcpu_opts *o)
 {
-	static struct offcpu_ustack u;
-	struct offcpu_start s;
-	char path[64];
-	struct dirent *d;
-	__u64 sp, pc, hash;
-	unsigned tid;
-	DIR *dir;
+    static struct offcpu_ustack u;
+    struct offcpu_start s;
+    char path[64];
+    struct dirent *d;
+    __u64 sp, pc, hash;
+    unsigned tid;
+    DIR *dir;
 
-	for (unsigned i = 0; i < o->npids; i++) {
-		snprintf(path, sizeof(path), "/proc/%u/task", o->pids[i]);
-		dir = opendir(path);
-		while (dir && (d = readdir(dir))) {
-			if (sscanf(d->d_name, "%u", &tid) != 1 || !bpf_map_lookup_elem(starts_fd, &tid, &s) ||
-			    !blocked_regs(o->pids[i], tid, &sp, &pc))
-				continue;
-			hash = ulive_walk(o, o->pids[i], tid, pc, sp, 0, &u);
-			if (!hash)
-				continue;
-			fprintf(f, "idle\t%u\t%u\t%llx\n", o->pids[i], tid, (unsigned long long)hash);
-			if (live_add(ids, hash, o->pids[i], &u)) {
-				closedir(dir);
-				return -ENOMEM;
-			}
-		}
-		if (dir)
-			closedir(dir);
-	}
-	return 0;
+    for (unsigned i = 0; i < o->npids; i++) {
+        snprintf(path, sizeof(path), "/proc/%u/task", o->pids[i]);
+        dir = opendir(path);
+        while (dir && (d = readdir(dir))) {
+            if (sscanf(d->d_name, "%u", &tid) != 1 || !bpf_map_lookup_elem(starts_fd, &tid, &s) ||
+                !blocked_regs(o->pids[i], tid, &sp, &pc))
+                continue;
+            hash = ulive_walk(o, o->pids[i], tid, pc, sp, 0, &u);
+            if (!hash)
+                continue;
+            fprintf(f, "idle\t%u\t%u\t%llx\n", o->pids[i], tid, (unsigned long long)hash);
+            if (live_add(ids, hash, o->pids[i], &u)) {
+                closedir(dir);
+                return -ENOMEM;
+            }
+        }
+        if (dir)
+            closedir(dir);
+    }
+    return 0;
 }
 
 static void dump_stacks(FILE *f, int fd, struct idset *ids)
 {
-	__u64 ips[OFFCPU_MAX_DEPTH];
-	size_t i;
-	int d;
+    __u64 ips[OFFCPU_MAX_DEPTH];
+    size_t i;
+    int d;
 
-	qsort(ids->ids, ids->n, sizeof(*ids->ids), cmp_id);
-	for (i = 0; i < ids->n; i++) {
-		if (i && ids->ids[i] == ids->ids[i - 1])
-			continue;
-		memset(ips, 0, sizeof(ips));
-		if (bpf_map_lookup_elem(fd, &ids->ids[i], ips))
-			continue;
-		fprintf(f, "stack\t%d\t", ids->ids[i]);
-		for (d = 0; d < OFFCPU_MAX_DEPTH && ips[d]; d++)
-			fprintf(f, "%s%llx", d ? "," : "", (unsigned long long)ips[d]);
-		fputc('\n', f);
-	}
+    qsort(ids->ids, ids->n, sizeof(*ids->ids), cmp_id);
+    for (i = 0; i < ids->n; i++) {
+        if (i && ids->ids[i] == ids->ids[i - 1])
+            continue;
+        memset(ips, 0, sizeof(ips));
+        if (bpf_map_lookup_elem(fd, &ids->ids[i], ips))
+            continue;
+        fprintf(f, "stack\t%d\t", ids->ids[i]);
+        for (d = 0; d < OFFCPU_MAX_DEPTH && ips[d]; d++)
+            fprintf(f, "%s%llx", d ? "," : "", (unsigned long long)ips[d]);
+        fputc('\n', f);
+    }
 }
 
 struct procs {
-	__u32 tgid[OFFCPU_MAX_TARGETS];
-	struct uw_proc *p[OFFCPU_MAX_TARGETS];
-	unsigned n;
+    __u32 tgid[OFFCPU_MAX_TARGETS];
+    struct uw_proc *p[OFFCPU_MAX_TARGETS];
+    unsigned n;
 };
 
 /* The unwinder's view of process tgid, read once (NULL: unknown or gone). */
 static struct uw_proc *proc_of(struct procs *ps, __u32 tgid)
 {
-	for (unsigned i = 0; i < ps->n; i++)
-		if (ps->tgid[i] == tgid)
-			return ps->p[i];
-	if (!tgid || ps->n == OFFCPU_MAX_TARGETS)
-		return NULL;
-	ps->tgid[ps->n] = tgid;
-	return ps->p[ps->n++] = uw_proc_read(tgid);
+    for (unsigned i = 0; i < ps->n; i++)
+        if (ps->tgid[i] == tgid)
+            return ps->p[i];
+    if (!tgid || ps->n == OFFCPU_MAX_TARGETS)
+        return NULL;
+    ps->tgid[ps->n] = tgid;
+    return ps->p[ps->n++] = uw_proc_read(tgid);
 }
 
 /* One user stack line, with the callers the CFI unwinder recovers between its leaf and the rest of the
  * frame-pointer walk. */
 static void write_ustack(FILE *f, struct procs *ps, __u64 key, struct offcpu_ustack *u, __u32 tgid)
 {
-	__u64 rec[UNWIND_MAX_STEPS];
-	unsigned resume, d;
-	int nrec;
+    __u64 rec[UNWIND_MAX_STEPS];
+    unsigned resume, d;
+    int nrec;
 
-	if (u->n > OFFCPU_USER_DEPTH)
-		u->n = OFFCPU_USER_DEPTH;
-	if (u->nwords > OFFCPU_RECOVER_WORDS)
-		u->nwords = 0;
-	nrec = uw_recover(proc_of(ps, tgid), u, rec, UNWIND_MAX_STEPS, &resume);
-	fprintf(f, "ustack\t%llx\t%u\t", (unsigned long long)key, u->scanned);
-	if (u->n)
-		fprintf(f, "%llx", (unsigned long long)u->ips[0]);
-	for (int r = 0; r < nrec; r++)
-		fprintf(f, ",%llx", (unsigned long long)rec[r]);
-	for (d = nrec ? resume : 1; d < u->n; d++)
-		fprintf(f, ",%llx", (unsigned long long)u->ips[d]);
-	fprintf(f, "\t%d\n", nrec);
+    if (u->n > OFFCPU_USER_DEPTH)
+        u->n = OFFCPU_USER_DEPTH;
+    if (u->nwords > OFFCPU_RECOVER_WORDS)
+        u->nwords = 0;
+    nrec = uw_recover(proc_of(ps, tgid), u, rec, UNWIND_MAX_STEPS, &resume);
+    fprintf(f, "ustack\t%llx\t%u\t", (unsigned long long)key, u->scanned);
+    if (u->n)
+        fprintf(f, "%llx", (unsigned long long)u->ips[0]);
+    for (int r = 0; r < nrec; r++)
+        fprintf(f, ",%llx", (unsigned long long)rec[r]);
+    for (d = nrec ? resume : 1; d < u->n; d++)
+        fprintf(f, ",%llx", (unsigned long long)u->ips[d]);
+    fprintf(f, "\t%d\n", nrec);
 }
 
 /* Every user stack in the map (the program adds only stacks of target threads), then those of the
  * threads still blocked that the loader walked itself (not already in the map). */
 static void dump_ustacks(FILE *f, int fd, struct idset *ids)
 {
-	static struct offcpu_ustack u;
-	struct procs ps = {0};
-	__u64 key, next;
-	void *prev = NULL;
+    static struct offcpu_ustack u;
+    struct procs ps = {0};
+    __u64 key, next;
+    void *prev = NULL;
 
-	qsort(ids->owners, ids->nown, sizeof(*ids->owners), cmp_owner);
-	while (!bpf_map_get_next_key(fd, prev, &next)) {
-		key = next;
-		prev = &key;
-		if (bpf_map_lookup_elem(fd, &key, &u))
-			continue;
-		write_ustack(f, &ps, key, &u, owner_of(ids, key));
-	}
-	for (size_t i = 0; i < ids->nlive; i++)
-		if (bpf_map_lookup_elem(fd, &ids->live[i].hash, &u))
-			write_ustack(f, &ps, ids->live[i].hash, &ids->live[i].u, ids->live[i].tgid);
-	for (unsigned i = 0; i < ps.n; i++)
-		uw_proc_free(ps.p[i]);
+    qsort(ids->owners, ids->nown, sizeof(*ids->owners), cmp_owner);
+    while (!bpf_map_get_next_key(fd, prev, &next)) {
+        key = next;
+        prev = &key;
+        if (bpf_map_lookup_elem(fd, &key, &u))
+            continue;
+        write_ustack(f, &ps, key, &u, owner_of(ids, key));
+    }
+    for (size_t i = 0; i < ids->nlive; i++)
+        if (bpf_map_lookup_elem(fd, &ids->live[i].hash, &u))
+            write_ustack(f, &ps, ids->live[i].hash, &ids->live[i].u, ids->live[i].tgid);
+    for (unsigned i = 0; i < ps.n; i++)
+        uw_proc_free(ps.p[i]);
 }
 
 static void dump_stats(FILE *f, int fd)
 {
-	int ncpu = libbpf_num_possible_cpus();
-	__u64 *vals = ncpu > 0 ? calloc((size_t)ncpu, sizeof(__u64)) : NULL;
-	unsigned long long sum;
-	__u32 k;
-	int c;
+    int ncpu = libbpf_num_possible_cpus();
+    __u64 *vals = ncpu > 0 ? calloc((size_t)ncpu, sizeof(__u64)) : NULL;
+    unsigned long long sum;
+    __u32 k;
+    int c;
 
-	for (k = 0; vals && k < OFFCPU_NSTATS; k++) {
-		if (bpf_map_lookup_elem(fd, &k, vals))
-			continue;
-		for (sum = 0, c = 0; c < ncpu; c++)
-			sum += vals[c];
-		fprintf(f, "stat\t%s\t%llu\n", stat_names[k], sum);
-	}
-	free(vals);
+    for (k = 0; vals && k < OFFCPU_NSTATS; k++) {
+        if (bpf_map_lookup_elem(fd, &k, vals))
+            continue;
+        for (sum = 0, c = 0; c < ncpu; c++)
+            sum += vals[c];
+        fprintf(f, "stat\t%s\t%llu\n", stat_names[k], sum);
+    }
+    free(vals);
 }
 
 int offcpu_dump(struct bpf_object *obj, const struct offcpu_opts *o, __u64 t0, __u64 end, const char *why)
 {
-	struct idset ids = {0};
-	FILE *f = fopen(o->out, "w");
-	int rc;
+    struct idset ids = {0};
+    FILE *f = fopen(o->out, "w");
+    int rc;
 
-	if (!f)
-		return -errno;
-	fprintf(f, "pmuprof-offcpu\t3\nt0_ns\t%llu\nend_ns\t%llu\nstopped_by\t%s\nmode\t%s\nmin_block_us\t%ld\n",
-		(unsigned long long)t0, (unsigned long long)end, why, o->lazy ? "lazy" : "eager",
-		o->lazy ? o->min_block_us : 0L);
-	fprintf(f, "limit\tthreads\t%ld\nlimit\tentries\t%ld\nlimit\tstacks\t%ld\n", o->threads, o->entries,
-		o->stacks);
-	dump_stats(f, bpf_map__fd(bpf_object__find_map_by_name(obj, "stats")));
-	rc = dump_waits(f, bpf_map__fd(bpf_object__find_map_by_name(obj, "waits")), &ids);
-	if (!rc)
-		rc = dump_open(f, bpf_map__fd(bpf_object__find_map_by_name(obj, "starts")), &ids, o);
-	if (!rc)
-		rc = dump_idle(f, bpf_map__fd(bpf_object__find_map_by_name(obj, "starts")), &ids, o);
-	if (!rc) {
-		dump_stacks(f, bpf_map__fd(bpf_object__find_map_by_name(obj, "stacks")), &ids);
-		dump_ustacks(f, bpf_map__fd(bpf_object__find_map_by_name(obj, "ustacks")), &ids);
-	}
-	free(ids.ids);
-	free(ids.owners);
-	free(ids.live);
-	if (fclose(f) && !rc)
-		rc = -errno;
-	return rc;
+    if (!f)
+        return -errno;
+    fprintf(f, "pmuprof-offcpu\t3\nt0_ns\t%llu\nend_ns\t%llu\nstopped_by\t%s\nmode\t%s\nmin_block_us\t%ld\n",
+            (unsigned long long)t0, (unsigned long long)end, why, o->lazy ? "lazy" : "eager",
+            o->lazy ? o->min_block_us : 0L);
+    fprintf(f, "limit\tthreads\t%ld\nlimit\tentries\t%ld\nlimit\tstacks\t%ld\n", o->threads, o->entries, o->stacks);
+    dump_stats(f, bpf_map__fd(bpf_object__find_map_by_name(obj, "stats")));
+    rc = dump_waits(f, bpf_map__fd(bpf_object__find_map_by_name(obj, "waits")), &ids);
+    if (!rc)
+        rc = dump_open(f, bpf_map__fd(bpf_object__find_map_by_name(obj, "starts")), &ids, o);
+    if (!rc)
+        rc = dump_idle(f, bpf_map__fd(bpf_object__find_map_by_name(obj, "starts")), &ids, o);
+    if (!rc) {
+        dump_stacks(f, bpf_map__fd(bpf_object__find_map_by_name(obj, "stacks")), &ids);
+        dump_ustacks(f, bpf_map__fd(bpf_object__find_map_by_name(obj, "ustacks")), &ids);
+    }
+    free(ids.ids);
+    free(ids.owners);
+    free(ids.live);
+    if (fclose(f) && !rc)
+        rc = -errno;
+    return rc;
 }
 
 int offcpu_fail(const char *step, int err)
 {
-	fprintf(stderr, "pmuprof-offcpu: %s failed: %s\n", step, strerror(err < 0 ? -err : err));
-	return err == -EPERM || err == -EACCES ? 13 : 1;
+    fprintf(stderr, "pmuprof-offcpu: %s failed: %s\n", step, strerror(err < 0 ? -err : err));
+    return err == -EPERM || err == -EACCES ? 13 : 1;
 }

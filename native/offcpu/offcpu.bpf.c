@@ -25,117 +25,117 @@
 #include "offcpu.h"
 
 struct pt_regs {
-	unsigned long bp;
-	unsigned long sp;
-	unsigned long ip;
+    unsigned long bp;
+    unsigned long sp;
+    unsigned long ip;
 } __attribute__((preserve_access_index));
 
 struct task_struct {
-	int pid;
-	int tgid;
-	char comm[16];
-	__u64 start_time; /* CLOCK_MONOTONIC ns at fork */
+    int pid;
+    int tgid;
+    char comm[16];
+    __u64 start_time; /* CLOCK_MONOTONIC ns at fork */
 } __attribute__((preserve_access_index));
 
 /* The loader fills this, the only .rodata variable, before loading (frozen afterwards). */
 const volatile struct offcpu_config cfg = {};
 
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, OFFCPU_DEFAULT_THREADS); /* resized by the loader */
-	__type(key, __u32);
-	__type(value, struct offcpu_start);
+    __uint(type, BPF_MAP_TYPE_HASH);
+    __uint(max_entries, OFFCPU_DEFAULT_THREADS); /* resized by the loader */
+    __type(key, __u32);
+    __type(value, struct offcpu_start);
 } starts SEC(".maps");
 
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, OFFCPU_DEFAULT_ENTRIES);
-	__type(key, struct offcpu_key);
-	__type(value, struct offcpu_val);
+    __uint(type, BPF_MAP_TYPE_HASH);
+    __uint(max_entries, OFFCPU_DEFAULT_ENTRIES);
+    __type(key, struct offcpu_key);
+    __type(value, struct offcpu_val);
 } waits SEC(".maps");
 
 struct {
-	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
-	__uint(max_entries, OFFCPU_DEFAULT_STACKS);
-	__uint(key_size, sizeof(__u32));
-	__uint(value_size, OFFCPU_MAX_DEPTH * sizeof(__u64));
+    __uint(type, BPF_MAP_TYPE_STACK_TRACE);
+    __uint(max_entries, OFFCPU_DEFAULT_STACKS);
+    __uint(key_size, sizeof(__u32));
+    __uint(value_size, OFFCPU_MAX_DEPTH * sizeof(__u64));
 } stacks SEC(".maps");
 
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, OFFCPU_DEFAULT_STACKS);
-	__type(key, __u64);
-	__type(value, struct offcpu_ustack);
+    __uint(type, BPF_MAP_TYPE_HASH);
+    __uint(max_entries, OFFCPU_DEFAULT_STACKS);
+    __type(key, __u64);
+    __type(value, struct offcpu_ustack);
 } ustacks SEC(".maps");
 
 /* enum offcpu_clock: t0 (waits that began before it count from it; 0: nothing counted yet) and the
  * number of code ranges. */
 struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, OFFCPU_NCLOCK);
-	__type(key, __u32);
-	__type(value, __u64);
+    __uint(type, BPF_MAP_TYPE_ARRAY);
+    __uint(max_entries, OFFCPU_NCLOCK);
+    __type(key, __u32);
+    __type(value, __u64);
 } clock SEC(".maps");
 
 struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, OFFCPU_MAX_CODE);
-	__type(key, __u32);
-	__type(value, struct offcpu_range);
+    __uint(type, BPF_MAP_TYPE_ARRAY);
+    __uint(max_entries, OFFCPU_MAX_CODE);
+    __type(key, __u32);
+    __type(value, struct offcpu_range);
 } code SEC(".maps");
 
 struct scratch {
-	struct offcpu_ustack u;
-	__u64 words[OFFCPU_SCAN_WORDS];
+    struct offcpu_ustack u;
+    __u64 words[OFFCPU_SCAN_WORDS];
 };
 
 struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct scratch);
+    __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+    __uint(max_entries, 1);
+    __type(key, __u32);
+    __type(value, struct scratch);
 } scratch SEC(".maps");
 
 struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, OFFCPU_NSTATS);
-	__type(key, __u32);
-	__type(value, __u64);
+    __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+    __uint(max_entries, OFFCPU_NSTATS);
+    __type(key, __u32);
+    __type(value, __u64);
 } stats SEC(".maps");
 
 static __always_inline void stat_add(__u32 which)
 {
-	__u64 *v = bpf_map_lookup_elem(&stats, &which);
+    __u64 *v = bpf_map_lookup_elem(&stats, &which);
 
-	if (v)
-		*v += 1;
+    if (v)
+        *v += 1;
 }
 
 static __always_inline int is_target(__u32 tgid)
 {
-	__u32 i;
+    __u32 i;
 
-	for (i = 0; i < OFFCPU_MAX_TARGETS; i++) {
-		if (i >= cfg.ntargets)
-			return 0;
-		if (cfg.targets[i] == tgid)
-			return 1;
-	}
-	return 0;
+    for (i = 0; i < OFFCPU_MAX_TARGETS; i++) {
+        if (i >= cfg.ntargets)
+            return 0;
+        if (cfg.targets[i] == tgid)
+            return 1;
+    }
+    return 0;
 }
 
 /* R: preempted or still runnable; S: interruptible sleep; D: uninterruptible; T: stopped/traced. */
 static __always_inline __u32 state_of(bool preempt, unsigned int prev_state)
 {
-	if (preempt || !(prev_state & 0xff))
-		return OFFCPU_STATE_R;
-	if (prev_state & 0x02) /* TASK_UNINTERRUPTIBLE, also TASK_KILLABLE and TASK_IDLE */
-		return OFFCPU_STATE_D;
-	if (prev_state & 0x01)
-		return OFFCPU_STATE_S;
-	if (prev_state & 0x0c) /* __TASK_STOPPED, __TASK_TRACED */
-		return OFFCPU_STATE_T;
-	return OFFCPU_STATE_OTHER;
+    if (preempt || !(prev_state & 0xff))
+        return OFFCPU_STATE_R;
+    if (prev_state & 0x02) /* TASK_UNINTERRUPTIBLE, also TASK_KILLABLE and TASK_IDLE */
+        return OFFCPU_STATE_D;
+    if (prev_state & 0x01)
+        return OFFCPU_STATE_S;
+    if (prev_state & 0x0c) /* __TASK_STOPPED, __TASK_TRACED */
+        return OFFCPU_STATE_T;
+    return OFFCPU_STATE_OTHER;
 }
 
 /* Whether addr lies in one of the targets' executable mappings (a return address must): a binary
@@ -144,38 +144,37 @@ static __always_inline __u32 state_of(bool preempt, unsigned int prev_state)
  * iteration (inlined, the load took seconds and could hit the 1M-instruction limit). */
 __attribute__((noinline)) int in_code(__u64 addr)
 {
-	__u32 lo = 0, hi, i, mid, which = OFFCPU_CLOCK_NCODE;
-	__u64 *ncode = bpf_map_lookup_elem(&clock, &which);
-	struct offcpu_range *r;
+    __u32 lo = 0, hi, i, mid, which = OFFCPU_CLOCK_NCODE;
+    __u64 *ncode = bpf_map_lookup_elem(&clock, &which);
+    struct offcpu_range *r;
 
-	if (!ncode)
-		return 0;
-	hi = (__u32)*ncode;
-	for (i = 0; i < 11 && lo < hi; i++) { /* 2^11 > OFFCPU_MAX_CODE */
-		mid = (lo + hi) / 2;
-		r = bpf_map_lookup_elem(&code, &mid);
-		if (!r)
-			return 0;
-		if (addr < r->start)
-			hi = mid;
-		else if (addr >= r->end)
-			lo = mid + 1;
-		else
-			return 1;
-	}
-	return 0;
+    if (!ncode)
+        return 0;
+    hi = (__u32)*ncode;
+    for (i = 0; i < 11 && lo < hi; i++) { /* 2^11 > OFFCPU_MAX_CODE */
+        mid = (lo + hi) / 2;
+        r = bpf_map_lookup_elem(&code, &mid);
+        if (!r)
+            return 0;
+        if (addr < r->start)
+            hi = mid;
+        else if (addr >= r->end)
+            lo = mid + 1;
+        else
+            return 1;
+    }
+    return 0;
 }
 
 /* Whether fp points up the stack to a pair (next fp, return address) that is a frame: the next fp
  * further up (or 0), the return address in an executable mapping. */
 __attribute__((noinline)) int frame_ok(__u64 fp, __u64 sp)
 {
-	__u64 pair[2];
+    __u64 pair[2];
 
-	if ((fp & 7) || fp < sp || fp >= sp + OFFCPU_STACK_WINDOW ||
-	    bpf_probe_read_user(pair, sizeof(pair), (void *)fp))
-		return 0;
-	return (!pair[0] || (pair[0] > fp && pair[0] < fp + OFFCPU_STACK_WINDOW)) && in_code(pair[1]);
+    if ((fp & 7) || fp < sp || fp >= sp + OFFCPU_STACK_WINDOW || bpf_probe_read_user(pair, sizeof(pair), (void *)fp))
+        return 0;
+    return (!pair[0] || (pair[0] > fp && pair[0] < fp + OFFCPU_STACK_WINDOW)) && in_code(pair[1]);
 }
 
 /* Whether the frame chain from fp reaches the thread's first frame (a saved fp of 0) with every return
@@ -183,86 +182,85 @@ __attribute__((noinline)) int frame_ok(__u64 fp, __u64 sp)
  * does not, and is not taken. */
 __attribute__((noinline)) int chain_to_root(__u64 fp)
 {
-	__u64 pair[2];
-	__u32 i;
+    __u64 pair[2];
+    __u32 i;
 
-	for (i = 0; i < OFFCPU_CHAIN_DEPTH; i++) {
-		if ((fp & 7) || bpf_probe_read_user(pair, sizeof(pair), (void *)fp) || !in_code(pair[1]))
-			return 0;
-		if (!pair[0])
-			return 1;
-		if (pair[0] <= fp || pair[0] >= fp + OFFCPU_STACK_WINDOW)
-			return 0;
-		fp = pair[0];
-	}
-	return 0;
+    for (i = 0; i < OFFCPU_CHAIN_DEPTH; i++) {
+        if ((fp & 7) || bpf_probe_read_user(pair, sizeof(pair), (void *)fp) || !in_code(pair[1]))
+            return 0;
+        if (!pair[0])
+            return 1;
+        if (pair[0] <= fp || pair[0] >= fp + OFFCPU_STACK_WINDOW)
+            return 0;
+        fp = pair[0];
+    }
+    return 0;
 }
 
 struct walk { /* bpf_loop context (pointers to map values do not survive the trip: looked up again) */
-	__u64 sp, bp;
-	__u32 n;
-	__u32 chains; /* candidates followed so far (bounded: this runs inside the scheduler) */
+    __u64 sp, bp;
+    __u32 n;
+    __u32 chains; /* candidates followed so far (bounded: this runs inside the scheduler) */
 };
 
 static __always_inline struct scratch *scratch_area(void)
 {
-	__u32 zero = 0;
+    __u32 zero = 0;
 
-	return bpf_map_lookup_elem(&scratch, &zero);
+    return bpf_map_lookup_elem(&scratch, &zero);
 }
 
 /* bpf_loop body: word i above sp, if it is a saved frame pointer, ends the scan with w->bp set. */
 static long scan_word(__u32 i, struct walk *w)
 {
-	struct scratch *sc = scratch_area();
-	__u64 word;
+    struct scratch *sc = scratch_area();
+    __u64 word;
 
-	if (!sc)
-		return 1;
-	word = sc->words[i & (OFFCPU_SCAN_WORDS - 1)]; /* bpf_loop calls this OFFCPU_SCAN_WORDS times */
-	if ((word & 0xf) || word <= w->sp + i * 8 || !frame_ok(word, w->sp))
-		return 0;
-	if (chain_to_root(word)) {
-		w->bp = word;
-		return 1;
-	}
-	return ++w->chains >= OFFCPU_SCAN_CHAINS;
+    if (!sc)
+        return 1;
+    word = sc->words[i & (OFFCPU_SCAN_WORDS - 1)]; /* bpf_loop calls this OFFCPU_SCAN_WORDS times */
+    if ((word & 0xf) || word <= w->sp + i * 8 || !frame_ok(word, w->sp))
+        return 0;
+    if (chain_to_root(word)) {
+        w->bp = word;
+        return 1;
+    }
+    return ++w->chains >= OFFCPU_SCAN_CHAINS;
 }
 
 struct codehash {
-	__u64 hash;
+    __u64 hash;
 };
 
 /* bpf_loop body: word i of the recovery window, hashed in when it points into the targets' code. */
 static long hash_code_word(__u32 i, struct codehash *ch)
 {
-	struct scratch *sc = scratch_area();
-	__u64 word;
+    struct scratch *sc = scratch_area();
+    __u64 word;
 
-	if (!sc)
-		return 1;
-	word = sc->u.words[i & (OFFCPU_RECOVER_WORDS - 1)];
-	if (word >= 4096 && in_code(word))
-		ch->hash = (ch->hash ^ word) * 1099511628211ull;
-	return 0;
+    if (!sc)
+        return 1;
+    word = sc->u.words[i & (OFFCPU_RECOVER_WORDS - 1)];
+    if (word >= 4096 && in_code(word))
+        ch->hash = (ch->hash ^ word) * 1099511628211ull;
+    return 0;
 }
 
 /* bpf_loop body: one frame-pointer step; stops at the first implausible frame. */
 static long walk_frame(__u32 i, struct walk *w)
 {
-	struct scratch *sc = scratch_area();
-	__u64 pair[2];
-	__u32 at = i + 1;
+    struct scratch *sc = scratch_area();
+    __u64 pair[2];
+    __u32 at = i + 1;
 
-	if (!sc || !w->bp || (w->bp & 7) ||
-	    bpf_probe_read_user(pair, sizeof(pair), (void *)w->bp) || pair[1] < 4096)
-		return 1;
-	sc->u.ips[at & (OFFCPU_USER_DEPTH - 1)] = pair[1]; /* bpf_loop stops at OFFCPU_USER_DEPTH - 1 */
-	w->n = at + 1;
-	if (pair[0] <= w->bp)
-		return 1;
-	w->bp = pair[0];
-	return 0;
+    if (!sc || !w->bp || (w->bp & 7) || bpf_probe_read_user(pair, sizeof(pair), (void *)w->bp) || pair[1] < 4096)
+        return 1;
+    sc->u.ips[at & (OFFCPU_USER_DEPTH - 1)] = pair[1]; /* bpf_loop stops at OFFCPU_USER_DEPTH - 1 */
+    w->n = at + 1;
+    if (pair[0] <= w->bp)
+        return 1;
+    w->bp = pair[0];
+    return 0;
 }
 
 /* Walk the current thread's user stack by frame pointers into sc->u; returns its hash (0: none).
@@ -270,132 +268,132 @@ static long walk_frame(__u32 i, struct walk *w)
  * saved frame pointer found in the OFFCPU_SCAN_WORDS words above sp. */
 static __always_inline __u64 walk_user(struct task_struct *task, struct scratch *sc)
 {
-	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
-	struct walk w = {.n = 1};
-	__u64 hash = 1469598103934665603ull;
-	__u32 i;
+    struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
+    struct walk w = {.n = 1};
+    __u64 hash = 1469598103934665603ull;
+    __u32 i;
 
-	if (!regs)
-		return 0;
-	w.sp = regs->sp;
-	w.bp = regs->bp;
-	sc->u.ips[0] = regs->ip;
-	sc->u.scanned = 0;
-	sc->u.sp = w.sp;
-	sc->u.bp = w.bp;
-	sc->u.nwords = bpf_probe_read_user(sc->u.words, sizeof(sc->u.words), (void *)w.sp) ? 0 : OFFCPU_RECOVER_WORDS;
-	if (!frame_ok(w.bp, w.sp)) {
-		w.bp = 0;
-		if (!bpf_probe_read_user(sc->words, sizeof(sc->words), (void *)w.sp))
-			bpf_loop(OFFCPU_SCAN_WORDS, scan_word, &w, 0);
-		sc->u.scanned = w.bp != 0;
-	}
-	bpf_loop(OFFCPU_USER_DEPTH - 1, walk_frame, &w, 0);
-	sc->u.n = w.n;
-	for (i = 0; i < OFFCPU_USER_DEPTH; i++) {
-		if (i >= w.n)
-			break;
-		hash = (hash ^ sc->u.ips[i]) * 1099511628211ull;
-	}
-	/* the return addresses a CFI unwind may recover are among the window's code pointers: stacks that
+    if (!regs)
+        return 0;
+    w.sp = regs->sp;
+    w.bp = regs->bp;
+    sc->u.ips[0] = regs->ip;
+    sc->u.scanned = 0;
+    sc->u.sp = w.sp;
+    sc->u.bp = w.bp;
+    sc->u.nwords = bpf_probe_read_user(sc->u.words, sizeof(sc->u.words), (void *)w.sp) ? 0 : OFFCPU_RECOVER_WORDS;
+    if (!frame_ok(w.bp, w.sp)) {
+        w.bp = 0;
+        if (!bpf_probe_read_user(sc->words, sizeof(sc->words), (void *)w.sp))
+            bpf_loop(OFFCPU_SCAN_WORDS, scan_word, &w, 0);
+        sc->u.scanned = w.bp != 0;
+    }
+    bpf_loop(OFFCPU_USER_DEPTH - 1, walk_frame, &w, 0);
+    sc->u.n = w.n;
+    for (i = 0; i < OFFCPU_USER_DEPTH; i++) {
+        if (i >= w.n)
+            break;
+        hash = (hash ^ sc->u.ips[i]) * 1099511628211ull;
+    }
+    /* the return addresses a CFI unwind may recover are among the window's code pointers: stacks that
 	 * differ there are kept apart (other words, data, would split one call path into many) */
-	if (sc->u.nwords) {
-		struct codehash ch = {.hash = hash};
+    if (sc->u.nwords) {
+        struct codehash ch = {.hash = hash};
 
-		bpf_loop(OFFCPU_RECOVER_WORDS, hash_code_word, &ch, 0);
-		hash = ch.hash;
-	}
-	return hash ? hash : 1;
+        bpf_loop(OFFCPU_RECOVER_WORDS, hash_code_word, &ch, 0);
+        hash = ch.hash;
+    }
+    return hash ? hash : 1;
 }
 
 static __always_inline __u64 user_stack(struct task_struct *task)
 {
-	struct scratch *sc = scratch_area();
-	__u64 hash;
+    struct scratch *sc = scratch_area();
+    __u64 hash;
 
-	if (!sc)
-		return 0;
-	hash = walk_user(task, sc);
-	if (!hash)
-		return 0;
-	if (sc->u.scanned)
-		stat_add(OFFCPU_STAT_USTACK_SCANNED);
-	if (!bpf_map_lookup_elem(&ustacks, &hash) && bpf_map_update_elem(&ustacks, &hash, &sc->u, BPF_NOEXIST) == -7)
-		return 0; /* -E2BIG: the map is full */
-	return hash;
+    if (!sc)
+        return 0;
+    hash = walk_user(task, sc);
+    if (!hash)
+        return 0;
+    if (sc->u.scanned)
+        stat_add(OFFCPU_STAT_USTACK_SCANNED);
+    if (!bpf_map_lookup_elem(&ustacks, &hash) && bpf_map_update_elem(&ustacks, &hash, &sc->u, BPF_NOEXIST) == -7)
+        return 0; /* -E2BIG: the map is full */
+    return hash;
 }
 
-static __always_inline void switch_out(void *ctx, struct task_struct *prev, bool preempt,
-				       unsigned int prev_state, __u64 now)
+static __always_inline void switch_out(void *ctx, struct task_struct *prev, bool preempt, unsigned int prev_state,
+                                       __u64 now)
 {
-	struct offcpu_start s = {};
-	__u32 tid = prev->pid;
+    struct offcpu_start s = {};
+    __u32 tid = prev->pid;
 
-	if (prev_state & 0x80) /* TASK_DEAD: the thread's last switch, it never comes back */
-		return;
-	s.ts = now;
-	s.tgid = prev->tgid;
-	s.state = state_of(preempt, prev_state);
-	if (cfg.lazy) { /* no stack now: the registers, for a block still open at the end */
-		struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(prev);
+    if (prev_state & 0x80) /* TASK_DEAD: the thread's last switch, it never comes back */
+        return;
+    s.ts = now;
+    s.tgid = prev->tgid;
+    s.state = state_of(preempt, prev_state);
+    if (cfg.lazy) { /* no stack now: the registers, for a block still open at the end */
+        struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(prev);
 
-		s.kstack = OFFCPU_KSTACK_NONE;
-		if (regs) {
-			s.ip = regs->ip;
-			s.sp = regs->sp;
-			s.bp = regs->bp;
-		}
-	} else {
-		s.kstack = bpf_get_stackid(ctx, &stacks, 0);
-		s.ustack = user_stack(prev);
-		if (s.kstack < 0)
-			stat_add(OFFCPU_STAT_KSTACK_LOST);
-		if (!s.ustack)
-			stat_add(OFFCPU_STAT_USTACK_LOST);
-	}
-	if (bpf_map_update_elem(&starts, &tid, &s, BPF_ANY))
-		stat_add(OFFCPU_STAT_THREADS_FULL);
-	stat_add(OFFCPU_STAT_SWITCHES);
+        s.kstack = OFFCPU_KSTACK_NONE;
+        if (regs) {
+            s.ip = regs->ip;
+            s.sp = regs->sp;
+            s.bp = regs->bp;
+        }
+    } else {
+        s.kstack = bpf_get_stackid(ctx, &stacks, 0);
+        s.ustack = user_stack(prev);
+        if (s.kstack < 0)
+            stat_add(OFFCPU_STAT_KSTACK_LOST);
+        if (!s.ustack)
+            stat_add(OFFCPU_STAT_USTACK_LOST);
+    }
+    if (bpf_map_update_elem(&starts, &tid, &s, BPF_ANY))
+        stat_add(OFFCPU_STAT_THREADS_FULL);
+    stat_add(OFFCPU_STAT_SWITCHES);
 }
 
 /* Add delta to key's entry (created with next's comm). */
 static __always_inline void wait_add(struct offcpu_key *key, struct task_struct *task, __u64 delta)
 {
-	struct offcpu_val *v, zero = {};
+    struct offcpu_val *v, zero = {};
 
-	v = bpf_map_lookup_elem(&waits, key);
-	if (!v) {
-		BPF_CORE_READ_STR_INTO(&zero.comm, task, comm);
-		if (bpf_map_update_elem(&waits, key, &zero, BPF_NOEXIST) == -7 /* -E2BIG: full */) {
-			stat_add(OFFCPU_STAT_ENTRIES_FULL);
-			return;
-		}
-		v = bpf_map_lookup_elem(&waits, key);
-		if (!v)
-			return;
-	}
-	__sync_fetch_and_add(&v->ns, delta);
-	__sync_fetch_and_add(&v->count, 1);
+    v = bpf_map_lookup_elem(&waits, key);
+    if (!v) {
+        BPF_CORE_READ_STR_INTO(&zero.comm, task, comm);
+        if (bpf_map_update_elem(&waits, key, &zero, BPF_NOEXIST) == -7 /* -E2BIG: full */) {
+            stat_add(OFFCPU_STAT_ENTRIES_FULL);
+            return;
+        }
+        v = bpf_map_lookup_elem(&waits, key);
+        if (!v)
+            return;
+    }
+    __sync_fetch_and_add(&v->ns, delta);
+    __sync_fetch_and_add(&v->count, 1);
 }
 
 /* The window's start (0: not started yet, nothing is counted). */
 static __always_inline __u64 window_t0(void)
 {
-	__u32 which = OFFCPU_CLOCK_T0;
-	__u64 *t0 = bpf_map_lookup_elem(&clock, &which);
+    __u32 which = OFFCPU_CLOCK_T0;
+    __u64 *t0 = bpf_map_lookup_elem(&clock, &which);
 
-	return t0 ? *t0 : 0;
+    return t0 ? *t0 : 0;
 }
 
 /* The part of a block that began at ts inside the window (blocks that began before t0 count from it):
  * 0 when the window has not started, or the block ended before it. */
 static __always_inline __u64 in_window(__u64 ts, __u64 now)
 {
-	__u64 t0 = window_t0();
+    __u64 t0 = window_t0();
 
-	if (!t0 || now <= t0)
-		return 0;
-	return now - (ts > t0 ? ts : t0);
+    if (!t0 || now <= t0)
+        return 0;
+    return now - (ts > t0 ? ts : t0);
 }
 
 /* A thread without a start record, switched in: either off the CPU since before the capture (counted
@@ -404,93 +402,91 @@ static __always_inline __u64 in_window(__u64 ts, __u64 now)
  * count (the window has not started). */
 static __always_inline __u64 unrecorded(struct offcpu_key *key, struct task_struct *task, __u64 now)
 {
-	__u64 t0 = window_t0(), born = BPF_CORE_READ(task, start_time); /* both CLOCK_MONOTONIC */
+    __u64 t0 = window_t0(), born = BPF_CORE_READ(task, start_time); /* both CLOCK_MONOTONIC */
 
-	if (!t0 || now <= t0)
-		return 0;
-	key->ustack = 0;
-	key->kstack = -1;
-	if (born > t0) {
-		key->state = OFFCPU_STATE_R;
-		return now > born ? now - born : 0;
-	}
-	key->state = OFFCPU_STATE_BEFORE;
-	return now - t0;
+    if (!t0 || now <= t0)
+        return 0;
+    key->ustack = 0;
+    key->kstack = -1;
+    if (born > t0) {
+        key->state = OFFCPU_STATE_R;
+        return now > born ? now - born : 0;
+    }
+    key->state = OFFCPU_STATE_BEFORE;
+    return now - t0;
 }
 
 /* Eager mode, in sched_switch: next's stacks were taken when it left the CPU. */
 static __always_inline void switch_in(struct task_struct *next, __u64 now)
 {
-	struct offcpu_key key = {.tgid = next->tgid, .tid = next->pid};
-	struct offcpu_start *s = bpf_map_lookup_elem(&starts, &key.tid);
-	__u64 delta;
+    struct offcpu_key key = {.tgid = next->tgid, .tid = next->pid};
+    struct offcpu_start *s = bpf_map_lookup_elem(&starts, &key.tid);
+    __u64 delta;
 
-	if (s) {
-		key.ustack = s->ustack;
-		key.kstack = s->kstack;
-		key.state = s->state;
-		delta = in_window(s->ts, now);
-		bpf_map_delete_elem(&starts, &key.tid);
-		if (!delta)
-			return;
-	} else {
-		delta = unrecorded(&key, next, now);
-		if (!delta)
-			return;
-	}
-	wait_add(&key, next, delta);
+    if (s) {
+        key.ustack = s->ustack;
+        key.kstack = s->kstack;
+        key.state = s->state;
+        delta = in_window(s->ts, now);
+        bpf_map_delete_elem(&starts, &key.tid);
+        if (!delta)
+            return;
+    } else {
+        delta = unrecorded(&key, next, now);
+        if (!delta)
+            return;
+    }
+    wait_add(&key, next, delta);
 }
 
 /* Lazy mode, in sched_exit_tp: the thread is current again; its stacks are taken now for a long block
  * (the kernel stack still goes through __schedule, the user registers and memory are its own). */
-static __always_inline void switch_in_lazy(void *ctx, struct task_struct *task, __u32 tgid, __u32 tid,
-					   __u64 now)
+static __always_inline void switch_in_lazy(void *ctx, struct task_struct *task, __u32 tgid, __u32 tid, __u64 now)
 {
-	struct offcpu_key key = {.tgid = tgid, .tid = tid};
-	struct offcpu_start *s = bpf_map_lookup_elem(&starts, &tid);
-	__u64 delta;
+    struct offcpu_key key = {.tgid = tgid, .tid = tid};
+    struct offcpu_start *s = bpf_map_lookup_elem(&starts, &tid);
+    __u64 delta;
 
-	if (s) {
-		delta = in_window(s->ts, now);
-		key.state = s->state;
-		bpf_map_delete_elem(&starts, &tid);
-	} else { /* blocked since before t0 (back in its own context, its stacks are the wait's), or newborn */
-		delta = unrecorded(&key, task, now);
-	}
-	if (!delta)
-		return;
-	if (delta < cfg.min_block_ns) {
-		key.state |= OFFCPU_SHORT;
-		key.kstack = OFFCPU_KSTACK_NONE;
-		key.ustack = 0;
-		stat_add(OFFCPU_STAT_SHORT);
-	} else {
-		key.kstack = bpf_get_stackid(ctx, &stacks, 0);
-		key.ustack = user_stack(task);
-		if (key.kstack < 0)
-			stat_add(OFFCPU_STAT_KSTACK_LOST);
-		if (!key.ustack)
-			stat_add(OFFCPU_STAT_USTACK_LOST);
-		stat_add(OFFCPU_STAT_LONG);
-	}
-	wait_add(&key, task, delta);
+    if (s) {
+        delta = in_window(s->ts, now);
+        key.state = s->state;
+        bpf_map_delete_elem(&starts, &tid);
+    } else { /* blocked since before t0 (back in its own context, its stacks are the wait's), or newborn */
+        delta = unrecorded(&key, task, now);
+    }
+    if (!delta)
+        return;
+    if (delta < cfg.min_block_ns) {
+        key.state |= OFFCPU_SHORT;
+        key.kstack = OFFCPU_KSTACK_NONE;
+        key.ustack = 0;
+        stat_add(OFFCPU_STAT_SHORT);
+    } else {
+        key.kstack = bpf_get_stackid(ctx, &stacks, 0);
+        key.ustack = user_stack(task);
+        if (key.kstack < 0)
+            stat_add(OFFCPU_STAT_KSTACK_LOST);
+        if (!key.ustack)
+            stat_add(OFFCPU_STAT_USTACK_LOST);
+        stat_add(OFFCPU_STAT_LONG);
+    }
+    wait_add(&key, task, delta);
 }
 
 SEC("tp_btf/sched_switch")
-int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
-	     unsigned int prev_state)
+int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *next, unsigned int prev_state)
 {
-	int out = is_target(prev->tgid), in = !cfg.lazy && is_target(next->tgid);
-	__u64 now;
+    int out = is_target(prev->tgid), in = !cfg.lazy && is_target(next->tgid);
+    __u64 now;
 
-	if (!out && !in) /* most switches on a busy host: leave before reading the clock */
-		return 0;
-	now = bpf_ktime_get_ns();
-	if (out)
-		switch_out(ctx, prev, preempt, prev_state, now);
-	if (in && !cfg.lazy)
-		switch_in(next, now);
-	return 0;
+    if (!out && !in) /* most switches on a busy host: leave before reading the clock */
+        return 0;
+    now = bpf_ktime_get_ns();
+    if (out)
+        switch_out(ctx, prev, preempt, prev_state, now);
+    if (in && !cfg.lazy)
+        switch_in(next, now);
+    return 0;
 }
 
 /* Lazy mode's switch-in: the end of __schedule, in the context of the thread that now runs (not
@@ -498,12 +494,12 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 SEC("tp_btf/sched_exit_tp")
 int BPF_PROG(on_switch_in, bool is_switch)
 {
-	__u64 id = bpf_get_current_pid_tgid();
+    __u64 id = bpf_get_current_pid_tgid();
 
-	if (!is_switch || !is_target((__u32)(id >> 32)))
-		return 0;
-	switch_in_lazy(ctx, bpf_get_current_task_btf(), (__u32)(id >> 32), (__u32)id, bpf_ktime_get_ns());
-	return 0;
+    if (!is_switch || !is_target((__u32)(id >> 32)))
+        return 0;
+    switch_in_lazy(ctx, bpf_get_current_task_btf(), (__u32)(id >> 32), (__u32)id, bpf_ktime_get_ns());
+    return 0;
 }
 
 char LICENSE[] SEC("license") = "GPL";

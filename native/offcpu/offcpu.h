@@ -8,46 +8,47 @@
 #define OFFCPU_DEFAULT_THREADS 16384
 #define OFFCPU_DEFAULT_ENTRIES 16384
 #define OFFCPU_DEFAULT_STACKS 8192
-#define OFFCPU_MAX_CODE 1024          /* executable mappings of the targets known to the program */
-#define OFFCPU_SCAN_WORDS 128         /* words above the user sp searched for a saved frame pointer */
-#define OFFCPU_SCAN_CHAINS 4          /* candidates followed to the thread root, at most, per switch */
-#define OFFCPU_CHAIN_DEPTH 48         /* frames a candidate's chain may take to reach the root */
+#define OFFCPU_MAX_CODE 1024 /* executable mappings of the targets known to the program */
+#define OFFCPU_SCAN_WORDS 128 /* words above the user sp searched for a saved frame pointer */
+#define OFFCPU_SCAN_CHAINS 4 /* candidates followed to the thread root, at most, per switch */
+#define OFFCPU_CHAIN_DEPTH 48 /* frames a candidate's chain may take to reach the root */
 #define OFFCPU_STACK_WINDOW (8u << 20) /* a frame pointer further than this above sp is not one */
-#define OFFCPU_RECOVER_WORDS 64       /* words above sp kept with a user stack: CFI unwinding of the
+#define OFFCPU_RECOVER_WORDS                                                                                           \
+    64 /* words above sp kept with a user stack: CFI unwinding of the
                                        * frame-pointer-less frames at its leaf (glibc) reads them */
 #define OFFCPU_DEFAULT_MIN_BLOCK_US 1000 /* lazy mode: blocks shorter than this are summed without stacks */
-#define OFFCPU_SHORT 0x100            /* in offcpu_key.state: blocks under the threshold, no stacks */
-#define OFFCPU_KSTACK_NONE (-61)      /* -ENODATA: no kernel stack taken (short block, or still open) */
+#define OFFCPU_SHORT 0x100 /* in offcpu_key.state: blocks under the threshold, no stacks */
+#define OFFCPU_KSTACK_NONE (-61) /* -ENODATA: no kernel stack taken (short block, or still open) */
 
 enum offcpu_state {
-	OFFCPU_STATE_R = 0,      /* preempted / runnable: waited for a CPU */
-	OFFCPU_STATE_S = 1,      /* interruptible sleep: futex, poll, condition variables */
-	OFFCPU_STATE_D = 2,      /* uninterruptible: disk I/O, page faults, kernel locks */
-	OFFCPU_STATE_T = 3,      /* stopped or traced */
-	OFFCPU_STATE_OTHER = 4,
-	OFFCPU_STATE_BEFORE = 5, /* off the CPU since before the capture began */
+    OFFCPU_STATE_R = 0, /* preempted / runnable: waited for a CPU */
+    OFFCPU_STATE_S = 1, /* interruptible sleep: futex, poll, condition variables */
+    OFFCPU_STATE_D = 2, /* uninterruptible: disk I/O, page faults, kernel locks */
+    OFFCPU_STATE_T = 3, /* stopped or traced */
+    OFFCPU_STATE_OTHER = 4,
+    OFFCPU_STATE_BEFORE = 5, /* off the CPU since before the capture began */
 };
 
 enum offcpu_stat {
-	OFFCPU_STAT_SWITCHES = 0,     /* target threads switched out */
-	OFFCPU_STAT_KSTACK_LOST = 1,  /* kernel stack not stored (stack map full or hash collision) */
-	OFFCPU_STAT_USTACK_LOST = 2,  /* user stack not stored (same, or no user stack) */
-	OFFCPU_STAT_THREADS_FULL = 3, /* a switch-out not tracked: thread map full */
-	OFFCPU_STAT_ENTRIES_FULL = 4, /* off-CPU time dropped: wait map full */
-	OFFCPU_STAT_USTACK_SCANNED = 5, /* user stacks whose frame chain was found by scanning above sp */
-	OFFCPU_STAT_SHORT = 6,        /* lazy mode: blocks under the threshold, summed without stacks */
-	OFFCPU_STAT_LONG = 7,         /* lazy mode: blocks at or above it, stacks taken at switch-in */
-	OFFCPU_NSTATS = 8,
+    OFFCPU_STAT_SWITCHES = 0, /* target threads switched out */
+    OFFCPU_STAT_KSTACK_LOST = 1, /* kernel stack not stored (stack map full or hash collision) */
+    OFFCPU_STAT_USTACK_LOST = 2, /* user stack not stored (same, or no user stack) */
+    OFFCPU_STAT_THREADS_FULL = 3, /* a switch-out not tracked: thread map full */
+    OFFCPU_STAT_ENTRIES_FULL = 4, /* off-CPU time dropped: wait map full */
+    OFFCPU_STAT_USTACK_SCANNED = 5, /* user stacks whose frame chain was found by scanning above sp */
+    OFFCPU_STAT_SHORT = 6, /* lazy mode: blocks under the threshold, summed without stacks */
+    OFFCPU_STAT_LONG = 7, /* lazy mode: blocks at or above it, stacks taken at switch-in */
+    OFFCPU_NSTATS = 8,
 };
 
 struct offcpu_start {
-	__u64 ts;
-	__u64 ustack; /* eager mode: hash of the user frames (key of the ustacks map); 0: none */
-	__s32 kstack; /* eager mode: stack map id; below 0: -errno (lazy mode: OFFCPU_KSTACK_NONE) */
-	__u32 state;
-	__u32 tgid;
-	__u32 pad;
-	__u64 ip, sp, bp; /* lazy mode: the user registers at switch-out (the loader walks a block still
+    __u64 ts;
+    __u64 ustack; /* eager mode: hash of the user frames (key of the ustacks map); 0: none */
+    __s32 kstack; /* eager mode: stack map id; below 0: -errno (lazy mode: OFFCPU_KSTACK_NONE) */
+    __u32 state;
+    __u32 tgid;
+    __u32 pad;
+    __u64 ip, sp, bp; /* lazy mode: the user registers at switch-out (the loader walks a block still
 	                   * open at the end from them) */
 };
 
@@ -56,46 +57,46 @@ struct offcpu_start {
  * above sp (nwords of them; 0: unreadable) let the loader recover, with .eh_frame CFI, the callers a
  * frame-pointer walk skips under a leaf without frame pointers. */
 struct offcpu_ustack {
-	__u32 n;
-	__u32 scanned;
-	__u64 ips[OFFCPU_USER_DEPTH];
-	__u64 sp, bp;
-	__u32 nwords;
-	__u32 pad;
-	__u64 words[OFFCPU_RECOVER_WORDS];
+    __u32 n;
+    __u32 scanned;
+    __u64 ips[OFFCPU_USER_DEPTH];
+    __u64 sp, bp;
+    __u32 nwords;
+    __u32 pad;
+    __u64 words[OFFCPU_RECOVER_WORDS];
 };
 
 struct offcpu_config {
-	__u32 ntargets;
-	__u32 targets[OFFCPU_MAX_TARGETS]; /* tgids */
-	__u32 lazy;          /* 1: stacks at switch-in (tp_btf/sched_exit_tp, in the thread's own context), only
+    __u32 ntargets;
+    __u32 targets[OFFCPU_MAX_TARGETS]; /* tgids */
+    __u32 lazy; /* 1: stacks at switch-in (tp_btf/sched_exit_tp, in the thread's own context), only
 	                      * for blocks of at least min_block_ns; 0: stacks at every switch-out (eager) */
-	__u64 min_block_ns;
+    __u64 min_block_ns;
 };
 
 enum offcpu_clock { /* entries of the clock map, written by the loader once the program is attached */
-	OFFCPU_CLOCK_T0 = 0,    /* CLOCK_MONOTONIC (= bpf_ktime_get_ns) at attach; 0: not yet */
-	OFFCPU_CLOCK_NCODE = 1, /* entries of the code map (a map value, not .rodata: the verifier would
+                    OFFCPU_CLOCK_T0 = 0, /* CLOCK_MONOTONIC (= bpf_ktime_get_ns) at attach; 0: not yet */
+                    OFFCPU_CLOCK_NCODE = 1, /* entries of the code map (a map value, not .rodata: the verifier would
 	                         * otherwise walk the binary search for that constant, seconds per load) */
-	OFFCPU_NCLOCK = 2,
+                    OFFCPU_NCLOCK = 2,
 };
 
 struct offcpu_range {
-	__u64 start, end;
+    __u64 start, end;
 };
 
 struct offcpu_key {
-	__u64 ustack;
-	__u32 tgid;
-	__u32 tid;
-	__s32 kstack;
-	__u32 state;
+    __u64 ustack;
+    __u32 tgid;
+    __u32 tid;
+    __s32 kstack;
+    __u32 state;
 };
 
 struct offcpu_val {
-	__u64 ns;
-	__u64 count;
-	char comm[16];
+    __u64 ns;
+    __u64 count;
+    char comm[16];
 };
 
 #endif

@@ -8,17 +8,17 @@
 struct bpf_object;
 
 struct offcpu_opts {
-	unsigned pids[OFFCPU_MAX_TARGETS];
-	unsigned npids;
-	double duration;
-	const char *out;
-	long threads, entries, stacks;
-	long min_block_us;
-	int eager;                        /* asked for: stacks at every switch-out */
-	int start_usr1;                   /* the window starts at SIGUSR1 (perf's), not at attach */
-	int lazy;                         /* used: stacks at switch-in, for blocks of min_block_us or more */
-	const struct offcpu_range *code;  /* the targets' executable mappings at the start, sorted */
-	unsigned ncode;
+    unsigned pids[OFFCPU_MAX_TARGETS];
+    unsigned npids;
+    double duration;
+    const char *out;
+    long threads, entries, stacks;
+    long min_block_us;
+    int eager; /* asked for: stacks at every switch-out */
+    int start_usr1; /* the window starts at SIGUSR1 (perf's), not at attach */
+    int lazy; /* used: stacks at switch-in, for blocks of min_block_us or more */
+    const struct offcpu_range *code; /* the targets' executable mappings at the start, sorted */
+    unsigned ncode;
 };
 
 /* Write the maps to o->out (text, format in dump.c); 0 or a negative errno. */
@@ -27,7 +27,7 @@ int offcpu_dump(struct bpf_object *obj, const struct offcpu_opts *o, __u64 t0, _
  * bp, from user space (process_vm_readv) as the program walks one at switch-in; the hash of the
  * frames (as the program's), 0 when the stack cannot be read or the thread ran meanwhile. */
 __u64 ulive_walk(const struct offcpu_opts *o, unsigned tgid, unsigned tid, __u64 ip, __u64 sp, __u64 bp,
-		 struct offcpu_ustack *u);
+                 struct offcpu_ustack *u);
 /* Print "pmuprof-offcpu: STEP failed: REASON" and return the exit status for it. */
 int offcpu_fail(const char *step, int err);
 
