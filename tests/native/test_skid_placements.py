@@ -120,32 +120,9 @@ def test_sample_on_the_pause_itself_stays(helper, build):
     assert ins["text"] == "pause" and ins["corrected"] == 5 and data["moved"] == 0
 
 
-def test_skid_passes_over_nops_after_a_fence_but_not_after_plain_code(helper, build):
-    """mfence; nop; X — samples on X belong to the fence. add; nop; X — they stay. Past 2 NOPs — they stay."""
-    exe, syms = build
-    cases = {"fn1_after": True, "an1_after": False, "fn3_after": False}
-    lines = []
-    for i, label in enumerate(cases):
-        func, start = containing_function(syms, syms[label][0])
-        lines.append(f"{func}\t{syms[label][0] - start:x}\t{1 << i}\n")
-    rc, data = run_helper(helper, "skid", "--binary", str(exe), stdin="".join(lines))
-    assert rc == 0, data
-    insns = _by_addr(data)
-    for i, (label, moves) in enumerate(cases.items()):
-        addr, count = syms[label][0], 1 << i
-        assert insns[addr]["raw"] == count
-        moved_to = [a for a, ins in insns.items() if ins["corrected"] & count and a != addr]
-        if moves:
-            assert insns[addr]["corrected"] & count == 0 and insns[moved_to[0]]["text"] == "mfence", label
-        else:
-            assert insns[addr]["corrected"] & count and not moved_to, label
-
-
-def test_skid_passes_over_one_register_op_after_a_stall(helper, build):
-    """pause; add %rax,%rdx; X — X's samples are the pause's (the add retires with it; ut_delay's loop showed
-    14 % of its samples there on a loaded VM). pause; add; add; X — they stay. mfence; add; nop; X — moved."""
-    exe, syms = build
-    cases = {"pc1_after": "pause", "pc2_after": None, "fcn_after": "mfence"}
+def _moved(helper, exe, syms, cases: dict) -> None:
+    """One sample count per label (powers of two); each label's samples move onto the instruction its case
+    names (text prefix), or stay (None)."""
     lines = []
     for i, label in enumerate(cases):
         func, start = containing_function(syms, syms[label][0])
@@ -155,9 +132,23 @@ def test_skid_passes_over_one_register_op_after_a_stall(helper, build):
     insns = _by_addr(data)
     for i, (label, culprit) in enumerate(cases.items()):
         addr, count = syms[label][0], 1 << i
+        assert insns[addr]["raw"] == count
         moved_to = [a for a, ins in insns.items() if ins["corrected"] & count and a != addr]
         if culprit:
-            assert len(moved_to) == 1 and insns[moved_to[0]]["text"].startswith(culprit), (label, moved_to)
-            assert moved_to[0] < addr - 3, label
+            assert insns[addr]["corrected"] & count == 0 and len(moved_to) == 1, (label, moved_to)
+            assert insns[moved_to[0]]["text"].startswith(culprit) and moved_to[0] < addr - 1, label
         else:
             assert insns[addr]["corrected"] & count and not moved_to, label
+
+
+def test_skid_passes_over_nops_after_a_fence_but_not_after_plain_code(helper, build):
+    """mfence; nop; X — samples on X belong to the fence. add; nop; X — they stay. Past 2 NOPs — they stay."""
+    exe, syms = build
+    _moved(helper, exe, syms, {"fn1_after": "mfence", "an1_after": None, "fn3_after": None})
+
+
+def test_skid_passes_over_one_register_op_after_a_stall(helper, build):
+    """pause; add %rax,%rdx; X — X's samples are the pause's (the add retires with it; ut_delay's loop showed
+    14 % of its samples there on a loaded VM). pause; add; add; X — they stay. mfence; add; nop; X — moved."""
+    exe, syms = build
+    _moved(helper, exe, syms, {"pc1_after": "pause", "pc2_after": None, "fcn_after": "mfence"})
