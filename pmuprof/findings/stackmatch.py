@@ -197,8 +197,7 @@ def _alternatives(keys: list[str], counts: list[int], total: int, latches: Mappi
         by_key[key] = by_key.get(key, 0) + n
     ranked = sorted(by_key.items(), key=lambda kv: (-kv[1], kv[0]))
     ids = list(dict.fromkeys(i for key, _ in ranked for i in candidates(key) if i in latches))
-    words = [latches[i].words for i in ids]
-    names = " or ".join(words) if len(words) < 3 else ", ".join(words[:-1]) + " or " + words[-1]
+    names = _listed([latches[i].words for i in ids], "or")
     return {
         "alternatives": [{"latches": list(candidates(key)), "names": latch_words(key, latches),
                           "share": round(n / total, 6), "count": n} for key, n in ranked],
@@ -206,8 +205,14 @@ def _alternatives(keys: list[str], counts: list[int], total: int, latches: Mappi
                         "ps_name": latches[i].ps_name} for i in ids],
         "names": names, "title": names[:1].upper() + names[1:], "key": ranked[0][0] if ranked else "",
         "split": ", ".join(f"{latch_words(key, latches)} {n / total:.1%}" for key, n in ranked),
-        "rules": " and ".join(sorted({latches[i].rule for i in ids if latches[i].rule})),
+        "rules": _listed(sorted({latches[i].rule for i in ids if latches[i].rule}), "and"),
+        "ps_names": "; ".join(latches[i].ps_name for i in ids if latches[i].ps_name),
     }
+
+
+def _listed(words: list[str], last: str) -> str:
+    """'a', 'a or b', 'a, b or c'."""
+    return f" {last} ".join(words) if len(words) < 3 else ", ".join(words[:-1]) + f" {last} " + words[-1]
 
 
 def chain_text(hot: str, share: float, callers: tuple[str, ...] | list[str]) -> str:

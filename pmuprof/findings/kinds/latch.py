@@ -54,7 +54,7 @@ class Latch(Kind):
     name = "latch"
     guide = ("`latch` (ids of rules/knowledge/latches.yaml, with `inside`, `not_inside`, `modes`; a wait the stack "
              "attributes to \"A or B\" counts only where every alternative is listed; `ambiguous: true`: the waits "
-             "whose alternatives no one rule covers, with `.names`, `.title`, `.split`, `.rules`, `.key`)")
+             "whose alternatives no one rule covers, with `.names`, `.title`, `.split`, `.rules`, `.key`, `.ps_names`)")
     stacks = True
     share = True
 

@@ -12,9 +12,9 @@ from ..evidence import Evidence
 from .base import Env, Kind, SpecCtx, stack_words
 
 STACK_KEYS = ("self", "inclusive", "inside", "not_inside", "leaf", "leaf_not")
-# what a latch match adds (findings/stackmatch.py match_latch); the last seven for ambiguous attribution only
+# what a latch match adds (findings/stackmatch.py match_latch); the last eight for ambiguous attribution only
 LATCH_FIELDS = ("modes", "mode", "kinds", "modes_text", "alternatives", "candidates", "names", "title", "key", "split",
-                "rules")
+                "rules", "ps_names")
 
 
 @dataclass(frozen=True, eq=False)
