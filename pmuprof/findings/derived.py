@@ -9,6 +9,7 @@ from .evidence import Evidence
 from .facts import Facts, dig, number
 from .bufpool import pool_fit
 from .hostload import host_load
+from .latches import candidates, latch_words
 from .offcpumatch import offcpu_wait_latches
 
 # Pre-Skylake PAUSE took about 10 cycles, so one delay unit (50 PAUSEs) was ~500 cycles;
@@ -220,8 +221,9 @@ def wait_latches(facts: Facts, index: Any, missing: list[str]) -> WaitLatches:
     ranked = sorted(by_latch.items(), key=lambda kv: (-kv[1], kv[0]))
 
     def name(latch: str) -> str:
-        names = [table[i].name.split(" (")[0] for i in latch.split("|") if i in table]
-        return " or ".join(names) if names else "unidentified"
+        if len(candidates(latch)) > 1:  # "page latch or index tree latch"
+            return latch_words(latch, table) or "unidentified"
+        return table[latch].name.split(" (")[0] if latch in table else "unidentified"
 
     known = sum(n for latch, n in ranked if latch != "unidentified")
     summary = ", ".join(f"{name(latch)} {n / total:.1%}" for latch, n in ranked[:4])

@@ -21,7 +21,7 @@ templates that can only look up evidence.
 
 | key | what |
 |---|---|
-| `id`, `title`, `severity` | stable slug (= file name), one-line title, highest severity the rule gives (`info`, `warning`, `critical`) |
+| `id`, `title`, `severity` | stable slug (= file name), one-line title (a template like `message`: the ambiguous-latch rule names its latches), highest severity the rule gives (`info`, `warning`, `critical`) |
 | `applies_to.servers` | `{mysql: ">=5.7, <8.0.21", percona: "*", mariadb: "<10.6"}`; an unknown server always applies; Percona falls back to the MySQL range |
 | `evidence` | named matchers, each one of: KIND_GUIDE; optional `about`; not named like what the engine adds (RESERVED_NAMES) |
 | `fire` | `all:` / `any:` lists of conditions that must hold |

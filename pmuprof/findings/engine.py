@@ -92,7 +92,7 @@ def evaluate_rule(rule: Rule, index: StackIndex, facts: Facts) -> Finding | None
     values["share"] = share
     values["missing"] = "; ".join(dict.fromkeys(m for m in missing if m))  # "" (nothing missing) is left out
     return Finding(
-        rule=rule.id, severity=SEVERITIES[level], title=rule.title, share=float(share),
+        rule=rule.id, severity=SEVERITIES[level], title=render(rule.title, values) or rule.title, share=float(share),
         message=_message(rule, values), evidence={m.name: values.get(m.name) for m in rule.evidence},
         samples=values["samples"], server=values["server"], raised_by=tuple(raised_by), thresholds=rule.thresholds,
         fix=_fix(rule.fix, facts, values, missing), next_steps=tuple(render(s, values) for s in rule.next_steps),
@@ -102,6 +102,7 @@ def evaluate_rule(rule: Rule, index: StackIndex, facts: Facts) -> Finding | None
         confidence=_basis(rule, g, values, confidence(rule, g, values, seen, not_seen)),
         threads=_threads(rule, g, values, share, index.total, facts),
         stacks=share_ev.rows if share_ev else None,
+        ambiguous=bool(share_ev and (share_ev.latch or {}).get("alternatives")),
         declared=tuple(Declared(m.name, m.kind, kind_of(m.kind).subject(m.spec), m.about)
                        for m in rule.evidence))
 

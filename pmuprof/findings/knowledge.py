@@ -76,6 +76,11 @@ class Latch:
     rule: str | None
     mappings: tuple[LatchMapping, ...]
     ps_name: str = ""
+    short: str = ""  # a few words for titles and "A or B" ("page latch"); the name when not given
+
+    @property
+    def words(self) -> str:
+        return self.short or self.name
 
 
 @dataclass(frozen=True)
@@ -166,7 +171,7 @@ def _machinery(ctx: _Ctx, item: Any, line: int) -> Machinery:
 
 
 def _latch(ctx: _Ctx, item: Any, line: int) -> Latch:
-    d = ctx.keys(item, ("id", "name", "ps_name", "scope", "rule", "mappings", "note"), line, "a latch")
+    d = ctx.keys(item, ("id", "name", "short", "ps_name", "scope", "rule", "mappings", "note"), line, "a latch")
     mappings = []
     for m, m_line in zip(d.get("mappings") or LList(), (d.get("mappings") or LList()).item_lines):
         md = ctx.keys(m, ("servers", "type", "impl", "acquirers") + _DOC_KEYS, m_line, "a latch mapping")
@@ -177,7 +182,7 @@ def _latch(ctx: _Ctx, item: Any, line: int) -> Latch:
         mappings.append(LatchMapping(ctx.servers(md["servers"], md.line_of("servers")), str(md["type"]),
                                      tuple(acquirers)))
     return Latch(str(d["id"]), str(d["name"]), str(d.get("scope") or ""), d.get("rule"), tuple(mappings),
-                 str(d.get("ps_name") or ""))
+                 str(d.get("ps_name") or ""), str(d.get("short") or ""))
 
 
 KNOWLEDGE_FILES = {"latch_table": "latches.yaml", "server_features": "server-features.yaml"}  # loader -> file

@@ -206,6 +206,27 @@ class Attributor:
         return found
 
 
+def candidates(key: str) -> tuple[str, ...]:
+    """The latch ids a sample's latch key names: one, or the alternatives of an "a|b" key."""
+    return tuple(key.split(ALTERNATIVES))
+
+
+def latch_words(key: str, latches: Mapping[str, Latch], short: bool = True) -> str:
+    """A latch key in words: "page latch or index tree latch" for "buf_block_lock|index_lock"."""
+    known = [latches[i] for i in candidates(key) if i in latches]
+    return " or ".join((lat.words if short else lat.name) for lat in known)
+
+
+def unclaimed(key: str, latches: Mapping[str, Latch]) -> bool:
+    """Whether a sample's latch is "a or b" where no one rule covers every alternative (the latch table's
+    ``rule``): no single-latch rule may count it, and the finding for ambiguous attribution does."""
+    ids = candidates(key)
+    if len(ids) < 2:
+        return False
+    rules = {latches[i].rule if i in latches else None for i in ids}
+    return len(rules) > 1 or None in rules
+
+
 def _first_hit(masks: list[np.ndarray], n: int) -> np.ndarray:
     """Per frame, the index of the first mask that marks it (-1: none), as the first-match loops do."""
     out = np.full(n, -1, dtype=np.int64)
@@ -248,9 +269,9 @@ def attribute(waits: "WaitTable", total: int, latches: Mapping[str, Latch]) -> t
 def _row(key: tuple[str, str], count: int, total: int, kinds: Counter, modes: Counter, chains: Counter,
          latches: Mapping[str, Latch]) -> LatchWaits:
     latch_id, under = key
-    known = [latches[i] for i in latch_id.split(ALTERNATIVES) if i in latches]
-    if known:
-        name = " or ".join(lat.name for lat in known)
+    known = [latches[i] for i in candidates(latch_id) if i in latches]
+    if known:  # one latch by its name; alternatives in a few words each: "page latch or index tree latch"
+        name = latch_words(latch_id, latches, short=len(known) > 1)
     elif under:
         name = f"unidentified, under {normalize(under)}"
     else:

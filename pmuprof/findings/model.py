@@ -73,6 +73,9 @@ class Finding:
     server: str | None = None  # the server as detected ("MariaDB 10.2.11", "unknown server")
     raised_by: tuple[str, ...] = ()  # the raise_if conditions that held
     thresholds: Thresholds | None = None  # the rule's levels
+    # its cause is one of several latches the stacks cannot tell apart ("A or B"): of two findings with the
+    # same weight, the one that names its latch ranks first
+    ambiguous: bool = False
     # rows (of the process's Stacks, sorted) behind the headline share: for grouping only, never written
     stacks: Any = field(default=None, repr=False, compare=False)
     # the rule's evidence declarations, in rule order: for showing the evidence (not in findings.json)
@@ -140,7 +143,8 @@ def ordered(findings: list[Finding]) -> list[Finding]:
        group is what needs fixing);
     3. then by the threads the cause holds (a stall of eight threads off the CPU above an on-CPU finding
        of fewer); causes the capture gives no thread count for (facts, counters, a folded input) after
-       those, by their share;
+       those, by their share; at equal weight a cause that names its latch before one that cannot
+       (``ambiguous``: "page latch or index tree latch");
     each cause followed by the findings it explains (severity, share, rule id: stable output)."""
     by_key = {(f.process, f.rule): f for f in findings}
 
@@ -156,7 +160,7 @@ def ordered(findings: list[Finding]) -> list[Finding]:
     def key(f: Finding) -> tuple:
         c = cause(f)
         weight = c.threads if c.threads is not None else c.share
-        return (bool(c.symptom_of), gravest[(c.process, c.rule)], c.threads is None, -weight, c.process, c.rule,
-                f is not c, f.sort_key())
+        return (bool(c.symptom_of), gravest[(c.process, c.rule)], c.threads is None, -weight, c.ambiguous, c.process,
+                c.rule, f is not c, f.sort_key())
 
     return sorted(findings, key=key)

@@ -307,7 +307,7 @@ def build_rule(data: Any, path: str, stem: str | None = None) -> Rule:
         raise ctx.fail(data.line, "a rule needs 'thresholds' or 'fire' (else it would always fire)")
     return Rule(
         id=rid,
-        title=ctx.text(data["title"], data.line_of("title"), "title"),
+        title=ctx.template(ctx.text(data["title"], data.line_of("title"), "title"), data.line_of("title"), names),
         severity=severity,
         path=path,
         evidence=matchers,

@@ -16,7 +16,8 @@ import numpy as np
 
 from ..model.profile import Profile
 from ..model.stacks import Stacks, gather_index
-from .latches import ALTERNATIVES, Attributor, Wait
+from .knowledge import Latch
+from .latches import Attributor, Wait, candidates, latch_words, unclaimed
 from .patterns import PatternSet, frame_names
 
 MAX_CALLERS = 3
@@ -36,8 +37,15 @@ class WaitTable:
     counts: np.ndarray
 
     def latch_mask(self, wanted: frozenset[str]) -> np.ndarray:
-        return np.fromiter((bool(wanted & set(k.split(ALTERNATIVES))) for k in self.latch), dtype=bool,
-                           count=len(self.latch))
+        """Waits attributed to the wanted latches only: an "a|b" wait counts when both a and b are wanted
+        (a rule for latch a alone must not claim a sample that may be b's)."""
+        return np.fromiter((set(candidates(k)) <= wanted for k in self.latch), dtype=bool, count=len(self.latch))
+
+    def unclaimed_mask(self, latches: Mapping[str, Latch], wanted: frozenset[str] = frozenset()) -> np.ndarray:
+        """Waits attributed to "a or b" where no one rule covers both (findings/latches.py ``unclaimed``),
+        among those naming a wanted latch when ``wanted`` is given."""
+        return np.fromiter((unclaimed(k, latches) and (not wanted or bool(wanted & set(candidates(k))))
+                            for k in self.latch), dtype=bool, count=len(self.latch))
 
 
 class StackIndex:
@@ -133,9 +141,15 @@ def match_stack(index: StackIndex, spec: Mapping[str, PatternSet], skip: Pattern
 
 
 def match_latch(index: StackIndex, spec: Mapping[str, Any]) -> dict[str, Any]:
-    """Share of samples waiting for one of the latches (optionally inside / not inside some callers)."""
+    """Share of samples waiting for one of the latches (optionally inside / not inside some callers); with
+    ``ambiguous``, of the samples the stack cannot attribute to one latch (no one rule covers all of its
+    candidates), with the candidates named."""
     table = index.waits()
-    mask = table.latch_mask(spec["latches"])
+    latches = index.attributor.latches if index.attributor else {}
+    if spec.get("ambiguous"):
+        mask = table.unclaimed_mask(latches, spec.get("latches") or frozenset())
+    else:
+        mask = table.latch_mask(spec["latches"])
     if "modes" in spec:
         mask &= np.fromiter((m in spec["modes"] for m in table.mode), dtype=bool, count=len(table.mode))
     if "inside" in spec:
@@ -158,6 +172,8 @@ def match_latch(index: StackIndex, spec: Mapping[str, Any]) -> dict[str, Any]:
             modes[table.mode[i]] = modes.get(table.mode[i], 0) + n
     count = sum(counts[i] for i in picked)
     total = index.total or 1
+    extra = _alternatives([table.latch[i] for i in picked], [counts[i] for i in picked], total, latches) \
+        if spec.get("ambiguous") else {}
     ranked = sorted(chains.items(), key=lambda kv: (-kv[1], kv[0]))
     top, top_n = ranked[0]
     hot = top[0] if top else "(unknown caller)"
@@ -169,7 +185,34 @@ def match_latch(index: StackIndex, spec: Mapping[str, Any]) -> dict[str, Any]:
                    for c, n in ranked[:TOP_CHAINS]],
         "modes": dict(by_mode), "mode": by_mode[0][0] if by_mode else "", "kinds": kinds,
         "modes_text": ", ".join(f"{m} {n / count:.0%}" for m, n in by_mode) or "not known",
+        **extra,
     }
+
+
+def _alternatives(keys: list[str], counts: list[int], total: int, latches: Mapping[str, Latch]) -> dict[str, Any]:
+    """The candidates of ambiguous waits in words: every "a or b" with its share, most samples first, and
+    the candidate latches of them all ("page latch or index tree latch")."""
+    by_key: dict[str, int] = {}
+    for key, n in zip(keys, counts):
+        by_key[key] = by_key.get(key, 0) + n
+    ranked = sorted(by_key.items(), key=lambda kv: (-kv[1], kv[0]))
+    ids = list(dict.fromkeys(i for key, _ in ranked for i in candidates(key) if i in latches))
+    names = _listed([latches[i].words for i in ids], "or")
+    return {
+        "alternatives": [{"latches": list(candidates(key)), "names": latch_words(key, latches),
+                          "share": round(n / total, 6), "count": n} for key, n in ranked],
+        "candidates": [{"latch": i, "name": latches[i].name, "words": latches[i].words, "rule": latches[i].rule or "",
+                        "ps_name": latches[i].ps_name} for i in ids],
+        "names": names, "title": names[:1].upper() + names[1:], "key": ranked[0][0] if ranked else "",
+        "split": ", ".join(f"{latch_words(key, latches)} {n / total:.1%}" for key, n in ranked),
+        "rules": _listed(sorted({latches[i].rule for i in ids if latches[i].rule}), "and"),
+        "ps_names": "; ".join(latches[i].ps_name for i in ids if latches[i].ps_name),
+    }
+
+
+def _listed(words: list[str], last: str) -> str:
+    """'a', 'a or b', 'a, b or c'."""
+    return f" {last} ".join(words) if len(words) < 3 else ", ".join(words[:-1]) + f" {last} " + words[-1]
 
 
 def chain_text(hot: str, share: float, callers: tuple[str, ...] | list[str]) -> str:

@@ -226,3 +226,17 @@ def test_known_traps(features: dict[str, Any]) -> None:
     assert not _exists(variables["binlog_group_commit_sync_delay"], "mariadb", (10, 11, 6))
     assert not _exists(schemas["sys"], "mariadb", (10, 5, 23)) and _exists(schemas["sys"], "mariadb", (10, 6, 0))
     assert not _exists(variables["innodb_log_spin_wait_delay"], "mariadb", (11, 0, 2))
+
+
+def test_a_rule_counts_every_latch_that_names_it(latches: dict[str, Any]) -> None:
+    """An "A or B" wait whose latches all name one rule is that rule's, and only a wait over latches of
+    several rules is ambiguous (findings/latches.py ``unclaimed``): so a rule that counts latches anywhere
+    must count every latch whose `rule` is it, or such a wait would count nowhere."""
+    from pmuprof.findings.loader import load_rules
+    for rule in load_rules():
+        counted = [set(m.spec["latches"]) for m in rule.evidence
+                   if m.kind == "latch" and not m.spec.get("ambiguous") and not {"inside", "modes"} & set(m.spec)]
+        if not counted:
+            continue
+        named = {latch["id"] for latch in latches["latches"] if latch.get("rule") == rule.id}
+        assert any(named <= ids for ids in counted), f"{rule.id}: counts {counted}, but {sorted(named)} name it"

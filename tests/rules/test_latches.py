@@ -180,3 +180,96 @@ M80 = ("mysql", (8, 0, 39))
 ])
 def test_mysql80_chains_name_their_latch(frames, expected) -> None:
     assert _latch(frames, M80) == expected
+
+
+# --- attribution by call site: an "A or B" wait counts for no single-latch rule (issue 21, item 3) ---
+
+SEARCH_LEAF_S = ("row_ins_sec_index_entry_low", "btr_cur_t::search_leaf", "mtr_t::s_lock_[i]",
+                 "sux_lock<ssux_lock>::s_lock_[i]", "ssux_lock::rd_lock_[i]", "ssux_lock_impl<true>::rd_lock_[i]",
+                 "ssux_lock_impl<true>::rd_wait", "srw_pause_[i]")
+PAGE_S = ("row_search_index_entry", "btr_cur_t::search_leaf", "buf_page_get_gen",
+          "sux_lock<ssux_lock_impl<true> >::s_lock_[i]", "ssux_lock_impl<true>::rd_lock_[i]",
+          "ssux_lock_impl<true>::rd_wait", "srw_pause_[i]")
+WORK = ("do_command", "dispatch_command", "mysql_parse")
+
+
+def _stacks(root: str, waits: dict[tuple[str, ...], int], strip_inline: bool = False) -> dict[tuple[str, ...], int]:
+    """Canned stacks, root first: the waits and 1,000 samples of other work; without DWARF (strip_inline) the
+    inline frames (_[i]) are gone and the real frames stay, as the folder gives them for a binary without it."""
+    out = {(root,) + WORK: 1000}
+    for frames, n in waits.items():
+        frames = tuple(f for f in frames if not (strip_inline and f.endswith("_[i]")))
+        out[(root,) + frames] = out.get((root,) + frames, 0) + n
+    return out
+
+
+def _shares(stacks: dict[tuple[str, ...], int], server: tuple[str, tuple[int, ...]]) -> dict[str, float]:
+    """The share each latch spec counts: the index rule's, the page rule's and the ambiguous rule's."""
+    from pmuprof.findings.stackmatch import match_latch
+    index = StackIndex(Profile(stacks), next(iter(stacks))[0], Attributor(latch_table(), *server))
+    specs = {"index": {"latches": frozenset({"index_lock"})}, "page": {"latches": frozenset({"buf_block_lock"})},
+             "both": {"latches": frozenset({"index_lock", "buf_block_lock"})},
+             "ambiguous": {"latches": frozenset(), "ambiguous": True}}
+    return {name: round(match_latch(index, spec)["share"], 4) for name, spec in specs.items()}
+
+
+def test_inline_frames_count_the_index_latch_once_and_never_for_the_page() -> None:
+    """MariaDB 11.4 with DWARF: mtr_t::s_lock_[i] names the index latch; the page rule does not count it."""
+    shares = _shares(_stacks("mariadbd", {SEARCH_LEAF_S: 250, PAGE_S: 0}), M114)
+    assert shares == {"index": 0.2, "page": 0.0, "both": 0.2, "ambiguous": 0.0}
+    # the page latch's own waits (buf_page_get_gen's sux_lock<> member) count for the page rule only
+    shares = _shares(_stacks("mariadbd", {SEARCH_LEAF_S: 250, PAGE_S: 250}), M114)
+    assert shares == {"index": 0.1667, "page": 0.1667, "both": 0.3333, "ambiguous": 0.0}
+
+
+def test_without_dwarf_neither_latch_rule_counts_the_waits() -> None:
+    """The same stacks without inline frames: 'page latch or index tree latch', for the ambiguous finding only;
+    a rule that lists both latches (index dives) still counts them."""
+    shares = _shares(_stacks("mariadbd", {SEARCH_LEAF_S: 250}, strip_inline=True), M114)
+    assert shares == {"index": 0.0, "page": 0.0, "both": 0.2, "ambiguous": 0.2}
+
+
+def test_mysql80_search_to_nth_level_waits_are_ambiguous() -> None:
+    frames = ("row_ins_sec_index_entry_low", "btr_cur_search_to_nth_level", "rw_lock_sx_lock_func", "ut_delay")
+    assert _shares(_stacks("mysqld", {frames: 250}), M80) == {"index": 0.0, "page": 0.0, "both": 0.2,
+                                                                "ambiguous": 0.2}
+
+
+def test_alternatives_one_rule_covers_are_not_ambiguous() -> None:
+    """log_write_up_to takes log_sys->mutex or its write_mutex (MariaDB 10.2): both are log-sys-mutex's, so
+    that rule counts the wait and the ambiguous finding does not."""
+    from pmuprof.findings.stackmatch import match_latch
+    frames = ("trx_commit_complete_for_mysql", "log_write_up_to", "PolicyMutex<TTASEventMutex<GenericPolicy> >::enter",
+              "ut_delay")
+    assert _latch(frames)[0] == "log_sys_mutex|log_write_mutex"
+    index = StackIndex(Profile(_stacks("mysqld", {frames: 250})), "mysqld", Attributor(latch_table(), *M102))
+    assert match_latch(index, {"latches": frozenset(), "ambiguous": True})["count"] == 0
+    log = {"latches": frozenset({"log_sys_mutex", "log_write_mutex", "log_flush_order_mutex"})}
+    assert match_latch(index, log)["count"] == 250
+
+
+def test_the_ambiguous_finding_names_the_candidates_and_claims_neither(rules) -> None:
+    from pmuprof.findings.engine import evaluate
+    stacks = _stacks("mariadbd", {SEARCH_LEAF_S: 250}, strip_inline=True)
+    profile = Profile(stacks)
+    attributor = Attributor(latch_table(), *M114)
+    index = StackIndex(profile, "mariadbd", attributor)
+    rows = attribute(index.waits(), index.total, attributor.latches)
+    assert [(r.latch, r.name, r.rule) for r in rows] == [
+        ("buf_block_lock|index_lock", "page latch or index tree latch", None)]
+    by_rule = {f.rule: f for f in evaluate(profile, rules)}
+    assert "index-tree-latch" not in by_rule and "page-latch-contention" not in by_rule
+    found = by_rule["ambiguous-latch"]
+    assert found.title == "Page latch or index tree latch — the stack cannot tell which"
+    assert found.severity == "critical" and round(found.share, 4) == 0.2 and found.ambiguous
+    assert "page latch or index tree latch 20.0%" in found.message
+    assert "index-tree-latch and page-latch-contention" in found.message
+
+
+def test_an_ambiguous_finding_does_not_outrank_a_named_latch_of_the_same_weight() -> None:
+    from pmuprof.findings.model import ordered
+    named = Finding(rule="page-latch-contention", title="p", severity="warning", share=0.1)
+    unsure = Finding(rule="ambiguous-latch", title="a", severity="warning", share=0.1, ambiguous=True)
+    assert [f.rule for f in ordered([unsure, named])] == ["page-latch-contention", "ambiguous-latch"]
+    bigger = Finding(rule="ambiguous-latch", title="a", severity="warning", share=0.12, ambiguous=True)
+    assert [f.rule for f in ordered([named, bigger])] == ["ambiguous-latch", "page-latch-contention"]

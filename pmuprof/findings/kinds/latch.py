@@ -10,22 +10,30 @@ from ..yamlload import LDict
 from .base import Env, Kind, SpecCtx, stack_words
 from .stack import StackShare
 
-LATCH_KEYS = ("latches", "inside", "not_inside", "modes")
+LATCH_KEYS = ("latches", "inside", "not_inside", "modes", "ambiguous")
 
 
 def latch_spec(ctx: SpecCtx, spec: Any, line: int) -> dict[str, Any]:
-    """latch: [ids] or {latches: [ids], inside: [patterns], not_inside: [patterns], modes: [S, X, ...]}."""
+    """latch: [ids] or {latches: [ids], inside: [patterns], not_inside: [patterns], modes: [S, X, ...]};
+    {ambiguous: true, latches?: [ids]}: samples the stack attributes to "a or b" that no one rule covers
+    (optionally those naming one of the latches)."""
     if not isinstance(spec, LDict):
         spec = LDict.of({"latches": spec}, line)
     ctx.keys(spec, LATCH_KEYS, "latch matcher")
-    if "latches" not in spec:
-        raise ctx.fail(line, "latch matcher needs 'latches' (latch ids of rules/knowledge/latches.yaml)")
-    ids = frozenset(ctx.strings(spec["latches"], spec.line_of("latches"), "latches"))
+    ambiguous = spec.get("ambiguous", False)
+    if not isinstance(ambiguous, bool):
+        raise ctx.fail(spec.line_of("ambiguous"), "latch.ambiguous must be true or false")
+    if "latches" not in spec and not ambiguous:
+        raise ctx.fail(line, "latch matcher needs 'latches' (latch ids of rules/knowledge/latches.yaml)",
+                       "or 'ambiguous: true' for samples the stack cannot attribute to one latch")
+    ids = frozenset(ctx.strings(spec["latches"], spec.line_of("latches"), "latches")) if "latches" in spec else frozenset()
     unknown = sorted(ids - {lat.id for lat in latch_table().latches})
     if unknown:
         raise ctx.fail(spec.line_of("latches"), f"unknown latch id(s) {', '.join(unknown)}",
                        "use the ids of rules/knowledge/latches.yaml")
     out: dict[str, Any] = {"latches": ids}
+    if ambiguous:
+        out["ambiguous"] = True
     for key in ("inside", "not_inside"):
         if key in spec:
             out[key] = ctx.patterns(spec[key], spec.line_of(key), f"latch.{key}")
@@ -35,11 +43,18 @@ def latch_spec(ctx: SpecCtx, spec: Any, line: int) -> dict[str, Any]:
 
 
 def latches_doc(spec: Mapping[str, Any]) -> str:
+    if spec.get("ambiguous"):
+        among = " or ".join(f"`{lat}`" for lat in sorted(spec["latches"]))
+        return ("waits the stack attributes to one of several latches that no one rule covers"
+                + (f", one of them {among}" if among else ""))
     return "waits for latch " + " or ".join(f"`{lat}`" for lat in sorted(spec["latches"]))
 
 
 class Latch(Kind):
     name = "latch"
+    guide = ("`latch` (ids of rules/knowledge/latches.yaml, with `inside`, `not_inside`, `modes`; a wait the stack "
+             "attributes to \"A or B\" counts only where every alternative is listed; `ambiguous: true`: the waits "
+             "whose alternatives no one rule covers, with `.names`, `.title`, `.split`, `.rules`, `.key`, `.ps_names`)")
     stacks = True
     share = True
 

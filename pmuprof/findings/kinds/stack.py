@@ -12,6 +12,9 @@ from ..evidence import Evidence
 from .base import Env, Kind, SpecCtx, stack_words
 
 STACK_KEYS = ("self", "inclusive", "inside", "not_inside", "leaf", "leaf_not")
+# what a latch match adds (findings/stackmatch.py match_latch); the last eight for ambiguous attribution only
+LATCH_FIELDS = ("modes", "mode", "kinds", "modes_text", "alternatives", "candidates", "names", "title", "key", "split",
+                "rules", "ps_names")
 
 
 @dataclass(frozen=True, eq=False)
@@ -31,12 +34,12 @@ class StackShare(Evidence):
     callers: tuple[str, ...]
     chain: str
     chains: tuple[Mapping[str, Any], ...]  # {frames, share, text}, most samples first
-    latch: Mapping[str, Any] | None = None  # modes, mode, kinds, modes_text of a latch match
+    latch: Mapping[str, Any] | None = None  # LATCH_FIELDS of a latch match
 
     @classmethod
     def of(cls, found: Mapping[str, Any]) -> StackShare:
         """From findings/stackmatch.py's match_stack / match_latch result."""
-        latch = {k: found[k] for k in ("modes", "mode", "kinds", "modes_text") if k in found}
+        latch = {k: found[k] for k in LATCH_FIELDS if k in found}
         return cls(found["value"], found["share"], found["count"], found.get(STACKS), found["hot"],
                    found.get("hot_share"), tuple(found["callers"]), found["chain"], tuple(found["chains"]),
                    latch or None)
