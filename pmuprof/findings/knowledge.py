@@ -59,6 +59,9 @@ class Machinery:
 class Acquirer:
     patterns: PatternSet
     mode: str = ""
+    # why this acquirer's wait is seldom on this latch when it also takes another one the stack cannot tell
+    # apart ("" when it is not): such a candidate yields to the others, said in the latch table
+    seldom: str = ""
 
 
 @dataclass(frozen=True)
@@ -177,8 +180,9 @@ def _latch(ctx: _Ctx, item: Any, line: int) -> Latch:
         md = ctx.keys(m, ("servers", "type", "impl", "acquirers") + _DOC_KEYS, m_line, "a latch mapping")
         acquirers = []
         for a, a_line in zip(md["acquirers"], md["acquirers"].item_lines):
-            ad = ctx.keys(a, ("pattern", "mode", "note"), a_line, "an acquirer")
-            acquirers.append(Acquirer(ctx.patterns(ad["pattern"], a_line), ctx.choice(ad, "mode", MODES, False)))
+            ad = ctx.keys(a, ("pattern", "mode", "note", "seldom"), a_line, "an acquirer")
+            acquirers.append(Acquirer(ctx.patterns(ad["pattern"], a_line), ctx.choice(ad, "mode", MODES, False),
+                                      str(ad.get("seldom") or "")))
         mappings.append(LatchMapping(ctx.servers(md["servers"], md.line_of("servers")), str(md["type"]),
                                      tuple(acquirers)))
     return Latch(str(d["id"]), str(d["name"]), str(d.get("scope") or ""), d.get("rule"), tuple(mappings),

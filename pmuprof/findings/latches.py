@@ -90,18 +90,18 @@ class Attributor:
         names = frame_names(tuple(frames))
         first_wait = _first_hit([w.patterns.mask(names) for w in self.waits], len(frames))
         first_mach = _first_hit([m.patterns.mask(names) for m in self.machinery], len(frames))
-        acq = [(lat, m.type, a.mode, a.patterns.mask(names)) for lat, m in self.maps for a in m.acquirers]
+        acq = [(lat, m.type, a.mode, a.seldom, a.patterns.mask(names)) for lat, m in self.maps for a in m.acquirers]
         wakes = _first_hit([w.patterns.mask(names) for w in self.wakes], len(frames)) >= 0
         for i, frame in enumerate(frames):
             self._wake.setdefault(frame, bool(wakes[i]))
             self._wait.setdefault(frame, self.waits[first_wait[i]].kind if first_wait[i] >= 0 else None)
             self._mach.setdefault(frame, self.machinery[first_mach[i]] if first_mach[i] >= 0 else None)
-        hits: dict[str, list[tuple[Latch, str, str]]] = {}
-        for lat, kind, mode, mask in acq:
+        hits: dict[str, list[tuple[Latch, str, str, str]]] = {}
+        for lat, kind, mode, seldom, mask in acq:
             for i in np.flatnonzero(mask).tolist():
-                hits.setdefault(frames[i], []).append((lat, kind, mode))
+                hits.setdefault(frames[i], []).append((lat, kind, mode, seldom))
         for frame in frames:
-            self._acq.setdefault(frame, tuple(hits.get(frame, ())))
+            self._acq.setdefault(frame, _usual(hits.get(frame, [])))
         kernel = np.fromiter((is_kernel(f) for f in frames), dtype=bool, count=len(frames))
         return kernel | (first_wait >= 0) | (first_mach >= 0)
 
@@ -121,10 +121,12 @@ class Attributor:
         return self._mach[frame]
 
     def acquired(self, frame: str) -> tuple[tuple[Latch, str, str], ...]:
-        """(latch, mapping type, acquirer mode) for every mapping this frame is an acquirer in."""
+        """(latch, mapping type, acquirer mode) for every mapping this frame is an acquirer in; a latch the
+        knowledge marks ``seldom`` for this acquirer is left out when it takes another one too (5.7's
+        lock_trx_release_locks takes lock_sys->mutex and its own trx->mutex: the global one is contended)."""
         if frame not in self._acq:
-            self._acq[frame] = tuple((lat, m.type, a.mode) for lat, m in self.maps for a in m.acquirers
-                                     if a.patterns.matches(frame))
+            self._acq[frame] = _usual([(lat, m.type, a.mode, a.seldom) for lat, m in self.maps for a in m.acquirers
+                                       if a.patterns.matches(frame)])
         return self._acq[frame]
 
     def classify(self, frames: tuple[str, ...]) -> Wait | None:
@@ -204,6 +206,13 @@ class Attributor:
                 break
             found, frame = self.acquired(caller), caller
         return found
+
+
+def _usual(found: list[tuple[Latch, str, str, str]]) -> tuple[tuple[Latch, str, str], ...]:
+    """(latch, mapping type, mode) of an acquirer's latches without the ones marked seldom for it, unless
+    those are all it takes."""
+    usual = [f for f in found if not f[3]]
+    return tuple(f[:3] for f in (usual or found))
 
 
 def candidates(key: str) -> tuple[str, ...]:
