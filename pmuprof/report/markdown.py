@@ -6,6 +6,7 @@ import re
 from typing import Any, Mapping
 
 from . import bidi
+from .verdict import busy_sentence
 from .wallclock import NO_USER_STACK
 
 TOP_FRAMES = 8
@@ -160,12 +161,14 @@ def _verdict(v: Mapping[str, Any], samples: int) -> list[str]:
     server was mostly off the CPU and off-CPU time was not recorded, that note and the command to record it."""
     w = v.get("waiting")
     note = [f"**Mostly off the CPU:** {_text(w['sentence'])} `{w['command']}`", ""] if w else []
+    busy = busy_sentence(v.get("busy") or {}, _inline)
+    busy = f" {busy[0].upper() + busy[1:]}." if busy else ""
     if v["healthy"] and w:
-        return note + [f"**Verdict: no known problem in the on-CPU samples** ({samples:,}): the waits are not in them.", ""]
+        return note + [f"**Verdict: no known problem in the on-CPU samples** ({samples:,}): the waits are not in them.{busy}", ""]
     if v["healthy"]:
         n = len(v.get("info") or ())
         info = f" ({n} informational finding{'s' if n > 1 else ''} below)" if n else ""
-        return [f"**Verdict: no known problem found** in {samples:,} samples{info}.", ""]
+        return [f"**Verdict: no known problem found** in {samples:,} samples{info}.{busy}", ""]
     c = v.get("confidence") or {}
     sure = "; ".join(x for x in (c.get("level"), c.get("samples"), c.get("margin")) if x)
     also = f" It also explains: {', '.join(e['rule'] for e in v['explains'])}." if v["explains"] else ""
