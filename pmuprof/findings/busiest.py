@@ -12,7 +12,7 @@ runs under. With the processlist joined (Profile.threads), the busiest processli
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 import numpy as np
 
@@ -47,13 +47,26 @@ class Busiest:
     state_function: str = ""  # what sets that state's samples apart (analysis/threads.py)
 
     def to_dict(self) -> dict[str, object]:
-        return dict(self.__dict__)
+        return asdict(self)
 
 
-def server_lut(stacks: Stacks, generic: GenericFrames, library: frozenset[str]) -> np.ndarray:
-    """A boolean per frame id: server code a DBA can act on (not kernel, unnamed, library or generic)."""
-    return np.fromiter((not (is_kernel(f) or is_unnamed(f) or f in library or generic.runtime.matches(f)
-                             or generic.server.matches(f)) for f in stacks.frames), dtype=bool, count=len(stacks.frames))
+class ServerFrames:
+    """Whether a frame id is server code a DBA can act on (not kernel, unnamed, library or generic), decided
+    on first use: a profile's long tail of frames is never matched against the patterns."""
+
+    def __init__(self, stacks: Stacks, generic: GenericFrames, library: frozenset[str]) -> None:
+        self.frames, self.generic, self.library = stacks.frames, generic, library
+        self.roots = frozenset(int(f) for f in np.unique(stacks.root_ids))  # process roots are no function
+        self.known: dict[int, bool] = {}
+
+    def __getitem__(self, frame: int) -> bool:
+        known = self.known.get(frame)
+        if known is None:
+            f = self.frames[frame]
+            known = not (frame in self.roots or is_kernel(f) or is_unnamed(f) or f in self.library
+                         or self.generic.runtime.matches(f) or self.generic.server.matches(f))
+            self.known[frame] = known
+        return known
 
 
 def library_functions(profile: Profile, generic: GenericFrames) -> frozenset[str]:
@@ -66,25 +79,27 @@ def busiest(profile: Profile, generic: GenericFrames | None = None) -> Busiest:
     """The healthy verdict's facts for the whole profile (every process's samples)."""
     generic = generic or generic_frames()
     st = profile.stacks
-    out = Busiest(total=st.total)
     if not st.total or not len(st.frames):
-        return out
-    server = server_lut(st, generic, library_functions(profile, generic))
-    server[st.root_ids] = False  # process roots are no function
+        return Busiest(total=st.total)
+    server = ServerFrames(st, generic, library_functions(profile, generic))
+    named = np.flatnonzero(np.fromiter((not (is_kernel(f) or is_unnamed(f)) for f in st.frames), dtype=bool,
+                                       count=len(st.frames)))
+    incl = st.inclusive_of(named) if len(named) else np.zeros(len(st.frames), np.int64)
     fields: dict[str, object] = {}
-    if server.any():
-        incl = st.inclusive_of(np.flatnonzero(server))
-        top = int(np.argmax(incl))
-        if incl[top]:
-            end, end_n = _path_end(st, top, server)
+    for top in named[np.argsort(-incl[named], kind="stable")]:  # most inclusive first, ties by frame id
+        if not incl[top]:
+            break
+        if server[int(top)]:
+            end, end_n = _path_end(st, int(top), server)
             fields.update(function=st.frames[top], samples=int(incl[top]),
                           path_end=st.frames[end] if end != top else "", path_end_samples=end_n if end != top else 0)
+            break
     fields.update(_leaf(st, server, generic))
     fields.update(_state(profile))
     return Busiest(total=st.total, **fields)  # type: ignore[arg-type]
 
 
-def _first_positions(st: Stacks, frame: int, rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+def _first_positions(st: Stacks, frame: int) -> tuple[np.ndarray, np.ndarray]:
     """(rows, positions): each row holding ``frame`` below its root, and where it first is."""
     at = np.flatnonzero(st.ids == frame)
     r = st.row_of[at]
@@ -92,13 +107,10 @@ def _first_positions(st: Stacks, frame: int, rows: np.ndarray | None = None) -> 
     at, r = at[keep], r[keep]
     r, first = np.unique(r, return_index=True)
     at = at[first]
-    if rows is not None:
-        keep = np.isin(r, rows)
-        r, at = r[keep], at[keep]
     return r.astype(np.int64), at.astype(np.int64)
 
 
-def _path_end(st: Stacks, frame: int, server: np.ndarray) -> tuple[int, int]:
+def _path_end(st: Stacks, frame: int, server: ServerFrames) -> tuple[int, int]:
     """The deepest server frame on ``frame``'s hot path (each next frame holding HOT_PATH_SHARE of its samples)."""
     rows, pos = _first_positions(st, frame)
     weights = st.counts[rows]
@@ -121,7 +133,7 @@ def _path_end(st: Stacks, frame: int, server: np.ndarray) -> tuple[int, int]:
     return best, best_n
 
 
-def _leaf(st: Stacks, server: np.ndarray, generic: GenericFrames) -> dict[str, object]:
+def _leaf(st: Stacks, server: ServerFrames, generic: GenericFrames) -> dict[str, object]:
     """The hottest self frame when it is not server code: what it is, where it entered, what it runs under."""
     selfc = st.frame_self()
     if not selfc.any():

@@ -8,8 +8,12 @@ are the code's own ordering: only the neutral hot-fence rule may name them, at i
 from __future__ import annotations
 
 import json
+import re
 
 from helpers import need_perf, run_cli, workload_findings
+
+from pmuprof.findings.knowledge import generic_frames
+from pmuprof.model.labels import is_kernel, is_unnamed
 
 
 def test_healthy_point_select_gives_at_most_info(mariadb114, mariadb114_load, tmp_path) -> None:
@@ -34,3 +38,15 @@ def test_healthy_point_select_gives_at_most_info(mariadb114, mariadb114_load, tm
     for f in findings:
         if f["rule"] == "hot-fence":
             assert not f["fix"] and "rebuild" not in f["message"], f
+    _verdict_names_a_server_function(out)
+
+
+def _verdict_names_a_server_function(out) -> None:
+    """Issue 23 item 4: a healthy verdict names the busiest server function, not a kernel frame."""
+    html = (out / "report.html").read_text(encoding="utf-8")
+    busy = json.loads(re.search(r'id="pmuprof-data">(.*?)</script>', html, re.S).group(1))["verdict"]["busy"]
+    print(busy["sentence"])
+    fn, table = busy["function"], generic_frames()
+    assert fn and not is_kernel(fn) and not is_unnamed(fn), busy
+    assert not (table.server.matches(fn) or table.runtime.matches(fn)), busy
+    assert f"Most time in `{fn}` (" in (out / "report.md").read_text(encoding="utf-8")
