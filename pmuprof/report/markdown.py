@@ -124,6 +124,8 @@ def _numbers(p: Mapping[str, Any]) -> list[str]:
         out.append(f"- Duration: {s['duration_s']} s" + (", interrupted" if s["interrupted"] else ""))
     for proc, ipc in p["counters"]["ipc"].items():
         out.append(f"- IPC{' of ' + _inline(proc) if proc else ''}: {ipc}")
+    if s.get("host_load"):
+        out.append("- Host load during the capture: " + "; ".join(f"{r['label']} {r['value']}" for r in s["host_load"]))
     rows = p["top_functions"][0]["rows"][:TOP_FRAMES]
     if rows:
         out.append("- Hottest functions (self): " + ", ".join(
@@ -189,14 +191,20 @@ def _polls(th: Mapping[str, Any]) -> str:
 
 
 def _threads(th: Mapping[str, Any] | None, top: int = 5) -> list[str]:
-    """CPU by processlist state and by statement (the sentence of each busy group), when joined."""
-    if not th or not th.get("polled"):
+    """CPU by processlist state and by statement (the sentence of each busy group), when joined; else by thread."""
+    if not th:
         return []
-    lines = ["### CPU by processlist state and statement", "",
-             f"{th['joined']:,} of {th['samples']:,} samples joined to their thread's processlist row in that second"
-             f"{_polls(th)}.", ""]
+    if th.get("polled"):
+        names = ("state", "statement")
+        lines = ["### CPU by processlist state and statement", "",
+                 f"{th['joined']:,} of {th['samples']:,} samples joined to their thread's processlist row in that second"
+                 f"{_polls(th)}.", ""]
+    else:
+        names = ("thread",)
+        lines = ["### CPU by thread", "", f"{th['samples']:,} samples with their thread id; no processlist was polled "
+                 "during this capture, so only the split by thread is shown.", ""]
     for table in th["tables"]:
-        if table["name"] not in ("state", "statement"):
+        if table["name"] not in names:
             continue
         lines += [f"| {table['name']} | share | function | in group |", "|---|---:|---|---:|"]
         for r in table["rows"][:top]:
