@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from ..analysis.threads import COLUMN_TABLES, UNGROUPED
 from ..model.labels import is_kernel, is_unnamed
 from ..model.profile import Profile
 from ..model.stacks import Stacks
@@ -23,7 +24,7 @@ from .knowledge import GenericFrames, generic_frames
 
 HOT_PATH_SHARE = 0.5  # the hot path goes on while its next frame holds this share of the busiest function
 MAX_PATH = 64  # frames followed at most below it
-UNGROUPED_STATES = ("(not a connection)", "(connection idle at the poll)", "(empty state)")
+UNGROUPED_STATES = UNGROUPED + (COLUMN_TABLES[0][4],)  # no connection, idle at the poll, and "(empty state)"
 
 
 @dataclass(frozen=True)
@@ -95,7 +96,7 @@ def busiest(profile: Profile, generic: GenericFrames | None = None) -> Busiest:
                           path_end=st.frames[end] if end != top else "", path_end_samples=end_n if end != top else 0)
             break
     fields.update(_leaf(st, server, generic))
-    fields.update(_state(profile))
+    fields.update(_state(profile, generic))
     return Busiest(total=st.total, **fields)  # type: ignore[arg-type]
 
 
@@ -174,8 +175,9 @@ def _most(counts: dict[int, int]) -> int:
     return max(counts, key=lambda f: (f >= 0, counts[f], -f)) if counts else -1
 
 
-def _state(profile: Profile) -> dict[str, object]:
-    """The busiest processlist state of the joined thread tables (analysis/threads.py), if polled."""
+def _state(profile: Profile, generic: GenericFrames) -> dict[str, object]:
+    """The busiest processlist state of the joined thread tables (analysis/threads.py), if polled, and the
+    function that sets it apart unless that is a generic frame."""
     th = profile.threads or {}
     if not th.get("polled"):
         return {}
@@ -184,5 +186,7 @@ def _state(profile: Profile) -> dict[str, object]:
     if not rows:
         return {}
     top = max(rows, key=lambda r: (r["samples"], str(r["key"])))
-    return {"state": str(top["key"]), "state_share": float(top.get("share") or 0.0),
-            "state_function": str(top.get("function") or "")}
+    fn = str(top.get("function") or "")
+    if is_kernel(fn) or is_unnamed(fn) or generic.runtime.matches(fn) or generic.server.matches(fn):
+        fn = ""
+    return {"state": str(top["key"]), "state_share": float(top.get("share") or 0.0), "state_function": fn}

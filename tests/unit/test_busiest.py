@@ -101,6 +101,9 @@ def test_the_busiest_processlist_state_when_the_threads_were_joined(tmp_path):
     profile = replace(_profile(tmp_path), threads={"polled": True, "tables": tables})
     b = busiest(profile)
     assert (b.state, b.state_share, b.state_function) == ("Sending data", 0.3, "row_search_mvcc")
+    tables[0]["rows"][1]["function"] = "execute_sqlcom_select"  # a generic frame sets nothing apart
+    assert busiest(replace(profile, threads={"polled": True, "tables": tables})).state_function == ""
+    tables[0]["rows"][1]["function"] = "row_search_mvcc"
     v = build_payload(profile, diagnose(profile, rules=()))["verdict"]
     assert "the busiest processlist state is `Sending data` (30.0 % of the samples, mostly in `row_search_mvcc`)" \
         in v["busy"]["sentence"]
