@@ -97,3 +97,15 @@ def assert_host_load_and_thread_table(run_dir: Path) -> None:
     assert "- Host load during the capture: load average " in md and "run queue " in md
     assert re.search(r"^### CPU by (thread|processlist state and statement)$", md, re.M)
     assert re.search(r"^\| (thread|state) \| share \| function \| in group \|$", md, re.M)
+
+
+def workload_verdict(run_dir: Path) -> dict:
+    """The report's verdict rebuilt without the host rules (the suite's shared host may be saturated, and that
+    finding would head it): what the workload's own stacks give the first screen."""
+    from pmuprof.findings.engine import diagnose
+    from pmuprof.findings.loader import load_rules
+    from pmuprof.pipeline import profile_for_report
+    from pmuprof.report import build_payload
+
+    profile = profile_for_report(run_dir)
+    return build_payload(profile, diagnose(profile, [r for r in load_rules() if r.id not in HOST_RULES]))["verdict"]
