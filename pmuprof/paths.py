@@ -37,7 +37,12 @@ def templates_dir() -> Path:
 
 
 def rules_dir() -> Path:
-    return Path(os.environ.get("PMUPROF_RULES") or _resource("rules", "rules"))
+    return Path(os.environ.get("PMUPROF_RULES") or installed_rules_dir())
+
+
+def installed_rules_dir() -> Path:
+    """The rules shipped with pmuprof (PMUPROF_RULES aside)."""
+    return _resource("rules", "rules")
 
 
 def demo_source_dir() -> Path:

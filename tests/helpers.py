@@ -79,3 +79,33 @@ def make_profile(stacks, run: dict | None = None, counters: dict | None = None, 
     return Profile(stacks, from_json(Run, run or {}), from_json(Counters, counters or {}),
                    from_json(ServerFacts, mysql) if mysql is not None else None,
                    from_json(Analysis, analysis or {}), source=source)
+
+
+def assert_host_load_and_thread_table(run_dir: Path) -> None:
+    """A capture's report (HTML and Markdown) holds the host-load card and a CPU-by-thread (or state) table."""
+    import re
+
+    html = (run_dir / "report.html").read_text(encoding="utf-8")
+    card = re.search(r'<div class="card" id="host-load">(.*?)</div>', html, re.S)
+    assert card, "no host-load card in report.html"
+    for label in ("load average", "run queue", "CPU", "context switches", "memory"):
+        assert f"<dt>{label}</dt>" in card.group(1), (label, card.group(1))
+    section = html[html.index('<section id="threads">'):] if '<section id="threads">' in html else ""
+    assert re.search(r'data-table="(thread|state)"', section), "no thread table in report.html"
+    assert re.search(r'<td data-v="[^"]+"><code>[^<]+</code></td><td class="num sec-n" data-v="[1-9]', section)
+    md = (run_dir / "report.md").read_text(encoding="utf-8")
+    assert "- Host load during the capture: load average " in md and "run queue " in md
+    assert re.search(r"^### CPU by (thread|processlist state and statement)$", md, re.M)
+    assert re.search(r"^\| (thread|state) \| share \| function \| in group \|$", md, re.M)
+
+
+def workload_verdict(run_dir: Path) -> dict:
+    """The report's verdict rebuilt without the host rules (the suite's shared host may be saturated, and that
+    finding would head it): what the workload's own stacks give the first screen."""
+    from pmuprof.findings.engine import diagnose
+    from pmuprof.findings.loader import load_rules
+    from pmuprof.pipeline import profile_for_report
+    from pmuprof.report import build_payload
+
+    profile = profile_for_report(run_dir)
+    return build_payload(profile, diagnose(profile, [r for r in load_rules() if r.id not in HOST_RULES]))["verdict"]

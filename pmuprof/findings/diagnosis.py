@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping
 
+from .busiest import Busiest
 from .latches import LatchWaits
 from .model import Finding, ordered
 
@@ -23,11 +24,14 @@ class Diagnosis:
 
     ``findings`` are ordered (findings/model.py ``ordered``): groups first by their gravest finding,
     each cause followed by what it explains. ``latches``: per process, the spin and waits by latch.
+    ``busiest``: when there is no ``top`` (a healthy run), where the time went in server terms
+    (findings/busiest.py), what the healthy verdict names; None otherwise.
     """
 
     findings: tuple[Finding, ...] = ()
     latches: Mapping[str, tuple[LatchWaits, ...]] = field(default_factory=dict)
     groups: tuple[Group, ...] = ()
+    busiest: Busiest | None = None
 
     @classmethod
     def of(cls, findings: Iterable[Finding], latches: Mapping[str, tuple[LatchWaits, ...]] | None = None) -> Diagnosis:

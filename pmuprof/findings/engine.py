@@ -22,6 +22,7 @@ from .latches import Attributor, LatchWaits, attribute
 from .loader import load_rules
 from .kinds import Env, kind_of
 from .kinds.stack import StackShare
+from .busiest import busiest
 from .diagnosis import Diagnosis
 from .model import Confidence, Declared, Finding
 from .patterns import lock_wrappers
@@ -50,7 +51,8 @@ def diagnose(profile: Profile, rules: Iterable[Rule] | None = None) -> Diagnosis
         usable = rules if index.total else tuple(r for r in rules if _reads_offcpu(r))  # only blocked: no CPU rules
         found = [f for f in (evaluate_rule(rule, index, facts) for rule in usable) if f is not None]
         findings += group(found, {r.id: r for r in rules}, index.st.counts)
-    return Diagnosis.of(findings, latches)
+    diagnosis = Diagnosis.of(findings, latches)
+    return diagnosis if diagnosis.top else replace(diagnosis, busiest=busiest(profile))
 
 
 def evaluate(profile: Profile, rules: Iterable[Rule] | None = None) -> list[Finding]:

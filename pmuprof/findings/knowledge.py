@@ -1,6 +1,7 @@
-"""The knowledge tables (rules/knowledge/*.yaml) as frozen types: latches by server version, server features.
+"""The knowledge tables (rules/knowledge/*.yaml) as frozen types: latches by server version, server features,
+the generic frames a verdict walks through.
 
-Both files are data checked against server sources (each row says where); they are validated like
+The files are data checked against server sources (each row says where); they are validated like
 rule files (unknown keys and bad ranges are errors with file:line) and loaded once.
 """
 
@@ -16,7 +17,7 @@ from typing import Any, Iterator, Mapping
 
 from ..errors import RuleError
 from ..model.server import FAMILIES, for_family
-from ..paths import rules_dir
+from ..paths import installed_rules_dir, rules_dir
 from .patterns import PatternSet
 from .versions import in_range, parse_spec
 from .yamlload import LDict, LList, load_yaml
@@ -189,7 +190,8 @@ def _latch(ctx: _Ctx, item: Any, line: int) -> Latch:
                  str(d.get("ps_name") or ""), str(d.get("short") or ""))
 
 
-KNOWLEDGE_FILES = {"latch_table": "latches.yaml", "server_features": "server-features.yaml"}  # loader -> file
+KNOWLEDGE_FILES = {"latch_table": "latches.yaml", "server_features": "server-features.yaml",
+                   "generic_frames": "generic-frames.yaml"}  # loader -> file
 
 
 # The rules folder being loaded: its knowledge/ is the one its rules are checked against (None: the rules
@@ -254,3 +256,40 @@ def _server_features(path: Path) -> Mapping[str, Feature]:
             out[name] = Feature(name, kind, ctx.servers(entry["exists"], entry.line_of("exists")),
                                 dynamic if isinstance(dynamic, bool) else None, str(entry.get("syntax") or ""))
     return out
+
+
+@dataclass(frozen=True)
+class GenericFrames:
+    """Frames a DBA cannot act on (rules/knowledge/generic-frames.yaml): library DSOs and functions, kernel
+    entry frames, and the server frames every statement runs."""
+
+    runtime_dsos: PatternSet
+    runtime: PatternSet
+    kernel_entry: PatternSet
+    server: PatternSet
+
+
+def generic_frames(path: Path | None = None) -> GenericFrames:
+    """rules/knowledge/generic-frames.yaml of the rules in use (a rules folder without one: the installed one)."""
+    if path is None:
+        path = knowledge_dir() / KNOWLEDGE_FILES["generic_frames"]
+        if not path.is_file():
+            path = installed_rules_dir() / "knowledge" / KNOWLEDGE_FILES["generic_frames"]
+    return _generic_frames(path)
+
+
+@lru_cache(maxsize=4)
+def _generic_frames(path: Path) -> GenericFrames:
+    ctx, data = _Ctx(path), load_yaml(path)
+    keys = ("runtime_dsos", "runtime", "kernel_entry", "server")
+    top = ctx.keys(data, keys, 1, "the generic-frames table")
+    sets = []
+    for key in keys:
+        items = top.get(key) or LList()
+        if not isinstance(items, list) or not all(isinstance(x, str) for x in items):
+            raise ctx.fail(top.line_of(key) if key in top else 1, f"{key} must be a list of patterns")
+        try:
+            sets.append(PatternSet.of(items))
+        except re.error as err:
+            raise ctx.fail(top.line_of(key), f"bad pattern in {key}: {err}") from err
+    return GenericFrames(*sets)

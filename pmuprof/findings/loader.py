@@ -6,7 +6,7 @@ from pathlib import Path
 
 from ..errors import RuleError, UsageError
 from ..paths import rules_dir
-from .knowledge import KNOWLEDGE_FILES, latch_table, rules_folder, server_features
+from .knowledge import KNOWLEDGE_FILES, generic_frames, latch_table, rules_folder, server_features
 from .schema import Rule, build_rule
 from .yamlload import load_yaml
 
@@ -37,11 +37,15 @@ def _set_errors(rules: list[Rule], directory: Path) -> list[RuleError]:
 
 
 def _knowledge_errors(directory: Path) -> list[RuleError]:
-    """The knowledge tables every analysis loads from DIRECTORY/knowledge (the latch table, server features)."""
+    """The knowledge tables every analysis loads from DIRECTORY/knowledge (the latch table, server features; the
+    generic frames when the folder has them, else the installed ones are used)."""
     errors = []
-    for load in (latch_table, server_features):
+    for load in (latch_table, server_features, generic_frames):
+        path = directory / "knowledge" / KNOWLEDGE_FILES[load.__name__]
+        if load is generic_frames and not path.is_file():
+            continue
         try:
-            load(directory / "knowledge" / KNOWLEDGE_FILES[load.__name__])
+            load(path)
         except RuleError as err:
             errors.append(err)
     return errors

@@ -8,7 +8,7 @@ from .. import __version__
 from ..findings.facts import server_version
 from ..model.jsontypes import to_json
 from ..model.profile import Profile
-from ..model.run import Target, Trigger
+from ..model.run import HostLoad, Target, Trigger
 from ..model.server import ServerFacts
 
 SPIN_VARIABLES = (
@@ -87,7 +87,40 @@ def summary(profile: Profile, processes: list[str]) -> dict[str, Any]:
         "binaries": [to_json(b) for b in analysis.binaries if b.samples or b.problem],
         "server_version": _version_text(*server_version(profile)),
         "trigger": trigger_text(run.trigger),
+        "host_load": host_load_rows(run.host_load),
     }
+
+
+def _pc(share: float, digits: int = 0) -> str:
+    return f"{100 * share:.{digits}f} %"
+
+
+def host_load_rows(load: HostLoad | None) -> list[dict[str, str]]:
+    """The host-context card: how busy the host was while perf recorded (run.json host_load, what pt-stalk's
+    vmstat and mpstat show), one (label, value) row each; [] when the input did not measure it."""
+    if load is None or not load.cpus:
+        return []
+    own = f", {_pc(load.targets_share)} by the targets" if load.targets_share is not None else ""
+    rows = [("load average", f"{load.loadavg_1m:g} (1 min, at the end) on {load.cpus} CPUs" if load.loadavg_1m is not None
+             else f"not read ({load.cpus} CPUs)"),
+            ("run queue", f"{load.runnable_avg:g} runnable on average, at most {load.runnable_max} "
+                          f"(pmuprof's own threads included)"),
+            ("CPU", f"{_pc(load.busy_share)} busy{own}; steal {_pc(load.steal_share, 1)}; iowait {_pc(load.iowait_share, 1)}")]
+    if load.psi_cpu_some_share is not None:
+        rows.append(("waited for a CPU", f"{_pc(load.psi_cpu_some_share)} of the time (PSI cpu some)"))
+    rows += [("context switches", f"{load.context_switches_per_s:,.0f} /s"),
+             ("blocked (D state)", f"{load.blocked_avg:g} tasks on average")]
+    memory = []
+    if load.mem_available_min_bytes is not None:
+        memory.append(f"{load.mem_available_min_bytes / 2**30:.1f} GiB available at the lowest")
+    if load.swap_in_pages_per_s is not None or load.swap_out_pages_per_s is not None:
+        memory.append(f"swap in {load.swap_in_pages_per_s or 0:g}, out {load.swap_out_pages_per_s or 0:g} pages/s")
+    if load.psi_memory_some_share is not None:
+        memory.append(f"stalled {_pc(load.psi_memory_some_share)} of the time (PSI memory some)")
+    if memory:
+        rows.append(("memory", "; ".join(memory)))
+    return [{"label": label, "value": value} for label, value in rows] + \
+        [{"label": "window", "value": f"{load.seconds:.1f} s, /proc read twice a second"}]
 
 
 def _version_text(version: str, source: str) -> str:

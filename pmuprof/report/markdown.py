@@ -6,6 +6,7 @@ import re
 from typing import Any, Mapping
 
 from . import bidi
+from .verdict import busy_sentence
 from .wallclock import NO_USER_STACK
 
 TOP_FRAMES = 8
@@ -123,6 +124,8 @@ def _numbers(p: Mapping[str, Any]) -> list[str]:
         out.append(f"- Duration: {s['duration_s']} s" + (", interrupted" if s["interrupted"] else ""))
     for proc, ipc in p["counters"]["ipc"].items():
         out.append(f"- IPC{' of ' + _inline(proc) if proc else ''}: {ipc}")
+    if s.get("host_load"):
+        out.append("- Host load during the capture: " + "; ".join(f"{r['label']} {r['value']}" for r in s["host_load"]))
     rows = p["top_functions"][0]["rows"][:TOP_FRAMES]
     if rows:
         out.append("- Hottest functions (self): " + ", ".join(
@@ -160,12 +163,14 @@ def _verdict(v: Mapping[str, Any], samples: int) -> list[str]:
     server was mostly off the CPU and off-CPU time was not recorded, that note and the command to record it."""
     w = v.get("waiting")
     note = [f"**Mostly off the CPU:** {_text(w['sentence'])} `{w['command']}`", ""] if w else []
+    busy = busy_sentence(v.get("busy") or {}, _inline)
+    busy = f" {busy[0].upper() + busy[1:]}." if busy else ""
     if v["healthy"] and w:
-        return note + [f"**Verdict: no known problem in the on-CPU samples** ({samples:,}): the waits are not in them.", ""]
+        return note + [f"**Verdict: no known problem in the on-CPU samples** ({samples:,}): the waits are not in them.{busy}", ""]
     if v["healthy"]:
         n = len(v.get("info") or ())
         info = f" ({n} informational finding{'s' if n > 1 else ''} below)" if n else ""
-        return [f"**Verdict: no known problem found** in {samples:,} samples{info}.", ""]
+        return [f"**Verdict: no known problem found** in {samples:,} samples{info}.{busy}", ""]
     c = v.get("confidence") or {}
     sure = "; ".join(x for x in (c.get("level"), c.get("samples"), c.get("margin")) if x)
     also = f" It also explains: {', '.join(e['rule'] for e in v['explains'])}." if v["explains"] else ""
@@ -186,14 +191,20 @@ def _polls(th: Mapping[str, Any]) -> str:
 
 
 def _threads(th: Mapping[str, Any] | None, top: int = 5) -> list[str]:
-    """CPU by processlist state and by statement (the sentence of each busy group), when joined."""
-    if not th or not th.get("polled"):
+    """CPU by processlist state and by statement (the sentence of each busy group), when joined; else by thread."""
+    if not th:
         return []
-    lines = ["### CPU by processlist state and statement", "",
-             f"{th['joined']:,} of {th['samples']:,} samples joined to their thread's processlist row in that second"
-             f"{_polls(th)}.", ""]
+    if th.get("polled"):
+        names = ("state", "statement")
+        lines = ["### CPU by processlist state and statement", "",
+                 f"{th['joined']:,} of {th['samples']:,} samples joined to their thread's processlist row in that second"
+                 f"{_polls(th)}.", ""]
+    else:
+        names = ("thread",)
+        lines = ["### CPU by thread", "", f"{th['samples']:,} samples with their thread id; no processlist was polled "
+                 "during this capture, so only the split by thread is shown.", ""]
     for table in th["tables"]:
-        if table["name"] not in ("state", "statement"):
+        if table["name"] not in names:
             continue
         lines += [f"| {table['name']} | share | function | in group |", "|---|---:|---|---:|"]
         for r in table["rows"][:top]:

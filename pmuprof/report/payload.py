@@ -139,7 +139,8 @@ def build_payload(profile: Profile, diagnosis: Diagnosis, max_flame_nodes: int =
     top = _per_process_top(profile, processes)
     profile.stacks.release_postings()  # the findings are done with them: room for the flame tree
     flame, tree_rows = build_tree_rows([profile.stacks], max_flame_nodes, trie=trie() if trie else None)
-    found = verdict(shown, found_groups[0] if diagnosis.top else None, head, top[0]["rows"], frozenset(flame["names"]))
+    found = verdict(shown, found_groups[0] if diagnosis.top else None, head, top[0]["rows"], frozenset(flame["names"]),
+                    diagnosis.busiest.to_dict() if diagnosis.busiest else None)
     note = waiting(profile)
     found["waiting"] = {"sentence": note.sentence(), "command": note.command, "sessions": note.sessions,
                         "busy_cpus": note.busy_cpus} if note else None

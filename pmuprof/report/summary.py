@@ -6,6 +6,8 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from ..findings.diagnosis import Diagnosis
+from ..model.labels import without_kernel_suffix
+from .verdict import share_text
 
 MAX_LINE = 300
 
@@ -17,7 +19,10 @@ def verdict_line(diagnosis: Diagnosis, samples: int, where: str = "") -> str:
     if not samples and not causes:
         return f"NO SAMPLES{place}: the target was idle or off-CPU during the capture"
     if not causes:
-        return f"OK{place}: no rule fired ({samples:,} samples)"
+        b = diagnosis.busiest
+        busy = f"; most time in {without_kernel_suffix(b.function)} ({share_text(b.samples, b.total, 'inclusive')})" \
+            if b and b.function and b.total else ""
+        return _bounded(f"OK{place}: no rule fired ({samples:,} samples){busy}")
     top = causes[0]
     proc = f", {top.process}" if top.process and not top.basis.startswith("the ") else ""
     line = f"{top.severity.upper()}{place}: {' '.join(top.title.split())} ({100 * top.share:.0f} % of {top.basis}{proc})"
@@ -27,6 +32,10 @@ def verdict_line(diagnosis: Diagnosis, samples: int, where: str = "") -> str:
         for f in rest:
             counts[f.severity] = counts.get(f.severity, 0) + 1
         line += f"; {len(rest)} more: " + ", ".join(f"{n} {sev}" for sev, n in counts.items())
+    return _bounded(line)
+
+
+def _bounded(line: str) -> str:
     return line if len(line) <= MAX_LINE else line[:MAX_LINE - 1] + "…"
 
 

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from helpers import assert_host_load_and_thread_table
+
 from pmuprof.capture.offcpu import tracer
 from pmuprof.workflows.demo import DemoOptions, build_demo, run_demo
 
@@ -74,3 +76,8 @@ def test_report_shows_the_wall_clock_view(blocking_run):
     run, _, _ = blocking_run
     html = (run / "report.html").read_text(encoding="utf-8")
     assert "[blocked: futex]" in html and "lock_wait_suspend_thread" in html and 'id="offcpu-threads"' in html
+
+
+def test_report_shows_the_host_load_card_and_the_thread_table(blocking_run):
+    run, _, _ = blocking_run
+    assert_host_load_and_thread_table(run)  # issue 23 item 4: host context and thread tables in the demos

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import need_perf, run_cli
+from helpers import assert_host_load_and_thread_table, need_perf, run_cli
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "browser"))
 from cdp import Browser, chromium  # noqa: E402
@@ -74,3 +74,7 @@ def test_dragging_over_the_spike_redraws_the_flame_graph(spike_run):
         assert b.problems() == []
     finally:
         b.close()
+
+
+def test_the_report_shows_the_host_load_card_and_the_thread_table(spike_run):
+    assert_host_load_and_thread_table(spike_run)  # issue 23 item 4: host context and thread tables in the demos

@@ -256,3 +256,6 @@ def test_pmuprof_demo_healthy_gives_no_warning(demo_binary: Path, tmp_path: Path
     loud = [f["rule"] for f in doc["findings"] if f["severity"] in ("warning", "critical")]
     assert not loud, f"a healthy scan must not warn: {loud}"
     assert (tmp_path / "run" / "report.html").is_file() and (tmp_path / "run" / "stacks.folded").is_file()
+    from helpers import workload_verdict
+    busy = workload_verdict(out)["busy"]  # issue 23 item 4: the scan's function, not start_thread or a kernel frame
+    assert busy["function"] == "JOIN_exec" and busy["path_end"] in ("row_search_mvcc", "row_sel_store_mysql_rec"), busy

@@ -8,8 +8,12 @@ are the code's own ordering: only the neutral hot-fence rule may name them, at i
 from __future__ import annotations
 
 import json
+import re
 
-from helpers import need_perf, run_cli, workload_findings
+from helpers import need_perf, run_cli, workload_findings, workload_verdict
+
+from pmuprof.findings.knowledge import generic_frames
+from pmuprof.model.labels import is_kernel, is_unnamed
 
 
 def test_healthy_point_select_gives_at_most_info(mariadb114, mariadb114_load, tmp_path) -> None:
@@ -34,3 +38,20 @@ def test_healthy_point_select_gives_at_most_info(mariadb114, mariadb114_load, tm
     for f in findings:
         if f["rule"] == "hot-fence":
             assert not f["fix"] and "rebuild" not in f["message"], f
+    _verdict_names_a_server_function(out)
+
+
+def _verdict_names_a_server_function(out) -> None:
+    """Issue 23 item 4: a healthy verdict names the busiest server function, not a kernel frame. The suite's
+    host may be saturated (its finding would head the verdict): the verdict is rebuilt without the host rules."""
+    verdict = workload_verdict(out)
+    busy = verdict["busy"]
+    print(busy["sentence"])
+    fn, table = busy["function"], generic_frames()
+    assert fn and not is_kernel(fn) and not is_unnamed(fn), busy
+    assert not (table.server.matches(fn) or table.runtime.matches(fn)), busy
+    assert verdict["healthy"] and busy["sentence"].startswith(f"most time in `{fn}` (")
+    html = (out / "report.html").read_text(encoding="utf-8")
+    shown = json.loads(re.search(r'id="pmuprof-data">(.*?)</script>', html, re.S).group(1))["verdict"]
+    if shown["healthy"]:  # the capture's own report, when the host was not saturated
+        assert shown["busy"]["function"] == fn, shown["busy"]

@@ -51,6 +51,7 @@ def test_a_healthy_server_is_said_to_be_healthy_with_its_informational_findings(
     v = payload["verdict"]
     assert v["healthy"] and [f["rule"] for f in v["info"]] == [f.rule for f in diagnosis.findings]
     assert v["hottest"] == "_raw_spin_unlock_irqrestore_[k]" and v["link"].startswith("#view=sandwich&focus=")
+    assert v["busy"]["function"] == "JOIN::optimize" and v["busy"]["leaf_entry"] == "__x64_sys_sendto"  # not the IRQ frame
     from pmuprof.report.markdown import render_markdown
     assert "**Verdict: no known problem found** in 1,873 samples (3 informational findings below)." in \
         render_markdown(payload)
