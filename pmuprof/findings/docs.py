@@ -40,6 +40,28 @@ suffix) or `re:` regular expressions. `@spin`, `@wait` and `@lock` stand for the
 built-in lists of spin-loop, latch-wait and lock-wrapper frames. A condition is
 `{evidence: NAME[.field], OP: VALUE}` with OP one of `min`, `max`, `above`, `below`,
 `equals`, `not_equals`, `in`, `present`; a fact that is not known never satisfies it.
+
+A fix variant is steps of one kind each, so that code blocks hold only code (a DBA pastes them):
+
+```yaml
+fix:
+  - when: {mysql: ">=8.0.16", percona: ">=8.0.16"}
+    label: MySQL 8.0.16+
+    if: [{evidence: cost.slow_pause, equals: true}]
+    steps:
+      - sql: |
+          SET PERSIST innodb_spin_wait_pause_multiplier = {cost.recommended_multiplier};
+      - note: PAUSE costs {cost.pause_cycles:.0f} cycles here; measure, and tune from there.
+  - steps:
+      - note: "Static, needs a restart:"
+      - my.cnf: |
+          [mysqld]
+          innodb_sync_array_size = 16   # default 1
+```
+
+Say why in a `note`, not in a code comment that spans lines; a my.cnf step names its section. The
+report shows each code step in its own block labelled SQL / my.cnf / shell with the variant's
+label, and findings.json gives `fix` as `[{kind, text, applies_to}]`.
 """.replace("RESERVED_NAMES", ", ".join(f"`{n}`" for n in RESERVED_NAMES)).replace("KIND_GUIDE", guide())
 
 
