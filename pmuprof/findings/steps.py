@@ -75,7 +75,7 @@ def sql_problem(text: str) -> str:
 
 def cnf_problem(text: str) -> str:
     """Why a my.cnf step is not only [section], 'name = value' and '#' lines under a section ('' when it is)."""
-    section = False
+    section, options = False, 0
     for line in (x.strip() for x in text.splitlines()):
         if not line or line.startswith("#"):
             continue
@@ -85,7 +85,11 @@ def cnf_problem(text: str) -> str:
             return f"'{line[:40]}' is not an option line (name = value), a [section] or a # comment"
         elif not section:
             return f"'{line[:40]}' comes before any [section]: say which, e.g. [mysqld]"
-    return "" if section else "no [section] line: say which, e.g. [mysqld]"
+        else:
+            options += 1
+    if not section:
+        return "no [section] line: say which, e.g. [mysqld]"
+    return "" if options else "no option line (name = value)"
 
 
 def step_problem(kind: str, text: str) -> str:

@@ -98,3 +98,34 @@ def test_steps_keep_their_kind_order_and_templates(tmp_path) -> None:
     item = build_rule(load_yaml(path), str(path), "x").fix[0]
     assert [s.kind for s in item.steps] == ["note", "sql", "my.cnf", "shell"]
     assert item.applies_to == "MariaDB 10.2+" and item.steps[2].text == "[mysqld]\ninnodb_spin_wait_delay = 4"
+
+
+def _variant(tmp_path, steps: str):
+    path = tmp_path / "x.yaml"
+    path.write_text(RULE.format(fix=f"  - label: L\n    steps:\n{steps}"), encoding="utf-8")
+    return build_rule(load_yaml(path), str(path), "x").fix
+
+
+def test_a_step_whose_value_is_not_known_is_left_out(tmp_path) -> None:
+    """Code loses the line that needs the value (a my.cnf step left with its section only goes); a variant
+    left without code goes, and the finding's missing list says so."""
+    from types import SimpleNamespace
+
+    from pmuprof.findings.engine import _fix
+
+    unknown = SimpleNamespace(family=None, version=(), version_text="")
+    fix = _variant(tmp_path, """\
+      - note: "The delay is {a}; restore the default."
+      - sql: |
+          SET GLOBAL innodb_spin_wait_delay = {a};
+          SHOW GLOBAL VARIABLES LIKE 'innodb_spin_wait_delay';
+      - my.cnf: |
+          [mysqld]
+          innodb_spin_wait_delay = {a}""")
+    missing: list[str] = []
+    steps = _fix(fix, unknown, {}, missing)
+    assert [(s.kind, s.text, s.applies_to) for s in steps] == [
+        ("note", "Restore the default.", "L"), ("sql", "SHOW GLOBAL VARIABLES LIKE 'innodb_spin_wait_delay';", "L")]
+    assert _fix(fix, unknown, {"a": 8}, missing)[2].text == "[mysqld]\ninnodb_spin_wait_delay = 8" and not missing
+    only_code = _variant(tmp_path, "      - note: Restore it.\n      - sql: 'SET GLOBAL innodb_spin_wait_delay = {a};'")
+    assert _fix(only_code, unknown, {}, missing) == () and missing == ["a fix (L) left out: it needs a value not known here"]
