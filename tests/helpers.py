@@ -37,6 +37,11 @@ int main(int argc, char **argv) {
 HOST_RULES = frozenset({"host-saturated"})  # about the host, not the workload: a loaded CI host may have them
 
 
+def fix_text(finding: dict, kind: str | None = None) -> str:
+    """A findings.json finding's fix steps (only those of ``kind``: sql, my.cnf, shell, note) as one text."""
+    return "\n".join(s["text"] for s in finding["fix"] if kind in (None, s["kind"]))
+
+
 def workload_findings(doc: dict) -> dict:
     """findings.json without the findings about the host, for tests of what the workload's stacks say (the
     suite's hosts are shared and may well be saturated; tests/integration/test_host_load.py covers those)."""

@@ -32,8 +32,10 @@ def placeholders(text: str) -> list[str]:
 def finding_texts(doc: dict[str, Any]) -> Iterator[tuple[str, str]]:
     """Each text field of each finding of findings.json, and each string of its evidence."""
     for f in doc["findings"]:
-        for key in ("title", "message", "fix"):
+        for key in ("title", "message"):
             yield f"{f['rule']}.{key}", f[key]
+        fix = f["fix"]  # format 3: typed steps; 2: one text
+        yield from ((f"{f['rule']}.fix", s["text"]) for s in fix) if isinstance(fix, list) else [(f"{f['rule']}.fix", fix)]
         for key in ("next_steps", "missing", "chain"):
             yield from ((f"{f['rule']}.{key}", t) for t in f[key])
         conf = f.get("confidence") or {}

@@ -7,6 +7,7 @@ from typing import Iterable
 from ..model.server import FAMILY_NAMES
 from .kinds import guide, kind_of
 from .schema import RESERVED_NAMES, Condition, Matcher, Rule
+from .steps import step_markdown
 
 _OPS = {"min": "≥", "max": "≤", "above": ">", "below": "<", "equals": "=", "not_equals": "≠", "in": "in",
         "present": "present:"}
@@ -29,7 +30,7 @@ templates that can only look up evidence.
 | `raise_if` | conditions that raise the severity one level (up to `severity`) |
 | `share`, `chain` | the stack evidence that gives the finding's share; the evidence (or list, first with samples wins) that gives its caller chain (default: the share's) |
 | `message`, `message_if` | templates: `{name}`, `{name.field}`, `{name:pct}`, `{name:.2f}`; `{chain}`, `{share}` (the share that fired), `{process}`, `{samples}`, `{server}`, `{missing}`; a value that is not known is never printed as a stand-in: its clause in parentheses, its clause (between `; ` or ` — `) or its sentence is left out (in a fix of several lines, its line) |
-| `fix` | list of text or `{text, label, when: {family: range}, if: [conditions]}` |
+| `fix` | list of variants `{steps, label, when: {family: range}, if: [conditions]}`; `steps` is a list of one-key steps: `sql:` (statements ended by `;`, `--` comments), `my.cnf:` (a `[section]` line, then `name = value` lines, `#` comments), `shell:` (commands, `#` comments) or `note:` (prose: why, what to look at; it may use the templates); code steps hold only code. A code line that needs a value not known is left out (and a code step left without code); a note loses its clause or sentence |
 | `next_steps`, `references`, `doc` | what to capture next; links; `doc: {symptom, why, fix, caveats}` |
 | `min_samples`, `skip_callers` | below `min_samples` (default 200) severity is capped at info; extra frames to skip when naming callers |
 
@@ -39,6 +40,28 @@ suffix) or `re:` regular expressions. `@spin`, `@wait` and `@lock` stand for the
 built-in lists of spin-loop, latch-wait and lock-wrapper frames. A condition is
 `{evidence: NAME[.field], OP: VALUE}` with OP one of `min`, `max`, `above`, `below`,
 `equals`, `not_equals`, `in`, `present`; a fact that is not known never satisfies it.
+
+A fix variant is steps of one kind each, so that code blocks hold only code (a DBA pastes them):
+
+```yaml
+fix:
+  - when: {mysql: ">=8.0.16", percona: ">=8.0.16"}
+    label: MySQL 8.0.16+
+    if: [{evidence: cost.slow_pause, equals: true}]
+    steps:
+      - sql: |
+          SET PERSIST innodb_spin_wait_pause_multiplier = {cost.recommended_multiplier};
+      - note: PAUSE costs {cost.pause_cycles:.0f} cycles here; measure, and tune from there.
+  - steps:
+      - note: "Static, needs a restart:"
+      - my.cnf: |
+          [mysqld]
+          innodb_sync_array_size = 16   # default 1
+```
+
+Say why in a `note`, not in a code comment that spans lines; a my.cnf step names its section. The
+report shows each code step in its own block labelled SQL / my.cnf / shell with the variant's
+label, and findings.json gives `fix` as `[{kind, text, applies_to}]`.
 """.replace("RESERVED_NAMES", ", ".join(f"`{n}`" for n in RESERVED_NAMES)).replace("KIND_GUIDE", guide())
 
 
@@ -84,13 +107,12 @@ def rule_markdown(rule: Rule) -> str:
         out.append(f"**Raised one level when**: {', '.join(map(_condition, rule.raise_if))}.")
     out.append("")
     if rule.fix:
-        out += ["**Fix commands** (values in braces are computed from the run)", ""]
+        out += ["**Fix steps** (values in braces are computed from the run)", ""]
         for item in rule.fix:
-            label = item.label or ", ".join(f"{FAMILY_NAMES[f]} {s}" for f, s in (item.when or {}).items())
             conds = ", ".join(map(_condition, item.conditions))
+            label = item.applies_to
             head = f"{label}, when {conds}" if label and conds else label or (f"When {conds}" if conds else "")
-            head = f"*{head}*:" if head else ""
-            out += ([head] if head else []) + ["```", item.text.strip(), "```", ""]
+            out += ([f"*{head}*:", ""] if head else []) + [line for step in item.steps for line in step_markdown(step)]
     if rule.next_steps:
         out += ["**Next steps**", ""] + [f"- `{s}`" for s in rule.next_steps] + [""]
     if rule.references:

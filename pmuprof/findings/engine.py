@@ -27,6 +27,7 @@ from .diagnosis import Diagnosis
 from .model import Confidence, Declared, Finding
 from .patterns import lock_wrappers
 from .schema import SEVERITIES, FixItem, Rule
+from .steps import FixStep, step_problem
 from .stackmatch import StackIndex
 from .template import render, scalar
 from .versions import in_range
@@ -257,28 +258,32 @@ def _fix_applies(item: FixItem, facts: Facts) -> bool:
     return spec is not None and in_range(facts.version, spec)
 
 
-def _fix(items: tuple[FixItem, ...], facts: Facts, values: Mapping[str, Any], missing: list[str]) -> str:
-    """Fix text for this server; when the server is unknown, every variant with its label.
+def _fix(items: tuple[FixItem, ...], facts: Facts, values: Mapping[str, Any],
+         missing: list[str]) -> tuple[FixStep, ...]:
+    """The fix steps for this server, each saying which variant's servers it is for (``applies_to``);
+    when the server is unknown, every variant.
 
-    With the version known, an item using a variable, schema or statement that server does not
-    have (rules/knowledge/server-features.yaml) is left out, and ``missing`` says so.
+    A step that needs a value not known here is left out (a code line that needs one goes, and a code
+    step left without code goes), and a variant left without its code, or without any step, goes too.
+    With the version known, a variant using a variable, schema or statement that server does not have
+    (rules/knowledge/server-features.yaml) is left out, and ``missing`` says so.
     """
-    out = []
+    out: list[FixStep] = []
     for item in items:
         if not _fix_applies(item, facts) or not all(holds(c, values) for c in item.conditions):
             continue
-        text = render(item.text, values).strip()
-        if not text:
+        steps = [FixStep(s.kind, render(s.text, values, code=s.code).strip(), item.applies_to) for s in item.steps]
+        steps = [s for s in steps if s.text and not step_problem(s.kind, s.text)]
+        if not steps or (any(s.code for s in item.steps) and not any(s.code for s in steps)):
             missing.append(f"a fix{f' ({item.label})' if item.label else ''} left out: it needs a value not known here")
             continue
-        rejected = absent(text, facts.family, facts.version)
+        rejected = absent(steps, facts.family, facts.version)
         if rejected:
-            missing.append(f"fix '{item.label or text.splitlines()[0][:40]}' left out: {', '.join(rejected)} "
+            missing.append(f"fix '{item.label or steps[0].text.splitlines()[0][:40]}' left out: {', '.join(rejected)} "
                            f"not in {_server_text(facts)}")
             continue
-        label = item.label if (facts.family is None or not facts.version or item.when is None) else ""
-        out.append(f"{label}:\n{text}" if label and "\n" in text else f"{label}: {text}" if label else text)
-    return "\n\n".join(out)
+        out += steps
+    return tuple(out)
 
 
 def _server_text(facts: Facts) -> str:

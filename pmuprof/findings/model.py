@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from .schema import Thresholds
+from .steps import FixStep
 
 SEVERITY_ORDER = {"critical": 0, "warning": 1, "info": 2}
 
@@ -54,7 +55,7 @@ class Finding:
     # each declared evidence item's value, in rule order: a frozen Evidence (findings/evidence.py), a
     # plain value, or None (not known)
     evidence: Mapping[str, Any] = field(default_factory=dict)
-    fix: str = ""
+    fix: tuple[FixStep, ...] = ()  # the steps for this server, in rule order (each says its variant's servers)
     next_steps: tuple[str, ...] = ()
     references: tuple[str, ...] = ()
     chain: tuple[str, ...] = ()  # hot frame first, then the callers that explain it
@@ -101,6 +102,10 @@ class Finding:
         """What the share is of: 'samples', or 'off-CPU time'."""
         return (self.confidence.basis if self.confidence is not None else "") or "samples"
 
+    def fix_text(self) -> str:
+        """The fix as plain text: each step, after its variant's servers when they are said (for search and logs)."""
+        return "\n\n".join(f"{s.applies_to}: {s.text}" if s.applies_to else s.text for s in self.fix)
+
     def sort_key(self) -> tuple[int, float, str]:
         return (SEVERITY_ORDER.get(self.severity, 9), -self.share, self.rule)
 
@@ -112,7 +117,7 @@ class Finding:
             "share": round(self.share, 6),
             "message": self.message,
             "evidence": self.evidence_json(),
-            "fix": self.fix,
+            "fix": [step.to_json() for step in self.fix],
             "next_steps": list(self.next_steps),
             "references": list(self.references),
             "chain": list(self.chain),

@@ -7,9 +7,10 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from ..errors import RuleError
-from ..model.server import FAMILIES
+from ..model.server import FAMILIES, FAMILY_NAMES
 from .kinds import KINDS, kind_of
 from .patterns import PatternSet
+from .steps import STEP_KINDS, FixStep, step_problem
 from .template import check_template
 from .versions import parse_spec
 from .yamlload import LDict, LList
@@ -69,10 +70,17 @@ class Thresholds:
 
 @dataclass(frozen=True)
 class FixItem:
-    text: str
+    """A variant of a rule's fix: its steps, for the servers of ``when``, when ``conditions`` hold."""
+
+    steps: tuple[FixStep, ...]
     label: str = ""
     when: Mapping[str, str] | None = None  # family -> version spec
     conditions: tuple[Condition, ...] = ()
+
+    @property
+    def applies_to(self) -> str:
+        """Which servers the variant is for: its label, else its version ranges in words ("" = any)."""
+        return self.label or ", ".join(FAMILY_NAMES[f] + ("" if s == "*" else f" {s}") for f, s in (self.when or {}).items())
 
 
 @dataclass(frozen=True)
@@ -258,16 +266,41 @@ def _fix(ctx: _Ctx, value: Any, line: int, names: set[str]) -> tuple[FixItem, ..
     out = []
     items = ctx.seq(value, line, "fix")
     for item, item_line in zip(items, items.item_lines):
-        if isinstance(item, str):
-            out.append(FixItem(ctx.template(item, item_line, names)))
-            continue
+        if isinstance(item, str) or (isinstance(item, LDict) and "text" in item):
+            at = item.line_of("text") if isinstance(item, LDict) else item_line
+            raise ctx.fail(at, "a fix variant holds 'steps:', not text: the old 'text' form is gone",
+                           "write steps: [{sql: ...}, {my.cnf: ...}, {shell: ...}, {note: ...}]; see docs/rules.md")
         item = ctx.mapping(item, item_line, "each fix item")
-        ctx.keys(item, ("text", "label", "when", "if"), "a fix item")
-        text = ctx.template(ctx.text(item.get("text"), item.line, "fix.text"), item.line_of("text"), names)
+        ctx.keys(item, ("steps", "label", "when", "if"), "a fix item")
+        if "steps" not in item:
+            raise ctx.fail(item.line, "a fix variant needs 'steps' (a list of sql / my.cnf / shell / note steps)")
+        steps = _steps(ctx, item["steps"], item.line_of("steps"), names)
         when = _servers(ctx, item["when"], item.line_of("when"), "fix.when") if "when" in item else None
         conds = _conditions(ctx, item["if"], item.line_of("if"), "fix.if", names) if "if" in item else ()
         label = ctx.text(item["label"], item.line_of("label"), "fix.label") if "label" in item else ""
-        out.append(FixItem(text, label, when, conds))
+        out.append(FixItem(steps, label, when, conds))
+    return tuple(out)
+
+
+def _steps(ctx: _Ctx, value: Any, line: int, names: set[str]) -> tuple[FixStep, ...]:
+    """Each step is a one-key mapping: its kind and its text; code holds only code of its kind."""
+    out = []
+    items = ctx.seq(value, line, "fix.steps")
+    if not items:
+        raise ctx.fail(line, "fix.steps must not be empty")
+    for item, item_line in zip(items, items.item_lines):
+        item = ctx.mapping(item, item_line, "each fix step")
+        if len(item) != 1 or next(iter(item)) not in STEP_KINDS:
+            bad = ", ".join(f"'{k}'" for k in item if k not in STEP_KINDS) or f"{len(item)} keys"
+            raise ctx.fail(item.line, f"unknown fix step kind {bad}: a step is one of {', '.join(STEP_KINDS)}",
+                           "e.g. - sql: SET GLOBAL x = 1;  or  - note: why, in prose")
+        kind = next(iter(item))
+        at = item.line_of(kind)
+        text = ctx.template(ctx.text(item[kind], at, f"a {kind} step"), at, names)
+        problem = step_problem(kind, text)
+        if problem:
+            raise ctx.fail(at, f"{kind} step: {problem}")
+        out.append(FixStep(kind, text.strip()))
     return tuple(out)
 
 

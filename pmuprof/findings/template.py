@@ -80,24 +80,25 @@ def format_value(value: Any, spec: str) -> str:
     return str(value)
 
 
-def render(text: str, values: Mapping[str, Any]) -> str:
-    """Fill a checked template from evidence; what needs an unknown value is left out (see ``prune``)."""
+def render(text: str, values: Mapping[str, Any], code: bool = False) -> str:
+    """Fill a checked template from evidence; what needs an unknown value is left out (see ``prune``;
+    ``code``: the text is code, each line of it goes whole)."""
     out = []
     for literal, name, spec, _ in _FORMATTER.parse(text):
         out.append(literal)
         if name is not None:
             value = lookup(values, name)
             out.append(format_value(value, spec or "") if known(value) else GAP)
-    return prune("".join(out))
+    return prune("".join(out), code)
 
 
-def prune(text: str) -> str:
-    """Leave out what holds a gap: in a text of several lines (code: SQL, my.cnf, shell) the line; in
+def prune(text: str, code: bool = False) -> str:
+    """Leave out what holds a gap: in code (SQL, my.cnf, shell) or a text of several lines the line; in
     prose the smallest of its clause inside parentheses, its clause of the sentence (between '; ' or
     ' — '), or its sentence."""
     if GAP not in text:
         return text
-    if "\n" in text.strip():
+    if code or "\n" in text.strip():
         return "\n".join(line for line in text.split("\n") if GAP not in line)
     while GAP in text:
         cut = _PARENS.sub(_in_parens, text, count=1)

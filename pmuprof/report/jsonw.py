@@ -47,7 +47,7 @@ def _skid(profile: Profile) -> dict[str, Any] | None:
             "functions": [{"symbol": f.symbol, "samples": f.samples, "moved": f.moved} for f in fns]}
 
 
-FORMAT_VERSION = 2  # 2: format_version, host, captured_at and verdict at the top (1 had none of them)
+FORMAT_VERSION = 3  # 3: a finding's fix is a list of typed steps; 2: format_version, host, captured_at and verdict at the top
 
 
 def verdict_facts(profile: Profile, diagnosis: Diagnosis) -> dict[str, Any]:

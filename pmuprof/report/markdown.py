@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any, Mapping
 
+from ..findings.steps import FENCE_LANG, fence
 from . import bidi
 from .verdict import busy_sentence
 from .wallclock import NO_USER_STACK
@@ -68,8 +69,21 @@ def _finding(f: Mapping[str, Any], level: str = "###") -> list[str]:
     if f.get("message"):
         lines += ["", _text(str(f["message"]).strip())]
     if f.get("fix"):
-        lines += ["", "Fix:", _code(str(f["fix"]))]
+        lines += ["", "Fix:"] + _fix(f["fix"])
     return lines + [""]
+
+
+def _fix(steps: list[Mapping[str, Any]]) -> list[str]:
+    """The fix steps apart: each variant's servers once before its steps, code in a fenced block of its
+    language (```sql, ```ini, ```sh), notes as paragraphs."""
+    lines, servers = [], ""
+    for step in steps:
+        if step.get("applies_to", "") != servers:
+            servers = step.get("applies_to", "")
+            lines += ["", f"*{_text(servers) or 'Any server'}:*"]
+        text = str(step["text"])
+        lines += ["", fence(text, FENCE_LANG[step["kind"]]) if step["kind"] in FENCE_LANG else _text(text.strip())]
+    return lines
 
 
 def _findings(groups: list[Mapping[str, Any]]) -> list[str]:

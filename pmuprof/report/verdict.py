@@ -165,6 +165,6 @@ def verdict(findings: list[Mapping[str, Any]], top: Mapping[str, Any] | None, su
     return {**out, "healthy": False, "rule": cause["rule"], "severity": cause["severity"], "title": cause["title"],
             "share": float(cause["share"]), "process": cause.get("process") or "", "sentence": sentence(cause),
             "basis": (cause.get("confidence") or {}).get("basis") or "samples",
-            "confidence": confidence_parts(cause.get("confidence") or {}), "fix": str(cause.get("fix") or ""),
+            "confidence": confidence_parts(cause.get("confidence") or {}), "fix": list(cause.get("fix") or []),
             "server": str(summary.get("server_version") or ""), "explains": explained,
             "more": len(findings) - 1, "frame": frame, "link": flame_link(frame) if frame else ""}

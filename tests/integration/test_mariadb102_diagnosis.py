@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from helpers import need_perf, run_cli, workload_findings
+from helpers import fix_text, need_perf, run_cli, workload_findings
 import mariadb as mdb
 
 SECONDS = 6
@@ -86,16 +86,17 @@ def point_select(mariadb102, tmp_path_factory) -> Scenario:
                     dict(test="oltp_point_select", threads=8))
 
 
-def _statements(fix: str) -> str:
-    """The fix's SQL and my.cnf lines without their comments (a comment may name what is missing)."""
-    return "\n".join(re.split(r"--|#", line)[0] for line in fix.splitlines())
+def _statements(finding: dict) -> str:
+    """The fix's sql and my.cnf steps without their comments (a comment may name what is missing)."""
+    code = fix_text(finding, "sql") + "\n" + fix_text(finding, "my.cnf")
+    return "\n".join(re.split(r"--|#", line)[0] for line in code.splitlines())
 
 
 @pytest.mark.parametrize("name", ["dive_in", "dive_ranges", "write200", "write6", "point_select"])
 def test_every_fix_is_one_10_2_11_accepts(name, request) -> None:
     scenario: Scenario = request.getfixturevalue(name)
     for f in scenario.data["findings"]:
-        assert not [word for word in REJECTED if word in _statements(f["fix"])], (f["rule"], f["fix"])
+        assert not [word for word in REJECTED if word in _statements(f)], (f["rule"], f["fix"])
         assert f["severity"] == "info" or f["share"] >= 0.01, f
     assert json.loads((scenario.out / "mysql.json").read_text())["server"]["version"].startswith("10.2.11")
 
@@ -104,7 +105,7 @@ def test_ahi_latch_behind_in_list_dives(dive_in: Scenario) -> None:
     """Each IN value dives into every index; the dives rebuild AHI entries under its X latch."""
     assert dive_in.top_latch() == "ahi_latch"
     assert dive_in.level("adaptive-hash-index") in ("warning", "critical")
-    assert "innodb_adaptive_hash_index = OFF" in dive_in.findings["adaptive-hash-index"]["fix"]
+    assert "innodb_adaptive_hash_index = OFF" in fix_text(dive_in.findings["adaptive-hash-index"], "sql")
     assert dive_in.findings["index-dive-cost"]["share"] > 0.3
     spin = dive_in.findings["innodb-spin-wait"]
     assert "200 × 50" in spin["message"], "10.2.11 hard-codes 50 PAUSEs per delay unit"
@@ -113,7 +114,7 @@ def test_ahi_latch_behind_in_list_dives(dive_in: Scenario) -> None:
     dives, ahi = dive_in.findings["index-dive-cost"], dive_in.findings["adaptive-hash-index"]
     assert {dives["explained_by"], ahi["explained_by"]} in ({"", "index-dive-cost"}, {"", "adaptive-hash-index"})
     assert spin["explained_by"] in ("index-dive-cost", "adaptive-hash-index")
-    assert dives["fix"].startswith("SET GLOBAL innodb_adaptive_hash_index = OFF;")
+    assert dives["fix"][0]["kind"] == "sql" and dives["fix"][0]["text"].startswith("SET GLOBAL innodb_adaptive_hash_index = OFF;")
     assert dive_in.level("fil-space-get-index-dive") in ("quiet", "info")
 
 
@@ -121,7 +122,7 @@ def test_range_dives_are_an_optimizer_cost_not_a_mutex(dive_ranges: Scenario) ->
     """fil_space_get is called once per dive but is no hotspot: the finding is the dives' cost."""
     dives = dive_ranges.findings["index-dive-cost"]
     assert dives["severity"] in ("warning", "critical") and dives["share"] > 0.3
-    assert "FORCE INDEX" in dives["fix"] and "no eq_range_index_dive_limit in this version" in dives["fix"]
+    assert "FORCE INDEX" in fix_text(dives, "sql") and "No eq_range_index_dive_limit in this version" in fix_text(dives, "note")
     assert dive_ranges.level("fil-space-get-index-dive") in ("quiet", "info")
     if "fil-space-get-index-dive" in dive_ranges.findings:
         assert dives["explained_by"] != "fil-space-get-index-dive"
@@ -130,7 +131,7 @@ def test_range_dives_are_an_optimizer_cost_not_a_mutex(dive_ranges: Scenario) ->
 
 def test_write_spin_at_200_is_page_and_redo_latches(write200: Scenario) -> None:
     spin = write200.findings["innodb-spin-wait"]
-    assert spin["severity"] == "critical" and "SET GLOBAL innodb_spin_wait_delay = 6;" in spin["fix"]
+    assert spin["severity"] == "critical" and "SET GLOBAL innodb_spin_wait_delay = 6;" in fix_text(spin, "sql")
     assert spin["explained_by"] in ("page-latch-contention", "log-sys-mutex", "srv-sys-mutex")
     named = {row["latch"] for row in write200.latches[:4]}
     assert {"buf_block_lock", "log_sys_mutex"} & named, write200.latches[:4]
@@ -142,7 +143,7 @@ def test_write_spin_at_200_is_page_and_redo_latches(write200: Scenario) -> None:
 def test_write_spin_at_the_default_is_not_blamed_on_the_delay(write6: Scenario) -> None:
     spin = write6.findings.get("innodb-spin-wait")
     if spin:
-        assert "innodb_spin_wait_delay = 6" not in spin["fix"] and "above the default" not in spin["message"]
+        assert "innodb_spin_wait_delay = 6" not in fix_text(spin) and "above the default" not in spin["message"]
         assert spin["explained_by"], "the spin is grouped under the latch finding that explains it"
     assert write6.top_latch() in ("srv_sys_mutex", "log_sys_mutex", "buf_block_lock", "log_sys_mutex|log_write_mutex")
 

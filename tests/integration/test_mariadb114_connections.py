@@ -15,7 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from helpers import need_perf, run_cli
+from helpers import fix_text, need_perf, run_cli
 import mariadb as mdb
 
 CHURN = Path(__file__).resolve().parents[1] / "loads" / "connect_churn.py"
@@ -48,8 +48,8 @@ def test_tls_churn_names_the_handshake_and_a_pool_quiets_it(mariadb114, tmp_path
     assert churn and churn["severity"] in ("warning", "critical"), churn
     assert "TLS handshake" in churn["message"] and churn["evidence"]["tls"]["share"] >= 0.5 * churn["share"]
     assert churn["evidence"]["sign"]["hot"].startswith("sp_RsaPrivate_"), churn["evidence"]["sign"]
-    assert churn["fix"].startswith("-- reuse connections"), churn["fix"]
-    assert "ssl_cert" in churn["fix"], "11.4's generated key: the certificate fix is offered"
+    assert churn["fix"][0]["kind"] == "note" and churn["fix"][0]["text"].startswith("Reuse connections"), churn["fix"]
+    assert "ssl_cert" in fix_text(churn, "my.cnf"), "11.4's generated key: the certificate fix is offered"
     pooled = _capture(mariadb114, tmp_path / "pooled", "--reuse")
     cost = [f.get("evidence", {}).get("setup", {}).get("count", 0) for f in (churn, pooled)]
     print(f"connection setup: {churn['share']:.1%} of samples ({cost[0]}); connections reused: "

@@ -14,7 +14,8 @@ import re
 import time
 from pathlib import Path
 
-from helpers import need_perf, run_cli
+from helpers import fix_text, need_perf, run_cli
+from pmuprof.findings.steps import sql_statements
 import mariadb as mdb
 
 DEFAULT_DELAY = 4  # MariaDB >= 10.3.5
@@ -34,11 +35,11 @@ def _index_latch(findings: dict) -> dict | None:
     return next((f for f in findings["findings"] if f["rule"] == "index-tree-latch"), None)
 
 
-def _statements(fix: str, database: str) -> list[str]:
-    """The fix's SQL statements, comments cut, the example table named as a real one."""
-    lines = (re.split(r"--|#", line)[0].strip() for line in fix.splitlines())
-    return [line.rstrip(";").replace("db.tbl", f"{database}.sbtest1") for line in lines
-            if re.match(r"(SET GLOBAL|SELECT|ALTER TABLE) ", line)]
+def _statements(finding: dict, database: str) -> list[str]:
+    """The statements of the fix's sql steps, comments cut, the example table named as a real one."""
+    statements, _ = sql_statements(fix_text(finding, "sql"))
+    return [st.replace("db.tbl", f"{database}.sbtest1") for st in statements
+            if re.match(r"(SET GLOBAL|SELECT|ALTER TABLE) ", st)]
 
 
 def _summary(findings: dict) -> str:
@@ -62,15 +63,16 @@ def test_index_latch_fires_at_a_raised_spin_delay_and_not_at_the_default(mariadb
 
     fired = _index_latch(raised)
     assert fired is not None, _summary(raised)
-    assert fired["fix"].startswith(f"SET GLOBAL innodb_spin_wait_delay = {DEFAULT_DELAY};"), fired["fix"]
+    assert fired["fix"][0]["kind"] == "sql", fired["fix"]
+    assert fired["fix"][0]["text"].startswith(f"SET GLOBAL innodb_spin_wait_delay = {DEFAULT_DELAY};"), fired["fix"]
     assert "innodb_spin_wait_delay is 200" in fired["message"], fired["message"]
 
     quiet = _index_latch(default)
     assert quiet is None or quiet["severity"] == "info", _summary(default)
-    assert quiet is None or "innodb_spin_wait_delay = " not in quiet["fix"], quiet["fix"]
+    assert quiet is None or "innodb_spin_wait_delay = " not in fix_text(quiet), quiet["fix"]
 
     # every SQL line the finding emits runs on 11.4.5 (the example table is sbtest1)
-    statements = _statements(fired["fix"], mariadb114.database)
+    statements = _statements(fired, mariadb114.database)
     assert any(st.startswith("SET GLOBAL innodb_fill_factor") for st in statements), statements
     try:
         for statement in statements:

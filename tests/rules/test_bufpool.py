@@ -59,6 +59,6 @@ def test_no_placeholder_when_facts_are_missing(drop) -> None:
     profile, _ = load_fixture(FIXTURES / "buffer-pool-too-small" / "fire-point-select-8m.folded")
     gone = {"server": {"server": None}, "offcpu": {"offcpu": None}, "both": {"server": None, "offcpu": None}}[drop]
     found = next(f for f in evaluate(replace(profile, **gone)) if f.rule == "buffer-pool-too-small")
-    text = found.message + "\n" + found.fix
+    text = found.message + "\n" + found.fix_text()
     assert "n/a" not in text and "None" not in text and "{" not in text, text
     assert found.fix  # the general advice stays when no size can be computed

@@ -59,8 +59,8 @@ def test_missing_facts_are_named(rules) -> None:
     text = " ".join(spin.missing)
     assert "no mysql.json" in text and "PAUSE latency not measured" in text
     assert "≈3,000 cycles at 10 cycles/PAUSE" in spin.message  # 6 x 50 PAUSEs without a measurement
-    assert "MySQL before 8.0.16:" in spin.fix  # family from the label 'mysqld', version unknown: labelled variants
-    assert "MariaDB:" not in spin.fix
+    # server not known: every variant, each step saying which servers its variant is for
+    assert {"MySQL before 8.0.16", "MariaDB 10.5.5+", "MySQL"} <= {s.applies_to for s in spin.fix}
 
 
 def test_spin_cost_mysql_80_multiplier(rules) -> None:
@@ -72,8 +72,8 @@ def test_spin_cost_mysql_80_multiplier(rules) -> None:
     cost = spin.evidence["cost"]
     assert cost["max_cycles"] == 6 * 50 * 100 and cost["max_us"] == 15.0
     assert cost["recommended_multiplier"] == 5
-    assert "SET PERSIST innodb_spin_wait_pause_multiplier = 5;" in spin.fix
-    assert "MariaDB:" not in spin.fix and "before 8.0.16" not in spin.fix
+    assert "SET PERSIST innodb_spin_wait_pause_multiplier = 5;" in [s.text for s in spin.fix if s.kind == "sql"]
+    assert not [s for s in spin.fix if "MariaDB" in s.applies_to or "before 8.0.16" in s.applies_to]
 
 
 def test_unknown_server_family_from_label_and_ranges() -> None:

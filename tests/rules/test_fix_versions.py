@@ -12,6 +12,7 @@ import re
 import pytest
 
 from pmuprof.findings.fixcheck import absent, features_used
+from pmuprof.findings.steps import FixStep
 from pmuprof.findings.knowledge import server_features
 from pmuprof.findings.versions import in_range
 
@@ -47,9 +48,9 @@ def test_fix_lines_exist_where_they_are_emitted(rule) -> None:
     wrong = []
     for item in rule.fix:
         for family, version in _emitted_for(rule, item.when):
-            missing = absent(item.text, family, version)
+            missing = absent(item.steps, family, version)
             if missing:
-                wrong.append(f"fix '{item.label or item.text[:40]}' on {family} {'.'.join(map(str, version))}: "
+                wrong.append(f"fix '{item.label or item.steps[0].text[:40]}' on {family} {'.'.join(map(str, version))}: "
                              f"{', '.join(missing)}")
     assert not wrong, "\n".join(wrong)
 
@@ -64,11 +65,17 @@ def test_next_steps_name_the_versions_they_need(rule) -> None:
     assert not wrong, "\n".join(wrong)
 
 
-def test_the_checker_reads_sql_and_mycnf() -> None:
-    text = "SET GLOBAL innodb_spin_wait_delay = 6, innodb_sync_spin_loops = 30;\ninnodb_purge_threads = 1  # my.cnf\n" \
-           "SELECT * FROM sys.schema_table_lock_waits;"
-    assert features_used(text) >= {"innodb_spin_wait_delay", "innodb_sync_spin_loops", "innodb_purge_threads",
-                                   "sys.schema_table_lock_waits"}
+def test_the_checker_reads_sql_steps_as_sql_and_mycnf_steps_as_options() -> None:
+    steps = (FixStep("sql", "SET GLOBAL innodb_spin_wait_delay = 6, innodb_sync_spin_loops = 30;\n"
+                            "SELECT * FROM sys.schema_table_lock_waits;  -- innodb_fill_factor = 90 in a comment"),
+             FixStep("my.cnf", "[mysqld]\ninnodb_purge_threads = 1  # default 4\nloose-innodb_numa_interleave = ON"),
+             FixStep("note", "Or SET GLOBAL innodb_lru_scan_depth = 2048; the prose is not server input."),
+             FixStep("shell", "innodb_io_capacity = 2000"))
+    assert features_used(steps) == {"innodb_spin_wait_delay", "innodb_sync_spin_loops", "innodb_purge_threads",
+                                    "sys.schema_table_lock_waits"}
+    # a sql step is not read as my.cnf, nor a my.cnf step as SQL
+    assert features_used([FixStep("sql", "SELECT 1;\ninnodb_purge_threads = 1")]) == set()
+    assert absent([FixStep("my.cnf", "[mysqld]\ninnodb_purge_threads = 1")], "mariadb", (10, 2, 11)) == []
     assert absent("SET GLOBAL eq_range_index_dive_limit = 10;", "mariadb", (10, 2, 11)) == ["eq_range_index_dive_limit"]
     assert absent("SET GLOBAL eq_range_index_dive_limit = 10;", "mariadb", (10, 2, 18)) == []
     assert "eq_range_index_dive_limit" in server_features()

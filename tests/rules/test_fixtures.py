@@ -35,9 +35,9 @@ def test_fixture(path: Path, rules) -> None:
         if "message-contains" in headers:
             assert headers["message-contains"] in mine.message, mine.message
         if "fix-contains" in headers:
-            assert headers["fix-contains"] in mine.fix, mine.fix
-        if "fix-starts" in headers:  # the lead fix: the one a DBA applies first
-            assert mine.fix.startswith(headers["fix-starts"]), mine.fix
+            assert headers["fix-contains"] in mine.fix_text(), mine.fix_text()
+        if "fix-starts" in headers:  # the lead fix: its first step, the one a DBA reads first
+            assert mine.fix and mine.fix[0].text.startswith(headers["fix-starts"]), mine.fix_text()
         assert mine.message and "{" not in mine.message, mine.message
     elif kind == "quiet":
         assert rule_id not in by_rule, f"{rule_id} fired on a quiet fixture: {by_rule.get(rule_id)}"

@@ -144,11 +144,13 @@ _CNF_VAR = re.compile(r"^\s*(?:loose-)?([a-z][a-z_]+)\s*=\s*[A-Za-z0-9'\"]", re.
 
 
 def _fix_variables(rule: dict[str, Any]) -> set[str]:
-    """Server variables a rule's fix texts set (SET statements and my.cnf lines)."""
+    """Server variables a rule's fix steps set (SET statements of sql steps, lines of my.cnf steps)."""
     names: set[str] = set()
     for fix in rule.get("fix") or []:
-        text = fix.get("text", "")
-        for line in text.splitlines():
+        steps = fix.get("steps") or []
+        sql = "\n".join(s["sql"] for s in steps if "sql" in s)
+        text = "\n".join(s["my.cnf"] for s in steps if "my.cnf" in s)
+        for line in sql.splitlines():
             if re.search(r"\bSET\s+(GLOBAL|PERSIST|SESSION)\b", line):
                 names.update(n for pair in _SET_VAR.findall(line) for n in pair if n)
         names.update(n for n in _CNF_VAR.findall(text) if n.startswith(("innodb_", "table_", "binlog_", "thread_", "sync_")))

@@ -104,13 +104,13 @@ def test_the_grep_catches_what_the_issue_saw() -> None:
         assert not placeholders(text), text
 
 
-def _templates(rule) -> Iterator[tuple[str, str]]:
-    """Every template of a rule, also those whose conditions no fixture meets."""
-    yield "message", rule.message
-    yield from (("message_if", g.text) for g in rule.message_if)
-    yield from (("corroborate", c.text) for c in rule.corroborate)
-    yield from (("fix", f.text) for f in rule.fix)
-    yield from (("next_steps", s) for s in rule.next_steps)
+def _templates(rule) -> Iterator[tuple[str, str, bool]]:
+    """Every template of a rule (and whether it is code), also those whose conditions no fixture meets."""
+    yield "message", rule.message, False
+    yield from (("message_if", g.text, False) for g in rule.message_if)
+    yield from (("corroborate", c.text, False) for c in rule.corroborate)
+    yield from ((f"fix {s.kind} step", s.text, s.code) for f in rule.fix for s in f.steps)
+    yield from (("next_steps", s, False) for s in rule.next_steps)
 
 
 def _fields(text: str) -> list[str]:
@@ -122,7 +122,7 @@ def test_every_template_reads_without_each_of_its_values(rules) -> None:
     out what needs the missing one: no placeholder, no dangling '=' or empty parentheses."""
     bad = []
     for rule in rules:
-        for where, text in _templates(rule):
+        for where, text, code in _templates(rule):
             names = _fields(text)
             for gone in [*names, None]:
                 values: dict[str, Any] = {}
@@ -132,7 +132,7 @@ def test_every_template_reads_without_each_of_its_values(rules) -> None:
                         for part in name.split("."):
                             node = node.setdefault(part, {})
                         node["value"] = 0.25
-                out = render(text, values)
+                out = render(text, values, code)
                 found = placeholders(out) + re.findall(r".{0,40}\w\s=\s*(?:[;,)]|\.?$|\.\s).{0,20}", out, re.M)
                 bad += [f"{rule.id} {where} without {gone or 'any value'}: ...{p}..." for p in found]
     assert not bad, "\n".join(bad)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pmuprof.findings.model import Finding
+from pmuprof.findings.steps import FixStep
 from pmuprof.model.folded import parse_folded
 from helpers import make_profile
 
@@ -65,7 +66,9 @@ def findings() -> list[Finding]:
         Finding("info-rule", "info", "An info finding", 0.05, message="informational"),
         Finding("innodb-spin-wait", "critical", f"Spinning in ut_delay {HOSTILE_SCRIPT}", 0.5,
                 message=f"ut_delay under {HOSTILE_TEMPLATE}", evidence={"ut_delay_share": 0.5, "frames": [HOSTILE_SCRIPT]},
-                fix="SET GLOBAL innodb_spin_wait_delay = 6;", next_steps=("re-run and diff",),
+                fix=(FixStep("note", "The delay was raised above its default: restore it.", "MariaDB 10.2+"),
+                     FixStep("sql", "SET GLOBAL innodb_spin_wait_delay = 6;", "MariaDB 10.2+"),
+                     FixStep("my.cnf", "[mysqld]\ninnodb_spin_wait_delay = 6", "MariaDB 10.2+")), next_steps=("re-run and diff",),
                 references=("https://mariadb.com/kb/en/innodb-system-variables/", "javascript:alert(1)"),
                 chain=("ut_delay", "mutex_enter", "fil_space_get"), process="mariadbd"),
     ]

@@ -23,7 +23,7 @@ def test_findings_json_contract_and_order():
     doc = json.loads(findings_json(profile(), Diagnosis.of(findings())))
     assert set(doc) == {"format_version", "pmuprof_version", "host", "captured_at", "verdict", "profile", "findings",
                         "latches"}
-    assert doc["format_version"] == 2
+    assert doc["format_version"] == 3
     top = Diagnosis.of(findings()).top
     assert doc["verdict"] == {"status": "problem", "rule": top.rule, "title": top.title, "severity": top.severity,
                               "share": top.share, "process": top.process}
