@@ -55,9 +55,11 @@ def test_cli_fires_once_under_load_and_cooldown_holds(mariadb: mdb.MariaDB, tmp_
     argv = [sys.executable, "-m", "pmuprof", "watch", "-p", str(mariadb.pid), "--trigger", CONDITION,
             "--cycles", "2", "--interval", "0.5s", "-d", "2", "--cooldown", "60", "--max-captures", "3",
             "--defaults-file", str(mariadb.defaults_file), "-o", str(base), "-v"]
-    old = base / "20200101-000000-Threads_connected-ge-6"  # an old capture of watch's: retention deletes it
-    old.mkdir(parents=True)
-    (old / RUN_JSON).write_text('{"pmuprof_version": "0.9", "started": "2020-01-01T00:00:00Z", "trigger": {"condition": "x"}}')
+    olds = [base / f"2020010{d}-000000-killed" for d in (1, 2)]  # watch's, past 30 days: the first goes at start,
+    for day, old in enumerate(olds, start=1):                      # the second (the newest, kept) after the capture
+        old.mkdir(parents=True)
+        (old / RUN_JSON).write_text(f'{{"pmuprof_version": "0.9", "started": "2020-01-0{day}T00:00:00Z", '
+                                    f'"command": ["pmuprof", "watch"]}}')
     log = tmp_path / "watch.log"
     with open(log, "w") as out:
         env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
@@ -66,7 +68,7 @@ def test_cli_fires_once_under_load_and_cooldown_holds(mariadb: mdb.MariaDB, tmp_
     try:
         # idle polls first: the condition is false until the load connects
         _wait_for(lambda: log.read_text().count("(0/2)") >= 2, 20, "idle polls", log)
-        assert not _runs(base)
+        assert _runs(base) == olds[1:]
         load = mdb.SysbenchLoad(mariadb, seconds=300, test="oltp_read_only", threads=LOAD_THREADS)
         _wait_for(lambda: any("trigger" in (read_json(r / RUN_JSON) or {}) for r in _runs(base)), 120,
                   "the capture to finish", log)
@@ -91,7 +93,9 @@ def test_cli_fires_once_under_load_and_cooldown_holds(mariadb: mdb.MariaDB, tmp_
     assert min(before) < 6 <= before[-1] and before[-2] >= 6, before  # became true under load, 2 polls in a row
     assert trig["polls_during"] and min(_values(trig["polls_during"])) >= 6
     assert "1 capture(s)" in text
-    assert f"retention: deleted {old} (older than 30 days" in text and not old.exists()
+    for old in olds:
+        assert f"retention: deleted {old} (older than 30 days" in text and not old.exists()
+    assert text.index(str(olds[1])) > text.index("report: ")  # deleted after the capture, not before it
     table = read_tsv(runs[0] / WATCH_POLLS)  # the lead-up: idle polls, then the load's
     lead = [r.values[0] for r in table.rows if r.phase == "before"]
     assert min(lead[-2:]) >= 6 and (min(lead) < 6 or len(lead) == 60), lead  # bounded: 60 polls at most
