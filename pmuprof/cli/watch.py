@@ -11,13 +11,15 @@ from .. import outfile
 from ..capture.record import MAX_DURATION_S, check_window
 from ..capture.target import process as target
 from ..workflows import daemon
-from ..workflows.watch import WatchOptions, watch
+from ..workflows.watch import Retention, WatchOptions, watch
 from ..errors import TargetError, UsageError
-from ..workflows.triggers import DiskFloor, WatchPlan, parse_condition
+from ..workflows.triggers import DiskFloor, WatchPlan, parse_condition, parse_size
 from . import common
 from .fleetopts import fleet_options, pop_publish
+from .mysqlopts import pop_mysql_argv
 from .params import DURATION_HELP, Duration, Pid
 from .record import mysql_decorator, mysql_from_kwargs
+from . import watchunit
 
 EPILOG = """\b
 Examples:
@@ -28,6 +30,8 @@ Examples:
   pmuprof watch --trigger 'Threads_running>50' --disk-free 2G --disk-free 10%    # never fill the disk
   pmuprof watch -t 'Threads_running>50' --daemonize --pid-file /run/pmuprof-watch.pid --log-file /var/log/pmuprof-watch.log   # unattended
   pmuprof watch -t 'Threads_running>50' --notify-cmd '/usr/local/bin/page-dba'  # verdict + report path per capture
+  pmuprof watch -t 'Threads_running>50' --keep 50 --keep-for 7d --keep-size 5G  # retention of the captures
+  pmuprof watch -t 'Threads_running>50' --defaults-file /etc/pmuprof/my.cnf --print-unit   # as a systemd service
 """
 
 
@@ -58,19 +62,34 @@ Examples:
               help="Hold this locked pid file while running; refuse to start when a live watch holds it.")
 @click.option("--log-file", type=click.Path(dir_okay=False), default=None,
               help="With --daemonize: append the log here (time-stamped lines).")
+@click.option("--keep", "keep_count", type=click.IntRange(1), default=20, show_default=True,
+              help="Retention: delete watch's oldest captures in the base directory beyond this many.")
+@click.option("--keep-for", type=Duration(60, 3650 * 86400), default="30d", show_default=True,
+              help="Retention: delete watch's captures older than this (7d, 12h).")
+@click.option("--keep-size", metavar="SIZE", default="2G", show_default=True,
+              help="Retention: delete watch's oldest captures until they total at most this (500M, 5G).")
+@click.option("--no-retention", is_flag=True, help="Delete nothing (the disk floor still stops captures).")
+@click.option("--print-unit", is_flag=True,
+              help="Print a hardened systemd service running this watch in the foreground, and exit.")
 @mysql_decorator
 @fleet_options
 def watch_cmd(pid, triggers, cycles, interval, duration, cooldown, max_captures, disk_free, frequency, mode,
-              base_dir, verbose, daemonize, pid_file, log_file, **kwargs) -> None:
+              base_dir, verbose, daemonize, pid_file, log_file, keep_count, keep_for, keep_size, no_retention,
+              print_unit, **kwargs) -> None:
     """Poll the server cheaply and capture a profile when a condition holds for N polls in a row.
 
     Each poll is one SHOW GLOBAL STATUS WHERE ... query (plus one PROCESSLIST count for state:/command:
     triggers) on a kept-open connection, and /proc/PID/stat for cpu. Every capture's run.json gets a
     "trigger" key: the condition that fired and the polled values before and during the capture.
-    Stops after --max-captures (unlimited by default) or on Ctrl-C / SIGTERM.
+    Stops after --max-captures (unlimited by default) or on Ctrl-C / SIGTERM. Each capture also gets
+    watch-polls.tsv: the last 60 polls before it and those during it (trigger values, mysqld CPU %,
+    load average, run queue). After each capture, retention deletes watch's own oldest captures.
     """
     if daemonize != bool(log_file):
         raise UsageError("--daemonize and --log-file go together", "e.g. --daemonize --log-file /var/log/pmuprof-watch.log")
+    keep = Retention(None, None, None) if no_retention else Retention(keep_count, keep_for, parse_size(keep_size))
+    unit_args = {"mysql": pop_mysql_argv(dict(kwargs)), "textfile": kwargs.get("textfile"),
+                 "notify_cmd": kwargs.get("notify_cmd"), "notify_timeout": kwargs.get("notify_timeout")}
     publish_to = pop_publish(kwargs)
     plan = WatchPlan(tuple(parse_condition(t) for t in triggers), cycles=cycles,
                      cooldown_s=_within("--cooldown", cooldown, 0, 7 * 86400), max_captures=max_captures)
@@ -81,11 +100,19 @@ def watch_cmd(pid, triggers, cycles, interval, duration, cooldown, max_captures,
     interval_s = _within("--interval", interval, 0.1, 3600)
     check_window(duration_s, frequency)  # everything a capture checks, now rather than when the trigger fires
     common.check_rules()
+    if print_unit:
+        if pid is not None or daemonize or pid_file:
+            raise UsageError("--print-unit runs watch under systemd: -p, --daemonize and --pid-file do not apply",
+                             "drop them: the service picks the running mysqld at each start and systemd keeps it")
+        watchunit.print_unit(plan, triggers=triggers, interval_s=interval_s, duration_s=duration_s,
+                             disk_free=disk_free, frequency=frequency, mode=mode, base_dir=base_dir, verbose=verbose,
+                             keep=keep, **unit_args)
+        return
     opts = WatchOptions(pid=_pick_pid(pid), plan=plan, base_dir=outfile.ensure_dir(base_dir),
                         interval_s=interval_s, duration_s=duration_s,
                         disk_floor=DiskFloor.parse(tuple(disk_free)), mysql_options=mysql_opts,
                         record={"frequency": frequency, "mode": mode, "mysql": use_mysql}, verbose=verbose,
-                        command=tuple(["pmuprof"] + sys.argv[1:]), publish=publish_to)
+                        command=tuple(["pmuprof"] + sys.argv[1:]), publish=publish_to, keep=keep)
     pid_path = Path(pid_file).absolute() if pid_file else None
     log = common.log
     if daemonize:

@@ -43,6 +43,7 @@ SAMPLES = "samples.tsv"  # samples per (stacks.folded line, thread id, second): 
 KALLSYMS = "kallsyms.gz"  # the recording boot's kernel text symbols (model.run.KernelSymbols)
 BINARIES = "binaries.tar.gz"  # the targets' sampled user binaries, by build-id (model.run.KeptBinaries)
 PROCESSLIST = "processlist.tsv"  # the processlist polled once a second during the capture (capture/mysql/poll.py)
+WATCH_POLLS = "watch-polls.tsv"  # a watch capture's trigger polls before and during it (model/watchpolls.py)
 CONTROL_FIFOS = (".perf-ctl", ".perf-ack")  # perf's control FIFOs during a capture
 ROOM = ".pmuprof-room"  # space held during a capture for its last files (capture/diskroom.py)
 # Every name pmuprof writes in a run directory (0.1's skid.json / symbols.json included): retention
@@ -50,6 +51,7 @@ ROOM = ".pmuprof-room"  # space held during a capture for its last files (captur
 RUN_FILES = frozenset({
     RUN_JSON, STACKS, COUNTERS, MYSQL, ANALYSIS, PERF_DATA, LEAVES, STAT_CSV, RECORD_LOG, STAT_LOG,
     REPORT_HTML, FINDINGS_JSON, REPORT_MD, OFFCPU, THREADS, OFFCPU_RAW, OFFCPU_LOG, SAMPLES, PROCESSLIST, KALLSYMS, BINARIES,
+    WATCH_POLLS,
     *CONTROL_FIFOS, ROOM, "skid.json",
     "symbols.json", "perf.data.old", "workload.log", "diff.html", "diff.json", "diff.md", "profile.pb.gz",
     "profile.speedscope.json", "flame.svg",

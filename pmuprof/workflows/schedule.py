@@ -140,6 +140,7 @@ class RunEntry:
     started: float  # epoch seconds (run.json 'started', else the directory mtime)
     size: int  # bytes of pmuprof-written files inside
     is_pmuprof: bool  # has a run.json carrying the pmuprof marker
+    busy: bool = False  # a capture is writing it now: counted, never deleted
 
 
 @dataclass(frozen=True)
@@ -153,27 +154,40 @@ def is_pmuprof_run(run_json: Any) -> bool:
     return isinstance(run_json, Mapping) and MARKER in run_json
 
 
-def plan_retention(entries: Iterable[RunEntry], now: float, keep_days: int | None,
-                   keep_bytes: int | None) -> list[Deletion]:
-    """Which pmuprof runs to delete, oldest first: older than keep_days, then oldest until the
-    total fits keep_bytes. The newest run is always kept; non-pmuprof entries are never listed."""
+def plan_retention(entries: Iterable[RunEntry], now: float, keep_days: float | None,
+                   keep_bytes: int | None, keep_count: int | None = None) -> list[Deletion]:
+    """Which pmuprof runs to delete, oldest first: older than keep_days, then the oldest beyond the newest
+    keep_count runs, then the oldest until the total fits keep_bytes. The newest run and busy runs (a
+    capture in progress) are always kept, and count; non-pmuprof entries are never listed."""
     runs = sorted((e for e in entries if e.is_pmuprof), key=lambda e: (e.started, e.name))
     if len(runs) <= 1:
         return []
-    newest, candidates = runs[-1], runs[:-1]
+    newest = runs[-1]
+    kept = [e for e in runs[:-1] if not e.busy]
     out: list[Deletion] = []
-    kept = list(candidates)
     if keep_days is not None:
         cutoff = now - keep_days * 86400
-        for entry in candidates:
-            if entry.started < cutoff:
-                out.append(Deletion(entry.name, f"older than {keep_days} days", entry.size))
-                kept.remove(entry)
+        for entry in [e for e in kept if e.started < cutoff]:
+            out.append(Deletion(entry.name, f"older than {age_text(keep_days * 86400)}", entry.size))
+            kept.remove(entry)
+    if keep_count is not None:
+        excess = len(kept) + 1 + sum(e.busy for e in runs[:-1]) - keep_count  # + the newest and busy ones
+        for entry in kept[:max(0, excess)]:
+            out.append(Deletion(entry.name, f"beyond the newest {keep_count}", entry.size))
+        kept = kept[max(0, excess):]
     if keep_bytes is not None:
-        total = newest.size + sum(e.size for e in kept)
+        total = newest.size + sum(e.size for e in runs[:-1] if e.busy) + sum(e.size for e in kept)
         for entry in list(kept):
             if total <= keep_bytes:
                 break
             out.append(Deletion(entry.name, f"over the {keep_bytes // 2**20} MiB budget", entry.size))
             total -= entry.size
     return out
+
+
+def age_text(seconds: float) -> str:
+    """``14 days``, ``36 h``, ``90 min``: a retention age as people write it."""
+    for unit, size in (("days", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size and seconds % size == 0:
+            return f"{seconds // size:g} {'day' if seconds == size else unit}"
+    return f"{seconds:g} s"

@@ -11,11 +11,12 @@ import time
 from dataclasses import asdict
 from datetime import datetime
 from pathlib import Path
+from typing import Any, Callable
 
 from .. import outfile
 from ..tools import proc as tools_proc
 from ..errors import PmuprofError, ResourceError, UsageError
-from ..model.rundir import CONTROL_FIFOS, RUN_JSON, output_name, read_json
+from ..model.rundir import CONTROL_FIFOS, ROOM, RUN_JSON, output_name, read_json
 from .schedule import CRON_FILE, RUN_FILES, UNIT_NAME, Deletion, RunEntry, ScheduleSpec, is_pmuprof_run, plan_retention
 from .schedule_units import cron_text, service_unit, timer_unit
 
@@ -151,10 +152,12 @@ def _only_ours(run: Path) -> bool:
         return False
 
 
-def scan_runs(directory: Path) -> list[RunEntry]:
-    """Each real (non-symlink) directory directly under ``directory``."""
+def scan_runs(directory: Path, owner: Callable[[Any], bool] = is_pmuprof_run, now: float | None = None) -> list[RunEntry]:
+    """Each real (non-symlink) directory directly under ``directory``; ``owner`` says which run.json marks
+    a run retention may delete (a damaged run.json: when every entry is a file pmuprof writes)."""
     if not directory.is_dir():
         return []
+    now = time.time() if now is None else now
     out = []
     for child in sorted(directory.iterdir()):
         if child.is_symlink() or not child.is_dir():
@@ -164,11 +167,24 @@ def scan_runs(directory: Path) -> list[RunEntry]:
             damaged = False
         except PmuprofError:
             run, damaged = None, True
-        ours = (is_pmuprof_run(run) or (damaged and _only_ours(child))) and not (child / RUN_JSON).is_symlink()
+        ours = (owner(run) or (damaged and _only_ours(child))) and not (child / RUN_JSON).is_symlink()
         started = _started(run, child)
         size = sum(f.stat().st_size for f in _owned_files(child)) if ours else 0
-        out.append(RunEntry(child.name, started, size, ours))
+        out.append(RunEntry(child.name, started, size, ours, busy=ours and _busy(child, now)))
     return out
+
+
+BUSY_FOR_S = 2 * 3600  # the longest capture (1 h) and its report; older in-progress marks are a killed capture's
+
+
+def _busy(run: Path, now: float) -> bool:
+    """A capture is writing here now: its room file or perf's control FIFO exists, and run.json is recent."""
+    if not any(os.path.lexists(run / name) for name in (ROOM, *CONTROL_FIFOS)):
+        return False
+    try:
+        return now - (run / RUN_JSON).stat().st_mtime < BUSY_FOR_S
+    except OSError:
+        return True  # no run.json yet: record has only just begun
 
 
 def _started(run: object, path: Path) -> float:
@@ -192,14 +208,17 @@ def delete_run(run: Path) -> list[str]:
     return kept
 
 
-def prune(directory: Path, keep_days: int | None, keep_bytes: int | None,
-          dry_run: bool = False, now: float | None = None) -> list[tuple[Deletion, list[str]]]:
-    """Apply retention to ``directory``; each deletion comes with the foreign files it left."""
-    if keep_days is None and keep_bytes is None:
+def prune(directory: Path, keep_days: float | None, keep_bytes: int | None,
+          dry_run: bool = False, now: float | None = None, keep_count: int | None = None,
+          owner: Callable[[Any], bool] = is_pmuprof_run) -> list[tuple[Deletion, list[str]]]:
+    """Apply retention to ``directory`` (only runs whose run.json ``owner`` accepts); each deletion comes
+    with the foreign files it left."""
+    if keep_days is None and keep_bytes is None and keep_count is None:
         raise UsageError("retention needs --keep-days or --keep-size", "e.g. --keep-days 14 --keep-size 5G")
     if not directory.is_dir():
         raise ResourceError(f"{directory}: no such directory", "check --dir")
-    plan = plan_retention(scan_runs(directory), time.time() if now is None else now, keep_days, keep_bytes)
+    now = time.time() if now is None else now
+    plan = plan_retention(scan_runs(directory, owner, now), now, keep_days, keep_bytes, keep_count)
     done = []
     for deletion in plan:
         target = directory / deletion.name

@@ -40,20 +40,35 @@ def _size(n: int) -> str:
     return str(n)
 
 
-def _writable(spec: ScheduleSpec) -> list[str]:
+def _writable(directory: str, textfile: str | None) -> list[str]:
     """StateDirectory= for a directory under /var/lib (systemd creates it, owned right); else ReadWritePaths=."""
     lines = []
-    if spec.directory.startswith(STATE_ROOT) and len(spec.directory) > len(STATE_ROOT):
+    if directory.startswith(STATE_ROOT) and len(directory) > len(STATE_ROOT):
         lines += ["# The run directories: created by systemd with this mode, the only place the run writes.",
-                  f"StateDirectory={spec.directory[len(STATE_ROOT):].rstrip('/')}", "StateDirectoryMode=0750"]
+                  f"StateDirectory={directory[len(STATE_ROOT):].rstrip('/')}", "StateDirectoryMode=0750"]
     else:
-        lines += ["# The run directories (created by `schedule install`): the only place the run writes.",
-                  f"ReadWritePaths={spec.directory}"]
-    if spec.textfile:
-        folder = spec.textfile.rsplit("/", 1)[0] or "/"
+        lines += ["# The run directories (created when the unit was written): the only place the run writes.",
+                  f"ReadWritePaths={directory}"]
+    if textfile:
+        folder = textfile.rsplit("/", 1)[0] or "/"
         lines += ["# node_exporter's textfile directory: the metrics file is replaced there after each run.",
                   f"ReadWritePaths={folder}"]
     return lines
+
+
+def _below_mysqld(cpu_quota_pct: int, memory_max: int) -> list[str]:
+    """Nice, idle I/O, a CPU quota and a memory cap: the run yields to mysqld and is killed before it."""
+    return [
+        "# Below mysqld for the CPU: perf, the folder and the report yield to queries.",
+        "Nice=10",
+        "# perf.data and report writes get the disk only when nothing else wants it.",
+        "IOSchedulingClass=idle",
+        f"# The report (perf script | fold, rules) can keep a core busy for tens of seconds: at most {cpu_quota_pct} %.",
+        f"CPUQuota={cpu_quota_pct}%",
+        "# A large report reached ~1 GB: past this the run is killed, never mysqld (OOMScoreAdjust too).",
+        f"MemoryMax={_size(memory_max)}",
+        "OOMScoreAdjust=500",
+    ]
 
 
 def _sandbox() -> list[str]:
@@ -116,20 +131,12 @@ def service_unit(spec: ScheduleSpec) -> str:
         f"Description=pmuprof nightly capture of mysqld into {spec.directory}",
         "After=network.target mariadb.service mysql.service mysqld.service",
         "", "[Service]", "Type=oneshot", f"User={spec.user}",
-        "# Below mysqld for the CPU: perf, the folder and the report yield to queries.",
-        "Nice=10",
-        "# perf.data and report writes get the disk only when nothing else wants it.",
-        "IOSchedulingClass=idle",
-        f"# The report (perf script | fold, rules) can keep a core busy for tens of seconds: at most {spec.cpu_quota_pct} %.",
-        f"CPUQuota={spec.cpu_quota_pct}%",
-        "# A large report reached ~1 GB: past this the run is killed, never mysqld (OOMScoreAdjust too).",
-        f"MemoryMax={_size(spec.memory_max)}",
-        "OOMScoreAdjust=500",
+        *_below_mysqld(spec.cpu_quota_pct, spec.memory_max),
         f"TimeoutStartSec={spec.duration_s + 900}",
     ]
     for key, value in sorted(spec.environment().items()):
         lines.append(f'Environment="{key}={value}"')
-    lines += _writable(spec) + _sandbox()
+    lines += _writable(spec.directory, spec.textfile) + _sandbox()
     lines += [
         f"ExecStart=/bin/sh -c {shlex.quote(script)}",
         "# 10 = worst finding is a warning (unit stays green, ExecMainStatus shows it);",

@@ -24,7 +24,7 @@ _STATUS_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 _NUMBER = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)$")
 _STATE_NAME = re.compile(r"^[A-Za-z0-9 _./:()-]+$")
 _SIZE = re.compile(r"^(\d+(?:\.\d+)?)\s*([KMGTP]?)(i?B?)?$", re.IGNORECASE)
-_DURATION = re.compile(r"^(\d+(?:\.\d+)?)\s*(ms|s|m|h)?$")
+_DURATION = re.compile(r"^(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?$")
 
 
 @dataclass(frozen=True)
@@ -83,11 +83,11 @@ def parse_size(text: str) -> int:
 
 
 def parse_duration(text: str) -> float:
-    """``1s``, ``500ms``, ``5m``, ``2h``, ``10`` (seconds) → seconds."""
+    """``1s``, ``500ms``, ``5m``, ``2h``, ``7d``, ``10`` (seconds) → seconds."""
     match = _DURATION.match(str(text).strip())
     if not match:
         raise UsageError(f"duration {text!r}: expected a number with an optional ms/s/m/h suffix", "e.g. 1s, 500ms or 5m")
-    scale = {"ms": 0.001, "s": 1, None: 1, "m": 60, "h": 3600}[match.group(2)]
+    scale = {"ms": 0.001, "s": 1, None: 1, "m": 60, "h": 3600, "d": 86400}[match.group(2)]
     return float(match.group(1)) * scale
 
 
@@ -124,13 +124,17 @@ class DiskFloor:
 
 @dataclass(frozen=True)
 class Poll:
-    """One cheap observation: status counters, processlist state/command counts, mysqld CPU %."""
+    """One cheap observation: status counters, processlist state/command counts, mysqld CPU %, and the
+    host's 1-minute load average and run queue (procs_running, procs_blocked)."""
 
     t: float
     status: dict[str, float] = field(default_factory=dict)
     states: dict[str, int] = field(default_factory=dict)
     commands: dict[str, int] = field(default_factory=dict)
     cpu: float | None = None
+    load1: float | None = None
+    running: int | None = None
+    blocked: int | None = None
 
     def to_dict(self, conditions: tuple[Condition, ...]) -> dict[str, Any]:
         """The values the conditions look at, for run.json."""

@@ -6,6 +6,7 @@ import datetime as _dt
 import os
 import threading
 import time
+from collections import deque
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
@@ -13,18 +14,20 @@ from typing import Any, Callable
 from ..capture.mysql import facts as mysql
 from ..capture.record import RecordOptions, record
 from ..capture.target import process as target
+from ..capture.target.hostload import run_queue
 from .. import outfile, signals
 from ..errors import Interrupted, PmuprofError, TargetError, UsageError
 from ..model import rundir
 from ..model.jsontypes import from_json
 from ..model.run import Trigger
+from ..model.watchpolls import BEFORE_POLLS, PollRow, WatchPolls, write_tsv
 from ..pipeline import materialize, report_profile
 from .fleet import Outcome, Publish, publish
-from .schedule import findings_exit_code
-from .schedule_io import disk_free
+from .schedule import age_text, findings_exit_code, is_pmuprof_run
+from .schedule_io import disk_free, prune
 from .triggers import (
-    DiskFloor, Fire, Poll, WatchPlan, captured, cpu_percent, done, initial_state, missing_status, of_max,
-    parse_proc_stat, skipped, status_line, step,
+    Condition, DiskFloor, Fire, Poll, WatchPlan, captured, cpu_percent, done, initial_state, missing_status,
+    of_max, parse_proc_stat, skipped, status_line, step, value,
 )
 
 Log = Callable[[str], None]
@@ -87,8 +90,10 @@ class Poller:
     def poll(self) -> Poll:
         now = time.time()
         cpu = self._cpu(now)
+        load1, running, blocked = run_queue()
+        host = {"load1": load1, "running": running, "blocked": blocked}
         if not self.need_sql:
-            return Poll(now, cpu=cpu)
+            return Poll(now, cpu=cpu, **host)
         conn = self._sql()
         try:
             status = self._status(conn)
@@ -96,7 +101,7 @@ class Poller:
         except Exception as err:  # noqa: BLE001 - a dropped connection is retried on the next poll
             self.close()
             raise TargetError(f"polling the server failed: {err}", "check that the server is up") from err
-        return Poll(now, status, states, commands, cpu)
+        return Poll(now, status, states, commands, cpu, **host)
 
     def close(self) -> None:
         if self.conn is not None:
@@ -105,6 +110,52 @@ class Poller:
             except Exception:  # noqa: BLE001
                 pass
             self.conn = None
+
+
+@dataclass(frozen=True)
+class Retention:
+    """How many of watch's own captures its base directory keeps: by count, age and total size (None: no
+    bound). The defaults bound an unattended watch (unlimited captures, one per cooldown at most): see
+    docs/usage.md."""
+
+    count: int | None = 20
+    age_s: float | None = 30 * 86400.0  # pt-stalk's --retention-time default
+    bytes: int | None = 2 * 2**30
+
+    @property
+    def off(self) -> bool:
+        return self.count is None and self.age_s is None and self.bytes is None
+
+    def text(self) -> str:
+        parts = [f"{self.count} captures" if self.count is not None else "",
+                 age_text(self.age_s) if self.age_s is not None else "",
+                 f"{self.bytes / 2**30:g} GiB" if self.bytes is not None else ""]
+        return "keeping at most " + ", ".join(p for p in parts if p) if not self.off else "no retention"
+
+
+def made_by_watch(run: Any) -> bool:
+    """A run.json that watch wrote: pmuprof's, with a trigger or the `watch` command line (a capture killed
+    before its trigger was added). Runs of other commands in the same directory are never pruned."""
+    if not is_pmuprof_run(run):
+        return False
+    command = run.get("command")
+    return run.get("trigger") is not None or (isinstance(command, list) and command[1:2] == ["watch"])
+
+
+def apply_retention(base: Path, keep: Retention, log: Log) -> None:
+    """Delete watch's oldest captures beyond ``keep`` (never the newest or one being written), one log
+    line each; a failure is logged and the watch goes on."""
+    if keep.off:
+        return
+    try:
+        done = prune(base, None if keep.age_s is None else keep.age_s / 86400, keep.bytes, keep_count=keep.count,
+                     owner=made_by_watch)
+    except (OSError, PmuprofError) as err:
+        log(f"retention skipped: {err}")
+        return
+    for deletion, foreign in done:
+        left = f"; kept foreign files {', '.join(foreign)}" if foreign else ""
+        log(f"retention: deleted {base / deletion.name} ({deletion.reason}, {deletion.size / 2**20:.1f} MiB){left}")
 
 
 @dataclass(frozen=True)
@@ -120,6 +171,7 @@ class WatchOptions:
     verbose: bool = False
     command: tuple[str, ...] = ()
     publish: Publish = Publish()  # textfile metrics and notify command after each capture
+    keep: Retention = Retention(None, None, None)  # the CLI passes its defaults; a library caller opts in
 
 
 class _DuringCapture(threading.Thread):
@@ -146,7 +198,17 @@ def _out_dir(base: Path, fire: Fire) -> Path:
     return path
 
 
-def capture_once(opts: WatchOptions, fire: Fire, poller: Poller, log: Log) -> tuple[Path, str]:
+def poll_table(conditions: tuple[Condition, ...], before: tuple[Poll, ...], during: tuple[Poll, ...]) -> WatchPolls:
+    """watch-polls.tsv's rows: the polls before the capture, then those during it."""
+    def row(poll: Poll, phase: str) -> PollRow:
+        return PollRow(poll.t, phase, poll.load1, poll.running, poll.blocked,
+                       None if poll.cpu is None else round(poll.cpu, 2), tuple(value(c, poll) for c in conditions))
+    return WatchPolls(tuple(c.text for c in conditions),
+                      tuple(row(p, "before") for p in before) + tuple(row(p, "during") for p in during))
+
+
+def capture_once(opts: WatchOptions, fire: Fire, poller: Poller, log: Log,
+                 before: tuple[Poll, ...] = ()) -> tuple[Path, str]:
     """Record + report into BASE/<time>-<trigger>/; returns (run dir, the signal that stopped it or "")."""
     out = _out_dir(opts.base_dir, fire)
     log(f"trigger {fire.condition.text} held for {fire.hits} polls: capture "
@@ -165,6 +227,7 @@ def capture_once(opts: WatchOptions, fire: Fire, poller: Poller, log: Log) -> tu
                "polls_during": [p.to_dict(opts.plan.conditions) for p in during.polls]}
     run = replace(rundir.read_run(out), trigger=from_json(Trigger, trigger))
     rundir.write_typed(out / rundir.RUN_JSON, run)
+    write_tsv(out / rundir.WATCH_POLLS, poll_table(opts.plan.conditions, before or fire.polls, tuple(during.polls)))
     try:
         result = report_profile(materialize(out, log=log), out)
         log(f"report: {result.paths['html']}")
@@ -212,13 +275,16 @@ def watch(opts: WatchOptions, log: Log, sleep: Callable[[float], None] = time.sl
     """Poll until max captures are taken or Ctrl-C; return the run directories written."""
     outfile.ensure_dir(opts.base_dir)
     plan, poller, runs = opts.plan, Poller(opts.pid, opts.plan, opts.mysql_options), []
-    state, stop = initial_state(plan), ""
+    state, stop, history = initial_state(plan), "", deque(maxlen=BEFORE_POLLS)
     log(f"watching pid {opts.pid} every {opts.interval_s:g} s for {' or '.join(c.text for c in plan.conditions)} "
         f"({plan.cycles} polls in a row); "
-        f"{'up to ' + str(plan.max_captures) if plan.max_captures else 'unlimited'} capture(s) into {opts.base_dir}")
+        f"{'up to ' + str(plan.max_captures) if plan.max_captures else 'unlimited'} capture(s) into {opts.base_dir}, "
+        f"{opts.keep.text()}")
+    apply_retention(opts.base_dir, opts.keep, log)
     try:
         poll = _first_poll(poller, plan)
         while True:
+            history.append(poll)
             state, fire = step(plan, state, poll)
             if opts.verbose:
                 log(status_line(plan, state, poll))
@@ -228,8 +294,10 @@ def watch(opts: WatchOptions, log: Log, sleep: Callable[[float], None] = time.sl
                     log(f"trigger {fire.condition.text} fired but capture skipped: {reason}")
                     state = skipped(plan, state, time.time())
                 else:
-                    path, stop = capture_once(opts, fire, poller, log)
+                    path, stop = capture_once(opts, fire, poller, log, tuple(history))
                     runs.append(path)
+                    history.clear()  # the next capture's lead-up starts here
+                    apply_retention(opts.base_dir, opts.keep, log)
                     state = captured(plan, state, time.time())
                     if stop:
                         break

@@ -15,7 +15,8 @@ import pytest
 from pmuprof.capture.mysql.facts import MysqlOptions
 from pmuprof.errors import Interrupted
 from pmuprof.workflows.watch import WatchOptions, watch
-from pmuprof.model.rundir import RUN_JSON, read_json
+from pmuprof.model.rundir import RUN_JSON, WATCH_POLLS, read_json
+from pmuprof.model.watchpolls import read_tsv
 from pmuprof.paths import perf_path
 from pmuprof.workflows.triggers import DiskFloor, WatchPlan, parse_condition
 from tests import mariadb as mdb
@@ -54,6 +55,11 @@ def test_cli_fires_once_under_load_and_cooldown_holds(mariadb: mdb.MariaDB, tmp_
     argv = [sys.executable, "-m", "pmuprof", "watch", "-p", str(mariadb.pid), "--trigger", CONDITION,
             "--cycles", "2", "--interval", "0.5s", "-d", "2", "--cooldown", "60", "--max-captures", "3",
             "--defaults-file", str(mariadb.defaults_file), "-o", str(base), "-v"]
+    olds = [base / f"2020010{d}-000000-killed" for d in (1, 2)]  # watch's, past 30 days: the first goes at start,
+    for day, old in enumerate(olds, start=1):                      # the second (the newest, kept) after the capture
+        old.mkdir(parents=True)
+        (old / RUN_JSON).write_text(f'{{"pmuprof_version": "0.9", "started": "2020-01-0{day}T00:00:00Z", '
+                                    f'"command": ["pmuprof", "watch"]}}')
     log = tmp_path / "watch.log"
     with open(log, "w") as out:
         env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
@@ -62,7 +68,7 @@ def test_cli_fires_once_under_load_and_cooldown_holds(mariadb: mdb.MariaDB, tmp_
     try:
         # idle polls first: the condition is false until the load connects
         _wait_for(lambda: log.read_text().count("(0/2)") >= 2, 20, "idle polls", log)
-        assert not _runs(base)
+        assert _runs(base) == olds[1:]
         load = mdb.SysbenchLoad(mariadb, seconds=300, test="oltp_read_only", threads=LOAD_THREADS)
         _wait_for(lambda: any("trigger" in (read_json(r / RUN_JSON) or {}) for r in _runs(base)), 120,
                   "the capture to finish", log)
@@ -87,6 +93,14 @@ def test_cli_fires_once_under_load_and_cooldown_holds(mariadb: mdb.MariaDB, tmp_
     assert min(before) < 6 <= before[-1] and before[-2] >= 6, before  # became true under load, 2 polls in a row
     assert trig["polls_during"] and min(_values(trig["polls_during"])) >= 6
     assert "1 capture(s)" in text
+    for old in olds:
+        assert f"retention: deleted {old} (older than 30 days" in text and not old.exists()
+    assert text.index(str(olds[1])) > text.index("report: ")  # deleted after the capture, not before it
+    table = read_tsv(runs[0] / WATCH_POLLS)  # the lead-up: idle polls, then the load's
+    lead = [r.values[0] for r in table.rows if r.phase == "before"]
+    assert min(lead[-2:]) >= 6 and (min(lead) < 6 or len(lead) == 60), lead  # bounded: 60 polls at most
+    assert all(r.load1 is not None and r.running is not None for r in table.rows)
+    assert [r.values[0] for r in table.rows if r.phase == "during"] == _values(trig["polls_during"])
 
 
 def _wait_connected(server: mdb.MariaDB, n: int, timeout: float = 120.0) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -18,6 +19,7 @@ from pmuprof.errors import UsageError
 from pmuprof.workflows import schedule_io
 from pmuprof.workflows.schedule import ScheduleSpec
 from pmuprof.workflows.schedule_units import CAPABILITIES, cron_text, fixed_offset, service_unit, timer_unit
+from pmuprof.workflows.watch_unit import WatchService, watch_unit
 
 HARDENING = ("Nice", "IOSchedulingClass", "CPUQuota", "MemoryMax", "OOMScoreAdjust", "StateDirectory",
              "ProtectSystem", "ProtectHome", "PrivateTmp", "NoNewPrivileges", "CapabilityBoundingSet", "UMask",
@@ -214,3 +216,78 @@ def test_capability_names_exist_on_this_kernel():
     for name, _ in CAPABILITIES:
         assert subprocess.run(["capsh", f"--supports={name.lower()}"], capture_output=True).returncode == 0, name
     assert subprocess.run(["capsh", "--supports=cap_perfmun"], capture_output=True).returncode != 0
+
+
+# ---- the watch service (`pmuprof watch --print-unit`)
+
+def _watch_unit(**kw) -> str:
+    base = dict(exe=("/usr/local/bin/pmuprof",), args=("-t", "state:Sending data>=5", "-o", "/var/lib/pmuprof-watch"),
+                directory="/var/lib/pmuprof-watch")
+    base.update(kw)
+    return watch_unit(WatchService(**base))
+
+
+def test_watch_unit_is_hardened_like_the_nightly_one_and_restarts_on_failure_only():
+    lines = _watch_unit().splitlines()
+    for key in HARDENING:
+        at = next(i for i, ln in enumerate(lines) if ln.startswith(key + "="))
+        assert lines[at - 1].startswith("#") or lines[at - 1].split("=")[0] in HARDENING, (key, lines[at - 1])
+    nightly = service_unit(_spec())
+    for key in set(HARDENING) - {"StateDirectory"}:  # the same values as the nightly unit's
+        assert next(ln for ln in lines if ln.startswith(key + "=")) in nightly.splitlines(), key
+    for want in ("Type=simple", "Restart=on-failure", "RestartSec=30", "RestartPreventExitStatus=2 7",
+                 "SuccessExitStatus=143", "StandardOutput=journal", "StandardError=journal", "WantedBy=multi-user.target"):
+        assert want in lines, want
+        assert lines[lines.index(want) - 1].startswith("#") or lines[lines.index(want) - 1].split("=")[0] in \
+            ("Type", "RestartSec", "Restart", "StandardOutput", "SuccessExitStatus", "TimeoutStopSec", "[Install]"), want
+    assert not any(ln.startswith(("PIDFile=", "Type=forking")) or ("--daemonize" in ln and not ln.startswith("#"))
+                   for ln in lines)
+    exec_line = next(ln for ln in lines if ln.startswith("ExecStart="))
+    assert shlex.split(exec_line[len("ExecStart="):].replace("%%", "%")) == [
+        "/usr/local/bin/pmuprof", "watch", "-t", "state:Sending data>=5", "-o", "/var/lib/pmuprof-watch"]
+
+
+def test_watch_unit_refuses_what_it_cannot_carry_safely():
+    for bad in ({"args": ("-t", "x>1", "--notify-timeout", "3'0")}, {"notify_cmd": '/bin/page "db"'},
+                {"args": ("--mysql-password", "secret")}, {"directory": "relative/dir"}):
+        with pytest.raises(UsageError):
+            _watch_unit(**bad)
+    unit = _watch_unit(directory="/srv/stalk", textfile="/var/lib/node/p.prom", notify_cmd="/bin/page --team db")
+    assert "ReadWritePaths=/srv/stalk" in unit and "ReadWritePaths=/var/lib/node" in unit
+    assert 'Environment="PMUPROF_NOTIFY_CMD=/bin/page --team db"' in unit
+
+
+@pytest.mark.skipif(shutil.which("systemd-analyze") is None,
+                    reason="systemd-analyze not installed (apt-get install systemd)")
+def test_systemd_analyze_verifies_the_watch_unit_and_rates_it_at_most_3(tmp_path):
+    unit = tmp_path / "pmuprof-watch.service"
+    unit.write_text(_watch_unit(exe=(shutil.which("sh"),), notify_cmd="/bin/true"))
+    proc = subprocess.run(["systemd-analyze", "verify", str(unit)], capture_output=True, text=True)
+    assert proc.returncode == 0 and "pmuprof-watch" not in proc.stderr, proc.stderr
+    assert _exposure(unit) <= MAX_EXPOSURE
+    loose = [ln for ln in unit.read_text().splitlines() if not ln.startswith(("Restrict", "Protect", "SystemCall"))]
+    unit.write_text("\n".join(loose) + "\n")
+    assert _exposure(unit) > MAX_EXPOSURE
+
+
+def test_print_unit_spells_every_watch_option_so_it_parses_back_the_same(tmp_path):
+    first = run_cli("watch", "-t", "state:Sending data>=5", "-t", "cpu>400", "--cycles", "3", "--interval", "500ms",
+                    "-d", "1m", "--cooldown", "10m", "--disk-free", "1G", "-F", "49", "--keep", "50", "--keep-for", "7d",
+                    "--keep-size", "5G", "-o", str(tmp_path / "stalk"), "--defaults-file", "my.cnf",
+                    "--notify-cmd", "/bin/echo --team db", "--print-unit")
+    assert first.returncode == 0, first.stderr
+    assert (tmp_path / "stalk").is_dir()  # outside /var/lib: ReadWritePaths= needs it to exist
+    exec_line = next(ln for ln in first.stdout.splitlines() if ln.startswith("ExecStart="))
+    argv = shlex.split(exec_line[len("ExecStart="):].replace("%%", "%"))
+    args = argv[argv.index("watch") + 1:]
+    assert args[:4] == ["-t", "state:Sending data>=5", "-t", "cpu>400"]
+    for pair in ("--interval 0.5", "-d 60", "--cooldown 600", "--keep 50", "--keep-for 604800",
+                 f"--keep-size {5 * 2**30}", f"--defaults-file {os.getcwd()}/my.cnf", f"-o {tmp_path}/stalk"):
+        assert pair in " ".join(args), pair
+    assert 'Environment="PMUPROF_NOTIFY_CMD=/bin/echo --team db"' in first.stdout
+    again = run_cli("watch", *args, "--notify-cmd", "/bin/echo --team db", "--print-unit")
+    assert again.returncode == 0 and again.stdout == first.stdout, again.stderr
+    default = run_cli("watch", "-t", "cpu>400", "--no-retention", "--print-unit")
+    assert "StateDirectory=pmuprof-watch" in default.stdout and "--no-retention" in default.stdout
+    refused = run_cli("watch", "-t", "cpu>400", "-p", str(os.getpid()), "--print-unit")
+    assert refused.returncode == 2 and "picks the running mysqld" in refused.stderr

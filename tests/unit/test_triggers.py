@@ -75,8 +75,9 @@ def test_parse_duration(text, expected):
 
 
 def test_parse_duration_rejects():
-    with pytest.raises(UsageError):
-        parse_duration("1d")
+    for bad in ("1w", "1 day", "d"):  # days are `7d` (retention ages); weeks are not a unit
+        with pytest.raises(UsageError):
+            parse_duration(bad)
 
 
 def test_disk_floor_bytes_and_percent():

@@ -62,6 +62,15 @@ def _cpu_ticks(proc: Path, pid: int) -> float | None:
     return float(fields[11]) + float(fields[12]) if len(fields) > 12 else None
 
 
+def run_queue(proc: Path = PROC) -> tuple[float | None, int | None, int | None]:
+    """(1-minute load average, procs_running, procs_blocked) now: two small /proc reads, for watch's polls."""
+    load = _read(proc / "loadavg").split()
+    stat = _stat(proc)
+    running, blocked = stat.get("procs_running"), stat.get("procs_blocked")
+    return (float(load[0]) if load else None, None if running is None else int(running),
+            None if blocked is None else int(blocked))
+
+
 class Snapshot:
     """One read of the counters, at ``t`` (monotonic seconds)."""
 
