@@ -102,8 +102,9 @@ def test_strip_shows_the_spike_and_the_state_tables(browser, strip_url):
     stats = next(r for r in state["rows"] if r["key"] == "statistics")
     # in the spike seconds those threads ran 180 index-dive samples and 40 ordinary ones a second
     assert stats["function"] == "btr_estimate_n_rows_in_range" and stats["function_share"] == pytest.approx(180 / 220)
-    assert "82 % of the samples of threads in `statistics` were in btr_estimate_n_rows_in_range" in \
-        browser.js("document.querySelector('#threads').textContent")
+    assert "82 % of the samples of threads in statistics were in btr_estimate_n_rows_in_range" in \
+        browser.js("document.querySelector('#threads').textContent")  # the Markdown backticks are gone ...
+    assert "<code>statistics</code>" in browser.js("document.querySelector('#threads').innerHTML")  # ... as <code>
 
 
 def test_dragging_over_seconds_redraws_flame_and_tables(browser, strip_url):
