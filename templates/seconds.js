@@ -103,7 +103,8 @@ function PmuSeconds(box, data, threads, flame) {
 /* A hash typed or pasted into the address bar, or back/forward: choose the seconds it names. */
 PmuSeconds.prototype.fromUrl = function () {
   var r = pmuHashRange(location.hash, this.d.n.length), cur = this.range;
-  if (r ? !cur || r[0] !== cur[0] || r[1] !== cur[1] : cur) r ? this.select(r[0], r[1], true) : this.select(null, null, true);
+  if (r && (!cur || r[0] !== cur[0] || r[1] !== cur[1])) this.select(r[0], r[1], true);
+  else if (!r && cur) this.select(null, null, true);
 };
 
 /* The chosen seconds into the URL hash (replacing this history entry: a drag is no page to go back to). */
@@ -120,13 +121,13 @@ PmuSeconds.prototype.clockNote = function () {
   el.textContent = (c.exact ? "Host time" : "About the host time") + " (" + pmuOffsetText(c.offset) + (c.zone ? ", " + c.zone : "") +
     "): second 1 starts at " + pmuClockText(c.t0, c.offset) + " on " + pmuDateText(c.t0, c.offset) +
     (c.exact ? "." : " (from the run's start time: no clock reference was recorded, so perf's first second may come a few seconds later).");
-  el.setAttribute("data-start", pmuClockText(c.t0, c.offset));
 };
 
 /* Tick labels under the canvas at the host's whole seconds. */
 PmuSeconds.prototype.drawAxis = function (w) {
   var axis = this.box.querySelector(".sec-axis"), c = this.d.clock;
-  if (!axis || !c) return;
+  if (!axis || !c || this.axisWidth === w) return;  /* drawn for this width already (draw runs on every drag move) */
+  this.axisWidth = w;
   axis.textContent = "";
   pmuTicks(c, this.d.n.length, w).forEach(function (t) {
     if (t.x > w - 56) return;  /* a label that would be cut at the right edge */
