@@ -124,7 +124,8 @@ PmuFlame.prototype.apply = function (next, how) {
   box.setAttribute("data-zoom", st.zoom.length ? st.zoom[st.zoom.length - 1] : "");
   this.hover = null; this.tip.style.display = "none";
   this.draw();
-  var h = pmuHashOf(st);
+  var h = pmuHashOf(st), other = pmuOtherParts(location.hash);  /* the seconds strip's part stays */
+  if (other) h = h ? h + other : "#" + other.slice(1);
   if (how !== "none" && h !== (location.hash.length > 1 ? location.hash : "")) {
     history[how === "push" ? "pushState" : "replaceState"](null, "", h || location.pathname + location.search);
   }

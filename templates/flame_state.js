@@ -40,6 +40,33 @@ function pmuHashOf(st) {
   return out;
 }
 
+/* The hash's key=value parts that are not the flame graph's (the seconds strip's "t=2-5"), as "&..." or "". */
+var PMU_FLAME_KEYS = ["view", "focus", "search", "zoom"];
+function pmuOtherParts(hash) {
+  return String(hash || "").replace(/^#/, "").split("&").filter(function (part) {
+    var eq = part.indexOf("=");
+    return eq > 0 && PMU_FLAME_KEYS.indexOf(part.slice(0, eq)) < 0;
+  }).map(function (part) { return "&" + part; }).join("");
+}
+
+/* ``hash`` with its part ``key`` set to ``value`` (left out when value is ""); the other key=value parts
+   stay, a plain anchor ("#seconds") does not. */
+function pmuHashWith(hash, key, value) {
+  var parts = String(hash || "").replace(/^#/, "").split("&").filter(function (part) {
+    var eq = part.indexOf("=");
+    return eq > 0 && part.slice(0, eq) !== key;
+  });
+  if (value) parts.push(key + "=" + value);
+  return parts.length ? "#" + parts.join("&") : "";
+}
+
+/* The value of ``key`` in the hash, or null. */
+function pmuHashValue(hash, key) {
+  var parts = String(hash || "").replace(/^#/, "").split("&");
+  for (var i = 0; i < parts.length; i++) if (parts[i].slice(0, key.length + 1) === key + "=") return parts[i].slice(key.length + 1);
+  return null;
+}
+
 function pmuEscapeRegex(s) {
   return s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 }

@@ -1,7 +1,51 @@
 /* pmuprof report: the per-second strip. Samples per second (the top finding's part in orange); dragging
    across it (or clicking one second) redraws the flame graph and the thread/state/statement tables for
-   those seconds alone, from the (tree row, second) cells embedded in the report (FlameScope's idea). */
+   those seconds alone, from the (tree row, second) cells embedded in the report (FlameScope's idea).
+   Under it, the capture host's wall clock (to line the strip up with Grafana / PMM); the chosen seconds
+   are kept in the URL hash as "t=FIRST-LAST" (1-based, as the note says), so a link opens them again. */
 "use strict";
+var PMU_TICK_STEPS = [1, 5, 10, 30, 60, 300, 600, 1800, 3600];
+var PMU_TICK_PX = 72;  /* the least room between two labels ("HH:MM:SS" is ~55 px) */
+
+function pmuTwo(v) { return (v < 10 ? "0" : "") + v; }
+
+/* HH:MM:SS of epoch seconds at a UTC offset (seconds): the capture host's clock, whatever the viewer's zone. */
+function pmuClockText(epoch, offset) {
+  var d = new Date(Math.floor(epoch + offset) * 1000);
+  return pmuTwo(d.getUTCHours()) + ":" + pmuTwo(d.getUTCMinutes()) + ":" + pmuTwo(d.getUTCSeconds());
+}
+
+function pmuDateText(epoch, offset) {
+  var d = new Date(Math.floor(epoch + offset) * 1000);
+  return d.getUTCFullYear() + "-" + pmuTwo(d.getUTCMonth() + 1) + "-" + pmuTwo(d.getUTCDate());
+}
+
+function pmuOffsetText(offset) {
+  var a = Math.abs(offset);
+  return "UTC" + (offset < 0 ? "\u2212" : "+") + pmuTwo(Math.floor(a / 3600)) + ":" + pmuTwo(Math.floor(a % 3600 / 60));
+}
+
+/* Ticks on whole local seconds, every 1/5/10/30/60 s (or minutes on a long capture), as far apart as labels
+   need: [{x: pixels from the strip's left edge, text: "HH:MM:SS"}]. */
+function pmuTicks(clock, n, width) {
+  var bw = width / n, step = PMU_TICK_STEPS[PMU_TICK_STEPS.length - 1];
+  for (var k = 0; k < PMU_TICK_STEPS.length; k++) if (PMU_TICK_STEPS[k] * bw >= PMU_TICK_PX) { step = PMU_TICK_STEPS[k]; break; }
+  var local0 = clock.t0 + clock.offset, out = [];
+  for (var t = Math.ceil(local0 / step) * step; t <= local0 + n; t += step) {
+    out.push({ x: (t - local0) * bw, text: pmuClockText(t - clock.offset, clock.offset) });
+  }
+  return out;
+}
+
+/* Seconds [a, b] (0-based offsets) a hash asks for with "t=A-B" or "t=A" (1-based), clamped; or null. */
+function pmuHashRange(hash, n) {
+  var m = /^(\d{1,7})(?:-(\d{1,7}))?$/.exec(pmuHashValue(hash, "t") || "");
+  if (!m) return null;
+  var a = +m[1], b = m[2] ? +m[2] : a;
+  if (a > b) { var c = a; a = b; b = c; }
+  if (b < 1 || a > n) return null;
+  return [Math.max(a, 1) - 1, Math.min(b, n) - 1];
+}
 
 /* The report's flame tree with only the cells of seconds [a, b] (offsets from data.first) as values. */
 function pmuRangeFlame(p, cells, a, b) {
@@ -49,8 +93,51 @@ function PmuSeconds(box, data, threads, flame) {
   });
   box.querySelector(".sec-all").addEventListener("click", function () { self.select(null); });
   window.addEventListener("resize", function () { self.draw(); });
-  this.select(null);
+  window.addEventListener("hashchange", function () { self.fromUrl(); });
+  window.addEventListener("popstate", function () { self.fromUrl(); });
+  this.clockNote();
+  var first = pmuHashRange(location.hash, data.n.length);
+  if (first) { this.select(first[0], first[1], true); box.scrollIntoView(); } else this.select(null, null, true);
 }
+
+/* A hash typed or pasted into the address bar, or back/forward: choose the seconds it names. */
+PmuSeconds.prototype.fromUrl = function () {
+  var r = pmuHashRange(location.hash, this.d.n.length), cur = this.range;
+  if (r && (!cur || r[0] !== cur[0] || r[1] !== cur[1])) this.select(r[0], r[1], true);
+  else if (!r && cur) this.select(null, null, true);
+};
+
+/* The chosen seconds into the URL hash (replacing this history entry: a drag is no page to go back to). */
+PmuSeconds.prototype.toUrl = function () {
+  var r = this.range, h = pmuHashWith(location.hash, "t", r ? (r[0] + 1) + "-" + (r[1] + 1) : "");
+  if (h !== (location.hash.length > 1 ? location.hash : "")) history.replaceState(null, "", h || location.pathname + location.search);
+};
+
+/* The wall-clock caption: the host's time of the strip's first second, its UTC offset and zone. */
+PmuSeconds.prototype.clockNote = function () {
+  var c = this.d.clock, el = this.box.querySelector(".sec-clock");
+  if (!el) return;
+  if (!c) { el.textContent = "No wall-clock time in this input: seconds are counted from the first sample."; return; }
+  el.textContent = (c.exact ? "Host time" : "About the host time") + " (" + pmuOffsetText(c.offset) + (c.zone ? ", " + c.zone : "") +
+    "): second 1 starts at " + pmuClockText(c.t0, c.offset) + " on " + pmuDateText(c.t0, c.offset) +
+    (c.exact ? "." : " (from the run's start time: no clock reference was recorded, so perf's first second may come a few seconds later).");
+};
+
+/* Tick labels under the canvas at the host's whole seconds. */
+PmuSeconds.prototype.drawAxis = function (w) {
+  var axis = this.box.querySelector(".sec-axis"), c = this.d.clock;
+  if (!axis || !c || this.axisWidth === w) return;  /* drawn for this width already (draw runs on every drag move) */
+  this.axisWidth = w;
+  axis.textContent = "";
+  pmuTicks(c, this.d.n.length, w).forEach(function (t) {
+    if (t.x > w - 56) return;  /* a label that would be cut at the right edge */
+    var span = document.createElement("span");
+    span.className = "sec-tick";
+    span.style.left = t.x.toFixed(1) + "px";
+    span.textContent = t.text;
+    axis.appendChild(span);
+  });
+};
 
 PmuSeconds.prototype.secAt = function (e) {
   var r = this.canvas.getBoundingClientRect(), n = this.d.n.length;
@@ -58,8 +145,9 @@ PmuSeconds.prototype.secAt = function (e) {
 };
 
 PmuSeconds.prototype.showTip = function (e, s) {
-  var n = this.d.n[s], top = this.d.top ? this.d.top[s] : null;
-  this.tip.textContent = "second " + (s + 1) + " of " + this.d.n.length + ": " + n + " samples" +
+  var n = this.d.n[s], top = this.d.top ? this.d.top[s] : null, c = this.d.clock;
+  this.tip.textContent = "second " + (s + 1) + " of " + this.d.n.length +
+    (c ? " (" + pmuClockText(c.t0 + s, c.offset) + ")" : "") + ": " + n + " samples" +
     (top !== null ? ", top finding " + pmuPct(top, n) : "");
   this.tip.style.display = "block";
   this.tip.style.left = (e.offsetX + 12) + "px";
@@ -70,6 +158,7 @@ PmuSeconds.prototype.draw = function () {
   c.width = w;
   var max = Math.max.apply(null, d.n.concat([1])), bw = w / n, sel = this.drag || this.range;
   ctx.clearRect(0, 0, w, h);
+  this.drawAxis(w);
   if (sel) {
     ctx.fillStyle = "rgba(80,140,220,0.18)";
     var a = Math.min(sel[0], sel[1]), b = Math.max(sel[0], sel[1]);
@@ -84,8 +173,8 @@ PmuSeconds.prototype.draw = function () {
   }
 };
 
-/* Show seconds [a, b] (offsets), or all of them (a === null). */
-PmuSeconds.prototype.select = function (a, b) {
+/* Show seconds [a, b] (offsets), or all of them (a === null); fromUrl: the hash named them, leave it be. */
+PmuSeconds.prototype.select = function (a, b, fromUrl) {
   var d = this.d, n = d.n.length, all = a === null;
   if (all) { a = 0; b = n - 1; }
   this.range = all ? null : [a, b];
@@ -99,6 +188,7 @@ PmuSeconds.prototype.select = function (a, b) {
   this.tables(all ? null : [a + d.first, b + d.first]);
   this.topTable();
   this.draw();
+  if (!fromUrl) this.toUrl();
 };
 
 /* The tables' samples and shares for the chosen seconds (absolute), or as written (null). */

@@ -8,6 +8,7 @@ import shutil
 import signal
 import sys
 import threading
+import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
@@ -17,7 +18,7 @@ from ..errors import PerfError, PmuprofError, ResourceError, UsageError
 from ..model import rundir
 from ..model.counters import CounterValue, Counters, event_name
 from ..model.jsontypes import from_json
-from ..model.run import FeatureOff, Host, Pause, Record, Run, Stat, Target
+from ..model.run import Clock, FeatureOff, Host, Pause, Record, Run, Stat, Target
 from ..model.server import ServerFacts
 from ..packages import apt_install
 from ..paths import perf_path
@@ -143,7 +144,7 @@ def record(opts: RecordOptions, progress: Progress | None = None,
     run = _started_run(opts)
     rundir.write_typed(opts.out_dir / rundir.RUN_JSON, run)  # from now on a run directory, reportable and pruned
     pmu_events, pmu_notes = _pmu_event_set(host_facts)
-    run = _initial_run(opts, targets, host_facts, pmu_events, pmu_notes, run.started)
+    run = replace(_initial_run(opts, targets, host_facts, pmu_events, pmu_notes, run.started), clock=run.clock)
     rundir.write_typed(opts.out_dir / rundir.RUN_JSON, run)
     diskroom.hold(opts.out_dir)
     off = offcpu.plan(opts.out_dir, pids, {t.pid: t.label for t in targets}, opts.duration, opts.off_cpu)
@@ -194,12 +195,22 @@ def _record_asked(opts: RecordOptions) -> Record:
                   per_thread_roots=opts.per_thread_roots)
 
 
+def read_clock() -> Clock:
+    """CLOCK_MONOTONIC (perf's sample clock here, tools/perf/argv.SAMPLE_CLOCK) and the epoch read back to
+    back, with the local UTC offset: what maps a sample's second to the host's wall clock."""
+    mono, epoch = time.monotonic(), time.time()
+    local = time.localtime(epoch)
+    return Clock(monotonic_s=round(mono, 6), epoch_s=round(epoch, 6), utc_offset_s=local.tm_gmtoff,
+                 zone=local.tm_zone or "")
+
+
 def _started_run(opts: RecordOptions) -> Run:
     """The first run.json, written before anything slow: what was asked and when."""
+    clock = read_clock()
     return Run(pmuprof_version=__version__, command=tuple(opts.command),
-               started=_dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+               started=_dt.datetime.fromtimestamp(int(clock.epoch_s), _dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
                duration_requested_s=opts.duration, mode=opts.mode,
-               record=_record_asked(opts))
+               record=_record_asked(opts), clock=clock)
 
 
 def _initial_run(opts: RecordOptions, targets: tuple[Target, ...], host_facts: dict,

@@ -22,24 +22,27 @@ EPILOG = """\b
 Examples:
   pmuprof export run/ --format pprof -o mysqld.pb.gz     # then: pprof -top mysqld.pb.gz
   pmuprof export run/ --format speedscope -o prof.json   # open in speedscope (offline app works too)
-  pmuprof export perf.data --format folded -o out.folded # flamegraph.pl / inferno / Pyroscope input
-  pmuprof export run/ -f folded --no-headers -o - | curl --data-binary @- "$PYROSCOPE/ingest?name=mysqld&format=folded"  # push to Pyroscope
+  pmuprof export perf.data --format folded -o out.folded # flamegraph.pl / difffolded.pl / inferno / Pyroscope input
+  pmuprof export run/ -f folded -o - | curl --data-binary @- "$PYROSCOPE/ingest?name=mysqld&format=folded"  # push to Pyroscope
+  pmuprof export perf.data -f folded --headers -o a.folded  # keep the context lines, for pmuprof report/diff later
 """
 
 
 @click.command("export", epilog=EPILOG)
 @click.argument("input_path", metavar="INPUT", type=InputPath())
 @click.option("-f", "--format", "fmt", type=click.Choice(["folded", "pprof", "speedscope"]), required=True,
-              help="folded: FlameGraph text with # headers; pprof: gzipped profile.proto; speedscope: its JSON.")
+              help="folded: FlameGraph stack lines; pprof: gzipped profile.proto; speedscope: its JSON.")
 @click.option("-o", "--output", "out_file", type=click.Path(dir_okay=False, allow_dash=True), required=True,
               help="File to write ('-' for stdout).")
-@click.option("--no-headers", is_flag=True, help="folded: stack lines only, no '# key: value' context lines.")
+@click.option("--headers/--no-headers", default=False,
+              help="folded: begin with pmuprof's '# key: value' context lines (event, frequency, samples), which "
+                   "pmuprof reads back but difffolded.pl and inferno warn about. Default: stack lines only.")
 @click.option("--per-thread/--per-process", default=None,
               help="A thread frame under each process (speedscope: one profile per thread). Default: per thread "
                    "for speedscope when the input has thread ids (perf.data, perf script, a run directory's "
                    "samples.tsv), else per process.")
 @common.input_options
-def export_cmd(input_path: str, fmt: str, out_file: str, no_headers: bool, per_thread: bool | None, **inputs) -> None:
+def export_cmd(input_path: str, fmt: str, out_file: str, headers: bool, per_thread: bool | None, **inputs) -> None:
     """Export INPUT (run directory, perf.data, perf script text or folded file) in another format.
 
     The same input always gives the same bytes. pprof and speedscope carry CPU time (samples x 1e9/F ns)
@@ -62,10 +65,10 @@ def export_cmd(input_path: str, fmt: str, out_file: str, no_headers: bool, per_t
     biases = load_biases(profile.analysis.binaries, [m for t in profile.run.targets for m in t.maps]) \
         if fmt == "pprof" else {}
     if out_file == "-":
-        sys.stdout.buffer.write(export_bytes(profile, fmt, not no_headers, biases, per_thread))
+        sys.stdout.buffer.write(export_bytes(profile, fmt, headers, biases, per_thread))
         sys.stdout.buffer.flush()
         return
-    path = export_profile(profile, fmt, Path(out_file), not no_headers, biases, per_thread)
+    path = export_profile(profile, fmt, Path(out_file), headers, biases, per_thread)
     click.echo(f"pmuprof: export: {path} ({fmt}, {profile.total} samples)", err=True)
 
 

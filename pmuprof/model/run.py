@@ -236,6 +236,18 @@ class KeptBinaries:
 
 
 @dataclass(frozen=True)
+class Clock:
+    """The capture host's clocks read together once: CLOCK_MONOTONIC (perf's sample clock, so a sample's
+    second maps to wall time: epoch_s + (t - monotonic_s)), the epoch, and the local UTC offset and zone
+    name then (the time Grafana / PMM dashboards of that host show)."""
+
+    monotonic_s: float
+    epoch_s: float
+    utc_offset_s: int = 0
+    zone: str = ""
+
+
+@dataclass(frozen=True)
 class Run:
     """run.json. A bare perf.data / text / folded input gets a Run with what its header tells."""
 
@@ -261,6 +273,7 @@ class Run:
     host_load: HostLoad | None = None  # how busy the host was while perf recorded (None: not a capture)
     kernel_symbols: KernelSymbols | None = None  # None: a run from before they were kept, or not a capture
     kept_binaries: KeptBinaries | None = None  # None: a run from before they were kept, or not a capture
+    clock: Clock | None = None  # None: a run from before it was kept, or not a capture
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "command", redact_command(self.command))  # written and read back redacted

@@ -37,12 +37,13 @@ def export_headers(profile: Profile) -> dict[str, Any]:
     return headers
 
 
-def export_bytes(profile: Profile, fmt: str, headers: bool = True, biases: Mapping[str, int] | None = None,
+def export_bytes(profile: Profile, fmt: str, headers: bool = False, biases: Mapping[str, int] | None = None,
                  per_thread: bool = False) -> bytes:
     """The exported file's bytes; the same profile gives the same bytes in every format.
 
-    ``headers=False`` leaves the ``# key: value`` lines out of folded output, for
-    consumers that accept stack lines only. ``biases`` (binary path → load bias) give pprof
+    Folded output is stack lines only, what every folded consumer parses (difffolded.pl and
+    inferno-diff-folded warn on, and miscount, any other line); ``headers=True`` puts the
+    ``# key: value`` context lines first, for a file that goes back into pmuprof. ``biases`` (binary path → load bias) give pprof
     the addresses unnamed functions ran at; ``per_thread``: the stacks carry a thread frame
     under each process root, and speedscope gets one profile per thread.
     """
@@ -57,7 +58,7 @@ def export_bytes(profile: Profile, fmt: str, headers: bool = True, biases: Mappi
     raise UsageError(f"unknown export format {fmt!r}", f"use one of: {', '.join(FORMATS)}")
 
 
-def export_profile(profile: Profile, fmt: str, path: Path, headers: bool = True,
+def export_profile(profile: Profile, fmt: str, path: Path, headers: bool = False,
                    biases: Mapping[str, int] | None = None, per_thread: bool = False) -> Path:
     """Write the profile to ``path`` in ``fmt`` through outfile (a partial file never has the final name;
     a device or FIFO is written in place; a symlink is refused)."""

@@ -6,11 +6,12 @@ import functools
 import json
 import math
 import os
+import re
 from pathlib import Path
 from typing import Any, Mapping
 
 import jinja2
-from markupsafe import Markup
+from markupsafe import Markup, escape
 
 from .. import __version__, outfile
 from . import bidi
@@ -57,6 +58,24 @@ def _num(value: Any) -> str:
     if isinstance(value, float) and not value.is_integer():
         return f"{value:,.2f}"
     return f"{int(value):,}"
+
+
+_CODE_SPAN = re.compile(r"`([^`\n]+)`")
+
+
+def code_spans(text: Any) -> Markup:
+    """A sentence written with Markdown `code` spans, as HTML: escaped first, then each pair of backticks
+    around a non-empty span becomes <code>; an unpaired backtick stays as text. The text is untrusted
+    (symbol names, processlist states): escaping comes before any markup is added."""
+    return Markup(_CODE_SPAN.sub(r"<code>\1</code>", str(escape(text))))
+
+
+def soft_breaks(text: Any) -> Markup:
+    """A name or value as HTML that may wrap after its commas, semicolons, colons and underscores
+    (``a,b,c`` lists and ``innodb_*`` names have no space to wrap at) rather than between any two letters:
+    each piece escaped on its own (an entity's ';' is no separator), joined with a <wbr>."""
+    pieces = re.split(r"(?<=[,;:_])(?=\S)", str(text))
+    return Markup("<wbr>").join(escape(piece) for piece in pieces)
 
 
 def _safe_url(url: Any) -> str:
@@ -113,6 +132,8 @@ def environment(directory: str = "") -> jinja2.Environment:
     env.filters["pct"] = _pct
     env.filters["num"] = _num
     env.filters["safe_url"] = _safe_url
+    env.filters["code_spans"] = code_spans
+    env.filters["soft_breaks"] = soft_breaks
     env.filters["embed_json"] = embed_json
     env.filters["compact"] = dumps
     env.globals["version"] = __version__

@@ -4,6 +4,7 @@ flame graph's samples per (tree row, second), so choosing seconds redraws the gr
 
 from __future__ import annotations
 
+import datetime as _dt
 from typing import Any
 
 import numpy as np
@@ -11,6 +12,7 @@ import numpy as np
 from ..findings.diagnosis import Diagnosis
 from ..findings.model import Finding
 from ..model.profile import Profile, process_rows
+from ..model.run import Run
 from ..model.samples import BLOCK
 
 MAX_SECONDS = 4 * 3600  # a longer span (clock jumps, merged inputs) gets no strip
@@ -26,6 +28,26 @@ def _top(diagnosis: Diagnosis) -> Finding | None:
     if top is not None and marked(top):
         return top
     return min((f for f in diagnosis.causes if marked(f)), key=Finding.sort_key, default=None)
+
+
+def wall_clock(run: Run, first: int) -> dict[str, Any] | None:
+    """Where the strip's second 0 (perf clock second ``first``) starts on the capture host's wall clock:
+    ``t0`` epoch seconds, the host's UTC offset and zone. Exact from run.json's clock (CLOCK_MONOTONIC and
+    the epoch read together); without one, ``t0`` is run.json's start time, shown in UTC and marked
+    approximate (perf starts a few seconds after it); None when neither is known."""
+    if run.clock is not None:
+        c = run.clock
+        return {"t0": round(c.epoch_s + (first - c.monotonic_s), 3), "offset": c.utc_offset_s, "zone": c.zone,
+                "exact": True}
+    try:
+        started = _dt.datetime.fromisoformat(run.started.replace("Z", "+00:00")) if run.started else None
+    except ValueError:
+        started = None
+    if started is None:
+        return None
+    offset = started.utcoffset()
+    return {"t0": started.timestamp(), "offset": int(offset.total_seconds()) if offset is not None else 0,
+            "zone": "", "exact": False}
 
 
 def strip(profile: Profile, diagnosis: Diagnosis, tree_rows: np.ndarray) -> dict[str, Any] | None:
@@ -60,6 +82,6 @@ def strip(profile: Profile, diagnosis: Diagnosis, tree_rows: np.ndarray) -> dict
     cells = None
     if len(tree_rows) == len(profile.stacks):
         cells = s.cells(lambda lo, hi: tree_rows[s.rows[lo:hi]], first, width, MAX_CELLS)
-    return {"first": first, "n": per_sec.tolist(), "untimed": untimed,
+    return {"first": first, "n": per_sec.tolist(), "untimed": untimed, "clock": wall_clock(profile.run, first),
             "top": top_sec.tolist() if top is not None else None, "top_title": top.title if top is not None else "",
             "cells": {"node": cells[0].tolist(), "sec": cells[1].tolist(), "n": cells[2].tolist()} if cells else None}

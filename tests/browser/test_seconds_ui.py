@@ -1,15 +1,18 @@
 """The per-second strip driven with the mouse: dragging over seconds redraws the flame graph and the
-thread/state/statement tables for those seconds only; "All seconds" brings the whole capture back."""
+thread/state/statement tables for those seconds only; "All seconds" brings the whole capture back. The
+host's wall clock under it; the chosen seconds in the URL hash, and a link with them opens them."""
 
 from __future__ import annotations
 
 import json
+from datetime import datetime, timezone
 
 import pytest
 from cdp import Browser
 
 from pmuprof.model import rundir
 from pmuprof.model.profile import Profile
+from pmuprof.model.run import Clock, Run
 from pmuprof.model.samples import from_keyed
 from pmuprof.model.stacks import Stacks
 from pmuprof.findings.diagnosis import Diagnosis
@@ -46,17 +49,31 @@ def _processlist() -> str:
     return "\n".join(lines) + "\n"
 
 
-@pytest.fixture(scope="module")
-def strip_url(tmp_path_factory: pytest.TempPathFactory) -> str:
-    directory = tmp_path_factory.mktemp("seconds")
+# The capture host's clocks read together: perf second BASE - 0.5 was 15:03:07 UTC, 16:03:07 in CET, so
+# the strip's first second starts at 16:03:07.5 host time and the first whole-second tick is half a bar in.
+EPOCH = datetime(2026, 11, 28, 15, 3, 7, tzinfo=timezone.utc).timestamp()
+CLOCK = Clock(monotonic_s=BASE - 0.5, epoch_s=EPOCH, utc_offset_s=3600, zone="CET")
+
+
+def _strip(directory, run: Run | None = None) -> str:
     keyed = _keyed()
     totals: dict = {}
     for (stack, _, _), n in keyed.items():
         totals[stack] = totals.get(stack, 0) + n
     stacks = Stacks.of(totals)
     (directory / rundir.PROCESSLIST).write_text(_processlist())
-    profile = threads.attach(Profile(stacks, source=str(directory), samples=from_keyed(stacks, keyed)))
+    profile = threads.attach(Profile(stacks, run or Run(), source=str(directory), samples=from_keyed(stacks, keyed)))
     return write_outputs(profile, Diagnosis(), directory)["html"].as_uri()
+
+
+@pytest.fixture(scope="module")
+def strip_url(tmp_path_factory: pytest.TempPathFactory) -> str:
+    return _strip(tmp_path_factory.mktemp("seconds"))
+
+
+@pytest.fixture(scope="module")
+def clock_url(tmp_path_factory: pytest.TempPathFactory) -> str:
+    return _strip(tmp_path_factory.mktemp("clock"), Run(started="2026-11-28T15:03:05Z", clock=CLOCK))
 
 
 STRIP = "document.getElementById('sec-strip')"
@@ -102,8 +119,9 @@ def test_strip_shows_the_spike_and_the_state_tables(browser, strip_url):
     stats = next(r for r in state["rows"] if r["key"] == "statistics")
     # in the spike seconds those threads ran 180 index-dive samples and 40 ordinary ones a second
     assert stats["function"] == "btr_estimate_n_rows_in_range" and stats["function_share"] == pytest.approx(180 / 220)
-    assert "82 % of the samples of threads in `statistics` were in btr_estimate_n_rows_in_range" in \
-        browser.js("document.querySelector('#threads').textContent")
+    assert "82 % of the samples of threads in statistics were in btr_estimate_n_rows_in_range" in \
+        browser.js("document.querySelector('#threads').textContent")  # the Markdown backticks are gone ...
+    assert "<code>statistics</code>" in browser.js("document.querySelector('#threads').innerHTML")  # ... as <code>
 
 
 def test_dragging_over_seconds_redraws_flame_and_tables(browser, strip_url):
@@ -141,3 +159,65 @@ def test_one_click_selects_one_second_and_the_view_survives(browser, strip_url):
     assert browser.js("document.getElementById('flame').getAttribute('data-total')") == "225"
     assert cell(browser, "thread", "101 (connection 7, app)", "sec-n") == "110"
     assert cell(browser, "thread", "300", "sec-n") == "5"  # a background thread: no connection
+
+
+def test_axis_shows_the_host_wall_clock(browser, clock_url):
+    load(browser, clock_url)
+    note = browser.js(f"{STRIP}.querySelector('.sec-clock').textContent")
+    assert "second 1 starts at 16:03:07 on 2026-11-28" in note and "UTC+01:00, CET" in note
+    assert note.startswith("Host time")  # exact: from the recorded clock pair, not the start time
+    ticks = browser.js(f"Array.from({STRIP}.querySelectorAll('.sec-axis .sec-tick')).map(t => "
+                       "[t.textContent, t.getBoundingClientRect().left])")
+    left, width = browser.js(f"(() => {{ const r = {STRIP}.querySelector('canvas').getBoundingClientRect();"
+                             " return [r.left, r.width]; })()")
+    # every second on a 10 s strip (16:03:17, 9.5 bars in, is left out where its label would be cut)
+    assert [t for t, _ in ticks][:9] == [f"16:03:{s:02d}" for s in range(8, 17)] and len(ticks) in (9, 10)
+    assert ticks[0][1] - left == pytest.approx(0.5 * width / 10, abs=1.5)  # 16:03:08 is half a bar in
+    assert ticks[5][1] - left == pytest.approx(5.5 * width / 10, abs=1.5)
+    browser.mouse("mouseMoved", *second_x(browser, 3))
+    assert "(16:03:10)" in browser.js(f"{STRIP}.querySelector('.sec-tip').textContent")
+
+
+def test_ticks_space_out_on_long_captures(browser, clock_url):
+    load(browser, clock_url)
+    # a 10-minute capture on 1000 px: 30 s would put labels 50 px apart, so every minute, on the minute
+    ticks = browser.js("pmuTicks({t0: 1795878187.5, offset: 3600}, 600, 1000)")
+    assert len(ticks) == 10 and all(t["text"].endswith(":00") for t in ticks)
+    assert [t["text"] for t in browser.js("pmuTicks({t0: 1795878187.5, offset: 3600}, 60, 1000)")][:3] == \
+        ["16:03:10", "16:03:15", "16:03:20"]  # a minute: every 5 s
+    assert browser.js("pmuTicks({t0: 1795878187.5, offset: -16200}, 4, 1000)")[0]["text"] == "10:33:08"  # UTC-04:30
+
+
+def test_choosing_seconds_puts_them_in_the_url(browser, clock_url):
+    load(browser, clock_url)
+    drag(browser, 2, 4)
+    browser.wait(f"{STRIP}.getAttribute('data-range') === '3-5'")
+    assert browser.js("location.hash") == "#t=3-5"
+    browser.click_selector("#flame button[data-view=inverted]")  # the flame graph's state joins it ...
+    browser.wait("document.getElementById('flame').getAttribute('data-view') === 'inverted'")
+    assert browser.js("location.hash") == "#view=inverted&t=3-5"
+    drag(browser, 6, 6)  # ... and stays when the seconds change
+    browser.wait(f"{STRIP}.getAttribute('data-range') === '7-7'")
+    assert browser.js("location.hash") == "#view=inverted&t=7-7"
+    browser.click_selector("#sec-strip button.sec-all")
+    browser.wait(f"{STRIP}.getAttribute('data-range') === ''")
+    assert browser.js("location.hash") == "#view=inverted"
+    assert browser.problems() == []
+
+
+def test_a_link_with_seconds_opens_them(browser, clock_url):
+    load(browser, clock_url + "#t=5-7")
+    assert browser.js(f"{STRIP}.getAttribute('data-range')") == "5-7"
+    assert browser.js("document.getElementById('flame').getAttribute('data-total')") == str(3 * 225)
+    assert cell(browser, "state", "statistics", "sec-n") == "660"
+    load(browser, clock_url + "#view=inverted&t=2-3")  # with the flame graph's view: both come back
+    assert browser.js(f"{STRIP}.getAttribute('data-range')") == "2-3"
+    assert browser.js("document.getElementById('flame').getAttribute('data-view')") == "inverted"
+    assert browser.js("document.getElementById('flame').getAttribute('data-total')") == "90"
+    browser.js("location.hash = '#t=9'")  # typed into the address bar: one second
+    browser.wait(f"{STRIP}.getAttribute('data-range') === '9-9'")
+    for bad in ("#t=abc", "#t=0-0", "#t=11-40", "#t=%3Cscript%3E"):  # nothing chosen, nothing thrown
+        load(browser, clock_url + bad)
+        assert browser.js(f"{STRIP}.getAttribute('data-range')") == ""
+    load(browser, clock_url + "#t=8-40")  # past the end: up to the last second
+    assert browser.js(f"{STRIP}.getAttribute('data-range')") == "8-10"

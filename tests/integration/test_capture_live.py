@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import re
 import signal
 import subprocess
 import sys
 import time
+from datetime import datetime
 
 import pytest
 
@@ -41,6 +43,22 @@ def test_capture_writes_the_run_directory_contract(run_dir, busy):
     assert "pmuprof-busy;" in stacks and "hot_leaf" in stacks
     html = (run_dir / "report.html").read_text()
     assert "hot_leaf" in html and "<script src=" not in html and "<link " not in html
+
+
+def test_seconds_strip_is_on_the_host_wall_clock(run_dir):
+    """run.json's clock pair puts perf's sample seconds on the wall clock: the strip's first second (a whole
+    second of perf's clock, so up to 1 s before the first sample) starts after the pair was read, before perf
+    started, and the strip ends about when the capture did."""
+    run = json.loads((run_dir / "run.json").read_text())
+    assert set(run["clock"]) == {"monotonic_s", "epoch_s", "utc_offset_s", "zone"}
+    assert run["clock"]["utc_offset_s"] == time.localtime(run["clock"]["epoch_s"]).tm_gmtoff
+    html = (run_dir / "report.html").read_text()
+    data = json.loads(re.search(r'<script type="application/json" id="pmuprof-data">(.*?)</script>', html, re.S)[1])
+    clock, started = data["seconds"]["clock"], datetime.fromisoformat(run["started"].replace("Z", "+00:00"))
+    assert clock["exact"] is True
+    assert -1 < clock["t0"] - run["clock"]["epoch_s"] < 30  # perf's start-up on a busy host
+    assert int(run["clock"]["epoch_s"]) == started.timestamp()  # `started` is the same instant, in whole seconds
+    assert abs(clock["t0"] + len(data["seconds"]["n"]) - (started.timestamp() + run["duration_s"])) < 30
 
 
 def test_same_report_from_rundir_perf_data_and_script_text(run_dir, tmp_path):

@@ -87,14 +87,15 @@ def test_pprof_round_trip_in_python():
     assert export_bytes(prof, "pprof") == data  # byte-stable (gzip mtime 0)
 
 
-def test_folded_round_trip_with_headers():
+def test_folded_round_trip_with_and_without_headers():
     prof = profile()
-    text = export_bytes(prof, "folded").decode()
+    text = export_bytes(prof, "folded", headers=True).decode()
     stacks, headers = parse_folded(text.splitlines())
     assert stacks == dict(prof.stacks)
     assert headers["event_recorded"] == "cpu-clock" and headers["samples"] == str(prof.total)
-    bare = export_bytes(prof, "folded", headers=False).decode()
+    bare = export_bytes(prof, "folded").decode()  # the default: stack lines only
     assert not any(line.startswith("#") for line in bare.splitlines())
+    assert parse_folded(bare.splitlines()) == (dict(prof.stacks), {})  # pmuprof reads both
 
 
 def test_speedscope_document():
@@ -150,6 +151,10 @@ def test_export_command_writes_file_and_stdout(tmp_path, capsysbinary):
     assert main(["export", str(src), "-f", "speedscope", "-o", str(tmp_path / "s.json")]) == 0
     assert json.loads((tmp_path / "s.json").read_text())["profiles"]
     capsysbinary.readouterr()
-    assert main(["export", str(src), "-f", "folded", "--no-headers", "-o", "-"]) == 0
+    assert main(["export", str(src), "-f", "folded", "-o", "-"]) == 0
+    assert capsysbinary.readouterr().out.startswith(b"mariadbd")  # no header lines unless asked
+    assert main(["export", str(src), "-f", "folded", "--no-headers", "-o", "-"]) == 0  # older scripts pass it
     assert capsysbinary.readouterr().out.startswith(b"mariadbd")
+    assert main(["export", str(src), "-f", "folded", "--headers", "-o", "-"]) == 0
+    assert capsysbinary.readouterr().out.startswith(b"# ")
     assert main(["export", str(src), "-f", "nope", "-o", "-"]) != 0
