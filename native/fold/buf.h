@@ -18,10 +18,10 @@ void buf_free(buf_t *b);
 
 /* Interning table: byte strings -> dense ids 0..n-1 in insertion order. */
 typedef struct {
-    uint64_t *slots;  /* (hash high 32 bits << 32) | (id + 1); 0 = empty */
+    uint64_t *slots; /* (hash high 32 bits << 32) | (id + 1); 0 = empty */
     size_t nslots;
-    uint64_t *offs;   /* per id: offset of the key in arena */
-    uint32_t *lens;   /* per id: key length */
+    uint64_t *offs; /* per id: offset of the key in arena */
+    uint32_t *lens; /* per id: key length */
     size_t n, cap;
     buf_t arena;
 } itab_t;

@@ -60,7 +60,7 @@ static int names_compute(folder_t *f)
         f->tid_any = f->tid_want.v[i] != 0;
     uint64_t *best = calloc(np + 1, sizeof *best), *keep = calloc(np + 1, sizeof *keep);
     int rc = !best || !keep || grow_u64(&f->pid_name.v, &f->pid_name.cap, np) ||
-             grow_u64(&f->pid_drop.v, &f->pid_drop.cap, np) || grow_u64(&f->pid_proc.v, &f->pid_proc.cap, np);
+            grow_u64(&f->pid_drop.v, &f->pid_drop.cap, np) || grow_u64(&f->pid_proc.v, &f->pid_proc.cap, np);
     for (size_t i = 0; !rc && i < f->pidcomm.n; i++) {
         size_t n;
         uint64_t pid;
@@ -360,8 +360,7 @@ int folder_finish(folder_t *f, int truncated)
         f->in_sample = 0;
         f->truncated = 1;
     }
-    if (folder_end_sample(f) || names_compute(f) || names_order(f) || stacks_build(f) ||
-        ranks_build(f))
+    if (folder_end_sample(f) || names_compute(f) || names_order(f) || stacks_build(f) || ranks_build(f))
         return -ENOMEM;
     /* the stacks table's keys are copied into out_ids: free them (the largest table) before the
      * sort and the writers need their memory */
@@ -377,33 +376,4 @@ int folder_finish(folder_t *f, int truncated)
     int rc = samples_build(f, row_of);
     free(row_of);
     return rc ? rc : leaves_build(f);
-}
-
-void folder_free(folder_t *f)
-{
-    if (!f)
-        return;
-    free(f->heads);
-    itab_t *tabs[] = {&f->rstr, &f->bignum, &f->comms, &f->tails, &f->events, &f->headers,
-                      &f->pidinfo, &f->pidcomm, &f->stacks, &f->leafc, &f->samp};
-    col_t *cols[] = {&f->tid_want, &f->comm_r, &f->tail_info, &f->tail_leaf, &f->tail_off, &f->ev_count, &f->pid_main,
-                     &f->pid_mainseq, &f->pid_name, &f->pid_drop, &f->pc_count, &f->st_count, &f->lc_count,
-                     &f->sp_count, &f->pid_proc};
-    for (size_t i = 0; i < sizeof tabs / sizeof *tabs; i++)
-        itab_free(tabs[i]);
-    for (size_t i = 0; i < sizeof cols / sizeof *cols; i++)
-        free(cols[i]->v);
-    buf_free(&f->frames);
-    buf_free(&f->key);
-    buf_free(&f->tmp);
-    buf_free(&f->out_ids);
-    free(f->pids);
-    free(f->name_pids);
-    free(f->out);
-    free(f->rank);
-    free(f->by_rank);
-    free(f->leaves);
-    free(f->smp);
-    free(f->name_order);
-    free(f);
 }

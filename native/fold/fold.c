@@ -8,15 +8,6 @@
 #include "parse.h"
 #include "text.h"
 
-int64_t rstr_render(folder_t *f, const char *s, size_t n, int flags)
-{
-    int added;
-    f->tmp.len = 0;
-    if (text_render(&f->tmp, s, n, flags))
-        return -ENOMEM;
-    return itab_intern(&f->rstr, f->tmp.p, f->tmp.len, &added);
-}
-
 int folder_end_sample(folder_t *f);
 
 /* A number as Python's int(): u64 when it fits under BIG_PID, else an interned decimal string. */
@@ -51,18 +42,6 @@ int64_t second_of(slice_t d)
     for (size_t i = 0; i < d.n; i++)
         v = v * 10 + (d.p[i] - '0');
     return v;
-}
-
-int put_pid(folder_t *f, buf_t *b, uint64_t pid)
-{
-    if (pid == PID_UNKNOWN)
-        return buf_append(b, "-1", 2);
-    if (pid >= BIG_PID) {
-        size_t n;
-        const char *s = itab_key(&f->bignum, (uint32_t)(pid - BIG_PID), &n);
-        return buf_append(b, s, n);
-    }
-    return buf_put_u64(b, pid);
 }
 
 static int sample_start(folder_t *f, const char *s, size_t n);
@@ -127,11 +106,11 @@ static int64_t comm_intern(folder_t *f, slice_t comm)
 
 /* What a sample header line says: parsed once per distinct line when the caller caches it. */
 typedef struct {
-    int ok, pair;       /* the header parsed; it had a pid/tid pair */
+    int ok, pair; /* the header parsed; it had a pid/tid pair */
     uint32_t comm_r;
     uint64_t pid, tid;
-    int64_t sec;        /* whole seconds of its time field, -1: none */
-    int64_t event;      /* events id, or -1 */
+    int64_t sec; /* whole seconds of its time field, -1: none */
+    int64_t event; /* events id, or -1 */
 } head_t;
 
 /* Parse a header line (no counting); *inl gets its inline frame id (-1: none). 0, or -ENOMEM. */
@@ -282,8 +261,7 @@ static int sample_count(folder_t *f, int64_t pi)
             return -ENOMEM;
         f->pid_main.v[pi] = (uint64_t)f->cur_comm + 1;
     }
-    if (f->pid == PID_UNKNOWN && f->npids && pid_listed(f, f->tid) &&
-        col_set(&f->tid_want, f->cur_comm, 1))
+    if (f->pid == PID_UNKNOWN && f->npids && pid_listed(f, f->tid) && col_set(&f->tid_want, f->cur_comm, 1))
         return -ENOMEM;
     if (f->leaf_ok) {
         unsigned char lk[24];
@@ -437,4 +415,33 @@ folder_t *folder_new(const fold_opts_t *opts, int *err)
     }
     f->unknown_id = (uint32_t)u;
     return f;
+}
+
+void folder_free(folder_t *f)
+{
+    if (!f)
+        return;
+    free(f->heads);
+    itab_t *tabs[] = {&f->rstr,    &f->bignum,  &f->comms,  &f->tails, &f->events, &f->headers,
+                      &f->pidinfo, &f->pidcomm, &f->stacks, &f->leafc, &f->samp};
+    col_t *cols[] = {&f->tid_want, &f->comm_r,   &f->tail_info,   &f->tail_leaf, &f->tail_off,
+                     &f->ev_count, &f->pid_main, &f->pid_mainseq, &f->pid_name,  &f->pid_drop,
+                     &f->pc_count, &f->st_count, &f->lc_count,    &f->sp_count,  &f->pid_proc};
+    for (size_t i = 0; i < sizeof tabs / sizeof *tabs; i++)
+        itab_free(tabs[i]);
+    for (size_t i = 0; i < sizeof cols / sizeof *cols; i++)
+        free(cols[i]->v);
+    buf_free(&f->frames);
+    buf_free(&f->key);
+    buf_free(&f->tmp);
+    buf_free(&f->out_ids);
+    free(f->pids);
+    free(f->name_pids);
+    free(f->out);
+    free(f->rank);
+    free(f->by_rank);
+    free(f->leaves);
+    free(f->smp);
+    free(f->name_order);
+    free(f);
 }

@@ -10,14 +10,14 @@
 #define PID_UNKNOWN UINT64_MAX
 
 typedef struct {
-    const char **pids;    /* keep only these processes (none: all); decimal, "-1" = no pid field */
+    const char **pids; /* keep only these processes (none: all); decimal, "-1" = no pid field */
     size_t npids;
-    const char **comms;   /* keep processes in which any thread has one of these names */
+    const char **comms; /* keep processes in which any thread has one of these names */
     size_t ncomms;
-    const char **names;   /* "PID=LABEL": process label overrides */
+    const char **names; /* "PID=LABEL": process label overrides */
     size_t nnames;
     int per_thread;
-    int raw_unknown;      /* unnamed frames of a file as '[base@0xaddr]' (Folder's raw_unknown) */
+    int raw_unknown; /* unnamed frames of a file as '[base@0xaddr]' (Folder's raw_unknown) */
 } fold_opts_t;
 
 typedef struct folder folder_t;
@@ -53,8 +53,8 @@ int folder_write_samples(folder_t *f, FILE *out);
 int folder_write_stacks_bin(folder_t *f, FILE *out);
 /* The stacks file's magic, header and string table; the ids, lengths and counts follow it. */
 int stacksbin_head(FILE *out, const itab_t *strings, size_t nids, size_t nstacks);
-int stacksbin_write(FILE *out, const itab_t *strings, const uint32_t *ids, size_t nids,
-                    const uint32_t *lens, const uint64_t *counts, size_t nstacks);
+int stacksbin_write(FILE *out, const itab_t *strings, const uint32_t *ids, size_t nids, const uint32_t *lens,
+                    const uint64_t *counts, size_t nstacks);
 /* Folded text ('frame;frame;leaf COUNT' lines; '#' and blank lines skipped) to the arrays. Returns 0,
  * -ENOMEM, -EIO, or 3 for a bad line (its number in *bad_line, what is wrong in *why). */
 int folded_to_bin(FILE *in, FILE *out, uint64_t *bad_line, const char **why);

@@ -40,27 +40,27 @@ struct folder {
     fold_opts_t o;
     uint64_t *pids;
     size_t npids;
-    itab_t rstr;      /* rendered text: labels, names, dso/sym (ids compared by rank) */
+    itab_t rstr; /* rendered text: labels, names, dso/sym (ids compared by rank) */
     itab_t bignum;
-    itab_t comms;     /* raw comm -> comm_r: rendered id | wanted flag << 32 */
+    itab_t comms; /* raw comm -> comm_r: rendered id | wanted flag << 32 */
     col_t comm_r;
-    itab_t tails;     /* raw 'sym+0xoff (dso)' -> label id | TAIL_* flags */
+    itab_t tails; /* raw 'sym+0xoff (dso)' -> label id | TAIL_* flags */
     col_t tail_info, tail_leaf, tail_off; /* leaf: dso_r << 32 | sym_r ; off_r */
     itab_t events;
     col_t ev_count;
-    itab_t headers;   /* structured input: header lines parsed once (heads[id]) */
+    itab_t headers; /* structured input: header lines parsed once (heads[id]) */
     void *heads;
-    itab_t pidinfo;   /* pid -> main comm_r + 1 (0: none), first main seq, name_r, dropped */
+    itab_t pidinfo; /* pid -> main comm_r + 1 (0: none), first main seq, name_r, dropped */
     col_t pid_main, pid_mainseq, pid_name, pid_drop;
-    col_t pid_proc;   /* pidinfo id -> the process's own name (rendered id + 1), or 1 << 40 | wanted */
-    itab_t pidcomm;   /* (pid, comm_r) -> samples */
+    col_t pid_proc; /* pidinfo id -> the process's own name (rendered id + 1), or 1 << 40 | wanted */
+    itab_t pidcomm; /* (pid, comm_r) -> samples */
     col_t pc_count;
-    itab_t stacks;    /* (pid, tid, comm_r, frames root-first) -> samples */
+    itab_t stacks; /* (pid, tid, comm_r, frames root-first) -> samples */
     col_t st_count;
-    itab_t leafc;     /* (pid, comm_r when no pid, dso_r, sym_r, off_r) -> samples */
-    col_t tid_want;   /* rendered comm ids of pid-less samples whose tid is a --pid */
+    itab_t leafc; /* (pid, comm_r when no pid, dso_r, sym_r, off_r) -> samples */
+    col_t tid_want; /* rendered comm ids of pid-less samples whose tid is a --pid */
     col_t lc_count;
-    itab_t samp;      /* the current second's (stacks id u32, tid i32) -> samples */
+    itab_t samp; /* the current second's (stacks id u32, tid i32) -> samples */
     col_t sp_count;
     int64_t samp_sec; /* the second samp holds */
     sample_ref_t *smp; /* finished seconds' entries (row: the stacks id until folder_finish) */
@@ -68,10 +68,10 @@ struct folder {
     /* the sample being read */
     int in_sample, keep;
     uint64_t pid, tid;
-    int64_t sec;          /* whole seconds of the time field, -1: none */
+    int64_t sec; /* whole seconds of the time field, -1: none */
     uint32_t cur_comm, cur_stack;
-    int leaf_ok;          /* the first frame makes a leaf: leaf = (dso_r, sym_r, off_r) */
-    int real_seen;        /* a frame that is not an inlined call has been pushed (it is the leaf) */
+    int leaf_ok; /* the first frame makes a leaf: leaf = (dso_r, sym_r, off_r) */
+    int real_seen; /* a frame that is not an inlined call has been pushed (it is the leaf) */
     uint32_t leaf[3];
     buf_t frames, key, tmp;
     uint32_t unknown_id;

@@ -9,7 +9,7 @@
 #define MAX_COUNT 9223372036854775807ULL /* counts and their sum fit int64, as pprof needs */
 
 typedef struct {
-    itab_t frames, stacks;  /* label -> id; frame-id sequence -> stack id */
+    itab_t frames, stacks; /* label -> id; frame-id sequence -> stack id */
     uint64_t *counts;
     size_t cap;
     buf_t key;

@@ -10,7 +10,7 @@
 static const char UNKNOWN[] = "[unknown]";
 static const char INLINED[] = "inlined"; /* the dso perf script --inline prints for an inlined call */
 static const char *const USER_PSEUDO[] = {"[unknown]", "[vdso]", "[vsyscall]", "[heap]",
-                                          "[stack]", "[anon]", "[uprobes]"};
+                                          "[stack]",   "[anon]", "[uprobes]"};
 
 static int slice_is(slice_t s, const char *lit)
 {

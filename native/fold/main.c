@@ -10,17 +10,17 @@
 #include "fold.h"
 
 static const char USAGE[] =
-    "usage: pmuprof-fold [--pid P ...] [--comm C ...] [--name PID=LABEL ...] [--per-thread] [--raw-unknown]\n"
-    "                    [--leaves FILE] [--meta FILE] [--stacks-bin FILE] [--samples FILE] [--truncated]\n"
-    "                    < perf-script-text > stacks.folded\n"
-    "       pmuprof-fold --folded --stacks-bin FILE < stacks.folded\n"
-    "Folds perf script text (pmuprof's -F comm,pid,tid,ip,sym,symoff,dso or perf's default format,\n"
-    "with call chains) exactly as pmuprof.model.perfscript.Folder does. Counts are samples.\n"
-    "A last line without a newline means the text was cut: its sample is dropped (--truncated forces it).\n"
-    "--stacks-bin writes the stacks as arrays to FILE instead of the text on stdout, then the sample table\n"
-    "(samples per stack, thread id and second of the time field); --samples writes that table as text\n"
-    "(samples.tsv's format). --folded reads folded stacks instead of perf script text (exit 3 and\n"
-    "'line N: ...' on a line that is not one).\n";
+        "usage: pmuprof-fold [--pid P ...] [--comm C ...] [--name PID=LABEL ...] [--per-thread] [--raw-unknown]\n"
+        "                    [--leaves FILE] [--meta FILE] [--stacks-bin FILE] [--samples FILE] [--truncated]\n"
+        "                    < perf-script-text > stacks.folded\n"
+        "       pmuprof-fold --folded --stacks-bin FILE < stacks.folded\n"
+        "Folds perf script text (pmuprof's -F comm,pid,tid,ip,sym,symoff,dso or perf's default format,\n"
+        "with call chains) exactly as pmuprof.model.perfscript.Folder does. Counts are samples.\n"
+        "A last line without a newline means the text was cut: its sample is dropped (--truncated forces it).\n"
+        "--stacks-bin writes the stacks as arrays to FILE instead of the text on stdout, then the sample table\n"
+        "(samples per stack, thread id and second of the time field); --samples writes that table as text\n"
+        "(samples.tsv's format). --folded reads folded stacks instead of perf script text (exit 3 and\n"
+        "'line N: ...' on a line that is not one).\n";
 
 typedef struct {
     fold_opts_t o;

@@ -11,9 +11,9 @@ typedef struct {
 
 typedef struct {
     slice_t comm, a, b; /* b.p == NULL: no pid/tid pair (a is the tid) */
-    slice_t event;      /* event.p == NULL: no "event:" field */
-    slice_t sec;        /* the time field's whole seconds (digits); sec.p == NULL: no time field */
-    size_t end;         /* where the matched header form ends (the rest may hold an inline frame) */
+    slice_t event; /* event.p == NULL: no "event:" field */
+    slice_t sec; /* the time field's whole seconds (digits); sec.p == NULL: no time field */
+    size_t end; /* where the matched header form ends (the rest may hold an inline frame) */
 } header_t;
 
 typedef struct {

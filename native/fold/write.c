@@ -51,9 +51,9 @@ int folder_write_leaves(folder_t *f, FILE *out)
     int rc = 0;
     for (size_t i = 0; !rc && i < f->nleaves; i++) {
         const leaf_ref_t *l = &f->leaves[i];
-        rc = buf_put_u64(&b, l->count) || buf_putc(&b, '\t') || put_rstr(f, &b, l->dso) ||
-             buf_putc(&b, '\t') || put_rstr(f, &b, l->sym) || buf_putc(&b, '\t') ||
-             put_rstr(f, &b, l->off) || buf_putc(&b, '\n') || flush(&b, out, 1 << 20);
+        rc = buf_put_u64(&b, l->count) || buf_putc(&b, '\t') || put_rstr(f, &b, l->dso) || buf_putc(&b, '\t') ||
+                put_rstr(f, &b, l->sym) || buf_putc(&b, '\t') || put_rstr(f, &b, l->off) || buf_putc(&b, '\n') ||
+                flush(&b, out, 1 << 20);
     }
     rc = rc || flush(&b, out, 0);
     buf_free(&b);
@@ -90,9 +90,9 @@ static int meta_left_out(folder_t *f, buf_t *b)
         if (!samples[pi])
             continue;
         memcpy(&pid, itab_key(&f->pidinfo, (uint32_t)pi, &n), 8);
-        rc = (w++ && buf_append(b, ", ", 2)) || buf_putc(b, '"') || put_pid(f, b, pid) ||
-             buf_append(b, "\": [", 4) || json_rstr(f, b, (uint32_t)f->pid_name.v[pi]) ||
-             buf_append(b, ", ", 2) || buf_put_u64(b, samples[pi]) || buf_putc(b, ']');
+        rc = (w++ && buf_append(b, ", ", 2)) || buf_putc(b, '"') || put_pid(f, b, pid) || buf_append(b, "\": [", 4) ||
+                json_rstr(f, b, (uint32_t)f->pid_name.v[pi]) || buf_append(b, ", ", 2) || buf_put_u64(b, samples[pi]) ||
+                buf_putc(b, ']');
     }
     free(samples);
     return rc;
@@ -100,20 +100,19 @@ static int meta_left_out(folder_t *f, buf_t *b)
 
 static int meta_counts(folder_t *f, buf_t *b)
 {
-    int rc = buf_append(b, "{\"kept\": ", 9) || buf_put_u64(b, f->kept) ||
-             buf_append(b, ", \"filtered\": ", 14) || buf_put_u64(b, f->filtered) ||
-             buf_append(b, ", \"bad_lines\": ", 15) || buf_put_u64(b, f->bad_lines);
+    int rc = buf_append(b, "{\"kept\": ", 9) || buf_put_u64(b, f->kept) || buf_append(b, ", \"filtered\": ", 14) ||
+            buf_put_u64(b, f->filtered) || buf_append(b, ", \"bad_lines\": ", 15) || buf_put_u64(b, f->bad_lines);
     rc = rc || buf_append(b, ", \"truncated\": ", 15) ||
-         (f->truncated ? buf_append(b, "true", 4) : buf_append(b, "false", 5));
+            (f->truncated ? buf_append(b, "true", 4) : buf_append(b, "false", 5));
     rc = rc || buf_append(b, ", \"pid_known\": ", 15) ||
-         (f->pid_known ? buf_append(b, "true", 4) : buf_append(b, "false", 5));
+            (f->pid_known ? buf_append(b, "true", 4) : buf_append(b, "false", 5));
     rc = rc || buf_append(b, ", \"names\": {", 12);
     for (size_t i = 0; !rc && i < f->nnames_out; i++) {
         size_t pi = f->name_order[i], n;
         uint64_t pid;
         memcpy(&pid, itab_key(&f->pidinfo, (uint32_t)pi, &n), 8);
-        rc = (i && buf_append(b, ", ", 2)) || buf_putc(b, '"') || put_pid(f, b, pid) ||
-             buf_append(b, "\": ", 3) || json_rstr(f, b, (uint32_t)f->pid_name.v[pi]);
+        rc = (i && buf_append(b, ", ", 2)) || buf_putc(b, '"') || put_pid(f, b, pid) || buf_append(b, "\": ", 3) ||
+                json_rstr(f, b, (uint32_t)f->pid_name.v[pi]);
     }
     rc = rc || buf_append(b, "}, \"left_out\": {", 16) || meta_left_out(f, b);
     rc = rc || buf_append(b, "}, \"events\": {", 14);
@@ -121,7 +120,7 @@ static int meta_counts(folder_t *f, buf_t *b)
         size_t n;
         const char *s = itab_key(&f->events, (uint32_t)i, &n);
         rc = (i && buf_append(b, ", ", 2)) || text_json(b, s, n) || buf_append(b, ": ", 2) ||
-             buf_put_u64(b, f->ev_count.v[i]);
+                buf_put_u64(b, f->ev_count.v[i]);
     }
     return rc;
 }
@@ -133,9 +132,9 @@ int folder_write_meta(folder_t *f, FILE *out)
     for (size_t i = 0; !rc && i < f->nleaves; i++) {
         const leaf_ref_t *l = &f->leaves[i];
         rc = (i && buf_append(&b, ", ", 2)) || buf_putc(&b, '[') || buf_put_u64(&b, l->count) ||
-             buf_append(&b, ", ", 2) || json_rstr(f, &b, l->dso) || buf_append(&b, ", ", 2) ||
-             json_rstr(f, &b, l->sym) || buf_append(&b, ", ", 2) || json_rstr(f, &b, l->off) ||
-             buf_putc(&b, ']') || flush(&b, out, 1 << 20);
+                buf_append(&b, ", ", 2) || json_rstr(f, &b, l->dso) || buf_append(&b, ", ", 2) ||
+                json_rstr(f, &b, l->sym) || buf_append(&b, ", ", 2) || json_rstr(f, &b, l->off) || buf_putc(&b, ']') ||
+                flush(&b, out, 1 << 20);
     }
     rc = rc || buf_append(&b, "]}\n", 3) || flush(&b, out, 0);
     buf_free(&b);
@@ -153,7 +152,7 @@ int stacksbin_head(FILE *out, const itab_t *strings, size_t nids, size_t nstacks
         bytes += strings->lens[i];
     uint64_t head[4] = {strings->n, bytes, nstacks, nids};
     int bad = fwrite("PMFSTK2\n", 1, 8, out) != 8 || fwrite(head, 8, 4, out) != 4 ||
-              put_items(strings->lens, 4, strings->n, out) != strings->n;
+            put_items(strings->lens, 4, strings->n, out) != strings->n;
     for (size_t i = 0; !bad && i < strings->n; i++) {
         size_t n;
         const char *s = itab_key(strings, (uint32_t)i, &n);
@@ -162,12 +161,11 @@ int stacksbin_head(FILE *out, const itab_t *strings, size_t nids, size_t nstacks
     return bad ? -EIO : 0;
 }
 
-int stacksbin_write(FILE *out, const itab_t *strings, const uint32_t *ids, size_t nids,
-                    const uint32_t *lens, const uint64_t *counts, size_t nstacks)
+int stacksbin_write(FILE *out, const itab_t *strings, const uint32_t *ids, size_t nids, const uint32_t *lens,
+                    const uint64_t *counts, size_t nstacks)
 {
-    int bad = stacksbin_head(out, strings, nids, nstacks) ||
-              put_items(ids, 4, nids, out) != nids || put_items(lens, 4, nstacks, out) != nstacks ||
-              put_items(counts, 8, nstacks, out) != nstacks;
+    int bad = stacksbin_head(out, strings, nids, nstacks) || put_items(ids, 4, nids, out) != nids ||
+            put_items(lens, 4, nstacks, out) != nstacks || put_items(counts, 8, nstacks, out) != nstacks;
     return bad ? -EIO : 0;
 }
 
@@ -178,15 +176,16 @@ static int put_i64(buf_t *b, int64_t v)
 
 int folder_write_samples(folder_t *f, FILE *out)
 {
-    static const char head[] = "# pmuprof samples: row\ttid\tsecond\tcount\n"
-                               "# row: the stack line of stacks.folded (0: the first); tid, second: -1 when not known\n";
+    static const char head[] =
+            "# pmuprof samples: row\ttid\tsecond\tcount\n"
+            "# row: the stack line of stacks.folded (0: the first); tid, second: -1 when not known\n";
     buf_t b = {0};
     int rc = buf_append(&b, head, sizeof head - 1);
     for (size_t i = 0; !rc && i < f->nsmp; i++) {
         const sample_ref_t *e = &f->smp[i];
         rc = buf_put_u64(&b, e->row) || buf_putc(&b, '\t') || put_i64(&b, e->tid) || buf_putc(&b, '\t') ||
-             put_i64(&b, e->sec) || buf_putc(&b, '\t') || buf_put_u64(&b, e->count) || buf_putc(&b, '\n') ||
-             flush(&b, out, 1 << 20);
+                put_i64(&b, e->sec) || buf_putc(&b, '\t') || buf_put_u64(&b, e->count) || buf_putc(&b, '\n') ||
+                flush(&b, out, 1 << 20);
     }
     rc = rc || flush(&b, out, 0);
     buf_free(&b);
@@ -220,10 +219,22 @@ static void colw_put(colw_t *c, const void *v, size_t width)
         colw_flush(c);
 }
 
-static void colw_u32(colw_t *c, uint32_t v) { colw_put(c, &v, 4); }
-static void colw_i32(colw_t *c, int32_t v) { colw_put(c, &v, 4); }
-static void colw_i64(colw_t *c, int64_t v) { colw_put(c, &v, 8); }
-static void colw_u64(colw_t *c, uint64_t v) { colw_put(c, &v, 8); }
+static void colw_u32(colw_t *c, uint32_t v)
+{
+    colw_put(c, &v, 4);
+}
+static void colw_i32(colw_t *c, int32_t v)
+{
+    colw_put(c, &v, 4);
+}
+static void colw_i64(colw_t *c, int64_t v)
+{
+    colw_put(c, &v, 8);
+}
+static void colw_u64(colw_t *c, uint64_t v)
+{
+    colw_put(c, &v, 8);
+}
 
 /* The sample table after the stacks: magic "PMFSMP1\n", u64 entries, then per entry (columns): u32 row,
  * i32 tid, i64 second, u64 count. Host byte order. */

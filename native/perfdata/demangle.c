@@ -134,9 +134,9 @@ static int rust_hash_tail(const char *s, size_t n)
     return count >= 5 && count <= 15;
 }
 
-static const char *const RUST_ESC[][2] = {{"$C$", ","}, {"$SP$", "@"}, {"$BP$", "*"}, {"$RF$", "&"},
-    {"$LT$", "<"}, {"$GT$", ">"}, {"$LP$", "("}, {"$RP$", ")"}, {"$u20$", " "}, {"$u27$", "'"},
-    {"$u5b$", "["}, {"$u5d$", "]"}, {"$u7e$", "~"}};
+static const char *const RUST_ESC[][2] = {{"$C$", ","},   {"$SP$", "@"},  {"$BP$", "*"}, {"$RF$", "&"},  {"$LT$", "<"},
+                                          {"$GT$", ">"},  {"$LP$", "("},  {"$RP$", ")"}, {"$u20$", " "}, {"$u27$", "'"},
+                                          {"$u5b$", "["}, {"$u5d$", "]"}, {"$u7e$", "~"}};
 
 static int rust_escape(const char *s)
 {

@@ -190,8 +190,7 @@ static int candidate(const dsos_t *d, const dso_t *dso, int k, char *out, size_t
     if (dso->has_bid)
         hex_id(dso, hex);
     switch (k) {
-    case 0:
-        return try_debuglink(dso, out, cap);
+    case 0: return try_debuglink(dso, out, cap);
     case 1:
     case 2:
         if (!dso->has_bid)
@@ -202,16 +201,13 @@ static int candidate(const dsos_t *d, const dso_t *dso, int k, char *out, size_t
         else
             snprintf(out, cap, "%s/%s", link, k == 2 ? "debug" : dso->vdso ? "vdso" : "elf");
         return 0;
-    case 3:
-        return snprintf(out, cap, "/usr/lib/debug%s.debug", name), 0;
-    case 4:
-        return snprintf(out, cap, "/usr/lib/debug%s", name), 0;
+    case 3: return snprintf(out, cap, "/usr/lib/debug%s.debug", name), 0;
+    case 4: return snprintf(out, cap, "/usr/lib/debug%s", name), 0;
     case 5:
         if (!dso->has_bid)
             return -1;
         return snprintf(out, cap, "/usr/lib/debug/.build-id/%.2s/%s.debug", hex, hex + 2), 0;
-    case 6:
-        return snprintf(out, cap, "%s", name), 0;
+    case 6: return snprintf(out, cap, "%s", name), 0;
     case 7:
         if (!slash)
             slash = name;

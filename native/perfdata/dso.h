@@ -14,28 +14,28 @@
 enum { DSO_USER = 0, DSO_KERNEL = 1 };
 
 typedef struct {
-    char *name;             /* perf's dso->name: what perf script prints in "(...)" */
-    int space;              /* DSO_USER / DSO_KERNEL */
+    char *name; /* perf's dso->name: what perf script prints in "(...)" */
+    int space; /* DSO_USER / DSO_KERNEL */
     int vdso, perfmap, ksym; /* "[vdso]", "/tmp/perf-PID.map", a KSYMBOL (BPF / trampoline) image */
     uint8_t bid[20];
     uint8_t bid_size;
     int has_bid;
-    int loaded, load_ret;   /* dso__load has run; what it returned */
-    int fail_first;         /* dso__load failed after adding symbols: perf's first lookup finds none */
-    int pid;                /* pid of the process whose mapping made it (for /proc/PID/root) */
+    int loaded, load_ret; /* dso__load has run; what it returned */
+    int fail_first; /* dso__load failed after adding symbols: perf's first lookup finds none */
+    int pid; /* pid of the process whose mapping made it (for /proc/PID/root) */
     symtab_t syms;
     char *syms_path, *runtime_path; /* the files symbols and program headers came from */
-    int bid_mismatch;       /* a candidate file was rejected for its build-id */
-    struct inl *inl;        /* its DWARF inline index (inline.h), once inl_tried */
+    int bid_mismatch; /* a candidate file was rejected for its build-id */
+    struct inl *inl; /* its DWARF inline index (inline.h), once inl_tried */
     int inl_tried;
-    const char *skipped;    /* why its file was not read (a perf map another user could have planted), or NULL */
+    const char *skipped; /* why its file was not read (a perf map another user could have planted), or NULL */
 } dso_t;
 
 /* One candidate symbol source (perf's struct symsrc). */
 typedef struct {
     char *path;
     int fd;
-    void *mem;              /* an in-memory image (the vdso), freed with the source */
+    void *mem; /* an in-memory image (the vdso), freed with the source */
     Elf *elf;
     GElf_Ehdr ehdr;
     Elf_Scn *symtab, *dynsym, *opd;
@@ -44,11 +44,11 @@ typedef struct {
 } symsrc_t;
 
 typedef struct {
-    dso_t **v;              /* every DSO */
+    dso_t **v; /* every DSO */
     size_t n;
-    itab_t by_name;         /* name -> id; named[id] is that DSO */
+    itab_t by_name; /* name -> id; named[id] is that DSO */
     dso_t **named;
-    char *buildid_dir;      /* $PERF_BUILDID_DIR or $HOME/.debug */
+    char *buildid_dir; /* $PERF_BUILDID_DIR or $HOME/.debug */
 } dsos_t;
 
 int dsos_init(dsos_t *d);

@@ -173,8 +173,8 @@ static int want_symbol(const GElf_Sym *s)
 static int is_label(const GElf_Sym *s)
 {
     int vis = GELF_ST_VISIBILITY(s->st_other);
-    return GELF_ST_TYPE(s->st_info) == STT_NOTYPE && s->st_name && s->st_shndx != SHN_UNDEF &&
-           s->st_shndx != SHN_ABS && vis != STV_HIDDEN && vis != STV_INTERNAL;
+    return GELF_ST_TYPE(s->st_info) == STT_NOTYPE && s->st_name && s->st_shndx != SHN_UNDEF && s->st_shndx != SHN_ABS &&
+            vis != STV_HIDDEN && vis != STV_INTERNAL;
 }
 
 /* One symbol: 1 added, 0 skipped, -1 perf would abort the table here. */
@@ -208,8 +208,8 @@ static int pass_symbol(pass_t *p, GElf_Sym *s)
     const char *name = (const char *)p->strs->d_buf + s->st_name;
     if (s->st_name >= p->strs->d_size)
         name = "";
-    int rc = symtab_insert(&p->dso->syms, value, s->st_size, GELF_ST_BIND(s->st_info), GELF_ST_TYPE(s->st_info),
-                           name, strlen(name), SYMNAME_DEMANGLE);
+    int rc = symtab_insert(&p->dso->syms, value, s->st_size, GELF_ST_BIND(s->st_info), GELF_ST_TYPE(s->st_info), name,
+                           strlen(name), SYMNAME_DEMANGLE);
     return rc ? -ENOMEM : 1;
 }
 

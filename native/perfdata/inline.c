@@ -20,7 +20,7 @@
 #include "demangle.h"
 #include "inline.h"
 
-#define MAX_TREE_DEPTH 512    /* DIE nesting followed (deeper: a damaged file) */
+#define MAX_TREE_DEPTH 512 /* DIE nesting followed (deeper: a damaged file) */
 #define MAX_CU_SCOPES (1 << 22)
 #define NAME_UNREAD UINT32_MAX
 #define NAME_NONE (UINT32_MAX - 1)
@@ -34,18 +34,18 @@ typedef struct {
 typedef struct {
     Dwarf_Off die;
     int32_t parent;
-    uint32_t name, len;  /* in inl.names; NAME_UNREAD / NAME_NONE */
-    uint32_t r0, nr;     /* its ranges in cu_t.own */
+    uint32_t name, len; /* in inl.names; NAME_UNREAD / NAME_NONE */
+    uint32_t r0, nr; /* its ranges in cu_t.own */
     uint8_t inlined;
 } scope_t;
 
 typedef struct {
-    Dwarf_Off off;        /* the CU DIE */
-    int built;            /* 0 not yet, 1 built, -1 could not be */
+    Dwarf_Off off; /* the CU DIE */
+    int built; /* 0 not yet, 1 built, -1 could not be */
     scope_t *scopes;
     size_t nscopes, capscopes;
-    range_t *own;         /* each scope's ranges, scope by scope */
-    range_t *ranges;      /* the same, sorted by (lo, depth) */
+    range_t *own; /* each scope's ranges, scope by scope */
+    range_t *ranges; /* the same, sorted by (lo, depth) */
     size_t nranges, capranges;
 } cu_t;
 
@@ -58,11 +58,11 @@ struct inl {
     int fd;
     Elf *elf;
     Dwarf *dw;
-    GElf_Phdr *loads;     /* the runtime file's PT_LOAD headers */
+    GElf_Phdr *loads; /* the runtime file's PT_LOAD headers */
     size_t nloads;
     cu_t *cus;
     size_t ncus;
-    curange_t *cur;       /* CU ranges sorted by lo */
+    curange_t *cur; /* CU ranges sorted by lo */
     size_t ncur;
     buf_t names;
 };
@@ -212,8 +212,8 @@ static int add_scope(cu_t *c, Dwarf_Die *die, int32_t parent, int inlined, uint1
                     return -ENOMEM;
                 c->scopes = s, c->capscopes = n;
             }
-            c->scopes[c->nscopes] = (scope_t){dwarf_dieoffset(die), parent, NAME_UNREAD, 0,
-                                              (uint32_t)c->nranges, 0, (uint8_t)inlined};
+            c->scopes[c->nscopes] =
+                    (scope_t){dwarf_dieoffset(die), parent, NAME_UNREAD, 0, (uint32_t)c->nranges, 0, (uint8_t)inlined};
             *id = (int32_t)c->nscopes++;
         }
         if (c->nranges == c->capranges) {

@@ -168,8 +168,8 @@ static int split_for_kcore(machine_t *m, symtab_t *t)
             continue;
         uint64_t shift = km->start - km->pgoff, end = s->end > km->end ? km->end : s->end;
         symtab_t *to = km->dso == m->k.kernel ? &fresh : &km->dso->syms;
-        if (symtab_insert(to, s->start - shift, end ? end - shift - (s->start - shift) : 0, s->binding, s->type,
-                          name, strcspn(name, "\t"), SYMNAME_RAW))
+        if (symtab_insert(to, s->start - shift, end ? end - shift - (s->start - shift) : 0, s->binding, s->type, name,
+                          strcspn(name, "\t"), SYMNAME_RAW))
             return symtab_free(&fresh), -ENOMEM;
         if (end)
             to->s[to->n - 1].end = end - shift;
@@ -204,7 +204,7 @@ int kallsyms_split_kcore(machine_t *m, const char *path)
 {
     uint64_t at;
     m->k.trampolines = kallsyms_function_start(path, "__entry_SYSCALL_64_trampoline", &at) != 0 &&
-                       has_entry_trampoline(&m->k.kernel->syms);
+            has_entry_trampoline(&m->k.kernel->syms);
     return split_for_kcore(m, &m->k.kernel->syms);
 }
 

@@ -42,8 +42,8 @@ static dso_t *kernel_dso(machine_t *m)
     return d;
 }
 
-int kernel_mmap(machine_t *m, uint64_t start, uint64_t len, uint64_t pgoff, const char *name,
-                const uint8_t *bid, int bid_size)
+int kernel_mmap(machine_t *m, uint64_t start, uint64_t len, uint64_t pgoff, const char *name, const uint8_t *bid,
+                int bid_size)
 {
     int is_kernel = !strncmp(name, KNAME, strlen(KNAME) - 1);
     if (name[0] == '/' || (!is_kernel && name[0] == '[')) { /* a module: perf names it [base] */
@@ -168,8 +168,12 @@ static int vmlinux_anywhere(machine_t *m, const char *hex)
 {
     char p[4200];
     const char *rel = m->osrelease ? m->osrelease : "";
-    const char *fmts[] = {"vmlinux", "/boot/vmlinux", "/boot/vmlinux-%s", "/usr/lib/debug/boot/vmlinux-%s",
-                          "/lib/modules/%s/build/vmlinux", "/usr/lib/debug/lib/modules/%s/vmlinux",
+    const char *fmts[] = {"vmlinux",
+                          "/boot/vmlinux",
+                          "/boot/vmlinux-%s",
+                          "/usr/lib/debug/boot/vmlinux-%s",
+                          "/lib/modules/%s/build/vmlinux",
+                          "/usr/lib/debug/lib/modules/%s/vmlinux",
                           "/usr/lib/debug/boot/vmlinux-%s.debug"};
     if (m->k.kernel->has_bid) {
         struct stat st;

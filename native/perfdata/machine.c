@@ -241,11 +241,11 @@ int machine_fork(machine_t *m, int32_t pid, int32_t ppid, int32_t tid, int32_t p
     return 0;
 }
 
-static const char *map_filename(const char *filename, uint32_t prot, uint32_t flags, int32_t pid, char *buf,
-                                size_t cap, int *identity)
+static const char *map_filename(const char *filename, uint32_t prot, uint32_t flags, int32_t pid, char *buf, size_t cap,
+                                int *identity)
 {
     int anon = !strcmp(filename, "//anon") || !strncmp(filename, "/dev/zero", 9) ||
-               !strncmp(filename, "/anon_hugepage", 14) || (flags & MAP_HUGETLB);
+            !strncmp(filename, "/anon_hugepage", 14) || (flags & MAP_HUGETLB);
     int nodso = !strncmp(filename, "[stack", 6) || !strncmp(filename, "/SYSV", 5) || !strcmp(filename, "[heap]");
     *identity = anon || nodso;
     if (*identity && pid != 0 && (prot & PROT_EXEC)) {
@@ -255,8 +255,8 @@ static const char *map_filename(const char *filename, uint32_t prot, uint32_t fl
     return filename;
 }
 
-int machine_mmap(machine_t *m, int32_t pid, int32_t tid, uint64_t start, uint64_t len, uint64_t pgoff,
-                 uint32_t prot, uint32_t flags, const char *filename, const uint8_t *bid, int bid_size)
+int machine_mmap(machine_t *m, int32_t pid, int32_t tid, uint64_t start, uint64_t len, uint64_t pgoff, uint32_t prot,
+                 uint32_t flags, const char *filename, const uint8_t *bid, int bid_size)
 {
     thread_t *t = machine_findnew_thread(m, pid, tid);
     char buf[64];

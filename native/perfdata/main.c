@@ -12,25 +12,26 @@
 #include "symbolize.h"
 
 static const char USAGE[] =
-    "usage: pmuprof-perfdata [--pid P ...] [--comm C ...] [--name PID=LABEL ...] [--per-thread] [--raw-unknown]\n"
-    "                        [--leaves FILE] [--meta FILE] [--stacks-bin FILE] [--samples FILE] [--time] [--inline]\n"
-    "                        [--kallsyms FILE] [--process-names]\n"
-    "                        perf.data > stacks.folded\n"
-    "       pmuprof-perfdata --symbolize < 'PID<tab>HEXOFFSET<tab>PATH' lines (names, as perf prints them)\n"
-    "Reads perf.data itself and writes what `perf script -F comm,pid,tid,ip,sym,symoff,dso --no-inline\n"
-    "[--pid=P,...] | pmuprof-fold OPTIONS` writes, byte for byte; --meta adds the DSOs it resolved.\n"
-    "--time: as perf script -F comm,pid,tid,time,ip,sym,symoff,dso (the sample table gets seconds).\n"
-    "--script also writes that perf script text to stderr (for comparing with perf script).\n"
-    "--inline: user frames of binaries with DWARF expand into their inline chains, as perf script --inline\n"
-    "prints them (\"name+0xoff (inlined)\" lines before the frame they are inlined into), for the sample's\n"
-    "own address and every return address (looked up at the call: address - 1).\n"
-    "--kallsyms FILE: kernel symbols from FILE, as perf script --kallsyms (a kallsyms of the recording's boot).\n"
-    "--process-names: a process is also known by its main thread's COMM and by the binaries it maps, which\n"
-    "perf script does not print: --comm keeps a server whose threads are all renamed, and a process whose\n"
-    "main thread has no sample is labelled with that COMM.\n"
-    "Exit status: 0 done; 1 failure; 2 usage; 3 the file needs something only perf script does (one\n"
-    "line on stderr says what: use perf script instead); 4 the file is corrupt or truncated; 5 its header\n"
-    "is corrupt beyond what perf script copes with (it loops on it): do not try perf script.\n";
+        "usage: pmuprof-perfdata [--pid P ...] [--comm C ...] [--name PID=LABEL ...] [--per-thread] [--raw-unknown]\n"
+        "                        [--leaves FILE] [--meta FILE] [--stacks-bin FILE] [--samples FILE] [--time] "
+        "[--inline]\n"
+        "                        [--kallsyms FILE] [--process-names]\n"
+        "                        perf.data > stacks.folded\n"
+        "       pmuprof-perfdata --symbolize < 'PID<tab>HEXOFFSET<tab>PATH' lines (names, as perf prints them)\n"
+        "Reads perf.data itself and writes what `perf script -F comm,pid,tid,ip,sym,symoff,dso --no-inline\n"
+        "[--pid=P,...] | pmuprof-fold OPTIONS` writes, byte for byte; --meta adds the DSOs it resolved.\n"
+        "--time: as perf script -F comm,pid,tid,time,ip,sym,symoff,dso (the sample table gets seconds).\n"
+        "--script also writes that perf script text to stderr (for comparing with perf script).\n"
+        "--inline: user frames of binaries with DWARF expand into their inline chains, as perf script --inline\n"
+        "prints them (\"name+0xoff (inlined)\" lines before the frame they are inlined into), for the sample's\n"
+        "own address and every return address (looked up at the call: address - 1).\n"
+        "--kallsyms FILE: kernel symbols from FILE, as perf script --kallsyms (a kallsyms of the recording's boot).\n"
+        "--process-names: a process is also known by its main thread's COMM and by the binaries it maps, which\n"
+        "perf script does not print: --comm keeps a server whose threads are all renamed, and a process whose\n"
+        "main thread has no sample is labelled with that COMM.\n"
+        "Exit status: 0 done; 1 failure; 2 usage; 3 the file needs something only perf script does (one\n"
+        "line on stderr says what: use perf script instead); 4 the file is corrupt or truncated; 5 its header\n"
+        "is corrupt beyond what perf script copes with (it loops on it): do not try perf script.\n";
 
 typedef struct {
     fold_opts_t o;
@@ -110,12 +111,12 @@ static int meta_dsos(const reader_t *r, buf_t *b)
             sprintf(hex + 2 * k, "%02x", d->bid[k]);
         const char *at = d->syms_path ? d->syms_path : d->runtime_path;
         rc = (!first && buf_append(b, ", ", 2)) || buf_append(b, "{\"path\": ", 9) || put_str(b, d->name) ||
-             buf_append(b, ", \"build_id\": ", 14) || put_str(b, d->has_bid ? hex : NULL) ||
-             buf_append(b, ", \"found_at\": ", 14) || put_str(b, d->load_ret > 0 ? at : NULL) ||
-             buf_append(b, ", \"matched\": ", 13) ||
-             buf_append(b, d->load_ret > 0 ? "true" : "false", d->load_ret > 0 ? 4 : 5) ||
-             buf_append(b, ", \"symbols\": ", 13) || buf_put_u64(b, d->load_ret > 0 ? (uint64_t)d->load_ret : 0) ||
-             buf_append(b, ", \"tree_lookups\": ", 18) || buf_put_u64(b, d->syms.tree_finds) || buf_putc(b, '}');
+                buf_append(b, ", \"build_id\": ", 14) || put_str(b, d->has_bid ? hex : NULL) ||
+                buf_append(b, ", \"found_at\": ", 14) || put_str(b, d->load_ret > 0 ? at : NULL) ||
+                buf_append(b, ", \"matched\": ", 13) ||
+                buf_append(b, d->load_ret > 0 ? "true" : "false", d->load_ret > 0 ? 4 : 5) ||
+                buf_append(b, ", \"symbols\": ", 13) || buf_put_u64(b, d->load_ret > 0 ? (uint64_t)d->load_ret : 0) ||
+                buf_append(b, ", \"tree_lookups\": ", 18) || buf_put_u64(b, d->syms.tree_finds) || buf_putc(b, '}');
         first = 0;
     }
     return rc || buf_putc(b, ']');
@@ -131,14 +132,13 @@ static int write_meta(const char *path, folder_t *f, const reader_t *r)
     buf_t b = {0};
     const pd_file_t *pf = r->file;
     int rc = buf_append(&b, text, len - 2) || meta_dsos(r, &b) || buf_append(&b, ", \"perf_data\": {", 16) ||
-             buf_append(&b, "\"samples\": ", 11) || buf_put_u64(&b, r->samples) ||
-             buf_append(&b, ", \"lost\": ", 10) || buf_put_u64(&b, r->lost) ||
-             buf_append(&b, ", \"inline_addresses\": ", 22) || buf_put_u64(&b, r->inline_addrs) ||
-             buf_append(&b, ", \"inline_frames\": ", 19) || buf_put_u64(&b, r->inlined) ||
-             buf_append(&b, ", \"hostname\": ", 14) || put_str(&b, pf->hostname) ||
-             buf_append(&b, ", \"osrelease\": ", 15) || put_str(&b, pf->osrelease) ||
-             buf_append(&b, ", \"cmdline\": ", 13) || put_str(&b, pf->cmdline) ||
-             buf_append(&b, ", \"event\": ", 11) || put_str(&b, pf->attrs[0].name) || buf_append(&b, "}}\n", 3);
+            buf_append(&b, "\"samples\": ", 11) || buf_put_u64(&b, r->samples) || buf_append(&b, ", \"lost\": ", 10) ||
+            buf_put_u64(&b, r->lost) || buf_append(&b, ", \"inline_addresses\": ", 22) ||
+            buf_put_u64(&b, r->inline_addrs) || buf_append(&b, ", \"inline_frames\": ", 19) ||
+            buf_put_u64(&b, r->inlined) || buf_append(&b, ", \"hostname\": ", 14) || put_str(&b, pf->hostname) ||
+            buf_append(&b, ", \"osrelease\": ", 15) || put_str(&b, pf->osrelease) ||
+            buf_append(&b, ", \"cmdline\": ", 13) || put_str(&b, pf->cmdline) || buf_append(&b, ", \"event\": ", 11) ||
+            put_str(&b, pf->attrs[0].name) || buf_append(&b, "}}\n", 3);
     free(text);
     FILE *out = rc ? NULL : fopen(path, "w");
     if (out && (fwrite(b.p, 1, b.len, out) != b.len))
@@ -210,7 +210,8 @@ static int run(args_t *a, pd_file_t *pf, folder_t *f)
     } else if ((a->process_names && name_processes(a, &r.m, f)) || folder_finish(f, 0)) {
         fputs("pmuprof-perfdata: out of memory\n", stderr);
         rc = PD_EFAIL;
-    } else if ((a->stacks_bin ? write_with(a->stacks_bin, f, folder_write_stacks_bin) : folder_write_stacks(f, stdout)) ||
+    } else if ((a->stacks_bin ? write_with(a->stacks_bin, f, folder_write_stacks_bin)
+                              : folder_write_stacks(f, stdout)) ||
                (a->leaves && write_with(a->leaves, f, folder_write_leaves)) ||
                (a->samples && write_with(a->samples, f, folder_write_samples)) ||
                (a->meta && write_meta(a->meta, f, &r)) || fflush(stdout)) {

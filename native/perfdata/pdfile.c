@@ -18,8 +18,18 @@
 #define HEADER_SIZE 104
 #define ATTR_VER0 64
 
-enum { FEAT_BUILD_ID = 2, FEAT_HOSTNAME, FEAT_OSRELEASE, FEAT_VERSION, FEAT_ARCH, FEAT_NRCPUS, FEAT_CPUDESC,
-       FEAT_CMDLINE = 11, FEAT_EVENT_DESC = 12, FEAT_BITS = 256 };
+enum {
+    FEAT_BUILD_ID = 2,
+    FEAT_HOSTNAME,
+    FEAT_OSRELEASE,
+    FEAT_VERSION,
+    FEAT_ARCH,
+    FEAT_NRCPUS,
+    FEAT_CPUDESC,
+    FEAT_CMDLINE = 11,
+    FEAT_EVENT_DESC = 12,
+    FEAT_BITS = 256
+};
 
 static int fail(pd_file_t *f, int status, const char *fmt, ...)
 {
@@ -97,7 +107,7 @@ static int id_positions(pd_file_t *f)
             id = 0, is = 1;
         else if (st & PERF_SAMPLE_ID) {
             id = !!(st & PERF_SAMPLE_IP) + !!(st & PERF_SAMPLE_TID) + !!(st & PERF_SAMPLE_TIME) +
-                 !!(st & PERF_SAMPLE_ADDR);
+                    !!(st & PERF_SAMPLE_ADDR);
             is = 1 + !!(st & PERF_SAMPLE_CPU) + !!(st & PERF_SAMPLE_STREAM_ID);
         }
         if (i == 0)
@@ -162,8 +172,11 @@ static void feat_event_desc(pd_file_t *f, const unsigned char *p, const unsigned
 static int feature_read(pd_file_t *f, int bit, const unsigned char *p, const unsigned char *end)
 {
     const unsigned char *q;
-    char **strs[] = {[FEAT_HOSTNAME] = &f->hostname, [FEAT_OSRELEASE] = &f->osrelease,
-                     [FEAT_VERSION] = &f->version, [FEAT_ARCH] = &f->arch, [FEAT_CPUDESC] = &f->cpudesc};
+    char **strs[] = {[FEAT_HOSTNAME] = &f->hostname,
+                     [FEAT_OSRELEASE] = &f->osrelease,
+                     [FEAT_VERSION] = &f->version,
+                     [FEAT_ARCH] = &f->arch,
+                     [FEAT_CPUDESC] = &f->cpudesc};
     if (bit == FEAT_BUILD_ID)
         return feat_build_ids(f, p, end);
     if (bit >= FEAT_HOSTNAME && bit <= FEAT_CPUDESC && strs[bit])
@@ -228,8 +241,10 @@ static int header_read(pd_file_t *f)
     if (!f->data_size)
         return fail(f, PD_EUNSUPPORTED, "data size 0 (perf record was not properly terminated)");
     if (f->data_off + f->data_size < f->data_off) /* perf 6.1's reader loops on it instead of failing */
-        return fail(f, PD_EBADHEADER, "corrupt header: a data section of %llu bytes at offset %llu would end past "
-                    "2^64 bytes", (unsigned long long)f->data_size, (unsigned long long)f->data_off);
+        return fail(f, PD_EBADHEADER,
+                    "corrupt header: a data section of %llu bytes at offset %llu would end past "
+                    "2^64 bytes",
+                    (unsigned long long)f->data_size, (unsigned long long)f->data_off);
     if (!in_file(f, f->data_off, f->data_size))
         return fail(f, PD_ECORRUPT, "data section past the end of the file (truncated?)");
     int rc = attrs_read(f, rd64(h + 16), rd64(h + 24), rd64(h + 32));
@@ -293,9 +308,9 @@ uint16_t pd_record_span(const pd_file_t *f, const unsigned char *rec, uint32_t t
     if (!nul)
         return size;
     uint64_t st = f->attrs[0].sample_type;
-    size_t trailer = 8u * (!!(st & PERF_SAMPLE_TID) + !!(st & PERF_SAMPLE_TIME) + !!(st & PERF_SAMPLE_ID) +
-                           !!(st & PERF_SAMPLE_STREAM_ID) + !!(st & PERF_SAMPLE_CPU) +
-                           !!(st & PERF_SAMPLE_IDENTIFIER));
+    size_t trailer = 8u *
+            (!!(st & PERF_SAMPLE_TID) + !!(st & PERF_SAMPLE_TIME) + !!(st & PERF_SAMPLE_ID) +
+             !!(st & PERF_SAMPLE_STREAM_ID) + !!(st & PERF_SAMPLE_CPU) + !!(st & PERF_SAMPLE_IDENTIFIER));
     size_t at = 24 + ((size_t)(nul - rec - 24) + 8) / 8 * 8, end = at + trailer;
     if (!trailer || end >= size)
         return size;

@@ -11,8 +11,13 @@ enum { PD_OK = 0, PD_EFAIL = 1, PD_EUSAGE = 2, PD_EUNSUPPORTED = 3, PD_ECORRUPT 
 
 /* perf's own record types (tools/perf/util/event.h), beside the kernel's. */
 enum {
-    PD_REC_HEADER_ATTR = 64, PD_REC_BUILD_ID = 67, PD_REC_FINISHED_ROUND = 68, PD_REC_AUXTRACE_INFO = 70,
-    PD_REC_AUXTRACE = 71, PD_REC_COMPRESSED = 81, PD_REC_FINISHED_INIT = 82,
+    PD_REC_HEADER_ATTR = 64,
+    PD_REC_BUILD_ID = 67,
+    PD_REC_FINISHED_ROUND = 68,
+    PD_REC_AUXTRACE_INFO = 70,
+    PD_REC_AUXTRACE = 71,
+    PD_REC_COMPRESSED = 81,
+    PD_REC_FINISHED_INIT = 82,
 };
 #define PD_MISC_BUILD_ID_SIZE (1u << 15)
 #define PD_MAX_ATTRS 4096
@@ -38,15 +43,15 @@ typedef struct {
     const unsigned char *map; /* the whole file, read-only */
     size_t len;
     uint64_t data_off, data_size;
-    uint64_t dropped;         /* mapped pages below this were given back (pd_file_release) */
+    uint64_t dropped; /* mapped pages below this were given back (pd_file_release) */
     pd_attr_t *attrs;
     size_t nattrs;
-    int id_pos, is_pos;       /* where the sample id sits (u64 index; -1: none), as perf's evlist does */
+    int id_pos, is_pos; /* where the sample id sits (u64 index; -1: none), as perf's evlist does */
     pd_buildid_t *bids;
     size_t nbids;
     char *hostname, *osrelease, *version, *arch, *cpudesc, *cmdline;
     uint32_t nr_cpus_avail, nr_cpus_online;
-    char err[256];            /* why open failed */
+    char err[256]; /* why open failed */
 } pd_file_t;
 
 /* Map and validate PATH. Returns PD_OK, or an exit status with f->err saying why. */

@@ -96,11 +96,9 @@ int reader_deliver(reader_t *r, uint64_t off)
     if (!a)
         return PD_ECORRUPT;
     switch (type) {
-    case PERF_RECORD_SAMPLE:
-        return reader_sample(r, a, rec, size);
+    case PERF_RECORD_SAMPLE: return reader_sample(r, a, rec, size);
     case PERF_RECORD_MMAP:
-    case PERF_RECORD_MMAP2:
-        return deliver_mmap(r, rec, type, size);
+    case PERF_RECORD_MMAP2: return deliver_mmap(r, rec, type, size);
     case PERF_RECORD_COMM:
         if (size < 17)
             return PD_ECORRUPT;
@@ -110,9 +108,7 @@ int reader_deliver(reader_t *r, uint64_t off)
             return PD_ECORRUPT;
         return machine_fork(&r->m, rd32s(rec + 8), rd32s(rec + 12), rd32s(rec + 16), rd32s(rec + 20),
                             !(misc & MISC_FORK_EXEC));
-    case PERF_RECORD_LOST:
-        r->lost += size >= 24 ? rd64(rec + 16) : 0;
-        return 0;
+    case PERF_RECORD_LOST: r->lost += size >= 24 ? rd64(rec + 16) : 0; return 0;
     case PERF_RECORD_KSYMBOL: {
         if (size < 25)
             return PD_ECORRUPT;
@@ -149,9 +145,7 @@ static int user_record(reader_t *r, const unsigned char *rec, uint32_t type, uin
         snprintf(r->m.unsupported, sizeof r->m.unsupported, "compressed records (perf record -z)");
         return -1;
     case PD_REC_AUXTRACE_INFO:
-    case PD_REC_AUXTRACE:
-        snprintf(r->m.unsupported, sizeof r->m.unsupported, "AUX area tracing data");
-        return -1;
+    case PD_REC_AUXTRACE: snprintf(r->m.unsupported, sizeof r->m.unsupported, "AUX area tracing data"); return -1;
     case PD_REC_HEADER_ATTR:
         snprintf(r->m.unsupported, sizeof r->m.unsupported, "attributes inside the data section");
         return -1;
@@ -178,8 +172,7 @@ static int unsupported_sample_type(reader_t *r)
         const char *why = NULL;
         if ((a->sample_type & PERF_SAMPLE_REGS_USER) && (a->sample_type & PERF_SAMPLE_STACK_USER))
             why = "DWARF call graphs (--call-graph dwarf)";
-        else if ((a->sample_type & PERF_SAMPLE_BRANCH_STACK) &&
-                 (a->branch_sample_type & PERF_SAMPLE_BRANCH_CALL_STACK))
+        else if ((a->sample_type & PERF_SAMPLE_BRANCH_STACK) && (a->branch_sample_type & PERF_SAMPLE_BRANCH_CALL_STACK))
             why = "LBR call graphs (--call-graph lbr)";
         else if (!(a->sample_type & PERF_SAMPLE_IP) || !(a->sample_type & PERF_SAMPLE_TID))
             why = "samples without IP or TID";
@@ -209,7 +202,7 @@ static int walk(reader_t *r, uint64_t *bad_off)
 {
     uint64_t off = r->file->data_off, end = off + r->file->data_size;
     int rc = 0;
-    for (uint32_t type; off < end && !rc; ) {
+    for (uint32_t type; off < end && !rc;) {
         uint16_t size;
         *bad_off = off;
         if ((rc = record_at(r, off, end, &type, &size)))

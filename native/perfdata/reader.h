@@ -16,31 +16,31 @@
 /* One resolved (maps generation, ip): the frame line perf script prints for it, interned in the folder. */
 typedef struct {
     uint64_t gen, ip;
-    int64_t tail;          /* folder frame id; -1: feed `text` as lines */
-    uint32_t text, len;    /* the line in reader.lines */
+    int64_t tail; /* folder frame id; -1: feed `text` as lines */
+    uint32_t text, len; /* the line in reader.lines */
     uint16_t addr_off, addr_len, sym_off;
-    uint16_t ninl;         /* inlined frames (inline.h) stored right before this one, innermost first */
+    uint16_t ninl; /* inlined frames (inline.h) stored right before this one, innermost first */
 } frame_t;
 
 typedef struct {
     pd_file_t *file;
     machine_t m;
     folder_t *fold;
-    const int32_t *pids;   /* perf script --pid */
+    const int32_t *pids; /* perf script --pid */
     size_t npids;
     pd_queue_t q;
     int ordered, use_callchain;
-    uint64_t *slots;       /* open addressing: frame index + 1 */
+    uint64_t *slots; /* open addressing: frame index + 1 */
     size_t nslots;
     frame_t *frames;
     size_t nframes, capframes;
     buf_t lines, text;
     uint32_t chain[PD_MAX_STACK + 1];
     uint64_t samples, lost, printed;
-    FILE *echo;            /* --script: also write the perf script text the folder is fed */
-    int with_time;         /* --time: perf script's -F ...,time,...: each header has the sample's time */
-    int inline_frames;     /* --inline: user frames expand into their DWARF inline chains */
-    uint64_t inlined;      /* inlined frames made (distinct addresses) */
+    FILE *echo; /* --script: also write the perf script text the folder is fed */
+    int with_time; /* --time: perf script's -F ...,time,...: each header has the sample's time */
+    int inline_frames; /* --inline: user frames expand into their DWARF inline chains */
+    uint64_t inlined; /* inlined frames made (distinct addresses) */
     uint64_t inline_addrs; /* distinct user addresses looked up in a DWARF index */
 } reader_t;
 

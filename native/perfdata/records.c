@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define FIXED_FIELDS (PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | \
-                      PERF_SAMPLE_ADDR | PERF_SAMPLE_ID | PERF_SAMPLE_STREAM_ID | PERF_SAMPLE_CPU | \
-                      PERF_SAMPLE_PERIOD)
+#define FIXED_FIELDS                                                                                                   \
+    (PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_ADDR |                 \
+     PERF_SAMPLE_ID | PERF_SAMPLE_STREAM_ID | PERF_SAMPLE_CPU | PERF_SAMPLE_PERIOD)
 
 /* The read values block of PERF_SAMPLE_READ: its size in u64 words, or -1 when it does not fit. */
 static int64_t read_words(uint64_t read_format, const unsigned char *p, size_t left)
@@ -74,8 +74,7 @@ int pd_sample_parse(const pd_attr_t *a, const unsigned char *rec, uint16_t size,
     return 0;
 }
 
-uint64_t pd_record_time(const pd_file_t *f, const pd_attr_t *a, const unsigned char *rec, uint32_t type,
-                        uint16_t size)
+uint64_t pd_record_time(const pd_file_t *f, const pd_attr_t *a, const unsigned char *rec, uint32_t type, uint16_t size)
 {
     size = pd_record_span(f, rec, type, size);
     uint64_t st = a->sample_type;
@@ -89,7 +88,7 @@ uint64_t pd_record_time(const pd_file_t *f, const pd_attr_t *a, const unsigned c
     if (!a->sample_id_all)
         return PD_NO_TIME;
     size_t back = !!(st & PERF_SAMPLE_IDENTIFIER) + !!(st & PERF_SAMPLE_CPU) + !!(st & PERF_SAMPLE_STREAM_ID) +
-                  !!(st & PERF_SAMPLE_ID) + 1;
+            !!(st & PERF_SAMPLE_ID) + 1;
     return back <= n ? rd64(rec + 8 + 8 * (n - back)) : PD_NO_TIME;
 }
 

@@ -20,8 +20,7 @@ typedef struct {
 /* Fields of a SAMPLE record under attr a: 0, or -1 when the record is shorter than its sample_type says. */
 int pd_sample_parse(const pd_attr_t *a, const unsigned char *rec, uint16_t size, pd_sample_t *s);
 /* The time of any record (perf's evlist__parse_sample_timestamp); PD_NO_TIME when it has none. */
-uint64_t pd_record_time(const pd_file_t *f, const pd_attr_t *a, const unsigned char *rec, uint32_t type,
-                        uint16_t size);
+uint64_t pd_record_time(const pd_file_t *f, const pd_attr_t *a, const unsigned char *rec, uint32_t type, uint16_t size);
 
 /* perf's ordered_events: records queue by time; FINISHED_ROUND flushes those up to the previous
  * round's latest time; records without a time (0 or none) are delivered at once. */
@@ -31,9 +30,9 @@ typedef struct {
 
 typedef struct {
     pd_qent_t *q;
-    size_t n, cap, head;    /* sorted prefix [head, sorted) is ready; the rest arrived since */
+    size_t n, cap, head; /* sorted prefix [head, sorted) is ready; the rest arrived since */
     uint64_t seq, max_time, next_flush, last_flush;
-    size_t unordered;       /* events older than the last flush (perf warns about them) */
+    size_t unordered; /* events older than the last flush (perf warns about them) */
 } pd_queue_t;
 
 int pd_queue_push(pd_queue_t *q, uint64_t time, uint64_t off);

@@ -78,8 +78,7 @@ static int dso_ensure(reader_t *r, dso_t *d)
 }
 
 /* The map perf's thread__find_map picks for ip in this cpumode (NULL: none); -1 unsupported. */
-static int find_map(reader_t *r, const thread_t *t, uint16_t cpumode, uint64_t ip, const map_t **map,
-                    uint64_t *gen)
+static int find_map(reader_t *r, const thread_t *t, uint16_t cpumode, uint64_t ip, const map_t **map, uint64_t *gen)
 {
     *map = NULL;
     *gen = 0;
@@ -195,7 +194,8 @@ static int inline_frames(reader_t *r, const map_t *map, int32_t sym, uint64_t ad
         *fr = (frame_t){UINT64_MAX, 0, -1, (uint32_t)r->lines.len, 0, 0, 0, 0, 0};
         b->len = (size_t)snprintf(b->p, 64, "\t%16" PRIx64 " ", addr);
         fr->sym_off = (uint16_t)b->len;
-        if (buf_append(b, names[k].name, names[k].len) || buf_append(b, off, (size_t)offlen) || buf_append(b, " (inlined)", 10) || frame_keep_text(r, fr))
+        if (buf_append(b, names[k].name, names[k].len) || buf_append(b, off, (size_t)offlen) ||
+            buf_append(b, " (inlined)", 10) || frame_keep_text(r, fr))
             return -ENOMEM;
         r->nframes++;
     }
@@ -341,8 +341,8 @@ static int64_t sample_second(const reader_t *r, const pd_sample_t *s)
 /* The header line through the thread's cached folder header id (same comm, pid, tid as last time). */
 static int sample_header(reader_t *r, thread_t *t, const pd_sample_t *s)
 {
-    if (t->hdr_id == -2 || t->hdr_comm != t->comm || t->hdr_pid != (int32_t)s->pid ||
-        t->hdr_tid != (int32_t)s->tid || r->echo) {
+    if (t->hdr_id == -2 || t->hdr_comm != t->comm || t->hdr_pid != (int32_t)s->pid || t->hdr_tid != (int32_t)s->tid ||
+        r->echo) {
         if (header_text(r, t, s, 1, 2)) /* interned with a fixed time: one id per (comm, pid, tid) */
             return -ENOMEM;
         t->hdr_id = folder_header_intern(r->fold, r->text.p, r->text.len);

@@ -51,8 +51,8 @@ static int log_op(symtab_t *t, int64_t op, uint64_t key)
     return 0;
 }
 
-int symtab_insert(symtab_t *t, uint64_t start, uint64_t len, uint8_t binding, uint8_t type,
-                  const char *name, size_t name_len, uint8_t kind)
+int symtab_insert(symtab_t *t, uint64_t start, uint64_t len, uint8_t binding, uint8_t type, const char *name,
+                  size_t name_len, uint8_t kind)
 {
     if (t->n == t->cap) {
         size_t nc = t->cap ? t->cap * 2 : 1024;
@@ -66,8 +66,16 @@ int symtab_insert(symtab_t *t, uint64_t start, uint64_t len, uint8_t binding, ui
     uint64_t off;
     if (names_add(t, name, name_len, &off) || log_op(t, (int64_t)t->n, start))
         return -ENOMEM;
-    *s = (sym_t){start, len ? start + len : start, off, kind == SYMNAME_RAW ? off : NOT_YET,
-                 (uint32_t)name_len, (uint32_t)name_len, binding, type, kind, 0};
+    *s = (sym_t){start,
+                 len ? start + len : start,
+                 off,
+                 kind == SYMNAME_RAW ? off : NOT_YET,
+                 (uint32_t)name_len,
+                 (uint32_t)name_len,
+                 binding,
+                 type,
+                 kind,
+                 0};
     t->n++;
     return 0;
 }

@@ -15,7 +15,7 @@ enum { SYMNAME_RAW = 0, SYMNAME_DEMANGLE = 1, SYMNAME_PLT = 2 }; /* PLT: demangl
 
 typedef struct {
     uint64_t start, end;
-    uint64_t name, dem;  /* raw name; final name (UINT64_MAX: not computed yet) in names */
+    uint64_t name, dem; /* raw name; final name (UINT64_MAX: not computed yet) in names */
     uint32_t name_len, dem_len;
     uint8_t binding, type, kind, dead;
 } sym_t;
@@ -30,22 +30,22 @@ typedef struct {
     size_t n, cap;
     char *names;
     size_t names_len, names_cap;
-    int32_t *order;        /* live symbols by (start, insertion) */
-    uint64_t *maxend;      /* prefix maximum of the exclusive end over order */
+    int32_t *order; /* live symbols by (start, insertion) */
+    uint64_t *maxend; /* prefix maximum of the exclusive end over order */
     size_t norder, nsorted; /* symbols [0, nsorted) have been placed in order */
-    size_t walk;           /* position in order of the symbol symtab_first/next returned last */
-    int ready;             /* maxend is current and order holds no erased symbol */
-    int64_t *log;          /* inserts (i) and erases (~i) in perf's order, with the key at insert time */
+    size_t walk; /* position in order of the symbol symtab_first/next returned last */
+    int ready; /* maxend is current and order holds no erased symbol */
+    int64_t *log; /* inserts (i) and erases (~i) in perf's order, with the key at insert time */
     uint64_t *logkey;
     size_t nlog, caplog;
     rbnode_t *rb;
     int32_t root;
-    int tree;              /* the tree has been built from the log */
-    uint64_t tree_finds;   /* lookups the sorted array could not answer alone */
+    int tree; /* the tree has been built from the log */
+    uint64_t tree_finds; /* lookups the sorted array could not answer alone */
 } symtab_t;
 
-int symtab_insert(symtab_t *t, uint64_t start, uint64_t len, uint8_t binding, uint8_t type,
-                  const char *name, size_t name_len, uint8_t kind);
+int symtab_insert(symtab_t *t, uint64_t start, uint64_t len, uint8_t binding, uint8_t type, const char *name,
+                  size_t name_len, uint8_t kind);
 /* In (start, insertion) order over live symbols: first, next, SYM_NONE at the end. */
 int32_t symtab_first(symtab_t *t);
 int32_t symtab_next(symtab_t *t, int32_t i);

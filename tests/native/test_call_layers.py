@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 NATIVE = Path(__file__).resolve().parents[2] / "native"
-PROGRAMS = ("perfdata", "helper", "offcpu")
+PROGRAMS = ("fold", "perfdata", "helper", "offcpu")
 
 
 def _symbols(obj: Path) -> tuple[set[str], set[str]]:
