@@ -101,6 +101,13 @@ def report_profile(profile: Profile, out_dir: Path, rules: Sequence[Rule] | None
         return Result(profile, diagnosis, write_outputs(profile, diagnosis, out_dir))
 
 
+def report_run(run_dir: Path, rules: Sequence[Rule] | None = None,
+               log: Callable[[str], None] = lambda _m: None) -> Result:
+    """What capture, watch and demo do once they have recorded: fold and analyse the run directory, judge it
+    (by ``rules``, else the rules in use) and write its reports into it."""
+    return report_profile(materialize(run_dir, log=log), run_dir, rules)
+
+
 def report_input(input_path: Path | str, out_dir: Path | str, options: Options = Options(),
                  allow_empty: bool = False) -> Result:
     """Write report.html, findings.json and report.md for any supported input.

@@ -7,7 +7,7 @@ import time
 
 import click
 
-from ..pipeline import materialize, report_profile
+from ..pipeline import report_run
 from ..report.summary import run_summary
 from ..report.waiting import waiting
 from ..workflows.fleet import Outcome, hostname, publish
@@ -52,7 +52,7 @@ def capture_cmd(quiet: bool, exit_code_on_findings: bool, as_json: bool, **kwarg
         rules = common.check_rules()
         out = opts.out_dir
         out = common.recorded(opts, quiet)
-        result = common.after_record(out, lambda: report_profile(materialize(out, log=common.log), out, rules))
+        result = common.after_record(out, lambda: report_run(out, rules, common.log))
         profile = result.profile
     code = findings_exit_code(result.findings) if exit_code_on_findings else 0
     problem = common.capture_problem(profile.run, str(result.paths["html"]), opts.off_cpu is True)

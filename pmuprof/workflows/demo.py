@@ -23,7 +23,7 @@ from ..model import rundir
 from ..model.server import ServerFacts, ServerVersion
 from ..packages import apt_install
 from ..paths import cache_dir, demo_source_dir
-from ..pipeline import Result, materialize, report_profile
+from ..pipeline import Result, report_run
 
 SCENARIOS = ("mixed", "index-dive", "spin", "page-cleaner", "healthy", "blocking", "spike")
 OFF_CPU_SCENARIOS = ("blocking",)  # scenarios whose point is waiting: recorded with --off-cpu by default
@@ -253,5 +253,5 @@ def run_demo(opts: DemoOptions, progress: Callable | None = None,
         status = stopped[0] if stopped else stop_demo(
             proc, log_path=out_dir / WORKLOAD_LOG if out_dir.is_dir() else None)
     rundir.write_typed(run_dir / rundir.MYSQL, workload_facts(opts))
-    result = report_profile(materialize(run_dir, log=log), run_dir)
+    result = report_run(run_dir, log=log)
     return DemoResult(result, run_dir, tuple(proc.args), status)

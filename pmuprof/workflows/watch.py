@@ -21,7 +21,7 @@ from ..model import rundir
 from ..model.jsontypes import from_json
 from ..model.run import Trigger
 from ..model.watchpolls import BEFORE_POLLS, PollRow, WatchPolls, write_tsv
-from ..pipeline import materialize, report_profile
+from ..pipeline import report_run
 from .fleet import Outcome, Publish, publish
 from .schedule import age_text, findings_exit_code, is_pmuprof_run
 from .schedule_io import disk_free, prune
@@ -229,7 +229,7 @@ def capture_once(opts: WatchOptions, fire: Fire, poller: Poller, log: Log,
     rundir.write_typed(out / rundir.RUN_JSON, run)
     write_tsv(out / rundir.WATCH_POLLS, poll_table(opts.plan.conditions, before or fire.polls, tuple(during.polls)))
     try:
-        result = report_profile(materialize(out, log=log), out)
+        result = report_run(out, log=log)
         log(f"report: {result.paths['html']}")
         outcome = Outcome(findings_exit_code(result.findings), out, result.profile, result.diagnosis,
                           ended=time.time())

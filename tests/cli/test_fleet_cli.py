@@ -160,6 +160,7 @@ def test_a_capture_cut_short_by_sigterm_is_published_as_failed(tmp_path, monkeyp
     """The report is written, but the run was stopped: exit 143, and the metrics say failed, not clean."""
     import shutil
 
+    from pmuprof import pipeline
     from pmuprof.analysis.load import load
     from pmuprof.cli import capture as capture_cli, common
     from pmuprof.cli.main import main
@@ -169,7 +170,8 @@ def test_a_capture_cut_short_by_sigterm_is_published_as_failed(tmp_path, monkeyp
     meta = json.loads((run / "run.json").read_text())
     (run / "run.json").write_text(json.dumps({**meta, "stopped_by": "SIGTERM"}))
     monkeypatch.setattr(common, "recorded", lambda opts, quiet: run)  # as if perf had been stopped by SIGTERM
-    monkeypatch.setattr(capture_cli, "materialize", lambda out, log: load(out))  # its folded stacks, no perf.data
+    monkeypatch.setattr(capture_cli, "report_run",  # its folded stacks, no perf.data
+                        lambda out, rules, log: pipeline.report_profile(load(out), out, rules))
     prom = tmp_path / "pmuprof.prom"
     code = main(["capture", "-p", str(os.getpid()), "-d", "1", "--no-mysql", "-q", "-o", str(tmp_path / "unused"),
                  "--textfile", str(prom), "--exit-code-on-findings"])
