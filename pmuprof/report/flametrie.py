@@ -7,7 +7,6 @@ array operation, so only the kept nodes are ever visited one by one.
 
 from __future__ import annotations
 
-import heapq
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
@@ -82,31 +81,33 @@ class Trie:
 
         Counts what the kept nodes cost and, for each one with a child left out, the elided node
         that will hold that child's samples (a node with a child no wider than the cut).
+
+        Worked as arrays over the widest max_nodes + 1 nodes in their order (the budget is gone by
+        then): a taken node keeps all its children at a weight below its narrowest child's, so the
+        elided nodes at rank r are the taken nodes (ranks below r) whose narrowest child is not
+        wider than the r-th weight; names cost once, at their first taken node. A heap walked in
+        Python took 0.25 s on the reference's 634,108-node trie.
         """
         key, divisor = self._width_key()
-        narrowest = self.narrowest_child(key)
+        order = self.widest_first(key, max_nodes + 1)[:max_nodes + 1]  # the cut is made by then
+        if not len(order):
+            return -1.0
+        weights = key[order].astype(np.float64) / divisor  # the node's weight, as _weight computes it
+        narrowest = self.narrowest_child(key)[order].astype(np.float64) / divisor
+        ranks = np.arange(len(order), dtype=np.int64)
+        # node j keeps all its children from the first rank whose weight is below its narrowest
+        # child's (weights never grow along the order), and only once it is taken (rank > j)
+        whole_from = np.maximum(np.searchsorted(-weights, -narrowest, side="right"), ranks + 1)
+        whole = np.cumsum(np.bincount(whole_from, minlength=len(order) + 1))[:len(order)]
+        elided = ranks - whole
         per_node = 6 + 4 * len(self.totals)  # name index, depth and one value per column, with separators
-        pending: list[float] = []  # narrowest-child widths of taken nodes, not yet above the cut
-        whole = 0  # taken nodes that keep all their children at this cut
-        seen: set[int] = set()
-        used = 0
-        frame = self.frame
-        # the loop stops before max_nodes nodes are taken: only the widest max_nodes + 1 are ever ordered
-        for rank, i in enumerate(_chunked(self.widest_first(key, max_nodes + 1))):
-            w = float(key[i]) / divisor  # the node's weight, as _weight computes it
-            while pending and -pending[0] > w:
-                heapq.heappop(pending)
-                whole += 1
-            elided = rank - whole
-            if rank + elided >= max_nodes or used + elided * per_node > max_bytes:
-                return float(w)
-            used += per_node
-            f = int(frame[i])
-            if f not in seen:
-                seen.add(f)
-                used += len(self.frames[f].encode("utf-8")) + 5
-            heapq.heappush(pending, -(float(narrowest[i]) / divisor))
-        return -1.0
+        frame = self.frame[order]
+        names, first = np.unique(frame, return_index=True)
+        name_cost = np.zeros(len(order), dtype=np.int64)
+        name_cost[first] = [len(self.frames[f].encode("utf-8")) + 5 for f in names.tolist()]
+        used = ranks * per_node + np.cumsum(name_cost) - name_cost  # what the nodes before it cost
+        over = np.flatnonzero((ranks + elided >= max_nodes) | (used + elided * per_node > max_bytes))
+        return float(weights[over[0]]) if len(over) else -1.0
 
     def _width_key(self, weight: np.ndarray | None = None) -> tuple[np.ndarray, float]:
         """What orders nodes by weight, and what turns it into a weight: a single column's values with
@@ -159,12 +160,6 @@ class Trie:
             if not jump.any():
                 return anchor
             np.copyto(anchor, anchor[up], where=jump)
-
-
-def _chunked(values: np.ndarray, size: int = 65536):
-    """The array's items as Python ints, converted a chunk at a time (no list of all of them)."""
-    for lo in range(0, len(values), size):
-        yield from values[lo:lo + size].tolist()
 
 
 def _build(frames: tuple[str, ...], ids: np.ndarray, lengths: np.ndarray, counts: np.ndarray, col_of: np.ndarray,

@@ -242,3 +242,53 @@ def test_work_over_nodes_in_blocks_gives_the_same_tree(monkeypatch):
         monkeypatch.setattr(flametrie, "_NODE_BLOCK", block)
         assert [json.dumps(build_tree(cols[:1], max_nodes=120)), json.dumps(build_tree(cols, max_nodes=150))] == expect
     assert json.loads(expect[0])["pruned"] > 0 and json.loads(expect[1])["pruned"] > 0
+
+
+def _cut_walk(trie, max_nodes: int, max_bytes: int) -> float:
+    """The cut's plain definition: take nodes widest first, a heap of the taken nodes' narrowest-child
+    widths telling how many keep all their children, until the nodes or bytes run out."""
+    import heapq
+
+    key, divisor = trie._width_key()
+    narrowest = trie.narrowest_child(key)
+    per_node = 6 + 4 * len(trie.totals)
+    pending: list[float] = []
+    whole = used = 0
+    seen: set[int] = set()
+    for rank, i in enumerate(trie.widest_first(key, max_nodes + 1).tolist()):
+        w = float(key[i]) / divisor
+        while pending and -pending[0] > w:
+            heapq.heappop(pending)
+            whole += 1
+        elided = rank - whole
+        if rank + elided >= max_nodes or used + elided * per_node > max_bytes:
+            return w
+        used += per_node
+        if int(trie.frame[i]) not in seen:
+            seen.add(int(trie.frame[i]))
+            used += len(trie.frames[int(trie.frame[i])].encode("utf-8")) + 5
+        heapq.heappush(pending, -(float(narrowest[i]) / divisor))
+    return -1.0
+
+
+def test_the_cut_worked_as_arrays_matches_the_walk_over_nodes():
+    """Trie.cut counts elided nodes and name bytes with array operations; on random tries of one to three
+    columns (ties, multi-byte names, budgets from nothing to everything) it stops where the walk does."""
+    import random
+
+    from pmuprof.report.flametrie import Trie
+
+    rng = random.Random(11)
+    for _ in range(60):
+        names = [f"f{k}" + "é" * rng.randint(0, 2) for k in range(rng.choice([3, 12, 80]))]
+        cols = []
+        for _ in range(rng.choice([1, 1, 2, 3])):
+            col: dict = {}
+            for _ in range(rng.randint(1, 200)):
+                stack = ("p", *(rng.choice(names) for _ in range(rng.randint(0, 7))))
+                col[stack] = col.get(stack, 0) + rng.choice([1, 1, 2, 5, 100])
+            cols.append(col)
+        trie = Trie.of(cols)
+        for max_nodes in (0, 1, 3, 20, 150, 10**6):
+            for max_bytes in (0, 50, 800, 10**4, 10**9):
+                assert trie.cut(max_nodes, max_bytes) == _cut_walk(trie, max_nodes, max_bytes)
