@@ -59,8 +59,10 @@ def test_samples_after_each_fence_form_move_onto_it(recorded, symbol):
         pytest.skip(f"this compiler emitted no {kind} in {symbol}: {[i['text'] for i in insns]}")
     fence, after = insns[at], insns[at + 1]
     assert fence["text"].startswith(text), fence
-    # perf charges the fence's stall to the next instruction; correction moves exactly those samples back
-    assert fence["corrected"] == fence["raw"] + after["raw"] and after["corrected"] == 0, insns[at:at + 2]
+    # perf charges the fence's stall to the next instruction (and, past a one-cycle register op, the one
+    # after); correction moves exactly the samples it takes off them back onto the fence
+    moved = [i for i in insns[at + 1:at + 3] if i["raw"] and not i["corrected"]]
+    assert after in moved and fence["corrected"] == fence["raw"] + sum(i["raw"] for i in moved), insns[at:at + 3]
     assert after["raw"] >= 3 * max(fence["raw"], 1), insns[at:at + 2]
 
 
@@ -72,7 +74,7 @@ def test_barrier_rule_blames_only_the_innodb_barrier_contexts(recorded):
     assert set(sites) == {"buf_get_n_pending_read_ios", "rw_lock_x_lock_func"}, sites
     assert any(f.startswith("lock or") for f in sites["buf_get_n_pending_read_ios"]["forms"]), sites
     assert sites["rw_lock_x_lock_func"]["forms"] == ["mfence"], sites
-    assert "l_find" not in blamed["message"] and "rebuild" in blamed["fix"]
+    assert "l_find" not in blamed["message"] and any("rebuild" in step["text"] for step in blamed["fix"])
 
 
 def test_other_fences_are_named_neutrally(recorded):

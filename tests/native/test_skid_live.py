@@ -57,9 +57,11 @@ def test_pause_loop_raw_after_pause_corrected_on_pause(recorded):
     after = syms["live_pause_after"][0]
     raw_after = sum(i["raw"] for i in fn["instructions"] if int(i["address"], 16) == after)
     on_pause = sum(i["corrected"] for i in fn["instructions"] if i["kind"] == "pause")
-    assert raw_after >= 0.9 * fn["samples"], fn
+    raw_on_pause = sum(i["raw"] for i in fn["instructions"] if i["kind"] == "pause")
+    # perf charges most of the stall to what follows (AMD Zen4: >= 90 %; Intel Xeon: 84 %, 16 % on the PAUSE
+    # itself), and correction puts it back on the PAUSE
+    assert raw_after >= 0.6 * fn["samples"] and raw_after > 2 * raw_on_pause, fn
     assert on_pause >= 0.9 * fn["samples"], fn
-    assert sum(i["raw"] for i in fn["instructions"] if i["kind"] == "pause") <= 0.1 * fn["samples"]
 
 
 def test_mfence_loop_corrected_on_the_fence(recorded):
@@ -68,10 +70,13 @@ def test_mfence_loop_corrected_on_the_fence(recorded):
     after = syms["live_fence_after"][0]
     raw_after = sum(i["raw"] for i in fn["instructions"] if int(i["address"], 16) == after)
     fence = [i for i in fn["instructions"] if i["kind"] == "fence"][0]
-    # Measured on this host (Zen4 VM, cpu-clock): ~63 % on mfence+1, ~31 % on mfence+2, ~4 % on the fence.
-    # Only the +1 share moves (the algorithm looks at the direct predecessor), so the fence must end with
-    # exactly its own raw samples plus everything that sat on mfence+1, and be the hottest instruction.
-    assert fence["corrected"] == fence["raw"] + raw_after
+    # Measured (cpu-clock): Zen4 VM ~63 % on mfence+1, ~31 % on mfence+2, ~4 % on the fence; Intel Xeon VM
+    # 74 %, 14 %, 7 %. mfence+1 is `add $1,%rax`, a one-cycle register op: the samples on it and on the
+    # instruction after it move (the algorithm passes one such op), so the fence ends with exactly its own
+    # raw samples plus those two, and is the hottest instruction.
+    at = fn["instructions"].index(fence)
+    moved = [i for i in fn["instructions"][at + 1:at + 3] if i["raw"] and not i["corrected"]]
+    assert fence["corrected"] == fence["raw"] + sum(i["raw"] for i in moved) and raw_after <= sum(i["raw"] for i in moved)
     assert raw_after >= 0.5 * fn["samples"], fn
     assert fence["corrected"] == max(i["corrected"] for i in fn["instructions"])
     assert fence["corrected"] >= 0.5 * fn["samples"]
