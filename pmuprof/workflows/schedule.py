@@ -113,13 +113,17 @@ class ScheduleSpec:
         return [*self.exe, "history", self.directory, "-o", str(PurePosixPath(self.directory) / "index.html")]
 
     def environment(self) -> dict[str, str]:
-        """Variables the runs need: where the package is (python -m), the notify command."""
-        env = {}
-        if self.pythonpath:
-            env["PYTHONPATH"] = self.pythonpath
-        if self.notify_cmd:
-            env["PMUPROF_NOTIFY_CMD"] = self.notify_cmd
-        return env
+        return run_environment(self.pythonpath, self.notify_cmd)
+
+
+def run_environment(pythonpath: str, notify_cmd: str | None) -> dict[str, str]:
+    """Variables a unit's runs need: where the package is (python -m), the notify command."""
+    env = {}
+    if pythonpath:
+        env["PYTHONPATH"] = pythonpath
+    if notify_cmd:
+        env["PMUPROF_NOTIFY_CMD"] = notify_cmd
+    return env
 
 
 def _safe_arg(arg: str) -> str:

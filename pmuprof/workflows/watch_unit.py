@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass
 
 from ..errors import UsageError
-from .schedule import _safe_path
+from .schedule import _safe_path, run_environment
 from .schedule_units import _below_mysqld, _sandbox, _systemd_quote, _writable
 
 UNIT_NAME = "pmuprof-watch"
@@ -50,12 +50,7 @@ class WatchService:
                                  "put it in a client option file and pass --defaults-file")
 
     def environment(self) -> dict[str, str]:
-        env = {}
-        if self.pythonpath:
-            env["PYTHONPATH"] = self.pythonpath
-        if self.notify_cmd:
-            env["PMUPROF_NOTIFY_CMD"] = self.notify_cmd
-        return env
+        return run_environment(self.pythonpath, self.notify_cmd)
 
 
 def watch_unit(svc: WatchService) -> str:
