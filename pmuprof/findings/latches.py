@@ -12,16 +12,13 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Mapping, Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 
 from ..model.labels import is_inlined, is_kernel, is_unnamed
 from .knowledge import Latch, LatchTable, Machinery
 from .patterns import frame_names, normalize
-
-if TYPE_CHECKING:
-    from .stackmatch import WaitTable
 
 MAX_CALLERS = 3
 TOP_CHAINS = 3
@@ -258,7 +255,30 @@ def _callers(frames: tuple[str, ...], at: int) -> tuple[str, ...]:
     return tuple(out)
 
 
-def attribute(waits: "WaitTable", total: int, latches: Mapping[str, Latch]) -> tuple[LatchWaits, ...]:
+@dataclass(frozen=True)
+class WaitTable:
+    """Every row of the process in a spin or wait path: its wait, latch key and mode, as arrays."""
+
+    rows: np.ndarray  # row index per wait
+    waits: tuple[Wait, ...]
+    latch: tuple[str, ...]  # latch id or "unidentified" (or "a|b") per wait
+    mode: tuple[str, ...]
+    counts: np.ndarray
+
+    def latch_mask(self, wanted: frozenset[str]) -> np.ndarray:
+        """Waits attributed to the wanted latches only: an "a|b" wait counts when both a and b are wanted
+        (a rule for latch a alone must not claim a sample that may be b's)."""
+        return np.fromiter((set(candidates(k)) <= wanted for k in self.latch), dtype=bool, count=len(self.latch))
+
+    def unclaimed_mask(self, latches: Mapping[str, Latch], wanted: frozenset[str] = frozenset()) -> np.ndarray:
+        """Waits attributed to "a or b" where no one rule covers both (findings/latches.py ``unclaimed``),
+        among those naming a wanted latch when ``wanted`` is given."""
+        return np.fromiter((unclaimed(k, latches) and (not wanted or bool(wanted & set(candidates(k))))
+                            for k in self.latch), dtype=bool, count=len(self.latch))
+
+
+
+def attribute(waits: WaitTable, total: int, latches: Mapping[str, Latch]) -> tuple[LatchWaits, ...]:
     """Rows of waits by latch for one process's wait table (findings/stackmatch.py), most samples first."""
     counts: Counter[tuple[str, str]] = Counter()
     kinds: dict[tuple[str, str], Counter[str]] = defaultdict(Counter)

@@ -21,9 +21,9 @@ from ..model.offcpu import Snapshot
 from ..model.profile import Profile
 from ..model.stacks import Stacks
 from .evidence import Evidence
-from .latches import Attributor, attribute
+from .latches import Attributor, WaitTable, attribute
 from .patterns import PatternSet, frame_names
-from .stackmatch import STACKS, StackIndex, WaitTable, match_latch, match_stack
+from .stackmatch import STACKS, StackIndex, match_latch, match_stack
 
 NO_OFFCPU = "no off-CPU time recorded (capture with --off-cpu)"
 
@@ -72,6 +72,11 @@ class OffCpuIndex:
         return self._bare
 
 
+
+def offcpu_index(index: StackIndex) -> OffCpuIndex:
+    """The off-CPU stacks of ``index``'s process, built once per process beside its on-CPU index."""
+    return index.built("offcpu", lambda: OffCpuIndex(index.profile, index.process, index.attributor))
+
 def _duration_us(profile: Profile | None, headers: Mapping[str, str]) -> float | None:
     """How long the tracer ran: run.json offcpu.duration_s, else the folded file's duration_s header."""
     run_off = profile.run.offcpu if profile is not None else None
@@ -86,7 +91,7 @@ def _duration_us(profile: Profile | None, headers: Mapping[str, str]) -> float |
 
 def match_offcpu(index: StackIndex, spec: Mapping[str, Any], skip: PatternSet, missing: list[str]) -> dict[str, Any] | None:
     """Blocked time matching a stack spec (plus ``states``) or a latch spec; None without off-CPU data."""
-    off: OffCpuIndex = index.offcpu()
+    off = offcpu_index(index)
     if not off.available:
         missing.append(NO_OFFCPU)
         return None
@@ -151,7 +156,7 @@ def offcpu_wait_latches(facts: Any, index: StackIndex, missing: list[str]) -> Of
     off-CPU stacks that went through latch machinery (a sync-array sleep under rw_lock_s_lock_spin is the
     same latch as the spin). Plain condition-variable and event sleeps (idle threads, commits waiting for
     the redo flush) have no machinery frame and are not latch waits."""
-    off: OffCpuIndex = index.offcpu()
+    off = offcpu_index(index)
     if not off.available:
         missing.append(NO_OFFCPU)
         return None

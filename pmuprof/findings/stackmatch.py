@@ -10,42 +10,20 @@ that table.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
 from ..model.profile import Profile
 from ..model.stacks import Stacks, gather_index
 from .knowledge import Latch
-from .latches import Attributor, Wait, candidates, latch_words, unclaimed
+from .latches import Attributor, Wait, WaitTable, candidates, latch_words
 from .patterns import PatternSet, frame_names
 
 MAX_CALLERS = 3
 TOP_CHAINS = 3
 STACKS = "stacks"  # matched rows, kept out of findings.json (grouping by shared evidence)
 _NONE = -1
-
-
-@dataclass(frozen=True)
-class WaitTable:
-    """Every row of the process in a spin or wait path: its wait, latch key and mode, as arrays."""
-
-    rows: np.ndarray  # row index per wait
-    waits: tuple[Wait, ...]
-    latch: tuple[str, ...]  # latch id or "unidentified" (or "a|b") per wait
-    mode: tuple[str, ...]
-    counts: np.ndarray
-
-    def latch_mask(self, wanted: frozenset[str]) -> np.ndarray:
-        """Waits attributed to the wanted latches only: an "a|b" wait counts when both a and b are wanted
-        (a rule for latch a alone must not claim a sample that may be b's)."""
-        return np.fromiter((set(candidates(k)) <= wanted for k in self.latch), dtype=bool, count=len(self.latch))
-
-    def unclaimed_mask(self, latches: Mapping[str, Latch], wanted: frozenset[str] = frozenset()) -> np.ndarray:
-        """Waits attributed to "a or b" where no one rule covers both (findings/latches.py ``unclaimed``),
-        among those naming a wanted latch when ``wanted`` is given."""
-        return np.fromiter((unclaimed(k, latches) and (not wanted or bool(wanted & set(candidates(k))))
-                            for k in self.latch), dtype=bool, count=len(self.latch))
 
 
 class StackIndex:
@@ -60,7 +38,7 @@ class StackIndex:
         self.attributor = attributor
         self._luts: dict[PatternSet, np.ndarray] = {}
         self._waits: WaitTable | None = None
-        self._offcpu: Any = None
+        self._built: dict[str, Any] = {}
 
     def lut(self, patterns: PatternSet) -> np.ndarray:
         """True per frame id whose label the patterns match (each label tested once)."""
@@ -73,13 +51,12 @@ class StackIndex:
     def weight(self, rows: np.ndarray) -> int:
         return int(self.st.counts[rows].sum()) if len(rows) else 0
 
-    def offcpu(self) -> Any:
-        """The process's off-CPU stacks (findings/offcpumatch.py OffCpuIndex), built on first use."""
-        if self._offcpu is None:
-            from .offcpumatch import OffCpuIndex  # the off-CPU index is built on StackIndex
-
-            self._offcpu = OffCpuIndex(self.profile, self.process, self.attributor)
-        return self._offcpu
+    def built(self, key: str, build: Callable[[], Any]) -> Any:
+        """What ``build`` gives for this process, built once (an index a matcher kind keeps beside this one:
+        offcpumatch.py's off-CPU stacks)."""
+        if key not in self._built:
+            self._built[key] = build()
+        return self._built[key]
 
     def waits(self) -> WaitTable:
         """The latch waits of this process's rows (classified once)."""
