@@ -5,20 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+from .kinds.base import Declared
 from .schema import Thresholds
 from .steps import FixStep
 
 SEVERITY_ORDER = {"critical": 0, "warning": 1, "info": 2}
-
-
-@dataclass(frozen=True)
-class Declared:
-    """One evidence item as its rule declares it: the name, the matcher kind and spec, what it measures."""
-
-    name: str
-    kind: str  # stack, latch, variable, status, derived, ... (a name of findings/kinds KINDS)
-    what: str  # the matcher's subject for kinds that name one (variable, status, path, derived), else ""
-    about: str = ""  # the rule's ``about`` text
 
 
 @dataclass(frozen=True)

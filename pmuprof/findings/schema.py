@@ -9,6 +9,7 @@ from typing import Any, Mapping
 from ..errors import RuleError
 from ..model.server import FAMILIES, FAMILY_NAMES
 from .kinds import KINDS, kind_of
+from .kinds.base import Matcher
 from .patterns import PatternSet
 from .steps import STEP_KINDS, FixStep, step_problem
 from .template import check_template
@@ -40,14 +41,6 @@ class Condition:
     evidence: str  # evidence name, optionally .field
     op: str
     value: Any
-
-
-@dataclass(frozen=True)
-class Matcher:
-    name: str
-    kind: str  # a name of findings/kinds KINDS
-    spec: Any  # str | tuple | Mapping[str, PatternSet] as the kind needs
-    about: str = ""
 
 
 @dataclass(frozen=True)

@@ -10,10 +10,28 @@ from ..facts import number as as_number
 
 if TYPE_CHECKING:
     from ..facts import Facts
-    from ..model import Declared
     from ..patterns import PatternSet
-    from ..schema import Matcher
     from ..stackmatch import StackIndex
+
+
+@dataclass(frozen=True)
+class Matcher:
+    """One evidence item of a rule as the schema validated it: its name, matcher kind and spec."""
+
+    name: str
+    kind: str  # a name of findings/kinds KINDS
+    spec: Any  # str | tuple | Mapping[str, PatternSet] as the kind needs
+    about: str = ""
+
+
+@dataclass(frozen=True)
+class Declared:
+    """One evidence item as its rule declares it: the name, the matcher kind and spec, what it measures."""
+
+    name: str
+    kind: str  # stack, latch, variable, status, derived, ... (a name of findings/kinds KINDS)
+    what: str  # the matcher's subject for kinds that name one (variable, status, path, derived), else ""
+    about: str = ""  # the rule's ``about`` text
 
 
 class SpecCtx(Protocol):
