@@ -174,3 +174,31 @@ class Watchdog(threading.Thread):
     def __exit__(self, *_exc: object) -> None:
         self._done.set()
         self.join()
+
+
+def held_open(paths: Sequence[str], comms: Sequence[str] = ("perf",)) -> bool | None:
+    """Whether a live process whose name starts with one of ``comms`` holds one of ``paths`` open (None: /proc
+    does not show other processes' files here). Only those processes' descriptors are read."""
+    wanted, seen_any = set(paths), False
+    try:
+        entries = list(os.scandir("/proc"))
+    except OSError:
+        return None
+    for entry in entries:
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/comm", encoding="utf-8", errors="replace") as fh:
+                if not fh.read().startswith(tuple(comms)):
+                    continue
+            fds = os.listdir(f"/proc/{entry.name}/fd")
+        except OSError:
+            continue
+        seen_any = True
+        for fd in fds:
+            try:
+                if os.readlink(f"/proc/{entry.name}/fd/{fd}") in wanted:
+                    return True
+            except OSError:
+                continue
+    return False if seen_any or os.geteuid() == 0 else None

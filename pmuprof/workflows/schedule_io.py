@@ -16,7 +16,7 @@ from typing import Any, Callable
 from .. import outfile
 from ..tools import proc as tools_proc
 from ..errors import PmuprofError, ResourceError, UsageError
-from ..model.rundir import CONTROL_FIFOS, ROOM, RUN_JSON, output_name, read_json
+from ..model.rundir import CONTROL_FIFOS, PERF_DATA, ROOM, RUN_JSON, output_name, read_json
 from .schedule import CRON_FILE, RUN_FILES, UNIT_NAME, Deletion, RunEntry, ScheduleSpec, is_pmuprof_run, plan_retention
 from .schedule_units import cron_text, service_unit, timer_unit
 
@@ -178,9 +178,14 @@ BUSY_FOR_S = 2 * 3600  # the longest capture (1 h) and its report; older in-prog
 
 
 def _busy(run: Path, now: float) -> bool:
-    """A capture is writing here now: its room file or perf's control FIFO exists, and run.json is recent."""
+    """A capture is writing here now: its room file or perf's control FIFO exists and a live perf holds perf.data
+    or the FIFO open (a SIGKILLed capture leaves both files, but no perf); where /proc does not show other
+    processes' files, a recent run.json stands for it."""
     if not any(os.path.lexists(run / name) for name in (ROOM, *CONTROL_FIFOS)):
         return False
+    held = tools_proc.held_open([str((run / name).resolve()) for name in (PERF_DATA, *CONTROL_FIFOS)])
+    if held is not None:
+        return held
     try:
         return now - (run / RUN_JSON).stat().st_mtime < BUSY_FOR_S
     except OSError:

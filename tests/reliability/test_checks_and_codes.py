@@ -22,7 +22,8 @@ from pmuprof.workflows.schedule import EXIT_CRITICAL, EXIT_WARNING
 @pytest.mark.parametrize("option,value,needle", [
     ("-d", "99999h", "--duration 99999h is out of range"),
     ("--interval", "0", "--interval 0 is out of range"),
-    ("--cooldown", "30d", "duration '30d'"),
+    ("--cooldown", "30x", "duration '30x'"),
+    ("--cooldown", "30d", "--cooldown 30d is out of range"),
     ("-F", "0", "--frequency 0 is out of range"),
 ])
 def test_watch_checks_its_options_before_polling(pmuprof, tmp_path, option, value, needle):

@@ -6,6 +6,8 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import shutil
+import subprocess
 import time
 from pathlib import Path
 
@@ -89,17 +91,28 @@ def test_watch_prunes_only_its_own_captures_oldest_first_one_log_line_each(tmp_p
 
 
 def test_a_capture_being_written_is_never_pruned(tmp_path):
+    """Busy: the room file is there and a live perf holds perf.data open. A SIGKILLed capture leaves the room
+    file (and a fresh run.json) but no perf: it is pruned like any run."""
     base = tmp_path / "stalk"
     old = _run(base, "20200101-000000-cpu-gt-1", "2020-01-01T00:00:00Z", files={rundir.ROOM: ""})
-    stale = _run(base, "20200102-000000-cpu-gt-1", "2020-01-02T00:00:00Z", files={rundir.ROOM: ""})
-    hours_ago = time.time() - 3 * 3600
-    os.utime(stale / rundir.RUN_JSON, (hours_ago, hours_ago))  # a killed capture's room file: not busy
+    killed = _run(base, "20200102-000000-cpu-gt-1", "2020-01-02T00:00:00Z", files={rundir.ROOM: ""})
     _run(base, "20261101-000000-cpu-gt-1", "2026-11-01T00:00:00Z")
     _run(base, "20261102-000000-cpu-gt-1", "2026-11-02T00:00:00Z")
-    lines: list[str] = []
-    apply_retention(base, Retention(count=1, age_s=DAY, bytes=1), lines.append)
+    fake_perf = tmp_path / "perf"  # a process named perf with the capture's perf.data open
+    shutil.copy(shutil.which("sleep"), fake_perf)
+    with open(old / rundir.PERF_DATA, "rb") as held:
+        writer = subprocess.Popen([str(fake_perf), "60"], stdin=held)
+    try:
+        deadline = time.monotonic() + 10
+        while not os.path.exists(f"/proc/{writer.pid}/fd/0") and time.monotonic() < deadline:
+            time.sleep(0.05)
+        lines: list[str] = []
+        apply_retention(base, Retention(count=1, age_s=DAY, bytes=1), lines.append)
+    finally:
+        writer.kill()
+        writer.wait()
     assert old.is_dir() and (old / rundir.PERF_DATA).is_file()
-    assert not stale.exists() and not (base / "20261101-000000-cpu-gt-1").exists()
+    assert not killed.exists() and not (base / "20261101-000000-cpu-gt-1").exists()
     assert (base / "20261102-000000-cpu-gt-1" / rundir.PERF_DATA).is_file()  # the newest, whatever the budget
 
 
