@@ -126,6 +126,15 @@ def sql(server: MariaDB, *statements: str) -> list[tuple]:
         conn.close()
 
 
+def wait_connected(server: MariaDB, n: int, timeout: float = 120.0) -> None:
+    """Until the server counts n connections (Threads_connected, this check's own included): a loaded host
+    can take seconds to connect every sysbench client."""
+    deadline = time.monotonic() + timeout
+    while int(dict(sql(server, "SHOW GLOBAL STATUS LIKE 'Threads_connected'"))["Threads_connected"]) < n:
+        assert time.monotonic() < deadline, f"sysbench did not connect {n - 1} clients in {timeout:g} s"
+        time.sleep(0.2)
+
+
 def open_server(proc: subprocess.Popen, workdir: Path, datadir: Path, port: int) -> MariaDB:
     """Wait until the just-started server answers root on ``workdir/mysqld.sock``, then add the sbtest
     user and database (password in ``workdir/client.cnf``); shared by every private-server starter."""

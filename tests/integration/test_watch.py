@@ -103,14 +103,6 @@ def test_cli_fires_once_under_load_and_cooldown_holds(mariadb: mdb.MariaDB, tmp_
     assert [r.values[0] for r in table.rows if r.phase == "during"] == _values(trig["polls_during"])
 
 
-def _wait_connected(server: mdb.MariaDB, n: int, timeout: float = 120.0) -> None:
-    import time
-    deadline = time.monotonic() + timeout
-    while int(dict(mdb.sql(server, "SHOW GLOBAL STATUS LIKE 'Threads_connected'"))["Threads_connected"]) < n:
-        assert time.monotonic() < deadline, f"sysbench did not connect {n} clients in {timeout:g} s"
-        time.sleep(0.2)
-
-
 def test_max_captures_ends_the_watch(mariadb: mdb.MariaDB, tmp_path: Path) -> None:
     """No cooldown, the condition keeps holding: the watch still stops by itself at the cap."""
     plan = WatchPlan((parse_condition(CONDITION),), cycles=2, cooldown_s=0.0, max_captures=1)
@@ -120,7 +112,7 @@ def test_max_captures_ends_the_watch(mariadb: mdb.MariaDB, tmp_path: Path) -> No
     lines: list[str] = []
     load = mdb.SysbenchLoad(mariadb, seconds=1800, test="oltp_read_only", threads=LOAD_THREADS)  # stopped below
     try:
-        _wait_connected(mariadb, 6)  # loaded from the watch's first poll on (a loaded host connects slowly)
+        mdb.wait_connected(mariadb, 6)  # loaded from the watch's first poll on (a loaded host connects slowly)
         runs = watch(opts, lines.append)  # returns by itself once the cap is reached
         assert load.proc.poll() is None, "the condition held all along"
     finally:
