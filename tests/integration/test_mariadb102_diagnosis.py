@@ -18,6 +18,7 @@ import pytest
 
 from helpers import fix_text, need_perf, run_cli, workload_findings
 import mariadb as mdb
+from pmuprof.findings.loader import load_rules
 
 SECONDS = 6
 # Not in 10.2.11 (SHOW VARIABLES / SHOW DATABASES on the fixture server, test_mariadb102_server.py)
@@ -144,7 +145,13 @@ def test_write_spin_at_the_default_is_not_blamed_on_the_delay(write6: Scenario) 
     spin = write6.findings.get("innodb-spin-wait")
     if spin:
         assert "innodb_spin_wait_delay = 6" not in fix_text(spin) and "above the default" not in spin["message"]
-        assert spin["explained_by"], "the spin is grouped under the latch finding that explains it"
+        # what the engine decides: grouped under the latch finding that explains most of it, or, when the spin
+        # is spread over several latches (a loaded host: srv_sys 5 %, page 4 %, log_sys 3 % of a 12 % spin), ranked
+        # after every cause that fired (the verdict names the latch, not the spin)
+        explainers = {r.id for r in load_rules() if "innodb-spin-wait" in r.explains}
+        order = [f["rule"] for f in write6.data["findings"]]
+        fired = [r for r in order if r in explainers]
+        assert spin["explained_by"] in fired or all(order.index(r) < order.index("innodb-spin-wait") for r in fired), order
     assert write6.top_latch() in ("srv_sys_mutex", "log_sys_mutex", "buf_block_lock", "log_sys_mutex|log_write_mutex")
 
 
