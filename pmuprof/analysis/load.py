@@ -165,16 +165,16 @@ def read_recording(path: Path, kind: str, choice: Choice, sibling: Path | None,
 
 def _nothing_kept(path: Path, kind: str, result: FoldResult, pids, comms) -> InputError:
     """Why a recording gave no sample, in the terms of what the input lacks."""
+    shown = ", ".join(map(str, pids))
     if not result.filtered and result.bad_lines:
         return InputError(f"{path}: none of its {result.bad_lines} lines read as perf script samples (a sample "
                           "starts with a line 'COMMAND TID TIME: EVENT:')",
                           "write it with perf script's default fields, or at least -F comm,tid,time,event,ip,sym,dso")
     if pids and not result.pid_known:
-        shown = ", ".join(map(str, pids))
         return InputError(f"{path}: no samples of pid {shown}: this perf script text has thread ids but no pid "
                           f"field, so --pid keeps the threads named like thread {shown}, and it has none",
                           "choose by name with --comm, or write the text with `perf script -F +pid`")
-    why = f" of {', '.join(comms)}" if comms and not pids else (f" of pid {', '.join(map(str, pids))}" if pids else "")
+    why = f" of pid {shown}" if pids else (f" of {', '.join(comms)}" if comms else "")
     return InputError(f"{path}: no samples{why} in this {kind}",
                       "check the recording covers the target (use --pid/--comm to choose processes)")
 
