@@ -12,7 +12,7 @@ from typing import Iterator
 
 from ..model import rundir
 from ..model.run import KeptBinaries
-from ..tools import elf
+from ..tools import elf, vdso
 
 MAX_MEMBER = 1 << 30  # a member larger than this is not unpacked (capture keeps none larger)
 
@@ -29,6 +29,10 @@ def rereads(path: Path) -> Path | None:
 def needed(kept: KeptBinaries) -> bool:
     """Some kept binary is not installed here with the build-id that ran."""
     for b in kept.binaries:
+        if b.path == vdso.NAME:
+            if vdso.build_id() != b.build_id:  # recorded on another boot: only the kept image names its frames
+                return True
+            continue
         found = elf.ident(Path(b.path))
         if found is None or found.build_id != b.build_id:
             return True

@@ -63,10 +63,13 @@ class ElfFile:
     Paths come from recordings and other users' files: opened through infile (a FIFO or device named
     there raises infile.Refused, an OSError, instead of blocking)."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, data: bytes | None = None) -> None:
+        """The file at ``path``, or ``data`` already in memory (then ``path`` only names it)."""
         self.path = Path(path)
-        with opened(self.path, ELF_MAX_BYTES) as fh:
-            self.data = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+        if data is None:
+            with opened(self.path, ELF_MAX_BYTES) as fh:
+                data = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+        self.data = data
         if self.data[:4] != b"\x7fELF" or self.data[4] != 2 or self.data[5] != 1:
             raise ValueError(f"{path}: not a 64-bit little-endian ELF file")
         self.e_type, self.machine = struct.unpack_from("<HH", self.data, 16)

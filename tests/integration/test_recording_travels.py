@@ -23,10 +23,14 @@ SYSCALLS_C = r"""
 #include <unistd.h>
 static char buf[512];
 __attribute__((noinline)) void write_loop(int fd) { for (int i = 0; i < 2000; i++) (void)!write(fd, buf, sizeof buf); }
+__attribute__((noinline)) void clock_loop(void) {  /* in the vdso: no system call */
+    struct timespec ts;
+    for (int i = 0; i < 20000; i++) clock_gettime(CLOCK_MONOTONIC, &ts);
+}
 int main(int argc, char **argv) {
     int fd = open("/dev/null", O_WRONLY);
     time_t end = time(NULL) + atoi(argc > 1 ? argv[1] : "1");
-    while (time(NULL) < end) write_loop(fd);
+    while (time(NULL) < end) write_loop(fd), clock_loop();
     return 0;
 }
 """
@@ -115,6 +119,7 @@ def captured(tmp_path_factory) -> tuple[Path, Path]:
     assert kept["build_id"] == kernel_build_id(perf, run_dir / "perf.data")
     binaries = {b["path"]: b for b in run["kept_binaries"]["binaries"]}
     assert binaries[str(exe)]["debug_stripped"], "DWARF is left out of the copy"
+    assert "[vdso]" in binaries, run["kept_binaries"]["skipped"]  # this boot's vdso travels too
     assert run["kept_binaries"]["bytes"] == (run_dir / "binaries.tar.gz").stat().st_size < 64 * 2**20
     return run_dir, exe
 
@@ -157,6 +162,7 @@ def test_a_run_directory_whose_binary_is_gone_reads_the_same(captured, tmp_path:
     original = build_profile(run_dir)
     assert dict(profile.stacks.items()) == dict(original.stacks.items())
     assert "write_loop" in profile.stacks.frames
+    assert any(f.startswith("__vdso_") for f in profile.stacks.frames), "the vdso named from its kept image"
     findings = json.loads((tmp_path / "r" / "findings.json").read_text())["findings"]
     here = run_cli("report", str(run_dir), "-o", str(tmp_path / "here"))
     assert here.returncode == 0, here.stderr

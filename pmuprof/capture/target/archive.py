@@ -12,7 +12,7 @@ from typing import Mapping
 
 from ...model import rundir
 from ...model.run import KeptBinaries, KeptBinary, Run, Target
-from ...tools import elf
+from ...tools import elf, vdso
 from ...tools.perf import read as perfread
 from .kernel import keep_kernel_symbols
 
@@ -33,6 +33,8 @@ def wanted(targets: tuple[Target, ...], hits: Mapping[str, str]) -> dict[str, tu
                 mapped[t.exe] = Path(f"/proc/{t.pid}/exe")
         for m in t.maps:
             mapped.setdefault(m.path, Path(m.path))
+    if vdso.NAME in hits:
+        mapped[vdso.NAME] = Path(vdso.NAME)  # this process's own copy, when it is the one recorded
     return {path: (hits[path], mapped[path]) for path in mapped if path in hits}
 
 
@@ -46,7 +48,10 @@ def keep_binaries(out: Path, wanted_files: Mapping[str, tuple[str, Path]]) -> Ke
             if out.stat().st_size >= MAX_ARCHIVE:
                 skipped.append(f"{path}: the archive reached {MAX_ARCHIVE >> 20} MiB")
                 continue
-            copy, why = _copy_of(source, build_id, Path(tmp) / build_id)
+            if path == vdso.NAME:
+                copy, why = _vdso_file(build_id, Path(tmp) / build_id)
+            else:
+                copy, why = _copy_of(source, build_id, Path(tmp) / build_id)
             if copy is None:
                 skipped.append(f"{path}: {why}")
                 continue
@@ -75,6 +80,18 @@ def _add(tar: tarfile.TarFile, file: Path, name: str) -> int:
 def _build_id(path: Path) -> str | None:
     found = elf.ident(path)
     return found.build_id if found else None
+
+
+def _vdso_file(build_id: str, dest: Path) -> tuple[Path | None, str]:
+    """This boot's vdso written to ``dest`` when it is the one recorded ((None, why) when not: a 32-bit target's)."""
+    image = vdso.image()
+    if image is None:
+        return None, "this process has no readable vdso"
+    found = vdso.build_id(image)
+    if found != build_id:
+        return None, f"this boot's vdso is {str(found)[:12]}, not the recorded {build_id[:12]}"
+    dest.write_bytes(image)
+    return dest, ""
 
 
 def _copy_of(source: Path, build_id: str, scratch: Path) -> tuple[Path | None, str]:
