@@ -113,4 +113,4 @@ def workload_verdict(run_dir: Path) -> dict:
     from pmuprof.report import build_payload
 
     profile = profile_for_report(run_dir)
-    return build_payload(profile, diagnose(profile, [r for r in load_rules() if r.id not in HOST_RULES]))["verdict"]
+    return build_payload(profile, diagnose(profile, [r for r in load_rules() if r.id not in HOST_RULES])).verdict

@@ -14,10 +14,10 @@ from .flametrie import Trie
 from .html import render_report, write_text
 from .jsonw import findings_json
 from .markdown import render_markdown
-from .payload import build_payload
+from .payload import ReportPayload, build_payload
 from .wallclock import wall_stacks, wall_svg
 
-__all__ = ["build_payload", "findings_json", "write_outputs"]
+__all__ = ["ReportPayload", "build_payload", "findings_json", "write_outputs"]
 FLAME_SVG = "flame.svg"  # beside report.html: a picture for trackers that refuse HTML attachments
 
 
@@ -32,6 +32,6 @@ def write_outputs(profile: Profile, diagnosis: Diagnosis, out_dir: Path, max_fla
         "html": write_text(out_dir / REPORT_HTML, render_report(payload, wall_svg(wall_stacks(profile)[0]))),
         "json": write_text(out_dir / FINDINGS_JSON, findings_json(profile, diagnosis)),
         "md": write_text(out_dir / REPORT_MD, render_markdown(payload)),
-        "svg": write_text(out_dir / FLAME_SVG, flame_svg(profile, str(payload["title"]), trie())),
+        "svg": write_text(out_dir / FLAME_SVG, flame_svg(profile, payload.title, trie())),
     }
     return paths

@@ -16,14 +16,24 @@ from markupsafe import Markup, escape
 from .. import __version__, outfile
 from . import bidi
 from ..paths import cache_dir, templates_dir
+from .payload import ReportPayload
 
 _JSON_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
 _ASSET_SUFFIXES = (".js", ".css")
 
 
 def dumps(data: Any) -> str:
-    """Canonical JSON: sorted keys, no spaces, UTF-8 kept (the same data gives the same bytes)."""
-    return json.dumps(data, sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    """Canonical JSON: sorted keys, no spaces, UTF-8 kept (the same data gives the same bytes); a value with
+    ``as_json()`` (a page payload) is written as what that returns."""
+    return json.dumps(data, sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=False,
+                      default=_as_json)
+
+
+def _as_json(value: Any) -> Any:
+    as_json = getattr(value, "as_json", None)
+    if as_json is None:
+        raise TypeError(f"{type(value).__name__} is not JSON data")
+    return as_json()
 
 
 def embed_json(data: Any) -> Markup:
@@ -140,13 +150,13 @@ def environment(directory: str = "") -> jinja2.Environment:
     return env
 
 
-def render(template: str, payload: Mapping[str, Any], **pictures: str) -> str:
+def render(template: str, payload: Any, **pictures: str) -> str:
     """Render a page template with the payload both as Jinja context and as the embedded JSON; ``pictures``
     are SVG documents pmuprof drew (escaped text inside), inlined as they are and kept out of the JSON."""
     return environment().get_template(template).render(p=payload, **{k: Markup(v) for k, v in pictures.items()})
 
 
-def render_report(payload: Mapping[str, Any], wall_svg: str = "") -> str:
+def render_report(payload: ReportPayload, wall_svg: str = "") -> str:
     return render("report.html.j2", payload, wall_svg=wall_svg)
 
 

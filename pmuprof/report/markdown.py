@@ -7,6 +7,7 @@ from typing import Any, Mapping
 
 from ..findings.steps import FENCE_LANG, fence
 from . import bidi
+from .payload import ReportPayload
 from .verdict import busy_sentence
 from .wallclock import NO_USER_STACK
 
@@ -112,15 +113,15 @@ def _latches(rows: list[Mapping[str, Any]], top: int = 8) -> list[str]:
     return lines + [""]
 
 
-def _wall(p: Mapping[str, Any], top: int = 8) -> list[str]:
+def _wall(p: ReportPayload, top: int = 8) -> list[str]:
     """Wall clock by state, and the largest thread groups of the last snapshot (threads.json)."""
-    wall, snaps = p.get("wall"), p.get("offcpu_threads") or []
+    wall, snaps = p.wall, p.offcpu_threads
     if not wall:
         return []
     lines = ["### Wall clock (on-CPU and off-CPU)", "", "| process | state | seconds | share |", "|---|---|---:|---:|"]
     lines += [f"| {_inline(r['process'])} | {r['state']} | {r['seconds']:,} | {100 * r['share']:.1f} % |"
-              for r in wall["states"]]
-    lines += ([f"", _text(wall["note"])] if wall.get("note") else []) + [""]
+              for r in wall.states]
+    lines += (["", _text(wall.note)] if wall.note else []) + [""]
     for s in [s for s in snaps if s["groups"]][-1:]:  # the last snapshot that found threads
         lines += [f"What the threads were doing at the capture's {s['when']} ({_text(s['label'])}, {s['threads']} threads), "
                   "innermost frame first:", "", "| threads | state | stack |", "|---:|---|---|"]
@@ -130,25 +131,25 @@ def _wall(p: Mapping[str, Any], top: int = 8) -> list[str]:
     return lines
 
 
-def _numbers(p: Mapping[str, Any]) -> list[str]:
-    s = p["summary"]
+def _numbers(p: ReportPayload) -> list[str]:
+    s = p.summary
     out = [f"- Samples: {s['samples']:,}" + (f" of {s['event_recorded']}" if s["event_recorded"] else "")
            + (f" (asked for {s['event_requested']})" if s["event_substituted"] else "")]
     if s.get("duration_s") is not None:
         out.append(f"- Duration: {s['duration_s']} s" + (", interrupted" if s["interrupted"] else ""))
-    for proc, ipc in p["counters"]["ipc"].items():
+    for proc, ipc in p.counters["ipc"].items():
         out.append(f"- IPC{' of ' + _inline(proc) if proc else ''}: {ipc}")
     if s.get("host_load"):
         out.append("- Host load during the capture: " + "; ".join(f"{r['label']} {r['value']}" for r in s["host_load"]))
-    rows = p["top_functions"][0]["rows"][:TOP_FRAMES]
+    rows = p.top_functions[0]["rows"][:TOP_FRAMES]
     if rows:
         out.append("- Hottest functions (self): " + ", ".join(
             f"{_inline(r['name'])} {100 * r['self_share']:.1f} %" for r in rows if r["self"]))
     return out
 
 
-def _capture(p: Mapping[str, Any]) -> list[str]:
-    s = p["summary"]
+def _capture(p: ReportPayload) -> list[str]:
+    s = p.summary
     host = s["host"]
     out = []
     if s["processes"]:
@@ -229,14 +230,14 @@ def _threads(th: Mapping[str, Any] | None, top: int = 5) -> list[str]:
     return lines
 
 
-def render_markdown(payload: Mapping[str, Any]) -> str:
+def render_markdown(payload: ReportPayload) -> str:
     """The ticket text for a report payload."""
-    lines = [f"## {_text(payload['title'])}", ""] + _verdict(payload["verdict"], payload["summary"]["samples"])
+    lines = [f"## {_text(payload.title)}", ""] + _verdict(payload.verdict, payload.summary["samples"])
     lines += ["### Findings", ""]
-    lines += _findings(list(payload["groups"]))
-    lines += _latches(list(payload["latches"]))
+    lines += _findings(payload.groups)
+    lines += _latches(payload.latches)
     lines += _wall(payload)
-    lines += _threads(payload.get("threads"))
+    lines += _threads(payload.threads)
     lines += ["### Key numbers", ""] + _numbers(payload) + [""]
     lines += ["### How it was captured", ""] + _capture(payload) + [""]
     lines += ["![Flame graph](flame.svg)", "",

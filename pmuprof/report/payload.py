@@ -1,8 +1,10 @@
-"""Build the report payload: one JSON-able dict that every writer (html, json, markdown) reads."""
+"""Build the report payload: one frozen value that report.html and report.md read (findings.json is written
+from the diagnosis itself)."""
 
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass, fields
 from typing import Any, Callable, Iterable, Mapping
 
 from ..findings.diagnosis import Diagnosis
@@ -127,8 +129,50 @@ def latch_rows(latches: Mapping[str, tuple[LatchWaits, ...]] | None, min_share: 
     return rows
 
 
+Row = dict[str, Any]  # one table row or card as the templates and report.js read it (plain JSON data)
+
+
+@dataclass(frozen=True)
+class WallView:
+    """The wall-clock card: per process and thread state, seconds and share; ``note`` says what is left out."""
+
+    states: list[Row]
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class ReportPayload:
+    """Everything the report shows, decided once: report.html's context and embedded JSON, report.md's input.
+
+    Sorted, no clock reads: the same profile and diagnosis give the same bytes."""
+
+    title: str
+    summary: Row  # facts.summary: samples, event, duration, host, capture details, warnings
+    verdict: Row  # verdict.verdict: the first screen (headline, cause, busy function, waiting note)
+    flame: Row  # flame.build_tree_rows: the interactive graph's names and node arrays
+    top_functions: list[Row]  # per process ("" first: all): {process, total, rows}
+    counters: Row  # counters.counters_section: per-process IPC and the counter table
+    findings: list[Row]  # shown_findings, in the engine's order
+    groups: list[Row]  # {cause, consequences} over those rows
+    latches: list[Row]  # latch_rows
+    instruction_hotspots: list[Row]  # hotspots: skid-corrected instructions
+    comparison: list[Row]  # one row per process when several were profiled
+    mysql: Row  # facts.mysql_facts: the server's variables, status and processlist as read
+    wall: WallView | None  # None: no off-CPU time was recorded
+    offcpu_threads: list[Row]  # wallclock.thread_groups: what the threads were doing, per snapshot
+    seconds: Row | None  # seconds.strip: the per-second strip (None: the input has no sample times)
+    threads: Mapping[str, Any] | None  # the per-thread tables the analyse stage joined (profile.threads)
+    kind: str = "report"  # report.js: which page this is
+
+    def as_json(self) -> dict[str, Any]:
+        """The payload as JSON data (embedded in report.html for report.js)."""
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        out["wall"] = None if self.wall is None else {"states": self.wall.states, "note": self.wall.note}
+        return out
+
+
 def build_payload(profile: Profile, diagnosis: Diagnosis, max_flame_nodes: int = 200_000,
-                  trie: Callable[[], Trie] | None = None) -> dict[str, Any]:
+                  trie: Callable[[], Trie] | None = None) -> ReportPayload:
     """Everything the report shows, as plain data (sorted, no clock reads: same input, same bytes);
     ``trie``: gives the profile's flame trie when the caller builds and keeps it (asked for once)."""
     processes = profile.processes()
@@ -145,22 +189,21 @@ def build_payload(profile: Profile, diagnosis: Diagnosis, max_flame_nodes: int =
     found["waiting"] = {"sentence": note.sentence(), "command": note.command, "sessions": note.sessions,
                         "busy_cpus": note.busy_cpus} if note else None
     wall, why = wall_stacks(profile)
-    return {
-        "kind": "report",
-        "title": "pmuprof report" + (f": {', '.join(processes[:3])}" if processes else ""),
-        "summary": head,
-        "verdict": found,
-        "flame": flame,
-        "top_functions": top,
-        "counters": counters,
-        "findings": shown,
-        "groups": found_groups,
-        "latches": latch_rows(diagnosis.latches),
-        "instruction_hotspots": hotspots(profile),
-        "comparison": comparison(profile, processes, counters["ipc"]),
-        "mysql": mysql_facts(profile.server),
-        "wall": {"states": state_totals(wall), "note": why} if profile.offcpu is not None else None,
-        "offcpu_threads": thread_groups(profile.offcpu),
-        "seconds": seconds.strip(profile, diagnosis, tree_rows),
-        "threads": profile.threads,
-    }
+    return ReportPayload(
+        title="pmuprof report" + (f": {', '.join(processes[:3])}" if processes else ""),
+        summary=head,
+        verdict=found,
+        flame=flame,
+        top_functions=top,
+        counters=counters,
+        findings=shown,
+        groups=found_groups,
+        latches=latch_rows(diagnosis.latches),
+        instruction_hotspots=hotspots(profile),
+        comparison=comparison(profile, processes, counters["ipc"]),
+        mysql=mysql_facts(profile.server),
+        wall=WallView(state_totals(wall), why) if profile.offcpu is not None else None,
+        offcpu_threads=thread_groups(profile.offcpu),
+        seconds=seconds.strip(profile, diagnosis, tree_rows),
+        threads=profile.threads,
+    )

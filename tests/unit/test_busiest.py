@@ -49,7 +49,7 @@ def test_the_healthy_verdict_says_it_in_every_writer(tmp_path):
     profile = _profile(tmp_path)
     diagnosis = diagnose(profile, rules=())
     assert diagnosis.top is None and diagnosis.busiest is not None
-    v = build_payload(profile, diagnosis)["verdict"]
+    v = build_payload(profile, diagnosis).verdict
     assert v["healthy"] and v["busy"]["function"] == "JOIN::exec" and v["busy"]["share"] == "80.0 % inclusive, ±7.8 points"
     assert v["busy"]["link"] == "#view=sandwich&focus=JOIN%3A%3Aexec&search=%5EJOIN%3A%3Aexec%24"
     html = write_outputs(profile, diagnosis, tmp_path / "out")["html"].read_text()
@@ -68,7 +68,7 @@ def test_a_run_with_a_cause_has_no_busiest(tmp_path):
     profile, _ = load_fixture(FIXTURES / "index-dive-cost" / "fire-mariadb102-ranges.folded")
     diagnosis = diagnose(profile)
     assert diagnosis.top is not None and diagnosis.busiest is None
-    assert "busy" not in build_payload(profile, diagnosis)["verdict"]
+    assert "busy" not in build_payload(profile, diagnosis).verdict
 
 
 def test_library_code_is_told_by_its_leaf_dso(tmp_path):
@@ -104,7 +104,7 @@ def test_the_busiest_processlist_state_when_the_threads_were_joined(tmp_path):
     tables[0]["rows"][1]["function"] = "execute_sqlcom_select"  # a generic frame sets nothing apart
     assert busiest(replace(profile, threads={"polled": True, "tables": tables})).state_function == ""
     tables[0]["rows"][1]["function"] = "row_search_mvcc"
-    v = build_payload(profile, diagnose(profile, rules=()))["verdict"]
+    v = build_payload(profile, diagnose(profile, rules=())).verdict
     assert "the busiest processlist state is `Sending data` (30.0 % of the samples, mostly in `row_search_mvcc`)" \
         in v["busy"]["sentence"]
 

@@ -36,7 +36,7 @@ def test_sessions_waiting_while_the_cpu_idles_get_the_note_and_the_command():
     assert note is not None and note.sessions == 16 and note.busy_cpus == 0.63
     assert note.command == "pmuprof capture -p 25476 -d 30s --off-cpu"
     payload = _payload(profile)
-    v = payload["verdict"]
+    v = payload.verdict
     assert v["waiting"]["command"] == note.command and "mostly off the CPU" in v["waiting"]["sentence"]
     md = render_markdown(payload)
     first_screen = md.split("### Findings")[0]
@@ -63,7 +63,7 @@ def test_no_note_when_the_sessions_were_on_the_cpu_or_off_cpu_was_recorded():
     assert waiting(_profile(16, seconds=1.0)) is None  # 18.9 CPUs busy: on the CPU
     assert waiting(_profile(16, offcpu=OffCpu(requested=True, recorded=True))) is None
     assert waiting(_profile(16, offcpu=OffCpu(requested=True, recorded=False, why_not="not root"))) is not None
-    assert _payload(_profile(1))["verdict"]["waiting"] is None
+    assert _payload(_profile(1)).verdict["waiting"] is None
 
 
 def test_the_command_is_the_capture_with_off_cpu():

@@ -48,24 +48,24 @@ def test_findings_json_says_healthy_or_empty_and_what_it_does_not_know():
 
 def test_payload_summary_top_functions_counters():
     p = build_payload(profile(), Diagnosis.of(findings()))
-    s = p["summary"]
+    s = p.summary
     assert s["event_substituted"] and "cpu-clock instead of cycles" in s["warnings"][0]
     assert s["features_off"][0]["feature"] == "hardware counters"
-    allrows = {r["name"]: r for r in p["top_functions"][0]["rows"]}
+    allrows = {r["name"]: r for r in p.top_functions[0]["rows"]}
     total = profile().total
     assert allrows["ut_delay"]["self"] == 600
     assert abs(allrows["ut_delay"]["self_share"] - 600 / total) < 1e-6
     assert allrows["do_command"]["self"] == 0 and allrows["do_command"]["inclusive"] == 940
-    assert [g["process"] for g in p["top_functions"]] == ["", "mariadbd", "mariadbd-2"]
-    assert p["counters"]["ipc"] == {"mariadbd": 0.5, "mariadbd-2": 1.5}
-    assert p["counters"]["multiplexed"] is True
-    assert p["instruction_hotspots"][0]["corrected_total"] == 100
-    assert p["mysql"]["variables"][0] == ["innodb_spin_wait_delay", "30"]
-    assert p["mysql"]["states"][0] == ["statistics", 12]
+    assert [g["process"] for g in p.top_functions] == ["", "mariadbd", "mariadbd-2"]
+    assert p.counters["ipc"] == {"mariadbd": 0.5, "mariadbd-2": 1.5}
+    assert p.counters["multiplexed"] is True
+    assert p.instruction_hotspots[0]["corrected_total"] == 100
+    assert p.mysql["variables"][0] == ["innodb_spin_wait_delay", "30"]
+    assert p.mysql["states"][0] == ["statistics", 12]
 
 
 def test_comparison_rows_have_numa_and_ipc():
-    rows = build_payload(profile(), Diagnosis())["comparison"]
+    rows = build_payload(profile(), Diagnosis()).comparison
     assert [r["process"] for r in rows] == ["mariadbd", "mariadbd-2"]
     assert rows[0]["numa"] == "CPUs 0-7 (node 0); memory node0 75 %, node1 25 %"
     assert rows[1]["ipc"] == 1.5 and rows[1]["top"][0]["name"] == "ut_delay"
@@ -74,8 +74,8 @@ def test_comparison_rows_have_numa_and_ipc():
 def test_single_process_has_no_comparison():
     one = Profile({("mysqld", "f"): 3}, source="x.folded")
     p = build_payload(one, Diagnosis())
-    assert p["comparison"] == [] and len(p["top_functions"]) == 1
-    assert p["mysql"]["reachable"] is False
+    assert p.comparison == [] and len(p.top_functions) == 1
+    assert p.mysql["reachable"] is False
 
 
 def test_counter_rows_show_multiplexing_and_ipc():

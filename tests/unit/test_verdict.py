@@ -24,8 +24,8 @@ def _payload(path):
 
 def test_verdict_is_the_top_cause_with_its_share_confidence_fix_and_flame_link():
     payload, _, profile, _ = _payload(RANGES)
-    v = payload["verdict"]
-    first_cause = next(f for f in payload["findings"] if not f["explained_by"])
+    v = payload.verdict
+    first_cause = next(f for f in payload.findings if not f["explained_by"])
     assert not v["healthy"] and v["rule"] == first_cause["rule"] == "index-dive-cost"
     assert v["severity"] == "critical" and v["share"] == first_cause["share"] > 0.6
     assert v["sentence"].startswith("66.4% of mysqld samples estimate row counts for the optimizer")
@@ -38,7 +38,7 @@ def test_verdict_is_the_top_cause_with_its_share_confidence_fix_and_flame_link()
     assert v["server"] == "10.2.11-MariaDB" and "FORCE INDEX" in fix
     assert "eq_range_index_dive_limit = 100" not in fix  # 10.2.11 has no such variable: version-filtered
     assert {e["rule"] for e in v["explains"]} == {"fil-space-get-index-dive", "innodb-spin-wait"}
-    assert v["more"] == len(payload["findings"]) - 1 == 2
+    assert v["more"] == len(payload.findings) - 1 == 2
     assert v["frame"] == "btr_estimate_n_rows_in_range_low" and v["frame"] in profile.inclusive_counts()
     assert v["link"] == ("#view=sandwich&focus=btr_estimate_n_rows_in_range_low"
                          "&search=%5Ebtr_estimate_n_rows_in_range_low%24")
@@ -49,7 +49,7 @@ def test_verdict_is_the_top_cause_with_its_share_confidence_fix_and_flame_link()
 def test_a_healthy_server_is_said_to_be_healthy_with_its_informational_findings():
     payload, headers, _, diagnosis = _payload(HEALTHY)
     assert headers["max-severity"] == "info" and diagnosis.findings  # info findings only
-    v = payload["verdict"]
+    v = payload.verdict
     assert v["healthy"] and [f["rule"] for f in v["info"]] == [f.rule for f in diagnosis.findings]
     assert v["hottest"] == "_raw_spin_unlock_irqrestore_[k]" and v["link"].startswith("#view=sandwich&focus=")
     assert v["busy"]["function"] == "JOIN::optimize" and v["busy"]["leaf_entry"] == "__x64_sys_sendto"  # not the IRQ frame

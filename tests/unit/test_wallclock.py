@@ -60,10 +60,10 @@ def test_without_a_frequency_on_cpu_time_is_left_out_and_said():
 
 def test_payload_states_shares_and_thread_groups():
     p = build_payload(_profile(), Diagnosis())
-    rows = {r["state"]: r for r in p["wall"]["states"]}
+    rows = {r["state"]: r for r in p.wall.states}
     assert list(rows) == [RUNNING, RUNNABLE, FUTEX, IO, OTHER]
     assert rows[FUTEX]["seconds"] == 3.0 and rows[FUTEX]["share"] == pytest.approx(3.0 / 5.0)
-    (snap,) = p["offcpu_threads"]
+    (snap,) = p.offcpu_threads
     assert [g["count"] for g in snap["groups"]] == [5, 3]  # most threads first
     assert snap["groups"][1]["stack"] == "__futex_abstimed_wait_common ← MDL_context::acquire_lock ← do_command ← start_thread"
 
@@ -81,7 +81,7 @@ def test_report_shows_the_wall_clock_graph_and_the_threads(tmp_path):
 def test_no_offcpu_no_wall_clock_section(tmp_path):
     profile = make_profile(ON, {"record": {"frequency": 100}})
     p = build_payload(profile, Diagnosis())
-    assert p["wall"] is None and p["offcpu_threads"] == []
+    assert p.wall is None and p.offcpu_threads == []
     html = write_outputs(profile, Diagnosis(), tmp_path)["html"].read_text()
     assert 'id="wallclock"' not in html and "### Wall clock" not in render_markdown(p)
 
