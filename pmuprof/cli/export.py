@@ -14,7 +14,7 @@ from ..analysis.threads import split_by_thread
 from ..errors import InputError
 from ..model import rundir
 from ..pipeline import build_profile, with_choice
-from ..report.export import export_bytes, export_profile
+from ..report.export import FORMATS, export_bytes, export_profile
 from . import common
 from .params import InputPath
 
@@ -30,8 +30,8 @@ Examples:
 
 @click.command("export", epilog=EPILOG)
 @click.argument("input_path", metavar="INPUT", type=InputPath())
-@click.option("-f", "--format", "fmt", type=click.Choice(["folded", "pprof", "speedscope"]), required=True,
-              help="folded: FlameGraph stack lines; pprof: gzipped profile.proto; speedscope: its JSON.")
+@click.option("-f", "--format", "fmt", type=click.Choice(FORMATS), required=True,  # the live registry
+              help="; ".join(f"{name}: {f.about}" for name, f in FORMATS.items()) + ".")
 @click.option("-o", "--output", "out_file", type=click.Path(dir_okay=False, allow_dash=True), required=True,
               help="File to write ('-' for stdout).")
 @click.option("--headers/--no-headers", default=False,
@@ -50,7 +50,7 @@ def export_cmd(input_path: str, fmt: str, out_file: str, headers: bool, per_thre
     docs/export.md for pushing folded output to Grafana Pyroscope.
     """
     source, threads = _with_threads(Path(input_path))
-    per_thread = (fmt == "speedscope" and threads) if per_thread is None else per_thread
+    per_thread = (FORMATS[fmt].threads and threads) if per_thread is None else per_thread
     if per_thread and not threads:
         raise InputError(f"{input_path}: no thread ids in this input (folded stacks)", "export a perf.data or perf script")
     options = common.pipeline_options(**inputs)
@@ -63,7 +63,7 @@ def export_cmd(input_path: str, fmt: str, out_file: str, headers: bool, per_thre
     if not profile.total:
         raise InputError(f"{input_path}: the profile is empty", "record while the server is busy")
     biases = load_biases(profile.analysis.binaries, [m for t in profile.run.targets for m in t.maps]) \
-        if fmt == "pprof" else {}
+        if FORMATS[fmt].biases else {}
     if out_file == "-":
         sys.stdout.buffer.write(export_bytes(profile, fmt, headers, biases, per_thread))
         sys.stdout.buffer.flush()

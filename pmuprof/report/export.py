@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import io
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from .. import outfile
 from ..errors import UsageError
@@ -14,7 +15,6 @@ from .facts import event_names
 from .pprof import pprof_bytes
 from .speedscope import speedscope_json
 
-FORMATS = ("folded", "pprof", "speedscope")
 _HEADER_KEYS = ("pmuprof_version", "started", "duration_s", "mode")
 
 
@@ -37,6 +37,40 @@ def export_headers(profile: Profile) -> dict[str, Any]:
     return headers
 
 
+@dataclass(frozen=True)
+class Ask:
+    """What the command line asked of an export beyond its format."""
+
+    headers: bool = False  # folded: the '# key: value' context lines first
+    biases: Mapping[str, int] | None = None  # binary path -> load bias: the addresses unnamed functions ran at
+    per_thread: bool = False  # the stacks carry a thread frame under each process root
+
+
+@dataclass(frozen=True)
+class Format:
+    """One export format: its words in --format's help, its writer, and what the command gathers for it."""
+
+    about: str
+    write: Callable[[Profile, Ask], bytes]
+    biases: bool = False  # the command reads the targets' load biases for it
+    threads: bool = False  # per thread by default when the input has thread ids
+
+
+def _folded(profile: Profile, ask: Ask) -> bytes:
+    out = io.StringIO()
+    write_folded(out, profile.stacks, export_headers(profile) if ask.headers else None)
+    return out.getvalue().encode("utf-8", "backslashreplace")
+
+
+FORMATS: dict[str, Format] = {  # the export command's --format choices, in this order
+    "folded": Format("FlameGraph stack lines", _folded),
+    "pprof": Format("gzipped profile.proto", lambda p, ask: pprof_bytes(p, export_headers(p), ask.biases),
+                    biases=True),
+    "speedscope": Format("its JSON", lambda p, ask: speedscope_json(p, per_thread=ask.per_thread).encode(
+        "utf-8", "backslashreplace"), threads=True),
+}
+
+
 def export_bytes(profile: Profile, fmt: str, headers: bool = False, biases: Mapping[str, int] | None = None,
                  per_thread: bool = False) -> bytes:
     """The exported file's bytes; the same profile gives the same bytes in every format.
@@ -47,15 +81,10 @@ def export_bytes(profile: Profile, fmt: str, headers: bool = False, biases: Mapp
     the addresses unnamed functions ran at; ``per_thread``: the stacks carry a thread frame
     under each process root, and speedscope gets one profile per thread.
     """
-    if fmt == "folded":
-        out = io.StringIO()
-        write_folded(out, profile.stacks, export_headers(profile) if headers else None)
-        return out.getvalue().encode("utf-8", "backslashreplace")
-    if fmt == "pprof":
-        return pprof_bytes(profile, export_headers(profile), biases)
-    if fmt == "speedscope":
-        return speedscope_json(profile, per_thread=per_thread).encode("utf-8", "backslashreplace")
-    raise UsageError(f"unknown export format {fmt!r}", f"use one of: {', '.join(FORMATS)}")
+    found = FORMATS.get(fmt)
+    if found is None:
+        raise UsageError(f"unknown export format {fmt!r}", f"use one of: {', '.join(FORMATS)}")
+    return found.write(profile, Ask(headers, biases, per_thread))
 
 
 def export_profile(profile: Profile, fmt: str, path: Path, headers: bool = False,

@@ -144,3 +144,30 @@ def test_pprof_tool_reads_cpu_time_and_mappings(tmp_path):
     assert top.returncode == 0, top.stderr
     assert f"{957 * 10101010 / 1e6:.2f}ms total" in top.stdout, top.stdout  # 957 samples x 1e9/99 ns
     assert re.search(r"6060\.61ms\s+62\.70%.*\[mariadbd\+0xde2ac0 pause\]", top.stdout), top.stdout
+
+
+def test_a_new_format_is_one_entry_in_the_registry(tmp_path: Path, monkeypatch) -> None:
+    """docs/internals.md: a new export format is its writer module plus one FORMATS entry (and the regenerated
+    CLI docs); the command's --format choices, help and per-format needs come from the entry. Shown here with a
+    format defined in this file: the command accepts it, asks for what it declares, and writes its bytes."""
+    from click.testing import CliRunner
+
+    from pmuprof.cli.main import cli
+    from pmuprof.report.export import FORMATS, Format
+
+    seen = []
+
+    def lines(profile, ask) -> bytes:
+        seen.append(ask)
+        return "".join(f"{n} {';'.join(s)}\n" for s, n in sorted(profile.stacks.items())).encode()
+
+    monkeypatch.setitem(FORMATS, "count-first", Format("counts before stacks", lines))
+    folded = tmp_path / "in.folded"
+    folded.write_text("mariadbd;do_command;ut_delay 7\nmariadbd;do_command 3\n")
+    out = tmp_path / "out.txt"
+    result = CliRunner().invoke(cli, ["export", str(folded), "-f", "count-first", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    assert out.read_text() == "3 mariadbd;do_command\n7 mariadbd;do_command;ut_delay\n"
+    assert [(a.headers, a.biases, a.per_thread) for a in seen] == [(False, {}, False)]
+    bad = CliRunner().invoke(cli, ["export", str(folded), "-f", "nope", "-o", str(out)])
+    assert bad.exit_code == 2 and "count-first" in bad.output  # the choices listed are the registry's
