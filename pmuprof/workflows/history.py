@@ -13,6 +13,7 @@ from ..errors import InputError, PmuprofError
 from ..model.folded import load_folded
 from ..model.profile import Profile
 from ..model.counters import Counters
+from ..model.foundfile import FoundFinding, found_findings
 from ..model.run import Run
 from ..model.rundir import COUNTERS, FINDINGS_JSON, REPORT_HTML, RUN_JSON, STACKS, read_json, read_typed
 from ..report.html import render
@@ -36,7 +37,7 @@ class RunSummary:
     target: str
     samples: int
     event: str
-    findings: tuple[dict[str, Any], ...] = ()
+    findings: tuple[FoundFinding, ...] = ()
     functions: tuple[tuple[str, float], ...] = ()  # (function, self share), hottest first
     ipc: float | None = None
     basis: Basis = Basis(None, None, "not read")
@@ -47,7 +48,7 @@ class RunSummary:
     complete: bool = True  # has a sound findings.json: an empty, failed or damaged run is no baseline
 
     @property
-    def top_finding(self) -> dict[str, Any] | None:
+    def top_finding(self) -> FoundFinding | None:
         return self.findings[0] if self.findings else None
 
 
@@ -104,35 +105,6 @@ def _damaged(path: Path, base: Path, err: PmuprofError) -> RunSummary:
                       notes=(f"damaged: {err}",), complete=False)
 
 
-def _share(value: Any) -> float | None:
-    """A findings.json share as a number in 0..1; 0 when the finding has none; None when it is damaged
-    (text, NaN, out of range): never read as 0, which would show as an improvement."""
-    if value is None:
-        return 0.0
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    share = float(value)
-    return share if 0.0 <= share <= 1.0 else None  # NaN fails both comparisons
-
-
-def _findings(found: Any, notes: list[str]) -> tuple[tuple[dict[str, Any], ...], bool]:
-    """The findings of a findings.json, and False when one is damaged (a note says which)."""
-    items = found.get("findings", []) if isinstance(found, dict) else []
-    out, whole = [], True
-    for f in (items if isinstance(items, list) else []):
-        if not isinstance(f, dict):
-            continue
-        rule, share = str(f.get("rule", "?")), _share(f.get("share"))
-        if share is None:
-            notes.append(f"findings.json damaged: {rule} has share {str(f.get('share'))[:40]!r}, "
-                         "not a number from 0 to 1")
-            whole = False
-            continue
-        out.append({"rule": rule, "severity": str(f.get("severity", "info")), "title": str(f.get("title", "")),
-                    "share": share})
-    return tuple(out), whole
-
-
 def _read_findings(path: Path, notes: list[str]) -> dict | None:
     try:
         found = read_json(path / FINDINGS_JSON, None)
@@ -161,7 +133,7 @@ def summarize(path: Path, base: Path, index_dir: Path) -> RunSummary | None:
     except PmuprofError as err:
         counted, total, notes = (), 0, notes + [str(err)]
     found = _read_findings(path, notes)
-    findings, whole = _findings(found, notes)
+    findings, whole = found_findings(found, notes)
     facts = (found or {}).get("profile")
     samples = total or _int(facts.get("samples") if isinstance(facts, dict) else 0)
     report = None
@@ -191,7 +163,7 @@ def _share_of(items: Iterable[tuple[str, float]], key: str) -> float:
 
 
 def _finding_items(run: RunSummary) -> list[tuple[str, float]]:
-    return [(f["rule"], f["share"]) for f in run.findings]
+    return [(f.rule, f.share) for f in run.findings]
 
 
 def _measure(run: RunSummary, kind: str, name: str) -> Measure:
@@ -205,7 +177,7 @@ def _measure(run: RunSummary, kind: str, name: str) -> Measure:
 
 def _names(run: RunSummary, before: Sequence[RunSummary]) -> list[tuple[str, str]]:
     """What to judge: findings of this or any earlier run, functions in this or an earlier run's top list."""
-    out = {("finding", f["rule"]) for r in [run, *before] for f in r.findings}
+    out = {("finding", f.rule) for r in [run, *before] for f in r.findings}
     out |= {("function", name) for r in [run, *before] for name, _ in r.functions}
     return sorted(out)
 
@@ -226,13 +198,13 @@ def judgements(runs: Sequence[RunSummary]) -> list[dict[str, Any]]:
         before = runs[:i]
         if not before:
             continue
-        earlier_critical = {f["rule"] for r in before for f in r.findings if f["severity"] == "critical"}
+        earlier_critical = {f.rule for r in before for f in r.findings if f.severity == "critical"}
         for kind, name in _names(run, before):
             j = judge(_measure(run, kind, name), [_measure(r, kind, name) for r in before])
             if j is None:
                 continue
             out.append(_flag(run, kind, name, j, len(before)))
-            severity = next((f["severity"] for f in run.findings if f["rule"] == name), "") if kind == "finding" else ""
+            severity = next((f.severity for f in run.findings if f.rule == name), "") if kind == "finding" else ""
             if j.direction == "regression" and severity == "critical" and name not in earlier_critical:
                 out.append(_flag(run, "new-critical", name, j, len(before),
                                  f"new critical finding: {name} ({100 * _share_of(_finding_items(run), name):.1f}% of samples)"))
@@ -330,7 +302,7 @@ def build_payload(runs: Sequence[RunSummary], title: str) -> dict[str, Any]:
     flags = [j for j in judged if j["direction"] == "regression"]
     flagged = {f["run"] for f in flags}
     rows = [{"name": r.name, "started": r.started, "target": r.target, "samples": r.samples, "event": r.event,
-             "top": r.top_finding, "report": r.report, "ipc": r.ipc, "trigger": r.trigger, "basis": r.basis.text,
+             "top": r.top_finding.as_json() if r.top_finding else None, "report": r.report, "ipc": r.ipc, "trigger": r.trigger, "basis": r.basis.text,
              "notes": list(r.notes), "flagged": r.name in flagged} for r in reversed(runs)]
     return {"title": title, "runs": rows, "charts": _charts(runs), "regressions": flags,
             "improvements": [j for j in judged if j["direction"] == "improvement"],

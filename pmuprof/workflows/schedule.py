@@ -8,7 +8,9 @@ from pathlib import PurePosixPath
 from typing import Any, Iterable, Mapping
 
 from ..errors import UsageError
+from ..findings.model import Finding
 from ..model import rundir
+from ..model.foundfile import FoundFinding
 
 UNIT_NAME = "pmuprof-nightly"
 CRON_FILE = "/etc/cron.d/pmuprof-nightly"
@@ -25,10 +27,10 @@ _SAFE_WORDS = re.compile(r"^[A-Za-z0-9_./+@:=,-]+( [A-Za-z0-9_./+@:=,-]+)*$")
 _AT = re.compile(r"^([01]?\d|2[0-3]):([0-5]\d)$")
 
 
-def findings_exit_code(findings: Iterable[Any]) -> int:
-    """0 when no warning/critical finding, 10 for the worst being a warning, 20 for a critical.
-    Takes Finding objects or findings.json dicts."""
-    severities = {str(f.get("severity", "") if isinstance(f, Mapping) else getattr(f, "severity", "")) for f in findings}
+def findings_exit_code(findings: Iterable[Finding | FoundFinding]) -> int:
+    """0 when no warning/critical finding, 10 for the worst being a warning, 20 for a critical: of the
+    engine's findings, or of a findings.json read back (model.foundfile)."""
+    severities = {f.severity for f in findings}
     if "critical" in severities:
         return EXIT_CRITICAL
     if "warning" in severities:

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from pmuprof.model.counters import CounterValue, Counters
+from pmuprof.model.foundfile import FoundFinding
 from pmuprof.model.run import Host, Record, Run, Target
 from pmuprof.workflows.history import (RunSummary, build_payload, chart, judgements, latest_flags, regressions,
                                        render_index, scan)
@@ -45,7 +46,7 @@ def _summary(name, findings=(), functions=(), ipc=None, samples=1000, unit=UNIT)
     """A run of ``samples`` samples; functions as (name, self share); unit None: no time basis."""
     counts = tuple((n, round(x * samples)) for n, x in functions)
     return RunSummary(name, name, "t", samples, "cpu-clock",
-                      tuple({"rule": r, "severity": s, "title": r, "share": x} for r, s, x in findings),
+                      tuple(FoundFinding(r, s, r, x) for r, s, x in findings),
                       tuple(functions), ipc, basis=Basis(unit, 2, "test"), function_samples=counts)
 
 
@@ -65,7 +66,7 @@ def test_scan_finds_pmuprof_runs_in_order_and_skips_foreign(tmp_path):
     assert first.functions[0] == ("do_work", 0.7) and first.report is None
     assert first.target == "mariadbd[42]" and first.samples == 100 and first.event == "cpu-clock"
     assert watch.trigger == "Threads_running>50"
-    assert last.top_finding["rule"] == "innodb-spin-wait" and last.ipc == 0.8
+    assert last.top_finding.rule == "innodb-spin-wait" and last.ipc == 0.8
     assert last.report == "./20240103/report.html"
 
 
@@ -191,7 +192,7 @@ def test_real_fix_is_an_improvement_not_a_regression(tmp_path):
         shutil.copytree(PURGE / name, tmp_path / name)
     runs = scan(tmp_path)
     before, after = runs
-    log_share = [next(f["share"] for f in r.findings if f["rule"] == "log-sys-mutex") for r in runs]
+    log_share = [next(f.share for f in r.findings if f.rule == "log-sys-mutex") for r in runs]
     assert log_share[1] - log_share[0] > 0.05  # the share grew by 5.7 points: what the share-based check flagged
     assert main(["history", str(tmp_path), "--fail-on-regression"]) == 0
     payload = render_index(tmp_path, tmp_path / "index.html")[1]

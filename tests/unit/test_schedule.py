@@ -29,11 +29,17 @@ def _spec(**kw) -> ScheduleSpec:
     return ScheduleSpec(**base)
 
 
+def _found(severity: str):
+    from pmuprof.model.foundfile import FoundFinding
+
+    return FoundFinding("r", severity, "t", 0.1)  # as a findings.json is read back
+
+
 def test_exit_codes_by_worst_severity():
     assert findings_exit_code([]) == EXIT_NO_FINDINGS == 0
-    assert findings_exit_code([{"severity": "info"}]) == 0
-    assert findings_exit_code([{"severity": "info"}, {"severity": "warning"}]) == EXIT_WARNING == 10
-    assert findings_exit_code([{"severity": "warning"}, {"severity": "critical"}]) == EXIT_CRITICAL == 20
+    assert findings_exit_code([_found("info")]) == 0
+    assert findings_exit_code([_found("info"), _found("warning")]) == EXIT_WARNING == 10
+    assert findings_exit_code([_found("warning"), _found("critical")]) == EXIT_CRITICAL == 20
     from pmuprof.findings.model import Finding
     assert findings_exit_code([Finding("r", "warning", "t", 0.1)]) == EXIT_WARNING
 
