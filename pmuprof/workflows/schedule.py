@@ -38,7 +38,7 @@ def findings_exit_code(findings: Iterable[Finding | FoundFinding]) -> int:
     return EXIT_NO_FINDINGS
 
 
-def _safe_path(path: str, what: str) -> str:
+def safe_path(path: str, what: str) -> str:
     if not _SAFE_PATH.match(path) or "/../" in path + "/":
         raise UsageError(f"{what} {path!r} must be an absolute path of letters, digits and _./+@:-",
                          "unit files and cron lines cannot quote other characters safely")
@@ -77,11 +77,11 @@ class ScheduleSpec:
             raise UsageError("give exactly one of -p PID or --all-mysqld", "--all-mysqld survives server restarts; a PID does not")
         if self.duration_s < 1:
             raise UsageError("--duration must be at least 1 second", "e.g. --duration 60")
-        _safe_path(self.directory, "--dir")
-        _safe_path(self.exe[0], "pmuprof executable")
+        safe_path(self.directory, "--dir")
+        safe_path(self.exe[0], "pmuprof executable")
         for path, what in ((self.pythonpath, "PYTHONPATH"), (self.textfile, "--textfile")):
             if path:
-                _safe_path(path, what)
+                safe_path(path, what)
         for arg in self.exe[1:] + self.capture_args:
             _safe_arg(arg)
         if self.notify_cmd is not None and not _SAFE_WORDS.match(self.notify_cmd):

@@ -21,7 +21,7 @@ CAPABILITIES = (
 )
 
 
-def _systemd_quote(argv: list[str]) -> str:
+def systemd_quote(argv: list[str]) -> str:
     """Quote argv for an Exec line: systemd expands %specifiers and $VARS, so double both."""
     return " ".join(shlex.quote(a).replace("%", "%%").replace("$", "$$") for a in argv)
 
@@ -40,7 +40,7 @@ def _size(n: int) -> str:
     return str(n)
 
 
-def _writable(directory: str, textfile: str | None) -> list[str]:
+def writable(directory: str, textfile: str | None) -> list[str]:
     """StateDirectory= for a directory under /var/lib (systemd creates it, owned right); else ReadWritePaths=."""
     lines = []
     if directory.startswith(STATE_ROOT) and len(directory) > len(STATE_ROOT):
@@ -56,7 +56,7 @@ def _writable(directory: str, textfile: str | None) -> list[str]:
     return lines
 
 
-def _below_mysqld(cpu_quota_pct: int, memory_max: int) -> list[str]:
+def below_mysqld(cpu_quota_pct: int, memory_max: int) -> list[str]:
     """Nice, idle I/O, a CPU quota and a memory cap: the run yields to mysqld and is killed before it."""
     return [
         "# Below mysqld for the CPU: perf, the folder and the report yield to queries.",
@@ -71,7 +71,7 @@ def _below_mysqld(cpu_quota_pct: int, memory_max: int) -> list[str]:
     ]
 
 
-def _sandbox() -> list[str]:
+def sandbox() -> list[str]:
     caps = " ".join(name for name, _ in CAPABILITIES)
     lines = [
         "# Everything else is read-only: a bug or a crafted input cannot write outside the paths above.",
@@ -131,12 +131,12 @@ def service_unit(spec: ScheduleSpec) -> str:
         f"Description=pmuprof nightly capture of mysqld into {spec.directory}",
         "After=network.target mariadb.service mysql.service mysqld.service",
         "", "[Service]", "Type=oneshot", f"User={spec.user}",
-        *_below_mysqld(spec.cpu_quota_pct, spec.memory_max),
+        *below_mysqld(spec.cpu_quota_pct, spec.memory_max),
         f"TimeoutStartSec={spec.duration_s + 900}",
     ]
     for key, value in sorted(spec.environment().items()):
         lines.append(f'Environment="{key}={value}"')
-    lines += _writable(spec.directory, spec.textfile) + _sandbox()
+    lines += writable(spec.directory, spec.textfile) + sandbox()
     lines += [
         f"ExecStart=/bin/sh -c {shlex.quote(script)}",
         "# 10 = worst finding is a warning (unit stays green, ExecMainStatus shows it);",
@@ -144,8 +144,8 @@ def service_unit(spec: ScheduleSpec) -> str:
         f"SuccessExitStatus={EXIT_WARNING}",
     ]
     if spec.keep_days is not None or spec.keep_bytes is not None:
-        lines.append(f"ExecStopPost=-{_systemd_quote(spec.prune_argv())}")
-    lines.append(f"ExecStopPost=-{_systemd_quote(spec.history_argv())}")
+        lines.append(f"ExecStopPost=-{systemd_quote(spec.prune_argv())}")
+    lines.append(f"ExecStopPost=-{systemd_quote(spec.history_argv())}")
     return "\n".join(lines) + "\n"
 
 

@@ -6,8 +6,8 @@ import re
 from dataclasses import dataclass
 
 from ..errors import UsageError
-from .schedule import _safe_path, run_environment
-from .schedule_units import _below_mysqld, _sandbox, _systemd_quote, _writable
+from .schedule import safe_path, run_environment
+from .schedule_units import below_mysqld, sandbox, systemd_quote, writable
 
 UNIT_NAME = "pmuprof-watch"
 HEADER = (f"# Written by `pmuprof watch --print-unit`: save as /etc/systemd/system/{UNIT_NAME}.service, then\n"
@@ -36,11 +36,11 @@ class WatchService:
     memory_max: int = 2 * 2**30
 
     def __post_init__(self) -> None:
-        _safe_path(self.directory, "-o")
-        _safe_path(self.exe[0], "pmuprof executable")
+        safe_path(self.directory, "-o")
+        safe_path(self.exe[0], "pmuprof executable")
         for path, what in ((self.pythonpath, "PYTHONPATH"), (self.textfile, "--textfile")):
             if path:
-                _safe_path(path, what)
+                safe_path(path, what)
         for arg in self.exe[1:] + self.args + ((self.notify_cmd,) if self.notify_cmd else ()):
             if _UNSAFE.search(arg):
                 raise UsageError(f"watch option {arg!r} holds a quote, backslash or control character",
@@ -65,15 +65,15 @@ def watch_unit(svc: WatchService) -> str:
         "", "[Service]",
         "# watch runs in the foreground: systemd keeps the process (no --daemonize, no pid file).",
         "Type=simple", f"User={svc.user}",
-        *_below_mysqld(svc.cpu_quota_pct, svc.memory_max),
+        *below_mysqld(svc.cpu_quota_pct, svc.memory_max),
     ]
     lines += [f'Environment="{key}={value}"' for key, value in sorted(svc.environment().items())]
-    lines += _writable(svc.directory, svc.textfile) + _sandbox()
+    lines += writable(svc.directory, svc.textfile) + sandbox()
     lines += [
         "# Each poll, trigger, capture and retention deletion is one line in the journal (journalctl -u",
         f"# {UNIT_NAME}); the journal stamps the time.",
         "StandardOutput=journal", "StandardError=journal",
-        f"ExecStart={_systemd_quote([*svc.exe, 'watch', *svc.args])}",
+        f"ExecStart={systemd_quote([*svc.exe, 'watch', *svc.args])}",
         "# The server restarted (watch picks the running mysqld again) or polling failed 30 times: start over.",
         "Restart=on-failure", f"RestartSec={RESTART_S}",
         "# A bad trigger or option, or a broken rules directory, fails the same way every time: no restart.",
