@@ -340,41 +340,43 @@ const struct esym *elfbin_symbol_at(const struct elfbin *b, uint64_t vaddr)
     return NULL;
 }
 
-int elfbin_read(const struct elfbin *b, uint64_t vaddr, void *buf, size_t len)
+/* The PT_LOAD segment whose file bytes hold [at, at + len): addresses when by_offset is 0, file offsets
+ * when it is 1; 0 and *ph filled when found, else -EFAULT. */
+static int find_load(const struct elfbin *b, uint64_t at, uint64_t len, int by_offset, GElf_Phdr *ph)
 {
-    GElf_Phdr ph;
     size_t i, n;
 
     if (elf_getphdrnum(b->elf, &n))
         return -EFAULT;
     for (i = 0; i < n; i++) {
-        if (!gelf_getphdr(b->elf, (int)i, &ph) || ph.p_type != PT_LOAD)
+        if (!gelf_getphdr(b->elf, (int)i, ph) || ph->p_type != PT_LOAD)
             continue;
-        if (vaddr < ph.p_vaddr || vaddr + len > ph.p_vaddr + ph.p_filesz)
-            continue;
-        if (pread(b->fd, buf, len, (off_t)(ph.p_offset + (vaddr - ph.p_vaddr))) != (ssize_t)len)
-            return -EIO;
-        return 0;
+        uint64_t start = by_offset ? ph->p_offset : ph->p_vaddr;
+        if (at >= start && at + len <= start + ph->p_filesz)
+            return 0;
     }
     return -EFAULT;
+}
+
+int elfbin_read(const struct elfbin *b, uint64_t vaddr, void *buf, size_t len)
+{
+    GElf_Phdr ph;
+
+    if (find_load(b, vaddr, len, 0, &ph))
+        return -EFAULT;
+    if (pread(b->fd, buf, len, (off_t)(ph.p_offset + (vaddr - ph.p_vaddr))) != (ssize_t)len)
+        return -EIO;
+    return 0;
 }
 
 int elfbin_offset_to_vaddr(const struct elfbin *b, uint64_t off, uint64_t *vaddr)
 {
     GElf_Phdr ph;
-    size_t i, n;
 
-    if (elf_getphdrnum(b->elf, &n))
+    if (find_load(b, off, 1, 1, &ph))
         return -EFAULT;
-    for (i = 0; i < n; i++) {
-        if (!gelf_getphdr(b->elf, (int)i, &ph) || ph.p_type != PT_LOAD)
-            continue;
-        if (off >= ph.p_offset && off < ph.p_offset + ph.p_filesz) {
-            *vaddr = off - ph.p_offset + ph.p_vaddr;
-            return 0;
-        }
-    }
-    return -EFAULT;
+    *vaddr = off - ph.p_offset + ph.p_vaddr;
+    return 0;
 }
 
 #else /* !HAVE_ELFUTILS */
