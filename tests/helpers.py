@@ -18,6 +18,7 @@ from pmuprof.model.run import Run
 from pmuprof.model.server import ServerFacts
 
 REPO = Path(__file__).resolve().parent.parent
+FAKE_PERF = {"PMUPROF_PERF": str(REPO / "tests" / "fakeperf" / "perf")}  # env: capture through the canned perf
 
 BUSY_C = r"""
 #include <stdlib.h>

@@ -4,28 +4,14 @@ real perf needed, so the record/report contract is exercised on any laptop in a 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
-import pytest
-
-from helpers import REPO, run_cli
-
-FAKE = {"PMUPROF_PERF": str(REPO / "tests" / "fakeperf" / "perf")}
-
-
-@pytest.fixture
-def target():
-    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
-    yield proc
-    proc.kill()
-    proc.wait()
+from helpers import FAKE_PERF, run_cli
 
 
 def test_capture_writes_the_contract_and_the_report(target, tmp_path: Path) -> None:
     out = tmp_path / "run"
-    res = run_cli("capture", "-p", str(target.pid), "-d", "1", "--no-mysql", "-q", "-o", str(out), env=FAKE)
+    res = run_cli("capture", "-p", str(target.pid), "-d", "1", "--no-mysql", "-q", "-o", str(out), env=FAKE_PERF)
     assert res.returncode == 0, res.stderr
     for name in ("run.json", "perf.data", "counters.json", "stacks.folded", "leaves.tsv", "analysis.json",
                  "report.html", "findings.json", "report.md"):
@@ -42,12 +28,12 @@ def test_capture_writes_the_contract_and_the_report(target, tmp_path: Path) -> N
 
 
 def test_record_then_report_gives_what_capture_gives(target, tmp_path: Path) -> None:
-    rec = run_cli("record", "-p", str(target.pid), "-d", "1", "--no-mysql", "-q", "-o", str(tmp_path / "rec"), env=FAKE)
+    rec = run_cli("record", "-p", str(target.pid), "-d", "1", "--no-mysql", "-q", "-o", str(tmp_path / "rec"), env=FAKE_PERF)
     assert rec.returncode == 0, rec.stderr
     assert not (tmp_path / "rec" / "report.html").exists(), "record writes no report"
-    rep = run_cli("report", str(tmp_path / "rec"), env=FAKE)
+    rep = run_cli("report", str(tmp_path / "rec"), env=FAKE_PERF)
     assert rep.returncode == 0, rep.stderr
-    again = run_cli("report", str(tmp_path / "rec" / "perf.data"), "-o", str(tmp_path / "again"), env=FAKE)
+    again = run_cli("report", str(tmp_path / "rec" / "perf.data"), "-o", str(tmp_path / "again"), env=FAKE_PERF)
     assert again.returncode == 0, again.stderr
     one, two = (json.loads((d / "findings.json").read_text())["findings"] for d in (tmp_path / "rec", tmp_path / "again"))
     assert [(f["rule"], f["severity"], f["share"]) for f in one] == [(f["rule"], f["severity"], f["share"]) for f in two]
@@ -55,7 +41,7 @@ def test_record_then_report_gives_what_capture_gives(target, tmp_path: Path) -> 
 
 def test_perf_refusing_to_record_is_one_line_and_exit_5(target, tmp_path: Path) -> None:
     res = run_cli("capture", "-p", str(target.pid), "-d", "1", "--no-mysql", "-q", "-o", str(tmp_path / "r"),
-                  env={**FAKE, "FAKEPERF_MODE": "fail-record"})
+                  env={**FAKE_PERF, "FAKEPERF_MODE": "fail-record"})
     assert res.returncode == 5, res.stderr
     errors = [line for line in res.stderr.splitlines() if line.startswith("pmuprof: error:")]
     assert len(errors) == 1 and "perf_event_paranoid" in errors[0] and "Traceback" not in res.stderr

@@ -10,9 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from helpers import REPO, run_cli
+from helpers import FAKE_PERF, run_cli
 
-FAKE = {"PMUPROF_PERF": str(REPO / "tests" / "fakeperf" / "perf")}
 
 
 @pytest.fixture
@@ -29,7 +28,7 @@ def test_several_pids_become_several_targets(two_targets, tmp_path: Path, form: 
     one, two = (str(p) for p in two_targets)
     pids = {"pidof": ["-p", one, two], "comma": ["-p", f"{one},{two}"], "repeated": ["-p", one, "-p", two, "-p", one]}
     out = tmp_path / "run"
-    res = run_cli("record", *pids[form], "-d", "0.5", "--no-mysql", "-q", "-o", str(out), env=FAKE)
+    res = run_cli("record", *pids[form], "-d", "0.5", "--no-mysql", "-q", "-o", str(out), env=FAKE_PERF)
     assert res.returncode == 0, res.stderr
     run = json.loads((out / "run.json").read_text())
     assert [t["pid"] for t in run["targets"]] == [int(one), int(two)]
@@ -39,7 +38,7 @@ def test_several_pids_become_several_targets(two_targets, tmp_path: Path, form: 
                                   ["-p", "{pid}", "hunter2", "{pid}"]])
 def test_a_word_that_is_not_a_pid_is_one_line_not_echoed(two_targets, tmp_path: Path, argv: list[str]) -> None:
     args = [a.format(pid=two_targets[0]) for a in argv]
-    res = run_cli("capture", *args, "-d", "0.5", "--no-mysql", "-q", "-o", str(tmp_path / "r"), env=FAKE)
+    res = run_cli("capture", *args, "-d", "0.5", "--no-mysql", "-q", "-o", str(tmp_path / "r"), env=FAKE_PERF)
     assert res.returncode == 2
     assert "hunter2" not in res.stderr + res.stdout
     lines = res.stderr.strip().splitlines()

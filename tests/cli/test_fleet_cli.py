@@ -6,24 +6,10 @@ from __future__ import annotations
 import json
 import os
 import socket
-import subprocess
-import sys
 import time
 from pathlib import Path
 
-import pytest
-
-from helpers import REPO, run_cli
-
-FAKE = {"PMUPROF_PERF": str(REPO / "tests" / "fakeperf" / "perf")}
-
-
-@pytest.fixture
-def target():
-    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
-    yield proc
-    proc.kill()
-    proc.wait()
+from helpers import FAKE_PERF, REPO, run_cli
 
 
 def _notify_script(tmp_path: Path) -> Path:
@@ -46,7 +32,7 @@ def _metrics(path: Path) -> dict[str, str]:
 def test_capture_json_textfile_and_notify(target, tmp_path):
     out, prom, script = tmp_path / "run", tmp_path / "pmuprof.prom", _notify_script(tmp_path)
     res = run_cli("capture", "-p", str(target.pid), "-d", "1s", "--no-mysql", "-q", "-o", str(out), "--json",
-                  "--exit-code-on-findings", "--textfile", str(prom), "--notify-cmd", f"{script} --queue dba", env=FAKE)
+                  "--exit-code-on-findings", "--textfile", str(prom), "--notify-cmd", f"{script} --queue dba", env=FAKE_PERF)
     assert res.returncode in (10, 20), res.stderr
     summary = json.loads(res.stdout)
     assert summary["run_dir"] == str(out) and summary["exit_code"] == res.returncode
@@ -69,7 +55,7 @@ def test_capture_json_textfile_and_notify(target, tmp_path):
 def test_a_failed_capture_updates_the_textfile_with_its_exit_code(target, tmp_path):
     prom = tmp_path / "pmuprof.prom"
     res = run_cli("capture", "-p", str(target.pid), "-d", "1", "--no-mysql", "-q", "-o", str(tmp_path / "r"),
-                  "--textfile", str(prom), env={**FAKE, "FAKEPERF_MODE": "fail-record"})
+                  "--textfile", str(prom), env={**FAKE_PERF, "FAKEPERF_MODE": "fail-record"})
     assert res.returncode == 5
     metrics, labels = _metrics(prom), f'{{host="{socket.gethostname()}",source="pmuprof"}}'
     assert metrics[f"pmuprof_last_run_exit_code{labels}"] == "5" and metrics[f"pmuprof_last_run_failed{labels}"] == "1"
@@ -78,7 +64,7 @@ def test_a_failed_capture_updates_the_textfile_with_its_exit_code(target, tmp_pa
 
 def test_textfile_env_and_a_bad_textfile_refused_before_capturing(target, tmp_path):
     res = run_cli("capture", "-p", str(target.pid), "-d", "1", "--no-mysql", "-q", "-o", str(tmp_path / "r"),
-                  env={**FAKE, "PMUPROF_TEXTFILE": str(tmp_path / "nodir" / "x.prom")})
+                  env={**FAKE_PERF, "PMUPROF_TEXTFILE": str(tmp_path / "nodir" / "x.prom")})
     assert res.returncode == 2 and "not a writable directory" in res.stderr
     assert not (tmp_path / "r").exists()
 
@@ -88,7 +74,7 @@ def test_dash_h_is_the_mysql_host(target, tmp_path):
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]  # closed once the block ends: nothing listens there
     res = run_cli("capture", "-p", str(target.pid), "-h", "127.0.0.1", "-P", str(port), "-u", "nobody", "-d", "1",
-                  "-q", "-o", str(tmp_path / "run"), env=FAKE)
+                  "-q", "-o", str(tmp_path / "run"), env=FAKE_PERF)
     assert res.returncode == 0, res.stderr  # it captured: -h did not print help
     facts = json.loads((tmp_path / "run" / "mysql.json").read_text())
     assert facts["reachable"] is False and f"127.0.0.1:{port}" in facts["error"]
@@ -99,7 +85,7 @@ def _daemon(target, tmp_path: Path, trigger: str, *extra: str) -> tuple[int, Pat
     began = time.monotonic()
     res = run_cli("watch", "-p", str(target.pid), "-t", trigger, "--cycles", "1", "--interval", "200ms", "-d", "1s",
                   "--max-captures", "1", "--no-mysql", "-o", str(tmp_path / "stalk"), "--daemonize", "--pid-file",
-                  str(pid_file), "--log-file", str(log_file), *extra, env=FAKE)
+                  str(pid_file), "--log-file", str(log_file), *extra, env=FAKE_PERF)
     assert res.returncode == 0, res.stderr
     assert time.monotonic() - began < 30 and "in the background as pid" in res.stderr  # the parent returned
     return int(res.stderr.split("as pid ")[1].split(";")[0]), pid_file, log_file
@@ -117,7 +103,7 @@ def test_watch_daemon_holds_its_pid_file_and_stops_on_sigterm(target, tmp_path):
     daemon_pid, pid_file, log_file = _daemon(target, tmp_path, "cpu>100000")
     assert pid_file.read_text().strip() == str(daemon_pid)
     again = run_cli("watch", "-p", str(target.pid), "-t", "cpu>1", "--no-mysql", "--daemonize", "--pid-file",
-                    str(pid_file), "--log-file", str(tmp_path / "other.log"), env=FAKE)
+                    str(pid_file), "--log-file", str(tmp_path / "other.log"), env=FAKE_PERF)
     assert again.returncode == 2 and f"already runs as pid {daemon_pid}" in again.stderr
     os.kill(daemon_pid, 15)
     assert _gone(pid_file), log_file.read_text()  # removed on the way out
@@ -152,7 +138,7 @@ def _exited(pid: int, seconds: float = 30) -> bool:
 
 
 def test_daemonize_needs_a_log_file(target, tmp_path):
-    res = run_cli("watch", "-p", str(target.pid), "-t", "cpu>1", "--no-mysql", "--daemonize", env=FAKE)
+    res = run_cli("watch", "-p", str(target.pid), "-t", "cpu>1", "--no-mysql", "--daemonize", env=FAKE_PERF)
     assert res.returncode == 2 and "--log-file" in res.stderr
 
 

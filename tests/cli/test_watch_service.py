@@ -6,26 +6,12 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import sys
-import subprocess
 import time
 from pathlib import Path
 
-import pytest
-
-from helpers import REPO, run_cli
+from helpers import FAKE_PERF, run_cli
 from pmuprof.model import rundir
 from pmuprof.model.watchpolls import read_tsv
-
-FAKE = {"PMUPROF_PERF": str(REPO / "tests" / "fakeperf" / "perf")}
-
-
-@pytest.fixture
-def target():
-    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
-    yield proc
-    proc.kill()
-    proc.wait()
 
 
 def _iso(epoch: float) -> str:
@@ -52,7 +38,7 @@ def test_watch_prunes_its_old_captures_and_keeps_the_lead_up_beside_the_new_one(
     two_days = _fake_run(base, "recent-2d", now - 2 * day)
     one_day = _fake_run(base, "recent-1d", now - day)
     res = run_cli("watch", "-p", str(target.pid), "-t", "cpu>=0", "--cycles", "3", "--interval", "200ms", "-d", "1s",
-                  "--max-captures", "1", "--no-mysql", "-o", str(base), "--keep", "2", env=FAKE)
+                  "--max-captures", "1", "--no-mysql", "-o", str(base), "--keep", "2", env=FAKE_PERF)
     assert res.returncode == 0, res.stderr
     deleted = [ln for ln in res.stderr.splitlines() if "retention: deleted" in ln]
     assert len(deleted) == 3, res.stderr

@@ -10,12 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from helpers import REPO, run_cli
+from helpers import FAKE_PERF, run_cli
 from pmuprof.capture.mysql.facts import MysqlOptions, collect_facts
 from pmuprof.capture.mysql.tls import Tls
 from tests import mariadb as mdb
 
-FAKE = {"PMUPROF_PERF": str(REPO / "tests" / "fakeperf" / "perf")}
 
 
 def _suffixed(mariadb: mdb.MariaDB, tmp_path: Path) -> Path:
@@ -55,7 +54,7 @@ def test_capture_with_mysql_client_short_options(mariadb: mdb.MariaDB, tmp_path:
     cnf = tmp_path / "pw.cnf"
     cnf.write_text(f'[client]\npassword="{mariadb.password}"\n')
     res = run_cli("capture", "-p", str(mariadb.pid), "-h", "127.0.0.1", "-P", str(mariadb.port), "-u", "sbtest",
-                  "--defaults-extra-file", str(cnf), "-d", "1", "-q", "-o", str(tmp_path / "run"), env=FAKE)
+                  "--defaults-extra-file", str(cnf), "-d", "1", "-q", "-o", str(tmp_path / "run"), env=FAKE_PERF)
     assert res.returncode == 0, res.stderr
     facts = json.loads((tmp_path / "run" / "mysql.json").read_text())
     assert facts["reachable"] is True and facts["source"] == f"tcp 127.0.0.1:{mariadb.port}", facts.get("error")

@@ -8,19 +8,16 @@ import re
 import shutil
 import socket
 import subprocess
-import sys
 import time
 import urllib.request
-from pathlib import Path
 
 import pytest
 
-from helpers import REPO, run_cli
+from helpers import FAKE_PERF, run_cli
 from pmuprof.model.profile import Profile
 from pmuprof.report.metrics import RunMetrics, render_metrics
 from pmuprof.workflows.fleet import write_textfile
 
-FAKE = {"PMUPROF_PERF": str(REPO / "tests" / "fakeperf" / "perf")}
 NASTY = 'std::map<K, "V">::at\\x\nnext'
 
 
@@ -78,15 +75,10 @@ def _samples(text: str, name: str) -> list[tuple[dict[str, str], float]]:
     return out
 
 
-def test_node_exporter_serves_the_metrics_of_a_capture(node_exporter, tmp_path):
+def test_node_exporter_serves_the_metrics_of_a_capture(node_exporter, target, tmp_path):
     textdir, url = node_exporter
-    target = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
-    try:
-        res = run_cli("capture", "-p", str(target.pid), "-d", "1", "--no-mysql", "-q", "-o", str(tmp_path / "run"),
-                      "--exit-code-on-findings", "--textfile", str(textdir / "pmuprof.prom"), env=FAKE)
-    finally:
-        target.kill()
-        target.wait()
+    res = run_cli("capture", "-p", str(target.pid), "-d", "1", "--no-mysql", "-q", "-o", str(tmp_path / "run"),
+                  "--exit-code-on-findings", "--textfile", str(textdir / "pmuprof.prom"), env=FAKE_PERF)
     assert res.returncode in (10, 20), res.stderr
     text = _scrape(url)
     errors = _samples(text, "node_textfile_scrape_error")
@@ -112,7 +104,7 @@ def test_node_exporter_serves_a_failed_run_as_failed(node_exporter, tmp_path):
     """perf refuses: exit 5, pmuprof_last_run_failed 1, no findings gauge, and node_exporter parses it."""
     textdir, url = node_exporter
     res = run_cli("capture", "-p", str(os.getpid()), "-d", "1", "--no-mysql", "-q", "-o", str(tmp_path / "run"),
-                  "--textfile", str(textdir / "nightly.prom"), env={**FAKE, "FAKEPERF_MODE": "fail-record"})
+                  "--textfile", str(textdir / "nightly.prom"), env={**FAKE_PERF, "FAKEPERF_MODE": "fail-record"})
     assert res.returncode == 5, res.stderr
     text = _scrape(url)
     assert re.search(r"^node_textfile_scrape_error 0$", text, re.M), text[-2000:]

@@ -13,11 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from helpers import REPO
+from helpers import FAKE_PERF, REPO
 
 from .conftest import _children
-
-FAKE = {"PMUPROF_PERF": str(REPO / "tests" / "fakeperf" / "perf")}
 
 
 def _catches_sigterm(pid: int) -> bool:
@@ -39,18 +37,10 @@ def _window_open(pid: int) -> bool:
         return False
 
 
-@pytest.fixture
-def target():
-    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
-    yield proc
-    proc.kill()
-    proc.wait()
-
-
 @pytest.mark.parametrize("gap_s", [0.01, 0.1])
 def test_a_burst_of_sigterm_is_one_stop_and_the_report_is_written(target, tmp_path, gap_s):
     out = tmp_path / "run"
-    env = {**os.environ, **FAKE, "PYTHONPATH": str(REPO)}
+    env = {**os.environ, **FAKE_PERF, "PYTHONPATH": str(REPO)}
     proc = subprocess.Popen([sys.executable, "-m", "pmuprof", "capture", "-p", str(target.pid), "-d", "60",
                              "--no-mysql", "-o", str(out)], env=env, text=True, start_new_session=True,
                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
