@@ -30,7 +30,7 @@ Examples:
 
 @click.command("export", epilog=EPILOG)
 @click.argument("input_path", metavar="INPUT", type=InputPath())
-@click.option("-f", "--format", "fmt", type=click.Choice(FORMATS), required=True,  # the live registry
+@click.option("-f", "--format", "fmt", type=click.Choice(FORMATS), required=True,  # the registry as imported
               help="; ".join(f"{name}: {f.about}" for name, f in FORMATS.items()) + ".")
 @click.option("-o", "--output", "out_file", type=click.Path(dir_okay=False, allow_dash=True), required=True,
               help="File to write ('-' for stdout).")
