@@ -243,9 +243,10 @@ class Stacks(Mapping[Stack, int]):
         at = np.flatnonzero(lut[self.ids])
         rows = self.row_of[at]
         below = at != self.offsets[rows]
-        pairs = np.sort(rows[below].astype(np.int64) * nf + self.ids[at][below])  # (row, frame), each once:
-        pairs = pairs[np.concatenate(([True], pairs[1:] != pairs[:-1]))] if len(pairs) else pairs  # np.unique's
-        # hash path took 10 s of a 2.3 M-sample report's 24 s here; a sort and a neighbour test take 1 s
+        # each (row, frame) pair once: a sort and a neighbour test (np.unique's hash path took 10 of a
+        # 2.3 M-sample report's 24 CPU seconds here; this takes about 1)
+        pairs = np.sort(rows[below].astype(np.int64) * nf + self.ids[at][below])
+        pairs = pairs[np.concatenate(([True], pairs[1:] != pairs[:-1]))] if len(pairs) else pairs
         return np.bincount(pairs % nf, weights=self.counts[pairs // nf], minlength=nf).astype(np.int64)
 
     def self_counts(self) -> Counter[str]:

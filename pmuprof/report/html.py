@@ -8,7 +8,7 @@ import math
 import os
 import re
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import jinja2
 from markupsafe import Markup, escape
