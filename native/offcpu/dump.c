@@ -1,7 +1,7 @@
 /* dump.c - write the off-CPU maps as text, once, after the program is detached.
  *
  * Tab-separated lines (pmuprof/tools/native/offcpu.py parses them):
- *   pmuprof-offcpu 3
+ *   pmuprof-offcpu 4
  *   t0_ns NS / end_ns NS / stopped_by WHY / mode lazy|eager / min_block_us US (lazy mode's threshold)
  *   limit threads|entries|stacks N
  *   stat NAME COUNT                     summed over CPUs
@@ -17,6 +17,11 @@
  *                                        found above sp; RECOVERED: how many addresses after the leaf
  *                                        the CFI unwinder (unwind.c) put back, which the frame-pointer
  *                                        walk skipped under a leaf without frame pointers
+ *   sample TGID COUNT SCANNED KEY RESUME RECOVERED   --sample-hz: on-CPU ticks with the same user stack,
+ *                                        whose leaf is in a library; KEY: the leaf and the first return
+ *                                        addresses of the frame-pointer walk (OFFCPU_SAMPLE_KEY at most),
+ *                                        RECOVERED: the callers the CFI unwinder put back (- none), to
+ *                                        stand between the leaf and the walk's entry RESUME
  * STATE is R S D T ? or B (off the CPU since before t0); a kernel stack id below 0 is -errno (not
  * stored), a user stack hash 0 is none.
  */
@@ -36,7 +41,8 @@
 
 static const char state_letters[] = "RSDT?B";
 static const char *stat_names[OFFCPU_NSTATS] = {"switches",     "kstack_lost",    "ustack_lost", "threads_full",
-                                                "entries_full", "ustack_scanned", "short",       "long"};
+                                                "entries_full", "ustack_scanned", "short",       "long",
+                                                "samples",      "samples_fpless", "samples_lost"};
 
 struct idset {
     __s32 *ids;
@@ -343,6 +349,41 @@ static void dump_ustacks(FILE *f, int fd, struct idset *ids)
         uw_proc_free(ps.p[i]);
 }
 
+/* The on-CPU sampler's stacks: the key a perf sample is matched on, and what the CFI unwinder recovers. */
+static void dump_samples(FILE *f, int fd, int stacks_fd)
+{
+    static struct offcpu_ustack u;
+    struct offcpu_skey key, next;
+    __u64 rec[UNWIND_MAX_STEPS], count;
+    struct procs ps = {0};
+    unsigned resume, d;
+    void *prev = NULL;
+    int nrec;
+
+    while (!bpf_map_get_next_key(fd, prev, &next)) {
+        key = next;
+        prev = &key;
+        if (bpf_map_lookup_elem(fd, &key, &count) || bpf_map_lookup_elem(stacks_fd, &key.ustack, &u))
+            continue;
+        if (u.n > OFFCPU_USER_DEPTH)
+            u.n = OFFCPU_USER_DEPTH;
+        if (u.nwords > OFFCPU_RECOVER_WORDS)
+            u.nwords = 0;
+        if (!u.n)
+            continue;
+        nrec = u.scanned ? 0 : uw_recover(proc_of(&ps, key.tgid), &u, rec, UNWIND_MAX_STEPS, &resume);
+        fprintf(f, "sample\t%u\t%llu\t%u\t", key.tgid, (unsigned long long)count, u.scanned);
+        for (d = 0; d < u.n && d < OFFCPU_SAMPLE_KEY; d++)
+            fprintf(f, "%s%llx", d ? "," : "", (unsigned long long)u.ips[d]);
+        fprintf(f, "\t%u\t", nrec > 0 ? resume : 1);
+        for (int r = 0; r < nrec; r++)
+            fprintf(f, "%s%llx", r ? "," : "", (unsigned long long)rec[r]);
+        fputs(nrec > 0 ? "\n" : "-\n", f);
+    }
+    for (unsigned i = 0; i < ps.n; i++)
+        uw_proc_free(ps.p[i]);
+}
+
 static void dump_stats(FILE *f, int fd)
 {
     int ncpu = libbpf_num_possible_cpus();
@@ -369,7 +410,7 @@ int offcpu_dump(struct bpf_object *obj, const struct offcpu_opts *o, __u64 t0, _
 
     if (!f)
         return -errno;
-    fprintf(f, "pmuprof-offcpu\t3\nt0_ns\t%llu\nend_ns\t%llu\nstopped_by\t%s\nmode\t%s\nmin_block_us\t%ld\n",
+    fprintf(f, "pmuprof-offcpu\t4\nt0_ns\t%llu\nend_ns\t%llu\nstopped_by\t%s\nmode\t%s\nmin_block_us\t%ld\n",
             (unsigned long long)t0, (unsigned long long)end, why, o->lazy ? "lazy" : "eager",
             o->lazy ? o->min_block_us : 0L);
     fprintf(f, "limit\tthreads\t%ld\nlimit\tentries\t%ld\nlimit\tstacks\t%ld\n", o->threads, o->entries, o->stacks);
@@ -382,6 +423,9 @@ int offcpu_dump(struct bpf_object *obj, const struct offcpu_opts *o, __u64 t0, _
     if (!rc) {
         dump_stacks(f, bpf_map__fd(bpf_object__find_map_by_name(obj, "stacks")), &ids);
         dump_ustacks(f, bpf_map__fd(bpf_object__find_map_by_name(obj, "ustacks")), &ids);
+        if (o->sample_hz)
+            dump_samples(f, bpf_map__fd(bpf_object__find_map_by_name(obj, "samples")),
+                         bpf_map__fd(bpf_object__find_map_by_name(obj, "sustacks")));
     }
     free(ids.ids);
     free(ids.owners);

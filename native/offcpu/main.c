@@ -2,12 +2,14 @@
  *
  * usage: pmuprof-offcpu --pid PID [--pid PID]... --duration S --out FILE
  *                       [--threads N] [--entries N] [--stacks N] [--min-block-us US] [--eager]
- *                       [--start-on-usr1]
+ *                       [--start-on-usr1] [--sample-hz HZ]
  * --min-block-us: blocks shorter than this are summed per thread and state without stacks (lazy mode,
  * default 1000; 0 keeps every stack). --eager: stacks at every switch-out, as on kernels without the
  * sched_exit_tp tracepoint (which make it the mode used). --start-on-usr1: attached, count nothing until
  * SIGUSR1 (sent when perf starts recording), so both windows start together; blocks that began before
- * count from then.
+ * count from then. --sample-hz: also sample the targets on the CPU (a cpu-clock event per CPU, HZ a second)
+ * and keep the user stacks of the ticks whose leaf is in a library, for the CFI recovery of the callers
+ * perf's frame-pointer walk skips there (dump.c "sample" lines).
  * Root only (CAP_BPF + CAP_PERFMON). Never stops or traces the targets. Stops at the duration,
  * on SIGINT/SIGTERM/SIGHUP, or when every target has exited; then detaches and writes FILE
  * (format in dump.c). If this process is killed, the kernel detaches the program with its fds.
@@ -25,6 +27,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/perf_event.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -43,7 +47,8 @@ static int usage(const char *why)
 {
     fprintf(stderr,
             "pmuprof-offcpu: %s\nusage: pmuprof-offcpu --pid PID [--pid PID]... --duration S "
-            "--out FILE [--threads N] [--entries N] [--stacks N] [--min-block-us US] [--eager]\n",
+            "--out FILE [--threads N] [--entries N] [--stacks N] [--min-block-us US] [--eager] [--start-on-usr1] "
+            "[--sample-hz HZ]\n",
             why);
     return 2;
 }
@@ -55,12 +60,17 @@ static long clamp(long v, long lo, long hi)
 
 static int parse_args(int argc, char **argv, struct offcpu_opts *o)
 {
-    static const struct option opts[] = {
-            {"pid", required_argument, 0, 'p'},          {"duration", required_argument, 0, 'd'},
-            {"out", required_argument, 0, 'o'},          {"threads", required_argument, 0, 't'},
-            {"entries", required_argument, 0, 'e'},      {"stacks", required_argument, 0, 's'},
-            {"min-block-us", required_argument, 0, 'm'}, {"eager", no_argument, 0, 'E'},
-            {"start-on-usr1", no_argument, 0, 'U'},      {0, 0, 0, 0}};
+    static const struct option opts[] = {{"pid", required_argument, 0, 'p'},
+                                         {"duration", required_argument, 0, 'd'},
+                                         {"out", required_argument, 0, 'o'},
+                                         {"threads", required_argument, 0, 't'},
+                                         {"entries", required_argument, 0, 'e'},
+                                         {"stacks", required_argument, 0, 's'},
+                                         {"min-block-us", required_argument, 0, 'm'},
+                                         {"eager", no_argument, 0, 'E'},
+                                         {"start-on-usr1", no_argument, 0, 'U'},
+                                         {"sample-hz", required_argument, 0, 'H'},
+                                         {0, 0, 0, 0}};
     int c;
 
     o->threads = OFFCPU_DEFAULT_THREADS;
@@ -82,6 +92,7 @@ static int parse_args(int argc, char **argv, struct offcpu_opts *o)
         case 'm': o->min_block_us = clamp(atol(optarg), 0, 60L * 1000 * 1000); break;
         case 'E': o->eager = 1; break;
         case 'U': o->start_usr1 = 1; break;
+        case 'H': o->sample_hz = clamp(atol(optarg), 1, 10000); break;
         default: return -EINVAL;
         }
     }
@@ -104,20 +115,29 @@ static int cmp_range(const void *a, const void *b)
 }
 
 /* The targets' executable mappings, sorted (new ones mapped later are not known: their frames end a
- * scanned chain early, never add a wrong one). */
+ * scanned chain early, never add a wrong one); those of a file other than the process's executable are
+ * marked fpless (the executable is the one built with frame pointers, as unwind.c assumes too). */
 static unsigned read_code(const struct offcpu_opts *o, struct offcpu_range *out)
 {
-    char path[64], line[512], perms[8];
+    char path[64], line[4352], perms[8], exe[4096];
     unsigned long long lo, hi;
     unsigned i, n = 0;
+    ssize_t len;
+    int at;
     FILE *f;
 
     for (i = 0; i < o->npids; i++) {
+        snprintf(path, sizeof(path), "/proc/%u/exe", o->pids[i]);
+        len = readlink(path, exe, sizeof(exe) - 1);
+        exe[len > 0 ? len : 0] = '\0';
         snprintf(path, sizeof(path), "/proc/%u/maps", o->pids[i]);
         f = fopen(path, "r");
-        while (f && fgets(line, sizeof(line), f) && n < OFFCPU_MAX_CODE)
-            if (sscanf(line, "%llx-%llx %7s", &lo, &hi, perms) == 3 && perms[2] == 'x')
-                out[n++] = (struct offcpu_range){lo, hi};
+        while (f && fgets(line, sizeof(line), f) && n < OFFCPU_MAX_CODE) {
+            line[strcspn(line, "\n")] = '\0';
+            at = 0;
+            if (sscanf(line, "%llx-%llx %7s %*s %*s %*s %n", &lo, &hi, perms, &at) == 3 && perms[2] == 'x')
+                out[n++] = (struct offcpu_range){lo, hi, !exe[0] || strcmp(line + at, exe) != 0};
+        }
         if (f)
             fclose(f);
     }
@@ -185,12 +205,65 @@ static int configure(struct bpf_object *obj, const struct offcpu_opts *o)
         return rc;
     if (!o->lazy && bpf_program__set_autoload(bpf_object__find_program_by_name(obj, "on_switch_in"), false))
         return -EINVAL;
+    if (!o->sample_hz && bpf_program__set_autoload(bpf_object__find_program_by_name(obj, "on_sample"), false))
+        return -EINVAL;
     if (bpf_map__set_max_entries(bpf_object__find_map_by_name(obj, "starts"), o->threads) ||
         bpf_map__set_max_entries(bpf_object__find_map_by_name(obj, "waits"), o->entries) ||
         bpf_map__set_max_entries(bpf_object__find_map_by_name(obj, "stacks"), o->stacks) ||
-        bpf_map__set_max_entries(bpf_object__find_map_by_name(obj, "ustacks"), o->stacks))
+        bpf_map__set_max_entries(bpf_object__find_map_by_name(obj, "ustacks"), o->stacks) ||
+        bpf_map__set_max_entries(bpf_object__find_map_by_name(obj, "samples"), o->sample_hz ? o->entries : 1) ||
+        bpf_map__set_max_entries(bpf_object__find_map_by_name(obj, "sustacks"), o->sample_hz ? o->stacks : 1))
         return -EINVAL;
     return 0;
+}
+
+struct sampler {
+    struct bpf_link **links; /* one per CPU that has its event (NULL: an offline CPU) */
+    int n;
+};
+
+/* --sample-hz: the on-CPU sampler on a cpu-clock event of every online CPU (all tasks: the program keeps
+ * the targets' ticks). 0, or a negative errno when not one CPU could be sampled. */
+static int sampler_attach(struct bpf_object *obj, const struct offcpu_opts *o, struct sampler *s)
+{
+    struct perf_event_attr attr = {.type = PERF_TYPE_SOFTWARE,
+                                   .size = sizeof(attr),
+                                   .config = PERF_COUNT_SW_CPU_CLOCK,
+                                   .freq = 1,
+                                   .sample_freq = (__u64)o->sample_hz};
+    struct bpf_program *prog = bpf_object__find_program_by_name(obj, "on_sample");
+    int ncpu = libbpf_num_possible_cpus(), cpu, fd, attached = 0, err = -ENODEV;
+
+    if (ncpu <= 0 || !prog)
+        return -EINVAL;
+    s->links = calloc((size_t)ncpu, sizeof(*s->links));
+    if (!s->links)
+        return -ENOMEM;
+    s->n = ncpu;
+    for (cpu = 0; cpu < ncpu; cpu++) {
+        fd = (int)syscall(__NR_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+        if (fd < 0) {
+            err = errno == ENODEV ? err : -errno; /* ENODEV: an offline CPU */
+            continue;
+        }
+        s->links[cpu] = bpf_program__attach_perf_event(prog, fd); /* the link closes fd when destroyed */
+        if (!s->links[cpu]) {
+            err = -errno;
+            close(fd);
+            continue;
+        }
+        attached++;
+    }
+    return attached ? 0 : err;
+}
+
+static void sampler_detach(struct sampler *s)
+{
+    for (int i = 0; i < s->n; i++)
+        bpf_link__destroy(s->links[i]);
+    free(s->links);
+    s->links = NULL;
+    s->n = 0;
 }
 
 static int any_alive(const struct offcpu_opts *o)
@@ -260,6 +333,7 @@ int main(int argc, char **argv)
     __u32 zero = 0;
     struct bpf_object *obj;
     struct bpf_link *link, *link_in = NULL;
+    struct sampler sampler = {0};
     const char *why;
     sigset_t set;
     __u64 t0;
@@ -298,6 +372,8 @@ int main(int argc, char **argv)
         if (!link_in)
             return offcpu_fail("attach sched_exit_tp", -errno);
     }
+    if (o.sample_hz && (rc = sampler_attach(obj, &o, &sampler)))
+        return offcpu_fail("attach the on-CPU sampler", rc);
     why = o.start_usr1 ? wait_for_start(&o) : NULL;
     t0 = now_ns(); /* the window starts now: waits before it count from here */
     rc = bpf_map_update_elem(bpf_map__fd(bpf_object__find_map_by_name(obj, "clock")), &zero, &t0, BPF_ANY);
@@ -309,6 +385,7 @@ int main(int argc, char **argv)
         why = wait_for_stop(&o, t0);
     bpf_link__destroy(link); /* detach first: the maps stop changing */
     bpf_link__destroy(link_in);
+    sampler_detach(&sampler);
     rc = offcpu_dump(obj, &o, t0, now_ns(), why);
     bpf_object__close(obj);
     if (rc)

@@ -68,6 +68,22 @@ struct {
     __type(value, struct offcpu_ustack);
 } ustacks SEC(".maps");
 
+/* The on-CPU sampler's ticks (--sample-hz; not loaded without it), and their user stacks: apart from the
+ * off-CPU stacks, so a busy sampler never takes the room of a wait's stack. */
+struct {
+    __uint(type, BPF_MAP_TYPE_HASH);
+    __uint(max_entries, OFFCPU_DEFAULT_ENTRIES);
+    __type(key, struct offcpu_skey);
+    __type(value, __u64);
+} samples SEC(".maps");
+
+struct {
+    __uint(type, BPF_MAP_TYPE_HASH);
+    __uint(max_entries, OFFCPU_DEFAULT_STACKS);
+    __type(key, __u64);
+    __type(value, struct offcpu_ustack);
+} sustacks SEC(".maps");
+
 /* enum offcpu_clock: t0 (waits that began before it count from it; 0: nothing counted yet) and the
  * number of code ranges. */
 struct {
@@ -139,7 +155,8 @@ static __always_inline __u32 state_of(bool preempt, unsigned int prev_state)
 }
 
 /* Whether addr lies in one of the targets' executable mappings (a return address must): a binary
- * search of the sorted ranges the loader wrote (no mmap lock is taken at a context switch). */
+ * search of the sorted ranges the loader wrote (no mmap lock is taken at a context switch). 0: not code;
+ * 1: the executable's; 2: a library's (which may have no frame pointers). */
 /* Global (not inlined) subprograms: the verifier checks each once, not at every call site and loop
  * iteration (inlined, the load took seconds and could hit the 1M-instruction limit). */
 __attribute__((noinline)) int in_code(__u64 addr)
@@ -161,7 +178,7 @@ __attribute__((noinline)) int in_code(__u64 addr)
         else if (addr >= r->end)
             lo = mid + 1;
         else
-            return 1;
+            return 1 + (r->fpless != 0);
     }
     return 0;
 }
@@ -306,7 +323,7 @@ static __always_inline __u64 walk_user(struct task_struct *task, struct scratch 
     return hash ? hash : 1;
 }
 
-static __always_inline __u64 user_stack(struct task_struct *task)
+static __always_inline __u64 user_stack(struct task_struct *task, void *map)
 {
     struct scratch *sc = scratch_area();
     __u64 hash;
@@ -318,7 +335,7 @@ static __always_inline __u64 user_stack(struct task_struct *task)
         return 0;
     if (sc->u.scanned)
         stat_add(OFFCPU_STAT_USTACK_SCANNED);
-    if (!bpf_map_lookup_elem(&ustacks, &hash) && bpf_map_update_elem(&ustacks, &hash, &sc->u, BPF_NOEXIST) == -7)
+    if (!bpf_map_lookup_elem(map, &hash) && bpf_map_update_elem(map, &hash, &sc->u, BPF_NOEXIST) == -7)
         return 0; /* -E2BIG: the map is full */
     return hash;
 }
@@ -345,7 +362,7 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev, bool
         }
     } else {
         s.kstack = bpf_get_stackid(ctx, &stacks, 0);
-        s.ustack = user_stack(prev);
+        s.ustack = user_stack(prev, &ustacks);
         if (s.kstack < 0)
             stat_add(OFFCPU_STAT_KSTACK_LOST);
         if (!s.ustack)
@@ -463,7 +480,7 @@ static __always_inline void switch_in_lazy(void *ctx, struct task_struct *task, 
         stat_add(OFFCPU_STAT_SHORT);
     } else {
         key.kstack = bpf_get_stackid(ctx, &stacks, 0);
-        key.ustack = user_stack(task);
+        key.ustack = user_stack(task, &ustacks);
         if (key.kstack < 0)
             stat_add(OFFCPU_STAT_KSTACK_LOST);
         if (!key.ustack)
@@ -499,6 +516,48 @@ int BPF_PROG(on_switch_in, bool is_switch)
     if (!is_switch || !is_target((__u32)(id >> 32)))
         return 0;
     switch_in_lazy(ctx, bpf_get_current_task_btf(), (__u32)(id >> 32), (__u32)id, bpf_ktime_get_ns());
+    return 0;
+}
+
+/* The on-CPU sampler, on a cpu-clock event per CPU (--sample-hz): a target thread's tick whose user leaf
+ * is in a library (no frame pointers: the walk perf records skips its caller) keeps the user stack with
+ * its recovery window, counted per (process, stack). The loader's CFI unwind of those stacks is what a
+ * perf sample with the same leaf and first return addresses takes as its skipped callers. */
+SEC("perf_event")
+int on_sample(void *ctx)
+{
+    __u64 id = bpf_get_current_pid_tgid(), one = 1, *count;
+    struct offcpu_skey key = {.tgid = (__u32)(id >> 32)};
+    struct task_struct *task;
+    struct pt_regs *regs;
+    long rc;
+
+    if (!is_target(key.tgid) || !window_t0())
+        return 0;
+    stat_add(OFFCPU_STAT_SAMPLES);
+    task = bpf_get_current_task_btf();
+    regs = (struct pt_regs *)bpf_task_pt_regs(task);
+    if (!regs || in_code(regs->ip) != 2)
+        return 0;
+    stat_add(OFFCPU_STAT_SAMPLES_FPLESS);
+    key.ustack = user_stack(task, &sustacks);
+    if (!key.ustack) {
+        stat_add(OFFCPU_STAT_SAMPLES_LOST);
+        return 0;
+    }
+    count = bpf_map_lookup_elem(&samples, &key);
+    if (count) {
+        __sync_fetch_and_add(count, 1);
+        return 0;
+    }
+    rc = bpf_map_update_elem(&samples, &key, &one, BPF_NOEXIST);
+    if (rc == -17) { /* -EEXIST: another CPU added it meanwhile */
+        count = bpf_map_lookup_elem(&samples, &key);
+        if (count)
+            __sync_fetch_and_add(count, 1);
+    } else if (rc) {
+        stat_add(OFFCPU_STAT_SAMPLES_LOST);
+    }
     return 0;
 }
 

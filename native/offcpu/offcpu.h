@@ -19,6 +19,9 @@
 #define OFFCPU_DEFAULT_MIN_BLOCK_US 1000 /* lazy mode: blocks shorter than this are summed without stacks */
 #define OFFCPU_SHORT 0x100 /* in offcpu_key.state: blocks under the threshold, no stacks */
 #define OFFCPU_KSTACK_NONE (-61) /* -ENODATA: no kernel stack taken (short block, or still open) */
+#define OFFCPU_SAMPLE_KEY                                                                                              \
+    4 /* on-CPU sampler: the leaf and the frame-pointer walk's first return addresses that
+                             * a perf sample must share with a sampled stack to take its recovered callers */
 
 enum offcpu_state {
     OFFCPU_STATE_R = 0, /* preempted / runnable: waited for a CPU */
@@ -38,7 +41,10 @@ enum offcpu_stat {
     OFFCPU_STAT_USTACK_SCANNED = 5, /* user stacks whose frame chain was found by scanning above sp */
     OFFCPU_STAT_SHORT = 6, /* lazy mode: blocks under the threshold, summed without stacks */
     OFFCPU_STAT_LONG = 7, /* lazy mode: blocks at or above it, stacks taken at switch-in */
-    OFFCPU_NSTATS = 8,
+    OFFCPU_STAT_SAMPLES = 8, /* on-CPU sampler (--sample-hz): ticks that found a target thread running */
+    OFFCPU_STAT_SAMPLES_FPLESS = 9, /* those whose user leaf is in code without frame pointers: stack kept */
+    OFFCPU_STAT_SAMPLES_LOST = 10, /* those not kept (sample or stack map full) */
+    OFFCPU_NSTATS = 11,
 };
 
 struct offcpu_start {
@@ -83,6 +89,14 @@ enum offcpu_clock { /* entries of the clock map, written by the loader once the 
 
 struct offcpu_range {
     __u64 start, end;
+    __u64 fpless; /* 1: not the process's executable (a library: may have no frame pointers, as glibc) */
+};
+
+/* On-CPU sampler: ticks summed per (process, user stack), for samples whose leaf has no frame pointers. */
+struct offcpu_skey {
+    __u64 ustack; /* key of the sampled user stacks map */
+    __u32 tgid;
+    __u32 pad;
 };
 
 struct offcpu_key {

@@ -17,6 +17,7 @@ struct offcpu_opts {
     int eager; /* asked for: stacks at every switch-out */
     int start_usr1; /* the window starts at SIGUSR1 (perf's), not at attach */
     int lazy; /* used: stacks at switch-in, for blocks of min_block_us or more */
+    long sample_hz; /* the on-CPU sampler's rate (0: off) */
     const struct offcpu_range *code; /* the targets' executable mappings at the start, sorted */
     unsigned ncode;
 };

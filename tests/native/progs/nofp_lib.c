@@ -25,3 +25,13 @@ __attribute__((noinline)) long nofp_wait(long ms)
     long rc = nofp_sleep_inner(keep);
     return rc + keep;
 }
+
+/* On the CPU inside the library: rbp is still the caller's, so perf's frame-pointer walk skips the caller
+ * (fp_spinner_a / fp_spinner_b in fp_spins_nofp.c). */
+__attribute__((noinline)) long nofp_spin(long n)
+{
+    volatile long acc = 0;
+    for (long i = 0; i < n; i++)
+        acc += i ^ (acc >> 3);
+    return acc;
+}
