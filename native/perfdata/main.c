@@ -15,7 +15,7 @@ static const char USAGE[] =
         "usage: pmuprof-perfdata [--pid P ...] [--comm C ...] [--name PID=LABEL ...] [--per-thread] [--raw-unknown]\n"
         "                        [--leaves FILE] [--meta FILE] [--stacks-bin FILE] [--samples FILE] [--time] "
         "[--inline]\n"
-        "                        [--kallsyms FILE] [--process-names]\n"
+        "                        [--kallsyms FILE] [--process-names] [--callers FILE]\n"
         "                        perf.data > stacks.folded\n"
         "       pmuprof-perfdata --symbolize < 'PID<tab>HEXOFFSET<tab>PATH' lines (names, as perf prints them)\n"
         "Reads perf.data itself and writes what `perf script -F comm,pid,tid,ip,sym,symoff,dso --no-inline\n"
@@ -29,13 +29,16 @@ static const char USAGE[] =
         "--process-names: a process is also known by its main thread's COMM and by the binaries it maps, which\n"
         "perf script does not print: --comm keeps a server whose threads are all renamed, and a process whose\n"
         "main thread has no sample is labelled with that COMM.\n"
+        "--callers FILE: put back, after a user leaf in a library without frame pointers, the callers the\n"
+        "frame-pointer walk skipped there, as pmuprof-offcpu's sampler recovered them (callers.h: a run\n"
+        "directory's recovered-callers.tsv); perf script has no such option.\n"
         "Exit status: 0 done; 1 failure; 2 usage; 3 the file needs something only perf script does (one\n"
         "line on stderr says what: use perf script instead); 4 the file is corrupt or truncated; 5 its header\n"
         "is corrupt beyond what perf script copes with (it loops on it): do not try perf script.\n";
 
 typedef struct {
     fold_opts_t o;
-    const char *leaves, *meta, *input, *stacks_bin, *samples, *kallsyms;
+    const char *leaves, *meta, *input, *stacks_bin, *samples, *kallsyms, *callers;
     int script, time, inline_frames, process_names;
     int32_t *pids;
 } args_t;
@@ -87,6 +90,8 @@ static int args_parse(int argc, char **argv, args_t *a)
             a->samples = argv[++i];
         else if (!strcmp(opt, "--kallsyms"))
             a->kallsyms = argv[++i];
+        else if (!strcmp(opt, "--callers"))
+            a->callers = argv[++i];
         else
             return -EINVAL;
     }
@@ -135,8 +140,10 @@ static int write_meta(const char *path, folder_t *f, const reader_t *r)
             buf_append(&b, "\"samples\": ", 11) || buf_put_u64(&b, r->samples) || buf_append(&b, ", \"lost\": ", 10) ||
             buf_put_u64(&b, r->lost) || buf_append(&b, ", \"inline_addresses\": ", 22) ||
             buf_put_u64(&b, r->inline_addrs) || buf_append(&b, ", \"inline_frames\": ", 19) ||
-            buf_put_u64(&b, r->inlined) || buf_append(&b, ", \"hostname\": ", 14) || put_str(&b, pf->hostname) ||
-            buf_append(&b, ", \"osrelease\": ", 15) || put_str(&b, pf->osrelease) ||
+            buf_put_u64(&b, r->inlined) || buf_append(&b, ", \"recovered_samples\": ", 23) ||
+            buf_put_u64(&b, r->recovered_samples) || buf_append(&b, ", \"recovered_frames\": ", 22) ||
+            buf_put_u64(&b, r->recovered_frames) || buf_append(&b, ", \"hostname\": ", 14) ||
+            put_str(&b, pf->hostname) || buf_append(&b, ", \"osrelease\": ", 15) || put_str(&b, pf->osrelease) ||
             buf_append(&b, ", \"cmdline\": ", 13) || put_str(&b, pf->cmdline) || buf_append(&b, ", \"event\": ", 11) ||
             put_str(&b, pf->attrs[0].name) || buf_append(&b, "}}\n", 3);
     free(text);
@@ -203,7 +210,14 @@ static int run(args_t *a, pd_file_t *pf, folder_t *f)
     r.with_time = a->time;
     r.inline_frames = a->inline_frames;
     r.m.kallsyms = a->kallsyms;
-    int rc = reader_run(&r, err, sizeof err);
+    int rc = a->callers ? callers_load(&r.callers, a->callers) : 0;
+    if (rc) { /* the stacks as the walk recorded them: nothing else depends on the table */
+        fprintf(stderr, "pmuprof-perfdata: warning: %s: %s, no recovered callers\n", a->callers, strerror(-rc));
+        callers_free(&r.callers);
+    } else if (r.callers.bad_lines)
+        fprintf(stderr, "pmuprof-perfdata: warning: %s: %llu line(s) not understood, left out\n", a->callers,
+                (unsigned long long)r.callers.bad_lines);
+    rc = reader_run(&r, err, sizeof err);
     warn_skipped(&r);
     if (rc) {
         fprintf(stderr, "pmuprof-perfdata: %s: %s\n", rc == PD_EUNSUPPORTED ? "unsupported" : "error", err);

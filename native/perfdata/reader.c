@@ -46,6 +46,7 @@ void reader_free(reader_t *r)
     free(r->frames);
     buf_free(&r->lines);
     buf_free(&r->text);
+    callers_free(&r->callers);
 }
 
 static const char *rec_str(const unsigned char *rec, size_t at, uint16_t size, char *buf, size_t cap)

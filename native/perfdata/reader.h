@@ -7,6 +7,7 @@
 
 #include "../fold/buf.h"
 #include "../fold/fold.h"
+#include "callers.h"
 #include "machine.h"
 #include "pdfile.h"
 #include "records.h"
@@ -42,6 +43,8 @@ typedef struct {
     int inline_frames; /* --inline: user frames expand into their DWARF inline chains */
     uint64_t inlined; /* inlined frames made (distinct addresses) */
     uint64_t inline_addrs; /* distinct user addresses looked up in a DWARF index */
+    callers_t callers; /* --callers: recovered callers to put back under a library leaf (callers.h) */
+    uint64_t recovered_samples, recovered_frames; /* samples that took callers from it, and how many */
 } reader_t;
 
 int reader_init(reader_t *r, pd_file_t *file, folder_t *fold, const int32_t *pids, size_t npids);

@@ -272,11 +272,27 @@ static int push_frame(reader_t *r, uint32_t i)
     return 0;
 }
 
-/* thread__resolve_callchain_sample (callee order, no branch stacks): frames into r->chain. */
+/* The recovered callers for the user chain starting at s->ips[at] (leaf first), or NULL. */
+static const callers_entry_t *recovered_for(const reader_t *r, const thread_t *t, const pd_sample_t *s, uint64_t at)
+{
+    uint64_t key[CALLERS_KEY];
+    size_t n = 0;
+    for (; n < CALLERS_KEY && at + n < s->nr; n++) {
+        memcpy(key + n, s->ips + at + n, 8);
+        if (key[n] >= (uint64_t)PERF_CONTEXT_MAX)
+            break;
+    }
+    return n ? callers_find(&r->callers, t->pid, key, n) : NULL;
+}
+
+/* thread__resolve_callchain_sample (callee order, no branch stacks): frames into r->chain. With
+ * --callers, a user chain whose leaf and first return addresses are a recovered-callers key gets the
+ * callers the frame-pointer walk skipped under that leaf, right after it. */
 static int chain_resolve(reader_t *r, const thread_t *t, const pd_sample_t *s, size_t *n)
 {
     uint16_t cpumode = PERF_RECORD_MISC_USER;
     int ret = 0; /* entries after a context's first are return addresses */
+    uint64_t resume_at = 0; /* entries before this index were replaced by recovered callers */
     *n = 0;
     for (uint64_t i = 0; i < s->nr && *n < PD_MAX_STACK; i++) {
         uint64_t ip;
@@ -293,11 +309,23 @@ static int chain_resolve(reader_t *r, const thread_t *t, const pd_sample_t *s, s
             ret = 0;
             continue;
         }
+        if (i < resume_at)
+            continue;
         int rc = frame_resolve_ip(r, t, cpumode, ip, ret, &r->chain[*n]);
         if (rc)
             return rc;
-        ret = 1;
         (*n)++;
+        const callers_entry_t *e =
+                !ret && cpumode == PERF_RECORD_MISC_USER && r->callers.n ? recovered_for(r, t, s, i) : NULL;
+        ret = 1;
+        for (int k = 0; e && k < e->nrec && *n < PD_MAX_STACK; k++, (*n)++)
+            if ((rc = frame_resolve_ip(r, t, cpumode, e->rec[k], 1, &r->chain[*n])))
+                return rc;
+        if (e) {
+            resume_at = i + e->resume;
+            r->recovered_samples++;
+            r->recovered_frames += e->nrec;
+        }
     }
     return 0;
 }

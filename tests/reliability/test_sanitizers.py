@@ -79,6 +79,8 @@ def seeds(tmp_path_factory, san) -> dict[str, bytes]:
     out["script"] = script
     out["script_default"] = subprocess.run([perf, "script", "-i", str(data), "--no-inline"], env=env,
                                            capture_output=True, timeout=120, check=True).stdout
+    out["dump"] = subprocess.run([perf, "script", "-D", "-i", str(data)], env=env, capture_output=True, timeout=120,
+                                 check=True).stdout  # raw call chains: the addresses a caller table is keyed on
     out["folded"] = subprocess.run([str(san["fold"])], input=script, env={**os.environ, **SAN_ENV},
                                    capture_output=True, timeout=HANG_S, check=True).stdout
     assert out["folded"].count(b"\n") > 5, "the seed recording holds too few stacks to fuzz from"
@@ -177,6 +179,51 @@ def test_perfdata_reader_is_clean_on_real_and_mutated_recordings(san, seeds, tmp
             cases.append((san, tmp_path, f"{kind}-{i}", mutate_binary(rng, seeds[kind]), rng.choice(PERFDATA_OPTS)))
     bad = _fuzz(cases, _perfdata_case)
     assert not bad, f"{len(bad)} of {len(cases)} runs:\n" + "\n".join(bad[:5])
+
+
+USER_CONTEXT = 0xFFFFFFFFFFFFFE00  # PERF_CONTEXT_USER in a raw call chain
+
+
+def callers_table(dump: bytes) -> bytes:
+    """A recovered-callers.tsv (model/callers.py) whose keys are the seed recording's own user chains (leaf
+    and return addresses, from perf script -D), so the reader splices: each recovers two of the chain's
+    addresses."""
+    lines, seen = [b"# pmuprof recovered callers 1"], set()
+    for record in dump.split(b"PERF_RECORD_SAMPLE(")[1:]:
+        pid = record.split(b": ", 2)[1].split(b"/")[0]
+        chain = [int(line.split(b": ")[1], 16) for line in record.splitlines() if line.startswith(b".....  ")]
+        user = chain[chain.index(USER_CONTEXT) + 1:][:4] if USER_CONTEXT in chain else []
+        if not pid.isdigit() or len(user) < 2 or (pid, tuple(user)) in seen:
+            continue
+        seen.add((pid, tuple(user)))
+        key = b",".join(b"%x" % a for a in user)
+        lines.append(b"%s\t1\t%s\t%d\t%x,%x" % (pid, key, min(2, len(user)), user[-1], user[0]))
+    return b"\n".join(lines) + b"\n"
+
+
+def _callers_case(san: dict, tmp: Path, name: str, data: Path, table: bytes) -> str | None:
+    path = tmp / f"{name}.tsv"
+    path.write_bytes(table)
+    out = tmp / name
+    argv = [str(san["perfdata"]), "--callers", str(path), "--meta", f"{out}.m", "--stacks-bin", f"{out}.b", str(data)]
+    return run_one(argv, None, PERFDATA_OK, f"pmuprof-perfdata --callers on table {name}")
+
+
+def test_perfdata_reader_is_clean_on_real_and_mutated_caller_tables(san, seeds, tmp_path):
+    """--callers reads a run directory's recovered-callers.tsv: untrusted, so fuzzed like the rest."""
+    data = tmp_path / "work.data"
+    data.write_bytes(seeds["work.data"])
+    table = callers_table(seeds["dump"])
+    assert table.count(b"\n") > 5, "the seed recording gave too few chains for a table"
+    rng = random.Random(21)
+    cases = [(san, tmp_path, "seed", data, table), (san, tmp_path, "empty", data, b""),
+             (san, tmp_path, "long-line", data, b"1\t1\t" + b"a," * 5000 + b"\t1\ta\n" + table),
+             (san, tmp_path, "huge-numbers", data, b"99999999999\t1\tffffffffffffffffff\t-1\t0\n")]
+    cases += [(san, tmp_path, f"table-{i}", data, mutate_text(rng, table)) for i in range(MUTANTS // 4)]
+    bad = _fuzz(cases, _callers_case)
+    assert not bad, f"{len(bad)} of {len(cases)} runs:\n" + "\n".join(bad[:5])
+    meta = (tmp_path / "seed.m").read_text()
+    assert '"recovered_samples": 0' not in meta, meta[-300:]  # the seed's keys are its own chains: they splice
 
 
 def _fold_case(san: dict, tmp: Path, name: str, text: bytes, opts: tuple[str, ...]) -> str | None:
