@@ -42,7 +42,7 @@ def analyse(rec: Recording, lookup: binmod.Lookup = binmod.Lookup()) -> Profile:
                         warnings=(() if total else (IDLE,)) + problems(binaries, total, rec) + unclear
                         + skid.left_out(binaries) + kernel_warnings(qual, rec.build_ids.get(KERNEL_DSO),
                                                                     rec.run.host.kernel, kept=rec.run.kernel_symbols),
-                        features_off=tuple(off))
+                        features_off=tuple(off), recovered_callers=rec.recovered_callers)
     return Profile(stacks, rec.run, rec.counters, rec.server, analysis, rec.leaves, rec.source, offcpu=rec.offcpu,
                    samples=samples)
 

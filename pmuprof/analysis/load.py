@@ -58,6 +58,7 @@ class Recording:
     reader_argv: tuple[str, ...] = ()
     offcpu: OffCpuProfile | None = None  # a run directory's off-CPU stacks and thread snapshots
     samples: Samples | None = None  # the stacks' rows by thread and second (model/samples.py)
+    recovered_callers: int = 0  # samples given the callers perf's walk skipped (model/callers.py)
 
 
 def _kind(path: Path) -> str:
@@ -160,7 +161,7 @@ def read_recording(path: Path, kind: str, choice: Choice, sibling: Path | None,
     stacks = Stacks.of(result.stacks)
     samples = result.samples if result.samples is not None and result.samples.matches(stacks) else None
     return Recording(stacks, leaves, run, counters, server, processes, selection, build_ids, str(path),
-                     tuple(argv), offcpu, samples)
+                     tuple(argv), offcpu, samples, result.recovered_callers)
 
 
 def _nothing_kept(path: Path, kind: str, result: FoldResult, pids, comms) -> InputError:
@@ -187,8 +188,10 @@ def _fold_perf_data(path: Path, pids, comms, per_thread, names, symfs, sibling: 
     recording = perfread.describe(perf, path)
     with recorded_kallsyms(sibling, run, recorded_build_id=recording.build_ids.get(KERNEL_DSO),
                            symfs=symfs is not None) as kallsyms:
+        callers = sibling / rundir.RECOVERED_CALLERS if sibling is not None else None
         result, argv = perfread.fold_perf_data(perf, path, pids, () if pids else comms, per_thread, names, symfs,
-                                               timed=recording.timed, kallsyms=kallsyms)
+                                               timed=recording.timed, kallsyms=kallsyms,
+                                               callers=callers if callers is not None and callers.is_file() else None)
     return result, recording, argv
 
 

@@ -147,7 +147,8 @@ def record(opts: RecordOptions, progress: Progress | None = None,
     run = replace(_initial_run(opts, targets, host_facts, pmu_events, pmu_notes, run.started), clock=run.clock)
     rundir.write_typed(opts.out_dir / rundir.RUN_JSON, run)
     diskroom.hold(opts.out_dir)
-    off = offcpu.plan(opts.out_dir, pids, {t.pid: t.label for t in targets}, opts.duration, opts.off_cpu)
+    off = offcpu.plan(opts.out_dir, pids, {t.pid: t.label for t in targets}, opts.duration, opts.off_cpu,
+                      opts.frequency if opts.call_graph == "fp" else 0)
     mysql_thread = _start_mysql(opts, pids, min(opts.duration, 5.0), log)
     poller = processlist.start(opts.mysql_options, pids[0], opts.out_dir) if opts.mysql else None  # type: ignore[arg-type]
     log(f"recording {', '.join(f'{t.label} (pid {t.pid})' for t in targets)} for {opts.duration:g} s at "

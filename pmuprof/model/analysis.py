@@ -143,6 +143,9 @@ class Analysis:
     quality: tuple[StackQuality, ...] = ()  # one per kept process
     warnings: tuple[str, ...] = ()
     features_off: tuple[FeatureOff, ...] = ()
+    # samples whose callers a frame-pointer walk skips under a library leaf were put back from the capture's
+    # recovered-callers.tsv (model/callers.py); 0 when there was none, or none matched
+    recovered_callers: int = 0
 
     def quality_of(self, process: str) -> StackQuality | None:
         return next((q for q in self.quality if q.process == process), None)

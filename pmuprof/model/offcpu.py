@@ -44,6 +44,15 @@ class OffCpu:
     lost: Mapping[str, int] = field(default_factory=dict)
     limits: Mapping[str, int] = field(default_factory=dict)
     stderr: str = ""
+    # The on-CPU sampler (model/callers.py): its rate (0: off), its ticks in a target thread, those whose
+    # user leaf is in a library (stack kept), those whose callers were recovered (recovered-callers.tsv)
+    # and those left out, not guessed: under a key whose stacks disagree, or one seen too seldom to trust
+    sample_hz: int = 0
+    sampled: int | None = None
+    sampled_in_library: int | None = None
+    callers_recovered: int | None = None
+    callers_ambiguous: int | None = None
+    callers_rare: int | None = None
 
 
 @dataclass(frozen=True)

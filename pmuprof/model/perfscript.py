@@ -66,6 +66,8 @@ class FoldResult:
     # per (stack row, tid, second) of Stacks.of(stacks); None where the folder kept no thread ids
     samples: Samples | None = field(default=None, compare=False)
     notes: tuple[str, ...] = ()  # the folder's own warnings (pmuprof-perfdata: a perf map it would not read)
+    # samples that took the callers their frame-pointer walk skipped under a library leaf (model/callers.py)
+    recovered_callers: int = 0
 
     def warnings(self) -> list[str]:
         out = list(self.notes)

@@ -39,6 +39,7 @@ OFFCPU = "offcpu.folded"  # off-CPU stacks, counts in microseconds, leaf frame =
 THREADS = "threads.json"  # threads grouped by stack at the capture's start and end (model.offcpu.Threads)
 OFFCPU_RAW = "offcpu.out"  # pmuprof-offcpu's own output (addresses), kept for the record
 OFFCPU_LOG = "offcpu.log"  # pmuprof-offcpu's stderr
+RECOVERED_CALLERS = "recovered-callers.tsv"  # callers perf's walk skips under a library leaf (model/callers.py)
 SAMPLES = "samples.tsv"  # samples per (stacks.folded line, thread id, second): model/samples.py
 KALLSYMS = "kallsyms.gz"  # the recording boot's kernel text symbols (model.run.KernelSymbols)
 BINARIES = "binaries.tar.gz"  # the targets' sampled user binaries, by build-id (model.run.KeptBinaries)
@@ -51,7 +52,7 @@ ROOM = ".pmuprof-room"  # space held during a capture for its last files (captur
 RUN_FILES = frozenset({
     RUN_JSON, STACKS, COUNTERS, MYSQL, ANALYSIS, PERF_DATA, LEAVES, STAT_CSV, RECORD_LOG, STAT_LOG,
     REPORT_HTML, FINDINGS_JSON, REPORT_MD, OFFCPU, THREADS, OFFCPU_RAW, OFFCPU_LOG, SAMPLES, PROCESSLIST, KALLSYMS, BINARIES,
-    WATCH_POLLS,
+    WATCH_POLLS, RECOVERED_CALLERS,
     *CONTROL_FIFOS, ROOM, "skid.json",
     "symbols.json", "perf.data.old", "workload.log", "diff.html", "diff.json", "diff.md", "profile.pb.gz",
     "profile.speedscope.json", "flame.svg",

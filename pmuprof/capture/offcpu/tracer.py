@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 from ...errors import HelperError
-from ...model import rundir
+from ...model import callers, rundir
 from ...model.folded import save_folded
 from ...model.offcpu import OffCpu, Threads
 from ...model.run import FeatureOff, FileMap
@@ -28,6 +28,7 @@ from .fold import fold
 from .symbols import KernelSymbols, UserSymbols
 
 MECHANISM = "BPF tp_btf/sched_switch, summed in kernel maps (pmuprof-offcpu)"
+SAMPLER_MAX_HZ = 999  # the on-CPU sampler follows perf's rate up to this (each tick under a library walks a stack)
 BTF = Path("/sys/kernel/btf/vmlinux")
 START_SLACK_S = 120.0  # perf may take this long to start; the runner stops the tracer with perf
 FEATURE = "off-CPU stacks (why threads wait)"
@@ -44,6 +45,7 @@ class Plan:
     start: Mapping[int, Mapping[int, proc_threads.ThreadNow]] = field(default_factory=dict)
     started_at: str = ""
     maps: Mapping[int, tuple[FileMap, ...]] = field(default_factory=dict)  # at the start (a target may exit)
+    sample_hz: int = 0  # the on-CPU sampler's rate (0: off)
 
 
 SWITCH_IN_TP = b"btf_trace_sched_exit_tp\x00"  # lazy mode's tracepoint (6.16+), as its BTF type name
@@ -84,12 +86,14 @@ def require(pids: Sequence[int]) -> None:
 
 
 def plan(out_dir: Path, pids: Sequence[int], roots: Mapping[int, str], duration_s: float,
-         requested: bool | None) -> Plan:
+         requested: bool | None, perf_hz: int = 0) -> Plan:
     """The tracer's argv (or why not) and the /proc snapshot of every target's threads at the start.
     ``requested`` None (capture's default): on only where it runs and is cheap (root, built, BTF, lazy
     mode: stacks for blocks of 1 ms or more); elsewhere off without a warning (the report's first screen
     says when the server mostly waited). True (``--off-cpu``, asked for): every block with its stacks,
-    taken at switch-out (eager: exact shares of short waits too, ~3 us a switch)."""
+    taken at switch-out (eager: exact shares of short waits too, ~3 us a switch). ``perf_hz``: perf's
+    frame-pointer sampling rate (0: not frame pointers); the tracer's on-CPU sampler follows it (at most
+    SAMPLER_MAX_HZ), for the callers perf's walk skips under a library leaf (model/callers.py)."""
     eager = bool(requested)
     if requested is None:
         requested = not unavailable(pids)[0] and cheap_here()
@@ -97,9 +101,10 @@ def plan(out_dir: Path, pids: Sequence[int], roots: Mapping[int, str], duration_
         return Plan(False)
     start = {pid: {t.tid: t for t in proc_threads.snapshot(pid)} for pid in pids}
     why, fix = unavailable(pids)
+    hz = min(perf_hz, SAMPLER_MAX_HZ)
     argv = () if why else tuple(tool.argv(offcpu_path(), pids, duration_s + START_SLACK_S,
-                                          out_dir / rundir.OFFCPU_RAW, eager=eager, start_on_usr1=True))
-    return Plan(True, tuple(pids), dict(roots), argv, why, fix, start, snapshot.utc_now(), _maps(pids))
+                                          out_dir / rundir.OFFCPU_RAW, eager=eager, start_on_usr1=True, sample_hz=hz))
+    return Plan(True, tuple(pids), dict(roots), argv, why, fix, start, snapshot.utc_now(), _maps(pids), hz)
 
 
 def procs(p: Plan, out_dir: Path) -> dict[str, tuple[list[str], Path]]:
@@ -137,18 +142,31 @@ def _fold_and_write(p: Plan, out_dir: Path, out: tool.TracerOutput, usyms: UserS
                     outcome: OffCpu) -> OffCpu:
     folded = fold(out, p.roots, KernelSymbols.read(), usyms, p.start, end, per_thread_roots)
     duration = round((out.end_ns - out.t0_ns) / 1e9, 3)
-    lost = {k: v for k, v in out.stats.items() if k not in ("switches", "ustack_scanned", "short", "long")}
+    lost = {k: v for k, v in out.stats.items()
+            if k not in ("switches", "ustack_scanned", "short", "long", "samples", "samples_fpless")}
     headers = {"unit": "us", "source": MECHANISM, "duration_s": duration, "total_us": folded.total_us,
                "before_us": folded.before_us, "short_us": folded.short_us, "min_block_us": out.min_block_us,
                "leaf": "off-cpu:STATE (R runnable, S sleep, D uninterruptible)",
                "targets": " ".join(f"{label}={pid}" for pid, label in p.roots.items())}
     save_folded(out_dir / rundir.OFFCPU, folded.stacks, headers)
+    outcome = _write_callers(p, out_dir, out, outcome)
     return replace(outcome, recorded=True, stopped_by=out.stopped_by, duration_s=duration, total_us=folded.total_us,
                    before_us=folded.before_us, stacks=len(folded.stacks), threads=folded.threads,
                    switches=out.stats.get("switches"), user_stacks_scanned=out.stats.get("ustack_scanned"),
                    user_stacks_recovered=len(out.recovered), mode=out.mode, min_block_us=out.min_block_us,
                    short_us=folded.short_us, lost=lost,
                    limits=dict(out.limits))
+
+
+def _write_callers(p: Plan, out_dir: Path, out: tool.TracerOutput, outcome: OffCpu) -> OffCpu:
+    """recovered-callers.tsv from the on-CPU sampler's stacks, and its counts in run.json."""
+    if not p.sample_hz:
+        return outcome
+    found = callers.table(out.sampled)
+    callers.write(out_dir / rundir.RECOVERED_CALLERS, found.rows)
+    return replace(outcome, sample_hz=p.sample_hz, sampled=out.stats.get("samples"),
+                   sampled_in_library=out.stats.get("samples_fpless"), callers_recovered=found.recovered,
+                   callers_ambiguous=found.ambiguous, callers_rare=found.rare)
 
 
 def _read_output(path: Path) -> tuple[tool.TracerOutput | None, str]:
@@ -183,6 +201,9 @@ def _loss_warnings(o: OffCpu) -> tuple[str, ...]:
                    f"({o.limits.get('entries')} entries)")
     if o.lost.get("threads_full"):
         out.append(f"off-CPU: {o.lost['threads_full']} switch-outs not tracked, the thread map was full")
+    if o.sampled_in_library and o.lost.get("samples_lost", 0) > o.sampled_in_library * 0.01:
+        out.append(f"on-CPU sampler: {o.lost['samples_lost']} of {o.sampled_in_library} stacks under a library leaf "
+                   f"not kept (map full, {o.limits.get('stacks')} stacks): their callers are not recovered")
     stacks_lost = o.lost.get("kstack_lost", 0) + o.lost.get("ustack_lost", 0)
     if o.switches and stacks_lost > o.switches * 0.01:  # (an upper bound in lazy mode: fewer stacks are taken)
         out.append(f"off-CPU: {stacks_lost} of {2 * o.switches} stacks not stored (stack map full or hash "

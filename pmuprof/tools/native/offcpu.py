@@ -6,8 +6,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
+from ...model.callers import Sample
+
 MAX_TARGETS = 16  # native/offcpu/offcpu.h OFFCPU_MAX_TARGETS
-FORMATS = ("1", "2", "3")  # 2: ustack lines say how many callers the CFI unwinder recovered; 3: lazy mode
+# 2: ustack lines say how many callers the CFI unwinder recovered; 3: lazy mode; 4: the on-CPU sampler
+FORMATS = ("1", "2", "3", "4")
+SAMPLE_KEY = 4  # native/offcpu/offcpu.h OFFCPU_SAMPLE_KEY: leaf + return addresses a perf sample must share
 DEFAULT_MIN_BLOCK_US = 1000  # native/offcpu/offcpu.h OFFCPU_DEFAULT_MIN_BLOCK_US (benchmarks/RESULTS.md)
 
 
@@ -66,6 +70,8 @@ class TracerOutput:
     min_block_us: int = 0
     # format 3: (tgid, tid) -> user stack hash of threads blocked for the whole window (walked at the end)
     idle: Mapping[tuple[int, int], int] = field(default_factory=dict)
+    # format 4, with --sample-hz: the on-CPU sampler's stacks under a library leaf (model/callers.py)
+    sampled: tuple[Sample, ...] = ()
 
     def stack(self, stack_id: int) -> tuple[int, ...]:
         """A kernel stack's addresses (() when it was not stored)."""
@@ -77,11 +83,13 @@ class TracerOutput:
 
 
 def argv(binary: Path | str, pids: Sequence[int], duration_s: float, out: Path, limits: Limits = Limits(),
-         eager: bool = False, start_on_usr1: bool = False) -> list[str]:
+         eager: bool = False, start_on_usr1: bool = False, sample_hz: int = 0) -> list[str]:
     """The tracer's command line (at most MAX_TARGETS pids; duration is its own hard bound). ``eager``:
     stacks for every block, taken at switch-out (exact, ~3 us a switch); else lazy where the kernel allows
     (stacks for blocks of ``limits.min_block_us`` or more, taken at switch-in). ``start_on_usr1``: attached,
-    it counts nothing until SIGUSR1 (sent when perf starts recording: both windows start together)."""
+    it counts nothing until SIGUSR1 (sent when perf starts recording: both windows start together).
+    ``sample_hz``: also sample the targets on the CPU, for the callers perf's frame-pointer walk skips under
+    a library leaf (``TracerOutput.sampled``)."""
     if not pids or len(pids) > MAX_TARGETS:
         raise ValueError(f"pmuprof-offcpu traces 1..{MAX_TARGETS} processes, not {len(pids)}")
     args = [str(binary)]
@@ -90,7 +98,8 @@ def argv(binary: Path | str, pids: Sequence[int], duration_s: float, out: Path, 
     return args + ["--duration", f"{duration_s:g}", "--out", str(out), "--threads", str(limits.threads),
                    "--entries", str(limits.entries), "--stacks", str(limits.stacks),
                    "--min-block-us", str(limits.min_block_us)] + (["--eager"] if eager else []) + (
-                   ["--start-on-usr1"] if start_on_usr1 else [])
+                   ["--start-on-usr1"] if start_on_usr1 else []) + (
+                   ["--sample-hz", str(int(sample_hz))] if sample_hz > 0 else [])
 
 
 def parse(lines: Iterable[str]) -> TracerOutput:
@@ -105,6 +114,7 @@ def parse(lines: Iterable[str]) -> TracerOutput:
     scanned: set[int] = set()
     recovered: dict[int, int] = {}
     idle: dict[tuple[int, int], int] = {}
+    sampled: list[Sample] = []
     for n, raw in enumerate(lines, 1):
         parts = raw.rstrip("\n").split("\t")
         kind = parts[0]
@@ -128,6 +138,10 @@ def parse(lines: Iterable[str]) -> TracerOutput:
                 scanned.add(int(parts[1], 16))
             if len(parts) == 5 and int(parts[4]) > 0:
                 recovered[int(parts[1], 16)] = int(parts[4])
+        elif kind == "sample" and len(parts) == 7:
+            by_scan = parts[3] == "1"  # the chain was found above sp: perf's walk is not that one, no key
+            sampled.append(Sample(int(parts[1]), int(parts[2]), () if by_scan else _addresses(parts[4]),
+                                  int(parts[5]), () if parts[6] == "-" or by_scan else _addresses(parts[6])))
         elif kind == "stat" and len(parts) == 3:
             stats[parts[1]] = int(parts[2])
         elif kind == "limit" and len(parts) == 3:
@@ -138,7 +152,7 @@ def parse(lines: Iterable[str]) -> TracerOutput:
         raise ValueError("empty pmuprof-offcpu output")
     return TracerOutput(int(head.get("t0_ns", 0)), int(head.get("end_ns", 0)), head.get("stopped_by", ""), limits,
                         stats, tuple(waits), tuple(opens), stacks, ustacks, frozenset(scanned), recovered,
-                        head.get("mode", "eager"), int(head.get("min_block_us", 0)), idle)
+                        head.get("mode", "eager"), int(head.get("min_block_us", 0)), idle, tuple(sampled))
 
 
 def _addresses(text: str) -> tuple[int, ...]:

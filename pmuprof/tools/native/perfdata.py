@@ -61,21 +61,24 @@ def perfdata_path() -> Path | None:
 def perfdata_argv(binary: Path, data: Path, meta: Path, pids: Iterable[int] = (), comms: Iterable[str] = (),
                   per_thread: bool = False, names: dict[int, str] | None = None,
                   raw_unknown: bool = False, stacks_bin: Path | None = None, timed: bool = False,
-                  inline: bool = True, kallsyms: Path | None = None) -> list[str]:
+                  inline: bool = True, kallsyms: Path | None = None, callers: Path | None = None) -> list[str]:
     """pmuprof-perfdata's command line (pure): pmuprof-fold's options, then the perf.data (``timed``:
     as perf script with the time field, which gives the sample table its seconds; ``inline``: user frames
     of binaries with DWARF expand into their inline chains, ``name_[i]`` frames; ``kallsyms``: the kernel's
-    symbols from that file, as perf script --kallsyms). Processes are also known by their main thread's
-    COMM and the binaries they map (``--process-names``): servers rename their threads."""
+    symbols from that file, as perf script --kallsyms; ``callers``: recovered-callers.tsv, the callers the
+    frame-pointer walk skipped under a library leaf, put back). Processes are also known by their main
+    thread's COMM and the binaries they map (``--process-names``): servers rename their threads."""
     argv = fold_argv(binary, meta, pids, comms, per_thread, names, raw_unknown, stacks_bin)
     argv += ["--kallsyms", str(kallsyms)] if kallsyms is not None else []
+    argv += ["--callers", str(callers)] if callers is not None else []
     return argv + (["--time"] if timed else []) + (["--inline"] if inline else []) + ["--process-names", str(data)]
 
 
 def fold_perf_data_native(data: Path, pids: Iterable[int] = (), comms: Iterable[str] = (),
                           per_thread: bool = False, names: dict[int, str] | None = None,
                           raw_unknown: bool = False, binary: Path | None = None, timed: bool = False,
-                          inline: bool = True, kallsyms: Path | None = None) -> PerfdataFold:
+                          inline: bool = True, kallsyms: Path | None = None,
+                          callers: Path | None = None) -> PerfdataFold:
     """What ``perf script -F comm,pid,tid,ip,sym,symoff,dso --no-inline [--pid=...] | pmuprof-fold`` gives,
     plus (``inline``) the calls DWARF says are inlined at each user frame, which perf script leaves out.
 
@@ -88,7 +91,7 @@ def fold_perf_data_native(data: Path, pids: Iterable[int] = (), comms: Iterable[
     with tempfile.TemporaryDirectory(prefix="pmuprof-perfdata-") as tmp:
         meta = Path(tmp) / "meta.json"
         argv = perfdata_argv(binary, Path(data), meta, tuple(pids), comms, per_thread, names, raw_unknown,
-                             Path(tmp) / STACKS_BIN, timed, inline, kallsyms)
+                             Path(tmp) / STACKS_BIN, timed, inline, kallsyms, callers)
         with open(Path(tmp) / "stacks.folded", "w+b") as out, open(Path(tmp) / "err", "w+b") as err:
             proc = _run_watched(argv, out, err)
             if proc.returncode in (UNSUPPORTED, CORRUPT, BAD_HEADER):
@@ -101,6 +104,7 @@ def fold_perf_data_native(data: Path, pids: Iterable[int] = (), comms: Iterable[
             err.seek(0)
             result = replace(result, notes=_warnings(err.read()))
         extra = json.loads(meta.read_text(encoding="utf-8"))
+        result = replace(result, recovered_callers=extra.get("perf_data", {}).get("recovered_samples", 0))
     return PerfdataFold(result=result, dsos=tuple(DsoSymbols(**d) for d in extra.get("dsos", [])),
                         samples=extra.get("perf_data", {}).get("samples", 0),
                         lost=extra.get("perf_data", {}).get("lost", 0))

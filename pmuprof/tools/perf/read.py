@@ -95,7 +95,7 @@ def describe(perf: str, data: Path) -> Recording:
 def fold_perf_data(perf: str, data: Path, pids: tuple[int, ...] = (), comms: tuple[str, ...] = (),
                    per_thread: bool = False, names: dict[int, str] | None = None,
                    symfs: Path | None = None, timed: bool = False,
-                   kallsyms: Path | None = None) -> tuple[FoldResult, list[str]]:
+                   kallsyms: Path | None = None, callers: Path | None = None) -> tuple[FoldResult, list[str]]:
     """The folded stacks of a perf.data; unnamed code keeps its address for the analysis to group.
 
     pmuprof-perfdata reads the file itself (the same output as perf script piped into the folder,
@@ -106,15 +106,17 @@ def fold_perf_data(perf: str, data: Path, pids: tuple[int, ...] = (), comms: tup
     User frames of binaries with DWARF expand into their inline chains (the native reader's --inline)
     unless ``PMUPROF_NO_INLINE=1`` is set (benchmarks/RESULTS.md measures what the expansion costs).
     ``kallsyms``: the recording boot's kernel symbols (a run directory's copy), for both readers.
+    ``callers``: a run directory's recovered-callers.tsv (model/callers.py); only the native reader splices
+    them in (perf script has no such option: a report read through it shows the walk as recorded).
     """
     native = perfdata_path() if symfs is None else None
     if native is not None:
         inline = os.environ.get("PMUPROF_NO_INLINE", "") in ("", "0")
         try:
             got = fold_perf_data_native(data, pids, comms, per_thread, names, raw_unknown=True, binary=native,
-                                        timed=timed, inline=inline, kallsyms=kallsyms)
+                                        timed=timed, inline=inline, kallsyms=kallsyms, callers=callers)
             return got.result, perfdata_argv(native, data, Path("meta.json"), pids, comms, per_thread, names, True,
-                                             timed=timed, inline=inline, kallsyms=kallsyms)
+                                             timed=timed, inline=inline, kallsyms=kallsyms, callers=callers)
         except PerfdataFallback:
             pass
     why = repair.impossible_header(data)  # checked here too: with --symfs or no native reader, perf script
