@@ -17,11 +17,14 @@
  *                                        found above sp; RECOVERED: how many addresses after the leaf
  *                                        the CFI unwinder (unwind.c) put back, which the frame-pointer
  *                                        walk skipped under a leaf without frame pointers
- *   sample TGID COUNT SCANNED KEY RESUME RECOVERED   --sample-hz: on-CPU ticks with the same user stack,
- *                                        whose leaf is in a library; KEY: the leaf and the first return
- *                                        addresses of the frame-pointer walk (OFFCPU_SAMPLE_KEY at most),
- *                                        RECOVERED: the callers the CFI unwinder put back (- none), to
- *                                        stand between the leaf and the walk's entry RESUME
+ *   sample TGID TID SP COUNT SCANNED KEY RESUME RECOVERED   --sample-hz: on-CPU ticks with the same
+ *                                        user stack, whose leaf is in a library; KEY: the leaf and the first
+ *                                        return addresses of the frame-pointer walk (OFFCPU_SAMPLE_KEY at
+ *                                        most), RECOVERED: the callers the CFI unwinder put back (- none),
+ *                                        to stand between the leaf and the walk's entry RESUME. SCANNED 1:
+ *                                        the leaf's rbp was no frame (perf's walk stops at the leaf): TID
+ *                                        and SP (hex) key it, KEY is the leaf alone and RECOVERED the whole
+ *                                        chain after it (RESUME 1); else TID and SP are 0
  * STATE is R S D T ? or B (off the CPU since before t0); a kernel stack id below 0 is -errno (not
  * stored), a user stack hash 0 is none.
  */
@@ -349,7 +352,9 @@ static void dump_ustacks(FILE *f, int fd, struct idset *ids)
         uw_proc_free(ps.p[i]);
 }
 
-/* The on-CPU sampler's stacks: the key a perf sample is matched on, and what the CFI unwinder recovers. */
+/* The on-CPU sampler's stacks: the key a perf sample is matched on, and what the CFI unwinder recovers.
+ * A scanned stack (perf's walk stops at its leaf) gives its whole chain after the leaf, keyed on the
+ * thread and sp. */
 static void dump_samples(FILE *f, int fd, int stacks_fd)
 {
     static struct offcpu_ustack u;
@@ -371,13 +376,18 @@ static void dump_samples(FILE *f, int fd, int stacks_fd)
             u.nwords = 0;
         if (!u.n)
             continue;
-        nrec = u.scanned ? 0 : uw_recover(proc_of(&ps, key.tgid), &u, rec, UNWIND_MAX_STEPS, &resume);
-        fprintf(f, "sample\t%u\t%llu\t%u\t", key.tgid, (unsigned long long)count, u.scanned);
-        for (d = 0; d < u.n && d < OFFCPU_SAMPLE_KEY; d++)
+        nrec = uw_recover(proc_of(&ps, key.tgid), &u, rec, UNWIND_MAX_STEPS, &resume);
+        if (nrec <= 0)
+            resume = 1;
+        fprintf(f, "sample\t%u\t%u\t%llx\t%llu\t%u\t", key.tgid, u.scanned ? key.tid : 0,
+                u.scanned ? (unsigned long long)key.sp : 0ULL, (unsigned long long)count, u.scanned);
+        for (d = 0; d < u.n && (u.scanned ? d < 1 : d < OFFCPU_SAMPLE_KEY); d++)
             fprintf(f, "%s%llx", d ? "," : "", (unsigned long long)u.ips[d]);
-        fprintf(f, "\t%u\t", nrec > 0 ? resume : 1);
+        fprintf(f, "\t%u\t", u.scanned ? 1 : resume);
         for (int r = 0; r < nrec; r++)
             fprintf(f, "%s%llx", r ? "," : "", (unsigned long long)rec[r]);
+        for (d = resume; u.scanned && nrec > 0 && d < u.n; d++) /* the scan's chain, after the recovered callers */
+            fprintf(f, ",%llx", (unsigned long long)u.ips[d]);
         fputs(nrec > 0 ? "\n" : "-\n", f);
     }
     for (unsigned i = 0; i < ps.n; i++)

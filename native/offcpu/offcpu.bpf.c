@@ -522,13 +522,16 @@ int BPF_PROG(on_switch_in, bool is_switch)
 /* The on-CPU sampler, on a cpu-clock event per CPU (--sample-hz): a target thread's tick whose user leaf
  * is in a library (no frame pointers: the walk perf records skips its caller) keeps the user stack with
  * its recovery window, counted per (process, stack). The loader's CFI unwind of those stacks is what a
- * perf sample with the same leaf and first return addresses takes as its skipped callers. */
+ * perf sample with the same leaf and first return addresses takes as its skipped callers; where the
+ * leaf's rbp is no frame (perf's walk stops at the leaf), what one with the same thread, sp and leaf
+ * takes as its whole chain. */
 SEC("perf_event")
 int on_sample(void *ctx)
 {
     __u64 id = bpf_get_current_pid_tgid(), one = 1, *count;
     struct offcpu_skey key = {.tgid = (__u32)(id >> 32)};
     struct task_struct *task;
+    struct scratch *sc;
     struct pt_regs *regs;
     long rc;
 
@@ -541,6 +544,11 @@ int on_sample(void *ctx)
         return 0;
     stat_add(OFFCPU_STAT_SAMPLES_FPLESS);
     key.ustack = user_stack(task, &sustacks);
+    sc = scratch_area();
+    if (sc && sc->u.scanned) { /* perf's walk stops at this leaf: matched on the thread and sp instead */
+        key.tid = (__u32)id;
+        key.sp = regs->sp;
+    }
     if (!key.ustack) {
         stat_add(OFFCPU_STAT_SAMPLES_LOST);
         return 0;

@@ -92,11 +92,14 @@ struct offcpu_range {
     __u64 fpless; /* 1: not the process's executable (a library: may have no frame pointers, as glibc) */
 };
 
-/* On-CPU sampler: ticks summed per (process, user stack), for samples whose leaf has no frame pointers. */
+/* On-CPU sampler: ticks summed per (process, user stack), for samples whose leaf has no frame pointers.
+ * When the leaf's rbp is no frame (the chain was found by a scan), perf's own walk stops at the leaf: such
+ * ticks are kept per thread and user sp too, the key a perf sample with only its leaf is matched on. */
 struct offcpu_skey {
     __u64 ustack; /* key of the sampled user stacks map */
+    __u64 sp; /* scanned stacks: the user sp (0 otherwise) */
     __u32 tgid;
-    __u32 pad;
+    __u32 tid; /* scanned stacks: the thread (0 otherwise) */
 };
 
 struct offcpu_key {

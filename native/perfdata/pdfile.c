@@ -68,6 +68,7 @@ static int attr_parse(pd_file_t *f, pd_attr_t *a, const unsigned char *p, uint64
     a->read_format = rd64(p + 32);
     a->sample_id_all = (rd64(p + 40) >> 18) & 1;
     a->branch_sample_type = size >= 80 ? rd64(p + 72) : 0;
+    a->sample_regs_user = size >= 88 ? rd64(p + 80) : 0;
     return PD_OK;
 }
 

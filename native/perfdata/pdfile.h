@@ -24,7 +24,7 @@ enum {
 
 typedef struct {
     uint32_t type;
-    uint64_t config, sample_type, read_format, branch_sample_type;
+    uint64_t config, sample_type, read_format, branch_sample_type, sample_regs_user;
     int sample_id_all;
     uint64_t *ids;
     size_t nids;

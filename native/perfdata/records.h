@@ -8,6 +8,7 @@
 #include "pdfile.h"
 
 #define PD_NO_TIME UINT64_MAX
+#define PD_REG_SP 7 /* x86-64 perf_regs: PERF_REG_X86_SP, its bit in sample_regs_user */
 
 typedef struct {
     uint64_t ip, time, id, nr;
@@ -15,6 +16,8 @@ typedef struct {
     uint32_t pid, tid, cpu;
     uint16_t cpumode;
     int has_chain;
+    int has_user_sp; /* perf record --user-regs=sp: the user sp at the sample (a kernel entry's, in a syscall) */
+    uint64_t user_sp;
 } pd_sample_t;
 
 /* Fields of a SAMPLE record under attr a: 0, or -1 when the record is shorter than its sample_type says. */

@@ -272,7 +272,8 @@ static int push_frame(reader_t *r, uint32_t i)
     return 0;
 }
 
-/* The recovered callers for the user chain starting at s->ips[at] (leaf first), or NULL. */
+/* The recovered callers for the user chain starting at s->ips[at] (leaf first), or NULL: by the leaf and
+ * the walk's first return addresses, or, for a walk that stopped at its leaf, by the thread and user sp. */
 static const callers_entry_t *recovered_for(const reader_t *r, const thread_t *t, const pd_sample_t *s, uint64_t at)
 {
     uint64_t key[CALLERS_KEY];
@@ -282,7 +283,9 @@ static const callers_entry_t *recovered_for(const reader_t *r, const thread_t *t
         if (key[n] >= (uint64_t)PERF_CONTEXT_MAX)
             break;
     }
-    return n ? callers_find(&r->callers, t->pid, key, n) : NULL;
+    if (n == 1)
+        return s->has_user_sp ? callers_find(&r->callers, t->pid, (int32_t)s->tid, s->user_sp, key, 1) : NULL;
+    return n ? callers_find(&r->callers, t->pid, 0, 0, key, n) : NULL;
 }
 
 /* thread__resolve_callchain_sample (callee order, no branch stacks): frames into r->chain. With
@@ -319,7 +322,7 @@ static int chain_resolve(reader_t *r, const thread_t *t, const pd_sample_t *s, s
                 !ret && cpumode == PERF_RECORD_MISC_USER && r->callers.n ? recovered_for(r, t, s, i) : NULL;
         ret = 1;
         for (int k = 0; e && k < e->nrec && *n < PD_MAX_STACK; k++, (*n)++)
-            if ((rc = frame_resolve_ip(r, t, cpumode, e->rec[k], 1, &r->chain[*n])))
+            if ((rc = frame_resolve_ip(r, t, cpumode, callers_rec(&r->callers, e)[k], 1, &r->chain[*n])))
                 return rc;
         if (e) {
             resume_at = i + e->resume;

@@ -197,7 +197,8 @@ def callers_table(dump: bytes) -> bytes:
             continue
         seen.add((pid, tuple(user)))
         key = b",".join(b"%x" % a for a in user)
-        lines.append(b"%s\t1\t%s\t%d\t%x,%x" % (pid, key, min(2, len(user)), user[-1], user[0]))
+        lines.append(b"%s\t0\t0\t1\t%s\t%d\t%x,%x" % (pid, key, min(2, len(user)), user[-1], user[0]))
+        lines.append(b"%s\t%s\t7ffd%x\t1\t%x\t1\t%s" % (pid, pid, len(lines), user[0], key))  # a stopped walk's
     return b"\n".join(lines) + b"\n"
 
 
@@ -217,8 +218,8 @@ def test_perfdata_reader_is_clean_on_real_and_mutated_caller_tables(san, seeds, 
     assert table.count(b"\n") > 5, "the seed recording gave too few chains for a table"
     rng = random.Random(21)
     cases = [(san, tmp_path, "seed", data, table), (san, tmp_path, "empty", data, b""),
-             (san, tmp_path, "long-line", data, b"1\t1\t" + b"a," * 5000 + b"\t1\ta\n" + table),
-             (san, tmp_path, "huge-numbers", data, b"99999999999\t1\tffffffffffffffffff\t-1\t0\n")]
+             (san, tmp_path, "long-line", data, b"1\t0\t0\t1\t" + b"a," * 5000 + b"\t1\ta\n" + table),
+             (san, tmp_path, "huge-numbers", data, b"99999999999\t-1\tfffffffffffffffff\t1\tffffffffffffffffff\t-1\t0\n")]
     cases += [(san, tmp_path, f"table-{i}", data, mutate_text(rng, table)) for i in range(MUTANTS // 4)]
     bad = _fuzz(cases, _callers_case)
     assert not bad, f"{len(bad)} of {len(cases)} runs:\n" + "\n".join(bad[:5])

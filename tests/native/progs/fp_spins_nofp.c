@@ -3,12 +3,15 @@
  *   thread a: fp_outer_a -> fp_spinner_a -> nofp_spin   (the walk shows nofp_spin <- fp_outer_a)
  *   thread b: fp_outer_b -> fp_spinner_b -> nofp_spin   (nofp_spin <- fp_outer_b)
  *   thread c: fp_outer_c -> fp_spinner_a or fp_spinner_b, through one pointer at one call site: the
- *             walk is the same for both, so no recovered caller may be given to it without a guess. */
+ *             walk is the same for both, so no recovered caller may be given to it without a guess.
+ *   thread d: fp_outer_d -> fp_clobberer -> nofp_spin_clobber, which keeps data in rbp: perf's walk
+ *             stops at the leaf (the stack is nofp_spin_clobber alone). */
 #include <pthread.h>
 #include <stdlib.h>
 #include <time.h>
 
 long nofp_spin(long n);
+long nofp_spin_clobber(long n);
 
 #define SPIN 200000L
 
@@ -38,6 +41,19 @@ __attribute__((noinline)) void fp_outer_b(void)
         fp_spinner_b(SPIN);
 }
 
+__attribute__((noinline)) long fp_clobberer(long n)
+{
+    long r = nofp_spin_clobber(n);
+    __asm__ volatile("" ::: "memory");
+    return r;
+}
+
+__attribute__((noinline)) void fp_outer_d(void)
+{
+    for (;;)
+        fp_clobberer(SPIN);
+}
+
 long (*volatile pick[2])(long) = {fp_spinner_a, fp_spinner_b};
 
 __attribute__((noinline)) void fp_outer_c(void)
@@ -54,9 +70,9 @@ static void *run(void *arg)
 
 int main(int argc, char **argv)
 {
-    pthread_t t[3];
-    void (*outer[3])(void) = {fp_outer_a, fp_outer_b, fp_outer_c};
-    for (int i = 0; i < 3; i++)
+    pthread_t t[4];
+    void (*outer[4])(void) = {fp_outer_a, fp_outer_b, fp_outer_c, fp_outer_d};
+    for (int i = 0; i < 4; i++)
         pthread_create(&t[i], NULL, run, (void *)outer[i]);
     struct timespec ts = {argc > 1 ? atoi(argv[1]) : 30, 0};
     nanosleep(&ts, NULL);

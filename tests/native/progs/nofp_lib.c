@@ -35,3 +35,13 @@ __attribute__((noinline)) long nofp_spin(long n)
         acc += i ^ (acc >> 3);
     return acc;
 }
+
+/* The same, keeping data in rbp (as glibc's send and recv do): perf's frame-pointer walk stops at this
+ * leaf, and only the thread's sp and the CFI (gcc saves rbp in the prologue) lead back to the caller. */
+__attribute__((noinline)) long nofp_spin_clobber(long n)
+{
+    long acc = 0;
+    for (long i = 1; i <= n; i++)
+        __asm__ volatile("mov %1, %%rbp\n\tadd %%rbp, %0" : "+r"(acc) : "r"(i) : "rbp");
+    return acc;
+}
