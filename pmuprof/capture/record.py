@@ -158,7 +158,7 @@ def record(opts: RecordOptions, progress: Progress | None = None,
     load.start()
     try:
         run, outcome = _record_with_fallback(opts, perf, pids, run, pmu_events, cap, progress, log,
-                                             offcpu.procs(off, opts.out_dir))
+                                             offcpu.procs(off, opts.out_dir), user_sp=off.sample_hz > 0)
     except PmuprofError as err:  # perf failed or was killed: run.json still says what happened
         load.stop()
         processlist.finish(poller)
@@ -228,26 +228,28 @@ def _initial_run(opts: RecordOptions, targets: tuple[Target, ...], host_facts: d
 
 
 def _record_with_fallback(opts, perf, pids, run: Run, pmu_events, cap: Cap, progress, log,
-                          extra: dict | None = None) -> tuple[Run, Outcome]:
-    """perf record + stat (+ ``extra`` bounded processes); when perf refuses the cgroup filter, again without it."""
+                          extra: dict | None = None, user_sp: bool = False) -> tuple[Run, Outcome]:
+    """perf record + stat (+ ``extra`` bounded processes); when perf refuses the cgroup filter, again without it.
+    ``user_sp``: samples carry the user sp (the on-CPU sampler's stopped-walk key, model/callers.py)."""
     try:
-        return _run_perf(opts, perf, pids, run, pmu_events, cap, progress, extra)
+        return _run_perf(opts, perf, pids, run, pmu_events, cap, progress, extra, user_sp)
     except PerfError as err:
         if not run.cgroup:
             raise
         log(f"perf refused the cgroup filter ({err.message}); sampling all CPUs without it")
         note = f"perf refused -G {run.cgroup} ({err.message}): sampled without the cgroup filter"
         return _run_perf(opts, perf, pids, replace(run, cgroup=None).with_notes((note,)), pmu_events, cap, progress,
-                         extra)
+                         extra, user_sp)
 
 
 def _run_perf(opts: RecordOptions, perf: str, pids: tuple[int, ...], run: Run, pmu_events: list[tuple[str, str]],
-              cap: Cap, progress: Progress | None, extra: dict | None = None) -> tuple[Run, Outcome]:
+              cap: Cap, progress: Progress | None, extra: dict | None = None,
+              user_sp: bool = False) -> tuple[Run, Outcome]:
     """perf record + perf stat (+ ``extra``, the off-CPU tracer, started by SIGUSR1) for the capture window."""
     data = opts.out_dir / rundir.PERF_DATA
     data.unlink(missing_ok=True)
     spec = perfcmd.RecordSpec(data, pids, opts.frequency, opts.call_graph, opts.mode, opts.event, run.cgroup,
-                              max_size_bytes=cap.size)
+                              max_size_bytes=cap.size, user_sp=user_sp)
     stat_events = perfcmd.STAT_SOFTWARE + tuple(perf_name for _, perf_name in pmu_events)
     control = Control(opts.out_dir)
     argv = {"record": (perfcmd.record_argv(perf, spec, control.argv()), opts.out_dir / rundir.RECORD_LOG),

@@ -6,6 +6,13 @@ the words above sp and unwinds their leaf with ``.eh_frame`` CFI. A perf sample 
 leaf and first return addresses (the *key*) equal a sampled stack's takes the callers recovered there;
 pmuprof-perfdata ``--callers`` splices them in (native/perfdata/callers.h reads this file).
 
+Where the leaf keeps data in ``rbp`` (glibc's ``send`` and ``recv``), perf's walk stops at the leaf and the
+sample has no return address to match. The sampler then found the chain by a scan above sp and recovers
+the callers below it; such a stack is keyed on the thread, its user sp (perf records it with
+``--user-regs=sp``) and the leaf, and gives the whole chain after the leaf. The same leaf at the same
+stack depth in the same thread is, but for rare coincidences, the same call path; the rules below hold
+for those keys too.
+
 Only keys the sampler saw at least MIN_SUPPORT times, every time with the same callers, are written: one
 call site that reaches the leaf through different callers (a function pointer) recovers nothing, rather
 than a guess. A key seen n times, always alike, can still hide a caller the sampler missed; the share of
@@ -13,7 +20,9 @@ its perf samples that could be that other caller's is at most max_p p(1-p)^n < 1
 at n = MIN_SUPPORT, and only at such call sites.
 
     # pmuprof recovered callers 1
-    PID<TAB>SAMPLES<TAB>KEY<TAB>RESUME<TAB>RECOVERED      (hex addresses, comma-separated)
+    PID<TAB>TID<TAB>SP<TAB>SAMPLES<TAB>KEY<TAB>RESUME<TAB>RECOVERED   (hex addresses, comma-separated)
+
+TID and SP are 0 for a walk's key; else KEY is the leaf alone and RECOVERED the whole chain.
 """
 
 from __future__ import annotations
@@ -35,9 +44,11 @@ class Sample:
 
     pid: int
     count: int
-    key: tuple[int, ...]  # the leaf, then the frame-pointer walk's first return addresses
+    key: tuple[int, ...]  # the leaf, then the frame-pointer walk's first return addresses (a stopped walk: the leaf)
     resume: int  # the walk's entry the recovered callers stand before
-    recovered: tuple[int, ...]  # () nothing recovered (or the chain was found by a scan: no key)
+    recovered: tuple[int, ...]  # () nothing recovered; a stopped walk: the whole chain after the leaf
+    tid: int = 0  # a stopped walk's thread and user sp (0: a walk's key)
+    sp: int = 0
 
 
 @dataclass(frozen=True)
@@ -47,6 +58,8 @@ class Row:
     key: tuple[int, ...]
     resume: int
     recovered: tuple[int, ...]
+    tid: int = 0
+    sp: int = 0
 
 
 @dataclass(frozen=True)
@@ -64,16 +77,16 @@ class Table:
 
 def table(samples: Iterable[Sample], min_support: int = MIN_SUPPORT) -> Table:
     """One row per (pid, key) seen at least ``min_support`` times, whose stacks all recovered the same callers."""
-    by_key: dict[tuple[int, tuple[int, ...]], dict[tuple[int, tuple[int, ...]], int]] = defaultdict(dict)
+    by_key: dict[tuple[int, int, int, tuple[int, ...]], dict[tuple[int, tuple[int, ...]], int]] = defaultdict(dict)
     unrecovered = 0
     for s in samples:
         if not s.recovered or not s.key:
             unrecovered += s.count
             continue
-        found = by_key[(s.pid, s.key)]
+        found = by_key[(s.pid, s.tid, s.sp, s.key)]
         found[(s.resume, s.recovered)] = found.get((s.resume, s.recovered), 0) + s.count
     rows, ambiguous, rare = [], 0, 0
-    for (pid, key), found in sorted(by_key.items()):
+    for (pid, tid, sp, key), found in sorted(by_key.items()):
         if len(found) > 1:
             ambiguous += sum(found.values())
             continue
@@ -81,7 +94,7 @@ def table(samples: Iterable[Sample], min_support: int = MIN_SUPPORT) -> Table:
         if count < min_support:
             rare += count
             continue
-        rows.append(Row(pid, count, key, resume, recovered))
+        rows.append(Row(pid, count, key, resume, recovered, tid, sp))
     return Table(tuple(rows), sum(r.samples for r in rows), ambiguous, rare, unrecovered)
 
 
@@ -94,4 +107,4 @@ def write(path: Path, rows: Iterable[Row]) -> None:
     with outfile.open_text(path) as out:
         out.write(HEADER + "\n")
         for r in rows:
-            out.write(f"{r.pid}\t{r.samples}\t{_hex(r.key)}\t{r.resume}\t{_hex(r.recovered)}\n")
+            out.write(f"{r.pid}\t{r.tid}\t{r.sp:x}\t{r.samples}\t{_hex(r.key)}\t{r.resume}\t{_hex(r.recovered)}\n")

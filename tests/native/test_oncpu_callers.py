@@ -7,6 +7,8 @@ progs/fp_spins_nofp.c spins inside progs/nofp_lib.c's nofp_spin (-fomit-frame-po
     thread b: fp_outer_b -> fp_spinner_b -> nofp_spin
     thread c: fp_outer_c -> fp_spinner_a or _b through one pointer at one call site: the same walk for
               both callers, so nothing may be put back there (a guess would be wrong half the time).
+    thread d: fp_outer_d -> fp_clobberer -> nofp_spin_clobber, which keeps data in rbp (as glibc's send):
+              perf's walk stops at the leaf; the thread's user sp keys the chain the sampler found.
 """
 
 from __future__ import annotations
@@ -52,12 +54,12 @@ def spun(tmp_path_factory):
     return out, run, stacks, prog.pid
 
 
-def _under(stacks, outer: str) -> dict[str, int]:
-    """Ticks in nofp_spin of the thread running ``outer``, by the frame between the two."""
+def _under(stacks, outer: str, leaf: str = "nofp_spin") -> dict[str, int]:
+    """Ticks in ``leaf`` of the thread running ``outer``, by the frames between the two."""
     got: dict[str, int] = {}
     for stack, n in stacks.items():
         frames = list(stack)
-        if outer in frames and frames[-1] == "nofp_spin":
+        if outer in frames and frames[-1] == leaf:
             between = frames[frames.index(outer) + 1:-1]
             key = ";".join(between)
             got[key] = got.get(key, 0) + n
@@ -83,6 +85,27 @@ def test_the_skipped_caller_is_put_back(spun):
 GUESSED_AT_MOST = 0.25  # a leaf address whose >= 10 sampled stacks all went one way (2 * 0.5^10 a key) is ~1/8
 
 
+def _stopped(stacks) -> dict[tuple[str, ...], int]:
+    """Ticks in nofp_spin_clobber (with or without kernel frames above it) by the frames below it."""
+    got: dict[tuple[str, ...], int] = {}
+    for stack, n in stacks.items():
+        if "nofp_spin_clobber" in stack:
+            below = stack[1:stack.index("nofp_spin_clobber")]
+            got[below] = got.get(below, 0) + n
+    return got
+
+
+def test_a_walk_stopped_at_the_leaf_gets_its_whole_chain(spun):
+    out, run, stacks, _ = spun
+    assert "--user-regs=sp" in run["record"]["argv"], run["record"]["argv"]
+    got = _stopped(stacks)
+    total = sum(got.values())
+    assert total > 50, got
+    whole = got.get(("start_thread", "run", "fp_outer_d", "fp_clobberer"), 0)
+    assert whole >= RECOVERED_AT_LEAST * total, got
+    assert set(got) <= {("start_thread", "run", "fp_outer_d", "fp_clobberer"), ()}, got  # whole, or as recorded
+
+
 def test_a_call_site_reached_through_two_callers_gets_no_guess(spun):
     out, run, stacks, _ = spun
     got = _under(stacks, "fp_outer_c")
@@ -98,7 +121,8 @@ def test_run_files_say_what_was_recovered(spun):
     assert oc["sample_hz"] == 999 and oc["sampled_in_library"] > 0 and oc["callers_recovered"] > 0, oc
     assert oc["lost"]["samples_lost"] == 0, oc
     recovered = json.loads((out / rundir.ANALYSIS).read_text())["recovered_callers"]
-    assert recovered == _spliced(stacks), recovered  # the program's only recovered callers are the spinners
+    whole = sum(n for chain, n in _stopped(stacks).items() if chain)
+    assert recovered == _spliced(stacks) + whole, recovered  # the program's only recovered callers
     lines = (out / rundir.RECOVERED_CALLERS).read_text().splitlines()
     assert lines[0] == "# pmuprof recovered callers 1" and len(lines) > 2
 
@@ -109,3 +133,4 @@ def test_without_the_table_the_walk_skips_the_caller(spun):
                            capture_output=True, text=True, check=True).stdout
     stacks = {tuple(line.rpartition(" ")[0].split(";")): int(line.rpartition(" ")[2]) for line in plain.splitlines()}
     assert _under(stacks, "fp_outer_a") and _spliced(stacks) == 0
+    assert set(_stopped(stacks)) == {()}, _stopped(stacks)  # the walk stopped at the leaf: nothing above it

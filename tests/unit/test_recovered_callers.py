@@ -19,41 +19,44 @@ stopped_by\tduration
 stat\tsamples\t40
 stat\tsamples_fpless\t31
 stat\tsamples_lost\t0
-sample\t100\t10\t0\t{LEAF:x},{A:x},{C:x}\t1\t{RA:x}
-sample\t100\t5\t0\t{LEAF:x},{A:x},{C:x}\t1\t{RA:x}
-sample\t100\t7\t0\t{LEAF:x},{B:x},{C:x}\t1\t{RA:x}
-sample\t100\t3\t0\t{LEAF:x},{B:x},{C:x}\t1\t{RB:x}
-sample\t100\t4\t0\t{LEAF:x},{C:x}\t1\t-
-sample\t100\t2\t1\t{LEAF:x},{A:x},{C:x}\t1\t{RB:x}
+sample\t100\t0\t0\t10\t0\t{LEAF:x},{A:x},{C:x}\t1\t{RA:x}
+sample\t100\t0\t0\t5\t0\t{LEAF:x},{A:x},{C:x}\t1\t{RA:x}
+sample\t100\t0\t0\t7\t0\t{LEAF:x},{B:x},{C:x}\t1\t{RA:x}
+sample\t100\t0\t0\t3\t0\t{LEAF:x},{B:x},{C:x}\t1\t{RB:x}
+sample\t100\t0\t0\t4\t0\t{LEAF:x},{C:x}\t1\t-
+sample\t100\t101\t7ffd1000\t2\t1\t{LEAF:x}\t1\t{RB:x},{C:x}
 """
 
 
-def test_sample_lines_parse_and_a_scanned_chain_has_no_key():
+def test_sample_lines_parse_and_a_stopped_walk_is_keyed_on_thread_and_sp():
     out = tool.parse(OUTPUT.splitlines(keepends=True))
     assert out.stats["samples_fpless"] == 31 and len(out.sampled) == 6
     assert out.sampled[0] == callers.Sample(100, 10, (LEAF, A, C), 1, (RA,))
     assert out.sampled[4].recovered == ()  # the unwinder found nothing
-    assert out.sampled[5].key == () and out.sampled[5].recovered == ()  # perf's walk is not the scanned chain
+    # rbp held data: perf's walk stops at the leaf, the scan's whole chain is what it takes
+    assert out.sampled[5] == callers.Sample(100, 2, (LEAF,), 1, (RB, C), tid=101, sp=0x7FFD1000)
 
 
 def test_a_key_whose_stacks_disagree_recovers_nothing():
     found = callers.table(tool.parse(OUTPUT.splitlines(keepends=True)).sampled, min_support=1)
-    assert found.rows == (callers.Row(100, 15, (LEAF, A, C), 1, (RA,)),)  # the two A lines agree: one row
-    assert (found.recovered, found.ambiguous, found.unrecovered) == (15, 10, 6)  # B: RA 7 times, RB 3 times
+    assert found.rows == (callers.Row(100, 15, (LEAF, A, C), 1, (RA,)),  # the two A lines agree: one row
+                          callers.Row(100, 2, (LEAF,), 1, (RB, C), 101, 0x7FFD1000))
+    assert (found.recovered, found.ambiguous, found.unrecovered) == (17, 10, 4)  # B: RA 7 times, RB 3 times
 
 
 def test_a_key_seen_too_seldom_is_not_trusted():
     sampled = tool.parse(OUTPUT.splitlines(keepends=True)).sampled
     assert callers.table(sampled, min_support=15).rows  # A: seen 15 times
     found = callers.table(sampled, min_support=16)
-    assert (found.rows, found.recovered, found.rare, found.ambiguous) == ((), 0, 15, 10)
+    assert (found.rows, found.recovered, found.rare, found.ambiguous) == ((), 0, 17, 10)
     assert callers.MIN_SUPPORT == 10 and callers.table(sampled).rows  # the default: A's 15 are enough
 
 
 def test_the_table_file_is_what_the_reader_parses(tmp_path):
     path = tmp_path / "recovered-callers.tsv"
-    callers.write(path, (callers.Row(100, 15, (LEAF, A, C), 2, (RA, RB)),))
-    assert path.read_text() == f"{callers.HEADER}\n100\t15\t{LEAF:x},{A:x},{C:x}\t2\t{RA:x},{RB:x}\n"
+    callers.write(path, (callers.Row(100, 15, (LEAF, A, C), 2, (RA, RB)), callers.Row(100, 12, (LEAF,), 1, (RB, C), 101, 0xABC0)))
+    assert path.read_text() == (f"{callers.HEADER}\n100\t0\t0\t15\t{LEAF:x},{A:x},{C:x}\t2\t{RA:x},{RB:x}\n"
+                                f"100\t101\tabc0\t12\t{LEAF:x}\t1\t{RB:x},{C:x}\n")
 
 
 def test_the_sampler_follows_perfs_frame_pointer_rate(monkeypatch, tmp_path):
@@ -66,3 +69,13 @@ def test_the_sampler_follows_perfs_frame_pointer_rate(monkeypatch, tmp_path):
     assert tracer.plan(tmp_path, pids, {}, 5.0, None, perf_hz=99).argv[-1] == "99"
     off = tracer.plan(tmp_path, pids, {}, 5.0, None, perf_hz=0)  # DWARF or LBR call graphs: nothing to recover
     assert off.sample_hz == 0 and "--sample-hz" not in off.argv
+
+
+def test_perf_records_the_user_sp_only_beside_frame_pointers(tmp_path):
+    from pmuprof.tools.perf import argv as perfcmd
+
+    fp = perfcmd.record_argv("perf", perfcmd.RecordSpec(tmp_path / "p", (1,), user_sp=True))
+    assert "--user-regs=sp" in fp  # the stopped walks' key (a thread's sp at the leaf)
+    assert "--user-regs=sp" not in perfcmd.record_argv("perf", perfcmd.RecordSpec(tmp_path / "p", (1,)))
+    dwarf = perfcmd.record_argv("perf", perfcmd.RecordSpec(tmp_path / "p", (1,), call_graph="dwarf", user_sp=True))
+    assert "--user-regs=sp" not in dwarf  # perf's DWARF mode takes the registers it needs itself

@@ -138,10 +138,9 @@ def parse(lines: Iterable[str]) -> TracerOutput:
                 scanned.add(int(parts[1], 16))
             if len(parts) == 5 and int(parts[4]) > 0:
                 recovered[int(parts[1], 16)] = int(parts[4])
-        elif kind == "sample" and len(parts) == 7:
-            by_scan = parts[3] == "1"  # the chain was found above sp: perf's walk is not that one, no key
-            sampled.append(Sample(int(parts[1]), int(parts[2]), () if by_scan else _addresses(parts[4]),
-                                  int(parts[5]), () if parts[6] == "-" or by_scan else _addresses(parts[6])))
+        elif kind == "sample" and len(parts) == 9:  # a scanned chain: perf's walk stopped at the leaf
+            sampled.append(Sample(int(parts[1]), int(parts[4]), _addresses(parts[6]), int(parts[7]),
+                                  () if parts[8] == "-" else _addresses(parts[8]), int(parts[2]), int(parts[3], 16)))
         elif kind == "stat" and len(parts) == 3:
             stats[parts[1]] = int(parts[2])
         elif kind == "limit" and len(parts) == 3:

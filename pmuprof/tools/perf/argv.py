@@ -28,6 +28,7 @@ class RecordSpec:
     event: str = "cycles"
     cgroup: str | None = None
     max_size_bytes: int | None = None
+    user_sp: bool = False  # frame pointers only: each sample carries the user sp (--user-regs=sp, 16 bytes)
 
 
 def call_graph_args(call_graph: str) -> list[str]:
@@ -47,6 +48,8 @@ def record_argv(perf: str, spec: RecordSpec, control: list[str] | None = None) -
     """
     argv = [perf, "record", "-F", str(spec.frequency), *call_graph_args(spec.call_graph), "-e", spec.event,
             "-k", SAMPLE_CLOCK, *(control or [])]
+    if spec.user_sp and spec.call_graph == "fp":
+        argv.append("--user-regs=sp")
     if spec.mode == "per-cpu":
         argv.append("-a")
         if spec.cgroup:
