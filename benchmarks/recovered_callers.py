@@ -12,7 +12,10 @@ after) and bpftool reads the sampler program's run count and run time: its cost 
 Then, on the capture's perf.data, pmuprof-perfdata reads the server's samples without and with
 ``--callers OUT_DIR/run/recovered-callers.tsv``; the frames whose inclusive samples grow are the callers
 put back. The denominator is benchmarks/fpless_leaves.py's: samples whose innermost user frame is in a
-library without frame pointers. OUT_DIR/recovered.json has every figure.
+library without frame pointers; of those, the ones whose walk stopped at the leaf are counted apart
+(perf script: the leaf is their only user frame), and the table's walk rows and stopped-walk rows are
+applied one at a time to split the recovered samples the same way. OUT_DIR/recovered.json has every
+figure.
 """
 
 from __future__ import annotations
@@ -52,6 +55,18 @@ def sampler_stats(stop: threading.Event, out: dict) -> None:
                 out.update(run_cnt=p.get("run_cnt", 0), run_time_ns=p.get("run_time_ns", 0))
 
 
+def stopped_walks(data: Path) -> int:
+    """Samples whose user chain is a library leaf alone (perf's walk stopped there)."""
+    argv = ["perf", "script", "-i", str(data), "-F", "comm,ip,dso", "--no-inline", "--comms", "mariadbd"]
+    text = subprocess.run(argv, capture_output=True, text=True, errors="replace").stdout
+    stopped = 0
+    for sample in text.split("\n\n"):
+        user = [line.split("(")[-1] for line in sample.splitlines()[1:]
+                if line.startswith("\t") and int(line.split()[0], 16) < fpless_leaves.KERNEL_START]
+        stopped += len(user) == 1 and "mariadbd" not in user[0]
+    return stopped
+
+
 def folded(data: Path, pid: int, callers: Path | None) -> Counter:
     """pmuprof-perfdata's folded stacks of pid (inline frames off: the callers are what is compared)."""
     argv = [str(perfdata_path()), "--pid", str(pid), data.as_posix()]
@@ -63,6 +78,20 @@ def folded(data: Path, pid: int, callers: Path | None) -> Counter:
         frames, _, n = line.rpartition(" ")
         stacks[tuple(frames.split(";"))] += int(n)
     return stacks
+
+
+def recovered_by_kind(data: Path, pid: int, table: Path) -> dict[str, int]:
+    """Samples the reader gave callers with only the walk rows (TID 0) and only the stopped-walk rows."""
+    rows = table.read_text().splitlines()
+    out = {}
+    for kind, keep in (("walk", lambda r: r.split("\t")[1] == "0"), ("stopped", lambda r: r.split("\t")[1] != "0")):
+        part = table.parent.parent / f"callers-{kind}.tsv"  # beside the run directory, not in it
+        part.write_text("\n".join([rows[0], *(r for r in rows[1:] if keep(r))]) + "\n")
+        meta = part.with_suffix(".meta.json")
+        subprocess.run([str(perfdata_path()), "--pid", str(pid), "--callers", str(part), "--meta", str(meta),
+                        data.as_posix()], capture_output=True, check=True)
+        out[kind] = json.loads(meta.read_text())["perf_data"]["recovered_samples"]
+    return out
 
 
 def inclusive(stacks: Counter) -> Counter:
@@ -110,13 +139,15 @@ def main() -> int:
     data, table = run / "perf.data", run / "recovered-callers.tsv"
     leaves, samples = fpless_leaves.leaf_dsos(data, ["mariadbd"])
     in_library = sum(n for dso, n in leaves.items() if "mariadbd" not in dso)
+    stopped = stopped_walks(data)
     before, after = folded(data, server.pid, None), folded(data, server.pid, table)
     gained = inclusive(after) - inclusive(before)
     recovered = json.loads((run / "analysis.json").read_text()).get("recovered_callers", 0)
     figures = {
         "server": args.server, "seconds": args.seconds, "freq": args.freq, "capture": argv,
         "sysbench": {"test": "oltp_read_write", "threads": 16, "tps": result.tps, "p95_ms": result.p95_ms},
-        "perf_samples": samples, "library_leaf_samples": in_library, "recovered_samples": recovered,
+        "perf_samples": samples, "library_leaf_samples": in_library, "walk_stopped_at_the_leaf": stopped,
+        "recovered_samples": recovered, "recovered_by_kind": recovered_by_kind(data, server.pid, table),
         "recovered_share_of_library_leaves": round(recovered / in_library, 4) if in_library else None,
         "sampler": {k: offcpu.get(k) for k in ("sample_hz", "sampled", "sampled_in_library", "callers_recovered",
                                                "callers_ambiguous", "callers_rare")},
