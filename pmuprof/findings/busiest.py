@@ -85,7 +85,9 @@ def busiest(profile: Profile, generic: GenericFrames | None = None) -> Busiest:
     server = ServerFrames(st, generic, library_functions(profile, generic))
     named = np.flatnonzero(np.fromiter((not (is_kernel(f) or is_unnamed(f)) for f in st.frames), dtype=bool,
                                        count=len(st.frames)))
-    incl = st.inclusive_of(named) if len(named) else np.zeros(len(st.frames), np.int64)
+    # every named frame's inclusive samples: read from the postings the rules' stack matching built (or
+    # builds them once); counting the named frames' occurrences anew took over a second on 2.3 M samples
+    incl = st.frame_inclusive()
     fields: dict[str, object] = {}
     for top in named[np.argsort(-incl[named], kind="stable")]:  # most inclusive first, ties by frame id
         if not incl[top]:
