@@ -1,8 +1,10 @@
 """The trie of folded stacks for the flame graph, and what fits of it: budget cut, kept nodes, elided samples.
 
-Built level by level from Stacks rows with array operations (one np.unique per depth), numbered in
-preorder with children sorted by name (flamegraph.pl's order); every pass over all nodes is an
-array operation, so only the kept nodes are ever visited one by one.
+Numbered in preorder with children sorted by name (flamegraph.pl's order). Rows already sorted by
+name (a folded file, the native reader's output) are read in one pass: each row adds the nodes past
+the prefix it shares with the row before. Other inputs are built level by level (one np.unique per
+depth) and renumbered. Every pass over all nodes is an array operation, so only the kept nodes are
+ever visited one by one.
 """
 
 from __future__ import annotations
@@ -39,6 +41,9 @@ class Trie:
         if len(cols) == 1:  # the common case: the rows as they are, frame ids ranked level by level
             st = cols[0]
             remap = np.fromiter((rank[f] for f in st.frames), dtype=np.int64, count=len(st.frames))
+            shared = _shared_prefixes(st, remap)
+            if shared is not None:
+                return _build_sorted(frames, st, remap, shared, totals)
             return _build(frames, st.ids, st.lengths, st.counts, np.zeros(len(st.counts), np.int8), 1, totals, remap)
         ids, lengths, counts, col_of = [], [], [], []
         for k, st in enumerate(cols):
@@ -160,6 +165,90 @@ class Trie:
             if not jump.any():
                 return anchor
             np.copyto(anchor, anchor[up], where=jump)
+
+
+def _shared_prefixes(st: Stacks, rank: np.ndarray) -> np.ndarray | None:
+    """Per row, how many leading frames it shares with the row before (0 for the first); None unless
+    the rows are in strictly increasing order of their frames' ``rank`` (no empty row, no row that is
+    a prefix of the one before). Worked a block of rows at a time, comparing each frame occurrence
+    with the one at its depth in the row before."""
+    n, lengths, offsets, ids = len(st.counts), st.lengths, st.offsets, st.ids
+    if not n or not (lengths > 0).all():
+        return None
+    shared = np.zeros(n, dtype=np.int64)
+    for lo, hi in st.blocks():
+        lo = max(lo, 1)
+        if lo >= hi:
+            continue
+        a, b = int(offsets[lo]), int(offsets[hi])
+        mine = lengths[lo:hi]
+        starts = (offsets[lo:hi] - a).astype(np.int32)
+        depth = np.arange(b - a, dtype=np.int32) - np.repeat(starts, mine)
+        before = np.repeat(lengths[lo - 1:hi - 1].astype(np.int32), mine)  # the row before's length
+        here = np.arange(a, b, dtype=np.int64)
+        same = (depth < before) & (ids[a:b] == ids[here - before])  # ids[here - before]: its frame at this depth
+        first_diff = np.minimum.reduceat(np.where(same, np.iinfo(np.int32).max, depth), starts)
+        shared[lo:hi] = np.minimum(first_diff, mine)
+    if n > 1:
+        at = shared[1:]
+        if (at >= lengths[1:]).any():  # a row equal to, or a prefix of, the row before
+            return None
+        prefix = at == lengths[:-1]  # the row before is a prefix of this one: in order
+        mine = rank[ids[offsets[1:-1] + at].astype(np.int64)]  # where they differ: must be a larger rank
+        theirs = rank[ids[np.minimum(offsets[:-2] + at, offsets[1:-1] - 1)].astype(np.int64)]
+        if not (prefix | (mine > theirs)).all():
+            return None
+    return shared
+
+
+def _build_sorted(frames: tuple[str, ...], st: Stacks, rank: np.ndarray, shared: np.ndarray, totals: list[int]) -> Trie:
+    """The trie of rows sorted by name (``shared``: _shared_prefixes), in preorder as it is read: row i's
+    frames past its shared prefix are new nodes, numbered in turn, each the child of the one before
+    except the first, whose parent is the last node before it one level up. A subtree ends before the
+    next node at its depth or its parent's end; a node's value is the rows' samples ending in it."""
+    lengths, offsets, counts = st.lengths, st.offsets, st.counts
+    fresh = lengths - shared
+    start = np.concatenate(([0], np.cumsum(fresh)))  # row i's first new node
+    size = int(start[-1])
+    frame = np.empty(size, dtype=np.int32)
+    depths = np.empty(size, dtype=np.int32)
+    for lo, hi in st.blocks():
+        a, b = int(offsets[lo]), int(offsets[hi])
+        mine = lengths[lo:hi]
+        depth = np.arange(b - a, dtype=np.int32) - np.repeat((offsets[lo:hi] - a).astype(np.int32), mine)
+        new = depth >= np.repeat(shared[lo:hi].astype(np.int32), mine)
+        frame[start[lo]:start[hi]] = rank[st.ids[a:b][new].astype(np.int64)]
+        depths[start[lo]:start[hi]] = depth[new]
+    parents = np.arange(-1, size - 1, dtype=np.int32)
+    order, level = _by_level(depths)  # the nodes of depth d, in preorder: order[level[d]:level[d + 1]]
+    firsts, first_level = _by_level(shared)  # the rows by the depth of their first new node, likewise
+    firsts = start[firsts]
+    end = np.empty(size, dtype=np.int32)
+    for d in range(len(level) - 1):  # top down: first nodes' parents, then where each subtree ends
+        nodes = order[level[d]:level[d + 1]]
+        first = firsts[first_level[min(d, len(first_level) - 1)]:first_level[min(d + 1, len(first_level) - 1)]]
+        if d:
+            up = order[level[d - 1]:level[d]]
+            parents[first] = up[np.searchsorted(up, first) - 1]
+        else:
+            parents[first] = -1
+        nxt = np.append(nodes[1:], size).astype(np.int32) - 1
+        end[nodes] = nxt if not d else np.minimum(nxt, end[parents[nodes]])
+    row_node = (start[1:] - 1).astype(np.int32)
+    kind = np.int32 if max(int(counts.sum()), 0) < 2**31 and (counts >= 0).all() else np.int64
+    own = np.zeros(size + 1, dtype=np.int64)
+    own[row_node + 1] = counts
+    upto = np.cumsum(own)
+    values = (upto[end.astype(np.int64) + 1] - upto[:-1]).astype(kind).reshape(1, size)
+    return Trie(frames, frame, depths, parents, values, totals, end, row_node)
+
+
+def _by_level(depth: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(indices ordered by depth, ascending within a depth; where each depth's run starts, and one past
+    the deepest's end): a stable radix sort when depths fit 16 bits."""
+    top = int(depth.max()) if len(depth) else 0
+    order = np.argsort(depth.astype(np.uint16) if top < 2**16 else depth, kind="stable")
+    return order, np.searchsorted(depth[order], np.arange(top + 2))
 
 
 def _build(frames: tuple[str, ...], ids: np.ndarray, lengths: np.ndarray, counts: np.ndarray, col_of: np.ndarray,

@@ -292,3 +292,34 @@ def test_the_cut_worked_as_arrays_matches_the_walk_over_nodes():
         for max_nodes in (0, 1, 3, 20, 150, 10**6):
             for max_bytes in (0, 50, 800, 10**4, 10**9):
                 assert trie.cut(max_nodes, max_bytes) == _cut_walk(trie, max_nodes, max_bytes)
+
+
+def test_rows_sorted_by_name_give_the_trie_the_level_build_gives():
+    """Trie.of reads rows sorted by name in one pass (each row's nodes past the prefix it shares with
+    the row before); unsorted rows are built level by level. Both give the same trie, array for array."""
+    import random
+
+    import numpy as np
+
+    from pmuprof.model.stacks import Stacks
+    from pmuprof.report.flametrie import Trie, _build, _shared_prefixes
+
+    rng = random.Random(11)
+    read_sorted = 0
+    for _ in range(400):
+        names = [rng.choice("abcdefgh") * rng.randint(1, 2) for _ in range(rng.randint(1, 8))]
+        stacks: dict = {}
+        for _ in range(rng.randint(1, 40)):
+            stack = (rng.choice(["p1", "p2"]), *(rng.choice(names) for _ in range(rng.randint(0, 6))))
+            stacks[stack] = stacks.get(stack, 0) + rng.randint(1, 9)
+        st = Stacks.of(dict(sorted(stacks.items())) if rng.random() < 0.7 else stacks)
+        frames = tuple(sorted(st.frames))
+        rank = np.array([frames.index(f) for f in st.frames], dtype=np.int64)
+        read_sorted += _shared_prefixes(st, rank) is not None
+        got = Trie.of([st])
+        want = _build(frames, st.ids, st.lengths, st.counts, np.zeros(len(st.counts), np.int8), 1, [st.total], rank)
+        for field in ("frame", "depths", "parents", "values", "end", "row_node"):
+            a, b = getattr(got, field), getattr(want, field)
+            assert a.dtype == b.dtype and np.array_equal(a, b), field
+        assert got.frames == want.frames and got.totals == want.totals
+    assert 200 < read_sorted < 400  # both ways were taken
