@@ -154,9 +154,24 @@ class Trie:
         return narrowest
 
     def anchors(self, kept: np.ndarray) -> np.ndarray:
-        """Each node's nearest kept caller-or-self (-1: none), by pointer jumping: every node points at
-        itself when kept, else at its parent, and a pointer at a left-out node takes that node's
-        pointer, so the distance covered doubles each round (a few rounds, int32 arrays only)."""
+        """Each node's nearest kept caller-or-self (-1: none).
+
+        When every kept node's caller is kept (what a cut by width gives: a caller is at least as wide
+        as its callees), the left-out nodes are whole subtrees, each a run of the preorder from its top
+        node, and the top's parent is the anchor of the run: one pass. Else by pointer jumping."""
+        node = np.arange(self.size, dtype=np.int32)
+        caller = np.maximum(self.parents, 0)
+        root = self.parents < 0
+        if (~kept | kept[caller] | root).all():
+            top = ~kept & (root | kept[caller])
+            run = np.maximum.accumulate(np.where(top, node, 0))  # each left-out node's subtree top
+            return np.where(kept, node, self.parents[run])
+        return self._anchors_by_jumping(kept)
+
+    def _anchors_by_jumping(self, kept: np.ndarray) -> np.ndarray:
+        """``anchors`` for any ``kept``: every node points at itself when kept, else at its parent, and a
+        pointer at a left-out node takes that node's pointer, so the distance covered doubles each
+        round (a few rounds, int32 arrays only)."""
         anchor = np.where(kept, np.arange(self.size, dtype=np.int32), self.parents)
         while True:
             up = np.maximum(anchor, 0)

@@ -221,6 +221,14 @@ def test_the_cuts_partial_order_and_anchors_match_the_plain_definitions():
             j = parents[j]
         expect.append(j)
     assert trie.anchors(kept).tolist() == expect
+    kept = np.array([rng.random() < 0.5 for _ in range(trie.size)])  # not closed under callers: jumping
+    assert trie.anchors(kept).tolist() == [next((a for a in _path(parents, i) if kept[a]), -1) for i in range(trie.size)]
+
+
+def _path(parents: list[int], i: int):
+    while i >= 0:
+        yield i
+        i = parents[i]
 
 
 def test_work_over_nodes_in_blocks_gives_the_same_tree(monkeypatch):
