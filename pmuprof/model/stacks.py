@@ -137,20 +137,38 @@ class Stacks(Mapping[Stack, int]):
     def self_hits(self, lut: np.ndarray, rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """(rows, positions): the rows (of ``rows``, else all; process-root-only rows never) with a self
         frame the boolean ``lut`` marks, and where the innermost such frame is."""
-        rows = np.arange(len(self.counts), dtype=np.int64) if rows is None else np.asarray(rows, dtype=np.int64)
-        rows = rows[self.lengths[rows] > 1]
-        leaf = self.offsets[rows + 1].astype(np.int64) - 1
-        found = np.where(lut[self.ids[leaf]], leaf, -1)
-        start = self.self_starts[rows]
-        live = np.flatnonzero((found < 0) & (leaf > start))
-        pos = leaf.copy()
-        while len(live):
-            pos[live] -= 1
-            hit = lut[self.ids[pos[live]]]
-            found[live[hit]] = pos[live[hit]]
-            live = live[~hit & (pos[live] > start[live])]
+        real, leaf, leaf_ids, above = self._self_frames
+        found = np.where(lut[leaf_ids], leaf, -1)
+        for k, (live, ids) in enumerate(above, 1):  # k frames above the leaf, innermost first
+            hit = live[lut[ids]]
+            hit = hit[found[hit] < 0]
+            found[hit] = leaf[hit] - k
+        if rows is None:
+            keep = found >= 0
+            return real[keep], found[keep]
+        every = np.full(len(self.counts), -1, dtype=np.int64)
+        every[real] = found
+        rows = np.asarray(rows, dtype=np.int64)
+        found = every[rows]
         keep = found >= 0
         return rows[keep], found[keep]
+
+    @cached_property
+    def _self_frames(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[tuple[np.ndarray, np.ndarray]]]:
+        """Every row's self frames laid out for ``self_hits``, which the rules ask for dozens of times:
+        (the rows below the process root, their leaf positions, their leaf frame ids, and per step k up
+        from the leaf (which of those rows have a self frame there, as indices into them, and its id))."""
+        real = np.flatnonzero(self.lengths > 1)
+        leaf = self.offsets[real + 1].astype(np.int64) - 1
+        start = self.self_starts[real]
+        above = []
+        live = np.flatnonzero(leaf > start)
+        k = 1
+        while len(live):
+            above.append((live, self.ids[leaf[live] - k]))
+            k += 1
+            live = live[leaf[live] - k >= start[live]]
+        return real, leaf, self.ids[leaf], above
 
     @cached_property
     def root_ids(self) -> np.ndarray:
