@@ -197,25 +197,27 @@ class Stacks(Mapping[Stack, int]):
     def _postings(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
         """(rows, begin, end, first): the rows holding each frame below the process root, once per row,
         sorted: frame f's are ``rows[begin[f]:end[f]] - first``. Built on first use a block of rows at
-        a time, in two passes (sizes, then placement), so only one block's pairs exist besides the
-        result. A contiguous take shares its source's ``rows`` and keeps only where each frame's run
-        of its own rows lies there (``first``: its first row in the source)."""
+        a time: each block's rows in frame order are kept (as many int32 as the result), not its
+        temporaries, then placed. A contiguous take shares its source's ``rows`` and keeps only where
+        each frame's run of its own rows lies there (``first``: its first row in the source)."""
         if self._parent is not None:
             return _cut_postings(*self._parent, len(self.counts))
         nf = len(self.frames)
-        ranges = _row_blocks(self.offsets, _POSTING_OCC)
+        blocks = []
         sizes = np.zeros(nf, dtype=np.int64)
-        for lo, hi in ranges:
-            sizes += np.bincount(_block_postings(self, lo, hi)[0], minlength=nf)
-        start = np.concatenate(([0], np.cumsum(sizes)))
-        rows = np.empty(int(start[-1]), dtype=np.int32)
-        placed = start[:-1].copy()  # per frame: where its next block's pairs go
-        for lo, hi in ranges:
+        for lo, hi in _row_blocks(self.offsets, _POSTING_OCC):
             frame, row = _block_postings(self, lo, hi)
             size = np.bincount(frame, minlength=nf)
-            first = np.cumsum(size) - size  # where each frame's pairs begin inside this block
-            at = np.arange(len(frame), dtype=np.int64)
-            at += (placed - first)[frame]
+            blocks.append((row, size))
+            sizes += size
+        start = np.concatenate(([0], np.cumsum(sizes)))
+        rows = np.empty(int(start[-1]), dtype=np.int32)
+        placed = start[:-1].copy()  # per frame: where its next block's rows go
+        while blocks:
+            row, size = blocks.pop(0)
+            first = np.cumsum(size) - size  # where each frame's rows begin inside this block
+            at = np.arange(len(row), dtype=np.int64)
+            at += np.repeat(placed - first, size)
             rows[at] = row
             placed += size
         rows.setflags(write=False)
