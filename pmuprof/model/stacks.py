@@ -308,7 +308,11 @@ class Stacks(Mapping[Stack, int]):
         """``relabel``, and the new row of every old row (what a sample table follows)."""
         index: dict[str, int] = {}
         new_id = np.fromiter((index.setdefault(lab, len(index)) for lab in labels), dtype=np.int32, count=len(labels))
-        return merged_rows(list(index), self.ids, self.offsets, self.counts, new_id.astype(id_dtype(len(index))))
+        # only rows holding a frame whose label another frame now has too can become equal (to each other)
+        merging = np.bincount(new_id, minlength=len(index))[new_id] > 1
+        maybe = np.unique(np.searchsorted(self.offsets, np.flatnonzero(merging[self.ids]), side="right") - 1)
+        return merged_rows(list(index), self.ids, self.offsets, self.counts, new_id.astype(id_dtype(len(index))),
+                           maybe)
 
 
 def _cut_postings(source: "Stacks", lo: int, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
@@ -402,24 +406,26 @@ def merged(frames: Sequence[str], ids: np.ndarray, offsets: np.ndarray, counts: 
 
 
 def merged_rows(frames: Sequence[str], ids: np.ndarray, offsets: np.ndarray, counts: np.ndarray,
-                relabel: np.ndarray | None = None) -> tuple[Stacks, np.ndarray]:
+                relabel: np.ndarray | None = None, maybe: np.ndarray | None = None) -> tuple[Stacks, np.ndarray]:
     """``merged``, and the row each input row went to (groups keep the order of their first row).
 
     ``relabel``: the rows' frame ids are ``relabel[ids]`` (applied a block at a time: the relabelled
-    rows are never held whole beside the input ones, only the merged result is)."""
+    rows are never held whole beside the input ones, only the merged result is). ``maybe``: the only
+    rows (sorted) that can equal another one; the others are known to be distinct (None: any row)."""
     n = len(counts)
     same = np.arange(n, dtype=np.int64)
-    if n < 2:
+    if n < 2 or (maybe is not None and len(maybe) < 2):
         return Stacks(frames, _relabelled(ids, relabel), offsets, counts), same
     lengths = np.diff(offsets)
-    first, inverse = _hash_groups(ids, offsets, lengths, relabel)
+    first, inverse = _hash_groups(ids, offsets, lengths, relabel) if maybe is None else \
+        _groups_among(ids, offsets, lengths, relabel, maybe)
     if len(first) == n:
         return Stacks(frames, _relabelled(ids, relabel), offsets, counts), same
     order = np.argsort(first)  # groups in the order of their first row: sorted input stays sorted
     rank = np.empty_like(order)
     rank[order] = np.arange(len(order))
     first, inverse = first[order], rank[inverse]
-    if _rows_equal(ids, offsets, lengths, first[inverse], relabel):
+    if _rows_equal(ids, offsets, lengths, first[inverse], relabel, maybe):
         kept_lengths = lengths[first]
         return Stacks(frames, _gather_rows(ids, offsets, first, kept_lengths, relabel),
                       np.concatenate(([0], np.cumsum(kept_lengths))),
@@ -444,10 +450,19 @@ def _relabelled(ids: np.ndarray, relabel: np.ndarray | None) -> np.ndarray:
 
 
 def _rows_equal(ids: np.ndarray, offsets: np.ndarray, lengths: np.ndarray, rep: np.ndarray,
-                relabel: np.ndarray | None) -> bool:
-    """Every row equal to its representative row ``rep[row]``, checked a block of rows at a time."""
+                relabel: np.ndarray | None, rows: np.ndarray | None = None) -> bool:
+    """Every row (of ``rows``, else all) equal to its representative row ``rep[row]``, checked a block
+    of rows at a time."""
     if not (lengths == lengths[rep]).all():
         return False
+    if rows is not None:
+        starts = np.concatenate(([0], np.cumsum(lengths[rows])))
+        for lo, hi in _row_blocks(starts, _BLOCK_OCC):
+            mine = ids[gather_index(offsets[rows[lo:hi]], lengths[rows[lo:hi]])]
+            theirs = ids[gather_index(offsets[rep[rows[lo:hi]]], lengths[rows[lo:hi]])]
+            if not np.array_equal(_relabelled(mine, relabel), _relabelled(theirs, relabel)):
+                return False
+        return True
     for lo, hi in _row_blocks(offsets, _BLOCK_OCC):
         a, b = int(offsets[lo]), int(offsets[hi])
         mine = _relabelled(ids[a:b], relabel)
@@ -467,6 +482,19 @@ def _gather_rows(ids: np.ndarray, offsets: np.ndarray, rows: np.ndarray, lengths
         part = ids[gather_index(offsets[rows[lo:hi]], lengths[lo:hi])]
         out[int(starts[lo]):int(starts[hi])] = _relabelled(part, relabel)
     return out
+
+
+def _groups_among(ids: np.ndarray, offsets: np.ndarray, lengths: np.ndarray, relabel: np.ndarray | None,
+                  rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``_hash_groups`` when only ``rows`` (sorted) may share a group: those rows are hashed, every other
+    row is a group of its own; groups come in the order of their first row."""
+    mine = lengths[rows]
+    first, inverse = _hash_groups(ids[gather_index(offsets[rows], mine)], np.concatenate(([0], np.cumsum(mine))),
+                                  mine, relabel)
+    group = np.arange(len(lengths), dtype=np.int64)
+    group[rows] = rows[first[inverse]]
+    starts = group == np.arange(len(lengths))
+    return np.flatnonzero(starts), (np.cumsum(starts) - 1)[group]
 
 
 def _hash_groups(ids: np.ndarray, offsets: np.ndarray, lengths: np.ndarray,

@@ -106,6 +106,20 @@ def test_relabel_merges_like_the_tuple_definition(monkeypatch, block) -> None:
     assert all(merged.row(r) == tuple(labels[st.frame_index[f]] for f in old[i][0]) for i, r in enumerate(rows.tolist()))
 
 
+def test_relabel_hashes_only_rows_whose_frames_now_share_a_label() -> None:
+    """Two frames given one label: only the rows holding either can merge, and they do, in the order
+    of their first row, as the tuple definition says; the other rows stay as they were."""
+    d = _random(6, 2000)
+    st = Stacks.of(d)
+    labels = ["f1" if f == "f2" else f for f in st.frames]
+    expect: Counter = Counter()
+    for stack, count in d.items():
+        expect[tuple(labels[st.frame_index[f]] for f in stack)] += count
+    merged, rows = st.relabel_rows(labels)
+    assert list(merged.items()) == list(expect.items()) and len(merged) < len(st)
+    assert [merged.row(r) for r in rows.tolist()] == [tuple(labels[st.frame_index[f]] for f in s) for s, _ in st.items()]
+
+
 def test_profile_keeps_the_mapping_interface() -> None:
     d = _random(2, 200)
     prof = Profile(d)
