@@ -319,9 +319,22 @@ def _cut_postings(source: "Stacks", lo: int, n: int) -> tuple[np.ndarray, np.nda
     """Postings of rows lo..lo+n of ``source`` (which has its own): its rows array, shared, and each
     frame's run of those rows in it (rows are sorted within a frame: one run each)."""
     rows, begin, end, _ = source._postings
-    first = begin + _sum_per_frame(begin, end, lambda a, b: rows[a:b] < lo)
-    last = begin + _sum_per_frame(begin, end, lambda a, b: rows[a:b] < lo + n)
-    return rows, first, last, lo
+    return rows, _first_at_least(rows, begin, end, lo), _first_at_least(rows, begin, end, lo + n), lo
+
+
+def _first_at_least(rows: np.ndarray, begin: np.ndarray, end: np.ndarray, value: int) -> np.ndarray:
+    """Per frame f, the first index in begin[f]..end[f] (its sorted run of ``rows``) where the row is at
+    least ``value`` (end[f]: none): a binary search of every run at once, a step per halving of the
+    longest run, each step as long as the frame table."""
+    lo, hi = begin.copy(), end.copy()
+    live = np.flatnonzero(lo < hi)
+    while len(live):
+        mid = (lo[live] + hi[live]) // 2
+        below = rows[mid] < value
+        lo[live[below]] = mid[below] + 1
+        hi[live[~below]] = mid[~below]
+        live = live[lo[live] < hi[live]]
+    return lo
 
 
 def _sum_per_frame(begin: np.ndarray, end: np.ndarray, values) -> np.ndarray:
