@@ -138,11 +138,13 @@ def _table(stacks: Stacks, info: dict[str, dict]) -> tuple[UnnamedFunction, ...]
 
 def _named_callers(stacks: Stacks, wanted: np.ndarray, top: int = 3) -> dict[int, list[str]]:
     """For each wanted frame id, the named frames nearest above its occurrences (most samples first;
-    "(no named caller)" when there is none below the process root). Worked a block of rows at a time."""
+    "(no named caller)" when there is none below the process root). Only the rows holding a wanted frame
+    are read, a block of rows at a time."""
     nf = len(stacks.frames)
     named = np.fromiter((not is_unnamed(f) for f in stacks.frames), dtype=bool, count=nf)
     lut = np.zeros(nf, dtype=bool)
     lut[wanted] = True
+    stacks = stacks.take(np.unique(stacks.rows_at(np.flatnonzero(lut[stacks.ids]))))  # the rows holding one
     keys, sums = [], []
     for lo, hi in stacks.blocks():
         a, b = int(stacks.offsets[lo]), int(stacks.offsets[hi])
