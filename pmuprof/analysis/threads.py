@@ -78,12 +78,12 @@ def hot_path_end(stacks: Stacks, rows: np.ndarray, weights: np.ndarray, skip: np
     return best
 
 
-def weight_among(rows: np.ndarray, weights: np.ndarray, holding: np.ndarray) -> float:
-    """``weights`` of the group's ``rows`` (sorted) that are among ``holding`` (the rows holding a frame)."""
-    at = np.searchsorted(rows, holding)
-    hit = at < len(rows)
-    hit[hit] = rows[at[hit]] == holding[hit]
-    return float(weights[at[hit]].sum())
+def weight_among(rows: np.ndarray, weights: np.ndarray, holding: np.ndarray, nrows: int) -> float:
+    """``weights`` of the group's ``rows`` that are among ``holding`` (the rows holding a frame; both index
+    a Stacks of ``nrows`` rows)."""
+    mark = np.zeros(nrows, dtype=bool)
+    mark[holding] = True
+    return float(weights[mark[rows]].sum())
 
 
 def heavy_frames(stacks: Stacks, rows: np.ndarray, weights: np.ndarray, skip: np.ndarray,
@@ -150,8 +150,11 @@ class Joined:
         """(function, its share in the entries ``pick`` (indices), its share of its process's samples): the
         function that sets the group apart (module docstring), else the end of its hot path; ("", 0, 0)
         when neither exists."""
-        rows, inverse = np.unique(self.samples.rows[pick], return_inverse=True)  # the group's rows, sorted
-        w = np.bincount(inverse.reshape(-1), weights=self.samples.counts[pick], minlength=len(rows))
+        mine = self.samples.rows[pick]
+        seen = np.zeros(len(self.stacks), dtype=bool)
+        seen[mine] = True
+        rows = np.flatnonzero(seen)  # the group's rows, sorted, and their samples: a mark, no sort
+        w = np.bincount(mine, weights=self.samples.counts[pick], minlength=len(seen))[rows]
         total = float(w.sum())
         whole = float(max(self.root_totals[np.unique(self.stacks.root_ids[rows])].sum(), 1))
         best, best_key = -1, (APART_MIN, 0.0)
@@ -165,7 +168,7 @@ class Joined:
             if best < 0:
                 return "", 0.0, 0.0
         holding = self.stacks.rows_with(self.stacks.lut([self.stacks.frames[best]]))
-        return (self.stacks.frames[best], weight_among(rows, w, holding) / total,
+        return (self.stacks.frames[best], weight_among(rows, w, holding, len(self.stacks)) / total,
                 self.inclusive(best) / whole)
 
     def inclusive(self, frame: int) -> float:
