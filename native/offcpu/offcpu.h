@@ -19,9 +19,9 @@
 #define OFFCPU_DEFAULT_MIN_BLOCK_US 1000 /* lazy mode: blocks shorter than this are summed without stacks */
 #define OFFCPU_SHORT 0x100 /* in offcpu_key.state: blocks under the threshold, no stacks */
 #define OFFCPU_KSTACK_NONE (-61) /* -ENODATA: no kernel stack taken (short block, or still open) */
-#define OFFCPU_SAMPLE_KEY                                                                                              \
-    4 /* on-CPU sampler: the leaf and the frame-pointer walk's first return addresses that
-                             * a perf sample must share with a sampled stack to take its recovered callers */
+/* On-CPU sampler: the leaf and the frame-pointer walk's first return addresses that a perf sample must
+ * share with a sampled stack to take its recovered callers (native/perfdata/callers.h CALLERS_KEY). */
+#define OFFCPU_SAMPLE_KEY 4
 
 enum offcpu_state {
     OFFCPU_STATE_R = 0, /* preempted / runnable: waited for a CPU */
@@ -67,6 +67,8 @@ struct offcpu_ustack {
     __u32 scanned;
     __u64 ips[OFFCPU_USER_DEPTH];
     __u64 sp, bp;
+    __u64 fp0; /* the frame the walk started from (bp, or the saved fp the scan found; 0: none): the CFI
+	            * recovery must join the walk there */
     __u32 nwords;
     __u32 pad;
     __u64 words[OFFCPU_RECOVER_WORDS];

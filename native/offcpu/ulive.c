@@ -138,6 +138,7 @@ __u64 ulive_walk(const struct offcpu_opts *o, unsigned tgid, unsigned tid, __u64
         bp = live_scan(&l, sp);
         u->scanned = bp != 0;
     }
+    u->fp0 = bp;
     while (bp && !(bp & 7) && n < OFFCPU_USER_DEPTH && !live_read(&l, bp, pair, sizeof(pair)) && pair[1] >= 4096) {
         u->ips[n++] = pair[1];
         if (pair[0] <= bp)

@@ -256,15 +256,37 @@ static int step(struct uw_proc *p, const struct offcpu_ustack *u, __u64 ip, int 
     if (bp_rule == 0 && nops) {
         r->have_bp = !eval(u, r, ops, nops, &where, &is_value) && (is_value || !read_word(u, where, &where));
         r->bp = where;
-    } else if (bp_rule || !ops) {
-        r->have_bp = 0; /* undefined */
-    } /* else: the same value */
+    } else if (bp_rule || ops) {
+        r->have_bp = 0; /* undefined (libdw: no ops, *ops set to mem) */
+    } /* else: the same value (libdw: no ops, *ops NULL) */
     r->sp = r->cfa;
     r->have_cfa = 0;
     rc = 0;
 out:
     free(frame);
     return rc;
+}
+
+/* Whether the frame at ra (in the executable, reached by the CFI steps that left r) is the one the
+ * frame-pointer walk started from: its CFA, by its own CFI, is 16 bytes above u->fp0 (the saved rbp
+ * and the return address the walk read there). Otherwise the walk began at another frame (a stale
+ * pointer, or a caller without a frame pointer) and the recovered callers would not join it. */
+static int joins_walk(struct uw_proc *p, const struct offcpu_ustack *u, __u64 ra, const struct regs *r)
+{
+    const struct uw_map *m = map_of(p, ra);
+    Dwarf_Frame *frame = NULL;
+    Dwarf_Op *ops;
+    size_t nops;
+    __u64 vaddr, cfa;
+    int is_value, ok = 0;
+
+    if (!u->fp0 || !m || file_open(p, m->file) || vaddr_of(m, ra - 1, &vaddr) ||
+        dwarf_cfi_addrframe(m->file->cfi, vaddr, &frame) || !frame)
+        return 0;
+    ok = !dwarf_frame_cfa(frame, &ops, &nops) && !eval(u, r, ops, nops, &cfa, &is_value) && !is_value &&
+            cfa == u->fp0 + 16;
+    free(frame);
+    return ok;
 }
 
 int uw_recover(struct uw_proc *p, const struct offcpu_ustack *u, __u64 *out, int cap, unsigned *resume)
@@ -286,8 +308,10 @@ int uw_recover(struct uw_proc *p, const struct offcpu_ustack *u, __u64 *out, int
                 return n;
             }
         out[n++] = ra;
-        if (!(m = map_of(p, ra)) || m->exe)
-            return m ? n : 0;
+        if (!(m = map_of(p, ra)))
+            return 0;
+        if (m->exe) /* the walk's first entry must be this frame's caller */
+            return joins_walk(p, u, ra, &r) ? n : 0;
         ip = ra;
     }
     return 0;

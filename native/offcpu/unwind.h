@@ -16,9 +16,10 @@ void uw_proc_free(struct uw_proc *p);
 
 /* Unwind u's leaf with the .eh_frame CFI of the binaries its frames are in, using the registers and
  * stack words the program saved, until a return address is one the frame-pointer walk has (ips[k]) or
- * is in the process's executable (which keeps frame pointers). The return addresses recovered on the
- * way go into out (cap at most), to stand between ips[0] and ips[*resume]. Returns how many (0: none
- * recovered or nothing to recover; *resume is then 1). */
+ * is in the process's executable (which keeps frame pointers: that frame's CFA, by its CFI, must be the
+ * one the walk started from, u->fp0 + 16, or nothing is recovered). The return addresses recovered on
+ * the way go into out (cap at most), to stand between ips[0] and ips[*resume]. Returns how many (0:
+ * none recovered or nothing to recover; *resume is then 1). */
 int uw_recover(struct uw_proc *p, const struct offcpu_ustack *u, __u64 *out, int cap, unsigned *resume);
 
 #endif
