@@ -3,6 +3,7 @@
  * Tab-separated lines (pmuprof/tools/native/offcpu.py parses them):
  *   pmuprof-offcpu 4
  *   t0_ns NS / end_ns NS / stopped_by WHY / mode lazy|eager / min_block_us US (lazy mode's threshold)
+ *   sampler_off WHY                      --sample-hz asked for, but the sampler could not attach
  *   limit threads|entries|stacks N
  *   stat NAME COUNT                     summed over CPUs
  *   wait TGID TID STATE WAITS NS USTACK KSTACK COMM   off-CPU time summed per stack
@@ -423,6 +424,8 @@ int offcpu_dump(struct bpf_object *obj, const struct offcpu_opts *o, __u64 t0, _
     fprintf(f, "pmuprof-offcpu\t4\nt0_ns\t%llu\nend_ns\t%llu\nstopped_by\t%s\nmode\t%s\nmin_block_us\t%ld\n",
             (unsigned long long)t0, (unsigned long long)end, why, o->lazy ? "lazy" : "eager",
             o->lazy ? o->min_block_us : 0L);
+    if (o->sampler_off[0])
+        fprintf(f, "sampler_off\t%s\n", o->sampler_off);
     fprintf(f, "limit\tthreads\t%ld\nlimit\tentries\t%ld\nlimit\tstacks\t%ld\n", o->threads, o->entries, o->stacks);
     dump_stats(f, bpf_map__fd(bpf_object__find_map_by_name(obj, "stats")));
     rc = dump_waits(f, bpf_map__fd(bpf_object__find_map_by_name(obj, "waits")), &ids);

@@ -222,8 +222,9 @@ struct sampler {
     int n;
 };
 
-/* --sample-hz: the on-CPU sampler on a cpu-clock event of every online CPU (all tasks: the program keeps
- * the targets' ticks). 0, or a negative errno when not one CPU could be sampled. */
+/* --sample-hz: the on-CPU sampler on a cpu-clock event of every possible CPU that has one (an offline CPU
+ * has none: ENODEV); all tasks, the program keeps the targets' ticks. 0, or a negative errno when not
+ * one CPU could be sampled or one that exists could not (a partial sampler would bias its stacks). */
 static int sampler_attach(struct bpf_object *obj, const struct offcpu_opts *o, struct sampler *s)
 {
     struct perf_event_attr attr = {.type = PERF_TYPE_SOFTWARE,
@@ -242,15 +243,15 @@ static int sampler_attach(struct bpf_object *obj, const struct offcpu_opts *o, s
     s->n = ncpu;
     for (cpu = 0; cpu < ncpu; cpu++) {
         fd = (int)syscall(__NR_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
-        if (fd < 0) {
-            err = errno == ENODEV ? err : -errno; /* ENODEV: an offline CPU */
+        if (fd < 0 && errno == ENODEV) /* an offline CPU */
             continue;
-        }
+        if (fd < 0)
+            return -errno;
         s->links[cpu] = bpf_program__attach_perf_event(prog, fd); /* the link closes fd when destroyed */
         if (!s->links[cpu]) {
             err = -errno;
             close(fd);
-            continue;
+            return err;
         }
         attached++;
     }
@@ -372,8 +373,12 @@ int main(int argc, char **argv)
         if (!link_in)
             return offcpu_fail("attach sched_exit_tp", -errno);
     }
-    if (o.sample_hz && (rc = sampler_attach(obj, &o, &sampler)))
-        return offcpu_fail("attach the on-CPU sampler", rc);
+    if (o.sample_hz && (rc = sampler_attach(obj, &o, &sampler))) { /* optional: the waits are still traced */
+        snprintf(o.sampler_off, sizeof(o.sampler_off), "perf_event_open or attach: %s", strerror(-rc));
+        fprintf(stderr, "pmuprof-offcpu: on-CPU sampler off (%s)\n", o.sampler_off);
+        sampler_detach(&sampler);
+        o.sample_hz = 0;
+    }
     why = o.start_usr1 ? wait_for_start(&o) : NULL;
     t0 = now_ns(); /* the window starts now: waits before it count from here */
     rc = bpf_map_update_elem(bpf_map__fd(bpf_object__find_map_by_name(obj, "clock")), &zero, &t0, BPF_ANY);

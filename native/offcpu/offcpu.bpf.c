@@ -105,9 +105,13 @@ struct scratch {
     __u64 words[OFFCPU_SCAN_WORDS];
 };
 
+/* One scratch area per CPU for the scheduler programs and one for the on-CPU sampler: the sampler's
+ * timer interrupt can fire while on_switch_in runs (interrupts are on at sched_exit_tp). */
+enum scratch_slot { SCRATCH_SCHED = 0, SCRATCH_SAMPLER = 1, NSCRATCH = 2 };
+
 struct {
     __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-    __uint(max_entries, 1);
+    __uint(max_entries, NSCRATCH);
     __type(key, __u32);
     __type(value, struct scratch);
 } scratch SEC(".maps");
@@ -124,7 +128,7 @@ static __always_inline void stat_add(__u32 which)
     __u64 *v = bpf_map_lookup_elem(&stats, &which);
 
     if (v)
-        *v += 1;
+        __sync_fetch_and_add(v, 1); /* the sampler's interrupt may nest in a scheduler program */
 }
 
 static __always_inline int is_target(__u32 tgid)
@@ -218,19 +222,18 @@ struct walk { /* bpf_loop context (pointers to map values do not survive the tri
     __u64 sp, bp;
     __u32 n;
     __u32 chains; /* candidates followed so far (bounded: this runs inside the scheduler) */
+    __u32 slot; /* enum scratch_slot */
 };
 
-static __always_inline struct scratch *scratch_area(void)
+static __always_inline struct scratch *scratch_area(__u32 slot)
 {
-    __u32 zero = 0;
-
-    return bpf_map_lookup_elem(&scratch, &zero);
+    return bpf_map_lookup_elem(&scratch, &slot);
 }
 
 /* bpf_loop body: word i above sp, if it is a saved frame pointer, ends the scan with w->bp set. */
 static long scan_word(__u32 i, struct walk *w)
 {
-    struct scratch *sc = scratch_area();
+    struct scratch *sc = scratch_area(w->slot);
     __u64 word;
 
     if (!sc)
@@ -247,12 +250,13 @@ static long scan_word(__u32 i, struct walk *w)
 
 struct codehash {
     __u64 hash;
+    __u32 slot;
 };
 
 /* bpf_loop body: word i of the recovery window, hashed in when it points into the targets' code. */
 static long hash_code_word(__u32 i, struct codehash *ch)
 {
-    struct scratch *sc = scratch_area();
+    struct scratch *sc = scratch_area(ch->slot);
     __u64 word;
 
     if (!sc)
@@ -266,7 +270,7 @@ static long hash_code_word(__u32 i, struct codehash *ch)
 /* bpf_loop body: one frame-pointer step; stops at the first implausible frame. */
 static long walk_frame(__u32 i, struct walk *w)
 {
-    struct scratch *sc = scratch_area();
+    struct scratch *sc = scratch_area(w->slot);
     __u64 pair[2];
     __u32 at = i + 1;
 
@@ -283,10 +287,10 @@ static long walk_frame(__u32 i, struct walk *w)
 /* Walk the current thread's user stack by frame pointers into sc->u; returns its hash (0: none).
  * When the leaf used rbp for something else (glibc's futex waits do), the chain starts at the first
  * saved frame pointer found in the OFFCPU_SCAN_WORDS words above sp. */
-static __always_inline __u64 walk_user(struct task_struct *task, struct scratch *sc)
+static __always_inline __u64 walk_user(struct task_struct *task, struct scratch *sc, __u32 slot)
 {
     struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
-    struct walk w = {.n = 1};
+    struct walk w = {.n = 1, .slot = slot};
     __u64 hash = 1469598103934665603ull;
     __u32 i;
 
@@ -305,6 +309,7 @@ static __always_inline __u64 walk_user(struct task_struct *task, struct scratch 
             bpf_loop(OFFCPU_SCAN_WORDS, scan_word, &w, 0);
         sc->u.scanned = w.bp != 0;
     }
+    sc->u.fp0 = w.bp;
     bpf_loop(OFFCPU_USER_DEPTH - 1, walk_frame, &w, 0);
     sc->u.n = w.n;
     for (i = 0; i < OFFCPU_USER_DEPTH; i++) {
@@ -315,7 +320,7 @@ static __always_inline __u64 walk_user(struct task_struct *task, struct scratch 
     /* the return addresses a CFI unwind may recover are among the window's code pointers: stacks that
 	 * differ there are kept apart (other words, data, would split one call path into many) */
     if (sc->u.nwords) {
-        struct codehash ch = {.hash = hash};
+        struct codehash ch = {.hash = hash, .slot = slot};
 
         bpf_loop(OFFCPU_RECOVER_WORDS, hash_code_word, &ch, 0);
         hash = ch.hash;
@@ -323,20 +328,32 @@ static __always_inline __u64 walk_user(struct task_struct *task, struct scratch 
     return hash ? hash : 1;
 }
 
-static __always_inline __u64 user_stack(struct task_struct *task, void *map)
+/* The current thread's user stack into map (from scratch slot ``slot``); its hash, 0 when none was kept.
+ * *scanned: its chain was found by the scan above sp. */
+static __always_inline __u64 user_stack(struct task_struct *task, void *map, __u32 slot, int *scanned)
 {
-    struct scratch *sc = scratch_area();
+    struct scratch *sc = scratch_area(slot);
     __u64 hash;
 
     if (!sc)
         return 0;
-    hash = walk_user(task, sc);
+    hash = walk_user(task, sc, slot);
     if (!hash)
         return 0;
-    if (sc->u.scanned)
-        stat_add(OFFCPU_STAT_USTACK_SCANNED);
+    *scanned = sc->u.scanned;
     if (!bpf_map_lookup_elem(map, &hash) && bpf_map_update_elem(map, &hash, &sc->u, BPF_NOEXIST) == -7)
         return 0; /* -E2BIG: the map is full */
+    return hash;
+}
+
+/* A wait's user stack (the scheduler programs' scratch slot), counting the chains found by a scan. */
+static __always_inline __u64 off_cpu_stack(struct task_struct *task)
+{
+    int scanned = 0;
+    __u64 hash = user_stack(task, &ustacks, SCRATCH_SCHED, &scanned);
+
+    if (hash && scanned)
+        stat_add(OFFCPU_STAT_USTACK_SCANNED);
     return hash;
 }
 
@@ -362,7 +379,7 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev, bool
         }
     } else {
         s.kstack = bpf_get_stackid(ctx, &stacks, 0);
-        s.ustack = user_stack(prev, &ustacks);
+        s.ustack = off_cpu_stack(prev);
         if (s.kstack < 0)
             stat_add(OFFCPU_STAT_KSTACK_LOST);
         if (!s.ustack)
@@ -480,7 +497,7 @@ static __always_inline void switch_in_lazy(void *ctx, struct task_struct *task, 
         stat_add(OFFCPU_STAT_SHORT);
     } else {
         key.kstack = bpf_get_stackid(ctx, &stacks, 0);
-        key.ustack = user_stack(task, &ustacks);
+        key.ustack = off_cpu_stack(task);
         if (key.kstack < 0)
             stat_add(OFFCPU_STAT_KSTACK_LOST);
         if (!key.ustack)
@@ -531,8 +548,8 @@ int on_sample(void *ctx)
     __u64 id = bpf_get_current_pid_tgid(), one = 1, *count;
     struct offcpu_skey key = {.tgid = (__u32)(id >> 32)};
     struct task_struct *task;
-    struct scratch *sc;
     struct pt_regs *regs;
+    int scanned = 0;
     long rc;
 
     if (!is_target(key.tgid) || !window_t0())
@@ -543,9 +560,8 @@ int on_sample(void *ctx)
     if (!regs || in_code(regs->ip) != 2)
         return 0;
     stat_add(OFFCPU_STAT_SAMPLES_FPLESS);
-    key.ustack = user_stack(task, &sustacks);
-    sc = scratch_area();
-    if (sc && sc->u.scanned) { /* perf's walk stops at this leaf: matched on the thread and sp instead */
+    key.ustack = user_stack(task, &sustacks, SCRATCH_SAMPLER, &scanned);
+    if (scanned) { /* perf's walk stops at this leaf: matched on the thread and sp instead */
         key.tid = (__u32)id;
         key.sp = regs->sp;
     }

@@ -18,6 +18,7 @@ struct offcpu_opts {
     int start_usr1; /* the window starts at SIGUSR1 (perf's), not at attach */
     int lazy; /* used: stacks at switch-in, for blocks of min_block_us or more */
     long sample_hz; /* the on-CPU sampler's rate (0: off) */
+    char sampler_off[128]; /* asked for but not attached: why ("" otherwise) */
     const struct offcpu_range *code; /* the targets' executable mappings at the start, sorted */
     unsigned ncode;
 };

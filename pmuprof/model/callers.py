@@ -15,9 +15,10 @@ for those keys too.
 
 Only keys the sampler saw at least MIN_SUPPORT times, every time with the same callers, are written: one
 call site that reaches the leaf through different callers (a function pointer) recovers nothing, rather
-than a guess. A key seen n times, always alike, can still hide a caller the sampler missed; the share of
-its perf samples that could be that other caller's is at most max_p p(1-p)^n < 1/(e(n+1)): under 3.4 %
-at n = MIN_SUPPORT, and only at such call sites.
+than a guess; a stack under the key whose unwind failed is an outcome of its own. A key seen n times,
+always alike, can still hide a caller the sampler missed; taking ticks as independent draws, the share
+of its perf samples that could be that other caller's is at most max_p p(1-p)^n < 1/(e(n+1)): under
+3.4 % at n = MIN_SUPPORT, and only at such call sites.
 
     # pmuprof recovered callers 1
     PID<TAB>TID<TAB>SP<TAB>SAMPLES<TAB>KEY<TAB>RESUME<TAB>RECOVERED   (hex addresses, comma-separated)
@@ -35,12 +36,13 @@ from typing import Iterable
 from .. import outfile
 
 HEADER = "# pmuprof recovered callers 1"
+KEY = 4  # a walk key's addresses at most: native/offcpu/offcpu.h OFFCPU_SAMPLE_KEY, native/perfdata/callers.h
 MIN_SUPPORT = 10  # sampled stacks a key needs (benchmarks/RESULTS.md: what it costs in recovered samples)
 
 
 @dataclass(frozen=True)
 class Sample:
-    """The sampler's ticks with one user stack (tools/native/offcpu.Sampled, as the model needs it)."""
+    """The on-CPU sampler's ticks with one user stack (pmuprof-offcpu's "sample" lines, native/offcpu/dump.c)."""
 
     pid: int
     count: int
@@ -65,8 +67,8 @@ class Row:
 @dataclass(frozen=True)
 class Table:
     """The rows to write, and what the sampler's ticks came to: recovered (in a row), ambiguous (a key whose
-    stacks disagree), rare (a key seen fewer than MIN_SUPPORT times) and not recovered (the unwinder found
-    nothing, or no key)."""
+    stacks disagree, a failed unwind included), rare (a key seen fewer than MIN_SUPPORT times) and not
+    recovered (the unwinder found nothing, or no key the reader can match)."""
 
     rows: tuple[Row, ...] = ()
     recovered: int = 0
@@ -75,22 +77,36 @@ class Table:
     unrecovered: int = 0
 
 
+def matchable(s: Sample) -> bool:
+    """Whether the reader can match a perf sample on s's key: a walk's key holds the leaf and at least one
+    return address, and the recovered callers resume the walk inside it; a stopped walk's key is its leaf."""
+    if s.tid:
+        return len(s.key) == 1 and s.resume == 1
+    return 2 <= len(s.key) <= KEY and 1 <= s.resume <= len(s.key)
+
+
 def table(samples: Iterable[Sample], min_support: int = MIN_SUPPORT) -> Table:
-    """One row per (pid, key) seen at least ``min_support`` times, whose stacks all recovered the same callers."""
+    """One row per (pid, key) seen at least ``min_support`` times, whose stacks all recovered the same callers.
+    A stack under the key whose unwind recovered nothing is an outcome of its own: the paths where the
+    unwinder fails (a frame larger than the stack words kept) are not the others, so the key is ambiguous."""
     by_key: dict[tuple[int, int, int, tuple[int, ...]], dict[tuple[int, tuple[int, ...]], int]] = defaultdict(dict)
     unrecovered = 0
     for s in samples:
-        if not s.recovered or not s.key:
+        if not matchable(s):
             unrecovered += s.count
             continue
         found = by_key[(s.pid, s.tid, s.sp, s.key)]
-        found[(s.resume, s.recovered)] = found.get((s.resume, s.recovered), 0) + s.count
+        outcome = (s.resume, s.recovered) if s.recovered else (0, ())
+        found[outcome] = found.get(outcome, 0) + s.count
     rows, ambiguous, rare = [], 0, 0
     for (pid, tid, sp, key), found in sorted(by_key.items()):
         if len(found) > 1:
             ambiguous += sum(found.values())
             continue
         (resume, recovered), count = next(iter(found.items()))
+        if not recovered:
+            unrecovered += count
+            continue
         if count < min_support:
             rare += count
             continue

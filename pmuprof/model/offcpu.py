@@ -53,6 +53,7 @@ class OffCpu:
     callers_recovered: int | None = None
     callers_ambiguous: int | None = None
     callers_rare: int | None = None
+    sampler_off: str = ""  # the sampler was asked for but could not attach: why
 
 
 @dataclass(frozen=True)

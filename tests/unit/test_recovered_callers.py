@@ -44,6 +44,21 @@ def test_a_key_whose_stacks_disagree_recovers_nothing():
     assert (found.recovered, found.ambiguous, found.unrecovered) == (17, 10, 4)  # B: RA 7 times, RB 3 times
 
 
+def test_a_failed_unwind_under_a_key_makes_it_ambiguous():
+    # the path whose frame outgrew the kept stack words is not the one that unwound: no row for either
+    sampled = (callers.Sample(100, 20, (LEAF, A, C), 1, (RA,)), callers.Sample(100, 3, (LEAF, A, C), 1, ()))
+    found = callers.table(sampled, min_support=1)
+    assert (found.rows, found.ambiguous) == ((), 23)
+
+
+def test_keys_the_reader_cannot_match_are_not_written():
+    sampled = (callers.Sample(100, 20, (LEAF,), 1, (RA,)),  # a walk key without a return address
+               callers.Sample(100, 20, (LEAF, A, C), 4, (RA,)),  # resumes past the key
+               callers.Sample(100, 20, (LEAF, A), 1, (RA,), tid=101, sp=0x1000))  # a stopped walk keeps the leaf
+    found = callers.table(sampled, min_support=1)
+    assert (found.rows, found.unrecovered) == ((), 60)
+
+
 def test_a_key_seen_too_seldom_is_not_trusted():
     sampled = tool.parse(OUTPUT.splitlines(keepends=True)).sampled
     assert callers.table(sampled, min_support=15).rows  # A: seen 15 times
@@ -79,3 +94,17 @@ def test_perf_records_the_user_sp_only_beside_frame_pointers(tmp_path):
     assert "--user-regs=sp" not in perfcmd.record_argv("perf", perfcmd.RecordSpec(tmp_path / "p", (1,)))
     dwarf = perfcmd.record_argv("perf", perfcmd.RecordSpec(tmp_path / "p", (1,), call_graph="dwarf", user_sp=True))
     assert "--user-regs=sp" not in dwarf  # perf's DWARF mode takes the registers it needs itself
+
+
+def test_the_key_length_is_one_constant_in_c_and_python():
+    import re
+    from pathlib import Path
+
+    native = Path(__file__).resolve().parents[2] / "native"
+    found = {}
+    for path, name in ((native / "offcpu" / "offcpu.h", "OFFCPU_SAMPLE_KEY"),
+                       (native / "perfdata" / "callers.h", "CALLERS_KEY")):
+        m = re.search(rf"^#define {name} (\d+)", path.read_text(), re.M)
+        assert m, (path, name)
+        found[name] = int(m.group(1))
+    assert set(found.values()) == {callers.KEY}, found

@@ -29,6 +29,7 @@ from .symbols import KernelSymbols, UserSymbols
 
 MECHANISM = "BPF tp_btf/sched_switch, summed in kernel maps (pmuprof-offcpu)"
 SAMPLER_MAX_HZ = 999  # the on-CPU sampler follows perf's rate up to this (each tick under a library walks a stack)
+MAX_SAMPLE_RATE = Path("/proc/sys/kernel/perf_event_max_sample_rate")  # the kernel lowers it on busy hosts
 BTF = Path("/sys/kernel/btf/vmlinux")
 START_SLACK_S = 120.0  # perf may take this long to start; the runner stops the tracer with perf
 FEATURE = "off-CPU stacks (why threads wait)"
@@ -101,7 +102,7 @@ def plan(out_dir: Path, pids: Sequence[int], roots: Mapping[int, str], duration_
         return Plan(False)
     start = {pid: {t.tid: t for t in proc_threads.snapshot(pid)} for pid in pids}
     why, fix = unavailable(pids)
-    hz = min(perf_hz, SAMPLER_MAX_HZ)
+    hz = 0 if why else min(perf_hz, SAMPLER_MAX_HZ, _max_sample_rate())
     argv = () if why else tuple(tool.argv(offcpu_path(), pids, duration_s + START_SLACK_S,
                                           out_dir / rundir.OFFCPU_RAW, eager=eager, start_on_usr1=True, sample_hz=hz))
     return Plan(True, tuple(pids), dict(roots), argv, why, fix, start, snapshot.utc_now(), _maps(pids), hz)
@@ -158,10 +159,20 @@ def _fold_and_write(p: Plan, out_dir: Path, out: tool.TracerOutput, usyms: UserS
                    limits=dict(out.limits))
 
 
+def _max_sample_rate() -> int:
+    """The kernel's cap on a perf event's frequency (perf_event_open refuses more: the sampler would not run)."""
+    try:
+        return max(1, int(MAX_SAMPLE_RATE.read_text().strip()))
+    except (OSError, ValueError):
+        return SAMPLER_MAX_HZ
+
+
 def _write_callers(p: Plan, out_dir: Path, out: tool.TracerOutput, outcome: OffCpu) -> OffCpu:
     """recovered-callers.tsv from the on-CPU sampler's stacks, and its counts in run.json."""
     if not p.sample_hz:
         return outcome
+    if out.sampler_off:
+        return replace(outcome, sampler_off=out.sampler_off)
     found = callers.table(out.sampled)
     callers.write(out_dir / rundir.RECOVERED_CALLERS, found.rows)
     return replace(outcome, sample_hz=p.sample_hz, sampled=out.stats.get("samples"),
@@ -202,8 +213,12 @@ def _loss_warnings(o: OffCpu) -> tuple[str, ...]:
     if o.lost.get("threads_full"):
         out.append(f"off-CPU: {o.lost['threads_full']} switch-outs not tracked, the thread map was full")
     if o.sampled_in_library and o.lost.get("samples_lost", 0) > o.sampled_in_library * 0.01:
-        out.append(f"on-CPU sampler: {o.lost['samples_lost']} of {o.sampled_in_library} stacks under a library leaf "
-                   f"not kept (map full, {o.limits.get('stacks')} stacks): their callers are not recovered")
+        out.append(f"on-CPU sampler: {o.lost['samples_lost']} of {o.sampled_in_library} ticks under a library leaf "
+                   f"not kept (its sample map, {o.limits.get('entries')} entries, or stack map, "
+                   f"{o.limits.get('stacks')} stacks, was full): their callers are not recovered")
+    if o.sampler_off:
+        out.append(f"on-CPU sampler off ({o.sampler_off}): callers a frame-pointer walk skips under glibc are "
+                   "not recovered; the off-CPU stacks are complete")
     stacks_lost = o.lost.get("kstack_lost", 0) + o.lost.get("ustack_lost", 0)
     if o.switches and stacks_lost > o.switches * 0.01:  # (an upper bound in lazy mode: fewer stacks are taken)
         out.append(f"off-CPU: {stacks_lost} of {2 * o.switches} stacks not stored (stack map full or hash "

@@ -11,7 +11,6 @@ from ...model.callers import Sample
 MAX_TARGETS = 16  # native/offcpu/offcpu.h OFFCPU_MAX_TARGETS
 # 2: ustack lines say how many callers the CFI unwinder recovered; 3: lazy mode; 4: the on-CPU sampler
 FORMATS = ("1", "2", "3", "4")
-SAMPLE_KEY = 4  # native/offcpu/offcpu.h OFFCPU_SAMPLE_KEY: leaf + return addresses a perf sample must share
 DEFAULT_MIN_BLOCK_US = 1000  # native/offcpu/offcpu.h OFFCPU_DEFAULT_MIN_BLOCK_US (benchmarks/RESULTS.md)
 
 
@@ -70,8 +69,10 @@ class TracerOutput:
     min_block_us: int = 0
     # format 3: (tgid, tid) -> user stack hash of threads blocked for the whole window (walked at the end)
     idle: Mapping[tuple[int, int], int] = field(default_factory=dict)
-    # format 4, with --sample-hz: the on-CPU sampler's stacks under a library leaf (model/callers.py)
+    # format 4, with --sample-hz: the on-CPU sampler's stacks under a library leaf (model/callers.py), or why
+    # it could not attach (the waits are traced all the same)
     sampled: tuple[Sample, ...] = ()
+    sampler_off: str = ""
 
     def stack(self, stack_id: int) -> tuple[int, ...]:
         """A kernel stack's addresses (() when it was not stored)."""
@@ -138,7 +139,7 @@ def parse(lines: Iterable[str]) -> TracerOutput:
                 scanned.add(int(parts[1], 16))
             if len(parts) == 5 and int(parts[4]) > 0:
                 recovered[int(parts[1], 16)] = int(parts[4])
-        elif kind == "sample" and len(parts) == 9:  # a scanned chain: perf's walk stopped at the leaf
+        elif kind == "sample" and len(parts) == 9:
             sampled.append(Sample(int(parts[1]), int(parts[4]), _addresses(parts[6]), int(parts[7]),
                                   () if parts[8] == "-" else _addresses(parts[8]), int(parts[2]), int(parts[3], 16)))
         elif kind == "stat" and len(parts) == 3:
@@ -151,7 +152,8 @@ def parse(lines: Iterable[str]) -> TracerOutput:
         raise ValueError("empty pmuprof-offcpu output")
     return TracerOutput(int(head.get("t0_ns", 0)), int(head.get("end_ns", 0)), head.get("stopped_by", ""), limits,
                         stats, tuple(waits), tuple(opens), stacks, ustacks, frozenset(scanned), recovered,
-                        head.get("mode", "eager"), int(head.get("min_block_us", 0)), idle, tuple(sampled))
+                        head.get("mode", "eager"), int(head.get("min_block_us", 0)), idle, tuple(sampled),
+                        head.get("sampler_off", ""))
 
 
 def _addresses(text: str) -> tuple[int, ...]:
