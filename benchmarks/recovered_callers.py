@@ -114,7 +114,8 @@ def main() -> int:
     server = start_server(args.server)
     was = STATS_SYSCTL.read_text().strip()
     run = args.out / "run"
-    try:
+    load = None
+    try:  # a SIGKILL here leaves bpf_stats_enabled at 1: `sysctl kernel.bpf_stats_enabled=0` sets it back
         mdb.sysbench_prepare(server, tables=4, table_size=100000)
         load = mdb.SysbenchLoad(server, args.seconds + 25, "oltp_read_write", threads=16, tables=4, table_size=100000)
         time.sleep(10)
@@ -128,9 +129,10 @@ def main() -> int:
         stop.set()
         poller.join()
         result = load.wait()
-        load.stop()
     finally:
         STATS_SYSCTL.write_text(was + "\n")
+        if load is not None:
+            load.stop()
         mdb.stop_mariadb(server)
     offcpu = json.loads((run / "run.json").read_text())["offcpu"]
     data, table = run / "perf.data", run / "recovered-callers.tsv"

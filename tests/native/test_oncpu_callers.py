@@ -103,7 +103,10 @@ def test_a_walk_stopped_at_the_leaf_gets_its_whole_chain(spun):
     assert total > 50, got
     whole = got.get(("start_thread", "run", "fp_outer_d", "fp_clobberer"), 0)
     assert whole >= RECOVERED_AT_LEAST * total, got
-    assert set(got) <= {("start_thread", "run", "fp_outer_d", "fp_clobberer"), ()}, got  # whole, or as recorded
+    # whole; or as recorded: the leaf alone, or (a tick in its prologue, before rbp holds data) the walk
+    # that skips fp_clobberer, whose few ticks the sampler may not have seen ten times
+    assert set(got) <= {("start_thread", "run", "fp_outer_d", "fp_clobberer"), (),
+                        ("start_thread", "run", "fp_outer_d")}, got
 
 
 def test_a_call_site_reached_through_two_callers_gets_no_guess(spun):

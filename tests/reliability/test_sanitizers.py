@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+import perfdump
 from helpers import REPO, need_perf
 
 PROGS = REPO / "tests" / "native" / "progs"
@@ -68,7 +69,8 @@ def seeds(tmp_path_factory, san) -> dict[str, bytes]:
         exe = tmp / name
         subprocess.run([*argv, "-O1", "-g", "-fno-omit-frame-pointer", "-o", str(exe)], check=True)
         data = tmp / f"{name}.data"
-        rec = subprocess.run([perf, "record", "-q", "-g", "-F", "1999", "-o", str(data), "--", str(exe), "0.3"],
+        rec = subprocess.run([perf, "record", "-q", "-g", "--user-regs=sp", "-F", "1999", "-o", str(data), "--",
+                              str(exe), "0.3"],
                              env=env, capture_output=True, text=True, timeout=120)
         if rec.returncode != 0 or not data.is_file():
             pytest.skip(f"perf record does not work here: {rec.stderr.strip()[-200:]}")
@@ -181,24 +183,20 @@ def test_perfdata_reader_is_clean_on_real_and_mutated_recordings(san, seeds, tmp
     assert not bad, f"{len(bad)} of {len(cases)} runs:\n" + "\n".join(bad[:5])
 
 
-USER_CONTEXT = 0xFFFFFFFFFFFFFE00  # PERF_CONTEXT_USER in a raw call chain
-
-
 def callers_table(dump: bytes) -> bytes:
-    """A recovered-callers.tsv (model/callers.py) whose keys are the seed recording's own user chains (leaf
-    and return addresses, from perf script -D), so the reader splices: each recovers two of the chain's
-    addresses."""
+    """A recovered-callers.tsv (model/callers.py) keyed on the seed recording's own chains (perf script -D):
+    walk rows on each leaf and its return addresses, stopped-walk rows on each sample's thread, user sp and
+    leaf, so the reader splices (the seed's samples carry --user-regs=sp)."""
     lines, seen = [b"# pmuprof recovered callers 1"], set()
-    for record in dump.split(b"PERF_RECORD_SAMPLE(")[1:]:
-        pid = record.split(b": ", 2)[1].split(b"/")[0]
-        chain = [int(line.split(b": ")[1], 16) for line in record.splitlines() if line.startswith(b".....  ")]
-        user = chain[chain.index(USER_CONTEXT) + 1:][:4] if USER_CONTEXT in chain else []
-        if not pid.isdigit() or len(user) < 2 or (pid, tuple(user)) in seen:
+    for s in perfdump.samples(dump):
+        user = s.user[:4]
+        if len(user) < 2 or (s.pid, user) in seen:
             continue
-        seen.add((pid, tuple(user)))
+        seen.add((s.pid, user))
         key = b",".join(b"%x" % a for a in user)
-        lines.append(b"%s\t0\t0\t1\t%s\t%d\t%x,%x" % (pid, key, min(2, len(user)), user[-1], user[0]))
-        lines.append(b"%s\t%s\t7ffd%x\t1\t%x\t1\t%s" % (pid, pid, len(lines), user[0], key))  # a stopped walk's
+        lines.append(b"%d\t0\t0\t1\t%s\t%d\t%x,%x" % (s.pid, key, min(2, len(user)), user[-1], user[0]))
+        if s.sp:
+            lines.append(b"%d\t%d\t%x\t1\t%x\t1\t%s" % (s.pid, s.tid, s.sp, user[0], key))
     return b"\n".join(lines) + b"\n"
 
 
