@@ -85,6 +85,10 @@ def test_the_skipped_caller_is_put_back(spun):
 GUESSED_AT_MOST = 0.25  # a leaf address whose >= 10 sampled stacks all went one way (2 * 0.5^10 a key) is ~1/8
 
 
+WHOLE = ("start_thread", "run", "fp_outer_d", "fp_clobberer")  # thread d's chain below nofp_spin_clobber
+SKIPPED = ("start_thread", "run", "fp_outer_d")  # a prologue tick's walk, as perf records it
+
+
 def _stopped(stacks) -> dict[tuple[str, ...], int]:
     """Ticks in nofp_spin_clobber (with or without kernel frames above it) by the frames below it."""
     got: dict[tuple[str, ...], int] = {}
@@ -101,12 +105,10 @@ def test_a_walk_stopped_at_the_leaf_gets_its_whole_chain(spun):
     got = _stopped(stacks)
     total = sum(got.values())
     assert total > 50, got
-    whole = got.get(("start_thread", "run", "fp_outer_d", "fp_clobberer"), 0)
-    assert whole >= RECOVERED_AT_LEAST * total, got
+    assert got.get(WHOLE, 0) >= RECOVERED_AT_LEAST * total, got
     # whole; or as recorded: the leaf alone, or (a tick in its prologue, before rbp holds data) the walk
     # that skips fp_clobberer, whose few ticks the sampler may not have seen ten times
-    assert set(got) <= {("start_thread", "run", "fp_outer_d", "fp_clobberer"), (),
-                        ("start_thread", "run", "fp_outer_d")}, got
+    assert set(got) <= {WHOLE, (), SKIPPED}, got
 
 
 def test_a_call_site_reached_through_two_callers_gets_no_guess(spun):
@@ -124,7 +126,7 @@ def test_run_files_say_what_was_recovered(spun):
     assert oc["sample_hz"] == 999 and oc["sampled_in_library"] > 0 and oc["callers_recovered"] > 0, oc
     assert oc["lost"]["samples_lost"] == 0, oc
     recovered = json.loads((out / rundir.ANALYSIS).read_text())["recovered_callers"]
-    whole = sum(n for chain, n in _stopped(stacks).items() if chain)
+    whole = _stopped(stacks).get(WHOLE, 0)  # (a prologue tick's walk recovered is that chain too)
     assert recovered == _spliced(stacks) + whole, recovered  # the program's only recovered callers
     lines = (out / rundir.RECOVERED_CALLERS).read_text().splitlines()
     assert lines[0] == "# pmuprof recovered callers 1" and len(lines) > 2
@@ -136,4 +138,5 @@ def test_without_the_table_the_walk_skips_the_caller(spun):
                            capture_output=True, text=True, check=True).stdout
     stacks = {tuple(line.rpartition(" ")[0].split(";")): int(line.rpartition(" ")[2]) for line in plain.splitlines()}
     assert _under(stacks, "fp_outer_a") and _spliced(stacks) == 0
-    assert set(_stopped(stacks)) == {()}, _stopped(stacks)  # the walk stopped at the leaf: nothing above it
+    # the walk stopped at the leaf: nothing above it (a prologue tick's walk skips fp_clobberer)
+    assert set(_stopped(stacks)) <= {(), SKIPPED} and _stopped(stacks).get((), 0) > 50, _stopped(stacks)
