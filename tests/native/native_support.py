@@ -68,6 +68,18 @@ def compile_prog(src: Path, out: Path, compiler: str, opt: str, extra: tuple[str
     return out
 
 
+def build_over_nofp_lib(prog: str, tmp: Path) -> Path:
+    """progs/PROG.c built with frame pointers against progs/nofp_lib.c built without them, as Debian builds
+    glibc (libnofp.so beside it, found by rpath); the executable's path."""
+    lib, exe = tmp / "libnofp.so", tmp / prog
+    subprocess.run(["gcc", "-O2", "-fomit-frame-pointer", "-fPIC", "-shared", "-o", str(lib),
+                    str(PROGS / "nofp_lib.c")], check=True, capture_output=True)
+    subprocess.run(["gcc", "-O1", "-g", "-fno-omit-frame-pointer", "-pthread", "-o", str(exe),
+                    str(PROGS / f"{prog}.c"), f"-L{tmp}", "-lnofp", f"-Wl,-rpath,{tmp}"],
+                   check=True, capture_output=True)
+    return exe
+
+
 def elf_symbols(path: Path) -> dict[str, tuple[int, int, int]]:
     """name -> (value, size, type) from .symtab: an independent reading of the ground truth (no nm)."""
     data = path.read_bytes()

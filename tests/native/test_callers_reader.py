@@ -17,7 +17,7 @@ import pytest
 
 import perfdump
 from helpers import need_perf
-from native_support import PROGS, native_binary
+from native_support import build_over_nofp_lib, native_binary
 from pmuprof.model import callers
 
 SECONDS = 1.5
@@ -41,12 +41,7 @@ def _bias(pid: int, exe) -> int:
 def recorded(tmp_path_factory):
     perf = need_perf()
     tmp = tmp_path_factory.mktemp("callers-reader")
-    lib, exe, data = tmp / "libnofp.so", tmp / "fp_spins_nofp", tmp / "perf.data"
-    subprocess.run(["gcc", "-O2", "-fomit-frame-pointer", "-fPIC", "-shared", "-o", str(lib),
-                    str(PROGS / "nofp_lib.c")], check=True, capture_output=True)
-    subprocess.run(["gcc", "-O1", "-g", "-fno-omit-frame-pointer", "-pthread", "-o", str(exe),
-                    str(PROGS / "fp_spins_nofp.c"), f"-L{tmp}", "-lnofp", f"-Wl,-rpath,{tmp}"],
-                   check=True, capture_output=True)
+    exe, data = build_over_nofp_lib("fp_spins_nofp", tmp), tmp / "perf.data"
     prog = subprocess.Popen([str(exe), "30"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         time.sleep(0.2)

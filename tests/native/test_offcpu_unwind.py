@@ -8,11 +8,10 @@ sleep skips nofp_sleep_inner, nofp_wait and the fp_waiter that called them.
 
 from __future__ import annotations
 
-import subprocess
 
 import pytest
 
-from native_support import PROGS
+from native_support import build_over_nofp_lib
 from pmuprof.tools.native import offcpu as tool
 from test_offcpu_live import need_offcpu, record_running
 
@@ -23,13 +22,7 @@ SECONDS = 3.0
 def unwound(tmp_path_factory):
     need_offcpu()
     tmp = tmp_path_factory.mktemp("unwind")
-    lib = tmp / "libnofp.so"
-    subprocess.run(["gcc", "-O2", "-fomit-frame-pointer", "-fPIC", "-shared", "-o", str(lib),
-                    str(PROGS / "nofp_lib.c")], check=True, capture_output=True)
-    exe = tmp / "fp_calls_nofp"
-    subprocess.run(["gcc", "-O1", "-g", "-fno-omit-frame-pointer", "-pthread", "-o", str(exe),
-                    str(PROGS / "fp_calls_nofp.c"), f"-L{tmp}", "-lnofp", f"-Wl,-rpath,{tmp}"],
-                   check=True, capture_output=True)
+    exe = build_over_nofp_lib("fp_calls_nofp", tmp)
     out, run, stacks, _ = record_running([str(exe), "60"], tmp / "run", SECONDS)
     return out, run, stacks
 

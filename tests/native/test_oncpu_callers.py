@@ -19,7 +19,7 @@ import subprocess
 import pytest
 
 from helpers import run_cli
-from native_support import PROGS, native_binary
+from native_support import build_over_nofp_lib, native_binary
 from pmuprof.model import rundir
 from pmuprof.model.folded import load_folded
 from test_offcpu_live import need_offcpu
@@ -32,12 +32,7 @@ RECOVERED_AT_LEAST = 0.8  # of a thread's ticks in nofp_spin: a leaf address per
 def spun(tmp_path_factory):
     need_offcpu()
     tmp = tmp_path_factory.mktemp("oncpu-callers")
-    lib, exe = tmp / "libnofp.so", tmp / "fp_spins_nofp"
-    subprocess.run(["gcc", "-O2", "-fomit-frame-pointer", "-fPIC", "-shared", "-o", str(lib),
-                    str(PROGS / "nofp_lib.c")], check=True, capture_output=True)
-    subprocess.run(["gcc", "-O1", "-g", "-fno-omit-frame-pointer", "-pthread", "-o", str(exe),
-                    str(PROGS / "fp_spins_nofp.c"), f"-L{tmp}", "-lnofp", f"-Wl,-rpath,{tmp}"],
-                   check=True, capture_output=True)
+    exe = build_over_nofp_lib("fp_spins_nofp", tmp)
     prog = subprocess.Popen([str(exe), "60"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     out = tmp / "run"
     try:
