@@ -19,6 +19,7 @@ import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
+from typing import Iterator
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's pmuprof
 
@@ -28,27 +29,35 @@ from pmuprof.tools.elf import symbol_summary  # noqa: E402
 KERNEL_START = 0xFFFF800000000000  # x86-64: kernel addresses are above this
 
 
-def leaf_dsos(data: Path, comms: list[str]) -> tuple[Counter[str], int]:
-    """Samples per DSO of their innermost user frame, and the samples read."""
+def user_dsos(data: Path, comms: list[str]) -> Iterator[list[str]]:
+    """Each sample's user frames, innermost first, as the DSO each one is in (perf script -F comm,ip,dso)."""
     argv = ["perf", "script", "-i", str(data), "-F", "comm,ip,dso", "--no-inline", "--comms", ",".join(comms)]
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, errors="replace")
-    leaves: Counter[str] = Counter()
-    samples, first_user = 0, None
+    frames: list[str] | None = None
     assert proc.stdout is not None
     for line in proc.stdout:
         if not line.startswith("\t"):  # a sample's header line (call-chain lines start with a tab)
             if line.strip():
-                samples += 1
-                if first_user is not None:
-                    leaves[first_user] += 1
-                first_user = None
+                if frames is not None:
+                    yield frames
+                frames = []
             continue
         ip, _, rest = line.strip().partition(" ")
-        if first_user is None and int(ip, 16) < KERNEL_START:
-            first_user = rest.rsplit("(", 1)[-1].rstrip(")")
-    if first_user is not None:
-        leaves[first_user] += 1
+        if frames is not None and int(ip, 16) < KERNEL_START:
+            frames.append(rest.rsplit("(", 1)[-1].rstrip(")"))
+    if frames is not None:
+        yield frames
     proc.wait()
+
+
+def leaf_dsos(data: Path, comms: list[str]) -> tuple[Counter[str], int]:
+    """Samples per DSO of their innermost user frame, and the samples read."""
+    leaves: Counter[str] = Counter()
+    samples = 0
+    for frames in user_dsos(data, comms):
+        samples += 1
+        if frames:
+            leaves[frames[0]] += 1
     return leaves, samples
 
 

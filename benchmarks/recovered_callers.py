@@ -56,18 +56,6 @@ def sampler_stats(stop: threading.Event, out: dict) -> None:
                 out.update(run_cnt=p.get("run_cnt", 0), run_time_ns=p.get("run_time_ns", 0))
 
 
-def stopped_walks(data: Path) -> int:
-    """Samples whose user chain is a library leaf alone (perf's walk stopped there)."""
-    argv = ["perf", "script", "-i", str(data), "-F", "comm,ip,dso", "--no-inline", "--comms", "mariadbd"]
-    text = subprocess.run(argv, capture_output=True, text=True, errors="replace").stdout
-    stopped = 0
-    for sample in text.split("\n\n"):
-        user = [line.split("(")[-1] for line in sample.splitlines()[1:]
-                if line.startswith("\t") and int(line.split()[0], 16) < fpless_leaves.KERNEL_START]
-        stopped += len(user) == 1 and "mariadbd" not in user[0]
-    return stopped
-
-
 def folded(data: Path, pid: int, callers: Path | None) -> Counter:
     """pmuprof-perfdata's folded stacks of pid (inline frames off: the callers are what is compared)."""
     argv = [str(perfdata_path()), "--pid", str(pid), data.as_posix()]
@@ -136,9 +124,12 @@ def main() -> int:
         mdb.stop_mariadb(server)
     offcpu = json.loads((run / "run.json").read_text())["offcpu"]
     data, table = run / "perf.data", run / "recovered-callers.tsv"
-    leaves, samples = fpless_leaves.leaf_dsos(data, ["mariadbd"])
-    in_library = sum(n for dso, n in leaves.items() if "mariadbd" not in dso)
-    stopped = stopped_walks(data)
+    samples = in_library = stopped = 0  # one perf script pass: leaves in a library, walks stopped there
+    for frames in fpless_leaves.user_dsos(data, ["mariadbd"]):
+        samples += 1
+        if frames and "mariadbd" not in frames[0]:
+            in_library += 1
+            stopped += len(frames) == 1
     before, after = folded(data, server.pid, None), folded(data, server.pid, table)
     gained = inclusive(after) - inclusive(before)
     recovered = json.loads((run / "analysis.json").read_text()).get("recovered_callers", 0)
