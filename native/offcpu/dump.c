@@ -306,6 +306,16 @@ static struct uw_proc *proc_of(struct procs *ps, __u32 tgid)
     return ps->p[ps->n++] = uw_proc_read(tgid);
 }
 
+/* A stack read back from a map, its counts held to the arrays (the map is the program's, but a count past
+ * them would make the writers read beyond). */
+static void ustack_bound(struct offcpu_ustack *u)
+{
+    if (u->n > OFFCPU_USER_DEPTH)
+        u->n = OFFCPU_USER_DEPTH;
+    if (u->nwords > OFFCPU_RECOVER_WORDS)
+        u->nwords = 0;
+}
+
 /* One user stack line, with the callers the CFI unwinder recovers between its leaf and the rest of the
  * frame-pointer walk. */
 static void write_ustack(FILE *f, struct procs *ps, __u64 key, struct offcpu_ustack *u, __u32 tgid)
@@ -314,10 +324,7 @@ static void write_ustack(FILE *f, struct procs *ps, __u64 key, struct offcpu_ust
     unsigned resume, d;
     int nrec;
 
-    if (u->n > OFFCPU_USER_DEPTH)
-        u->n = OFFCPU_USER_DEPTH;
-    if (u->nwords > OFFCPU_RECOVER_WORDS)
-        u->nwords = 0;
+    ustack_bound(u);
     nrec = uw_recover(proc_of(ps, tgid), u, rec, UNWIND_MAX_STEPS, &resume);
     fprintf(f, "ustack\t%llx\t%u\t", (unsigned long long)key, u->scanned);
     if (u->n)
@@ -371,10 +378,7 @@ static void dump_samples(FILE *f, int fd, int stacks_fd)
         prev = &key;
         if (bpf_map_lookup_elem(fd, &key, &count) || bpf_map_lookup_elem(stacks_fd, &key.ustack, &u))
             continue;
-        if (u.n > OFFCPU_USER_DEPTH)
-            u.n = OFFCPU_USER_DEPTH;
-        if (u.nwords > OFFCPU_RECOVER_WORDS)
-            u.nwords = 0;
+        ustack_bound(&u);
         if (!u.n)
             continue;
         nrec = uw_recover(proc_of(&ps, key.tgid), &u, rec, UNWIND_MAX_STEPS, &resume);

@@ -545,12 +545,11 @@ int BPF_PROG(on_switch_in, bool is_switch)
 SEC("perf_event")
 int on_sample(void *ctx)
 {
-    __u64 id = bpf_get_current_pid_tgid(), one = 1, *count;
+    __u64 id = bpf_get_current_pid_tgid(), zero = 0, *count;
     struct offcpu_skey key = {.tgid = (__u32)(id >> 32)};
     struct task_struct *task;
     struct pt_regs *regs;
     int scanned = 0;
-    long rc;
 
     if (!is_target(key.tgid) || !window_t0())
         return 0;
@@ -570,18 +569,14 @@ int on_sample(void *ctx)
         return 0;
     }
     count = bpf_map_lookup_elem(&samples, &key);
-    if (count) {
-        __sync_fetch_and_add(count, 1);
-        return 0;
-    }
-    rc = bpf_map_update_elem(&samples, &key, &one, BPF_NOEXIST);
-    if (rc == -17) { /* -EEXIST: another CPU added it meanwhile */
+    if (!count) { /* as wait_add: created at 0 (by another CPU, maybe, meanwhile), then added to */
+        bpf_map_update_elem(&samples, &key, &zero, BPF_NOEXIST);
         count = bpf_map_lookup_elem(&samples, &key);
-        if (count)
-            __sync_fetch_and_add(count, 1);
-    } else if (rc) {
-        stat_add(OFFCPU_STAT_SAMPLES_LOST);
     }
+    if (count)
+        __sync_fetch_and_add(count, 1);
+    else
+        stat_add(OFFCPU_STAT_SAMPLES_LOST); /* the map is full */
     return 0;
 }
 
