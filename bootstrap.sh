@@ -6,15 +6,15 @@ set -eu
 cd "$(dirname "$0")"
 JOB="${1:-demo}"
 
-APT_PACKAGES="linux-perf build-essential pkg-config libpfm4-dev libdw-dev libelf-dev libcapstone-dev libiberty-dev \
+APT_PACKAGES="linux-perf build-essential pkg-config clang libpfm4-dev libdw-dev libelf-dev libcapstone-dev libiberty-dev \
   libbpf-dev mariadb-server mariadb-client sysbench gdb systemd python3-pip python3-venv"
 # The test job also renders reports in a real browser and reads pprof exports back with Google's pprof;
-# clang also builds the off-CPU tracer (BPF target), clang-format checks the C style, bpftool checks it leaves nothing attached;
+# clang-format checks the C style, bpftool checks it leaves nothing attached;
 # debuginfod-find for the debuginfod tests; Maven fetches MariaDB 10.2.11 and 11.4.5 (full symbols) for the
 # second and third servers (11.4.5's mariadbd needs no library beyond mariadb-server's and systemd's);
 # node_exporter scrapes the textfile metrics (policy-rc.d below keeps its service from starting too).
 if [ "$JOB" = test ]; then
-  APT_PACKAGES="$APT_PACKAGES chromium clang clang-format bpftool debuginfod prometheus-node-exporter"
+  APT_PACKAGES="$APT_PACKAGES chromium clang-format bpftool debuginfod prometheus-node-exporter"
   command -v mvn >/dev/null 2>&1 || APT_PACKAGES="$APT_PACKAGES maven"
 fi
 
