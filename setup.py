@@ -45,8 +45,11 @@ def _native_mode() -> str:
 def _shortfalls(make: subprocess.CompletedProcess, built: Path) -> list[str]:
     """One line per helper not built or built with a feature off: the Makefile's reasons, else make's error."""
     said = [line for line in make.stdout.splitlines() if re.match(r"pmuprof-[a-z]+: .*apt-get install", line)]
-    lines = said + [f"{name}: not built" for name in HELPERS
-                    if not (built / name).is_file() and not any(line.startswith(name + ":") for line in said)]
+    lines = said + [
+        f"{name}: not built"
+        for name in HELPERS
+        if not (built / name).is_file() and not any(line.startswith(name + ":") for line in said)
+    ]
     if make.returncode != 0:
         lines += ["make failed:"] + [f"  {line}" for line in make.stderr.strip().splitlines()[-8:]]
     return lines
@@ -73,7 +76,8 @@ class BuildWithHelper(build_py):
             text = "".join(f"pmuprof: {line}\n" for line in short) + (
                 f"pmuprof: every helper and feature: {HELPER_HINT}\n"
                 "pmuprof: or PMUPROF_BUILD_NATIVE=optional to build what this host can (doctor lists what is off),"
-                " PMUPROF_BUILD_NATIVE=0 for no helper\n")
+                " PMUPROF_BUILD_NATIVE=0 for no helper\n"
+            )
             if mode == "all":
                 raise SystemExit("pmuprof: the native helpers did not all build:\n" + text)
             sys.stderr.write(text)
@@ -103,8 +107,8 @@ class TruthfulWheel(bdist_wheel):
 
 
 setup(
-    packages=find_packages(include=["pmuprof", "pmuprof.*"]) + [
-        "pmuprof.templates", "pmuprof.rules", "pmuprof.rules.knowledge", "pmuprof.demo"],
+    packages=find_packages(include=["pmuprof", "pmuprof.*"])
+    + ["pmuprof.templates", "pmuprof.rules", "pmuprof.rules.knowledge", "pmuprof.demo"],
     package_dir={"pmuprof.templates": "templates", "pmuprof.rules": "rules", "pmuprof.demo": "examples/demo"},
     package_data={
         "pmuprof.templates": ["*.j2", "*.js", "*.css"],

@@ -33,11 +33,11 @@ def fix(path: str) -> int:
                 nul = m.find(b"\0", off + 24, off + rsize)
                 name = (nul + 1 - (off + 24) + 7) // 8 * 8
                 trailer = off + 24 + name
-                gap = m[trailer:off + rsize - SAMPLE_ID]
+                gap = m[trailer : off + rsize - SAMPLE_ID]
                 if nul >= 0 and trailer + SAMPLE_ID < off + rsize and gap.strip(b"\0"):  # zeros: fixed already
-                    sid = m[trailer:trailer + SAMPLE_ID]
-                    m[trailer:off + rsize] = b"\0" * (off + rsize - trailer)
-                    m[off + rsize - SAMPLE_ID:off + rsize] = sid
+                    sid = m[trailer : trailer + SAMPLE_ID]
+                    m[trailer : off + rsize] = b"\0" * (off + rsize - trailer)
+                    m[off + rsize - SAMPLE_ID : off + rsize] = sid
                     fixed += 1
             off += rsize
     return fixed

@@ -19,7 +19,7 @@ import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
-from typing import Iterator
+from collections.abc import Iterator
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's pmuprof
 
@@ -74,7 +74,9 @@ def main() -> None:
         by_verdict[fp] += n  # the vdso's functions set up no frame either
         print(f"  {100 * n / samples:6.2f} %  {n:8d}  frame pointers {fp:10s}  {dso}")
     for fp, n in by_verdict.most_common():
-        print(f"innermost user frame in a library whose frame pointers are {fp}: {n} ({100 * n / max(samples, 1):.2f} %)")
+        print(
+            f"innermost user frame in a library whose frame pointers are {fp}: {n} ({100 * n / max(samples, 1):.2f} %)"
+        )
 
 
 if __name__ == "__main__":

@@ -24,8 +24,10 @@ def main() -> None:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     with open(args.out, "w", encoding="utf-8") as out:
         for i in range(args.stacks):
-            out.write(f"{PREFIX};Item_func_{i:07d}::val_int(Arg_comparator<long, {i % 977}>);"
-                      f"tmpl_instance_{i:07d}_leaf {rng.randint(1, 50)}\n")
+            out.write(
+                f"{PREFIX};Item_func_{i:07d}::val_int(Arg_comparator<long, {i % 977}>);"
+                f"tmpl_instance_{i:07d}_leaf {rng.randint(1, 50)}\n"
+            )
 
 
 if __name__ == "__main__":

@@ -39,9 +39,12 @@ def coverage(path: Path) -> dict:
     short_ns = sum(w.ns for w in out.waits if w.short)
     total_ns = sum(w.ns for w in out.waits if w.state != "B")
     long_n, short_n = out.stats.get("long", 0), out.stats.get("short", 0)
-    return {"mode": out.mode, "stacks_per_s": round(long_n / max((out.end_ns - out.t0_ns) / 1e9, 1e-9)),
-            "blocks_with_stacks": round(long_n / max(long_n + short_n, 1), 3) if out.mode == "lazy" else 1.0,
-            "time_with_stacks": round(1 - short_ns / max(total_ns, 1), 3)}
+    return {
+        "mode": out.mode,
+        "stacks_per_s": round(long_n / max((out.end_ns - out.t0_ns) / 1e9, 1e-9)),
+        "blocks_with_stacks": round(long_n / max(long_n + short_n, 1), 3) if out.mode == "lazy" else 1.0,
+        "time_with_stacks": round(1 - short_ns / max(total_ns, 1), 3),
+    }
 
 
 def measure(argv: list[str]) -> dict:
@@ -66,10 +69,15 @@ def measure(argv: list[str]) -> dict:
         oo._set_bpf_stats(False)
     runs, ns = s1["runs"] - s0["runs"], s1["ns"] - s0["ns"]
     switches = s1["switch_runs"] - s0["switch_runs"]
-    return {"runs_per_s": round(runs / (t1 - t0)), "ns_per_run": round(ns / max(runs, 1)),
-            "ns_per_switch": round(ns / max(switches, 1)), "switches_per_s": round(switches / (t1 - t0)),
-            "cpu_pct_of_host": round(100 * ns / ((t1 - t0) * 1e9 * (os.cpu_count() or 1)), 2), "progs": s1["progs"],
-            **(coverage(OUT) if argv[0] != "bpftrace" else {})}
+    return {
+        "runs_per_s": round(runs / (t1 - t0)),
+        "ns_per_run": round(ns / max(runs, 1)),
+        "ns_per_switch": round(ns / max(switches, 1)),
+        "switches_per_s": round(switches / (t1 - t0)),
+        "cpu_pct_of_host": round(100 * ns / ((t1 - t0) * 1e9 * (os.cpu_count() or 1)), 2),
+        "progs": s1["progs"],
+        **(coverage(OUT) if argv[0] != "bpftrace" else {}),
+    }
 
 
 def main() -> int:
@@ -78,7 +86,9 @@ def main() -> int:
     ap.add_argument("--no-bpftrace", action="store_true")
     ap.add_argument("tracers", nargs="*", help="'NAME=PATH [ARG...]' of pmuprof-offcpu builds (and options) to compare")
     args = ap.parse_args()
-    tracers = dict(t.split("=", 1) for t in args.tracers) or {"pmuprof-offcpu": str(ROOT / "native/build/pmuprof-offcpu")}
+    tracers = dict(t.split("=", 1) for t in args.tracers) or {
+        "pmuprof-offcpu": str(ROOT / "native/build/pmuprof-offcpu")
+    }
     server = mdb.start_mariadb()
     try:
         mdb.sysbench_prepare(server, 4, 10000)
@@ -87,11 +97,25 @@ def main() -> int:
             time.sleep(3)
             for rnd in range(args.rounds):
                 for name, path in [*tracers.items(), *([] if args.no_bpftrace else [("bpftrace", "")])]:
-                    argv = ([path.split()[0], "--pid", str(server.pid), "--duration", "60", "--out",
-                             str(OUT), *path.split()[1:]]
-                            if path else ["bpftrace", "-e", oo.BPFTRACE % {"pid": server.pid}])
-                    print(f"round {rnd + 1} {name:16s} {measure(argv)} load1 "
-                          f"{Path('/proc/loadavg').read_text().split()[0]}", flush=True)
+                    argv = (
+                        [
+                            path.split()[0],
+                            "--pid",
+                            str(server.pid),
+                            "--duration",
+                            "60",
+                            "--out",
+                            str(OUT),
+                            *path.split()[1:],
+                        ]
+                        if path
+                        else ["bpftrace", "-e", oo.BPFTRACE % {"pid": server.pid}]
+                    )
+                    print(
+                        f"round {rnd + 1} {name:16s} {measure(argv)} load1 "
+                        f"{Path('/proc/loadavg').read_text().split()[0]}",
+                        flush=True,
+                    )
         finally:
             load.stop()
     finally:

@@ -17,11 +17,27 @@ from pathlib import Path
 
 KEEP_SHARE = 0.0005  # stacks under 0.05 % of the time (or samples) are left out
 MAX_STACKS = 120
-VARIABLES = ("innodb_flush_log_at_trx_commit", "sync_binlog", "log_bin", "innodb_thread_concurrency",
-             "innodb_lock_wait_timeout", "lock_wait_timeout", "innodb_buffer_pool_size", "table_open_cache",
-             "binlog_commit_wait_count", "binlog_commit_wait_usec", "innodb_sync_array_size", "innodb_flush_method",
-             "innodb_use_native_aio", "thread_handling", "innodb_spin_wait_delay", "innodb_sync_spin_loops",
-             "innodb_buffer_pool_chunk_size", "innodb_io_capacity", "innodb_page_size")
+VARIABLES = (
+    "innodb_flush_log_at_trx_commit",
+    "sync_binlog",
+    "log_bin",
+    "innodb_thread_concurrency",
+    "innodb_lock_wait_timeout",
+    "lock_wait_timeout",
+    "innodb_buffer_pool_size",
+    "table_open_cache",
+    "binlog_commit_wait_count",
+    "binlog_commit_wait_usec",
+    "innodb_sync_array_size",
+    "innodb_flush_method",
+    "innodb_use_native_aio",
+    "thread_handling",
+    "innodb_spin_wait_delay",
+    "innodb_sync_spin_loops",
+    "innodb_buffer_pool_chunk_size",
+    "innodb_io_capacity",
+    "innodb_page_size",
+)
 STATUS = ("Innodb_buffer_pool_", "Innodb_page_size", "Innodb_data_reads")  # what the buffer-pool rules read
 
 
@@ -49,13 +65,27 @@ def _facts(capture: Path) -> dict:
     variables = {k: v for k, v in (mysql.get("variables") or {}).items() if k in VARIABLES}
     offcpu = {k: v for k, v in (run.get("offcpu") or {}).items() if k not in ("argv", "stderr")}
     status = mysql.get("status") or {}
-    status = {part: ({k: v for k, v in status[part].items() if k.startswith(STATUS)} if isinstance(status[part], dict)
-                     else status[part]) for part in status}
+    status = {
+        part: (
+            {k: v for k, v in status[part].items() if k.startswith(STATUS)}
+            if isinstance(status[part], dict)
+            else status[part]
+        )
+        for part in status
+    }
     record = {k: v for k, v in (run.get("record") or {}).items() if k in ("frequency", "event_recorded")}
-    server = {"reachable": mysql.get("reachable", True), "server": mysql.get("server", {}), "variables": variables,
-              "status": status, "innodb_data": mysql.get("innodb_data")}
-    return {"run": {"offcpu": offcpu, "duration_s": run.get("duration_s"), "record": record},
-            "mysql": server, "threads": threads}
+    server = {
+        "reachable": mysql.get("reachable", True),
+        "server": mysql.get("server", {}),
+        "variables": variables,
+        "status": status,
+        "innodb_data": mysql.get("innodb_data"),
+    }
+    return {
+        "run": {"offcpu": offcpu, "duration_s": run.get("duration_s"), "record": record},
+        "mysql": server,
+        "threads": threads,
+    }
 
 
 def write(capture: Path, stem: Path, headline: list[str]) -> None:

@@ -41,8 +41,15 @@ def tracer_argv(mode: str, pid: int, out: Path) -> list[str]:
     """The exact command each mode runs while sysbench runs."""
     if mode in ("bpf", "bpf-before"):  # bpf-before: another build (PMUPROF_OFFCPU_BEFORE), e.g. main's, side by side
         binary = os.environ.get("PMUPROF_OFFCPU_BEFORE" if mode == "bpf-before" else "PMUPROF_OFFCPU")
-        return [binary or str(ROOT / "native" / "build" / "pmuprof-offcpu"), "--pid", str(pid), "--duration", "600",
-                "--out", str(out / "offcpu.out")]
+        return [
+            binary or str(ROOT / "native" / "build" / "pmuprof-offcpu"),
+            "--pid",
+            str(pid),
+            "--duration",
+            "600",
+            "--out",
+            str(out / "offcpu.out"),
+        ]
     if mode == "bpftrace":
         return ["bpftrace", "-e", BPFTRACE % {"pid": pid}]
     if mode == "perf-sched":
@@ -74,9 +81,12 @@ def bpf_prog_stats(before: set[int]) -> dict:
     mine = [p for p in bpf_progs() if p["id"] not in before]
     # the sched_switch program's runs = context switches (lazy mode adds one at the end of __schedule)
     switch = [p.get("run_cnt", 0) for p in mine if p.get("name") in ("on_switch", "sched_switch")]
-    return {"runs": sum(p.get("run_cnt", 0) for p in mine), "ns": sum(p.get("run_time_ns", 0) for p in mine),
-            "switch_runs": sum(switch) if switch else max((p.get("run_cnt", 0) for p in mine), default=0),
-            "progs": [p.get("name", "") for p in mine]}
+    return {
+        "runs": sum(p.get("run_cnt", 0) for p in mine),
+        "ns": sum(p.get("run_time_ns", 0) for p in mine),
+        "switch_runs": sum(switch) if switch else max((p.get("run_cnt", 0) for p in mine), default=0),
+        "progs": [p.get("name", "") for p in mine],
+    }
 
 
 def proc_cpu_s(pid: int) -> float:
@@ -108,9 +118,13 @@ def one_run(server: mdb.MariaDB, mode: str, load: str, seconds: float, threads: 
             before = {p["id"] for p in bpf_progs()}
         if mode != "baseline":
             t0 = time.monotonic()
-            proc = subprocess.Popen(tracer_argv(mode, server.pid, out), stdout=open(out / "stdout", "wb"),
-                                    stderr=open(out / "stderr", "wb"), stdin=subprocess.DEVNULL,
-                                    start_new_session=True)
+            proc = subprocess.Popen(
+                tracer_argv(mode, server.pid, out),
+                stdout=open(out / "stdout", "wb"),
+                stderr=open(out / "stderr", "wb"),
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
             extra["attach_s"] = round(_wait_ready(proc, mode, out / "stderr", out), 3)
         begin = time.monotonic()
         server_cpu, child_cpu = proc_cpu_s(server.pid), children_cpu_s()
@@ -119,8 +133,12 @@ def one_run(server: mdb.MariaDB, mode: str, load: str, seconds: float, threads: 
         if stats:
             cost = bpf_prog_stats(before)
             wall = time.monotonic() - t0
-            extra.update(bpf_progs=cost["progs"], bpf_runs_per_s=round(cost["runs"] / wall), bpf_ns_per_run=round(cost["ns"] / max(cost["runs"], 1)),
-                         bpf_cpu_pct=round(100 * cost["ns"] / (wall * 1e9 * (os.cpu_count() or 1)), 3))
+            extra.update(
+                bpf_progs=cost["progs"],
+                bpf_runs_per_s=round(cost["runs"] / wall),
+                bpf_ns_per_run=round(cost["ns"] / max(cost["runs"], 1)),
+                bpf_cpu_pct=round(100 * cost["ns"] / (wall * 1e9 * (os.cpu_count() or 1)), 3),
+            )
         reaped = children_cpu_s()  # sysbench's CPU is in already
         txns = result.tps * seconds
         extra["server_cpu_us_per_txn"] = round(server_cpu * 1e6 / txns, 2) if txns else None
@@ -148,16 +166,26 @@ def one_run(server: mdb.MariaDB, mode: str, load: str, seconds: float, threads: 
             _set_bpf_stats(False)
         shutil.rmtree(out, ignore_errors=True)
     load1 = float(Path("/proc/loadavg").read_text().split()[0])
-    return {"mode": mode, "load": load, "tps": result.tps, "p95_ms": result.p95_ms, "errors": result.errors,
-            "load1": load1, **extra}
+    return {
+        "mode": mode,
+        "load": load,
+        "tps": result.tps,
+        "p95_ms": result.p95_ms,
+        "errors": result.errors,
+        "load1": load1,
+        **extra,
+    }
 
 
 def summarize(runs: list[dict]) -> dict:
     out: dict = {}
     for load in LOADS:
         for mode in MODES:
-            pairs = [(runs[i - 1], r) for i, r in enumerate(runs)
-                     if r["mode"] == mode and r["load"] == load and runs[i - 1]["mode"] == "baseline"]
+            pairs = [
+                (runs[i - 1], r)
+                for i, r in enumerate(runs)
+                if r["mode"] == mode and r["load"] == load and runs[i - 1]["mode"] == "baseline"
+            ]
             if not pairs:
                 continue
             out[f"{load}/{mode}"] = {
@@ -167,10 +195,12 @@ def summarize(runs: list[dict]) -> dict:
                 "baseline_tps": ov.spread([a["tps"] for a, _ in pairs]),
                 "worst_ping_ms": ov.spread([b["worst_ping_ms"] for _, b in pairs]),
                 "baseline_worst_ping_ms": ov.spread([a["worst_ping_ms"] for a, _ in pairs]),
-                "server_cpu_per_txn_ratio": ov.spread([b["server_cpu_us_per_txn"] / a["server_cpu_us_per_txn"]
-                                                       for a, b in pairs]),
-                "sysbench_cpu_per_txn_ratio": ov.spread([b["sysbench_cpu_us_per_txn"] / a["sysbench_cpu_us_per_txn"]
-                                                         for a, b in pairs]),
+                "server_cpu_per_txn_ratio": ov.spread(
+                    [b["server_cpu_us_per_txn"] / a["server_cpu_us_per_txn"] for a, b in pairs]
+                ),
+                "sysbench_cpu_per_txn_ratio": ov.spread(
+                    [b["sysbench_cpu_us_per_txn"] / a["sysbench_cpu_us_per_txn"] for a, b in pairs]
+                ),
                 "baseline_server_cpu_us_per_txn": ov.spread([a["server_cpu_us_per_txn"] for a, _ in pairs]),
                 "tracer_cpu_s": ov.spread([b["tracer_cpu_s"] for _, b in pairs]),
                 "attach_s": ov.spread([b["attach_s"] for _, b in pairs]),
@@ -182,17 +212,22 @@ def summarize(runs: list[dict]) -> dict:
 
 
 def markdown(summary: dict) -> str:
-    lines = ["| load / mode | pairs | TPS ratio min / median / max | p95 ratio median | server CPU per txn ratio "
-             "min / median / max | tracer CPU s | worst SELECT 1 ms (median, max) with / without | attach s | "
-             "stop+dump s | output |", "|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| load / mode | pairs | TPS ratio min / median / max | p95 ratio median | server CPU per txn ratio "
+        "min / median / max | tracer CPU s | worst SELECT 1 ms (median, max) with / without | attach s | "
+        "stop+dump s | output |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for key, s in summary.items():
         t, c = s["tps_ratio"], s["server_cpu_per_txn_ratio"]
-        lines.append(f"| {key} | {s['pairs']} | {t['min']:.3f} / {t['median']:.3f} / {t['max']:.3f} | "
-                     f"{s['p95_ratio']['median']:.3f} | {c['min']:.3f} / {c['median']:.3f} / {c['max']:.3f} | "
-                     f"{s['tracer_cpu_s']['median']:.2f} | {s['worst_ping_ms']['median']:.0f}, "
-                     f"{s['worst_ping_ms']['max']:.0f} / {s['baseline_worst_ping_ms']['median']:.0f}, "
-                     f"{s['baseline_worst_ping_ms']['max']:.0f} | {s['attach_s']['median']:.2f} | "
-                     f"{s['stop_s']['median']:.2f} | {s['output_bytes']['median'] / 1024:.0f} KiB |")
+        lines.append(
+            f"| {key} | {s['pairs']} | {t['min']:.3f} / {t['median']:.3f} / {t['max']:.3f} | "
+            f"{s['p95_ratio']['median']:.3f} | {c['min']:.3f} / {c['median']:.3f} / {c['max']:.3f} | "
+            f"{s['tracer_cpu_s']['median']:.2f} | {s['worst_ping_ms']['median']:.0f}, "
+            f"{s['worst_ping_ms']['max']:.0f} / {s['baseline_worst_ping_ms']['median']:.0f}, "
+            f"{s['baseline_worst_ping_ms']['max']:.0f} | {s['attach_s']['median']:.2f} | "
+            f"{s['stop_s']['median']:.2f} | {s['output_bytes']['median'] / 1024:.0f} KiB |"
+        )
     return "\n".join(lines)
 
 
@@ -204,8 +239,11 @@ def main() -> int:
     ap.add_argument("--modes", default=",".join(MODES))
     ap.add_argument("--loads", default=",".join(LOADS))
     ap.add_argument("--out", type=Path, default=WORK / "offcpu_overhead.json")
-    ap.add_argument("--bpf-stats", action="store_true",
-                    help="measure the BPF programs' own run time (kernel.bpf_stats_enabled, restored after)")
+    ap.add_argument(
+        "--bpf-stats",
+        action="store_true",
+        help="measure the BPF programs' own run time (kernel.bpf_stats_enabled, restored after)",
+    )
     args = ap.parse_args()
     if os.geteuid() != 0 or mdb.missing_tools():
         print("offcpu_overhead: needs root, mariadb-server, sysbench, PyMySQL", file=sys.stderr)
@@ -227,8 +265,9 @@ def main() -> int:
     finally:
         mdb.stop_mariadb(server)
     summary = summarize(runs)
-    args.out.write_text(json.dumps({"meta": vars(args) | {"out": str(args.out)}, "summary": summary,
-                                    "runs": runs}, indent=2) + "\n")
+    args.out.write_text(
+        json.dumps({"meta": vars(args) | {"out": str(args.out)}, "summary": summary, "runs": runs}, indent=2) + "\n"
+    )
     print(markdown(summary))
     return 0
 

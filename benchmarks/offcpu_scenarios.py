@@ -18,7 +18,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from collections.abc import Callable
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -43,40 +43,77 @@ class Scenario:
 
 
 SCENARIOS = {
-    "row-lock": Scenario("one session holds a row lock (SELECT ... FOR UPDATE, open transaction); three "
-                         "others wait for it", sessions="row_lock"),
-    "mdl": Scenario("a long transaction has read a table; ALTER TABLE waits for its metadata lock and three "
-                    "SELECTs queue behind the ALTER", sessions="mdl"),
-    "redo": Scenario("innodb_flush_log_at_trx_commit=1, 8 sysbench writers: commits wait for the redo fsync",
-                     ("--innodb-flush-log-at-trx-commit=1",), load=("oltp_write_only", 8)),
-    "binlog": Scenario("binary log with sync_binlog=1, 16 sysbench writers: commits wait in the binlog group "
-                       "commit", ("--log-bin=mysql-bin", "--server-id=1", "--sync-binlog=1",
-                                  "--innodb-flush-log-at-trx-commit=1"), load=("oltp_write_only", 16)),
-    "free-page": Scenario("a 6 MiB buffer pool under 8 sysbench writers on 200,000 rows: threads wait for free pages",
-                          ("--innodb-buffer-pool-size=6M",), tables=1, table_size=200000,
-                          load=("oltp_update_non_index", 8)),
-    "contention": Scenario("32 sysbench read-write threads on one 1,000-row table: latches contend",
-                           tables=1, table_size=1000, load=("oltp_read_write", 32)),
-    "concurrency": Scenario("innodb_thread_concurrency=1 with 16 sysbench readers: threads queue for InnoDB",
-                            ("--innodb-thread-concurrency=1",), load=("oltp_read_only", 16)),
-    "table-cache": Scenario("table_open_cache=10 with 16 readers over 64 tables: tables are reopened all the time",
-                            ("--table-open-cache=10",), tables=64, table_size=100, load=("oltp_point_select", 16)),
-    "cpu": Scenario("64 sysbench point-select threads on this host's CPUs: runnable threads wait for a CPU",
-                    load=("oltp_point_select", 64)),
-    "idle": Scenario("nothing runs: 16 connections wait for their clients, background threads sleep",
-                     idle_connections=16),
+    "row-lock": Scenario(
+        "one session holds a row lock (SELECT ... FOR UPDATE, open transaction); three others wait for it",
+        sessions="row_lock",
+    ),
+    "mdl": Scenario(
+        "a long transaction has read a table; ALTER TABLE waits for its metadata lock and three "
+        "SELECTs queue behind the ALTER",
+        sessions="mdl",
+    ),
+    "redo": Scenario(
+        "innodb_flush_log_at_trx_commit=1, 8 sysbench writers: commits wait for the redo fsync",
+        ("--innodb-flush-log-at-trx-commit=1",),
+        load=("oltp_write_only", 8),
+    ),
+    "binlog": Scenario(
+        "binary log with sync_binlog=1, 16 sysbench writers: commits wait in the binlog group commit",
+        ("--log-bin=mysql-bin", "--server-id=1", "--sync-binlog=1", "--innodb-flush-log-at-trx-commit=1"),
+        load=("oltp_write_only", 16),
+    ),
+    "free-page": Scenario(
+        "a 6 MiB buffer pool under 8 sysbench writers on 200,000 rows: threads wait for free pages",
+        ("--innodb-buffer-pool-size=6M",),
+        tables=1,
+        table_size=200000,
+        load=("oltp_update_non_index", 8),
+    ),
+    "contention": Scenario(
+        "32 sysbench read-write threads on one 1,000-row table: latches contend",
+        tables=1,
+        table_size=1000,
+        load=("oltp_read_write", 32),
+    ),
+    "concurrency": Scenario(
+        "innodb_thread_concurrency=1 with 16 sysbench readers: threads queue for InnoDB",
+        ("--innodb-thread-concurrency=1",),
+        load=("oltp_read_only", 16),
+    ),
+    "table-cache": Scenario(
+        "table_open_cache=10 with 16 readers over 64 tables: tables are reopened all the time",
+        ("--table-open-cache=10",),
+        tables=64,
+        table_size=100,
+        load=("oltp_point_select", 16),
+    ),
+    "cpu": Scenario(
+        "64 sysbench point-select threads on this host's CPUs: runnable threads wait for a CPU",
+        load=("oltp_point_select", 64),
+    ),
+    "idle": Scenario(
+        "nothing runs: 16 connections wait for their clients, background threads sleep", idle_connections=16
+    ),
 }
 
 
 def _connect(server: mdb.MariaDB):
     import pymysql
 
-    return pymysql.connect(unix_socket=str(server.socket), user="root", password="", database="sbtest",
-                           autocommit=True, connect_timeout=5, read_timeout=300)
+    return pymysql.connect(
+        unix_socket=str(server.socket),
+        user="root",
+        password="",
+        database="sbtest",
+        autocommit=True,
+        connect_timeout=5,
+        read_timeout=300,
+    )
 
 
 def _blocked(conn, sql: str) -> threading.Thread:
     """Run a statement that will block, in a thread (its connection stays open afterwards)."""
+
     def run() -> None:
         try:
             with conn.cursor() as cur:
@@ -84,14 +121,19 @@ def _blocked(conn, sql: str) -> threading.Thread:
                 cur.fetchall()
         except Exception as err:  # noqa: BLE001 - a lock wait timeout ends the wait: say so
             print(f"session ended: {err}", file=sys.stderr)
+
     thread = threading.Thread(target=run, daemon=True)
     thread.start()
     return thread
 
 
 def row_lock(server: mdb.MariaDB, conns: list) -> Callable[[], None]:
-    mdb.sql(server, "DROP TABLE IF EXISTS sbtest.hot_row", "CREATE TABLE sbtest.hot_row (id INT PRIMARY KEY, v INT)",
-            "INSERT INTO sbtest.hot_row VALUES (1, 0), (2, 0)")
+    mdb.sql(
+        server,
+        "DROP TABLE IF EXISTS sbtest.hot_row",
+        "CREATE TABLE sbtest.hot_row (id INT PRIMARY KEY, v INT)",
+        "INSERT INTO sbtest.hot_row VALUES (1, 0), (2, 0)",
+    )
     holder = _connect(server)
     conns.append(holder)
     with holder.cursor() as cur:
@@ -104,8 +146,12 @@ def row_lock(server: mdb.MariaDB, conns: list) -> Callable[[], None]:
 
 
 def mdl(server: mdb.MariaDB, conns: list) -> Callable[[], None]:
-    mdb.sql(server, "DROP TABLE IF EXISTS sbtest.ddl_t", "CREATE TABLE sbtest.ddl_t (id INT PRIMARY KEY, v INT)",
-            "INSERT INTO sbtest.ddl_t VALUES (1, 0)")
+    mdb.sql(
+        server,
+        "DROP TABLE IF EXISTS sbtest.ddl_t",
+        "CREATE TABLE sbtest.ddl_t (id INT PRIMARY KEY, v INT)",
+        "INSERT INTO sbtest.ddl_t VALUES (1, 0)",
+    )
     holder = _connect(server)
     conns.append(holder)
     with holder.cursor() as cur:
@@ -133,8 +179,21 @@ def start_server(version: str, args: tuple[str, ...], workdir: Path) -> mdb.Mari
 
 def start_capture(server: mdb.MariaDB, duration: float, out: Path) -> subprocess.Popen:
     """pmuprof capture in the background; returns once the off-CPU tracer is attached."""
-    argv = [sys.executable, "-m", "pmuprof", "capture", "-p", str(server.pid), "--off-cpu", "-d", str(duration),
-            "-o", str(out), "--defaults-file", str(server.defaults_file)]
+    argv = [
+        sys.executable,
+        "-m",
+        "pmuprof",
+        "capture",
+        "-p",
+        str(server.pid),
+        "--off-cpu",
+        "-d",
+        str(duration),
+        "-o",
+        str(out),
+        "--defaults-file",
+        str(server.defaults_file),
+    ]
     print("+", " ".join(argv), file=sys.stderr)
     proc = subprocess.Popen(argv, cwd=ROOT)
     log, deadline = out / "offcpu.log", time.monotonic() + 60

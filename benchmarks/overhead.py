@@ -13,7 +13,7 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Callable
+from collections.abc import Callable
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -33,8 +33,25 @@ def profiler_argv(mode: str, pid: int, server: mdb.MariaDB, seconds: float, out:
     if kind == "perf-p":
         return ["perf", "record", "-p", str(pid), "-F", freq, "-g", "-o", str(out / "perf.data")]
     if kind == "pmuprof":
-        return [sys.executable, "-m", "pmuprof", "capture", "-p", str(pid), "-F", freq, "-d", f"{seconds:g}",
-                "-o", str(out / "run"), "-q", "--mysql-socket", str(server.socket), "--mysql-user", "root"]
+        return [
+            sys.executable,
+            "-m",
+            "pmuprof",
+            "capture",
+            "-p",
+            str(pid),
+            "-F",
+            freq,
+            "-d",
+            f"{seconds:g}",
+            "-o",
+            str(out / "run"),
+            "-q",
+            "--mysql-socket",
+            str(server.socket),
+            "--mysql-user",
+            "root",
+        ]
     raise ValueError(mode)
 
 
@@ -48,8 +65,8 @@ def _descendant_named(root_pid: int, name: str) -> bool:
                 stat = Path(f"/proc/{entry}/stat").read_text()
             except OSError:
                 continue
-            comm = stat[stat.index("(") + 1:stat.rindex(")")]
-            ppid = int(stat[stat.rindex(")") + 2:].split()[1])
+            comm = stat[stat.index("(") + 1 : stat.rindex(")")]
+            ppid = int(stat[stat.rindex(")") + 2 :].split()[1])
             children.setdefault(ppid, []).append(int(entry))
             comms[int(entry)] = comm
     todo = [root_pid]
@@ -66,9 +83,15 @@ def _profiled_run(server: mdb.MariaDB, mode: str, seconds: float, threads: int) 
     out.mkdir(parents=True)
     argv = profiler_argv(mode, server.pid, server, seconds + 40, out)
     started = time.monotonic()
-    prof = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=open(out / "stderr", "wb"),
-                            stdin=subprocess.DEVNULL, start_new_session=True, cwd=out,
-                            env={**os.environ, "PYTHONPATH": str(ROOT)})
+    prof = subprocess.Popen(
+        argv,
+        stdout=subprocess.DEVNULL,
+        stderr=open(out / "stderr", "wb"),
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+        cwd=out,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     try:
         while not _descendant_named(prof.pid, "perf"):
             if prof.poll() is not None or time.monotonic() - started > 60:
@@ -122,8 +145,12 @@ def _gdb_run(server: mdb.MariaDB, seconds: float, threads: int) -> tuple[mdb.Sys
         time.sleep(1.0)
         while True:  # at least one dump; the next only if it can start 1 s before sysbench ends
             t0 = time.monotonic()
-            subprocess.run(["gdb", "-p", str(server.pid), "-batch", "-ex", "thread apply all bt"],
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=120)
+            subprocess.run(
+                ["gdb", "-p", str(server.pid), "-batch", "-ex", "thread apply all bt"],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                timeout=120,
+            )
             t1 = time.monotonic()
             dumps.append({"at_s": round(t0 - begin, 2), "dump_s": round(t1 - t0, 3), "window": (t0, t1)})
             time.sleep(2.0)
@@ -158,7 +185,9 @@ def summarize(runs: list[dict], modes: tuple[str, ...]) -> dict[str, dict]:
     """Per mode: TPS and p95 ratios of each (baseline, mode) pair, with min/median/max."""
     out: dict[str, dict] = {}
     for mode in modes:
-        pairs = [(runs[i - 1], r) for i, r in enumerate(runs) if r["mode"] == mode and runs[i - 1]["mode"] == "baseline"]
+        pairs = [
+            (runs[i - 1], r) for i, r in enumerate(runs) if r["mode"] == mode and runs[i - 1]["mode"] == "baseline"
+        ]
         if not pairs:
             continue
         out[mode] = {
@@ -177,12 +206,16 @@ def summarize(runs: list[dict], modes: tuple[str, ...]) -> dict[str, dict]:
 
 
 def markdown(summary: dict[str, dict]) -> str:
-    lines = ["| mode | pairs | TPS ratio min / median / max | p95 ratio min / median / max | baseline TPS (median) |",
-             "|---|---|---|---|---|"]
+    lines = [
+        "| mode | pairs | TPS ratio min / median / max | p95 ratio min / median / max | baseline TPS (median) |",
+        "|---|---|---|---|---|",
+    ]
     for mode, s in summary.items():
         t, p = s["tps_ratio"], s["p95_ratio"]
-        lines.append(f"| {mode} | {s['pairs']} | {t['min']:.3f} / {t['median']:.3f} / {t['max']:.3f} | "
-                     f"{p['min']:.3f} / {p['median']:.3f} / {p['max']:.3f} | {s['baseline_tps']['median']:.0f} |")
+        lines.append(
+            f"| {mode} | {s['pairs']} | {t['min']:.3f} / {t['median']:.3f} / {t['max']:.3f} | "
+            f"{p['min']:.3f} / {p['median']:.3f} / {p['max']:.3f} | {s['baseline_tps']['median']:.0f} |"
+        )
     return "\n".join(lines)
 
 
@@ -216,13 +249,29 @@ def main() -> int:
     finally:
         mdb.stop_mariadb(server)
     summary = summarize(runs, modes)
-    meta = {"seconds": args.seconds, "threads": args.threads, "pairs": args.pairs, "test": "oltp_point_select",
-            "tables": TABLES, "table_size": TABLE_SIZE, "nproc": os.cpu_count(),
-            "server": subprocess.run([mdb.which("mariadbd") or "mariadbd", "--version"], capture_output=True, text=True).stdout.strip()}
+    meta = {
+        "seconds": args.seconds,
+        "threads": args.threads,
+        "pairs": args.pairs,
+        "test": "oltp_point_select",
+        "tables": TABLES,
+        "table_size": TABLE_SIZE,
+        "nproc": os.cpu_count(),
+        "server": subprocess.run(
+            [mdb.which("mariadbd") or "mariadbd", "--version"], capture_output=True, text=True
+        ).stdout.strip(),
+    }
     args.out.write_text(json.dumps({"meta": meta, "summary": summary, "runs": runs}, indent=2) + "\n")
     print(markdown(summary))
-    print(json.dumps({k: {kk: vv for kk, vv in v.items() if kk.startswith("gdb")} for k, v in summary.items()
-                      if "gdb_dumps" in v}))
+    print(
+        json.dumps(
+            {
+                k: {kk: vv for kk, vv in v.items() if kk.startswith("gdb")}
+                for k, v in summary.items()
+                if "gdb_dumps" in v
+            }
+        )
+    )
     return 0
 
 

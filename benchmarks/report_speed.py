@@ -48,17 +48,23 @@ def perf_data_pipelines(data: Path, comms: list[str], out: Path, tmp: Path) -> d
     py = shlex.quote(sys.executable)
     sel = " ".join(f"--comm {shlex.quote(c)}" for c in comms)
     steps = {
-        f"perf script -F {FLOOR_FIELDS} > /dev/null": [f"{timed(f'perf script -i {d} -F {FLOOR_FIELDS}', 'ps', tmp)} > /dev/null"],
+        f"perf script -F {FLOOR_FIELDS} > /dev/null": [
+            f"{timed(f'perf script -i {d} -F {FLOOR_FIELDS}', 'ps', tmp)} > /dev/null"
+        ],
         "perf script > /dev/null": [f"{timed(f'perf script -i {d}', 'psd', tmp)} > /dev/null"],
-        "pmuprof report perf.data (native reader)": [timed(f"{py} -m pmuprof report {d} {sel} -o {out / 'r'} --force", "rep", tmp)],
+        "pmuprof report perf.data (native reader)": [
+            timed(f"{py} -m pmuprof report {d} {sel} -o {out / 'r'} --force", "rep", tmp)
+        ],
         "pmuprof report perf.data (through perf script)": [
-            "PMUPROF_PERFDATA= " + timed(f"{py} -m pmuprof report {d} {sel} -o {out / 'rs'} --force", "reps", tmp)],
+            "PMUPROF_PERFDATA= " + timed(f"{py} -m pmuprof report {d} {sel} -o {out / 'rs'} --force", "reps", tmp)
+        ],
     }
     if shutil.which("inferno-collapse-perf") and shutil.which("inferno-flamegraph"):
         steps["perf script | inferno-collapse-perf; inferno-flamegraph"] = [
             f"{timed(f'perf script -i {d}', 'inf_ps', tmp)} | {timed('inferno-collapse-perf', 'inf_col', tmp)} "
             f"> {out / 'inferno.folded'}",
-            f"{timed('inferno-flamegraph', 'infg', tmp)} < {out / 'inferno.folded'} > {out / 'inferno.svg'}"]
+            f"{timed('inferno-flamegraph', 'infg', tmp)} < {out / 'inferno.folded'} > {out / 'inferno.svg'}",
+        ]
     return steps
 
 
@@ -67,13 +73,18 @@ def inline_pipelines(data: Path, comms: list[str], out: Path, tmp: Path) -> dict
     py = shlex.quote(sys.executable)
     sel = " ".join(f"--comm {shlex.quote(c)}" for c in comms)
     return {
-        f"perf script -F {FLOOR_FIELDS} > /dev/null": [f"{timed(f'perf script -i {d} -F {FLOOR_FIELDS}', 'ps', tmp)} > /dev/null"],
+        f"perf script -F {FLOOR_FIELDS} > /dev/null": [
+            f"{timed(f'perf script -i {d} -F {FLOOR_FIELDS}', 'ps', tmp)} > /dev/null"
+        ],
         f"perf script -F {READER_FIELDS} --no-inline > /dev/null": [
-            f"{timed(f'perf script -i {d} -F {READER_FIELDS} --no-inline', 'psr', tmp)} > /dev/null"],
+            f"{timed(f'perf script -i {d} -F {READER_FIELDS} --no-inline', 'psr', tmp)} > /dev/null"
+        ],
         "pmuprof report perf.data (inline frames, the default)": [
-            timed(f"{py} -m pmuprof report {d} {sel} -o {out / 'r'} --force", "rep", tmp)],
+            timed(f"{py} -m pmuprof report {d} {sel} -o {out / 'r'} --force", "rep", tmp)
+        ],
         "pmuprof report perf.data (PMUPROF_NO_INLINE=1)": [
-            "PMUPROF_NO_INLINE=1 " + timed(f"{py} -m pmuprof report {d} {sel} -o {out / 'rn'} --force", "repn", tmp)],
+            "PMUPROF_NO_INLINE=1 " + timed(f"{py} -m pmuprof report {d} {sel} -o {out / 'rn'} --force", "repn", tmp)
+        ],
     }
 
 
@@ -82,10 +93,13 @@ def folded_pipelines(folded: Path, out: Path, tmp: Path) -> dict[str, list[str]]
     py = shlex.quote(sys.executable)
     steps = {}
     if shutil.which("inferno-flamegraph"):
-        steps["inferno-flamegraph < folded > svg"] = [f"{timed('inferno-flamegraph', 'infg', tmp)} < {f} > {out / 'i.svg'}"]
+        steps["inferno-flamegraph < folded > svg"] = [
+            f"{timed('inferno-flamegraph', 'infg', tmp)} < {f} > {out / 'i.svg'}"
+        ]
     steps["pmuprof report folded"] = [timed(f"{py} -m pmuprof report {f} -o {out / 'r'} --force", "rep", tmp)]
     steps["pmuprof report folded (Python parser, PMUPROF_FOLD=)"] = [
-        "PMUPROF_FOLD= " + timed(f"{py} -m pmuprof report {f} -o {out / 'rp'} --force", "repp", tmp)]
+        "PMUPROF_FOLD= " + timed(f"{py} -m pmuprof report {f} -o {out / 'rp'} --force", "repp", tmp)
+    ]
     return steps
 
 
@@ -111,8 +125,10 @@ def run_round(steps: dict[str, list[str]], tmp: Path, env: dict) -> dict[str, di
         wall = time.perf_counter() - t0
         procs = read_times(tmp)
         res[name] = {"wall": wall, "cpu": sum(p[1] for p in procs), "peak_mib": max(p[2] for p in procs) / 1024}
-        print(f"  {name}: wall {wall:.2f} s, cpu {res[name]['cpu']:.2f} s, peak {res[name]['peak_mib']:.0f} MiB",
-              flush=True)
+        print(
+            f"  {name}: wall {wall:.2f} s, cpu {res[name]['cpu']:.2f} s, peak {res[name]['peak_mib']:.0f} MiB",
+            flush=True,
+        )
     return res
 
 
@@ -123,20 +139,29 @@ def summarize(rounds: list[dict]) -> dict[str, dict]:
     for name in names:
         walls = [r[name]["wall"] for r in rounds]
         cpus = [r[name]["cpu"] for r in rounds]
-        table[name] = {"wall_min": min(walls), "wall_median": statistics.median(walls), "wall_max": max(walls),
-                       "cpu_median": statistics.median(cpus), "peak_mib": max(r[name]["peak_mib"] for r in rounds),
-                       "wall_ratio": statistics.median(r[name]["wall"] / r[floor]["wall"] for r in rounds),
-                       "cpu_ratio": statistics.median(r[name]["cpu"] / r[floor]["cpu"] for r in rounds)}
+        table[name] = {
+            "wall_min": min(walls),
+            "wall_median": statistics.median(walls),
+            "wall_max": max(walls),
+            "cpu_median": statistics.median(cpus),
+            "peak_mib": max(r[name]["peak_mib"] for r in rounds),
+            "wall_ratio": statistics.median(r[name]["wall"] / r[floor]["wall"] for r in rounds),
+            "cpu_ratio": statistics.median(r[name]["cpu"] / r[floor]["cpu"] for r in rounds),
+        }
     return table
 
 
 def markdown(table: dict[str, dict]) -> str:
     floor = next(iter(table))
-    lines = [f"| pipeline | wall median (min-max) | wall / `{floor}` | CPU median | CPU / floor | peak RSS |",
-             "|---|---|---|---|---|---|"]
+    lines = [
+        f"| pipeline | wall median (min-max) | wall / `{floor}` | CPU median | CPU / floor | peak RSS |",
+        "|---|---|---|---|---|---|",
+    ]
     for name, t in table.items():
-        lines.append(f"| `{name.replace('|', chr(92) + '|')}` | {t['wall_median']:.2f} s ({t['wall_min']:.2f}-{t['wall_max']:.2f})"
-                     f" | {t['wall_ratio']:.2f}x | {t['cpu_median']:.2f} s | {t['cpu_ratio']:.2f}x | {t['peak_mib']:.0f} MiB |")
+        lines.append(
+            f"| `{name.replace('|', chr(92) + '|')}` | {t['wall_median']:.2f} s ({t['wall_min']:.2f}-{t['wall_max']:.2f})"
+            f" | {t['wall_ratio']:.2f}x | {t['cpu_median']:.2f} s | {t['cpu_ratio']:.2f}x | {t['peak_mib']:.0f} MiB |"
+        )
     return "\n".join(lines)
 
 

@@ -40,6 +40,7 @@ def main() -> None:
     from pmuprof.findings import engine
     from pmuprof.pipeline import Options, with_choice
     from pmuprof.report import write_outputs
+
     marks = [("imports", _cpu())]
     options = with_choice(Options(), comms=tuple(args.comm)) if args.comm else Options()
     with kept_symfs(args.input, options.lookup.symfs) as symfs:  # as pipeline.build_profile

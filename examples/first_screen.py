@@ -35,7 +35,9 @@ def main() -> int:
         subprocess.run([sys.executable, "-m", "pmuprof", "report", shown, "-o", tmp], cwd=REPO, check=True)
         browser = Browser(exe)
         try:
-            browser.call("Emulation.setDeviceMetricsOverride", width=1400, height=900, deviceScaleFactor=1, mobile=False)
+            browser.call(
+                "Emulation.setDeviceMetricsOverride", width=1400, height=900, deviceScaleFactor=1, mobile=False
+            )
             browser.open((Path(tmp) / "report.html").as_uri() + view)
             browser.wait("!!window.pmuFlame")
             if view:

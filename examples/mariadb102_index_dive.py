@@ -37,25 +37,52 @@ CAPTURE_S = 10
 THREADS = 16
 LOAD_ARGS = ("--range-width=0", "--ranges=100")
 HINT = "--index-hint=FORCE INDEX (PRIMARY)"
-ROUNDS = (("before", {"innodb_spin_wait_delay": "200"}, ()),
-          ("ahi-off", {"innodb_adaptive_hash_index": "OFF"}, ()),
-          ("both", {"innodb_spin_wait_delay": "6"}, ()),
-          ("hint", {}, (HINT,)))
+ROUNDS = (
+    ("before", {"innodb_spin_wait_delay": "200"}, ()),
+    ("ahi-off", {"innodb_adaptive_hash_index": "OFF"}, ()),
+    ("both", {"innodb_spin_wait_delay": "6"}, ()),
+    ("hint", {}, (HINT,)),
+)
 LEFT_OUT = ("perf.data",)
 
 
 def pmuprof(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "pmuprof", *args], cwd=REPO, capture_output=True, text=True,
-                          stdin=subprocess.DEVNULL, timeout=600)
+    return subprocess.run(
+        [sys.executable, "-m", "pmuprof", *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        timeout=600,
+    )
 
 
 def perf_report(data: Path, pid: int) -> str:
     """`perf report` of the server's samples, self time by symbol, the lines at 0.5 % and above."""
-    argv = ["perf", "report", "-i", str(data), "--pid", str(pid), "--no-children", "--sort", "symbol",
-            "-g", "none", "--percentage", "relative", "--stdio", "--percent-limit", "0.5"]
+    argv = [
+        "perf",
+        "report",
+        "-i",
+        str(data),
+        "--pid",
+        str(pid),
+        "--no-children",
+        "--sort",
+        "symbol",
+        "-g",
+        "none",
+        "--percentage",
+        "relative",
+        "--stdio",
+        "--percent-limit",
+        "0.5",
+    ]
     res = subprocess.run(argv, capture_output=True, text=True, timeout=600)
-    body = "\n".join(re.sub(r"(\s+-)+\s*$", "", ln) for ln in res.stdout.splitlines()
-                     if ln.strip() and (not ln.startswith("#") or ln.startswith("# Samples")))
+    body = "\n".join(
+        re.sub(r"(\s+-)+\s*$", "", ln)
+        for ln in res.stdout.splitlines()
+        if ln.strip() and (not ln.startswith("#") or ln.startswith("# Samples"))
+    )
     return "$ " + " ".join(argv[:2] + ["perf.data"] + argv[4:]) + "\n" + body + "\n"
 
 
@@ -63,12 +90,23 @@ def one_round(server: mdb.MariaDB, name: str, out: Path, extra: tuple[str, ...])
     load = mdb.SysbenchLoad(server, ROUND_S, str(mdb.INDEX_DIVE_LUA), THREADS, script_args=LOAD_ARGS + extra)
     time.sleep(5)
     run = out / name
-    cap = pmuprof("capture", "-p", str(server.pid), "-d", str(CAPTURE_S), "-o", str(run),
-                  "--defaults-file", str(server.defaults_file))
+    cap = pmuprof(
+        "capture",
+        "-p",
+        str(server.pid),
+        "-d",
+        str(CAPTURE_S),
+        "-o",
+        str(run),
+        "--defaults-file",
+        str(server.defaults_file),
+    )
     result = load.wait()
     load.stop()
-    (out / f"{name}.console.txt").write_text(f"$ pmuprof capture -p {server.pid} -d {CAPTURE_S} -o {name} "
-                                             f"--defaults-file sbtest.cnf\n{cap.stderr}{cap.stdout}")
+    (out / f"{name}.console.txt").write_text(
+        f"$ pmuprof capture -p {server.pid} -d {CAPTURE_S} -o {name} "
+        f"--defaults-file sbtest.cnf\n{cap.stderr}{cap.stdout}"
+    )
     if (run / "perf.data").is_file():  # the truth as plain perf shows it, kept before perf.data goes
         (run / "perf-report.txt").write_text(perf_report(run / "perf.data", server.pid))
     for left in LEFT_OUT:
@@ -90,8 +128,10 @@ def main() -> int:
         mdb.index_dive_prepare(server, table_size=50000)
         doctor = pmuprof("doctor", "-p", str(server.pid))
         (out / "doctor.txt").write_text(f"$ pmuprof doctor -p {server.pid}\n{doctor.stdout}{doctor.stderr}")
-        lines = [f"MariaDB {mdb.sql(server, 'SELECT VERSION()')[0][0]}, sysbench {mdb.INDEX_DIVE_LUA.name} "
-                 f"{' '.join(LOAD_ARGS)} --threads={THREADS} --time={ROUND_S}; capture {CAPTURE_S} s from t=5 s"]
+        lines = [
+            f"MariaDB {mdb.sql(server, 'SELECT VERSION()')[0][0]}, sysbench {mdb.INDEX_DIVE_LUA.name} "
+            f"{' '.join(LOAD_ARGS)} --threads={THREADS} --time={ROUND_S}; capture {CAPTURE_S} s from t=5 s"
+        ]
         for name, settings, extra in ROUNDS:
             for variable, value in settings.items():
                 mdb.sql(server, f"SET GLOBAL {variable} = {value}")

@@ -34,9 +34,27 @@ def measure(purge_threads: int, out: Path) -> str:
         mdb.sysbench_prepare(server, tables=LOAD["tables"], table_size=LOAD["table_size"])
         load = mdb.SysbenchLoad(server, ROUND_S, **LOAD)
         time.sleep(3)
-        cap = subprocess.run([sys.executable, "-m", "pmuprof", "capture", "-p", str(server.pid), "-d", str(CAPTURE_S),
-                              "-o", str(out), "--defaults-file", str(server.defaults_file)],
-                             cwd=REPO, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=600)
+        cap = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pmuprof",
+                "capture",
+                "-p",
+                str(server.pid),
+                "-d",
+                str(CAPTURE_S),
+                "-o",
+                str(out),
+                "--defaults-file",
+                str(server.defaults_file),
+            ],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            stdin=subprocess.DEVNULL,
+            timeout=600,
+        )
         result = load.wait()
         load.stop()
     finally:
@@ -47,8 +65,10 @@ def measure(purge_threads: int, out: Path) -> str:
     srv = sum(r["share"] for r in data["latches"] if r["latch"] == "srv_sys_mutex")
     spin = next((f["share"] for f in data["findings"] if f["rule"] == "innodb-spin-wait"), 0.0)
     fired = next((f["severity"] for f in data["findings"] if f["rule"] == "srv-sys-mutex"), "quiet")
-    return (f"innodb_purge_threads={purge_threads}  tps {result.tps:7.1f}  srv_sys->mutex {100 * srv:5.1f}% "
-            f"(srv-sys-mutex {fired})  spin {100 * spin:5.1f}%")
+    return (
+        f"innodb_purge_threads={purge_threads}  tps {result.tps:7.1f}  srv_sys->mutex {100 * srv:5.1f}% "
+        f"(srv-sys-mutex {fired})  spin {100 * spin:5.1f}%"
+    )
 
 
 def main() -> int:

@@ -41,29 +41,69 @@ def _names(value: str | list[str]) -> str:
     return value if isinstance(value, str) else ", ".join(value)
 
 
-def one(server: mdb.MariaDB, work: Path, name: str, delay: int, test: str, threads: int,
-        args: tuple[str, ...] | None) -> list[str]:
+def one(
+    server: mdb.MariaDB, work: Path, name: str, delay: int, test: str, threads: int, args: tuple[str, ...] | None
+) -> list[str]:
     mdb.sql(server, f"SET GLOBAL innodb_spin_wait_delay = {delay}")
     load = mdb.SysbenchLoad(server, CAPTURE_S + 30, test, threads, script_args=args)
     run = work / f"run-{abs(hash(name))}"
     try:
-        cap = subprocess.run([sys.executable, "-m", "pmuprof", "capture", "-p", str(server.pid), "-d", str(CAPTURE_S),
-                              "-F", "199", "-o", str(run), "--defaults-file", str(server.defaults_file)],
-                             cwd=REPO, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=600)
+        cap = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pmuprof",
+                "capture",
+                "-p",
+                str(server.pid),
+                "-d",
+                str(CAPTURE_S),
+                "-F",
+                "199",
+                "-o",
+                str(run),
+                "--defaults-file",
+                str(server.defaults_file),
+            ],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            stdin=subprocess.DEVNULL,
+            timeout=600,
+        )
     finally:
         load.stop()
     if cap.returncode:
         return [f"## {name}", "", f"capture failed: {cap.stderr.strip()[-300:]}", ""]
     perf = perf_report(run / "perf.data", server.pid).splitlines()
     data = json.loads((run / "findings.json").read_text())
-    found = [f"- `{f['rule']}` {f['severity']} {100 * f['share']:.1f} %"
-             + (f" (explained by `{_names(f['explained_by'])}`)" if f.get("explained_by") else "")
-             for f in data["findings"]]
+    found = [
+        f"- `{f['rule']}` {f['severity']} {100 * f['share']:.1f} %"
+        + (f" (explained by `{_names(f['explained_by'])}`)" if f.get("explained_by") else "")
+        for f in data["findings"]
+    ]
     latches = [f"- {row['name']}: {100 * row['share']:.1f} %" for row in data["latches"][:4]]
     verdict = next((ln for ln in (run / "report.md").read_text().splitlines() if ln.startswith("**Verdict")), "")
-    return [f"## {name}", "", "Plain `perf report` (self, top 8):", "", "```", *perf[:10], "```", "",
-            "pmuprof:", "", verdict, "", *(found or ["- no finding"]), "", "Spin and waits by latch:", "",
-            *(latches or ["- none"]), ""]
+    return [
+        f"## {name}",
+        "",
+        "Plain `perf report` (self, top 8):",
+        "",
+        "```",
+        *perf[:10],
+        "```",
+        "",
+        "pmuprof:",
+        "",
+        verdict,
+        "",
+        *(found or ["- no finding"]),
+        "",
+        "Spin and waits by latch:",
+        "",
+        *(latches or ["- none"]),
+        "",
+    ]
 
 
 def main() -> int:
@@ -74,9 +114,13 @@ def main() -> int:
         mdb.sysbench_prepare(server, tables=2, table_size=10000)
         mdb.index_dive_prepare(server, table_size=50000)
         version = mdb.sql(server, "SELECT VERSION()")[0][0]
-        lines = [f"# MariaDB {version}: plain perf report beside pmuprof, per scenario", "",
-                 f"Made by `python3 examples/mariadb102_scenarios.py` (capture {CAPTURE_S} s at 199 Hz per "
-                 "scenario, one run each, on a shared 2-vCPU VM without a hardware PMU).", ""]
+        lines = [
+            f"# MariaDB {version}: plain perf report beside pmuprof, per scenario",
+            "",
+            f"Made by `python3 examples/mariadb102_scenarios.py` (capture {CAPTURE_S} s at 199 Hz per "
+            "scenario, one run each, on a shared 2-vCPU VM without a hardware PMU).",
+            "",
+        ]
         with tempfile.TemporaryDirectory(prefix="pmuprof-scen-") as tmp:
             for scenario in SCENARIOS:
                 lines += one(server, Path(tmp), *scenario)

@@ -20,11 +20,15 @@ sys.path.insert(0, str(REPO / "tests" / "browser"))
 
 from cdp import Browser, chromium  # noqa: E402
 
-STRIP = ("(() => { const c = document.querySelector('#sec-strip canvas'); c.scrollIntoView({block: 'start'});"
-         " window.scrollBy(0, -150); const r = c.getBoundingClientRect(); return [r.left, r.width, r.top + r.height / 2]; })()")
+STRIP = (
+    "(() => { const c = document.querySelector('#sec-strip canvas'); c.scrollIntoView({block: 'start'});"
+    " window.scrollBy(0, -150); const r = c.getBoundingClientRect(); return [r.left, r.width, r.top + r.height / 2]; })()"
+)
 # the first and last second where the top finding holds at least a third of the samples
-HOT = ("(() => { const d = window.pmuSeconds.d, hot = []; d.n.forEach((n, s) => { if (d.top && d.top[s] * 3 >= n && n) hot.push(s); });"
-       " return hot.length ? [hot[0], hot[hot.length - 1], d.n.length] : [0, d.n.length - 1, d.n.length]; })()")
+HOT = (
+    "(() => { const d = window.pmuSeconds.d, hot = []; d.n.forEach((n, s) => { if (d.top && d.top[s] * 3 >= n && n) hot.push(s); });"
+    " return hot.length ? [hot[0], hot[hot.length - 1], d.n.length] : [0, d.n.length - 1, d.n.length]; })()"
+)
 
 
 def drag_busiest(browser: Browser) -> None:
@@ -50,7 +54,9 @@ def main() -> int:
         subprocess.run([sys.executable, "-m", "pmuprof", "report", shown, "-o", tmp], cwd=REPO, check=True)
         browser = Browser(exe)
         try:
-            browser.call("Emulation.setDeviceMetricsOverride", width=1400, height=900, deviceScaleFactor=1, mobile=False)
+            browser.call(
+                "Emulation.setDeviceMetricsOverride", width=1400, height=900, deviceScaleFactor=1, mobile=False
+            )
             browser.open((Path(tmp) / "report.html").as_uri())
             browser.wait("!!window.pmuSeconds")
             drag_busiest(browser)

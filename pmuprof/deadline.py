@@ -13,7 +13,7 @@ import contextlib
 import os
 import signal
 import threading
-from typing import Iterator
+from collections.abc import Iterator
 
 from .errors import ResourceError
 
@@ -39,15 +39,19 @@ def cpu_bounded(what: str, seconds: float | None = None) -> Iterator[None]:
     """Inside: StageTimeout is raised in the main thread once this process has used ``seconds`` of CPU (default:
     ``budget()``). Nested blocks run under the outer one's budget; outside the main thread nothing is bounded."""
     limit = budget() if seconds is None else seconds
-    if limit <= 0 or threading.current_thread() is not threading.main_thread() \
-            or signal.getitimer(signal.ITIMER_PROF) != (0.0, 0.0):
+    if (
+        limit <= 0
+        or threading.current_thread() is not threading.main_thread()
+        or signal.getitimer(signal.ITIMER_PROF) != (0.0, 0.0)
+    ):
         yield
         return
 
     def expired(_signum: int, _frame: object) -> None:
-        raise StageTimeout(f"{what} used more than {limit:g} s of CPU: stopped",
-                           f"the input is larger or stranger than expected; choose fewer processes (--pid/--comm), "
-                           f"or raise {ENV}")
+        raise StageTimeout(
+            f"{what} used more than {limit:g} s of CPU: stopped",
+            f"the input is larger or stranger than expected; choose fewer processes (--pid/--comm), or raise {ENV}",
+        )
 
     previous = signal.signal(signal.SIGPROF, expired)
     signal.setitimer(signal.ITIMER_PROF, limit)

@@ -7,7 +7,8 @@ import errno
 import os
 import stat
 from pathlib import Path
-from typing import BinaryIO, Iterator
+from typing import BinaryIO
+from collections.abc import Iterator
 
 from .outfile import SYSTEM_LINK_DIRS, file_kind
 

@@ -9,7 +9,8 @@ import os
 import secrets
 import stat
 from pathlib import Path
-from typing import IO, Iterator
+from typing import IO
+from collections.abc import Iterator
 
 from .errors import PmuprofError, ResourceError, UsageError
 
@@ -26,18 +27,28 @@ def os_error(err: OSError, path: Path | str, doing: str = "write") -> PmuprofErr
     if err.errno in _DISK_ERRNOS:
         return ResourceError(f"cannot {doing} {path}: {why}", "free space or choose -o on another filesystem")
     if err.errno in (errno.ENOENT, errno.ENOTDIR):
-        return UsageError(f"cannot {doing} {path}: {why} (a directory on the way is missing)",
-                          "create the directory first or choose another -o")
+        return UsageError(
+            f"cannot {doing} {path}: {why} (a directory on the way is missing)",
+            "create the directory first or choose another -o",
+        )
     if err.errno == errno.ELOOP:
-        return UsageError(f"{path} is a symbolic link: pmuprof does not write through links",
-                          "remove the link or name the file it points to")
+        return UsageError(
+            f"{path} is a symbolic link: pmuprof does not write through links",
+            "remove the link or name the file it points to",
+        )
     return UsageError(f"cannot {doing} {path}: {why}", "choose an -o you may write to")
 
 
 def file_kind(mode: int) -> str:
     """What an lstat/fstat mode is, as "a FIFO", "a directory", ... (for one-line errors)."""
-    for test, name in ((stat.S_ISDIR, "a directory"), (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"),
-                       (stat.S_ISCHR, "a character device"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISLNK, "a symbolic link")):
+    for test, name in (
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISLNK, "a symbolic link"),
+    ):
         if test(mode):
             return name
     return "a regular file" if stat.S_ISREG(mode) else "a special file"
@@ -74,8 +85,11 @@ def refuse_foreign_links(path: Path | str) -> None:
             cur = cur / part
             continue
         if st.st_uid not in mine:
-            raise UsageError(f"{cur / part} is a symbolic link owned by uid {st.st_uid}: pmuprof does not "
-                             "follow another user's link", "choose an -o that does not go through it")
+            raise UsageError(
+                f"{cur / part} is a symbolic link owned by uid {st.st_uid}: pmuprof does not "
+                "follow another user's link",
+                "choose an -o that does not go through it",
+            )
         links += 1
         if links > MAX_LINKS:
             raise os_error(OSError(errno.ELOOP, os.strerror(errno.ELOOP)), path)
@@ -92,8 +106,10 @@ def in_place(path: Path) -> bool:
         return False
     if stat.S_ISLNK(st.st_mode):
         if not str(path).startswith(SYSTEM_LINK_DIRS):
-            raise UsageError(f"{path} is a symbolic link: pmuprof does not write through links",
-                             "remove the link or name the file it points to")
+            raise UsageError(
+                f"{path} is a symbolic link: pmuprof does not write through links",
+                "remove the link or name the file it points to",
+            )
         try:
             st = os.stat(path)
         except OSError as err:
@@ -102,8 +118,10 @@ def in_place(path: Path) -> bool:
             return True  # /dev/stdout redirected to a file: write where the shell pointed it
     if stat.S_ISCHR(st.st_mode) or stat.S_ISFIFO(st.st_mode):
         return True
-    raise UsageError(f"{path} is {file_kind(st.st_mode)}: pmuprof writes only regular files, character devices "
-                     "and FIFOs", "choose another output name")
+    raise UsageError(
+        f"{path} is {file_kind(st.st_mode)}: pmuprof writes only regular files, character devices and FIFOs",
+        "choose another output name",
+    )
 
 
 def _open_in_place(path: Path) -> int:

@@ -55,8 +55,13 @@ def apt_install_runtime(*features: str) -> str:
 
 
 # A library the dynamic loader may not find (its soname) -> the runtime package that holds it.
-LIBRARIES = {"libpfm.so.4": "libpfm4", "libelf.so.1": "libelf1", "libdw.so.1": "libdw1",
-             "libcapstone.so.4": "libcapstone4", "libbpf.so.1": "libbpf1"}
+LIBRARIES = {
+    "libpfm.so.4": "libpfm4",
+    "libelf.so.1": "libelf1",
+    "libdw.so.1": "libdw1",
+    "libcapstone.so.4": "libcapstone4",
+    "libbpf.so.1": "libbpf1",
+}
 
 # The README's two install lines: the build host makes the wheel, the database host runs it.
 BUILD_HOST = packages(*NATIVE) + ("python3-venv", "python3-pip")

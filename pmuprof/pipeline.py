@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 from . import deadline, outfile
 from .analysis import threads
@@ -64,8 +64,10 @@ def profile_for_report(path: Path | str, options: Options = Options()) -> Profil
 def materialize(run_dir: Path, options: Options = Options(), log: Callable[[str], None] = lambda _m: None) -> Profile:
     """Fold and analyse a recorded run directory: write stacks.folded, leaves.tsv and analysis.json into it."""
     log("folding stacks and analysing binaries")
-    with deadline.cpu_bounded("folding and analysing the recording"), \
-            kept_symfs(Path(run_dir), options.lookup.symfs, refold=True) as symfs:
+    with (
+        deadline.cpu_bounded("folding and analysing the recording"),
+        kept_symfs(Path(run_dir), options.lookup.symfs, refold=True) as symfs,
+    ):
         options = with_symfs(options, symfs)
         profile = analyse(read_run_dir(Path(run_dir), options.choice, options.lookup.symfs), options.lookup)
     write_analysed(Path(run_dir), profile)
@@ -75,9 +77,14 @@ def materialize(run_dir: Path, options: Options = Options(), log: Callable[[str]
 def write_analysed(run_dir: Path, profile: Profile) -> None:
     """The analysed part of a run directory (the one place that writes it)."""
     run = profile.run
-    headers = {"pmuprof_version": run.pmuprof_version, "event": run.record.event_recorded,
-               "frequency_hz": f"{run.record.frequency} Hz" if run.record.frequency else "", "mode": run.mode,
-               "unit": profile.unit, "targets": " ".join(f"{t.label}={t.pid}" for t in run.targets)}
+    headers = {
+        "pmuprof_version": run.pmuprof_version,
+        "event": run.record.event_recorded,
+        "frequency_hz": f"{run.record.frequency} Hz" if run.record.frequency else "",
+        "mode": run.mode,
+        "unit": profile.unit,
+        "targets": " ".join(f"{t.label}={t.pid}" for t in run.targets),
+    }
     lines = save_folded(run_dir / rundir.STACKS, profile.stacks, {k: v for k, v in headers.items() if v})
     if profile.samples is not None:
         with outfile.open_text(run_dir / rundir.SAMPLES) as out:
@@ -101,15 +108,17 @@ def report_profile(profile: Profile, out_dir: Path, rules: Sequence[Rule] | None
         return Result(profile, diagnosis, write_outputs(profile, diagnosis, out_dir))
 
 
-def report_run(run_dir: Path, rules: Sequence[Rule] | None = None,
-               log: Callable[[str], None] = lambda _m: None) -> Result:
+def report_run(
+    run_dir: Path, rules: Sequence[Rule] | None = None, log: Callable[[str], None] = lambda _m: None
+) -> Result:
     """What capture, watch and demo do once they have recorded: fold and analyse the run directory, judge it
     (by ``rules``, else the rules in use) and write its reports into it."""
     return report_profile(materialize(run_dir, log=log), run_dir, rules)
 
 
-def report_input(input_path: Path | str, out_dir: Path | str, options: Options = Options(),
-                 allow_empty: bool = False) -> Result:
+def report_input(
+    input_path: Path | str, out_dir: Path | str, options: Options = Options(), allow_empty: bool = False
+) -> Result:
     """Write report.html, findings.json and report.md for any supported input.
 
     ``allow_empty``: a capture of an idle server still gets a report (its warning says why it is empty);

@@ -6,7 +6,7 @@ import contextlib
 import signal
 import threading
 import time
-from typing import Iterator
+from collections.abc import Iterator
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 # Stop signals within this long of the one taken are the same request: timeout(1) sends SIGTERM to its
@@ -69,6 +69,7 @@ def _note(pending: list[int]):
     def handler(signum: int, _frame: object) -> None:
         if _new_request():
             pending.append(signum)
+
     return handler
 
 

@@ -21,8 +21,9 @@ import subprocess
 from pathlib import Path
 
 
-def inline_chains(binary: Path, vaddrs: list[int], addr2line: str | None = None,
-                  timeout: float = 600.0) -> dict[int, list[str]]:
+def inline_chains(
+    binary: Path, vaddrs: list[int], addr2line: str | None = None, timeout: float = 600.0
+) -> dict[int, list[str]]:
     """Each address's inline chain (function names, innermost first), from one addr2line call.
 
     ``-a`` makes addr2line echo each address before its answer ("0x..." line), so the output is split
@@ -35,8 +36,15 @@ def inline_chains(binary: Path, vaddrs: list[int], addr2line: str | None = None,
         return {}
     unique = list(dict.fromkeys(vaddrs))
     stdin = "".join(f"{a:#x}\n" for a in unique)
-    proc = subprocess.run([tool, "-a", "-i", "-f", "-C", "-e", str(binary)], input=stdin, capture_output=True,
-                          text=True, timeout=timeout, check=True, errors="replace")
+    proc = subprocess.run(
+        [tool, "-a", "-i", "-f", "-C", "-e", str(binary)],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=True,
+        errors="replace",
+    )
     chains: dict[int, list[str]] = {}
     current: list[str] | None = None
     lines, i, k = proc.stdout.splitlines(), 0, 0

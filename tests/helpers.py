@@ -75,16 +75,33 @@ def need_perf() -> str:
 def run_cli(*args: str, env: dict | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
     full_env = {**os.environ, **(env or {})}
     full_env["PYTHONPATH"] = str(REPO) + os.pathsep + full_env.get("PYTHONPATH", "")
-    return subprocess.run([sys.executable, "-m", "pmuprof", *args], capture_output=True, text=True,
-                          env=full_env, timeout=timeout, stdin=subprocess.DEVNULL)
+    return subprocess.run(
+        [sys.executable, "-m", "pmuprof", *args],
+        capture_output=True,
+        text=True,
+        env=full_env,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+    )
 
 
-def make_profile(stacks, run: dict | None = None, counters: dict | None = None, mysql: dict | None = None,
-                 analysis: dict | None = None, source: str = "") -> Profile:
+def make_profile(
+    stacks,
+    run: dict | None = None,
+    counters: dict | None = None,
+    mysql: dict | None = None,
+    analysis: dict | None = None,
+    source: str = "",
+) -> Profile:
     """A Profile from stacks and contract-shaped JSON facts (run.json, counters.json, mysql.json, analysis.json)."""
-    return Profile(stacks, from_json(Run, run or {}), from_json(Counters, counters or {}),
-                   from_json(ServerFacts, mysql) if mysql is not None else None,
-                   from_json(Analysis, analysis or {}), source=source)
+    return Profile(
+        stacks,
+        from_json(Run, run or {}),
+        from_json(Counters, counters or {}),
+        from_json(ServerFacts, mysql) if mysql is not None else None,
+        from_json(Analysis, analysis or {}),
+        source=source,
+    )
 
 
 def assert_host_load_and_thread_table(run_dir: Path) -> None:
@@ -96,7 +113,7 @@ def assert_host_load_and_thread_table(run_dir: Path) -> None:
     assert card, "no host-load card in report.html"
     for label in ("load average", "run queue", "CPU", "context switches", "memory"):
         assert f"<dt>{label}</dt>" in card.group(1), (label, card.group(1))
-    section = html[html.index('<section id="threads">'):] if '<section id="threads">' in html else ""
+    section = html[html.index('<section id="threads">') :] if '<section id="threads">' in html else ""
     assert re.search(r'data-table="(thread|state)"', section), "no thread table in report.html"
     assert re.search(r'<td data-v="[^"]+"><code>[^<]+</code></td><td class="num sec-n" data-v="[1-9]', section)
     md = (run_dir / "report.md").read_text(encoding="utf-8")

@@ -60,13 +60,24 @@ class MariaDB:
     defaults_file: Path
 
     def sysbench_args(self) -> list[str]:
-        return ["--db-driver=mysql", f"--mysql-socket={self.socket}", f"--mysql-user={self.user}",
-                f"--mysql-password={self.password}", f"--mysql-db={self.database}"]
+        return [
+            "--db-driver=mysql",
+            f"--mysql-socket={self.socket}",
+            f"--mysql-user={self.user}",
+            f"--mysql-password={self.password}",
+            f"--mysql-db={self.database}",
+        ]
 
 
 def _install(workdir: Path, datadir: Path, root_auth: str) -> None:
-    argv = [which("mariadb-install-db") or "mariadb-install-db", "--no-defaults", f"--datadir={datadir}",
-            f"--auth-root-authentication-method={root_auth}", "--skip-test-db", "--skip-name-resolve"]
+    argv = [
+        which("mariadb-install-db") or "mariadb-install-db",
+        "--no-defaults",
+        f"--datadir={datadir}",
+        f"--auth-root-authentication-method={root_auth}",
+        "--skip-test-db",
+        "--skip-name-resolve",
+    ]
     if os.geteuid() == 0:
         argv.append("--user=root")
     with open(workdir / "install.log", "wb") as log:
@@ -76,14 +87,27 @@ def _install(workdir: Path, datadir: Path, root_auth: str) -> None:
         raise RuntimeError(f"mariadb-install-db failed ({proc.returncode}): {tail}")
 
 
-def server_argv(workdir: Path, datadir: Path, port: int, extra: tuple[str, ...],
-                mysqld: str | None = None) -> list[str]:
+def server_argv(
+    workdir: Path, datadir: Path, port: int, extra: tuple[str, ...], mysqld: str | None = None
+) -> list[str]:
     """The private server's command line (Debian's mariadbd unless ``mysqld`` names another binary)."""
-    argv = [mysqld or which("mariadbd") or "mariadbd", "--no-defaults", f"--datadir={datadir}",
-            f"--socket={workdir / 'mysqld.sock'}", f"--port={port}", "--bind-address=127.0.0.1",
-            f"--pid-file={workdir / 'mariadbd.pid'}", f"--log-error={workdir / 'error.log'}",
-            f"--tmpdir={workdir}", "--innodb-buffer-pool-size=128M", "--innodb-log-file-size=48M",
-            "--max-connections=200", "--skip-name-resolve", "--skip-log-bin", *extra]
+    argv = [
+        mysqld or which("mariadbd") or "mariadbd",
+        "--no-defaults",
+        f"--datadir={datadir}",
+        f"--socket={workdir / 'mysqld.sock'}",
+        f"--port={port}",
+        "--bind-address=127.0.0.1",
+        f"--pid-file={workdir / 'mariadbd.pid'}",
+        f"--log-error={workdir / 'error.log'}",
+        f"--tmpdir={workdir}",
+        "--innodb-buffer-pool-size=128M",
+        "--innodb-log-file-size=48M",
+        "--max-connections=200",
+        "--skip-name-resolve",
+        "--skip-log-bin",
+        *extra,
+    ]
     if os.geteuid() == 0:
         argv.insert(2, "--user=root")
     return argv
@@ -92,8 +116,7 @@ def server_argv(workdir: Path, datadir: Path, port: int, extra: tuple[str, ...],
 def _root(server_socket: Path):
     import pymysql
 
-    return pymysql.connect(unix_socket=str(server_socket), user="root", password="", autocommit=True,
-                           connect_timeout=2)
+    return pymysql.connect(unix_socket=str(server_socket), user="root", password="", autocommit=True, connect_timeout=2)
 
 
 def _wait_ready(proc: subprocess.Popen, sock: Path, error_log: Path, timeout: float = 90.0) -> None:
@@ -141,9 +164,10 @@ def open_server(proc: subprocess.Popen, workdir: Path, datadir: Path, port: int)
     sock, error_log = workdir / "mysqld.sock", workdir / "error.log"
     _wait_ready(proc, sock, error_log)
     password = "sb-" + secrets.token_hex(8)
-    server = MariaDB(proc.pid, workdir, datadir, sock, port, error_log, "sbtest", password, "sbtest",
-                     workdir / "client.cnf")
-    server.defaults_file.write_text(f"[client]\nuser=sbtest\npassword=\"{password}\"\nsocket={sock}\n")
+    server = MariaDB(
+        proc.pid, workdir, datadir, sock, port, error_log, "sbtest", password, "sbtest", workdir / "client.cnf"
+    )
+    server.defaults_file.write_text(f'[client]\nuser=sbtest\npassword="{password}"\nsocket={sock}\n')
     server.defaults_file.chmod(0o600)
     grants = [f"CREATE USER 'sbtest'@'{h}' IDENTIFIED BY '{password}'" for h in ("localhost", "127.0.0.1")]
     grants += [f"GRANT ALL ON sbtest.* TO 'sbtest'@'{h}'" for h in ("localhost", "127.0.0.1")]
@@ -164,8 +188,13 @@ def start_mariadb(extra_args: tuple[str, ...] = (), workdir: Path | None = None,
     try:
         _install(workdir, datadir, root_auth)
         with open(workdir / "mariadbd.out", "wb") as out:
-            proc = subprocess.Popen(server_argv(workdir, datadir, port, extra_args), stdout=out,
-                                    stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+            proc = subprocess.Popen(
+                server_argv(workdir, datadir, port, extra_args),
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
         return open_server(proc, workdir, datadir, port)
     except BaseException:
         stop_pid(proc.pid if proc else None)
@@ -229,13 +258,26 @@ def parse_sysbench(text: str, test: str = "", threads: int = 0) -> SysbenchResul
     if not (tps and qps and p95):
         raise ValueError(f"no sysbench summary in output: {text[-500:]!r}")
     took, errors = _TIME.search(text), _ERR.search(text)
-    return SysbenchResult(test, threads, float(took.group(1)) if took else 0.0, float(tps.group(2)),
-                          float(qps.group(2)), float(p95.group(1)), int(errors.group(1)) if errors else 0)
+    return SysbenchResult(
+        test,
+        threads,
+        float(took.group(1)) if took else 0.0,
+        float(tps.group(2)),
+        float(qps.group(2)),
+        float(p95.group(1)),
+        int(errors.group(1)) if errors else 0,
+    )
 
 
 def sysbench_prepare(server: MariaDB, tables: int = 2, table_size: int = 10000) -> None:
-    argv = [which("sysbench") or "sysbench", "oltp_read_write", *server.sysbench_args(), f"--tables={tables}",
-            f"--table-size={table_size}", "prepare"]
+    argv = [
+        which("sysbench") or "sysbench",
+        "oltp_read_write",
+        *server.sysbench_args(),
+        f"--tables={tables}",
+        f"--table-size={table_size}",
+        "prepare",
+    ]
     subprocess.run(argv, check=True, capture_output=True, timeout=600)
 
 
@@ -244,8 +286,13 @@ INDEX_DIVE_LUA = Path(__file__).resolve().parent / "loads" / "index_dive.lua"
 
 def index_dive_prepare(server: MariaDB, table_size: int = 200000) -> None:
     """Create and fill table dive1 for INDEX_DIVE_LUA (five secondary indexes, uniform values)."""
-    argv = [which("sysbench") or "sysbench", str(INDEX_DIVE_LUA), *server.sysbench_args(),
-            f"--table-size={table_size}", "prepare"]
+    argv = [
+        which("sysbench") or "sysbench",
+        str(INDEX_DIVE_LUA),
+        *server.sysbench_args(),
+        f"--table-size={table_size}",
+        "prepare",
+    ]
     subprocess.run(argv, check=True, capture_output=True, timeout=600)
 
 
@@ -256,16 +303,34 @@ class SysbenchLoad:
     (``SysbenchLoad(server, 20, str(INDEX_DIVE_LUA), 16, script_args=("--range-width=0",))``).
     """
 
-    def __init__(self, server: MariaDB, seconds: float, test: str = "oltp_read_write", threads: int = 4,
-                 tables: int = 2, table_size: int = 10000, script_args: tuple[str, ...] | None = None) -> None:
+    def __init__(
+        self,
+        server: MariaDB,
+        seconds: float,
+        test: str = "oltp_read_write",
+        threads: int = 4,
+        tables: int = 2,
+        table_size: int = 10000,
+        script_args: tuple[str, ...] | None = None,
+    ) -> None:
         self.test, self.threads, self.seconds = test, threads, seconds
         sizes = (f"--tables={tables}", f"--table-size={table_size}") if script_args is None else script_args
-        argv = [which("sysbench") or "sysbench", test, *server.sysbench_args(), *sizes,
-                f"--threads={threads}", f"--time={int(seconds)}",
-                "--percentile=95", "--report-interval=0", "--rand-type=uniform", "run"]
+        argv = [
+            which("sysbench") or "sysbench",
+            test,
+            *server.sysbench_args(),
+            *sizes,
+            f"--threads={threads}",
+            f"--time={int(seconds)}",
+            "--percentile=95",
+            "--report-interval=0",
+            "--rand-type=uniform",
+            "run",
+        ]
         self._out = tempfile.TemporaryFile()
-        self.proc = subprocess.Popen(argv, stdout=self._out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                     start_new_session=True)
+        self.proc = subprocess.Popen(
+            argv, stdout=self._out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
+        )
 
     def wait(self, timeout: float | None = None) -> SysbenchResult:
         """Wait for the run to end (at most its time plus 60 s) and return its numbers."""
@@ -279,8 +344,14 @@ class SysbenchLoad:
         self._out.close()
 
 
-def run_sysbench(server: MariaDB, seconds: float, test: str = "oltp_read_write", threads: int = 4,
-                 tables: int = 2, table_size: int = 10000) -> SysbenchResult:
+def run_sysbench(
+    server: MariaDB,
+    seconds: float,
+    test: str = "oltp_read_write",
+    threads: int = 4,
+    tables: int = 2,
+    table_size: int = 10000,
+) -> SysbenchResult:
     load = SysbenchLoad(server, seconds, test, threads, tables, table_size)
     try:
         return load.wait()

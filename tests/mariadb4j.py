@@ -46,7 +46,7 @@ import zipfile
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from collections.abc import Iterator
 
 import mariadb as mdb
 
@@ -77,13 +77,14 @@ class Release:
 
     @property
     def short(self) -> str:
-        """"102" for 10.2.11, "114" for 11.4.5: temp folder prefixes."""
+        """ "102" for 10.2.11, "114" for 11.4.5: temp folder prefixes."""
         return "".join(self.version.split(".")[:2])
 
 
 M102 = Release("10.2.11", "f6c4c62197ac253151ee6519c92d7a766f2e78d5", "mysqld", "mysql_install_db")
-M114 = Release("11.4.5", "7063411401b8a28413ba0220cc3506095f9ad75e", "mariadbd", "mariadb-install-db",
-               ("--skip-test-db",))
+M114 = Release(
+    "11.4.5", "7063411401b8a28413ba0220cc3506095f9ad75e", "mariadbd", "mariadb-install-db", ("--skip-test-db",)
+)
 RELEASES = (M102, M114)
 
 
@@ -105,8 +106,9 @@ class Tree:
     def env(self) -> dict[str, str]:
         """The environment with libs/ first on LD_LIBRARY_PATH (10.2.11's mysqld needs the bundled libaio.so.1)."""
         env = dict(os.environ)
-        env["LD_LIBRARY_PATH"] = os.pathsep.join(p for p in (str(self.basedir / "libs"),
-                                                             env.get("LD_LIBRARY_PATH", "")) if p)
+        env["LD_LIBRARY_PATH"] = os.pathsep.join(
+            p for p in (str(self.basedir / "libs"), env.get("LD_LIBRARY_PATH", "")) if p
+        )
         return env
 
 
@@ -133,8 +135,10 @@ def missing_tools(release: Release) -> str | None:
     except ImportError:
         return "PyMySQL not installed (pip install PyMySQL)"
     if cached_tree(release) is None and shutil.which("mvn") is None:
-        return (f"MariaDB {release.version} is not cached in {cache_dir(release)} and mvn is not installed "
-                "(apt-get install maven)")
+        return (
+            f"MariaDB {release.version} is not cached in {cache_dir(release)} and mvn is not installed "
+            "(apt-get install maven)"
+        )
     return None
 
 
@@ -167,7 +171,7 @@ def unpack(release: Release, jar: Path, dest: Path) -> Tree:
         for info in archive.infolist():
             if not info.filename.startswith(release.jar_tree) or info.is_dir():
                 continue
-            target = dest / info.filename[len(release.jar_tree):]
+            target = dest / info.filename[len(release.jar_tree) :]
             target.parent.mkdir(parents=True, exist_ok=True)
             with archive.open(info) as src, open(target, "wb") as out:
                 shutil.copyfileobj(src, out, 1 << 20)
@@ -202,13 +206,27 @@ def ensure_tree(release: Release, timeout: float = 600.0) -> Tree:
 
 
 def _install(tree: Tree, workdir: Path, datadir: Path) -> None:
-    argv = [str(tree.install_db), "--no-defaults", f"--basedir={tree.basedir}", f"--datadir={datadir}",
-            "--auth-root-authentication-method=normal", "--skip-name-resolve", *tree.release.install_args]
+    argv = [
+        str(tree.install_db),
+        "--no-defaults",
+        f"--basedir={tree.basedir}",
+        f"--datadir={datadir}",
+        "--auth-root-authentication-method=normal",
+        "--skip-name-resolve",
+        *tree.release.install_args,
+    ]
     if os.geteuid() == 0:
         argv.append("--user=root")
     with open(workdir / "install.log", "wb") as log:
-        proc = subprocess.run(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                              timeout=180, cwd=workdir, env=tree.env())
+        proc = subprocess.run(
+            argv,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            timeout=180,
+            cwd=workdir,
+            env=tree.env(),
+        )
     if proc.returncode != 0:
         tail = (workdir / "install.log").read_text(errors="replace")[-2000:]
         raise RuntimeError(f"{tree.release.install_db} {tree.release.version} failed ({proc.returncode}): {tail}")
@@ -227,11 +245,18 @@ def start(release: Release, extra_args: tuple[str, ...] = (), workdir: Path | No
     datadir, port, proc = workdir / "data", mdb.free_port(), None
     try:
         _install(tree, workdir, datadir)
-        argv = mdb.server_argv(workdir, datadir, port, (f"--basedir={tree.basedir}", *extra_args),
-                                mysqld=str(tree.mysqld))
+        argv = mdb.server_argv(
+            workdir, datadir, port, (f"--basedir={tree.basedir}", *extra_args), mysqld=str(tree.mysqld)
+        )
         with open(workdir / "mariadbd.out", "wb") as out:
-            proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                    start_new_session=True, env=tree.env())
+            proc = subprocess.Popen(
+                argv,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+                env=tree.env(),
+            )
         return mdb.open_server(proc, workdir, datadir, port)
     except BaseException:
         mdb.stop_pid(proc.pid if proc else None)

@@ -32,6 +32,6 @@ def samples(dump: bytes) -> list[RawSample]:
                 chain.append(int(m.group(1), 16))
             elif m := _SP.match(line.strip()):
                 sp = int(m.group(1), 16)
-        user = chain[chain.index(USER_CONTEXT) + 1:] if USER_CONTEXT in chain else []
+        user = chain[chain.index(USER_CONTEXT) + 1 :] if USER_CONTEXT in chain else []
         out.append(RawSample(int(head.group(1)), int(head.group(2)), tuple(user), sp))
     return out

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import html
 import re
-from typing import Any, Iterator
+from typing import Any
+from collections.abc import Iterator
 
 PLACEHOLDER = re.compile(
     r"\bn/a\b|\bN/A\b|\bNone\b|\bnan\b|(?<!/dev/)\bnull\b"  # stand-ins for a missing value
@@ -26,7 +27,7 @@ def visible(page: str) -> str:
 
 def placeholders(text: str) -> list[str]:
     text = ALLOWED.sub("", text)
-    return [text[max(0, m.start() - 50): m.end() + 30].replace("\n", " ") for m in PLACEHOLDER.finditer(text)]
+    return [text[max(0, m.start() - 50) : m.end() + 30].replace("\n", " ") for m in PLACEHOLDER.finditer(text)]
 
 
 def finding_texts(doc: dict[str, Any]) -> Iterator[tuple[str, str]]:
@@ -35,11 +36,15 @@ def finding_texts(doc: dict[str, Any]) -> Iterator[tuple[str, str]]:
         for key in ("title", "message"):
             yield f"{f['rule']}.{key}", f[key]
         fix = f["fix"]  # format 3: typed steps; 2: one text
-        yield from ((f"{f['rule']}.fix", s["text"]) for s in fix) if isinstance(fix, list) else [(f"{f['rule']}.fix", fix)]
+        yield from (
+            ((f"{f['rule']}.fix", s["text"]) for s in fix) if isinstance(fix, list) else [(f"{f['rule']}.fix", fix)]
+        )
         for key in ("next_steps", "missing", "chain"):
             yield from ((f"{f['rule']}.{key}", t) for t in f[key])
         conf = f.get("confidence") or {}
-        yield from ((f"{f['rule']}.confidence", t) for t in conf.get("corroborated", []) + conf.get("not_corroborated", []))
+        yield from (
+            (f"{f['rule']}.confidence", t) for t in conf.get("corroborated", []) + conf.get("not_corroborated", [])
+        )
         yield from _strings(f"{f['rule']}.evidence", f["evidence"])
 
 

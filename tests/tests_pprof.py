@@ -12,10 +12,16 @@ import pytest
 
 def pprof_tool() -> str:
     candidates = [os.environ.get("PMUPROF_PPROF", ""), shutil.which("pprof") or ""]
-    gopath = subprocess.run(["go", "env", "GOPATH"], capture_output=True, text=True).stdout.strip() \
-        if shutil.which("go") else ""
-    candidates += [str(Path(gopath) / "bin" / "pprof") if gopath else "", str(Path.home() / "go" / "bin" / "pprof"),
-                   str(Path.home() / ".cache" / "pmuprof" / "gobin" / "pprof")]
+    gopath = (
+        subprocess.run(["go", "env", "GOPATH"], capture_output=True, text=True).stdout.strip()
+        if shutil.which("go")
+        else ""
+    )
+    candidates += [
+        str(Path(gopath) / "bin" / "pprof") if gopath else "",
+        str(Path.home() / "go" / "bin" / "pprof"),
+        str(Path.home() / ".cache" / "pmuprof" / "gobin" / "pprof"),
+    ]
     for cand in candidates:
         if cand and Path(cand).is_file() and os.access(cand, os.X_OK):
             return cand

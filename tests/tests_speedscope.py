@@ -26,8 +26,13 @@ def speedscope_schema() -> Path:
     if shutil.which("npm") is None:
         pytest.skip("speedscope's schema is not cached and npm is missing (apt-get install npm; npm pack speedscope)")
     with tempfile.TemporaryDirectory() as tmp:
-        proc = subprocess.run(["npm", "pack", "speedscope", "--pack-destination", tmp], capture_output=True,
-                              text=True, timeout=300, cwd=tmp)
+        proc = subprocess.run(
+            ["npm", "pack", "speedscope", "--pack-destination", tmp],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            cwd=tmp,
+        )
         packs = list(Path(tmp).glob("speedscope-*.tgz"))
         if proc.returncode != 0 or not packs:
             pytest.skip(f"npm pack speedscope failed: {proc.stderr.strip()[-200:]}")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import struct
 from pathlib import Path
-from typing import Iterable
+from collections.abc import Iterable
 
 from ..model.analysis import Binary
 from ..model.run import FileMap
@@ -15,11 +15,13 @@ _PT_LOAD = 1
 
 def load_segments(elf: ElfFile) -> list[tuple[int, int, int]]:
     """(p_offset, p_vaddr, p_filesz) of each PT_LOAD program header (64-bit little-endian ELF)."""
-    phoff, = struct.unpack_from("<Q", elf.data, 32)
+    (phoff,) = struct.unpack_from("<Q", elf.data, 32)
     phentsize, phnum = struct.unpack_from("<HH", elf.data, 54)
     out = []
     for i in range(phnum):
-        p_type, _flags, p_offset, p_vaddr, _paddr, p_filesz = struct.unpack_from("<IIQQQQ", elf.data, phoff + i * phentsize)
+        p_type, _flags, p_offset, p_vaddr, _paddr, p_filesz = struct.unpack_from(
+            "<IIQQQQ", elf.data, phoff + i * phentsize
+        )
         if p_type == _PT_LOAD:
             out.append((p_offset, p_vaddr, p_filesz))
     return out

@@ -18,8 +18,10 @@ from .load import Recording
 
 MAX_BINARIES = 40  # resolve at most this many DSOs, most samples first
 PROBLEM_SHARE = 0.01  # say a binary's problem when it holds at least this share of the samples
-IDLE = ("no samples of the target were recorded: it was idle (or off-CPU) during the capture; try a longer "
-        "--duration while the problem is happening")
+IDLE = (
+    "no samples of the target were recorded: it was idle (or off-CPU) during the capture; try a longer "
+    "--duration while the problem is happening"
+)
 HELPER_FIX = f"build the native helper ({apt_install('compiler', 'elfutils', 'capstone')}; make -C native)"
 
 
@@ -37,15 +39,26 @@ def analyse(rec: Recording, lookup: binmod.Lookup = binmod.Lookup()) -> Profile:
         off.append(FeatureOff("skid correction", skid_off, HELPER_FIX))
     processes = tuple(p for p in rec.processes if p.samples) or rec.processes
     qual = tuple(quality.for_process(stacks, p.label, rec.run) for p in processes if p.kept)
-    analysis = Analysis(reader_argv=rec.reader_argv, processes=processes, selection=rec.selection, binaries=binaries, unnamed=functions,
-                        skid_functions=corrected, skid=summary, quality=qual,
-                        warnings=(() if total else (IDLE,)) + problems(binaries, total, rec) + unclear
-                        + skid.left_out(binaries) + kernel_warnings(qual, rec.build_ids.get(KERNEL_DSO),
-                                                                    rec.run.host.kernel, kept=rec.run.kernel_symbols),
-                        features_off=tuple(off), recovered_callers=rec.recovered_callers)
-    return Profile(stacks, rec.run, rec.counters, rec.server, analysis, rec.leaves, rec.source, offcpu=rec.offcpu,
-                   samples=samples)
-
+    analysis = Analysis(
+        reader_argv=rec.reader_argv,
+        processes=processes,
+        selection=rec.selection,
+        binaries=binaries,
+        unnamed=functions,
+        skid_functions=corrected,
+        skid=summary,
+        quality=qual,
+        warnings=(() if total else (IDLE,))
+        + problems(binaries, total, rec)
+        + unclear
+        + skid.left_out(binaries)
+        + kernel_warnings(qual, rec.build_ids.get(KERNEL_DSO), rec.run.host.kernel, kept=rec.run.kernel_symbols),
+        features_off=tuple(off),
+        recovered_callers=rec.recovered_callers,
+    )
+    return Profile(
+        stacks, rec.run, rec.counters, rec.server, analysis, rec.leaves, rec.source, offcpu=rec.offcpu, samples=samples
+    )
 
 
 def with_quality(profile: Profile) -> Profile:
@@ -109,9 +122,13 @@ def problems(binaries: tuple[Binary, ...], total: int, rec: Recording) -> tuple[
     names = [os.path.basename(p) for p in paths]  # the full path where two binaries share a file name
     unverified = list(dict.fromkeys(n if names.count(n) == 1 else p for p, n in zip(paths, names)))
     if unverified and rec.run.source.kind == "perf-script":
-        lines.append(f"a perf script text has no build-ids: {', '.join(unverified)} read at the paths it names, "
-                     "not verified (report the perf.data itself to have them checked)")
+        lines.append(
+            f"a perf script text has no build-ids: {', '.join(unverified)} read at the paths it names, "
+            "not verified (report the perf.data itself to have them checked)"
+        )
     elif unverified and not rec.run.targets:
-        lines.append(f"{', '.join(unverified)}: no build-id in the binary or the recording; used the file at the "
-                     "recorded path, unverified")
+        lines.append(
+            f"{', '.join(unverified)}: no build-id in the binary or the recording; used the file at the "
+            "recorded path, unverified"
+        )
     return tuple(dict.fromkeys(lines))

@@ -6,7 +6,8 @@ import os
 from collections import Counter
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
+from collections.abc import Callable, Mapping
 
 from ..errors import InputError, UsageError
 from ..model.analysis import Binary
@@ -30,9 +31,11 @@ def binary_for(profile: Profile, symbol: str, lookup: binmod.Lookup) -> Binary:
         if not pairs:
             pairs = [(p, bid) for p, bid in recorded if os.path.basename(p) == unnamed[0]]
         if len(set(pairs)) > 1:
-            raise UsageError(f"{symbol} names {len(set(pairs))} binaries of this recording: "
-                             + ", ".join(f"{p} ({bid or 'no build-id'})" for p, bid in dict.fromkeys(pairs)),
-                             "pass --binary with the one to annotate, or --pid to choose the process")
+            raise UsageError(
+                f"{symbol} names {len(set(pairs))} binaries of this recording: "
+                + ", ".join(f"{p} ({bid or 'no build-id'})" for p, bid in dict.fromkeys(pairs)),
+                "pass --binary with the one to annotate, or --pid to choose the process",
+            )
     else:
         by_dso: Counter[str] = Counter()
         for leaf in profile.leaves:
@@ -47,8 +50,10 @@ def binary_for(profile: Profile, symbol: str, lookup: binmod.Lookup) -> Binary:
         return usable[0]
     if found:
         raise InputError(found[0].problem, "")
-    raise UsageError(f"cannot tell which binary holds {symbol}: no leaf samples name a binary",
-                     "pass --binary /path/to/the/profiled/executable")
+    raise UsageError(
+        f"cannot tell which binary holds {symbol}: no leaf samples name a binary",
+        "pass --binary /path/to/the/profiled/executable",
+    )
 
 
 def _recorded(profile: Profile) -> list[tuple[str, str | None]]:
@@ -64,8 +69,11 @@ def _evidence(profile: Profile, label: str) -> list[tuple[str, str | None]]:
     pairs = [(f.binary, f.build_id) for f in profile.analysis.skid_functions if f.symbol == label]
     for row in profile.analysis.unnamed:
         if row.label == label:
-            pairs += [binmod.key(b) for b in profile.analysis.binaries
-                      if b.file == row.binary and row.build_id in (None, binmod.key(b)[1])]
+            pairs += [
+                binmod.key(b)
+                for b in profile.analysis.binaries
+                if b.file == row.binary and row.build_id in (None, binmod.key(b)[1])
+            ]
     return pairs
 
 
@@ -74,8 +82,11 @@ def annotate(profile: Profile, symbol: str, binary: Binary, skid: Skid) -> dict[
     unnamed = parse_function(symbol)
     if unnamed:  # '[mariadbd+0xde2ac0 pause]': the .eh_frame function starting there
         start = unnamed[1]
-        result = skid(binary.file, addresses=[(start, 0)] + unnamed_addresses(profile.leaves, binary.path, 100000),
-                      debug=binary.debuginfo)
+        result = skid(
+            binary.file,
+            addresses=[(start, 0)] + unnamed_addresses(profile.leaves, binary.path, 100000),
+            debug=binary.debuginfo,
+        )
         fns = [f for f in functions_of(result, binary.path) if f.start and int(str(f.start), 16) == start]
     else:
         samples = [(symbol, 0, 0)] + leaf_samples(profile.leaves, binary.path, [symbol])
@@ -83,8 +94,10 @@ def annotate(profile: Profile, symbol: str, binary: Binary, skid: Skid) -> dict[
         fns = [f for f in functions_of(result, binary.path) if f.symbol == symbol]
     if not fns:
         errors = [f.get("error") for f in result.get("functions", []) if f.get("error")]
-        raise InputError(f"{symbol} in {binary.file}: {errors[0] if errors else 'no such function'}",
-                         "use the symbol name as the report shows it, and the exact binary that was profiled")
+        raise InputError(
+            f"{symbol} in {binary.file}: {errors[0] if errors else 'no such function'}",
+            "use the symbol name as the report shows it, and the exact binary that was profiled",
+        )
     model = annotate_model(to_json(replace(fns[0], binary=str(binary.file))))
     if binary.problem:
         model["warnings"].append(binary.problem)
@@ -97,16 +110,21 @@ def annotate_model(fn: Mapping[str, Any]) -> dict[str, Any]:
     """What ``pmuprof annotate --json`` prints: the listing with raw and corrected counts."""
     warnings = [fn["error"]] if fn.get("error") else []
     if fn.get("ambiguous_samples"):
-        warnings.append(f"{fn['ambiguous_samples']} moved samples sit on a jump target: the thread may have "
-                        "jumped there instead of stepping over the PAUSE/fence (marked ambiguous)")
+        warnings.append(
+            f"{fn['ambiguous_samples']} moved samples sit on a jump target: the thread may have "
+            "jumped there instead of stepping over the PAUSE/fence (marked ambiguous)"
+        )
     keys = ("symbol", "binary", "build_id", "start", "end", "samples", "moved", "ambiguous_samples", "instructions")
     return {**{k: fn.get(k) for k in keys}, "warnings": warnings}
 
 
 def annotate_text(model: Mapping[str, Any]) -> str:
     """Plain-text listing: offset, raw, corrected, instruction; marks where samples moved."""
-    lines = [f"{model['symbol']}  ({model['binary']}, {model['samples']} samples, {model['moved']} moved "
-             f"back onto PAUSE/fence/locked instructions)", f"{'offset':>8} {'raw':>8} {'corrected':>9}  instruction"]
+    lines = [
+        f"{model['symbol']}  ({model['binary']}, {model['samples']} samples, {model['moved']} moved "
+        f"back onto PAUSE/fence/locked instructions)",
+        f"{'offset':>8} {'raw':>8} {'corrected':>9}  instruction",
+    ]
     for ins in model["instructions"]:
         mark = ""
         if ins["kind"] and ins["corrected"] > ins["raw"]:
@@ -131,8 +149,17 @@ def override(path: Path, profile: Profile) -> Binary:
     paths = list(dict.fromkeys(p for p, _ in named))
     problem = ""
     if not same and ids:
-        problem = (f"build-id of {path} ({info.build_id}) differs from the profiled one ({', '.join(sorted(ids))}): "
-                   "the binary changed, offsets may be wrong")
+        problem = (
+            f"build-id of {path} ({info.build_id}) differs from the profiled one ({', '.join(sorted(ids))}): "
+            "the binary changed, offsets may be wrong"
+        )
     where = same[0] if same else (paths[0] if len(paths) == 1 else str(path))
-    return Binary(path=where, file=str(path), found_via="--binary", file_build_id=info.build_id,
-                  verified=bool(same) if (same or ids) else None, symbols="", problem=problem)
+    return Binary(
+        path=where,
+        file=str(path),
+        found_via="--binary",
+        file_build_id=info.build_id,
+        verified=bool(same) if (same or ids) else None,
+        symbols="",
+        problem=problem,
+    )

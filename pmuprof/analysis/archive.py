@@ -8,7 +8,7 @@ import tarfile
 import tempfile
 from dataclasses import replace
 from pathlib import Path
-from typing import Iterator
+from collections.abc import Iterator
 
 from ..model import rundir
 from ..model.run import KeptBinaries

@@ -13,7 +13,7 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Mapping
+from collections.abc import Iterable, Mapping
 
 from ..model.analysis import Binary
 from ..packages import apt_install
@@ -22,8 +22,15 @@ from ..tools.elf import ElfFile, Ident, ident
 
 DEBUGINFOD_TIMEOUT_S = 20.0
 DEBUG_ROOT = Path("/usr/lib/debug")
-UNREACHABLE = ("connection refused", "couldn't resolve", "could not resolve", "timed out", "timeout",
-               "couldn't connect", "network is unreachable")
+UNREACHABLE = (
+    "connection refused",
+    "couldn't resolve",
+    "could not resolve",
+    "timed out",
+    "timeout",
+    "couldn't connect",
+    "network is unreachable",
+)
 
 
 @dataclass(frozen=True)
@@ -64,8 +71,12 @@ class Debuginfod:
         return got
 
 
-def resolve(wanted: Mapping[str, int], recorded: Mapping[str, str], lookup: Lookup,
-            builds: Mapping[str, tuple[str, ...]] | None = None) -> tuple[Binary, ...]:
+def resolve(
+    wanted: Mapping[str, int],
+    recorded: Mapping[str, str],
+    lookup: Lookup,
+    builds: Mapping[str, tuple[str, ...]] | None = None,
+) -> tuple[Binary, ...]:
     """One Binary per file-backed DSO path in ``wanted`` (path -> samples), most samples first; one per
     build when ``builds`` (path -> the build-ids the targets ran from it) names several for a path."""
     client = Debuginfod(lookup.debuginfod)
@@ -105,7 +116,9 @@ class Mapped:
         return not (binary.path == self.exe and self.build_id and key(binary)[1] != self.build_id)
 
 
-def owners(binaries: Iterable[Binary], mapped: Mapping[str, Mapped]) -> tuple[dict[str, dict[str, Binary]], dict[str, str]]:
+def owners(
+    binaries: Iterable[Binary], mapped: Mapping[str, Mapped]
+) -> tuple[dict[str, dict[str, Binary]], dict[str, str]]:
     """Per process root (``""``: any root not in ``mapped``), its found binaries by file name (what a
     raw label ``[name@0x…]`` names); and per file name that stands for several binaries nothing tells
     apart, which ones they are.
@@ -126,8 +139,7 @@ def owners(binaries: Iterable[Binary], mapped: Mapping[str, Mapped]) -> tuple[di
             common[name] = distinct[0] if len(distinct) == 1 else busy[0]
         else:
             unclear[name] = ", ".join(f"{b.path} ({key(b)[1] or 'no build-id'})" for b in distinct)
-    out = {root: {**common, **{os.path.basename(b.path): b for b in found if m.holds(b)}}
-           for root, m in mapped.items()}
+    out = {root: {**common, **{os.path.basename(b.path): b for b in found if m.holds(b)}} for root, m in mapped.items()}
     out[""] = common
     return out, unclear
 
@@ -147,8 +159,10 @@ def find(path: str, build_id: str | None, samples: int, lookup: Lookup, client: 
         verified = bool(build_id and found.build_id == build_id) if build_id else None
         return _found(path, build_id, file, via, found, verified, samples, lookup, client)
     if mismatch:
-        problem = (f"{path}: {'; '.join(mismatch[:2])}, not the {build_id} that was recorded (the binary changed "
-                   f"since the recording) — pass --binary with the file that ran, or --symfs DIR holding it")
+        problem = (
+            f"{path}: {'; '.join(mismatch[:2])}, not the {build_id} that was recorded (the binary changed "
+            f"since the recording) — pass --binary with the file that ran, or --symfs DIR holding it"
+        )
     elif refused:
         problem = f"{refused[0]} — pass --binary PATH or --symfs DIR with the file that ran"
     else:
@@ -171,15 +185,34 @@ def _candidates(path: str, build_id: str | None, lookup: Lookup, client: Debugin
             yield got, "debuginfod"
 
 
-def _found(path: str, build_id: str | None, file: Path, via: str, found: Ident, verified: bool | None,
-           samples: int, lookup: Lookup, client: Debuginfod) -> Binary:
+def _found(
+    path: str,
+    build_id: str | None,
+    file: Path,
+    via: str,
+    found: Ident,
+    verified: bool | None,
+    samples: int,
+    lookup: Lookup,
+    client: Debuginfod,
+) -> Binary:
     debug, problem = (None, "")
     if not found.symtab and found.build_id:
         debug, problem = _debuginfo(file, found, lookup, client)
     symbols = "symtab" if found.symtab else ("debuginfo" if debug else _dynsym_or_none(file))
-    return Binary(path=path, build_id=build_id, file=str(file), found_via=via, file_build_id=found.build_id,
-                  verified=verified, debuginfo=str(debug) if debug else None, symbols=symbols, samples=samples,
-                  problem=problem, server_version=found.server_version or "")
+    return Binary(
+        path=path,
+        build_id=build_id,
+        file=str(file),
+        found_via=via,
+        file_build_id=found.build_id,
+        verified=verified,
+        debuginfo=str(debug) if debug else None,
+        symbols=symbols,
+        samples=samples,
+        problem=problem,
+        server_version=found.server_version or "",
+    )
 
 
 def _dynsym_or_none(file: Path) -> str:

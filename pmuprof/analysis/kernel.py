@@ -7,7 +7,7 @@ import gzip
 import os
 import tempfile
 from pathlib import Path
-from typing import Iterator
+from collections.abc import Iterator
 
 from ..model.analysis import StackQuality
 from ..model.run import KernelSymbols, Run
@@ -23,8 +23,13 @@ PERF_CACHE = Path.home() / ".debug"  # perf's build-id cache (perf record copies
 
 
 @contextlib.contextmanager
-def recorded_kallsyms(run_dir: Path | None, run: Run, running_build_id: str | None = None,
-                      recorded_build_id: str | None = None, symfs: bool = False) -> Iterator[Path | None]:
+def recorded_kallsyms(
+    run_dir: Path | None,
+    run: Run,
+    running_build_id: str | None = None,
+    recorded_build_id: str | None = None,
+    symfs: bool = False,
+) -> Iterator[Path | None]:
     """The kernel symbols of the boot that recorded, as a file for perf's --kallsyms, or None where perf
     finds them itself. On another kernel: the run directory's copy (inflated into a temporary file).
     With ``symfs`` (perf then reads kallsyms under it, where there is none): /proc/kallsyms for this
@@ -54,9 +59,14 @@ def recorded_kallsyms(run_dir: Path | None, run: Run, running_build_id: str | No
         yield path
 
 
-def kernel_warnings(quality: tuple[StackQuality, ...], recorded_build_id: str | None, recorded_kernel: str,
-                    running_build_id: str | None = None, running_kernel: str | None = None,
-                    kept: KernelSymbols | None = None) -> tuple[str, ...]:
+def kernel_warnings(
+    quality: tuple[StackQuality, ...],
+    recorded_build_id: str | None,
+    recorded_kernel: str,
+    running_build_id: str | None = None,
+    running_kernel: str | None = None,
+    kept: KernelSymbols | None = None,
+) -> tuple[str, ...]:
     """One line when kernel frames stayed unnamed: how many, why here, and how to get them named.
 
     ``recorded_*``: the perf.data's kernel build-id and the run's kernel release; ``running_*``: this host's
@@ -68,9 +78,11 @@ def kernel_warnings(quality: tuple[StackQuality, ...], recorded_build_id: str | 
     running_kernel = running_kernel if running_kernel is not None else os.uname().release
     share = f"{worst.unresolved_kernel_share:.0%} of {worst.process} samples end in kernel code"
     if recorded_build_id and recorded_build_id == running_build_id:
-        return (f"kernel frames unresolved: {share} that this host's kernel (the one that recorded them) does "
-                "not name for this user (kernel.kptr_restrict, or not root): not a stripped binary; re-report as "
-                "root",)
+        return (
+            f"kernel frames unresolved: {share} that this host's kernel (the one that recorded them) does "
+            "not name for this user (kernel.kptr_restrict, or not root): not a stripped binary; re-report as "
+            "root",
+        )
     was = f"kernel {recorded_kernel or '?'}" + (f", build-id {recorded_build_id[:12]}" if recorded_build_id else "")
     now = f"{running_kernel}" + (f", build-id {running_build_id[:12]}" if running_build_id else "")
     if kept is not None and kept.file:
@@ -79,6 +91,8 @@ def kernel_warnings(quality: tuple[StackQuality, ...], recorded_build_id: str | 
         fix = f"the capture kept no kernel symbols ({kept.why_not}): capture as root"
     else:
         fix = "re-report the run directory pmuprof capture wrote (it keeps that boot's kernel symbols)"
-    return (f"kernel frames of another boot: {share} that no kernel symbols here name (recorded on {was}; "
-            f"this host runs {now}): not a stripped binary; {fix}, or on the recording host run `perf archive "
-            "PERF.DATA` and here `tar xf PERF.DATA.tar.bz2 -C ~/.debug`",)
+    return (
+        f"kernel frames of another boot: {share} that no kernel symbols here name (recorded on {was}; "
+        f"this host runs {now}): not a stripped binary; {fix}, or on the recording host run `perf archive "
+        "PERF.DATA` and here `tar xf PERF.DATA.tar.bz2 -C ~/.debug`",
+    )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import stat
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Mapping
+from collections.abc import Mapping
 
 from ..errors import InputError
 from ..model import rundir
@@ -63,8 +63,12 @@ class Recording:
 
 def _kind(path: Path) -> str:
     mode = path.stat().st_mode
-    for test, name in ((stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
-                       (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket")):
+    for test, name in (
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISSOCK, "a socket"),
+    ):
         if test(mode):
             return name
     return "a special file"
@@ -75,25 +79,32 @@ def sniff(path: Path) -> str:
     if path.is_dir():
         if rundir.is_run_dir(path) or (path / rundir.STACKS).is_file():
             return "rundir"
-        raise InputError(f"{path}: a directory without run.json or stacks.folded",
-                         "pass a pmuprof run directory, a perf.data, a perf script text or a folded file")
+        raise InputError(
+            f"{path}: a directory without run.json or stacks.folded",
+            "pass a pmuprof run directory, a perf.data, a perf script text or a folded file",
+        )
     if not path.exists():
         raise InputError(f"{path}: no such file or directory", "check the path")
     if not path.is_file():
-        raise InputError(f"{path}: not a regular file ({_kind(path)})", "pass a run directory, a perf.data or a text file")
+        raise InputError(
+            f"{path}: not a regular file ({_kind(path)})", "pass a run directory, a perf.data or a text file"
+        )
     with open(path, "rb") as fh:
         head = fh.read(65536)
     if not head.strip():
         raise InputError(f"{path}: the file is empty", "re-record; an empty capture has nothing to report")
     if head.startswith(PERF_MAGIC):
         if repair.unfinished_size(path) and not rundir.is_run_dir(path.parent):
-            raise InputError(f"{path}: perf did not close this file (killed, or out of disk): its header says it "
-                             "holds no samples", "report its run directory (pmuprof repairs the header there), or "
-                             "record again")
+            raise InputError(
+                f"{path}: perf did not close this file (killed, or out of disk): its header says it holds no samples",
+                "report its run directory (pmuprof repairs the header there), or record again",
+            )
         return "perf.data"
     if b"\0" in head:
-        raise InputError(f"{path}: binary data that is not a perf.data (no PERFILE2 header)",
-                         "pass a perf.data, a perf script text or a folded file")
+        raise InputError(
+            f"{path}: binary data that is not a perf.data (no PERFILE2 header)",
+            "pass a perf.data, a perf script text or a folded file",
+        )
     for line in head.decode("utf-8", "backslashreplace").splitlines():
         if not line.strip() or line.startswith("#"):
             continue
@@ -122,18 +133,25 @@ def read_run_dir(path: Path, choice: Choice, symfs: Path | None = None) -> Recor
     """A recorded run directory's perf.data with its targets (none of them busy: an empty Recording)."""
     data = path / rundir.PERF_DATA
     if not data.is_file():
-        raise InputError(f"{path}: no {rundir.STACKS} and no {rundir.PERF_DATA} in this run directory",
-                         "the capture recorded nothing; capture again")
+        raise InputError(
+            f"{path}: no {rundir.STACKS} and no {rundir.PERF_DATA} in this run directory",
+            "the capture recorded nothing; capture again",
+        )
     return read_recording(data, "perf.data", choice, path, symfs, allow_empty=True)
 
 
-def read_recording(path: Path, kind: str, choice: Choice, sibling: Path | None,
-                   symfs: Path | None = None, allow_empty: bool = False) -> Recording:
+def read_recording(
+    path: Path, kind: str, choice: Choice, sibling: Path | None, symfs: Path | None = None, allow_empty: bool = False
+) -> Recording:
     """Fold a perf.data or perf script text; inside a run directory, reuse its targets and facts."""
     run = rundir.read_run(sibling) if sibling else Run()
     if kind == "perf.data" and sibling is not None and repair.finish_header(path):  # perf killed / out of disk
-        run = run.with_notes(("perf did not close perf.data (killed, or out of disk): pmuprof set its data size "
-                              "from the file; the last samples may be missing",))
+        run = run.with_notes(
+            (
+                "perf did not close perf.data (killed, or out of disk): pmuprof set its data size "
+                "from the file; the last samples may be missing",
+            )
+        )
     names = {t.pid: t.label for t in run.targets}
     pids = choice.pids or (tuple(names) if not choice.comms else ())
     comms = choice.comms or (() if pids else DEFAULT_TARGET_COMMS)
@@ -153,61 +171,107 @@ def read_recording(path: Path, kind: str, choice: Choice, sibling: Path | None,
     run = run.with_notes(notes + tuple(more))
     run = _with_fold_facts(run, result, path, kind)
     if choice.pids and not result.pid_known:
-        run = run.with_notes((f"--pid {', '.join(map(str, choice.pids))} chose threads by name: the text has thread ids "
-                              "but no pid field, so the process's threads with other names are left out "
-                              "(`perf script -F +pid` writes the field)",))
+        run = run.with_notes(
+            (
+                f"--pid {', '.join(map(str, choice.pids))} chose threads by name: the text has thread ids "
+                "but no pid field, so the process's threads with other names are left out "
+                "(`perf script -F +pid` writes the field)",
+            )
+        )
     processes, selection = _processes(result, run, choice, pids, comms)
     leaves = tuple(Leaf(d, s, o, c) for (d, s, o), c in sorted(result.leaves.items()))
     stacks = Stacks.of(result.stacks)
     samples = result.samples if result.samples is not None and result.samples.matches(stacks) else None
-    return Recording(stacks, leaves, run, counters, server, processes, selection, build_ids, str(path),
-                     tuple(argv), offcpu, samples, result.recovered_callers)
+    return Recording(
+        stacks,
+        leaves,
+        run,
+        counters,
+        server,
+        processes,
+        selection,
+        build_ids,
+        str(path),
+        tuple(argv),
+        offcpu,
+        samples,
+        result.recovered_callers,
+    )
 
 
 def _nothing_kept(path: Path, kind: str, result: FoldResult, pids, comms) -> InputError:
     """Why a recording gave no sample, in the terms of what the input lacks."""
     shown = ", ".join(map(str, pids))
     if not result.filtered and result.bad_lines:
-        return InputError(f"{path}: none of its {result.bad_lines} lines read as perf script samples (a sample "
-                          "starts with a line 'COMMAND TID TIME: EVENT:')",
-                          "write it with perf script's default fields, or at least -F comm,tid,time,event,ip,sym,dso")
+        return InputError(
+            f"{path}: none of its {result.bad_lines} lines read as perf script samples (a sample "
+            "starts with a line 'COMMAND TID TIME: EVENT:')",
+            "write it with perf script's default fields, or at least -F comm,tid,time,event,ip,sym,dso",
+        )
     if pids and not result.pid_known:
-        return InputError(f"{path}: no samples of pid {shown}: this perf script text has thread ids but no pid "
-                          f"field, so --pid keeps the threads named like thread {shown}, and it has none",
-                          "choose by name with --comm, or write the text with `perf script -F +pid`")
+        return InputError(
+            f"{path}: no samples of pid {shown}: this perf script text has thread ids but no pid "
+            f"field, so --pid keeps the threads named like thread {shown}, and it has none",
+            "choose by name with --comm, or write the text with `perf script -F +pid`",
+        )
     why = f" of pid {shown}" if pids else (f" of {', '.join(comms)}" if comms else "")
-    return InputError(f"{path}: no samples{why} in this {kind}",
-                      "check the recording covers the target (use --pid/--comm to choose processes)")
+    return InputError(
+        f"{path}: no samples{why} in this {kind}",
+        "check the recording covers the target (use --pid/--comm to choose processes)",
+    )
 
 
 def _fold_perf_data(path: Path, pids, comms, per_thread, names, symfs, sibling: Path | None, run: Run):
     perf = perf_path()
     if not perf:
-        raise InputError(f"{path}: reading a perf.data needs perf, which is not installed",
-                         f"{apt_install('perf')}, or pass the folded file / perf script text instead")
+        raise InputError(
+            f"{path}: reading a perf.data needs perf, which is not installed",
+            f"{apt_install('perf')}, or pass the folded file / perf script text instead",
+        )
     recording = perfread.describe(perf, path)
-    with recorded_kallsyms(sibling, run, recorded_build_id=recording.build_ids.get(KERNEL_DSO),
-                           symfs=symfs is not None) as kallsyms:
+    with recorded_kallsyms(
+        sibling, run, recorded_build_id=recording.build_ids.get(KERNEL_DSO), symfs=symfs is not None
+    ) as kallsyms:
         callers = sibling / rundir.RECOVERED_CALLERS if sibling is not None else None
-        result, argv = perfread.fold_perf_data(perf, path, pids, () if pids else comms, per_thread, names, symfs,
-                                               timed=recording.timed, kallsyms=kallsyms,
-                                               callers=callers if callers is not None and callers.is_file() else None)
+        result, argv = perfread.fold_perf_data(
+            perf,
+            path,
+            pids,
+            () if pids else comms,
+            per_thread,
+            names,
+            symfs,
+            timed=recording.timed,
+            kallsyms=kallsyms,
+            callers=callers if callers is not None and callers.is_file() else None,
+        )
     return result, recording, argv
 
 
 def _run_for_perf_data(run: Run, rec: perfread.Recording) -> Run:
     """A captured run keeps its own facts; a bare perf.data gets what its header and evlist say."""
-    record = replace(run.record, event_recorded=run.record.event_recorded or rec.event,
-                     events_recorded=run.record.events_recorded or tuple(e["name"] for e in rec.events),
-                     call_graph=run.record.call_graph or rec.call_graph)
+    record = replace(
+        run.record,
+        event_recorded=run.record.event_recorded or rec.event,
+        events_recorded=run.record.events_recorded or tuple(e["name"] for e in rec.events),
+        call_graph=run.record.call_graph or rec.call_graph,
+    )
     run = replace(run, record=record)
     if not run.targets:  # a bare perf.data: the host it was recorded on
         h = rec.header
         nproc = str(h.get("nproc", ""))
-        run = replace(run, host=replace(run.host, hostname=h.get("hostname", ""), kernel=h.get("kernel", ""),
-                                        perf_version=h.get("perf_version", ""), cpu_model=h.get("cpu_model", ""),
-                                        nproc=int(nproc) if nproc.isdigit() else None),
-                      command=tuple(h.get("cmdline", "").split()) if h.get("cmdline") else ())
+        run = replace(
+            run,
+            host=replace(
+                run.host,
+                hostname=h.get("hostname", ""),
+                kernel=h.get("kernel", ""),
+                perf_version=h.get("perf_version", ""),
+                cpu_model=h.get("cpu_model", ""),
+                nproc=int(nproc) if nproc.isdigit() else None,
+            ),
+            command=tuple(h.get("cmdline", "").split()) if h.get("cmdline") else (),
+        )
     if not rec.call_graph:
         run = run.with_notes(("perf.data was recorded without call graphs (-g): stacks are one frame deep",))
     return run
@@ -230,8 +294,15 @@ def _processes(result: FoldResult, run: Run, choice: Choice, pids, comms) -> tup
     kept = []
     for pid, label in sorted(_roots(result).items()):
         target = next((t for t in run.targets if t.pid == pid), None)
-        kept.append(Process(label=label, pid=pid, comm=result.names[pid], binary=target.exe if target else "",
-                            samples=by_root.get(label, 0)))
+        kept.append(
+            Process(
+                label=label,
+                pid=pid,
+                comm=result.names[pid],
+                binary=target.exe if target else "",
+                samples=by_root.get(label, 0),
+            )
+        )
     named = {p.label for p in kept}
     kept += [Process(label=root, comm=root, samples=n) for root, n in sorted(by_root.items()) if root not in named]
     if choice.given:
@@ -241,8 +312,10 @@ def _processes(result: FoldResult, run: Run, choice: Choice, pids, comms) -> tup
     else:
         how = f"processes named (or with a thread named) {' or '.join(comms)} (choose others with --pid / --comm)"
     left = sorted(result.left_out.items(), key=lambda kv: (-kv[1][1], kv[0]))
-    kept += [Process(label=f"{name}-{pid}", pid=pid, comm=name, samples=n, kept=False)
-             for pid, (name, n) in left[:_LEFT_OUT_LISTED]]
+    kept += [
+        Process(label=f"{name}-{pid}", pid=pid, comm=name, samples=n, kept=False)
+        for pid, (name, n) in left[:_LEFT_OUT_LISTED]
+    ]
     if result.filtered:
         how += f"; {result.filtered:,} samples of other processes left out"
         if left:
@@ -265,10 +338,17 @@ def restrict(profile: Profile, choice: Choice) -> Profile:
         return profile
     wanted = {t.label for t in profile.run.targets if t.pid in choice.pids}
     wanted |= {p.label for p in profile.analysis.processes if p.pid in choice.pids}
-    roots = [r for r in profile.processes()
-             if r in wanted or r in choice.comms or r.rsplit("-", 1)[0] in choice.comms
-             or (r.rsplit("-", 1)[-1].isdigit() and int(r.rsplit("-", 1)[-1]) in choice.pids)]
+    roots = [
+        r
+        for r in profile.processes()
+        if r in wanted
+        or r in choice.comms
+        or r.rsplit("-", 1)[0] in choice.comms
+        or (r.rsplit("-", 1)[-1].isdigit() and int(r.rsplit("-", 1)[-1]) in choice.pids)
+    ]
     if not roots:
-        raise InputError(f"{profile.source}: none of the chosen processes are in this profile",
-                         f"processes present: {', '.join(profile.processes()[:8])}")
+        raise InputError(
+            f"{profile.source}: none of the chosen processes are in this profile",
+            f"processes present: {', '.join(profile.processes()[:8])}",
+        )
     return profile.restrict(roots)

@@ -20,8 +20,19 @@ from ..model.stacks import Stacks
 from ..model.run import Run
 
 # Outermost frames of a complete user stack: thread and process entry points (and kernel threads).
-THREAD_ENTRIES = ("start_thread", "clone", "clone3", "__clone", "__clone3", "__clone_internal", "_start",
-                  "__libc_start_main*", "__libc_start_call_main", "thread_start", "ret_from_fork*")
+THREAD_ENTRIES = (
+    "start_thread",
+    "clone",
+    "clone3",
+    "__clone",
+    "__clone3",
+    "__clone_internal",
+    "_start",
+    "__libc_start_main*",
+    "__libc_start_call_main",
+    "thread_start",
+    "ret_from_fork*",
+)
 NOT_CODE = ("[vdso]", "[vsyscall]")
 
 
@@ -47,8 +58,12 @@ def for_process(stacks: Stacks, process: str, run: Run) -> StackQuality:
     deep = mine.lengths >= 2
     counts = mine.counts
     kernel_f = np.fromiter((is_unresolved_kernel(f) for f in frames), dtype=bool, count=len(frames))
-    unnamed_f = np.fromiter((is_unnamed(f) and f not in NOT_CODE and not is_kernel(f) for f in frames), dtype=bool,
-                            count=len(frames)) & ~kernel_f
+    unnamed_f = (
+        np.fromiter(
+            (is_unnamed(f) and f not in NOT_CODE and not is_kernel(f) for f in frames), dtype=bool, count=len(frames)
+        )
+        & ~kernel_f
+    )
     leaf = mine.leaf_ids
     unnamed_rows = deep & unnamed_f[leaf]
     by_leaf = np.bincount(leaf[unnamed_rows], weights=counts[unnamed_rows], minlength=len(frames))
@@ -66,12 +81,23 @@ def for_process(stacks: Stacks, process: str, run: Run) -> StackQuality:
     shallow = int(counts[deep & (mine.lengths <= 3)].sum())
     unnamed = int(counts[unnamed_rows].sum())
     target = run.target_for(process)
-    no_fp = tuple(t.exe for t in ([target] if target else [])
-                  if t.symbols is not None and t.symbols.frame_pointers == "absent")
-    share = (lambda n: round(n / total, 6) if total else 0.0)
-    return StackQuality(process=process, call_graph=run.record.call_graph, samples=total,
-                        unnamed_share=share(unnamed), unnamed_binaries=tuple(b for b, _ in binaries.most_common()),
-                        unnamed_functions=len(functions),
-                        pause_functions_hot=sum(1 for f in functions if (parse_function(f) or ("", 0, False))[2]),
-                        truncated_share=share(truncated), shallow_share=share(shallow), no_frame_pointers=no_fp,
-                        unresolved_kernel_share=share(int(counts[kernel_f[leaf]].sum())))
+    no_fp = tuple(
+        t.exe for t in ([target] if target else []) if t.symbols is not None and t.symbols.frame_pointers == "absent"
+    )
+
+    def share(n: int) -> float:
+        return round(n / total, 6) if total else 0.0
+
+    return StackQuality(
+        process=process,
+        call_graph=run.record.call_graph,
+        samples=total,
+        unnamed_share=share(unnamed),
+        unnamed_binaries=tuple(b for b, _ in binaries.most_common()),
+        unnamed_functions=len(functions),
+        pause_functions_hot=sum(1 for f in functions if (parse_function(f) or ("", 0, False))[2]),
+        truncated_share=share(truncated),
+        shallow_share=share(shallow),
+        no_frame_pointers=no_fp,
+        unresolved_kernel_share=share(int(counts[kernel_f[leaf]].sum())),
+    )

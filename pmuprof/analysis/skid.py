@@ -10,7 +10,8 @@ from __future__ import annotations
 import os
 from collections import Counter
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any
+from collections.abc import Callable, Iterable, Mapping
 
 from ..errors import PmuprofError
 from ..model.analysis import Binary, FenceSite, Instruction, SkidFunction, SkidSummary
@@ -35,7 +36,9 @@ def dso_matches(dso: str, binary: str) -> bool:
     return dso == binary
 
 
-def leaf_samples(leaves: Iterable[Leaf], binary: str, symbols: Iterable[str] | None = None) -> list[tuple[str, int, int]]:
+def leaf_samples(
+    leaves: Iterable[Leaf], binary: str, symbols: Iterable[str] | None = None
+) -> list[tuple[str, int, int]]:
     """(symbol, offset, count) leaf samples of ``binary``, optionally only for some symbols."""
     want = set(symbols) if symbols is not None else None
     merged: Counter[tuple[str, int]] = Counter()
@@ -74,8 +77,13 @@ def correct(leaves: tuple[Leaf, ...], binaries: Iterable[Binary], skid: Skid) ->
         syms = hot_symbols(leaves, binary.path)
         unnamed = unnamed_addresses(leaves, binary.path)
         if syms or unnamed:
-            result = skid(binary.file, leaf_samples(leaves, binary.path, syms), addresses=unnamed,
-                          hot_only=True, debug=binary.debuginfo)
+            result = skid(
+                binary.file,
+                leaf_samples(leaves, binary.path, syms),
+                addresses=unnamed,
+                hot_only=True,
+                debug=binary.debuginfo,
+            )
             rows += functions_of(result, binary.path)
     return tuple(rows)
 
@@ -90,29 +98,48 @@ def functions_of(result: Mapping[str, Any], binary: str) -> list[SkidFunction]:
     for fn in result.get("functions", []):
         if fn.get("error") and not fn.get("instructions"):
             continue
-        insns = tuple(Instruction(address=str(i.get("address")), offset=int(i.get("offset") or 0),
-                                  text=str(i.get("text") or ""), kind=str(i.get("kind") or ""),
-                                  raw=int(i.get("raw") or 0), corrected=int(i.get("corrected") or 0),
-                                  ambiguous=bool(i.get("ambiguous"))) for i in fn.get("instructions", []))
+        insns = tuple(
+            Instruction(
+                address=str(i.get("address")),
+                offset=int(i.get("offset") or 0),
+                text=str(i.get("text") or ""),
+                kind=str(i.get("kind") or ""),
+                raw=int(i.get("raw") or 0),
+                corrected=int(i.get("corrected") or 0),
+                ambiguous=bool(i.get("ambiguous")),
+            )
+            for i in fn.get("instructions", [])
+        )
         symbol = fn.get("requested") or fn.get("symbol")
         if not symbol:
             pause = any(i.kind == "pause" for i in insns)
             symbol = function_label(os.path.basename(binary), int(str(fn.get("start")), 16), pause)
-        rows.append(SkidFunction(
-            symbol=str(symbol), binary=binary, build_id=result.get("build_id") or None,
-            start=fn.get("start"), end=fn.get("end"), samples=int(fn.get("samples") or 0),
-            moved=int(fn.get("moved") or 0), ambiguous_samples=int(fn.get("ambiguous_samples") or 0),
-            corrected_by_kind={str(k): int(v) for k, v in (fn.get("corrected_by_kind") or {}).items()},
-            instructions=insns, elf_symbol=str(fn.get("symbol") or "") if fn.get("requested") else "",
-            error=str(fn.get("error") or "")))
+        rows.append(
+            SkidFunction(
+                symbol=str(symbol),
+                binary=binary,
+                build_id=result.get("build_id") or None,
+                start=fn.get("start"),
+                end=fn.get("end"),
+                samples=int(fn.get("samples") or 0),
+                moved=int(fn.get("moved") or 0),
+                ambiguous_samples=int(fn.get("ambiguous_samples") or 0),
+                corrected_by_kind={str(k): int(v) for k, v in (fn.get("corrected_by_kind") or {}).items()},
+                instructions=insns,
+                elf_symbol=str(fn.get("symbol") or "") if fn.get("requested") else "",
+                error=str(fn.get("error") or ""),
+            )
+        )
     return rows
 
 
 def left_out(binaries: Iterable[Binary]) -> tuple[str, ...]:
     """A line per path that ran as several builds: its hot spots are left out rather than mixed."""
-    return tuple(f"{path} ran as {len(ids)} builds ({', '.join(ids)}): skid correction and instruction hot spots "
-                 "left out for it (leaf samples name the path, not the build) — report one process with --pid"
-                 for path, ids in binmod.shared_paths(b for b in binaries if b.file).items())
+    return tuple(
+        f"{path} ran as {len(ids)} builds ({', '.join(ids)}): skid correction and instruction hot spots "
+        "left out for it (leaf samples name the path, not the build) — report one process with --pid"
+        for path, ids in binmod.shared_paths(b for b in binaries if b.file).items()
+    )
 
 
 def summary(functions: Iterable[SkidFunction], total: int) -> SkidSummary:
@@ -127,11 +154,18 @@ def summary(functions: Iterable[SkidFunction], total: int) -> SkidSummary:
         return round(n / total, 6) if total else 0.0
 
     moved = sum(f.moved for f in fns)
-    return SkidSummary(pause_share=frac(kind_total(("pause",))), fence_share=frac(kind_total(FENCE_KINDS)),
-                       lock_share=frac(kind_total(LOCK_KINDS)), moved_share=frac(moved), samples_total=total,
-                       samples_corrected=sum(f.samples for f in fns), moved=moved,
-                       ambiguous=sum(f.ambiguous_samples for f in fns), functions_corrected=len(fns),
-                       fences=fence_sites(fns, total))
+    return SkidSummary(
+        pause_share=frac(kind_total(("pause",))),
+        fence_share=frac(kind_total(FENCE_KINDS)),
+        lock_share=frac(kind_total(LOCK_KINDS)),
+        moved_share=frac(moved),
+        samples_total=total,
+        samples_corrected=sum(f.samples for f in fns),
+        moved=moved,
+        ambiguous=sum(f.ambiguous_samples for f in fns),
+        functions_corrected=len(fns),
+        fences=fence_sites(fns, total),
+    )
 
 
 def fence_form(insn: Instruction) -> str:
@@ -143,18 +177,27 @@ def fence_sites(functions: Iterable[SkidFunction], total: int) -> tuple[FenceSit
     """Each function's corrected samples on full fences, hottest first (the rules name fences by function)."""
     sites = []
     for fn in functions:
-        on = sorted((i for i in fn.instructions if i.kind in FULL_FENCE_KINDS and i.corrected),
-                    key=lambda i: (-i.corrected, i.offset))
+        on = sorted(
+            (i for i in fn.instructions if i.kind in FULL_FENCE_KINDS and i.corrected),
+            key=lambda i: (-i.corrected, i.offset),
+        )
         count = sum(i.corrected for i in on)
         if count:
-            sites.append(FenceSite(function=fn.symbol, binary=fn.binary, samples=count,
-                                   share=round(count / total, 6) if total else 0.0,
-                                   forms=tuple(dict.fromkeys(fence_form(i) for i in on))))
+            sites.append(
+                FenceSite(
+                    function=fn.symbol,
+                    binary=fn.binary,
+                    samples=count,
+                    share=round(count / total, 6) if total else 0.0,
+                    forms=tuple(dict.fromkeys(fence_form(i) for i in on)),
+                )
+            )
     return tuple(sorted(sites, key=lambda s: (-s.samples, s.function)))
 
 
-def try_correct(leaves: tuple[Leaf, ...], binaries: tuple[Binary, ...], skid: Skid,
-                total: int) -> tuple[tuple[SkidFunction, ...], SkidSummary | None, str | None]:
+def try_correct(
+    leaves: tuple[Leaf, ...], binaries: tuple[Binary, ...], skid: Skid, total: int
+) -> tuple[tuple[SkidFunction, ...], SkidSummary | None, str | None]:
     """correct() + summary(), or why it is off (no helper, a failing binary) without failing the report."""
     try:
         functions = correct(leaves, binaries, skid)

@@ -15,7 +15,8 @@ from __future__ import annotations
 from dataclasses import replace
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 import numpy as np
 
@@ -31,9 +32,11 @@ UNGROUPED = (NOT_POLLED, IDLE_AT_POLL)
 NO_STATEMENT = "(no statement)"
 MAX_GROUPS = 25
 SMALL_RANGE = 1 << 23  # codes spanning fewer values than this are grouped without a sort
-COLUMN_TABLES = (("state", "CPU by processlist state", "threads in", "state", "(empty state)"),
-                 ("statement", "CPU by statement (normalised digest)", "threads running", "digest", NO_STATEMENT),
-                 ("command", "CPU by processlist command", "threads in command", "command", "?"))
+COLUMN_TABLES = (
+    ("state", "CPU by processlist state", "threads in", "state", "(empty state)"),
+    ("statement", "CPU by statement (normalised digest)", "threads running", "digest", NO_STATEMENT),
+    ("command", "CPU by processlist command", "threads in command", "command", "?"),
+)
 TABLE_ORDER = ("state", "statement", "user", "command", "thread")
 HOT_PATH_SHARE = 0.5  # the hot path goes on while its next frame holds at least this share of the group
 APART_SHARE = 0.2  # a group's distinguishing function holds at least this share of the group's samples
@@ -86,8 +89,9 @@ def weight_among(rows: np.ndarray, weights: np.ndarray, holding: np.ndarray, nro
     return float(weights[mark[rows]].sum())
 
 
-def heavy_frames(stacks: Stacks, rows: np.ndarray, weights: np.ndarray, skip: np.ndarray,
-                 share: float = APART_SHARE) -> dict[int, float]:
+def heavy_frames(
+    stacks: Stacks, rows: np.ndarray, weights: np.ndarray, skip: np.ndarray, share: float = APART_SHARE
+) -> dict[int, float]:
     """Frame id -> the group's weight on its heavy nodes: the call-tree nodes below the root holding at
     least ``share`` of the group (its ``rows`` and their ``weights``), a frame counted once per path
     (recursion). Frames ``skip`` marks are walked through, never returned. Nodes of one depth hold
@@ -122,9 +126,12 @@ class Joined:
 
     def __init__(self, profile: Profile, samples: Samples, polled: plist.Polled | None) -> None:
         self.stacks, self.samples, self.polled = profile.stacks, samples, polled
-        self.names = dict(profile.server.processlist.thread_names) if profile.server and profile.server.processlist else {}
-        self.at = (polled.lookup(samples.tids, samples.seconds) if polled is not None
-                   else np.full(len(samples), -1)).astype(np.int32)
+        self.names = (
+            dict(profile.server.processlist.thread_names) if profile.server and profile.server.processlist else {}
+        )
+        self.at = (
+            polled.lookup(samples.tids, samples.seconds) if polled is not None else np.full(len(samples), -1)
+        ).astype(np.int32)
         self.conns = polled.connections() if polled is not None else {}
         self.total = max(samples.total, 1)
         frames = self.stacks.frames
@@ -168,8 +175,11 @@ class Joined:
             if best < 0:
                 return "", 0.0, 0.0
         holding = self.stacks.rows_with(self.stacks.lut([self.stacks.frames[best]]))
-        return (self.stacks.frames[best], weight_among(rows, w, holding, len(self.stacks)) / total,
-                self.inclusive(best) / whole)
+        return (
+            self.stacks.frames[best],
+            weight_among(rows, w, holding, len(self.stacks)) / total,
+            self.inclusive(best) / whole,
+        )
 
     def inclusive(self, frame: int) -> float:
         """Samples with ``frame`` anywhere below the root (the whole profile), once per stack; remembered:
@@ -198,8 +208,16 @@ class Joined:
         out = []
         for rank, g in enumerate(shown):  # a pass per row shown (at most ``limit``): no index of all entries
             fn, share, overall = self.characteristic(np.flatnonzero(group == rank))
-            out.append({"key": names[g], "samples": int(sums[g]), "share": float(sums[g]) / self.total,
-                        "function": fn, "function_share": share, "function_overall": overall})
+            out.append(
+                {
+                    "key": names[g],
+                    "samples": int(sums[g]),
+                    "share": float(sums[g]) / self.total,
+                    "function": fn,
+                    "function_share": share,
+                    "function_overall": overall,
+                }
+            )
         self.last_cells = self.cells(group)
         return out
 
@@ -259,27 +277,45 @@ def tables(profile: Profile, polled: plist.Polled | None = None) -> dict[str, An
 
     if polled is not None:
         secs = samples.seconds[samples.seconds >= 0]
-        out.update(joined=int(samples.counts[j.at >= 0].sum()), polls=int(len(np.unique(polled.seconds))),
-                   seconds=int(secs.max() - secs.min() + 1) if len(secs) else 0)
+        out.update(
+            joined=int(samples.counts[j.at >= 0].sum()),
+            polls=int(len(np.unique(polled.seconds))),
+            seconds=int(secs.max() - secs.min() + 1) if len(secs) else 0,
+        )
         for name, title, group, column, empty in COLUMN_TABLES:
             codes, labels = j.column(column, empty)
             add(name, title, group, codes, labels.__getitem__)
         (users, u_labels), (dbs, d_labels) = j.column("user", "?"), j.column("db", "-")
-        add("user", "CPU by user@db", "threads of", users * len(d_labels) + dbs,
-            lambda c: u_labels[c // len(d_labels)] if u_labels[c // len(d_labels)] in UNGROUPED
-            else f"{u_labels[c // len(d_labels)]}@{d_labels[c % len(d_labels)]}")
-    add("thread", "CPU by thread", "thread", samples.tids.astype(np.int64),
-        lambda t: thread_label(j, t) if t >= 0 else "unknown")
+        add(
+            "user",
+            "CPU by user@db",
+            "threads of",
+            users * len(d_labels) + dbs,
+            lambda c: (
+                u_labels[c // len(d_labels)]
+                if u_labels[c // len(d_labels)] in UNGROUPED
+                else f"{u_labels[c // len(d_labels)]}@{d_labels[c % len(d_labels)]}"
+            ),
+        )
+    add(
+        "thread",
+        "CPU by thread",
+        "thread",
+        samples.tids.astype(np.int64),
+        lambda t: thread_label(j, t) if t >= 0 else "unknown",
+    )
     out["tables"].sort(key=lambda t: TABLE_ORDER.index(t["name"]))
     return out
 
 
 def sentence(group: str, row: dict[str, Any]) -> str:
-    """"72 % of the samples of threads in `statistics` were in f (33 % overall)"."""
+    """ "72 % of the samples of threads in `statistics` were in f (33 % overall)"."""
     if not row.get("function") or row["key"] in UNGROUPED:
         return ""
-    return (f"{100 * row['function_share']:.0f} % of the samples of {group} `{row['key'][:80]}` were in "
-            f"{row['function']} ({100 * row['function_overall']:.0f} % overall)")
+    return (
+        f"{100 * row['function_share']:.0f} % of the samples of {group} `{row['key'][:80]}` were in "
+        f"{row['function']} ({100 * row['function_overall']:.0f} % overall)"
+    )
 
 
 def attach(profile: Profile) -> Profile:
@@ -302,6 +338,10 @@ def split_by_thread(profile: Profile) -> Stacks | None:
     for k, n in zip(uniq.tolist(), sums.tolist()):
         row, tid = k >> 32, k & 0xFFFFFFFF
         stack = profile.stacks.row(row)
-        label = thread_root(names.get(str(tid), "thread").rsplit("/", 1)[-1], tid) if tid != 0xFFFFFFFF else "thread-unknown"
+        label = (
+            thread_root(names.get(str(tid), "thread").rsplit("/", 1)[-1], tid)
+            if tid != 0xFFFFFFFF
+            else "thread-unknown"
+        )
         builder.add(stack[:1] + (label,) + stack[1:], n)
     return builder.build()

@@ -9,7 +9,7 @@ holding it — never a guessed name — or ``[dso]`` when its binary was not fou
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Callable, Mapping
+from collections.abc import Callable, Mapping
 
 import numpy as np
 
@@ -23,16 +23,17 @@ from .binaries import Mapped, key, owners
 Funcs = Callable[..., dict]
 
 
-def group(stacks: Stacks, binaries: tuple[Binary, ...],
-          funcs: Funcs) -> tuple[Stacks, tuple[UnnamedFunction, ...], str | None]:
+def group(
+    stacks: Stacks, binaries: tuple[Binary, ...], funcs: Funcs
+) -> tuple[Stacks, tuple[UnnamedFunction, ...], str | None]:
     """Relabel raw unnamed frames; returns (stacks, unnamed functions, why grouping was off or None)."""
     out, _rows, functions, reason, _ = group_rows(stacks, binaries, funcs)
     return out, functions, reason
 
 
-def group_rows(stacks: Stacks, binaries: tuple[Binary, ...], funcs: Funcs,
-               mapped: Mapping[str, Mapped] | None = None
-               ) -> tuple[Stacks, np.ndarray | None, tuple[UnnamedFunction, ...], str | None, tuple[str, ...]]:
+def group_rows(
+    stacks: Stacks, binaries: tuple[Binary, ...], funcs: Funcs, mapped: Mapping[str, Mapped] | None = None
+) -> tuple[Stacks, np.ndarray | None, tuple[UnnamedFunction, ...], str | None, tuple[str, ...]]:
     """``group``, with the new row of each old row (None: rows unchanged) for the sample table to follow,
     and a line per file name whose unnamed code nothing tells apart between two binaries of that name.
 
@@ -66,8 +67,9 @@ def group_rows(stacks: Stacks, binaries: tuple[Binary, ...], funcs: Funcs,
 Cut = tuple[Binary, str, dict[int, set[str]]]  # a binary, its raw labels' name, vaddr -> raw frames
 
 
-def _by_binary(raw: Mapping[str, tuple[str, int, int]], roots: Mapping[int, Mapping[str, Binary]],
-               unclear: Mapping[str, str]) -> tuple[dict[tuple[str, str | None], Cut], tuple[str, ...]]:
+def _by_binary(
+    raw: Mapping[str, tuple[str, int, int]], roots: Mapping[int, Mapping[str, Binary]], unclear: Mapping[str, str]
+) -> tuple[dict[tuple[str, str | None], Cut], tuple[str, ...]]:
     """The raw frames each binary (by key) is asked about, and a line per name left ungrouped."""
     wanted: dict[tuple[str, str | None], Cut] = {}
     lines: list[str] = []
@@ -76,9 +78,11 @@ def _by_binary(raw: Mapping[str, tuple[str, int, int]], roots: Mapping[int, Mapp
         if binary is not None:
             wanted.setdefault(key(binary), (binary, base, defaultdict(set)))[2][vaddr].add(frame)
         elif base in unclear:
-            lines.append(f"unnamed code of {base} left ungrouped: {unclear[base]} all hold it and the recording "
-                         "does not say which process mapped which — capture with pmuprof capture -p PID, or "
-                         "report one process with --pid")
+            lines.append(
+                f"unnamed code of {base} left ungrouped: {unclear[base]} all hold it and the recording "
+                "does not say which process mapped which — capture with pmuprof capture -p PID, or "
+                "report one process with --pid"
+            )
     return wanted, tuple(dict.fromkeys(lines))
 
 
@@ -117,8 +121,14 @@ def _label(base: str, entry: dict, info: dict[str, dict], binary: Binary, build_
         return None
     start, pause = int(entry["start"], 16), bool(entry.get("contains_pause"))
     label = function_label(base, start, pause)
-    info[label] = {"label": label, "binary": str(binary.file), "start": entry["start"], "end": entry.get("end"),
-                   "contains_pause": pause, "build_id": build_id}
+    info[label] = {
+        "label": label,
+        "binary": str(binary.file),
+        "start": entry["start"],
+        "end": entry.get("end"),
+        "contains_pause": pause,
+        "build_id": build_id,
+    }
     return label
 
 
@@ -130,9 +140,13 @@ def _table(stacks: Stacks, info: dict[str, dict]) -> tuple[UnnamedFunction, ...]
     wanted = np.fromiter(ids, dtype=np.int64, count=len(ids))
     self_n, incl_n = stacks.frame_self(), stacks.inclusive_of(wanted)
     callers = _named_callers(stacks, wanted)
-    rows = [UnnamedFunction(**info[label], self=int(self_n[f]), inclusive=int(incl_n[f]),
-                            called_from=tuple(callers.get(f, ())))
-            for f, label in ids.items() if incl_n[f]]
+    rows = [
+        UnnamedFunction(
+            **info[label], self=int(self_n[f]), inclusive=int(incl_n[f]), called_from=tuple(callers.get(f, ()))
+        )
+        for f, label in ids.items()
+        if incl_n[f]
+    ]
     return tuple(sorted(rows, key=lambda r: (-r.self, -r.inclusive, r.label)))
 
 

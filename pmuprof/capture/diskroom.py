@@ -14,6 +14,8 @@ ROOM_BASE, ROOM_PER_CPU = 4 << 20, 1 << 20
 
 def room_bytes() -> int:
     return ROOM_BASE + ROOM_PER_CPU * (os.cpu_count() or 1)
+
+
 PERF_FULL = "No space left on device"  # what perf record prints when a write of perf.data fails
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 Event = tuple[str, str]  # (label used in counters.json and rules, libpfm4 event name)
 
@@ -47,20 +47,35 @@ _ZEN3: tuple[Event, ...] = (
 )
 
 EVENT_SETS: dict[str, tuple[Event, ...]] = {
-    "skx": _SKYLAKE_SERVER, "clx": _SKYLAKE_SERVER, "icx": _ICELAKE_SERVER,
-    "spr": _SAPPHIRE_RAPIDS, "emr": _SAPPHIRE_RAPIDS, "bdx": _BROADWELL_SERVER,
-    "zen4": _ZEN4, "zen3": _ZEN3,
+    "skx": _SKYLAKE_SERVER,
+    "clx": _SKYLAKE_SERVER,
+    "icx": _ICELAKE_SERVER,
+    "spr": _SAPPHIRE_RAPIDS,
+    "emr": _SAPPHIRE_RAPIDS,
+    "bdx": _BROADWELL_SERVER,
+    "zen4": _ZEN4,
+    "zen3": _ZEN3,
 }
 # libpfm4 PMU model for each microarchitecture (LIBPFM_FORCE_PMU names); EMR uses the SPR tables.
-PFM_MODELS = {"skx": "skx", "clx": "clx", "icx": "icx", "spr": "spr", "emr": "spr", "bdx": "bdw_ep",
-              "zen4": "amd64_fam19h_zen4", "zen3": "amd64_fam19h_zen3"}
+PFM_MODELS = {
+    "skx": "skx",
+    "clx": "clx",
+    "icx": "icx",
+    "spr": "spr",
+    "emr": "spr",
+    "bdx": "bdw_ep",
+    "zen4": "amd64_fam19h_zen4",
+    "zen3": "amd64_fam19h_zen3",
+}
 
 
 def default_events(microarch: str) -> tuple[Event, ...]:
     return EVENT_SETS.get(microarch, ())
 
 
-def encode_set(microarch: str, encode: Callable[[Iterable[str]], list[dict]]) -> tuple[list[tuple[str, str]], list[str]]:
+def encode_set(
+    microarch: str, encode: Callable[[Iterable[str]], list[dict]]
+) -> tuple[list[tuple[str, str]], list[str]]:
     """(label, perf spelling) for this CPU's set, plus notes on events libpfm4 could not encode."""
     wanted = default_events(microarch)
     if not wanted:

@@ -10,7 +10,7 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 from .. import signals
 from . import diskroom
@@ -35,9 +35,14 @@ def _die_with_parent() -> None:
 def spawn(argv: Sequence[str], stderr_path: Path) -> subprocess.Popen:
     """Start perf in its own session (a terminal Ctrl-C reaches pmuprof, which stops perf cleanly)."""
     try:
-        return subprocess.Popen(list(argv), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                stderr=open(stderr_path, "wb"), start_new_session=True,
-                                preexec_fn=_die_with_parent)
+        return subprocess.Popen(
+            list(argv),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=open(stderr_path, "wb"),
+            start_new_session=True,
+            preexec_fn=_die_with_parent,
+        )
     except FileNotFoundError as err:
         raise PerfError(f"cannot run {argv[0]}: not found", f"{apt_install('perf')} (or set PMUPROF_PERF)") from err
     except PermissionError as err:
@@ -49,17 +54,23 @@ def classify_perf_error(stderr: str, paranoid: int | None) -> PerfError | Target
     if "no such process" in text or "couldn't open /proc" in text:
         return TargetError("the target process vanished before perf could attach", "check the pid and retry")
     if "permission" in text or "perf_event_paranoid" in text or "access to performance monitoring" in text:
-        return PerfError(f"perf is not allowed to profile here (kernel.perf_event_paranoid={paranoid})",
-                         "run as root, or `sysctl kernel.perf_event_paranoid=-1`, or grant CAP_PERFMON")
+        return PerfError(
+            f"perf is not allowed to profile here (kernel.perf_event_paranoid={paranoid})",
+            "run as root, or `sysctl kernel.perf_event_paranoid=-1`, or grant CAP_PERFMON",
+        )
     if "event syntax error" in text or "not supported" in text or "unknown tracepoint" in text:
-        return PerfError("perf rejected the event: " + _first_line(stderr),
-                         "run `pmuprof doctor`; on hosts without a PMU use --event cpu-clock")
+        return PerfError(
+            "perf rejected the event: " + _first_line(stderr),
+            "run `pmuprof doctor`; on hosts without a PMU use --event cpu-clock",
+        )
     if "no space left" in text or "disk quota" in text:
         return ResourceError("perf ran out of disk space", "free space or use -o on a larger filesystem")
     if "branch stack" in text or "lbr" in text:
-        return PerfError("perf cannot sample with --call-graph lbr here: " + _first_line(stderr),
-                         "LBR needs an Intel CPU exposing it (bare metal, or a VM with LBR passed through); "
-                         "use --call-graph fp or dwarf")
+        return PerfError(
+            "perf cannot sample with --call-graph lbr here: " + _first_line(stderr),
+            "LBR needs an Intel CPU exposing it (bare metal, or a VM with LBR passed through); "
+            "use --call-graph fp or dwarf",
+        )
     return PerfError("perf failed: " + (_first_line(stderr) or "no message"), "run `pmuprof doctor` for the cause")
 
 
@@ -74,8 +85,6 @@ def _first_line(text: str) -> str:
             return f"{line} {lines[i + 1]}"[:300]
         return line[:300]
     return ""
-
-
 
 
 @dataclass
@@ -128,8 +137,9 @@ def _wait_working(proc: subprocess.Popen, idle_s: float, max_s: float, output: P
             return
 
 
-def stop(proc: subprocess.Popen, idle_s: float = STOP_IDLE_S, max_s: float = STOP_MAX_S,
-         output: Path | None = None) -> int | None:
+def stop(
+    proc: subprocess.Popen, idle_s: float = STOP_IDLE_S, max_s: float = STOP_MAX_S, output: Path | None = None
+) -> int | None:
     """SIGINT (perf writes ``output``), then SIGTERM, then SIGKILL after KILL_GRACE_S: never leave perf
     (or anything it started: its session is signalled) running."""
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGKILL):
@@ -224,14 +234,23 @@ class DiskGuard:
         free = st.f_bavail * st.f_frsize
         if free >= self.reserve:
             return ""
-        return (f"{free / 2**20:.0f} MiB left on the filesystem of {self.path}, below the "
-                f"{self.reserve / 2**20:.0f} MiB pmuprof keeps free")
+        return (
+            f"{free / 2**20:.0f} MiB left on the filesystem of {self.path}, below the "
+            f"{self.reserve / 2**20:.0f} MiB pmuprof keeps free"
+        )
 
 
-def run_bounded(procs: dict[str, tuple[Sequence[str], Path]], duration: float, pids: Sequence[int],
-                paranoid: int | None, progress: Progress | None = None, data_path: Path | None = None,
-                control: Control | None = None, disk: DiskGuard | None = None,
-                starters: Sequence[str] = ()) -> Outcome:
+def run_bounded(
+    procs: dict[str, tuple[Sequence[str], Path]],
+    duration: float,
+    pids: Sequence[int],
+    paranoid: int | None,
+    progress: Progress | None = None,
+    data_path: Path | None = None,
+    control: Control | None = None,
+    disk: DiskGuard | None = None,
+    starters: Sequence[str] = (),
+) -> Outcome:
     """Run the named perf commands together for ``duration`` seconds of recording, then stop them all.
     ``starters`` (the off-CPU tracer) count nothing until SIGUSR1, sent when perf's window starts, and are
     stopped with it: their window is perf's.
@@ -251,9 +270,11 @@ def run_bounded(procs: dict[str, tuple[Sequence[str], Path]], duration: float, p
                 for name in starters:
                     _signal(started[name], signal.SIGUSR1)
             elif started["record"].poll() is None:
-                raise PerfError("perf record did not start recording (no answer on its control FIFO within "
-                                f"{ENABLE_TIMEOUT_S:.0f} s, or no CPU used for {stall_s():.0f} s)",
-                                "check the perf binary (PMUPROF_PERF) and `pmuprof doctor`")
+                raise PerfError(
+                    "perf record did not start recording (no answer on its control FIFO within "
+                    f"{ENABLE_TIMEOUT_S:.0f} s, or no CPU used for {stall_s():.0f} s)",
+                    "check the perf binary (PMUPROF_PERF) and `pmuprof doctor`",
+                )
         _watch(started, procs, duration, pids, paranoid, progress, data_path, out, t0, disk)
     except signals.STOPS as err:
         out.interrupted, out.stopped_by = True, signals.name_of(err)

@@ -25,15 +25,24 @@ Examples:
 @click.command("annotate", epilog=EPILOG)
 @click.argument("input_path", metavar="INPUT", type=InputPath())
 @click.option("--symbol", required=True, help="Function name as the report or perf shows it.")
-@click.option("--binary", type=click.Path(exists=True, dir_okay=False), default=None,
-              help="The profiled executable or library (default: the dso named by the samples, or the run's target).")
+@click.option(
+    "--binary",
+    type=click.Path(exists=True, dir_okay=False),
+    default=None,
+    help="The profiled executable or library (default: the dso named by the samples, or the run's target).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the listing as JSON.")
 @click.option("--pid", "pids", type=Pid(), multiple=True, help="Keep only these processes (perf.data inputs).")
 @click.option("--comm", "comms", multiple=True, help="Keep processes with a thread of this name (perf.data inputs).")
-@click.option("--symfs", type=click.Path(exists=True, file_okay=False), default=None,
-              help="Look for binaries and debug files under this directory first (like perf --symfs).")
-def annotate_cmd(input_path: str, symbol: str, binary: str | None, as_json: bool, pids: tuple, comms: tuple,
-                 symfs: str | None) -> None:
+@click.option(
+    "--symfs",
+    type=click.Path(exists=True, file_okay=False),
+    default=None,
+    help="Look for binaries and debug files under this directory first (like perf --symfs).",
+)
+def annotate_cmd(
+    input_path: str, symbol: str, binary: str | None, as_json: bool, pids: tuple, comms: tuple, symfs: str | None
+) -> None:
     """Show SYMBOL's instructions with raw and skid-corrected sample counts.
 
     Interrupt sampling (and PEBS/IBS) charges the cycles of PAUSE, fences and locked

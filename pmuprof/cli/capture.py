@@ -33,10 +33,17 @@ Examples:
 @click.command("capture", epilog=EPILOG)
 @common.capture_options(off_cpu_default=None)
 @mysql_decorator
-@click.option("--exit-code-on-findings", is_flag=True,
-              help=f"Exit {EXIT_WARNING} when a warning finding appears, {EXIT_CRITICAL} for a critical one.")
-@click.option("--json", "as_json", is_flag=True,
-              help="Print a JSON summary on stdout: run_dir, samples, verdict, exit_code, files, findings.")
+@click.option(
+    "--exit-code-on-findings",
+    is_flag=True,
+    help=f"Exit {EXIT_WARNING} when a warning finding appears, {EXIT_CRITICAL} for a critical one.",
+)
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print a JSON summary on stdout: run_dir, samples, verdict, exit_code, files, findings.",
+)
 @fleet_options
 def capture_cmd(quiet: bool, exit_code_on_findings: bool, as_json: bool, **kwargs) -> None:
     """Profile running mysqld(s) and write the HTML report, findings.json and report.md.
@@ -56,8 +63,18 @@ def capture_cmd(quiet: bool, exit_code_on_findings: bool, as_json: bool, **kwarg
         profile = result.profile
     code = findings_exit_code(result.findings) if exit_code_on_findings else 0
     problem = common.capture_problem(profile.run, str(result.paths["html"]), opts.off_cpu is True)
-    publish(target, Outcome(problem.exit_code if problem else code, out, profile, result.diagnosis,
-                            error=str(problem) if problem else "", ended=time.time()), common.log)
+    publish(
+        target,
+        Outcome(
+            problem.exit_code if problem else code,
+            out,
+            profile,
+            result.diagnosis,
+            error=str(problem) if problem else "",
+            ended=time.time(),
+        ),
+        common.log,
+    )
     common.say_problems(profile)
     if not profile.total:
         common.log("no samples of the target: it was idle or off-CPU during the capture (the report says so)")

@@ -68,11 +68,16 @@ def markdown_page(group: click.Group, environment: tuple[tuple[str, str], ...]) 
     """The whole reference; the same definitions give the same bytes."""
     ctx = click.Context(group, info_name="pmuprof")
     names = [name for name in group.list_commands(ctx) if name != "man"]
-    lines = ["# pmuprof command reference", "",
-             "Generated from the command definitions by `pmuprof man --markdown > docs/cli.md`; do not edit by",
-             "hand. The same text as `pmuprof COMMAND --help` and the man page (`docs/pmuprof.1`). What the",
-             "commands do and cost, with OVERHEAD and CAVEATS: [usage.md](usage.md).", "",
-             " · ".join(f"[{name}](#pmuprof-{name})" for name in names), ""]
+    lines = [
+        "# pmuprof command reference",
+        "",
+        "Generated from the command definitions by `pmuprof man --markdown > docs/cli.md`; do not edit by",
+        "hand. The same text as `pmuprof COMMAND --help` and the man page (`docs/pmuprof.1`). What the",
+        "commands do and cost, with OVERHEAD and CAVEATS: [usage.md](usage.md).",
+        "",
+        " · ".join(f"[{name}](#pmuprof-{name})" for name in names),
+        "",
+    ]
     lines += _paragraphs("\n\n".join((group.help or "").strip().split("\n\n")))
     for name in names:
         lines += _command(f"pmuprof {name}", group.get_command(ctx, name), ctx, 2)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import signal
 import sys
 from pathlib import Path
-from typing import Callable, TypeVar
+from typing import TypeVar
+from collections.abc import Callable
 
 import click
 
@@ -31,9 +32,12 @@ def progress_printer(enabled: bool):
 
     def show(elapsed: float, duration: float, size: int) -> None:
         if tty:
-            sys.stderr.write(f"\r  {elapsed:5.1f}/{duration:g} s, {duration - elapsed:5.1f} s left, "
-                             f"perf.data {size / 2**20:6.1f} MiB ")
+            sys.stderr.write(
+                f"\r  {elapsed:5.1f}/{duration:g} s, {duration - elapsed:5.1f} s left, "
+                f"perf.data {size / 2**20:6.1f} MiB "
+            )
             sys.stderr.flush()
+
     return show if tty else None
 
 
@@ -53,27 +57,63 @@ def capture_options(func=None, *, off_cpu_default: bool | None = False):
     if func is None:
         return lambda f: capture_options(f, off_cpu_default=off_cpu_default)
     opts = [
-        click.option("-p", "--pid", "pids", type=Pids(), multiple=True,
-                     help="Target pid; several as -p 1,2 (perf's syntax), -p $(pidof mariadbd) or -p 1 -p 2."),
+        click.option(
+            "-p",
+            "--pid",
+            "pids",
+            type=Pids(),
+            multiple=True,
+            help="Target pid; several as -p 1,2 (perf's syntax), -p $(pidof mariadbd) or -p 1 -p 2.",
+        ),
         click.argument("more_pids", nargs=-1, type=ExtraPids(), metavar=""),
         click.option("--all-mysqld", is_flag=True, help="Profile every running mysqld / mariadbd."),
-        click.option("-d", "--duration", type=Duration(0.1, MAX_DURATION_S), default="30s", show_default=True,
-                     help=f"How long to record ({DURATION_HELP})."),
+        click.option(
+            "-d",
+            "--duration",
+            type=Duration(0.1, MAX_DURATION_S),
+            default="30s",
+            show_default=True,
+            help=f"How long to record ({DURATION_HELP}).",
+        ),
         click.option("-F", "--frequency", type=int, default=99, show_default=True, help="Samples per second per CPU."),
-        click.option("--call-graph", type=click.Choice(CALL_GRAPHS), default="fp", show_default=True,
-                     help="Stack walking: frame pointers, DWARF (32 KB stack copies), or Intel LBR."),
-        click.option("--mode", type=click.Choice(MODES), default="per-cpu", show_default=True,
-                     help="per-cpu: perf record -a filtered to the targets (cheap); per-thread: perf record -p."),
+        click.option(
+            "--call-graph",
+            type=click.Choice(CALL_GRAPHS),
+            default="fp",
+            show_default=True,
+            help="Stack walking: frame pointers, DWARF (32 KB stack copies), or Intel LBR.",
+        ),
+        click.option(
+            "--mode",
+            type=click.Choice(MODES),
+            default="per-cpu",
+            show_default=True,
+            help="per-cpu: perf record -a filtered to the targets (cheap); per-thread: perf record -p.",
+        ),
         click.option("-e", "--event", default="cycles", show_default=True, help="Sampling event."),
         click.option("--per-thread-roots", is_flag=True, help="Add one root frame per thread in the flame graph."),
-        click.option("--off-cpu/--no-off-cpu", default=off_cpu_default, show_default=off_cpu_default is not None,
-                     help="Also sum the time threads spend waiting, per stack, in the kernel (BPF, root only): "
-                          "offcpu.folded and threads.json." + ("" if off_cpu_default is not None else
-                          " Default: on where it is cheap (root, pmuprof-offcpu built, kernel 6.16+ with BTF: "
-                          "stacks only for waits of 1 ms or more), else off.")),
+        click.option(
+            "--off-cpu/--no-off-cpu",
+            default=off_cpu_default,
+            show_default=off_cpu_default is not None,
+            help="Also sum the time threads spend waiting, per stack, in the kernel (BPF, root only): "
+            "offcpu.folded and threads.json."
+            + (
+                ""
+                if off_cpu_default is not None
+                else " Default: on where it is cheap (root, pmuprof-offcpu built, kernel 6.16+ with BTF: "
+                "stacks only for waits of 1 ms or more), else off."
+            ),
+        ),
         click.option("--no-keep-perf-data", is_flag=True, help="Delete perf.data after folding (saves disk)."),
-        click.option("-o", "--output", "out_dir", type=click.Path(file_okay=False), default=None,
-                     help="Run directory to create (default ./pmuprof-<comm>-<time>)."),
+        click.option(
+            "-o",
+            "--output",
+            "out_dir",
+            type=click.Path(file_okay=False),
+            default=None,
+            help="Run directory to create (default ./pmuprof-<comm>-<time>).",
+        ),
         click.option("-q", "--quiet", is_flag=True, help="No progress line."),
     ]
     for opt in reversed(opts):
@@ -84,13 +124,27 @@ def capture_options(func=None, *, off_cpu_default: bool | None = False):
 def input_options(func):
     """--pid/--comm (which processes of a system-wide input), --symfs/--binary (where the binaries are)."""
     opts = [
-        click.option("--pid", "pids", type=Pids(), multiple=True,
-                     help="Keep only these processes (system-wide inputs); several as --pid 1,2 or --pid 1 --pid 2."),
+        click.option(
+            "--pid",
+            "pids",
+            type=Pids(),
+            multiple=True,
+            help="Keep only these processes (system-wide inputs); several as --pid 1,2 or --pid 1 --pid 2.",
+        ),
         click.option("--comm", "comms", multiple=True, help="Keep processes with a thread of this name."),
-        click.option("--symfs", type=click.Path(exists=True, file_okay=False), default=None,
-                     help="Look for binaries and debug files under this directory first (like perf --symfs)."),
-        click.option("--binary", "binaries", type=click.Path(exists=True, dir_okay=False), multiple=True,
-                     help="A binary that ran (matched by build-id; repeat for several)."),
+        click.option(
+            "--symfs",
+            type=click.Path(exists=True, file_okay=False),
+            default=None,
+            help="Look for binaries and debug files under this directory first (like perf --symfs).",
+        ),
+        click.option(
+            "--binary",
+            "binaries",
+            type=click.Path(exists=True, dir_okay=False),
+            multiple=True,
+            help="A binary that ran (matched by build-id; repeat for several).",
+        ),
     ]
     for opt in reversed(opts):
         func = opt(func)
@@ -99,8 +153,10 @@ def input_options(func):
 
 def pipeline_options(pids=(), comms=(), symfs=None, binaries=(), per_thread: bool = False):
     """pipeline.Options from input_options' values."""
-    return Options(Choice(flat_pids(pids), tuple(comms), per_thread),
-                   Lookup(symfs=Path(symfs) if symfs else None, binaries=tuple(Path(b) for b in binaries)))
+    return Options(
+        Choice(flat_pids(pids), tuple(comms), per_thread),
+        Lookup(symfs=Path(symfs) if symfs else None, binaries=tuple(Path(b) for b in binaries)),
+    )
 
 
 def say_findings(diagnosis: Diagnosis, top: int = 3, chains: bool = False) -> None:
@@ -135,8 +191,11 @@ def stopped(err: BaseException, out_dir: Path) -> Interrupted:
     name = signals.name_of(err)
     code = err.exit_code if isinstance(err, signals.StopSignal) else 130
     if (out_dir / rundir.PERF_DATA).is_file() and rundir.is_run_dir(out_dir):
-        return Interrupted(f"interrupted ({name}) before the report was built; the run directory {out_dir} is "
-                           "complete", f"`pmuprof report {out_dir}` builds the report later", code)
+        return Interrupted(
+            f"interrupted ({name}) before the report was built; the run directory {out_dir} is complete",
+            f"`pmuprof report {out_dir}` builds the report later",
+            code,
+        )
     return Interrupted(f"interrupted ({name}) before recording started", "", code)
 
 
@@ -169,15 +228,22 @@ def capture_problem(run: Run, what: str, off_cpu_asked: bool = False) -> Pmuprof
     for and the tracer recorded nothing; None when it did not."""
     if run.stopped_by == "disk":
         why = next((w for w in run.warnings if "keep the disk from filling" in w), "the disk was nearly full")
-        return ResourceError(f"{why}; kept what was recorded: {what}", "free space, or capture with -o on a larger "
-                             "filesystem")
+        return ResourceError(
+            f"{why}; kept what was recorded: {what}", "free space, or capture with -o on a larger filesystem"
+        )
     if run.stopped_by == "perf-killed":
         why = next((w for w in run.warnings if w.startswith("perf record was killed")), "perf record was killed")
         return PerfError(f"{why}: {what}", "check `dmesg` / `journalctl -k` for the OOM killer, then capture again")
     if run.stopped_by in signal.Signals.__members__:
-        return Interrupted(f"capture stopped by {run.stopped_by} after {run.duration_s or 0:.1f} s; "
-                           f"kept what was recorded: {what}", "", signals.exit_code(run.stopped_by))
+        return Interrupted(
+            f"capture stopped by {run.stopped_by} after {run.duration_s or 0:.1f} s; kept what was recorded: {what}",
+            "",
+            signals.exit_code(run.stopped_by),
+        )
     if off_cpu_asked and run.offcpu is not None and not run.offcpu.recorded:
-        return HelperError(f"--off-cpu: off-CPU stacks not recorded ({run.offcpu.why_not or 'no output'}); "
-                           f"the report is on-CPU only: {what}", "see offcpu.log in the run directory")
+        return HelperError(
+            f"--off-cpu: off-CPU stacks not recorded ({run.offcpu.why_not or 'no output'}); "
+            f"the report is on-CPU only: {what}",
+            "see offcpu.log in the run directory",
+        )
     return None

@@ -24,23 +24,68 @@ Examples:
 
 
 @click.command("demo", epilog=EPILOG)
-@click.option("--scenario", type=click.Choice(SCENARIOS), default="mixed", show_default=True,
-              help="Which pathology the workload reproduces.")
-@click.option("-d", "--duration", type=Duration(1, 600), default="10s", show_default=True,
-              help=f"How long to record ({DURATION_HELP}).")
-@click.option("-o", "--output", "out_dir", type=click.Path(file_okay=False), default=None,
-              help="Run directory to create (default ./pmuprof-demo-<scenario>-<time>).")
-@click.option("--spin-wait-delay", type=click.IntRange(0, 6000), default=30, show_default=True,
-              help="Like innodb_spin_wait_delay: ut_delay runs random[0, D) * 50 PAUSEs.")
-@click.option("--threads", type=click.IntRange(1, 64), default=4, show_default=True,
-              help="Worker threads (connections or page-cleaner workers).")
-@click.option("-F", "--frequency", type=click.IntRange(1, 10000), default=499, show_default=True,
-              help="Samples per second per CPU (capture defaults to 99; the demo takes more for steadier numbers).")
-@click.option("--off-cpu/--no-off-cpu", "off_cpu", default=None,
-              help="Also record off-CPU time (BPF, root); default: on for --scenario blocking only.")
+@click.option(
+    "--scenario",
+    type=click.Choice(SCENARIOS),
+    default="mixed",
+    show_default=True,
+    help="Which pathology the workload reproduces.",
+)
+@click.option(
+    "-d",
+    "--duration",
+    type=Duration(1, 600),
+    default="10s",
+    show_default=True,
+    help=f"How long to record ({DURATION_HELP}).",
+)
+@click.option(
+    "-o",
+    "--output",
+    "out_dir",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Run directory to create (default ./pmuprof-demo-<scenario>-<time>).",
+)
+@click.option(
+    "--spin-wait-delay",
+    type=click.IntRange(0, 6000),
+    default=30,
+    show_default=True,
+    help="Like innodb_spin_wait_delay: ut_delay runs random[0, D) * 50 PAUSEs.",
+)
+@click.option(
+    "--threads",
+    type=click.IntRange(1, 64),
+    default=4,
+    show_default=True,
+    help="Worker threads (connections or page-cleaner workers).",
+)
+@click.option(
+    "-F",
+    "--frequency",
+    type=click.IntRange(1, 10000),
+    default=499,
+    show_default=True,
+    help="Samples per second per CPU (capture defaults to 99; the demo takes more for steadier numbers).",
+)
+@click.option(
+    "--off-cpu/--no-off-cpu",
+    "off_cpu",
+    default=None,
+    help="Also record off-CPU time (BPF, root); default: on for --scenario blocking only.",
+)
 @click.option("-q", "--quiet", is_flag=True, help="No progress line.")
-def demo_cmd(scenario: str, duration: float, out_dir: str | None, spin_wait_delay: int, threads: int,
-             frequency: int, off_cpu: bool | None, quiet: bool) -> None:
+def demo_cmd(
+    scenario: str,
+    duration: float,
+    out_dir: str | None,
+    spin_wait_delay: int,
+    threads: int,
+    frequency: int,
+    off_cpu: bool | None,
+    quiet: bool,
+) -> None:
     """Try pmuprof without a database: profile a workload with InnoDB-like frames.
 
     Builds examples/demo with gcc (cached in ~/.cache/pmuprof/demo), starts it, waits 1 s,
@@ -48,8 +93,15 @@ def demo_cmd(scenario: str, duration: float, out_dir: str | None, spin_wait_dela
     stops the workload (also on Ctrl-C or error). Needs perf and gcc; run as root or with
     kernel.perf_event_paranoid <= 0 for the default per-CPU sampling.
     """
-    opts = DemoOptions(scenario=scenario, duration=duration, threads=threads, spin_wait_delay=spin_wait_delay,
-                       frequency=frequency, out_dir=Path(out_dir) if out_dir else None, off_cpu=off_cpu)
+    opts = DemoOptions(
+        scenario=scenario,
+        duration=duration,
+        threads=threads,
+        spin_wait_delay=spin_wait_delay,
+        frequency=frequency,
+        out_dir=Path(out_dir) if out_dir else None,
+        off_cpu=off_cpu,
+    )
     result = run_demo(opts, common.progress_printer(not quiet), common.log)
     run_dir = result.run_dir
     common.log(f"run directory: {run_dir}")

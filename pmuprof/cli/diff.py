@@ -24,11 +24,21 @@ Examples:
 @click.command("diff", epilog=EPILOG)
 @click.argument("before", type=InputPath())
 @click.argument("after", type=InputPath())
-@click.option("-o", "--output", "out_dir", type=click.Path(file_okay=False), default="pmuprof-diff",
-              show_default=True, help="Directory for diff.html, diff.json and diff.md.")
+@click.option(
+    "-o",
+    "--output",
+    "out_dir",
+    type=click.Path(file_okay=False),
+    default="pmuprof-diff",
+    show_default=True,
+    help="Directory for diff.html, diff.json and diff.md.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print diff.json to stdout instead of writing files.")
-@click.option("--force", is_flag=True, help="Write into an -o directory that holds other files (only diff.html "
-                                            "and diff.json are replaced).")
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Write into an -o directory that holds other files (only diff.html and diff.json are replaced).",
+)
 @common.input_options
 def diff_cmd(before: str, after: str, out_dir: str, as_json: bool, force: bool, **inputs) -> None:
     """Compare BEFORE and AFTER (run directories, perf.data, perf script text or folded files).

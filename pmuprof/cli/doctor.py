@@ -24,10 +24,20 @@ Examples:
 
 @click.command("doctor", epilog=EPILOG)
 @click.option("-p", "--pid", "pids", type=Pid(), multiple=True, help="Check this target (repeatable).")
-@click.option("-o", "--output", "out_dir", type=click.Path(file_okay=False), default=".",
-              help="Where captures will be written (free-disk check).")
-@click.option("--json", "as_json", is_flag=True,
-              help="Print the checks as JSON ({ok, checks: [{id, name, ok, severity, detail, fix, pid}]}).")
+@click.option(
+    "-o",
+    "--output",
+    "out_dir",
+    type=click.Path(file_okay=False),
+    default=".",
+    help="Where captures will be written (free-disk check).",
+)
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print the checks as JSON ({ok, checks: [{id, name, ok, severity, detail, fix, pid}]}).",
+)
 @click.option("--strict", is_flag=True, help=f"Exit {EXIT_MISS} when any check is MISS (a VM's missing PMU included).")
 @mysql_options
 def doctor_cmd(pids: tuple[int, ...], out_dir: str, as_json: bool, strict: bool, **mysql) -> None:

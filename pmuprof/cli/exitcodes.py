@@ -25,7 +25,9 @@ def exit_codes() -> list[tuple[int, str]]:
         if cls is not PmuprofError and cls.__doc__:
             codes.setdefault(cls.exit_code, cls.__doc__.strip().splitlines()[0].rstrip("."))
     codes[EXIT_MISS] = "doctor --strict: at least one check is MISS"
-    codes[EXIT_WARNING] = "capture --exit-code-on-findings: the worst finding is a warning; history --fail-on-regression"
+    codes[EXIT_WARNING] = (
+        "capture --exit-code-on-findings: the worst finding is a warning; history --fail-on-regression"
+    )
     codes[EXIT_CRITICAL] = "capture --exit-code-on-findings: a critical finding"
     for sig, name in ((signal.SIGHUP, "SIGHUP"), (signal.SIGINT, "Ctrl-C (SIGINT)"), (signal.SIGTERM, "SIGTERM")):
         codes[128 + sig] = f"stopped by {name}: what was captured so far has been kept"  # 129, 130, 143

@@ -30,17 +30,35 @@ Examples:
 
 @click.command("export", epilog=EPILOG)
 @click.argument("input_path", metavar="INPUT", type=InputPath())
-@click.option("-f", "--format", "fmt", type=click.Choice(FORMATS), required=True,  # the registry as imported
-              help="; ".join(f"{name}: {f.about}" for name, f in FORMATS.items()) + ".")
-@click.option("-o", "--output", "out_file", type=click.Path(dir_okay=False, allow_dash=True), required=True,
-              help="File to write ('-' for stdout).")
-@click.option("--headers/--no-headers", default=False,
-              help="folded: begin with pmuprof's '# key: value' context lines (event, frequency, samples), which "
-                   "pmuprof reads back but difffolded.pl and inferno warn about. Default: stack lines only.")
-@click.option("--per-thread/--per-process", default=None,
-              help="A thread frame under each process (speedscope: one profile per thread). Default: per thread "
-                   "for speedscope when the input has thread ids (perf.data, perf script, a run directory's "
-                   "samples.tsv), else per process.")
+@click.option(
+    "-f",
+    "--format",
+    "fmt",
+    type=click.Choice(FORMATS),
+    required=True,  # the registry as imported
+    help="; ".join(f"{name}: {f.about}" for name, f in FORMATS.items()) + ".",
+)
+@click.option(
+    "-o",
+    "--output",
+    "out_file",
+    type=click.Path(dir_okay=False, allow_dash=True),
+    required=True,
+    help="File to write ('-' for stdout).",
+)
+@click.option(
+    "--headers/--no-headers",
+    default=False,
+    help="folded: begin with pmuprof's '# key: value' context lines (event, frequency, samples), which "
+    "pmuprof reads back but difffolded.pl and inferno warn about. Default: stack lines only.",
+)
+@click.option(
+    "--per-thread/--per-process",
+    default=None,
+    help="A thread frame under each process (speedscope: one profile per thread). Default: per thread "
+    "for speedscope when the input has thread ids (perf.data, perf script, a run directory's "
+    "samples.tsv), else per process.",
+)
 @common.input_options
 def export_cmd(input_path: str, fmt: str, out_file: str, headers: bool, per_thread: bool | None, **inputs) -> None:
     """Export INPUT (run directory, perf.data, perf script text or folded file) in another format.
@@ -52,25 +70,30 @@ def export_cmd(input_path: str, fmt: str, out_file: str, headers: bool, per_thre
     source, threads = _with_threads(Path(input_path))
     per_thread = (FORMATS[fmt].threads and threads) if per_thread is None else per_thread
     if per_thread and not threads:
-        raise InputError(f"{input_path}: no thread ids in this input (folded stacks)", "export a perf.data or perf script")
+        raise InputError(
+            f"{input_path}: no thread ids in this input (folded stacks)", "export a perf.data or perf script"
+        )
     options = common.pipeline_options(**inputs)
     if per_thread and source.is_dir():  # a run directory without perf.data: its sample table has the threads
         profile = build_profile(source, options)
         profile = replace(profile, stacks=split_by_thread(profile), samples=None)
     else:
-        profile = build_profile(source if per_thread else input_path, with_choice(options, per_thread=True)
-                                if per_thread else options)
+        profile = build_profile(
+            source if per_thread else input_path, with_choice(options, per_thread=True) if per_thread else options
+        )
     if not profile.total:
         raise InputError(f"{input_path}: the profile is empty", "record while the server is busy")
-    biases = load_biases(profile.analysis.binaries, [m for t in profile.run.targets for m in t.maps]) \
-        if FORMATS[fmt].biases else {}
+    biases = (
+        load_biases(profile.analysis.binaries, [m for t in profile.run.targets for m in t.maps])
+        if FORMATS[fmt].biases
+        else {}
+    )
     if out_file == "-":
         sys.stdout.buffer.write(export_bytes(profile, fmt, headers, biases, per_thread))
         sys.stdout.buffer.flush()
         return
     path = export_profile(profile, fmt, Path(out_file), headers, biases, per_thread)
     click.echo(f"pmuprof: export: {path} ({fmt}, {profile.total} samples)", err=True)
-
 
 
 def _with_threads(path: Path) -> tuple[Path, bool]:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
+from collections.abc import Callable, Iterator
 
 import click
 
@@ -20,14 +21,29 @@ _KEYS = ("textfile", "notify_cmd", "notify_timeout")
 def fleet_options(func: Callable[..., Any]) -> Callable[..., Any]:
     """Add --textfile (env PMUPROF_TEXTFILE), --notify-cmd (env PMUPROF_NOTIFY_CMD) and --notify-timeout."""
     opts = [
-        click.option("--textfile", envvar="PMUPROF_TEXTFILE", type=click.Path(dir_okay=False), default=None,
-                     help="After each run, write Prometheus metrics to this *.prom file (atomically), for "
-                          "node_exporter's textfile collector. Env: PMUPROF_TEXTFILE."),
-        click.option("--notify-cmd", envvar="PMUPROF_NOTIFY_CMD", metavar="CMD", default=None,
-                     help="After each run, run CMD (split like a shell word list, run without a shell) with the "
-                          "one-line verdict and the report path appended. Env: PMUPROF_NOTIFY_CMD."),
-        click.option("--notify-timeout", type=Duration(1, 3600), default="30s", show_default=True,
-                     help="Kill the notify command after this long."),
+        click.option(
+            "--textfile",
+            envvar="PMUPROF_TEXTFILE",
+            type=click.Path(dir_okay=False),
+            default=None,
+            help="After each run, write Prometheus metrics to this *.prom file (atomically), for "
+            "node_exporter's textfile collector. Env: PMUPROF_TEXTFILE.",
+        ),
+        click.option(
+            "--notify-cmd",
+            envvar="PMUPROF_NOTIFY_CMD",
+            metavar="CMD",
+            default=None,
+            help="After each run, run CMD (split like a shell word list, run without a shell) with the "
+            "one-line verdict and the report path appended. Env: PMUPROF_NOTIFY_CMD.",
+        ),
+        click.option(
+            "--notify-timeout",
+            type=Duration(1, 3600),
+            default="30s",
+            show_default=True,
+            help="Kill the notify command after this long.",
+        ),
     ]
     for opt in reversed(opts):
         func = opt(func)

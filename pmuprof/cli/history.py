@@ -21,13 +21,24 @@ Examples:
 
 
 @click.command("history", epilog=EPILOG)
-@click.argument("directory", type=InputPath(fix="give the directory the runs are under (schedule --dir, watch -o)", file_okay=False))
-@click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
-              help="HTML file to write (default DIRECTORY/index.html).")
+@click.argument(
+    "directory", type=InputPath(fix="give the directory the runs are under (schedule --dir, watch -o)", file_okay=False)
+)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="HTML file to write (default DIRECTORY/index.html).",
+)
 @click.option("--title", default="", help="Page title (default: the directory name).")
 @click.option("--fail-on-regression", is_flag=True, help="Exit 10 when the newest run carries a regression flag.")
-@click.option("--json", "as_json", is_flag=True,
-              help="Print {count, runs, regressions, latest_regressed} as JSON instead of writing the page.")
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print {count, runs, regressions, latest_regressed} as JSON instead of writing the page.",
+)
 def history_cmd(directory: str, output: str | None, title: str, fail_on_regression: bool, as_json: bool) -> None:
     """List the runs under DIRECTORY (nightly or watch captures) with trend charts across runs.
 

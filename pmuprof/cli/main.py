@@ -19,8 +19,21 @@ EXIT_INTERNAL = 1  # a bug in pmuprof (docs/usage.md: exit codes)
 
 
 # The modules of pmuprof.cli that each define COMMAND, a subcommand of the same name (a test checks the list).
-COMMANDS = ("annotate", "capture", "demo", "diff", "doctor", "export", "history", "man", "record", "report",
-            "rules", "schedule", "watch")
+COMMANDS = (
+    "annotate",
+    "capture",
+    "demo",
+    "diff",
+    "doctor",
+    "export",
+    "history",
+    "man",
+    "record",
+    "report",
+    "rules",
+    "schedule",
+    "watch",
+)
 
 
 class _Commands(click.Group):
@@ -34,7 +47,9 @@ class _Commands(click.Group):
             self.add_command(importlib.import_module(f"{__package__}.{name}").COMMAND)
         return self.commands.get(name)
 
-    def resolve_command(self, ctx: click.Context, args: list[str]) -> tuple[str | None, click.Command | None, list[str]]:
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
         if args and args[0] not in COMMANDS:  # a typo: load them all, so click's error suggests the near names
             for name in COMMANDS:
                 self.get_command(ctx, name)
@@ -82,8 +97,10 @@ def _internal_error(err: BaseException) -> int:
     """A bug: one line on the terminal, the traceback in a file."""
     from ..model.run import redact_command  # no password in a file the user is asked to send
 
-    text = (f"pmuprof {__version__}, Python {sys.version.split()[0]}\nargv: {list(redact_command(sys.argv))!r}\n\n"
-            + "".join(traceback.format_exception(type(err), err, err.__traceback__)))
+    text = (
+        f"pmuprof {__version__}, Python {sys.version.split()[0]}\nargv: {list(redact_command(sys.argv))!r}\n\n"
+        + "".join(traceback.format_exception(type(err), err, err.__traceback__))
+    )
     path = save_traceback(text)
     where = f"traceback in {path}" if path else "the traceback could not be saved"
     first = (str(err).splitlines() or [""])[0][:200]

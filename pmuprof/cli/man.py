@@ -67,13 +67,22 @@ def man_page(group: click.Group) -> str:
     """The whole page; the same definitions give the same bytes (no date in it)."""
     ctx = click.Context(group, info_name="pmuprof")
     summary = (group.help or "").strip().split("\n")[0]
-    lines = [f'.TH PMUPROF 1 "" "pmuprof {__version__}" "User Commands"', ".SH NAME",
-             f"pmuprof \\- {roff(summary)}", ".SH SYNOPSIS", ".B pmuprof", "\\fICOMMAND\\fR [\\fIOPTIONS\\fR]",
-             ".SH DESCRIPTION"]
+    lines = [
+        f'.TH PMUPROF 1 "" "pmuprof {__version__}" "User Commands"',
+        ".SH NAME",
+        f"pmuprof \\- {roff(summary)}",
+        ".SH SYNOPSIS",
+        ".B pmuprof",
+        "\\fICOMMAND\\fR [\\fIOPTIONS\\fR]",
+        ".SH DESCRIPTION",
+    ]
     lines += _paragraphs("\n\n".join((group.help or "").strip().split("\n\n")[1:]))
-    lines += [".PP", "Help for one command: \\fBpmuprof COMMAND \\-\\-help\\fR. \\fB\\-h\\fR is the MySQL host "
-              "wherever the server options are, as for \\fBmysql\\fR(1) and \\fBpt\\-stalk\\fR(1).",
-              ".SH COMMANDS"]
+    lines += [
+        ".PP",
+        "Help for one command: \\fBpmuprof COMMAND \\-\\-help\\fR. \\fB\\-h\\fR is the MySQL host "
+        "wherever the server options are, as for \\fBmysql\\fR(1) and \\fBpt\\-stalk\\fR(1).",
+        ".SH COMMANDS",
+    ]
     for name in group.list_commands(ctx):
         if name != "man":
             lines += _command(f"pmuprof {name}", group.get_command(ctx, name), ctx)
@@ -83,8 +92,11 @@ def man_page(group: click.Group) -> str:
     lines += [".SH ENVIRONMENT"]
     for name, text in ENVIRONMENT:
         lines += [".TP", f"\\fB{name}\\fR", roff(text)]
-    lines += [".SH SEE ALSO", "\\fBperf\\fR(1), \\fBperf\\-record\\fR(1), \\fBmysql\\fR(1), \\fBmy_print_defaults\\fR(1), "
-              "\\fBpt\\-stalk\\fR(1), \\fBsystemd.timer\\fR(5), \\fBnode_exporter\\fR(1)"]
+    lines += [
+        ".SH SEE ALSO",
+        "\\fBperf\\fR(1), \\fBperf\\-record\\fR(1), \\fBmysql\\fR(1), \\fBmy_print_defaults\\fR(1), "
+        "\\fBpt\\-stalk\\fR(1), \\fBsystemd.timer\\fR(5), \\fBnode_exporter\\fR(1)",
+    ]
     return "\n".join(lines) + "\n"
 
 

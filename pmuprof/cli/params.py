@@ -37,7 +37,9 @@ class Duration(click.ParamType):
                 raise UsageError(f"{option}: {err.message}", DURATION_HELP) from err
         low, high = self.min_s, self.max_s
         if (low is not None and seconds < low) or (high is not None and seconds > high):
-            span = f"use {_human(low or 0)} to {_human(high)}" if high is not None else f"use at least {_human(low or 0)}"
+            span = (
+                f"use {_human(low or 0)} to {_human(high)}" if high is not None else f"use at least {_human(low or 0)}"
+            )
             raise UsageError(f"{option} {value} is out of range", span)
         return seconds
 
@@ -57,9 +59,10 @@ class Pid(click.ParamType):
         text = str(value).strip()
         if text.isascii() and text.isdigit() and 0 < int(text) < 2**31:
             return int(text)
-        raise UsageError(f"{_option_name(param)} takes a process id; the value given is not one (not shown: it may "
-                         "be a password)", "-p is the pid here, not the password: use --mysql-password-env VAR or "
-                                           "an option file for that")
+        raise UsageError(
+            f"{_option_name(param)} takes a process id; the value given is not one (not shown: it may be a password)",
+            "-p is the pid here, not the password: use --mysql-password-env VAR or an option file for that",
+        )
 
 
 class InputPath(click.Path):
@@ -108,8 +111,11 @@ class ExtraPids(click.ParamType):
         try:
             return Pids().convert(value, param, ctx)
         except UsageError:
-            raise UsageError("unexpected argument (not shown: it may be a password); this command takes no "
-                             "positional arguments but pids", f"several servers: {SEVERAL}") from None
+            raise UsageError(
+                "unexpected argument (not shown: it may be a password); this command takes no "
+                "positional arguments but pids",
+                f"several servers: {SEVERAL}",
+            ) from None
 
 
 def flat_pids(*groups) -> tuple[int, ...]:
@@ -117,7 +123,7 @@ def flat_pids(*groups) -> tuple[int, ...]:
     out: list[int] = []
     for group in groups:
         for item in group:
-            for pid in (item if isinstance(item, tuple) else (item,)):
+            for pid in item if isinstance(item, tuple) else (item,):
                 if pid not in out:
                     out.append(pid)
     return tuple(out)

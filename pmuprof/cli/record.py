@@ -27,9 +27,22 @@ Examples:
 """
 
 
-def build_options(pids, all_mysqld, duration, frequency, call_graph, mode, event, per_thread_roots,
-                  no_keep_perf_data, out_dir, mysql_options=None, use_mysql=True, off_cpu: bool | None = False,
-                  more_pids=()) -> RecordOptions:
+def build_options(
+    pids,
+    all_mysqld,
+    duration,
+    frequency,
+    call_graph,
+    mode,
+    event,
+    per_thread_roots,
+    no_keep_perf_data,
+    out_dir,
+    mysql_options=None,
+    use_mysql=True,
+    off_cpu: bool | None = False,
+    more_pids=(),
+) -> RecordOptions:
     chosen = flat_pids(pids, more_pids, target.find_mysqld() if all_mysqld else ())
     if all_mysqld and not chosen:
         raise TargetError("no mysqld / mariadbd process is running", "start the server or pass -p PID")
@@ -37,10 +50,21 @@ def build_options(pids, all_mysqld, duration, frequency, call_graph, mode, event
         first = target.describe(target.resolve_pid(chosen[0])).comm if chosen else "run"
         stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
         out_dir = f"pmuprof-{first}-{stamp}"
-    return RecordOptions(pids=chosen, out_dir=Path(out_dir), duration=duration, frequency=frequency,
-                         call_graph=call_graph, mode=mode, event=event, mysql=use_mysql,
-                         mysql_options=mysql_options, per_thread_roots=per_thread_roots,
-                         keep_perf_data=not no_keep_perf_data, off_cpu=off_cpu, command=tuple(["pmuprof"] + sys.argv[1:]))
+    return RecordOptions(
+        pids=chosen,
+        out_dir=Path(out_dir),
+        duration=duration,
+        frequency=frequency,
+        call_graph=call_graph,
+        mode=mode,
+        event=event,
+        mysql=use_mysql,
+        mysql_options=mysql_options,
+        per_thread_roots=per_thread_roots,
+        keep_perf_data=not no_keep_perf_data,
+        off_cpu=off_cpu,
+        command=tuple(["pmuprof"] + sys.argv[1:]),
+    )
 
 
 def mysql_decorator(func):

@@ -26,12 +26,21 @@ Examples:
 
 @click.command("report", epilog=EPILOG)
 @click.argument("input_path", metavar="INPUT", type=InputPath())
-@click.option("-o", "--output", "out_dir", type=click.Path(file_okay=False), default=None,
-              help="Output directory (default: INPUT itself for a run directory, else ./pmuprof-report).")
+@click.option(
+    "-o",
+    "--output",
+    "out_dir",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Output directory (default: INPUT itself for a run directory, else ./pmuprof-report).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print findings.json to stdout instead of writing files.")
-@click.option("--force", is_flag=True,
-              help="Write into an -o directory that holds other files or another input's report (only "
-                   "report.html, findings.json and report.md are replaced).")
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Write into an -o directory that holds other files or another input's report (only "
+    "report.html, findings.json and report.md are replaced).",
+)
 @common.input_options
 def report_cmd(input_path: str, out_dir: str | None, as_json: bool, force: bool, **inputs) -> None:
     """Write report.html, findings.json and report.md from a capture. Never needs the live server.

@@ -62,8 +62,11 @@ def check_cmd(directory: Path | None) -> None:
     whole = check_set(directory, good)
     for err in bad + whole:
         click.echo(f"error: {err}", err=True)
-    click.echo(f"{directory}: {len(good)} valid, {len(bad)} invalid" + (f"; {len(whole)} problem(s) with the set or "
-                                                                       "its knowledge tables" if whole else ""))
+    click.echo(
+        f"{directory}: {len(good)} valid, {len(bad)} invalid"
+        + (f"; {len(whole)} problem(s) with the set or its knowledge tables" if whole else "")
+    )
     if bad or whole:
-        raise RuleError(f"{len(bad)} invalid rule file(s), {len(whole)} other problem(s) in {directory}",
-                        "fix the errors above")
+        raise RuleError(
+            f"{len(bad)} invalid rule file(s), {len(whole)} other problem(s) in {directory}", "fix the errors above"
+        )

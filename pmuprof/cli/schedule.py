@@ -45,8 +45,13 @@ def schedule_cmd() -> None:
     """
 
 
-SCHEDULER = click.option("--scheduler", type=click.Choice(["auto", "systemd", "cron"]), default="auto",
-                         show_default=True, help="auto: systemd when it runs as PID 1, else cron.")
+SCHEDULER = click.option(
+    "--scheduler",
+    type=click.Choice(["auto", "systemd", "cron"]),
+    default="auto",
+    show_default=True,
+    help="auto: systemd when it runs as PID 1, else cron.",
+)
 
 
 def _scheduler(choice: str) -> bool:
@@ -71,42 +76,95 @@ def self_launcher() -> tuple[tuple[str, ...], str]:
 @click.option("--at", "at", default="03:00", show_default=True, help="Local time of day, HH:MM.")
 @click.option("-p", "--pid", type=Pid(), default=None, help="Target pid (changes on restart: prefer --all-mysqld).")
 @click.option("--all-mysqld", is_flag=True, help="Profile every mysqld / mariadbd running at that time.")
-@click.option("-d", "--duration", type=Duration(1, MAX_DURATION_S), default="60s", show_default=True,
-              help=f"Capture length ({DURATION_HELP}).")
+@click.option(
+    "-d",
+    "--duration",
+    type=Duration(1, MAX_DURATION_S),
+    default="60s",
+    show_default=True,
+    help=f"Capture length ({DURATION_HELP}).",
+)
 @click.option("--dir", "directory", default="/var/lib/pmuprof", show_default=True, help="Where dated runs go.")
 @click.option("--keep-days", type=click.IntRange(1), default=14, show_default=True, help="Delete runs older.")
 @click.option("--keep-size", default="5G", show_default=True, help="Delete the oldest runs beyond this total.")
-@click.option("--randomized-delay", type=Duration(0, 12 * 3600), default="10m", show_default=True,
-              help="Spread a fleet: each host starts up to this late, the same offset every night.")
-@click.option("--cpu-quota", type=click.IntRange(1, 100000), default=100, show_default=True,
-              help="systemd CPUQuota in % of one core for the whole run.")
+@click.option(
+    "--randomized-delay",
+    type=Duration(0, 12 * 3600),
+    default="10m",
+    show_default=True,
+    help="Spread a fleet: each host starts up to this late, the same offset every night.",
+)
+@click.option(
+    "--cpu-quota",
+    type=click.IntRange(1, 100000),
+    default=100,
+    show_default=True,
+    help="systemd CPUQuota in % of one core for the whole run.",
+)
 @click.option("--memory-max", default="2G", show_default=True, help="systemd MemoryMax for the whole run.")
-@click.option("-F", "--frequency", type=click.IntRange(1, 100000), default=None,
-              help="Each capture's samples per second per CPU (capture's default: 99).")
-@click.option("--call-graph", type=click.Choice(common.CALL_GRAPHS), default=None,
-              help="Each capture's stack walking (capture's default: fp).")
+@click.option(
+    "-F",
+    "--frequency",
+    type=click.IntRange(1, 100000),
+    default=None,
+    help="Each capture's samples per second per CPU (capture's default: 99).",
+)
+@click.option(
+    "--call-graph",
+    type=click.Choice(common.CALL_GRAPHS),
+    default=None,
+    help="Each capture's stack walking (capture's default: fp).",
+)
 @click.option("--mode", type=click.Choice(common.MODES), default=None, help="Each capture's sampling mode.")
-@click.option("--off-cpu/--no-off-cpu", default=None,
-              help="Each capture's off-CPU stacks (capture's default: on where cheap).")
+@click.option(
+    "--off-cpu/--no-off-cpu", default=None, help="Each capture's off-CPU stacks (capture's default: on where cheap)."
+)
 @mysql_options
 @fleet_options
 @SCHEDULER
-@click.option("--exe", default=None,
-              help="pmuprof executable the timer runs (default: the one running this command).")
+@click.option("--exe", default=None, help="pmuprof executable the timer runs (default: the one running this command).")
 @click.option("--dry-run", is_flag=True, help="Print what would be written; change nothing.")
-def install_cmd(at, pid, all_mysqld, duration, directory, keep_days, keep_size, randomized_delay, cpu_quota,
-                memory_max, frequency, call_graph, mode, off_cpu, scheduler, exe, dry_run, **kwargs) -> None:
+def install_cmd(
+    at,
+    pid,
+    all_mysqld,
+    duration,
+    directory,
+    keep_days,
+    keep_size,
+    randomized_delay,
+    cpu_quota,
+    memory_max,
+    frequency,
+    call_graph,
+    mode,
+    off_cpu,
+    scheduler,
+    exe,
+    dry_run,
+    **kwargs,
+) -> None:
     """Write and enable the nightly timer."""
     launcher, pythonpath = ((os.path.abspath(exe),), "") if exe else self_launcher()
     textfile, notify = kwargs.pop("textfile"), kwargs.pop("notify_cmd")
     kwargs.pop("notify_timeout")
-    spec = ScheduleSpec(at=at, directory=os.path.abspath(directory), duration_s=int(round(duration)), exe=launcher,
-                        pid=pid, all_mysqld=all_mysqld, keep_days=keep_days, keep_bytes=parse_size(keep_size),
-                        capture_args=_capture_argv(frequency, call_graph, mode, off_cpu) + pop_mysql_argv(kwargs)
-                        + ("-q",), pythonpath=pythonpath,
-                        randomized_delay_s=int(randomized_delay), cpu_quota_pct=cpu_quota,
-                        memory_max=parse_size(memory_max), textfile=textfile and os.path.abspath(textfile),
-                        notify_cmd=notify)
+    spec = ScheduleSpec(
+        at=at,
+        directory=os.path.abspath(directory),
+        duration_s=int(round(duration)),
+        exe=launcher,
+        pid=pid,
+        all_mysqld=all_mysqld,
+        keep_days=keep_days,
+        keep_bytes=parse_size(keep_size),
+        capture_args=_capture_argv(frequency, call_graph, mode, off_cpu) + pop_mysql_argv(kwargs) + ("-q",),
+        pythonpath=pythonpath,
+        randomized_delay_s=int(randomized_delay),
+        cpu_quota_pct=cpu_quota,
+        memory_max=parse_size(memory_max),
+        textfile=textfile and os.path.abspath(textfile),
+        notify_cmd=notify,
+    )
     systemd = _scheduler(scheduler)
     offset = fixed_offset(socket.gethostname(), spec.randomized_delay_s)
     if dry_run:
@@ -118,8 +176,9 @@ def install_cmd(at, pid, all_mysqld, duration, directory, keep_days, keep_size, 
     common.log(f"nightly capture at {at} into {spec.directory} ({'systemd timer' if systemd else 'cron'})")
 
 
-def _capture_argv(frequency: int | None, call_graph: str | None, mode: str | None,
-                  off_cpu: bool | None) -> tuple[str, ...]:
+def _capture_argv(
+    frequency: int | None, call_graph: str | None, mode: str | None, off_cpu: bool | None
+) -> tuple[str, ...]:
     """The capture options given to `schedule install`, spelled again for the unit or cron line."""
     argv: list[str] = []
     for flag, value in (("-F", frequency), ("--call-graph", call_graph), ("--mode", mode)):

@@ -37,45 +37,140 @@ Examples:
 
 @click.command("watch", epilog=EPILOG)
 @click.option("-p", "--pid", type=Pid(), default=None, help="mysqld / mariadbd pid (default: the only one running).")
-@click.option("-t", "--trigger", "triggers", multiple=True, required=True, metavar="COND",
-              help="Status variable, state:NAME, command:NAME or cpu, an operator and a number; repeat for OR.")
-@click.option("--cycles", type=click.IntRange(1), default=5, show_default=True,
-              help="Consecutive polls the condition must hold.")
-@click.option("--interval", type=Duration(0.1, 3600), default="1s", show_default=True,
-              help=f"Time between polls ({DURATION_HELP}).")
-@click.option("-d", "--duration", "--run-time", "duration", type=Duration(0.1, 3600), default="30s", show_default=True,
-              help="Length of each capture.")
-@click.option("--cooldown", type=Duration(0, 7 * 86400), default="5m", show_default=True,
-              help="Pause after a capture before watching again.")
-@click.option("--max-captures", type=click.IntRange(1), default=None,
-              help="Stop after this many (default: unlimited, like pt-stalk's --iterations; --disk-free still holds).")
-@click.option("--disk-free", "disk_free", multiple=True, default=("100M", "5%"), show_default=True,
-              help="Free-space floor checked before each capture: a size (1G) or a percent (5%); repeatable.")
+@click.option(
+    "-t",
+    "--trigger",
+    "triggers",
+    multiple=True,
+    required=True,
+    metavar="COND",
+    help="Status variable, state:NAME, command:NAME or cpu, an operator and a number; repeat for OR.",
+)
+@click.option(
+    "--cycles", type=click.IntRange(1), default=5, show_default=True, help="Consecutive polls the condition must hold."
+)
+@click.option(
+    "--interval",
+    type=Duration(0.1, 3600),
+    default="1s",
+    show_default=True,
+    help=f"Time between polls ({DURATION_HELP}).",
+)
+@click.option(
+    "-d",
+    "--duration",
+    "--run-time",
+    "duration",
+    type=Duration(0.1, 3600),
+    default="30s",
+    show_default=True,
+    help="Length of each capture.",
+)
+@click.option(
+    "--cooldown",
+    type=Duration(0, 7 * 86400),
+    default="5m",
+    show_default=True,
+    help="Pause after a capture before watching again.",
+)
+@click.option(
+    "--max-captures",
+    type=click.IntRange(1),
+    default=None,
+    help="Stop after this many (default: unlimited, like pt-stalk's --iterations; --disk-free still holds).",
+)
+@click.option(
+    "--disk-free",
+    "disk_free",
+    multiple=True,
+    default=("100M", "5%"),
+    show_default=True,
+    help="Free-space floor checked before each capture: a size (1G) or a percent (5%); repeatable.",
+)
 @click.option("-F", "--frequency", type=int, default=99, show_default=True, help="Samples per second per CPU.")
-@click.option("--mode", type=click.Choice(["per-cpu", "per-thread"]), default="per-cpu", show_default=True,
-              help="perf sampling mode of each capture (see pmuprof record).")
-@click.option("-o", "--output", "base_dir", type=click.Path(file_okay=False), default="pmuprof-watch",
-              show_default=True, help="Base directory; each capture goes to BASE/<time>-<trigger>/.")
+@click.option(
+    "--mode",
+    type=click.Choice(["per-cpu", "per-thread"]),
+    default="per-cpu",
+    show_default=True,
+    help="perf sampling mode of each capture (see pmuprof record).",
+)
+@click.option(
+    "-o",
+    "--output",
+    "base_dir",
+    type=click.Path(file_okay=False),
+    default="pmuprof-watch",
+    show_default=True,
+    help="Base directory; each capture goes to BASE/<time>-<trigger>/.",
+)
 @click.option("-v", "--verbose", is_flag=True, help="One status line per poll.")
 @click.option("--daemonize", is_flag=True, help="Detach and keep watching in the background (needs --log-file).")
-@click.option("--pid-file", type=click.Path(dir_okay=False), default=None,
-              help="Hold this locked pid file while running; refuse to start when a live watch holds it.")
-@click.option("--log-file", type=click.Path(dir_okay=False), default=None,
-              help="With --daemonize: append the log here (time-stamped lines).")
-@click.option("--keep", "keep_count", type=click.IntRange(1), default=20, show_default=True,
-              help="Retention: delete watch's oldest captures in the base directory beyond this many.")
-@click.option("--keep-for", type=Duration(60, 3650 * 86400), default="30d", show_default=True,
-              help="Retention: delete watch's captures older than this (7d, 12h).")
-@click.option("--keep-size", metavar="SIZE", default="2G", show_default=True,
-              help="Retention: delete watch's oldest captures until they total at most this (500M, 5G).")
+@click.option(
+    "--pid-file",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Hold this locked pid file while running; refuse to start when a live watch holds it.",
+)
+@click.option(
+    "--log-file",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="With --daemonize: append the log here (time-stamped lines).",
+)
+@click.option(
+    "--keep",
+    "keep_count",
+    type=click.IntRange(1),
+    default=20,
+    show_default=True,
+    help="Retention: delete watch's oldest captures in the base directory beyond this many.",
+)
+@click.option(
+    "--keep-for",
+    type=Duration(60, 3650 * 86400),
+    default="30d",
+    show_default=True,
+    help="Retention: delete watch's captures older than this (7d, 12h).",
+)
+@click.option(
+    "--keep-size",
+    metavar="SIZE",
+    default="2G",
+    show_default=True,
+    help="Retention: delete watch's oldest captures until they total at most this (500M, 5G).",
+)
 @click.option("--no-retention", is_flag=True, help="Delete nothing (the disk floor still stops captures).")
-@click.option("--print-unit", is_flag=True,
-              help="Print a hardened systemd service running this watch in the foreground, and exit.")
+@click.option(
+    "--print-unit",
+    is_flag=True,
+    help="Print a hardened systemd service running this watch in the foreground, and exit.",
+)
 @mysql_decorator
 @fleet_options
-def watch_cmd(pid, triggers, cycles, interval, duration, cooldown, max_captures, disk_free, frequency, mode,
-              base_dir, verbose, daemonize, pid_file, log_file, keep_count, keep_for, keep_size, no_retention,
-              print_unit, **kwargs) -> None:
+def watch_cmd(
+    pid,
+    triggers,
+    cycles,
+    interval,
+    duration,
+    cooldown,
+    max_captures,
+    disk_free,
+    frequency,
+    mode,
+    base_dir,
+    verbose,
+    daemonize,
+    pid_file,
+    log_file,
+    keep_count,
+    keep_for,
+    keep_size,
+    no_retention,
+    print_unit,
+    **kwargs,
+) -> None:
     """Poll the server cheaply and capture a profile when a condition holds for N polls in a row.
 
     Each poll is one SHOW GLOBAL STATUS WHERE ... query (plus one PROCESSLIST count for state:/command:
@@ -86,13 +181,23 @@ def watch_cmd(pid, triggers, cycles, interval, duration, cooldown, max_captures,
     load average, run queue). After each capture, retention deletes watch's own oldest captures.
     """
     if daemonize != bool(log_file):
-        raise UsageError("--daemonize and --log-file go together", "e.g. --daemonize --log-file /var/log/pmuprof-watch.log")
+        raise UsageError(
+            "--daemonize and --log-file go together", "e.g. --daemonize --log-file /var/log/pmuprof-watch.log"
+        )
     keep = Retention(None, None, None) if no_retention else Retention(keep_count, keep_for, parse_size(keep_size))
-    unit_args = {"mysql": pop_mysql_argv(dict(kwargs)), "textfile": kwargs.get("textfile"),
-                 "notify_cmd": kwargs.get("notify_cmd"), "notify_timeout": kwargs.get("notify_timeout")}
+    unit_args = {
+        "mysql": pop_mysql_argv(dict(kwargs)),
+        "textfile": kwargs.get("textfile"),
+        "notify_cmd": kwargs.get("notify_cmd"),
+        "notify_timeout": kwargs.get("notify_timeout"),
+    }
     publish_to = pop_publish(kwargs)
-    plan = WatchPlan(tuple(parse_condition(t) for t in triggers), cycles=cycles,
-                     cooldown_s=_within("--cooldown", cooldown, 0, 7 * 86400), max_captures=max_captures)
+    plan = WatchPlan(
+        tuple(parse_condition(t) for t in triggers),
+        cycles=cycles,
+        cooldown_s=_within("--cooldown", cooldown, 0, 7 * 86400),
+        max_captures=max_captures,
+    )
     mysql_opts, use_mysql = mysql_from_kwargs(kwargs)
     if not use_mysql and any(c.source != "cpu" for c in plan.conditions):
         raise UsageError("--no-mysql leaves only cpu triggers usable", "drop --no-mysql or use --trigger 'cpu>N'")
@@ -102,17 +207,38 @@ def watch_cmd(pid, triggers, cycles, interval, duration, cooldown, max_captures,
     common.check_rules()
     if print_unit:
         if pid is not None or daemonize or pid_file:
-            raise UsageError("--print-unit runs watch under systemd: -p, --daemonize and --pid-file do not apply",
-                             "drop them: the service picks the running mysqld at each start and systemd keeps it")
-        watchunit.print_unit(plan, triggers=triggers, interval_s=interval_s, duration_s=duration_s,
-                             disk_free=disk_free, frequency=frequency, mode=mode, base_dir=base_dir, verbose=verbose,
-                             keep=keep, **unit_args)
+            raise UsageError(
+                "--print-unit runs watch under systemd: -p, --daemonize and --pid-file do not apply",
+                "drop them: the service picks the running mysqld at each start and systemd keeps it",
+            )
+        watchunit.print_unit(
+            plan,
+            triggers=triggers,
+            interval_s=interval_s,
+            duration_s=duration_s,
+            disk_free=disk_free,
+            frequency=frequency,
+            mode=mode,
+            base_dir=base_dir,
+            verbose=verbose,
+            keep=keep,
+            **unit_args,
+        )
         return
-    opts = WatchOptions(pid=_pick_pid(pid), plan=plan, base_dir=outfile.ensure_dir(base_dir),
-                        interval_s=interval_s, duration_s=duration_s,
-                        disk_floor=DiskFloor.parse(tuple(disk_free)), mysql_options=mysql_opts,
-                        record={"frequency": frequency, "mode": mode, "mysql": use_mysql}, verbose=verbose,
-                        command=tuple(["pmuprof"] + sys.argv[1:]), publish=publish_to, keep=keep)
+    opts = WatchOptions(
+        pid=_pick_pid(pid),
+        plan=plan,
+        base_dir=outfile.ensure_dir(base_dir),
+        interval_s=interval_s,
+        duration_s=duration_s,
+        disk_floor=DiskFloor.parse(tuple(disk_free)),
+        mysql_options=mysql_opts,
+        record={"frequency": frequency, "mode": mode, "mysql": use_mysql},
+        verbose=verbose,
+        command=tuple(["pmuprof"] + sys.argv[1:]),
+        publish=publish_to,
+        keep=keep,
+    )
     pid_path = Path(pid_file).absolute() if pid_file else None
     log = common.log
     if daemonize:

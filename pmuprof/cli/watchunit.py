@@ -17,13 +17,33 @@ from . import common
 from .schedule import self_launcher
 
 
-def unit_argv(plan: WatchPlan, triggers: tuple[str, ...], interval_s: float, duration_s: float,
-              disk_free: tuple[str, ...], frequency: int, mode: str, directory: str, verbose: bool,
-              keep: Retention, mysql: tuple[str, ...], textfile: str | None, notify_timeout: float | None) -> list[str]:
+def unit_argv(
+    plan: WatchPlan,
+    triggers: tuple[str, ...],
+    interval_s: float,
+    duration_s: float,
+    disk_free: tuple[str, ...],
+    frequency: int,
+    mode: str,
+    directory: str,
+    verbose: bool,
+    keep: Retention,
+    mysql: tuple[str, ...],
+    textfile: str | None,
+    notify_timeout: float | None,
+) -> list[str]:
     """The `watch` arguments of the service: every option as parsed, paths absolute (systemd runs it in /)."""
     argv = [arg for t in triggers for arg in ("-t", t)]
-    argv += ["--cycles", str(plan.cycles), "--interval", _secs(interval_s), "-d", _secs(duration_s),
-             "--cooldown", _secs(plan.cooldown_s)]
+    argv += [
+        "--cycles",
+        str(plan.cycles),
+        "--interval",
+        _secs(interval_s),
+        "-d",
+        _secs(duration_s),
+        "--cooldown",
+        _secs(plan.cooldown_s),
+    ]
     argv += ["--max-captures", str(plan.max_captures)] if plan.max_captures is not None else []
     argv += [arg for floor in disk_free for arg in ("--disk-free", floor)]
     argv += ["-F", str(frequency), "--mode", mode, "-o", directory] + (["-v"] if verbose else [])
@@ -47,11 +67,19 @@ def print_unit(plan: WatchPlan, base_dir: str, textfile: str | None, notify_cmd:
     given = click.get_current_context().get_parameter_source("base_dir") != click.core.ParameterSource.DEFAULT
     directory = os.path.abspath(base_dir) if given else DEFAULT_DIR
     launcher, pythonpath = self_launcher()
-    svc = WatchService(launcher, tuple(unit_argv(plan, directory=directory, textfile=textfile, **kw)), directory,
-                       pythonpath=pythonpath, textfile=textfile and os.path.abspath(textfile), notify_cmd=notify_cmd)
+    svc = WatchService(
+        launcher,
+        tuple(unit_argv(plan, directory=directory, textfile=textfile, **kw)),
+        directory,
+        pythonpath=pythonpath,
+        textfile=textfile and os.path.abspath(textfile),
+        notify_cmd=notify_cmd,
+    )
     if not directory.startswith(STATE_ROOT):
         outfile.ensure_dir(Path(directory))
         common.log(f"created {directory} (ReadWritePaths= needs it to exist)")
     click.echo(watch_unit(svc), nl=False)
-    common.log(f"save as /etc/systemd/system/{UNIT_NAME}.service, then: systemctl daemon-reload && "
-               f"systemctl enable --now {UNIT_NAME}")
+    common.log(
+        f"save as /etc/systemd/system/{UNIT_NAME}.service, then: systemctl daemon-reload && "
+        f"systemctl enable --now {UNIT_NAME}"
+    )

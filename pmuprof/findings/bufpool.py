@@ -67,12 +67,25 @@ def pool_fit(facts: Facts, index: Any, missing: list[str]) -> PoolFit | None:
     if data is None:
         missing.append("InnoDB data size not captured (mysql.json innodb_data): the next size is twice the pool")
     suggested, basis = _suggest(facts, size, data)
-    return PoolFit(miss, miss, reads, requests, wait_free, reads * page / MIB if reads is not None else None,
-                   int(size) if size else None, round(size / MIB, 1) if size else None, int(pages) if pages else None,
-                   turnover, data, round(data / MIB, 1) if data else None,
-                   (data * HEADROOM <= size) if data and size else None, suggested, basis,
-                   f"{suggested} /* {suggested / MIB:,.0f} MiB */" if suggested else "",
-                   _summary(miss, reads, requests, turnover, wait_free, size, data))
+    return PoolFit(
+        miss,
+        miss,
+        reads,
+        requests,
+        wait_free,
+        reads * page / MIB if reads is not None else None,
+        int(size) if size else None,
+        round(size / MIB, 1) if size else None,
+        int(pages) if pages else None,
+        turnover,
+        data,
+        round(data / MIB, 1) if data else None,
+        (data * HEADROOM <= size) if data and size else None,
+        suggested,
+        basis,
+        f"{suggested} /* {suggested / MIB:,.0f} MiB */" if suggested else "",
+        _summary(miss, reads, requests, turnover, wait_free, size, data),
+    )
 
 
 def _suggest(facts: Facts, size: float | None, data: int | None) -> tuple[int | None, str]:
@@ -92,11 +105,19 @@ def _suggest(facts: Facts, size: float | None, data: int | None) -> tuple[int | 
     return int(-(-want // unit) * unit), basis + f", in whole {unit / MIB:,.0f} MiB chunks"
 
 
-def _summary(miss: float | None, reads: float | None, requests: float | None, turnover: float | None,
-             wait_free: float | None, size: float | None, data: int | None) -> str:
+def _summary(
+    miss: float | None,
+    reads: float | None,
+    requests: float | None,
+    turnover: float | None,
+    wait_free: float | None,
+    size: float | None,
+    data: int | None,
+) -> str:
     if miss is None or reads is None or requests is None:
         return "buffer-pool reads not known"
-    text = (f"{reads:,.0f} of {requests:,.0f} page requests a second went to disk ({miss:.1%})"
-            + (f"; the reads replace a whole {size / MIB:,.0f} MiB pool every {turnover:,.2f} s" if turnover and size else ""))
+    text = f"{reads:,.0f} of {requests:,.0f} page requests a second went to disk ({miss:.1%})" + (
+        f"; the reads replace a whole {size / MIB:,.0f} MiB pool every {turnover:,.2f} s" if turnover and size else ""
+    )
     text += f"; {wait_free:,.1f} waits for a free page a second" if wait_free else ""
     return text + (f"; the InnoDB data is {data / MIB:,.0f} MiB" if data else "")

@@ -64,16 +64,25 @@ class ServerFrames:
         known = self.known.get(frame)
         if known is None:
             f = self.frames[frame]
-            known = not (frame in self.roots or is_kernel(f) or is_unnamed(f) or f in self.library
-                         or self.generic.runtime.matches(f) or self.generic.server.matches(f))
+            known = not (
+                frame in self.roots
+                or is_kernel(f)
+                or is_unnamed(f)
+                or f in self.library
+                or self.generic.runtime.matches(f)
+                or self.generic.server.matches(f)
+            )
             self.known[frame] = known
         return known
 
 
 def library_functions(profile: Profile, generic: GenericFrames) -> frozenset[str]:
     """Functions whose leaf samples fell in a library DSO (pmuprof knows the DSO of leaves only)."""
-    return frozenset(leaf.symbol for leaf in profile.leaves
-                     if leaf.symbol and generic.runtime_dsos.matches(leaf.dso.rsplit("/", 1)[-1]))
+    return frozenset(
+        leaf.symbol
+        for leaf in profile.leaves
+        if leaf.symbol and generic.runtime_dsos.matches(leaf.dso.rsplit("/", 1)[-1])
+    )
 
 
 def busiest(profile: Profile, generic: GenericFrames | None = None) -> Busiest:
@@ -83,8 +92,9 @@ def busiest(profile: Profile, generic: GenericFrames | None = None) -> Busiest:
     if not st.total or not len(st.frames):
         return Busiest(total=st.total)
     server = ServerFrames(st, generic, library_functions(profile, generic))
-    named = np.flatnonzero(np.fromiter((not (is_kernel(f) or is_unnamed(f)) for f in st.frames), dtype=bool,
-                                       count=len(st.frames)))
+    named = np.flatnonzero(
+        np.fromiter((not (is_kernel(f) or is_unnamed(f)) for f in st.frames), dtype=bool, count=len(st.frames))
+    )
     # every named frame's inclusive samples: read from the postings the rules' stack matching built (or
     # builds them once); counting the named frames' occurrences anew took over a second on 2.3 M samples
     incl = st.frame_inclusive()
@@ -94,8 +104,12 @@ def busiest(profile: Profile, generic: GenericFrames | None = None) -> Busiest:
             break
         if server[int(top)]:
             end, end_n = _path_end(st, int(top), server)
-            fields.update(function=st.frames[top], samples=int(incl[top]),
-                          path_end=st.frames[end] if end != top else "", path_end_samples=end_n if end != top else 0)
+            fields.update(
+                function=st.frames[top],
+                samples=int(incl[top]),
+                path_end=st.frames[end] if end != top else "",
+                path_end_samples=end_n if end != top else 0,
+            )
             break
     fields.update(_leaf(st, server, generic))
     fields.update(_state(profile, generic))
@@ -149,10 +163,12 @@ def _leaf(st: Stacks, server: ServerFrames, generic: GenericFrames) -> dict[str,
     rows = np.flatnonzero((st.leaf_ids == leaf) & (st.lengths > 1))
     seen: dict[tuple[int, int], int] = {}  # (entry, caller) -> samples; caller: server, else library
     for row in rows:  # the rows of one leaf frame: few next to the profile
-        ids = st.ids[st.offsets[row] + 1:st.offsets[row + 1]]
+        ids = st.ids[st.offsets[row] + 1 : st.offsets[row + 1]]
         e = -1
         if kind == "kernel":
-            e = next((int(f) for f in ids if is_kernel(st.frames[f]) and not generic.kernel_entry.matches(st.frames[f])), -1)
+            e = next(
+                (int(f) for f in ids if is_kernel(st.frames[f]) and not generic.kernel_entry.matches(st.frames[f])), -1
+            )
         u = next((int(f) for f in ids[::-1] if server[f]), -1)
         if u < 0:  # no server frame on the stack (a library without frame pointers hides its caller)
             u = -2 - next((int(f) for f in ids[::-1] if not (is_kernel(st.frames[f]) or is_unnamed(st.frames[f]))), -1)
@@ -163,8 +179,12 @@ def _leaf(st: Stacks, server: ServerFrames, generic: GenericFrames) -> dict[str,
         entries[e] = entries.get(e, 0) + n
     entry = _most(entries)  # the kernel work's entry first, then what calls it there
     caller = max((u for e, u in seen if e == entry), key=lambda u: (u >= 0, seen[(entry, u)], -abs(u)))
-    out = {"leaf": name, "leaf_samples": int(selfc[leaf]), "leaf_kind": kind,
-           "leaf_entry": st.frames[entry] if entry >= 0 else ""}
+    out = {
+        "leaf": name,
+        "leaf_samples": int(selfc[leaf]),
+        "leaf_kind": kind,
+        "leaf_entry": st.frames[entry] if entry >= 0 else "",
+    }
     if caller >= 0:
         out["leaf_under"] = st.frames[caller]
     elif caller < -2:

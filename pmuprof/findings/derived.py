@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from .evidence import Evidence
 from .facts import Facts, dig, number
@@ -49,10 +50,18 @@ def _per_unit(facts: Facts, pause_cycles: float | None, missing: list[str]) -> t
             return relax / 4, f"my_cpu_relax_multiplier {relax:g} / 4 (MariaDB self-calibration)", False
         relax = number(dig(facts.run, "host.pause.mariadb.my_cpu_relax_multiplier"))
         if relax is not None:
-            missing.append("my_cpu_relax_multiplier not read from the server: used the value MariaDB's calibration gives on this host")
-            return relax / 4, f"my_cpu_relax_multiplier {relax:g} / 4 (MariaDB's calibration repeated by pmuprof)", False
+            missing.append(
+                "my_cpu_relax_multiplier not read from the server: used the value MariaDB's calibration gives on this host"
+            )
+            return (
+                relax / 4,
+                f"my_cpu_relax_multiplier {relax:g} / 4 (MariaDB's calibration repeated by pmuprof)",
+                False,
+            )
         if pause_cycles is None:  # MariaDB's my_cpu_init(): 200, halved when PAUSE takes over 30 cycles
-            missing.append("my_cpu_relax_multiplier not read and PAUSE not measured: assumed 200 (100 on a slow-PAUSE CPU)")
+            missing.append(
+                "my_cpu_relax_multiplier not read and PAUSE not measured: assumed 200 (100 on a slow-PAUSE CPU)"
+            )
             return 50.0, "assumed my_cpu_relax_multiplier 200 / 4; 100 / 4 on a slow-PAUSE CPU, half the PAUSEs", False
         guess = 100.0 if pause_cycles > SLOW_PAUSE_CYCLES else 200.0
         missing.append(f"my_cpu_relax_multiplier not read from the process: assumed {guess:g} from the PAUSE latency")
@@ -136,10 +145,18 @@ def spin_cost(facts: Facts, index: Any, missing: list[str]) -> SpinCost:
     per_unit, source, tunable = _per_unit(facts, cycles, missing)
     pauses = delay * per_unit
     out: dict[str, Any] = {
-        "delay": delay, "default_delay": default, "delay_raised": delay > default, "delay_known": known,
-        "round_name": _round_name(facts), "sync_spin_loops": loops,
-        "pauses_per_unit": per_unit, "multiplier_source": source, "multiplier_tunable": tunable,
-        "max_pauses": pauses, "pause_cycles": cycles, "pause_ns": ns,
+        "delay": delay,
+        "default_delay": default,
+        "delay_raised": delay > default,
+        "delay_known": known,
+        "round_name": _round_name(facts),
+        "sync_spin_loops": loops,
+        "pauses_per_unit": per_unit,
+        "multiplier_source": source,
+        "multiplier_tunable": tunable,
+        "max_pauses": pauses,
+        "pause_cycles": cycles,
+        "pause_ns": ns,
         "max_cycles": pauses * cycles if cycles is not None else None,
         "max_us": pauses * ns / 1000 if ns is not None else None,
         "slow_pause": cycles > SLOW_PAUSE_CYCLES if cycles is not None else None,
@@ -168,20 +185,28 @@ def _round_name(facts: Facts) -> str:
 def _summary(c: dict[str, Any]) -> str:
     """The arithmetic in words; at the default delay, said so, when the server's value is not known."""
     name = "one spin round's" if c["round_name"] == "srw_pause" else "one maximal"
-    text = (f"{name} {c['round_name']} = {c['delay']:g} × {c['pauses_per_unit']:g} "
-            f"[{c['multiplier_source']}] = {c['max_pauses']:,.0f} PAUSEs")
+    text = (
+        f"{name} {c['round_name']} = {c['delay']:g} × {c['pauses_per_unit']:g} "
+        f"[{c['multiplier_source']}] = {c['max_pauses']:,.0f} PAUSEs"
+    )
     if c["max_cycles"] is None:
-        text += (f" (PAUSE not measured here: ≈{c['max_pauses'] * 10:,.0f} cycles at 10 cycles/PAUSE "
-                 f"before Skylake, ≈{c['max_pauses'] * 140:,.0f} at 140 on Skylake-SP)")
+        text += (
+            f" (PAUSE not measured here: ≈{c['max_pauses'] * 10:,.0f} cycles at 10 cycles/PAUSE "
+            f"before Skylake, ≈{c['max_pauses'] * 140:,.0f} at 140 on Skylake-SP)"
+        )
     else:
         text += f" × {c['pause_cycles']:.0f} cycles = {c['max_cycles']:,.0f} cycles"
     if c["max_us"] is not None:
-        text += f" ≈ {c['max_us']:.1f} µs on this host; up to {c['sync_spin_loops']:g} such rounds ≈ " \
-                f"{c['spin_phase_us']:,.0f} µs before a thread sleeps"
+        text += (
+            f" ≈ {c['max_us']:.1f} µs on this host; up to {c['sync_spin_loops']:g} such rounds ≈ "
+            f"{c['spin_phase_us']:,.0f} µs before a thread sleeps"
+        )
     if not c["delay_known"]:
-        text = (f"at the default innodb_spin_wait_delay {c['default_delay']} (the server's value is not known: "
-                f"no server facts), {text}; each unit it was raised above the default adds "
-                f"{c['pauses_per_unit']:g} PAUSEs to every round")
+        text = (
+            f"at the default innodb_spin_wait_delay {c['default_delay']} (the server's value is not known: "
+            f"no server facts), {text}; each unit it was raised above the default adds "
+            f"{c['pauses_per_unit']:g} PAUSEs to every round"
+        )
     return text
 
 
@@ -201,8 +226,15 @@ def numa_placement(facts: Facts, index: Any, missing: list[str]) -> NumaPlacemen
     mem_total = sum(mem.values())
     remote = sum(v for k, v in mem.items() if cpu_nodes and k not in cpu_nodes)
     share = remote / mem_total if mem_total and cpu_nodes else None
-    return NumaPlacement(share, share, len(host_nodes) or (numa.nodes_on_host if numa else None), tuple(cpu_nodes),
-                         len(cpu_nodes) > 1, tuple(sorted(mem)), zone)
+    return NumaPlacement(
+        share,
+        share,
+        len(host_nodes) or (numa.nodes_on_host if numa else None),
+        tuple(cpu_nodes),
+        len(cpu_nodes) > 1,
+        tuple(sorted(mem)),
+        zone,
+    )
 
 
 def samples(facts: Facts, index: Any, missing: list[str]) -> SampleCount:
@@ -227,11 +259,22 @@ def wait_latches(facts: Facts, index: Any, missing: list[str]) -> WaitLatches:
 
     known = sum(n for latch, n in ranked if latch != "unidentified")
     summary = ", ".join(f"{name(latch)} {n / total:.1%}" for latch, n in ranked[:4])
-    return WaitLatches(known / total, waited / total, known / total, summary,
-                       name(ranked[0][0]) if ranked else "", ranked[0][1] / total if ranked else 0.0)
+    return WaitLatches(
+        known / total,
+        waited / total,
+        known / total,
+        summary,
+        name(ranked[0][0]) if ranked else "",
+        ranked[0][1] / total if ranked else 0.0,
+    )
 
 
 DERIVED_FACTS: dict[str, Callable[[Facts, Any, list[str]], Any]] = {
-    "spin_cost": spin_cost, "numa_placement": numa_placement, "samples": samples, "wait_latches": wait_latches,
-    "offcpu_wait_latches": offcpu_wait_latches, "host_load": host_load, "pool_fit": pool_fit,
+    "spin_cost": spin_cost,
+    "numa_placement": numa_placement,
+    "samples": samples,
+    "wait_latches": wait_latches,
+    "offcpu_wait_latches": offcpu_wait_latches,
+    "host_load": host_load,
+    "pool_fit": pool_fit,
 }

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping
+from collections.abc import Iterable, Mapping
 
 from .busiest import Busiest
 from .latches import LatchWaits
@@ -51,12 +51,16 @@ class Diagnosis:
 
 def _groups(findings: tuple[Finding, ...]) -> tuple[Group, ...]:
     by_rule = {(f.process, f.rule): f for f in findings}
-    return tuple(Group(f, tuple(_consequences(f, by_rule))) for f in findings
-                 if not (f.explained_by and (f.process, f.explained_by) in by_rule))
+    return tuple(
+        Group(f, tuple(_consequences(f, by_rule)))
+        for f in findings
+        if not (f.explained_by and (f.process, f.explained_by) in by_rule)
+    )
 
 
-def _consequences(cause: Finding, by_rule: Mapping[tuple[str, str], Finding],
-                  seen: frozenset[str] = frozenset()) -> list[Finding]:
+def _consequences(
+    cause: Finding, by_rule: Mapping[tuple[str, str], Finding], seen: frozenset[str] = frozenset()
+) -> list[Finding]:
     out: list[Finding] = []
     for rule in cause.explains:
         f = by_rule.get((cause.process, rule))

@@ -2,15 +2,23 @@
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 from ..model.server import FAMILY_NAMES
 from .kinds import guide, kind_of
 from .schema import RESERVED_NAMES, Condition, Matcher, Rule
 from .steps import step_markdown
 
-_OPS = {"min": "≥", "max": "≤", "above": ">", "below": "<", "equals": "=", "not_equals": "≠", "in": "in",
-        "present": "present:"}
+_OPS = {
+    "min": "≥",
+    "max": "≤",
+    "above": ">",
+    "below": "<",
+    "equals": "=",
+    "not_equals": "≠",
+    "in": "in",
+    "present": "present:",
+}
 
 WRITING_RULES = """\
 ## Writing rules
@@ -123,9 +131,14 @@ def rule_markdown(rule: Rule) -> str:
 def rules_markdown(rules: Iterable[Rule]) -> str:
     """docs/rules.md: an index, every rule, and how to write rules."""
     rules = sorted(rules, key=lambda r: r.id)
-    out = ["# pmuprof rules", "",
-           "Generated from `rules/*.yaml` by `pmuprof rules doc > docs/rules.md`; do not edit by hand.",
-           "", "| id | severity | title |", "|---|---|---|"]
+    out = [
+        "# pmuprof rules",
+        "",
+        "Generated from `rules/*.yaml` by `pmuprof rules doc > docs/rules.md`; do not edit by hand.",
+        "",
+        "| id | severity | title |",
+        "|---|---|---|",
+    ]
     out += [f"| [{r.id}](#{r.id}) | {r.severity} | {r.title} |" for r in rules]
     out.append("")
     for rule in rules:

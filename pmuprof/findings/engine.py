@@ -8,7 +8,8 @@ that fit the detected server, then grouping: a cause finding names the symptom f
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any, Iterable, Mapping
+from typing import Any
+from collections.abc import Iterable, Mapping
 
 import numpy as np
 
@@ -95,19 +96,28 @@ def evaluate_rule(rule: Rule, index: StackIndex, facts: Facts) -> Finding | None
     values["share"] = share
     values["missing"] = "; ".join(dict.fromkeys(m for m in missing if m))  # "" (nothing missing) is left out
     return Finding(
-        rule=rule.id, severity=SEVERITIES[level], title=render(rule.title, values) or rule.title, share=float(share),
-        message=_message(rule, values), evidence={m.name: values.get(m.name) for m in rule.evidence},
-        samples=values["samples"], server=values["server"], raised_by=tuple(raised_by), thresholds=rule.thresholds,
-        fix=_fix(rule.fix, facts, values, missing), next_steps=tuple(render(s, values) for s in rule.next_steps),
+        rule=rule.id,
+        severity=SEVERITIES[level],
+        title=render(rule.title, values) or rule.title,
+        share=float(share),
+        message=_message(rule, values),
+        evidence={m.name: values.get(m.name) for m in rule.evidence},
+        samples=values["samples"],
+        server=values["server"],
+        raised_by=tuple(raised_by),
+        thresholds=rule.thresholds,
+        fix=_fix(rule.fix, facts, values, missing),
+        next_steps=tuple(render(s, values) for s in rule.next_steps),
         references=rule.references,
         chain=(chain_ev.hot or "", *chain_ev.callers) if chain_ev else (),
-        process=facts.process, missing=tuple(dict.fromkeys(m for m in missing if m)),
+        process=facts.process,
+        missing=tuple(dict.fromkeys(m for m in missing if m)),
         confidence=_basis(rule, g, values, confidence(rule, g, values, seen, not_seen)),
         threads=_threads(rule, g, values, share, index.total, facts),
         stacks=share_ev.rows if share_ev else None,
         ambiguous=bool(share_ev and (share_ev.latch or {}).get("alternatives")),
-        declared=tuple(Declared(m.name, m.kind, kind_of(m.kind).subject(m.spec), m.about)
-                       for m in rule.evidence))
+        declared=tuple(Declared(m.name, m.kind, kind_of(m.kind).subject(m.spec), m.about) for m in rule.evidence),
+    )
 
 
 def _reads_offcpu(rule: Rule) -> bool:
@@ -122,8 +132,9 @@ def _basis(rule: Rule, g: Grade, values: Mapping[str, Any], conf: Confidence) ->
     ev = values.get(g.metric) if g.metric and isinstance(values.get(g.metric), Mapping) else {}
     if not is_offcpu_metric(rule, g.metric):  # a fact graded on something else than samples says what
         return replace(conf, samples=None, basis=ev["basis"]) if isinstance(ev.get("basis"), str) else conf
-    return replace(conf, samples=None, basis="off-CPU time", unit="threads",
-                   blocked_s=round(float(ev.get("us") or 0) / 1e6, 3))
+    return replace(
+        conf, samples=None, basis="off-CPU time", unit="threads", blocked_s=round(float(ev.get("us") or 0) / 1e6, 3)
+    )
 
 
 def _threads(rule: Rule, g: Grade, values: Mapping[str, Any], share: float, total: int, facts: Facts) -> float | None:
@@ -188,18 +199,26 @@ def group(findings: list[Finding], rules: Mapping[str, Rule], weights: np.ndarra
 
     explained: dict[str, str] = {}
     for symptom, sf in by_rule.items():
-        cands = [c for c in by_rule if symptom in rules[c].explains and c != symptom
-                 and (by_rule[c].severity != "info" or sf.severity == "info")]
+        cands = [
+            c
+            for c in by_rule
+            if symptom in rules[c].explains
+            and c != symptom
+            and (by_rule[c].severity != "info" or sf.severity == "info")
+        ]
         own = sf.stacks if sf.stacks is not None else np.zeros(0, np.int64)
         if weight(own):
             total = weight(own)
-            part = {c: weight(np.intersect1d(own, by_rule[c].stacks, assume_unique=True)) / total
-                    for c in cands if by_rule[c].stacks is not None}
+            part = {
+                c: weight(np.intersect1d(own, by_rule[c].stacks, assume_unique=True)) / total
+                for c in cands
+                if by_rule[c].stacks is not None
+            }
             cands = [c for c in part if part[c] >= GROUP_MIN_PART]
             union = np.unique(np.concatenate([by_rule[c].stacks for c in cands])) if cands else own[:0]
             if weight(np.intersect1d(own, union, assume_unique=True)) / total < GROUP_COVER:
                 continue
-            key = lambda c: (part[c], by_rule[c].share, c)  # noqa: E731
+            key = lambda c, part=part: (part[c], by_rule[c].share, c)  # noqa: E731
         else:
             key = lambda c: (by_rule[c].share, c)  # noqa: E731
         if cands:
@@ -212,17 +231,29 @@ def group(findings: list[Finding], rules: Mapping[str, Rule], weights: np.ndarra
     causes: dict[str, list[str]] = {}
     for symptom, cause in explained.items():
         causes.setdefault(cause, []).append(symptom)
-    return [replace(f, explains=tuple(sorted(causes.get(f.rule, ()))), explained_by=explained.get(f.rule, ""),
-                    symptom_of=() if f.rule in explained else _fired_causes(f.rule, by_rule, rules, explained))
-            for f in findings]
+    return [
+        replace(
+            f,
+            explains=tuple(sorted(causes.get(f.rule, ()))),
+            explained_by=explained.get(f.rule, ""),
+            symptom_of=() if f.rule in explained else _fired_causes(f.rule, by_rule, rules, explained),
+        )
+        for f in findings
+    ]
 
 
-def _fired_causes(symptom: str, by_rule: Mapping[str, Finding], rules: Mapping[str, Rule],
-                  explained: Mapping[str, str]) -> tuple[str, ...]:
+def _fired_causes(
+    symptom: str, by_rule: Mapping[str, Finding], rules: Mapping[str, Rule], explained: Mapping[str, str]
+) -> tuple[str, ...]:
     """Findings above info whose rules name ``symptom`` as theirs, though the stacks did not group it under
     them (and that it does not itself explain): it then ranks after them (findings/model.py ``ordered``)."""
-    return tuple(sorted(c for c, cf in by_rule.items() if c != symptom and symptom in rules[c].explains
-                        and cf.severity != "info" and explained.get(c) != symptom))
+    return tuple(
+        sorted(
+            c
+            for c, cf in by_rule.items()
+            if c != symptom and symptom in rules[c].explains and cf.severity != "info" and explained.get(c) != symptom
+        )
+    )
 
 
 def _root(cause: str, explained: Mapping[str, str]) -> str:
@@ -258,8 +289,9 @@ def _fix_applies(item: FixItem, facts: Facts) -> bool:
     return spec is not None and in_range(facts.version, spec)
 
 
-def _fix(items: tuple[FixItem, ...], facts: Facts, values: Mapping[str, Any],
-         missing: list[str]) -> tuple[FixStep, ...]:
+def _fix(
+    items: tuple[FixItem, ...], facts: Facts, values: Mapping[str, Any], missing: list[str]
+) -> tuple[FixStep, ...]:
     """The fix steps for this server, each saying which variant's servers it is for (``applies_to``);
     when the server is unknown, every variant.
 
@@ -279,8 +311,10 @@ def _fix(items: tuple[FixItem, ...], facts: Facts, values: Mapping[str, Any],
             continue
         rejected = absent(steps, facts.family, facts.version)
         if rejected:
-            missing.append(f"fix '{item.label or steps[0].text.splitlines()[0][:40]}' left out: {', '.join(rejected)} "
-                           f"not in {_server_text(facts)}")
+            missing.append(
+                f"fix '{item.label or steps[0].text.splitlines()[0][:40]}' left out: {', '.join(rejected)} "
+                f"not in {_server_text(facts)}"
+            )
             continue
         out += steps
     return tuple(out)

@@ -93,8 +93,19 @@ def facts_for(profile: Profile, process: str) -> Facts:
     missing = f"{missing}: {unknown}" if missing and unknown else missing
     if family is None:
         family = _family_by_name(profile, process, exe)
-    return Facts(process, profile.run, profile.counters, server, profile.analysis, target,
-                 profile.analysis.quality_of(process), family, version, text, missing)
+    return Facts(
+        process,
+        profile.run,
+        profile.counters,
+        server,
+        profile.analysis,
+        target,
+        profile.analysis.quality_of(process),
+        family,
+        version,
+        text,
+        missing,
+    )
 
 
 def server_version(profile: Profile) -> tuple[str, str]:

@@ -9,7 +9,7 @@ server would reject; a test holds every rule's fixes to the table for every vers
 from __future__ import annotations
 
 import re
-from typing import Iterable, Mapping
+from collections.abc import Iterable, Mapping
 
 from .knowledge import Feature, server_features
 from .steps import FixStep, sql_statements
@@ -37,7 +37,7 @@ def sql_features(text: str, table: Mapping[str, Feature]) -> set[str]:
     for code in statements + [rest]:
         for m in _SET.finditer(code):
             used.add(m.group(1).lower())
-            used.update(x.lower() for x in _SET_MORE.findall(code[m.end():]))
+            used.update(x.lower() for x in _SET_MORE.findall(code[m.end() :]))
         for schema, name in _SCHEMA.findall(code):
             used.add(f"{schema}.{name}" if f"{schema}.{name}" in table else schema)
         used.update(name for name, rx in _STATEMENTS.items() if rx.search(code))
@@ -59,7 +59,7 @@ def features_used(fix: str | Iterable[FixStep], table: Mapping[str, Feature] | N
     steps, or of a text read as SQL (a next step)."""
     table = server_features() if table is None else table
     used: set[str] = set()
-    for step in ([FixStep("sql", fix)] if isinstance(fix, str) else fix):
+    for step in [FixStep("sql", fix)] if isinstance(fix, str) else fix:
         if step.kind == "sql":
             used |= sql_features(step.text, table)
         elif step.kind == "my.cnf":
@@ -67,8 +67,12 @@ def features_used(fix: str | Iterable[FixStep], table: Mapping[str, Feature] | N
     return {name for name in used if name in table}
 
 
-def absent(fix: str | Iterable[FixStep], family: str | None, version: tuple[int, ...],
-           table: Mapping[str, Feature] | None = None) -> list[str]:
+def absent(
+    fix: str | Iterable[FixStep],
+    family: str | None,
+    version: tuple[int, ...],
+    table: Mapping[str, Feature] | None = None,
+) -> list[str]:
     """The features of the fix that this server does not have (none when the server is unknown)."""
     if family is None or not version:
         return []

@@ -49,7 +49,7 @@ class GlobSet:
     globs: tuple[str, ...]
 
     @functools.cached_property
-    def regex(self) -> "re.Pattern[str]":
+    def regex(self) -> re.Pattern[str]:
         """Compiled on first use: a glob is valid by construction, so loading rules (before a capture
         records) does not pay for the regexes of rules the report may never need to match."""
         body = "|".join(f"(?:{glob_regex(g, k)})" for k, g in enumerate(self.globs))
@@ -86,7 +86,9 @@ def _cost(sub: Any, text: str) -> tuple[int, int]:
         if name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"):
             low, high, body = av
             if high > 1 and _variable(body):  # (a+)+, (a|ab)*: exponential; (foo|bar)? is fine
-                raise re.error(f"a repeat of a repeat or of an alternation can take exponential time: {text}; {_ADVICE}")
+                raise re.error(
+                    f"a repeat of a repeat or of an alternation can take exponential time: {text}; {_ADVICE}"
+                )
             inner = _cost(body, text)
             unbounded += inner[0] + (high == _sre_parse.MAXREPEAT)
             product *= inner[1] * (1 if high == _sre_parse.MAXREPEAT else high - low + 1)
@@ -106,7 +108,7 @@ def _cost(sub: Any, text: str) -> tuple[int, int]:
 class CheckedRegex:
     """A Python regex whose backtracking is bounded (see checked_regex)."""
 
-    regex: "re.Pattern[str]"
+    regex: re.Pattern[str]
 
     def search(self, name: str) -> bool:
         return self.regex.search(name) is not None
@@ -119,9 +121,13 @@ def checked_regex(text: str) -> CheckedRegex:
     compiled = re.compile(text)
     unbounded, product = _cost(_sre_parse.parse(text), text)
     if unbounded > MAX_UNBOUNDED:
-        raise re.error(f"{unbounded} unbounded repeats (*, +, {{n,}}) in one regex: its time grows as the "
-                       f"name length to the power {unbounded + 1}: {text}; {_ADVICE}")
+        raise re.error(
+            f"{unbounded} unbounded repeats (*, +, {{n,}}) in one regex: its time grows as the "
+            f"name length to the power {unbounded + 1}: {text}; {_ADVICE}"
+        )
     if product > MAX_BOUNDED_PRODUCT:
-        raise re.error(f"bounded repeats (?, {{m,n}}) spanning {product} combinations (at most "
-                       f"{MAX_BOUNDED_PRODUCT}): {text}; {_ADVICE}")
+        raise re.error(
+            f"bounded repeats (?, {{m,n}}) spanning {product} combinations (at most "
+            f"{MAX_BOUNDED_PRODUCT}): {text}; {_ADVICE}"
+        )
     return CheckedRegex(compiled)

@@ -8,7 +8,8 @@ corroborating fact (waiters in the processlist, SEMAPHORES, status counters).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
+from collections.abc import Mapping
 
 from .facts import number
 from .kinds import kind_of

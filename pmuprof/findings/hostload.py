@@ -43,19 +43,35 @@ def host_load(facts: Facts, index: Any, missing: list[str]) -> HostLoadFact | No
         missing.append("host load not measured (run.json host_load: a pmuprof capture measures it)")
         return None
     queue = max(0.0, 1.0 - load.cpus / load.runnable_avg) if load.runnable_avg > 0 else 0.0
-    waited, source = ((load.psi_cpu_some_share, "PSI cpu some") if load.psi_cpu_some_share is not None
-                      else (queue, "run queue"))
+    waited, source = (
+        (load.psi_cpu_some_share, "PSI cpu some") if load.psi_cpu_some_share is not None else (queue, "run queue")
+    )
     if load.targets_share is None:
         missing.append("the targets' own CPU time not measured: all busy time counted as other processes'")
     others = max(0.0, load.busy_share - (load.targets_share or 0.0))
     swaps = [v for v in (load.swap_in_pages_per_s, load.swap_out_pages_per_s) if v is not None]
     swap = sum(swaps) if swaps else None
     own = f" ({load.targets_share:.0%} by the targets)" if load.targets_share is not None else ""
-    summary = (f"{load.runnable_avg:g} runnable tasks on {load.cpus} CPUs on average (at most {load.runnable_max}), "
-               f"CPUs {load.busy_share:.0%} busy{own}, steal {load.steal_share:.0%}, iowait {load.iowait_share:.0%}"
-               + (f", 1-minute load {load.loadavg_1m:g}" if load.loadavg_1m is not None else "")
-               + f"; a runnable task waited for a CPU {waited:.0%} of the time ({source})")
-    return HostLoadFact(round(others if waited >= WAITED_MIN else 0.0, 4), round(others, 4), load.targets_share,
-                        round(waited, 4), source, load.runnable_avg, round(load.runnable_avg / load.cpus, 2),
-                        load.cpus, load.busy_share, load.steal_share, load.iowait_share, load.blocked_avg,
-                        load.loadavg_1m, swap, summary)
+    summary = (
+        f"{load.runnable_avg:g} runnable tasks on {load.cpus} CPUs on average (at most {load.runnable_max}), "
+        f"CPUs {load.busy_share:.0%} busy{own}, steal {load.steal_share:.0%}, iowait {load.iowait_share:.0%}"
+        + (f", 1-minute load {load.loadavg_1m:g}" if load.loadavg_1m is not None else "")
+        + f"; a runnable task waited for a CPU {waited:.0%} of the time ({source})"
+    )
+    return HostLoadFact(
+        round(others if waited >= WAITED_MIN else 0.0, 4),
+        round(others, 4),
+        load.targets_share,
+        round(waited, 4),
+        source,
+        load.runnable_avg,
+        round(load.runnable_avg / load.cpus, 2),
+        load.cpus,
+        load.busy_share,
+        load.steal_share,
+        load.iowait_share,
+        load.blocked_avg,
+        load.loadavg_1m,
+        swap,
+        summary,
+    )

@@ -13,7 +13,8 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any
+from collections.abc import Iterator, Mapping
 
 from ..errors import RuleError
 from ..model.server import FAMILIES, for_family
@@ -157,21 +158,32 @@ _DOC_KEYS = ("note", "verified", "unverified")
 
 def _wait_frame(ctx: _Ctx, item: Any, line: int) -> WaitFrame:
     d = ctx.keys(item, ("pattern", "kind", "servers") + _DOC_KEYS, line, "a wait frame")
-    return WaitFrame(ctx.patterns(d["pattern"], d.line_of("pattern")), ctx.choice(d, "kind", WAIT_KINDS),
-                     ctx.servers(d["servers"], d.line_of("servers")))
+    return WaitFrame(
+        ctx.patterns(d["pattern"], d.line_of("pattern")),
+        ctx.choice(d, "kind", WAIT_KINDS),
+        ctx.servers(d["servers"], d.line_of("servers")),
+    )
 
 
 def _wake_frame(ctx: _Ctx, item: Any, line: int) -> WaitFrame:
     d = ctx.keys(item, ("pattern", "servers") + _DOC_KEYS, line, "a wake frame")
-    return WaitFrame(ctx.patterns(d["pattern"], d.line_of("pattern")), "wake", ctx.servers(d["servers"], d.line_of("servers")))
+    return WaitFrame(
+        ctx.patterns(d["pattern"], d.line_of("pattern")), "wake", ctx.servers(d["servers"], d.line_of("servers"))
+    )
 
 
 def _machinery(ctx: _Ctx, item: Any, line: int) -> Machinery:
-    d = ctx.keys(item, ("pattern", "latch_type", "mode", "latch", "leaf_kind", "servers") + _DOC_KEYS, line,
-                 "a machinery frame")
-    return Machinery(ctx.patterns(d["pattern"], d.line_of("pattern")), str(d["latch_type"]),
-                     ctx.servers(d["servers"], d.line_of("servers")), ctx.choice(d, "mode", MODES, False),
-                     str(d.get("latch") or ""), ctx.choice(d, "leaf_kind", WAIT_KINDS, False))
+    d = ctx.keys(
+        item, ("pattern", "latch_type", "mode", "latch", "leaf_kind", "servers") + _DOC_KEYS, line, "a machinery frame"
+    )
+    return Machinery(
+        ctx.patterns(d["pattern"], d.line_of("pattern")),
+        str(d["latch_type"]),
+        ctx.servers(d["servers"], d.line_of("servers")),
+        ctx.choice(d, "mode", MODES, False),
+        str(d.get("latch") or ""),
+        ctx.choice(d, "leaf_kind", WAIT_KINDS, False),
+    )
 
 
 def _latch(ctx: _Ctx, item: Any, line: int) -> Latch:
@@ -182,16 +194,32 @@ def _latch(ctx: _Ctx, item: Any, line: int) -> Latch:
         acquirers = []
         for a, a_line in zip(md["acquirers"], md["acquirers"].item_lines):
             ad = ctx.keys(a, ("pattern", "mode", "note", "seldom"), a_line, "an acquirer")
-            acquirers.append(Acquirer(ctx.patterns(ad["pattern"], a_line), ctx.choice(ad, "mode", MODES, False),
-                                      str(ad.get("seldom") or "")))
-        mappings.append(LatchMapping(ctx.servers(md["servers"], md.line_of("servers")), str(md["type"]),
-                                     tuple(acquirers)))
-    return Latch(str(d["id"]), str(d["name"]), str(d.get("scope") or ""), d.get("rule"), tuple(mappings),
-                 str(d.get("ps_name") or ""), str(d.get("short") or ""))
+            acquirers.append(
+                Acquirer(
+                    ctx.patterns(ad["pattern"], a_line),
+                    ctx.choice(ad, "mode", MODES, False),
+                    str(ad.get("seldom") or ""),
+                )
+            )
+        mappings.append(
+            LatchMapping(ctx.servers(md["servers"], md.line_of("servers")), str(md["type"]), tuple(acquirers))
+        )
+    return Latch(
+        str(d["id"]),
+        str(d["name"]),
+        str(d.get("scope") or ""),
+        d.get("rule"),
+        tuple(mappings),
+        str(d.get("ps_name") or ""),
+        str(d.get("short") or ""),
+    )
 
 
-KNOWLEDGE_FILES = {"latch_table": "latches.yaml", "server_features": "server-features.yaml",
-                   "generic_frames": "generic-frames.yaml"}  # loader -> file
+KNOWLEDGE_FILES = {
+    "latch_table": "latches.yaml",
+    "server_features": "server-features.yaml",
+    "generic_frames": "generic-frames.yaml",
+}  # loader -> file
 
 
 # The rules folder being loaded: its knowledge/ is the one its rules are checked against (None: the rules
@@ -223,8 +251,10 @@ def _latch_table(path: Path) -> LatchTable:
     ctx, data = _Ctx(path), load_yaml(path)
     top = ctx.keys(data, ("sources", "wait_frames", "wake_frames", "machinery", "latches"), 1, "the latch table")
     waits = tuple(_wait_frame(ctx, w, ln) for w, ln in zip(top["wait_frames"], top["wait_frames"].item_lines))
-    wakes = tuple(_wake_frame(ctx, w, ln) for w, ln in zip(top.get("wake_frames") or (),
-                                                            (top.get("wake_frames") or LList()).item_lines))
+    wakes = tuple(
+        _wake_frame(ctx, w, ln)
+        for w, ln in zip(top.get("wake_frames") or (), (top.get("wake_frames") or LList()).item_lines)
+    )
     mach = tuple(_machinery(ctx, m, ln) for m, ln in zip(top["machinery"], top["machinery"].item_lines))
     latches = tuple(_latch(ctx, x, ln) for x, ln in zip(top["latches"], top["latches"].item_lines))
     ids = [x.id for x in latches]
@@ -234,8 +264,7 @@ def _latch_table(path: Path) -> LatchTable:
     return LatchTable(waits, mach, latches, wakes)
 
 
-_FEATURE_KINDS = {"variables": "variable", "schemas": "schema", "statements": "statement",
-                  "status_variables": "status"}
+_FEATURE_KINDS = {"variables": "variable", "schemas": "schema", "statements": "statement", "status_variables": "status"}
 
 
 def server_features(path: Path | None = None) -> Mapping[str, Feature]:
@@ -253,8 +282,13 @@ def _server_features(path: Path) -> Mapping[str, Feature]:
             if not isinstance(entry, LDict) or "exists" not in entry:
                 raise ctx.fail(top[section].line_of(name), f"{section}.{name} needs 'exists'")
             dynamic = entry.get("dynamic")
-            out[name] = Feature(name, kind, ctx.servers(entry["exists"], entry.line_of("exists")),
-                                dynamic if isinstance(dynamic, bool) else None, str(entry.get("syntax") or ""))
+            out[name] = Feature(
+                name,
+                kind,
+                ctx.servers(entry["exists"], entry.line_of("exists")),
+                dynamic if isinstance(dynamic, bool) else None,
+                str(entry.get("syntax") or ""),
+            )
     return out
 
 

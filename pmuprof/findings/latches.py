@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -25,10 +25,17 @@ TOP_CHAINS = 3
 UNIDENTIFIED = "unidentified"
 ALTERNATIVES = "|"  # "a|b": the acquirer takes latch a or latch b, and the stack cannot tell which
 # machinery latch types -> the latch-table mapping types they are compatible with
-_TYPE_OF = {"mutex": {"mutex"}, "rw-lock": {"rw-lock"}, "srw": {"srw", "mutex"}, "ssux": {"ssux", "sux", "rw-lock"},
-            "sux": {"sux"},
-            "pthread-mutex": {"pthread-mutex", "mutex"}, "sharded-rw": {"sharded-rw"}, "prlock": {"prlock"},
-            "sync-array": set()}
+_TYPE_OF = {
+    "mutex": {"mutex"},
+    "rw-lock": {"rw-lock"},
+    "srw": {"srw", "mutex"},
+    "ssux": {"ssux", "sux", "rw-lock"},
+    "sux": {"sux"},
+    "pthread-mutex": {"pthread-mutex", "mutex"},
+    "sharded-rw": {"sharded-rw"},
+    "prlock": {"prlock"},
+    "sync-array": set(),
+}
 
 
 @dataclass(frozen=True)
@@ -122,8 +129,14 @@ class Attributor:
         knowledge marks ``seldom`` for this acquirer is left out when it takes another one too (5.7's
         lock_trx_release_locks takes lock_sys->mutex and its own trx->mutex: the global one is contended)."""
         if frame not in self._acq:
-            self._acq[frame] = _usual([(lat, m.type, a.mode, a.seldom) for lat, m in self.maps for a in m.acquirers
-                                       if a.patterns.matches(frame)])
+            self._acq[frame] = _usual(
+                [
+                    (lat, m.type, a.mode, a.seldom)
+                    for lat, m in self.maps
+                    for a in m.acquirers
+                    if a.patterns.matches(frame)
+                ]
+            )
         return self._acq[frame]
 
     def classify(self, frames: tuple[str, ...]) -> Wait | None:
@@ -189,7 +202,6 @@ class Attributor:
             return UNIDENTIFIED, wait.mode
         mode = wait.mode or next((m for lat, _, m in fitting if m), "")
         return ALTERNATIVES.join(ids), mode  # an acquirer that takes several latches of one type: say so
-
 
     def _acquired_through_inlines(self, wait: Wait) -> tuple[tuple[Latch, str, str], ...]:
         """The acquirer's latches; an inlined helper the table does not list (btr_search_s_lock_[i] in
@@ -273,9 +285,11 @@ class WaitTable:
     def unclaimed_mask(self, latches: Mapping[str, Latch], wanted: frozenset[str] = frozenset()) -> np.ndarray:
         """Waits attributed to "a or b" where no one rule covers both (findings/latches.py ``unclaimed``),
         among those naming a wanted latch when ``wanted`` is given."""
-        return np.fromiter((unclaimed(k, latches) and (not wanted or bool(wanted & set(candidates(k))))
-                            for k in self.latch), dtype=bool, count=len(self.latch))
-
+        return np.fromiter(
+            (unclaimed(k, latches) and (not wanted or bool(wanted & set(candidates(k)))) for k in self.latch),
+            dtype=bool,
+            count=len(self.latch),
+        )
 
 
 def attribute(waits: WaitTable, total: int, latches: Mapping[str, Latch]) -> tuple[LatchWaits, ...]:
@@ -295,8 +309,15 @@ def attribute(waits: WaitTable, total: int, latches: Mapping[str, Latch]) -> tup
     return tuple(sorted(rows, key=lambda r: (-r.count, r.latch, r.under)))
 
 
-def _row(key: tuple[str, str], count: int, total: int, kinds: Counter, modes: Counter, chains: Counter,
-         latches: Mapping[str, Latch]) -> LatchWaits:
+def _row(
+    key: tuple[str, str],
+    count: int,
+    total: int,
+    kinds: Counter,
+    modes: Counter,
+    chains: Counter,
+    latches: Mapping[str, Latch],
+) -> LatchWaits:
     latch_id, under = key
     known = [latches[i] for i in candidates(latch_id) if i in latches]
     if known:  # one latch by its name; alternatives in a few words each: "page latch or index tree latch"
@@ -307,5 +328,14 @@ def _row(key: tuple[str, str], count: int, total: int, kinds: Counter, modes: Co
         name = "unidentified (the stack ends inside the wait: its callers were lost)"
     rules = {lat.rule for lat in known}
     top = tuple(Chain(frames, n) for frames, n in sorted(chains.items(), key=lambda kv: (-kv[1], kv[0]))[:TOP_CHAINS])
-    return LatchWaits(latch_id, name, count, round(count / total, 6) if total else 0.0, dict(kinds), dict(modes),
-                      top, rules.pop() if len(rules) == 1 else None, under)
+    return LatchWaits(
+        latch_id,
+        name,
+        count,
+        round(count / total, 6) if total else 0.0,
+        dict(kinds),
+        dict(modes),
+        top,
+        rules.pop() if len(rules) == 1 else None,
+        under,
+    )

@@ -26,13 +26,20 @@ def _set_errors(rules: list[Rule], directory: Path) -> list[RuleError]:
     errors, seen = [], {}
     for rule in rules:
         if rule.id in seen:
-            errors.append(RuleError(f"{rule.path}:1: duplicate rule id '{rule.id}' (also in {seen[rule.id]})",
-                                    "rename one"))
+            errors.append(
+                RuleError(f"{rule.path}:1: duplicate rule id '{rule.id}' (also in {seen[rule.id]})", "rename one")
+            )
         seen.setdefault(rule.id, rule.path)
-    errors += [RuleError(f"{rule.path}: explains unknown rule '{other}'", "use the id of a rule file")
-               for rule in rules for other in rule.explains if other not in seen]
+    errors += [
+        RuleError(f"{rule.path}: explains unknown rule '{other}'", "use the id of a rule file")
+        for rule in rules
+        for other in rule.explains
+        if other not in seen
+    ]
     if not rules:
-        errors.append(RuleError(f"{directory}: no rule files (*.yaml)", "point PMUPROF_RULES at a folder of rule files"))
+        errors.append(
+            RuleError(f"{directory}: no rule files (*.yaml)", "point PMUPROF_RULES at a folder of rule files")
+        )
     return errors
 
 

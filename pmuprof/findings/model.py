@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
+from collections.abc import Mapping
 
 from .kinds.base import Declared
 from .schema import Thresholds
@@ -28,9 +29,15 @@ class Confidence:
     blocked_s: float | None = None  # seconds blocked behind it then
 
     def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"samples": self.samples, "total": self.total, "threshold": self.threshold,
-                               "margin": self.margin, "corroborated": list(self.corroborated),
-                               "not_corroborated": list(self.not_corroborated), "level": self.level}
+        out: dict[str, Any] = {
+            "samples": self.samples,
+            "total": self.total,
+            "threshold": self.threshold,
+            "margin": self.margin,
+            "corroborated": list(self.corroborated),
+            "not_corroborated": list(self.not_corroborated),
+            "level": self.level,
+        }
         if self.basis:
             out.update(basis=self.basis, unit=self.unit, blocked_s=self.blocked_s)
         return out
@@ -84,7 +91,9 @@ class Finding:
             out["raised_by"] = list(self.raised_by)
         th = self.thresholds
         if th is not None:
-            out["thresholds"] = {k: getattr(th, k) for k in ("info", "warning", "critical") if getattr(th, k) is not None}
+            out["thresholds"] = {
+                k: getattr(th, k) for k in ("info", "warning", "critical") if getattr(th, k) is not None
+            }
             out["thresholds"].update(metric=list(th.metrics), below=th.below)
         return out
 
@@ -156,7 +165,16 @@ def ordered(findings: list[Finding]) -> list[Finding]:
     def key(f: Finding) -> tuple:
         c = cause(f)
         weight = c.threads if c.threads is not None else c.share
-        return (bool(c.symptom_of), gravest[(c.process, c.rule)], c.threads is None, -weight, c.ambiguous, c.process,
-                c.rule, f is not c, f.sort_key())
+        return (
+            bool(c.symptom_of),
+            gravest[(c.process, c.rule)],
+            c.threads is None,
+            -weight,
+            c.ambiguous,
+            c.process,
+            c.rule,
+            f is not c,
+            f.sort_key(),
+        )
 
     return sorted(findings, key=key)

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -42,10 +43,15 @@ class OffCpuIndex:
             st = off.stacks.take(off.stacks.root_ids == off.stacks.frame_index.get(process, -1))
         self.st = st
         self.total_us = st.total
-        self.states = np.array([parse_state(f) or "" for f in st.frames], dtype=object)[st.leaf_ids] \
-            if len(st) else np.zeros(0, dtype=object)
+        self.states = (
+            np.array([parse_state(f) or "" for f in st.frames], dtype=object)[st.leaf_ids]
+            if len(st)
+            else np.zeros(0, dtype=object)
+        )
         self.duration_us = _duration_us(profile, off.headers if off else {})
-        self.snapshots: tuple[Snapshot, ...] = tuple(s for s in off.threads.snapshots if s.label == process) if off else ()
+        self.snapshots: tuple[Snapshot, ...] = (
+            tuple(s for s in off.threads.snapshots if s.label == process) if off else ()
+        )
         self._sub: dict[frozenset[str], StackIndex] = {}
         self._bare: StackIndex | None = None
 
@@ -72,10 +78,10 @@ class OffCpuIndex:
         return self._bare
 
 
-
 def offcpu_index(index: StackIndex) -> OffCpuIndex:
     """The off-CPU stacks of ``index``'s process, built once per process beside its on-CPU index."""
     return index.built("offcpu", lambda: OffCpuIndex(index.profile, index.process, index.attributor))
+
 
 def _duration_us(profile: Profile | None, headers: Mapping[str, str]) -> float | None:
     """How long the tracer ran: run.json offcpu.duration_s, else the folded file's duration_s header."""
@@ -89,7 +95,9 @@ def _duration_us(profile: Profile | None, headers: Mapping[str, str]) -> float |
     return seconds * 1e6 if seconds and seconds > 0 else None
 
 
-def match_offcpu(index: StackIndex, spec: Mapping[str, Any], skip: PatternSet, missing: list[str]) -> dict[str, Any] | None:
+def match_offcpu(
+    index: StackIndex, spec: Mapping[str, Any], skip: PatternSet, missing: list[str]
+) -> dict[str, Any] | None:
     """Blocked time matching a stack spec (plus ``states``) or a latch spec; None without off-CPU data."""
     off = offcpu_index(index)
     if not off.available:
@@ -98,15 +106,23 @@ def match_offcpu(index: StackIndex, spec: Mapping[str, Any], skip: PatternSet, m
     if "latches" in spec:
         found = match_latch(off.bare(), spec)
     else:
-        found = match_stack(off.with_states(spec.get("states", frozenset())),
-                            {k: v for k, v in spec.items() if k != "states"}, skip)
+        found = match_stack(
+            off.with_states(spec.get("states", frozenset())), {k: v for k, v in spec.items() if k != "states"}, skip
+        )
     found = {k: v for k, v in found.items() if k != STACKS}  # rows of another table than the samples
     us = int(found["count"])
     if off.duration_us is None:
         missing.append("the off-CPU capture's duration is unknown (run.json offcpu.duration_s)")
     avg = us / off.duration_us if off.duration_us else None
-    found.update(us=us, ms=round(us / 1e3, 1), seconds=round(us / 1e6, 3), total_us=off.total_us,
-                 avg_threads=avg, value=avg, threads=_threads_seen(off, spec))
+    found.update(
+        us=us,
+        ms=round(us / 1e3, 1),
+        seconds=round(us / 1e6, 3),
+        total_us=off.total_us,
+        avg_threads=avg,
+        value=avg,
+        threads=_threads_seen(off, spec),
+    )
     return found
 
 
@@ -163,19 +179,28 @@ def offcpu_wait_latches(facts: Any, index: StackIndex, missing: list[str]) -> Of
     bare = off.bare()
     table = bare.waits()
     keep = [i for i, wait in enumerate(table.waits) if wait.types]
-    picked = WaitTable(table.rows[keep], tuple(table.waits[i] for i in keep), tuple(table.latch[i] for i in keep),
-                       tuple(table.mode[i] for i in keep), table.counts[keep])
+    picked = WaitTable(
+        table.rows[keep],
+        tuple(table.waits[i] for i in keep),
+        tuple(table.latch[i] for i in keep),
+        tuple(table.mode[i] for i in keep),
+        table.counts[keep],
+    )
     rows = attribute(picked, off.total_us, bare.attributor.latches if bare.attributor else {})
     waited = int(picked.counts.sum())
     duration = off.duration_us
     top = rows[0] if rows else None
     return OffCpuWaitLatches(
-        waited / duration if duration else None, waited, round(waited / 1e6, 3),
+        waited / duration if duration else None,
+        waited,
+        round(waited / 1e6, 3),
         waited / off.total_us if off.total_us else 0.0,
         ", ".join(f"{_short(r.name)} {r.count / 1e6:.2f} s" for r in rows[:4]),
-        _short(top.name) if top else "", round(top.count / 1e6, 3) if top else 0.0,
+        _short(top.name) if top else "",
+        round(top.count / 1e6, 3) if top else 0.0,
         top.chain_text(top.chains[0]) if top and top.chains else "",
-        ", ".join(dict.fromkeys(r.rule for r in rows[:4] if r.rule)))
+        ", ".join(dict.fromkeys(r.rule for r in rows[:4] if r.rule)),
+    )
 
 
 def _short(name: str) -> str:

@@ -6,7 +6,7 @@ import bisect
 import re
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 
@@ -18,39 +18,116 @@ _TEMPLATE_SPACE = re.compile(r"\s+>")
 # Frames that only say "a lock is being taken/waited for"; skipped when naming the callers
 # that explain a hot frame (the nearest non-lock parents).
 LOCK_WRAPPERS = (
-    "ut_delay", "os_rmb", "my_cpu_relax", "srw_pause",
-    "mutex_spin_wait", "mutex_enter*", "mutex_exit*", "pfs_mutex_*", "pfs_rw_lock_*",
-    "rw_lock_*", "sync_array_*", "os_event*", "os_event::*", "os_fast_mutex_*",
-    "PolicyMutex<*", "TTAS*", "*::spin_and_try_lock*", "*::ttas*", "*Mutex<*>::enter*",
-    "*Mutex<*>::try_lock*", "*Mutex<*>::wait*", "Fil_shard::mutex_acquire*",
-    "srw_*", "ssux_lock*", "sux_lock*", "*::wait_and_lock*", "*::wr_wait*", "*::rd_wait*",
-    "*::wr_lock*", "*::rd_lock*", "*::u_lock*", "*::psi_wr_lock*", "*::psi_rd_lock*",
-    "pthread_mutex_*", "pthread_rwlock_*", "pthread_spin_*", "__pthread_mutex_*",
-    "__lll_lock_wait*", "___pthread_mutex_*", "futex_*", "__futex*", "syscall",
-    "native_queued_spin_lock_slowpath", "queued_spin_lock_slowpath", "_raw_spin_lock*",
-    "do_futex", "__x64_sys_futex", "do_syscall_64", "entry_SYSCALL_64*",
-    "spin_lock", "spin_unlock", "ttas_*", "*_spin_lock", "*_spin_wait",
+    "ut_delay",
+    "os_rmb",
+    "my_cpu_relax",
+    "srw_pause",
+    "mutex_spin_wait",
+    "mutex_enter*",
+    "mutex_exit*",
+    "pfs_mutex_*",
+    "pfs_rw_lock_*",
+    "rw_lock_*",
+    "sync_array_*",
+    "os_event*",
+    "os_event::*",
+    "os_fast_mutex_*",
+    "PolicyMutex<*",
+    "TTAS*",
+    "*::spin_and_try_lock*",
+    "*::ttas*",
+    "*Mutex<*>::enter*",
+    "*Mutex<*>::try_lock*",
+    "*Mutex<*>::wait*",
+    "Fil_shard::mutex_acquire*",
+    "srw_*",
+    "ssux_lock*",
+    "sux_lock*",
+    "*::wait_and_lock*",
+    "*::wr_wait*",
+    "*::rd_wait*",
+    "*::wr_lock*",
+    "*::rd_lock*",
+    "*::u_lock*",
+    "*::psi_wr_lock*",
+    "*::psi_rd_lock*",
+    "pthread_mutex_*",
+    "pthread_rwlock_*",
+    "pthread_spin_*",
+    "__pthread_mutex_*",
+    "__lll_lock_wait*",
+    "___pthread_mutex_*",
+    "futex_*",
+    "__futex*",
+    "syscall",
+    "native_queued_spin_lock_slowpath",
+    "queued_spin_lock_slowpath",
+    "_raw_spin_lock*",
+    "do_futex",
+    "__x64_sys_futex",
+    "do_syscall_64",
+    "entry_SYSCALL_64*",
+    "spin_lock",
+    "spin_unlock",
+    "ttas_*",
+    "*_spin_lock",
+    "*_spin_wait",
     # thread entry points say nothing about why a frame is hot
-    "start_thread", "clone", "clone3", "__clone*", "os_thread_start*", "pfs_spawn_thread", "thread_start",
+    "start_thread",
+    "clone",
+    "clone3",
+    "__clone*",
+    "os_thread_start*",
+    "pfs_spawn_thread",
+    "thread_start",
 )
 
 
 # Leaf frames that burn CPU polling a latch (PAUSE loops), MySQL and MariaDB spellings.
 SPIN_LEAVES = (
-    "ut_delay", "my_cpu_relax", "srw_pause", "mutex_spin_wait", "rw_lock_s_lock_spin*",
-    "rw_lock_x_lock_wait*", "rw_lock_x_lock_func*", "rw_lock_sx_lock_func*", "*::spin_and_try_lock*",
-    "TTAS*::ttas*", "srw_mutex_impl<true>::wait_and_lock*", "srw_spin_mutex::wait_and_lock*",
-    "ssux_lock_impl<true>::wr_wait*", "ssux_lock_impl<true>::rd_wait*", "ssux_lock_impl<true>::read_lock*",
-    "ssux_lock_impl<true>::write_lock*", "ssux_lock_impl<true>::update_lock*", "ssux_lock_impl<true>::rd_lock_spin*",
-    "srw_lock_<true>::rd_wait*", "srw_lock_<true>::wr_wait*", "srw_lock_impl<true>::*wait*",
+    "ut_delay",
+    "my_cpu_relax",
+    "srw_pause",
+    "mutex_spin_wait",
+    "rw_lock_s_lock_spin*",
+    "rw_lock_x_lock_wait*",
+    "rw_lock_x_lock_func*",
+    "rw_lock_sx_lock_func*",
+    "*::spin_and_try_lock*",
+    "TTAS*::ttas*",
+    "srw_mutex_impl<true>::wait_and_lock*",
+    "srw_spin_mutex::wait_and_lock*",
+    "ssux_lock_impl<true>::wr_wait*",
+    "ssux_lock_impl<true>::rd_wait*",
+    "ssux_lock_impl<true>::read_lock*",
+    "ssux_lock_impl<true>::write_lock*",
+    "ssux_lock_impl<true>::update_lock*",
+    "ssux_lock_impl<true>::rd_lock_spin*",
+    "srw_lock_<true>::rd_wait*",
+    "srw_lock_<true>::wr_wait*",
+    "srw_lock_impl<true>::*wait*",
 )
 # Leaf frames of any latch wait: spinning, the sync array, futexes, pthread mutexes, kernel spinlocks.
 WAIT_LEAVES = SPIN_LEAVES + (
-    "sync_array_*", "os_event*", "*Mutex<*>::enter*", "PolicyMutex<*", "*Mutex<*>::wait*",
-    "srw_mutex_impl<*>::wait_and_lock*", "ssux_lock_impl<*>::*wait*", "pthread_mutex_lock", "__pthread_mutex_lock*",
-    "___pthread_mutex_lock*", "__lll_lock_wait*", "futex_wait*", "__futex_abstimed_wait*", "syscall",
-    "native_queued_spin_lock_slowpath", "queued_spin_lock_slowpath", "__pv_queued_spin_lock_slowpath",
-    "_raw_spin_lock*", "os_fast_mutex_*",
+    "sync_array_*",
+    "os_event*",
+    "*Mutex<*>::enter*",
+    "PolicyMutex<*",
+    "*Mutex<*>::wait*",
+    "srw_mutex_impl<*>::wait_and_lock*",
+    "ssux_lock_impl<*>::*wait*",
+    "pthread_mutex_lock",
+    "__pthread_mutex_lock*",
+    "___pthread_mutex_lock*",
+    "__lll_lock_wait*",
+    "futex_wait*",
+    "__futex_abstimed_wait*",
+    "syscall",
+    "native_queued_spin_lock_slowpath",
+    "queued_spin_lock_slowpath",
+    "__pv_queued_spin_lock_slowpath",
+    "_raw_spin_lock*",
+    "os_fast_mutex_*",
 )
 # Where InnoDB's own barriers sit: the functions that issue os_rmb / os_wmb (macros, so the fence is
 # compiled into them), as read in MySQL 5.7.35 storage/innobase (sync0rw.cc, sync0rw.ic, ib0mutex.h,
@@ -59,8 +136,16 @@ WAIT_LEAVES = SPIN_LEAVES + (
 # makes them real functions. A full fence in one of these is the barrier InnoDB asked for, compiled
 # as __sync_synchronize(); any other fence is the code's own ordering (MariaDB's lf_hash pins).
 BARRIER_CONTEXTS = (
-    "os_rmb", "os_wmb", "os_mb", "buf_get_n_pending_read_ios", "rw_lock_*", "TTAS*Mutex<*>::*",
-    "PolicyMutex<TTAS*", "sync_arr_cell_can_wake_up", "log_write_up_to", "buf_pool_withdraw_blocks",
+    "os_rmb",
+    "os_wmb",
+    "os_mb",
+    "buf_get_n_pending_read_ios",
+    "rw_lock_*",
+    "TTAS*Mutex<*>::*",
+    "PolicyMutex<TTAS*",
+    "sync_arr_cell_can_wake_up",
+    "log_write_up_to",
+    "buf_pool_withdraw_blocks",
     "os_thread_create_func",
 )
 ALIASES = {"@spin": SPIN_LEAVES, "@wait": WAIT_LEAVES, "@lock": LOCK_WRAPPERS, "@barrier": BARRIER_CONTEXTS}
@@ -104,7 +189,7 @@ class PatternSet:
     compiled: tuple[Matcher, ...]
 
     @classmethod
-    def of(cls, patterns: Iterable[str]) -> "PatternSet":
+    def of(cls, patterns: Iterable[str]) -> PatternSet:
         pats = tuple(patterns)
         if any(p.startswith("@") and p not in ALIASES for p in pats):
             bad = next(p for p in pats if p.startswith("@") and p not in ALIASES)
@@ -125,7 +210,7 @@ class PatternSet:
                 return True
         return False
 
-    def mask(self, names: "FrameNames") -> np.ndarray:
+    def mask(self, names: FrameNames) -> np.ndarray:
         """``matches`` for every frame of a table at once: each glob looks only at the names that can
         hold its literal part (a sorted-name range for a literal prefix, else a substring scan)."""
         out = np.zeros(len(names.names), dtype=bool)
@@ -138,7 +223,7 @@ class PatternSet:
         return out
 
 
-def _mark(out: np.ndarray, candidates: Iterable[int], names: "FrameNames", rx: Matcher) -> None:
+def _mark(out: np.ndarray, candidates: Iterable[int], names: FrameNames, rx: Matcher) -> None:
     full, short = names.names, names.shorts
     for i in candidates:
         if not out[i] and (rx.search(full[i]) or (short[i] is not None and rx.search(short[i]))):
@@ -157,7 +242,7 @@ class FrameNames:
     line_of: np.ndarray  # line start offsets in ``text``
 
     @classmethod
-    def of(cls, frames: Sequence[str]) -> "FrameNames":
+    def of(cls, frames: Sequence[str]) -> FrameNames:
         names = tuple(normalize(f[:MAX_MATCH_CHARS]) for f in frames)
         shorts = tuple(s if (s := _without_args(n)) is not n else None for n in names)
         order = sorted(range(len(names)), key=names.__getitem__)

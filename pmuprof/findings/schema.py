@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
+from collections.abc import Mapping
 
 from ..errors import RuleError
 from ..model.server import FAMILIES, FAMILY_NAMES
@@ -19,11 +20,27 @@ from .yamlload import LDict, LList
 SEVERITIES = ("info", "warning", "critical")
 OPERATORS = ("min", "max", "above", "below", "equals", "not_equals", "in", "present")
 TOP_KEYS = {
-    "id": True, "title": True, "severity": True, "evidence": True, "message": True, "doc": True,
-    "applies_to": False, "fire": False, "thresholds": False, "raise_if": False, "share": False,
-    "min_samples": False, "skip_callers": False, "chain": False, "message_if": False, "fix": False,
-    "explains": False, "corroborate": False, "uncorroborated_max": False,
-    "next_steps": False, "references": False,
+    "id": True,
+    "title": True,
+    "severity": True,
+    "evidence": True,
+    "message": True,
+    "doc": True,
+    "applies_to": False,
+    "fire": False,
+    "thresholds": False,
+    "raise_if": False,
+    "share": False,
+    "min_samples": False,
+    "skip_callers": False,
+    "chain": False,
+    "message_if": False,
+    "fix": False,
+    "explains": False,
+    "corroborate": False,
+    "uncorroborated_max": False,
+    "next_steps": False,
+    "references": False,
 }
 DOC_KEYS = ("symptom", "why", "fix", "caveats")
 # What the engine (engine.evaluate_rule, engine._evidence) adds beside a rule's evidence: names every
@@ -73,7 +90,9 @@ class FixItem:
     @property
     def applies_to(self) -> str:
         """Which servers the variant is for: its label, else its version ranges in words ("" = any)."""
-        return self.label or ", ".join(FAMILY_NAMES[f] + ("" if s == "*" else f" {s}") for f, s in (self.when or {}).items())
+        return self.label or ", ".join(
+            FAMILY_NAMES[f] + ("" if s == "*" else f" {s}") for f, s in (self.when or {}).items()
+        )
 
 
 @dataclass(frozen=True)
@@ -139,8 +158,7 @@ class _Ctx:
     def keys(self, data: LDict, allowed: tuple[str, ...] | dict, what: str) -> None:
         for key in data:
             if key not in allowed:
-                raise self.fail(data.line_of(key), f"unknown key '{key}' in {what}",
-                                f"allowed: {', '.join(allowed)}")
+                raise self.fail(data.line_of(key), f"unknown key '{key}' in {what}", f"allowed: {', '.join(allowed)}")
 
     def strings(self, value: Any, line: int, what: str) -> tuple[str, ...]:
         return _strings(self, value, line, what)
@@ -176,8 +194,11 @@ def _matcher(ctx: _Ctx, name: str, data: Any, line: int) -> Matcher:
     if not _NAME.match(name):
         raise ctx.fail(line, f"evidence name '{name}' must be lower_snake_case")
     if name in RESERVED_NAMES:
-        raise ctx.fail(line, f"evidence name '{name}' is reserved: the engine sets it for every rule",
-                       f"rename the evidence; reserved: {', '.join(RESERVED_NAMES)}")
+        raise ctx.fail(
+            line,
+            f"evidence name '{name}' is reserved: the engine sets it for every rule",
+            f"rename the evidence; reserved: {', '.join(RESERVED_NAMES)}",
+        )
     data = ctx.mapping(data, line, f"evidence '{name}'")
     kinds = [k for k in data if k != "about"]
     ctx.keys(data, tuple(KINDS) + ("about",), f"evidence '{name}'")
@@ -240,8 +261,9 @@ def _thresholds(ctx: _Ctx, value: Any, line: int, names: set[str]) -> Thresholds
         sub = ctx.mapping(data["offcpu"], data.line_of("offcpu"), "thresholds.offcpu")
         ctx.keys(sub, ("info", "warning", "critical"), "thresholds.offcpu")
         offcpu = tuple(_levels(ctx, sub, "thresholds.offcpu").values())
-    return Thresholds(metrics, levels["info"], levels["warning"], levels["critical"], bool(data.get("below", False)),
-                      offcpu)  # type: ignore[arg-type]
+    return Thresholds(
+        metrics, levels["info"], levels["warning"], levels["critical"], bool(data.get("below", False)), offcpu
+    )  # type: ignore[arg-type]
 
 
 def _levels(ctx: _Ctx, data: Any, what: str) -> dict[str, float | None]:
@@ -261,8 +283,11 @@ def _fix(ctx: _Ctx, value: Any, line: int, names: set[str]) -> tuple[FixItem, ..
     for item, item_line in zip(items, items.item_lines):
         if isinstance(item, str) or (isinstance(item, LDict) and "text" in item):
             at = item.line_of("text") if isinstance(item, LDict) else item_line
-            raise ctx.fail(at, "a fix variant holds 'steps:', not text: the old 'text' form is gone",
-                           "write steps: [{sql: ...}, {my.cnf: ...}, {shell: ...}, {note: ...}]; see docs/rules.md")
+            raise ctx.fail(
+                at,
+                "a fix variant holds 'steps:', not text: the old 'text' form is gone",
+                "write steps: [{sql: ...}, {my.cnf: ...}, {shell: ...}, {note: ...}]; see docs/rules.md",
+            )
         item = ctx.mapping(item, item_line, "each fix item")
         ctx.keys(item, ("steps", "label", "when", "if"), "a fix item")
         if "steps" not in item:
@@ -285,8 +310,11 @@ def _steps(ctx: _Ctx, value: Any, line: int, names: set[str]) -> tuple[FixStep, 
         item = ctx.mapping(item, item_line, "each fix step")
         if len(item) != 1 or next(iter(item)) not in STEP_KINDS:
             bad = ", ".join(f"'{k}'" for k in item if k not in STEP_KINDS) or f"{len(item)} keys"
-            raise ctx.fail(item.line, f"unknown fix step kind {bad}: a step is one of {', '.join(STEP_KINDS)}",
-                           "e.g. - sql: SET GLOBAL x = 1;  or  - note: why, in prose")
+            raise ctx.fail(
+                item.line,
+                f"unknown fix step kind {bad}: a step is one of {', '.join(STEP_KINDS)}",
+                "e.g. - sql: SET GLOBAL x = 1;  or  - note: why, in prose",
+            )
         kind = next(iter(item))
         at = item.line_of(kind)
         text = ctx.template(ctx.text(item[kind], at, f"a {kind} step"), at, names)
@@ -337,8 +365,9 @@ def build_rule(data: Any, path: str, stem: str | None = None) -> Rule:
         severity=severity,
         path=path,
         evidence=matchers,
-        message=ctx.template(ctx.text(data["message"], data.line_of("message"), "message"),
-                             data.line_of("message"), names),
+        message=ctx.template(
+            ctx.text(data["message"], data.line_of("message"), "message"), data.line_of("message"), names
+        ),
         doc=_doc(ctx, data["doc"], data.line_of("doc")),
         **_optional(ctx, data, names),
     )

@@ -9,8 +9,8 @@ that table.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any
+from collections.abc import Callable, Mapping
 
 import numpy as np
 
@@ -29,8 +29,9 @@ _NONE = -1
 class StackIndex:
     """One process's stacks (the process root is frame 0 of every row) with cached pattern look-ups."""
 
-    def __init__(self, profile: Profile | None, process: str, attributor: Attributor | None = None,
-                 stacks: Stacks | None = None) -> None:
+    def __init__(
+        self, profile: Profile | None, process: str, attributor: Attributor | None = None, stacks: Stacks | None = None
+    ) -> None:
         self.process = process
         self.profile = profile
         self.st: Stacks = stacks if stacks is not None else profile.process_stacks(process)  # type: ignore[union-attr]
@@ -84,8 +85,16 @@ def _wait_table(st: Stacks, attributor: Attributor | None) -> WaitTable:
 
 
 def _empty() -> dict[str, Any]:
-    return {"value": 0.0, "share": 0.0, "count": 0, STACKS: np.zeros(0, np.int64), "hot": None, "chain": "",
-            "callers": [], "chains": []}
+    return {
+        "value": 0.0,
+        "share": 0.0,
+        "count": 0,
+        STACKS: np.zeros(0, np.int64),
+        "hot": None,
+        "chain": "",
+        "callers": [],
+        "chains": [],
+    }
 
 
 def match_stack(index: StackIndex, spec: Mapping[str, PatternSet], skip: PatternSet) -> dict[str, Any]:
@@ -109,11 +118,18 @@ def match_stack(index: StackIndex, spec: Mapping[str, PatternSet], skip: Pattern
     top_frames, _ = ranked[0]
     hot_share = int(counts[hot == st.frame_index[top_frames[0]]].sum()) / total
     return {
-        "value": count / total, "share": count / total, "count": count, STACKS: rows,
-        "hot": top_frames[0], "hot_share": hot_share, "callers": list(top_frames[1:]),
+        "value": count / total,
+        "share": count / total,
+        "count": count,
+        STACKS: rows,
+        "hot": top_frames[0],
+        "hot_share": hot_share,
+        "callers": list(top_frames[1:]),
         "chain": chain_text(top_frames[0], hot_share, top_frames[1:]),
-        "chains": [{"frames": list(f), "share": round(n / total, 6), "text": chain_text(f[0], n / total, f[1:])}
-                   for f, n in ranked[:TOP_CHAINS]],
+        "chains": [
+            {"frames": list(f), "share": round(n / total, 6), "text": chain_text(f[0], n / total, f[1:])}
+            for f, n in ranked[:TOP_CHAINS]
+        ],
     }
 
 
@@ -149,18 +165,31 @@ def match_latch(index: StackIndex, spec: Mapping[str, Any]) -> dict[str, Any]:
             modes[table.mode[i]] = modes.get(table.mode[i], 0) + n
     count = sum(counts[i] for i in picked)
     total = index.total or 1
-    extra = _alternatives([table.latch[i] for i in picked], [counts[i] for i in picked], total, latches) \
-        if spec.get("ambiguous") else {}
+    extra = (
+        _alternatives([table.latch[i] for i in picked], [counts[i] for i in picked], total, latches)
+        if spec.get("ambiguous")
+        else {}
+    )
     ranked = sorted(chains.items(), key=lambda kv: (-kv[1], kv[0]))
     top, top_n = ranked[0]
     hot = top[0] if top else "(unknown caller)"
     by_mode = sorted(modes.items(), key=lambda kv: (-kv[1], kv[0]))
     return {
-        "value": count / total, "share": count / total, "count": count, STACKS: table.rows[picked],
-        "hot": hot, "hot_share": top_n / total, "callers": list(top[1:]), "chain": chain_text(hot, top_n / total, top[1:]),
-        "chains": [{"frames": list(c), "share": round(n / total, 6), "text": chain_text(c[0] if c else "?", n / total, c[1:])}
-                   for c, n in ranked[:TOP_CHAINS]],
-        "modes": dict(by_mode), "mode": by_mode[0][0] if by_mode else "", "kinds": kinds,
+        "value": count / total,
+        "share": count / total,
+        "count": count,
+        STACKS: table.rows[picked],
+        "hot": hot,
+        "hot_share": top_n / total,
+        "callers": list(top[1:]),
+        "chain": chain_text(hot, top_n / total, top[1:]),
+        "chains": [
+            {"frames": list(c), "share": round(n / total, 6), "text": chain_text(c[0] if c else "?", n / total, c[1:])}
+            for c, n in ranked[:TOP_CHAINS]
+        ],
+        "modes": dict(by_mode),
+        "mode": by_mode[0][0] if by_mode else "",
+        "kinds": kinds,
         "modes_text": ", ".join(f"{m} {n / count:.0%}" for m, n in by_mode) or "not known",
         **extra,
     }
@@ -176,11 +205,28 @@ def _alternatives(keys: list[str], counts: list[int], total: int, latches: Mappi
     ids = list(dict.fromkeys(i for key, _ in ranked for i in candidates(key) if i in latches))
     names = _listed([latches[i].words for i in ids], "or")
     return {
-        "alternatives": [{"latches": list(candidates(key)), "names": latch_words(key, latches),
-                          "share": round(n / total, 6), "count": n} for key, n in ranked],
-        "candidates": [{"latch": i, "name": latches[i].name, "words": latches[i].words, "rule": latches[i].rule or "",
-                        "ps_name": latches[i].ps_name} for i in ids],
-        "names": names, "title": names[:1].upper() + names[1:], "key": ranked[0][0] if ranked else "",
+        "alternatives": [
+            {
+                "latches": list(candidates(key)),
+                "names": latch_words(key, latches),
+                "share": round(n / total, 6),
+                "count": n,
+            }
+            for key, n in ranked
+        ],
+        "candidates": [
+            {
+                "latch": i,
+                "name": latches[i].name,
+                "words": latches[i].words,
+                "rule": latches[i].rule or "",
+                "ps_name": latches[i].ps_name,
+            }
+            for i in ids
+        ],
+        "names": names,
+        "title": names[:1].upper() + names[1:],
+        "key": ranked[0][0] if ranked else "",
         "split": ", ".join(f"{latch_words(key, latches)} {n / total:.1%}" for key, n in ranked),
         "rules": _listed(sorted({latches[i].rule for i in ids if latches[i].rule}), "and"),
         "ps_names": "; ".join(latches[i].ps_name for i in ids if latches[i].ps_name),

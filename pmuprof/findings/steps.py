@@ -8,8 +8,30 @@ from dataclasses import dataclass
 STEP_KINDS = ("sql", "my.cnf", "shell", "note")  # code of one language each, or prose
 CODE_KINDS = ("sql", "my.cnf", "shell")
 # the statements a fix may give (a sql step that starts otherwise is prose in a code block)
-SQL_VERBS = ("ALTER", "ANALYZE", "CALL", "CHECK", "CREATE", "DELETE", "DO", "DROP", "EXPLAIN", "FLUSH", "INSERT",
-             "INSTALL", "KILL", "OPTIMIZE", "PURGE", "RESET", "SELECT", "SET", "SHOW", "UNINSTALL", "UPDATE", "WITH")
+SQL_VERBS = (
+    "ALTER",
+    "ANALYZE",
+    "CALL",
+    "CHECK",
+    "CREATE",
+    "DELETE",
+    "DO",
+    "DROP",
+    "EXPLAIN",
+    "FLUSH",
+    "INSERT",
+    "INSTALL",
+    "KILL",
+    "OPTIMIZE",
+    "PURGE",
+    "RESET",
+    "SELECT",
+    "SET",
+    "SHOW",
+    "UNINSTALL",
+    "UPDATE",
+    "WITH",
+)
 KIND_NAMES = {"sql": "SQL", "my.cnf": "my.cnf", "shell": "shell", "note": "note"}
 FENCE_LANG = {"sql": "sql", "my.cnf": "ini", "shell": "sh"}  # Markdown fence info strings
 _OPTION = re.compile(r"^(?:loose[-_])?[A-Za-z][A-Za-z0-9_-]*\s*(?:=\s*\S.*)?$")

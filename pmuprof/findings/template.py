@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import re
 import string
-from typing import Any, Mapping
+from typing import Any
+from collections.abc import Mapping
 
 _FORMATTER = string.Formatter()
 _SPEC_CHARS = set("0123456789.,_%+-<>^= dfegsxXn")

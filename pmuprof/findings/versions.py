@@ -4,13 +4,18 @@ from __future__ import annotations
 
 import operator
 import re
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 Version = tuple[int, ...]
 _TERM = re.compile(r"^(>=|<=|==|!=|>|<|=)?\s*(\d+(?:\.\d+)*)$")
 _OPS: dict[str, Callable[[Version, Version], bool]] = {
-    ">=": operator.ge, "<=": operator.le, ">": operator.gt, "<": operator.lt,
-    "==": operator.eq, "=": operator.eq, "!=": operator.ne,
+    ">=": operator.ge,
+    "<=": operator.le,
+    ">": operator.gt,
+    "<": operator.lt,
+    "==": operator.eq,
+    "=": operator.eq,
+    "!=": operator.ne,
 }
 
 

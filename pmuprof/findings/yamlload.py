@@ -23,7 +23,7 @@ class LDict(dict):
         return self.key_lines.get(key, self.line)
 
     @classmethod
-    def of(cls, items: dict, line: int) -> "LDict":
+    def of(cls, items: dict, line: int) -> LDict:
         """A mapping built in code, every key reported at ``line``."""
         out = cls()
         out.line = line
@@ -66,8 +66,10 @@ def _convert(node: yaml.Node, loader: yaml.SafeLoader, where: str) -> Any:
     try:
         return loader.construct_object(node, deep=True)
     except (ValueError, OverflowError) as err:  # e.g. an integer of 5000 digits
-        raise RuleError(f"{where}:{line}: value cannot be read ({str(err).split(':')[0][:80]})",
-                        "shorten the value or quote it as a string") from err
+        raise RuleError(
+            f"{where}:{line}: value cannot be read ({str(err).split(':')[0][:80]})",
+            "shorten the value or quote it as a string",
+        ) from err
 
 
 MAX_RULE_BYTES = 1 << 20  # a rule file is a page of text; more is not a rule file
@@ -83,13 +85,17 @@ def _read(path: Path, where: str) -> str:
         with open(path, "rb") as fh:
             raw = fh.read(MAX_RULE_BYTES + 1)
     except OSError as err:
-        raise RuleError(f"{where}: cannot read ({err.strerror or err})", "check the file exists and is readable") from err
+        raise RuleError(
+            f"{where}: cannot read ({err.strerror or err})", "check the file exists and is readable"
+        ) from err
     if len(raw) > MAX_RULE_BYTES:
-        raise RuleError(f"{where}:1: larger than {MAX_RULE_BYTES >> 10} KiB, not a rule file", "split it or check the path")
+        raise RuleError(
+            f"{where}:1: larger than {MAX_RULE_BYTES >> 10} KiB, not a rule file", "split it or check the path"
+        )
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as err:
-        line = raw[:err.start].count(b"\n") + 1
+        line = raw[: err.start].count(b"\n") + 1
         raise RuleError(f"{where}:{line}: not UTF-8 text", "save the file as UTF-8") from err
 
 
@@ -103,8 +109,10 @@ def _check_events(text: str, where: str) -> None:
             event = loader.get_event()
             line = event.start_mark.line + 1
             if isinstance(event, yaml.AliasEvent):
-                raise RuleError(f"{where}:{line}: YAML alias *{event.anchor} is not allowed in rule files",
-                                "write the value out where it is used")
+                raise RuleError(
+                    f"{where}:{line}: YAML alias *{event.anchor} is not allowed in rule files",
+                    "write the value out where it is used",
+                )
             depth += isinstance(event, _OPEN) - isinstance(event, _CLOSE)
             nodes += isinstance(event, yaml.NodeEvent)
             if depth > MAX_DEPTH:

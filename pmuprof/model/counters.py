@@ -4,14 +4,27 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Mapping
+from collections.abc import Mapping
 
 MUX_FLAG_PCT = 99.5  # below this share of enabled time the kernel multiplexed the counter
 ALIASES = {
-    "cycles": ("cycles", "cpu-cycles", "cpu_clk_unhalted.thread", "cpu_clk_unhalted.core",
-               "cpu_clk_unhalted", "unhalted_core_cycles", "cycles_not_in_halt"),
-    "instructions": ("instructions", "inst_retired.any", "inst_retired.any_p", "inst_retired",
-                     "instruction_retired", "retired_instructions"),
+    "cycles": (
+        "cycles",
+        "cpu-cycles",
+        "cpu_clk_unhalted.thread",
+        "cpu_clk_unhalted.core",
+        "cpu_clk_unhalted",
+        "unhalted_core_cycles",
+        "cycles_not_in_halt",
+    ),
+    "instructions": (
+        "instructions",
+        "inst_retired.any",
+        "inst_retired.any_p",
+        "inst_retired",
+        "instruction_retired",
+        "retired_instructions",
+    ),
 }
 
 
@@ -56,8 +69,9 @@ class Counters:
     def value(self, name: str, process: str | None = None) -> float | None:
         """Sum of the counted values of an event, by pmuprof/perf name or a generic alias (cycles, instructions),
         of one process's counts ('': the counting scope) or, with ``process`` None, of all of them."""
-        mine = [e for e in self.events if e.supported and e.value is not None
-                and (process is None or e.process == process)]
+        mine = [
+            e for e in self.events if e.supported and e.value is not None and (process is None or e.process == process)
+        ]
         exact = [e.value for e in mine if e.event == name]
         if exact:
             return sum(exact)

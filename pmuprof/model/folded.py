@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping, TextIO
+from typing import Any, TextIO
+from collections.abc import Iterable, Iterator, Mapping
 
 import numpy as np
 
@@ -31,7 +32,9 @@ def sorted_stacks(stacks: Mapping[Stack, int]) -> list[tuple[Stack, int]]:
     return sorted(stacks.items(), key=lambda kv: kv[0])
 
 
-def write_folded(out: TextIO, stacks: Mapping[Stack, int], headers: Mapping[str, Any] | None = None) -> np.ndarray | None:
+def write_folded(
+    out: TextIO, stacks: Mapping[Stack, int], headers: Mapping[str, Any] | None = None
+) -> np.ndarray | None:
     """The folded text, stacks sorted by frames; for a Stacks, returns the line of each row."""
     for key, value in (headers or {}).items():
         out.write(header_line(key, value) + "\n")
@@ -82,8 +85,10 @@ def bad_line(name: str, lineno: int, why: str) -> InputError:
     """The one error a folded file's bad line gives, wherever it was parsed."""
     if "2^63" in why:
         return InputError(f"{name}:{lineno}: the counts add up to more than 2^63-1", "check the file's counts")
-    return InputError(f"{name}:{lineno}: not a folded stack line ('frame;frame;leaf COUNT')",
-                      "check the file is stackcollapse/pmuprof folded output and was not truncated")
+    return InputError(
+        f"{name}:{lineno}: not a folded stack line ('frame;frame;leaf COUNT')",
+        "check the file is stackcollapse/pmuprof folded output and was not truncated",
+    )
 
 
 def parse_folded(lines: Iterable[str], name: str = "<folded>") -> tuple[dict[Stack, int], dict[str, str]]:

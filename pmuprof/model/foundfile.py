@@ -40,19 +40,21 @@ def found_findings(document: Any, notes: list[str]) -> tuple[tuple[FoundFinding,
     ``notes`` says which; the damaged one is left out)."""
     items = document.get("findings", []) if isinstance(document, dict) else []
     out, whole = [], True
-    for f in (items if isinstance(items, list) else []):
+    for f in items if isinstance(items, list) else []:
         if not isinstance(f, dict):
             continue
         rule, share = str(f.get("rule", "?")), share_value(f.get("share"))
         if share is None:
-            notes.append(f"findings.json damaged: {rule} has share {str(f.get('share'))[:40]!r}, "
-                         "not a number from 0 to 1")
+            notes.append(
+                f"findings.json damaged: {rule} has share {str(f.get('share'))[:40]!r}, not a number from 0 to 1"
+            )
             whole = False
             continue
         severity = f.get("severity", "info")
         if severity not in SEVERITIES:
-            notes.append(f"findings.json damaged: {rule} has severity {str(severity)[:40]!r}, "
-                         f"not one of {', '.join(SEVERITIES)}")
+            notes.append(
+                f"findings.json damaged: {rule} has severity {str(severity)[:40]!r}, not one of {', '.join(SEVERITIES)}"
+            )
             whole = False
             continue
         out.append(FoundFinding(rule, severity, str(f.get("title", "")), share))

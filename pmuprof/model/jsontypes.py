@@ -12,14 +12,15 @@ import collections.abc
 import dataclasses
 import types
 import typing
-from functools import lru_cache
-from typing import Any, Mapping, TypeVar, Union
+from functools import cache
+from typing import Any, TypeVar, Union
+from collections.abc import Mapping
 
 T = TypeVar("T")
 _NONE = type(None)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _hints(cls: type) -> dict[str, Any]:
     return typing.get_type_hints(cls)
 
@@ -96,8 +97,14 @@ def _scalar(tp: Any, value: Any, path: str) -> Any:
 def _kind(value: Any) -> str:
     if value is None:
         return "null"
-    return {bool: "a boolean", int: "an integer", float: "a number", str: "a string", list: "a list",
-            dict: "an object"}.get(type(value), type(value).__name__)
+    return {
+        bool: "a boolean",
+        int: "an integer",
+        float: "a number",
+        str: "a string",
+        list: "a list",
+        dict: "an object",
+    }.get(type(value), type(value).__name__)
 
 
 def _join(path: str, key: str) -> str:

@@ -40,10 +40,13 @@ UNKNOWN = "[unknown]"
 USER_PSEUDO_DSOS = frozenset({"[unknown]", "[vdso]", "[vsyscall]", "[heap]", "[stack]", "[anon]", "[uprobes]"})
 
 OFFCPU_STATE_PREFIX = "off-cpu:"
-OFFCPU_STATES = {"R": "runnable: preempted, waited for a CPU",
-                 "S": "sleeping: locks, condition variables, network, timers (interruptible)",
-                 "D": "uninterruptible: disk I/O, page faults, kernel locks",
-                 "T": "stopped or traced", "?": "another state"}
+OFFCPU_STATES = {
+    "R": "runnable: preempted, waited for a CPU",
+    "S": "sleeping: locks, condition variables, network, timers (interruptible)",
+    "D": "uninterruptible: disk I/O, page faults, kernel locks",
+    "T": "stopped or traced",
+    "?": "another state",
+}
 
 SHORT_BLOCKS_PREFIX = "[short blocks < "
 _SHORT = re.compile(r"^\[short blocks < (?P<n>[0-9]+) (?P<unit>ms|us)\]$")
@@ -148,8 +151,8 @@ def state_label(state: str) -> str:
 
 def parse_state(label: str) -> str | None:
     """The state letter of an off-CPU state frame, else None."""
-    if label.startswith(OFFCPU_STATE_PREFIX) and label[len(OFFCPU_STATE_PREFIX):] in OFFCPU_STATES:
-        return label[len(OFFCPU_STATE_PREFIX):]
+    if label.startswith(OFFCPU_STATE_PREFIX) and label[len(OFFCPU_STATE_PREFIX) :] in OFFCPU_STATES:
+        return label[len(OFFCPU_STATE_PREFIX) :]
     return None
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping
+from collections.abc import Iterable, Mapping
 
 import numpy as np
 
@@ -109,7 +109,7 @@ class OffCpuProfile:
     def total_us(self) -> int:
         return self.stacks.total
 
-    def restrict(self, roots: Iterable[str]) -> "OffCpuProfile":
+    def restrict(self, roots: Iterable[str]) -> OffCpuProfile:
         """Only the stacks and snapshots of the given process labels."""
         keep = set(roots)
         st = self.stacks.take(np.isin(self.stacks.root_ids, self.stacks.lut(keep).nonzero()[0]))

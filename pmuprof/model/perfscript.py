@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Iterable
+from collections.abc import Iterable
 
 from .counters import event_name
 from .labels import INLINED_DSO, UNKNOWN, frame_label, process_root, raw_label, thread_root
@@ -108,7 +108,7 @@ def inline_frame(rest: str) -> tuple[str, str, int | None] | None:
     if paren <= 0:
         return None
     cut = rest.rfind(": ", 0, paren)
-    return split_frame(rest[cut + 2:] if cut >= 0 else rest)
+    return split_frame(rest[cut + 2 :] if cut >= 0 else rest)
 
 
 def _dso_open_paren(tail: str) -> int:
@@ -133,8 +133,14 @@ class Folder:
     process label of a pid (capture knows /proc/PID/comm; offline input uses the main thread's comm).
     """
 
-    def __init__(self, pids: Iterable[int] = (), comms: Iterable[str] = (), per_thread: bool = False,
-                 names: dict[int, str] | None = None, raw_unknown: bool = False) -> None:
+    def __init__(
+        self,
+        pids: Iterable[int] = (),
+        comms: Iterable[str] = (),
+        per_thread: bool = False,
+        names: dict[int, str] | None = None,
+        raw_unknown: bool = False,
+    ) -> None:
         self.raw_unknown = raw_unknown  # unnamed user frames as '[dso@pid:0xip]' for later grouping
         self.pids = set(pids)
         self.comms = set(comms)
@@ -154,7 +160,9 @@ class Folder:
             return
         if line[0] in " \t":
             frame = split_frame(line)
-            if frame is None and any(h.match(line.strip(_WS)) for h in _HEADERS):  # perf script without -g: one line a sample
+            if frame is None and any(
+                h.match(line.strip(_WS)) for h in _HEADERS
+            ):  # perf script without -g: one line a sample
                 self._end_sample()
                 self._start_sample(line.strip(_WS))
                 return
@@ -182,7 +190,7 @@ class Folder:
         else:
             self.result.pid_known = False
             pid, tid = -1, int(m.group("a"))
-        inline = inline_frame(line[m.end():])
+        inline = inline_frame(line[m.end() :])
         ev = _EVENT.search(line if inline is None else line[: line.rfind(": ") + 1])
         if ev:
             self.result.events[event_name(ev.group("event"))] += 1
@@ -218,8 +226,9 @@ class Folder:
             self._leaves[(pid, comm, leaf_dso, leaf_sym, leaf_off)] += 1
         elif leaf_sym.startswith(_RAW):  # unnamed code: keep the vaddr (symbol "") for skid correction
             self._leaves[(pid, comm, leaf_dso, "", int(leaf_sym[1:], 16))] += 1
-        frames = tuple(raw_label(d, int(s[1:], 16)) if s[0] == _RAW else frame_label(s, d)
-                       for s, d, _ in reversed(self._frames))
+        frames = tuple(
+            raw_label(d, int(s[1:], 16)) if s[0] == _RAW else frame_label(s, d) for s, d, _ in reversed(self._frames)
+        )
         self._raw[(pid, comm, tid, frames, sec)] += 1
         self.result.kept += 1
 
@@ -276,9 +285,15 @@ class Folder:
         return res
 
 
-def fold_lines(lines: Iterable[str], pids: Iterable[int] = (), comms: Iterable[str] = (),
-               per_thread: bool = False, truncated: bool = False,
-               names: dict[int, str] | None = None, raw_unknown: bool = False) -> FoldResult:
+def fold_lines(
+    lines: Iterable[str],
+    pids: Iterable[int] = (),
+    comms: Iterable[str] = (),
+    per_thread: bool = False,
+    truncated: bool = False,
+    names: dict[int, str] | None = None,
+    raw_unknown: bool = False,
+) -> FoldResult:
     folder = Folder(pids, comms, per_thread, names, raw_unknown)
     for line in lines:
         folder.feed(line)

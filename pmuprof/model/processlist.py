@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from collections.abc import Iterator
 
 import numpy as np
 
@@ -36,7 +36,9 @@ class Polled:
     def connections(self) -> dict[int, tuple[int, str]]:
         """tid -> (connection id, user) as last polled."""
         users, codes = self.values["user"], self.codes["user"]
-        return {int(t): (int(i), users[int(c)]) for t, i, c in zip(self.tids.tolist(), self.ids.tolist(), codes.tolist())}
+        return {
+            int(t): (int(i), users[int(c)]) for t, i, c in zip(self.tids.tolist(), self.ids.tolist(), codes.tolist())
+        }
 
     def lookup(self, tids: np.ndarray, seconds: np.ndarray) -> np.ndarray:
         """For each (tid, second), the row of that thread polled in that second, else in the nearest
@@ -79,8 +81,10 @@ def damage(text: str) -> str:
     bad = [number for number, _, cells in _rows(text) if cells is None]
     if not bad:
         return ""
-    return (f"{len(bad):,} line(s) are not processlist rows (the first: line {bad[0]}), left out of the "
-            "CPU by state, statement and user tables")
+    return (
+        f"{len(bad):,} line(s) are not processlist rows (the first: line {bad[0]}), left out of the "
+        "CPU by state, statement and user tables"
+    )
 
 
 def parse(text: str) -> Polled:
@@ -103,12 +107,20 @@ def parse(text: str) -> Polled:
     order = np.lexsort((sec_a, tid_a))
     codes, values = {}, {}
     for name, cells in cols.items():
-        uniq, inverse = np.unique(np.asarray(cells, dtype=object).astype(str), return_inverse=True) if cells \
+        uniq, inverse = (
+            np.unique(np.asarray(cells, dtype=object).astype(str), return_inverse=True)
+            if cells
             else (np.zeros(0, str), np.zeros(0, np.int64))
+        )
         codes[name] = inverse.reshape(-1)[order].astype(np.int32)
         values[name] = tuple(uniq.tolist())
-    return Polled(sec_a[order], tid_a[order], np.asarray(ids, dtype=np.int64)[order] if ids else np.zeros(0, np.int64),
-                  codes, values)
+    return Polled(
+        sec_a[order],
+        tid_a[order],
+        np.asarray(ids, dtype=np.int64)[order] if ids else np.zeros(0, np.int64),
+        codes,
+        values,
+    )
 
 
 def _text(path: Path) -> str | None:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field, replace
-from typing import Any, Iterable, Mapping
+from typing import Any
+from collections.abc import Iterable, Mapping
 
 import numpy as np
 
@@ -77,13 +78,18 @@ class Profile:
         """The stacks under one process label."""
         return self.stacks.take(self.stacks.root_ids == self.stacks.frame_index.get(label, -1))
 
-    def restrict(self, roots: Iterable[str]) -> "Profile":
+    def restrict(self, roots: Iterable[str]) -> Profile:
         """The same profile keeping only stacks under the given process labels."""
         roots = tuple(roots)
         mask = np.isin(self.stacks.root_ids, self.stacks.lut(roots).nonzero()[0])
         samples = self.samples.take(mask, len(self.stacks)) if self.samples is not None else None
-        return replace(self, stacks=self.stacks.take(mask), samples=samples, threads=None,
-                       offcpu=self.offcpu.restrict(roots) if self.offcpu else None)
+        return replace(
+            self,
+            stacks=self.stacks.take(mask),
+            samples=samples,
+            threads=None,
+            offcpu=self.offcpu.restrict(roots) if self.offcpu else None,
+        )
 
     def target(self, label: str) -> Target | None:
         return self.run.target_for(label)

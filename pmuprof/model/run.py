@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any, Mapping
+from typing import Any
+from collections.abc import Mapping
 
 from .offcpu import OffCpu
 
@@ -278,7 +279,7 @@ class Run:
     def __post_init__(self) -> None:
         object.__setattr__(self, "command", redact_command(self.command))  # written and read back redacted
 
-    def with_notes(self, warnings: tuple[str, ...] = (), features_off: tuple[FeatureOff, ...] = ()) -> "Run":
+    def with_notes(self, warnings: tuple[str, ...] = (), features_off: tuple[FeatureOff, ...] = ()) -> Run:
         """The same run with more warnings / features off (each said once)."""
         more_w = tuple(w for w in dict.fromkeys(warnings) if w not in self.warnings)
         more_f = tuple(f for f in features_off if f not in self.features_off)

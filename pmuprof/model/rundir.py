@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any, Callable, TypeVar
+from typing import Any, TypeVar
+from collections.abc import Callable
 
 from .. import outfile
 from ..errors import InputError, UsageError
@@ -49,14 +50,45 @@ CONTROL_FIFOS = (".perf-ctl", ".perf-ack")  # perf's control FIFOs during a capt
 ROOM = ".pmuprof-room"  # space held during a capture for its last files (capture/diskroom.py)
 # Every name pmuprof writes in a run directory (0.1's skid.json / symbols.json included): retention
 # deletes these and nothing else.
-RUN_FILES = frozenset({
-    RUN_JSON, STACKS, COUNTERS, MYSQL, ANALYSIS, PERF_DATA, LEAVES, STAT_CSV, RECORD_LOG, STAT_LOG,
-    REPORT_HTML, FINDINGS_JSON, REPORT_MD, OFFCPU, THREADS, OFFCPU_RAW, OFFCPU_LOG, SAMPLES, PROCESSLIST, KALLSYMS, BINARIES,
-    WATCH_POLLS, RECOVERED_CALLERS,
-    *CONTROL_FIFOS, ROOM, "skid.json",
-    "symbols.json", "perf.data.old", "workload.log", "diff.html", "diff.json", "diff.md", "profile.pb.gz",
-    "profile.speedscope.json", "flame.svg",
-})
+RUN_FILES = frozenset(
+    {
+        RUN_JSON,
+        STACKS,
+        COUNTERS,
+        MYSQL,
+        ANALYSIS,
+        PERF_DATA,
+        LEAVES,
+        STAT_CSV,
+        RECORD_LOG,
+        STAT_LOG,
+        REPORT_HTML,
+        FINDINGS_JSON,
+        REPORT_MD,
+        OFFCPU,
+        THREADS,
+        OFFCPU_RAW,
+        OFFCPU_LOG,
+        SAMPLES,
+        PROCESSLIST,
+        KALLSYMS,
+        BINARIES,
+        WATCH_POLLS,
+        RECOVERED_CALLERS,
+        *CONTROL_FIFOS,
+        ROOM,
+        "skid.json",
+        "symbols.json",
+        "perf.data.old",
+        "workload.log",
+        "diff.html",
+        "diff.json",
+        "diff.md",
+        "profile.pb.gz",
+        "profile.speedscope.json",
+        "flame.svg",
+    }
+)
 MAX_JSON_BYTES = 256 * 2**20  # a contract file larger than this is not pmuprof's
 
 T = TypeVar("T")
@@ -82,8 +114,7 @@ def read_json(path: Path, default: Any = None) -> Any:
         return json.loads(path.read_text(encoding="utf-8"), parse_constant=_no_constant)
     except (ValueError, UnicodeDecodeError, RecursionError) as err:
         why = "nested too deeply" if isinstance(err, RecursionError) else str(err)
-        raise InputError(f"{path}: not valid JSON ({why})",
-                         "the file is damaged: restore it, or record again") from err
+        raise InputError(f"{path}: not valid JSON ({why})", "the file is damaged: restore it, or record again") from err
 
 
 def read_typed(path: Path, cls: type[T], default: T | None = None) -> T | None:
@@ -155,7 +186,9 @@ def claim_output_dir(dest: Path, source: Path | None, outputs: tuple[str, ...], 
         names = sorted(p.name for p in dest.iterdir())
     except OSError as err:
         raise InputError(f"cannot read {dest}: {os.strerror(err.errno or 0)}", "choose another -o") from err
-    home = None if source is None else source if source.is_dir() else source.parent if is_run_dir(source.parent) else None
+    home = (
+        None if source is None else source if source.is_dir() else source.parent if is_run_dir(source.parent) else None
+    )
     if not names or (home is not None and _same_path(home, dest)):
         return dest
     fix = "choose a new or empty -o, or pass --force to replace pmuprof's files there (others are kept)"
@@ -220,15 +253,18 @@ def read_facts(path: Path) -> tuple[Counters, ServerFacts | None, Analysis | Non
     return counters, server, _tolerant(path / ANALYSIS, Analysis, None, notes), tuple(notes)
 
 
-def read_offcpu(path: Path, read_stacks: Callable[[Path], tuple[Any, dict[str, str]]] = load_folded,
-                notes: list[str] | None = None) -> OffCpuProfile | None:
+def read_offcpu(
+    path: Path, read_stacks: Callable[[Path], tuple[Any, dict[str, str]]] = load_folded, notes: list[str] | None = None
+) -> OffCpuProfile | None:
     """offcpu.folded and threads.json of a run directory (None when the capture recorded no off-CPU time);
     a damaged file is left out with a note, like every optional contract file."""
     notes = notes if notes is not None else []
     if not (path / OFFCPU).is_file():
         if (path / OFFCPU_RAW).is_file() and (path / OFFCPU_RAW).stat().st_size:
-            notes.append(f"{OFFCPU_RAW} holds off-CPU data that was never folded (the capture was killed before "
-                         f"it finished): off-CPU time left out of the report")
+            notes.append(
+                f"{OFFCPU_RAW} holds off-CPU data that was never folded (the capture was killed before "
+                f"it finished): off-CPU time left out of the report"
+            )
         return None
     try:
         stacks, headers = read_stacks(path / OFFCPU)
@@ -252,8 +288,17 @@ def load_run_dir(path: Path, read_stacks: Callable[[Path], tuple[Any, dict[str, 
     samples, more_samples = read_samples(path / SAMPLES, stacks)
     polled = processlist.note(path / PROCESSLIST)
     run = read_run(path).with_notes(notes + tuple(more) + more_samples + ((polled,) if polled else ()))
-    return Profile(stacks, run, counters, server, analysis or Analysis(), read_leaves(path / LEAVES), str(path),
-                   offcpu=offcpu, samples=samples)
+    return Profile(
+        stacks,
+        run,
+        counters,
+        server,
+        analysis or Analysis(),
+        read_leaves(path / LEAVES),
+        str(path),
+        offcpu=offcpu,
+        samples=samples,
+    )
 
 
 def read_samples(path: Path, stacks: Any) -> tuple[Samples | None, tuple[str, ...]]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 
 import numpy as np
 
@@ -92,8 +92,13 @@ class Samples:
     counts: np.ndarray  # int32, or int64 when an entry holds 2**31 samples or more
 
     @classmethod
-    def build(cls, rows: Iterable[int] | np.ndarray, tids: Iterable[int] | np.ndarray,
-              seconds: Iterable[int] | np.ndarray, counts: Iterable[int] | np.ndarray) -> "Samples":
+    def build(
+        cls,
+        rows: Iterable[int] | np.ndarray,
+        tids: Iterable[int] | np.ndarray,
+        seconds: Iterable[int] | np.ndarray,
+        counts: Iterable[int] | np.ndarray,
+    ) -> Samples:
         """Equal (row, tid, second) entries summed, entries with no samples dropped, sorted.
 
         Columns are kept in their final types from the start (no int64 copy of the int32 ones) and an
@@ -124,7 +129,7 @@ class Samples:
         return cls.frozen(*(a.copy() if any(np.may_share_memory(a, g) for g in given) else a for a in (r, t, s, c)))
 
     @classmethod
-    def frozen(cls, rows: np.ndarray, tids: np.ndarray, seconds: np.ndarray, counts: np.ndarray) -> "Samples":
+    def frozen(cls, rows: np.ndarray, tids: np.ndarray, seconds: np.ndarray, counts: np.ndarray) -> Samples:
         """A table of arrays already summed and sorted, made read-only."""
         out = cls(rows, tids, seconds, counts)
         for arr in (out.rows, out.tids, out.seconds, out.counts):
@@ -132,7 +137,7 @@ class Samples:
         return out
 
     @classmethod
-    def empty(cls) -> "Samples":
+    def empty(cls) -> Samples:
         return cls.build([], [], [], [])
 
     def __len__(self) -> int:
@@ -167,7 +172,7 @@ class Samples:
 
     # -- following the Stacks through its changes ---------------------------------------------------
 
-    def remap(self, new_row: np.ndarray) -> "Samples":
+    def remap(self, new_row: np.ndarray) -> Samples:
         """Rows renumbered by ``new_row[old]`` (merged rows summed); a row mapped to -1 is dropped."""
         rows = np.asarray(new_row, dtype=np.int64).astype(np.int32)[self.rows] if len(self) else np.zeros(0, np.int32)
         keep = rows >= 0
@@ -176,7 +181,7 @@ class Samples:
             return Samples.build(rows, self.tids, self.seconds, self.counts)
         return Samples.build(rows[keep], self.tids[keep], self.seconds[keep], self.counts[keep])
 
-    def take(self, rows: np.ndarray, nrows: int) -> "Samples":
+    def take(self, rows: np.ndarray, nrows: int) -> Samples:
         """The table of ``Stacks.take(rows)`` (sorted row indices or a boolean mask over ``nrows`` rows)."""
         picked = np.flatnonzero(rows) if rows.dtype == bool else np.asarray(rows, dtype=np.int64)
         new_row = np.full(nrows, -1, dtype=np.int64)
@@ -202,21 +207,23 @@ class Samples:
     def per_tid(self) -> dict[int, int]:
         return self.by_key(self.tids) if len(self) else {}
 
-    def cells(self, group_of: Callable[[int, int], np.ndarray], first: int, width: int,
-              cap: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    def cells(
+        self, group_of: Callable[[int, int], np.ndarray], first: int, width: int, cap: int | None = None
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
         """Samples per (group, second) over the timed entries, sorted by (group, second): (groups,
         seconds less ``first``, samples). ``group_of(lo, hi)`` gives entries lo..hi's groups (-1: left
         out); ``width`` bounds the seconds from ``first``. Pairs are merged a block of entries at a
         time, so they never grow past ``cap`` plus one block's: None once past ``cap``."""
         keys, sums = np.zeros(0, np.int64), np.zeros(0, np.int64)
         for lo in range(0, len(self), BLOCK):
-            group, secs = group_of(lo, min(lo + BLOCK, len(self))), self.seconds[lo:lo + BLOCK]
+            group, secs = group_of(lo, min(lo + BLOCK, len(self))), self.seconds[lo : lo + BLOCK]
             ok = (group >= 0) & (secs >= 0)
-            uniq, inverse = np.unique(np.concatenate((keys, group[ok].astype(np.int64) * width + (secs[ok] - first))),
-                                      return_inverse=True)
+            uniq, inverse = np.unique(
+                np.concatenate((keys, group[ok].astype(np.int64) * width + (secs[ok] - first))), return_inverse=True
+            )
             if cap is not None and len(uniq) > cap:
                 return None
-            weights = np.concatenate((sums, self.counts[lo:lo + BLOCK][ok]))
+            weights = np.concatenate((sums, self.counts[lo : lo + BLOCK][ok]))
             keys, sums = uniq, np.bincount(inverse.reshape(-1), weights=weights, minlength=len(uniq)).astype(np.int64)
         return keys // width, keys % width, sums
 
@@ -249,6 +256,7 @@ def from_keyed(stacks: Stacks, keyed: Mapping[tuple[Stack, int, int], int]) -> S
 
 # -- samples.tsv ------------------------------------------------------------------------------------
 
+
 def write_tsv(out, samples: Samples, file_order: np.ndarray | None = None) -> None:
     """``row\\ttid\\tsecond\\tcount`` lines after two ``#`` lines; ``file_order[i]`` is the line of
     stacks.folded that Stacks row i was written to (None: the same order)."""
@@ -256,7 +264,7 @@ def write_tsv(out, samples: Samples, file_order: np.ndarray | None = None) -> No
     table = samples if file_order is None else samples.remap(file_order)
     cols = np.stack([table.rows.astype(np.int64), table.tids.astype(np.int64), table.seconds, table.counts], axis=1)
     for lo in range(0, len(cols), 65536):
-        out.write("".join(f"{r}\t{t}\t{s}\t{c}\n" for r, t, s, c in cols[lo:lo + 65536].tolist()))
+        out.write("".join(f"{r}\t{t}\t{s}\t{c}\n" for r, t, s, c in cols[lo : lo + 65536].tolist()))
 
 
 class BadTable(ValueError):

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping, TypeVar
+from typing import Any, TypeVar
+from collections.abc import Mapping
 
 T = TypeVar("T")
 FAMILIES = ("mysql", "percona", "mariadb")  # the server families rules and knowledge tables name

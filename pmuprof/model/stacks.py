@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections import Counter
 from functools import cached_property
-from typing import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -30,6 +30,8 @@ def id_dtype(nframes: int) -> type:
     """The dtype of frame ids over ``nframes`` frames: uint16 when they fit, else int32. Ids are
     indices, never negative: code that mixes them with -1 (or adds to them) widens them first."""
     return np.uint16 if nframes <= _NARROW_FRAMES else np.int32
+
+
 _CHUNK_ROWS = 65536
 
 
@@ -48,12 +50,12 @@ class Stacks(Mapping[Stack, int]):
     # -- building -------------------------------------------------------------------------------
 
     @classmethod
-    def of(cls, stacks: "Stacks | Mapping[Stack, int] | Iterable[tuple[Stack, int]]") -> "Stacks":
+    def of(cls, stacks: Stacks | Mapping[Stack, int] | Iterable[tuple[Stack, int]]) -> Stacks:
         """A Stacks from a mapping or (stack, count) pairs; empty stacks are dropped, repeats summed."""
         if isinstance(stacks, Stacks):
             return stacks
         builder = StacksBuilder()
-        for stack, count in (stacks.items() if isinstance(stacks, Mapping) else stacks):
+        for stack, count in stacks.items() if isinstance(stacks, Mapping) else stacks:
             if stack and count:
                 builder.add(stack, int(count))
         return builder.build()
@@ -79,16 +81,16 @@ class Stacks(Mapping[Stack, int]):
         for lo in range(0, len(self.counts), _CHUNK_ROWS):
             hi = min(lo + _CHUNK_ROWS, len(self.counts))
             base = int(self.offsets[lo])
-            ids = self.ids[base:int(self.offsets[hi])].tolist()
-            offs = (self.offsets[lo:hi + 1] - base).tolist()
+            ids = self.ids[base : int(self.offsets[hi])].tolist()
+            offs = (self.offsets[lo : hi + 1] - base).tolist()
             for i, count in enumerate(self.counts[lo:hi].tolist()):
-                yield tuple([frames[f] for f in ids[offs[i]:offs[i + 1]]]), count
+                yield tuple([frames[f] for f in ids[offs[i] : offs[i + 1]]]), count
 
     def values(self) -> Iterator[int]:  # type: ignore[override]
         return iter(self.counts.tolist())
 
     def row(self, i: int) -> Stack:
-        return tuple(self.frames[f] for f in self.ids[self.offsets[i]:self.offsets[i + 1]].tolist())
+        return tuple(self.frames[f] for f in self.ids[self.offsets[i] : self.offsets[i + 1]].tolist())
 
     @cached_property
     def _as_dict(self) -> dict[Stack, int]:
@@ -239,11 +241,11 @@ class Stacks(Mapping[Stack, int]):
         if not len(hit):
             return np.zeros(0, dtype=np.int32)
         if len(hit) == 1:
-            mine = rows[begin[hit[0]]:end[hit[0]]]
+            mine = rows[begin[hit[0]] : end[hit[0]]]
             return mine - np.int32(first) if first else mine
         mark = np.zeros(len(self.counts), dtype=bool)
         for f in hit.tolist():
-            mark[rows[begin[f]:end[f]] - np.int32(first)] = True
+            mark[rows[begin[f] : end[f]] - np.int32(first)] = True
         return np.flatnonzero(mark).astype(np.int32)
 
     # -- counts -----------------------------------------------------------------------------------
@@ -289,7 +291,7 @@ class Stacks(Mapping[Stack, int]):
 
     # -- subsets and relabelling ------------------------------------------------------------------
 
-    def take(self, rows: np.ndarray) -> "Stacks":
+    def take(self, rows: np.ndarray) -> Stacks:
         """The given rows (sorted indices or a boolean mask), on the same frame table."""
         rows = np.flatnonzero(rows) if rows.dtype == bool else np.asarray(rows, dtype=np.int64)
         if len(rows) == len(self.counts):  # every row, in order: nothing to copy
@@ -297,30 +299,35 @@ class Stacks(Mapping[Stack, int]):
         if len(rows) and int(rows[-1]) - int(rows[0]) + 1 == len(rows) and (np.diff(rows) == 1).all():
             lo, hi = int(rows[0]), int(rows[-1]) + 1  # a contiguous run (one process of a sorted input)
             a = int(self.offsets[lo])
-            part = Stacks(self.frames, self.ids[a:int(self.offsets[hi])], self.offsets[lo:hi + 1] - a, self.counts[lo:hi])
+            part = Stacks(
+                self.frames, self.ids[a : int(self.offsets[hi])], self.offsets[lo : hi + 1] - a, self.counts[lo:hi]
+            )
             source, first = self._parent or (self, 0)
             part._parent = (source, first + lo)  # the rows' first owner of postings, and where they start
             return part
         lengths = self.lengths[rows]
-        return Stacks(self.frames, _gather_rows(self.ids, self.offsets, rows, lengths),
-                      np.concatenate(([0], np.cumsum(lengths))), self.counts[rows])
+        return Stacks(
+            self.frames,
+            _gather_rows(self.ids, self.offsets, rows, lengths),
+            np.concatenate(([0], np.cumsum(lengths))),
+            self.counts[rows],
+        )
 
-    def relabel(self, labels: Sequence[str]) -> "Stacks":
+    def relabel(self, labels: Sequence[str]) -> Stacks:
         """Each frame id renamed (several ids may get one label); rows that become equal are merged."""
         return self.relabel_rows(labels)[0]
 
-    def relabel_rows(self, labels: Sequence[str]) -> tuple["Stacks", np.ndarray]:
+    def relabel_rows(self, labels: Sequence[str]) -> tuple[Stacks, np.ndarray]:
         """``relabel``, and the new row of every old row (what a sample table follows)."""
         index: dict[str, int] = {}
         new_id = np.fromiter((index.setdefault(lab, len(index)) for lab in labels), dtype=np.int32, count=len(labels))
         # only rows holding a frame whose label another frame now has too can become equal (to each other)
         merging = np.bincount(new_id, minlength=len(index))[new_id] > 1
         maybe = np.unique(np.searchsorted(self.offsets, np.flatnonzero(merging[self.ids]), side="right") - 1)
-        return merged_rows(list(index), self.ids, self.offsets, self.counts, new_id.astype(id_dtype(len(index))),
-                           maybe)
+        return merged_rows(list(index), self.ids, self.offsets, self.counts, new_id.astype(id_dtype(len(index))), maybe)
 
 
-def _cut_postings(source: "Stacks", lo: int, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+def _cut_postings(source: Stacks, lo: int, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
     """Postings of rows lo..lo+n of ``source`` (which has its own): its rows array, shared, and each
     frame's run of those rows in it (rows are sorted within a frame: one run each)."""
     rows, begin, end, _ = source._postings
@@ -370,7 +377,7 @@ def _row_blocks(offsets: np.ndarray, size: int) -> list[tuple[int, int]]:
     return list(zip(bounds[:-1], bounds[1:]))
 
 
-def _block_postings(st: "Stacks", lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
+def _block_postings(st: Stacks, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
     """Rows lo..hi's (frame, row) pairs sorted by frame then row: once per row (recursion), and a
     root label only when it is also deeper in the row."""
     a, b = int(st.offsets[lo]), int(st.offsets[hi])
@@ -414,8 +421,12 @@ class StacksBuilder:
 
     def build(self) -> Stacks:
         offsets = np.concatenate(([0], np.cumsum(np.asarray(self.lengths, dtype=np.int64))))
-        return merged(list(self.index), np.asarray(self.ids, dtype=id_dtype(len(self.index))), offsets,
-                      np.asarray(self.counts, dtype=np.int64))
+        return merged(
+            list(self.index),
+            np.asarray(self.ids, dtype=id_dtype(len(self.index))),
+            offsets,
+            np.asarray(self.counts, dtype=np.int64),
+        )
 
 
 def merged(frames: Sequence[str], ids: np.ndarray, offsets: np.ndarray, counts: np.ndarray) -> Stacks:
@@ -423,8 +434,14 @@ def merged(frames: Sequence[str], ids: np.ndarray, offsets: np.ndarray, counts: 
     return merged_rows(frames, ids, offsets, counts)[0]
 
 
-def merged_rows(frames: Sequence[str], ids: np.ndarray, offsets: np.ndarray, counts: np.ndarray,
-                relabel: np.ndarray | None = None, maybe: np.ndarray | None = None) -> tuple[Stacks, np.ndarray]:
+def merged_rows(
+    frames: Sequence[str],
+    ids: np.ndarray,
+    offsets: np.ndarray,
+    counts: np.ndarray,
+    relabel: np.ndarray | None = None,
+    maybe: np.ndarray | None = None,
+) -> tuple[Stacks, np.ndarray]:
     """``merged``, and the row each input row went to (groups keep the order of their first row).
 
     ``relabel``: the rows' frame ids are ``relabel[ids]`` (applied a block at a time: the relabelled
@@ -435,8 +452,11 @@ def merged_rows(frames: Sequence[str], ids: np.ndarray, offsets: np.ndarray, cou
     if n < 2 or (maybe is not None and len(maybe) < 2):
         return Stacks(frames, _relabelled(ids, relabel), offsets, counts), same
     lengths = np.diff(offsets)
-    first, inverse = _hash_groups(ids, offsets, lengths, relabel) if maybe is None else \
-        _groups_among(ids, offsets, lengths, relabel, maybe)
+    first, inverse = (
+        _hash_groups(ids, offsets, lengths, relabel)
+        if maybe is None
+        else _groups_among(ids, offsets, lengths, relabel, maybe)
+    )
     if len(first) == n:
         return Stacks(frames, _relabelled(ids, relabel), offsets, counts), same
     order = np.argsort(first)  # groups in the order of their first row: sorted input stays sorted
@@ -445,30 +465,42 @@ def merged_rows(frames: Sequence[str], ids: np.ndarray, offsets: np.ndarray, cou
     first, inverse = first[order], rank[inverse]
     if _rows_equal(ids, offsets, lengths, first[inverse], relabel, maybe):
         kept_lengths = lengths[first]
-        return Stacks(frames, _gather_rows(ids, offsets, first, kept_lengths, relabel),
-                      np.concatenate(([0], np.cumsum(kept_lengths))),
-                      np.bincount(inverse, weights=counts).astype(np.int64)), inverse.astype(np.int64)
+        return Stacks(
+            frames,
+            _gather_rows(ids, offsets, first, kept_lengths, relabel),
+            np.concatenate(([0], np.cumsum(kept_lengths))),
+            np.bincount(inverse, weights=counts).astype(np.int64),
+        ), inverse.astype(np.int64)
     # a 64-bit collision (never seen in practice): merge exactly
     exact: Counter[tuple[int, ...]] = Counter()
     ids_l, offs_l = _relabelled(ids, relabel).tolist(), offsets.tolist()
     where: dict[tuple[int, ...], int] = {}
     row_of = np.empty(n, dtype=np.int64)
     for i, c in enumerate(counts.tolist()):
-        key = tuple(ids_l[offs_l[i]:offs_l[i + 1]])
+        key = tuple(ids_l[offs_l[i] : offs_l[i + 1]])
         exact[key] += c
         row_of[i] = where.setdefault(key, len(where))
     new_lengths = [len(k) for k in exact]
-    return Stacks(frames, np.fromiter((f for k in exact for f in k), dtype=np.int32),
-                  np.concatenate(([0], np.cumsum(new_lengths, dtype=np.int64))),
-                  np.fromiter(exact.values(), dtype=np.int64, count=len(exact))), row_of
+    return Stacks(
+        frames,
+        np.fromiter((f for k in exact for f in k), dtype=np.int32),
+        np.concatenate(([0], np.cumsum(new_lengths, dtype=np.int64))),
+        np.fromiter(exact.values(), dtype=np.int64, count=len(exact)),
+    ), row_of
 
 
 def _relabelled(ids: np.ndarray, relabel: np.ndarray | None) -> np.ndarray:
     return ids if relabel is None else relabel[ids]
 
 
-def _rows_equal(ids: np.ndarray, offsets: np.ndarray, lengths: np.ndarray, rep: np.ndarray,
-                relabel: np.ndarray | None, rows: np.ndarray | None = None) -> bool:
+def _rows_equal(
+    ids: np.ndarray,
+    offsets: np.ndarray,
+    lengths: np.ndarray,
+    rep: np.ndarray,
+    relabel: np.ndarray | None,
+    rows: np.ndarray | None = None,
+) -> bool:
     """Every row (of ``rows``, else all) equal to its representative row ``rep[row]``, checked a block
     of rows at a time."""
     if not (lengths == lengths[rep]).all():
@@ -490,33 +522,37 @@ def _rows_equal(ids: np.ndarray, offsets: np.ndarray, lengths: np.ndarray, rep: 
     return True
 
 
-def _gather_rows(ids: np.ndarray, offsets: np.ndarray, rows: np.ndarray, lengths: np.ndarray,
-                 relabel: np.ndarray | None = None) -> np.ndarray:
+def _gather_rows(
+    ids: np.ndarray, offsets: np.ndarray, rows: np.ndarray, lengths: np.ndarray, relabel: np.ndarray | None = None
+) -> np.ndarray:
     """The frame ids of the given rows (``lengths``: theirs), concatenated (relabelled), filled a block
     of rows at a time: the index of every occurrence is never made whole."""
     starts = np.concatenate(([0], np.cumsum(lengths)))
     out = np.empty(int(starts[-1]), dtype=(ids if relabel is None else relabel).dtype)
     for lo, hi in _row_blocks(starts, _BLOCK_OCC):
         part = ids[gather_index(offsets[rows[lo:hi]], lengths[lo:hi])]
-        out[int(starts[lo]):int(starts[hi])] = _relabelled(part, relabel)
+        out[int(starts[lo]) : int(starts[hi])] = _relabelled(part, relabel)
     return out
 
 
-def _groups_among(ids: np.ndarray, offsets: np.ndarray, lengths: np.ndarray, relabel: np.ndarray | None,
-                  rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _groups_among(
+    ids: np.ndarray, offsets: np.ndarray, lengths: np.ndarray, relabel: np.ndarray | None, rows: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """``_hash_groups`` when only ``rows`` (sorted) may share a group: those rows are hashed, every other
     row is a group of its own; groups come in the order of their first row."""
     mine = lengths[rows]
-    first, inverse = _hash_groups(ids[gather_index(offsets[rows], mine)], np.concatenate(([0], np.cumsum(mine))),
-                                  mine, relabel)
+    first, inverse = _hash_groups(
+        ids[gather_index(offsets[rows], mine)], np.concatenate(([0], np.cumsum(mine))), mine, relabel
+    )
     group = np.arange(len(lengths), dtype=np.int64)
     group[rows] = rows[first[inverse]]
     starts = group == np.arange(len(lengths))
     return np.flatnonzero(starts), (np.cumsum(starts) - 1)[group]
 
 
-def _hash_groups(ids: np.ndarray, offsets: np.ndarray, lengths: np.ndarray,
-                 relabel: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+def _hash_groups(
+    ids: np.ndarray, offsets: np.ndarray, lengths: np.ndarray, relabel: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """(first row of each group, group of each row) for rows grouped by a hash of their frame ids
     (``relabel[ids]`` when given)."""
     max_len = int(lengths.max()) if len(lengths) else 0

@@ -54,8 +54,19 @@ def write_tsv(path: Path, table: WatchPolls) -> None:
     """One header line, then one line per poll, oldest first."""
     lines = ["\t".join(FIXED + table.conditions)]
     for r in table.rows:
-        lines.append("\t".join([_iso(r.t), r.phase, _cell(r.load1), _cell(r.running), _cell(r.blocked), _cell(r.cpu),
-                                *(_cell(v) for v in r.values)]))
+        lines.append(
+            "\t".join(
+                [
+                    _iso(r.t),
+                    r.phase,
+                    _cell(r.load1),
+                    _cell(r.running),
+                    _cell(r.blocked),
+                    _cell(r.cpu),
+                    *(_cell(v) for v in r.values),
+                ]
+            )
+        )
     outfile.write_text(path, "\n".join(lines) + "\n")
 
 
@@ -68,10 +79,12 @@ def read_tsv(path: Path) -> WatchPolls:
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except (OSError, UnicodeDecodeError) as err:
-        raise InputError(f"{path}: unreadable ({err})", "the file is damaged; the capture's run.json still has the trigger") from err
+        raise InputError(
+            f"{path}: unreadable ({err})", "the file is damaged; the capture's run.json still has the trigger"
+        ) from err
     head = lines[0].split("\t") if lines else []
-    if tuple(head[:len(FIXED)]) != FIXED:
-        raise InputError(f"{path}: not a pmuprof watch-polls table (header {head[:len(FIXED)]})", "check the file")
+    if tuple(head[: len(FIXED)]) != FIXED:
+        raise InputError(f"{path}: not a pmuprof watch-polls table (header {head[: len(FIXED)]})", "check the file")
     rows = []
     for n, line in enumerate(lines[1:], start=2):
         cells = line.split("\t")
@@ -80,12 +93,20 @@ def read_tsv(path: Path) -> WatchPolls:
                 raise ValueError(f"{len(cells)} cells, the header has {len(head)}")
             t = _dt.datetime.fromisoformat(cells[0].replace("Z", "+00:00")).timestamp()
             running, blocked = _num(cells[3]), _num(cells[4])
-            rows.append(PollRow(t, cells[1], _num(cells[2]), None if running is None else int(running),
-                                None if blocked is None else int(blocked), _num(cells[5]),
-                                tuple(_num(c) for c in cells[len(FIXED):])))
+            rows.append(
+                PollRow(
+                    t,
+                    cells[1],
+                    _num(cells[2]),
+                    None if running is None else int(running),
+                    None if blocked is None else int(blocked),
+                    _num(cells[5]),
+                    tuple(_num(c) for c in cells[len(FIXED) :]),
+                )
+            )
         except ValueError as err:
             raise InputError(f"{path} line {n}: {err}", "the file is damaged") from err
     try:
-        return WatchPolls(tuple(head[len(FIXED):]), tuple(rows))
+        return WatchPolls(tuple(head[len(FIXED) :]), tuple(rows))
     except ValueError as err:
         raise InputError(f"{path}: {err}", "the file is damaged") from err

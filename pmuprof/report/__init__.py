@@ -21,7 +21,9 @@ __all__ = ["ReportPayload", "build_payload", "findings_json", "write_outputs"]
 FLAME_SVG = "flame.svg"  # beside report.html: a picture for trackers that refuse HTML attachments
 
 
-def write_outputs(profile: Profile, diagnosis: Diagnosis, out_dir: Path, max_flame_nodes: int = 200_000) -> dict[str, Path]:
+def write_outputs(
+    profile: Profile, diagnosis: Diagnosis, out_dir: Path, max_flame_nodes: int = 200_000
+) -> dict[str, Path]:
     """Write report.html, findings.json, report.md and flame.svg into ``out_dir``; return their paths
     under "html", "json", "md", "svg"."""
     out_dir = Path(out_dir)

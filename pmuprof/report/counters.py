@@ -13,9 +13,16 @@ def _row(value: CounterValue) -> dict[str, Any]:
         note = (value.status or "not counted").strip("<>")
     elif value.running_pct is not None and value.running_pct <= 0:
         note = "never scheduled on a counter"
-    return {"process": value.process, "event": value.event, "value": value.value if value.supported else None,
-            "unit": value.unit, "enabled": value.enabled_ns, "running_pct": value.running_pct,
-            "multiplexed": value.multiplexed, "note": note}
+    return {
+        "process": value.process,
+        "event": value.event,
+        "value": value.value if value.supported else None,
+        "unit": value.unit,
+        "enabled": value.enabled_ns,
+        "running_pct": value.running_pct,
+        "multiplexed": value.multiplexed,
+        "note": note,
+    }
 
 
 def counter_rows(counters: Counters) -> list[dict[str, Any]]:
@@ -26,5 +33,10 @@ def counter_rows(counters: Counters) -> list[dict[str, Any]]:
 def counters_section(counters: Counters) -> dict[str, Any]:
     """The report's counters block: rows, IPC per process, whether any counter was multiplexed."""
     rows = counter_rows(counters)
-    return {"rows": rows, "scope": counters.scope, "ipc": counters.ipc_by_process(),
-            "multiplexed": any(r["multiplexed"] for r in rows), "error": ""}
+    return {
+        "rows": rows,
+        "scope": counters.scope,
+        "ipc": counters.ipc_by_process(),
+        "multiplexed": any(r["multiplexed"] for r in rows),
+        "error": "",
+    }

@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
+from collections.abc import Mapping
 
 from .. import __version__, outfile
 from ..errors import InputError
@@ -24,10 +25,12 @@ TABLE_ROWS = 60
 SMALL_SIDE = 1000  # fewer samples on a side: warn (±1.9 points at a 10 % share)
 UNEQUAL = 3.0  # one side more than this many times the other: warn
 REF_SHARE = 0.10  # the share the warnings quote their noise at
-METHOD = ("Newcombe's hybrid score interval (Wilson score intervals of both sides combined) for the change "
-          "in each function's share, at 95 % confidence; samples taken as independent, so it measures "
-          "sampling noise only, not run-to-run variation; each function is tested alone, so among many a few fall "
-          "outside by chance")
+METHOD = (
+    "Newcombe's hybrid score interval (Wilson score intervals of both sides combined) for the change "
+    "in each function's share, at 95 % confidence; samples taken as independent, so it measures "
+    "sampling noise only, not run-to-run variation; each function is tested alone, so among many a few fall "
+    "outside by chance"
+)
 
 
 @dataclass(frozen=True)
@@ -62,10 +65,13 @@ class DiffRow:
     def to_dict(self) -> dict[str, Any]:
         return {
             "name": self.name,
-            "self_before": round(self.self_before, 6), "self_after": round(self.self_after, 6),
+            "self_before": round(self.self_before, 6),
+            "self_after": round(self.self_after, 6),
             "self_delta": round(self.self_delta, 6),
-            "self_interval": [round(v, 6) for v in self.self_interval], "self_outside_noise": self.self_outside_noise,
-            "inclusive_before": round(self.incl_before, 6), "inclusive_after": round(self.incl_after, 6),
+            "self_interval": [round(v, 6) for v in self.self_interval],
+            "self_outside_noise": self.self_outside_noise,
+            "inclusive_before": round(self.incl_before, 6),
+            "inclusive_after": round(self.incl_after, 6),
             "inclusive_delta": round(self.incl_delta, 6),
             "inclusive_interval": [round(v, 6) for v in self.incl_interval],
             "inclusive_outside_noise": self.incl_outside_noise,
@@ -119,9 +125,18 @@ def diff_profiles(before: Profile, after: Profile) -> DiffResult:
     sb, sa = before.self_counts(), after.self_counts()
     ib, ia = before.inclusive_counts(), after.inclusive_counts()
     names = sorted(set(ib) | set(ia))
-    rows = tuple(DiffRow(n, sb.get(n, 0) / tb, sa.get(n, 0) / ta, ib.get(n, 0) / tb, ia.get(n, 0) / ta,
-                         share_change(sb.get(n, 0), tb, sa.get(n, 0), ta), share_change(ib.get(n, 0), tb, ia.get(n, 0), ta))
-                 for n in names)
+    rows = tuple(
+        DiffRow(
+            n,
+            sb.get(n, 0) / tb,
+            sa.get(n, 0) / ta,
+            ib.get(n, 0) / tb,
+            ia.get(n, 0) / ta,
+            share_change(sb.get(n, 0), tb, sa.get(n, 0), ta),
+            share_change(ib.get(n, 0), tb, ia.get(n, 0), ta),
+        )
+        for n in names
+    )
     return DiffResult(before, after, rows, notes, sample_warnings(tb, ta))
 
 
@@ -130,13 +145,17 @@ def sample_warnings(before: int, after: int) -> tuple[str, ...]:
     out = []
     for side, n in (("BEFORE", before), ("AFTER", after)):
         if n < SMALL_SIDE:
-            out.append(f"{side} has only {n:,} samples: a function at {100 * REF_SHARE:.0f} % of them is known to "
-                       f"±{100 * _half(REF_SHARE, n):.1f} points; capture longer or at a higher frequency")
+            out.append(
+                f"{side} has only {n:,} samples: a function at {100 * REF_SHARE:.0f} % of them is known to "
+                f"±{100 * _half(REF_SHARE, n):.1f} points; capture longer or at a higher frequency"
+            )
     low, high = sorted((before, after))
     if low and high / low > UNEQUAL:
-        out.append(f"the sides have {before:,} and {after:,} samples ({high / low:.1f}×): the smaller one sets the "
-                   f"noise; at {100 * REF_SHARE:.0f} % a change under {100 * smallest_change(REF_SHARE, before, after):.1f} "
-                   f"points is sampling noise")
+        out.append(
+            f"the sides have {before:,} and {after:,} samples ({high / low:.1f}×): the smaller one sets the "
+            f"noise; at {100 * REF_SHARE:.0f} % a change under {100 * smallest_change(REF_SHARE, before, after):.1f} "
+            f"points is sampling noise"
+        )
     return tuple(out)
 
 
@@ -147,9 +166,12 @@ def _half(share: float, n: int) -> float:
 
 def _side(profile: Profile) -> dict[str, Any]:
     return {
-        "source": profile.source, "samples": profile.total, "processes": profile.processes(),
+        "source": profile.source,
+        "samples": profile.total,
+        "processes": profile.processes(),
         "event": event_names(profile)[1] or profile.unit,
-        "started": profile.run.started, "duration_s": profile.run.duration_s,
+        "started": profile.run.started,
+        "duration_s": profile.run.duration_s,
     }
 
 
@@ -161,9 +183,14 @@ def diff_document(result: DiffResult, limit: int = TABLE_ROWS) -> dict[str, Any]
         "after": _side(result.after),
         "notes": list(result.notes),
         "warnings": list(result.warnings),
-        "significance": {"method": METHOD, "confidence": CONFIDENCE,
-                         "outside_noise": {"self": sum(r.self_outside_noise for r in result.rows),
-                                           "inclusive": sum(r.incl_outside_noise for r in result.rows)}},
+        "significance": {
+            "method": METHOD,
+            "confidence": CONFIDENCE,
+            "outside_noise": {
+                "self": sum(r.self_outside_noise for r in result.rows),
+                "inclusive": sum(r.incl_outside_noise for r in result.rows),
+            },
+        },
         "self": [r.to_dict() for r in result.biggest("self", limit)],
         "inclusive": [r.to_dict() for r in result.biggest("inclusive", limit)],
         "split": diff_split(result.before, result.after),

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any
+from collections.abc import Mapping
 
 from ..findings.kinds import KINDS
 from ..findings.kinds.base import is_share as _is_share
@@ -41,14 +42,23 @@ def value_text(item: Declared, value: Any) -> str:
 def _chains(value: Any) -> list[str]:
     if not isinstance(value, Mapping) or not value.get("count"):
         return []
-    return [str(c.get("text")) for c in (value.get("chains") or [])[:MAX_CHAINS] if isinstance(c, Mapping) and c.get("text")]
+    return [
+        str(c.get("text")) for c in (value.get("chains") or [])[:MAX_CHAINS] if isinstance(c, Mapping) and c.get("text")
+    ]
 
 
 def evidence_rows(finding: Finding) -> list[dict[str, Any]]:
     """Each declared evidence item: what it measures (the rule's 'about') and its value, formatted."""
     declared = finding.declared or tuple(Declared(k, "", "") for k in sorted(finding.evidence) if k not in _META)
-    return [{"name": d.name, "about": about(d), "text": value_text(d, finding.evidence.get(d.name)),
-             "chains": _chains(finding.evidence.get(d.name))} for d in declared]
+    return [
+        {
+            "name": d.name,
+            "about": about(d),
+            "text": value_text(d, finding.evidence.get(d.name)),
+            "chains": _chains(finding.evidence.get(d.name)),
+        }
+        for d in declared
+    ]
 
 
 def levels_text(finding: Finding) -> str:
@@ -71,8 +81,11 @@ def levels_text(finding: Finding) -> str:
 
 def _levels(metrics: list[str], bounds: Mapping[str, float | None], below: bool, share: bool, unit: str) -> str:
     word = "up to" if below else "from"
-    levels = [f"{lvl} {word} {pct(bound) if share else number(bound)}{unit}"
-              for lvl, bound in bounds.items() if bound is not None]
+    levels = [
+        f"{lvl} {word} {pct(bound) if share else number(bound)}{unit}"
+        for lvl, bound in bounds.items()
+        if bound is not None
+    ]
     return f"Levels on {' / '.join(metrics)}: " + ", ".join(levels)
 
 

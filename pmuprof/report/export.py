@@ -5,7 +5,8 @@ from __future__ import annotations
 import io
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
+from collections.abc import Callable, Mapping
 
 from .. import outfile
 from ..errors import UsageError
@@ -64,15 +65,18 @@ def _folded(profile: Profile, ask: Ask) -> bytes:
 
 FORMATS: dict[str, Format] = {  # the export command's --format choices, in this order
     "folded": Format("FlameGraph stack lines", _folded),
-    "pprof": Format("gzipped profile.proto", lambda p, ask: pprof_bytes(p, export_headers(p), ask.biases),
-                    biases=True),
-    "speedscope": Format("its JSON", lambda p, ask: speedscope_json(p, per_thread=ask.per_thread).encode(
-        "utf-8", "backslashreplace"), threads=True),
+    "pprof": Format("gzipped profile.proto", lambda p, ask: pprof_bytes(p, export_headers(p), ask.biases), biases=True),
+    "speedscope": Format(
+        "its JSON",
+        lambda p, ask: speedscope_json(p, per_thread=ask.per_thread).encode("utf-8", "backslashreplace"),
+        threads=True,
+    ),
 }
 
 
-def export_bytes(profile: Profile, fmt: str, headers: bool = False, biases: Mapping[str, int] | None = None,
-                 per_thread: bool = False) -> bytes:
+def export_bytes(
+    profile: Profile, fmt: str, headers: bool = False, biases: Mapping[str, int] | None = None, per_thread: bool = False
+) -> bytes:
     """The exported file's bytes; the same profile gives the same bytes in every format.
 
     Folded output is stack lines only, what every folded consumer parses (difffolded.pl and
@@ -87,8 +91,14 @@ def export_bytes(profile: Profile, fmt: str, headers: bool = False, biases: Mapp
     return found.write(profile, Ask(headers, biases, per_thread))
 
 
-def export_profile(profile: Profile, fmt: str, path: Path, headers: bool = False,
-                   biases: Mapping[str, int] | None = None, per_thread: bool = False) -> Path:
+def export_profile(
+    profile: Profile,
+    fmt: str,
+    path: Path,
+    headers: bool = False,
+    biases: Mapping[str, int] | None = None,
+    per_thread: bool = False,
+) -> Path:
     """Write the profile to ``path`` in ``fmt`` through outfile (a partial file never has the final name;
     a device or FIFO is written in place; a symlink is refused)."""
     return outfile.write_bytes(Path(path), export_bytes(profile, fmt, headers, biases, per_thread))

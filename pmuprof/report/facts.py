@@ -27,8 +27,18 @@ SPIN_VARIABLES = (
     "thread_handling",
     "thread_pool_size",
 )
-_HOST_KEYS = ("hostname", "cpu_model", "microarch", "vendor", "nproc", "kernel", "hardware_pmu", "perf_version",
-              "perf_event_paranoid", "pfm_pmu")
+_HOST_KEYS = (
+    "hostname",
+    "cpu_model",
+    "microarch",
+    "vendor",
+    "nproc",
+    "kernel",
+    "hardware_pmu",
+    "perf_version",
+    "perf_event_paranoid",
+    "pfm_pmu",
+)
 
 
 def event_names(profile: Profile) -> tuple[str, str]:
@@ -40,9 +50,18 @@ def event_names(profile: Profile) -> tuple[str, str]:
 
 
 def _target_row(t: Target) -> dict[str, Any]:
-    return {"pid": t.pid, "label": t.label, "comm": t.comm, "exe": t.exe, "build_id": t.build_id,
-            "threads": t.threads, "cgroup": t.cgroup, "cpus_allowed": t.cpus_allowed,
-            "frame_pointers": t.symbols.frame_pointers if t.symbols else "unknown", "samples": t.samples}
+    return {
+        "pid": t.pid,
+        "label": t.label,
+        "comm": t.comm,
+        "exe": t.exe,
+        "build_id": t.build_id,
+        "threads": t.threads,
+        "cgroup": t.cgroup,
+        "cpus_allowed": t.cpus_allowed,
+        "frame_pointers": t.symbols.frame_pointers if t.symbols else "unknown",
+        "samples": t.samples,
+    }
 
 
 def summary(profile: Profile, processes: list[str]) -> dict[str, Any]:
@@ -101,15 +120,28 @@ def host_load_rows(load: HostLoad | None) -> list[dict[str, str]]:
     if load is None or not load.cpus:
         return []
     own = f", {_pc(load.targets_share)} by the targets" if load.targets_share is not None else ""
-    rows = [("load average", f"{load.loadavg_1m:g} (1 min, at the end) on {load.cpus} CPUs" if load.loadavg_1m is not None
-             else f"not read ({load.cpus} CPUs)"),
-            ("run queue", f"{load.runnable_avg:g} runnable on average, at most {load.runnable_max} "
-                          f"(pmuprof's own threads included)"),
-            ("CPU", f"{_pc(load.busy_share)} busy{own}; steal {_pc(load.steal_share, 1)}; iowait {_pc(load.iowait_share, 1)}")]
+    rows = [
+        (
+            "load average",
+            f"{load.loadavg_1m:g} (1 min, at the end) on {load.cpus} CPUs"
+            if load.loadavg_1m is not None
+            else f"not read ({load.cpus} CPUs)",
+        ),
+        (
+            "run queue",
+            f"{load.runnable_avg:g} runnable on average, at most {load.runnable_max} (pmuprof's own threads included)",
+        ),
+        (
+            "CPU",
+            f"{_pc(load.busy_share)} busy{own}; steal {_pc(load.steal_share, 1)}; iowait {_pc(load.iowait_share, 1)}",
+        ),
+    ]
     if load.psi_cpu_some_share is not None:
         rows.append(("waited for a CPU", f"{_pc(load.psi_cpu_some_share)} of the time (PSI cpu some)"))
-    rows += [("context switches", f"{load.context_switches_per_s:,.0f} /s"),
-             ("blocked (D state)", f"{load.blocked_avg:g} tasks on average")]
+    rows += [
+        ("context switches", f"{load.context_switches_per_s:,.0f} /s"),
+        ("blocked (D state)", f"{load.blocked_avg:g} tasks on average"),
+    ]
     memory = []
     if load.mem_available_min_bytes is not None:
         memory.append(f"{load.mem_available_min_bytes / 2**30:.1f} GiB available at the lowest")
@@ -119,8 +151,9 @@ def host_load_rows(load: HostLoad | None) -> list[dict[str, str]]:
         memory.append(f"stalled {_pc(load.psi_memory_some_share)} of the time (PSI memory some)")
     if memory:
         rows.append(("memory", "; ".join(memory)))
-    return [{"label": label, "value": value} for label, value in rows] + \
-        [{"label": "window", "value": f"{load.seconds:.1f} s, /proc read twice a second"}]
+    return [{"label": label, "value": value} for label, value in rows] + [
+        {"label": "window", "value": f"{load.seconds:.1f} s, /proc read twice a second"}
+    ]
 
 
 def _version_text(version: str, source: str) -> str:
@@ -132,7 +165,7 @@ def trigger_text(trigger: Trigger | None) -> str:
     if trigger is None or not trigger.condition:
         return ""
     values = [p.values.get(trigger.condition) for p in trigger.polls_before]
-    recent = values[-(trigger.consecutive_hits or 3):]
+    recent = values[-(trigger.consecutive_hits or 3) :]
     shown = ", ".join(f"{v:g}" for v in recent if isinstance(v, (int, float)))
     text = f"{trigger.condition} held for {trigger.consecutive_hits if trigger.consecutive_hits is not None else '?'} polls"
     return text + (f" ({shown})" if shown else "") + (f" at {trigger.fired_at}" if trigger.fired_at else "")
@@ -145,15 +178,22 @@ def _semaphores(sem: Any) -> dict[str, Any] | None:
     for kind, vals in sorted((sem.get("latches") or {}).items()):
         if vals:
             latches.append({"kind": kind, **{k: vals.get(k) for k in ("spin_waits", "rounds", "os_waits")}})
-    return {"empty": bool(sem.get("empty")), "os_wait_array": dict(sem.get("os_wait_array") or {}),
-            "latches": latches, "spin_rounds_per_wait": dict(sem.get("spin_rounds_per_wait") or {})}
+    return {
+        "empty": bool(sem.get("empty")),
+        "os_wait_array": dict(sem.get("os_wait_array") or {}),
+        "latches": latches,
+        "spin_rounds_per_wait": dict(sem.get("spin_rounds_per_wait") or {}),
+    }
 
 
 def mysql_facts(server: ServerFacts | None) -> dict[str, Any]:
     """Server version, spin variables, SEMAPHORES, processlist states and what could not be read."""
     if server is None:
-        return {"reachable": False, "missing": [],
-                "error": "no mysql.json in this input (bare perf data or folded file): variables and status unknown"}
+        return {
+            "reachable": False,
+            "missing": [],
+            "error": "no mysql.json in this input (bare perf data or folded file): variables and status unknown",
+        }
     if not server.reachable:
         return {"reachable": False, "error": server.error or "server not reachable", "missing": list(server.missing)}
     plist = server.processlist

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Mapping, Sequence
+from typing import Any
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -52,8 +53,9 @@ def _tree(trie: Trie, threshold: float, own: np.ndarray) -> tuple[dict[str, Any]
     kind = np.concatenate((np.zeros(len(keep), np.int64), np.ones(len(g.elided_pos) + int(g.shown.sum()), np.int64)))
     deep = np.concatenate((np.zeros(len(keep), np.int64), -g.anchor_depth, -g.leaf_anchor_depth[g.shown]))
     sub = np.concatenate((np.zeros(len(keep) + len(g.elided_pos), np.int64), 1 + g.leaf_rank[g.shown]))
-    code = np.concatenate((trie.frame[keep] * 2 + (trie.depths[keep] == 0), np.full(len(g.elided_pos), -1),
-                           g.leaf_code[g.shown]))
+    code = np.concatenate(
+        (trie.frame[keep] * 2 + (trie.depths[keep] == 0), np.full(len(g.elided_pos), -1), g.leaf_code[g.shown])
+    )
     depth = np.concatenate((trie.depths[keep], g.anchor_depth + 1, g.leaf_anchor_depth[g.shown] + 2))
     values = np.concatenate((trie.values[:, keep], g.mass, g.leaf_sum[:, g.shown]), axis=1)
     order = np.lexsort((sub, deep, kind, pos))
@@ -61,16 +63,26 @@ def _tree(trie: Trie, threshold: float, own: np.ndarray) -> tuple[dict[str, Any]
     hidden_code, hidden_sum, hidden_nested = g.hidden()
     strings, kinds, index = _string_table(trie, code, hidden_code)
     tree = {
-        "names": strings, "kinds": kinds, "name": [index[c] for c in code.tolist()], "depth": depth.tolist(),
-        "values": values.tolist(), "totals": totals, "pruned": n - len(keep), "min_share": max(threshold, 0.0),
-        "elided": g.mass.sum(axis=1).tolist(), "elided_leafless": hidden_sum.sum(axis=1).tolist(),
-        "elided_self": {"name": [index[c] for c in hidden_code.tolist()], "values": hidden_sum.tolist(),
-                        "nested": hidden_nested.tolist()},
+        "names": strings,
+        "kinds": kinds,
+        "name": [index[c] for c in code.tolist()],
+        "depth": depth.tolist(),
+        "values": values.tolist(),
+        "totals": totals,
+        "pruned": n - len(keep),
+        "min_share": max(threshold, 0.0),
+        "elided": g.mass.sum(axis=1).tolist(),
+        "elided_leafless": hidden_sum.sum(axis=1).tolist(),
+        "elided_self": {
+            "name": [index[c] for c in hidden_code.tolist()],
+            "values": hidden_sum.tolist(),
+            "nested": hidden_nested.tolist(),
+        },
     }
     return tree, _node_rows(trie, kept, len(keep), g, order)
 
 
-def _node_rows(trie: Trie, kept: np.ndarray, nkeep: int, g: "_Groups", order: np.ndarray) -> np.ndarray:
+def _node_rows(trie: Trie, kept: np.ndarray, nkeep: int, g: _Groups, order: np.ndarray) -> np.ndarray:
     """Output row of every trie node: a kept node's own; a left-out one's nearest kept caller's elided node."""
     out_row = np.empty(len(order), dtype=np.int32)
     out_row[order] = np.arange(len(order), dtype=np.int32)
@@ -78,7 +90,7 @@ def _node_rows(trie: Trie, kept: np.ndarray, nkeep: int, g: "_Groups", order: np
         rows = np.full(trie.size, -1, dtype=np.int32)
     else:  # each anchor's elided row, looked up by every node's anchor (-1, no kept caller: the last slot)
         by_anchor = np.full(trie.size + 1, -1, dtype=np.int32)
-        by_anchor[g.anchors] = out_row[nkeep:nkeep + len(g.anchors)]
+        by_anchor[g.anchors] = out_row[nkeep : nkeep + len(g.anchors)]
         rows = by_anchor[g.node_anchor]
         del by_anchor
     rows[kept] = out_row[:nkeep]
@@ -108,7 +120,7 @@ class _Groups:
     """Left-out nodes' own samples grouped by (nearest kept caller, leaf frame), as arrays."""
 
     @classmethod
-    def none(cls, width: int) -> "_Groups":
+    def none(cls, width: int) -> _Groups:
         g = cls()
         z = np.zeros(0, np.int64)
         g.elided_pos = g.anchor_depth = g.leaf_pos = g.leaf_anchor_depth = g.leaf_rank = g.leaf_code = z
@@ -119,7 +131,7 @@ class _Groups:
         return g
 
     @classmethod
-    def of(cls, trie: Trie, own: np.ndarray, kept: np.ndarray, min_leaf: list[int]) -> "_Groups":
+    def of(cls, trie: Trie, own: np.ndarray, kept: np.ndarray, min_leaf: list[int]) -> _Groups:
         g = cls()
         g.trie = trie
         anchor = g.node_anchor = trie.anchors(kept)  # each node's nearest kept caller-or-self
@@ -131,9 +143,21 @@ class _Groups:
         first = np.concatenate(([True], (a[1:] != a[:-1]) | (c[1:] != c[:-1]))) if len(key) else np.zeros(0, bool)
         row = np.cumsum(first) - 1
         g.leaf_anchor, g.leaf_code = a[first], c[first]
-        g.leaf_sum = np.stack([np.bincount(row, weights=own[k, out][key], minlength=int(first.sum())).astype(np.int64)
-                               for k in range(len(own))]) if len(key) else np.zeros((len(own), 0), np.int64)
-        starts = np.flatnonzero(np.concatenate(([True], g.leaf_anchor[1:] != g.leaf_anchor[:-1]))) if len(g.leaf_anchor) else np.zeros(0, np.int64)
+        g.leaf_sum = (
+            np.stack(
+                [
+                    np.bincount(row, weights=own[k, out][key], minlength=int(first.sum())).astype(np.int64)
+                    for k in range(len(own))
+                ]
+            )
+            if len(key)
+            else np.zeros((len(own), 0), np.int64)
+        )
+        starts = (
+            np.flatnonzero(np.concatenate(([True], g.leaf_anchor[1:] != g.leaf_anchor[:-1])))
+            if len(g.leaf_anchor)
+            else np.zeros(0, np.int64)
+        )
         g.leaf_rank = np.arange(len(g.leaf_anchor)) - np.repeat(starts, np.diff(np.append(starts, len(g.leaf_anchor))))
         g.shown = (g.leaf_sum >= np.asarray(min_leaf)[:, None]).any(axis=0)
         anchors = g.anchors = g.leaf_anchor[starts]
@@ -154,9 +178,15 @@ class _Groups:
         nested = self._on_path(anchor, code)
         by_code, inv = np.unique(code, return_inverse=True)
         inv = inv.reshape(-1)
-        sums = np.stack([np.bincount(inv, weights=self.leaf_sum[k, rows], minlength=len(by_code)) for k in range(width)])
-        nest = np.stack([np.bincount(inv, weights=np.where(nested, self.leaf_sum[k, rows], 0), minlength=len(by_code))
-                         for k in range(width)])
+        sums = np.stack(
+            [np.bincount(inv, weights=self.leaf_sum[k, rows], minlength=len(by_code)) for k in range(width)]
+        )
+        nest = np.stack(
+            [
+                np.bincount(inv, weights=np.where(nested, self.leaf_sum[k, rows], 0), minlength=len(by_code))
+                for k in range(width)
+            ]
+        )
         rank = np.lexsort(((by_code & 1) == 0, by_code >> 1))  # by name, a root label first
         return by_code[rank], sums[:, rank].astype(np.int64), nest[:, rank].astype(np.int64)
 
@@ -180,7 +210,9 @@ def _fits(tree: dict[str, Any], max_nodes: int, max_bytes: int) -> tuple[bool, i
 
 
 def build_tree(
-    columns: Sequence[Mapping[Stack, int]], max_nodes: int = DEFAULT_MAX_NODES, max_bytes: int = DEFAULT_MAX_BYTES,
+    columns: Sequence[Mapping[Stack, int]],
+    max_nodes: int = DEFAULT_MAX_NODES,
+    max_bytes: int = DEFAULT_MAX_BYTES,
     trie: Trie | None = None,
 ) -> dict[str, Any]:
     """One tree over several stack maps (one value column each, e.g. before/after).
@@ -199,8 +231,12 @@ def build_tree(
     return build_tree_rows(columns, max_nodes, max_bytes, trie)[0]
 
 
-def build_tree_rows(columns: Sequence[Mapping[Stack, int]], max_nodes: int = DEFAULT_MAX_NODES,
-                    max_bytes: int = DEFAULT_MAX_BYTES, trie: Trie | None = None) -> tuple[dict[str, Any], np.ndarray]:
+def build_tree_rows(
+    columns: Sequence[Mapping[Stack, int]],
+    max_nodes: int = DEFAULT_MAX_NODES,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    trie: Trie | None = None,
+) -> tuple[dict[str, Any], np.ndarray]:
     """``build_tree``, and for each row of the first column's Stacks the tree row its samples end
     in (-1: an empty row): what a subset of the samples (some seconds, some threads) is drawn with."""
     trie = trie if trie is not None else Trie.of(columns)

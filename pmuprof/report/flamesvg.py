@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import re
 from html import escape
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
@@ -70,8 +70,9 @@ def _layout(trie: Trie, total: int) -> list[tuple[int, float, float]]:
 def flame_svg(profile: Profile, title: str = "Flame graph", trie: Trie | None = None) -> str:
     """The SVG document; the same profile gives the same bytes (``trie``: the profile's, if built already)."""
     trie = trie if trie is not None else Trie.of([profile.stacks])
-    return trie_svg(trie, lambda i: _color(trie.frames[trie.frame[i]]), title, "samples",
-                    "the interactive view is report.html")
+    return trie_svg(
+        trie, lambda i: _color(trie.frames[trie.frame[i]]), title, "samples", "the interactive view is report.html"
+    )
 
 
 def trie_svg(trie: Trie, color: Callable[[int], str], title: str, unit: str, note: str, standalone: bool = True) -> str:
@@ -82,25 +83,30 @@ def trie_svg(trie: Trie, color: Callable[[int], str], title: str, unit: str, not
     depth = max((trie.depths[i] for i, _, _ in frames), default=0) + 1
     height = TOP + depth * FRAME_H + PAD + 14
     size = f'width="{WIDTH}" height="{height}" ' if standalone else 'width="100%" '
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" {size}'
-           f'viewBox="0 0 {WIDTH} {height}" font-family="Verdana, sans-serif" font-size="11">',
-           f'<rect width="{WIDTH}" height="{height}" fill="#fdfcf6"/>',
-           f'<text x="{WIDTH // 2}" y="22" text-anchor="middle" font-size="16">{_text(title)}</text>']
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" {size}'
+        f'viewBox="0 0 {WIDTH} {height}" font-family="Verdana, sans-serif" font-size="11">',
+        f'<rect width="{WIDTH}" height="{height}" fill="#fdfcf6"/>',
+        f'<text x="{WIDTH // 2}" y="22" text-anchor="middle" font-size="16">{_text(title)}</text>',
+    ]
     values = trie.values[0]
     for i, x, width in frames:
         name = trie.frames[trie.frame[i]]
         y = height - PAD - 14 - (trie.depths[i] + 1) * FRAME_H
         share = 100.0 * values[i] / total
-        out.append(f'<g><title>{_text(name)} ({values[i]:,} {unit}, {share:.2f}%)</title>'
-                   f'<rect x="{x:.1f}" y="{y}" width="{max(width - 0.5, 0.1):.1f}" height="{FRAME_H - 1}" '
-                   f'fill="{color(i)}" rx="2"/>')
+        out.append(
+            f"<g><title>{_text(name)} ({values[i]:,} {unit}, {share:.2f}%)</title>"
+            f'<rect x="{x:.1f}" y="{y}" width="{max(width - 0.5, 0.1):.1f}" height="{FRAME_H - 1}" '
+            f'fill="{color(i)}" rx="2"/>'
+        )
         chars = int((width - 6) / CHAR_PX)
         if chars >= 3:
-            label = name if len(name) <= chars else name[:chars - 2] + ".."
+            label = name if len(name) <= chars else name[: chars - 2] + ".."
             out.append(f'<text x="{x + 3:.1f}" y="{y + 11}">{_text(label)}</text>')
         out.append("</g>")
-    text = (f"{total:,} {unit}; {len(frames):,} of {trie.size:,} frames drawn "
-            f"(narrower than {MIN_PX} px left out); {note}")
+    text = (
+        f"{total:,} {unit}; {len(frames):,} of {trie.size:,} frames drawn (narrower than {MIN_PX} px left out); {note}"
+    )
     out.append(f'<text x="{PAD}" y="{height - 4}" font-size="10" fill="#555">{_text(text)}</text>')
     out.append("</svg>")
     return "\n".join(out) + "\n"

@@ -10,13 +10,14 @@ ever visited one by one.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
 from ..model.stacks import Stack, Stacks
 
 _NODE_BLOCK = 1 << 20  # nodes per block for work over every node
+
 
 @dataclass(frozen=True)
 class Trie:
@@ -33,7 +34,7 @@ class Trie:
     row_node: np.ndarray | None = None  # each input row's last node (preorder; -1: an empty row)
 
     @classmethod
-    def of(cls, columns: Sequence["Stacks | Mapping[Stack, int]"]) -> "Trie":
+    def of(cls, columns: Sequence[Stacks | Mapping[Stack, int]]) -> Trie:
         cols = [Stacks.of(c) for c in columns]
         frames = tuple(sorted({f for c in cols for f in c.frames}))
         rank = {f: i for i, f in enumerate(frames)}
@@ -52,8 +53,15 @@ class Trie:
             lengths.append(st.lengths)
             counts.append(st.counts)
             col_of.append(np.full(len(st.counts), k, dtype=np.int8))
-        return _build(frames, np.concatenate(ids), np.concatenate(lengths), np.concatenate(counts),
-                      np.concatenate(col_of), len(cols), totals)
+        return _build(
+            frames,
+            np.concatenate(ids),
+            np.concatenate(lengths),
+            np.concatenate(counts),
+            np.concatenate(col_of),
+            len(cols),
+            totals,
+        )
 
     @property
     def weight(self) -> np.ndarray:
@@ -70,14 +78,14 @@ class Trie:
         own = self.values.copy()
         for lo, parents, kids in self._child_blocks():
             for c in range(len(own)):
-                np.subtract.at(own[c], parents, self.values[c, lo:lo + len(kids)][kids])
+                np.subtract.at(own[c], parents, self.values[c, lo : lo + len(kids)][kids])
         return own
 
     def _child_blocks(self):
         """(first node, parents of the non-root nodes, which nodes those are) a block of nodes at a
         time: per-child work whose temporaries stay the size of a block, not of the trie."""
         for lo in range(0, self.size, _NODE_BLOCK):
-            parents = self.parents[lo:lo + _NODE_BLOCK]
+            parents = self.parents[lo : lo + _NODE_BLOCK]
             kids = parents >= 0
             yield lo, parents[kids], kids
 
@@ -94,7 +102,7 @@ class Trie:
         Python took 0.25 s on the reference's 634,108-node trie.
         """
         key, divisor = self._width_key()
-        order = self.widest_first(key, max_nodes + 1)[:max_nodes + 1]  # the cut is made by then
+        order = self.widest_first(key, max_nodes + 1)[: max_nodes + 1]  # the cut is made by then
         if not len(order):
             return -1.0
         weights = key[order].astype(np.float64) / divisor  # the node's weight, as _weight computes it
@@ -103,7 +111,7 @@ class Trie:
         # node j keeps all its children from the first rank whose weight is below its narrowest
         # child's (weights never grow along the order), and only once it is taken (rank > j)
         whole_from = np.maximum(np.searchsorted(-weights, -narrowest, side="right"), ranks + 1)
-        whole = np.cumsum(np.bincount(whole_from, minlength=len(order) + 1))[:len(order)]
+        whole = np.cumsum(np.bincount(whole_from, minlength=len(order) + 1))[: len(order)]
         elided = ranks - whole
         per_node = 6 + 4 * len(self.totals)  # name index, depth and one value per column, with separators
         frame = self.frame[order]
@@ -138,7 +146,7 @@ class Trie:
         array of all the weights)."""
         out = np.empty(self.size, dtype=bool)
         for lo in range(0, self.size, _NODE_BLOCK):
-            out[lo:lo + _NODE_BLOCK] = _weight(self.values[:, lo:lo + _NODE_BLOCK], self.totals) > threshold
+            out[lo : lo + _NODE_BLOCK] = _weight(self.values[:, lo : lo + _NODE_BLOCK], self.totals) > threshold
         return out
 
     def narrowest_child(self, key: np.ndarray | None = None) -> np.ndarray:
@@ -150,7 +158,7 @@ class Trie:
         for _, parents, _ in self._child_blocks():
             narrowest[parents] = top
         for lo, parents, kids in self._child_blocks():
-            np.minimum.at(narrowest, parents, key[lo:lo + len(kids)][kids])
+            np.minimum.at(narrowest, parents, key[lo : lo + len(kids)][kids])
         return narrowest
 
     def anchors(self, kept: np.ndarray) -> np.ndarray:
@@ -199,7 +207,7 @@ def _shared_prefixes(st: Stacks, rank: np.ndarray) -> np.ndarray | None:
         mine = lengths[lo:hi]
         starts = (offsets[lo:hi] - a).astype(np.int32)
         depth = np.arange(b - a, dtype=np.int32) - np.repeat(starts, mine)
-        before = np.repeat(lengths[lo - 1:hi - 1].astype(np.int32), mine)  # the row before's length
+        before = np.repeat(lengths[lo - 1 : hi - 1].astype(np.int32), mine)  # the row before's length
         here = np.arange(a, b, dtype=np.int64)
         same = (depth < before) & (ids[a:b] == ids[here - before])  # ids[here - before]: its frame at this depth
         first_diff = np.minimum.reduceat(np.where(same, np.iinfo(np.int32).max, depth), starts)
@@ -232,18 +240,18 @@ def _build_sorted(frames: tuple[str, ...], st: Stacks, rank: np.ndarray, shared:
         mine = lengths[lo:hi]
         depth = np.arange(b - a, dtype=np.int32) - np.repeat((offsets[lo:hi] - a).astype(np.int32), mine)
         new = depth >= np.repeat(shared[lo:hi].astype(np.int32), mine)
-        frame[start[lo]:start[hi]] = rank[st.ids[a:b][new].astype(np.int64)]
-        depths[start[lo]:start[hi]] = depth[new]
+        frame[start[lo] : start[hi]] = rank[st.ids[a:b][new].astype(np.int64)]
+        depths[start[lo] : start[hi]] = depth[new]
     parents = np.arange(-1, size - 1, dtype=np.int32)
     order, level = _by_level(depths)  # the nodes of depth d, in preorder: order[level[d]:level[d + 1]]
     firsts, first_level = _by_level(shared)  # the rows by the depth of their first new node, likewise
     firsts = start[firsts]
     end = np.empty(size, dtype=np.int32)
     for d in range(len(level) - 1):  # top down: first nodes' parents, then where each subtree ends
-        nodes = order[level[d]:level[d + 1]]
-        first = firsts[first_level[min(d, len(first_level) - 1)]:first_level[min(d + 1, len(first_level) - 1)]]
+        nodes = order[level[d] : level[d + 1]]
+        first = firsts[first_level[min(d, len(first_level) - 1)] : first_level[min(d + 1, len(first_level) - 1)]]
         if d:
-            up = order[level[d - 1]:level[d]]
+            up = order[level[d - 1] : level[d]]
             parents[first] = up[np.searchsorted(up, first) - 1]
         else:
             parents[first] = -1
@@ -266,8 +274,16 @@ def _by_level(depth: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return order, np.searchsorted(depth[order], np.arange(top + 2))
 
 
-def _build(frames: tuple[str, ...], ids: np.ndarray, lengths: np.ndarray, counts: np.ndarray, col_of: np.ndarray,
-           width: int, totals: list[int], rank: np.ndarray | None = None) -> Trie:
+def _build(
+    frames: tuple[str, ...],
+    ids: np.ndarray,
+    lengths: np.ndarray,
+    counts: np.ndarray,
+    col_of: np.ndarray,
+    width: int,
+    totals: list[int],
+    rank: np.ndarray | None = None,
+) -> Trie:
     """Level-order nodes (unique (parent, frame) per depth), then renumbered in preorder. ``rank``
     maps the ids to positions in ``frames`` (None: they are positions already)."""
     offsets = np.concatenate(([0], np.cumsum(lengths)))
@@ -316,7 +332,7 @@ def _build(frames: tuple[str, ...], ids: np.ndarray, lengths: np.ndarray, counts
     pre = _preorder(parent, size, level_start)
     perm = np.empty_like(pre)  # preorder index -> level-order node
     for lo in range(0, len(pre), _NODE_BLOCK):
-        perm[pre[lo:lo + _NODE_BLOCK]] = np.arange(lo, min(lo + _NODE_BLOCK, len(pre)), dtype=np.int32)
+        perm[pre[lo : lo + _NODE_BLOCK]] = np.arange(lo, min(lo + _NODE_BLOCK, len(pre)), dtype=np.int32)
     parent = parent[perm]
     roots = parent < 0
     np.maximum(parent, 0, out=parent)

@@ -25,8 +25,9 @@ _ASSET_SUFFIXES = (".js", ".css")
 def dumps(data: Any) -> str:
     """Canonical JSON: sorted keys, no spaces, UTF-8 kept (the same data gives the same bytes); a value with
     ``as_json()`` (a page payload) is written as what that returns."""
-    return json.dumps(data, sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=False,
-                      default=_as_json)
+    return json.dumps(
+        data, sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=False, default=_as_json
+    )
 
 
 def _as_json(value: Any) -> Any:

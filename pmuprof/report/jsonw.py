@@ -24,7 +24,8 @@ def profile_facts(profile: Profile) -> dict[str, Any]:
         "event_requested": requested,
         "process": processes[0] if processes else "",
         "processes": processes,
-        "pids": [t.pid for t in run.targets] or [p.pid for p in profile.analysis.processes if p.pid is not None and p.kept],
+        "pids": [t.pid for t in run.targets]
+        or [p.pid for p in profile.analysis.processes if p.pid is not None and p.kept],
         "duration_s": run.duration_s,
         "frequency": run.record.frequency,
         "call_graph": run.record.call_graph,
@@ -42,22 +43,39 @@ def _skid(profile: Profile) -> dict[str, Any] | None:
     if analysis.skid is None:
         return None
     fns = sorted(analysis.skid_functions, key=lambda f: (-f.samples, f.symbol))
-    return {"pause_share": analysis.skid.pause_share, "fence_share": analysis.skid.fence_share,
-            "lock_share": analysis.skid.lock_share,
-            "functions": [{"symbol": f.symbol, "samples": f.samples, "moved": f.moved} for f in fns]}
+    return {
+        "pause_share": analysis.skid.pause_share,
+        "fence_share": analysis.skid.fence_share,
+        "lock_share": analysis.skid.lock_share,
+        "functions": [{"symbol": f.symbol, "samples": f.samples, "moved": f.moved} for f in fns],
+    }
 
 
-FORMAT_VERSION = 3  # 3: a finding's fix is a list of typed steps; 2: format_version, host, captured_at and verdict at the top
+FORMAT_VERSION = (
+    3  # 3: a finding's fix is a list of typed steps; 2: format_version, host, captured_at and verdict at the top
+)
 
 
 def verdict_facts(profile: Profile, diagnosis: Diagnosis) -> dict[str, Any]:
     """The verdict a script reads first: the cause the engine put first, or why there is none."""
     top = diagnosis.top
     if top is not None:
-        return {"status": "problem", "rule": top.rule, "title": top.title, "severity": top.severity,
-                "share": top.share, "process": top.process}
-    return {"status": "healthy" if profile.total else "empty", "rule": None, "title": None, "severity": None,
-            "share": None, "process": None}
+        return {
+            "status": "problem",
+            "rule": top.rule,
+            "title": top.title,
+            "severity": top.severity,
+            "share": top.share,
+            "process": top.process,
+        }
+    return {
+        "status": "healthy" if profile.total else "empty",
+        "rule": None,
+        "title": None,
+        "severity": None,
+        "share": None,
+        "process": None,
+    }
 
 
 def findings_document(profile: Profile, diagnosis: Diagnosis) -> dict[str, Any]:
@@ -76,5 +94,4 @@ def findings_document(profile: Profile, diagnosis: Diagnosis) -> dict[str, Any]:
 
 def findings_json(profile: Profile, diagnosis: Diagnosis) -> str:
     """The text of findings.json, also what ``pmuprof report --json`` prints (sorted keys, newline-terminated)."""
-    return json.dumps(findings_document(profile, diagnosis), indent=2, sort_keys=True,
-                      ensure_ascii=False) + "\n"
+    return json.dumps(findings_document(profile, diagnosis), indent=2, sort_keys=True, ensure_ascii=False) + "\n"

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import re
-from typing import Any, Mapping
+from typing import Any
+from collections.abc import Mapping
 
 from ..findings.steps import FENCE_LANG, fence
 from . import bidi
@@ -55,14 +56,18 @@ def _confidence(f: Mapping[str, Any]) -> str:
     elif c.get("blocked_s") is not None:
         parts.append(f"{c['blocked_s']:,} s blocked")
     if c.get("margin") is not None:
-        parts.append(f"{c['margin']}x its threshold" + (" (threads blocked on average)" if c.get("unit") == "threads" else ""))
+        parts.append(
+            f"{c['margin']}x its threshold" + (" (threads blocked on average)" if c.get("unit") == "threads" else "")
+        )
     parts += [f"seen: {_text(x)}" for x in c.get("corroborated") or []]
     parts += [f"not seen: {_text(x)}" for x in c.get("not_corroborated") or []]
     return "(" + "; ".join(parts) + ")"
 
 
 def _finding(f: Mapping[str, Any], level: str = "###") -> list[str]:
-    lines = [f"{level} [{str(f['severity']).upper()}] {_text(f['title'])} ({100 * f['share']:.1f} % of {(f.get('confidence') or {}).get('basis') or 'samples'})"]
+    lines = [
+        f"{level} [{str(f['severity']).upper()}] {_text(f['title'])} ({100 * f['share']:.1f} % of {(f.get('confidence') or {}).get('basis') or 'samples'})"
+    ]
     if _confidence(f):
         lines.append(_confidence(f))
     if f.get("chain"):
@@ -95,8 +100,10 @@ def _findings(groups: list[Mapping[str, Any]]) -> list[str]:
     for g in groups:
         lines += _finding(g["cause"])
         for f in g["consequences"]:
-            lines += [f"- explained by the finding above: [{str(f['severity']).upper()}] {_text(f['title'])} "
-                      f"({100 * f['share']:.1f} %): {_text(str(f['message']).strip())}"]
+            lines += [
+                f"- explained by the finding above: [{str(f['severity']).upper()}] {_text(f['title'])} "
+                f"({100 * f['share']:.1f} %): {_text(str(f['message']).strip())}"
+            ]
         if g["consequences"]:
             lines.append("")
     return lines
@@ -119,22 +126,33 @@ def _wall(p: ReportPayload, top: int = 8) -> list[str]:
     if not wall:
         return []
     lines = ["### Wall clock (on-CPU and off-CPU)", "", "| process | state | seconds | share |", "|---|---|---:|---:|"]
-    lines += [f"| {_inline(r['process'])} | {r['state']} | {r['seconds']:,} | {100 * r['share']:.1f} % |"
-              for r in wall.states]
+    lines += [
+        f"| {_inline(r['process'])} | {r['state']} | {r['seconds']:,} | {100 * r['share']:.1f} % |" for r in wall.states
+    ]
     lines += (["", _text(wall.note)] if wall.note else []) + [""]
     for s in [s for s in snaps if s["groups"]][-1:]:  # the last snapshot that found threads
-        lines += [f"What the threads were doing at the capture's {s['when']} ({_text(s['label'])}, {s['threads']} threads), "
-                  "innermost frame first:", "", "| threads | state | stack |", "|---:|---|---|"]
-        lines += [f"| {g['count']} | {g['state']} | {_inline(g['kernel'] or g['wchan'] if g['stack'] == NO_USER_STACK else g['stack'])} |"
-                  for g in s["groups"][:top]]
+        lines += [
+            f"What the threads were doing at the capture's {s['when']} ({_text(s['label'])}, {s['threads']} threads), "
+            "innermost frame first:",
+            "",
+            "| threads | state | stack |",
+            "|---:|---|---|",
+        ]
+        lines += [
+            f"| {g['count']} | {g['state']} | {_inline(g['kernel'] or g['wchan'] if g['stack'] == NO_USER_STACK else g['stack'])} |"
+            for g in s["groups"][:top]
+        ]
         lines.append("")
     return lines
 
 
 def _numbers(p: ReportPayload) -> list[str]:
     s = p.summary
-    out = [f"- Samples: {s['samples']:,}" + (f" of {s['event_recorded']}" if s["event_recorded"] else "")
-           + (f" (asked for {s['event_requested']})" if s["event_substituted"] else "")]
+    out = [
+        f"- Samples: {s['samples']:,}"
+        + (f" of {s['event_recorded']}" if s["event_recorded"] else "")
+        + (f" (asked for {s['event_requested']})" if s["event_substituted"] else "")
+    ]
     if s.get("duration_s") is not None:
         out.append(f"- Duration: {s['duration_s']} s" + (", interrupted" if s["interrupted"] else ""))
     for proc, ipc in p.counters["ipc"].items():
@@ -143,8 +161,10 @@ def _numbers(p: ReportPayload) -> list[str]:
         out.append("- Host load during the capture: " + "; ".join(f"{r['label']} {r['value']}" for r in s["host_load"]))
     rows = p.top_functions[0]["rows"][:TOP_FRAMES]
     if rows:
-        out.append("- Hottest functions (self): " + ", ".join(
-            f"{_inline(r['name'])} {100 * r['self_share']:.1f} %" for r in rows if r["self"]))
+        out.append(
+            "- Hottest functions (self): "
+            + ", ".join(f"{_inline(r['name'])} {100 * r['self_share']:.1f} %" for r in rows if r["self"])
+        )
     return out
 
 
@@ -153,16 +173,27 @@ def _capture(p: ReportPayload) -> list[str]:
     host = s["host"]
     out = []
     if s["processes"]:
-        out.append("- Target: " + ", ".join(_inline(x) for x in s["processes"])
-                   + (f" ({s['server_version']})" if s["server_version"] else ""))
+        out.append(
+            "- Target: "
+            + ", ".join(_inline(x) for x in s["processes"])
+            + (f" ({s['server_version']})" if s["server_version"] else "")
+        )
     if s["selection"]:
         out.append("- Processes: " + _text(s["selection"]))
     if host.get("cpu_model") or host.get("kernel"):
         known = [host.get("cpu_model") or "", f"kernel {host['kernel']}" if host.get("kernel") else ""]
-        out.append(f"- Host: {', '.join(k for k in known if k)}, "
-                   f"hardware PMU {'yes' if host.get('hardware_pmu') else 'no'}")
-    details = [x for x in (s["mode"], f"{s['frequency']} Hz" if s["frequency"] else "",
-                           f"call graph {s['call_graph']}" if s["call_graph"] else "") if x]
+        out.append(
+            f"- Host: {', '.join(k for k in known if k)}, hardware PMU {'yes' if host.get('hardware_pmu') else 'no'}"
+        )
+    details = [
+        x
+        for x in (
+            s["mode"],
+            f"{s['frequency']} Hz" if s["frequency"] else "",
+            f"call graph {s['call_graph']}" if s["call_graph"] else "",
+        )
+        if x
+    ]
     if details:
         out.append("- Sampling: " + ", ".join(details))
     if s["perf_argv"]:
@@ -181,7 +212,10 @@ def _verdict(v: Mapping[str, Any], samples: int) -> list[str]:
     busy = busy_sentence(v.get("busy") or {}, _inline)
     busy = f" {busy[0].upper() + busy[1:]}." if busy else ""
     if v["healthy"] and w:
-        return note + [f"**Verdict: no known problem in the on-CPU samples** ({samples:,}): the waits are not in them.{busy}", ""]
+        return note + [
+            f"**Verdict: no known problem in the on-CPU samples** ({samples:,}): the waits are not in them.{busy}",
+            "",
+        ]
     if v["healthy"]:
         n = len(v.get("info") or ())
         info = f" ({n} informational finding{'s' if n > 1 else ''} below)" if n else ""
@@ -191,13 +225,16 @@ def _verdict(v: Mapping[str, Any], samples: int) -> list[str]:
     also = f" It also explains: {', '.join(e['rule'] for e in v['explains'])}." if v["explains"] else ""
     basis = v.get("basis") or "samples"
     whose = "" if basis.startswith("the ") else f"{v['process'] or 'the'} "  # "the host's time" is no process's
-    return note + [f"**Verdict: {_text(v['title'])}** — {100 * v['share']:.1f} % of {_text(whose)}{basis}"
-            f"{' (how sure: ' + _text(sure) + ')' if sure else ''}. {_text(v['sentence'])}{also} The fix is under "
-            f"the first finding below.", ""]
+    return note + [
+        f"**Verdict: {_text(v['title'])}** — {100 * v['share']:.1f} % of {_text(whose)}{basis}"
+        f"{' (how sure: ' + _text(sure) + ')' if sure else ''}. {_text(v['sentence'])}{also} The fix is under "
+        f"the first finding below.",
+        "",
+    ]
 
 
 def _polls(th: Mapping[str, Any]) -> str:
-    """" (15 polls in 20 s: fewer than one a second)", or the count alone."""
+    """ " (15 polls in 20 s: fewer than one a second)", or the count alone."""
     polls, secs = th.get("polls", 0), th.get("seconds", 0)
     if not secs:
         return f" ({polls:,} polls)"
@@ -211,13 +248,22 @@ def _threads(th: Mapping[str, Any] | None, top: int = 5) -> list[str]:
         return []
     if th.get("polled"):
         names = ("state", "statement")
-        lines = ["### CPU by processlist state and statement", "",
-                 f"{th['joined']:,} of {th['samples']:,} samples joined to their thread's processlist row in that second"
-                 f"{_polls(th)}.", ""]
+        lines = [
+            "### CPU by processlist state and statement",
+            "",
+            f"{th['joined']:,} of {th['samples']:,} samples joined to their thread's processlist row in that second"
+            f"{_polls(th)}.",
+            "",
+        ]
     else:
         names = ("thread",)
-        lines = ["### CPU by thread", "", f"{th['samples']:,} samples with their thread id; no processlist was polled "
-                 "during this capture, so only the split by thread is shown.", ""]
+        lines = [
+            "### CPU by thread",
+            "",
+            f"{th['samples']:,} samples with their thread id; no processlist was polled "
+            "during this capture, so only the split by thread is shown.",
+            "",
+        ]
     for table in th["tables"]:
         if table["name"] not in names:
             continue
@@ -240,7 +286,10 @@ def render_markdown(payload: ReportPayload) -> str:
     lines += _threads(payload.threads)
     lines += ["### Key numbers", ""] + _numbers(payload) + [""]
     lines += ["### How it was captured", ""] + _capture(payload) + [""]
-    lines += ["![Flame graph](flame.svg)", "",
-              "Full report: report.html (self-contained, opens offline); flame graph picture: [flame.svg](flame.svg); "
-              "machine-readable: findings.json."]
+    lines += [
+        "![Flame graph](flame.svg)",
+        "",
+        "Full report: report.html (self-contained, opens offline); flame graph picture: [flame.svg](flame.svg); "
+        "machine-readable: findings.json.",
+    ]
     return bidi.visible("\n".join(lines) + "\n")

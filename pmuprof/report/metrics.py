@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Mapping
+from collections.abc import Mapping
 
 from .. import __version__
 from ..findings.diagnosis import Diagnosis
@@ -92,7 +92,9 @@ def _profile_lines(m: RunMetrics, base: dict[str, str]) -> dict[str, list[str]]:
         top = sorted(part.self_counts().items(), key=lambda kv: (-kv[1], kv[0]))[:TOP_FUNCTIONS]
         for name, count in top:
             labels = {**base, "server": inst, "function": name[:MAX_LABEL]}
-            out["pmuprof_function_self_share_ratio"].append(_line("pmuprof_function_self_share_ratio", labels, count / total))
+            out["pmuprof_function_self_share_ratio"].append(
+                _line("pmuprof_function_self_share_ratio", labels, count / total)
+            )
     for f in m.diagnosis.findings if m.succeeded else ():
         labels = {**base, "server": _instance_of(f, instances), "rule": f.rule, "severity": f.severity}
         out["pmuprof_finding_share_ratio"].append(_line("pmuprof_finding_share_ratio", labels, round(f.share, 6)))
@@ -103,7 +105,8 @@ def _profile_lines(m: RunMetrics, base: dict[str, str]) -> dict[str, list[str]]:
     out["pmuprof_info"].append(_line("pmuprof_info", {**base, "version": __version__, "event": event}, 1))
     if isinstance(profile.run.duration_s, (int, float)):
         out["pmuprof_last_run_duration_seconds"].append(
-            _line("pmuprof_last_run_duration_seconds", base, float(profile.run.duration_s)))
+            _line("pmuprof_last_run_duration_seconds", base, float(profile.run.duration_s))
+        )
     return out
 
 
@@ -115,13 +118,16 @@ def render_metrics(m: RunMetrics) -> str:
         lines = _profile_lines(m, base)
     else:
         lines["pmuprof_info"].append(_line("pmuprof_info", {**base, "version": __version__, "event": ""}, 1))
-    lines["pmuprof_last_run_timestamp_seconds"].append(_line("pmuprof_last_run_timestamp_seconds", base, round(m.ended, 3)))
+    lines["pmuprof_last_run_timestamp_seconds"].append(
+        _line("pmuprof_last_run_timestamp_seconds", base, round(m.ended, 3))
+    )
     lines["pmuprof_last_run_exit_code"].append(_line("pmuprof_last_run_exit_code", base, m.exit_code))
     lines["pmuprof_last_run_failed"].append(_line("pmuprof_last_run_failed", base, 0 if m.succeeded else 1))
     success = round(m.ended, 3) if m.succeeded else m.last_success
     if success is not None:  # never succeeded yet: absent, so `time() - it` alerts on absent()
         lines["pmuprof_last_success_timestamp_seconds"].append(
-            _line("pmuprof_last_success_timestamp_seconds", base, success))
+            _line("pmuprof_last_success_timestamp_seconds", base, success)
+        )
     if m.succeeded:
         counts = {sev: 0 for sev in SEVERITIES}
         for f in m.diagnosis.findings:

@@ -50,7 +50,7 @@ def rate_noise(count_a: float, unit_a: float, count_b: float, unit_b: float, z: 
     ``unit`` is what one sample stands for (e.g. the share of the sampled CPUs' time). A zero
     count is given the variance of one sample, so that nothing seen is not taken as exactly zero.
     """
-    return z * math.sqrt(max(count_a, 1.0) * unit_a ** 2 + max(count_b, 1.0) * unit_b ** 2)
+    return z * math.sqrt(max(count_a, 1.0) * unit_a**2 + max(count_b, 1.0) * unit_b**2)
 
 
 def smallest_change(share: float, n_before: float, n_after: float, z: float = Z) -> float:

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, fields
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any
+from collections.abc import Callable, Iterable, Mapping
 
 from ..findings.diagnosis import Diagnosis
 from ..findings.latches import LatchWaits
@@ -41,8 +42,13 @@ def top_functions(stacks: Stacks, limit: int = TOP_FUNCTIONS) -> list[dict[str, 
 
     names = sorted(set(top(self_c)) | set(top(incl_c)), key=lambda n: (-self_c.get(n, 0), -incl_c.get(n, 0), n))
     return [
-        {"name": n, "self": self_c.get(n, 0), "inclusive": incl_c.get(n, 0),
-         "self_share": _share(self_c.get(n, 0), total), "inclusive_share": _share(incl_c.get(n, 0), total)}
+        {
+            "name": n,
+            "self": self_c.get(n, 0),
+            "inclusive": incl_c.get(n, 0),
+            "self_share": _share(self_c.get(n, 0), total),
+            "inclusive_share": _share(incl_c.get(n, 0), total),
+        }
         for n in names
     ]
 
@@ -66,16 +72,18 @@ def comparison(profile: Profile, processes: list[str], ipc: Mapping[str, float])
         part = profile.process_stacks(proc)  # its stacks alone: no copy of its sample table
         target = profile.target(proc)
         top = sorted(part.self_counts().items(), key=lambda kv: (-kv[1], kv[0]))[:3]
-        rows.append({
-            "process": proc,
-            "pid": target.pid if target else None,
-            "samples": part.total,
-            "share": _share(part.total, total),
-            "top": [{"name": n, "share": _share(c, part.total)} for n, c in top],
-            "ipc": ipc.get(proc),
-            "numa": numa_text(target),
-            "threads": target.threads if target else None,
-        })
+        rows.append(
+            {
+                "process": proc,
+                "pid": target.pid if target else None,
+                "samples": part.total,
+                "share": _share(part.total, total),
+                "top": [{"name": n, "share": _share(c, part.total)} for n, c in top],
+                "ipc": ipc.get(proc),
+                "numa": numa_text(target),
+                "threads": target.threads if target else None,
+            }
+        )
     return rows
 
 
@@ -87,12 +95,30 @@ def _hotspot(fn: SkidFunction, total: int) -> dict[str, Any]:
         if not (ins.raw or ins.corrected):
             continue
         nxt = insns[idx + 1].text if idx + 1 < len(insns) else None
-        rows.append({"address": ins.address, "offset": ins.offset, "text": ins.text, "kind": ins.kind,
-                     "raw": ins.raw, "corrected": ins.corrected, "ambiguous": ins.ambiguous,
-                     "moved_in": max(ins.corrected - ins.raw, 0) if ins.kind else 0, "next_text": nxt})
-    return {"symbol": fn.symbol, "binary": fn.binary, "error": fn.error, "samples": fn.samples,
-            "share": _share(fn.samples, total), "moved": fn.moved, "raw_total": sum(i.raw for i in insns),
-            "corrected_total": sum(i.corrected for i in insns), "instructions": rows}
+        rows.append(
+            {
+                "address": ins.address,
+                "offset": ins.offset,
+                "text": ins.text,
+                "kind": ins.kind,
+                "raw": ins.raw,
+                "corrected": ins.corrected,
+                "ambiguous": ins.ambiguous,
+                "moved_in": max(ins.corrected - ins.raw, 0) if ins.kind else 0,
+                "next_text": nxt,
+            }
+        )
+    return {
+        "symbol": fn.symbol,
+        "binary": fn.binary,
+        "error": fn.error,
+        "samples": fn.samples,
+        "share": _share(fn.samples, total),
+        "moved": fn.moved,
+        "raw_total": sum(i.raw for i in insns),
+        "corrected_total": sum(i.corrected for i in insns),
+        "instructions": rows,
+    }
 
 
 def hotspots(profile: Profile, top: int = 5) -> list[dict[str, Any]]:
@@ -123,9 +149,19 @@ def latch_rows(latches: Mapping[str, tuple[LatchWaits, ...]] | None, min_share: 
         for w in waits:
             if w.share < min_share:
                 continue
-            rows.append({"process": process, "latch": w.latch, "name": w.name, "samples": w.count, "share": w.share,
-                         "kinds": dict(sorted(w.kinds.items())), "modes": dict(sorted(w.modes.items())),
-                         "rule": w.rule or "", "chains": [{"text": w.chain_text(c), "samples": c.count} for c in w.chains]})
+            rows.append(
+                {
+                    "process": process,
+                    "latch": w.latch,
+                    "name": w.name,
+                    "samples": w.count,
+                    "share": w.share,
+                    "kinds": dict(sorted(w.kinds.items())),
+                    "modes": dict(sorted(w.modes.items())),
+                    "rule": w.rule or "",
+                    "chains": [{"text": w.chain_text(c), "samples": c.count} for c in w.chains],
+                }
+            )
     return rows
 
 
@@ -171,8 +207,9 @@ class ReportPayload:
         return out
 
 
-def build_payload(profile: Profile, diagnosis: Diagnosis, max_flame_nodes: int = 200_000,
-                  trie: Callable[[], Trie] | None = None) -> ReportPayload:
+def build_payload(
+    profile: Profile, diagnosis: Diagnosis, max_flame_nodes: int = 200_000, trie: Callable[[], Trie] | None = None
+) -> ReportPayload:
     """Everything the report shows, as plain data (sorted, no clock reads: same input, same bytes);
     ``trie``: gives the profile's flame trie when the caller builds and keeps it (asked for once)."""
     processes = profile.processes()
@@ -183,11 +220,20 @@ def build_payload(profile: Profile, diagnosis: Diagnosis, max_flame_nodes: int =
     top = _per_process_top(profile, processes)
     profile.stacks.release_postings()  # the findings are done with them: room for the flame tree
     flame, tree_rows = build_tree_rows([profile.stacks], max_flame_nodes, trie=trie() if trie else None)
-    found = verdict(shown, found_groups[0] if diagnosis.top else None, head, top[0]["rows"], frozenset(flame["names"]),
-                    diagnosis.busiest.to_dict() if diagnosis.busiest else None)
+    found = verdict(
+        shown,
+        found_groups[0] if diagnosis.top else None,
+        head,
+        top[0]["rows"],
+        frozenset(flame["names"]),
+        diagnosis.busiest.to_dict() if diagnosis.busiest else None,
+    )
     note = waiting(profile)
-    found["waiting"] = {"sentence": note.sentence(), "command": note.command, "sessions": note.sessions,
-                        "busy_cpus": note.busy_cpus} if note else None
+    found["waiting"] = (
+        {"sentence": note.sentence(), "command": note.command, "sessions": note.sessions, "busy_cpus": note.busy_cpus}
+        if note
+        else None
+    )
     wall, why = wall_stacks(profile)
     return ReportPayload(
         title="pmuprof report" + (f": {', '.join(processes[:3])}" if processes else ""),

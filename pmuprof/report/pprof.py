@@ -5,7 +5,7 @@ from __future__ import annotations
 import gzip
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Iterable, Mapping
+from collections.abc import Iterable, Mapping
 
 from ..model.labels import dso_base, is_kernel, is_kernel_dso, parse_function
 from ..model.profile import Profile
@@ -106,8 +106,14 @@ def _mappings(profile: Profile) -> dict[str, _Mapping]:
         if base in out or is_kernel_dso(path):
             continue
         fm = maps.get(path)
-        out[base] = _Mapping(len(out) + 1, fm.start if fm else 0, fm.end if fm else 0, fm.pgoff if fm else 0,
-                             path, build_ids.get(path, ""))
+        out[base] = _Mapping(
+            len(out) + 1,
+            fm.start if fm else 0,
+            fm.end if fm else 0,
+            fm.pgoff if fm else 0,
+            path,
+            build_ids.get(path, ""),
+        )
     out[KERNEL] = _Mapping(len(out) + 1, 0, 0, 0, KERNEL, "")
     return out
 
@@ -120,14 +126,19 @@ def _frame_dsos(profile: Profile) -> dict[str, str]:
     return out
 
 
-def _location(frame: str, mappings: dict[str, _Mapping], dsos: dict[str, str],
-              biases: Mapping[str, int]) -> tuple[int, int]:
+def _location(
+    frame: str, mappings: dict[str, _Mapping], dsos: dict[str, str], biases: Mapping[str, int]
+) -> tuple[int, int]:
     """(mapping id, address) of a frame: unnamed functions get their runtime start address when the
     load bias of their binary is known; named frames keep address 0 (the input has names, not IPs)."""
     if is_kernel(frame):
         return mappings[KERNEL].id, 0
     parsed = parse_function(frame)
-    base = parsed[0] if parsed else dsos.get(frame) or (frame[1:-1] if frame.startswith("[") and frame.endswith("]") else "")
+    base = (
+        parsed[0]
+        if parsed
+        else dsos.get(frame) or (frame[1:-1] if frame.startswith("[") and frame.endswith("]") else "")
+    )
     mapping = mappings.get(base)
     if mapping is None:
         return 0, 0
@@ -147,8 +158,9 @@ def _mapping_bytes(m: _Mapping, strings: _Strings) -> bytes:
 class _Frames:
     """One function and one location per frame name, numbered from 1 in order of first use."""
 
-    def __init__(self, strings: _Strings, mappings: dict[str, _Mapping], dsos: dict[str, str],
-                 biases: Mapping[str, int]) -> None:
+    def __init__(
+        self, strings: _Strings, mappings: dict[str, _Mapping], dsos: dict[str, str], biases: Mapping[str, int]
+    ) -> None:
         self.strings, self.mappings, self.dsos, self.biases = strings, mappings, dsos, biases
         self.ids: dict[str, int] = {}
         self.functions: list[bytes] = []
@@ -161,17 +173,25 @@ class _Frames:
         fid = self.ids[frame] = len(self.ids) + 1
         name = self.strings(frame)
         filename = self.strings(KERNEL) if is_kernel(frame) else 0
-        self.functions.append(field_varint(_F_ID, fid) + field_varint(_F_NAME, name)
-                              + field_varint(_F_SYSTEM_NAME, name) + field_varint(_F_FILENAME, filename))
+        self.functions.append(
+            field_varint(_F_ID, fid)
+            + field_varint(_F_NAME, name)
+            + field_varint(_F_SYSTEM_NAME, name)
+            + field_varint(_F_FILENAME, filename)
+        )
         mapping_id, address = _location(frame, self.mappings, self.dsos, self.biases)
-        self.locations.append(field_varint(_LOC_ID, fid) + field_varint(_LOC_MAPPING, mapping_id)
-                              + field_varint(_LOC_ADDRESS, address)
-                              + field_bytes(_LOC_LINE, field_varint(_LINE_FUNCTION, fid)))
+        self.locations.append(
+            field_varint(_LOC_ID, fid)
+            + field_varint(_LOC_MAPPING, mapping_id)
+            + field_varint(_LOC_ADDRESS, address)
+            + field_bytes(_LOC_LINE, field_varint(_LINE_FUNCTION, fid))
+        )
         return fid
 
 
-def encode_profile(profile: Profile, comments: Mapping[str, object] | None = None,
-                   biases: Mapping[str, int] | None = None) -> bytes:
+def encode_profile(
+    profile: Profile, comments: Mapping[str, object] | None = None, biases: Mapping[str, int] | None = None
+) -> bytes:
     """profile.proto bytes (not compressed): one location and function per frame name.
 
     Frames keep their folded names (the process root included, so per-process subtrees stay
@@ -219,7 +239,8 @@ def _epoch_ns(started: str) -> int:
         return 0
 
 
-def pprof_bytes(profile: Profile, comments: Mapping[str, object] | None = None,
-                biases: Mapping[str, int] | None = None) -> bytes:
+def pprof_bytes(
+    profile: Profile, comments: Mapping[str, object] | None = None, biases: Mapping[str, int] | None = None
+) -> bytes:
     """Gzipped profile.proto with a zero mtime, so the same profile gives the same bytes."""
     return gzip.compress(encode_profile(profile, comments, biases), compresslevel=6, mtime=0)

@@ -21,6 +21,7 @@ MAX_CELLS = 400_000  # (tree row, second) pairs embedded at most; beyond, the st
 
 def _top(diagnosis: Diagnosis) -> Finding | None:
     """The verdict's cause when its stacks are known, else the first cause with matched stacks."""
+
     def marked(f: Finding) -> bool:
         return f.stacks is not None and len(f.stacks) > 0
 
@@ -37,8 +38,12 @@ def wall_clock(run: Run, first: int) -> dict[str, Any] | None:
     approximate (perf starts a few seconds after it); None when neither is known."""
     if run.clock is not None:
         c = run.clock
-        return {"t0": round(c.epoch_s + (first - c.monotonic_s), 3), "offset": c.utc_offset_s, "zone": c.zone,
-                "exact": True}
+        return {
+            "t0": round(c.epoch_s + (first - c.monotonic_s), 3),
+            "offset": c.utc_offset_s,
+            "zone": c.zone,
+            "exact": True,
+        }
     try:
         started = _dt.datetime.fromisoformat(run.started.replace("Z", "+00:00")) if run.started else None
     except ValueError:
@@ -46,8 +51,12 @@ def wall_clock(run: Run, first: int) -> dict[str, Any] | None:
     if started is None:
         return None
     offset = started.utcoffset()
-    return {"t0": started.timestamp(), "offset": int(offset.total_seconds()) if offset is not None else 0,
-            "zone": "", "exact": False}
+    return {
+        "t0": started.timestamp(),
+        "offset": int(offset.total_seconds()) if offset is not None else 0,
+        "zone": "",
+        "exact": False,
+    }
 
 
 def strip(profile: Profile, diagnosis: Diagnosis, tree_rows: np.ndarray) -> dict[str, Any] | None:
@@ -69,7 +78,7 @@ def strip(profile: Profile, diagnosis: Diagnosis, tree_rows: np.ndarray) -> dict
     per_sec, top_sec = np.zeros(width, np.int64), np.zeros(width, np.int64)
     untimed = 0
     for lo in range(0, len(s), BLOCK):
-        secs, counts, rows = s.seconds[lo:lo + BLOCK], s.counts[lo:lo + BLOCK], s.rows[lo:lo + BLOCK]
+        secs, counts, rows = s.seconds[lo : lo + BLOCK], s.counts[lo : lo + BLOCK], s.rows[lo : lo + BLOCK]
         timed = secs >= 0
         untimed += int(counts[~timed].sum())
         if not timed.all():
@@ -82,6 +91,12 @@ def strip(profile: Profile, diagnosis: Diagnosis, tree_rows: np.ndarray) -> dict
     cells = None
     if len(tree_rows) == len(profile.stacks):
         cells = s.cells(lambda lo, hi: tree_rows[s.rows[lo:hi]], first, width, MAX_CELLS)
-    return {"first": first, "n": per_sec.tolist(), "untimed": untimed, "clock": wall_clock(profile.run, first),
-            "top": top_sec.tolist() if top is not None else None, "top_title": top.title if top is not None else "",
-            "cells": {"node": cells[0].tolist(), "sec": cells[1].tolist(), "n": cells[2].tolist()} if cells else None}
+    return {
+        "first": first,
+        "n": per_sec.tolist(),
+        "untimed": untimed,
+        "clock": wall_clock(profile.run, first),
+        "top": top_sec.tolist() if top is not None else None,
+        "top_title": top.title if top is not None else "",
+        "cells": {"node": cells[0].tolist(), "sec": cells[1].tolist(), "n": cells[2].tolist()} if cells else None,
+    }

@@ -43,9 +43,18 @@ def speedscope_document(profile: Profile, name: str = "", per_thread: bool = Fal
         order[key] = order.get(key, 0) - count
     rank = {proc: i for i, proc in enumerate(profile.processes())}
     keys = sorted(by_profile, key=lambda k: (rank.get(k.split(" ")[0], len(rank)), order[k], k))
-    profiles = [{"type": "sampled", "name": key, "unit": "nanoseconds" if period else "none",
-                 "startValue": 0, "endValue": sum(by_profile[key][1]),
-                 "samples": by_profile[key][0], "weights": by_profile[key][1]} for key in keys]
+    profiles = [
+        {
+            "type": "sampled",
+            "name": key,
+            "unit": "nanoseconds" if period else "none",
+            "startValue": 0,
+            "endValue": sum(by_profile[key][1]),
+            "samples": by_profile[key][0],
+            "weights": by_profile[key][1],
+        }
+        for key in keys
+    ]
     return {
         "$schema": SCHEMA,
         "name": name or profile.source or "pmuprof profile",
@@ -57,5 +66,9 @@ def speedscope_document(profile: Profile, name: str = "", per_thread: bool = Fal
 
 
 def speedscope_json(profile: Profile, name: str = "", per_thread: bool = False) -> str:
-    return json.dumps(speedscope_document(profile, name, per_thread), sort_keys=True, ensure_ascii=False,
-                      separators=(",", ":")) + "\n"
+    return (
+        json.dumps(
+            speedscope_document(profile, name, per_thread), sort_keys=True, ensure_ascii=False, separators=(",", ":")
+        )
+        + "\n"
+    )

@@ -28,9 +28,16 @@ def diff_split(before: Profile, after: Profile) -> list[dict[str, Any]]:
         for key in sorted(set(rb) | set(ra)):
             nb, na = rb.get(key, 0), ra.get(key, 0)
             lo, hi = share_change(nb, tb["samples"], na, ta["samples"])
-            rows.append({"key": key, "before": nb / tb["samples"], "after": na / ta["samples"],
-                         "delta": na / ta["samples"] - nb / tb["samples"], "interval": [lo, hi],
-                         "outside_noise": outside((lo, hi))})
+            rows.append(
+                {
+                    "key": key,
+                    "before": nb / tb["samples"],
+                    "after": na / ta["samples"],
+                    "delta": na / ta["samples"] - nb / tb["samples"],
+                    "interval": [lo, hi],
+                    "outside_noise": outside((lo, hi)),
+                }
+            )
         rows.sort(key=lambda r: (-abs(r["delta"]), r["key"]))
         out.append({"name": table["name"], "title": table["title"], "rows": rows[:ROWS]})
     return out
@@ -40,10 +47,17 @@ def split_markdown(split: list[dict[str, Any]], inline) -> list[str]:
     """diff.md's lines for the split (``inline`` quotes a name as code)."""
     lines: list[str] = []
     for table in split:
-        lines += [f"### {table['title']}", "", "| group | before | after | change (points) | |", "|---|---:|---:|---:|---|"]
+        lines += [
+            f"### {table['title']}",
+            "",
+            "| group | before | after | change (points) | |",
+            "|---|---:|---:|---:|---|",
+        ]
         for r in table["rows"]:
             verdict = "**outside the noise**" if r["outside_noise"] else "sampling noise"
-            lines.append(f"| {inline(r['key'][:120])} | {100 * r['before']:.2f} % | {100 * r['after']:.2f} % | "
-                         f"{100 * r['delta']:+.2f} | {verdict} |")
+            lines.append(
+                f"| {inline(r['key'][:120])} | {100 * r['before']:.2f} % | {100 * r['after']:.2f} % | "
+                f"{100 * r['delta']:+.2f} | {verdict} |"
+            )
         lines.append("")
     return lines

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
+from collections.abc import Mapping
 
 from ..findings.diagnosis import Diagnosis
 from ..model.labels import without_kernel_suffix
@@ -20,12 +21,17 @@ def verdict_line(diagnosis: Diagnosis, samples: int, where: str = "") -> str:
         return f"NO SAMPLES{place}: the target was idle or off-CPU during the capture"
     if not causes:
         b = diagnosis.busiest
-        busy = f"; most time in {without_kernel_suffix(b.function)} ({share_text(b.samples, b.total, 'inclusive')})" \
-            if b and b.function and b.total else ""
+        busy = (
+            f"; most time in {without_kernel_suffix(b.function)} ({share_text(b.samples, b.total, 'inclusive')})"
+            if b and b.function and b.total
+            else ""
+        )
         return _bounded(f"OK{place}: no rule fired ({samples:,} samples){busy}")
     top = causes[0]
     proc = f", {top.process}" if top.process and not top.basis.startswith("the ") else ""
-    line = f"{top.severity.upper()}{place}: {' '.join(top.title.split())} ({100 * top.share:.0f} % of {top.basis}{proc})"
+    line = (
+        f"{top.severity.upper()}{place}: {' '.join(top.title.split())} ({100 * top.share:.0f} % of {top.basis}{proc})"
+    )
     rest = causes[1:]
     if rest:
         counts: dict[str, int] = {}
@@ -36,11 +42,12 @@ def verdict_line(diagnosis: Diagnosis, samples: int, where: str = "") -> str:
 
 
 def _bounded(line: str) -> str:
-    return line if len(line) <= MAX_LINE else line[:MAX_LINE - 1] + "…"
+    return line if len(line) <= MAX_LINE else line[: MAX_LINE - 1] + "…"
 
 
-def run_summary(run_dir: Path, samples: int, diagnosis: Diagnosis, paths: Mapping[str, Path],
-                exit_code: int, where: str = "") -> dict[str, Any]:
+def run_summary(
+    run_dir: Path, samples: int, diagnosis: Diagnosis, paths: Mapping[str, Path], exit_code: int, where: str = ""
+) -> dict[str, Any]:
     """What `capture --json` prints: where the run is, its verdict, and each finding in brief."""
     return {
         "run_dir": str(run_dir),
@@ -48,6 +55,15 @@ def run_summary(run_dir: Path, samples: int, diagnosis: Diagnosis, paths: Mappin
         "verdict": verdict_line(diagnosis, samples, where),
         "exit_code": exit_code,
         "files": {name: str(path) for name, path in sorted(paths.items())},
-        "findings": [{"rule": f.rule, "severity": f.severity, "share": round(f.share, 6), "title": f.title,
-                      "process": f.process, "explained_by": f.explained_by} for f in diagnosis.findings],
+        "findings": [
+            {
+                "rule": f.rule,
+                "severity": f.severity,
+                "share": round(f.share, 6),
+                "title": f.title,
+                "process": f.process,
+                "explained_by": f.explained_by,
+            }
+            for f in diagnosis.findings
+        ],
     }

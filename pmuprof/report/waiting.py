@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import shlex
 from dataclasses import dataclass
-from typing import Sequence
+from collections.abc import Sequence
 
 from ..model.profile import Profile
 from ..model.server import ServerFacts
@@ -23,9 +23,11 @@ class Waiting:
     command: str
 
     def sentence(self) -> str:
-        return (f"{self.sessions} sessions were executing statements, but the server used only "
-                f"{self.busy_cpus:.2f} CPUs on average: its threads were mostly off the CPU (waiting), "
-                "which on-CPU samples do not show. To see where they wait, run:")
+        return (
+            f"{self.sessions} sessions were executing statements, but the server used only "
+            f"{self.busy_cpus:.2f} CPUs on average: its threads were mostly off the CPU (waiting), "
+            "which on-CPU samples do not show. To see where they wait, run:"
+        )
 
 
 def executing_sessions(server: ServerFacts | None) -> int | None:

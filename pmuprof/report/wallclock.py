@@ -17,16 +17,23 @@ from .flametrie import Trie
 
 RUNNING, RUNNABLE, FUTEX, IO, OTHER = "running", "runnable", "blocked: futex", "blocked: I/O", "blocked: other"
 STATES = (RUNNING, RUNNABLE, FUTEX, IO, OTHER)
-ABOUT = {RUNNING: "on a CPU (samples × 1 / sampling frequency)", RUNNABLE: "ready, waiting for a CPU (preempted)",
-         FUTEX: "asleep on a futex: mutexes, condition variables, InnoDB events and locks",
-         IO: "uninterruptible, or in disk I/O: reads, writes, fsync", OTHER: "asleep elsewhere: network, poll, timers"}
+ABOUT = {
+    RUNNING: "on a CPU (samples × 1 / sampling frequency)",
+    RUNNABLE: "ready, waiting for a CPU (preempted)",
+    FUTEX: "asleep on a futex: mutexes, condition variables, InnoDB events and locks",
+    IO: "uninterruptible, or in disk I/O: reads, writes, fsync",
+    OTHER: "asleep elsewhere: network, poll, timers",
+}
 HUE = {RUNNING: 120, RUNNABLE: 48, FUTEX: 210, IO: 0, OTHER: 270}  # green, amber, blue, red, violet
-_IO = re.compile(r"io_schedule|blkdev|submit_bio|_sync_file|fsync|fdatasync|pread|pwrite|io_cqring_wait|"
-                 r"read_events|aio|wait_on_page|folio_wait|jbd2|filemap_fault")
+_IO = re.compile(
+    r"io_schedule|blkdev|submit_bio|_sync_file|fsync|fdatasync|pread|pwrite|io_cqring_wait|"
+    r"read_events|aio|wait_on_page|folio_wait|jbd2|filemap_fault"
+)
 MAX_GROUPS = 30  # thread groups listed per snapshot
 
 
 NO_USER_STACK = "(no user stack recorded)"
+
 
 def state_frame(state: str) -> str:
     return f"[{state}]"
@@ -73,21 +80,29 @@ def state_totals(stacks: dict[Stack, int]) -> list[dict[str, Any]]:
     for (process, _), n in sums.items():
         per_process[process] = per_process.get(process, 0) + n
     order = {state_frame(s): i for i, s in enumerate(STATES)}
-    return [{"process": p, "state": s.strip("[]"), "about": ABOUT.get(s.strip("[]"), ""), "us": n,
-             "seconds": round(n / 1e6, 3), "share": n / per_process[p] if per_process[p] else 0.0}
-            for (p, s), n in sorted(sums.items(), key=lambda kv: (kv[0][0], order.get(kv[0][1], 9)))]
+    return [
+        {
+            "process": p,
+            "state": s.strip("[]"),
+            "about": ABOUT.get(s.strip("[]"), ""),
+            "us": n,
+            "seconds": round(n / 1e6, 3),
+            "share": n / per_process[p] if per_process[p] else 0.0,
+        }
+        for (p, s), n in sorted(sums.items(), key=lambda kv: (kv[0][0], order.get(kv[0][1], 9)))
+    ]
 
 
 def _colors(trie: Trie) -> list[str]:
     """Each node in its state group's hue (the group is the node's ancestor right under the root)."""
     hue = np.full(trie.size, -1, dtype=np.int64)
     for node in np.flatnonzero(trie.depths == 1).tolist():
-        hue[node:int(trie.end[node]) + 1] = HUE.get(trie.frames[trie.frame[node]].strip("[]"), -1)
+        hue[node : int(trie.end[node]) + 1] = HUE.get(trie.frames[trie.frame[node]].strip("[]"), -1)
     out = []
     for node, h in enumerate(hue.tolist()):
         name = trie.frames[trie.frame[node]]
         light = 55 + hashlib.md5(name.encode("utf-8", "backslashreplace")).digest()[0] % 25
-        out.append(f"hsl(270,20%,80%)" if h < 0 else f"hsl({h},{45 if is_kernel(name) else 65}%,{light}%)")
+        out.append("hsl(270,20%,80%)" if h < 0 else f"hsl({h},{45 if is_kernel(name) else 65}%,{light}%)")
     return out
 
 
@@ -96,9 +111,14 @@ def wall_svg(stacks: dict[Stack, int]) -> str:
     if not stacks:
         return ""
     trie = Trie.of([stacks])
-    return trie_svg(trie, _colors(trie).__getitem__, "Wall clock: where the threads' time went (on and off the CPU)", "µs",
-                    "each process's threads split by state: running, runnable, blocked (futex, I/O, other)",
-                    standalone=False)
+    return trie_svg(
+        trie,
+        _colors(trie).__getitem__,
+        "Wall clock: where the threads' time went (on and off the CPU)",
+        "µs",
+        "each process's threads split by state: running, runnable, blocked (futex, I/O, other)",
+        standalone=False,
+    )
 
 
 def _short(frame: str) -> str:
@@ -124,10 +144,26 @@ def thread_groups(off: OffCpuProfile | None) -> list[dict[str, Any]]:
 
 def _snapshot(snap: Snapshot) -> dict[str, Any]:
     groups = sorted(snap.groups, key=lambda g: (-g.count, g.state, g.user, g.kernel))
-    rows = [{"count": g.count, "state": g.state, "wchan": g.wchan,
-             "stack": " ← ".join(_short(f) for f in reversed(g.user)) or NO_USER_STACK,
-             "kernel": " ← ".join(reversed(g.kernel)), "comms": ", ".join(f"{c} ×{n}" for c, n in sorted(g.comms.items())),
-             "off_cpu_ms": g.off_cpu_ms} for g in groups[:MAX_GROUPS]]
-    return {"label": snap.label, "pid": snap.pid, "when": snap.when, "at": snap.at, "threads": snap.threads,
-            "states": dict(sorted(snap.states.items())), "groups": rows, "more": max(0, len(groups) - MAX_GROUPS),
-            "notes": list(snap.notes)}
+    rows = [
+        {
+            "count": g.count,
+            "state": g.state,
+            "wchan": g.wchan,
+            "stack": " ← ".join(_short(f) for f in reversed(g.user)) or NO_USER_STACK,
+            "kernel": " ← ".join(reversed(g.kernel)),
+            "comms": ", ".join(f"{c} ×{n}" for c, n in sorted(g.comms.items())),
+            "off_cpu_ms": g.off_cpu_ms,
+        }
+        for g in groups[:MAX_GROUPS]
+    ]
+    return {
+        "label": snap.label,
+        "pid": snap.pid,
+        "when": snap.when,
+        "at": snap.at,
+        "threads": snap.threads,
+        "states": dict(sorted(snap.states.items())),
+        "groups": rows,
+        "more": max(0, len(groups) - MAX_GROUPS),
+        "notes": list(snap.notes),
+    }

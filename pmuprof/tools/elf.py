@@ -7,7 +7,7 @@ import re
 import struct
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from collections.abc import Iterator
 
 from ..infile import ELF_MAX_BYTES, Refused, opened
 
@@ -21,8 +21,8 @@ def note_build_id(data: bytes, pos: int = 0, end: int | None = None) -> str | No
         namesz, descsz, ntype = struct.unpack_from("<III", data, pos)
         name_at = pos + 12
         desc_at = name_at + ((namesz + 3) & ~3)
-        if ntype == 3 and data[name_at:name_at + 3] == b"GNU":
-            return data[desc_at:desc_at + descsz].hex() or None
+        if ntype == 3 and data[name_at : name_at + 3] == b"GNU":
+            return data[desc_at : desc_at + descsz].hex() or None
         pos = desc_at + ((descsz + 3) & ~3)
     return None
 
@@ -73,13 +73,11 @@ class ElfFile:
         if self.data[:4] != b"\x7fELF" or self.data[4] != 2 or self.data[5] != 1:
             raise ValueError(f"{path}: not a 64-bit little-endian ELF file")
         self.e_type, self.machine = struct.unpack_from("<HH", self.data, 16)
-        shoff, = struct.unpack_from("<Q", self.data, 40)
+        (shoff,) = struct.unpack_from("<Q", self.data, 40)
         shentsize, shnum, shstrndx = struct.unpack_from("<HHH", self.data, 58)
         raw = [struct.unpack_from("<IIQQQQIIQQ", self.data, shoff + i * shentsize) for i in range(shnum)]
         names_off = raw[shstrndx][4] if shnum else 0
-        self.sections = [
-            Section(self._cstr(names_off + r[0]), r[1], r[3], r[4], r[5], r[6], r[9]) for r in raw
-        ]
+        self.sections = [Section(self._cstr(names_off + r[0]), r[1], r[3], r[4], r[5], r[6], r[9]) for r in raw]
 
     def _cstr(self, offset: int) -> str:
         end = self.data.find(b"\0", offset)
@@ -98,7 +96,7 @@ class ElfFile:
         if sec is None or sec.type == 8:  # SHT_NOBITS
             return None
         end = self.data.find(b"\0", sec.offset, sec.offset + sec.size)
-        name = self.data[sec.offset:end if end >= 0 else sec.offset + sec.size]
+        name = self.data[sec.offset : end if end >= 0 else sec.offset + sec.size]
         return name.decode("utf-8", "backslashreplace") or None
 
     def build_id(self) -> str | None:
@@ -121,7 +119,7 @@ class ElfFile:
 
     def first_load_vaddr(self) -> int:
         """Lowest PT_LOAD p_vaddr, page-aligned (the PIE load bias is measured against it)."""
-        phoff, = struct.unpack_from("<Q", self.data, 32)
+        (phoff,) = struct.unpack_from("<Q", self.data, 32)
         phentsize, phnum = struct.unpack_from("<HH", self.data, 54)
         vaddrs = [struct.unpack_from("<IIQQ", self.data, phoff + i * phentsize) for i in range(phnum)]
         loads = [v[3] for v in vaddrs if v[0] == 1]  # PT_LOAD
@@ -149,7 +147,7 @@ class ElfFile:
         for sec in self.sections:
             if sec.type == 1 and sec.addr <= vaddr < sec.addr + sec.size:  # SHT_PROGBITS
                 start = sec.offset + vaddr - sec.addr
-                return self.data[start:start + length]
+                return self.data[start : start + length]
         return b""
 
 

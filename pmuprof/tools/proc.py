@@ -8,7 +8,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from typing import Sequence
+from collections.abc import Sequence
 
 KILL_WAIT_S = 5.0
 STALL_S = 60.0  # a helper that used no CPU for this long is hung ($PMUPROF_STALL_S overrides)
@@ -37,8 +37,9 @@ def kill_group(proc: subprocess.Popen, sig: int = signal.SIGKILL) -> None:
         pass
 
 
-def run(argv: Sequence[str], timeout: float, input: str | None = None,
-        env: dict[str, str] | None = None, stall: bool = True) -> subprocess.CompletedProcess:
+def run(
+    argv: Sequence[str], timeout: float, input: str | None = None, env: dict[str, str] | None = None, stall: bool = True
+) -> subprocess.CompletedProcess:
     """Like ``subprocess.run(capture_output=True, text=True)``, but a timeout always returns in time.
 
     Output goes to temporary files, not pipes (a grandchild holding a pipe cannot keep us waiting),
@@ -50,8 +51,14 @@ def run(argv: Sequence[str], timeout: float, input: str | None = None,
         if input is not None:
             feed.write(input.encode("utf-8", "surrogateescape"))
             feed.seek(0)
-        proc = subprocess.Popen(list(argv), stdin=feed if input is not None else subprocess.DEVNULL, stdout=out,
-                                stderr=err, start_new_session=True, env=env)
+        proc = subprocess.Popen(
+            list(argv),
+            stdin=feed if input is not None else subprocess.DEVNULL,
+            stdout=out,
+            stderr=err,
+            start_new_session=True,
+            env=env,
+        )
         try:
             wait_working(proc, timeout, stall_s() if stall else timeout)
         except BaseException:  # timed out, hung, or Ctrl-C / SIGTERM while waiting: never leave it behind
@@ -60,9 +67,12 @@ def run(argv: Sequence[str], timeout: float, input: str | None = None,
             raise
         out.seek(0)
         err.seek(0)
-        return subprocess.CompletedProcess(list(argv), proc.returncode,
-                                           out.read().decode("utf-8", "backslashreplace"),
-                                           err.read().decode("utf-8", "backslashreplace"))
+        return subprocess.CompletedProcess(
+            list(argv),
+            proc.returncode,
+            out.read().decode("utf-8", "backslashreplace"),
+            err.read().decode("utf-8", "backslashreplace"),
+        )
 
 
 def timeout_text(err: subprocess.TimeoutExpired) -> str:
@@ -99,7 +109,7 @@ def cpu_ticks(pid: int | str, children: bool = True) -> int | None:
     ticks); None once it is gone."""
     fields = _stat(pid)
     try:
-        return sum(int(f) for f in fields[11:15 if children else 13]) if fields else None
+        return sum(int(f) for f in fields[11 : 15 if children else 13]) if fields else None
     except ValueError:
         return None
 
@@ -167,7 +177,7 @@ class Watchdog(threading.Thread):
                         proc.kill()
                 return
 
-    def __enter__(self) -> "Watchdog":
+    def __enter__(self) -> Watchdog:
         self.start()
         return self
 

@@ -8,7 +8,7 @@ import os
 import signal
 import sys
 from pathlib import Path
-from typing import Callable
+from collections.abc import Callable
 
 from .. import signals
 from ..errors import UsageError
@@ -37,8 +37,10 @@ def _lock(pid_file: Path) -> int:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
         os.close(fd)
-        raise UsageError(f"{pid_file} is locked: another pmuprof watch is running",
-                         "stop it (kill $(cat PIDFILE)) or pass another --pid-file") from None
+        raise UsageError(
+            f"{pid_file} is locked: another pmuprof watch is running",
+            "stop it (kill $(cat PIDFILE)) or pass another --pid-file",
+        ) from None
     os.ftruncate(fd, 0)
     os.write(fd, f"{os.getpid()}\n".encode())
     os.fsync(fd)
@@ -56,8 +58,9 @@ def daemonize(pid_file: Path | None, log_file: Path) -> int | None:
     if pid_file is not None:
         holder = _held_by(pid_file)
         if holder is not None:
-            raise UsageError(f"{pid_file}: pmuprof watch already runs as pid {holder}",
-                             "stop it first, or pass another --pid-file")
+            raise UsageError(
+                f"{pid_file}: pmuprof watch already runs as pid {holder}", "stop it first, or pass another --pid-file"
+            )
     log_fd = os.open(log_file, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o640)  # fails here, in the parent
     read_end, write_end = os.pipe()
     if os.fork():
@@ -106,6 +109,8 @@ def release(pid_file: Path | None) -> None:
 
 def stamped(log: Callable[[str], None]) -> Callable[[str], None]:
     """A log function that starts each line with the local time (a daemon's log is read later)."""
+
     def write(message: str) -> None:
         log(f"{_dt.datetime.now().astimezone().isoformat(timespec='seconds')} {message}")
+
     return write

@@ -13,7 +13,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from collections.abc import Callable
 
 from .. import outfile
 from ..capture.record import RecordOptions, record
@@ -31,8 +31,14 @@ SPIKE_S = 3.0  # scenario spike: index dives for this long in the middle of the 
 DEMO_SOURCE = "pmuprof_demo.c"
 DEMO_BINARY = "pmuprof-demo"  # also the process comm perf reports
 # Frame pointers everywhere and every named function a real frame: see examples/demo/Makefile.
-DEMO_CFLAGS = ("-O2", "-g", "-fno-omit-frame-pointer", "-fno-inline-functions-called-once",
-               "-fno-optimize-sibling-calls", "-Wall")
+DEMO_CFLAGS = (
+    "-O2",
+    "-g",
+    "-fno-omit-frame-pointer",
+    "-fno-inline-functions-called-once",
+    "-fno-optimize-sibling-calls",
+    "-Wall",
+)
 BUILD_HINT = apt_install("compiler")
 START_TIMEOUT_S = 10.0
 # The workload stops itself this long after the capture should have ended, even if nobody stops it.
@@ -79,8 +85,7 @@ def build_demo(cache_dir: Path | None = None, source_dir: Path | None = None) ->
         raise DemoError(f"demo source {source} is missing", "reinstall pmuprof (pip install .) from a full checkout")
     compiler = os.environ.get("CC") or shutil.which("gcc") or shutil.which("cc")
     if not compiler:
-        raise DemoError("gcc is not installed: the demo workload is built from C source",
-                        BUILD_HINT)
+        raise DemoError("gcc is not installed: the demo workload is built from C source", BUILD_HINT)
     out_dir = _writable_dir(Path(cache_dir) if cache_dir else default_cache_dir())
     binary = out_dir / DEMO_BINARY
     stamp_path = out_dir / f"{DEMO_BINARY}.stamp"
@@ -96,15 +101,18 @@ def build_demo(cache_dir: Path | None = None, source_dir: Path | None = None) ->
     if done.returncode != 0:
         tmp.unlink(missing_ok=True)
         first = next((ln for ln in done.stderr.splitlines() if "error" in ln), done.stderr.strip()[:200])
-        raise DemoError(f"building the demo workload failed: {first}",
-                        f"{BUILD_HINT}; build by hand with make -C {source.parent} OUT=/tmp/demo")
+        raise DemoError(
+            f"building the demo workload failed: {first}",
+            f"{BUILD_HINT}; build by hand with make -C {source.parent} OUT=/tmp/demo",
+        )
     os.replace(tmp, binary)
     stamp_path.write_text(stamp + "\n")
     return binary
 
 
-def demo_argv(binary: Path, scenario: str, threads: int, spin_wait_delay: int, seconds: float,
-              spike_at: float = 0.0) -> list[str]:
+def demo_argv(
+    binary: Path, scenario: str, threads: int, spin_wait_delay: int, seconds: float, spike_at: float = 0.0
+) -> list[str]:
     """The workload's command line (pure; validated here so bad values fail before anything runs)."""
     if scenario not in SCENARIOS:
         raise UsageError(f"unknown demo scenario {scenario!r}", f"use one of: {', '.join(SCENARIOS)}")
@@ -115,16 +123,32 @@ def demo_argv(binary: Path, scenario: str, threads: int, spin_wait_delay: int, s
     if seconds < 0:
         raise UsageError(f"demo seconds {seconds} is negative", "use 0 (until stopped) or more")
     spike = ["--spike-at", f"{spike_at:g}", "--spike-len", f"{SPIKE_S:g}"] if scenario == "spike" else []
-    return [str(binary), "--scenario", scenario, "--threads", str(threads),
-            "--spin-wait-delay", str(spin_wait_delay), "--seconds", f"{seconds:g}", "--die-with-parent", *spike]
+    return [
+        str(binary),
+        "--scenario",
+        scenario,
+        "--threads",
+        str(threads),
+        "--spin-wait-delay",
+        str(spin_wait_delay),
+        "--seconds",
+        f"{seconds:g}",
+        "--die-with-parent",
+        *spike,
+    ]
 
 
-def start_demo(scenario: str = "mixed", threads: int = 4, spin_wait_delay: int = 30, seconds: float = 0,
-               binary: Path | None = None, spike_at: float = 0.0) -> subprocess.Popen:
+def start_demo(
+    scenario: str = "mixed",
+    threads: int = 4,
+    spin_wait_delay: int = 30,
+    seconds: float = 0,
+    binary: Path | None = None,
+    spike_at: float = 0.0,
+) -> subprocess.Popen:
     """Start the workload and return once its threads run (it prints its pid line then)."""
     argv = demo_argv(binary or build_demo(), scenario, threads, spin_wait_delay, seconds, spike_at)
-    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         line = _read_line(proc, START_TIMEOUT_S)
     except BaseException:
@@ -133,8 +157,10 @@ def start_demo(scenario: str = "mixed", threads: int = 4, spin_wait_delay: int =
     if not line.startswith("pmuprof-demo: pid"):
         err = proc.stderr.read() if proc.poll() is not None and proc.stderr else ""
         stop_demo(proc)
-        raise DemoError(f"the demo workload did not start: {(err or line or 'no output').strip().splitlines()[0]}",
-                        "run it by hand to see why: " + " ".join(argv))
+        raise DemoError(
+            f"the demo workload did not start: {(err or line or 'no output').strip().splitlines()[0]}",
+            "run it by hand to see why: " + " ".join(argv),
+        )
     return proc
 
 
@@ -167,8 +193,9 @@ def stop_demo(proc: subprocess.Popen, timeout: float = 5.0, log_path: Path | Non
                 text.append(pipe.read())
             pipe.close()
     if log_path is not None:
-        outfile.write_text(log_path, "$ " + " ".join(map(str, proc.args)) + "\n" + "".join(text)
-                           + f"exit status {proc.returncode}\n")
+        outfile.write_text(
+            log_path, "$ " + " ".join(map(str, proc.args)) + "\n" + "".join(text) + f"exit status {proc.returncode}\n"
+        )
     return proc.returncode
 
 
@@ -210,15 +237,19 @@ def workload_facts(opts: DemoOptions) -> ServerFacts:
     to the rules lets the spin finding compute its advice exactly as it would for mysqld.
     """
     return ServerFacts(
-        reachable=True, source="pmuprof demo: the workload's command-line settings (no server was queried)",
+        reachable=True,
+        source="pmuprof demo: the workload's command-line settings (no server was queried)",
         server=ServerVersion(version_comment="pmuprof-demo workload, not a server"),
-        variables={"innodb_spin_wait_delay": str(opts.spin_wait_delay), "innodb_sync_spin_loops": "30",
-                   **({"innodb_flush_log_at_trx_commit": "1"} if opts.scenario == "blocking" else {})},
-        missing=("the demo workload is not a server: no version, status, SEMAPHORES, processlist or error log",))
+        variables={
+            "innodb_spin_wait_delay": str(opts.spin_wait_delay),
+            "innodb_sync_spin_loops": "30",
+            **({"innodb_flush_log_at_trx_commit": "1"} if opts.scenario == "blocking" else {}),
+        },
+        missing=("the demo workload is not a server: no version, status, SEMAPHORES, processlist or error log",),
+    )
 
 
-def run_demo(opts: DemoOptions, progress: Callable | None = None,
-             log: Callable[[str], None] = lambda _m: None) -> dict:
+def run_demo(opts: DemoOptions, progress: Callable | None = None, log: Callable[[str], None] = lambda _m: None) -> dict:
     """Build and start the workload, capture it (record + report), and always stop it.
 
     Returns the pipeline's result plus ``run_dir`` and ``workload`` (its argv and exit code).
@@ -228,30 +259,56 @@ def run_demo(opts: DemoOptions, progress: Callable | None = None,
         raise UsageError(f"{out_dir} exists and is not empty", "choose a new -o directory")
     binary = build_demo(opts.cache_dir)
     seconds = opts.warmup_s + opts.duration + SELF_STOP_MARGIN_S
-    proc = start_demo(opts.scenario, opts.threads, opts.spin_wait_delay, seconds, binary,
-                      spike_at=opts.warmup_s + (opts.duration - SPIKE_S) / 2)
-    log(f"started {DEMO_BINARY} (pid {proc.pid}): scenario {opts.scenario}, {opts.threads} threads, "
-        f"spin_wait_delay {opts.spin_wait_delay}")
+    proc = start_demo(
+        opts.scenario,
+        opts.threads,
+        opts.spin_wait_delay,
+        seconds,
+        binary,
+        spike_at=opts.warmup_s + (opts.duration - SPIKE_S) / 2,
+    )
+    log(
+        f"started {DEMO_BINARY} (pid {proc.pid}): scenario {opts.scenario}, {opts.threads} threads, "
+        f"spin_wait_delay {opts.spin_wait_delay}"
+    )
     stopped: list[int | None] = []
     try:
         time.sleep(opts.warmup_s)
         if proc.poll() is not None:
-            raise DemoError(f"the demo workload exited early (status {proc.returncode})",
-                            "run it by hand: " + " ".join(proc.args))
-        command = ("pmuprof", "demo", "--scenario", opts.scenario, "--duration", f"{opts.duration:g}",
-                   "--threads", str(opts.threads), "--spin-wait-delay", str(opts.spin_wait_delay)) \
-            + (("--off-cpu",) if opts.records_off_cpu else ())
-        rec = RecordOptions(pids=(proc.pid,), out_dir=out_dir, duration=opts.duration,
-                            frequency=opts.frequency, mode=opts.mode, mysql=False, command=command,
-                            off_cpu=opts.records_off_cpu)
+            raise DemoError(
+                f"the demo workload exited early (status {proc.returncode})", "run it by hand: " + " ".join(proc.args)
+            )
+        command = (
+            "pmuprof",
+            "demo",
+            "--scenario",
+            opts.scenario,
+            "--duration",
+            f"{opts.duration:g}",
+            "--threads",
+            str(opts.threads),
+            "--spin-wait-delay",
+            str(opts.spin_wait_delay),
+        ) + (("--off-cpu",) if opts.records_off_cpu else ())
+        rec = RecordOptions(
+            pids=(proc.pid,),
+            out_dir=out_dir,
+            duration=opts.duration,
+            frequency=opts.frequency,
+            mode=opts.mode,
+            mysql=False,
+            command=command,
+            off_cpu=opts.records_off_cpu,
+        )
 
         def stop_now() -> None:  # as soon as perf stops, so folding has both CPUs
             stopped.append(stop_demo(proc, log_path=out_dir / WORKLOAD_LOG))
 
         run_dir = record(rec, progress, log, on_recorded=stop_now)
     finally:
-        status = stopped[0] if stopped else stop_demo(
-            proc, log_path=out_dir / WORKLOAD_LOG if out_dir.is_dir() else None)
+        status = (
+            stopped[0] if stopped else stop_demo(proc, log_path=out_dir / WORKLOAD_LOG if out_dir.is_dir() else None)
+        )
     rundir.write_typed(run_dir / rundir.MYSQL, workload_facts(opts))
     result = report_run(run_dir, log=log)
     return DemoResult(result, run_dir, tuple(proc.args), status)

@@ -20,8 +20,11 @@ EXIT_MISS = 9  # doctor --strict when a check is MISS
 __all__ = ["Check", "EXIT_MISS", "run_checks"]
 
 
-def run_checks(pids: tuple[int, ...] = (), out_dir: Path = Path("."),
-               mysql_options: mysql.MysqlOptions | None = mysql.MysqlOptions()) -> list[Check]:
+def run_checks(
+    pids: tuple[int, ...] = (),
+    out_dir: Path = Path("."),
+    mysql_options: mysql.MysqlOptions | None = mysql.MysqlOptions(),
+) -> list[Check]:
     """Host checks, one per native program, then per server: symbols, frame pointers and the MySQL
     connection (``mysql_options`` None: --no-mysql, not checked)."""
     perf = perf_path()
@@ -33,8 +36,9 @@ def run_checks(pids: tuple[int, ...] = (), out_dir: Path = Path("."),
         if mysql_options is not None:
             checks.append(_mysql(pid, mysql_options))
     if not found:
-        checks.append(Check("target", "target", False, "no mysqld / mariadbd running",
-                            "start the server, or pass -p PID", "info"))
+        checks.append(
+            Check("target", "target", False, "no mysqld / mariadbd running", "start the server, or pass -p PID", "info")
+        )
     return checks
 
 
@@ -47,9 +51,14 @@ def _perf(perf, facts) -> Check:
 def _paranoid(facts) -> Check:
     value, root = facts["perf_event_paranoid"], facts["is_root"]
     ok = root or (value is not None and value <= 0)
-    return Check("perf-event-paranoid", "perf_event_paranoid", ok,
-                 f"{value} ({'root: not limited' if root else 'non-root'})",
-                 "" if ok else "run as root, or `sysctl kernel.perf_event_paranoid=-1`, or grant CAP_PERFMON", "error")
+    return Check(
+        "perf-event-paranoid",
+        "perf_event_paranoid",
+        ok,
+        f"{value} ({'root: not limited' if root else 'non-root'})",
+        "" if ok else "run as root, or `sysctl kernel.perf_event_paranoid=-1`, or grant CAP_PERFMON",
+        "error",
+    )
 
 
 def _pmu(facts) -> Check:
@@ -58,9 +67,14 @@ def _pmu(facts) -> Check:
     if facts["hardware_pmu"]:
         return Check("pmu", "hardware PMU", True, f"cycles countable on {cpu}")
     where = " in a VM" if facts["flags_hypervisor"] else ""
-    return Check("pmu", "hardware PMU", False, f"no usable PMU{where} on {cpu}: perf samples cpu-clock, no IPC",
-                 "run on bare metal or enable the VM's vPMU; pmuprof still profiles with cpu-clock",
-                 "info" if where else "warning")
+    return Check(
+        "pmu",
+        "hardware PMU",
+        False,
+        f"no usable PMU{where} on {cpu}: perf samples cpu-clock, no IPC",
+        "run on bare metal or enable the VM's vPMU; pmuprof still profiles with cpu-clock",
+        "info" if where else "warning",
+    )
 
 
 def _disk(out_dir: Path) -> Check:
@@ -70,11 +84,18 @@ def _disk(out_dir: Path) -> Check:
     try:
         free = shutil.disk_usage(probe).free
     except OSError as err:
-        return Check("disk", "free disk", False, f"{probe}: {err.strerror}", "choose an -o on a readable filesystem",
-                     "error")
+        return Check(
+            "disk", "free disk", False, f"{probe}: {err.strerror}", "choose an -o on a readable filesystem", "error"
+        )
     ok = free > 1 << 30
-    return Check("disk", "free disk", ok, f"{free / 2**30:.1f} GiB free in {probe.resolve()}",
-                 "" if ok else "free space or capture with -o on a larger filesystem", "error")
+    return Check(
+        "disk",
+        "free disk",
+        ok,
+        f"{free / 2**30:.1f} GiB free in {probe.resolve()}",
+        "" if ok else "free space or capture with -o on a larger filesystem",
+        "error",
+    )
 
 
 def _target(pid: int) -> list[Check]:
@@ -85,21 +106,39 @@ def _target(pid: int) -> list[Check]:
     label = f"{tgt.comm} {pid}"
     syms = tgt.symbols
     if syms is None or syms.error:
-        return [Check("symbols", "symbols", False, f"{label}: {syms.error if syms else 'binary not readable'}",
-                      pid=pid)]
+        return [
+            Check("symbols", "symbols", False, f"{label}: {syms.error if syms else 'binary not readable'}", pid=pid)
+        ]
     found = binaries.find(tgt.exe, tgt.build_id, 0, binaries.Lookup())
     full = syms.symtab > 0 or bool(found.debuginfo)
-    where = ("full .symtab" if syms.symtab else f"separate debuginfo {found.debuginfo}" if found.debuginfo
-             else "only .dynsym")
-    sym = Check("symbols", "symbols", full,
-                f"{label}: {where}: {syms.symtab or syms.dynsym} named functions in the binary"
-                f"{'' if full else ' (InnoDB frames will be unnamed)'}",
-                "" if full else "install the debug symbols: Debian `mariadb-server-core-dbgsym` (debian-debug "
-                "archive) or set DEBUGINFOD_URLS; RHEL `debuginfo-install`", pid=pid)
+    where = (
+        "full .symtab"
+        if syms.symtab
+        else f"separate debuginfo {found.debuginfo}"
+        if found.debuginfo
+        else "only .dynsym"
+    )
+    sym = Check(
+        "symbols",
+        "symbols",
+        full,
+        f"{label}: {where}: {syms.symtab or syms.dynsym} named functions in the binary"
+        f"{'' if full else ' (InnoDB frames will be unnamed)'}",
+        ""
+        if full
+        else "install the debug symbols: Debian `mariadb-server-core-dbgsym` (debian-debug "
+        "archive) or set DEBUGINFOD_URLS; RHEL `debuginfo-install`",
+        pid=pid,
+    )
     fp = syms.frame_pointers
-    fpc = Check("frame-pointers", "frame pointers", fp == "likely", f"{label}: {fp} ({syms.frame_pointer_ratio or 0:.0%} "
-                "of sampled functions keep rbp)", "" if fp == "likely" else "use --call-graph dwarf (larger perf.data)",
-                pid=pid)
+    fpc = Check(
+        "frame-pointers",
+        "frame pointers",
+        fp == "likely",
+        f"{label}: {fp} ({syms.frame_pointer_ratio or 0:.0%} of sampled functions keep rbp)",
+        "" if fp == "likely" else "use --call-graph dwarf (larger perf.data)",
+        pid=pid,
+    )
     return [sym, fpc]
 
 
@@ -112,9 +151,16 @@ def _mysql(pid: int, opts: mysql.MysqlOptions) -> Check:
     try:
         conn, endpoint, _secrets = mysql.connect(opts, pid)
     except ConnectionError as err:
-        return Check("mysql", "MySQL connection", False, f"pid {pid}: {err}",
-                     "pass --mysql-socket / -u / --defaults-file as for capture (a client option file with a "
-                     "user that has PROCESS), or capture with --no-mysql", "warning", pid)
+        return Check(
+            "mysql",
+            "MySQL connection",
+            False,
+            f"pid {pid}: {err}",
+            "pass --mysql-socket / -u / --defaults-file as for capture (a client option file with a "
+            "user that has PROCESS), or capture with --no-mysql",
+            "warning",
+            pid,
+        )
     try:
         with conn.cursor() as cur:
             cur.execute("SELECT CURRENT_USER(), VERSION()")
@@ -122,17 +168,23 @@ def _mysql(pid: int, opts: mysql.MysqlOptions) -> Check:
             cur.execute("SHOW GRANTS")
             grants = [row[0] for row in cur.fetchall()]
     except Exception as err:  # noqa: BLE001 - any driver error is this check's MISS, never doctor's traceback
-        return Check("mysql", "MySQL connection", False, f"pid {pid}: connected by {endpoint} but: {err}", "",
-                     "warning", pid)
+        return Check(
+            "mysql", "MySQL connection", False, f"pid {pid}: connected by {endpoint} but: {err}", "", "warning", pid
+        )
     finally:
         conn.close()
     privs = " ".join(m.group(1).upper() for g in grants if (m := _GLOBAL_GRANT.match(g)))
     process = "ALL PRIVILEGES" in privs or re.search(r"\bPROCESS\b", privs) is not None
-    return Check("mysql", "MySQL connection", process,
-                 f"pid {pid}: {user} by {endpoint}, {version}" + ("" if process else
-                                                                  ": no PROCESS privilege (no InnoDB status, own "
-                                                                  "sessions only)"),
-                 "" if process else f"GRANT PROCESS ON *.* TO {_quoted(user)}", "warning", pid)
+    return Check(
+        "mysql",
+        "MySQL connection",
+        process,
+        f"pid {pid}: {user} by {endpoint}, {version}"
+        + ("" if process else ": no PROCESS privilege (no InnoDB status, own sessions only)"),
+        "" if process else f"GRANT PROCESS ON *.* TO {_quoted(user)}",
+        "warning",
+        pid,
+    )
 
 
 def _quoted(user: str) -> str:

@@ -12,7 +12,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 from ..errors import UsageError
 from ..findings.diagnosis import Diagnosis
@@ -34,7 +34,7 @@ class Notify:
     timeout_s: float = 30.0
 
     @classmethod
-    def parse(cls, text: str, timeout_s: float = 30.0) -> "Notify":
+    def parse(cls, text: str, timeout_s: float = 30.0) -> Notify:
         try:
             argv = tuple(shlex.split(text))
         except ValueError as err:
@@ -58,12 +58,16 @@ class Publish:
         if self.textfile is None:
             return
         if not self.textfile.name.endswith(".prom"):
-            raise UsageError(f"--textfile {self.textfile}: node_exporter reads only *.prom files",
-                             "e.g. --textfile /var/lib/prometheus/node-exporter/pmuprof.prom")
+            raise UsageError(
+                f"--textfile {self.textfile}: node_exporter reads only *.prom files",
+                "e.g. --textfile /var/lib/prometheus/node-exporter/pmuprof.prom",
+            )
         folder = self.textfile.parent
         if not folder.is_dir() or not os.access(folder, os.W_OK | os.X_OK):
-            raise UsageError(f"--textfile {self.textfile}: {folder} is not a writable directory",
-                             "create it, or point --textfile at node_exporter's --collector.textfile.directory")
+            raise UsageError(
+                f"--textfile {self.textfile}: {folder} is not a writable directory",
+                "create it, or point --textfile at node_exporter's --collector.textfile.directory",
+            )
 
 
 @dataclass(frozen=True)
@@ -121,10 +125,21 @@ def write_textfile(path: Path, text: str) -> None:
 
 def run_notify(notify: Notify, line: str, report: str, outcome: Outcome) -> tuple[int | None, str]:
     """Run the command with VERDICT and REPORT appended; (exit status or None on timeout, its output)."""
-    env = {**os.environ, "PMUPROF_VERDICT": line, "PMUPROF_REPORT": report,
-           "PMUPROF_RUN_DIR": str(outcome.run_dir or ""), "PMUPROF_EXIT_CODE": str(outcome.exit_code)}
-    proc = subprocess.Popen([*notify.argv, line, report], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    env = {
+        **os.environ,
+        "PMUPROF_VERDICT": line,
+        "PMUPROF_REPORT": report,
+        "PMUPROF_RUN_DIR": str(outcome.run_dir or ""),
+        "PMUPROF_EXIT_CODE": str(outcome.exit_code),
+    }
+    proc = subprocess.Popen(
+        [*notify.argv, line, report],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        env=env,
+        start_new_session=True,
+    )
     try:
         out, _ = proc.communicate(timeout=notify.timeout_s)
         code: int | None = proc.returncode
@@ -139,9 +154,17 @@ def publish(target: Publish, outcome: Outcome, log: Log) -> None:
     """Textfile, then notification; a failure of either is logged, never raised (the run is done)."""
     ended = outcome.ended or time.time()
     if target.textfile is not None:
-        source = target.textfile.name[:-len(".prom")]
-        metrics = RunMetrics(hostname(outcome.profile), source, ended, outcome.exit_code, outcome.profile,
-                             outcome.diagnosis, succeeded(outcome), _previous_success(target.textfile, source))
+        source = target.textfile.name[: -len(".prom")]
+        metrics = RunMetrics(
+            hostname(outcome.profile),
+            source,
+            ended,
+            outcome.exit_code,
+            outcome.profile,
+            outcome.diagnosis,
+            succeeded(outcome),
+            _previous_success(target.textfile, source),
+        )
         try:
             write_textfile(target.textfile, render_metrics(metrics))
             log(f"metrics: {target.textfile}")
@@ -149,7 +172,9 @@ def publish(target: Publish, outcome: Outcome, log: Log) -> None:
             log(f"warning: metrics not written to {target.textfile}: {err}")
     if target.notify is not None:
         line = verdict(outcome)
-        report = str(outcome.run_dir / REPORT_HTML) if outcome.run_dir and (outcome.run_dir / REPORT_HTML).exists() else ""
+        report = (
+            str(outcome.run_dir / REPORT_HTML) if outcome.run_dir and (outcome.run_dir / REPORT_HTML).exists() else ""
+        )
         try:
             code, out = run_notify(target.notify, line, report, outcome)
         except OSError as err:

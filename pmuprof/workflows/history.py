@@ -6,7 +6,8 @@ import os
 import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any
+from collections.abc import Iterable, Sequence
 
 from .. import __version__
 from ..errors import InputError, PmuprofError
@@ -101,8 +102,15 @@ def _ipc(counters: Counters) -> float | None:
 
 def _damaged(path: Path, base: Path, err: PmuprofError) -> RunSummary:
     """A run directory whose run.json cannot be read: listed with why, never a baseline."""
-    return RunSummary(name=path.relative_to(base).as_posix(), started="", target="–", samples=0, event="",
-                      notes=(f"damaged: {err}",), complete=False)
+    return RunSummary(
+        name=path.relative_to(base).as_posix(),
+        started="",
+        target="–",
+        samples=0,
+        event="",
+        notes=(f"damaged: {err}",),
+        complete=False,
+    )
 
 
 def _read_findings(path: Path, notes: list[str]) -> dict | None:
@@ -141,12 +149,21 @@ def summarize(path: Path, base: Path, index_dir: Path) -> RunSummary | None:
         report = "./" + Path(os.path.relpath(path / REPORT_HTML, index_dir)).as_posix()
     functions = tuple((name, round(count / total, 6)) for name, count in counted[:TOP_FUNCTIONS])
     return RunSummary(
-        name=path.relative_to(base).as_posix(), started=run.started, target=_target(run),
-        samples=samples, event=run.record.event_recorded or run.record.event_requested,
-        findings=findings, functions=functions, ipc=_ipc(counters), report=report,
-        trigger=run.trigger.condition if run.trigger else None, notes=tuple(notes),
+        name=path.relative_to(base).as_posix(),
+        started=run.started,
+        target=_target(run),
+        samples=samples,
+        event=run.record.event_recorded or run.record.event_requested,
+        findings=findings,
+        functions=functions,
+        ipc=_ipc(counters),
+        report=report,
+        trigger=run.trigger.condition if run.trigger else None,
+        notes=tuple(notes),
         complete=found is not None and whole,
-        basis=run_basis(run, counters, samples), function_samples=counted)
+        basis=run_basis(run, counters, samples),
+        function_samples=counted,
+    )
 
 
 def scan(directory: Path, index_dir: Path | None = None) -> list[RunSummary]:
@@ -183,9 +200,17 @@ def _names(run: RunSummary, before: Sequence[RunSummary]) -> list[tuple[str, str
 
 
 def _flag(run: RunSummary, kind: str, name: str, j, runs: int, text: str = "") -> dict[str, Any]:
-    return {"run": run.name, "kind": kind, "name": name, "direction": j.direction, "basis": j.basis,
-            "now": round(j.now, 6), "baseline": round(j.baseline, 6), "noise": round(j.noise, 6),
-            "text": text or describe(name, j, run.basis.cpus, runs)}
+    return {
+        "run": run.name,
+        "kind": kind,
+        "name": name,
+        "direction": j.direction,
+        "basis": j.basis,
+        "now": round(j.now, 6),
+        "baseline": round(j.baseline, 6),
+        "noise": round(j.noise, 6),
+        "text": text or describe(name, j, run.basis.cpus, runs),
+    }
 
 
 def judgements(runs: Sequence[RunSummary]) -> list[dict[str, Any]]:
@@ -206,8 +231,16 @@ def judgements(runs: Sequence[RunSummary]) -> list[dict[str, Any]]:
             out.append(_flag(run, kind, name, j, len(before)))
             severity = next((f.severity for f in run.findings if f.rule == name), "") if kind == "finding" else ""
             if j.direction == "regression" and severity == "critical" and name not in earlier_critical:
-                out.append(_flag(run, "new-critical", name, j, len(before),
-                                 f"new critical finding: {name} ({100 * _share_of(_finding_items(run), name):.1f}% of samples)"))
+                out.append(
+                    _flag(
+                        run,
+                        "new-critical",
+                        name,
+                        j,
+                        len(before),
+                        f"new critical finding: {name} ({100 * _share_of(_finding_items(run), name):.1f}% of samples)",
+                    )
+                )
         out += _ipc_flags(run, before)
     return out
 
@@ -220,9 +253,19 @@ def _ipc_flags(run: RunSummary, before: Sequence[RunSummary]) -> list[dict[str, 
     change = (run.ipc - median) / median
     if abs(change) <= IPC_DROP:
         return []
-    return [{"run": run.name, "kind": "ipc", "name": "IPC", "direction": "improvement" if change > 0 else "regression",
-             "basis": "ipc", "now": round(run.ipc, 6), "baseline": round(median, 6), "noise": 0.0,
-             "text": f"IPC {run.ipc:.2f} vs median {median:.2f}"}]
+    return [
+        {
+            "run": run.name,
+            "kind": "ipc",
+            "name": "IPC",
+            "direction": "improvement" if change > 0 else "regression",
+            "basis": "ipc",
+            "now": round(run.ipc, 6),
+            "baseline": round(median, 6),
+            "noise": 0.0,
+            "text": f"IPC {run.ipc:.2f} vs median {median:.2f}",
+        }
+    ]
 
 
 def regressions(runs: Sequence[RunSummary]) -> list[dict[str, Any]]:
@@ -253,12 +296,26 @@ def chart(title: str, labels: list[str], series: dict[str, list[float | None]], 
     for k, (name, vals) in enumerate(series.items()):
         pts = [(i, v) for i, v in enumerate(vals) if v is not None]
         marks = [{"x": xy(i, v)[0], "y": xy(i, v)[1], "tip": f"{name} @ {labels[i]}: {_fmt(v, unit)}"} for i, v in pts]
-        lines.append({"name": name, "color": PALETTE[k % len(PALETTE)], "marks": marks,
-                      "points": " ".join(f"{m['x']},{m['y']}" for m in marks)})
+        lines.append(
+            {
+                "name": name,
+                "color": PALETTE[k % len(PALETTE)],
+                "marks": marks,
+                "points": " ".join(f"{m['x']},{m['y']}" for m in marks),
+            }
+        )
     ticks = [{"y": xy(0, top * f / 1.1)[1], "label": _fmt(top * f / 1.1, unit)} for f in (0.0, 0.55, 1.1)]
     xlabels = [{"x": xy(i, 0)[0], "label": lab} for i, lab in enumerate(labels)]
-    return {"title": title, "width": CHART_W, "height": CHART_H, "pad": PAD, "lines": lines,
-            "ticks": ticks, "xlabels": xlabels, "unit": unit}
+    return {
+        "title": title,
+        "width": CHART_W,
+        "height": CHART_H,
+        "pad": PAD,
+        "lines": lines,
+        "ticks": ticks,
+        "xlabels": xlabels,
+        "unit": unit,
+    }
 
 
 def _fmt(value: float, unit: str) -> str:
@@ -284,13 +341,20 @@ def _charts(runs: Sequence[RunSummary]) -> list[dict[str, Any]]:
     per_run = [_weights(r, _finding_items(r), timed) for r in runs]
     rules = _pick_series(per_run)
     if rules:  # a run without sound findings is a gap in these lines, not a 0
-        charts.append(chart(f"Main findings ({what})", labels,
-                            {n: [_share_of(w, n) if r.complete else None for r, w in zip(runs, per_run)]
-                             for n in rules}, unit))
+        charts.append(
+            chart(
+                f"Main findings ({what})",
+                labels,
+                {n: [_share_of(w, n) if r.complete else None for r, w in zip(runs, per_run)] for n in rules},
+                unit,
+            )
+        )
     per_run = [_weights(r, r.functions, timed) for r in runs]
     funcs = _pick_series(per_run)
     if funcs:
-        charts.append(chart(f"Top functions (self, {what})", labels, {n: [_share_of(w, n) for w in per_run] for n in funcs}, unit))
+        charts.append(
+            chart(f"Top functions (self, {what})", labels, {n: [_share_of(w, n) for w in per_run] for n in funcs}, unit)
+        )
     if any(r.ipc is not None for r in runs):
         charts.append(chart("IPC (instructions per cycle)", labels, {"IPC": [r.ipc for r in runs]}, "ipc"))
     return charts
@@ -301,12 +365,32 @@ def build_payload(runs: Sequence[RunSummary], title: str) -> dict[str, Any]:
     judged = judgements(runs)
     flags = [j for j in judged if j["direction"] == "regression"]
     flagged = {f["run"] for f in flags}
-    rows = [{"name": r.name, "started": r.started, "target": r.target, "samples": r.samples, "event": r.event,
-             "top": r.top_finding.as_json() if r.top_finding else None, "report": r.report, "ipc": r.ipc, "trigger": r.trigger, "basis": r.basis.text,
-             "notes": list(r.notes), "flagged": r.name in flagged} for r in reversed(runs)]
-    return {"title": title, "runs": rows, "charts": _charts(runs), "regressions": flags,
-            "improvements": [j for j in judged if j["direction"] == "improvement"],
-            "count": len(runs), "latest": runs[-1].started if runs else ""}
+    rows = [
+        {
+            "name": r.name,
+            "started": r.started,
+            "target": r.target,
+            "samples": r.samples,
+            "event": r.event,
+            "top": r.top_finding.as_json() if r.top_finding else None,
+            "report": r.report,
+            "ipc": r.ipc,
+            "trigger": r.trigger,
+            "basis": r.basis.text,
+            "notes": list(r.notes),
+            "flagged": r.name in flagged,
+        }
+        for r in reversed(runs)
+    ]
+    return {
+        "title": title,
+        "runs": rows,
+        "charts": _charts(runs),
+        "regressions": flags,
+        "improvements": [j for j in judged if j["direction"] == "improvement"],
+        "count": len(runs),
+        "latest": runs[-1].started if runs else "",
+    }
 
 
 def render_index(directory: Path, out: Path, title: str = "") -> tuple[str, dict[str, Any]]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass
-from typing import Sequence
+from collections.abc import Sequence
 
 from ..capture.target.process import parse_cpulist
 from ..model.counters import Counters
@@ -82,8 +82,11 @@ def run_basis(run: Run, counters: Counters | None, samples: int) -> Basis:
         return Basis(None, cpus, "no duration or CPU count recorded: judged on shares")
     task_ms = counters.value("task-clock") if counters and counters.scope == "target threads" else None
     if task_ms:
-        return Basis(task_ms / 1000 / samples / (duration * cpus), cpus,
-                     f"target CPU time {task_ms / 1000:.1f} s (task-clock) over {duration:g} s × {cpus} CPUs")
+        return Basis(
+            task_ms / 1000 / samples / (duration * cpus),
+            cpus,
+            f"target CPU time {task_ms / 1000:.1f} s (task-clock) over {duration:g} s × {cpus} CPUs",
+        )
     if not freq:
         return Basis(None, cpus, "no sampling frequency recorded: judged on shares")
     return Basis(1 / (freq * duration * cpus), cpus, f"{freq} Hz × {duration:g} s × {cpus} CPUs")
@@ -117,5 +120,7 @@ def judge(now: Measure, earlier: Sequence[Measure]) -> Judgement | None:
 def describe(name: str, j: Judgement, cpus: int | None, runs: int) -> str:
     """'ut_delay: 6.8 % of 2 CPUs vs median 18.1 % of 1 earlier run (−11.3 points, noise ±2.5)'."""
     of = f"of {cpus} CPUs" if j.basis == "cpu" and cpus else "of samples"
-    return (f"{name}: {100 * j.now:.1f} % {of} vs median {100 * j.baseline:.1f} % of {runs} earlier "
-            f"run{'s' if runs > 1 else ''} ({100 * j.delta:+.1f} points, sampling noise ±{100 * j.noise:.1f})")
+    return (
+        f"{name}: {100 * j.now:.1f} % {of} vs median {100 * j.baseline:.1f} % of {runs} earlier "
+        f"run{'s' if runs > 1 else ''} ({100 * j.delta:+.1f} points, sampling noise ±{100 * j.noise:.1f})"
+    )

@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import PurePosixPath
-from typing import Any, Iterable, Mapping
+from typing import Any
+from collections.abc import Iterable, Mapping
 
 from ..errors import UsageError
 from ..findings.model import Finding
@@ -40,8 +41,10 @@ def findings_exit_code(findings: Iterable[Finding | FoundFinding]) -> int:
 
 def safe_path(path: str, what: str) -> str:
     if not _SAFE_PATH.match(path) or "/../" in path + "/":
-        raise UsageError(f"{what} {path!r} must be an absolute path of letters, digits and _./+@:-",
-                         "unit files and cron lines cannot quote other characters safely")
+        raise UsageError(
+            f"{what} {path!r} must be an absolute path of letters, digits and _./+@:-",
+            "unit files and cron lines cannot quote other characters safely",
+        )
     return path
 
 
@@ -74,7 +77,9 @@ class ScheduleSpec:
         if not _AT.match(self.at):
             raise UsageError(f"--at {self.at!r}: expected HH:MM (24 h)", "e.g. --at 03:00")
         if (self.pid is None) == (not self.all_mysqld):
-            raise UsageError("give exactly one of -p PID or --all-mysqld", "--all-mysqld survives server restarts; a PID does not")
+            raise UsageError(
+                "give exactly one of -p PID or --all-mysqld", "--all-mysqld survives server restarts; a PID does not"
+            )
         if self.duration_s < 1:
             raise UsageError("--duration must be at least 1 second", "e.g. --duration 60")
         safe_path(self.directory, "--dir")
@@ -85,11 +90,15 @@ class ScheduleSpec:
         for arg in self.exe[1:] + self.capture_args:
             _safe_arg(arg)
         if self.notify_cmd is not None and not _SAFE_WORDS.match(self.notify_cmd):
-            raise UsageError(f"--notify-cmd {self.notify_cmd!r} has characters a unit file cannot carry safely",
-                             "use a script path and words of letters, digits, spaces and _./+@:=,-")
+            raise UsageError(
+                f"--notify-cmd {self.notify_cmd!r} has characters a unit file cannot carry safely",
+                "use a script path and words of letters, digits, spaces and _./+@:=,-",
+            )
         if not 1 <= self.cpu_quota_pct <= 100000 or self.memory_max < 64 * 2**20 or self.randomized_delay_s < 0:
-            raise UsageError("--cpu-quota must be 1..100000 %, --memory-max at least 64M, the delay >= 0",
-                             "e.g. --cpu-quota 100 --memory-max 2G --randomized-delay 10m")
+            raise UsageError(
+                "--cpu-quota must be 1..100000 %, --memory-max at least 64M, the delay >= 0",
+                "e.g. --cpu-quota 100 --memory-max 2G --randomized-delay 10m",
+            )
 
     @property
     def hour_minute(self) -> tuple[int, int]:
@@ -100,8 +109,16 @@ class ScheduleSpec:
         """`pmuprof capture` arguments except -o (the dated directory is added at run time)."""
         target = ["--all-mysqld"] if self.all_mysqld else ["-p", str(self.pid)]
         textfile = ["--textfile", self.textfile] if self.textfile else []
-        return [*self.exe, "capture", *target, "--duration", str(self.duration_s),
-                "--exit-code-on-findings", *textfile, *self.capture_args]
+        return [
+            *self.exe,
+            "capture",
+            *target,
+            "--duration",
+            str(self.duration_s),
+            "--exit-code-on-findings",
+            *textfile,
+            *self.capture_args,
+        ]
 
     def prune_argv(self) -> list[str]:
         argv = [*self.exe, "schedule", "prune", "--dir", self.directory]
@@ -130,11 +147,15 @@ def run_environment(pythonpath: str, notify_cmd: str | None) -> dict[str, str]:
 
 def _safe_arg(arg: str) -> str:
     if not _SAFE_ARG.match(arg):
-        raise UsageError(f"capture option {arg!r} has characters a unit file cannot carry safely",
-                         "use letters, digits and _./+@:=,- only (put secrets in an option file)")
+        raise UsageError(
+            f"capture option {arg!r} has characters a unit file cannot carry safely",
+            "use letters, digits and _./+@:=,- only (put secrets in an option file)",
+        )
     if "password" in arg.lower() and "file" not in arg.lower():
-        raise UsageError("a password in a unit file is readable by every local user",
-                         "put it in a client option file and pass --defaults-file")
+        raise UsageError(
+            "a password in a unit file is readable by every local user",
+            "put it in a client option file and pass --defaults-file",
+        )
     return arg
 
 
@@ -160,8 +181,13 @@ def is_pmuprof_run(run_json: Any) -> bool:
     return isinstance(run_json, Mapping) and MARKER in run_json
 
 
-def plan_retention(entries: Iterable[RunEntry], now: float, keep_days: float | None,
-                   keep_bytes: int | None, keep_count: int | None = None) -> list[Deletion]:
+def plan_retention(
+    entries: Iterable[RunEntry],
+    now: float,
+    keep_days: float | None,
+    keep_bytes: int | None,
+    keep_count: int | None = None,
+) -> list[Deletion]:
     """Which pmuprof runs to delete, oldest first: older than keep_days, then the oldest beyond the newest
     keep_count runs, then the oldest until the total fits keep_bytes. The newest run and busy runs (a
     capture in progress) are always kept, and count; non-pmuprof entries are never listed."""
@@ -178,9 +204,9 @@ def plan_retention(entries: Iterable[RunEntry], now: float, keep_days: float | N
             kept.remove(entry)
     if keep_count is not None:
         excess = len(kept) + 1 + sum(e.busy for e in runs[:-1]) - keep_count  # + the newest and busy ones
-        for entry in kept[:max(0, excess)]:
+        for entry in kept[: max(0, excess)]:
             out.append(Deletion(entry.name, f"beyond the newest {keep_count}", entry.size))
-        kept = kept[max(0, excess):]
+        kept = kept[max(0, excess) :]
     if keep_bytes is not None:
         total = newest.size + sum(e.size for e in runs[:-1] if e.busy) + sum(e.size for e in kept)
         for entry in list(kept):

@@ -11,7 +11,8 @@ import time
 from dataclasses import asdict
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from .. import outfile
 from ..tools import proc as tools_proc
@@ -53,13 +54,19 @@ def _systemctl(*args: str) -> subprocess.CompletedProcess[str]:
     try:
         proc = tools_proc.run(["systemctl", *args], SYSTEMCTL_TIMEOUT_S, stall=False)
     except subprocess.TimeoutExpired as err:
-        raise PmuprofError(f"systemctl {' '.join(args)} did not answer within {SYSTEMCTL_TIMEOUT_S} s",
-                           "check systemd (systemctl status) and retry") from err
+        raise PmuprofError(
+            f"systemctl {' '.join(args)} did not answer within {SYSTEMCTL_TIMEOUT_S} s",
+            "check systemd (systemctl status) and retry",
+        ) from err
     except OSError as err:
-        raise PmuprofError(f"cannot run systemctl: {err.strerror}", "use --scheduler cron on hosts without systemd") from err
+        raise PmuprofError(
+            f"cannot run systemctl: {err.strerror}", "use --scheduler cron on hosts without systemd"
+        ) from err
     if proc.returncode != 0 and args[0] not in ("show", "is-active", "disable"):
-        raise PmuprofError(f"systemctl {' '.join(args)} failed: {proc.stderr.strip() or proc.returncode}",
-                           "run as root on a host booted with systemd, or see journalctl -xe")
+        raise PmuprofError(
+            f"systemctl {' '.join(args)} failed: {proc.stderr.strip() or proc.returncode}",
+            "run as root on a host booted with systemd, or see journalctl -xe",
+        )
     return proc
 
 
@@ -107,7 +114,7 @@ def installed_spec(root: Path = Path("/")) -> dict | None:
         if _ours(path):
             for line in path.read_text(encoding="utf-8").splitlines():
                 if line.startswith(SPEC_PREFIX):
-                    return json.loads(line[len(SPEC_PREFIX):])
+                    return json.loads(line[len(SPEC_PREFIX) :])
     return None
 
 
@@ -137,8 +144,9 @@ def _owned_files(run: Path) -> list[Path]:
             mode = child.lstat().st_mode
         except OSError:
             continue
-        base = output_name(child.name[:-4] if child.name.endswith(".tmp") and child.name[:-4] in RUN_FILES
-                           else child.name)
+        base = output_name(
+            child.name[:-4] if child.name.endswith(".tmp") and child.name[:-4] in RUN_FILES else child.name
+        )
         if base in RUN_FILES and (stat.S_ISREG(mode) or (stat.S_ISFIFO(mode) and base in CONTROL_FIFOS)):
             out.append(child)
     return out
@@ -152,7 +160,9 @@ def _only_ours(run: Path) -> bool:
         return False
 
 
-def scan_runs(directory: Path, owner: Callable[[Any], bool] = is_pmuprof_run, now: float | None = None) -> list[RunEntry]:
+def scan_runs(
+    directory: Path, owner: Callable[[Any], bool] = is_pmuprof_run, now: float | None = None
+) -> list[RunEntry]:
     """Each real (non-symlink) directory directly under ``directory``; ``owner`` says which run.json marks
     a run retention may delete (a damaged run.json: when every entry is a file pmuprof writes)."""
     if not directory.is_dir():
@@ -213,9 +223,15 @@ def delete_run(run: Path) -> list[str]:
     return kept
 
 
-def prune(directory: Path, keep_days: float | None, keep_bytes: int | None,
-          dry_run: bool = False, now: float | None = None, keep_count: int | None = None,
-          owner: Callable[[Any], bool] = is_pmuprof_run) -> list[tuple[Deletion, list[str]]]:
+def prune(
+    directory: Path,
+    keep_days: float | None,
+    keep_bytes: int | None,
+    dry_run: bool = False,
+    now: float | None = None,
+    keep_count: int | None = None,
+    owner: Callable[[Any], bool] = is_pmuprof_run,
+) -> list[tuple[Deletion, list[str]]]:
     """Apply retention to ``directory`` (only runs whose run.json ``owner`` accepts); each deletion comes
     with the foreign files it left."""
     if keep_days is None and keep_bytes is None and keep_count is None:

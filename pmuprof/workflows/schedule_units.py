@@ -16,7 +16,10 @@ STATE_ROOT = "/var/lib/"
 CAPABILITIES = (
     ("CAP_PERFMON", "perf record -a / perf stat -a (and perf record -p) at perf_event_paranoid > 0"),
     ("CAP_SYS_PTRACE", "/proc/PID/exe, /proc/PID/fd/* and /proc/PID/mem of mysqld, which runs as another user"),
-    ("CAP_DAC_READ_SEARCH", "/proc/PID/fd (0500) and /proc/PID/mem (0600) are mysqld's; its error log is 0640 mysql:adm"),
+    (
+        "CAP_DAC_READ_SEARCH",
+        "/proc/PID/fd (0500) and /proc/PID/mem (0600) are mysqld's; its error log is 0640 mysql:adm",
+    ),
     ("CAP_SYSLOG", "kernel symbol addresses in /proc/kallsyms (perf sees zeros without it: unnamed kernel frames)"),
 )
 
@@ -28,7 +31,7 @@ def systemd_quote(argv: list[str]) -> str:
 
 def dated_capture(spec: ScheduleSpec, percent: str) -> str:
     """A /bin/sh command line that captures into DIR/<YYYYmmdd-HHMMSS>; ``percent`` escapes %."""
-    fmt = "+{0}Y{0}m{0}d-{0}H{0}M{0}S".format(percent)
+    fmt = f"+{percent}Y{percent}m{percent}d-{percent}H{percent}M{percent}S"
     args = " ".join(shlex.quote(a) for a in spec.capture_argv())
     return f'exec {args} -o "{spec.directory}/$(date {fmt})"'
 
@@ -44,15 +47,22 @@ def writable(directory: str, textfile: str | None) -> list[str]:
     """StateDirectory= for a directory under /var/lib (systemd creates it, owned right); else ReadWritePaths=."""
     lines = []
     if directory.startswith(STATE_ROOT) and len(directory) > len(STATE_ROOT):
-        lines += ["# The run directories: created by systemd with this mode, the only place the run writes.",
-                  f"StateDirectory={directory[len(STATE_ROOT):].rstrip('/')}", "StateDirectoryMode=0750"]
+        lines += [
+            "# The run directories: created by systemd with this mode, the only place the run writes.",
+            f"StateDirectory={directory[len(STATE_ROOT) :].rstrip('/')}",
+            "StateDirectoryMode=0750",
+        ]
     else:
-        lines += ["# The run directories (created when the unit was written): the only place the run writes.",
-                  f"ReadWritePaths={directory}"]
+        lines += [
+            "# The run directories (created when the unit was written): the only place the run writes.",
+            f"ReadWritePaths={directory}",
+        ]
     if textfile:
         folder = textfile.rsplit("/", 1)[0] or "/"
-        lines += ["# node_exporter's textfile directory: the metrics file is replaced there after each run.",
-                  f"ReadWritePaths={folder}"]
+        lines += [
+            "# node_exporter's textfile directory: the metrics file is replaced there after each run.",
+            f"ReadWritePaths={folder}",
+        ]
     return lines
 
 
@@ -85,9 +95,11 @@ def sandbox() -> list[str]:
         "# Only the capabilities the capture uses (kernels before 5.8 have no CAP_PERFMON: add CAP_SYS_ADMIN):",
     ]
     lines += [f"#   {name}: {why}" for name, why in CAPABILITIES]
-    lines += [f"CapabilityBoundingSet={caps}",
-              "# ProtectKernelTunables= is left off on purpose: it hides /proc/kallsyms, which perf reads.",
-              "# ProtectKernelLogs= too: it drops CAP_SYSLOG, and perf then sees /proc/kallsyms as zeros."]
+    lines += [
+        f"CapabilityBoundingSet={caps}",
+        "# ProtectKernelTunables= is left off on purpose: it hides /proc/kallsyms, which perf reads.",
+        "# ProtectKernelLogs= too: it drops CAP_SYSLOG, and perf then sees /proc/kallsyms as zeros.",
+    ]
     return lines + _cheap_sandbox()
 
 
@@ -127,10 +139,14 @@ def _cheap_sandbox() -> list[str]:
 def service_unit(spec: ScheduleSpec) -> str:
     script = dated_capture(spec, "%%").replace("$", "$$")
     lines = [
-        HEADER, "[Unit]",
+        HEADER,
+        "[Unit]",
         f"Description=pmuprof nightly capture of mysqld into {spec.directory}",
         "After=network.target mariadb.service mysql.service mysqld.service",
-        "", "[Service]", "Type=oneshot", f"User={spec.user}",
+        "",
+        "[Service]",
+        "Type=oneshot",
+        f"User={spec.user}",
         *below_mysqld(spec.cpu_quota_pct, spec.memory_max),
         f"TimeoutStartSec={spec.duration_s + 900}",
     ]
@@ -152,15 +168,22 @@ def service_unit(spec: ScheduleSpec) -> str:
 def timer_unit(spec: ScheduleSpec) -> str:
     hour, minute = spec.hour_minute
     lines = [
-        HEADER, "[Unit]", f"Description=pmuprof nightly capture at {spec.at}", "",
-        "[Timer]", f"OnCalendar=*-*-* {hour:02d}:{minute:02d}:00",
+        HEADER,
+        "[Unit]",
+        f"Description=pmuprof nightly capture at {spec.at}",
+        "",
+        "[Timer]",
+        f"OnCalendar=*-*-* {hour:02d}:{minute:02d}:00",
         "# A run missed while the host was down starts at boot.",
         "Persistent=true",
     ]
     if spec.randomized_delay_s:
-        lines += ["# Spread a fleet's captures (and their load on shared storage) over this window;",
-                  "# FixedRandomDelay keeps each host's offset, so its runs stay 24 h apart and comparable.",
-                  f"RandomizedDelaySec={spec.randomized_delay_s}", "FixedRandomDelay=true"]
+        lines += [
+            "# Spread a fleet's captures (and their load on shared storage) over this window;",
+            "# FixedRandomDelay keeps each host's offset, so its runs stay 24 h apart and comparable.",
+            f"RandomizedDelaySec={spec.randomized_delay_s}",
+            "FixedRandomDelay=true",
+        ]
     lines += [f"Unit={UNIT_NAME}.service", "", "[Install]", "WantedBy=timers.target"]
     return "\n".join(lines) + "\n"
 
@@ -187,9 +210,17 @@ def cron_text(spec: ScheduleSpec, offset_s: int = 0, lock_file: str = LOCK_FILE)
     sleep = f"sleep {offset_s}; " if offset_s else ""
     env = [f"{key}={value}" for key, value in sorted(spec.environment().items())]
     log = f"{spec.directory}/{CRON_LOG}"
-    return "\n".join([
-        HEADER, "# umask 077: reports hold statement digests and user@db. Output goes to the log beside the",
-        f"# runs ({CRON_LOG}), not to a nightly mail from cron.", "SHELL=/bin/sh", *env,
-        f"{minute} {hour} * * * {spec.user} umask 077; mkdir -p {spec.directory} && {sleep}exec flock -n -E 75 "
-        f"{lock_file} ionice -c 3 nice -n 10 /bin/sh -c '{body}' >> {log} 2>&1",
-    ]) + "\n"
+    return (
+        "\n".join(
+            [
+                HEADER,
+                "# umask 077: reports hold statement digests and user@db. Output goes to the log beside the",
+                f"# runs ({CRON_LOG}), not to a nightly mail from cron.",
+                "SHELL=/bin/sh",
+                *env,
+                f"{minute} {hour} * * * {spec.user} umask 077; mkdir -p {spec.directory} && {sleep}exec flock -n -E 75 "
+                f"{lock_file} ionice -c 3 nice -n 10 /bin/sh -c '{body}' >> {log} 2>&1",
+            ]
+        )
+        + "\n"
+    )

@@ -50,7 +50,9 @@ def parse_condition(text: str) -> Condition:
     """Parse one condition strictly; raise UsageError with a one-line reason otherwise."""
     match = _COND.match(text or "")
     if not match:
-        raise UsageError(f"trigger {text!r}: expected {SYNTAX}", "quote the trigger in the shell: --trigger 'Threads_running>50'")
+        raise UsageError(
+            f"trigger {text!r}: expected {SYNTAX}", "quote the trigger in the shell: --trigger 'Threads_running>50'"
+        )
     lhs, op, num = match.group("lhs"), match.group("op"), match.group("num")
     if not _NUMBER.match(num):
         raise UsageError(f"trigger {text!r}: {num!r} is not a number", "use a plain number such as 50 or 0.5")
@@ -63,10 +65,14 @@ def parse_condition(text: str) -> Condition:
     if sep:
         source = prefix.strip().lower()
         if source not in ("state", "command"):
-            raise UsageError(f"trigger {text!r}: unknown prefix {prefix!r}", "use state:NAME, command:NAME, cpu or a status variable")
+            raise UsageError(
+                f"trigger {text!r}: unknown prefix {prefix!r}", "use state:NAME, command:NAME, cpu or a status variable"
+            )
         name = rest.strip()
         if not name or not _STATE_NAME.match(name):
-            raise UsageError(f"trigger {text!r}: bad processlist {source} {name!r}", "e.g. state:statistics or 'state:Sending data'")
+            raise UsageError(
+                f"trigger {text!r}: bad processlist {source} {name!r}", "e.g. state:statistics or 'state:Sending data'"
+            )
         return Condition(source, name, op, threshold, text.strip())
     if not _STATUS_NAME.match(lhs):
         raise UsageError(f"trigger {text!r}: {lhs!r} is not a status variable name", SYNTAX)
@@ -86,7 +92,9 @@ def parse_duration(text: str) -> float:
     """``1s``, ``500ms``, ``5m``, ``2h``, ``7d``, ``10`` (seconds) → seconds."""
     match = _DURATION.match(str(text).strip())
     if not match:
-        raise UsageError(f"duration {text!r}: expected a number with an optional ms/s/m/h suffix", "e.g. 1s, 500ms or 5m")
+        raise UsageError(
+            f"duration {text!r}: expected a number with an optional ms/s/m/h suffix", "e.g. 1s, 500ms or 5m"
+        )
     scale = {"ms": 0.001, "s": 1, None: 1, "m": 60, "h": 3600, "d": 86400}[match.group(2)]
     return float(match.group(1)) * scale
 
@@ -99,7 +107,7 @@ class DiskFloor:
     percent: float = 0.0
 
     @classmethod
-    def parse(cls, texts: tuple[str, ...]) -> "DiskFloor":
+    def parse(cls, texts: tuple[str, ...]) -> DiskFloor:
         """Each text is a size (``1G``) or a percent (``5%``); the strictest of each kind wins."""
         floor = cls()
         for text in texts:
@@ -176,7 +184,9 @@ class WatchPlan:
         if not self.conditions:
             raise UsageError("no trigger given", "add --trigger 'Threads_running>50'")
         if self.cycles < 1 or (self.max_captures is not None and self.max_captures < 1) or self.cooldown_s < 0:
-            raise UsageError("--cycles and --max-captures must be >= 1, --cooldown >= 0", "e.g. --cycles 3 --max-captures 3")
+            raise UsageError(
+                "--cycles and --max-captures must be >= 1, --cooldown >= 0", "e.g. --cycles 3 --max-captures 3"
+            )
 
 
 @dataclass(frozen=True)
@@ -234,8 +244,9 @@ def step(plan: WatchPlan, state: WatchState, poll: Poll) -> tuple[WatchState, Fi
 
 def captured(plan: WatchPlan, state: WatchState, ended_at: float) -> WatchState:
     """After a capture (or a skipped one) ends: count it and start the cooldown."""
-    return replace(state, captures=state.captures + 1, hits=(0,) * len(plan.conditions),
-                   cooldown_until=ended_at + plan.cooldown_s)
+    return replace(
+        state, captures=state.captures + 1, hits=(0,) * len(plan.conditions), cooldown_until=ended_at + plan.cooldown_s
+    )
 
 
 def skipped(plan: WatchPlan, state: WatchState, now: float) -> WatchState:
@@ -270,7 +281,7 @@ def status_line(plan: WatchPlan, state: WatchState, poll: Poll) -> str:
 
 def parse_proc_stat(text: str) -> tuple[int, int]:
     """(utime + stime clock ticks, starttime) from /proc/PID/stat; comm may hold spaces and ')'."""
-    rest = text[text.rindex(")") + 2:].split()
+    rest = text[text.rindex(")") + 2 :].split()
     # fields after comm start at field 3 (state); utime=14, stime=15, starttime=22
     return int(rest[11]) + int(rest[12]), int(rest[19])
 

@@ -9,7 +9,8 @@ import time
 from collections import deque
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from ..capture.mysql import facts as mysql
 from ..capture.record import RecordOptions, record
@@ -26,8 +27,22 @@ from .fleet import Outcome, Publish, publish
 from .schedule import age_text, findings_exit_code, is_pmuprof_run
 from .schedule_io import disk_free, prune
 from .triggers import (
-    Condition, DiskFloor, Fire, Poll, WatchPlan, captured, cpu_percent, done, initial_state, missing_status,
-    of_max, parse_proc_stat, skipped, status_line, step, value,
+    Condition,
+    DiskFloor,
+    Fire,
+    Poll,
+    WatchPlan,
+    captured,
+    cpu_percent,
+    done,
+    initial_state,
+    missing_status,
+    of_max,
+    parse_proc_stat,
+    skipped,
+    status_line,
+    step,
+    value,
 )
 
 Log = Callable[[str], None]
@@ -50,8 +65,10 @@ class Poller:
             try:
                 self.conn, _, _ = mysql.connect(self.mysql_options or mysql.MysqlOptions(), self.pid)
             except ConnectionError as err:
-                raise TargetError(f"cannot reach the server to poll: {err}",
-                                  "pass --mysql-socket / --defaults-file, or use only a cpu>N trigger") from err
+                raise TargetError(
+                    f"cannot reach the server to poll: {err}",
+                    "pass --mysql-socket / --defaults-file, or use only a cpu>N trigger",
+                ) from err
         return self.conn
 
     def _status(self, conn: Any) -> dict[str, float]:
@@ -71,8 +88,10 @@ class Poller:
         states: dict[str, int] = {}
         commands: dict[str, int] = {}
         with conn.cursor() as cur:
-            cur.execute("SELECT STATE, COMMAND, COUNT(*) FROM information_schema.PROCESSLIST "
-                        "WHERE ID <> CONNECTION_ID() GROUP BY STATE, COMMAND")
+            cur.execute(
+                "SELECT STATE, COMMAND, COUNT(*) FROM information_schema.PROCESSLIST "
+                "WHERE ID <> CONNECTION_ID() GROUP BY STATE, COMMAND"
+            )
             for state, command, count in cur.fetchall():
                 states[str(state or "")] = states.get(str(state or ""), 0) + int(count)
                 commands[str(command or "")] = commands.get(str(command or ""), 0) + int(count)
@@ -127,9 +146,11 @@ class Retention:
         return self.count is None and self.age_s is None and self.bytes is None
 
     def text(self) -> str:
-        parts = [f"{self.count} captures" if self.count is not None else "",
-                 age_text(self.age_s) if self.age_s is not None else "",
-                 f"{self.bytes / 2**30:g} GiB" if self.bytes is not None else ""]
+        parts = [
+            f"{self.count} captures" if self.count is not None else "",
+            age_text(self.age_s) if self.age_s is not None else "",
+            f"{self.bytes / 2**30:g} GiB" if self.bytes is not None else "",
+        ]
         return "keeping at most " + ", ".join(p for p in parts if p) if not self.off else "no retention"
 
 
@@ -148,8 +169,13 @@ def apply_retention(base: Path, keep: Retention, log: Log) -> None:
     if keep.off:
         return
     try:
-        done = prune(base, None if keep.age_s is None else keep.age_s / 86400, keep.bytes, keep_count=keep.count,
-                     owner=made_by_watch)
+        done = prune(
+            base,
+            None if keep.age_s is None else keep.age_s / 86400,
+            keep.bytes,
+            keep_count=keep.count,
+            owner=made_by_watch,
+        )
     except (OSError, PmuprofError) as err:
         log(f"retention skipped: {err}")
         return
@@ -200,22 +226,41 @@ def _out_dir(base: Path, fire: Fire) -> Path:
 
 def poll_table(conditions: tuple[Condition, ...], before: tuple[Poll, ...], during: tuple[Poll, ...]) -> WatchPolls:
     """watch-polls.tsv's rows: the polls before the capture, then those during it."""
+
     def row(poll: Poll, phase: str) -> PollRow:
-        return PollRow(poll.t, phase, poll.load1, poll.running, poll.blocked,
-                       None if poll.cpu is None else round(poll.cpu, 2), tuple(value(c, poll) for c in conditions))
-    return WatchPolls(tuple(c.text for c in conditions),
-                      tuple(row(p, "before") for p in before) + tuple(row(p, "during") for p in during))
+        return PollRow(
+            poll.t,
+            phase,
+            poll.load1,
+            poll.running,
+            poll.blocked,
+            None if poll.cpu is None else round(poll.cpu, 2),
+            tuple(value(c, poll) for c in conditions),
+        )
+
+    return WatchPolls(
+        tuple(c.text for c in conditions),
+        tuple(row(p, "before") for p in before) + tuple(row(p, "during") for p in during),
+    )
 
 
-def capture_once(opts: WatchOptions, fire: Fire, poller: Poller, log: Log,
-                 before: tuple[Poll, ...] = ()) -> tuple[Path, str]:
+def capture_once(
+    opts: WatchOptions, fire: Fire, poller: Poller, log: Log, before: tuple[Poll, ...] = ()
+) -> tuple[Path, str]:
     """Record + report into BASE/<time>-<trigger>/; returns (run dir, the signal that stopped it or "")."""
     out = _out_dir(opts.base_dir, fire)
-    log(f"trigger {fire.condition.text} held for {fire.hits} polls: capture "
-        f"{of_max(opts.plan, fire.capture_index)} for {opts.duration_s:g} s into {out}")
-    ropts = RecordOptions(pids=(opts.pid,), out_dir=out, duration=opts.duration_s,
-                          mysql_options=opts.mysql_options, command=opts.command or ("pmuprof", "watch"),
-                          **opts.record)
+    log(
+        f"trigger {fire.condition.text} held for {fire.hits} polls: capture "
+        f"{of_max(opts.plan, fire.capture_index)} for {opts.duration_s:g} s into {out}"
+    )
+    ropts = RecordOptions(
+        pids=(opts.pid,),
+        out_dir=out,
+        duration=opts.duration_s,
+        mysql_options=opts.mysql_options,
+        command=opts.command or ("pmuprof", "watch"),
+        **opts.record,
+    )
     during = _DuringCapture(poller, opts.interval_s)
     during.start()
     try:
@@ -223,16 +268,19 @@ def capture_once(opts: WatchOptions, fire: Fire, poller: Poller, log: Log,
     finally:
         during.stop_event.set()
         during.join(timeout=opts.interval_s + 35)
-    trigger = {**fire.to_dict(opts.plan), "fired_at": _iso(fire.polls[-1].t), "interval_s": opts.interval_s,
-               "polls_during": [p.to_dict(opts.plan.conditions) for p in during.polls]}
+    trigger = {
+        **fire.to_dict(opts.plan),
+        "fired_at": _iso(fire.polls[-1].t),
+        "interval_s": opts.interval_s,
+        "polls_during": [p.to_dict(opts.plan.conditions) for p in during.polls],
+    }
     run = replace(rundir.read_run(out), trigger=from_json(Trigger, trigger))
     rundir.write_typed(out / rundir.RUN_JSON, run)
     write_tsv(out / rundir.WATCH_POLLS, poll_table(opts.plan.conditions, before or fire.polls, tuple(during.polls)))
     try:
         result = report_run(out, log=log)
         log(f"report: {result.paths['html']}")
-        outcome = Outcome(findings_exit_code(result.findings), out, result.profile, result.diagnosis,
-                          ended=time.time())
+        outcome = Outcome(findings_exit_code(result.findings), out, result.profile, result.diagnosis, ended=time.time())
     except PmuprofError as err:  # an unreadable recording must not end the watch
         log(f"no report for {out}: {err}")
         outcome = Outcome(err.exit_code, out, error=str(err), ended=time.time())
@@ -248,8 +296,10 @@ def _first_poll(poller: Poller, plan: WatchPlan) -> Poll:
     poll = poller.poll()
     missing = missing_status(plan.conditions, poll)
     if missing:
-        raise UsageError(f"the server has no numeric status variable {', '.join(missing)}",
-                         "check the name with SHOW GLOBAL STATUS LIKE '...' (names are case-sensitive)")
+        raise UsageError(
+            f"the server has no numeric status variable {', '.join(missing)}",
+            "check the name with SHOW GLOBAL STATUS LIKE '...' (names are case-sensitive)",
+        )
     return poll
 
 
@@ -276,10 +326,12 @@ def watch(opts: WatchOptions, log: Log, sleep: Callable[[float], None] = time.sl
     outfile.ensure_dir(opts.base_dir)
     plan, poller, runs = opts.plan, Poller(opts.pid, opts.plan, opts.mysql_options), []
     state, stop, history = initial_state(plan), "", deque(maxlen=BEFORE_POLLS)
-    log(f"watching pid {opts.pid} every {opts.interval_s:g} s for {' or '.join(c.text for c in plan.conditions)} "
+    log(
+        f"watching pid {opts.pid} every {opts.interval_s:g} s for {' or '.join(c.text for c in plan.conditions)} "
         f"({plan.cycles} polls in a row); "
         f"{'up to ' + str(plan.max_captures) if plan.max_captures else 'unlimited'} capture(s) into {opts.base_dir}, "
-        f"{opts.keep.text()}")
+        f"{opts.keep.text()}"
+    )
     apply_retention(opts.base_dir, opts.keep, log)
     try:
         poll = _first_poll(poller, plan)
@@ -313,4 +365,3 @@ def watch(opts: WatchOptions, log: Log, sleep: Callable[[float], None] = time.sl
     if stop:
         raise Interrupted(f"watch stopped by {stop}", "", signals.exit_code(stop))
     return runs
-

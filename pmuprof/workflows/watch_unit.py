@@ -10,8 +10,10 @@ from .schedule import safe_path, run_environment
 from .schedule_units import below_mysqld, sandbox, systemd_quote, writable
 
 UNIT_NAME = "pmuprof-watch"
-HEADER = (f"# Written by `pmuprof watch --print-unit`: save as /etc/systemd/system/{UNIT_NAME}.service, then\n"
-          f"# systemctl daemon-reload && systemctl enable --now {UNIT_NAME} (docs/safety.md).")
+HEADER = (
+    f"# Written by `pmuprof watch --print-unit`: save as /etc/systemd/system/{UNIT_NAME}.service, then\n"
+    f"# systemctl daemon-reload && systemctl enable --now {UNIT_NAME} (docs/safety.md)."
+)
 DEFAULT_DIR = "/var/lib/pmuprof-watch"  # under /var/lib: systemd creates it (StateDirectory=)
 _UNSAFE = re.compile(r"['\"\\\x00-\x1f\x7f]")
 # Exit statuses that a restart cannot fix: a usage error (2) and a broken rules directory (7).
@@ -43,11 +45,15 @@ class WatchService:
                 safe_path(path, what)
         for arg in self.exe[1:] + self.args + ((self.notify_cmd,) if self.notify_cmd else ()):
             if _UNSAFE.search(arg):
-                raise UsageError(f"watch option {arg!r} holds a quote, backslash or control character",
-                                 "a unit file cannot carry it safely: spell the option without them")
+                raise UsageError(
+                    f"watch option {arg!r} holds a quote, backslash or control character",
+                    "a unit file cannot carry it safely: spell the option without them",
+                )
             if "password" in arg.lower() and "file" not in arg.lower():
-                raise UsageError("a password in a unit file is readable by every local user",
-                                 "put it in a client option file and pass --defaults-file")
+                raise UsageError(
+                    "a password in a unit file is readable by every local user",
+                    "put it in a client option file and pass --defaults-file",
+                )
 
     def environment(self) -> dict[str, str]:
         return run_environment(self.pythonpath, self.notify_cmd)
@@ -57,14 +63,19 @@ def watch_unit(svc: WatchService) -> str:
     """A Type=simple service running watch in the foreground, hardened like the nightly unit."""
     burst, within = START_LIMIT
     lines = [
-        HEADER, "[Unit]", f"Description=pmuprof watch: triggered captures of mysqld into {svc.directory}",
+        HEADER,
+        "[Unit]",
+        f"Description=pmuprof watch: triggered captures of mysqld into {svc.directory}",
         "After=network.target mariadb.service mysql.service mysqld.service",
         f"# Restarted at most {burst} times in {within // 60} min (a server down longer): then the unit fails,",
         "# so monitoring of failed units sees it; `systemctl restart` resumes.",
-        f"StartLimitIntervalSec={within}", f"StartLimitBurst={burst}",
-        "", "[Service]",
+        f"StartLimitIntervalSec={within}",
+        f"StartLimitBurst={burst}",
+        "",
+        "[Service]",
         "# watch runs in the foreground: systemd keeps the process (no --daemonize, no pid file).",
-        "Type=simple", f"User={svc.user}",
+        "Type=simple",
+        f"User={svc.user}",
         *below_mysqld(svc.cpu_quota_pct, svc.memory_max),
     ]
     lines += [f'Environment="{key}={value}"' for key, value in sorted(svc.environment().items())]
@@ -72,14 +83,19 @@ def watch_unit(svc: WatchService) -> str:
     lines += [
         "# Each poll, trigger, capture and retention deletion is one line in the journal (journalctl -u",
         f"# {UNIT_NAME}); the journal stamps the time.",
-        "StandardOutput=journal", "StandardError=journal",
+        "StandardOutput=journal",
+        "StandardError=journal",
         f"ExecStart={systemd_quote([*svc.exe, 'watch', *svc.args])}",
         "# The server restarted (watch picks the running mysqld again) or polling failed 30 times: start over.",
-        "Restart=on-failure", f"RestartSec={RESTART_S}",
+        "Restart=on-failure",
+        f"RestartSec={RESTART_S}",
         "# A bad trigger or option, or a broken rules directory, fails the same way every time: no restart.",
         f"RestartPreventExitStatus={' '.join(map(str, NO_RESTART))}",
         "# `systemctl stop` sends SIGTERM: watch stops perf, reports what it captured and exits 143 (128 + 15).",
-        "SuccessExitStatus=143", f"TimeoutStopSec={STOP_TIMEOUT_S}",
-        "", "[Install]", "WantedBy=multi-user.target",
+        "SuccessExitStatus=143",
+        f"TimeoutStopSec={STOP_TIMEOUT_S}",
+        "",
+        "[Install]",
+        "WantedBy=multi-user.target",
     ]
     return "\n".join(lines) + "\n"

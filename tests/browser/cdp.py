@@ -13,9 +13,18 @@ import threading
 import time
 from typing import Any
 
-FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         "--remote-debugging-pipe", "--window-size=1280,900")
+FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--remote-debugging-pipe",
+    "--window-size=1280,900",
+)
 TIMEOUT = 30.0  # per wait: generous for a loaded 2-core CI machine; passing waits return at once
 
 
@@ -54,9 +63,14 @@ class Browser:
             os.close(cmd_r)
             os.close(out_w)
 
-        self.proc = subprocess.Popen([exe, *FLAGS, f"--user-data-dir={self.profile}", "about:blank"],
-                                     preexec_fn=to_fds_3_and_4, close_fds=False, stdin=subprocess.DEVNULL,
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.proc = subprocess.Popen(
+            [exe, *FLAGS, f"--user-data-dir={self.profile}", "about:blank"],
+            preexec_fn=to_fds_3_and_4,
+            close_fds=False,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         os.close(cmd_r)
         os.close(out_w)
         self._next = 0
@@ -67,7 +81,9 @@ class Browser:
         self.session = ""
         targets = self.call("Target.getTargets")["targetInfos"]
         page = next(t for t in targets if t["type"] == "page")
-        self.session = self.call("Target.attachToTarget", targetId=page["targetId"], flatten=True, session=False)["sessionId"]
+        self.session = self.call("Target.attachToTarget", targetId=page["targetId"], flatten=True, session=False)[
+            "sessionId"
+        ]
         for domain in ("Page", "Runtime", "Log"):
             self.call(domain + ".enable")
         self.call("Emulation.setDeviceMetricsOverride", width=1200, height=900, deviceScaleFactor=1, mobile=False)
@@ -119,7 +135,9 @@ class Browser:
         result = self.call("Runtime.evaluate", expression=expression, returnByValue=True, awaitPromise=True)
         if "exceptionDetails" in result:
             details = result["exceptionDetails"]
-            raise CdpError(f"{expression!r} threw: {details.get('exception', {}).get('description') or details.get('text')}")
+            raise CdpError(
+                f"{expression!r} threw: {details.get('exception', {}).get('description') or details.get('text')}"
+            )
         return result["result"].get("value")
 
     def wait(self, expression: str, timeout: float = TIMEOUT) -> Any:
@@ -150,8 +168,10 @@ class Browser:
 
     def click_selector(self, selector: str) -> None:
         """Scroll an element into view and click its centre."""
-        rect = self.js(f"(() => {{ const e = document.querySelector({json.dumps(selector)}); e.scrollIntoView({{block: 'center'}});"
-                       " const r = e.getBoundingClientRect(); return [r.left + r.width / 2, r.top + r.height / 2]; })()")
+        rect = self.js(
+            f"(() => {{ const e = document.querySelector({json.dumps(selector)}); e.scrollIntoView({{block: 'center'}});"
+            " const r = e.getBoundingClientRect(); return [r.left + r.width / 2, r.top + r.height / 2]; })()"
+        )
         self.click(*rect)
 
     def type_text(self, text: str) -> None:

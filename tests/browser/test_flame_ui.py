@@ -92,9 +92,13 @@ def test_view_buttons_and_search_typing(browser, report_url):
     assert browser.js("location.hash") == "#view=inverted"
     browser.click_selector("#flame input[type=search]")
     browser.type_text("mutex")
-    browser.wait(f"document.querySelector('#flame .matched').textContent === 'matched {100 * 600 / 1050:.2f} % of samples'")
+    browser.wait(
+        f"document.querySelector('#flame .matched').textContent === 'matched {100 * 600 / 1050:.2f} % of samples'"
+    )
     browser.type_text("_enter|row_search")  # live: every keystroke re-searches, and the link follows
-    browser.wait(f"document.querySelector('#flame .matched').textContent === 'matched {100 * 940 / 1050:.2f} % of samples'")
+    browser.wait(
+        f"document.querySelector('#flame .matched').textContent === 'matched {100 * 940 / 1050:.2f} % of samples'"
+    )
     assert browser.js("location.hash") == "#view=inverted&search=" + encoded("mutex_enter|row_search")
     # Sandwich with nothing chosen opens on the function with the most self samples.
     browser.click_selector("#flame button[data-view=sandwich]")
@@ -123,7 +127,9 @@ def test_double_click_opens_sandwich_and_click_still_zooms(browser, report_url):
 
 def test_context_menu_copy_stack(browser, report_url):
     load(browser, report_url)
-    browser.call("Browser.grantPermissions", session=False, permissions=["clipboardReadWrite", "clipboardSanitizedWrite"])
+    browser.call(
+        "Browser.grantPermissions", session=False, permissions=["clipboardReadWrite", "clipboardSanitizedWrite"]
+    )
     browser.click(*frame(browser, "ut_delay"), button="right")
     browser.wait("!document.querySelector('#flame .flame-menu').hidden")
     assert text(browser, "#flame .flame-menu .title") == "ut_delay"
@@ -145,13 +151,20 @@ def test_context_menu_copy_stack(browser, report_url):
     browser.wait(f"{BOX}.getAttribute('data-copied')")
     assert browser.js("document.querySelector('#flame .flame-copy textarea').value") == "purge\nmutex_enter\nut_delay"
     # A browser that refuses the clipboard: the stack stays selected in the textarea, and the note says so.
-    browser.js("navigator.clipboard.writeText = () => Promise.reject(new Error('denied')); document.execCommand = () => false")
+    browser.js(
+        "navigator.clipboard.writeText = () => Promise.reject(new Error('denied')); document.execCommand = () => false"
+    )
     browser.js(f"{BOX}.removeAttribute('data-copied')")
     browser.click_selector("#flame button.copy")
     assert browser.wait(f"{BOX}.getAttribute('data-copied')") == "textarea"
     assert "press Ctrl+C" in text(browser, "#flame .flame-copy .note")
-    assert browser.js("(() => { const a = document.querySelector('#flame .flame-copy textarea');"
-                      " return a.value.slice(a.selectionStart, a.selectionEnd); })()") == "purge\nmutex_enter\nut_delay"
+    assert (
+        browser.js(
+            "(() => { const a = document.querySelector('#flame .flame-copy textarea');"
+            " return a.value.slice(a.selectionStart, a.selectionEnd); })()"
+        )
+        == "purge\nmutex_enter\nut_delay"
+    )
 
 
 def test_top_function_row_opens_its_sandwich(browser, report_url):
@@ -159,7 +172,9 @@ def test_top_function_row_opens_its_sandwich(browser, report_url):
     browser.click_selector("#top tr[data-fn='row_search_mvcc']")
     wait_attr(browser, "focus", "row_search_mvcc")
     assert attr(browser, "view") == "sandwich"
-    assert browser.js(f"{BOX}.getBoundingClientRect().top") < browser.js("window.innerHeight / 2")  # scrolled to the graph
+    assert browser.js(f"{BOX}.getBoundingClientRect().top") < browser.js(
+        "window.innerHeight / 2"
+    )  # scrolled to the graph
     assert text(browser, "#flame .flame-crumb").startswith("Sandwich: callers of row_search_mvcc")
 
 
@@ -244,7 +259,10 @@ def test_diff_report_has_the_same_views(browser, diff_url):
     browser.mouse("mouseMoved", x, y)
     browser.wait("document.querySelector('#flame .flame-tip').style.display === 'block'")
     tip = browser.js("document.querySelector('#flame .flame-tip').innerText")
-    assert f"before: {100 * 100 / 1050:.2f} % (100 samples)" in tip and f"after: {100 * 200 / 750:.2f} % (200 samples)" in tip
+    assert (
+        f"before: {100 * 100 / 1050:.2f} % (100 samples)" in tip
+        and f"after: {100 * 200 / 750:.2f} % (200 samples)" in tip
+    )
     browser.click_selector("#flame button[data-view=inverted]")
     wait_attr(browser, "view", "inverted")
     assert int(attr(browser, "drawn")) > 5
@@ -271,7 +289,10 @@ def redraw_times(b: Browser, hot: str) -> dict[str, dict[str, float]]:
     b.wait("document.querySelector('#flame .matched').textContent !== ''")
     out["search typed (ms until shown)"] = {"median": b.js("performance.now()") - started}
     out["icicle, searched"] = b.js(MEASURE)
-    for view, how in (("inverted", "#flame button[data-view=inverted]"), ("sandwich", f"#top tr[data-fn={json.dumps(hot)}]")):
+    for view, how in (
+        ("inverted", "#flame button[data-view=inverted]"),
+        ("sandwich", f"#top tr[data-fn={json.dumps(hot)}]"),
+    ):
         started = b.js("performance.now()")
         b.click_selector(how)
         wait_attr(b, "view", view)
@@ -282,7 +303,11 @@ def redraw_times(b: Browser, hot: str) -> dict[str, dict[str, float]]:
 
 def test_redraw_under_50ms_at_100k_nodes(browser, big_report):
     url, path = big_report
-    nodes = len(json.loads(path.read_text(encoding="utf-8").split('id="pmuprof-data">', 1)[1].split("</script>", 1)[0])["flame"]["name"])
+    nodes = len(
+        json.loads(path.read_text(encoding="utf-8").split('id="pmuprof-data">', 1)[1].split("</script>", 1)[0])[
+            "flame"
+        ]["name"]
+    )
     assert nodes >= 100_000
     load(browser, url)
     times = redraw_times(browser, HOT)

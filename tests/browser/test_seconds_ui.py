@@ -88,9 +88,13 @@ def load(b: Browser, url: str) -> None:
 
 def second_x(b: Browser, s: int) -> tuple[float, float]:
     """Viewport centre of second ``s``'s bar (the page scrolls the strip into view)."""
-    return tuple(b.js(f"(() => {{ const c = {STRIP}.querySelector('canvas'); c.scrollIntoView({{block: 'center'}});"
-                      f" const r = c.getBoundingClientRect(); return [r.left + (({s} + 0.5) / 10) * r.width,"
-                      " r.top + r.height / 2]; })()"))
+    return tuple(
+        b.js(
+            f"(() => {{ const c = {STRIP}.querySelector('canvas'); c.scrollIntoView({{block: 'center'}});"
+            f" const r = c.getBoundingClientRect(); return [r.left + (({s} + 0.5) / 10) * r.width,"
+            " r.top + r.height / 2]; })()"
+        )
+    )
 
 
 def drag(b: Browser, first: int, last: int) -> None:
@@ -105,9 +109,11 @@ def drag(b: Browser, first: int, last: int) -> None:
 
 
 def cell(b: Browser, table: str, key: str, column: str) -> str:
-    return b.js(f"(() => {{ for (const tr of document.querySelectorAll(\"table.sec-table[data-table='{table}'] tbody tr\"))"
-                f" if (tr.cells[0].textContent === {json.dumps(key)}) return tr.querySelector('.{column}').textContent;"
-                " return null; })()")
+    return b.js(
+        f"(() => {{ for (const tr of document.querySelectorAll(\"table.sec-table[data-table='{table}'] tbody tr\"))"
+        f" if (tr.cells[0].textContent === {json.dumps(key)}) return tr.querySelector('.{column}').textContent;"
+        " return null; })()"
+    )
 
 
 def test_strip_shows_the_spike_and_the_state_tables(browser, strip_url):
@@ -119,8 +125,9 @@ def test_strip_shows_the_spike_and_the_state_tables(browser, strip_url):
     stats = next(r for r in state["rows"] if r["key"] == "statistics")
     # in the spike seconds those threads ran 180 index-dive samples and 40 ordinary ones a second
     assert stats["function"] == "btr_estimate_n_rows_in_range" and stats["function_share"] == pytest.approx(180 / 220)
-    assert "82 % of the samples of threads in statistics were in btr_estimate_n_rows_in_range" in \
-        browser.js("document.querySelector('#threads').textContent")  # the Markdown backticks are gone ...
+    assert "82 % of the samples of threads in statistics were in btr_estimate_n_rows_in_range" in browser.js(
+        "document.querySelector('#threads').textContent"
+    )  # the Markdown backticks are gone ...
     assert "<code>statistics</code>" in browser.js("document.querySelector('#threads').innerHTML")  # ... as <code>
 
 
@@ -166,10 +173,13 @@ def test_axis_shows_the_host_wall_clock(browser, clock_url):
     note = browser.js(f"{STRIP}.querySelector('.sec-clock').textContent")
     assert "second 1 starts at 16:03:07 on 2026-11-28" in note and "UTC+01:00, CET" in note
     assert note.startswith("Host time")  # exact: from the recorded clock pair, not the start time
-    ticks = browser.js(f"Array.from({STRIP}.querySelectorAll('.sec-axis .sec-tick')).map(t => "
-                       "[t.textContent, t.getBoundingClientRect().left])")
-    left, width = browser.js(f"(() => {{ const r = {STRIP}.querySelector('canvas').getBoundingClientRect();"
-                             " return [r.left, r.width]; })()")
+    ticks = browser.js(
+        f"Array.from({STRIP}.querySelectorAll('.sec-axis .sec-tick')).map(t => "
+        "[t.textContent, t.getBoundingClientRect().left])"
+    )
+    left, width = browser.js(
+        f"(() => {{ const r = {STRIP}.querySelector('canvas').getBoundingClientRect(); return [r.left, r.width]; }})()"
+    )
     # every second on a 10 s strip (16:03:17, 9.5 bars in, is left out where its label would be cut)
     assert [t for t, _ in ticks][:9] == [f"16:03:{s:02d}" for s in range(8, 17)] and len(ticks) in (9, 10)
     assert ticks[0][1] - left == pytest.approx(0.5 * width / 10, abs=1.5)  # 16:03:08 is half a bar in
@@ -183,8 +193,11 @@ def test_ticks_space_out_on_long_captures(browser, clock_url):
     # a 10-minute capture on 1000 px: 30 s would put labels 50 px apart, so every minute, on the minute
     ticks = browser.js("pmuTicks({t0: 1795878187.5, offset: 3600}, 600, 1000)")
     assert len(ticks) == 10 and all(t["text"].endswith(":00") for t in ticks)
-    assert [t["text"] for t in browser.js("pmuTicks({t0: 1795878187.5, offset: 3600}, 60, 1000)")][:3] == \
-        ["16:03:10", "16:03:15", "16:03:20"]  # a minute: every 5 s
+    assert [t["text"] for t in browser.js("pmuTicks({t0: 1795878187.5, offset: 3600}, 60, 1000)")][:3] == [
+        "16:03:10",
+        "16:03:15",
+        "16:03:20",
+    ]  # a minute: every 5 s
     assert browser.js("pmuTicks({t0: 1795878187.5, offset: -16200}, 4, 1000)")[0]["text"] == "10:33:08"  # UTC-04:30
 
 

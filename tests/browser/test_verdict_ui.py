@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Iterator
+from collections.abc import Iterator
 
 import pytest
 from cdp import Browser
@@ -50,10 +50,12 @@ def load(b: Browser, url: str) -> None:
 
 def box(b: Browser, selector: str) -> dict:
     """Where an element is in the viewport, and its text."""
-    return b.js(f"(() => {{ const e = document.querySelector({json.dumps(selector)}); if (!e) return null;"
-                " const r = e.getBoundingClientRect();"
-                " return {top: r.top, bottom: r.bottom, left: r.left, width: r.width, height: r.height,"
-                " text: e.textContent.replace(/\\s+/g, ' ').trim()}; })()")
+    return b.js(
+        f"(() => {{ const e = document.querySelector({json.dumps(selector)}); if (!e) return null;"
+        " const r = e.getBoundingClientRect();"
+        " return {top: r.top, bottom: r.bottom, left: r.left, width: r.width, height: r.height,"
+        " text: e.textContent.replace(/\\s+/g, ' ').trim()}; })()"
+    )
 
 
 def on_first_screen(b: Browser, selector: str) -> str:
@@ -61,7 +63,9 @@ def on_first_screen(b: Browser, selector: str) -> str:
     r = box(b, selector)
     assert r is not None, f"{selector} is not in the report"
     assert r["width"] > 0 and r["height"] > 0, f"{selector} is not drawn"
-    assert 0 <= r["top"] and r["bottom"] <= HEIGHT, f"{selector} is at y {r['top']:.0f}..{r['bottom']:.0f}, not on the first screen"
+    assert 0 <= r["top"] and r["bottom"] <= HEIGHT, (
+        f"{selector} is at y {r['top']:.0f}..{r['bottom']:.0f}, not on the first screen"
+    )
     return r["text"]
 
 
@@ -97,14 +101,18 @@ def test_open_in_flame_graph_zooms_and_highlights_the_cause(screen, cause_url):
     assert screen.js("document.querySelector('#flame input[type=search]').value") == f"^{CAUSE_FRAME}$"
     assert screen.js("location.hash") == screen.js("document.querySelector('a.open-flame').getAttribute('href')")
     assert screen.js(f"{flame}.getBoundingClientRect().top") < HEIGHT / 4  # scrolled to the graph
-    assert screen.js("document.querySelector('#flame .matched').textContent") == \
-        f"callers matched 100.00 % of {CAUSE_FRAME}; callees matched 100.00 % of {CAUSE_FRAME}"
+    assert (
+        screen.js("document.querySelector('#flame .matched').textContent")
+        == f"callers matched 100.00 % of {CAUSE_FRAME}; callees matched 100.00 % of {CAUSE_FRAME}"
+    )
     pos = screen.wait(f"window.pmuFlame.locate({json.dumps(CAUSE_FRAME)}, 'callees')")
     rgb = screen.js(f"""(() => {{ const c = document.querySelector('#flame canvas'), r = c.getBoundingClientRect();
-        const k = c.width / r.width, x = Math.round(({pos['x']} - r.left) * k), y = Math.round(({pos['y']} - r.top) * k);
+        const k = c.width / r.width, x = Math.round(({pos["x"]} - r.left) * k), y = Math.round(({pos["y"]} - r.top) * k);
         return Array.from(c.getContext('2d').getImageData(x, y, 1, 1).data).slice(0, 3); }})()""")
     assert rgb == MATCH_RGB, f"the cause's frame is drawn {rgb}, not in the search-match colour"
-    assert "btr_estimate_n_rows_in_range_low: total 8,761 samples (65.41 %)" in screen.js("window.pmuFlame.rootLabel(window.pmuFlame.panes[1])")
+    assert "btr_estimate_n_rows_in_range_low: total 8,761 samples (65.41 %)" in screen.js(
+        "window.pmuFlame.rootLabel(window.pmuFlame.panes[1])"
+    )
     screen.history(-1)  # back: the graph as it was before the link
     screen.wait(f"{flame}.getAttribute('data-view') === 'icicle'")
     assert screen.problems() == []

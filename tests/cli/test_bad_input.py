@@ -12,7 +12,7 @@ from helpers import run_cli
 
 def _one_line_error(res, code, *needles):
     assert res.returncode == code, res.stderr
-    errors = [l for l in res.stderr.splitlines() if l.startswith("pmuprof: error:")]
+    errors = [line for line in res.stderr.splitlines() if line.startswith("pmuprof: error:")]
     assert len(errors) == 1 and res.stderr.rstrip().endswith(errors[0]), res.stderr
     assert "Traceback" not in res.stderr
     for needle in needles:
@@ -45,8 +45,17 @@ def test_perf_forbidden_by_paranoid(tmp_path):
     fake.chmod(0o755)
     target = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
-        res = run_cli("record", "-p", str(target.pid), "--no-mysql", "-d", "5", "-o", str(tmp_path / "r"),
-                      env={"PMUPROF_PERF": str(fake)})
+        res = run_cli(
+            "record",
+            "-p",
+            str(target.pid),
+            "--no-mysql",
+            "-d",
+            "5",
+            "-o",
+            str(tmp_path / "r"),
+            env={"PMUPROF_PERF": str(fake)},
+        )
     finally:
         target.kill()
     _one_line_error(res, 5, "not allowed to profile", "perf_event_paranoid")
@@ -61,11 +70,14 @@ def test_existing_output_dir_is_refused(tmp_path):
     assert (tmp_path / "keep.txt").read_text() == "mine"
 
 
-@pytest.mark.parametrize("content,needle", [
-    (b"", "empty"),
-    (b"PERFILE2" + b"\0" * 64, "corrupt"),
-    (b"a;b;c 1\nnot folded at all\n", "not a folded stack line"),
-])
+@pytest.mark.parametrize(
+    "content,needle",
+    [
+        (b"", "empty"),
+        (b"PERFILE2" + b"\0" * 64, "corrupt"),
+        (b"a;b;c 1\nnot folded at all\n", "not a folded stack line"),
+    ],
+)
 def test_bad_report_inputs(tmp_path, content, needle):
     bad = tmp_path / "input"
     bad.write_bytes(content)
@@ -74,8 +86,10 @@ def test_bad_report_inputs(tmp_path, content, needle):
 
 
 def test_truncated_perf_script_still_reports(tmp_path):
-    text = ("pmuprof-demo  10/10\n\t 1 ut_delay+0x4 (/x)\n\t 2 fil_space_get+0x8 (/x)\n\n"
-            "pmuprof-demo  10/11\n\t 1 ut_delay+0x4 (/x)\n\t 2 fil_sp")
+    text = (
+        "pmuprof-demo  10/10\n\t 1 ut_delay+0x4 (/x)\n\t 2 fil_space_get+0x8 (/x)\n\n"
+        "pmuprof-demo  10/11\n\t 1 ut_delay+0x4 (/x)\n\t 2 fil_sp"
+    )
     src = tmp_path / "script.txt"
     src.write_text(text)
     res = run_cli("report", str(src), "--json")
@@ -86,6 +100,7 @@ def test_truncated_perf_script_still_reports(tmp_path):
 def test_disk_check_refuses_before_recording(tmp_path):
     from pmuprof.capture.record import check_disk
     from pmuprof.errors import ResourceError
+
     with pytest.raises(ResourceError, match="not enough free disk"):
         check_disk(Path(tmp_path), 1 << 60)
 

@@ -13,8 +13,17 @@ def test_capture_writes_the_contract_and_the_report(target, tmp_path: Path) -> N
     out = tmp_path / "run"
     res = run_cli("capture", "-p", str(target.pid), "-d", "1", "--no-mysql", "-q", "-o", str(out), env=FAKE_PERF)
     assert res.returncode == 0, res.stderr
-    for name in ("run.json", "perf.data", "counters.json", "stacks.folded", "leaves.tsv", "analysis.json",
-                 "report.html", "findings.json", "report.md"):
+    for name in (
+        "run.json",
+        "perf.data",
+        "counters.json",
+        "stacks.folded",
+        "leaves.tsv",
+        "analysis.json",
+        "report.html",
+        "findings.json",
+        "report.md",
+    ):
         assert (out / name).is_file(), name
     run = json.loads((out / "run.json").read_text())
     assert run["schema"] == 2 and run["targets"][0]["pid"] == target.pid
@@ -28,20 +37,36 @@ def test_capture_writes_the_contract_and_the_report(target, tmp_path: Path) -> N
 
 
 def test_record_then_report_gives_what_capture_gives(target, tmp_path: Path) -> None:
-    rec = run_cli("record", "-p", str(target.pid), "-d", "1", "--no-mysql", "-q", "-o", str(tmp_path / "rec"), env=FAKE_PERF)
+    rec = run_cli(
+        "record", "-p", str(target.pid), "-d", "1", "--no-mysql", "-q", "-o", str(tmp_path / "rec"), env=FAKE_PERF
+    )
     assert rec.returncode == 0, rec.stderr
     assert not (tmp_path / "rec" / "report.html").exists(), "record writes no report"
     rep = run_cli("report", str(tmp_path / "rec"), env=FAKE_PERF)
     assert rep.returncode == 0, rep.stderr
     again = run_cli("report", str(tmp_path / "rec" / "perf.data"), "-o", str(tmp_path / "again"), env=FAKE_PERF)
     assert again.returncode == 0, again.stderr
-    one, two = (json.loads((d / "findings.json").read_text())["findings"] for d in (tmp_path / "rec", tmp_path / "again"))
-    assert [(f["rule"], f["severity"], f["share"]) for f in one] == [(f["rule"], f["severity"], f["share"]) for f in two]
+    one, two = (
+        json.loads((d / "findings.json").read_text())["findings"] for d in (tmp_path / "rec", tmp_path / "again")
+    )
+    assert [(f["rule"], f["severity"], f["share"]) for f in one] == [
+        (f["rule"], f["severity"], f["share"]) for f in two
+    ]
 
 
 def test_perf_refusing_to_record_is_one_line_and_exit_5(target, tmp_path: Path) -> None:
-    res = run_cli("capture", "-p", str(target.pid), "-d", "1", "--no-mysql", "-q", "-o", str(tmp_path / "r"),
-                  env={**FAKE_PERF, "FAKEPERF_MODE": "fail-record"})
+    res = run_cli(
+        "capture",
+        "-p",
+        str(target.pid),
+        "-d",
+        "1",
+        "--no-mysql",
+        "-q",
+        "-o",
+        str(tmp_path / "r"),
+        env={**FAKE_PERF, "FAKEPERF_MODE": "fail-record"},
+    )
     assert res.returncode == 5, res.stderr
     errors = [line for line in res.stderr.splitlines() if line.startswith("pmuprof: error:")]
     assert len(errors) == 1 and "perf_event_paranoid" in errors[0] and "Traceback" not in res.stderr

@@ -13,7 +13,6 @@ import pytest
 from helpers import FAKE_PERF, run_cli
 
 
-
 @pytest.fixture
 def two_targets():
     procs = [subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"]) for _ in range(2)]
@@ -34,8 +33,10 @@ def test_several_pids_become_several_targets(two_targets, tmp_path: Path, form: 
     assert [t["pid"] for t in run["targets"]] == [int(one), int(two)]
 
 
-@pytest.mark.parametrize("argv", [["-p", "{pid}", "hunter2"], ["-p", "{pid},hunter2"], ["-p", "hunter2"],
-                                  ["-p", "{pid}", "hunter2", "{pid}"]])
+@pytest.mark.parametrize(
+    "argv",
+    [["-p", "{pid}", "hunter2"], ["-p", "{pid},hunter2"], ["-p", "hunter2"], ["-p", "{pid}", "hunter2", "{pid}"]],
+)
 def test_a_word_that_is_not_a_pid_is_one_line_not_echoed(two_targets, tmp_path: Path, argv: list[str]) -> None:
     args = [a.format(pid=two_targets[0]) for a in argv]
     res = run_cli("capture", *args, "-d", "0.5", "--no-mysql", "-q", "-o", str(tmp_path / "r"), env=FAKE_PERF)

@@ -14,8 +14,10 @@ from helpers import FAKE_PERF, REPO, run_cli
 
 def _notify_script(tmp_path: Path) -> Path:
     script = tmp_path / "notify"
-    script.write_text('#!/bin/sh\nprintf "%s\\n" "$@" > "$(dirname "$0")/notified.txt"\n'
-                      'echo "$PMUPROF_EXIT_CODE" >> "$(dirname "$0")/notified.txt"\necho sent\n')
+    script.write_text(
+        '#!/bin/sh\nprintf "%s\\n" "$@" > "$(dirname "$0")/notified.txt"\n'
+        'echo "$PMUPROF_EXIT_CODE" >> "$(dirname "$0")/notified.txt"\necho sent\n'
+    )
     script.chmod(0o755)
     return script
 
@@ -31,8 +33,24 @@ def _metrics(path: Path) -> dict[str, str]:
 
 def test_capture_json_textfile_and_notify(target, tmp_path):
     out, prom, script = tmp_path / "run", tmp_path / "pmuprof.prom", _notify_script(tmp_path)
-    res = run_cli("capture", "-p", str(target.pid), "-d", "1s", "--no-mysql", "-q", "-o", str(out), "--json",
-                  "--exit-code-on-findings", "--textfile", str(prom), "--notify-cmd", f"{script} --queue dba", env=FAKE_PERF)
+    res = run_cli(
+        "capture",
+        "-p",
+        str(target.pid),
+        "-d",
+        "1s",
+        "--no-mysql",
+        "-q",
+        "-o",
+        str(out),
+        "--json",
+        "--exit-code-on-findings",
+        "--textfile",
+        str(prom),
+        "--notify-cmd",
+        f"{script} --queue dba",
+        env=FAKE_PERF,
+    )
     assert res.returncode in (10, 20), res.stderr
     summary = json.loads(res.stdout)
     assert summary["run_dir"] == str(out) and summary["exit_code"] == res.returncode
@@ -43,7 +61,9 @@ def test_capture_json_textfile_and_notify(target, tmp_path):
     metrics = _metrics(prom)
     host = socket.gethostname()
     assert metrics[f'pmuprof_last_run_exit_code{{host="{host}",source="pmuprof"}}'] == str(res.returncode)
-    shares = {k: v for k, v in metrics.items() if k.startswith("pmuprof_finding_share_ratio{") and "innodb-spin-wait" in k}
+    shares = {
+        k: v for k, v in metrics.items() if k.startswith("pmuprof_finding_share_ratio{") and "innodb-spin-wait" in k
+    }
     assert len(shares) == 1 and 0 < float(next(iter(shares.values()))) <= 1
     assert any(k.startswith("pmuprof_samples{") for k in metrics)
     notified = (tmp_path / "notified.txt").read_text().splitlines()
@@ -54,8 +74,20 @@ def test_capture_json_textfile_and_notify(target, tmp_path):
 
 def test_a_failed_capture_updates_the_textfile_with_its_exit_code(target, tmp_path):
     prom = tmp_path / "pmuprof.prom"
-    res = run_cli("capture", "-p", str(target.pid), "-d", "1", "--no-mysql", "-q", "-o", str(tmp_path / "r"),
-                  "--textfile", str(prom), env={**FAKE_PERF, "FAKEPERF_MODE": "fail-record"})
+    res = run_cli(
+        "capture",
+        "-p",
+        str(target.pid),
+        "-d",
+        "1",
+        "--no-mysql",
+        "-q",
+        "-o",
+        str(tmp_path / "r"),
+        "--textfile",
+        str(prom),
+        env={**FAKE_PERF, "FAKEPERF_MODE": "fail-record"},
+    )
     assert res.returncode == 5
     metrics, labels = _metrics(prom), f'{{host="{socket.gethostname()}",source="pmuprof"}}'
     assert metrics[f"pmuprof_last_run_exit_code{labels}"] == "5" and metrics[f"pmuprof_last_run_failed{labels}"] == "1"
@@ -63,8 +95,18 @@ def test_a_failed_capture_updates_the_textfile_with_its_exit_code(target, tmp_pa
 
 
 def test_textfile_env_and_a_bad_textfile_refused_before_capturing(target, tmp_path):
-    res = run_cli("capture", "-p", str(target.pid), "-d", "1", "--no-mysql", "-q", "-o", str(tmp_path / "r"),
-                  env={**FAKE_PERF, "PMUPROF_TEXTFILE": str(tmp_path / "nodir" / "x.prom")})
+    res = run_cli(
+        "capture",
+        "-p",
+        str(target.pid),
+        "-d",
+        "1",
+        "--no-mysql",
+        "-q",
+        "-o",
+        str(tmp_path / "r"),
+        env={**FAKE_PERF, "PMUPROF_TEXTFILE": str(tmp_path / "nodir" / "x.prom")},
+    )
     assert res.returncode == 2 and "not a writable directory" in res.stderr
     assert not (tmp_path / "r").exists()
 
@@ -73,8 +115,23 @@ def test_dash_h_is_the_mysql_host(target, tmp_path):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]  # closed once the block ends: nothing listens there
-    res = run_cli("capture", "-p", str(target.pid), "-h", "127.0.0.1", "-P", str(port), "-u", "nobody", "-d", "1",
-                  "-q", "-o", str(tmp_path / "run"), env=FAKE_PERF)
+    res = run_cli(
+        "capture",
+        "-p",
+        str(target.pid),
+        "-h",
+        "127.0.0.1",
+        "-P",
+        str(port),
+        "-u",
+        "nobody",
+        "-d",
+        "1",
+        "-q",
+        "-o",
+        str(tmp_path / "run"),
+        env=FAKE_PERF,
+    )
     assert res.returncode == 0, res.stderr  # it captured: -h did not print help
     facts = json.loads((tmp_path / "run" / "mysql.json").read_text())
     assert facts["reachable"] is False and f"127.0.0.1:{port}" in facts["error"]
@@ -83,9 +140,31 @@ def test_dash_h_is_the_mysql_host(target, tmp_path):
 def _daemon(target, tmp_path: Path, trigger: str, *extra: str) -> tuple[int, Path, Path]:
     pid_file, log_file = tmp_path / "watch.pid", tmp_path / "watch.log"
     began = time.monotonic()
-    res = run_cli("watch", "-p", str(target.pid), "-t", trigger, "--cycles", "1", "--interval", "200ms", "-d", "1s",
-                  "--max-captures", "1", "--no-mysql", "-o", str(tmp_path / "stalk"), "--daemonize", "--pid-file",
-                  str(pid_file), "--log-file", str(log_file), *extra, env=FAKE_PERF)
+    res = run_cli(
+        "watch",
+        "-p",
+        str(target.pid),
+        "-t",
+        trigger,
+        "--cycles",
+        "1",
+        "--interval",
+        "200ms",
+        "-d",
+        "1s",
+        "--max-captures",
+        "1",
+        "--no-mysql",
+        "-o",
+        str(tmp_path / "stalk"),
+        "--daemonize",
+        "--pid-file",
+        str(pid_file),
+        "--log-file",
+        str(log_file),
+        *extra,
+        env=FAKE_PERF,
+    )
     assert res.returncode == 0, res.stderr
     assert time.monotonic() - began < 30 and "in the background as pid" in res.stderr  # the parent returned
     return int(res.stderr.split("as pid ")[1].split(";")[0]), pid_file, log_file
@@ -102,14 +181,28 @@ def _gone(pid_file: Path, seconds: float = 60) -> bool:
 def test_watch_daemon_holds_its_pid_file_and_stops_on_sigterm(target, tmp_path):
     daemon_pid, pid_file, log_file = _daemon(target, tmp_path, "cpu>100000")
     assert pid_file.read_text().strip() == str(daemon_pid)
-    again = run_cli("watch", "-p", str(target.pid), "-t", "cpu>1", "--no-mysql", "--daemonize", "--pid-file",
-                    str(pid_file), "--log-file", str(tmp_path / "other.log"), env=FAKE_PERF)
+    again = run_cli(
+        "watch",
+        "-p",
+        str(target.pid),
+        "-t",
+        "cpu>1",
+        "--no-mysql",
+        "--daemonize",
+        "--pid-file",
+        str(pid_file),
+        "--log-file",
+        str(tmp_path / "other.log"),
+        env=FAKE_PERF,
+    )
     assert again.returncode == 2 and f"already runs as pid {daemon_pid}" in again.stderr
     os.kill(daemon_pid, 15)
     assert _gone(pid_file), log_file.read_text()  # removed on the way out
     log = log_file.read_text()
     assert "watch stopped by SIGTERM" in log and "0 capture(s)" in log  # the signal it was, not "SIGINT"
-    assert all(line.startswith(("pmuprof: 20", "pmuprof: error:")) for line in log.splitlines())  # stamped, or the exit line
+    assert all(
+        line.startswith(("pmuprof: 20", "pmuprof: error:")) for line in log.splitlines()
+    )  # stamped, or the exit line
 
 
 def test_watch_daemon_captures_reports_and_exits(target, tmp_path):
@@ -156,11 +249,28 @@ def test_a_capture_cut_short_by_sigterm_is_published_as_failed(tmp_path, monkeyp
     meta = json.loads((run / "run.json").read_text())
     (run / "run.json").write_text(json.dumps({**meta, "stopped_by": "SIGTERM"}))
     monkeypatch.setattr(common, "recorded", lambda opts, quiet: run)  # as if perf had been stopped by SIGTERM
-    monkeypatch.setattr(capture_cli, "report_run",  # its folded stacks, no perf.data
-                        lambda out, rules, log: pipeline.report_profile(load(out), out, rules))
+    monkeypatch.setattr(
+        capture_cli,
+        "report_run",  # its folded stacks, no perf.data
+        lambda out, rules, log: pipeline.report_profile(load(out), out, rules),
+    )
     prom = tmp_path / "pmuprof.prom"
-    code = main(["capture", "-p", str(os.getpid()), "-d", "1", "--no-mysql", "-q", "-o", str(tmp_path / "unused"),
-                 "--textfile", str(prom), "--exit-code-on-findings"])
+    code = main(
+        [
+            "capture",
+            "-p",
+            str(os.getpid()),
+            "-d",
+            "1",
+            "--no-mysql",
+            "-q",
+            "-o",
+            str(tmp_path / "unused"),
+            "--textfile",
+            str(prom),
+            "--exit-code-on-findings",
+        ]
+    )
     assert code == 143 and "capture stopped by SIGTERM" in capsys.readouterr().err
     metrics = {k.split("{")[0]: v for k, v in _metrics(prom).items()}
     assert metrics["pmuprof_last_run_exit_code"] == "143" and metrics["pmuprof_last_run_failed"] == "1"

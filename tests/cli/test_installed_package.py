@@ -13,21 +13,39 @@ from helpers import REPO
 
 def test_installed_copy_finds_its_own_resources_and_reports(tmp_path):
     target = tmp_path / "site"
-    pip = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target), str(REPO)],
-                         capture_output=True, text=True, timeout=600)
+    pip = subprocess.run(
+        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target), str(REPO)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     if pip.returncode != 0:
         pytest.skip(f"pip could not build the package here: {pip.stderr.strip().splitlines()[-1][:200]}")
     env = {**os.environ, "PYTHONPATH": str(target)}
-    where = subprocess.run([sys.executable, "-c", "import pmuprof.paths as p; print(p.templates_dir()); "
-                            "print(p.rules_dir()); print(p.demo_source_dir())"],
-                           capture_output=True, text=True, env=env, cwd=tmp_path)
+    where = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import pmuprof.paths as p; print(p.templates_dir()); print(p.rules_dir()); print(p.demo_source_dir())",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+    )
     assert all(line.startswith(str(target)) for line in where.stdout.split()), where.stdout
     folded = tmp_path / "s.folded"
     folded.write_text("mysqld;start_thread;fil_space_get;ut_delay 300\nmysqld;start_thread;row_search_mvcc 100\n")
-    res = subprocess.run([sys.executable, "-m", "pmuprof", "report", str(folded), "-o", str(tmp_path / "out")],
-                         capture_output=True, text=True, env=env, cwd=tmp_path)
+    res = subprocess.run(
+        [sys.executable, "-m", "pmuprof", "report", str(folded), "-o", str(tmp_path / "out")],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+    )
     assert res.returncode == 0, res.stderr
     assert "ut_delay" in (tmp_path / "out" / "report.html").read_text()
-    rules = subprocess.run([sys.executable, "-m", "pmuprof", "rules", "list"], capture_output=True, text=True,
-                           env=env, cwd=tmp_path)
+    rules = subprocess.run(
+        [sys.executable, "-m", "pmuprof", "rules", "list"], capture_output=True, text=True, env=env, cwd=tmp_path
+    )
     assert "innodb-spin-wait" in rules.stdout

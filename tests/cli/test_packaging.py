@@ -21,8 +21,13 @@ HELPERS = ("pmuprof/bin/pmuprof-helper", "pmuprof/bin/pmuprof-fold")
 def build_wheel(out: Path, native: bool) -> Path:
     """`pip wheel` of this checkout (build isolation fetches setuptools >= 77); skip when pip cannot."""
     env = {**os.environ, "PMUPROF_BUILD_NATIVE": "1" if native else "0"}
-    proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(out), str(REPO)],
-                          capture_output=True, text=True, timeout=900, env=env)
+    proc = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(out), str(REPO)],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env=env,
+    )
     if proc.returncode != 0:
         pytest.skip(f"pip could not build the wheel here: {proc.stderr.strip().splitlines()[-1][:200]}")
     return next(out.glob("pmuprof-*.whl"))
@@ -75,8 +80,11 @@ def test_metadata_license_entry_point_and_resources(wheels):
     entry = next(n for n in names if n.endswith("entry_points.txt"))
     with zipfile.ZipFile(wheels["pure"]) as zf:
         assert "pmuprof = pmuprof.cli.main:main" in zf.read(entry).decode()
-    for resource in ("pmuprof/templates/report.html.j2", "pmuprof/rules/innodb-spin-wait.yaml",
-                     "pmuprof/demo/pmuprof_demo.c"):
+    for resource in (
+        "pmuprof/templates/report.html.j2",
+        "pmuprof/rules/innodb-spin-wait.yaml",
+        "pmuprof/demo/pmuprof_demo.c",
+    ):
         assert resource in names, resource
     assert any(n.endswith(".data/data/share/man/man1/pmuprof.1") for n in names)
 

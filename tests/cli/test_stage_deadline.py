@@ -26,6 +26,7 @@ def test_spinning_stage_is_stopped():
 
 def test_timer_and_handler_are_restored():
     import signal
+
     before = signal.getsignal(signal.SIGPROF)
     with deadline.cpu_bounded("nothing", 5.0):
         assert signal.getitimer(signal.ITIMER_PROF)[0] > 0
@@ -42,8 +43,11 @@ def test_nested_stage_runs_under_the_outer_budget():
 
 def test_report_past_its_budget_is_one_line(tmp_path):
     folded = tmp_path / "big.folded"
-    subprocess.run([sys.executable, str(REPO / "benchmarks" / "gen_folded.py"), "60000", str(folded)], check=True,
-                   capture_output=True)
+    subprocess.run(
+        [sys.executable, str(REPO / "benchmarks" / "gen_folded.py"), "60000", str(folded)],
+        check=True,
+        capture_output=True,
+    )
     res = run_cli("report", str(folded), "-o", str(tmp_path / "out"), env={deadline.ENV: "0.3"}, timeout=300)
     assert res.returncode == 6, res.stderr
     errors = [line for line in res.stderr.splitlines() if line.startswith("pmuprof: error:")]

@@ -21,8 +21,9 @@ def _iso(epoch: float) -> str:
 def _fake_run(base: Path, name: str, started: float, command: str = "watch") -> Path:
     run = base / name
     run.mkdir(parents=True)
-    (run / rundir.RUN_JSON).write_text(json.dumps({"pmuprof_version": "0.9", "started": _iso(started),
-                                                   "command": ["pmuprof", command, "-t", "cpu>1"]}))
+    (run / rundir.RUN_JSON).write_text(
+        json.dumps({"pmuprof_version": "0.9", "started": _iso(started), "command": ["pmuprof", command, "-t", "cpu>1"]})
+    )
     (run / rundir.PERF_DATA).write_bytes(b"\0" * 8192)
     return run
 
@@ -37,8 +38,27 @@ def test_watch_prunes_its_old_captures_and_keeps_the_lead_up_beside_the_new_one(
     (base / "incident-notes" / "perf.data").write_text("the DBA's copy")  # no run.json: kept
     two_days = _fake_run(base, "recent-2d", now - 2 * day)
     one_day = _fake_run(base, "recent-1d", now - day)
-    res = run_cli("watch", "-p", str(target.pid), "-t", "cpu>=0", "--cycles", "3", "--interval", "200ms", "-d", "1s",
-                  "--max-captures", "1", "--no-mysql", "-o", str(base), "--keep", "2", env=FAKE_PERF)
+    res = run_cli(
+        "watch",
+        "-p",
+        str(target.pid),
+        "-t",
+        "cpu>=0",
+        "--cycles",
+        "3",
+        "--interval",
+        "200ms",
+        "-d",
+        "1s",
+        "--max-captures",
+        "1",
+        "--no-mysql",
+        "-o",
+        str(base),
+        "--keep",
+        "2",
+        env=FAKE_PERF,
+    )
     assert res.returncode == 0, res.stderr
     deleted = [ln for ln in res.stderr.splitlines() if "retention: deleted" in ln]
     assert len(deleted) == 3, res.stderr

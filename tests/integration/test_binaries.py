@@ -28,8 +28,9 @@ int main(int argc, char **argv) {
 def _build(tmp: Path, name: str = "dbgprog", extra: tuple[str, ...] = ()) -> Path:
     src, exe = tmp / f"{name}.c", tmp / name
     src.write_text(PROG_C)
-    subprocess.run(["gcc", "-O1", "-g", "-fno-omit-frame-pointer", "-Wl,--build-id", *extra, "-o", str(exe), str(src)],
-                   check=True)
+    subprocess.run(
+        ["gcc", "-O1", "-g", "-fno-omit-frame-pointer", "-Wl,--build-id", *extra, "-o", str(exe), str(src)], check=True
+    )
     return exe
 
 
@@ -52,12 +53,20 @@ def stripped(tmp_path_factory):
     subprocess.run(["strip", "--strip-all", str(exe)], check=True)
     data = tmp / "perf.data"
     # -N: no copy in perf's build-id cache, so only the path holds the binary (a rebuild then mismatches)
-    subprocess.run(["perf", "record", "-q", "-N", "-g", "-F", "999", "-o", str(data), "--", str(exe), "1.5"],
-                   check=True, capture_output=True, timeout=120)
+    subprocess.run(
+        ["perf", "record", "-q", "-N", "-g", "-F", "999", "-o", str(data), "--", str(exe), "1.5"],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
     text = tmp / "script.txt"
     with open(text, "w") as fh:  # symbolised now, while no debug file is anywhere perf looks
-        subprocess.run(["perf", "script", "-i", str(data), "-F", "comm,pid,tid,ip,sym,symoff,dso"], stdout=fh,
-                       stderr=subprocess.DEVNULL, check=True)
+        subprocess.run(
+            ["perf", "script", "-i", str(data), "-F", "comm,pid,tid,ip,sym,symoff,dso"],
+            stdout=fh,
+            stderr=subprocess.DEVNULL,
+            check=True,
+        )
     return exe, debug, data, text
 
 

@@ -28,8 +28,10 @@ HOST_ONLY = {"host-saturated"}  # reads run.json's host load, which a bare perf 
 
 def _top(findings_json: str) -> dict:
     data = json.loads(findings_json)
-    return {"samples": data["profile"]["samples"],
-            "rules": [f["rule"] for f in data["findings"] if f["rule"] not in HOST_ONLY]}
+    return {
+        "samples": data["profile"]["samples"],
+        "rules": [f["rule"] for f in data["findings"] if f["rule"] not in HOST_ONLY],
+    }
 
 
 def test_capture_writes_the_run_directory_contract(run_dir, busy):
@@ -66,23 +68,38 @@ def test_same_report_from_rundir_perf_data_and_script_text(run_dir, tmp_path):
     from_data = _top(run_cli("report", str(run_dir / "perf.data"), "--json").stdout)
     text = tmp_path / "script.txt"
     with open(text, "w") as fh:  # with the pid: perf script's default fields carry only the thread id
-        subprocess.run(["perf", "script", "-i", str(run_dir / "perf.data"), "-F", "comm,pid,tid,ip,sym,dso"],
-                       stdout=fh, check=True, stderr=subprocess.DEVNULL)
-    from_text = _top(run_cli("report", str(text), "--pid", str(json.loads(
-        (run_dir / "run.json").read_text())["targets"][0]["pid"]), "--json").stdout)
+        subprocess.run(
+            ["perf", "script", "-i", str(run_dir / "perf.data"), "-F", "comm,pid,tid,ip,sym,dso"],
+            stdout=fh,
+            check=True,
+            stderr=subprocess.DEVNULL,
+        )
+    from_text = _top(
+        run_cli(
+            "report",
+            str(text),
+            "--pid",
+            str(json.loads((run_dir / "run.json").read_text())["targets"][0]["pid"]),
+            "--json",
+        ).stdout
+    )
     assert from_dir == from_data == from_text and from_dir["samples"] > 0
 
 
 def test_ctrl_c_keeps_what_was_captured_and_leaves_no_perf(busy, tmp_path):
     out = tmp_path / "int"
     env = {"PYTHONPATH": str(REPO)}
-    proc = subprocess.Popen([sys.executable, "-m", "pmuprof", "record", "-p", str(busy.pid), "-d", "60", "-o",
-                             str(out), "--no-mysql"], env=env, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pmuprof", "record", "-p", str(busy.pid), "-d", "60", "-o", str(out), "--no-mysql"],
+        env=env,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     deadline = time.monotonic() + 90
     while not (out / "perf.data").exists() and time.monotonic() < deadline:  # recording has started
         time.sleep(0.2)
     time.sleep(2)
-    tracer = [l for l in open(f"/proc/{busy.pid}/status") if l.startswith("TracerPid")]
+    tracer = [line for line in open(f"/proc/{busy.pid}/status") if line.startswith("TracerPid")]
     assert tracer == ["TracerPid:\t0\n"], "the target must never be ptraced"
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=120)
@@ -133,7 +150,7 @@ def test_truncated_perf_data_gives_one_clear_line(run_dir, tmp_path):
     assert res.returncode == 3 and res.stderr.startswith("pmuprof: error:") and "re-record" in res.stderr
 
 
-HOSTILE_C = r'''
+HOSTILE_C = r"""
 #define EVIL "\"evil</script><img src=x onerror=alert(1)>&amp;\""
 volatile long sink;
 __asm__(".text\n.globl " EVIL "\n.type " EVIL ", @function\n" EVIL ":\n"
@@ -142,15 +159,16 @@ __asm__(".text\n.globl " EVIL "\n.type " EVIL ", @function\n" EVIL ":\n"
         ".size " EVIL ", .-" EVIL "\n");
 __attribute__((noinline)) void caller(void) { __asm__ volatile("call " EVIL ::: "rcx", "memory"); }
 int main(void) { for (;;) caller(); }
-'''
+"""
 
 
 def test_hostile_symbol_names_from_real_perf_render_as_text(tmp_path):
     need_perf()
     src, exe = tmp_path / "evil.c", tmp_path / "pmuprof-evil"
     src.write_text(HOSTILE_C)
-    built = subprocess.run(["gcc", "-O1", "-fno-omit-frame-pointer", "-o", str(exe), str(src)],
-                           capture_output=True, text=True)
+    built = subprocess.run(
+        ["gcc", "-O1", "-fno-omit-frame-pointer", "-o", str(exe), str(src)], capture_output=True, text=True
+    )
     if built.returncode != 0:
         pytest.skip(f"this assembler rejects the quoted symbol name: {built.stderr.strip()[:120]}")
     proc = subprocess.Popen([str(exe)])
@@ -169,6 +187,7 @@ def test_cgroup_filter_refused_by_perf_falls_back_to_all_cpus(busy, tmp_path, mo
     """Real perf refusing `-G` (here: a cgroup that does not exist) must not lose the capture."""
     from pmuprof.capture import record as rec
     from pmuprof.pipeline import materialize
+
     monkeypatch.setattr(rec, "_shared_cgroup", lambda targets: "pmuprof-test-missing.service")
     out = rec.record(rec.RecordOptions(pids=(busy.pid,), out_dir=tmp_path / "cg", duration=2, mysql=False))
     run = json.loads((out / "run.json").read_text())

@@ -16,8 +16,19 @@ def captures(tmp_path_factory):
     need_perf()
     base = tmp_path_factory.mktemp("demo-diff")
     for delay in (30, 6):
-        res = run_cli("demo", "--scenario", "index-dive", "--spin-wait-delay", str(delay), "-d", "3",
-                      "-o", str(base / f"d{delay}"), "-q", timeout=300)
+        res = run_cli(
+            "demo",
+            "--scenario",
+            "index-dive",
+            "--spin-wait-delay",
+            str(delay),
+            "-d",
+            "3",
+            "-o",
+            str(base / f"d{delay}"),
+            "-q",
+            timeout=300,
+        )
         assert res.returncode == 0, res.stderr
     return base
 
@@ -32,13 +43,18 @@ def test_diff_shows_ut_delay_shrinking(captures):
 
 def test_pprof_reads_the_export_with_the_same_total(captures, tmp_path):
     from tests_pprof import pprof_tool  # skips with the reason when Go's pprof is absent
+
     tool = pprof_tool()
     out = tmp_path / "d30.pb.gz"
     res = run_cli("export", str(captures / "d30"), "--format", "pprof", "-o", str(out))
     assert res.returncode == 0, res.stderr
     total = json.loads(run_cli("report", str(captures / "d30"), "--json").stdout)["profile"]["samples"]
-    top = subprocess.run([tool, "-top", "-symbolize=none", "-sample_index=samples", str(out)], capture_output=True,
-                         text=True, timeout=120)
+    top = subprocess.run(
+        [tool, "-top", "-symbolize=none", "-sample_index=samples", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert top.returncode == 0, top.stderr
     assert re.search(rf"Total samples = {total}\b", top.stdout), top.stdout[:500]
     assert "ut_delay" in top.stdout

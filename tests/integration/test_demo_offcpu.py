@@ -69,12 +69,15 @@ def test_each_thread_is_charged_its_wall_clock_time(blocking_run, role, count):
     assert abs(_threads(roles.get(role, {})) - count) <= SLACK, roles
 
 
-@pytest.mark.parametrize("role, states, count", [
-    ("lock_wait_suspend_thread", ("blocked: futex",), 2),  # the waiters sleep on the condition variable
-    ("trx_hold_row_lock", ("blocked: other",), 1),  # think time: nanosleep
-    (MAIN, ("blocked: other",), 1),
-    ("handle_connection", ("running", "runnable"), 1),  # the scanner never sleeps
-])
+@pytest.mark.parametrize(
+    "role, states, count",
+    [
+        ("lock_wait_suspend_thread", ("blocked: futex",), 2),  # the waiters sleep on the condition variable
+        ("trx_hold_row_lock", ("blocked: other",), 1),  # think time: nanosleep
+        (MAIN, ("blocked: other",), 1),
+        ("handle_connection", ("running", "runnable"), 1),  # the scanner never sleeps
+    ],
+)
 def test_each_role_waits_the_way_it_is_built_to(blocking_run, role, states, count):
     _, roles, _ = blocking_run
     assert _threads(roles.get(role, {}), *states) >= count - SLACK, roles

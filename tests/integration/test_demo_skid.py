@@ -15,7 +15,9 @@ def _annotate(run_dir, symbol: str) -> dict:
     return json.loads(res.stdout)
 
 
-@pytest.mark.parametrize("scenario,symbol,culprit", [("spin", "ut_delay", "pause"), ("page-cleaner", "os_rmb", "mfence")])
+@pytest.mark.parametrize(
+    "scenario,symbol,culprit", [("spin", "ut_delay", "pause"), ("page-cleaner", "os_rmb", "mfence")]
+)
 def test_samples_move_from_after_the_stall_onto_it(tmp_path, scenario, symbol, culprit):
     need_perf()
     out = tmp_path / scenario
@@ -27,10 +29,10 @@ def test_samples_move_from_after_the_stall_onto_it(tmp_path, scenario, symbol, c
         pytest.skip(f"only {total} samples of {symbol}: the machine is too busy for a stable share")
     assert total == sum(i["corrected"] for i in insns), "samples move, none vanish"
     at = next(n for n, i in enumerate(insns) if i["text"].startswith(culprit))
-    after = sum(i["raw"] for i in insns[at + 1:at + 3])  # the next instruction, or two past a NOP / one-cycle op
+    after = sum(i["raw"] for i in insns[at + 1 : at + 3])  # the next instruction, or two past a NOP / one-cycle op
     assert insns[at]["raw"] < 0.1 * total, "perf charges the stall to what follows"
     # what the code decides: every sample of the two instructions after the stall moves onto it
-    assert insns[at]["corrected"] == insns[at]["raw"] + after, insns[at:at + 3]
+    assert insns[at]["corrected"] == insns[at]["raw"] + after, insns[at : at + 3]
     # the share it gets: >= 0.9 on a quiet host; a loaded VM's cpu-clock skids farther (os_rmb's ret
     # held 24 % of its samples under load 5-8, three instructions past the mfence: left in place)
     assert insns[at]["corrected"] >= 0.6 * total, insns

@@ -56,8 +56,10 @@ def test_dragging_over_the_spike_redraws_the_flame_graph(spike_run):
     try:
         b.open((spike_run / "report.html").as_uri())
         b.wait("!!window.pmuSeconds")
-        xy = b.js("(() => { const c = document.querySelector('#sec-strip canvas'); c.scrollIntoView({block: 'center'});"
-                  " const r = c.getBoundingClientRect(); return [r.left, r.width, r.top + r.height / 2]; })()")
+        xy = b.js(
+            "(() => { const c = document.querySelector('#sec-strip canvas'); c.scrollIntoView({block: 'center'});"
+            " const r = c.getBoundingClientRect(); return [r.left, r.width, r.top + r.height / 2]; })()"
+        )
         left, width, y = xy
         at = [left + (s + 0.5) / len(sx["n"]) * width for s in (hot[0], hot[-1])]
         b.mouse("mouseMoved", at[0], y)
@@ -65,7 +67,7 @@ def test_dragging_over_the_spike_redraws_the_flame_graph(spike_run):
         b.mouse("mouseMoved", at[1], y, "left")
         b.mouse("mouseReleased", at[1], y, "left", 1)
         b.wait(f"document.getElementById('sec-strip').getAttribute('data-range') === '{hot[0] + 1}-{hot[-1] + 1}'")
-        total = sum(sx["n"][hot[0]:hot[-1] + 1])
+        total = sum(sx["n"][hot[0] : hot[-1] + 1])
         assert b.js("document.getElementById('flame').getAttribute('data-total')") == str(total)
         assert b.js("window.pmuFlame.locate('btr_estimate_n_rows_in_range', '')") is not None
         note = b.js("document.querySelector('#sec-strip .sec-note').textContent")

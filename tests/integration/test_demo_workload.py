@@ -18,10 +18,20 @@ from pmuprof.errors import UsageError
 from pmuprof.model.perfscript import fold_lines
 from pmuprof.paths import demo_source_dir
 
-NAMED_FRAMES = ("ut_delay", "mutex_spin_wait", "fil_space_get", "btr_estimate_n_rows_in_range_on_level",
-                "ha_innobase_records_in_range", "rw_lock_sx_lock_func", "buf_flush_page_cleaner_coordinator",
-                "ut_time_ms", "buf_get_n_pending_read_ios", "os_rmb", "row_search_mvcc",
-                "row_sel_store_mysql_rec")
+NAMED_FRAMES = (
+    "ut_delay",
+    "mutex_spin_wait",
+    "fil_space_get",
+    "btr_estimate_n_rows_in_range_on_level",
+    "ha_innobase_records_in_range",
+    "rw_lock_sx_lock_func",
+    "buf_flush_page_cleaner_coordinator",
+    "ut_time_ms",
+    "buf_get_n_pending_read_ios",
+    "os_rmb",
+    "row_search_mvcc",
+    "row_sel_store_mysql_rec",
+)
 
 
 @pytest.fixture(scope="module")
@@ -34,8 +44,12 @@ def demo_binary(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def _disassemble(binary: Path, function: str) -> str:
     if not shutil.which("objdump"):
         pytest.skip("objdump (binutils) is not installed")
-    out = subprocess.run(["objdump", "-d", "--no-show-raw-insn", f"--disassemble={function}", str(binary)],
-                         capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        ["objdump", "-d", "--no-show-raw-insn", f"--disassemble={function}", str(binary)],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     return out.split(f"<{function}>:", 1)[1]
 
 
@@ -86,15 +100,21 @@ def test_scenario_runs_and_stops_on_sigterm(demo_binary: Path, scenario: str) ->
 
 
 def test_exits_by_itself_after_seconds(demo_binary: Path) -> None:
-    proc = subprocess.run([str(demo_binary), "--scenario", "healthy", "--threads", "1", "--seconds", "0.3"],
-                          capture_output=True, text=True, timeout=10)
+    proc = subprocess.run(
+        [str(demo_binary), "--scenario", "healthy", "--threads", "1", "--seconds", "0.3"],
+        capture_output=True,
+        text=True,
+        timeout=10,
+    )
     assert proc.returncode == 0
     assert "scenario healthy" in proc.stdout and "stopped after" in proc.stdout
 
 
 def test_no_orphan_when_the_parent_is_killed(demo_binary: Path) -> None:
-    code = ("import sys, time; from pathlib import Path; from pmuprof.workflows.demo import start_demo; "
-            f"p = start_demo('spin', 2, 6, 0, Path({str(demo_binary)!r})); print(p.pid, flush=True); time.sleep(60)")
+    code = (
+        "import sys, time; from pathlib import Path; from pmuprof.workflows.demo import start_demo; "
+        f"p = start_demo('spin', 2, 6, 0, Path({str(demo_binary)!r})); print(p.pid, flush=True); time.sleep(60)"
+    )
     env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
     parent = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, env=env)
     try:
@@ -126,15 +146,23 @@ def _perf_fold(demo_binary: Path, scenario: str, tmp_path: Path) -> Counter:
     data = tmp_path / "perf.data"
     try:
         time.sleep(0.3)
-        rec = subprocess.run([perf, "record", "-q", "-F", "499", "-g", "-p", str(proc.pid), "-o", str(data),
-                              "--", "sleep", "1.5"], capture_output=True, text=True, timeout=60)
+        rec = subprocess.run(
+            [perf, "record", "-q", "-F", "499", "-g", "-p", str(proc.pid), "-o", str(data), "--", "sleep", "1.5"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
     finally:
         stop_demo(proc)
     if rec.returncode != 0 or not data.is_file():
         pytest.skip(f"perf record is not permitted here: {rec.stderr.strip()[:200]}")
-    script = subprocess.run([perf, "script", "-i", str(data), "-F", "comm,pid,tid,ip,sym,dso", "--no-inline"],
-                            capture_output=True, text=True, timeout=120,
-                            errors="replace")
+    script = subprocess.run(
+        [perf, "script", "-i", str(data), "-F", "comm,pid,tid,ip,sym,dso", "--no-inline"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        errors="replace",
+    )
     stacks = fold_lines(script.stdout.splitlines(), pids=[proc.pid]).stacks
     assert sum(stacks.values()) >= 50, "too few samples of the workload"
     return stacks
@@ -156,8 +184,16 @@ def test_perf_sees_ut_delay_under_fil_space_get_in_index_dive(demo_binary: Path,
     assert _share(stacks, "ut_delay") > 0.2
     assert _share(stacks, "ut_delay", "fil_space_get") >= 0.9 * _share(stacks, "ut_delay")
     chain = next(s for s in stacks if s[-1] == "ut_delay" and "fil_space_get" in s)
-    order = [chain.index(f) for f in ("ha_innobase_records_in_range", "btr_estimate_n_rows_in_range_on_level",
-                                      "fil_space_get", "mutex_spin_wait", "ut_delay")]
+    order = [
+        chain.index(f)
+        for f in (
+            "ha_innobase_records_in_range",
+            "btr_estimate_n_rows_in_range_on_level",
+            "fil_space_get",
+            "mutex_spin_wait",
+            "ut_delay",
+        )
+    ]
     assert order == sorted(order)
     assert _inclusive(stacks, "rw_lock_sx_lock_func") == 0
 
@@ -196,14 +232,26 @@ def test_perf_sees_every_named_frame_in_mixed(demo_binary: Path, tmp_path: Path)
 # that does not exist yet in rules/ is not demanded; a scenario none of whose rules exist skips.
 # (must fire, must not fire, the verdict: the first finding nothing else explains)
 EXPECTED = {
-    "index-dive": ({"innodb-spin-wait", "fil-space-get-index-dive", "index-dive-cost"}, set(),
-                   {"fil-space-get-index-dive", "index-dive-cost"}),
-    "spin": ({"innodb-spin-wait", "page-latch-contention"}, {"fil-space-get-index-dive", "buffer-pool-lru"},
-             {"page-latch-contention"}),
-    "page-cleaner": ({"memory-barrier-full-fence", "page-cleaner-busy-loop"}, {"innodb-spin-wait"},
-                     {"memory-barrier-full-fence", "page-cleaner-busy-loop"}),
-    "mixed": ({"innodb-spin-wait", "fil-space-get-index-dive"}, set(),
-              {"fil-space-get-index-dive", "index-dive-cost", "page-latch-contention"}),
+    "index-dive": (
+        {"innodb-spin-wait", "fil-space-get-index-dive", "index-dive-cost"},
+        set(),
+        {"fil-space-get-index-dive", "index-dive-cost"},
+    ),
+    "spin": (
+        {"innodb-spin-wait", "page-latch-contention"},
+        {"fil-space-get-index-dive", "buffer-pool-lru"},
+        {"page-latch-contention"},
+    ),
+    "page-cleaner": (
+        {"memory-barrier-full-fence", "page-cleaner-busy-loop"},
+        {"innodb-spin-wait"},
+        {"memory-barrier-full-fence", "page-cleaner-busy-loop"},
+    ),
+    "mixed": (
+        {"innodb-spin-wait", "fil-space-get-index-dive"},
+        set(),
+        {"fil-space-get-index-dive", "index-dive-cost", "page-latch-contention"},
+    ),
 }
 
 
@@ -217,21 +265,30 @@ def _require_perf() -> None:
 def _findings(run_dir: Path) -> dict:
     import json
     from helpers import workload_findings
+
     return workload_findings(json.loads((run_dir / "findings.json").read_text()))
 
 
 @pytest.mark.parametrize("scenario", sorted(EXPECTED))
 def test_pmuprof_demo_gets_the_right_findings(demo_binary: Path, tmp_path: Path, scenario: str) -> None:
     from pmuprof.paths import rules_dir
+
     present = {p.stem for p in rules_dir().glob("*.yaml")}
     wanted, unwanted, verdicts = EXPECTED[scenario]
     if not wanted & present:
         pytest.skip(f"none of {sorted(wanted)} is in rules/ yet")
     _require_perf()
     from pmuprof.workflows.demo import DemoOptions, run_demo
+
     # per-thread (perf record -p) keeps post-processing to the workload's own samples: quick.
-    opts = DemoOptions(scenario=scenario, duration=3, frequency=999, mode="per-thread",
-                       out_dir=tmp_path / "run", cache_dir=demo_binary.parent)
+    opts = DemoOptions(
+        scenario=scenario,
+        duration=3,
+        frequency=999,
+        mode="per-thread",
+        out_dir=tmp_path / "run",
+        cache_dir=demo_binary.parent,
+    )
     result = run_demo(opts)
     assert result.workload_status == 0
     doc = _findings(tmp_path / "run")
@@ -244,10 +301,12 @@ def test_pmuprof_demo_gets_the_right_findings(demo_binary: Path, tmp_path: Path,
         assert doc["findings"][0]["severity"] in ("warning", "critical"), doc["findings"][0]
 
 
-def test_pmuprof_demo_healthy_gives_no_warning(demo_binary: Path, tmp_path: Path,
-                                               monkeypatch: pytest.MonkeyPatch) -> None:
+def test_pmuprof_demo_healthy_gives_no_warning(
+    demo_binary: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The CLI end to end, with the default per-CPU capture (and its own build cache)."""
     from pmuprof.cli.main import main
+
     _require_perf()
     monkeypatch.setenv("PMUPROF_CACHE", str(tmp_path / "cache"))
     out = tmp_path / "run"
@@ -257,5 +316,6 @@ def test_pmuprof_demo_healthy_gives_no_warning(demo_binary: Path, tmp_path: Path
     assert not loud, f"a healthy scan must not warn: {loud}"
     assert (tmp_path / "run" / "report.html").is_file() and (tmp_path / "run" / "stacks.folded").is_file()
     from helpers import workload_verdict
+
     busy = workload_verdict(out)["busy"]  # issue 23 item 4: the scan's function, not start_thread or a kernel frame
     assert busy["function"] == "JOIN_exec" and busy["path_end"] in ("row_search_mvcc", "row_sel_store_mysql_rec"), busy

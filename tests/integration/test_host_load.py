@@ -17,8 +17,9 @@ def test_a_saturated_host_is_measured_and_said_first(busy, tmp_path):
     spinners = [subprocess.Popen(["sh", "-c", "while :; do :; done"]) for _ in range(4 * cpus)]
     try:
         out = tmp_path / "run"
-        res = run_cli("capture", "-p", str(busy.pid), "-d", "3", "-F", "99", "-o", str(out), "--no-mysql",
-                      "--no-off-cpu")
+        res = run_cli(
+            "capture", "-p", str(busy.pid), "-d", "3", "-F", "99", "-o", str(out), "--no-mysql", "--no-off-cpu"
+        )
     finally:
         for p in spinners:
             p.kill()

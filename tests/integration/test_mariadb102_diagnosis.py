@@ -22,8 +22,13 @@ from pmuprof.findings.loader import load_rules
 
 SECONDS = 6
 # Not in 10.2.11 (SHOW VARIABLES / SHOW DATABASES on the fixture server, test_mariadb102_server.py)
-REJECTED = ("eq_range_index_dive_limit", "innodb_spin_wait_pause_multiplier", "innodb_log_spin_wait_delay",
-            "sys.", "performance_schema.metadata_locks")
+REJECTED = (
+    "eq_range_index_dive_limit",
+    "innodb_spin_wait_pause_multiplier",
+    "innodb_log_spin_wait_delay",
+    "sys.",
+    "performance_schema.metadata_locks",
+)
 
 
 class Scenario:
@@ -46,8 +51,20 @@ def _capture(server: mdb.MariaDB, out: Path, spin_delay: int, load: dict[str, An
     mdb.sql(server, f"SET GLOBAL innodb_spin_wait_delay = {spin_delay}")
     running = mdb.SysbenchLoad(server, SECONDS + 30, **load)
     try:
-        res = run_cli("capture", "-p", str(server.pid), "-d", str(SECONDS), "-F", "199", "-o", str(out),
-                      "--defaults-file", str(server.defaults_file), timeout=300)
+        res = run_cli(
+            "capture",
+            "-p",
+            str(server.pid),
+            "-d",
+            str(SECONDS),
+            "-F",
+            "199",
+            "-o",
+            str(out),
+            "--defaults-file",
+            str(server.defaults_file),
+            timeout=300,
+        )
     finally:
         running.stop()
         mdb.sql(server, "SET GLOBAL innodb_spin_wait_delay = 6")
@@ -58,33 +75,42 @@ def _capture(server: mdb.MariaDB, out: Path, spin_delay: int, load: dict[str, An
 @pytest.fixture(scope="module")
 def dive_in(mariadb102, tmp_path_factory) -> Scenario:
     """Index dives over IN lists (100 values per column), innodb_spin_wait_delay raised to 200."""
-    return _capture(mariadb102, tmp_path_factory.mktemp("m102") / "dive-in", 200,
-                    dict(test=str(mdb.INDEX_DIVE_LUA), threads=16, script_args=("--range-width=0", "--ranges=100")))
+    return _capture(
+        mariadb102,
+        tmp_path_factory.mktemp("m102") / "dive-in",
+        200,
+        dict(test=str(mdb.INDEX_DIVE_LUA), threads=16, script_args=("--range-width=0", "--ranges=100")),
+    )
 
 
 @pytest.fixture(scope="module")
 def dive_ranges(mariadb102, tmp_path_factory) -> Scenario:
     """Index dives over wide BETWEEN ranges, innodb_spin_wait_delay raised to 200."""
-    return _capture(mariadb102, tmp_path_factory.mktemp("m102") / "dive-ranges", 200,
-                    dict(test=str(mdb.INDEX_DIVE_LUA), threads=16, script_args=()))
+    return _capture(
+        mariadb102,
+        tmp_path_factory.mktemp("m102") / "dive-ranges",
+        200,
+        dict(test=str(mdb.INDEX_DIVE_LUA), threads=16, script_args=()),
+    )
 
 
 @pytest.fixture(scope="module")
 def write200(mariadb102, tmp_path_factory) -> Scenario:
-    return _capture(mariadb102, tmp_path_factory.mktemp("m102") / "write-200", 200,
-                    dict(test="oltp_write_only", threads=16))
+    return _capture(
+        mariadb102, tmp_path_factory.mktemp("m102") / "write-200", 200, dict(test="oltp_write_only", threads=16)
+    )
 
 
 @pytest.fixture(scope="module")
 def write6(mariadb102, tmp_path_factory) -> Scenario:
-    return _capture(mariadb102, tmp_path_factory.mktemp("m102") / "write-6", 6,
-                    dict(test="oltp_write_only", threads=16))
+    return _capture(
+        mariadb102, tmp_path_factory.mktemp("m102") / "write-6", 6, dict(test="oltp_write_only", threads=16)
+    )
 
 
 @pytest.fixture(scope="module")
 def point_select(mariadb102, tmp_path_factory) -> Scenario:
-    return _capture(mariadb102, tmp_path_factory.mktemp("m102") / "point", 6,
-                    dict(test="oltp_point_select", threads=8))
+    return _capture(mariadb102, tmp_path_factory.mktemp("m102") / "point", 6, dict(test="oltp_point_select", threads=8))
 
 
 def _statements(finding: dict) -> str:
@@ -115,7 +141,9 @@ def test_ahi_latch_behind_in_list_dives(dive_in: Scenario) -> None:
     dives, ahi = dive_in.findings["index-dive-cost"], dive_in.findings["adaptive-hash-index"]
     assert {dives["explained_by"], ahi["explained_by"]} in ({"", "index-dive-cost"}, {"", "adaptive-hash-index"})
     assert spin["explained_by"] in ("index-dive-cost", "adaptive-hash-index")
-    assert dives["fix"][0]["kind"] == "sql" and dives["fix"][0]["text"].startswith("SET GLOBAL innodb_adaptive_hash_index = OFF;")
+    assert dives["fix"][0]["kind"] == "sql" and dives["fix"][0]["text"].startswith(
+        "SET GLOBAL innodb_adaptive_hash_index = OFF;"
+    )
     assert dive_in.level("fil-space-get-index-dive") in ("quiet", "info")
 
 
@@ -123,7 +151,9 @@ def test_range_dives_are_an_optimizer_cost_not_a_mutex(dive_ranges: Scenario) ->
     """fil_space_get is called once per dive but is no hotspot: the finding is the dives' cost."""
     dives = dive_ranges.findings["index-dive-cost"]
     assert dives["severity"] in ("warning", "critical") and dives["share"] > 0.3
-    assert "FORCE INDEX" in fix_text(dives, "sql") and "No eq_range_index_dive_limit in this version" in fix_text(dives, "note")
+    assert "FORCE INDEX" in fix_text(dives, "sql") and "No eq_range_index_dive_limit in this version" in fix_text(
+        dives, "note"
+    )
     assert dive_ranges.level("fil-space-get-index-dive") in ("quiet", "info")
     if "fil-space-get-index-dive" in dive_ranges.findings:
         assert dives["explained_by"] != "fil-space-get-index-dive"
@@ -151,7 +181,9 @@ def test_write_spin_at_the_default_is_not_blamed_on_the_delay(write6: Scenario) 
         explainers = {r.id for r in load_rules() if "innodb-spin-wait" in r.explains}
         order = [f["rule"] for f in write6.data["findings"]]
         fired = [r for r in order if r in explainers and write6.level(r) != "info"]  # causes above info
-        assert spin["explained_by"] in fired or all(order.index(r) < order.index("innodb-spin-wait") for r in fired), order
+        assert spin["explained_by"] in fired or all(order.index(r) < order.index("innodb-spin-wait") for r in fired), (
+            order
+        )
     assert write6.top_latch() in ("srv_sys_mutex", "log_sys_mutex", "buf_block_lock", "log_sys_mutex|log_write_mutex")
 
 

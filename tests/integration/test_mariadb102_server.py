@@ -26,8 +26,9 @@ def test_server_facts_the_fixes_depend_on(mariadb102):
 
 
 def test_index_dive_load_runs_and_its_plan_dives_every_index(mariadb102):
-    load = mdb.SysbenchLoad(mariadb102, 4, str(mdb.INDEX_DIVE_LUA), threads=4,
-                            script_args=("--range-width=0", "--ranges=50"))
+    load = mdb.SysbenchLoad(
+        mariadb102, 4, str(mdb.INDEX_DIVE_LUA), threads=4, script_args=("--range-width=0", "--ranges=50")
+    )
     try:
         result = load.wait()
     finally:

@@ -25,14 +25,39 @@ SECONDS = 6
 def _capture(server: mdb.MariaDB, out: Path, *client_args: str) -> dict:
     """The connection-setup finding while the churn client runs ({} when quiet), and the client's line."""
     need_perf()
-    argv = [sys.executable, str(CHURN), "--port", str(server.port), "--user", server.user,
-            "--password", server.password, "--seconds", str(SECONDS + 8), "--workers", "2", *client_args]
+    argv = [
+        sys.executable,
+        str(CHURN),
+        "--port",
+        str(server.port),
+        "--user",
+        server.user,
+        "--password",
+        server.password,
+        "--seconds",
+        str(SECONDS + 8),
+        "--workers",
+        "2",
+        *client_args,
+    ]
     client = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
     try:
         for _ in range(2):  # both workers connected: a pool's own handshakes fall before the capture
             assert client.stdout.readline().strip() == "ready"
-        res = run_cli("capture", "-p", str(server.pid), "-d", str(SECONDS), "-F", "199", "-o", str(out),
-                      "--defaults-file", str(server.defaults_file), timeout=300)
+        res = run_cli(
+            "capture",
+            "-p",
+            str(server.pid),
+            "-d",
+            str(SECONDS),
+            "-F",
+            "199",
+            "-o",
+            str(out),
+            "--defaults-file",
+            str(server.defaults_file),
+            timeout=300,
+        )
         said, _ = client.communicate(timeout=120)
     finally:
         if client.poll() is None:
@@ -52,8 +77,10 @@ def test_tls_churn_names_the_handshake_and_a_pool_quiets_it(mariadb114, tmp_path
     assert "ssl_cert" in fix_text(churn, "my.cnf"), "11.4's generated key: the certificate fix is offered"
     pooled = _capture(mariadb114, tmp_path / "pooled", "--reuse")
     cost = [f.get("evidence", {}).get("setup", {}).get("count", 0) for f in (churn, pooled)]
-    print(f"connection setup: {churn['share']:.1%} of samples ({cost[0]}); connections reused: "
-          f"{pooled.get('share', 0.0):.1%} ({cost[1]})")
+    print(
+        f"connection setup: {churn['share']:.1%} of samples ({cost[0]}); connections reused: "
+        f"{pooled.get('share', 0.0):.1%} ({cost[1]})"
+    )
     # the same capture length and rate: samples in the login path are its CPU time. What remains with
     # the pool is pmuprof's own few connections (each a TLS handshake on 11.4), so the share of a
     # nearly idle server is not the measure; its samples are (measured 25 of ~400).

@@ -31,8 +31,20 @@ def _dives(server: mdb.MariaDB, out: Path, *script_args: str) -> dict:
     need_perf()
     load = mdb.SysbenchLoad(server, SECONDS + 30, str(mdb.INDEX_DIVE_LUA), 16, script_args=script_args)
     try:
-        res = run_cli("capture", "-p", str(server.pid), "-d", str(SECONDS), "-F", "199", "-o", str(out),
-                      "--defaults-file", str(server.defaults_file), timeout=300)
+        res = run_cli(
+            "capture",
+            "-p",
+            str(server.pid),
+            "-d",
+            str(SECONDS),
+            "-F",
+            "199",
+            "-o",
+            str(out),
+            "--defaults-file",
+            str(server.defaults_file),
+            timeout=300,
+        )
     finally:
         load.stop()
     assert res.returncode == 0, res.stderr

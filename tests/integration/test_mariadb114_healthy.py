@@ -21,8 +21,20 @@ def test_healthy_point_select_gives_at_most_info(mariadb114, mariadb114_load, tm
     out = tmp_path / "run"
     load = mariadb114_load(40, "oltp_point_select", 8)
     try:
-        res = run_cli("capture", "-p", str(mariadb114.pid), "-d", "6", "-F", "499", "-o", str(out),
-                      "--defaults-file", str(mariadb114.defaults_file), timeout=300)
+        res = run_cli(
+            "capture",
+            "-p",
+            str(mariadb114.pid),
+            "-d",
+            "6",
+            "-F",
+            "499",
+            "-o",
+            str(out),
+            "--defaults-file",
+            str(mariadb114.defaults_file),
+            timeout=300,
+        )
     finally:
         load.stop()
     assert res.returncode == 0, res.stderr

@@ -25,8 +25,21 @@ def _capture(server: mdb.MariaDB, delay: int, seconds: int, out: Path) -> dict:
     """Findings of an on-CPU capture of the running writers, 3 s after setting the spin delay."""
     mdb.sql(server, f"SET GLOBAL innodb_spin_wait_delay = {delay}")
     time.sleep(3)  # let the writers ramp up and the new delay take hold (no timing is asserted)
-    res = run_cli("capture", "-p", str(server.pid), "-d", str(seconds), "-F", "499", "--no-off-cpu", "-o", str(out),
-                  "--defaults-file", str(server.defaults_file), timeout=300)
+    res = run_cli(
+        "capture",
+        "-p",
+        str(server.pid),
+        "-d",
+        str(seconds),
+        "-F",
+        "499",
+        "--no-off-cpu",
+        "-o",
+        str(out),
+        "--defaults-file",
+        str(server.defaults_file),
+        timeout=300,
+    )
     assert res.returncode == 0, res.stderr
     return json.loads((out / "findings.json").read_text())
 
@@ -38,8 +51,11 @@ def _index_latch(findings: dict) -> dict | None:
 def _statements(finding: dict, database: str) -> list[str]:
     """The statements of the fix's sql steps, comments cut, the example table named as a real one."""
     statements, _ = sql_statements(fix_text(finding, "sql"))
-    return [st.replace("db.tbl", f"{database}.sbtest1") for st in statements
-            if re.match(r"(SET GLOBAL|SELECT|ALTER TABLE) ", st)]
+    return [
+        st.replace("db.tbl", f"{database}.sbtest1")
+        for st in statements
+        if re.match(r"(SET GLOBAL|SELECT|ALTER TABLE) ", st)
+    ]
 
 
 def _summary(findings: dict) -> str:
@@ -78,5 +94,6 @@ def test_index_latch_fires_at_a_raised_spin_delay_and_not_at_the_default(mariadb
         for statement in statements:
             mdb.sql(mariadb114, statement)
     finally:
-        mdb.sql(mariadb114, f"SET GLOBAL innodb_spin_wait_delay = {DEFAULT_DELAY}",
-                "SET GLOBAL innodb_fill_factor = 100")
+        mdb.sql(
+            mariadb114, f"SET GLOBAL innodb_spin_wait_delay = {DEFAULT_DELAY}", "SET GLOBAL innodb_fill_factor = 100"
+        )

@@ -14,7 +14,6 @@ import subprocess
 from collections import Counter
 from pathlib import Path
 
-import pytest
 
 from addr2line_truth import inline_chains
 from helpers import need_perf, run_cli
@@ -30,16 +29,22 @@ def _truth_latch(chain: list[str]) -> str:
         return "index_lock"  # mtr_t's index-latch members (their only latch argument is sux_lock<ssux_lock>*)
     if any(f.startswith("lock_sys_t::") for f in chain):
         return "lock_sys_latch_mariadb"
-    if any(f.startswith("sux_lock<ssux_lock_impl<true> >::") for f in chain) and \
-            any(f.startswith("buf_page_get_") for f in chain):
+    if any(f.startswith("sux_lock<ssux_lock_impl<true> >::") for f in chain) and any(
+        f.startswith("buf_page_get_") for f in chain
+    ):
         return "buf_block_lock"
     return "other"
 
 
 def _truth(data: Path, pid: int, exe: Path) -> Counter[str]:
     """Spin samples per latch: the leaf is a wait function, its caller's return address - 1 goes to addr2line."""
-    script = subprocess.run([need_perf(), "script", "-i", str(data), "-F", "pid,ip,sym,dso", "--no-inline",
-                             "--pid", str(pid)], capture_output=True, text=True, timeout=300, errors="replace").stdout
+    script = subprocess.run(
+        [need_perf(), "script", "-i", str(data), "-F", "pid,ip,sym,dso", "--no-inline", "--pid", str(pid)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        errors="replace",
+    ).stdout
     calls: list[int] = []
     for block in script.split("\n\n"):
         frames = [m for m in (_FRAME.match(line) for line in block.splitlines()) if m]
@@ -57,8 +62,20 @@ def test_write_load_latches_split_as_addr2line_does(mariadb114, tmp_path):
     mdb.sql(mariadb114, "SET GLOBAL innodb_spin_wait_delay = 200")
     load = mdb.SysbenchLoad(mariadb114, 40, "oltp_write_only", 16)
     try:
-        res = run_cli("capture", "-p", str(mariadb114.pid), "-d", "8", "-F", "499", "-o", str(out),
-                      "--defaults-file", str(mariadb114.defaults_file), timeout=400)
+        res = run_cli(
+            "capture",
+            "-p",
+            str(mariadb114.pid),
+            "-d",
+            "8",
+            "-F",
+            "499",
+            "-o",
+            str(out),
+            "--defaults-file",
+            str(mariadb114.defaults_file),
+            timeout=400,
+        )
     finally:
         load.stop()
         mdb.sql(mariadb114, "SET GLOBAL innodb_spin_wait_delay = 4")

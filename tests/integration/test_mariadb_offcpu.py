@@ -29,8 +29,15 @@ STALL_LIMIT_S = 0.050
 def _connect(server: mdb.MariaDB):
     import pymysql
 
-    return pymysql.connect(unix_socket=str(server.socket), user="root", password="", database="sbtest",
-                           autocommit=True, connect_timeout=5, read_timeout=60)
+    return pymysql.connect(
+        unix_socket=str(server.socket),
+        user="root",
+        password="",
+        database="sbtest",
+        autocommit=True,
+        connect_timeout=5,
+        read_timeout=60,
+    )
 
 
 def _tid(conn) -> int:
@@ -80,7 +87,9 @@ def _wait_for(ready: Path, timeout: float = 60) -> None:
     raise AssertionError(f"the capture did not start: {ready}")
 
 
-def _hold_and_wait(server: mdb.MariaDB, holder_sql: str, waiter_sql: str) -> tuple[int, threading.Thread, object, object]:
+def _hold_and_wait(
+    server: mdb.MariaDB, holder_sql: str, waiter_sql: str
+) -> tuple[int, threading.Thread, object, object]:
     """The holder keeps a lock in an open transaction; the waiter's statement blocks on it (in a thread).
 
     Both connections stay open until the capture ends: a closed connection's thread would wait in the
@@ -101,9 +110,11 @@ def _lock_scenario(server: mdb.MariaDB, ready: Path, tids: dict[str, int], conns
     """Once the capture runs: a row-lock wait and a metadata-lock wait, each held HOLD_S seconds."""
     _wait_for(ready)
     tids["row"], row_thread, row_holder, row_waiter = _hold_and_wait(
-        server, "SELECT * FROM offcpu_rows WHERE id = 1 FOR UPDATE", "SELECT * FROM offcpu_rows WHERE id = 1 FOR UPDATE")
+        server, "SELECT * FROM offcpu_rows WHERE id = 1 FOR UPDATE", "SELECT * FROM offcpu_rows WHERE id = 1 FOR UPDATE"
+    )
     tids["mdl"], mdl_thread, mdl_holder, mdl_waiter = _hold_and_wait(
-        server, "SELECT * FROM offcpu_mdl", "ALTER TABLE offcpu_mdl ADD COLUMN c INT")
+        server, "SELECT * FROM offcpu_mdl", "ALTER TABLE offcpu_mdl ADD COLUMN c INT"
+    )
     conns += [row_holder, row_waiter, mdl_holder, mdl_waiter]
     time.sleep(HOLD_S)
     for holder in (row_holder, mdl_holder):
@@ -113,20 +124,27 @@ def _lock_scenario(server: mdb.MariaDB, ready: Path, tids: dict[str, int], conns
     tids["done"] = 1
 
 
-def _captured_waits(server: mdb.MariaDB, out: Path, pinger: "Pinger", off_cpu: bool) -> tuple[dict, float]:
+def _captured_waits(server: mdb.MariaDB, out: Path, pinger: Pinger, off_cpu: bool) -> tuple[dict, float]:
     """One capture with the lock scenario in it: (tids of the waiting threads, longest SELECT 1 meanwhile)."""
-    mdb.sql(server, "DROP TABLE IF EXISTS sbtest.offcpu_rows", "DROP TABLE IF EXISTS sbtest.offcpu_mdl",
-            "CREATE TABLE sbtest.offcpu_rows (id INT PRIMARY KEY, v INT) ENGINE=InnoDB",
-            "INSERT INTO sbtest.offcpu_rows VALUES (1, 1), (2, 2)",
-            "CREATE TABLE sbtest.offcpu_mdl (id INT PRIMARY KEY) ENGINE=InnoDB")
+    mdb.sql(
+        server,
+        "DROP TABLE IF EXISTS sbtest.offcpu_rows",
+        "DROP TABLE IF EXISTS sbtest.offcpu_mdl",
+        "CREATE TABLE sbtest.offcpu_rows (id INT PRIMARY KEY, v INT) ENGINE=InnoDB",
+        "INSERT INTO sbtest.offcpu_rows VALUES (1, 1), (2, 2)",
+        "CREATE TABLE sbtest.offcpu_mdl (id INT PRIMARY KEY) ENGINE=InnoDB",
+    )
     tids: dict[str, int] = {}
     conns: list = []
     ready = out / rundir.OFFCPU_LOG if off_cpu else out / rundir.PERF_DATA
     scenario = threading.Thread(target=_lock_scenario, args=(server, ready, tids, conns), daemon=True)
     scenario.start()
     begin = time.monotonic()
-    record(RecordOptions(pids=(server.pid,), out_dir=out, duration=CAPTURE_S, mysql=False, off_cpu=off_cpu,
-                         per_thread_roots=True))  # on the main thread: it handles Ctrl-C
+    record(
+        RecordOptions(
+            pids=(server.pid,), out_dir=out, duration=CAPTURE_S, mysql=False, off_cpu=off_cpu, per_thread_roots=True
+        )
+    )  # on the main thread: it handles Ctrl-C
     scenario.join(60)
     for conn in conns:
         conn.close()
@@ -158,8 +176,11 @@ def lock_run(mariadb, tmp_path_factory):
 
 def _thread_us(stacks, tid: int, *prefixes: str) -> int:
     """Microseconds of one thread's stacks holding a frame starting with each prefix (C++ names carry arguments)."""
-    return sum(n for s, n in stacks.items() if len(s) > 1 and s[1].endswith(f"-{tid}")
-               and all(any(f.startswith(p) for f in s) for p in prefixes))
+    return sum(
+        n
+        for s, n in stacks.items()
+        if len(s) > 1 and s[1].endswith(f"-{tid}") and all(any(f.startswith(p) for f in s) for p in prefixes)
+    )
 
 
 def _waited_on_futex(stacks, tid: int) -> int:
@@ -193,12 +214,15 @@ def _of_thread(stacks, tid: int) -> list:
 def test_server_never_stalls(lock_run):
     _, _, stall, _ = lock_run
     if stall["without_tracer"] >= STALL_LIMIT_S:
-        pytest.skip(f"this host is too loaded to measure a {STALL_LIMIT_S * 1000:.0f} ms stall: SELECT 1 took "
-                    f"{stall['without_tracer'] * 1000:.0f} ms in the same capture without the tracer")
-    print(f"longest SELECT 1: {stall['during'] * 1000:.1f} ms during the off-CPU capture, "
-          f"{stall['without_tracer'] * 1000:.1f} ms during the same capture without the tracer")
+        pytest.skip(
+            f"this host is too loaded to measure a {STALL_LIMIT_S * 1000:.0f} ms stall: SELECT 1 took "
+            f"{stall['without_tracer'] * 1000:.0f} ms in the same capture without the tracer"
+        )
+    print(
+        f"longest SELECT 1: {stall['during'] * 1000:.1f} ms during the off-CPU capture, "
+        f"{stall['without_tracer'] * 1000:.1f} ms during the same capture without the tracer"
+    )
     assert stall["during"] < STALL_LIMIT_S, stall
-
 
 
 def _finding(report, rule: str):
@@ -226,7 +250,9 @@ def test_report_names_the_metadata_lock_wait_its_stack_and_time(lock_run):
     *_, report = lock_run
     f = _finding(report, "offcpu-mdl-wait")
     assert HOLD_S - 0.5 <= _waited_s(f, "ddl_wait") <= HOLD_S + 1.5, f.evidence  # the ALTER behind the transaction
-    assert f.chain[0].startswith(("MDL_context::acquire_lock", "MDL_wait::timed_wait", "MDL_context::upgrade_shared_lock"))
+    assert f.chain[0].startswith(
+        ("MDL_context::acquire_lock", "MDL_wait::timed_wait", "MDL_context::upgrade_shared_lock")
+    )
     assert "DDL waiting for its exclusive lock" in f.message, f.message
 
 

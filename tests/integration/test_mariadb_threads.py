@@ -30,8 +30,20 @@ def dive_run(mariadb, tmp_path_factory):
     oltp = mdb.SysbenchLoad(mariadb, 40, "oltp_read_only", 2)
     out = tmp_path_factory.mktemp("threads") / "run"
     try:
-        res = run_cli("capture", "-p", str(mariadb.pid), "-d", "8", "-F", "199", "-o", str(out),
-                      "--defaults-file", str(mariadb.defaults_file), timeout=300)
+        res = run_cli(
+            "capture",
+            "-p",
+            str(mariadb.pid),
+            "-d",
+            "8",
+            "-F",
+            "199",
+            "-o",
+            str(out),
+            "--defaults-file",
+            str(mariadb.defaults_file),
+            timeout=300,
+        )
     finally:
         dives.stop()
         oltp.stop()
@@ -58,8 +70,11 @@ def test_processlist_was_polled_each_second_with_thread_ids(dive_run, mariadb):
 def test_samples_carry_thread_and_second(dive_run):
     table = read_tsv(dive_run / rundir.SAMPLES)
     assert table.has_tids and table.has_time
-    assert table.total == sum(int(l.rsplit(" ", 1)[1]) for l in (dive_run / rundir.STACKS).read_text().splitlines()
-                              if not l.startswith("#"))
+    assert table.total == sum(
+        int(line.rsplit(" ", 1)[1])
+        for line in (dive_run / rundir.STACKS).read_text().splitlines()
+        if not line.startswith("#")
+    )
     assert len(table) < table.total  # a table of (stack, tid, second) entries, not one line per sample
     first, last = table.span()
     polled = processlist.read(dive_run / rundir.PROCESSLIST)

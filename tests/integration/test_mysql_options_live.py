@@ -16,12 +16,13 @@ from pmuprof.capture.mysql.tls import Tls
 from tests import mariadb as mdb
 
 
-
 def _suffixed(mariadb: mdb.MariaDB, tmp_path: Path) -> Path:
     """The right credentials only in [client_prod]; [client] has a wrong password."""
     cnf = tmp_path / "extra.cnf"
-    cnf.write_text(f'[client]\nuser=sbtest\npassword="wrong"\n'
-                   f'[client_prod]\npassword="{mariadb.password}"\nhost=127.0.0.1\nport={mariadb.port}\n')
+    cnf.write_text(
+        f'[client]\nuser=sbtest\npassword="wrong"\n'
+        f'[client_prod]\npassword="{mariadb.password}"\nhost=127.0.0.1\nport={mariadb.port}\n'
+    )
     cnf.chmod(0o600)
     return cnf
 
@@ -53,8 +54,25 @@ def test_capture_with_mysql_client_short_options(mariadb: mdb.MariaDB, tmp_path:
     """-h/-P/-u and --defaults-extra-file on the command line reach the server (the fake perf records)."""
     cnf = tmp_path / "pw.cnf"
     cnf.write_text(f'[client]\npassword="{mariadb.password}"\n')
-    res = run_cli("capture", "-p", str(mariadb.pid), "-h", "127.0.0.1", "-P", str(mariadb.port), "-u", "sbtest",
-                  "--defaults-extra-file", str(cnf), "-d", "1", "-q", "-o", str(tmp_path / "run"), env=FAKE_PERF)
+    res = run_cli(
+        "capture",
+        "-p",
+        str(mariadb.pid),
+        "-h",
+        "127.0.0.1",
+        "-P",
+        str(mariadb.port),
+        "-u",
+        "sbtest",
+        "--defaults-extra-file",
+        str(cnf),
+        "-d",
+        "1",
+        "-q",
+        "-o",
+        str(tmp_path / "run"),
+        env=FAKE_PERF,
+    )
     assert res.returncode == 0, res.stderr
     facts = json.loads((tmp_path / "run" / "mysql.json").read_text())
     assert facts["reachable"] is True and facts["source"] == f"tcp 127.0.0.1:{mariadb.port}", facts.get("error")
@@ -63,6 +81,7 @@ def test_capture_with_mysql_client_short_options(mariadb: mdb.MariaDB, tmp_path:
 def _ssl_accepts(server) -> int:
     """The server's TLS handshakes so far, read over a connection that makes none."""
     import pymysql
+
     conn = pymysql.connect(unix_socket=str(server.socket), user="root", password="", ssl_disabled=True)
     try:
         with conn.cursor() as cur:
@@ -79,7 +98,7 @@ def test_facts_over_the_socket_cost_the_server_no_tls_handshake(mariadb114, tmp_
     if dict(mdb.sql(mariadb114, "SHOW GLOBAL VARIABLES LIKE 'have_ssl'")).get("have_ssl") != "YES":
         pytest.skip("this 11.4.5 server offers no TLS")
     cnf = tmp_path / "client.cnf"
-    cnf.write_text(f"[client]\nuser={mariadb114.user}\npassword=\"{mariadb114.password}\"\n")
+    cnf.write_text(f'[client]\nuser={mariadb114.user}\npassword="{mariadb114.password}"\n')
     cnf.chmod(0o600)
     base = dict(socket=str(mariadb114.socket), defaults_file=str(cnf))
     before = _ssl_accepts(mariadb114)

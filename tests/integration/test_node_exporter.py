@@ -41,9 +41,17 @@ def node_exporter(tmp_path):
     textdir = tmp_path / "textfile"
     textdir.mkdir()
     port = _free_port()
-    proc = subprocess.Popen([_exporter(), f"--web.listen-address=127.0.0.1:{port}", "--collector.disable-defaults",
-                             "--collector.textfile", f"--collector.textfile.directory={textdir}"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [
+            _exporter(),
+            f"--web.listen-address=127.0.0.1:{port}",
+            "--collector.disable-defaults",
+            "--collector.textfile",
+            f"--collector.textfile.directory={textdir}",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     url = f"http://127.0.0.1:{port}/metrics"
     try:
         for _ in range(100):
@@ -68,17 +76,32 @@ def _samples(text: str, name: str) -> list[tuple[dict[str, str], float]]:
     out = []
     for line in text.splitlines():
         if line.startswith(name + "{"):
-            labels_text, value = line[len(name) + 1:].rsplit("} ", 1)
-            labels = {k: v.replace('\\"', '"').replace("\\n", "\n").replace("\\\\", "\\")
-                      for k, v in re.findall(r'([a-zA-Z_]+)="((?:[^"\\]|\\.)*)"', labels_text)}
+            labels_text, value = line[len(name) + 1 :].rsplit("} ", 1)
+            labels = {
+                k: v.replace('\\"', '"').replace("\\n", "\n").replace("\\\\", "\\")
+                for k, v in re.findall(r'([a-zA-Z_]+)="((?:[^"\\]|\\.)*)"', labels_text)
+            }
             out.append((labels, float(value)))
     return out
 
 
 def test_node_exporter_serves_the_metrics_of_a_capture(node_exporter, target, tmp_path):
     textdir, url = node_exporter
-    res = run_cli("capture", "-p", str(target.pid), "-d", "1", "--no-mysql", "-q", "-o", str(tmp_path / "run"),
-                  "--exit-code-on-findings", "--textfile", str(textdir / "pmuprof.prom"), env=FAKE_PERF)
+    res = run_cli(
+        "capture",
+        "-p",
+        str(target.pid),
+        "-d",
+        "1",
+        "--no-mysql",
+        "-q",
+        "-o",
+        str(tmp_path / "run"),
+        "--exit-code-on-findings",
+        "--textfile",
+        str(textdir / "pmuprof.prom"),
+        env=FAKE_PERF,
+    )
     assert res.returncode in (10, 20), res.stderr
     text = _scrape(url)
     errors = _samples(text, "node_textfile_scrape_error")
@@ -90,8 +113,9 @@ def test_node_exporter_serves_the_metrics_of_a_capture(node_exporter, target, tm
     shares = {labels["rule"]: value for labels, value in _samples(text, "pmuprof_finding_share_ratio")}
     assert shares.get("innodb-spin-wait", 0) > 0 and all(0 <= v <= 1 for v in shares.values())
     samples = _samples(text, "pmuprof_samples")
-    assert samples and all(labels["host"] == host and labels["server"] and "exported_instance" not in labels
-                       for labels, _ in samples)
+    assert samples and all(
+        labels["host"] == host and labels["server"] and "exported_instance" not in labels for labels, _ in samples
+    )
     funcs = _samples(text, "pmuprof_function_self_share_ratio")
     assert funcs and sum(v for _, v in funcs) <= 1.0 + 1e-9
     stamp = _samples(text, "pmuprof_last_run_timestamp_seconds")[0][1]
@@ -103,8 +127,20 @@ def test_node_exporter_serves_the_metrics_of_a_capture(node_exporter, target, tm
 def test_node_exporter_serves_a_failed_run_as_failed(node_exporter, tmp_path):
     """perf refuses: exit 5, pmuprof_last_run_failed 1, no findings gauge, and node_exporter parses it."""
     textdir, url = node_exporter
-    res = run_cli("capture", "-p", str(os.getpid()), "-d", "1", "--no-mysql", "-q", "-o", str(tmp_path / "run"),
-                  "--textfile", str(textdir / "nightly.prom"), env={**FAKE_PERF, "FAKEPERF_MODE": "fail-record"})
+    res = run_cli(
+        "capture",
+        "-p",
+        str(os.getpid()),
+        "-d",
+        "1",
+        "--no-mysql",
+        "-q",
+        "-o",
+        str(tmp_path / "run"),
+        "--textfile",
+        str(textdir / "nightly.prom"),
+        env={**FAKE_PERF, "FAKEPERF_MODE": "fail-record"},
+    )
     assert res.returncode == 5, res.stderr
     text = _scrape(url)
     assert re.search(r"^node_textfile_scrape_error 0$", text, re.M), text[-2000:]

@@ -19,8 +19,11 @@ def _libbpf() -> str:
     exe = offcpu_path()
     if exe is None:
         pytest.skip("pmuprof-offcpu is not built")
-    found = [line.split("=>")[1].split()[0] for line in subprocess.run(["ldd", str(exe)], capture_output=True,
-             text=True).stdout.splitlines() if "libbpf.so" in line and "=>" in line]
+    found = [
+        line.split("=>")[1].split()[0]
+        for line in subprocess.run(["ldd", str(exe)], capture_output=True, text=True).stdout.splitlines()
+        if "libbpf.so" in line and "=>" in line
+    ]
     if not found or os.geteuid() != 0 or not shutil.which("unshare"):
         pytest.skip("needs root, unshare and a pmuprof-offcpu linked to libbpf")
     return found[0]
@@ -28,10 +31,15 @@ def _libbpf() -> str:
 
 def _hidden(argv: list[str], tmp_path) -> subprocess.CompletedProcess:
     """argv with libbpf.so.1 replaced by an empty file, in a mount namespace of its own (the host is untouched)."""
-    script = f'mount --bind /dev/null "$0" && exec "$@"'
-    return subprocess.run(["unshare", "-m", "sh", "-c", script, _libbpf(), sys.executable, "-m", "pmuprof", *argv],
-                          capture_output=True, text=True, timeout=180, cwd=REPO,
-                          env={**os.environ, "HOME": str(tmp_path)})
+    script = 'mount --bind /dev/null "$0" && exec "$@"'
+    return subprocess.run(
+        ["unshare", "-m", "sh", "-c", script, _libbpf(), sys.executable, "-m", "pmuprof", *argv],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        cwd=REPO,
+        env={**os.environ, "HOME": str(tmp_path)},
+    )
 
 
 def test_capture_off_cpu_without_libbpf_fails_before_recording(tmp_path):
@@ -39,8 +47,9 @@ def test_capture_off_cpu_without_libbpf_fails_before_recording(tmp_path):
     busy = subprocess.Popen([str(build_busy(tmp_path)), "30"])
     try:
         out = tmp_path / "run"
-        res = _hidden(["capture", "-p", str(busy.pid), "-d", "1s", "--no-mysql", "--off-cpu", "-q", "-o", str(out)],
-                      tmp_path)
+        res = _hidden(
+            ["capture", "-p", str(busy.pid), "-d", "1s", "--no-mysql", "--off-cpu", "-q", "-o", str(out)], tmp_path
+        )
     finally:
         busy.kill()
         busy.wait()
@@ -55,6 +64,11 @@ def test_doctor_names_the_package_without_libbpf(tmp_path):
     assert res.returncode == 0, res.stderr
     check = next(c for c in json.loads(res.stdout)["checks"] if c["id"] == "offcpu")
     assert not check["ok"] and check["fix"] == "apt-get install libbpf1" and "libbpf.so.1" in check["detail"]
-    plain = subprocess.run([sys.executable, "-m", "pmuprof", "doctor", "--json", "--no-mysql", "-o", str(tmp_path)],
-                           capture_output=True, text=True, timeout=180, cwd=REPO)
+    plain = subprocess.run(
+        [sys.executable, "-m", "pmuprof", "doctor", "--json", "--no-mysql", "-o", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        cwd=REPO,
+    )
     assert next(c for c in json.loads(plain.stdout)["checks"] if c["id"] == "offcpu")["ok"]  # not hidden: ok

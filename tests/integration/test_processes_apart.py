@@ -28,8 +28,12 @@ def test_two_mysqld_processes_stay_apart_and_the_others_are_named(tmp_path: Path
     procs = [_busy("mysqld", 4), _busy("mysqld", 4), _busy("notmysql", 4)]
     try:
         data = tmp_path / "perf.data"
-        rec = subprocess.run([perf, "record", "-a", "-g", "-F", "199", "-o", str(data), "--", "sleep", "3"],
-                             capture_output=True, text=True, timeout=60)
+        rec = subprocess.run(
+            [perf, "record", "-a", "-g", "-F", "199", "-o", str(data), "--", "sleep", "3"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert rec.returncode == 0, rec.stderr
     finally:
         for p in procs:

@@ -27,8 +27,10 @@ def _run(argv, **kw) -> subprocess.CompletedProcess:
 
 
 def _pip_wheel(source: Path, out: Path, **env: str) -> subprocess.CompletedProcess:
-    return _run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(out), str(source)],
-                env={**os.environ, **env})
+    return _run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(out), str(source)],
+        env={**os.environ, **env},
+    )
 
 
 @pytest.fixture(scope="module")
@@ -57,8 +59,10 @@ def venv(tmp_path_factory, sdist) -> Path:
     wheel = next(wheel_dir.glob("*.whl"))
     got = _run([str(env_dir / "bin" / "pip"), "install", "-q", "--disable-pip-version-check", str(wheel)])
     if got.returncode != 0:
-        pytest.skip(f"the runtime dependencies could not be installed (package index unreachable?): "
-                    f"{got.stderr.strip().splitlines()[-1][:200]}")
+        pytest.skip(
+            f"the runtime dependencies could not be installed (package index unreachable?): "
+            f"{got.stderr.strip().splitlines()[-1][:200]}"
+        )
     return env_dir
 
 
@@ -131,8 +135,21 @@ def test_doctor_capture_and_schedule_from_the_installed_copy(venv, tmp_path):
         if checks[name]["ok"]:
             assert checks[name]["detail"].startswith(site), checks[name]  # the venv's own helper, not the checkout's
     assert all(checks[name]["ok"] for name in ("helper", "folder", "perfdata")), checks  # every listed package
-    unit = _run([exe, "schedule", "install", "--all-mysqld", "--dry-run", "--scheduler", "systemd",
-                 "--dir", str(tmp_path / "runs")], env=env, cwd=tmp_path)
+    unit = _run(
+        [
+            exe,
+            "schedule",
+            "install",
+            "--all-mysqld",
+            "--dry-run",
+            "--scheduler",
+            "systemd",
+            "--dir",
+            str(tmp_path / "runs"),
+        ],
+        env=env,
+        cwd=tmp_path,
+    )
     assert unit.returncode == 0 and f"exec {os.path.realpath(exe)} capture --all-mysqld" in unit.stdout, unit.stdout
     man = venv / "share" / "man" / "man1" / "pmuprof.1"
     assert man.is_file() and man.read_text() == (REPO / "docs" / "pmuprof.1").read_text()
@@ -141,8 +158,12 @@ def test_doctor_capture_and_schedule_from_the_installed_copy(venv, tmp_path):
     try:
         run = tmp_path / "run"
         off_cpu = ["--off-cpu"] if checks["offcpu"]["ok"] else []  # root, BTF: the tracer from the wheel too
-        cap = _run([exe, "capture", "-p", str(busy.pid), "-d", "2s", "--no-mysql", "-q", "-o", str(run), "--json",
-                    *off_cpu], env=env, cwd=tmp_path, timeout=300)
+        cap = _run(
+            [exe, "capture", "-p", str(busy.pid), "-d", "2s", "--no-mysql", "-q", "-o", str(run), "--json", *off_cpu],
+            env=env,
+            cwd=tmp_path,
+            timeout=300,
+        )
         assert cap.returncode == 0, cap.stderr
         summary = json.loads(cap.stdout)
         assert summary["samples"] > 0 and (run / "report.html").is_file() and (run / "flame.svg").is_file()
@@ -167,8 +188,12 @@ def test_pipx_install_of_the_wheel(venv, tmp_path):
             pytest.skip("pipx is not installed and could not be fetched (apt-get install pipx)")
         pipx = str(tool_env / "bin" / "pipx")
     wheel = next((venv.parent / "dist").glob("*.whl"))
-    env = {**_clean_env(tmp_path), "PIPX_HOME": str(tmp_path / "pipx"), "PIPX_BIN_DIR": str(tmp_path / "bin"),
-           "PIPX_MAN_DIR": str(tmp_path / "man")}
+    env = {
+        **_clean_env(tmp_path),
+        "PIPX_HOME": str(tmp_path / "pipx"),
+        "PIPX_BIN_DIR": str(tmp_path / "bin"),
+        "PIPX_MAN_DIR": str(tmp_path / "man"),
+    }
     done = _run([pipx, "install", str(wheel)], env=env, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     link = tmp_path / "bin" / "pmuprof"

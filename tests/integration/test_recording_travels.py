@@ -53,8 +53,9 @@ def recordings(tmp_path_factory) -> tuple[Path, Path]:
     src.write_text(SYSCALLS_C)
     subprocess.run(["gcc", "-O1", "-g", "-fno-omit-frame-pointer", "-o", str(exe), str(src)], check=True)
     data = tmp / "perf.data"
-    subprocess.run([perf, "record", "-q", "-g", "-F", "499", "-o", str(data), "--", str(exe), "2"], check=True,
-                   capture_output=True)
+    subprocess.run(
+        [perf, "record", "-q", "-g", "-F", "499", "-o", str(data), "--", str(exe), "2"], check=True, capture_output=True
+    )
     bid = bytes.fromhex(kernel_build_id(perf, data))
     raw = data.read_bytes()
     assert raw.count(bid) == 1, "the build-id table holds the kernel's id once"
@@ -166,8 +167,9 @@ def test_a_run_directory_whose_binary_is_gone_reads_the_same(captured, tmp_path:
     findings = json.loads((tmp_path / "r" / "findings.json").read_text())["findings"]
     here = run_cli("report", str(run_dir), "-o", str(tmp_path / "here"))
     assert here.returncode == 0, here.stderr
-    assert [(f["rule"], f["share"]) for f in findings] == \
-        [(f["rule"], f["share"]) for f in json.loads((tmp_path / "here" / "findings.json").read_text())["findings"]]
+    assert [(f["rule"], f["share"]) for f in findings] == [
+        (f["rule"], f["share"]) for f in json.loads((tmp_path / "here" / "findings.json").read_text())["findings"]
+    ]
 
 
 def test_a_run_directory_names_its_kernel_frames_on_another_kernel(travelled: Path, tmp_path: Path) -> None:
@@ -186,6 +188,8 @@ def test_without_its_kallsyms_the_run_directory_says_another_boot(travelled: Pat
     (bare / "kallsyms.gz").unlink()
     res = run_cli("report", str(bare), "-o", str(tmp_path / "r"))
     assert res.returncode == 0, res.stderr
-    assert "kernel frames of another boot" in res.stderr and "kallsyms.gz (kept by the capture) is missing" in res.stderr
+    assert (
+        "kernel frames of another boot" in res.stderr and "kallsyms.gz (kept by the capture) is missing" in res.stderr
+    )
     rules = {f["rule"] for f in json.loads((tmp_path / "r" / "findings.json").read_text())["findings"]}
     assert "missing-symbols" not in rules

@@ -26,10 +26,12 @@ def _facts(out: Path) -> dict:
     doc = json.loads((out / "findings.json").read_text())
     findings, skid = doc["findings"], doc["profile"]["skid"] or {}
     html = (out / "report.html").read_text()
-    return {"findings": {(f["rule"], f["severity"], round(f["share"], 3)) for f in findings},
-            "hot": {(f["symbol"], f["samples"], f["moved"]) for f in skid.get("functions", [])},
-            "unnamed": {line.split("]")[0] + "]" for line in html.split("[mariadbd+0x")[1:]},
-            "html": html}
+    return {
+        "findings": {(f["rule"], f["severity"], round(f["share"], 3)) for f in findings},
+        "hot": {(f["symbol"], f["samples"], f["moved"]) for f in skid.get("functions", [])},
+        "unnamed": {line.split("]")[0] + "]" for line in html.split("[mariadbd+0x")[1:]},
+        "html": html,
+    }
 
 
 def _script(data: Path, out: Path, fields: str | None) -> Path:
@@ -62,8 +64,22 @@ def _loaded_capture(server: mdb.MariaDB, out: Path, *extra: str) -> None:
     load = mdb.SysbenchLoad(server, 40, test="oltp_write_only", threads=8)
     try:
         # on-CPU only: off-CPU stacks (on by default where cheap) are in no perf.data or perf script text
-        res = run_cli("capture", "-p", str(server.pid), "-d", "5", "-F", "199", "-o", str(out), "--no-off-cpu",
-                      "--defaults-file", str(server.defaults_file), *extra, timeout=300)
+        res = run_cli(
+            "capture",
+            "-p",
+            str(server.pid),
+            "-d",
+            "5",
+            "-F",
+            "199",
+            "-o",
+            str(out),
+            "--no-off-cpu",
+            "--defaults-file",
+            str(server.defaults_file),
+            *extra,
+            timeout=300,
+        )
     finally:
         load.stop()
     assert res.returncode == 0, res.stderr
@@ -79,8 +95,11 @@ def test_stripped_mariadbd_perf_data_and_script_text_agree(mariadb, tmp_path: Pa
     assert live["unnamed"], "Debian's mariadbd has no InnoDB symbols: its code is grouped by function"
     assert live["hot"], "skid hot spots of the live run"
     _same(live, _report(run / "perf.data", tmp_path / "in-run"), "perf.data inside the run directory")
-    _same(live, _report(_script(run / "perf.data", run / "script.txt", SCRIPT_WITH_PIDS), tmp_path / "in-run-text"),
-          "its perf script text inside the run directory")
+    _same(
+        live,
+        _report(_script(run / "perf.data", run / "script.txt", SCRIPT_WITH_PIDS), tmp_path / "in-run-text"),
+        "its perf script text inside the run directory",
+    )
     bare = tmp_path / "elsewhere"
     bare.mkdir()
     data = bare / "perf.data"

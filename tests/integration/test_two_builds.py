@@ -48,8 +48,21 @@ def _exe(pid: int) -> tuple[str, str]:
 
 
 def _capture(server: mdb.MariaDB, out: Path, *extra: str) -> None:
-    res = run_cli("capture", "-p", str(server.pid), "-d", "8", "-F", "499", "-o", str(out),
-                  "--defaults-file", str(server.defaults_file), *extra, timeout=900)
+    res = run_cli(
+        "capture",
+        "-p",
+        str(server.pid),
+        "-d",
+        "8",
+        "-F",
+        "499",
+        "-o",
+        str(out),
+        "--defaults-file",
+        str(server.defaults_file),
+        *extra,
+        timeout=900,
+    )
     assert res.returncode == 0, res.stderr[-3000:]
 
 
@@ -85,8 +98,11 @@ def test_each_server_gets_its_own_binary(two_servers, tmp_path):
     try:
         time.sleep(5)  # past sysbench's connect and the first flushes: the captures see one steady load
         shares: dict[str, float] = {}
-        for name, server, mode in (("debian", debian, ()), ("debian-pt", debian, ("--mode", "per-thread")),
-                                   ("m114", m114, ())):
+        for name, server, mode in (
+            ("debian", debian, ()),
+            ("debian-pt", debian, ("--mode", "per-thread")),
+            ("m114", m114, ()),
+        ):
             _capture(server, tmp_path / name, *mode)
             shares[name] = _spin_share(tmp_path / name)
     finally:

@@ -52,14 +52,37 @@ def _values(polls: list[dict]) -> list[float]:
 
 def test_cli_fires_once_under_load_and_cooldown_holds(mariadb: mdb.MariaDB, tmp_path: Path) -> None:
     base = tmp_path / "watch"
-    argv = [sys.executable, "-m", "pmuprof", "watch", "-p", str(mariadb.pid), "--trigger", CONDITION,
-            "--cycles", "2", "--interval", "0.5s", "-d", "2", "--cooldown", "60", "--max-captures", "3",
-            "--defaults-file", str(mariadb.defaults_file), "-o", str(base), "-v"]
+    argv = [
+        sys.executable,
+        "-m",
+        "pmuprof",
+        "watch",
+        "-p",
+        str(mariadb.pid),
+        "--trigger",
+        CONDITION,
+        "--cycles",
+        "2",
+        "--interval",
+        "0.5s",
+        "-d",
+        "2",
+        "--cooldown",
+        "60",
+        "--max-captures",
+        "3",
+        "--defaults-file",
+        str(mariadb.defaults_file),
+        "-o",
+        str(base),
+        "-v",
+    ]
     olds = [base / f"2020010{d}-000000-killed" for d in (1, 2)]  # watch's, past 30 days: the first goes at start,
-    for day, old in enumerate(olds, start=1):                      # the second (the newest, kept) after the capture
+    for day, old in enumerate(olds, start=1):  # the second (the newest, kept) after the capture
         old.mkdir(parents=True)
-        (old / RUN_JSON).write_text(f'{{"pmuprof_version": "0.9", "started": "2020-01-0{day}T00:00:00Z", '
-                                    f'"command": ["pmuprof", "watch"]}}')
+        (old / RUN_JSON).write_text(
+            f'{{"pmuprof_version": "0.9", "started": "2020-01-0{day}T00:00:00Z", "command": ["pmuprof", "watch"]}}'
+        )
     log = tmp_path / "watch.log"
     with open(log, "w") as out:
         env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
@@ -70,8 +93,12 @@ def test_cli_fires_once_under_load_and_cooldown_holds(mariadb: mdb.MariaDB, tmp_
         _wait_for(lambda: log.read_text().count("(0/2)") >= 2, 20, "idle polls", log)
         assert _runs(base) == olds[1:]
         load = mdb.SysbenchLoad(mariadb, seconds=300, test="oltp_read_only", threads=LOAD_THREADS)
-        _wait_for(lambda: any("trigger" in (read_json(r / RUN_JSON) or {}) for r in _runs(base)), 120,
-                  "the capture to finish", log)
+        _wait_for(
+            lambda: any("trigger" in (read_json(r / RUN_JSON) or {}) for r in _runs(base)),
+            120,
+            "the capture to finish",
+            log,
+        )
         # a loaded host (or off-CPU stacks, on by default) can keep the capture busy past its report line
         _wait_for(lambda: log.read_text().count("cooling down") >= 4, 90, "polls during the cooldown", log)
         assert load.proc.poll() is None, "the load must still run: the condition still holds"
@@ -106,9 +133,16 @@ def test_cli_fires_once_under_load_and_cooldown_holds(mariadb: mdb.MariaDB, tmp_
 def test_max_captures_ends_the_watch(mariadb: mdb.MariaDB, tmp_path: Path) -> None:
     """No cooldown, the condition keeps holding: the watch still stops by itself at the cap."""
     plan = WatchPlan((parse_condition(CONDITION),), cycles=2, cooldown_s=0.0, max_captures=1)
-    opts = WatchOptions(pid=mariadb.pid, plan=plan, base_dir=tmp_path / "w", interval_s=0.5, duration_s=1.0,
-                        disk_floor=DiskFloor(bytes=2**20), mysql_options=MysqlOptions(defaults_file=str(mariadb.defaults_file)),
-                        record={"mysql": False})
+    opts = WatchOptions(
+        pid=mariadb.pid,
+        plan=plan,
+        base_dir=tmp_path / "w",
+        interval_s=0.5,
+        duration_s=1.0,
+        disk_floor=DiskFloor(bytes=2**20),
+        mysql_options=MysqlOptions(defaults_file=str(mariadb.defaults_file)),
+        record={"mysql": False},
+    )
     lines: list[str] = []
     load = mdb.SysbenchLoad(mariadb, seconds=1800, test="oltp_read_only", threads=LOAD_THREADS)  # stopped below
     try:
@@ -127,14 +161,22 @@ def test_max_captures_ends_the_watch(mariadb: mdb.MariaDB, tmp_path: Path) -> No
 def test_disk_floor_skips_the_capture(mariadb: mdb.MariaDB, tmp_path: Path) -> None:
     """A floor above the disk's size: the trigger fires, nothing is captured, the watch still ends."""
     plan = WatchPlan((parse_condition("Uptime>0"),), cycles=1, cooldown_s=0.0, max_captures=1)
-    opts = WatchOptions(pid=mariadb.pid, plan=plan, base_dir=tmp_path / "w", interval_s=0.2, duration_s=1,
-                        disk_floor=DiskFloor(bytes=2**62), mysql_options=MysqlOptions(defaults_file=str(mariadb.defaults_file)))
+    opts = WatchOptions(
+        pid=mariadb.pid,
+        plan=plan,
+        base_dir=tmp_path / "w",
+        interval_s=0.2,
+        duration_s=1,
+        disk_floor=DiskFloor(bytes=2**62),
+        mysql_options=MysqlOptions(defaults_file=str(mariadb.defaults_file)),
+    )
     lines: list[str] = []
 
     def stop_after_three(_s: float, calls=[0]) -> None:  # noqa: B006 - a counter local to this test
         calls[0] += 1
         if calls[0] >= 3:
             raise KeyboardInterrupt
+
     with pytest.raises(Interrupted) as stopped:
         watch(opts, lines.append, sleep=stop_after_three)
     assert stopped.value.exit_code == 130 and lines[-1] == "0 capture(s): none"

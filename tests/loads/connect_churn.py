@@ -25,8 +25,15 @@ def _connect(args: argparse.Namespace) -> pymysql.Connection:
     if not args.no_tls:
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
         ctx.check_hostname, ctx.verify_mode = False, ssl.CERT_NONE
-    return pymysql.connect(host=args.host, port=args.port, user=args.user, password=args.password,
-                           ssl=ctx, ssl_disabled=args.no_tls, connect_timeout=30)
+    return pymysql.connect(
+        host=args.host,
+        port=args.port,
+        user=args.user,
+        password=args.password,
+        ssl=ctx,
+        ssl_disabled=args.no_tls,
+        connect_timeout=30,
+    )
 
 
 def _worker(args: argparse.Namespace, out: mp.Queue) -> None:

@@ -2,7 +2,7 @@
 
 import pytest
 
-from native_support import helper_binary, need_features
+from native_support import helper_binary, native_binary, need_features
 
 
 @pytest.fixture(scope="module")
@@ -11,3 +11,9 @@ def decoding_helper():
     path = helper_binary()
     need_features(path, "elfutils", "capstone")
     return path
+
+
+@pytest.fixture(scope="session")
+def fold_bin():
+    """Build (or refresh) native/build/pmuprof-fold; skip when it cannot be built here."""
+    return native_binary("pmuprof-fold")

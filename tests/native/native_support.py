@@ -38,9 +38,16 @@ def helper_features(helper: Path) -> dict[str, bool]:
 
 
 # pkg-config / link probes as native/Makefile makes them: a library present here must be compiled in.
-_PROBES = {"libpfm4": ["sh", "-c", "printf '#include <perfmon/pfmlib.h>\\nint main(void){return pfm_initialize();}\\n'"
-                                   " | gcc -x c - -lpfm -o /dev/null"],
-           "elfutils": ["pkg-config", "--exists", "libdw", "libelf"], "capstone": ["pkg-config", "--exists", "capstone"]}
+_PROBES = {
+    "libpfm4": [
+        "sh",
+        "-c",
+        "printf '#include <perfmon/pfmlib.h>\\nint main(void){return pfm_initialize();}\\n'"
+        " | gcc -x c - -lpfm -o /dev/null",
+    ],
+    "elfutils": ["pkg-config", "--exists", "libdw", "libelf"],
+    "capstone": ["pkg-config", "--exists", "capstone"],
+}
 
 
 def need_features(helper: Path, *names: str) -> None:
@@ -56,8 +63,14 @@ def need_features(helper: Path, *names: str) -> None:
 
 
 def run_helper(helper: Path, *args: str, stdin: str = "", env: dict | None = None) -> tuple[int, dict]:
-    res = subprocess.run([str(helper), *args], input=stdin, capture_output=True, text=True, timeout=120,
-                         env={**os.environ, **(env or {})})
+    res = subprocess.run(
+        [str(helper), *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, **(env or {})},
+    )
     return res.returncode, json.loads(res.stdout)
 
 
@@ -72,11 +85,28 @@ def build_over_nofp_lib(prog: str, tmp: Path) -> Path:
     """progs/PROG.c built with frame pointers against progs/nofp_lib.c built without them, as Debian builds
     glibc (libnofp.so beside it, found by rpath); the executable's path."""
     lib, exe = tmp / "libnofp.so", tmp / prog
-    subprocess.run(["gcc", "-O2", "-fomit-frame-pointer", "-fPIC", "-shared", "-o", str(lib),
-                    str(PROGS / "nofp_lib.c")], check=True, capture_output=True)
-    subprocess.run(["gcc", "-O1", "-g", "-fno-omit-frame-pointer", "-pthread", "-o", str(exe),
-                    str(PROGS / f"{prog}.c"), f"-L{tmp}", "-lnofp", f"-Wl,-rpath,{tmp}"],
-                   check=True, capture_output=True)
+    subprocess.run(
+        ["gcc", "-O2", "-fomit-frame-pointer", "-fPIC", "-shared", "-o", str(lib), str(PROGS / "nofp_lib.c")],
+        check=True,
+        capture_output=True,
+    )
+    subprocess.run(
+        [
+            "gcc",
+            "-O1",
+            "-g",
+            "-fno-omit-frame-pointer",
+            "-pthread",
+            "-o",
+            str(exe),
+            str(PROGS / f"{prog}.c"),
+            f"-L{tmp}",
+            "-lnofp",
+            f"-Wl,-rpath,{tmp}",
+        ],
+        check=True,
+        capture_output=True,
+    )
     return exe
 
 
@@ -84,7 +114,7 @@ def elf_symbols(path: Path) -> dict[str, tuple[int, int, int]]:
     """name -> (value, size, type) from .symtab: an independent reading of the ground truth (no nm)."""
     data = path.read_bytes()
     assert data[:4] == b"\x7fELF" and data[4] == 2, "ELF64 expected"
-    shoff, = struct.unpack_from("<Q", data, 0x28)
+    (shoff,) = struct.unpack_from("<Q", data, 0x28)
     shentsize, shnum = struct.unpack_from("<HH", data, 0x3A)
     sections = [struct.unpack_from("<IIQQQQIIQQ", data, shoff + i * shentsize) for i in range(shnum)]
     out: dict[str, tuple[int, int, int]] = {}
@@ -95,7 +125,7 @@ def elf_symbols(path: Path) -> dict[str, tuple[int, int, int]]:
         for off in range(sec[4], sec[4] + sec[5], sec[9]):
             name_off, info, _other, _shndx, value, size = struct.unpack_from("<IBBHQQ", data, off)
             end = data.index(b"\0", strtab[4] + name_off)
-            name = data[strtab[4] + name_off:end].decode()
+            name = data[strtab[4] + name_off : end].decode()
             if name:
                 out[name] = (value, size, info & 0xF)
     return out

@@ -22,19 +22,22 @@ def rundir(tmp_path_factory):
     run.mkdir()
     func, start = containing_function(syms, syms["lp_after"][0])
     after = syms["lp_after"][0] - start
-    (run / "run.json").write_text(json.dumps({"targets": [{"pid": 1, "label": "pl", "exe": str(exe),
-                                                            "build_id": "00ff"}]}))
+    (run / "run.json").write_text(
+        json.dumps({"targets": [{"pid": 1, "label": "pl", "exe": str(exe), "build_id": "00ff"}]})
+    )
     (run / "stacks.folded").write_text("pl;main;loop_pause 95\npl;main;fences 5\n")
     fence_after = syms["mf_after"][0] - syms["fences"][0]
-    (run / "leaves.tsv").write_text(f"90\t{exe}\tloop_pause\t{after:x}\n5\t{exe}\tloop_pause\t0\n"
-                                    f"5\t{exe}\tfences\t{fence_after:x}\n")
+    (run / "leaves.tsv").write_text(
+        f"90\t{exe}\tloop_pause\t{after:x}\n5\t{exe}\tloop_pause\t0\n5\t{exe}\tfences\t{fence_after:x}\n"
+    )
     return run, exe, helper
 
 
 def _cli(*args, helper):
     env = {"PYTHONPATH": str(REPO), "PMUPROF_HELPER": str(helper), "PATH": "/usr/bin:/bin"}
-    return subprocess.run([sys.executable, "-m", "pmuprof", "annotate", *args], capture_output=True, text=True,
-                          env=env, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "pmuprof", "annotate", *args], capture_output=True, text=True, env=env, timeout=120
+    )
 
 
 def test_annotate_refuses_a_binary_whose_build_id_differs(rundir):

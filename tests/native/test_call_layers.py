@@ -34,6 +34,7 @@ def _cycles(graph: dict[str, set[str]]) -> list[str]:
                     seen.add(nxt)
                     todo.append(nxt)
         return seen
+
     return sorted(f for f in graph if f in reaches(f))
 
 
@@ -46,8 +47,11 @@ def test_no_call_circles(program, tmp_path):
     tables = {}
     for src in sources:
         obj = tmp_path / (src.stem + ".o")
-        res = subprocess.run([cc, "-c", "-O0", "-w", f"-I{NATIVE / program}", f"-I{NATIVE}", "-o", str(obj), str(src)],
-                             capture_output=True, text=True)
+        res = subprocess.run(
+            [cc, "-c", "-O0", "-w", f"-I{NATIVE / program}", f"-I{NATIVE}", "-o", str(obj), str(src)],
+            capture_output=True,
+            text=True,
+        )
         if res.returncode:
             pytest.skip(f"{src.name} does not compile here without its libraries' headers: {res.stderr[:200]}")
         tables[src.name] = _symbols(obj)

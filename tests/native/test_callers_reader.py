@@ -46,9 +46,27 @@ def recorded(tmp_path_factory):
     try:
         time.sleep(0.2)
         bias = _bias(prog.pid, exe)
-        rec = subprocess.run([perf, "record", "-q", "-g", "--user-regs=sp", "-F", "999", "-p", str(prog.pid),
-                              "-o", str(data), "--", "sleep", str(SECONDS)], capture_output=True, text=True,
-                             timeout=120)
+        rec = subprocess.run(
+            [
+                perf,
+                "record",
+                "-q",
+                "-g",
+                "--user-regs=sp",
+                "-F",
+                "999",
+                "-p",
+                str(prog.pid),
+                "-o",
+                str(data),
+                "--",
+                "sleep",
+                str(SECONDS),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
     finally:
         prog.kill()
         prog.wait()
@@ -67,24 +85,46 @@ def _in(syms, name: str, addr: int) -> bool:
 
 def test_the_reader_splices_what_the_writer_wrote(recorded):
     tmp, data, raw, syms, pid = recorded
-    walk = [s for s in raw if s.pid == pid and len(s.user) >= 2 and _in(syms, "fp_outer_a", s.user[1] - 1)
-            and not _in(syms, "fp_spinner_a", s.user[0])]
+    walk = [
+        s
+        for s in raw
+        if s.pid == pid
+        and len(s.user) >= 2
+        and _in(syms, "fp_outer_a", s.user[1] - 1)
+        and not _in(syms, "fp_spinner_a", s.user[0])
+    ]
     stopped = [s for s in raw if s.pid == pid and len(s.user) == 1 and s.sp is not None]
     assert len(walk) > 20 and len(stopped) > 20, (len(walk), len(stopped))
     rows = {}
     for s in walk:  # the caller the walk skipped: fp_spinner_a (a return address inside it)
         rows[(0, 0, s.user[:4])] = callers.Row(pid, 1, s.user[:4], 1, (syms["fp_spinner_a"] + 1,))
     for s in stopped:  # the whole chain of thread d: fp_clobberer, fp_outer_d
-        rows[(s.tid, s.sp, s.user)] = callers.Row(pid, 1, s.user, 1, (syms["fp_clobberer"] + 1,
-                                                                      syms["fp_outer_d"] + 1), s.tid, s.sp)
+        rows[(s.tid, s.sp, s.user)] = callers.Row(
+            pid, 1, s.user, 1, (syms["fp_clobberer"] + 1, syms["fp_outer_d"] + 1), s.tid, s.sp
+        )
     table = tmp / "recovered-callers.tsv"
     callers.write(table, rows.values())
     meta = tmp / "meta.json"
-    res = subprocess.run([str(native_binary("pmuprof-perfdata")), "--pid", str(pid), "--callers", str(table),
-                          "--meta", str(meta), str(data)], capture_output=True, text=True, check=True)
+    res = subprocess.run(
+        [
+            str(native_binary("pmuprof-perfdata")),
+            "--pid",
+            str(pid),
+            "--callers",
+            str(table),
+            "--meta",
+            str(meta),
+            str(data),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert "not understood" not in res.stderr, res.stderr
     folded = {line.rpartition(" ")[0]: int(line.rpartition(" ")[2]) for line in res.stdout.splitlines()}
     spliced_walk = sum(n for s, n in folded.items() if "fp_outer_a;fp_spinner_a;nofp_spin" in s)
-    spliced_stopped = sum(n for s, n in folded.items() if s.startswith("fp_spins_nofp;fp_outer_d;fp_clobberer;nofp_spin_clobber"))
+    spliced_stopped = sum(
+        n for s, n in folded.items() if s.startswith("fp_spins_nofp;fp_outer_d;fp_clobberer;nofp_spin_clobber")
+    )
     assert spliced_walk == len(walk) and spliced_stopped == len(stopped), (spliced_walk, spliced_stopped)
     assert json.loads(meta.read_text())["perf_data"]["recovered_samples"] == len(walk) + len(stopped)

@@ -18,6 +18,7 @@ EXPECTED = {  # label -> perf raw spelling (pmu-facts §4.2)
 def helper_encode():
     from pmuprof.tools.native import helper
     from pmuprof.errors import HelperError
+
     try:
         if not helper.features().get("libpfm4"):
             pytest.skip("pmuprof-helper built without libpfm4 (apt-get install libpfm4-dev)")

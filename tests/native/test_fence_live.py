@@ -18,8 +18,11 @@ from native_support import PROGS, compile_prog, need_features, helper_binary
 
 COMM = "fence_forms"
 # function -> (decoded kind, how its instruction starts): what GCC 12 -O2 emits for the source
-FORMS = {"buf_get_n_pending_read_ios": ("lock-fence", "lock or"), "rw_lock_x_lock_func": ("fence", "mfence"),
-         "l_find": ("xchg-store", "xchg")}
+FORMS = {
+    "buf_get_n_pending_read_ios": ("lock-fence", "lock or"),
+    "rw_lock_x_lock_func": ("fence", "mfence"),
+    "l_find": ("xchg-store", "xchg"),
+}
 MIN_SAMPLES = 40  # per function; cpu-clock samples only while on CPU, a saturated host starves the program
 
 
@@ -30,8 +33,12 @@ def recorded(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("fences")
     exe = compile_prog(PROGS / "fence_forms_live.c", tmp / COMM, "gcc", "-O2", ("-fno-omit-frame-pointer",))
     data = tmp / "perf.data"
-    rec = subprocess.run([perf, "record", "-q", "-g", "-e", "cpu-clock", "-F", "999", "-o", str(data), "--",
-                          str(exe), "1.5"], capture_output=True, text=True, timeout=60)
+    rec = subprocess.run(
+        [perf, "record", "-q", "-g", "-e", "cpu-clock", "-F", "999", "-o", str(data), "--", str(exe), "1.5"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     if rec.returncode != 0:
         pytest.skip(f"perf record failed here: {rec.stderr.strip()[-200:]}")
     res = run_cli("report", str(data), "--comm", COMM, "--json", timeout=300)
@@ -61,9 +68,9 @@ def test_samples_after_each_fence_form_move_onto_it(recorded, symbol):
     assert fence["text"].startswith(text), fence
     # perf charges the fence's stall to the next instruction (and, past a one-cycle register op, the one
     # after); correction moves exactly the samples it takes off them back onto the fence
-    moved = [i for i in insns[at + 1:at + 3] if i["raw"] and not i["corrected"]]
-    assert after in moved and fence["corrected"] == fence["raw"] + sum(i["raw"] for i in moved), insns[at:at + 3]
-    assert after["raw"] >= 3 * max(fence["raw"], 1), insns[at:at + 2]
+    moved = [i for i in insns[at + 1 : at + 3] if i["raw"] and not i["corrected"]]
+    assert after in moved and fence["corrected"] == fence["raw"] + sum(i["raw"] for i in moved), insns[at : at + 3]
+    assert after["raw"] >= 3 * max(fence["raw"], 1), insns[at : at + 2]
 
 
 def test_barrier_rule_blames_only_the_innodb_barrier_contexts(recorded):

@@ -22,13 +22,6 @@ REPO = Path(__file__).resolve().parents[2]
 FOLD = REPO / "native" / "build" / "pmuprof-fold"
 
 
-@pytest.fixture(scope="session")
-def fold_bin() -> Path:
-    """Build (or refresh) native/build/pmuprof-fold; skip when it cannot be built here."""
-    from native_support import native_binary
-    return native_binary("pmuprof-fold")
-
-
 RAW_UNKNOWN = "raw_unknown" in inspect.signature(Folder).parameters
 
 
@@ -42,8 +35,9 @@ def python_fold(data: bytes, pids=(), comms=(), per_thread=False, names=None, ra
     return folder.finish(truncated=bool(last) and not last.endswith(b"\n"))
 
 
-def native_fold(binary: Path, data: bytes, tmp: Path, pids=(), comms=(), per_thread=False, names=None,
-                raw_unknown=False):
+def native_fold(
+    binary: Path, data: bytes, tmp: Path, pids=(), comms=(), per_thread=False, names=None, raw_unknown=False
+):
     argv = fastfold.fold_argv(binary, tmp / "meta.json", pids, comms, per_thread, names, raw_unknown)
     argv += ["--leaves", str(tmp / "l.tsv"), "--samples", str(tmp / "s.tsv")]
     res = subprocess.run(argv, input=data, capture_output=True, timeout=60)
@@ -72,8 +66,12 @@ def assert_same(binary: Path, data: bytes, tmp: Path, **opts) -> FoldResult:
     assert (tmp / "s.tsv").read_text(encoding="ascii") == python_samples_tsv(ref)
     assert ref.samples.total == ref.kept and ref.samples.matches(Stacks.of(ref.stacks))
     assert {k: meta[k] for k in ("kept", "filtered", "bad_lines", "truncated", "pid_known")} == {
-        "kept": ref.kept, "filtered": ref.filtered, "bad_lines": ref.bad_lines,
-        "truncated": ref.truncated, "pid_known": ref.pid_known}
+        "kept": ref.kept,
+        "filtered": ref.filtered,
+        "bad_lines": ref.bad_lines,
+        "truncated": ref.truncated,
+        "pid_known": ref.pid_known,
+    }
     assert list(meta["names"].items()) == [(str(p), n) for p, n in ref.names.items()]
     assert list(meta["events"].items()) == list(ref.events.items())
     assert {int(p): tuple(v) for p, v in meta["left_out"].items()} == ref.left_out
@@ -143,9 +141,19 @@ HOSTILE = (
 )
 
 
-@pytest.mark.parametrize("opts", [{}, {"pids": [100]}, {"comms": ["mariadbd"]}, {"comms": ["ib_io_wr"]},
-                                  {"per_thread": True}, {"names": {100: "my server;1"}},
-                                  {"pids": [100, 200], "per_thread": True}, {"comms": ["sysbench", "nope"]}])
+@pytest.mark.parametrize(
+    "opts",
+    [
+        {},
+        {"pids": [100]},
+        {"comms": ["mariadbd"]},
+        {"comms": ["ib_io_wr"]},
+        {"per_thread": True},
+        {"names": {100: "my server;1"}},
+        {"pids": [100, 200], "per_thread": True},
+        {"comms": ["sysbench", "nope"]},
+    ],
+)
 def test_minimal_fields_with_filters(fold_bin, tmp_path, opts):
     assert_same(fold_bin, SCRIPT, tmp_path, **opts)
 
@@ -172,10 +180,12 @@ def test_hostile_names_and_undecodable_bytes(fold_bin, tmp_path, opts):
         assert any(s.count("lit\\xff") == 2 for s in ref.stacks) and ref.bad_lines == 0
 
 
-NO_CALLCHAIN = (b"            perf 123/123 1.5: 1 cpu-clock:ppp:  ffffffff81000130 entry_SYSCALL_64+0x76 ([kernel.kallsyms])\n"
-                b"     my thread 2 7/8 2.0:  55d0c0123456 ut_delay+0x1c (/usr/sbin/mariadbd (deleted))\n"
-                b"  x 9/9  e: 1 [unknown] (/lib/y.so)\n  z 9/10 \n  q 9/11 : ab f+0x1 (/a) \n"
-                b"  u 9/12 e: 2 g+0x1 (/a)\xc2\xa0\n  v 9/13 e: 3 h+0x1 (/a)\x1c\n")
+NO_CALLCHAIN = (
+    b"            perf 123/123 1.5: 1 cpu-clock:ppp:  ffffffff81000130 entry_SYSCALL_64+0x76 ([kernel.kallsyms])\n"
+    b"     my thread 2 7/8 2.0:  55d0c0123456 ut_delay+0x1c (/usr/sbin/mariadbd (deleted))\n"
+    b"  x 9/9  e: 1 [unknown] (/lib/y.so)\n  z 9/10 \n  q 9/11 : ab f+0x1 (/a) \n"
+    b"  u 9/12 e: 2 g+0x1 (/a)\xc2\xa0\n  v 9/13 e: 3 h+0x1 (/a)\x1c\n"
+)
 
 
 @pytest.mark.parametrize("opts", [{}, {"per_thread": True}, {"raw_unknown": True}])
@@ -185,8 +195,18 @@ def test_samples_without_call_chains(fold_bin, tmp_path, opts):
     assert_same(fold_bin, NO_CALLCHAIN, tmp_path, **opts)
 
 
-@pytest.mark.parametrize("data", [b"", b"\n\n  \n", b"\t 1 f+0x1 (/x)\n", b"garbage\n\t 1 f (/x)\n\n",
-                                  b"p 1/1\n", b"p 1/1 \n\n\n", b"p 1/1\n\t zz f (x)\n\tnot a frame\n"])
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"",
+        b"\n\n  \n",
+        b"\t 1 f+0x1 (/x)\n",
+        b"garbage\n\t 1 f (/x)\n\n",
+        b"p 1/1\n",
+        b"p 1/1 \n\n\n",
+        b"p 1/1\n\t zz f (x)\n\tnot a frame\n",
+    ],
+)
 def test_empty_and_degenerate_input(fold_bin, tmp_path, data):
     assert_same(fold_bin, data, tmp_path)
 
@@ -199,8 +219,10 @@ def test_truncated_input_drops_the_last_sample(fold_bin, tmp_path, cut):
 
 
 def test_main_thread_name_and_most_common_name(fold_bin, tmp_path):
-    data = (b"a 5/6 \n\t 1 f+0x1 (/x)\n\nb 5/7 \n\t 1 f+0x1 (/x)\n\nb 5/8 \n\n"
-            b"x 9/9 \n\n y 9/9 \n\nz 9/9 \n\t 1 g+0x1 (/x)\n\n")
+    data = (
+        b"a 5/6 \n\t 1 f+0x1 (/x)\n\nb 5/7 \n\t 1 f+0x1 (/x)\n\nb 5/8 \n\n"
+        b"x 9/9 \n\n y 9/9 \n\nz 9/9 \n\t 1 g+0x1 (/x)\n\n"
+    )
     ref = assert_same(fold_bin, data, tmp_path, per_thread=True)
     assert ref.names == {9: "z", 5: "b"}
 
@@ -235,8 +257,10 @@ def _random_doc(rng: random.Random) -> bytes:
 @pytest.mark.skipif(not RAW_UNKNOWN, reason="this Folder has no raw_unknown option")
 @pytest.mark.parametrize("opts", [{"raw_unknown": True}, {"raw_unknown": True, "pids": [-1]}])
 def test_raw_unknown_frames_keep_their_address(fold_bin, tmp_path, opts):
-    data = (SCRIPT + DEFAULT + b"x 5/5 \n\t 00ABc [unknown] (/usr/lib/\xfflib.so)\n\t 0 [unknown] (/)\n"
-            b"\t 1 [unknown]+0x3 (relative/x.so)\n\n")
+    data = (
+        SCRIPT + DEFAULT + b"x 5/5 \n\t 00ABc [unknown] (/usr/lib/\xfflib.so)\n\t 0 [unknown] (/)\n"
+        b"\t 1 [unknown]+0x3 (relative/x.so)\n\n"
+    )
     ref = assert_same(fold_bin, data, tmp_path, **opts)
     if len(opts) == 1:
         assert ("x", "[x.so]", "[@0x0]", "[\\xfflib.so@0xabc]") in ref.stacks
@@ -245,7 +269,7 @@ def test_raw_unknown_frames_keep_their_address(fold_bin, tmp_path, opts):
 def test_random_documents_agree(fold_bin, tmp_path):
     rng = random.Random(20240501)
     extra = [{"raw_unknown": True}] if RAW_UNKNOWN else []
-    for i in range(150):
+    for _ in range(150):
         opts = rng.choice([{}, {"per_thread": True}, {"pids": [1]}, {"comms": ["q", "w 1"]}] + extra)
         assert_same(fold_bin, _random_doc(rng), tmp_path, **opts)
 
@@ -287,9 +311,13 @@ def test_sample_table_keeps_thread_and_second(fold_bin, tmp_path, per_thread):
     """One entry per (stack, tid, second), not per sample; an unknown time or an oversized tid is -1."""
     ref = assert_same(fold_bin, TIMED, tmp_path, per_thread=per_thread)
     table = {(stack[-1], tid, sec): n for (stack, tid, sec), n in ref.samples.as_dict(Stacks.of(ref.stacks)).items()}
-    assert table == {(_leaf(ref, "ut_delay"), 101, 7): 1,
-                     (_leaf(ref, "ut_delay"), 102, 7): 1, (_leaf(ref, "ut_delay"), 101, 8): 2,
-                     (_leaf(ref, "btr_cur_search"), -1, 8): 1, (_leaf(ref, "btr_cur_search"), 101, -1): 1}
+    assert table == {
+        (_leaf(ref, "ut_delay"), 101, 7): 1,
+        (_leaf(ref, "ut_delay"), 102, 7): 1,
+        (_leaf(ref, "ut_delay"), 101, 8): 2,
+        (_leaf(ref, "btr_cur_search"), -1, 8): 1,
+        (_leaf(ref, "btr_cur_search"), 101, -1): 1,
+    }
     assert len(ref.samples) == 5 and ref.samples.total == 6
 
 

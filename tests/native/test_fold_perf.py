@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from pmuprof.tools.native import fold as fastfold
-from test_fold import assert_same, fold_bin, python_fold  # noqa: F401  (fold_bin is a fixture)
+from test_fold import assert_same, python_fold
 
 PROG = r"""
 #define _GNU_SOURCE
@@ -44,13 +44,21 @@ def recordings(tmp_path_factory) -> dict[str, Path]:
         pytest.skip("perf or gcc is not installed (apt-get install linux-perf gcc)")
     tmp = tmp_path_factory.mktemp("foldperf")
     exe = tmp / "deep prog"
-    subprocess.run(["gcc", "-O1", "-g", "-fno-omit-frame-pointer", "-o", str(exe), "-x", "c", "-", "-lpthread"],
-                   input=PROG, text=True, check=True)
+    subprocess.run(
+        ["gcc", "-O1", "-g", "-fno-omit-frame-pointer", "-o", str(exe), "-x", "c", "-", "-lpthread"],
+        input=PROG,
+        text=True,
+        check=True,
+    )
     out = {}
     for mode, cg in (("fp", ["--call-graph", "fp"]), ("dwarf", ["--call-graph", "dwarf,16384"]), ("nocg", [])):
         data = tmp / f"{mode}.data"
-        res = subprocess.run([perf, "record", "-q", "-F", "4999", *cg, "-o", str(data), str(exe)],
-                             capture_output=True, text=True, timeout=120)
+        res = subprocess.run(
+            [perf, "record", "-q", "-F", "4999", *cg, "-o", str(data), str(exe)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         if res.returncode != 0 or not data.is_file():
             pytest.skip(f"perf record does not work here: {res.stderr.strip()[-200:]}")
         out[mode] = data
@@ -91,5 +99,6 @@ def test_perf_script_failure_is_an_input_error(fold_bin, tmp_path):
     bad = tmp_path / "perf.data"
     bad.write_bytes(b"PERFILE2" + b"\0" * 64)
     from pmuprof.errors import InputError
+
     with pytest.raises(InputError, match="perf script failed"):
         fastfold.fold_perf_script_process(_script(bad, MINIMAL))

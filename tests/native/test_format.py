@@ -16,6 +16,7 @@ def test_sources_are_formatted():
     if tool is None:
         pytest.skip("clang-format is not installed (apt-get install clang-format)")
     sources = sorted(p for d in ("fold", "perfdata", "helper", "offcpu") for p in (NATIVE / d).glob("*.[ch]"))
-    res = subprocess.run([tool, "--dry-run", "--Werror", *map(str, sources)], capture_output=True, text=True,
-                         cwd=NATIVE)
+    res = subprocess.run(
+        [tool, "--dry-run", "--Werror", *map(str, sources)], capture_output=True, text=True, cwd=NATIVE
+    )
     assert res.returncode == 0, "run: clang-format -i native/*/*.[ch]\n" + res.stderr[:3000]

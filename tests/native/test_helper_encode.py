@@ -62,8 +62,13 @@ def test_encoding_matches_pmu_facts(helper, pmu, name, perf):
 
 @pytest.mark.parametrize("pmu,name", MISSING)
 def test_unknown_names_fail_per_event(helper, pmu, name):
-    rc, data = run_helper(helper, "encode", name, "INST_RETIRED:ANY_P" if pmu != "amd64_fam19h_zen4"
-                          else "RETIRED_INSTRUCTIONS", env={"LIBPFM_FORCE_PMU": pmu})
+    rc, data = run_helper(
+        helper,
+        "encode",
+        name,
+        "INST_RETIRED:ANY_P" if pmu != "amd64_fam19h_zen4" else "RETIRED_INSTRUCTIONS",
+        env={"LIBPFM_FORCE_PMU": pmu},
+    )
     assert rc == 0, "one good name keeps the exit status 0"
     bad, good = data["events"]
     assert bad["error"] and "perf" not in bad

@@ -34,13 +34,32 @@ def inline_lab(tmp_path_factory) -> dict:
     exe, bare = tmp / "inline_chain", tmp / "inline_chain_nodwarf"
     src = PROGS / "inline_chain.c"
     for out, debug in ((exe, ["-g"]), (bare, [])):
-        subprocess.run(["gcc", "-O2", *debug, "-fno-omit-frame-pointer", "-o", str(out), str(src)], check=True,
-                       capture_output=True)
+        subprocess.run(
+            ["gcc", "-O2", *debug, "-fno-omit-frame-pointer", "-o", str(out), str(src)], check=True, capture_output=True
+        )
     data = {}
     for name, prog in (("dwarf", exe), ("bare", bare)):
         data[name] = tmp / f"{name}.data"
-        res = subprocess.run(["perf", "record", "-q", "-F", "999", "-g", "-e", "cpu-clock", "-o", str(data[name]),
-                              "--", str(prog), "8000"], capture_output=True, text=True, timeout=600)  # loaded CI
+        res = subprocess.run(
+            [
+                "perf",
+                "record",
+                "-q",
+                "-F",
+                "999",
+                "-g",
+                "-e",
+                "cpu-clock",
+                "-o",
+                str(data[name]),
+                "--",
+                str(prog),
+                "8000",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )  # loaded CI
         if res.returncode != 0:
             pytest.skip(f"perf record does not work here ({res.returncode}): {res.stderr.strip()[-200:]}")
     return {"tmp": tmp, "exe": exe, "bare": bare, "data": data, "reader": native_binary("pmuprof-perfdata")}
@@ -49,9 +68,23 @@ def inline_lab(tmp_path_factory) -> dict:
 def _read(lab: dict, which: str, *opts: str) -> tuple[str, str, str]:
     """(folded stacks, leaves, perf script text) of the reader on one recording."""
     leaves = lab["tmp"] / f"{which}-{len(opts)}.leaves"
-    res = subprocess.run([str(lab["reader"]), "--script", "--leaves", str(leaves), "--comm", "inline_chain",
-                          "--comm", "inline_chain_nodwarf", *opts, str(lab["data"][which])],
-                         capture_output=True, text=True, timeout=300)
+    res = subprocess.run(
+        [
+            str(lab["reader"]),
+            "--script",
+            "--leaves",
+            str(leaves),
+            "--comm",
+            "inline_chain",
+            "--comm",
+            "inline_chain_nodwarf",
+            *opts,
+            str(lab["data"][which]),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert res.returncode == 0, res.stderr[-500:]
     return res.stdout, leaves.read_text(), res.stderr
 
@@ -80,8 +113,9 @@ def _file_to_vaddr(exe: Path) -> list[tuple[int, int, int]]:
 def _addr2line(exe: Path, vaddrs: list[int]) -> dict[int, list[str]]:
     """addr2line -i's function names per address, innermost first (the last is the out-of-line function)."""
     query = "".join(f"0x{a:x}\n0x0\n" for a in vaddrs)  # 0x0 answers '??': the end of each address's chain
-    text = subprocess.run(["addr2line", "-i", "-f", "-e", str(exe)], input=query, capture_output=True, text=True,
-                          check=True).stdout.splitlines()
+    text = subprocess.run(
+        ["addr2line", "-i", "-f", "-e", str(exe)], input=query, capture_output=True, text=True, check=True
+    ).stdout.splitlines()
     names = text[0::2]
     out: dict[int, list[str]] = {}
     it = iter(vaddrs)
@@ -109,7 +143,7 @@ def test_inline_chains_are_addr2lines(inline_lab):
                 pending.append(sym)
                 continue
             if dso == str(inline_lab["exe"]):
-                off, vaddr = addr, next(v + addr - o for o, size, v in loads if o <= addr < o + size)
+                vaddr = next(v + addr - o for o, size, v in loads if o <= addr < o + size)
                 key = (vaddr - (0 if first_user else 1), first_user)
                 assert seen.setdefault(key, pending) == pending
             if not dso.startswith("[kernel"):
@@ -173,13 +207,20 @@ def test_folders_agree_on_perf_scripts_inline_lines(inline_lab, tmp_path):
     (tmp_path / "s.txt").write_text(script)
     fold = native_binary("pmuprof-fold")
     leaves = tmp_path / "leaves"
-    res = subprocess.run([str(fold), "--leaves", str(leaves)], stdin=open(tmp_path / "s.txt"), capture_output=True,
-                         text=True, timeout=120, env={**os.environ})
+    res = subprocess.run(
+        [str(fold), "--leaves", str(leaves)],
+        stdin=open(tmp_path / "s.txt"),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ},
+    )
     assert res.returncode == 0, res.stderr
     py = fold_lines(script.splitlines())
     c_stacks = Counter({s: int(n) for s, _, n in (line.rpartition(" ") for line in res.stdout.splitlines())})
     assert c_stacks == Counter({";".join(k): v for k, v in py.stacks.items()})
     assert any("_[i]" in s for s in c_stacks)
     c_leaves = {tuple(row.split("\t")[1:3]) for row in leaves.read_text().splitlines()}
-    assert ("worker" in {sym for _, sym in c_leaves}) and not any(sym.endswith("_[i]") or sym == "spin_pause"
-                                                                   for _, sym in c_leaves)
+    assert ("worker" in {sym for _, sym in c_leaves}) and not any(
+        sym.endswith("_[i]") or sym == "spin_pause" for _, sym in c_leaves
+    )

@@ -34,8 +34,9 @@ def need_offcpu() -> None:
 def waits_run(tmp_path_factory):
     need_offcpu()
     tmp = tmp_path_factory.mktemp("offcpu")
-    exe = compile_prog(PROGS / "offcpu_waits.c", tmp / "offcpu_waits", "gcc", "-O1",
-                       ("-g", "-fno-omit-frame-pointer", "-pthread"))
+    exe = compile_prog(
+        PROGS / "offcpu_waits.c", tmp / "offcpu_waits", "gcc", "-O1", ("-g", "-fno-omit-frame-pointer", "-pthread")
+    )
     return record_running([str(exe), "60", str(tmp / "sync.dat")], tmp / "run")
 
 
@@ -44,8 +45,7 @@ def record_running(argv: list[str], out_dir, seconds: float = SECONDS, off_cpu: 
     stop it: (run dir, run, stacks, headers); skips when BPF is not allowed here."""
     prog = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        out = record(RecordOptions(pids=(prog.pid,), out_dir=out_dir, duration=seconds, mysql=False,
-                                   off_cpu=off_cpu))
+        out = record(RecordOptions(pids=(prog.pid,), out_dir=out_dir, duration=seconds, mysql=False, off_cpu=off_cpu))
     finally:
         prog.kill()
         prog.wait()
@@ -76,8 +76,9 @@ def test_mutex_waiters_block_in_futex_under_their_function(waits_run):
     lock = _us(stacks, "waiter", "__x64_sys_futex_[k]", "off-cpu:S")
     # two waiter threads, each blocked on the mutex nearly all the time (the holder keeps it 200 of 201 ms)
     assert 0.6 * 2 * window_us < lock <= 1.05 * 2 * window_us, (lock, window_us)
-    assert any("__lll_lock_wait" in s or "pthread_mutex_lock" in s or "waiter_takes_lock" in s
-               for s in stacks if "waiter" in s), "a libc lock frame or the program's function under waiter"
+    assert any(
+        "__lll_lock_wait" in s or "pthread_mutex_lock" in s or "waiter_takes_lock" in s for s in stacks if "waiter" in s
+    ), "a libc lock frame or the program's function under waiter"
 
 
 def test_holder_sleeps_and_syncer_waits_for_the_disk(waits_run):
@@ -108,8 +109,9 @@ def test_threads_born_in_the_window_are_charged_from_their_birth(tmp_path, mode)
     need_offcpu()
     if mode == "lazy" and not tracer.cheap_here():
         pytest.skip("this kernel has no sched_exit_tp: the tracer runs eager only")
-    exe = compile_prog(PROGS / "thread_churn.c", tmp_path / "thread_churn", "gcc", "-O1",
-                       ("-g", "-fno-omit-frame-pointer", "-pthread"))
+    exe = compile_prog(
+        PROGS / "thread_churn.c", tmp_path / "thread_churn", "gcc", "-O1", ("-g", "-fno-omit-frame-pointer", "-pthread")
+    )
     _, run, stacks, _ = record_running([str(exe), "60"], tmp_path / "run", off_cpu=True if mode == "eager" else None)
     assert run.offcpu.recorded and run.offcpu.mode == mode, run.offcpu
     window_us = run.offcpu.duration_s * 1e6
@@ -126,11 +128,9 @@ def test_without_the_tracer_the_capture_goes_on(tmp_path, monkeypatch):
     prog = subprocess.Popen(["sleep", "30"])
     try:
         with pytest.raises(HelperError, match="not built"):
-            record(RecordOptions(pids=(prog.pid,), out_dir=tmp_path / "asked", duration=1.0, mysql=False,
-                                 off_cpu=True))
+            record(RecordOptions(pids=(prog.pid,), out_dir=tmp_path / "asked", duration=1.0, mysql=False, off_cpu=True))
         assert not (tmp_path / "asked" / rundir.PERF_DATA).exists()
-        out = record(RecordOptions(pids=(prog.pid,), out_dir=tmp_path / "run", duration=1.0, mysql=False,
-                                   off_cpu=None))
+        out = record(RecordOptions(pids=(prog.pid,), out_dir=tmp_path / "run", duration=1.0, mysql=False, off_cpu=None))
     finally:
         prog.kill()
         prog.wait()
@@ -151,8 +151,18 @@ def test_killed_tracer_leaves_nothing_attached(tmp_path):
 
     before = attached()
     log = tmp_path / "log"
-    proc = subprocess.Popen([str(native_binary("pmuprof-offcpu")), "--pid", str(os.getpid()), "--duration", "60",
-                             "--out", str(tmp_path / "out")], stderr=open(log, "wb"))
+    proc = subprocess.Popen(
+        [
+            str(native_binary("pmuprof-offcpu")),
+            "--pid",
+            str(os.getpid()),
+            "--duration",
+            "60",
+            "--out",
+            str(tmp_path / "out"),
+        ],
+        stderr=open(log, "wb"),
+    )
     try:
         deadline = time.monotonic() + 30
         while "attached" not in log.read_text() and time.monotonic() < deadline and proc.poll() is None:

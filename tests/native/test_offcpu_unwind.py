@@ -35,7 +35,7 @@ def test_callers_under_the_library_are_recovered(unwound):
         for stack in mine:
             frames = list(stack)
             at = frames.index(waiter)
-            assert frames[at + 1:at + 3] == ["nofp_wait", "nofp_sleep_inner"], stack
+            assert frames[at + 1 : at + 3] == ["nofp_wait", "nofp_sleep_inner"], stack
     assert run.offcpu.user_stacks_recovered >= 2, run.offcpu
 
 

@@ -36,8 +36,9 @@ def spun(tmp_path_factory):
     prog = subprocess.Popen([str(exe), "60"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     out = tmp / "run"
     try:
-        res = run_cli("capture", "-p", str(prog.pid), "-d", str(SECONDS), "-F", "999", "--no-mysql", "-q",
-                      "-o", str(out))
+        res = run_cli(
+            "capture", "-p", str(prog.pid), "-d", str(SECONDS), "-F", "999", "--no-mysql", "-q", "-o", str(out)
+        )
     finally:
         prog.kill()
         prog.wait()
@@ -55,7 +56,7 @@ def _under(stacks, outer: str, leaf: str = "nofp_spin") -> dict[str, int]:
     for stack, n in stacks.items():
         frames = list(stack)
         if outer in frames and frames[-1] == leaf:
-            between = frames[frames.index(outer) + 1:-1]
+            between = frames[frames.index(outer) + 1 : -1]
             key = ";".join(between)
             got[key] = got.get(key, 0) + n
     return got
@@ -63,8 +64,11 @@ def _under(stacks, outer: str, leaf: str = "nofp_spin") -> dict[str, int]:
 
 def _spliced(stacks) -> int:
     """Ticks with a spinner right above nofp_spin (a tick in a spinner itself has no nofp_spin frame)."""
-    return sum(n for s, n in stacks.items()
-               if any(a in ("fp_spinner_a", "fp_spinner_b") and b == "nofp_spin" for a, b in zip(s, s[1:])))
+    return sum(
+        n
+        for s, n in stacks.items()
+        if any(a in ("fp_spinner_a", "fp_spinner_b") and b == "nofp_spin" for a, b in zip(s, s[1:]))
+    )
 
 
 def test_the_skipped_caller_is_put_back(spun):
@@ -89,7 +93,7 @@ def _stopped(stacks) -> dict[tuple[str, ...], int]:
     got: dict[tuple[str, ...], int] = {}
     for stack, n in stacks.items():
         if "nofp_spin_clobber" in stack:
-            below = stack[1:stack.index("nofp_spin_clobber")]
+            below = stack[1 : stack.index("nofp_spin_clobber")]
             got[below] = got.get(below, 0) + n
     return got
 
@@ -129,8 +133,12 @@ def test_run_files_say_what_was_recovered(spun):
 
 def test_without_the_table_the_walk_skips_the_caller(spun):
     out, _, _, pid = spun
-    plain = subprocess.run([str(native_binary("pmuprof-perfdata")), "--pid", str(pid), str(out / rundir.PERF_DATA)],
-                           capture_output=True, text=True, check=True).stdout
+    plain = subprocess.run(
+        [str(native_binary("pmuprof-perfdata")), "--pid", str(pid), str(out / rundir.PERF_DATA)],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     stacks = {tuple(line.rpartition(" ")[0].split(";")): int(line.rpartition(" ")[2]) for line in plain.splitlines()}
     assert _under(stacks, "fp_outer_a") and _spliced(stacks) == 0
     # the walk stopped at the leaf: nothing above it (a prologue tick's walk skips fp_clobberer)

@@ -41,7 +41,7 @@ def bins() -> dict[str, Path]:
 def _load_bpf_program(name: bytes) -> int:
     """A trivial socket-filter BPF program (kept loaded while fd is open): perf records a KSYMBOL for it."""
     libc = ctypes.CDLL(None, use_errno=True)
-    insns = ctypes.create_string_buffer(bytes([0xb7, 0, 0, 0, 0, 0, 0, 0, 0x95, 0, 0, 0, 0, 0, 0, 0]))  # r0 = 0; exit
+    insns = ctypes.create_string_buffer(bytes([0xB7, 0, 0, 0, 0, 0, 0, 0, 0x95, 0, 0, 0, 0, 0, 0, 0]))  # r0 = 0; exit
     license = ctypes.create_string_buffer(b"GPL")
     attr = struct.pack("=IIQQIIQII16s", 1, 2, ctypes.addressof(insns), ctypes.addressof(license), 0, 0, 0, 0, 0, name)
     buf = ctypes.create_string_buffer(attr, 128)
@@ -79,8 +79,13 @@ def lab(tmp_path_factory) -> dict:
 
 def _record(lab: dict, name: str, opts: list[str], cmd: list[str]) -> Path:
     out = lab["tmp"] / f"{name}.data"
-    res = subprocess.run(["perf", "record", "-q", "-o", str(out), *opts, "--", *cmd], env=lab["env"],
-                         capture_output=True, text=True, timeout=120)
+    res = subprocess.run(
+        ["perf", "record", "-q", "-o", str(out), *opts, "--", *cmd],
+        env=lab["env"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     if res.returncode != 0 or not out.is_file():
         pytest.skip(f"perf record does not work here ({res.returncode}): {res.stderr.strip()[-200:]}")
     return out
@@ -95,8 +100,9 @@ def _record_beside(lab: dict, name: str, opts: list[str], secs: str = "6") -> Pa
         time.sleep(0.2)
         attach = "-p" in opts
         opts = [o.replace("PID", str(work.pid)) for o in opts] + ([] if attach else ["--", "sleep", "2"])
-        perf = subprocess.Popen(["perf", "record", "-q", "-o", str(out), *opts], env=lab["env"],
-                                stderr=subprocess.PIPE, text=True)
+        perf = subprocess.Popen(
+            ["perf", "record", "-q", "-o", str(out), *opts], env=lab["env"], stderr=subprocess.PIPE, text=True
+        )
         if attach:
             time.sleep(3)
             perf.send_signal(signal.SIGINT)
@@ -136,8 +142,14 @@ def _perf_script(lab: dict, data: Path, pids: tuple[int, ...] = ()) -> bytes:
 
 def _busiest(lab: dict, data: Path) -> tuple[int, str]:
     """The process with the most samples, and the name its samples carry most."""
-    out = subprocess.run(["perf", "script", "-i", str(data), "-F", "pid,comm"], env=lab["env"], capture_output=True,
-                         text=True, check=True, timeout=300).stdout
+    out = subprocess.run(
+        ["perf", "script", "-i", str(data), "-F", "pid,comm"],
+        env=lab["env"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=300,
+    ).stdout
     rows = Counter(tuple(line.rsplit(None, 1)) for line in out.splitlines() if len(line.split()) >= 2)
     (comm, pid), _ = rows.most_common(1)[0]
     return int(pid), comm.strip()
@@ -165,26 +177,31 @@ def _option_argv(opts: dict, busiest: tuple[int, str]) -> tuple[list[str], tuple
     pids = (busiest[0],) if opts.get("pids") else ()
     names = {busiest[0]: "server main"} if opts.get("names") else None
     comms = [busiest[1] if c == "busiest" else c for c in opts.get("comms", ())]
-    argv = fastfold.fold_argv(Path("x"), Path("m"), pids, comms, opts.get("per_thread", False), names,
-                              opts.get("raw_unknown", False))[3:]
+    argv = fastfold.fold_argv(
+        Path("x"), Path("m"), pids, comms, opts.get("per_thread", False), names, opts.get("raw_unknown", False)
+    )[3:]
     return argv, pids
 
 
-@pytest.mark.parametrize("rec", ["pie", "nopie", "stripped", "cpp", "jit", "nocallchain", "two_events", "attach",
-                                 "system", "system_user"])
+@pytest.mark.parametrize(
+    "rec", ["pie", "nopie", "stripped", "cpp", "jit", "nocallchain", "two_events", "attach", "system", "system_user"]
+)
 def test_perf_script_text_is_reproduced(bins, lab, recordings, rec):
     """--script echoes exactly the text perf script prints (addresses, symbols, offsets, DSOs)."""
     text = _perf_script(lab, recordings[rec])
-    res = subprocess.run([str(bins["perfdata"]), "--script", str(recordings[rec])], capture_output=True,
-                         env=lab["env"], timeout=300)
+    res = subprocess.run(
+        [str(bins["perfdata"]), "--script", str(recordings[rec])], capture_output=True, env=lab["env"], timeout=300
+    )
     assert res.returncode == 0, res.stderr[-500:]
     assert res.stderr == text
     assert text.count(b"\n") > 100
 
 
-FOLD_CASES = [(rec, opts) for rec in ("pie", "stripped", "cpp", "jit", "nocallchain", "attach", "system",
-                                       "system_user")
-              for opts in OPTION_SETS]
+FOLD_CASES = [
+    (rec, opts)
+    for rec in ("pie", "stripped", "cpp", "jit", "nocallchain", "attach", "system", "system_user")
+    for opts in OPTION_SETS
+]
 
 
 @pytest.mark.parametrize("rec, opts", FOLD_CASES)
@@ -198,7 +215,7 @@ def test_folded_outputs_equal_the_perf_script_pipeline(bins, lab, recordings, tm
     got = _outputs([str(bins["perfdata"]), *argv, str(recordings[rec])], tmp_path, lab["env"])
     assert got[0] == ref[0]
     assert got[1] == ref[1]
-    assert got[2].startswith(ref[2][:-2] + b", \"dsos\": [")
+    assert got[2].startswith(ref[2][:-2] + b', "dsos": [')
     meta = json.loads(got[2])
     assert {k: v for k, v in meta.items() if k not in ("dsos", "perf_data")} == json.loads(ref[2])
     assert meta["kept"] > 0 and meta["perf_data"]["samples"] >= meta["kept"]
@@ -206,6 +223,7 @@ def test_folded_outputs_equal_the_perf_script_pipeline(bins, lab, recordings, tm
 
 def test_labels_cover_what_the_recordings_hold(bins, lab, recordings, tmp_path):
     """The recordings exercise what they are meant to: demangled C++, JIT maps, kernel frames, renames."""
+
     def folded(rec: str, *opts: str) -> str:
         return _outputs([str(bins["perfdata"]), *opts, str(recordings[rec])], tmp_path, lab["env"])[0].decode()
 
@@ -229,8 +247,13 @@ def test_recordings_hold_ksymbol_records_before_the_processes_maps(lab, recordin
     """KSYMBOL images get DSOs of their own: DSOs named afterwards must still be found by name."""
     if lab["bpf"] < 0:
         pytest.skip("cannot load a BPF program here (bpf() refused)")
-    dump = subprocess.run(["perf", "report", "-D", "-i", str(recordings["pie"])], env=lab["env"],
-                          capture_output=True, text=True, timeout=120).stdout
+    dump = subprocess.run(
+        ["perf", "report", "-D", "-i", str(recordings["pie"])],
+        env=lab["env"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    ).stdout
     assert "PERF_RECORD_KSYMBOL" in dump and "pd_test" in dump
 
 
@@ -251,15 +274,20 @@ def test_kcore_copy_in_the_build_id_cache_is_read_like_perf(bins, lab, tmp_path)
     The copy's text segment is cut inside do_syscall_64, so kcore's segment logic shows in the output.
     """
     home = tmp_path / "home"
-    made = subprocess.run(["python3", str(PROGS / "fake_kcore.py"), str(home), "do_syscall_64"], capture_output=True,
-                          text=True)
+    made = subprocess.run(
+        ["python3", str(PROGS / "fake_kcore.py"), str(home), "do_syscall_64"], capture_output=True, text=True
+    )
     if made.returncode != 0:
         pytest.skip(f"cannot build a kcore copy here: {made.stderr.strip()[-200:]}")
     kcore_lab = {**lab, "env": {**lab["env"], "HOME": str(home)}, "tmp": tmp_path}
     data = _record_beside(kcore_lab, "kcore", ["-a", "-g", "-F", "999", "-e", "cpu-clock"])
     text = _perf_script(kcore_lab, data)
-    res = subprocess.run([str(bins["perfdata"]), "--script", "--meta", str(tmp_path / "m.json"), str(data)],
-                         capture_output=True, env=kcore_lab["env"], timeout=300)
+    res = subprocess.run(
+        [str(bins["perfdata"]), "--script", "--meta", str(tmp_path / "m.json"), str(data)],
+        capture_output=True,
+        env=kcore_lab["env"],
+        timeout=300,
+    )
     assert res.returncode == 0, res.stderr[-300:]
     assert res.stderr == text
     if os.path.exists("/proc/kcore"):  # perf prefers the running kernel's kcore when it can read it
@@ -270,17 +298,24 @@ def test_kcore_copy_in_the_build_id_cache_is_read_like_perf(bins, lab, tmp_path)
 
 
 def _status(bins: dict, lab: dict, data: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([str(bins["perfdata"]), str(data)], capture_output=True, text=True, env=lab["env"],
-                          timeout=120)
+    return subprocess.run(
+        [str(bins["perfdata"]), str(data)], capture_output=True, text=True, env=lab["env"], timeout=120
+    )
 
 
-@pytest.mark.parametrize("mode, why", [
-    (["--call-graph", "dwarf,4096"], "DWARF call graphs"),
-    (["-g", "-z"], "compressed records"),
-])
+@pytest.mark.parametrize(
+    "mode, why",
+    [
+        (["--call-graph", "dwarf,4096"], "DWARF call graphs"),
+        (["-g", "-z"], "compressed records"),
+    ],
+)
 def test_what_it_cannot_read_exits_3_naming_it(bins, lab, mode, why):
-    if "-z" in mode and "zstd: [ on" not in subprocess.run(["perf", "version", "--build-options"],
-                                                           capture_output=True, text=True).stdout:
+    if (
+        "-z" in mode
+        and "zstd: [ on"
+        not in subprocess.run(["perf", "version", "--build-options"], capture_output=True, text=True).stdout
+    ):
         pytest.skip("perf was built without zstd")
     data = _record(lab, why.split()[0].lower(), mode, [str(lab["exes"]["pie"]), "0.3"])
     res = _status(bins, lab, data)
@@ -293,8 +328,13 @@ def test_what_it_cannot_read_exits_3_naming_it(bins, lab, mode, why):
 def test_pipe_mode_exits_3(bins, lab, tmp_path):
     out = tmp_path / "pipe.data"
     with open(out, "wb") as fh:
-        subprocess.run(["perf", "record", "-q", "-g", "-o", "-", "--", str(lab["exes"]["pie"]), "0.2"], stdout=fh,
-                       env=lab["env"], check=True, timeout=60)
+        subprocess.run(
+            ["perf", "record", "-q", "-g", "-o", "-", "--", str(lab["exes"]["pie"]), "0.2"],
+            stdout=fh,
+            env=lab["env"],
+            check=True,
+            timeout=60,
+        )
     res = _status(bins, lab, out)
     assert res.returncode == perfdata_reader.UNSUPPORTED and "pipe-mode" in res.stderr
 
@@ -303,9 +343,15 @@ def test_truncated_or_corrupt_files_exit_4_with_one_line(bins, lab, recordings, 
     whole = recordings["pie"].read_bytes()
     header = bytearray(whole)
     data_off = int.from_bytes(whole[40:48], "little")
-    header[data_off + 6:data_off + 8] = b"\x00\x00"  # the first record claims size 0
-    cases = {"half": whole[: len(whole) // 2], "header_only": whole[:104], "magic_zeros": b"PERFILE2" + bytes(200),
-             "not_perf": b"hello world\n" * 20, "empty": b"", "record_size_0": bytes(header)}
+    header[data_off + 6 : data_off + 8] = b"\x00\x00"  # the first record claims size 0
+    cases = {
+        "half": whole[: len(whole) // 2],
+        "header_only": whole[:104],
+        "magic_zeros": b"PERFILE2" + bytes(200),
+        "not_perf": b"hello world\n" * 20,
+        "empty": b"",
+        "record_size_0": bytes(header),
+    }
     for name, blob in cases.items():
         path = tmp_path / f"{name}.data"
         path.write_bytes(blob)
@@ -331,18 +377,27 @@ def test_build_id_mismatch_leaves_frames_unnamed_like_perf(bins, lab, tmp_path):
     assert dso["matched"] is False and dso["found_at"] is None and dso["build_id"]
 
 
-@pytest.mark.parametrize("rec, opts", [("pie", "plain"), ("attach", "per_thread"), ("system", "comm"),
-                                       ("nocallchain", "raw_unknown")])
+@pytest.mark.parametrize(
+    "rec, opts", [("pie", "plain"), ("attach", "per_thread"), ("system", "comm"), ("nocallchain", "raw_unknown")]
+)
 def test_time_gives_the_sample_table_of_the_timed_perf_script_pipeline(bins, lab, recordings, tmp_path, rec, opts):
     """--time: every output is pmuprof-fold's on perf script -F ...,time,... (the sample table included)."""
     argv, pids = _option_argv(OPTION_SETS[opts], _busiest(lab, recordings[rec]))
-    timed = subprocess.run(["perf", "script", "-i", str(recordings[rec]), "-F", FIELDS.replace("tid,", "tid,time,"),
-                            "--no-inline"], env=lab["env"], capture_output=True, check=True, timeout=300).stdout
+    timed = subprocess.run(
+        ["perf", "script", "-i", str(recordings[rec]), "-F", FIELDS.replace("tid,", "tid,time,"), "--no-inline"],
+        env=lab["env"],
+        capture_output=True,
+        check=True,
+        timeout=300,
+    ).stdout
     ref = _outputs([str(bins["fold"]), *argv, "--samples", str(tmp_path / "ref.tsv")], tmp_path, lab["env"], timed)
-    got = _outputs([str(bins["perfdata"]), *argv, "--time", "--samples", str(tmp_path / "got.tsv"),
-                    str(recordings[rec])], tmp_path, lab["env"])
+    got = _outputs(
+        [str(bins["perfdata"]), *argv, "--time", "--samples", str(tmp_path / "got.tsv"), str(recordings[rec])],
+        tmp_path,
+        lab["env"],
+    )
     assert got[0] == ref[0] and got[1] == ref[1]
-    assert got[2].startswith(ref[2][:-2] + b", \"dsos\": [")
+    assert got[2].startswith(ref[2][:-2] + b', "dsos": [')
     table = (tmp_path / "got.tsv").read_text(encoding="ascii")
     assert table == (tmp_path / "ref.tsv").read_text(encoding="ascii")
     rows = [list(map(int, ln.split("\t"))) for ln in table.splitlines() if not ln.startswith("#")]
@@ -365,7 +420,7 @@ def _ksymbols_with_bytes_after_their_trailer(whole: bytes, extra: bytes) -> tupl
     records, off = [], data_off
     while off < end:
         typ, misc, size = struct.unpack_from("<IHH", whole, off)
-        records.append((typ, misc, whole[off:off + size]))
+        records.append((typ, misc, whole[off : off + size]))
         off += size
     out, n = bytearray(whole[:data_off]), 0
     for typ, misc, rec in records:
@@ -373,17 +428,17 @@ def _ksymbols_with_bytes_after_their_trailer(whole: bytes, extra: bytes) -> tupl
             name = (rec.index(b"\0", 24) - 24 + 8) // 8 * 8
             width = len(rec) - 24 - name
             trailer = next(r[-width:] for t, _, r in records if t in (3, 10) and any(r[-width:]))
-            rec = struct.pack("<IHH", typ, misc, len(rec) + len(extra)) + rec[8:24 + name] + trailer + extra
+            rec = struct.pack("<IHH", typ, misc, len(rec) + len(extra)) + rec[8 : 24 + name] + trailer + extra
             n += 1
         out += rec
     grow = len(out) - end
     struct.pack_into("<Q", out, 48, data_size + grow)
     features = int.from_bytes(whole[72:104], "little").bit_count()
-    table = bytearray(whole[end:end + 16 * features])
+    table = bytearray(whole[end : end + 16 * features])
     for i in range(features):
         at, size = struct.unpack_from("<QQ", table, 16 * i)
         struct.pack_into("<QQ", table, 16 * i, at + grow, size)
-    return bytes(out + table + whole[end + 16 * features:]), n
+    return bytes(out + table + whole[end + 16 * features :]), n
 
 
 def test_ksymbol_records_with_bytes_after_their_trailer_read_like_well_formed_ones(bins, lab, recordings, tmp_path):
@@ -393,10 +448,12 @@ def test_ksymbol_records_with_bytes_after_their_trailer_read_like_well_formed_on
     assert n > 0
     bad = tmp_path / "long_ksymbols.data"
     bad.write_bytes(blob)
-    want = subprocess.run([str(bins["perfdata"]), "--script", str(good)], capture_output=True, env=lab["env"],
-                          timeout=300)
-    got = subprocess.run([str(bins["perfdata"]), "--script", str(bad)], capture_output=True, env=lab["env"],
-                         timeout=300)
+    want = subprocess.run(
+        [str(bins["perfdata"]), "--script", str(good)], capture_output=True, env=lab["env"], timeout=300
+    )
+    got = subprocess.run(
+        [str(bins["perfdata"]), "--script", str(bad)], capture_output=True, env=lab["env"], timeout=300
+    )
     assert want.returncode == 0 and got.returncode == 0, got.stderr[-300:]
     assert got.stderr == want.stderr and want.stderr.count(b"\n") > 100
 
@@ -404,8 +461,9 @@ def test_ksymbol_records_with_bytes_after_their_trailer_read_like_well_formed_on
 def test_kallsyms_file_names_another_kernels_frames_like_perf(bins, lab, recordings, tmp_path):
     """--kallsyms (a run directory's copy of its boot's text symbols) names the kernel frames of a recording
     whose kernel is not this host's (its build-id changed in the file), as perf script --kallsyms does."""
-    out = subprocess.run(["perf", "buildid-list", "-i", str(recordings["system"])], capture_output=True, text=True,
-                         env=lab["env"]).stdout
+    out = subprocess.run(
+        ["perf", "buildid-list", "-i", str(recordings["system"])], capture_output=True, text=True, env=lab["env"]
+    ).stdout
     bid = next((ln.split()[0] for ln in out.splitlines() if ln.endswith("[kernel.kallsyms]")), None)
     if not bid:
         pytest.skip("perf recorded no kernel build-id here")
@@ -413,14 +471,24 @@ def test_kallsyms_file_names_another_kernels_frames_like_perf(bins, lab, recordi
     data.write_bytes(recordings["system"].read_bytes().replace(bytes.fromhex(bid), bytes(19) + b"\x01"))
     kallsyms = tmp_path / "kallsyms"
     kallsyms.write_bytes(text_lines(Path("/proc/kallsyms").read_bytes())[0])
-    unnamed = subprocess.run([str(bins["perfdata"]), "--script", str(data)], capture_output=True, env=lab["env"],
-                             timeout=300).stderr
+    unnamed = subprocess.run(
+        [str(bins["perfdata"]), "--script", str(data)], capture_output=True, env=lab["env"], timeout=300
+    ).stderr
     assert b"[unknown] ([kernel.kallsyms])" in unnamed, "the changed build-id hides this host's kernel"
-    res = subprocess.run([str(bins["perfdata"]), "--script", "--kallsyms", str(kallsyms), str(data)],
-                         capture_output=True, env=lab["env"], timeout=300)
+    res = subprocess.run(
+        [str(bins["perfdata"]), "--script", "--kallsyms", str(kallsyms), str(data)],
+        capture_output=True,
+        env=lab["env"],
+        timeout=300,
+    )
     assert res.returncode == 0, res.stderr[-300:]
-    perf = subprocess.run(["perf", "script", "-i", str(data), "-F", FIELDS, "--no-inline", f"--kallsyms={kallsyms}"],
-                          env=lab["env"], capture_output=True, check=True, timeout=300).stdout
+    perf = subprocess.run(
+        ["perf", "script", "-i", str(data), "-F", FIELDS, "--no-inline", f"--kallsyms={kallsyms}"],
+        env=lab["env"],
+        capture_output=True,
+        check=True,
+        timeout=300,
+    ).stdout
     assert res.stderr == perf
     assert b"[unknown] ([kernel.kallsyms])" not in res.stderr
     assert res.stderr == _perf_script(lab, recordings["system"]), "named as on the recording's own kernel"

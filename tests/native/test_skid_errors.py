@@ -31,8 +31,7 @@ def test_unknown_symbol_is_a_per_function_error(helper, exe):
 
 def test_offset_past_end_is_counted_not_placed(helper, exe):
     size = elf_symbols(exe)["loop_pause"][1]
-    rc, data = run_helper(helper, "skid", "--binary", str(exe),
-                          stdin=f"loop_pause\t{size:x}\t4\nloop_pause\t0\t1\n")
+    rc, data = run_helper(helper, "skid", "--binary", str(exe), stdin=f"loop_pause\t{size:x}\t4\nloop_pause\t0\t1\n")
     fn = data["functions"][0]
     assert fn["past_end_samples"] == 4 and fn["samples"] == 1
     assert "past the function end" in fn["error"]

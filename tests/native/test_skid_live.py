@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from native_support import PROGS, compile_prog, containing_function, elf_symbols, helper_binary, need_features, run_helper
+from native_support import PROGS, compile_prog, elf_symbols, helper_binary, need_features, run_helper
 
 LEAF = re.compile(r"^\s*[0-9a-f]+\s+(\S+)\+0x([0-9a-f]+)\s+\((.*)\)\s*$")
 
@@ -26,20 +26,31 @@ def recorded(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("live")
     exe = compile_prog(PROGS / "spin_live.c", tmp / "spin", "gcc", "-O2")
     data = tmp / "perf.data"
-    rec = subprocess.run([perf, "record", "-q", "-e", "cpu-clock", "-F", "999", "-o", str(data), "--", str(exe), "2"],
-                         capture_output=True, text=True, timeout=60)
+    rec = subprocess.run(
+        [perf, "record", "-q", "-e", "cpu-clock", "-F", "999", "-o", str(data), "--", str(exe), "2"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     if rec.returncode != 0:
         pytest.skip(f"perf record failed here: {rec.stderr.strip()[-200:]}")
-    script = subprocess.run([perf, "script", "-i", str(data), "-F", "ip,sym,symoff,dso"],
-                            capture_output=True, text=True, timeout=60).stdout
+    script = subprocess.run(
+        [perf, "script", "-i", str(data), "-F", "ip,sym,symoff,dso"], capture_output=True, text=True, timeout=60
+    ).stdout
     counts: dict[tuple[str, int], int] = {}
     for line in script.splitlines():
         m = LEAF.match(line)
         if m and m.group(3) == str(exe):
             key = (m.group(1), int(m.group(2), 16))
             counts[key] = counts.get(key, 0) + 1
-    rc, out = run_helper(helper, "skid", "--binary", str(exe), "--hot-only",
-                         stdin="".join(f"{s}\t{o:x}\t{c}\n" for (s, o), c in counts.items()))
+    rc, out = run_helper(
+        helper,
+        "skid",
+        "--binary",
+        str(exe),
+        "--hot-only",
+        stdin="".join(f"{s}\t{o:x}\t{c}\n" for (s, o), c in counts.items()),
+    )
     assert rc == 0, out
     return exe, elf_symbols(exe), out
 
@@ -75,8 +86,10 @@ def test_mfence_loop_corrected_on_the_fence(recorded):
     # instruction after it move (the algorithm passes one such op), so the fence ends with exactly its own
     # raw samples plus those two, and is the hottest instruction.
     at = fn["instructions"].index(fence)
-    moved = [i for i in fn["instructions"][at + 1:at + 3] if i["raw"] and not i["corrected"]]
-    assert fence["corrected"] == fence["raw"] + sum(i["raw"] for i in moved) and raw_after <= sum(i["raw"] for i in moved)
+    moved = [i for i in fn["instructions"][at + 1 : at + 3] if i["raw"] and not i["corrected"]]
+    assert fence["corrected"] == fence["raw"] + sum(i["raw"] for i in moved) and raw_after <= sum(
+        i["raw"] for i in moved
+    )
     assert raw_after >= 0.5 * fn["samples"], fn
     assert fence["corrected"] == max(i["corrected"] for i in fn["instructions"])
     assert fence["corrected"] >= 0.5 * fn["samples"]

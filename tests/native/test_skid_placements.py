@@ -10,25 +10,32 @@ from native_support import PROGS, compile_prog, containing_function, elf_symbols
 LABELS = {
     "lp_after": ("pause", "pause", True),
     "pj_after": ("pause", "pause", True),
-    "rn_after": ("pause", "pause", True),       # spelled `rep; nop`
-    "pr_after": ("pause", "pause", True),       # PAUSE right before ret
-    "amb_after": ("pause", "pause", True),      # also a jump target: moved but flagged ambiguous
+    "rn_after": ("pause", "pause", True),  # spelled `rep; nop`
+    "pr_after": ("pause", "pause", True),  # PAUSE right before ret
+    "amb_after": ("pause", "pause", True),  # also a jump target: moved but flagged ambiguous
     "mf_after": ("fence", "mfence", True),
     "lf_after": ("lfence", "lfence", True),
     "sf_after": ("fence", "sfence", True),
     "lx_after": ("lock", "lock xadd", True),
-    "xc_after": ("xchg", "xchg", True),         # its old value is read next: an exchange
-    "lo_after": ("lock-fence", "lock or", True),   # lock or $0,(%rsp): GCC's __sync_synchronize()
+    "xc_after": ("xchg", "xchg", True),  # its old value is read next: an exchange
+    "lo_after": ("lock-fence", "lock or", True),  # lock or $0,(%rsp): GCC's __sync_synchronize()
     "la_after": ("lock-fence", "lock add", True),  # a locked no-op on another stack slot
-    "ln_after": ("lock", "lock or", True),      # changes the slot: a locked RMW, not a fence
-    "lg_after": ("lock", "lock or", True),      # a no-op on shared data: an atomic op, not a fence
-    "xs_after": ("xchg-store", "xchg", True),   # its old value is overwritten unread: a seq_cst store
+    "ln_after": ("lock", "lock or", True),  # changes the slot: a locked RMW, not a fence
+    "lg_after": ("lock", "lock or", True),  # a no-op on shared data: an atomic op, not a fence
+    "xs_after": ("xchg-store", "xchg", True),  # its old value is overwritten unread: a seq_cst store
     "cp_after": ("serialize", "cpuid", True),
     "rd_after": ("rdtsc", "rdtsc", True),
-    "plain_after": ("", "add", False),          # an ordinary instruction: nothing moves
+    "plain_after": ("", "add", False),  # an ordinary instruction: nothing moves
 }
-BUILDS = [("gcc", "-O0", ()), ("gcc", "-O2", ()), ("gcc", "-O3", ()), ("gcc", "-O2", ("-no-pie", "-fno-pie")),
-          ("clang", "-O0", ()), ("clang", "-O2", ()), ("clang", "-O3", ())]
+BUILDS = [
+    ("gcc", "-O0", ()),
+    ("gcc", "-O2", ()),
+    ("gcc", "-O3", ()),
+    ("gcc", "-O2", ("-no-pie", "-fno-pie")),
+    ("clang", "-O0", ()),
+    ("clang", "-O2", ()),
+    ("clang", "-O3", ()),
+]
 
 
 @pytest.fixture(scope="module")
@@ -89,19 +96,37 @@ def test_samples_after_skid_instructions_move_back_exactly(helper, build):
 def test_address_lines_match_symbol_lines(helper, build):
     exe, syms = build
     samples = _samples(syms)
-    by_sym = run_helper(helper, "skid", "--binary", str(exe), stdin="".join(
-        f"{func}\t{off:x}\t{count}\n" for _, func, off, count in samples))[1]
-    by_addr = run_helper(helper, "skid", "--binary", str(exe), stdin="".join(
-        f"0x{syms[label][0]:x}\t{count}\n" for label, _, _, count in samples))[1]
+    by_sym = run_helper(
+        helper,
+        "skid",
+        "--binary",
+        str(exe),
+        stdin="".join(f"{func}\t{off:x}\t{count}\n" for _, func, off, count in samples),
+    )[1]
+    by_addr = run_helper(
+        helper,
+        "skid",
+        "--binary",
+        str(exe),
+        stdin="".join(f"0x{syms[label][0]:x}\t{count}\n" for label, _, _, count in samples),
+    )[1]
     a, b = _by_addr(by_sym), _by_addr(by_addr)
-    assert {k: (v["raw"], v["corrected"]) for k, v in a.items()} == {k: (v["raw"], v["corrected"]) for k, v in b.items()}
+    assert {k: (v["raw"], v["corrected"]) for k, v in a.items()} == {
+        k: (v["raw"], v["corrected"]) for k, v in b.items()
+    }
 
 
 def test_exact_ip_moves_only_pause_and_lfence(helper, build):
     exe, syms = build
     samples = _samples(syms)
-    rc, data = run_helper(helper, "skid", "--binary", str(exe), "--exact", stdin="".join(
-        f"{func}\t{off:x}\t{count}\n" for _, func, off, count in samples))
+    rc, data = run_helper(
+        helper,
+        "skid",
+        "--binary",
+        str(exe),
+        "--exact",
+        stdin="".join(f"{func}\t{off:x}\t{count}\n" for _, func, off, count in samples),
+    )
     assert rc == 0
     insns = _by_addr(data)
     for label in ("mf_after", "lx_after", "xc_after", "cp_after", "lo_after", "xs_after"):
@@ -113,8 +138,9 @@ def test_exact_ip_moves_only_pause_and_lfence(helper, build):
 def test_sample_on_the_pause_itself_stays(helper, build):
     exe, syms = build
     func, start = containing_function(syms, syms["lp_after"][0])
-    rc, data = run_helper(helper, "skid", "--binary", str(exe), "--hot-only",
-                          stdin=f"{func}\t{syms['lp_after'][0] - start - 2:x}\t5\n")
+    rc, data = run_helper(
+        helper, "skid", "--binary", str(exe), "--hot-only", stdin=f"{func}\t{syms['lp_after'][0] - start - 2:x}\t5\n"
+    )
     assert rc == 0
     (ins,) = [i for i in data["functions"][0]["instructions"] if i["raw"]]
     assert ins["text"] == "pause" and ins["corrected"] == 5 and data["moved"] == 0

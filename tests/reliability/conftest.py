@@ -47,14 +47,21 @@ def pmuprof(monkeypatch, capsys):
         code = main([str(a) for a in args])
         got = capsys.readouterr()
         return Ran(code, got.out, got.err)
+
     return run
 
 
 def spawn_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen:
     """The CLI as a real process (for real signals), stderr captured."""
     full = {**os.environ, **(env or {}), "PYTHONPATH": str(REPO)}
-    return subprocess.Popen([sys.executable, "-m", "pmuprof", *map(str, args)], env=full, text=True,
-                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    return subprocess.Popen(
+        [sys.executable, "-m", "pmuprof", *map(str, args)],
+        env=full,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
 
 
 def finish(proc: subprocess.Popen, timeout: float = 90) -> Ran:
@@ -109,12 +116,14 @@ def tmpfs(tmp_path):
         where = tmp_path / f"fs{len(mounted)}"
         where.mkdir()
         opts = f"size={size_mib}m" + (",ro" if readonly else "")
-        res = subprocess.run(["mount", "-t", "tmpfs", "-o", opts, "pmuprof-test", str(where)],
-                             capture_output=True, text=True)
+        res = subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", opts, "pmuprof-test", str(where)], capture_output=True, text=True
+        )
         if res.returncode != 0:
             pytest.skip(f"cannot mount a tmpfs here: {res.stderr.strip()}")
         mounted.append(where)
         return where
+
     yield make
     for where in mounted:
         subprocess.run(["umount", "-l", str(where)], check=False)
@@ -171,9 +180,17 @@ def _start_live(busy: subprocess.Popen, base: Path) -> dict[str, subprocess.Pope
         env = {"PMUPROF_FOLD": str(slow_fold), "PMUPROF_PERFDATA": ""} if case == "again" else None
         procs[case] = spawn_cli("capture", "-p", busy.pid, "-d", "60", "-o", base / case, *extra, env=env)
     for step in HANG_STEPS:
-        procs[f"hang-{step}"] = spawn_cli("capture", "-p", busy.pid, "-d", "1", "-o", base / f"hang-{step}",
-                                          "--no-mysql", env={"PMUPROF_PERF": str(fake), "FAKE_HANG": step,
-                                                             "PMUPROF_STALL_S": "2", "PMUPROF_PERFDATA": ""})
+        procs[f"hang-{step}"] = spawn_cli(
+            "capture",
+            "-p",
+            busy.pid,
+            "-d",
+            "1",
+            "-o",
+            base / f"hang-{step}",
+            "--no-mysql",
+            env={"PMUPROF_PERF": str(fake), "FAKE_HANG": step, "PMUPROF_STALL_S": "2", "PMUPROF_PERFDATA": ""},
+        )
     return procs
 
 

@@ -17,17 +17,20 @@ RLO, LRI = "\u202e", "\u2066"
 THREAD = f"conn{RLO}exe.gnp"  # shows as "connpng.exe"
 DIVE = ("mysqld", THREAD, "do_command", f"btr_estimate{LRI}_n_rows", "ut_delay")
 SCAN = ("mysqld", THREAD, "do_command", "row_search_mvcc")
-PLIST = ("# pmuprof processlist: second\ttid\tid\tuser\tdb\tcommand\tstate\ttime\tdigest\n"
-         f"100\t11\t1\tapp{RLO}nimda\tshop{RLO}gnp\tQuery\tstatistics\t0\tSELECT ? FROM `t{RLO}1`\n"
-         f"100\t12\t2\tapp\tshop\tQuery\tSending{LRI} data\t0\tSELECT c FROM t\n")
+PLIST = (
+    "# pmuprof processlist: second\ttid\tid\tuser\tdb\tcommand\tstate\ttime\tdigest\n"
+    f"100\t11\t1\tapp{RLO}nimda\tshop{RLO}gnp\tQuery\tstatistics\t0\tSELECT ? FROM `t{RLO}1`\n"
+    f"100\t12\t2\tapp\tshop\tQuery\tSending{LRI} data\t0\tSELECT c FROM t\n"
+)
 
 
 def _run_dir(path):
     path.mkdir()
     stacks = Stacks.of({DIVE: 72, SCAN: 78})
     keyed = {(DIVE, 11, 100): 72, (SCAN, 11, 100): 28, (SCAN, 12, 100): 50}
-    (path / "run.json").write_text(json.dumps({"pmuprof_version": "0.2.0", "schema": 2, "duration_s": 5.0,
-                                               "started": "2026-01-01T03:00:00Z"}))
+    (path / "run.json").write_text(
+        json.dumps({"pmuprof_version": "0.2.0", "schema": 2, "duration_s": 5.0, "started": "2026-01-01T03:00:00Z"})
+    )
     with open(path / "stacks.folded", "w", encoding="utf-8") as out:
         order = write_folded(out, stacks)
     text = io.StringIO()
@@ -56,6 +59,7 @@ def test_bidi_controls_show_as_escapes_in_html_and_markdown(pmuprof, tmp_path):
 
 def test_visible_and_finalize_keep_markup_and_other_values():
     from markupsafe import Markup
+
     assert bidi.visible(f"a{RLO}b\u200fc") == "a\\u202eb\\u200fc"
     kept = bidi.finalize(Markup(f"<text>x{RLO}</text>"))
     assert isinstance(kept, Markup) and str(kept) == "<text>x\\u202e</text>"

@@ -19,13 +19,16 @@ from pmuprof.cli.main import EXIT_INTERNAL
 from pmuprof.workflows.schedule import EXIT_CRITICAL, EXIT_WARNING
 
 
-@pytest.mark.parametrize("option,value,needle", [
-    ("-d", "99999h", "--duration 99999h is out of range"),
-    ("--interval", "0", "--interval 0 is out of range"),
-    ("--cooldown", "30x", "duration '30x'"),
-    ("--cooldown", "30d", "--cooldown 30d is out of range"),
-    ("-F", "0", "--frequency 0 is out of range"),
-])
+@pytest.mark.parametrize(
+    "option,value,needle",
+    [
+        ("-d", "99999h", "--duration 99999h is out of range"),
+        ("--interval", "0", "--interval 0 is out of range"),
+        ("--cooldown", "30x", "duration '30x'"),
+        ("--cooldown", "30d", "--cooldown 30d is out of range"),
+        ("-F", "0", "--frequency 0 is out of range"),
+    ],
+)
 def test_watch_checks_its_options_before_polling(pmuprof, tmp_path, option, value, needle):
     t0 = time.monotonic()
     res = pmuprof("watch", "-p", os.getpid(), "--trigger", "cpu>1", "--no-mysql", "-o", tmp_path / "w", option, value)
@@ -39,8 +42,11 @@ def test_kthreadd_is_refused_like_every_kernel_thread(pmuprof, tmp_path):
 
 @pytest.mark.skipif(has_lbr(), reason="this CPU has LBR")
 def test_lbr_without_lbr_is_refused_up_front(pmuprof, tmp_path):
-    one_line(pmuprof("capture", "-p", os.getpid(), "--call-graph", "lbr", "--no-mysql", "-o", tmp_path / "r"), 5,
-             "Last Branch Record")
+    one_line(
+        pmuprof("capture", "-p", os.getpid(), "--call-graph", "lbr", "--no-mysql", "-o", tmp_path / "r"),
+        5,
+        "Last Branch Record",
+    )
 
 
 def test_misleading_inputs_are_named(pmuprof, tmp_path):
@@ -67,7 +73,7 @@ def test_doctor_checks_the_filesystem_of_a_new_output_directory(pmuprof, tmpfs):
 
 def _usage_codes() -> dict[int, str]:
     text = (REPO / "docs" / "usage.md").read_text()
-    table = text[text.index("| exit | meaning |"):]
+    table = text[text.index("| exit | meaning |") :]
     codes: dict[int, str] = {}
     for line in table.splitlines()[2:]:
         if not line.startswith("|"):
@@ -80,9 +86,15 @@ def _usage_codes() -> dict[int, str]:
 
 def test_the_exit_codes_are_the_usage_table():
     codes = _usage_codes()
-    classes = {errors.UsageError: "usage", errors.InputError: "bad input", errors.TargetError: "target",
-               errors.PerfError: "perf", errors.ResourceError: "disk", errors.RuleError: "rule file",
-               errors.HelperError: "native helper"}
+    classes = {
+        errors.UsageError: "usage",
+        errors.InputError: "bad input",
+        errors.TargetError: "target",
+        errors.PerfError: "perf",
+        errors.ResourceError: "disk",
+        errors.RuleError: "rule file",
+        errors.HelperError: "native helper",
+    }
     for cls, word in classes.items():
         assert word in codes[cls.exit_code], (cls.__name__, cls.exit_code)
     assert "internal error" in codes[EXIT_INTERNAL] and "warning" in codes[EXIT_WARNING]

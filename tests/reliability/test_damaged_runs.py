@@ -10,15 +10,19 @@ from .conftest import one_line
 
 RUN = {"pmuprof_version": "0.2.0", "schema": 2, "started": "2026-01-0{n}T03:00:00Z", "duration_s": 5.0}
 STACKS = "mysqld;do_command;ut_delay 70\nmysqld;do_command;row_search_mvcc 30\n"
-FINDINGS = {"pmuprof_version": "0.2.0", "profile": {"samples": 100},
-            "findings": [{"rule": "innodb-spin-wait", "severity": "warning", "title": "spin", "share": 0.7}]}
+FINDINGS = {
+    "pmuprof_version": "0.2.0",
+    "profile": {"samples": 100},
+    "findings": [{"rule": "innodb-spin-wait", "severity": "warning", "title": "spin", "share": 0.7}],
+}
 
 
 def _run(base, name: str, n: int, run=None, findings=None):
     path = base / name
     path.mkdir(parents=True)
-    (path / "run.json").write_text(run if isinstance(run, str) else json.dumps({**RUN, "started": RUN["started"]
-                                                                                .format(n=n)}))
+    (path / "run.json").write_text(
+        run if isinstance(run, str) else json.dumps({**RUN, "started": RUN["started"].format(n=n)})
+    )
     (path / "stacks.folded").write_text(STACKS)
     (path / "findings.json").write_text(findings if isinstance(findings, str) else json.dumps(findings or FINDINGS))
     return path
@@ -29,8 +33,12 @@ def runs(tmp_path):
     base = tmp_path / "nightly"
     _run(base, "good", 1)
     _run(base, "truncated", 2, run=json.dumps(RUN)[:40])
-    _run(base, "share-text", 3, findings=json.dumps({**FINDINGS, "findings": [{**FINDINGS["findings"][0],
-                                                                                 "share": "lots"}]}))
+    _run(
+        base,
+        "share-text",
+        3,
+        findings=json.dumps({**FINDINGS, "findings": [{**FINDINGS["findings"][0], "share": "lots"}]}),
+    )
     _run(base, "nested-findings", 4, findings='{"findings": ' + "[" * 200_000 + "]" * 200_000 + "}")
     _run(base, "nested-run", 5, run="[" * 200_000)
     return base
@@ -91,6 +99,7 @@ def _run_with_samples(path):
     from pmuprof.model.samples import from_keyed, write_tsv
     from pmuprof.model.stacks import Stacks
     import io
+
     _run(path.parent, path.name, 1)
     scan = ("mysqld", "do_command", "row_search_mvcc")
     stacks = Stacks.of({scan: 100})
@@ -107,8 +116,12 @@ PLIST_HEAD = "# pmuprof processlist: second\ttid\tid\tuser\tdb\tcommand\tstate\t
 
 def test_a_damaged_processlist_is_a_warning_line(pmuprof, tmp_path):
     run = _run_with_samples(tmp_path / "run")
-    (run / "processlist.tsv").write_bytes((PLIST_HEAD + "100\t11\t1\tapp\tshop\tQuery\tstatistics\t0\tSELECT ?\n"
-                                           "100\t12\t2\tapp\tsh\x00\xff garbage\n100\t1").encode("latin-1"))
+    (run / "processlist.tsv").write_bytes(
+        (
+            PLIST_HEAD + "100\t11\t1\tapp\tshop\tQuery\tstatistics\t0\tSELECT ?\n"
+            "100\t12\t2\tapp\tsh\x00\xff garbage\n100\t1"
+        ).encode("latin-1")
+    )
     res = pmuprof("report", run, "--force")
     assert res.code == 0 and "Traceback" not in res.err, res.err
     warned = [line for line in res.err.splitlines() if "warning:" in line and "processlist.tsv" in line]

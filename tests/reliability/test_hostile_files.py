@@ -39,13 +39,19 @@ def jit_recording(tmp_path_factory):
     exe, data = tmp / "pd_jit", tmp / "jit.data"
     subprocess.run(["gcc", "-O1", "-fno-omit-frame-pointer", str(PD_JIT), "-ldl", "-o", str(exe)], check=True)
     env = {**os.environ, "HOME": str(tmp)}
-    res = subprocess.run(["perf", "record", "-q", "-g", "-F", "999", "-o", str(data), "--", str(exe), "2"],
-                         env=env, capture_output=True, text=True, timeout=120)
+    res = subprocess.run(
+        ["perf", "record", "-q", "-g", "-F", "999", "-o", str(data), "--", str(exe), "2"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     if res.returncode != 0:
         pytest.skip(f"perf record does not work here: {res.stderr.strip()[-200:]}")
     meta = tmp / "meta.json"
-    out = subprocess.run([str(reader), "--meta", str(meta), str(data)], env=env, capture_output=True, text=True,
-                         timeout=120)
+    out = subprocess.run(
+        [str(reader), "--meta", str(meta), str(data)], env=env, capture_output=True, text=True, timeout=120
+    )
     assert out.returncode == 0, out.stderr
     maps = [d["path"] for d in json.loads(meta.read_text())["dsos"] if d["path"].startswith("/tmp/perf-")]
     assert len(maps) == 1 and "jitted_loop[hot]" in out.stdout, out.stdout[-2000:]
@@ -57,8 +63,15 @@ def _cli(*args: str, home: Path, timeout: float) -> subprocess.CompletedProcess:
     """run_cli in its own session, killed with all it started when it outlives ``timeout`` (a regression
     then fails the test instead of leaving a perf script spinning)."""
     env = {**os.environ, "HOME": str(home), "PYTHONPATH": str(REPO)}
-    proc = subprocess.Popen([sys.executable, "-m", "pmuprof", *args], env=env, text=True, start_new_session=True,
-                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pmuprof", *args],
+        env=env,
+        text=True,
+        start_new_session=True,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     try:
         out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -92,8 +105,14 @@ def test_untrusted_perf_map_is_skipped_with_a_warning(jit_recording, case):
     lab = jit_recording
     _replace(lab["map"], case, lab["text"])
     try:
-        res = subprocess.run([str(lab["reader"]), str(lab["data"])], env=lab["env"], capture_output=True, text=True,
-                             timeout=60, preexec_fn=_limited)  # generous: the whole read takes well under a second
+        res = subprocess.run(
+            [str(lab["reader"]), str(lab["data"])],
+            env=lab["env"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            preexec_fn=_limited,
+        )  # generous: the whole read takes well under a second
     except subprocess.TimeoutExpired:
         pytest.fail(f"pmuprof-perfdata hung on a /tmp/perf-PID.map that is a {case}")
     finally:
@@ -112,8 +131,13 @@ def test_recorded_binary_path_that_is_now_a_fifo_is_skipped_with_a_warning(tmp_p
     folder = tmp_path / "bin"
     folder.mkdir()
     exe, data = build_busy(folder), tmp_path / "perf.data"
-    res = subprocess.run(["perf", "record", "-q", "-N", "-g", "-F", "999", "-o", str(data), "--", str(exe), "0.5"],
-                         capture_output=True, text=True, timeout=120, env={**os.environ, "HOME": str(tmp_path)})
+    res = subprocess.run(
+        ["perf", "record", "-q", "-N", "-g", "-F", "999", "-o", str(data), "--", str(exe), "0.5"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "HOME": str(tmp_path)},
+    )
     if res.returncode != 0:
         pytest.skip(f"perf record does not work here: {res.stderr.strip()[-200:]}")
     exe.unlink()
@@ -134,8 +158,13 @@ def test_perf_data_with_an_impossible_data_size_fails_fast_without_perf_script(t
     With --symfs perf script is the only reader: the same header check runs before it."""
     need_perf()
     data = tmp_path / "perf.data"
-    res = subprocess.run(["perf", "record", "-q", "-N", "-g", "-F", "999", "-o", str(data), "--", "sleep", "0.2"],
-                         capture_output=True, text=True, timeout=120, env={**os.environ, "HOME": str(tmp_path)})
+    res = subprocess.run(
+        ["perf", "record", "-q", "-N", "-g", "-F", "999", "-o", str(data), "--", "sleep", "0.2"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "HOME": str(tmp_path)},
+    )
     if res.returncode != 0:
         pytest.skip(f"perf record does not work here: {res.stderr.strip()[-200:]}")
     raw = bytearray(data.read_bytes())
@@ -174,8 +203,14 @@ def test_helper_refuses_a_binary_that_is_a_fifo(tmp_path):
     path = tmp_path / "libgone.so"
     os.mkfifo(path, 0o600)
     try:
-        res = subprocess.run([str(helper), "funcs", "--binary", str(path)], input="0x1000\n", capture_output=True,
-                             text=True, timeout=60, preexec_fn=_limited)  # generous: it fails at once
+        res = subprocess.run(
+            [str(helper), "funcs", "--binary", str(path)],
+            input="0x1000\n",
+            capture_output=True,
+            text=True,
+            timeout=60,
+            preexec_fn=_limited,
+        )  # generous: it fails at once
     except subprocess.TimeoutExpired:
         pytest.fail("pmuprof-helper hung on a binary path that is a FIFO")
     assert res.returncode != 0 and "Traceback" not in res.stderr, (res.stdout, res.stderr)
@@ -199,13 +234,20 @@ def test_server_named_files_that_are_fifos_are_not_read(tmp_path):
     log, pid_file = tmp_path / "error.log", tmp_path / "mysqld.pid"
     os.mkfifo(log, 0o600)
     os.mkfifo(pid_file, 0o600)
-    code = ("import json; from pmuprof.capture.mysql import facts; missing = []; "
-            f"log = facts._error_log({{'log_error': {str(log)!r}}}, None, True, missing); "
-            f"pid = facts._server_pid({{'pid_file': {str(pid_file)!r}}}, True); "
-            "print(json.dumps([log, pid, missing]))")
+    code = (
+        "import json; from pmuprof.capture.mysql import facts; missing = []; "
+        f"log = facts._error_log({{'log_error': {str(log)!r}}}, None, True, missing); "
+        f"pid = facts._server_pid({{'pid_file': {str(pid_file)!r}}}, True); "
+        "print(json.dumps([log, pid, missing]))"
+    )
     try:
-        res = subprocess.run([sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": str(REPO)},
-                             capture_output=True, text=True, timeout=60)  # generous: it answers at once
+        res = subprocess.run(
+            [sys.executable, "-c", code],
+            env={**os.environ, "PYTHONPATH": str(REPO)},
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )  # generous: it answers at once
     except subprocess.TimeoutExpired:
         pytest.fail("reading a server-named file that is a FIFO blocked")
     assert res.returncode == 0, res.stderr

@@ -9,8 +9,12 @@ from .conftest import one_line
 
 from pmuprof.cli import report as report_cli
 
-HANGS = {"version": "gave no version", "record": "did not start recording",
-         "evlist": "evlist used no CPU for 2 s", "script": "script used no CPU for 2 s"}
+HANGS = {
+    "version": "gave no version",
+    "record": "did not start recording",
+    "evlist": "evlist used no CPU for 2 s",
+    "script": "script used no CPU for 2 s",
+}
 
 
 @pytest.mark.parametrize("step", list(HANGS))
@@ -31,6 +35,7 @@ def test_perf_printing_bytes_that_are_not_utf8(pmuprof, fake_perf):
 def test_a_bug_is_one_line_and_a_saved_traceback(pmuprof, tmp_path, monkeypatch):
     def broken(*_args, **_kwargs):
         raise ZeroDivisionError("division by zero in a place nobody expected")
+
     monkeypatch.setattr(report_cli, "report_input", broken)
     folded = tmp_path / "in.folded"
     folded.write_text("mysqld;f 1\n")

@@ -135,17 +135,22 @@ def test_report_refuses_another_inputs_report_and_another_run(pmuprof, folded, t
 @pytest.mark.parametrize("command", ["capture", "report", "export", "history", "diff"])
 def test_read_only_output_is_one_line_exit_6(pmuprof, folded, tmpfs, command):
     ro = tmpfs(1, readonly=True)
-    args = {"capture": ("capture", "-p", os.getpid(), "--no-mysql", "-d", "1", "-o", ro / "x"),
-            "report": ("report", folded, "-o", ro / "x"),
-            "export": ("export", folded, "-f", "folded", "-o", ro / "x"),
-            "history": ("history", folded.parent, "-o", ro / "x.html"),
-            "diff": ("diff", folded, folded, "-o", ro / "x")}[command]
+    args = {
+        "capture": ("capture", "-p", os.getpid(), "--no-mysql", "-d", "1", "-o", ro / "x"),
+        "report": ("report", folded, "-o", ro / "x"),
+        "export": ("export", folded, "-f", "folded", "-o", ro / "x"),
+        "history": ("history", folded.parent, "-o", ro / "x.html"),
+        "diff": ("diff", folded, folded, "-o", ro / "x"),
+    }[command]
     assert "read-only" in one_line(pmuprof(*args), 6).lower()
 
 
 def test_missing_output_parent_is_one_line_exit_2(pmuprof, folded, tmp_path):
-    one_line(pmuprof("export", folded, "-f", "pprof", "-o", tmp_path / "no" / "such" / "x.pb.gz"), 2,
-             "No such file or directory")
+    one_line(
+        pmuprof("export", folded, "-f", "pprof", "-o", tmp_path / "no" / "such" / "x.pb.gz"),
+        2,
+        "No such file or directory",
+    )
 
 
 def test_a_failed_write_leaves_the_old_file_whole(pmuprof, folded, tmpfs):

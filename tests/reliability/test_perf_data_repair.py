@@ -29,8 +29,24 @@ def _unreadable(perf: str, data) -> bool:
 def test_a_missing_feature_table_is_dropped_and_the_samples_stay_readable(tmp_path):
     perf = need_perf()
     data = tmp_path / "perf.data"
-    subprocess.run([perf, "record", "-g", "-F", "499", "-o", str(data), "--", "sh", "-c",
-                    "i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done"], check=True, capture_output=True, timeout=120)
+    subprocess.run(
+        [
+            perf,
+            "record",
+            "-g",
+            "-F",
+            "499",
+            "-o",
+            str(data),
+            "--",
+            "sh",
+            "-c",
+            "i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done",
+        ],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
     whole = _script(perf, data)
     assert whole.returncode == 0 and whole.stdout.strip()
     with open(data, "rb") as fh:
@@ -38,7 +54,7 @@ def test_a_missing_feature_table_is_dropped_and_the_samples_stay_readable(tmp_pa
     offset, size = struct.unpack_from("<QQ", head, 40)
     assert any(head[72:104]), "perf wrote no features: nothing to test"
     cut = offset + size - 5  # what a full disk leaves: a record cut short, then no feature table,
-    os.truncate(data, cut)   # and the header perf writes at exit saying the data runs to the end
+    os.truncate(data, cut)  # and the header perf writes at exit saying the data runs to the end
     with open(data, "r+b") as fh:
         fh.seek(40)
         fh.write(struct.pack("<QQ", offset, cut - offset))

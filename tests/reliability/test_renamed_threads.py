@@ -49,8 +49,9 @@ def renamed(tmp_path_factory):
     folder = tmp_path_factory.mktemp("renamed")
     (folder / "renamed.c").write_text(RENAMED_C)
     exe = folder / "mysqld"
-    subprocess.run(["gcc", "-O1", "-fno-omit-frame-pointer", "-pthread", "-o", str(exe), str(folder / "renamed.c")],
-                   check=True)
+    subprocess.run(
+        ["gcc", "-O1", "-fno-omit-frame-pointer", "-pthread", "-o", str(exe), str(folder / "renamed.c")], check=True
+    )
     proc = subprocess.Popen([str(exe)])
     try:
         deadline = time.monotonic() + 10
@@ -68,8 +69,12 @@ def renamed(tmp_path_factory):
 def test_system_wide_perf_data_finds_a_server_whose_threads_are_renamed(renamed, pmuprof):
     proc, folder = renamed
     data = folder / "system.data"
-    subprocess.run([need_perf(), "record", "-a", "-g", "-F", "99", "-o", str(data), "--", "sleep", "2"],
-                   check=True, capture_output=True, timeout=120)
+    subprocess.run(
+        [need_perf(), "record", "-a", "-g", "-F", "99", "-o", str(data), "--", "sleep", "2"],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
     out = folder / "report"
     res = pmuprof("report", data, "-o", out)
     assert res.code == 0, res.err
@@ -87,8 +92,11 @@ def test_per_thread_roots_reaches_the_on_cpu_stacks(renamed, pmuprof):
     out = folder / "capture"
     res = pmuprof("capture", "-p", proc.pid, "-d", "2", "--per-thread-roots", "--no-mysql", "-o", out)
     assert res.code == 0, res.err
-    roots = {line.split(";")[1] for line in (out / "stacks.folded").read_text().splitlines()
-             if line and not line.startswith("#") and ";" in line}
+    roots = {
+        line.split(";")[1]
+        for line in (out / "stacks.folded").read_text().splitlines()
+        if line and not line.startswith("#") and ";" in line
+    }
     tids = {int(t.name) for t in Path(f"/proc/{proc.pid}/task").iterdir()}
     workers = {thread_root(name, tid) for tid in tids for name in THREADS}
     assert roots & workers, roots  # a frame per worker thread under the process root

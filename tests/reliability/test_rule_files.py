@@ -43,25 +43,40 @@ def _laughs(levels: int = 9) -> str:
 
 
 def test_alias_bomb_self_alias_and_deep_nesting_are_file_line_errors(pmuprof, tmp_path):
-    folder = _rules_dir(tmp_path, {"laughs.yaml": _laughs(), "self.yaml": "id: self\na: &a [*a]\n",
-                                   "deep.yaml": "id: deep\nx: " + "[" * 5000 + "]" * 5000 + "\n",
-                                   "long.yaml": "id: long\nx: " + "9" * 6000 + "\n"})
+    folder = _rules_dir(
+        tmp_path,
+        {
+            "laughs.yaml": _laughs(),
+            "self.yaml": "id: self\na: &a [*a]\n",
+            "deep.yaml": "id: deep\nx: " + "[" * 5000 + "]" * 5000 + "\n",
+            "long.yaml": "id: long\nx: " + "9" * 6000 + "\n",
+        },
+    )
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     t0 = time.monotonic()
     res = pmuprof("rules", "check", folder)
     assert time.monotonic() - t0 < 5
     assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 200_000  # KiB: no expansion
     assert res.code == 7 and "Traceback" not in res.err
-    for needle in ("laughs.yaml:3: YAML alias *a0", "self.yaml:2: YAML alias *a", "deep.yaml:2: nested more than",
-                   "long.yaml:2: value cannot be read"):
+    for needle in (
+        "laughs.yaml:3: YAML alias *a0",
+        "self.yaml:2: YAML alias *a",
+        "deep.yaml:2: nested more than",
+        "long.yaml:2: value cannot be read",
+    ):
         assert needle in res.err, res.err
 
 
 def test_catastrophic_regex_is_refused_with_file_and_line(pmuprof, tmp_path):
-    folder = _rules_dir(tmp_path, {"slow.yaml": rule("slow", '"re:^(a+)+$"'),
-                                   "backref.yaml": rule("backref", '"re:(a)\\\\1"'),
-                                   "poly.yaml": rule("poly", '"re:a.*b.*c"'),
-                                   "fine.yaml": rule("fine", '"re:^\\\\[[^\\\\]]+\\\\]$"')})
+    folder = _rules_dir(
+        tmp_path,
+        {
+            "slow.yaml": rule("slow", '"re:^(a+)+$"'),
+            "backref.yaml": rule("backref", '"re:(a)\\\\1"'),
+            "poly.yaml": rule("poly", '"re:a.*b.*c"'),
+            "fine.yaml": rule("fine", '"re:^\\\\[[^\\\\]]+\\\\]$"'),
+        },
+    )
     res = pmuprof("rules", "check", folder)
     assert res.code == 7, res.err
     assert "slow.yaml:8: bad regex in stack.self: a repeat of a repeat" in res.err
@@ -85,16 +100,26 @@ def test_bad_pmuprof_rules_stops_capture_before_recording(pmuprof, tmp_path):
     out = tmp_path / "run"
     t0 = time.monotonic()
     for command in ("capture", "record"):
-        res = pmuprof(command, "-p", os.getpid(), "--no-mysql", "-d", "30", "-o", out,
-                      env={"PMUPROF_RULES": str(folder)})
+        res = pmuprof(
+            command, "-p", os.getpid(), "--no-mysql", "-d", "30", "-o", out, env={"PMUPROF_RULES": str(folder)}
+        )
         one_line(res, 7, "slow.yaml:8")
     assert time.monotonic() - t0 < 10 and not out.exists(), "nothing may be recorded"
 
 
 def test_bad_pmuprof_rules_stops_watch_before_polling(pmuprof, tmp_path):
     folder = _rules_dir(tmp_path, {"slow.yaml": rule("slow", '"re:^(a+)+$"')})
-    res = pmuprof("watch", "-p", os.getpid(), "--trigger", "cpu>1", "--no-mysql", "-o", tmp_path / "w",
-                  env={"PMUPROF_RULES": str(folder)})
+    res = pmuprof(
+        "watch",
+        "-p",
+        os.getpid(),
+        "--trigger",
+        "cpu>1",
+        "--no-mysql",
+        "-o",
+        tmp_path / "w",
+        env={"PMUPROF_RULES": str(folder)},
+    )
     one_line(res, 7, "slow.yaml:8")
 
 
@@ -114,11 +139,14 @@ def _copy_rules(tmp_path, knowledge: dict[str, str | None]):
     return folder
 
 
-@pytest.mark.parametrize("name, text, needle", [
-    ("latches.yaml", None, "latches.yaml: cannot read"),
-    ("server-features.yaml", None, "server-features.yaml: cannot read"),
-    ("latches.yaml", "sources: []\nwait_frames: [\n", "latches.yaml:"),
-])
+@pytest.mark.parametrize(
+    "name, text, needle",
+    [
+        ("latches.yaml", None, "latches.yaml: cannot read"),
+        ("server-features.yaml", None, "server-features.yaml: cannot read"),
+        ("latches.yaml", "sources: []\nwait_frames: [\n", "latches.yaml:"),
+    ],
+)
 def test_rules_check_checks_the_knowledge_a_capture_loads(pmuprof, tmp_path, name, text, needle):
     folder = _copy_rules(tmp_path, {name: text})
     res = pmuprof("rules", "check", folder)
@@ -149,6 +177,15 @@ def test_rules_check_reads_latch_ids_from_the_folder_it_checks(pmuprof, tmp_path
     folder = _copy_rules(tmp_path, {"latches.yaml": table.replace("- id: ahi_latch\n", "- id: ahi_latch_renamed\n")})
     res = pmuprof("rules", "check", folder)
     assert res.code == 7 and "adaptive-hash-index.yaml:9: unknown latch id(s) ahi_latch" in res.err, res.err
-    res = pmuprof("capture", "-p", os.getpid(), "--no-mysql", "-d", "30", "-o", tmp_path / "run",
-                  env={"PMUPROF_RULES": str(folder)})
+    res = pmuprof(
+        "capture",
+        "-p",
+        os.getpid(),
+        "--no-mysql",
+        "-d",
+        "30",
+        "-o",
+        tmp_path / "run",
+        env={"PMUPROF_RULES": str(folder)},
+    )
     one_line(res, 7, "adaptive-hash-index.yaml:9")

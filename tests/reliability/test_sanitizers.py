@@ -21,9 +21,11 @@ PROGS = REPO / "tests" / "native" / "progs"
 SAN = REPO / "native" / "build-san"
 # Reports abort the run with these statuses (and say so on stderr); allocations over 1 GiB return NULL
 # (the programs must cope) and more than 1 GiB resident is a report too: memory stays bounded.
-SAN_ENV = {"ASAN_OPTIONS": "detect_leaks=1:exitcode=86:allocator_may_return_null=1:max_allocation_size_mb=1024:"
-                           "hard_rss_limit_mb=1024:symbolize=1",
-           "UBSAN_OPTIONS": "halt_on_error=1:print_stacktrace=1:exitcode=87"}
+SAN_ENV = {
+    "ASAN_OPTIONS": "detect_leaks=1:exitcode=86:allocator_may_return_null=1:max_allocation_size_mb=1024:"
+    "hard_rss_limit_mb=1024:symbolize=1",
+    "UBSAN_OPTIONS": "halt_on_error=1:print_stacktrace=1:exitcode=87",
+}
 REPORTS = ("runtime error:", "AddressSanitizer", "LeakSanitizer", "UndefinedBehaviorSanitizer")
 PERFDATA_OK = {0, 1, 3, 4, 5}  # pmuprof-perfdata's documented statuses (usage, 2, is never expected here)
 FOLD_OK = {0}
@@ -33,8 +35,11 @@ HANG_S = 60  # a single run of a 100 kB input taking this long is a hang, not lo
 
 
 def _sanitizer_works() -> bool:
-    probe = subprocess.run(["gcc", "-fsanitize=address,undefined", "-x", "c", "-", "-o", "/dev/null"],
-                           input=b"int main(void){return 0;}\n", capture_output=True)
+    probe = subprocess.run(
+        ["gcc", "-fsanitize=address,undefined", "-x", "c", "-", "-o", "/dev/null"],
+        input=b"int main(void){return 0;}\n",
+        capture_output=True,
+    )
     return probe.returncode == 0
 
 
@@ -69,32 +74,77 @@ def seeds(tmp_path_factory, san) -> dict[str, bytes]:
         exe = tmp / name
         subprocess.run([*argv, "-O1", "-g", "-fno-omit-frame-pointer", "-o", str(exe)], check=True)
         data = tmp / f"{name}.data"
-        rec = subprocess.run([perf, "record", "-q", "-g", "--user-regs=sp", "-F", "1999", "-o", str(data), "--",
-                              str(exe), "0.3"],
-                             env=env, capture_output=True, text=True, timeout=120)
+        rec = subprocess.run(
+            [perf, "record", "-q", "-g", "--user-regs=sp", "-F", "1999", "-o", str(data), "--", str(exe), "0.3"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         if rec.returncode != 0 or not data.is_file():
             pytest.skip(f"perf record does not work here: {rec.stderr.strip()[-200:]}")
         out[f"{name}.data"] = data.read_bytes()
     data = tmp / "work.data"
-    script = subprocess.run([perf, "script", "-i", str(data), "-F", "comm,pid,tid,time,ip,sym,symoff,dso",
-                             "--no-inline"], env=env, capture_output=True, timeout=120, check=True).stdout
+    script = subprocess.run(
+        [perf, "script", "-i", str(data), "-F", "comm,pid,tid,time,ip,sym,symoff,dso", "--no-inline"],
+        env=env,
+        capture_output=True,
+        timeout=120,
+        check=True,
+    ).stdout
     out["script"] = script
-    out["script_default"] = subprocess.run([perf, "script", "-i", str(data), "--no-inline"], env=env,
-                                           capture_output=True, timeout=120, check=True).stdout
-    out["dump"] = subprocess.run([perf, "script", "-D", "-i", str(data)], env=env, capture_output=True, timeout=120,
-                                 check=True).stdout  # raw call chains: the addresses a caller table is keyed on
-    out["folded"] = subprocess.run([str(san["fold"])], input=script, env={**os.environ, **SAN_ENV},
-                                   capture_output=True, timeout=HANG_S, check=True).stdout
+    out["script_default"] = subprocess.run(
+        [perf, "script", "-i", str(data), "--no-inline"], env=env, capture_output=True, timeout=120, check=True
+    ).stdout
+    out["dump"] = subprocess.run(
+        [perf, "script", "-D", "-i", str(data)], env=env, capture_output=True, timeout=120, check=True
+    ).stdout  # raw call chains: the addresses a caller table is keyed on
+    out["folded"] = subprocess.run(
+        [str(san["fold"])], input=script, env={**os.environ, **SAN_ENV}, capture_output=True, timeout=HANG_S, check=True
+    ).stdout
     assert out["folded"].count(b"\n") > 5, "the seed recording holds too few stacks to fuzz from"
     return out
 
 
 # Values that break size and offset arithmetic: zero, one, all ones, the sign bit, page-ish sizes.
-EDGES = (0, 1, 7, 8, 0xFF, 0xFFFF, 0x7FFFFFFF, 0xFFFFFFFF, 0x7FFFFFFFFFFFFFFF, 0x8000000000000000,
-         0xFFFFFFFFFFFFFFFF, 4096, 65535, 65536)
-TEXT_BITS = (b"\0", b";", b";;", b"\t", b" ", b"\n", b"\n\n", b" 0x", b"+0x", b"(", b")", b"[unknown]",
-             b" 99999999999999999999999", b" -1", b"\xff\xfe", b"\xe2\x80\xae", b"x" * 5000, b" (inlined)",
-             b"\n\tffffffffffffffff [unknown] ([unknown])\n", b"perf 1/1 [000] 1.5: cpu-clock:\n")
+EDGES = (
+    0,
+    1,
+    7,
+    8,
+    0xFF,
+    0xFFFF,
+    0x7FFFFFFF,
+    0xFFFFFFFF,
+    0x7FFFFFFFFFFFFFFF,
+    0x8000000000000000,
+    0xFFFFFFFFFFFFFFFF,
+    4096,
+    65535,
+    65536,
+)
+TEXT_BITS = (
+    b"\0",
+    b";",
+    b";;",
+    b"\t",
+    b" ",
+    b"\n",
+    b"\n\n",
+    b" 0x",
+    b"+0x",
+    b"(",
+    b")",
+    b"[unknown]",
+    b" 99999999999999999999999",
+    b" -1",
+    b"\xff\xfe",
+    b"\xe2\x80\xae",
+    b"x" * 5000,
+    b" (inlined)",
+    b"\n\tffffffffffffffff [unknown] ([unknown])\n",
+    b"perf 1/1 [000] 1.5: cpu-clock:\n",
+)
 
 
 def mutate_binary(rng: random.Random, data: bytes) -> bytes:
@@ -109,12 +159,12 @@ def mutate_binary(rng: random.Random, data: bytes) -> bytes:
         elif kind in (1, 2):
             width = 8 if kind == 1 else rng.choice((2, 4))
             value = rng.choice(EDGES) & ((1 << (8 * width)) - 1)
-            buf[pos:pos + width] = value.to_bytes(width, "little")
+            buf[pos : pos + width] = value.to_bytes(width, "little")
         elif kind == 3:
-            del buf[rng.randrange(len(buf)):]
+            del buf[rng.randrange(len(buf)) :]
         else:
             start = rng.randrange(len(buf))
-            buf[start:start] = buf[start:start + rng.randint(1, 256)]
+            buf[start:start] = buf[start : start + rng.randint(1, 256)]
     return bytes(buf)
 
 
@@ -129,13 +179,13 @@ def mutate_text(rng: random.Random, data: bytes) -> bytes:
             at = rng.randrange(len(lines[i]) + 1)
             lines[i] = lines[i][:at] + rng.choice(TEXT_BITS) + lines[i][at:]
         elif kind == 1:
-            del lines[i:i + rng.randint(1, 8)]
+            del lines[i : i + rng.randint(1, 8)]
         elif kind == 2:
-            lines[i:i] = lines[i:i + rng.randint(1, 8)]
+            lines[i:i] = lines[i : i + rng.randint(1, 8)]
         elif kind == 3:
-            lines[i] = lines[i][:rng.randrange(len(lines[i]) + 1)]
+            lines[i] = lines[i][: rng.randrange(len(lines[i]) + 1)]
         else:
-            lines = lines[:i + 1]
+            lines = lines[: i + 1]
             lines[-1] = lines[-1].rstrip(b"\n")
     return b"".join(lines)
 
@@ -143,8 +193,7 @@ def mutate_text(rng: random.Random, data: bytes) -> bytes:
 def run_one(argv: list[str], stdin: bytes | None, ok: set[int], what: str) -> str | None:
     """None when the run was clean, else one line saying what went wrong (the report's first lines)."""
     try:
-        res = subprocess.run(argv, input=stdin, capture_output=True, timeout=HANG_S,
-                             env={**os.environ, **SAN_ENV})
+        res = subprocess.run(argv, input=stdin, capture_output=True, timeout=HANG_S, env={**os.environ, **SAN_ENV})
     except subprocess.TimeoutExpired:
         return f"{what}: hung for {HANG_S} s"
     err = res.stderr.decode("utf-8", "replace")
@@ -158,8 +207,17 @@ def _perfdata_case(san: dict, tmp: Path, name: str, data: bytes, opts: tuple[str
     path = tmp / f"{name}.data"
     path.write_bytes(data)
     out = tmp / name
-    argv = [str(san["perfdata"]), *opts, "--leaves", f"{out}.l", "--meta", f"{out}.m", "--samples", f"{out}.s",
-            str(path)]
+    argv = [
+        str(san["perfdata"]),
+        *opts,
+        "--leaves",
+        f"{out}.l",
+        "--meta",
+        f"{out}.m",
+        "--samples",
+        f"{out}.s",
+        str(path),
+    ]
     return run_one(argv, None, PERFDATA_OK, f"pmuprof-perfdata {' '.join(opts)} on {path.name}")
 
 
@@ -215,9 +273,12 @@ def test_perfdata_reader_is_clean_on_real_and_mutated_caller_tables(san, seeds, 
     table = callers_table(seeds["dump"])
     assert table.count(b"\n") > 5, "the seed recording gave too few chains for a table"
     rng = random.Random(21)
-    cases = [(san, tmp_path, "seed", data, table), (san, tmp_path, "empty", data, b""),
-             (san, tmp_path, "long-line", data, b"1\t0\t0\t1\t" + b"a," * 5000 + b"\t1\ta\n" + table),
-             (san, tmp_path, "huge-numbers", data, b"99999999999\t-1\tfffffffffffffffff\t1\tffffffffffffffffff\t-1\t0\n")]
+    cases = [
+        (san, tmp_path, "seed", data, table),
+        (san, tmp_path, "empty", data, b""),
+        (san, tmp_path, "long-line", data, b"1\t0\t0\t1\t" + b"a," * 5000 + b"\t1\ta\n" + table),
+        (san, tmp_path, "huge-numbers", data, b"99999999999\t-1\tfffffffffffffffff\t1\tffffffffffffffffff\t-1\t0\n"),
+    ]
     cases += [(san, tmp_path, f"table-{i}", data, mutate_text(rng, table)) for i in range(MUTANTS // 4)]
     bad = _fuzz(cases, _callers_case)
     assert not bad, f"{len(bad)} of {len(cases)} runs:\n" + "\n".join(bad[:5])
@@ -228,10 +289,17 @@ def test_perfdata_reader_is_clean_on_real_and_mutated_caller_tables(san, seeds, 
 def _fold_case(san: dict, tmp: Path, name: str, text: bytes, opts: tuple[str, ...]) -> str | None:
     folded = "--folded" in opts
     out = tmp / name
-    files = ("--stacks-bin", f"{out}.bin") if folded else ("--leaves", f"{out}.l", "--meta", f"{out}.m",
-                                                          "--samples", f"{out}.s")
-    return run_one([str(san["fold"]), *opts, *files], text, FOLDED_OK if folded else FOLD_OK,
-                   f"pmuprof-fold {' '.join(opts)} on case {name}")
+    files = (
+        ("--stacks-bin", f"{out}.bin")
+        if folded
+        else ("--leaves", f"{out}.l", "--meta", f"{out}.m", "--samples", f"{out}.s")
+    )
+    return run_one(
+        [str(san["fold"]), *opts, *files],
+        text,
+        FOLDED_OK if folded else FOLD_OK,
+        f"pmuprof-fold {' '.join(opts)} on case {name}",
+    )
 
 
 # Empty frame names (and an empty comm) met twice: the first is interned without a byte stored.
@@ -242,10 +310,13 @@ FOLD_OPTS = ((), ("--per-thread",), ("--raw-unknown", "--comm", "pd_work"), ("--
 
 def test_folder_is_clean_on_real_mutated_and_empty_texts(san, seeds, tmp_path):
     rng = random.Random(2026)
-    cases = [(san, tmp_path, "empty", b"", ()), (san, tmp_path, "empty-folded", b"", ("--folded",)),
-             (san, tmp_path, "folded", seeds["folded"], ("--folded",)),
-             (san, tmp_path, "empty-names-folded", EMPTY_NAMES_FOLDED, ("--folded",)),
-             (san, tmp_path, "empty-names", EMPTY_NAMES_SCRIPT, ("--per-thread",))]
+    cases = [
+        (san, tmp_path, "empty", b"", ()),
+        (san, tmp_path, "empty-folded", b"", ("--folded",)),
+        (san, tmp_path, "folded", seeds["folded"], ("--folded",)),
+        (san, tmp_path, "empty-names-folded", EMPTY_NAMES_FOLDED, ("--folded",)),
+        (san, tmp_path, "empty-names", EMPTY_NAMES_SCRIPT, ("--per-thread",)),
+    ]
     for kind in ("script", "script_default"):
         cases += [(san, tmp_path, f"{kind}-seed{i}", seeds[kind], o) for i, o in enumerate(FOLD_OPTS)]
         for i in range(MUTANTS // 4):
@@ -259,9 +330,11 @@ def test_folder_is_clean_on_real_mutated_and_empty_texts(san, seeds, tmp_path):
 def test_a_sanitizer_report_fails_a_run(san, tmp_path):
     """The detector itself: a run that leaks or overflows is reported, whatever its exit status."""
     src = tmp_path / "bad.c"
-    src.write_text("#include <stdlib.h>\n#include <string.h>\nint main(int c, char **v) {\n"
-                   "  char *p = malloc(64); if (c > 1) return (int)strlen(p + 64 + strlen(v[1]));\n"
-                   "  return p == 0; }\n")
+    src.write_text(
+        "#include <stdlib.h>\n#include <string.h>\nint main(int c, char **v) {\n"
+        "  char *p = malloc(64); if (c > 1) return (int)strlen(p + 64 + strlen(v[1]));\n"
+        "  return p == 0; }\n"
+    )
     exe = tmp_path / "bad"
     subprocess.run(["gcc", "-g", "-fsanitize=address,undefined", "-o", str(exe), str(src)], check=True)
     leak = run_one([str(exe)], None, {0}, "leak")

@@ -41,9 +41,15 @@ def _window_open(pid: int) -> bool:
 def test_a_burst_of_sigterm_is_one_stop_and_the_report_is_written(target, tmp_path, gap_s):
     out = tmp_path / "run"
     env = {**os.environ, **FAKE_PERF, "PYTHONPATH": str(REPO)}
-    proc = subprocess.Popen([sys.executable, "-m", "pmuprof", "capture", "-p", str(target.pid), "-d", "60",
-                             "--no-mysql", "-o", str(out)], env=env, text=True, start_new_session=True,
-                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pmuprof", "capture", "-p", str(target.pid), "-d", "60", "--no-mysql", "-o", str(out)],
+        env=env,
+        text=True,
+        start_new_session=True,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     try:
         deadline = time.monotonic() + 120  # generous: the fake perf starts in well under a second
         while not _window_open(proc.pid):

@@ -13,6 +13,7 @@ import pytest
 
 from .conftest import SIGNAL_CASES, one_line
 
+
 def _no_process_mentions(path: Path) -> bool:
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():

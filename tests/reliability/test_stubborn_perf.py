@@ -51,8 +51,17 @@ def test_a_perf_ignoring_int_and_term_is_killed_and_nothing_is_left(busy, tmp_pa
     fake.write_text(STUBBORN.format(log=log, perf=need_perf()))
     fake.chmod(0o755)
     t0 = time.monotonic()
-    proc = spawn_cli("capture", "-p", busy.pid, "-d", "2", "-o", tmp_path / "run", "--no-mysql",
-                     env={"PMUPROF_PERF": str(fake), "PMUPROF_STALL_S": "2", "PMUPROF_PERFDATA": ""})
+    proc = spawn_cli(
+        "capture",
+        "-p",
+        busy.pid,
+        "-d",
+        "2",
+        "-o",
+        tmp_path / "run",
+        "--no-mysql",
+        env={"PMUPROF_PERF": str(fake), "PMUPROF_STALL_S": "2", "PMUPROF_PERFDATA": ""},
+    )
     try:
         res = finish(proc, timeout=240)
     except subprocess.TimeoutExpired:  # a failing run must not leave the capture or the fake behind

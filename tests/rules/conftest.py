@@ -30,8 +30,9 @@ def load_fixture(path: Path, facts: dict | None = None) -> tuple[Profile, dict[s
     facts_path = path.with_suffix(".json")
     if facts is None:
         facts = json.loads(facts_path.read_text(encoding="utf-8")) if facts_path.is_file() else {}
-    profile = make_profile(stacks, facts.get("run"), facts.get("counters"), facts.get("mysql"), facts.get("analysis"),
-                           str(path))
+    profile = make_profile(
+        stacks, facts.get("run"), facts.get("counters"), facts.get("mysql"), facts.get("analysis"), str(path)
+    )
     off_path = path.with_suffix(".offcpu")
     if off_path.is_file():
         off_stacks, off_headers = load_folded(off_path)

@@ -18,29 +18,50 @@ MIB = 1 << 20
 
 
 def _fit(variables: dict, data: int | None, reads: int = 3000, requests: int = 10000):
-    mysql = {"reachable": True, "server": {"family": "mysql", "version": "8.0.39", "version_tuple": [8, 0, 39]},
-             "variables": variables,
-             "status": {"interval_s": 2.0, "before": {"Innodb_buffer_pool_reads": "0",
-                                                      "Innodb_buffer_pool_read_requests": "0",
-                                                      "Innodb_buffer_pool_wait_free": "7"},
-                        "after": {"Innodb_buffer_pool_reads": str(reads), "Innodb_buffer_pool_read_requests": str(requests),
-                                  "Innodb_buffer_pool_wait_free": "7", "Innodb_buffer_pool_pages_total": "8192"},
-                        "rates": {"Innodb_buffer_pool_reads": reads / 2, "Innodb_buffer_pool_read_requests": requests / 2}},
-             "innodb_data": {"source": "t", "tablespaces": 3, "bytes": data} if data is not None else None}
+    mysql = {
+        "reachable": True,
+        "server": {"family": "mysql", "version": "8.0.39", "version_tuple": [8, 0, 39]},
+        "variables": variables,
+        "status": {
+            "interval_s": 2.0,
+            "before": {
+                "Innodb_buffer_pool_reads": "0",
+                "Innodb_buffer_pool_read_requests": "0",
+                "Innodb_buffer_pool_wait_free": "7",
+            },
+            "after": {
+                "Innodb_buffer_pool_reads": str(reads),
+                "Innodb_buffer_pool_read_requests": str(requests),
+                "Innodb_buffer_pool_wait_free": "7",
+                "Innodb_buffer_pool_pages_total": "8192",
+            },
+            "rates": {"Innodb_buffer_pool_reads": reads / 2, "Innodb_buffer_pool_read_requests": requests / 2},
+        },
+        "innodb_data": {"source": "t", "tablespaces": 3, "bytes": data} if data is not None else None,
+    }
     profile = make_profile({("mysqld", "main"): 1}, mysql=mysql)
     missing: list[str] = []
     return pool_fit(facts_for(profile, "mysqld"), None, missing), missing
 
 
-@pytest.mark.parametrize("pool, chunk, instances, data, want", [
-    (128 * MIB, 128 * MIB, 1, 1000 * MIB, 1152 * MIB),  # 1000 MiB + a tenth = 1100, up to 9 chunks of 128
-    (1024 * MIB, 128 * MIB, 8, 3000 * MIB, 4096 * MIB),  # 3300 MiB in units of 8 x 128 MiB
-    (128 * MIB, 128 * MIB, 1, None, 256 * MIB),  # data unknown: twice the pool
-    (512 * MIB, 128 * MIB, 1, 400 * MIB, None),  # the pool holds all the data: no size to propose
-])
+@pytest.mark.parametrize(
+    "pool, chunk, instances, data, want",
+    [
+        (128 * MIB, 128 * MIB, 1, 1000 * MIB, 1152 * MIB),  # 1000 MiB + a tenth = 1100, up to 9 chunks of 128
+        (1024 * MIB, 128 * MIB, 8, 3000 * MIB, 4096 * MIB),  # 3300 MiB in units of 8 x 128 MiB
+        (128 * MIB, 128 * MIB, 1, None, 256 * MIB),  # data unknown: twice the pool
+        (512 * MIB, 128 * MIB, 1, 400 * MIB, None),  # the pool holds all the data: no size to propose
+    ],
+)
 def test_the_next_size(pool, chunk, instances, data, want) -> None:
-    fit, missing = _fit({"innodb_buffer_pool_size": str(pool), "innodb_buffer_pool_chunk_size": str(chunk),
-                         "innodb_buffer_pool_instances": str(instances)}, data)
+    fit, missing = _fit(
+        {
+            "innodb_buffer_pool_size": str(pool),
+            "innodb_buffer_pool_chunk_size": str(chunk),
+            "innodb_buffer_pool_instances": str(instances),
+        },
+        data,
+    )
     assert fit.suggested_bytes == want, fit.basis
     assert fit.data_fits is (None if data is None else want is None)
     assert ("InnoDB data size not captured" in " ".join(missing)) is (data is None)

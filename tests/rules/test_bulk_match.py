@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from typing import Any
+from collections.abc import Iterator
 
 import numpy as np
 
@@ -11,10 +12,25 @@ from pmuprof.findings.patterns import FrameNames, PatternSet, lock_wrappers
 
 from .conftest import FIXTURES
 
-AWKWARD = ["mutex_enter_func(ib_mutex_t*, char const*, unsigned long)", "PolicyMutex<TTASEventMutex<GenericPolicy> >::enter",
-           "futex_wait_[k]", "do_syscall_64_[k]", "[mysqld+0x12a0 pause]", "[unknown]", "a\nb", "", "ut_delay(unsigned long)",
-           "srw_mutex_impl<true>::wait_and_lock()", "x" * 2000 + "ut_delay", "ut_delay" + "x" * 2000, "é::ut_delay",
-           "btr_estimate_n_rows_in_range_low(dict_index_t*, dtuple_t const*)", "*", "?", "rw_lock_"]
+AWKWARD = [
+    "mutex_enter_func(ib_mutex_t*, char const*, unsigned long)",
+    "PolicyMutex<TTASEventMutex<GenericPolicy> >::enter",
+    "futex_wait_[k]",
+    "do_syscall_64_[k]",
+    "[mysqld+0x12a0 pause]",
+    "[unknown]",
+    "a\nb",
+    "",
+    "ut_delay(unsigned long)",
+    "srw_mutex_impl<true>::wait_and_lock()",
+    "x" * 2000 + "ut_delay",
+    "ut_delay" + "x" * 2000,
+    "é::ut_delay",
+    "btr_estimate_n_rows_in_range_low(dict_index_t*, dtuple_t const*)",
+    "*",
+    "?",
+    "rw_lock_",
+]
 
 
 def _pattern_sets(rules) -> Iterator[PatternSet]:
@@ -27,6 +43,7 @@ def _pattern_sets(rules) -> Iterator[PatternSet]:
         elif isinstance(value, (list, tuple, frozenset, set)):
             for v in value:
                 yield from walk(v)
+
     for rule in rules:
         yield rule.skip_callers
         for matcher in rule.evidence:

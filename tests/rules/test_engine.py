@@ -64,11 +64,17 @@ def test_missing_facts_are_named(rules) -> None:
 
 
 def test_spin_cost_mysql_80_multiplier(rules) -> None:
-    mysql = {"reachable": True, "server": {"family": "mysql", "version_tuple": [8, 0, 36]},
-             "variables": {"innodb_spin_wait_delay": "6", "innodb_spin_wait_pause_multiplier": "50"}}
+    mysql = {
+        "reachable": True,
+        "server": {"family": "mysql", "version_tuple": [8, 0, 36]},
+        "variables": {"innodb_spin_wait_delay": "6", "innodb_spin_wait_pause_multiplier": "50"},
+    }
     run = {"host": {"pause": {"cycles": 100.0, "tsc_hz": 2.0e9}}}
-    spin = next(f for f in evaluate(make_profile({SPIN: 3000, WORK: 7000}, run, None, mysql), rules)
-                if f.rule == "innodb-spin-wait")
+    spin = next(
+        f
+        for f in evaluate(make_profile({SPIN: 3000, WORK: 7000}, run, None, mysql), rules)
+        if f.rule == "innodb-spin-wait"
+    )
     cost = spin.evidence["cost"]
     assert cost["max_cycles"] == 6 * 50 * 100 and cost["max_us"] == 15.0
     assert cost["recommended_multiplier"] == 5
@@ -83,9 +89,16 @@ def test_unknown_server_family_from_label_and_ranges() -> None:
 
 
 def test_counter_names_and_aliases() -> None:
-    counters = from_json(Counters, {"events": [
-        {"event": "cpu/cycles/", "value": 7}, {"event": "inst_retired.any", "value": 3},
-        {"event": "LLC-load-misses", "value": None, "supported": False, "status": "<not supported>"}]})
+    counters = from_json(
+        Counters,
+        {
+            "events": [
+                {"event": "cpu/cycles/", "value": 7},
+                {"event": "inst_retired.any", "value": 3},
+                {"event": "LLC-load-misses", "value": None, "supported": False, "status": "<not supported>"},
+            ]
+        },
+    )
     assert counters.value("cycles") == 7 and counters.value("instructions") == 3
     assert counters.value("LLC-load-misses") is None and counters.value("branches") is None
 

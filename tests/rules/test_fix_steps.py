@@ -45,8 +45,9 @@ def test_every_fix_step_is_typed_and_code_holds_only_code(path) -> None:
         problem = sql_problem(text) if kind == "sql" else cnf_problem(text) if kind == "my.cnf" else ""
         if kind == "sql":
             # prose in a statement: sentences end with '. ' inside it
-            problem = problem or next((f"prose in '{st[:50]}'" for st in sql_statements(text)[0]
-                                       if ". " in st.replace("...", "")), "")
+            problem = problem or next(
+                (f"prose in '{st[:50]}'" for st in sql_statements(text)[0] if ". " in st.replace("...", "")), ""
+            )
         if kind == "shell" and any(line.lstrip().startswith("--") for line in text.splitlines()):
             problem = "a SQL comment in a shell step"
         if problem:
@@ -65,15 +66,21 @@ def test_the_code_checks_catch_prose_and_stray_lines() -> None:
     assert "not an option line" in cnf_problem("[mysqld]\nSET GLOBAL innodb_purge_threads = 1;")
 
 
-@pytest.mark.parametrize("fix, error", [
-    ("  - steps: [{python: 'print(1)'}]", "unknown fix step kind 'python'"),
-    ("  - text: SET GLOBAL a = 1;", "the old 'text' form is gone"),
-    ("  - SET GLOBAL a = 1;", "the old 'text' form is gone"),
-    ("  - label: L", "needs 'steps'"),
-    ("  - steps: [{sql: 'Restore the default.'}]", "sql step: 'Restore the default.' is not a statement"),
-    ("  - steps: [{my.cnf: 'innodb_spin_wait_delay = 4'}]", "my.cnf step: 'innodb_spin_wait_delay = 4' comes before"),
-    ("  - steps: [{sql: 'SET GLOBAL a = {nope};'}]", "unknown evidence"),
-])
+@pytest.mark.parametrize(
+    "fix, error",
+    [
+        ("  - steps: [{python: 'print(1)'}]", "unknown fix step kind 'python'"),
+        ("  - text: SET GLOBAL a = 1;", "the old 'text' form is gone"),
+        ("  - SET GLOBAL a = 1;", "the old 'text' form is gone"),
+        ("  - label: L", "needs 'steps'"),
+        ("  - steps: [{sql: 'Restore the default.'}]", "sql step: 'Restore the default.' is not a statement"),
+        (
+            "  - steps: [{my.cnf: 'innodb_spin_wait_delay = 4'}]",
+            "my.cnf step: 'innodb_spin_wait_delay = 4' comes before",
+        ),
+        ("  - steps: [{sql: 'SET GLOBAL a = {nope};'}]", "unknown evidence"),
+    ],
+)
 def test_a_bad_fix_is_one_error_naming_the_file(tmp_path, fix, error) -> None:
     path = tmp_path / "x.yaml"
     path.write_text(RULE.format(fix=fix), encoding="utf-8")
@@ -84,7 +91,9 @@ def test_a_bad_fix_is_one_error_naming_the_file(tmp_path, fix, error) -> None:
 
 def test_steps_keep_their_kind_order_and_templates(tmp_path) -> None:
     path = tmp_path / "x.yaml"
-    path.write_text(RULE.format(fix="""\
+    path.write_text(
+        RULE.format(
+            fix="""\
   - when: {mariadb: ">=10.2"}
     label: MariaDB 10.2+
     steps:
@@ -94,7 +103,10 @@ def test_steps_keep_their_kind_order_and_templates(tmp_path) -> None:
       - my.cnf: |
           [mysqld]
           innodb_spin_wait_delay = 4
-      - shell: systemctl restart mariadb"""), encoding="utf-8")
+      - shell: systemctl restart mariadb"""
+        ),
+        encoding="utf-8",
+    )
     item = build_rule(load_yaml(path), str(path), "x").fix[0]
     assert [s.kind for s in item.steps] == ["note", "sql", "my.cnf", "shell"]
     assert item.applies_to == "MariaDB 10.2+" and item.steps[2].text == "[mysqld]\ninnodb_spin_wait_delay = 4"
@@ -114,18 +126,25 @@ def test_a_step_whose_value_is_not_known_is_left_out(tmp_path) -> None:
     from pmuprof.findings.engine import _fix
 
     unknown = SimpleNamespace(family=None, version=(), version_text="")
-    fix = _variant(tmp_path, """\
+    fix = _variant(
+        tmp_path,
+        """\
       - note: "The delay is {a}; restore the default."
       - sql: |
           SET GLOBAL innodb_spin_wait_delay = {a};
           SHOW GLOBAL VARIABLES LIKE 'innodb_spin_wait_delay';
       - my.cnf: |
           [mysqld]
-          innodb_spin_wait_delay = {a}""")
+          innodb_spin_wait_delay = {a}""",
+    )
     missing: list[str] = []
     steps = _fix(fix, unknown, {}, missing)
     assert [(s.kind, s.text, s.applies_to) for s in steps] == [
-        ("note", "Restore the default.", "L"), ("sql", "SHOW GLOBAL VARIABLES LIKE 'innodb_spin_wait_delay';", "L")]
+        ("note", "Restore the default.", "L"),
+        ("sql", "SHOW GLOBAL VARIABLES LIKE 'innodb_spin_wait_delay';", "L"),
+    ]
     assert _fix(fix, unknown, {"a": 8}, missing)[2].text == "[mysqld]\ninnodb_spin_wait_delay = 8" and not missing
     only_code = _variant(tmp_path, "      - note: Restore it.\n      - sql: 'SET GLOBAL innodb_spin_wait_delay = {a};'")
-    assert _fix(only_code, unknown, {}, missing) == () and missing == ["a fix (L) left out: it needs a value not known here"]
+    assert _fix(only_code, unknown, {}, missing) == () and missing == [
+        "a fix (L) left out: it needs a value not known here"
+    ]

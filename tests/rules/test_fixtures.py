@@ -74,8 +74,9 @@ def test_every_rule_has_fire_and_quiet_fixtures(rules) -> None:
         if not any(n.startswith("quiet-") for n in names) and rule.id not in quiet_on_healthy:
             lacking.append(f"{rule.id}: no quiet-*.folded, and it fires on a healthy real profile")
     names = {p.stem for p in HEALTHY}
-    assert {"mariadb102-point-select", "mariadb1011-point-select", "mariadb114-point-select"} <= names, \
+    assert {"mariadb102-point-select", "mariadb1011-point-select", "mariadb114-point-select"} <= names, (
         "real profiles of healthy servers (MariaDB 10.2.11, 10.11 and 11.4.5) in fixtures/healthy"
+    )
     assert not lacking, "\n".join(lacking)
 
 

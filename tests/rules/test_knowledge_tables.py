@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
+from collections.abc import Iterator
 
 import pytest
 import yaml
@@ -16,7 +17,18 @@ RULES_DIR = Path(__file__).resolve().parents[2] / "rules"
 KNOWLEDGE = RULES_DIR / "knowledge"
 FAMILIES = {"mysql", "percona", "mariadb"}
 WAIT_KINDS = {"spin", "os_wait", "futex", "kernel_spin", "yield"}
-LATCH_TYPES = {"mutex", "rw-lock", "srw", "ssux", "sux", "sharded-rw", "pthread-mutex", "prlock", "pthread-rwlock", "sync-array"}
+LATCH_TYPES = {
+    "mutex",
+    "rw-lock",
+    "srw",
+    "ssux",
+    "sux",
+    "sharded-rw",
+    "pthread-mutex",
+    "prlock",
+    "pthread-rwlock",
+    "sync-array",
+}
 MODES = {"S", "X", "SX", "U"}
 
 
@@ -98,7 +110,9 @@ def test_latches(latches: dict[str, Any], rule_ids: set[str]) -> None:
         for j, mapping in enumerate(latch["mappings"]):
             where = f"{latch['id']}.mappings[{j}]"
             assert mapping["type"] in LATCH_TYPES, where
-            assert mapping.get("acquirers") or mapping.get("no_acquirers_reason"), f"{where}: no acquirers and no reason"
+            assert mapping.get("acquirers") or mapping.get("no_acquirers_reason"), (
+                f"{where}: no acquirers and no reason"
+            )
             for acq in mapping.get("acquirers") or []:
                 PatternSet.of([acq["pattern"]])
                 assert acq.get("mode") in MODES | {None}, where
@@ -110,6 +124,7 @@ def test_a_latch_names_a_rule_that_matches_it(latches: dict[str, Any]) -> None:
     """The report's 'rule that covers it' column: when rules match a latch anywhere (no 'inside'
     condition), the table names one of them."""
     from pmuprof.findings.loader import load_rules
+
     matching: dict[str, set[str]] = {}
     for rule in load_rules():
         for matcher in rule.evidence:
@@ -118,8 +133,9 @@ def test_a_latch_names_a_rule_that_matches_it(latches: dict[str, Any]) -> None:
                 matching.setdefault(latch, set()).add(rule.id)
     for latch in latches["latches"]:
         if matching.get(latch["id"]):
-            assert latch.get("rule") in matching[latch["id"]], \
+            assert latch.get("rule") in matching[latch["id"]], (
                 f"{latch['id']}: rule {latch.get('rule')!r}, but these rules match it: {sorted(matching[latch['id']])}"
+            )
 
 
 def test_feature_entries(features: dict[str, Any], rule_ids: set[str]) -> None:
@@ -129,7 +145,7 @@ def test_feature_entries(features: dict[str, Any], rule_ids: set[str]) -> None:
             where = f"{section}.{name}"
             _check_servers(row["exists"], where)
             for key in ("effective", "columns"):
-                for sub in ([row[key]] if key == "effective" and key in row else (row.get(key) or {}).values()):
+                for sub in [row[key]] if key == "effective" and key in row else (row.get(key) or {}).values():
                     _check_servers(sub, f"{where}.{key}")
             for key in ("default", "range", "values", "dynamic"):
                 for item in _family_lists(row, key):
@@ -153,7 +169,9 @@ def _fix_variables(rule: dict[str, Any]) -> set[str]:
         for line in sql.splitlines():
             if re.search(r"\bSET\s+(GLOBAL|PERSIST|SESSION)\b", line):
                 names.update(n for pair in _SET_VAR.findall(line) for n in pair if n)
-        names.update(n for n in _CNF_VAR.findall(text) if n.startswith(("innodb_", "table_", "binlog_", "thread_", "sync_")))
+        names.update(
+            n for n in _CNF_VAR.findall(text) if n.startswith(("innodb_", "table_", "binlog_", "thread_", "sync_"))
+        )
     return names
 
 
@@ -175,8 +193,11 @@ def test_every_fix_variable_is_tabled(features: dict[str, Any]) -> None:
         ("native_queued_spin_lock_slowpath_[k]", "wait_frames", ("kind", "kernel_spin")),
         ("__lll_lock_wait", "wait_frames", ("kind", "futex")),
         ("sync_array_wait_event(sync_array_t*, sync_cell_t*&)", "wait_frames", ("kind", "os_wait")),
-        ("PolicyMutex<TTASEventMutex<GenericPolicy> >::enter(unsigned int, unsigned int, char const*, unsigned int)",
-         "machinery", ("latch_type", "mutex")),
+        (
+            "PolicyMutex<TTASEventMutex<GenericPolicy> >::enter(unsigned int, unsigned int, char const*, unsigned int)",
+            "machinery",
+            ("latch_type", "mutex"),
+        ),
         ("rw_lock_s_lock_spin(rw_lock_t*, unsigned long, char const*, unsigned long)", "machinery", ("mode", "S")),
         ("rw_lock_sx_lock_func(rw_lock_t*, unsigned long, char const*, unsigned long)", "machinery", ("mode", "SX")),
         ("srw_mutex_impl<true>::wait_and_lock()", "machinery", ("leaf_kind", "spin")),
@@ -209,8 +230,14 @@ def test_acquirers_are_version_scoped(latches: dict[str, Any]) -> None:
     assert _latch_for(latches, "fil_space_get(unsigned int)", "mysql", (8, 0, 39)) == "fil_system_mutex"
     assert _latch_for(latches, dive, "mariadb", (10, 11, 6)) is None
     assert _latch_for(latches, "mtr_t::Command::prepare_write()", "mysql", (8, 0, 30)) is None
-    assert _latch_for(latches, "lock_rec_lock(bool, select_mode, unsigned long, ...)", "mysql", (8, 0, 39)) == "lock_sys_latch_8021"
-    assert _latch_for(latches, "lock_rec_lock(bool, select_mode, unsigned long, ...)", "mariadb", (10, 5, 23)) == "lock_sys_mutex"
+    assert (
+        _latch_for(latches, "lock_rec_lock(bool, select_mode, unsigned long, ...)", "mysql", (8, 0, 39))
+        == "lock_sys_latch_8021"
+    )
+    assert (
+        _latch_for(latches, "lock_rec_lock(bool, select_mode, unsigned long, ...)", "mariadb", (10, 5, 23))
+        == "lock_sys_mutex"
+    )
 
 
 def _exists(row: dict[str, Any], family: str, version: tuple[int, ...]) -> bool:
@@ -235,9 +262,13 @@ def test_a_rule_counts_every_latch_that_names_it(latches: dict[str, Any]) -> Non
     several rules is ambiguous (findings/latches.py ``unclaimed``): so a rule that counts latches anywhere
     must count every latch whose `rule` is it, or such a wait would count nowhere."""
     from pmuprof.findings.loader import load_rules
+
     for rule in load_rules():
-        counted = [set(m.spec["latches"]) for m in rule.evidence
-                   if m.kind == "latch" and not m.spec.get("ambiguous") and not {"inside", "modes"} & set(m.spec)]
+        counted = [
+            set(m.spec["latches"])
+            for m in rule.evidence
+            if m.kind == "latch" and not m.spec.get("ambiguous") and not {"inside", "modes"} & set(m.spec)
+        ]
         if not counted:
             continue
         named = {latch["id"] for latch in latches["latches"] if latch.get("rule") == rule.id}

@@ -104,16 +104,19 @@ def test_template_is_lookup_only() -> None:
     assert "" == render("{spin.value.__class__}", values)
 
 
-@pytest.mark.parametrize("template,expected", [
-    ("Spin is {spin:pct} here (delay = {missing.thing}). Next.", "Spin is 28.0% here. Next."),
-    ("Waits grew ({missing}/s): threads wait.", "Waits grew: threads wait."),
-    ("X ({spin:pct} of it; timeout = {missing} s). Y", "X (28.0% of it). Y"),
-    ("A {spin.hot}; B = {missing}; C.", "A ut_delay; C."),
-    ("A {spin.hot}; B = {missing}.", "A ut_delay."),
-    ("{empty} — threads poll. Delay {missing}.", "Threads poll."),
-    ("SET GLOBAL a = {missing};\n# keep\nSET GLOBAL b = {spin:pct};\n", "# keep\nSET GLOBAL b = 28.0%;\n"),
-    ("Only {missing}.", ""),
-])
+@pytest.mark.parametrize(
+    "template,expected",
+    [
+        ("Spin is {spin:pct} here (delay = {missing.thing}). Next.", "Spin is 28.0% here. Next."),
+        ("Waits grew ({missing}/s): threads wait.", "Waits grew: threads wait."),
+        ("X ({spin:pct} of it; timeout = {missing} s). Y", "X (28.0% of it). Y"),
+        ("A {spin.hot}; B = {missing}; C.", "A ut_delay; C."),
+        ("A {spin.hot}; B = {missing}.", "A ut_delay."),
+        ("{empty} — threads poll. Delay {missing}.", "Threads poll."),
+        ("SET GLOBAL a = {missing};\n# keep\nSET GLOBAL b = {spin:pct};\n", "# keep\nSET GLOBAL b = 28.0%;\n"),
+        ("Only {missing}.", ""),
+    ],
+)
 def test_an_unknown_value_leaves_out_the_part_that_needs_it(template: str, expected: str) -> None:
     """Never a stand-in like 'n/a': the clause in parentheses, the clause, the sentence or the code line goes."""
     values = {"spin": {"value": 0.28, "hot": "ut_delay"}, "empty": ""}

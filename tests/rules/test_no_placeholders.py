@@ -12,7 +12,8 @@ import json
 import re
 from string import Formatter
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
+from collections.abc import Iterator
 
 import pytest
 
@@ -30,8 +31,10 @@ from .conftest import FIXTURES, RULES_DIR, load_fixture
 FIRE = sorted(FIXTURES.glob("*/fire-*.folded"))
 NESTED = ("variables", "status", "status_delta", "host", "record")  # their entries go one at a time
 # the names rules and matchers read: a nested entry no rule reads (most server variables) is not dropped
-READ = " ".join(p.read_text(encoding="utf-8") for p in [*RULES_DIR.rglob("*.yaml"),
-                                                        *(RULES_DIR.parent / "pmuprof" / "findings").rglob("*.py")])
+READ = " ".join(
+    p.read_text(encoding="utf-8")
+    for p in [*RULES_DIR.rglob("*.yaml"), *(RULES_DIR.parent / "pmuprof" / "findings").rglob("*.py")]
+)
 
 
 def _paths(facts: dict[str, Any]) -> Iterator[tuple[str, ...]]:
@@ -70,8 +73,11 @@ def _check(folded: Path, facts: dict[str, Any] | None, rules, pages: bool) -> li
     """What findings.json says, and with ``pages`` the Markdown and HTML reports too."""
     profile, _ = load_fixture(folded, facts)
     diagnosis = diagnose(profile, rules)
-    bad = [f"findings.json {where}: ...{p}..." for where, text in finding_texts(findings_document(profile, diagnosis))
-           for p in placeholders(text)]
+    bad = [
+        f"findings.json {where}: ...{p}..."
+        for where, text in finding_texts(findings_document(profile, diagnosis))
+        for p in placeholders(text)
+    ]
     if pages:
         payload = build_payload(profile, diagnosis, max_flame_nodes=500)
         bad += [f"report.md: ...{p}..." for p in placeholders(render_markdown(payload))]
@@ -94,13 +100,24 @@ def test_no_placeholder_with_facts_missing_one_at_a_time(folded: Path, rules) ->
 
 def test_the_grep_catches_what_the_issue_saw() -> None:
     """The placeholders issue 22 found in real reports are caught; the real values they look like are not."""
-    for text in ("the none finding gives its server-specific fix", "rounds (n/a/s)",
-                 "innodb_buffer_pool_instances = n/a", "waits are for: none.", "lasts None µs", "{cost.delay}",
-                 "- Host: ?, kernel ?, hardware PMU no"):
+    for text in (
+        "the none finding gives its server-specific fix",
+        "rounds (n/a/s)",
+        "innodb_buffer_pool_instances = n/a",
+        "waits are for: none.",
+        "lasts None µs",
+        "{cost.delay}",
+        "- Host: ?, kernel ?, hardware PMU no",
+    ):
         assert placeholders(text), text
-    for text in ("SET GLOBAL innodb_change_buffering = 'none';", "# my.cnf [mysqld]: innodb_change_buffering = none",
-                 "none of the threads waited", "the lock_sys finding gives its fix",
-                 "is the page_cleaner thread near 100% of a core?", "(is purge keeping up?)"):
+    for text in (
+        "SET GLOBAL innodb_change_buffering = 'none';",
+        "# my.cnf [mysqld]: innodb_change_buffering = none",
+        "none of the threads waited",
+        "the lock_sys finding gives its fix",
+        "is the page_cleaner thread near 100% of a core?",
+        "(is purge keeping up?)",
+    ):
         assert not placeholders(text), text
 
 

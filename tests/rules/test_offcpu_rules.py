@@ -37,12 +37,19 @@ def _rule(tmp_path: Path, text: str = RULE):
     return load_rule(path)
 
 
-@pytest.mark.parametrize("old, new, words", [
-    ("states: [S]", "states: [Z]", "offcpu.states are of"),
-    ('      inclusive: ["MDL_context::acquire_lock*"]\n', "", "exactly one of 'self', 'inclusive' or 'latches'"),
-    ('inclusive: ["MDL_context::acquire_lock*"]\n      states: [S]', "latches: [no_such_latch]", "unknown latch id"),
-    ("states: [S]", "states: [S]\n      latches: [buf_pool_mutex]", "unknown key 'inclusive' in latch matcher"),
-])
+@pytest.mark.parametrize(
+    "old, new, words",
+    [
+        ("states: [S]", "states: [Z]", "offcpu.states are of"),
+        ('      inclusive: ["MDL_context::acquire_lock*"]\n', "", "exactly one of 'self', 'inclusive' or 'latches'"),
+        (
+            'inclusive: ["MDL_context::acquire_lock*"]\n      states: [S]',
+            "latches: [no_such_latch]",
+            "unknown latch id",
+        ),
+        ("states: [S]", "states: [S]\n      latches: [buf_pool_mutex]", "unknown key 'inclusive' in latch matcher"),
+    ],
+)
 def test_bad_offcpu_matchers_name_the_line(tmp_path, old, new, words):
     with pytest.raises(RuleError) as err:
         _rule(tmp_path, RULE.replace(old, new))
@@ -72,8 +79,13 @@ def test_a_server_with_no_samples_is_still_diagnosed(tmp_path):
 def test_without_offcpu_data_the_rule_is_silent_and_says_why(tmp_path):
     profile, _ = load_fixture(ROW)
     assert evaluate(replace(profile, offcpu=None), [_rule(tmp_path)]) == []
-    rule = _rule(tmp_path, RULE.replace("thresholds: {metric: wait, info: 0.05, warning: 0.3, critical: 1.0}",
-                                        "fire: {any: [{evidence: wait, present: false}]}"))
+    rule = _rule(
+        tmp_path,
+        RULE.replace(
+            "thresholds: {metric: wait, info: 0.05, warning: 0.3, critical: 1.0}",
+            "fire: {any: [{evidence: wait, present: false}]}",
+        ),
+    )
     (found,) = evaluate(replace(profile, offcpu=None), [rule])
     assert any("--off-cpu" in m for m in found.missing), found.missing
 

@@ -8,7 +8,7 @@ from dataclasses import replace
 import pytest
 
 from pmuprof.findings.engine import evaluate
-from pmuprof.model.analysis import Analysis, Binary, Process
+from pmuprof.model.analysis import Binary, Process
 
 from .conftest import FIXTURES, load_fixture
 
@@ -19,8 +19,12 @@ EXE = "/opt/mariadb/bin/mariadbd"
 def _spin(version: str | None, facts: dict | None = None, rules=None):
     profile, _ = load_fixture(SRW, facts if facts is not None else {})
     binary = Binary(EXE, file=EXE, server_version=version or "")
-    profile = replace(profile, analysis=replace(profile.analysis, binaries=(binary,),
-                                               processes=(Process("mariadbd", 7, "mariadbd", EXE, profile.total),)))
+    profile = replace(
+        profile,
+        analysis=replace(
+            profile.analysis, binaries=(binary,), processes=(Process("mariadbd", 7, "mariadbd", EXE, profile.total),)
+        ),
+    )
     return next(f for f in evaluate(profile, rules) if f.rule == "innodb-spin-wait")
 
 
@@ -50,8 +54,11 @@ def test_older_or_unknown_versions_name_their_delay(rules, version: str, name: s
 
 
 def test_with_the_server_asked_the_delay_is_a_fact(rules) -> None:
-    mysql = {"reachable": True, "server": {"family": "mariadb", "version": "11.4.5-MariaDB", "version_tuple": [11, 4, 5]},
-             "variables": {"innodb_spin_wait_delay": "200", "innodb_sync_spin_loops": "30"}}
+    mysql = {
+        "reachable": True,
+        "server": {"family": "mariadb", "version": "11.4.5-MariaDB", "version_tuple": [11, 4, 5]},
+        "variables": {"innodb_spin_wait_delay": "200", "innodb_sync_spin_loops": "30"},
+    }
     f = _spin("11.4.5-MariaDB", {"mysql": mysql}, rules)
     assert f.evidence["cost"].delay_known and f.evidence["cost"].delay_raised
     assert "one spin round's srw_pause = 200 ×" in f.message and "not known" not in f.message

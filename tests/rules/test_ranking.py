@@ -43,13 +43,16 @@ def mixed(tmp_path: Path):
     return load_rule(path)
 
 
-@pytest.mark.parametrize("oncpu, offcpu, level, metric", [
-    (0.03, 0.1, 0, "offcpu"),     # info on both: the one further past its bound (0.1/0.05 = 2 > 0.03/0.02)
-    (0.03, 0.5, 1, "offcpu"),     # 0.5 threads blocked is a warning though 3 % of the CPU is info
-    (0.20, 0.5, 2, "oncpu"),      # 20 % of the CPU is critical
-    (0.01, 2.0, 2, "offcpu"),     # two threads blocked on average: critical, whatever the CPU share
-    (0.01, 0.01, None, None),     # under every bound: no finding
-])
+@pytest.mark.parametrize(
+    "oncpu, offcpu, level, metric",
+    [
+        (0.03, 0.1, 0, "offcpu"),  # info on both: the one further past its bound (0.1/0.05 = 2 > 0.03/0.02)
+        (0.03, 0.5, 1, "offcpu"),  # 0.5 threads blocked is a warning though 3 % of the CPU is info
+        (0.20, 0.5, 2, "oncpu"),  # 20 % of the CPU is critical
+        (0.01, 2.0, 2, "offcpu"),  # two threads blocked on average: critical, whatever the CPU share
+        (0.01, 0.01, None, None),  # under every bound: no finding
+    ],
+)
 def test_each_metric_is_held_to_its_own_levels(mixed, oncpu, offcpu, level, metric) -> None:
     g = grade(mixed, {"oncpu": oncpu, "offcpu": offcpu})
     if level is None:

@@ -20,18 +20,24 @@ from pmuprof.model.stacks import Stacks
 OLD = Binary(path="/usr/sbin/mariadbd", build_id="aa", file="/usr/sbin/mariadbd", file_build_id="aa", samples=90)
 NEW = Binary(path="/opt/m11/bin/mariadbd", build_id="bb", file="/opt/m11/bin/mariadbd", file_build_id="bb", samples=10)
 LIBC = Binary(path="/lib/libc.so.6", build_id="cc", file="/lib/libc.so.6", file_build_id="cc", samples=5)
-MAPPED = {"mariadbd-1": binmod.Mapped(frozenset({OLD.path, LIBC.path}), OLD.path, "aa"),
-          "mariadbd-2": binmod.Mapped(frozenset({NEW.path, LIBC.path}), NEW.path, "bb")}
+MAPPED = {
+    "mariadbd-1": binmod.Mapped(frozenset({OLD.path, LIBC.path}), OLD.path, "aa"),
+    "mariadbd-2": binmod.Mapped(frozenset({NEW.path, LIBC.path}), NEW.path, "bb"),
+}
 
 
 def fake_funcs(calls: list):
     """The helper's ``funcs``: in the old build 0x100 is in a PAUSE function at 0xf0, in the new one in a
     plain function at 0x80."""
+
     def funcs(file, vaddrs, debug=None):
         calls.append((file, tuple(vaddrs)))
         start, pause = ("0xf0", True) if file == OLD.file else ("0x80", False)
-        return {"build_id": "aa" if file == OLD.file else "bb",
-                "addresses": [{"input": hex(v), "start": start, "end": "0x200", "contains_pause": pause} for v in vaddrs]}
+        return {
+            "build_id": "aa" if file == OLD.file else "bb",
+            "addresses": [{"input": hex(v), "start": start, "end": "0x200", "contains_pause": pause} for v in vaddrs],
+        }
+
     return funcs
 
 
@@ -53,11 +59,15 @@ def test_shared_raw_frame_is_cut_by_each_process_binary():
     calls: list = []
     out, rows, table, reason, lines = unnamed.group_rows(stacks, (OLD, NEW, LIBC), fake_funcs(calls), MAPPED)
     assert reason is None and not lines
-    assert dict(out.items()) == {("mariadbd-1", "main", "[mariadbd+0xf0 pause]"): 7,
-                                 ("mariadbd-2", "main", "[mariadbd+0x80]"): 3}
+    assert dict(out.items()) == {
+        ("mariadbd-1", "main", "[mariadbd+0xf0 pause]"): 7,
+        ("mariadbd-2", "main", "[mariadbd+0x80]"): 3,
+    }
     assert sorted(calls) == [(NEW.file, (0x100,)), (OLD.file, (0x100,))]
-    assert {(r.label, r.binary, r.build_id) for r in table} == {("[mariadbd+0xf0 pause]", OLD.file, "aa"),
-                                                                ("[mariadbd+0x80]", NEW.file, "bb")}
+    assert {(r.label, r.binary, r.build_id) for r in table} == {
+        ("[mariadbd+0xf0 pause]", OLD.file, "aa"),
+        ("[mariadbd+0x80]", NEW.file, "bb"),
+    }
     assert rows is not None and len(rows) == len(stacks)
     assert not any("\t" in f or "@0x" in f for f in out.frames)
 
@@ -103,17 +113,26 @@ def test_one_path_two_builds_gets_two_binaries_and_no_mixed_hot_spots(tmp_path: 
 
 
 def _profile(**analysis) -> Profile:
-    run = Run(targets=(Target(pid=1, label="mariadbd-1", exe=OLD.path, build_id="aa"),
-                       Target(pid=2, label="mariadbd-2", exe=NEW.path, build_id="bb")))
+    run = Run(
+        targets=(
+            Target(pid=1, label="mariadbd-1", exe=OLD.path, build_id="aa"),
+            Target(pid=2, label="mariadbd-2", exe=NEW.path, build_id="bb"),
+        )
+    )
     return Profile(Stacks.of({("mariadbd-1", "f"): 1}), run, analysis=Analysis(**analysis))
 
 
 def test_annotate_takes_the_binary_the_label_was_cut_from(monkeypatch):
-    profile = _profile(binaries=(OLD, NEW), unnamed=(UnnamedFunction(label="[mariadbd+0x80]", binary=NEW.file,
-                                                                     start="0x80", build_id="bb"),))
+    profile = _profile(
+        binaries=(OLD, NEW),
+        unnamed=(UnnamedFunction(label="[mariadbd+0x80]", binary=NEW.file, start="0x80", build_id="bb"),),
+    )
     asked: list = []
-    monkeypatch.setattr(binmod, "find", lambda path, bid, *a, **k: asked.append((path, bid)) or
-                        Binary(path=path, build_id=bid, file=path))
+    monkeypatch.setattr(
+        binmod,
+        "find",
+        lambda path, bid, *a, **k: asked.append((path, bid)) or Binary(path=path, build_id=bid, file=path),
+    )
     assert annot.binary_for(profile, "[mariadbd+0x80]", binmod.Lookup()).path == NEW.path
     assert asked == [(NEW.path, "bb")]
 
@@ -131,6 +150,7 @@ def test_annotate_refuses_to_pick_between_two_builds_of_a_name():
 def test_binary_override_is_matched_by_build_id(monkeypatch):
     class Info:
         build_id = "bb"
+
     monkeypatch.setattr(annot, "ident", lambda path: Info())
     got = annot.override(Path("/tmp/copy/mariadbd"), _profile(binaries=(OLD, NEW)))
     assert (got.path, got.file, got.verified, got.problem) == (NEW.path, "/tmp/copy/mariadbd", True, "")
@@ -140,8 +160,9 @@ def test_binary_override_is_matched_by_build_id(monkeypatch):
 
 
 def test_rows_follow_the_split():
-    stacks = Stacks.of({("mariadbd-1", "[mariadbd@0x100]"): 1, ("mariadbd-2", "[mariadbd@0x100]"): 2,
-                        ("mariadbd-1", "f"): 4})
+    stacks = Stacks.of(
+        {("mariadbd-1", "[mariadbd@0x100]"): 1, ("mariadbd-2", "[mariadbd@0x100]"): 2, ("mariadbd-1", "f"): 4}
+    )
     out, rows, *_ = unnamed.group_rows(stacks, (OLD, NEW), fake_funcs([]), MAPPED)
     assert np.array_equal(out.counts[rows], stacks.counts)
 

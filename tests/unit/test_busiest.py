@@ -50,18 +50,29 @@ def test_the_healthy_verdict_says_it_in_every_writer(tmp_path):
     diagnosis = diagnose(profile, rules=())
     assert diagnosis.top is None and diagnosis.busiest is not None
     v = build_payload(profile, diagnosis).verdict
-    assert v["healthy"] and v["busy"]["function"] == "JOIN::exec" and v["busy"]["share"] == "80.0 % inclusive, ±7.8 points"
+    assert (
+        v["healthy"] and v["busy"]["function"] == "JOIN::exec" and v["busy"]["share"] == "80.0 % inclusive, ±7.8 points"
+    )
     assert v["busy"]["link"] == "#view=sandwich&focus=JOIN%3A%3Aexec&search=%5EJOIN%3A%3Aexec%24"
     html = write_outputs(profile, diagnosis, tmp_path / "out")["html"].read_text()
-    head = html[html.index('<section id="verdict"'):html.index('<section id="summary"')]
-    assert "most time in <code>JOIN::exec</code> (80.0 % inclusive, ±7.8 points) → … → <code>row_search_mvcc</code>" in head
-    assert ("the most self time is kernel work <code>_raw_spin_unlock_irqrestore</code> in "
-            "<code>asm_sysvec_apic_timer_interrupt</code> (50.0 % self, ±9.6 points) under <code>row_search_mvcc</code>") in head
+    head = html[html.index('<section id="verdict"') : html.index('<section id="summary"')]
+    assert (
+        "most time in <code>JOIN::exec</code> (80.0 % inclusive, ±7.8 points) → … → <code>row_search_mvcc</code>"
+        in head
+    )
+    assert (
+        "the most self time is kernel work <code>_raw_spin_unlock_irqrestore</code> in "
+        "<code>asm_sysvec_apic_timer_interrupt</code> (50.0 % self, ±9.6 points) under <code>row_search_mvcc</code>"
+    ) in head
     assert "_raw_spin_unlock_irqrestore_[k]" not in head.split("flame graph")[0]  # never named as the one fact
     md = render_markdown(build_payload(profile, diagnosis))
-    assert "Most time in `JOIN::exec` (80.0 % inclusive, ±7.8 points) → … → `row_search_mvcc` (70.0 %, ±8.8 points)" in md
-    assert verdict_line(diagnosis, profile.total) == \
-        "OK: no rule fired (100 samples); most time in JOIN::exec (80.0 % inclusive, ±7.8 points)"
+    assert (
+        "Most time in `JOIN::exec` (80.0 % inclusive, ±7.8 points) → … → `row_search_mvcc` (70.0 %, ±8.8 points)" in md
+    )
+    assert (
+        verdict_line(diagnosis, profile.total)
+        == "OK: no rule fired (100 samples); most time in JOIN::exec (80.0 % inclusive, ±7.8 points)"
+    )
 
 
 def test_a_run_with_a_cause_has_no_busiest(tmp_path):
@@ -85,8 +96,10 @@ def test_the_generic_frames_are_data(tmp_path):
     profile = _profile(tmp_path)
     table = generic_frames()
     assert table.server.matches("Prepared_statement::execute_loop") and table.runtime.matches("__libc_recv_[i]")
-    assert busiest(profile, replace(table, server=PatternSet.of(("start_thread", "pfs_spawn_thread")))).function == \
-        "handle_one_connection"  # without the list, the connection loop would be "the busiest function"
+    assert (
+        busiest(profile, replace(table, server=PatternSet.of(("start_thread", "pfs_spawn_thread")))).function
+        == "handle_one_connection"
+    )  # without the list, the connection loop would be "the busiest function"
     bad = tmp_path / "generic-frames.yaml"
     bad.write_text("server: [do_command]\nkernl_entry: []\n")
     with pytest.raises(RuleError, match=r"generic-frames.yaml:2: unknown key 'kernl_entry'"):
@@ -94,10 +107,16 @@ def test_the_generic_frames_are_data(tmp_path):
 
 
 def test_the_busiest_processlist_state_when_the_threads_were_joined(tmp_path):
-    tables = [{"name": "state", "rows": [
-        {"key": "(not a connection)", "samples": 60, "share": 0.6, "function": "buf_flush_page_cleaner"},
-        {"key": "Sending data", "samples": 30, "share": 0.3, "function": "row_search_mvcc"},
-        {"key": "statistics", "samples": 10, "share": 0.1, "function": ""}]}]
+    tables = [
+        {
+            "name": "state",
+            "rows": [
+                {"key": "(not a connection)", "samples": 60, "share": 0.6, "function": "buf_flush_page_cleaner"},
+                {"key": "Sending data", "samples": 30, "share": 0.3, "function": "row_search_mvcc"},
+                {"key": "statistics", "samples": 10, "share": 0.1, "function": ""},
+            ],
+        }
+    ]
     profile = replace(_profile(tmp_path), threads={"polled": True, "tables": tables})
     b = busiest(profile)
     assert (b.state, b.state_share, b.state_function) == ("Sending data", 0.3, "row_search_mvcc")
@@ -105,8 +124,10 @@ def test_the_busiest_processlist_state_when_the_threads_were_joined(tmp_path):
     assert busiest(replace(profile, threads={"polled": True, "tables": tables})).state_function == ""
     tables[0]["rows"][1]["function"] = "row_search_mvcc"
     v = build_payload(profile, diagnose(profile, rules=())).verdict
-    assert "the busiest processlist state is `Sending data` (30.0 % of the samples, mostly in `row_search_mvcc`)" \
+    assert (
+        "the busiest processlist state is `Sending data` (30.0 % of the samples, mostly in `row_search_mvcc`)"
         in v["busy"]["sentence"]
+    )
 
 
 def test_a_real_healthy_capture_names_a_server_function():
@@ -116,4 +137,8 @@ def test_a_real_healthy_capture_names_a_server_function():
     b = diagnosis.busiest
     assert diagnosis.top is None and b is not None
     assert (b.function, b.samples, b.total) == ("JOIN::optimize", 972, 4116)
-    assert (b.leaf, b.leaf_entry, b.leaf_via) == ("_raw_spin_unlock_irqrestore_[k]", "__x64_sys_sendto_[k]", "__libc_send_[i]")
+    assert (b.leaf, b.leaf_entry, b.leaf_via) == (
+        "_raw_spin_unlock_irqrestore_[k]",
+        "__x64_sys_sendto_[k]",
+        "__libc_send_[i]",
+    )

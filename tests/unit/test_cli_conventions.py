@@ -37,10 +37,14 @@ def _commands(group: click.Group = cli, prefix: str = ""):
 def test_every_command_module_is_listed_and_a_report_imports_no_capture_code():
     """COMMANDS names each module of pmuprof.cli that defines COMMAND; `report` leaves the others unimported."""
     package = REPO / "pmuprof" / "cli"
-    defining = sorted(p.stem for p in package.glob("*.py") if re.search(r"^(COMMAND = |def COMMAND\()", p.read_text(), re.M))
+    defining = sorted(
+        p.stem for p in package.glob("*.py") if re.search(r"^(COMMAND = |def COMMAND\()", p.read_text(), re.M)
+    )
     assert list(COMMANDS) == defining
-    probe = "import sys; from pmuprof.cli.main import cli; cli.get_command(None, 'report'); " \
-            "print(sorted(m for m in sys.modules if m.startswith('pmuprof.')))"
+    probe = (
+        "import sys; from pmuprof.cli.main import cli; cli.get_command(None, 'report'); "
+        "print(sorted(m for m in sys.modules if m.startswith('pmuprof.')))"
+    )
     loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=REPO, check=True).stdout
     assert "pmuprof.cli.report" in loaded and "pmuprof.cli.capture" not in loaded
     assert "pmuprof.workflows.schedule" not in loaded
@@ -59,8 +63,10 @@ def test_dash_h_is_never_help():
     assert CliRunner().invoke(cli, ["capture", "--help"]).exit_code == 0
 
 
-@pytest.mark.parametrize("text, seconds", [("30", 30.0), ("30s", 30.0), ("500ms", 0.5), ("5m", 300.0), ("1h", 3600.0),
-                                           ("1.5m", 90.0), (45, 45.0)])
+@pytest.mark.parametrize(
+    "text, seconds",
+    [("30", 30.0), ("30s", 30.0), ("500ms", 0.5), ("5m", 300.0), ("1h", 3600.0), ("1.5m", 90.0), (45, 45.0)],
+)
 def test_duration_syntax(text, seconds):
     assert Duration().convert(text, None, None) == seconds
 
@@ -89,8 +95,16 @@ def test_every_duration_option_uses_the_one_type():
             if any(word in (param.name or "") for word in ("duration", "interval", "cooldown", "timeout", "delay")):
                 assert isinstance(param.type, Duration), (path, param.name, param.type)
                 seen.append(f"{path} --{param.name}")
-    assert {"capture --duration", "record --duration", "demo --duration", "watch --interval", "watch --duration",
-            "watch --cooldown", "schedule install --duration", "schedule install --randomized_delay"} <= set(seen)
+    assert {
+        "capture --duration",
+        "record --duration",
+        "demo --duration",
+        "watch --interval",
+        "watch --duration",
+        "watch --cooldown",
+        "schedule install --duration",
+        "schedule install --randomized_delay",
+    } <= set(seen)
 
 
 def test_capture_accepts_minutes_and_refuses_past_an_hour(capsys):
@@ -118,9 +132,16 @@ def test_exit_codes_in_help_match_the_error_types():
     assert "143  stopped by SIGTERM" in result.output and "SIGTERM" not in codes[130]  # 128 + 15, not 130
 
 
-@pytest.mark.parametrize("argv", [["report", "/nonexistent/run"], ["diff", "/nonexistent/a", "/nonexistent/b"],
-                                  ["export", "/nonexistent/run"], ["history", "/nonexistent/runs"],
-                                  ["annotate", "/nonexistent/run", "--symbol", "f"]])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["report", "/nonexistent/run"],
+        ["diff", "/nonexistent/a", "/nonexistent/b"],
+        ["export", "/nonexistent/run"],
+        ["history", "/nonexistent/runs"],
+        ["annotate", "/nonexistent/run", "--symbol", "f"],
+    ],
+)
 def test_a_missing_input_is_exit_3_in_one_line(argv, capsys):
     """The README's table: 3 is a bad input, missing included (click's own check said 2 with a usage screen)."""
     assert main(argv) == 3
@@ -134,6 +155,7 @@ def test_doctor_strict_exits_9_on_a_miss_and_json_lists_checks(monkeypatch, caps
     assert "MISS perf" in capsys.readouterr().out
     assert main(["doctor", "--json", "-o", str(REPO)]) == 0  # without --strict a MISS is not an error
     import json
+
     doc = json.loads(capsys.readouterr().out)
     perf = next(c for c in doc["checks"] if c["name"] == "perf")
     assert doc["ok"] is False and perf["ok"] is False and "linux-perf" in perf["fix"]
@@ -155,8 +177,10 @@ def test_man_page_renders_without_warnings():
 
 def test_shell_completion_as_the_readme_documents_it():
     from helpers import run_cli
-    res = run_cli(env={"_PMUPROF_COMPLETE": "bash_complete", "COMP_WORDS": "pmuprof capture --ssl-m",
-                       "COMP_CWORD": "2"})
+
+    res = run_cli(
+        env={"_PMUPROF_COMPLETE": "bash_complete", "COMP_WORDS": "pmuprof capture --ssl-m", "COMP_CWORD": "2"}
+    )
     assert res.returncode == 0 and "plain,--ssl-mode" in res.stdout.splitlines()
     script = run_cli(env={"_PMUPROF_COMPLETE": "bash_source"})
     assert "complete -o nosort -F _pmuprof_completion pmuprof" in script.stdout

@@ -19,8 +19,9 @@ def _generated() -> str:
 
 
 def test_cli_md_is_generated_from_the_cli_and_committed_fresh():
-    assert CLI_MD.read_text(encoding="utf-8") == _generated(), \
+    assert CLI_MD.read_text(encoding="utf-8") == _generated(), (
         "docs/cli.md is stale: python3 -m pmuprof man --markdown > docs/cli.md"
+    )
 
 
 def test_every_command_option_and_exit_code_is_in_it():

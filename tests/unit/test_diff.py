@@ -75,9 +75,15 @@ def test_diff_command_on_folded_files(tmp_path):
 PURGE = Path(__file__).parent / "data" / "purge-threads"  # real MariaDB 10.2.11 captures (README.md there)
 
 
-@pytest.mark.parametrize("before, n1, after, n2, low, high", [  # Newcombe (1998), Table II, method 10
-    (48, 80, 56, 70, 0.0524, 0.3339), (3, 10, 9, 10, 0.1705, 0.8090),
-    (2, 7, 6, 7, 0.0582, 0.8062), (0, 29, 5, 56, -0.0381, 0.1926)])
+@pytest.mark.parametrize(
+    "before, n1, after, n2, low, high",
+    [  # Newcombe (1998), Table II, method 10
+        (48, 80, 56, 70, 0.0524, 0.3339),
+        (3, 10, 9, 10, 0.1705, 0.8090),
+        (2, 7, 6, 7, 0.0582, 0.8062),
+        (0, 29, 5, 56, -0.0381, 0.1926),
+    ],
+)
 def test_change_interval_is_newcombes_hybrid_score(before, n1, after, n2, low, high):
     assert share_change(before, n1, after, n2) == pytest.approx((low, high), abs=5e-5)
     assert wilson(0, 10) == pytest.approx((0.0, 0.2775), abs=5e-5)
@@ -90,9 +96,12 @@ def test_unequal_sides_warn_and_a_small_change_is_noise():
     result = diff_profiles(before, after)
     assert result.warnings == (
         "the sides have 9,870 and 1,322 samples (7.5×): the smaller one sets the noise; at 10 % a change under "
-        "1.7 points is sampling noise",)
+        "1.7 points is sampling noise",
+    )
     f, spin = result.row("f"), result.row("ut_delay")
-    assert round(100 * f.self_delta, 1) == 0.3 and not f.self_outside_noise and f.self_interval[0] < 0 < f.self_interval[1]
+    assert (
+        round(100 * f.self_delta, 1) == 0.3 and not f.self_outside_noise and f.self_interval[0] < 0 < f.self_interval[1]
+    )
     assert spin.self_outside_noise and spin.self_interval[1] < -0.19
     doc = json.loads(diff_json(result))
     assert doc["warnings"] == list(result.warnings) and doc["significance"]["confidence"] == 0.95
@@ -113,5 +122,7 @@ def test_real_diff_says_which_changes_are_noise(tmp_path):
     assert "| `ut_delay` | 32.84 % | 16.54 % | -16.30 | -20.44 … -12.00 | **outside the noise** |" in md
     assert "| `_raw_spin_unlock_irqrestore_[k]` | 9.38 % | 11.03 % | +1.64 | -1.39 … +4.81 | sampling noise |" in md
     html = (tmp_path / "d" / "diff.html").read_text()
-    assert 'data-fn="ut_delay" class="real"' in html and 'data-fn="_raw_spin_unlock_irqrestore_[k]" class="noise"' in html
+    assert (
+        'data-fn="ut_delay" class="real"' in html and 'data-fn="_raw_spin_unlock_irqrestore_[k]" class="noise"' in html
+    )
     assert "BEFORE has only 874 samples" in html

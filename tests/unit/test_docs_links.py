@@ -11,9 +11,16 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 # A report.md that pmuprof wrote (findings.json beside it) links to files written beside it, and an
 # example output directory keeps only some of them: those are outputs, not pages, and are left out.
-PAGES = sorted(p for p in [REPO / "README.md", *REPO.glob("docs/**/*.md"), *REPO.glob("examples/**/*.md"),
-                           *REPO.glob("benchmarks/**/*.md")]
-               if not (p.parent / "findings.json").exists())
+PAGES = sorted(
+    p
+    for p in [
+        REPO / "README.md",
+        *REPO.glob("docs/**/*.md"),
+        *REPO.glob("examples/**/*.md"),
+        *REPO.glob("benchmarks/**/*.md"),
+    ]
+    if not (p.parent / "findings.json").exists()
+)
 
 FENCE = re.compile(r"^(```|~~~).*?^\1[ \t]*$", re.M | re.S)
 CODE_SPAN = re.compile(r"`[^`\n]*`")
@@ -68,9 +75,13 @@ def broken_links(page: Path) -> list[str]:
 
 
 def test_the_slugs_are_githubs():
-    assert slug("Off-CPU tracing (`--off-cpu`): overhead and caveats") == "off-cpu-tracing---off-cpu-overhead-and-caveats"
-    assert slug("Distinct frame names: what they cost (2026-11-26, not bounded yet)") == \
-        "distinct-frame-names-what-they-cost-2026-11-26-not-bounded-yet"
+    assert (
+        slug("Off-CPU tracing (`--off-cpu`): overhead and caveats") == "off-cpu-tracing---off-cpu-overhead-and-caveats"
+    )
+    assert (
+        slug("Distinct frame names: what they cost (2026-11-26, not bounded yet)")
+        == "distinct-frame-names-what-they-cost-2026-11-26-not-bounded-yet"
+    )
     assert slug("Production install (a database host)") == "production-install-a-database-host"
     assert anchors("# A\n## A\n```\n# not a heading\n```\n") == {"a", "a-1"}
 
@@ -78,10 +89,15 @@ def test_the_slugs_are_githubs():
 def test_the_checker_finds_a_broken_link_and_a_broken_anchor(tmp_path):
     (tmp_path / "b.md").write_text("# Here\n")
     page = tmp_path / "a.md"
-    page.write_text("[ok](b.md#here) [gone](c.md) [anchor](b.md#there) [self](#nowhere) `[code](x.md)`\n"
-                    "```\n[fenced](y.md)\n```\n[web](https://example.com/x.md)\n")
-    assert broken_links(page) == ["c.md: no such file", "b.md#there: no heading with that anchor in b.md",
-                                  "#nowhere: no heading with that anchor in a.md"]
+    page.write_text(
+        "[ok](b.md#here) [gone](c.md) [anchor](b.md#there) [self](#nowhere) `[code](x.md)`\n"
+        "```\n[fenced](y.md)\n```\n[web](https://example.com/x.md)\n"
+    )
+    assert broken_links(page) == [
+        "c.md: no such file",
+        "b.md#there: no heading with that anchor in b.md",
+        "#nowhere: no heading with that anchor in a.md",
+    ]
 
 
 @pytest.mark.parametrize("page", PAGES, ids=[str(p.relative_to(REPO)) for p in PAGES])

@@ -89,6 +89,7 @@ def test_asked_for_off_cpu_that_recorded_nothing_is_exit_8():
 
 def test_per_server_lines_carry_the_pid_outside_the_name(monkeypatch):
     from pmuprof.workflows import doctor
+
     monkeypatch.setattr(doctor.target, "resolve_pid", lambda pid: (_ for _ in ()).throw(HelperError("gone")))
     (line,) = doctor._target(4242)
     assert (line.id, line.name, line.pid, line.ok) == ("target", "target", 4242, False) and "4242" in line.detail

@@ -12,7 +12,6 @@ from collections import Counter
 from report_fixtures import HOSTILE_TEMPLATE, profile
 
 from pmuprof.model.folded import parse_folded
-from pmuprof.model.profile import Profile
 from helpers import make_profile
 from pmuprof.report.export import export_bytes, export_profile
 from pmuprof.report.pprof import varint
@@ -28,7 +27,7 @@ def _fields(buf: bytes):
             value, pos = _varint(buf, pos)
         elif wire == 2:
             size, pos = _varint(buf, pos)
-            value, pos = buf[pos:pos + size], pos + size
+            value, pos = buf[pos : pos + size], pos + size
         else:
             raise AssertionError(f"unexpected wire type {wire}")
         yield number, wire, value
@@ -118,17 +117,27 @@ def test_speedscope_document():
 
 def _pprof_tool() -> str:
     from tests_pprof import pprof_tool
+
     return pprof_tool()
 
 
 def test_pprof_tool_reads_the_export(tmp_path):
     tool = _pprof_tool()
-    stacks = {("mysqld", "start_thread", "do_command", "ut_delay"): 600, ("mysqld", "start_thread", "row_search_mvcc"): 300,
-              ("mysqld", "start_thread", "tcp_recvmsg_[k]"): 50, ("mysqld", "start_thread", "do_command"): 7}
+    stacks = {
+        ("mysqld", "start_thread", "do_command", "ut_delay"): 600,
+        ("mysqld", "start_thread", "row_search_mvcc"): 300,
+        ("mysqld", "start_thread", "tcp_recvmsg_[k]"): 50,
+        ("mysqld", "start_thread", "do_command"): 7,
+    }
     prof = make_profile(stacks, {"duration_s": 5.0})
     path = export_profile(prof, "pprof", tmp_path / "p.pb.gz")
-    out = subprocess.run([tool, "-top", "-symbolize=none", "-nodecount=50", str(path)], capture_output=True, text=True, timeout=120,
-                         env={**os.environ, "PPROF_TMPDIR": str(tmp_path), "HOME": str(tmp_path)})
+    out = subprocess.run(
+        [tool, "-top", "-symbolize=none", "-nodecount=50", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PPROF_TMPDIR": str(tmp_path), "HOME": str(tmp_path)},
+    )
     assert out.returncode == 0, out.stderr
     assert f"Total samples = {prof.total}" in out.stdout or re.search(rf"\b{prof.total} total\b", out.stdout)
     flat = {}

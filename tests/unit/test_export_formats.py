@@ -25,15 +25,37 @@ from pmuprof.tools.elf import ElfFile
 import gzip
 
 BID = "ab" * 20
-RUN = {"started": "2026-11-21T12:00:00Z", "duration_s": 5.0, "record": {"frequency": 99},
-       "targets": [{"pid": 7, "label": "mariadbd", "exe": "/usr/sbin/mariadbd", "build_id": BID,
-                    "maps": [{"start": 0x55D000001000, "end": 0x55D001001000, "pgoff": 0x1000, "path": "/usr/sbin/mariadbd"},
-                             {"start": 0x7F0000028000, "end": 0x7F000019D000, "pgoff": 0x28000,
-                              "path": "/usr/lib/x86_64-linux-gnu/libc.so.6"}]}]}
-ANALYSIS = {"binaries": [{"path": "/usr/sbin/mariadbd", "build_id": BID, "file": "/usr/sbin/mariadbd"}],
-            "unnamed": [{"label": "[mariadbd+0xde2ac0 pause]", "binary": "/usr/sbin/mariadbd", "start": "0xde2ac0"}]}
-STACKS = {("mariadbd", "start_thread", "do_command", "[mariadbd+0xde2ac0 pause]"): 600,
-          ("mariadbd", "start_thread", "row_search_mvcc"): 300, ("mariadbd", "start_thread", "tcp_recvmsg_[k]"): 57}
+RUN = {
+    "started": "2026-11-21T12:00:00Z",
+    "duration_s": 5.0,
+    "record": {"frequency": 99},
+    "targets": [
+        {
+            "pid": 7,
+            "label": "mariadbd",
+            "exe": "/usr/sbin/mariadbd",
+            "build_id": BID,
+            "maps": [
+                {"start": 0x55D000001000, "end": 0x55D001001000, "pgoff": 0x1000, "path": "/usr/sbin/mariadbd"},
+                {
+                    "start": 0x7F0000028000,
+                    "end": 0x7F000019D000,
+                    "pgoff": 0x28000,
+                    "path": "/usr/lib/x86_64-linux-gnu/libc.so.6",
+                },
+            ],
+        }
+    ],
+}
+ANALYSIS = {
+    "binaries": [{"path": "/usr/sbin/mariadbd", "build_id": BID, "file": "/usr/sbin/mariadbd"}],
+    "unnamed": [{"label": "[mariadbd+0xde2ac0 pause]", "binary": "/usr/sbin/mariadbd", "start": "0xde2ac0"}],
+}
+STACKS = {
+    ("mariadbd", "start_thread", "do_command", "[mariadbd+0xde2ac0 pause]"): 600,
+    ("mariadbd", "start_thread", "row_search_mvcc"): 300,
+    ("mariadbd", "start_thread", "tcp_recvmsg_[k]"): 57,
+}
 
 
 def _decode(data: bytes) -> dict:
@@ -42,9 +64,16 @@ def _decode(data: bytes) -> dict:
     msgs = lambda number: [{n: v for n, _, v in _fields(m)} for k, _, m in fields if k == number]  # noqa: E731
     scalars = {n: v for n, w, v in fields if w == 0}
     types = [(strings[m[1]], strings[m[2]]) for m in msgs(1)]
-    return {"strings": strings, "types": types, "samples": msgs(2), "mappings": msgs(3), "locations": msgs(4),
-            "functions": msgs(5), "scalars": scalars, "period_type": {n: v for n, _, v in _fields(
-                next(v for n, _, v in fields if n == 11))}}
+    return {
+        "strings": strings,
+        "types": types,
+        "samples": msgs(2),
+        "mappings": msgs(3),
+        "locations": msgs(4),
+        "functions": msgs(5),
+        "scalars": scalars,
+        "period_type": {n: v for n, _, v in _fields(next(v for n, _, v in fields if n == 11))},
+    }
 
 
 def test_pprof_has_cpu_time_mappings_build_ids_and_addresses():
@@ -100,9 +129,11 @@ def test_load_bias_turns_elf_addresses_into_run_time_addresses():
 
 
 def _threads_profile():
-    stacks = {("mariadbd", "mariadbd-11", "start_thread", "ut_delay"): 30,
-              ("mariadbd", "mariadbd-12", "start_thread", "row_search_mvcc"): 20,
-              ("mariadbd", "mariadbd-12", "start_thread", "ut_delay"): 5}
+    stacks = {
+        ("mariadbd", "mariadbd-11", "start_thread", "ut_delay"): 30,
+        ("mariadbd", "mariadbd-12", "start_thread", "row_search_mvcc"): 20,
+        ("mariadbd", "mariadbd-12", "start_thread", "ut_delay"): 5,
+    }
     return make_profile(stacks, {"record": {"frequency": 1000}})
 
 
@@ -118,10 +149,14 @@ def test_speedscope_one_profile_per_thread_in_nanoseconds():
 def test_speedscope_validates_against_its_schema(tmp_path):
     jsonschema = pytest.importorskip("jsonschema", reason="pip install jsonschema")
     from tests_speedscope import speedscope_schema
+
     schema = json.loads(speedscope_schema().read_text())
     from report_fixtures import profile
-    for doc in (json.loads(export_bytes(profile(), "speedscope")),
-                json.loads(export_bytes(_threads_profile(), "speedscope", per_thread=True))):
+
+    for doc in (
+        json.loads(export_bytes(profile(), "speedscope")),
+        json.loads(export_bytes(_threads_profile(), "speedscope", per_thread=True)),
+    ):
         jsonschema.validate(doc, schema)
     broken = json.loads(export_bytes(profile(), "speedscope"))
     broken["profiles"][0]["unit"] = "samples"  # not a unit speedscope knows
@@ -131,6 +166,7 @@ def test_speedscope_validates_against_its_schema(tmp_path):
 
 def test_pprof_tool_reads_cpu_time_and_mappings(tmp_path):
     from tests_pprof import pprof_tool
+
     tool = pprof_tool()
     prof = make_profile(STACKS, RUN, analysis=ANALYSIS)
     path = export_profile(prof, "pprof", tmp_path / "p.pb.gz", biases={"/usr/sbin/mariadbd": 0x55D000000000})
@@ -141,8 +177,13 @@ def test_pprof_tool_reads_cpu_time_and_mappings(tmp_path):
     assert re.search(r"samples/count cpu/nanoseconds", raw.stdout)
     assert re.search(rf"0x55d000001000/0x55d001001000/0x1000 /usr/sbin/mariadbd {BID}", raw.stdout)
     assert "0x55d000de2ac0" in raw.stdout  # the unnamed function at its run-time address
-    top = subprocess.run([tool, "-top", "-symbolize=none", "-sample_index=cpu", str(path)], capture_output=True,
-                         text=True, timeout=120, env=env)
+    top = subprocess.run(
+        [tool, "-top", "-symbolize=none", "-sample_index=cpu", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
     assert top.returncode == 0, top.stderr
     assert f"{957 * 10101010 / 1e6:.2f}ms total" in top.stdout, top.stdout  # 957 samples x 1e9/99 ns
     assert re.search(r"6060\.61ms\s+62\.70%.*\[mariadbd\+0xde2ac0 pause\]", top.stdout), top.stdout
@@ -169,8 +210,16 @@ def test_a_new_format_is_one_entry_in_the_registry(tmp_path: Path) -> None:
     """)
     out = tmp_path / "out.txt"
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    run = lambda *args: subprocess.run([sys.executable, "-c", program, "export", str(folded), *args],  # noqa: E731
-                                       capture_output=True, text=True, env=env, timeout=120)
+
+    def run(*args):
+        return subprocess.run(
+            [sys.executable, "-c", program, "export", str(folded), *args],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+        )
+
     done = run("-f", "count-first", "-o", str(out))
     assert done.returncode == 0, done.stderr
     assert out.read_text() == "3 mariadbd;do_command\n7 mariadbd;do_command;ut_delay\n"

@@ -14,9 +14,11 @@ from pmuprof.findings.engine import diagnose
 from pmuprof.findings.steps import FixStep
 from pmuprof.report import write_outputs
 
-CAPTURES = [FIXTURES / "index-dive-cost" / "fire-mariadb102-ranges.folded",  # 10.2.11: one variant each
-            FIXTURES / "connection-setup" / "fire-mariadb114-tls-churn.folded",  # notes, my.cnf, shell
-            FIXTURES / "innodb-spin-wait" / "fire-fil-space-get.folded"]
+CAPTURES = [
+    FIXTURES / "index-dive-cost" / "fire-mariadb102-ranges.folded",  # 10.2.11: one variant each
+    FIXTURES / "connection-setup" / "fire-mariadb114-tls-churn.folded",  # notes, my.cnf, shell
+    FIXTURES / "innodb-spin-wait" / "fire-fil-space-get.folded",
+]
 _PRE = re.compile(r'<figure class="fix-code"><figcaption>(.*?)</figcaption><pre><code[^>]*>(.*?)</code></pre>', re.S)
 _FENCE = re.compile(r"^(`{3,})(\w*)\n(.*?)\n\1$", re.S | re.M)
 LANG = {"sql": "sql", "my.cnf": "ini", "shell": "sh"}
@@ -38,8 +40,12 @@ def test_html_puts_each_code_step_in_its_own_labelled_pre_and_no_note_in_any(rep
     page = paths["html"].read_text(encoding="utf-8")
     blocks = [(htmllib.unescape(cap), htmllib.unescape(code)) for cap, code in _PRE.findall(page)]
     pres = [htmllib.unescape(code) for code in re.findall(r"<pre[^>]*>(.*?)</pre>", page, re.S)]
-    notes = [(htmllib.unescape(who), htmllib.unescape(text)) for who, text in
-             re.findall(r'<p class="fix-note">(?:<span class="fix-for">(.*?):</span> )?(.*?)</p>', page, re.S)]
+    notes = [
+        (htmllib.unescape(who), htmllib.unescape(text))
+        for who, text in re.findall(
+            r'<p class="fix-note">(?:<span class="fix-for">(.*?):</span> )?(.*?)</p>', page, re.S
+        )
+    ]
     for f in diagnosis.findings:
         for step in f.fix:
             if step.code:

@@ -93,7 +93,9 @@ def test_recursive_leaves_under_their_own_kept_call_are_marked_nested():
     stacks[("p", "other", "hot")] = 500
     tree = build_tree([stacks], max_nodes=20)
     extra = tree["elided_self"]
-    listed = {tree["names"][n]: (v, nested) for n, v, nested in zip(extra["name"], extra["values"][0], extra["nested"][0])}
+    listed = {
+        tree["names"][n]: (v, nested) for n, v, nested in zip(extra["name"], extra["values"][0], extra["nested"][0])
+    }
     assert listed.pop("walk") == (6, 5)  # 5 of them already sit under a kept "walk"
     assert listed == {f"u{j}{i}": (1, 0) for j in range(5) for i in range(3)}
     assert _exact_self(tree) == _self(stacks)
@@ -183,13 +185,15 @@ def test_each_stack_row_lands_in_its_node_or_its_callers_elided_frame():
             landed[row] += count
             if names[row] == ELIDED_NAME:
                 above = paths[parent[row]] if parent[row] >= 0 else ()
-                assert stack[:len(above)] == above and len(stack) > len(above)
+                assert stack[: len(above)] == above and len(stack) > len(above)
             else:
                 assert paths[row] == stack
         values = tree["values"][0]
         for i, name in enumerate(names):
             under_elided = parent[i] >= 0 and names[parent[i]] == ELIDED_NAME
-            want = 0 if under_elided else values[i] if name == ELIDED_NAME else values[i] - sum(values[k] for k in kids[i])
+            want = (
+                0 if under_elided else values[i] if name == ELIDED_NAME else values[i] - sum(values[k] for k in kids[i])
+            )
             assert landed[i] == want, (max_nodes, i, name)
 
 
@@ -222,7 +226,9 @@ def test_the_cuts_partial_order_and_anchors_match_the_plain_definitions():
         expect.append(j)
     assert trie.anchors(kept).tolist() == expect
     kept = np.array([rng.random() < 0.5 for _ in range(trie.size)])  # not closed under callers: jumping
-    assert trie.anchors(kept).tolist() == [next((a for a in _path(parents, i) if kept[a]), -1) for i in range(trie.size)]
+    assert trie.anchors(kept).tolist() == [
+        next((a for a in _path(parents, i) if kept[a]), -1) for i in range(trie.size)
+    ]
 
 
 def _path(parents: list[int], i: int):

@@ -22,18 +22,24 @@ def _frames(svg: str) -> list[tuple[str, float, float, float]]:
     for g in doc.getElementsByTagName("g"):
         title = g.getElementsByTagName("title")[0].firstChild.data
         rect = g.getElementsByTagName("rect")[0]
-        out.append((title.rsplit(" (", 1)[0], float(rect.getAttribute("x")), float(rect.getAttribute("width")),
-                    float(rect.getAttribute("y"))))
+        out.append(
+            (
+                title.rsplit(" (", 1)[0],
+                float(rect.getAttribute("x")),
+                float(rect.getAttribute("width")),
+                float(rect.getAttribute("y")),
+            )
+        )
     return out
 
 
 def test_hostile_names_stay_text():
-    nasty = "evil\x01name & <b>\"quoted\"</b>"
+    nasty = 'evil\x01name & <b>"quoted"</b>'
     prof = Profile({("mariadbd", HOSTILE_SCRIPT, HOSTILE_TEMPLATE): 10, ("mariadbd", nasty): 5})
     svg = flame_svg(prof, title="<script>alert(1)</script>")
     assert "<script" not in svg and "<b>" not in svg
     names = {name for name, *_ in _frames(svg)}
-    assert {HOSTILE_SCRIPT, HOSTILE_TEMPLATE, "evil\ufffdname & <b>\"quoted\"</b>"} <= names
+    assert {HOSTILE_SCRIPT, HOSTILE_TEMPLATE, 'evil\ufffdname & <b>"quoted"</b>'} <= names
 
 
 def test_geometry_children_within_parents_root_spans_the_width():
@@ -50,7 +56,7 @@ def test_geometry_children_within_parents_root_spans_the_width():
 def test_size_is_bounded_on_a_long_tail():
     rng = random.Random(7)
     stacks = {}
-    for i in range(60000):
+    for _ in range(60000):
         depth = rng.randint(3, 30)
         stacks[("mariadbd",) + tuple(f"fn{rng.randint(0, 2000)}_{d}" for d in range(depth))] = rng.randint(1, 5)
     svg = flame_svg(Profile(stacks))
@@ -61,8 +67,16 @@ def test_size_is_bounded_on_a_long_tail():
 
 def test_report_writes_flame_svg_and_md_lists_every_finding(tmp_path):
     prof = profile()
-    findings = [Finding(f"rule-{i}", ("critical", "warning", "info")[i % 3], f"Finding number {i}", 0.3 - i / 100,
-                        process="mariadbd") for i in range(7)]
+    findings = [
+        Finding(
+            f"rule-{i}",
+            ("critical", "warning", "info")[i % 3],
+            f"Finding number {i}",
+            0.3 - i / 100,
+            process="mariadbd",
+        )
+        for i in range(7)
+    ]
     paths = write_outputs(prof, Diagnosis.of(findings), tmp_path)
     assert paths["svg"] == tmp_path / "flame.svg" and paths["svg"].read_text().startswith("<svg")
     md = paths["md"].read_text()

@@ -25,18 +25,24 @@ SERIES = re.compile(r'^([a-z_]+)\{((?:[a-z_]+="(?:[^"\\\n]|\\[\\"n])*",?)*)\} (\
 
 
 def _profile() -> Profile:
-    stacks = {("mariadbd", "start_thread", "fil_space_get", "ut_delay"): 60,
-              ("mariadbd", "start_thread", NASTY): 30,
-              ("mariadbd", "start_thread", "row_search_mvcc"): 10}
+    stacks = {
+        ("mariadbd", "start_thread", "fil_space_get", "ut_delay"): 60,
+        ("mariadbd", "start_thread", NASTY): 30,
+        ("mariadbd", "start_thread", "row_search_mvcc"): 10,
+    }
     stacks.update({("mariadbd", "start_thread", f"f{i}"): 1 for i in range(20)})
-    counters = Counters(events=(CounterValue(event="cycles", value=1000.0), CounterValue(event="instructions", value=500.0)))
+    counters = Counters(
+        events=(CounterValue(event="cycles", value=1000.0), CounterValue(event="instructions", value=500.0))
+    )
     return Profile(stacks, counters=counters)
 
 
 def _findings() -> tuple[Finding, ...]:
-    return (Finding("innodb-spin-wait", "critical", "spin", 0.5, process="mariadbd"),
-            Finding("row-scan", "info", "scan", 0.08, process="mariadbd"),
-            Finding("innodb-spin-wait", "critical", "spin again", 0.4, process="mariadbd"))
+    return (
+        Finding("innodb-spin-wait", "critical", "spin", 0.5, process="mariadbd"),
+        Finding("row-scan", "info", "scan", 0.08, process="mariadbd"),
+        Finding("innodb-spin-wait", "critical", "spin again", 0.4, process="mariadbd"),
+    )
 
 
 def _parse(text: str) -> list[tuple[str, dict[str, str], str]]:
@@ -58,8 +64,9 @@ def test_metrics_text_is_valid_escaped_and_has_one_series_per_label_set():
     keys = [(name, tuple(sorted(labels.items()))) for name, labels, _ in series]
     assert len(keys) == len(set(keys)), "node_exporter rejects a file with a duplicate series"
     assert all(labels["host"] == "db1" and labels["source"] == "pmuprof" for _, labels, _ in series)
-    values = {(n, labels.get("rule") or labels.get("function") or labels.get("severity") or ""): v
-              for n, labels, v in series}
+    values = {
+        (n, labels.get("rule") or labels.get("function") or labels.get("severity") or ""): v for n, labels, v in series
+    }
     assert values[("pmuprof_finding_share_ratio", "innodb-spin-wait")] == "0.5"  # the larger of the two kept
     assert values[("pmuprof_last_run_exit_code", "")] == "20"
     assert values[("pmuprof_last_run_timestamp_seconds", "")] == "1700000000.5"
@@ -67,7 +74,11 @@ def test_metrics_text_is_valid_escaped_and_has_one_series_per_label_set():
     assert values[("pmuprof_ipc_ratio", "")] == "0.5"
     assert float(values[("pmuprof_function_self_share_ratio", "ut_delay")]) == pytest.approx(60 / 120)
     assert sum(1 for n, _, _ in series if n == "pmuprof_function_self_share_ratio") == TOP_FUNCTIONS
-    nasty = [labels["function"] for n, labels, _ in series if n == "pmuprof_function_self_share_ratio" and "map" in labels["function"]]
+    nasty = [
+        labels["function"]
+        for n, labels, _ in series
+        if n == "pmuprof_function_self_share_ratio" and "map" in labels["function"]
+    ]
     assert nasty == [escape_label(NASTY)] and "\n" not in nasty[0]
     assert text.count("# TYPE pmuprof_finding_share_ratio gauge") == 1
     assert values[("pmuprof_last_run_failed", "")] == "0"
@@ -87,8 +98,9 @@ def test_a_failed_run_still_reports_its_exit_code():
 
 
 def test_a_failed_run_with_findings_exports_no_findings_and_keeps_the_last_success():
-    failed = RunMetrics("db1", "nightly", 9.0, 6, _profile(), Diagnosis.of(_findings()), succeeded=False,
-                        last_success=4.5)
+    failed = RunMetrics(
+        "db1", "nightly", 9.0, 6, _profile(), Diagnosis.of(_findings()), succeeded=False, last_success=4.5
+    )
     series = _parse(render_metrics(failed))
     names = {n for n, _, _ in series}
     assert not names & {"pmuprof_findings", "pmuprof_finding_share_ratio"}  # not "0 findings": unknown
@@ -190,11 +202,18 @@ def test_publish_writes_metrics_and_notifies_and_never_raises(tmp_path):
 @pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool not installed (Debian: prometheus package)")
 def test_promtool_lints_the_metrics_clean():
     """Prometheus' own linter: names, HELP/TYPE, suffixes; a success, a failed run, and a hostile name."""
-    texts = [render_metrics(RunMetrics("db1", "pmuprof", 1700000000.5, 20, _profile(), Diagnosis.of(_findings()))),
-             render_metrics(RunMetrics("db1", "nightly", 5.0, 5, succeeded=False, last_success=4.0))]
+    texts = [
+        render_metrics(RunMetrics("db1", "pmuprof", 1700000000.5, 20, _profile(), Diagnosis.of(_findings()))),
+        render_metrics(RunMetrics("db1", "nightly", 5.0, 5, succeeded=False, last_success=4.0)),
+    ]
     for text in texts:
         lint = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True, text=True, timeout=60)
         assert lint.returncode == 0 and not (lint.stdout + lint.stderr).strip(), lint.stdout + lint.stderr
-    bad = subprocess.run(["promtool", "check", "metrics"], input="# TYPE pmuprof_x_total gauge\npmuprof_x_total 1\n",
-                         capture_output=True, text=True, timeout=60)
+    bad = subprocess.run(
+        ["promtool", "check", "metrics"],
+        input="# TYPE pmuprof_x_total gauge\npmuprof_x_total 1\n",
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert bad.returncode != 0  # the control: promtool does complain about a misnamed gauge

@@ -26,7 +26,7 @@ def inferno_line(line: str) -> tuple[str, int] | None:
     cut = line.rfind(" ")
     if cut < 0:
         return None
-    count = line[cut + 1:].rstrip()
+    count = line[cut + 1 :].rstrip()
     whole, dot, frac = count.partition(".")
     if not (whole + frac).isdigit() or not whole:
         return None

@@ -98,7 +98,9 @@ def test_bad_folded_line_names_the_line():
 
 def test_samples_without_call_chains_fold_one_frame_each():
     minimal = "            busy 21453/21453      55f414de9135 hot_leaf+0xc (/tmp/busy)\n" * 2
-    default = "            busy 21453  1513.535691:    1001001 cpu-clock:ppp:      55f414de9135 hot_leaf+0xc (/tmp/busy)\n"
+    default = (
+        "            busy 21453  1513.535691:    1001001 cpu-clock:ppp:      55f414de9135 hot_leaf+0xc (/tmp/busy)\n"
+    )
     res = fold_lines(io.StringIO(minimal))
     assert dict(res.stacks) == {("busy", "hot_leaf"): 2} and res.leaves == {("/tmp/busy", "hot_leaf", 0xC): 2}
     res = fold_lines(io.StringIO(default))

@@ -11,8 +11,12 @@ from pmuprof.model.foundfile import FoundFinding, found_findings, share_value
 
 def test_a_sound_document_reads_in_order() -> None:
     notes: list[str] = []
-    doc = {"findings": [{"rule": "a", "severity": "critical", "title": "A", "share": 0.4},
-                        {"rule": "b", "severity": "info", "title": "B"}]}
+    doc = {
+        "findings": [
+            {"rule": "a", "severity": "critical", "title": "A", "share": 0.4},
+            {"rule": "b", "severity": "info", "title": "B"},
+        ]
+    }
     found, whole = found_findings(doc, notes)
     assert found == (FoundFinding("a", "critical", "A", 0.4), FoundFinding("b", "info", "B", 0.0)) and whole
     assert not notes and found[0].as_json() == doc["findings"][0]
@@ -22,8 +26,15 @@ def test_a_sound_document_reads_in_order() -> None:
 def test_a_damaged_share_is_never_zero(value) -> None:
     assert share_value(value) is None
     notes: list[str] = []
-    found, whole = found_findings({"findings": [{"rule": "a", "severity": "warning", "share": value},
-                                                {"rule": "b", "severity": "warning", "share": 0.2}]}, notes)
+    found, whole = found_findings(
+        {
+            "findings": [
+                {"rule": "a", "severity": "warning", "share": value},
+                {"rule": "b", "severity": "warning", "share": 0.2},
+            ]
+        },
+        notes,
+    )
     assert [f.rule for f in found] == ["b"] and not whole
     (note,) = notes
     assert note.startswith("findings.json damaged: a has share")

@@ -12,28 +12,49 @@ import pytest
 from pmuprof.model.counters import CounterValue, Counters
 from pmuprof.model.foundfile import FoundFinding
 from pmuprof.model.run import Host, Record, Run, Target
-from pmuprof.workflows.history import (RunSummary, build_payload, chart, judgements, latest_flags, regressions,
-                                       render_index, scan)
+from pmuprof.workflows.history import (
+    RunSummary,
+    build_payload,
+    chart,
+    judgements,
+    latest_flags,
+    regressions,
+    render_index,
+    scan,
+)
 from pmuprof.workflows.judge import Basis, cpus_sampled, run_basis
 
 
 def _run(base: Path, name: str, day: int, findings=(), stacks=None, ipc=None, report=True, marker=True, trigger=None):
     path = base / name
     path.mkdir(parents=True)
-    run = {"started": f"2024-01-{day:02d}T03:00:00Z", "targets": [{"pid": 42, "label": "mariadbd"}],
-           "record": {"event_recorded": "cpu-clock"}}
+    run = {
+        "started": f"2024-01-{day:02d}T03:00:00Z",
+        "targets": [{"pid": 42, "label": "mariadbd"}],
+        "record": {"event_recorded": "cpu-clock"},
+    }
     if marker:
         run["pmuprof_version"] = "0.1.0"
     if trigger:
         run["trigger"] = {"condition": trigger}
     (path / "run.json").write_text(json.dumps(run))
-    (path / "findings.json").write_text(json.dumps({"findings": [
-        {"rule": r, "severity": sev, "title": f"title of {r}", "share": share} for r, sev, share in findings]}))
+    (path / "findings.json").write_text(
+        json.dumps(
+            {
+                "findings": [
+                    {"rule": r, "severity": sev, "title": f"title of {r}", "share": share} for r, sev, share in findings
+                ]
+            }
+        )
+    )
     lines = [f"mariadbd;main;{fn} {n}" for fn, n in (stacks or {"do_work": 100}).items()]
     (path / "stacks.folded").write_text("\n".join(lines) + "\n")
     if ipc is not None:
-        (path / "counters.json").write_text(json.dumps({"events": [
-            {"event": "cycles", "value": 1000.0}, {"event": "instructions", "value": 1000.0 * ipc}]}))
+        (path / "counters.json").write_text(
+            json.dumps(
+                {"events": [{"event": "cycles", "value": 1000.0}, {"event": "instructions", "value": 1000.0 * ipc}]}
+            )
+        )
     if report:
         (path / "report.html").write_text("<html></html>")
     return path
@@ -45,9 +66,18 @@ UNIT = 1 / (99 * 10.0 * 2)  # one sample at 99 Hz over 10 s on 2 CPUs
 def _summary(name, findings=(), functions=(), ipc=None, samples=1000, unit=UNIT):
     """A run of ``samples`` samples; functions as (name, self share); unit None: no time basis."""
     counts = tuple((n, round(x * samples)) for n, x in functions)
-    return RunSummary(name, name, "t", samples, "cpu-clock",
-                      tuple(FoundFinding(r, s, r, x) for r, s, x in findings),
-                      tuple(functions), ipc, basis=Basis(unit, 2, "test"), function_samples=counts)
+    return RunSummary(
+        name,
+        name,
+        "t",
+        samples,
+        "cpu-clock",
+        tuple(FoundFinding(r, s, r, x) for r, s, x in findings),
+        tuple(functions),
+        ipc,
+        basis=Basis(unit, 2, "test"),
+        function_samples=counts,
+    )
 
 
 def test_scan_finds_pmuprof_runs_in_order_and_skips_foreign(tmp_path):
@@ -86,10 +116,20 @@ def test_regression_flags_cpu_growth_new_critical_and_ipc_drop():
     ]
     flags = regressions(runs)
     assert {(f["run"], f["kind"], f["name"]) for f in flags} == {
-        ("n4", "finding", "spin"), ("n4", "function", "ut_delay"), ("n4", "new-critical", "spin"), ("n4", "ipc", "IPC")}
+        ("n4", "finding", "spin"),
+        ("n4", "function", "ut_delay"),
+        ("n4", "new-critical", "spin"),
+        ("n4", "ipc", "IPC"),
+    }
     spin = next(f for f in flags if f["kind"] == "finding")
-    assert spin["basis"] == "cpu" and spin["now"] == pytest.approx(300 * UNIT, abs=1e-6) and spin["baseline"] == pytest.approx(120 * UNIT, abs=1e-6)
-    assert spin["text"] == "spin: 15.2 % of 2 CPUs vs median 6.1 % of 3 earlier runs (+9.1 points, sampling noise ±2.0)"  # 1.96 × √(120 + 300) / 1,980
+    assert (
+        spin["basis"] == "cpu"
+        and spin["now"] == pytest.approx(300 * UNIT, abs=1e-6)
+        and spin["baseline"] == pytest.approx(120 * UNIT, abs=1e-6)
+    )
+    assert (
+        spin["text"] == "spin: 15.2 % of 2 CPUs vs median 6.1 % of 3 earlier runs (+9.1 points, sampling noise ±2.0)"
+    )  # 1.96 × √(120 + 300) / 1,980
     # a run without findings.json (empty capture) is neither flagged nor a baseline
     empty = RunSummary("e", "e", "t", 0, "", complete=False)
     assert regressions([empty, _summary("b", [("x", "info", 0.5)])]) == []
@@ -100,27 +140,44 @@ def test_regression_flags_cpu_growth_new_critical_and_ipc_drop():
 
 def test_a_share_that_grows_because_a_fix_removed_other_work_is_no_regression():
     # before: 2,000 samples, 600 of them spinning; after the fix the spin is gone and the same work remains
-    before = _summary("before", [("spin", "critical", 0.30)], [("ut_delay", 0.30), ("row_search_mvcc", 0.35)], samples=2000)
+    before = _summary(
+        "before", [("spin", "critical", 0.30)], [("ut_delay", 0.30), ("row_search_mvcc", 0.35)], samples=2000
+    )
     after = _summary("after", [], [("ut_delay", 0.05), ("row_search_mvcc", 700 / 1474)], samples=1474)
     judged = judgements([before, after])
     assert regressions([before, after]) == []  # row_search_mvcc's share went 35 % -> 47 %, its CPU time did not move
     assert {(j["kind"], j["name"]) for j in judged if j["direction"] == "improvement"} == {
-        ("finding", "spin"), ("function", "ut_delay")}
+        ("finding", "spin"),
+        ("function", "ut_delay"),
+    }
 
 
 def test_small_changes_and_runs_without_a_time_basis():
     # 100 -> 125 samples of 2,000: +1.3 points of 2 CPUs (noise ±1.5), under 2 points: neither way
-    quiet = [_summary("a", functions=[("f", 0.05)], samples=2000), _summary("b", functions=[("f", 0.0625)], samples=2000)]
+    quiet = [
+        _summary("a", functions=[("f", 0.05)], samples=2000),
+        _summary("b", functions=[("f", 0.0625)], samples=2000),
+    ]
     assert judgements(quiet) == []
     # no duration or CPU count: shares, beyond the noise and by 5 points (a new finding at 6 % of 1,000: yes; 4 %: no)
-    assert regressions([_summary("a", unit=None), _summary("b", [("x", "info", 0.06)], unit=None)])[0]["basis"] == "share"
+    assert (
+        regressions([_summary("a", unit=None), _summary("b", [("x", "info", 0.06)], unit=None)])[0]["basis"] == "share"
+    )
     assert regressions([_summary("a", unit=None), _summary("b", [("x", "info", 0.04)], unit=None)]) == []
-    assert regressions([_summary("a", unit=None, samples=40), _summary("b", [("x", "info", 0.06)], unit=None, samples=40)]) == []
+    assert (
+        regressions([_summary("a", unit=None, samples=40), _summary("b", [("x", "info", 0.06)], unit=None, samples=40)])
+        == []
+    )
 
 
 def test_basis_from_frequency_duration_cpus_or_the_targets_task_clock():
-    run = Run(duration_s=10.0, mode="per-cpu", host=Host(nproc=16), record=Record(frequency=99),
-              targets=(Target(pid=1, label="mariadbd", cpus_allowed="0-3"),))
+    run = Run(
+        duration_s=10.0,
+        mode="per-cpu",
+        host=Host(nproc=16),
+        record=Record(frequency=99),
+        targets=(Target(pid=1, label="mariadbd", cpus_allowed="0-3"),),
+    )
     assert run_basis(run, Counters(), 5000).unit == pytest.approx(1 / (99 * 10 * 16))  # -a samples every CPU
     per_thread = replace(run, mode="per-thread")
     assert cpus_sampled(per_thread) == 4 and run_basis(per_thread, None, 5000).text == "99 Hz × 10 s × 4 CPUs"
@@ -207,6 +264,7 @@ def test_real_fix_is_an_improvement_not_a_regression(tmp_path):
 def test_real_revert_is_a_regression():
     runs = {r.name: r for r in scan(PURGE)}
     flags = regressions([runs["2-purge1"], runs["0-purge4"]])  # innodb_purge_threads 1 -> back to 4
-    assert {("function", "ut_delay"), ("finding", "srv-sys-mutex"), ("new-critical", "srv-sys-mutex")} <= \
-        {(f["kind"], f["name"]) for f in flags}
+    assert {("function", "ut_delay"), ("finding", "srv-sys-mutex"), ("new-critical", "srv-sys-mutex")} <= {
+        (f["kind"], f["name"]) for f in flags
+    }
     assert all(f["basis"] == "cpu" for f in flags)

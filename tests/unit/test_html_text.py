@@ -79,11 +79,18 @@ def test_finding_messages_render_code_spans_and_keep_hostile_names_as_text(tmp_p
     from pmuprof.report import write_outputs
 
     message = f"Spinning in `ut_delay` under `{HOSTILE_SCRIPT}` and one stray ` backtick."
-    found = Finding("innodb-spin-wait", "critical", "Spinning", 0.5, message=message,
-                    chain=("ut_delay", "mutex_enter"), process="mariadbd")
+    found = Finding(
+        "innodb-spin-wait",
+        "critical",
+        "Spinning",
+        0.5,
+        message=message,
+        chain=("ut_delay", "mutex_enter"),
+        process="mariadbd",
+    )
     text = write_outputs(profile(), Diagnosis.of([found]), tmp_path)["html"].read_text(encoding="utf-8")
-    card = text[text.index('id="finding-innodb-spin-wait"'):]
-    card = card[:card.index("</article>")]
+    card = text[text.index('id="finding-innodb-spin-wait"') :]
+    card = card[: card.index("</article>")]
     assert "<code>ut_delay</code>" in card
     assert "<code>&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;</code>" in card
     assert "one stray ` backtick" in card and "<img" not in text

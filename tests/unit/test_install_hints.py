@@ -17,15 +17,24 @@ from pmuprof.tools.native import helper
 REPO = Path(__file__).resolve().parents[2]
 NATIVE_DIR = REPO / "native"
 # What a hint in native/ is about, by the first of these words on its line: program names first.
-NATIVE_HINTS = {"pmuprof-perfdata": ("elfutils", "libiberty"), "pmuprof-offcpu": ("bpf", "elfutils"),
-                "libpfm4": ("libpfm4",), "elfutils": ("elfutils",), "capstone": ("capstone",)}
+NATIVE_HINTS = {
+    "pmuprof-perfdata": ("elfutils", "libiberty"),
+    "pmuprof-offcpu": ("bpf", "elfutils"),
+    "libpfm4": ("libpfm4",),
+    "elfutils": ("elfutils",),
+    "capstone": ("capstone",),
+}
 _APT = re.compile(r"apt-get install ([a-z0-9][a-z0-9 .+-]*[a-z0-9])")
 
 
 def test_python_spells_no_package_list_but_the_table():
     sources = [p for p in (REPO / "pmuprof").rglob("*.py") if p.name != "packages.py"] + [REPO / "setup.py"]
-    spelled = [f"{p.relative_to(REPO)}:{n}" for p in sources
-               for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1) if _APT.search(line)]
+    spelled = [
+        f"{p.relative_to(REPO)}:{n}"
+        for p in sources
+        for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
+        if _APT.search(line)
+    ]
     assert spelled == [], "use pmuprof.packages.apt_install instead of spelling packages"
 
 
@@ -36,7 +45,13 @@ def _native_hints() -> list[tuple[str, str, str]]:
         text = path.read_text(encoding="utf-8")
         for call in re.finditer(r'feature\(out, "(\w+)".*?\);', text, re.S):  # features.c: name, then its fix
             for apt in _APT.finditer(call.group(0)):
-                found.append((f"{path.name}:{text.count(chr(10), 0, call.start() + apt.start()) + 1}", call.group(1), apt.group(1)))
+                found.append(
+                    (
+                        f"{path.name}:{text.count(chr(10), 0, call.start() + apt.start()) + 1}",
+                        call.group(1),
+                        apt.group(1),
+                    )
+                )
         for n, line in enumerate(text.splitlines(), 1):
             apt = _APT.search(line)
             if apt and not any(where == f"{path.name}:{n}" for where, _, _ in found):
@@ -58,10 +73,13 @@ def test_every_helper_feature_has_its_packages():
     assert needed <= set(PACKAGES) and set(helper.FEATURE_FIX) <= set(PACKAGES)
 
 
-@pytest.mark.parametrize("features, text", [
-    (("perf",), "apt-get install linux-perf"),
-    (("elfutils", "capstone"), "apt-get install pkg-config libdw-dev libelf-dev libcapstone-dev"),
-])
+@pytest.mark.parametrize(
+    "features, text",
+    [
+        (("perf",), "apt-get install linux-perf"),
+        (("elfutils", "capstone"), "apt-get install pkg-config libdw-dev libelf-dev libcapstone-dev"),
+    ],
+)
 def test_apt_install_names_each_package_once(features, text):
     assert apt_install(*features) == text
 
@@ -74,8 +92,10 @@ def _readme_apt_lines() -> list[tuple[str, ...]]:
     """The packages of each `apt-get install` command in README's production section, continuations joined."""
     text = (REPO / "README.md").read_text(encoding="utf-8").replace("\\\n", " ")
     section = text.split("### Production install", 1)[1].split("\n## ", 1)[0]
-    return [tuple(w for w in m.group(1).split() if not w.startswith("-"))
-            for m in re.finditer(r"^apt-get install (.*)$", section, re.M)]
+    return [
+        tuple(w for w in m.group(1).split() if not w.startswith("-"))
+        for m in re.finditer(r"^apt-get install (.*)$", section, re.M)
+    ]
 
 
 def test_readme_production_lines_are_the_tables():
@@ -92,9 +112,14 @@ def test_openblas_is_bounded_before_numpy_loads():
     """Importing pmuprof's numpy users starts no OpenBLAS pool; plain numpy does on a multi-CPU host."""
     env = {k: v for k, v in os.environ.items() if not k.endswith("_NUM_THREADS")}
     probe = "import {}; print(open('/proc/self/status').read().split('Threads:')[1].split()[0])"
-    threads = {mod: int(subprocess.run([sys.executable, "-c", probe.format(mod)], env=env, cwd=REPO,
-                                       capture_output=True, text=True, check=True).stdout)
-               for mod in ("pmuprof.model.stacks", "numpy")}
+    threads = {
+        mod: int(
+            subprocess.run(
+                [sys.executable, "-c", probe.format(mod)], env=env, cwd=REPO, capture_output=True, text=True, check=True
+            ).stdout
+        )
+        for mod in ("pmuprof.model.stacks", "numpy")
+    }
     assert threads["pmuprof.model.stacks"] == 1
     if (os.cpu_count() or 1) > 1:  # the control: without the setting this host's OpenBLAS starts threads
         assert threads["numpy"] > 1, threads
@@ -106,6 +131,7 @@ def test_readme_extras_lines_print_the_man_page_and_the_completion():
     assert "pmuprof man > /usr/local/share/man/man1/pmuprof.1" in section
     assert "_PMUPROF_COMPLETE=bash_source pmuprof > /etc/bash_completion.d/pmuprof" in section
     env = {**os.environ, "_PMUPROF_COMPLETE": "bash_source"}
-    script = subprocess.run([sys.executable, "-m", "pmuprof"], env=env, cwd=REPO, capture_output=True, text=True,
-                            timeout=60)
+    script = subprocess.run(
+        [sys.executable, "-m", "pmuprof"], env=env, cwd=REPO, capture_output=True, text=True, timeout=60
+    )
     assert script.returncode == 0 and "_pmuprof_completion()" in script.stdout and "complete " in script.stdout

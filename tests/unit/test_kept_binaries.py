@@ -30,8 +30,13 @@ def _elf_with_id(tmp: Path, name: str) -> tuple[Path, str]:
 
 def test_wanted_is_the_targets_mapped_binaries_samples_fell_in(tmp_path: Path) -> None:
     exe, bid = _elf_with_id(tmp_path, "server")
-    t = Target(pid=1, label="server", exe=str(exe), build_id=bid, maps=(FileMap(0, 1, 0, str(exe)), FileMap(2, 3, 0, "/lib/libc.so.6"),
-                                                         FileMap(4, 5, 0, "/lib/libz.so")))
+    t = Target(
+        pid=1,
+        label="server",
+        exe=str(exe),
+        build_id=bid,
+        maps=(FileMap(0, 1, 0, str(exe)), FileMap(2, 3, 0, "/lib/libc.so.6"), FileMap(4, 5, 0, "/lib/libz.so")),
+    )
     hits = {str(exe): bid, "/lib/libc.so.6": "aa" * 20, "/usr/bin/other-process": "bb" * 20}
     assert wanted((t,), hits) == {str(exe): (bid, exe), "/lib/libc.so.6": ("aa" * 20, Path("/lib/libc.so.6"))}
     replaced = Target(pid=4242, label="server", exe=str(exe), build_id="cc" * 20)
@@ -42,7 +47,9 @@ def test_keep_then_unpack_where_the_binary_is_gone(tmp_path: Path) -> None:
     exe, bid = _elf_with_id(tmp_path, "server")
     run_dir = tmp_path / "run"
     run_dir.mkdir()
-    kept = keep_binaries(run_dir / rundir.BINARIES, {str(exe): (bid, exe), "/nowhere/lib.so": ("dd" * 20, Path("/nowhere/lib.so"))})
+    kept = keep_binaries(
+        run_dir / rundir.BINARIES, {str(exe): (bid, exe), "/nowhere/lib.so": ("dd" * 20, Path("/nowhere/lib.so"))}
+    )
     assert [b.path for b in kept.binaries] == [str(exe)] and kept.binaries[0].bytes == exe.stat().st_size
     assert kept.skipped == ("/nowhere/lib.so: not readable as ELF",)
     assert kept.bytes == (run_dir / rundir.BINARIES).stat().st_size

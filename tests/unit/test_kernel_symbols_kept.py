@@ -12,21 +12,24 @@ from pmuprof.model.run import KernelSymbols, Run
 from pmuprof.tools.native.perfdata import perfdata_argv
 from pmuprof.tools.perf.argv import script_argv
 
-KALLSYMS = (b"ffffffff81000000 T _text\n"
-            b"ffffffff81001000 t do_one_initcall\n"
-            b"ffffffff81002000 W weak_fn\n"
-            b"ffffffff82000000 D some_data\n"
-            b"ffffffff83000000 b bss_thing\n"
-            b"ffffffffc0001000 t ext4_writepages\t[ext4]\n"
-            b"ffffffffc0002000 d ext4_data\t[ext4]\n")
+KALLSYMS = (
+    b"ffffffff81000000 T _text\n"
+    b"ffffffff81001000 t do_one_initcall\n"
+    b"ffffffff81002000 W weak_fn\n"
+    b"ffffffff82000000 D some_data\n"
+    b"ffffffff83000000 b bss_thing\n"
+    b"ffffffffc0001000 t ext4_writepages\t[ext4]\n"
+    b"ffffffffc0002000 d ext4_data\t[ext4]\n"
+)
 BID = "ab" * 20
 
 
 def _notes(tmp: Path, bid: str = BID) -> Path:
     desc = bytes.fromhex(bid)
     notes = tmp / "notes"
-    notes.write_bytes((4).to_bytes(4, "little") + len(desc).to_bytes(4, "little") + (3).to_bytes(4, "little")
-                      + b"GNU\0" + desc)
+    notes.write_bytes(
+        (4).to_bytes(4, "little") + len(desc).to_bytes(4, "little") + (3).to_bytes(4, "little") + b"GNU\0" + desc
+    )
     return notes
 
 
@@ -45,7 +48,7 @@ def test_keep_writes_gzip_and_says_what_it_holds(tmp_path: Path) -> None:
     assert kept.file == "kallsyms.gz" and kept.build_id == BID and kept.symbols == 4 and not kept.why_not
     assert kept.bytes == (tmp_path / "kallsyms.gz").stat().st_size
     assert gzip.decompress((tmp_path / "kallsyms.gz").read_bytes()) == text_lines(KALLSYMS)[0]
-    again = keep_kernel_symbols(tmp_path / "again.gz", str(src), str(_notes(tmp_path)))
+    keep_kernel_symbols(tmp_path / "again.gz", str(src), str(_notes(tmp_path)))
     assert (tmp_path / "again.gz").read_bytes() == (tmp_path / "kallsyms.gz").read_bytes(), "no timestamp inside"
 
 

@@ -19,9 +19,13 @@ def test_labels() -> None:
 
 
 def test_quality_counts_unresolved_kernel_apart_from_unnamed() -> None:
-    stacks = Stacks.of({("mysqld", "start_thread", "do_command", "__libc_recv", "[kernel.kallsyms]"): 60,
-                        ("mysqld", "start_thread", "do_command", "[mysqld]"): 10,
-                        ("mysqld", "start_thread", "do_command", "row_search_mvcc"): 30})
+    stacks = Stacks.of(
+        {
+            ("mysqld", "start_thread", "do_command", "__libc_recv", "[kernel.kallsyms]"): 60,
+            ("mysqld", "start_thread", "do_command", "[mysqld]"): 10,
+            ("mysqld", "start_thread", "do_command", "row_search_mvcc"): 30,
+        }
+    )
     q = quality.for_process(stacks, "mysqld", Run())
     assert q.unresolved_kernel_share == 0.6
     assert q.unnamed_share == 0.1 and q.unnamed_binaries == ("mysqld",)
@@ -50,13 +54,16 @@ def test_quiet_below_one_percent_and_without_quality() -> None:
 
 def test_note_build_id_reads_kernel_notes_layout() -> None:
     xen = (4).to_bytes(4, "little") + (8).to_bytes(4, "little") + (6).to_bytes(4, "little") + b"Xen\0" + b"\1" * 8
-    gnu = (4).to_bytes(4, "little") + (20).to_bytes(4, "little") + (3).to_bytes(4, "little") + b"GNU\0" + bytes(range(20))
+    gnu = (
+        (4).to_bytes(4, "little") + (20).to_bytes(4, "little") + (3).to_bytes(4, "little") + b"GNU\0" + bytes(range(20))
+    )
     assert note_build_id(xen + gnu) == bytes(range(20)).hex()
     assert note_build_id(xen) is None and note_build_id(b"") is None
 
 
 def test_the_fix_follows_what_the_capture_kept() -> None:
     from pmuprof.model.run import KernelSymbols
+
     args = ((_q(0.4),), "aa" * 20, "6.1.0", "bb" * 20, "6.12.9")
     (missing,) = kernel_warnings(*args, kept=KernelSymbols(file="kallsyms.gz", build_id="aa" * 20))
     assert "kallsyms.gz (kept by the capture) is missing or damaged" in missing

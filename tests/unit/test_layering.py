@@ -128,6 +128,9 @@ def test_the_report_renders_what_the_analyse_stage_joined():
     found = []
     for path in sorted((PACKAGE / "report").rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
-            found += [f"{path.relative_to(REPO)}:{node.lineno}: {t}" for t in imported(node, path, PACKAGE)
-                      if t.startswith("pmuprof.analysis")]
+            found += [
+                f"{path.relative_to(REPO)}:{node.lineno}: {t}"
+                for t in imported(node, path, PACKAGE)
+                if t.startswith("pmuprof.analysis")
+            ]
     assert not found, "\n".join(found)

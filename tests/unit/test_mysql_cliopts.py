@@ -15,14 +15,28 @@ def make_command(seen: list) -> click.Command:
     @click.option("--other", default="x")
     def cmd(**kwargs) -> None:
         seen.append((pop_mysql_options(kwargs), kwargs))
+
     return cmd
 
 
 def test_options_become_mysql_options() -> None:
     seen: list = []
-    result = CliRunner().invoke(make_command(seen), ["--mysql-host", "db1", "--mysql-port", "3307", "--mysql-user",
-                                                     "prof", "--mysql-password-env", "PW", "--defaults-file", "x.cnf"],
-                                env={"PW": "secret"})  # the variable must be set: an unset name may be a password
+    result = CliRunner().invoke(
+        make_command(seen),
+        [
+            "--mysql-host",
+            "db1",
+            "--mysql-port",
+            "3307",
+            "--mysql-user",
+            "prof",
+            "--mysql-password-env",
+            "PW",
+            "--defaults-file",
+            "x.cnf",
+        ],
+        env={"PW": "secret"},
+    )  # the variable must be set: an unset name may be a password
     assert result.exit_code == 0, result.output
     opts, rest = seen[0]
     assert opts == MysqlOptions(host="db1", port=3307, user="prof", password_env="PW", defaults_file="x.cnf")

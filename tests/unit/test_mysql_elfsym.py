@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
@@ -56,8 +55,10 @@ def test_not_elf(tmp_path: Path) -> None:
 
 
 def test_load_base_from_maps() -> None:
-    maps = ("55da386e9000-55da38d6b000 r--p 00000000 fe:00 10706946 /usr/sbin/mariadbd\n"
-            "55da38d6b000-55da3969c000 r-xp 00682000 fe:00 10706946 /usr/sbin/mariadbd\n"
-            "7f0000000000-7f0000001000 r--p 00000000 fe:00 99 /lib/x.so\n")
+    maps = (
+        "55da386e9000-55da38d6b000 r--p 00000000 fe:00 10706946 /usr/sbin/mariadbd\n"
+        "55da38d6b000-55da3969c000 r-xp 00682000 fe:00 10706946 /usr/sbin/mariadbd\n"
+        "7f0000000000-7f0000001000 r--p 00000000 fe:00 99 /lib/x.so\n"
+    )
     assert load_base(maps, 10706946, 0) == 0x55DA386E9000
     assert load_base(maps, 12345, 0) is None

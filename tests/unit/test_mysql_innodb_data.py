@@ -32,13 +32,16 @@ class _Conn:
         return _Cursor(self.seen)
 
 
-@pytest.mark.parametrize("family, version, table", [
-    ("mysql", [8, 0, 39], "INNODB_TABLESPACES"),
-    ("percona", [8, 4, 0], "INNODB_TABLESPACES"),
-    ("mysql", [5, 7, 32], "INNODB_SYS_TABLESPACES"),
-    ("mariadb", [11, 4, 5], "INNODB_SYS_TABLESPACES"),  # MariaDB 11 is not MySQL 8
-    ("mariadb", [10, 2, 11], "INNODB_SYS_TABLESPACES"),
-])
+@pytest.mark.parametrize(
+    "family, version, table",
+    [
+        ("mysql", [8, 0, 39], "INNODB_TABLESPACES"),
+        ("percona", [8, 4, 0], "INNODB_TABLESPACES"),
+        ("mysql", [5, 7, 32], "INNODB_SYS_TABLESPACES"),
+        ("mariadb", [11, 4, 5], "INNODB_SYS_TABLESPACES"),  # MariaDB 11 is not MySQL 8
+        ("mariadb", [10, 2, 11], "INNODB_SYS_TABLESPACES"),
+    ],
+)
 def test_the_table_each_server_has(family, version, table) -> None:
     conn = _Conn()
     out = _innodb_data(conn, {"family": family, "version_tuple": version})

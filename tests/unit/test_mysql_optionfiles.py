@@ -52,7 +52,8 @@ def test_home_my_cnf_and_includes(tmp_path: Path) -> None:
     (conf_d / "ignored.txt").write_text("[client]\nsocket=/wrong.sock\n")
     (tmp_path / "inc.cnf").write_text("[client-server]\nport=3311\n")
     (home / ".my.cnf").write_text(
-        f"!includedir {conf_d}\n!include {tmp_path / 'inc.cnf'}\n!include {home / '.my.cnf'}\n[client]\nuser=me\n")
+        f"!includedir {conf_d}\n!include {tmp_path / 'inc.cnf'}\n!include {home / '.my.cnf'}\n[client]\nuser=me\n"
+    )
     opts = client_options(None, home=str(home))
     assert opts["socket"] == "/from/includedir.sock"
     assert opts["port"] == "3311"

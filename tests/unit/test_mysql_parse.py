@@ -12,7 +12,11 @@ def test_family_and_version() -> None:
     assert server_family("8.0.36", "MySQL Community Server - GPL") == "mysql"
     assert server_family("") is None and server_family("10.2.11-MariaDB") == "mariadb"
     assert [family_from_name(n) for n in ("mariadbd", "/usr/sbin/mysqld", "mysqld-debug", "python3")] == [
-        "mariadb", "mysql", "mysql", None]
+        "mariadb",
+        "mysql",
+        "mysql",
+        None,
+    ]
     ranges = {"mysql": ">=8.0", "mariadb": "*"}
     assert [for_family(ranges, f) for f in ("percona", "mariadb", "other")] == [">=8.0", "*", None]
     assert for_family({"mysql": "*", "percona": "<8.0"}, "percona") == "<8.0"
@@ -79,9 +83,16 @@ def test_socket_from_cmdline() -> None:
 
 
 def test_secret_variables_masked_but_switches_kept() -> None:
-    out = mp.mask_secrets({"wsrep_sst_auth": "root:hunter2", "strict_password_validation": "ON",
-                           "default_password_lifetime": "0", "innodb_spin_wait_delay": "4",
-                           "simple_password_check_other_characters": "1", "some_password": ""})
+    out = mp.mask_secrets(
+        {
+            "wsrep_sst_auth": "root:hunter2",
+            "strict_password_validation": "ON",
+            "default_password_lifetime": "0",
+            "innodb_spin_wait_delay": "4",
+            "simple_password_check_other_characters": "1",
+            "some_password": "",
+        }
+    )
     assert out["wsrep_sst_auth"] == "********"
     assert out["strict_password_validation"] == "ON"
     assert out["default_password_lifetime"] == "0"

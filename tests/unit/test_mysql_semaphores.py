@@ -6,11 +6,15 @@ import pytest
 
 from pmuprof.capture.mysql.semaphores import parse_semaphores, split_sections
 
-HEAD = "=====================================\n2026-11-21 12:44:21 0x7f INNODB MONITOR OUTPUT\n" \
-       "=====================================\nPer second averages calculated from the last 3 seconds\n" \
-       "-----------------\nBACKGROUND THREAD\n-----------------\nsrv_master_thread loops: 3 srv_idle\n"
-TAIL = "------------\nTRANSACTIONS\n------------\nTrx id counter 15\n---TRANSACTION 421, not started\n" \
-       "--------\nFILE I/O\n--------\nPending flushes (fsync): 0\n"
+HEAD = (
+    "=====================================\n2026-11-21 12:44:21 0x7f INNODB MONITOR OUTPUT\n"
+    "=====================================\nPer second averages calculated from the last 3 seconds\n"
+    "-----------------\nBACKGROUND THREAD\n-----------------\nsrv_master_thread loops: 3 srv_idle\n"
+)
+TAIL = (
+    "------------\nTRANSACTIONS\n------------\nTrx id counter 15\n---TRANSACTION 421, not started\n"
+    "--------\nFILE I/O\n--------\nPending flushes (fsync): 0\n"
+)
 
 
 def status(body: str) -> str:
@@ -73,8 +77,14 @@ def test_mysql57_rw_sx_and_long_wait() -> None:
     assert set(sem["latches"]) == {"rw_shared", "rw_excl", "rw_sx"}
     assert sem["latches"]["rw_sx"] == {"spin_waits": 61, "rounds": 1511, "os_waits": 43}
     assert sem["spin_rounds_per_wait"]["rw_excl"] == 28005.0
-    assert sem["waits"] == [{"thread": 139924453828352, "at": "btr0sea.ic:90", "seconds": 0.0,
-                             "semaphore": "S-lock on RW-latch at 0x7f4e0c0e9e78 created in file btr0sea.cc line 195"}]
+    assert sem["waits"] == [
+        {
+            "thread": 139924453828352,
+            "at": "btr0sea.ic:90",
+            "seconds": 0.0,
+            "semaphore": "S-lock on RW-latch at 0x7f4e0c0e9e78 created in file btr0sea.cc line 195",
+        }
+    ]
     assert sem["os_wait_array"]["signal_count"] == 3735
 
 

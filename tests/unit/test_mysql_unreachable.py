@@ -24,8 +24,9 @@ def test_absent_socket(tmp_path: Path) -> None:
 
 def test_closed_port_and_password_from_env_not_in_error(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PMUPROF_T_PW", "s3cret-never-shown")
-    facts = collect_facts(MysqlOptions(host="127.0.0.1", port=closed_port(), user="s3cret-never-shown",
-                                       password_env="PMUPROF_T_PW"))
+    facts = collect_facts(
+        MysqlOptions(host="127.0.0.1", port=closed_port(), user="s3cret-never-shown", password_env="PMUPROF_T_PW")
+    )
     assert facts["reachable"] is False
     assert "s3cret-never-shown" not in repr(facts)
 

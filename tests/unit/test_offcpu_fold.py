@@ -49,14 +49,20 @@ ustack\ta1\t1\t7f0000001010,555500002020
 ustack\ta3\t0\t555500003030
 """
 
-MAPS = {100: (FileMap(0x7F0000000000, 0x7F0000100000, 0, "/lib/libc.so.6"),
-              FileMap(0x555500000000, 0x555500010000, 0x1000, "/usr/sbin/server"))}
+MAPS = {
+    100: (
+        FileMap(0x7F0000000000, 0x7F0000100000, 0, "/lib/libc.so.6"),
+        FileMap(0x555500000000, 0x555500010000, 0x1000, "/usr/sbin/server"),
+    )
+}
 
 
 def fake_funcs(path, offsets, file_offsets=False, debug=None):
     assert file_offsets
-    names = {"/lib/libc.so.6": {0x1010: ("__lll_lock_wait", None)},  # the leaf: looked up as is
-             "/usr/sbin/server": {0x301F: ("do_work", None), 0x4030: (None, 0x4000)}}[path]
+    names = {
+        "/lib/libc.so.6": {0x1010: ("__lll_lock_wait", None)},  # the leaf: looked up as is
+        "/usr/sbin/server": {0x301F: ("do_work", None), 0x4030: (None, 0x4000)},
+    }[path]
     out = []
     for off in offsets:
         name, start = names.get(off, (None, None))
@@ -76,8 +82,14 @@ def test_parse_and_argv():
     assert out.limits["stacks"] == 64 and out.scanned == {0xA1}
     assert out.waits[1] == tool.Wait(100, 102, "R", 1, 1_000_000, 0xA3, -17, "worker")
     assert out.stack(-17) == () and out.ustack(0xA3) == (0x555500003030,) and out.ustack(0) == ()
-    assert tool.argv("/x/pmuprof-offcpu", [7, 8], 12.5, "/o")[:6] == ["/x/pmuprof-offcpu", "--pid", "7", "--pid", "8",
-                                                                       "--duration"]
+    assert tool.argv("/x/pmuprof-offcpu", [7, 8], 12.5, "/o")[:6] == [
+        "/x/pmuprof-offcpu",
+        "--pid",
+        "7",
+        "--pid",
+        "8",
+        "--duration",
+    ]
     with pytest.raises(ValueError):
         tool.argv("x", list(range(1, 18)), 1, "/o")
     with pytest.raises(ValueError):
@@ -93,16 +105,32 @@ def test_kernel_frames_start_below_the_scheduler():
 
 def test_fold_sums_microseconds_with_state_leaf():
     out = tool.parse(OUTPUT.splitlines(True))
-    start = {100: {103: ThreadNow(103, "stuck", "D", "io_schedule", ("do_syscall_64", "io_schedule")),
-                   105: ThreadNow(105, "idle", "S", "poll", ("do_syscall_64", "do_poll")),
-                   106: ThreadNow(106, "busy", "R", "", ())}}
-    end = {100: {105: ThreadNow(105, "idle", "S", "poll", ("do_syscall_64", "do_poll")),
-                 106: ThreadNow(106, "busy", "R", "", ())}}
+    start = {
+        100: {
+            103: ThreadNow(103, "stuck", "D", "io_schedule", ("do_syscall_64", "io_schedule")),
+            105: ThreadNow(105, "idle", "S", "poll", ("do_syscall_64", "do_poll")),
+            106: ThreadNow(106, "busy", "R", "", ()),
+        }
+    }
+    end = {
+        100: {
+            105: ThreadNow(105, "idle", "S", "poll", ("do_syscall_64", "do_poll")),
+            106: ThreadNow(106, "busy", "R", "", ()),
+        }
+    }
     users = UserSymbols(MAPS, fake_funcs)
     result = fold(out, {100: "server"}, KernelSymbols(KALLSYMS), users, start, end)
     s = result.stacks
-    futex = ("server", "do_work", "__lll_lock_wait", "do_syscall_64_[k]", "__x64_sys_futex_[k]", "futex_wait_[k]",
-             "schedule_[k]", "off-cpu:S")
+    futex = (
+        "server",
+        "do_work",
+        "__lll_lock_wait",
+        "do_syscall_64_[k]",
+        "__x64_sys_futex_[k]",
+        "futex_wait_[k]",
+        "schedule_[k]",
+        "off-cpu:S",
+    )
     assert s[futex] == 6000
     assert s[("server", "[server+0x4000]", "off-cpu:R")] == 1000  # lost kernel stack: user frames only
     assert s[("server", "[unknown]", "do_syscall_64_[k]", "io_schedule_[k]", "off-cpu:D")] == 2000  # before t0
@@ -115,8 +143,9 @@ def test_fold_sums_microseconds_with_state_leaf():
 
 def test_fold_per_thread_roots():
     out = tool.parse(OUTPUT.splitlines(True))
-    result = fold(out, {100: "server"}, KernelSymbols(KALLSYMS), UserSymbols(MAPS, fake_funcs), {}, {},
-                  per_thread_roots=True)
+    result = fold(
+        out, {100: "server"}, KernelSymbols(KALLSYMS), UserSymbols(MAPS, fake_funcs), {}, {}, per_thread_roots=True
+    )
     assert any(k[:2] == ("server", "worker-101") for k in result.stacks)
 
 
@@ -134,8 +163,9 @@ def test_symbolizer_names_first_with_inline_frames_and_helper_the_rest():
 
     def names(queries):
         asked.extend(queries)
-        return [("lock_wait", ("pthread_cond_wait_inline", "inner")) if off == 0x4030 else ("", ())
-                for _, off, _ in queries]
+        return [
+            ("lock_wait", ("pthread_cond_wait_inline", "inner")) if off == 0x4030 else ("", ()) for _, off, _ in queries
+        ]
 
     seen = []
 
@@ -148,13 +178,20 @@ def test_symbolizer_names_first_with_inline_frames_and_helper_the_rest():
     assert users.frames(100, (0x555500003030,)) == ("lock_wait", "inner_[i]", "pthread_cond_wait_inline_[i]")
     assert len(asked) == 2 and seen == [0x5010]
     # leaf first in, root first out; a return address is looked up one byte back (0x4011 -> 0x4010)
-    assert users.frames(100, (0x555500003030, 0x555500004011)) == ("[server+0x4000]", "lock_wait", "inner_[i]",
-                                                                   "pthread_cond_wait_inline_[i]")
+    assert users.frames(100, (0x555500003030, 0x555500004011)) == (
+        "[server+0x4000]",
+        "lock_wait",
+        "inner_[i]",
+        "pthread_cond_wait_inline_[i]",
+    )
 
 
 def test_symbolizer_unavailable_falls_back_to_the_helper_and_says_so():
-    users = UserSymbols(MAPS, lambda path, offsets, **_: {"addresses": [{"input": f"{o:x}", "display": "do_work"}
-                                                                        for o in offsets]}, lambda q: None)
+    users = UserSymbols(
+        MAPS,
+        lambda path, offsets, **_: {"addresses": [{"input": f"{o:x}", "display": "do_work"} for o in offsets]},
+        lambda q: None,
+    )
     users.resolve([(100, 0x555500003030)])
     assert users.frames(100, (0x555500003030,)) == ("do_work",) and users.problems
 
@@ -169,8 +206,11 @@ def test_state_labels_and_proc_parsing():
 
 
 def test_snapshot_groups_identical_threads():
-    threads = [ThreadNow(1, "conn", "S", "futex_wait", ("a", "b")), ThreadNow(2, "conn", "S", "futex_wait", ("a", "b")),
-               ThreadNow(3, "io", "D", "io_schedule", ("a", "c"))]
+    threads = [
+        ThreadNow(1, "conn", "S", "futex_wait", ("a", "b")),
+        ThreadNow(2, "conn", "S", "futex_wait", ("a", "b")),
+        ThreadNow(3, "io", "D", "io_schedule", ("a", "c")),
+    ]
     snap = snapshot.group("end", "t", 1, "server", threads, {2: (("main", "lock"), 12.5)})
     assert snap.threads == 3 and snap.states == {"S": 2, "D": 1}
     counts = sorted((g.count, g.tids, g.user, g.off_cpu_ms) for g in snap.groups)
@@ -182,11 +222,16 @@ def test_snapshot_groups_identical_threads():
 # Format 3, lazy mode at 1 ms: 101's long futex waits kept their stacks, its 40 short ones (8 ms in all) and
 # 102's short preemptions (2 ms) are summed without stacks; 104 is still blocked at the end (no kernel
 # stack taken: /proc's, from the end snapshot; its user stack walked by the loader).
-LAZY = OUTPUT.replace("pmuprof-offcpu\t1\n", "pmuprof-offcpu\t3\n").replace(
-    "stopped_by\tSIGINT\n", "stopped_by\tSIGINT\nmode\tlazy\nmin_block_us\t1000\n").replace(
-    "stat\tustack_scanned\t1\n", "stat\tustack_scanned\t1\nstat\tshort\t45\nstat\tlong\t3\n"
-    "short\t100\t101\tS\t40\t8000000\tworker\nshort\t100\t102\tR\t5\t2000000\tworker\n").replace(
-    "open\t100\t104\tD\t1003000000\ta1\t4\n", "open\t100\t104\tD\t1003000000\ta1\t-61\n")
+LAZY = (
+    OUTPUT.replace("pmuprof-offcpu\t1\n", "pmuprof-offcpu\t3\n")
+    .replace("stopped_by\tSIGINT\n", "stopped_by\tSIGINT\nmode\tlazy\nmin_block_us\t1000\n")
+    .replace(
+        "stat\tustack_scanned\t1\n",
+        "stat\tustack_scanned\t1\nstat\tshort\t45\nstat\tlong\t3\n"
+        "short\t100\t101\tS\t40\t8000000\tworker\nshort\t100\t102\tR\t5\t2000000\tworker\n",
+    )
+    .replace("open\t100\t104\tD\t1003000000\ta1\t4\n", "open\t100\t104\tD\t1003000000\ta1\t-61\n")
+)
 
 
 def test_lazy_short_blocks_keep_their_time_under_one_frame():
@@ -205,6 +250,7 @@ def test_lazy_short_blocks_keep_their_time_under_one_frame():
 
 def test_short_blocks_label_grammar():
     from pmuprof.model.labels import is_unnamed, parse_short_blocks, short_blocks_label
+
     assert short_blocks_label(1000) == "[short blocks < 1 ms]" and short_blocks_label(250) == "[short blocks < 250 us]"
     assert parse_short_blocks("[short blocks < 2 ms]") == 2000 and parse_short_blocks("[short blocks < 250 us]") == 250
     assert parse_short_blocks("[libc.so.6]") is None and is_unnamed(short_blocks_label(1000))
@@ -217,5 +263,7 @@ def test_a_thread_blocked_for_the_whole_window_gets_the_stack_the_loader_walked(
     assert out.idle == {(100, 105): 0xA1}
     start = {100: {105: ThreadNow(105, "idle", "S", "poll", ("do_syscall_64", "do_poll"))}}
     result = fold(out, {100: "server"}, KernelSymbols(KALLSYMS), UserSymbols(MAPS, fake_funcs), start, start)
-    assert result.stacks[("server", "do_work", "__lll_lock_wait", "do_syscall_64_[k]", "do_poll_[k]", "off-cpu:S")] \
+    assert (
+        result.stacks[("server", "do_work", "__lll_lock_wait", "do_syscall_64_[k]", "do_poll_[k]", "off-cpu:S")]
         == 10000
+    )

@@ -11,15 +11,36 @@ from pmuprof.analysis.load import load
 from pmuprof.model import rundir
 
 ON_CPU = "# unit: samples\nmariadbd;start_thread;do_command;mysql_parse 30\nother;main;spin 10\n"
-OFF_CPU = ("# unit: us\n# duration_s: 2.0\n"
-           "mariadbd;start_thread;do_command;MDL_context::acquire_lock;__futex_abstimed_wait_common;"
-           "__x64_sys_futex_[k];off-cpu:S 1500000\n"
-           "mariadbd;start_thread;do_command;vio_read;poll;do_sys_poll_[k];off-cpu:S 400000\n"
-           "other;main;fsync;ext4_sync_file_[k];off-cpu:D 7000\n")
-THREADS = {"snapshots": [{"label": "mariadbd", "pid": 10, "when": "end", "at": "2026-11-23T17:00:00Z", "threads": 3, "states": {"S": 3},
-                          "groups": [{"count": 2, "state": "S", "tids": [11, 12], "wchan": "futex_do_wait",
-                                      "kernel": ["__x64_sys_futex"], "user": ["start_thread", "do_command"]}]},
-                         {"label": "other", "pid": 20, "when": "end", "at": "2026-11-23T17:00:00Z", "threads": 1, "groups": []}]}
+OFF_CPU = (
+    "# unit: us\n# duration_s: 2.0\n"
+    "mariadbd;start_thread;do_command;MDL_context::acquire_lock;__futex_abstimed_wait_common;"
+    "__x64_sys_futex_[k];off-cpu:S 1500000\n"
+    "mariadbd;start_thread;do_command;vio_read;poll;do_sys_poll_[k];off-cpu:S 400000\n"
+    "other;main;fsync;ext4_sync_file_[k];off-cpu:D 7000\n"
+)
+THREADS = {
+    "snapshots": [
+        {
+            "label": "mariadbd",
+            "pid": 10,
+            "when": "end",
+            "at": "2026-11-23T17:00:00Z",
+            "threads": 3,
+            "states": {"S": 3},
+            "groups": [
+                {
+                    "count": 2,
+                    "state": "S",
+                    "tids": [11, 12],
+                    "wchan": "futex_do_wait",
+                    "kernel": ["__x64_sys_futex"],
+                    "user": ["start_thread", "do_command"],
+                }
+            ],
+        },
+        {"label": "other", "pid": 20, "when": "end", "at": "2026-11-23T17:00:00Z", "threads": 1, "groups": []},
+    ]
+}
 
 
 def _run_dir(tmp_path: Path, offcpu: str | None = OFF_CPU, threads: str | None = json.dumps(THREADS)) -> Path:
@@ -39,8 +60,15 @@ def test_offcpu_stacks_and_threads_load_into_the_profile(tmp_path):
     off = profile.offcpu
     assert off is not None and off.total_us == 1_907_000
     assert off.headers["unit"] == "us"
-    stack = ("mariadbd", "start_thread", "do_command", "MDL_context::acquire_lock", "__futex_abstimed_wait_common",
-             "__x64_sys_futex_[k]", "off-cpu:S")
+    stack = (
+        "mariadbd",
+        "start_thread",
+        "do_command",
+        "MDL_context::acquire_lock",
+        "__futex_abstimed_wait_common",
+        "__x64_sys_futex_[k]",
+        "off-cpu:S",
+    )
     assert off.stacks[stack] == 1_500_000
     groups = off.threads.snapshots[0].groups
     assert groups[0].tids == (11, 12) and groups[0].user == ("start_thread", "do_command")
@@ -70,7 +98,6 @@ def test_a_damaged_offcpu_folded_is_left_out_with_one_note(tmp_path, text):
     assert profile.offcpu is None and profile.total == 40
     notes = [w for w in profile.run.warnings if rundir.OFFCPU in w]
     assert len(notes) == 1 and "off-CPU time left out" in notes[0], profile.run.warnings
-
 
 
 def test_a_capture_blocked_all_along_still_gets_a_report(tmp_path):

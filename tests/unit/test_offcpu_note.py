@@ -51,7 +51,7 @@ def test_the_note_is_in_the_html_first_screen(tmp_path):
     diagnosis = diagnose(profile)
     paths = write_outputs(profile, diagnosis, tmp_path)
     html = paths["html"].read_text()
-    verdict = html[html.index('id="verdict"'):html.index("</section>", html.index('id="verdict"'))]
+    verdict = html[html.index('id="verdict"') : html.index("</section>", html.index('id="verdict"'))]
     assert "Mostly off the CPU." in verdict and "pmuprof capture -p 25476 -d 30s --off-cpu" in verdict
     assert "healthy</span>" not in verdict
 
@@ -69,5 +69,7 @@ def test_no_note_when_the_sessions_were_on_the_cpu_or_off_cpu_was_recorded():
 def test_the_command_is_the_capture_with_off_cpu():
     assert off_cpu_command(("pmuprof", "record", "-p", "7", "--no-off-cpu"), [7]) == "pmuprof record -p 7 --off-cpu"
     assert off_cpu_command((), [7, 8]) == "pmuprof capture -p 7 -p 8 --off-cpu"
-    assert off_cpu_command(("pmuprof", "capture", "-p", "7", "-o", "/tmp/a b"), [7]) == \
-        "pmuprof capture -p 7 -o '/tmp/a b' --off-cpu"
+    assert (
+        off_cpu_command(("pmuprof", "capture", "-p", "7", "-o", "/tmp/a b"), [7])
+        == "pmuprof capture -p 7 -o '/tmp/a b' --off-cpu"
+    )

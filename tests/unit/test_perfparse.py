@@ -29,13 +29,20 @@ def test_ipc_only_when_both_counted():
 
 
 def test_ipc_per_process_else_the_stored_one():
-    both = from_json(Counters, {"events": [
-        {"event": "cycles", "value": 4000, "process": "mysqld"},
-        {"event": "instructions", "value": 1000, "process": "mysqld"},
-        {"event": "cpu/cycles/u", "value": 3000, "process": "mariadbd"},
-        {"event": "inst_retired.any", "value": 4000, "process": "mariadbd"},
-        {"event": "cycles", "value": 0, "process": "idle"}, {"event": "instructions", "value": 5, "process": "idle"}],
-        "derived": {"ipc": 9.0}})
+    both = from_json(
+        Counters,
+        {
+            "events": [
+                {"event": "cycles", "value": 4000, "process": "mysqld"},
+                {"event": "instructions", "value": 1000, "process": "mysqld"},
+                {"event": "cpu/cycles/u", "value": 3000, "process": "mariadbd"},
+                {"event": "inst_retired.any", "value": 4000, "process": "mariadbd"},
+                {"event": "cycles", "value": 0, "process": "idle"},
+                {"event": "instructions", "value": 5, "process": "idle"},
+            ],
+            "derived": {"ipc": 9.0},
+        },
+    )
     assert both.ipc_by_process() == {"mariadbd": 1.333, "mysqld": 0.25}
     assert both.ipc("mysqld") == 0.25 and both.ipc() == 1005 / 4000  # exact names first, as Counters.value reads them
     stored = from_json(Counters, {"events": [{"event": "cycles", "value": 10}], "derived": {"ipc": 0.52345}})
@@ -43,8 +50,10 @@ def test_ipc_per_process_else_the_stored_one():
 
 
 def test_evlist_reveals_cpu_clock_substitution():
-    text = ("cpu-clock:ppp: type: 1, size: 128, { sample_period, sample_freq }: 999, sample_type: IP|TID\n"
-            "dummy:HG: type: 1, size: 128, config: 0x9\n")
+    text = (
+        "cpu-clock:ppp: type: 1, size: 128, { sample_period, sample_freq }: 999, sample_type: IP|TID\n"
+        "dummy:HG: type: 1, size: 128, config: 0x9\n"
+    )
     events = perfparse.parse_evlist(text)
     assert events[0]["name"] == "cpu-clock:ppp" and events[0]["type"] == 1
     assert event_name(events[0]["name"]) == "cpu-clock"
@@ -57,6 +66,14 @@ def test_record_summary_line():
 
 def test_event_names_without_modifiers_and_the_counter_they_count():
     assert [event_name(e) for e in ("cpu-clock:ppH", "cycles:P", "cpu/cycles/u", " r40cc ")] == [
-        "cpu-clock", "cycles", "cpu/cycles/u", "r40cc"]
+        "cpu-clock",
+        "cycles",
+        "cpu/cycles/u",
+        "r40cc",
+    ]
     assert [base_event(e) for e in ("cpu-clock:ppH", "cpu/cycles/u", "cpu-cycles:P", "Instructions:u")] == [
-        "cpu-clock", "cycles", "cycles", "instructions"]
+        "cpu-clock",
+        "cycles",
+        "cycles",
+        "instructions",
+    ]

@@ -13,8 +13,10 @@ from pmuprof.model.stacks import Stacks
 
 
 def test_digest_drops_every_literal_and_comment():
-    sql = ("SELECT /* app=shop */ c FROM sbtest1 WHERE id = 42 AND name = 'O''Brien' AND k IN (1, 2, 3) "
-           "AND pwd = \"s3cret\" -- trailing\n AND x > -1.5e3")
+    sql = (
+        "SELECT /* app=shop */ c FROM sbtest1 WHERE id = 42 AND name = 'O''Brien' AND k IN (1, 2, 3) "
+        'AND pwd = "s3cret" -- trailing\n AND x > -1.5e3'
+    )
     text = digest(sql)
     assert text == "SELECT c FROM sbtest1 WHERE id = ? AND name = ? AND k IN (...) AND pwd = ? AND x > ?"
     assert "s3cret" not in text and "Brien" not in text and "42" not in text
@@ -41,7 +43,13 @@ def test_lookup_takes_the_same_second_else_a_neighbour():
     assert len(polled) == 3
     at = polled.lookup(np.array([11, 12, 11, 11, 13, -1]), np.array([100, 101, 101, 104, 100, 100]))
     assert [polled.value("state", a) if a >= 0 else None for a in at.tolist()] == [
-        "statistics", "Sending data", "statistics", None, None, None]
+        "statistics",
+        "Sending data",
+        "statistics",
+        None,
+        None,
+        None,
+    ]
 
 
 def test_cpu_by_state_statement_and_thread(tmp_path):
@@ -56,13 +64,16 @@ def test_cpu_by_state_statement_and_thread(tmp_path):
     state = {t["name"]: t for t in out["tables"]}["state"]["rows"]
     stats = next(r for r in state if r["key"] == "statistics")
     assert stats["samples"] == 100 and stats["function"] == "btr_estimate_n_rows_in_range"
-    assert stats["sentence"] == ("72 % of the samples of threads in `statistics` were in "
-                                 "btr_estimate_n_rows_in_range (45 % overall)")
-    assert {r["key"]: r["samples"] for r in state} == {"statistics": 100, "Sending data": 50,
-                                                       threads.NOT_POLLED: 10}
+    assert stats["sentence"] == (
+        "72 % of the samples of threads in `statistics` were in btr_estimate_n_rows_in_range (45 % overall)"
+    )
+    assert {r["key"]: r["samples"] for r in state} == {"statistics": 100, "Sending data": 50, threads.NOT_POLLED: 10}
     by_thread = {t["name"]: t for t in out["tables"]}["thread"]["rows"]
-    assert [(r["key"], r["samples"]) for r in by_thread] == [("11 (connection 1, app)", 100),
-                                                              ("12 (connection 2, app)", 50), ("40", 10)]
+    assert [(r["key"], r["samples"]) for r in by_thread] == [
+        ("11 (connection 1, app)", 100),
+        ("12 (connection 2, app)", 50),
+        ("40", 10),
+    ]
     cells = {t["name"]: t for t in out["tables"]}["state"]["cells"]
     assert sorted(cells) == [[0, 100, 100], [1, 100, 50], [2, 100, 10]]
 
@@ -103,6 +114,7 @@ def test_split_by_thread_puts_a_thread_frame_under_the_root(tmp_path):
 def test_diff_split_by_state_statement_and_thread(tmp_path):
     from pmuprof.report.diff import diff_document, diff_profiles
     from pmuprof.report.diffmd import render_diff_markdown
+
     doc = diff_document(diff_profiles(*_two_sides(tmp_path)))
     split = {t["name"]: t for t in doc["split"]}
     assert set(split) == {"state", "statement", "user", "command", "thread"}
@@ -113,6 +125,7 @@ def test_diff_split_by_state_statement_and_thread(tmp_path):
     assert next(r for r in doc["self"] if r["name"] == "ut_delay")["self_outside_noise"]
     assert "### CPU by processlist state" in render_diff_markdown(doc)
     from pmuprof.report.diff import write_diff
+
     html = write_diff(diff_profiles(*_two_sides(tmp_path / "again")), tmp_path / "out")["diff.html"].read_text()
     assert 'table class="sort split" data-table="state"' in html and "<code>statistics</code>" in html
 
@@ -134,8 +147,10 @@ class _Cursor:
         elif "@@performance_schema" in sql:
             self.rows = [(self.conn.pfs,)]
         else:
-            self.rows = [(5, 77, "app", "shop", "Query", "statistics", 0, "SELECT * FROM t WHERE a = 'x1'"),
-                         (6, None, "app", "shop", "Query", "init", 0, None)]
+            self.rows = [
+                (5, 77, "app", "shop", "Query", "statistics", 0, "SELECT * FROM t WHERE a = 'x1'"),
+                (6, None, "app", "shop", "Query", "init", 0, None),
+            ]
 
     def fetchone(self):
         return self.rows[0]
@@ -158,6 +173,7 @@ class _Conn:
 def test_choose_sql_prefers_processlist_tid_then_performance_schema():
     import pytest as _pytest
     from pmuprof.capture.mysql import poll
+
     assert poll.choose_sql(_Conn(["ID", "USER", "TID"])) == poll.MARIADB_SQL
     assert poll.choose_sql(_Conn(["ID", "USER"], pfs=1)) == poll.MYSQL_SQL
     with _pytest.raises(LookupError):
@@ -167,6 +183,7 @@ def test_choose_sql_prefers_processlist_tid_then_performance_schema():
 def test_poller_writes_one_line_per_connection_per_poll(tmp_path):
     import io
     from pmuprof.capture.mysql import poll
+
     ticks = iter(10.0 + 0.25 * k for k in range(100))  # four clock reads per poll: one poll a second
     p = poll.Poller(None, None, tmp_path / "p.tsv", interval=0.0, clock=lambda: next(ticks))
     conn, out = _Conn(["TID"]), io.StringIO()
@@ -203,20 +220,28 @@ def test_a_groups_function_is_what_sets_it_apart_not_what_every_statement_runs(t
     the hot path ends there. The function that sets `statistics` apart is the one it runs far more
     than the whole does."""
     top = ("mysqld", "do_command", "mysql_execute_command")
-    keyed = {(top + ("btr_estimate_n_rows_in_range",), 11, 100): 40, (top + ("row_search_mvcc",), 11, 100): 30,
-             (top + ("ha_commit_trans",), 11, 100): 30, (top + ("row_search_mvcc",), 12, 100): 40,
-             (top + ("ha_commit_trans",), 12, 100): 60}
+    keyed = {
+        (top + ("btr_estimate_n_rows_in_range",), 11, 100): 40,
+        (top + ("row_search_mvcc",), 11, 100): 30,
+        (top + ("ha_commit_trans",), 11, 100): 30,
+        (top + ("row_search_mvcc",), 12, 100): 40,
+        (top + ("ha_commit_trans",), 12, 100): 60,
+    }
     _, state = _state_rows(tmp_path, keyed)
     stats = state["statistics"]
     assert (stats["function"], stats["function_share"], stats["function_overall"]) == (
-        "btr_estimate_n_rows_in_range", 0.4, 0.2)
+        "btr_estimate_n_rows_in_range",
+        0.4,
+        0.2,
+    )
     assert state["Sending data"]["function"] == "ha_commit_trans"  # 60 % of the group, 45 % overall
 
 
 def test_a_group_doing_what_the_whole_does_gets_its_hot_path(tmp_path):
     top = ("mysqld", "do_command", "mysql_execute_command", "row_search_mvcc")
-    _, state = _state_rows(tmp_path, {(top + ("row_sel_store_mysql_rec",), 11, 100): 90,
-                                      (top + ("btr_cur_t::search_leaf",), 11, 100): 10})
+    _, state = _state_rows(
+        tmp_path, {(top + ("row_sel_store_mysql_rec",), 11, 100): 90, (top + ("btr_cur_t::search_leaf",), 11, 100): 10}
+    )
     assert state["statistics"]["function"] == "row_sel_store_mysql_rec"
     assert state["statistics"]["function_share"] == 0.9
 
@@ -225,10 +250,15 @@ def test_samples_of_a_connection_between_polls_are_idle_at_the_poll_not_a_backgr
     """Thread 12 was a connection at second 100; at 104 no poll listed it (it was asleep between
     statements): its samples there are the connection's, idle at the poll. Thread 40 was never listed."""
     scan = ("mysqld", "do_command", "row_search_mvcc")
-    out, state = _state_rows(tmp_path, {(scan, 11, 100): 50, (scan, 12, 100): 20, (scan, 12, 104): 30,
-                                        (scan, 40, 104): 5})
-    assert {k: r["samples"] for k, r in state.items()} == {"statistics": 50, threads.IDLE_AT_POLL: 30,
-                                                           "Sending data": 20, threads.NOT_POLLED: 5}
+    out, state = _state_rows(
+        tmp_path, {(scan, 11, 100): 50, (scan, 12, 100): 20, (scan, 12, 104): 30, (scan, 40, 104): 5}
+    )
+    assert {k: r["samples"] for k, r in state.items()} == {
+        "statistics": 50,
+        threads.IDLE_AT_POLL: 30,
+        "Sending data": 20,
+        threads.NOT_POLLED: 5,
+    }
     assert state[threads.IDLE_AT_POLL]["sentence"] == ""
     users = {r["key"]: r["samples"] for r in {t["name"]: t for t in out["tables"]}["user"]["rows"]}
     assert users == {"app@shop": 70, threads.IDLE_AT_POLL: 30, threads.NOT_POLLED: 5}

@@ -87,11 +87,18 @@ def newer_features(tree: ast.AST) -> list[tuple[int, str, tuple[int, int]]]:
                     found.append((node.lineno, name, NEWER_NAMES[name]))
         elif isinstance(node, ast.Call):
             keywords = NEWER_KEYWORDS.get(_dotted(node.func).split(".")[-1], {})
-            found += [(node.lineno, f"{_dotted(node.func)}({k.arg}=)", keywords[k.arg])
-                      for k in node.keywords if k.arg in keywords]
+            found += [
+                (node.lineno, f"{_dotted(node.func)}({k.arg}=)", keywords[k.arg])
+                for k in node.keywords
+                if k.arg in keywords
+            ]
         elif isinstance(node, ast.ClassDef) and _is_dataclass(node):
-            unions = [item for item in node.body if isinstance(item, ast.AnnAssign) and any(
-                isinstance(n, ast.BinOp) and isinstance(n.op, ast.BitOr) for n in ast.walk(item.annotation))]
+            unions = [
+                item
+                for item in node.body
+                if isinstance(item, ast.AnnAssign)
+                and any(isinstance(n, ast.BinOp) and isinstance(n.op, ast.BitOr) for n in ast.walk(item.annotation))
+            ]
             if unions:  # once per class
                 what = f"dataclass {node.name}: an `X | Y` field (typing.get_type_hints fails on it before 3.10)"
                 found.append((unions[0].lineno, what, UNION_IN_DATACLASS))

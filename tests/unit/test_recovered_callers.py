@@ -39,8 +39,10 @@ def test_sample_lines_parse_and_a_stopped_walk_is_keyed_on_thread_and_sp():
 
 def test_a_key_whose_stacks_disagree_recovers_nothing():
     found = callers.table(tool.parse(OUTPUT.splitlines(keepends=True)).sampled, min_support=1)
-    assert found.rows == (callers.Row(100, 15, (LEAF, A, C), 1, (RA,)),  # the two A lines agree: one row
-                          callers.Row(100, 2, (LEAF,), 1, (RB, C), 101, 0x7FFD1000))
+    assert found.rows == (
+        callers.Row(100, 15, (LEAF, A, C), 1, (RA,)),  # the two A lines agree: one row
+        callers.Row(100, 2, (LEAF,), 1, (RB, C), 101, 0x7FFD1000),
+    )
     assert (found.recovered, found.ambiguous, found.unrecovered) == (17, 10, 4)  # B: RA 7 times, RB 3 times
 
 
@@ -52,9 +54,11 @@ def test_a_failed_unwind_under_a_key_makes_it_ambiguous():
 
 
 def test_keys_the_reader_cannot_match_are_not_written():
-    sampled = (callers.Sample(100, 20, (LEAF,), 1, (RA,)),  # a walk key without a return address
-               callers.Sample(100, 20, (LEAF, A, C), 4, (RA,)),  # resumes past the key
-               callers.Sample(100, 20, (LEAF, A), 1, (RA,), tid=101, sp=0x1000))  # a stopped walk keeps the leaf
+    sampled = (
+        callers.Sample(100, 20, (LEAF,), 1, (RA,)),  # a walk key without a return address
+        callers.Sample(100, 20, (LEAF, A, C), 4, (RA,)),  # resumes past the key
+        callers.Sample(100, 20, (LEAF, A), 1, (RA,), tid=101, sp=0x1000),
+    )  # a stopped walk keeps the leaf
     found = callers.table(sampled, min_support=1)
     assert (found.rows, found.unrecovered) == ((), 60)
 
@@ -69,9 +73,13 @@ def test_a_key_seen_too_seldom_is_not_trusted():
 
 def test_the_table_file_is_what_the_reader_parses(tmp_path):
     path = tmp_path / "recovered-callers.tsv"
-    callers.write(path, (callers.Row(100, 15, (LEAF, A, C), 2, (RA, RB)), callers.Row(100, 12, (LEAF,), 1, (RB, C), 101, 0xABC0)))
-    assert path.read_text() == (f"{callers.HEADER}\n100\t0\t0\t15\t{LEAF:x},{A:x},{C:x}\t2\t{RA:x},{RB:x}\n"
-                                f"100\t101\tabc0\t12\t{LEAF:x}\t1\t{RB:x},{C:x}\n")
+    callers.write(
+        path, (callers.Row(100, 15, (LEAF, A, C), 2, (RA, RB)), callers.Row(100, 12, (LEAF,), 1, (RB, C), 101, 0xABC0))
+    )
+    assert path.read_text() == (
+        f"{callers.HEADER}\n100\t0\t0\t15\t{LEAF:x},{A:x},{C:x}\t2\t{RA:x},{RB:x}\n"
+        f"100\t101\tabc0\t12\t{LEAF:x}\t1\t{RB:x},{C:x}\n"
+    )
 
 
 def test_the_sampler_follows_perfs_frame_pointer_rate(monkeypatch, tmp_path):
@@ -102,8 +110,10 @@ def test_the_key_length_is_one_constant_in_c_and_python():
 
     native = Path(__file__).resolve().parents[2] / "native"
     found = {}
-    for path, name in ((native / "offcpu" / "offcpu.h", "OFFCPU_SAMPLE_KEY"),
-                       (native / "perfdata" / "callers.h", "CALLERS_KEY")):
+    for path, name in (
+        (native / "offcpu" / "offcpu.h", "OFFCPU_SAMPLE_KEY"),
+        (native / "perfdata" / "callers.h", "CALLERS_KEY"),
+    ):
         m = re.search(rf"^#define {name} (\d+)", path.read_text(), re.M)
         assert m, (path, name)
         found[name] = int(m.group(1))

@@ -21,12 +21,26 @@ from pmuprof.report.markdown import render_markdown
 
 def test_findings_json_contract_and_order():
     doc = json.loads(findings_json(profile(), Diagnosis.of(findings())))
-    assert set(doc) == {"format_version", "pmuprof_version", "host", "captured_at", "verdict", "profile", "findings",
-                        "latches"}
+    assert set(doc) == {
+        "format_version",
+        "pmuprof_version",
+        "host",
+        "captured_at",
+        "verdict",
+        "profile",
+        "findings",
+        "latches",
+    }
     assert doc["format_version"] == 3
     top = Diagnosis.of(findings()).top
-    assert doc["verdict"] == {"status": "problem", "rule": top.rule, "title": top.title, "severity": top.severity,
-                              "share": top.share, "process": top.process}
+    assert doc["verdict"] == {
+        "status": "problem",
+        "rule": top.rule,
+        "title": top.title,
+        "severity": top.severity,
+        "share": top.share,
+        "process": top.process,
+    }
     prof = doc["profile"]
     assert prof["samples"] == profile().total
     assert prof["event"] == "cpu-clock" and prof["event_requested"] == "cycles"
@@ -79,10 +93,16 @@ def test_single_process_has_no_comparison():
 
 
 def test_counter_rows_show_multiplexing_and_ipc():
-    counters = from_json(Counters, {"events": [
-        {"event": "cycles:u", "value": 2000, "running_pct": 50.0},
-        {"event": "instructions:u", "value": 3000, "running_pct": 100.0},
-        {"event": "LLC-load-misses", "supported": False, "status": "<not counted>"}]})
+    counters = from_json(
+        Counters,
+        {
+            "events": [
+                {"event": "cycles:u", "value": 2000, "running_pct": 50.0},
+                {"event": "instructions:u", "value": 3000, "running_pct": 100.0},
+                {"event": "LLC-load-misses", "supported": False, "status": "<not counted>"},
+            ]
+        },
+    )
     rows = counter_rows(counters)
     assert rows[0]["multiplexed"] and not rows[1]["multiplexed"]
     assert rows[2]["value"] is None and rows[2]["note"] == "not counted"
@@ -115,14 +135,22 @@ def test_markdown_ticket_text(tmp_path):
     # Outside code spans, markup is escaped for Markdown renderers that allow raw HTML.
     assert text.replace(f"`{HOSTILE_SCRIPT}`", "").count(HOSTILE_SCRIPT) == 0
     assert "Spinning in ut_delay &lt;/script>&lt;img" in text
-    assert _md_text("srv_sys->mutex; PolicyMutex<T>; a &amp; b\n> q") == "srv_sys->mutex; PolicyMutex&lt;T>; a &amp;amp; b\n\\> q"
+    assert (
+        _md_text("srv_sys->mutex; PolicyMutex<T>; a &amp; b\n> q")
+        == "srv_sys->mutex; PolicyMutex&lt;T>; a &amp;amp; b\n\\> q"
+    )
     assert render_markdown(build_payload(profile(), Diagnosis())).count("No rule fired") == 1
 
 
 def test_watch_trigger_is_said_in_the_summary():
-    trigger = {"condition": "Threads_running>=4", "consecutive_hits": 3, "fired_at": "2026-11-21T14:14:01Z",
-               "polls_before": [{"t": 1.0 + i, "values": {"Threads_running>=4": v}}
-                                for i, v in enumerate((1.0, 6.0, 6.0, 9.0))]}
+    trigger = {
+        "condition": "Threads_running>=4",
+        "consecutive_hits": 3,
+        "fired_at": "2026-11-21T14:14:01Z",
+        "polls_before": [
+            {"t": 1.0 + i, "values": {"Threads_running>=4": v}} for i, v in enumerate((1.0, 6.0, 6.0, 9.0))
+        ],
+    }
     text = trigger_text(from_json(Trigger, trigger))
     assert text == "Threads_running>=4 held for 3 polls (6, 6, 9) at 2026-11-21T14:14:01Z"
     assert trigger_text(None) == ""

@@ -82,7 +82,9 @@ def test_report_loads_nothing_remote(tmp_path):
     assert "@import" not in text and "url(" not in text
     for tag, attr, url in parser.found:
         if attr == "href":
-            assert url.startswith("#") or (tag == "a" and url == "https://mariadb.com/kb/en/innodb-system-variables/"), url
+            assert url.startswith("#") or (
+                tag == "a" and url == "https://mariadb.com/kb/en/innodb-system-variables/"
+            ), url
     assert "default-src 'none'" in text  # the CSP forbids loads even if a link slipped in
     assert 'rel="noopener noreferrer"' in text
 
@@ -114,9 +116,23 @@ def _dom(url: str) -> str:
     browser = _chromium()
     with tempfile.TemporaryDirectory() as profile_dir:
         return subprocess.run(
-            [browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-             "--disable-component-update", "--no-first-run", f"--user-data-dir={profile_dir}", "--dump-dom", url],
-            capture_output=True, text=True, timeout=90, check=False).stdout
+            [
+                browser,
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--no-first-run",
+                f"--user-data-dir={profile_dir}",
+                "--dump-dom",
+                url,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=90,
+            check=False,
+        ).stdout
 
 
 def test_javascript_runs_in_headless_chromium(tmp_path):

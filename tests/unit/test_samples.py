@@ -39,8 +39,9 @@ def test_views_per_tid_and_second_and_where():
 
 def test_merged_rows_follow_a_relabel():
     stacks, t = _table()
-    new, rows = stacks.relabel_rows([{"[mysqld@0x10]": "ut_delay", "mysqld": "mysqld"}.get(f, f)
-                                     for f in stacks.frames])
+    new, rows = stacks.relabel_rows(
+        [{"[mysqld@0x10]": "ut_delay", "mysqld": "mysqld"}.get(f, f) for f in stacks.frames]
+    )
     moved = t.remap(rows)
     assert moved.matches(new)
     assert moved.as_dict(new)[(("mysqld", "ut_delay"), -1, -1)] == 2  # C became a new row, not merged
@@ -92,7 +93,12 @@ def test_take_in_row_order_is_the_remap_without_the_sort():
     new_row = np.full(300, -1)
     new_row[np.flatnonzero(mask)] = np.arange(int(mask.sum()))
     slow = table.remap(new_row)
-    for a, b in ((fast.rows, slow.rows), (fast.tids, slow.tids), (fast.seconds, slow.seconds), (fast.counts, slow.counts)):
+    for a, b in (
+        (fast.rows, slow.rows),
+        (fast.tids, slow.tids),
+        (fast.seconds, slow.seconds),
+        (fast.counts, slow.counts),
+    ):
         assert a.dtype == b.dtype and np.array_equal(a, b)
 
 

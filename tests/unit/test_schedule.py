@@ -15,7 +15,13 @@ import pytest
 from pmuprof.workflows import schedule_io
 from pmuprof.errors import UsageError
 from pmuprof.workflows.schedule import (
-    EXIT_CRITICAL, EXIT_NO_FINDINGS, EXIT_WARNING, RunEntry, ScheduleSpec, findings_exit_code, plan_retention,
+    EXIT_CRITICAL,
+    EXIT_NO_FINDINGS,
+    EXIT_WARNING,
+    RunEntry,
+    ScheduleSpec,
+    findings_exit_code,
+    plan_retention,
 )
 from pmuprof.workflows.schedule_units import cron_text, service_unit, timer_unit
 
@@ -23,8 +29,15 @@ DAY = 86400.0
 
 
 def _spec(**kw) -> ScheduleSpec:
-    base = dict(at="03:00", directory="/var/lib/pmuprof", duration_s=60, exe="/usr/local/bin/pmuprof",
-                all_mysqld=True, keep_days=14, keep_bytes=5 * 2**30)
+    base = dict(
+        at="03:00",
+        directory="/var/lib/pmuprof",
+        duration_s=60,
+        exe="/usr/local/bin/pmuprof",
+        all_mysqld=True,
+        keep_days=14,
+        keep_bytes=5 * 2**30,
+    )
     base.update(kw)
     return ScheduleSpec(**base)
 
@@ -41,18 +54,27 @@ def test_exit_codes_by_worst_severity():
     assert findings_exit_code([_found("info"), _found("warning")]) == EXIT_WARNING == 10
     assert findings_exit_code([_found("warning"), _found("critical")]) == EXIT_CRITICAL == 20
     from pmuprof.findings.model import Finding
+
     assert findings_exit_code([Finding("r", "warning", "t", 0.1)]) == EXIT_WARNING
 
 
-@pytest.mark.parametrize("kw, words", [
-    (dict(at="3am"), "HH:MM"), (dict(at="24:00"), "HH:MM"), (dict(at="03:60"), "HH:MM"),
-    (dict(pid=12), "exactly one"), (dict(all_mysqld=False), "exactly one"),
-    (dict(duration_s=0), "at least 1"), (dict(directory="relative/dir"), "absolute"),
-    (dict(directory="/var/lib/pm uprof"), "absolute"), (dict(directory="/var/$(x)"), "absolute"),
-    (dict(directory="/var/../etc"), "absolute"),
-    (dict(capture_args=("--mysql-password=secret",)), "password"),
-    (dict(capture_args=("--x='a b'",)), "cannot carry"),
-])
+@pytest.mark.parametrize(
+    "kw, words",
+    [
+        (dict(at="3am"), "HH:MM"),
+        (dict(at="24:00"), "HH:MM"),
+        (dict(at="03:60"), "HH:MM"),
+        (dict(pid=12), "exactly one"),
+        (dict(all_mysqld=False), "exactly one"),
+        (dict(duration_s=0), "at least 1"),
+        (dict(directory="relative/dir"), "absolute"),
+        (dict(directory="/var/lib/pm uprof"), "absolute"),
+        (dict(directory="/var/$(x)"), "absolute"),
+        (dict(directory="/var/../etc"), "absolute"),
+        (dict(capture_args=("--mysql-password=secret",)), "password"),
+        (dict(capture_args=("--x='a b'",)), "cannot carry"),
+    ],
+)
 def test_spec_rejects(kw, words):
     with pytest.raises(UsageError) as err:
         _spec(**kw)
@@ -89,27 +111,42 @@ def test_unit_command_captures_into_a_dated_directory(tmp_path):
     exe.chmod(0o755)
     spec = _spec(exe=str(exe), directory=str(tmp_path / "runs"))
     line = [ln for ln in service_unit(spec).splitlines() if ln.startswith("ExecStart=")][0]
-    proc = subprocess.run(_systemd_unescape(line[len("ExecStart="):]), check=False)
+    proc = subprocess.run(_systemd_unescape(line[len("ExecStart=") :]), check=False)
     assert proc.returncode == 20  # the capture's findings code reaches systemd unchanged
     argv = (tmp_path / "argv.txt").read_text().split("\n")
     out_dir = argv[argv.index("-o") + 1]
     assert out_dir.startswith(str(tmp_path / "runs") + "/") and len(Path(out_dir).name) == 15  # YYYYmmdd-HHMMSS
 
 
-@pytest.mark.skipif(shutil.which("systemd-analyze") is None, reason="systemd-analyze not installed (apt-get install systemd)")
+@pytest.mark.skipif(
+    shutil.which("systemd-analyze") is None, reason="systemd-analyze not installed (apt-get install systemd)"
+)
 def test_systemd_analyze_verify_accepts_the_units(tmp_path):
     exe = shutil.which("sh")
     spec = _spec(exe=exe, directory=str(tmp_path))
     for name, text in schedule_io.rendered(spec, systemd=True).items():  # exactly what --dry-run prints
         (tmp_path / Path(name).name).write_text(text)
-    proc = subprocess.run(["systemd-analyze", "verify", str(tmp_path / "pmuprof-nightly.service"),
-                           str(tmp_path / "pmuprof-nightly.timer")], capture_output=True, text=True, check=False)
+    proc = subprocess.run(
+        [
+            "systemd-analyze",
+            "verify",
+            str(tmp_path / "pmuprof-nightly.service"),
+            str(tmp_path / "pmuprof-nightly.timer"),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     complaints = [ln for ln in proc.stderr.splitlines() if "pmuprof-nightly" in ln]
     assert proc.returncode == 0 and not complaints, proc.stderr
     # and the check can fail: a broken calendar is reported
     (tmp_path / "pmuprof-nightly.timer").write_text(timer_unit(spec).replace("03:00:00", "25:99:00"))
-    bad = subprocess.run(["systemd-analyze", "verify", str(tmp_path / "pmuprof-nightly.timer")],
-                         capture_output=True, text=True, check=False)
+    bad = subprocess.run(
+        ["systemd-analyze", "verify", str(tmp_path / "pmuprof-nightly.timer")],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert "calendar" in bad.stderr
 
 
@@ -118,8 +155,13 @@ def _entry(name, age_days, size=100, ours=True, now=100 * DAY):
 
 
 def test_retention_by_days_spares_foreign_and_newest():
-    entries = [_entry("old1", 30), _entry("old2", 20), _entry("new", 1), _entry("foreign", 99, ours=False),
-               _entry("newest-but-old", 0.5)]
+    entries = [
+        _entry("old1", 30),
+        _entry("old2", 20),
+        _entry("new", 1),
+        _entry("foreign", 99, ours=False),
+        _entry("newest-but-old", 0.5),
+    ]
     plan = plan_retention(entries, 100 * DAY, keep_days=14, keep_bytes=None)
     assert [d.name for d in plan] == ["old1", "old2"]
     assert all("14 days" in d.reason for d in plan)
@@ -183,12 +225,14 @@ def test_prune_needs_a_limit(tmp_path):
 
 def test_rendered_files_carry_the_spec_for_status():
     files = schedule_io.rendered(_spec(), systemd=False)
-    (name, text), = files.items()
+    ((name, text),) = files.items()
     assert name == "/etc/cron.d/pmuprof-nightly"
     spec_line = [ln for ln in text.splitlines() if ln.startswith(schedule_io.SPEC_PREFIX)][0]
-    assert json.loads(spec_line[len(schedule_io.SPEC_PREFIX):])["directory"] == "/var/lib/pmuprof"
+    assert json.loads(spec_line[len(schedule_io.SPEC_PREFIX) :])["directory"] == "/var/lib/pmuprof"
     assert set(schedule_io.rendered(_spec(), systemd=True)) == {
-        "/etc/systemd/system/pmuprof-nightly.service", "/etc/systemd/system/pmuprof-nightly.timer"}
+        "/etc/systemd/system/pmuprof-nightly.service",
+        "/etc/systemd/system/pmuprof-nightly.timer",
+    }
 
 
 def test_cron_install_status_remove_under_a_root(tmp_path):
@@ -216,8 +260,27 @@ def test_cli_install_dry_run_and_prune(tmp_path, capsys):
     from pmuprof.cli.main import main
 
     exe = shutil.which("sh")
-    assert main(["schedule", "install", "--at", "04:15", "--all-mysqld", "--dry-run", "--scheduler", "cron", "--exe", exe,
-                 "--dir", str(tmp_path), "--defaults-file", "/etc/pmuprof/my.cnf"]) == 0
+    assert (
+        main(
+            [
+                "schedule",
+                "install",
+                "--at",
+                "04:15",
+                "--all-mysqld",
+                "--dry-run",
+                "--scheduler",
+                "cron",
+                "--exe",
+                exe,
+                "--dir",
+                str(tmp_path),
+                "--defaults-file",
+                "/etc/pmuprof/my.cnf",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "15 4 * * * root " in out and "--defaults-file /etc/pmuprof/my.cnf -q" in out
     assert main(["schedule", "install", "--all-mysqld", "--dry-run", "--scheduler", "systemd", "--exe", exe]) == 0

@@ -21,18 +21,49 @@ from pmuprof.workflows.schedule import ScheduleSpec
 from pmuprof.workflows.schedule_units import CAPABILITIES, cron_text, fixed_offset, service_unit, timer_unit
 from pmuprof.workflows.watch_unit import WatchService, watch_unit
 
-HARDENING = ("Nice", "IOSchedulingClass", "CPUQuota", "MemoryMax", "OOMScoreAdjust", "StateDirectory",
-             "ProtectSystem", "ProtectHome", "PrivateTmp", "NoNewPrivileges", "CapabilityBoundingSet", "UMask",
-             "PrivateDevices", "DevicePolicy", "PrivateMounts", "ProtectProc", "ProtectKernelModules",
-             "ProtectControlGroups", "ProtectClock", "ProtectHostname", "LockPersonality", "RestrictRealtime",
-             "RestrictSUIDSGID", "RestrictNamespaces", "RestrictAddressFamilies", "SystemCallArchitectures",
-             "SystemCallFilter")
+HARDENING = (
+    "Nice",
+    "IOSchedulingClass",
+    "CPUQuota",
+    "MemoryMax",
+    "OOMScoreAdjust",
+    "StateDirectory",
+    "ProtectSystem",
+    "ProtectHome",
+    "PrivateTmp",
+    "NoNewPrivileges",
+    "CapabilityBoundingSet",
+    "UMask",
+    "PrivateDevices",
+    "DevicePolicy",
+    "PrivateMounts",
+    "ProtectProc",
+    "ProtectKernelModules",
+    "ProtectControlGroups",
+    "ProtectClock",
+    "ProtectHostname",
+    "LockPersonality",
+    "RestrictRealtime",
+    "RestrictSUIDSGID",
+    "RestrictNamespaces",
+    "RestrictAddressFamilies",
+    "SystemCallArchitectures",
+    "SystemCallFilter",
+)
 MAX_EXPOSURE = 3.0  # systemd-analyze security's "OK" band starts below 4.0; the unit was 7.0 MEDIUM before
 
 
 def _spec(**kw) -> ScheduleSpec:
-    base = dict(at="03:00", directory="/var/lib/pmuprof", duration_s=60, exe="/usr/local/bin/pmuprof",
-                all_mysqld=True, keep_days=14, keep_bytes=5 * 2**30, randomized_delay_s=600)
+    base = dict(
+        at="03:00",
+        directory="/var/lib/pmuprof",
+        duration_s=60,
+        exe="/usr/local/bin/pmuprof",
+        all_mysqld=True,
+        keep_days=14,
+        keep_bytes=5 * 2**30,
+        randomized_delay_s=600,
+    )
     base.update(kw)
     return ScheduleSpec(**base)
 
@@ -85,11 +116,16 @@ def test_notify_command_and_pythonpath_travel_as_environment():
         _spec(notify_cmd="/usr/bin/page $(id)")
 
 
-@pytest.mark.skipif(shutil.which("systemd-analyze") is None,
-                    reason="systemd-analyze not installed (apt-get install systemd)")
+@pytest.mark.skipif(
+    shutil.which("systemd-analyze") is None, reason="systemd-analyze not installed (apt-get install systemd)"
+)
 def test_systemd_analyze_verify_accepts_the_hardened_units_and_rejects_a_typo(tmp_path):
-    spec = _spec(exe=shutil.which("sh"), directory=str(tmp_path / "runs"), notify_cmd="/bin/true",
-                 textfile=str(tmp_path / "m.prom"))
+    spec = _spec(
+        exe=shutil.which("sh"),
+        directory=str(tmp_path / "runs"),
+        notify_cmd="/bin/true",
+        textfile=str(tmp_path / "m.prom"),
+    )
     paths = []
     for name, text in schedule_io.rendered(spec, systemd=True).items():
         paths.append(tmp_path / Path(name).name)
@@ -97,15 +133,19 @@ def test_systemd_analyze_verify_accepts_the_hardened_units_and_rejects_a_typo(tm
     proc = subprocess.run(["systemd-analyze", "verify", *map(str, paths)], capture_output=True, text=True)
     assert proc.returncode == 0 and "pmuprof-nightly" not in proc.stderr, proc.stderr
     service = paths[0]
-    service.write_text(service.read_text().replace("ProtectSystem=strict", "ProtectSytem=strict")
-                       .replace("IOSchedulingClass=idle", "IOSchedulingClass=sleepy"))
+    service.write_text(
+        service.read_text()
+        .replace("ProtectSystem=strict", "ProtectSytem=strict")
+        .replace("IOSchedulingClass=idle", "IOSchedulingClass=sleepy")
+    )
     bad = subprocess.run(["systemd-analyze", "verify", str(service)], capture_output=True, text=True)
     assert "ProtectSytem" in bad.stderr and "sleepy" in bad.stderr, bad.stderr  # (capability names it never checks)
 
 
 def _exposure(unit: Path) -> float:
-    proc = subprocess.run(["systemd-analyze", "security", "--offline=true", str(unit)], capture_output=True,
-                          text=True, timeout=120)
+    proc = subprocess.run(
+        ["systemd-analyze", "security", "--offline=true", str(unit)], capture_output=True, text=True, timeout=120
+    )
     found = re.search(r"Overall exposure level for \S+: (\d+\.\d+)", proc.stdout)
     if found is None and "--offline" in proc.stderr:
         pytest.skip(f"this systemd-analyze cannot assess a unit file offline: {proc.stderr.strip()[:100]}")
@@ -113,8 +153,9 @@ def _exposure(unit: Path) -> float:
     return float(found.group(1))
 
 
-@pytest.mark.skipif(shutil.which("systemd-analyze") is None,
-                    reason="systemd-analyze not installed (apt-get install systemd)")
+@pytest.mark.skipif(
+    shutil.which("systemd-analyze") is None, reason="systemd-analyze not installed (apt-get install systemd)"
+)
 def test_systemd_analyze_security_rates_the_unit_at_most_3(tmp_path):
     unit = tmp_path / "pmuprof-nightly.service"
     unit.write_text(service_unit(_spec(exe=shutil.which("sh"), textfile="/var/lib/prometheus/node-exporter/p.prom")))
@@ -133,10 +174,12 @@ def _cron_command(text: str) -> str:
 @pytest.mark.skipif(not (shutil.which("flock") and shutil.which("ionice")), reason="util-linux flock/ionice missing")
 def test_cron_command_runs_under_flock_and_ionice_and_keeps_the_exit_status(tmp_path):
     exe = tmp_path / "pmuprof"
-    exe.write_text('#!/bin/sh\n[ "$1" = capture ] || exit 0\n'
-                   'printf "%s %s\\n" "$(ionice -p $$)" "$(nice)" > "$(dirname "$0")/seen.txt"\n'
-                   'echo "captured at $(umask)"; echo "a warning" >&2\n'
-                   'if [ -n "$HOLD" ]; then touch "$(dirname "$0")/holding"; sleep 3; fi\nexit 20\n')
+    exe.write_text(
+        '#!/bin/sh\n[ "$1" = capture ] || exit 0\n'
+        'printf "%s %s\\n" "$(ionice -p $$)" "$(nice)" > "$(dirname "$0")/seen.txt"\n'
+        'echo "captured at $(umask)"; echo "a warning" >&2\n'
+        'if [ -n "$HOLD" ]; then touch "$(dirname "$0")/holding"; sleep 3; fi\nexit 20\n'
+    )
     exe.chmod(0o755)
     lock = str(tmp_path / "lock")
     command = _cron_command(cron_text(_spec(exe=str(exe), directory=str(tmp_path / "runs")), lock_file=lock))
@@ -179,8 +222,17 @@ def test_dry_run_under_python_dash_m_names_this_interpreter_and_checkout(tmp_pat
     decoy = tmp_path / "pmuprof"
     decoy.write_text("#!/bin/sh\nexit 99\n")
     decoy.chmod(0o755)
-    res = run_cli("schedule", "install", "--all-mysqld", "--dry-run", "--scheduler", "systemd", "--dir", str(tmp_path),
-                  env={"PATH": f"{tmp_path}:{os.environ['PATH']}"})
+    res = run_cli(
+        "schedule",
+        "install",
+        "--all-mysqld",
+        "--dry-run",
+        "--scheduler",
+        "systemd",
+        "--dir",
+        str(tmp_path),
+        env={"PATH": f"{tmp_path}:{os.environ['PATH']}"},
+    )
     assert res.returncode == 0, res.stderr
     assert str(decoy) not in res.stdout
     assert f"exec {os.path.abspath(sys.executable)} -m pmuprof capture --all-mysqld" in res.stdout
@@ -188,25 +240,71 @@ def test_dry_run_under_python_dash_m_names_this_interpreter_and_checkout(tmp_pat
 
 
 def test_server_options_pass_through_and_password_env_is_refused(tmp_path):
-    res = run_cli("schedule", "install", "--all-mysqld", "--dry-run", "--scheduler", "cron", "--dir", str(tmp_path),
-                  "-h", "db1", "-P", "3307", "-u", "prof", "--ssl-mode", "verify_ca", "--ssl-ca", "ca.pem",
-                  "--defaults-group-suffix", "_prod")
+    res = run_cli(
+        "schedule",
+        "install",
+        "--all-mysqld",
+        "--dry-run",
+        "--scheduler",
+        "cron",
+        "--dir",
+        str(tmp_path),
+        "-h",
+        "db1",
+        "-P",
+        "3307",
+        "-u",
+        "prof",
+        "--ssl-mode",
+        "verify_ca",
+        "--ssl-ca",
+        "ca.pem",
+        "--defaults-group-suffix",
+        "_prod",
+    )
     assert res.returncode == 0, res.stderr
     assert "--mysql-host db1 --mysql-port 3307 --mysql-user prof" in res.stdout
     assert f"--defaults-group-suffix _prod --ssl-mode VERIFY_CA --ssl-ca {os.getcwd()}/ca.pem" in res.stdout
-    bad = run_cli("schedule", "install", "--all-mysqld", "--dry-run", "--dir", str(tmp_path),
-                  "--mysql-password-env", "PW")
+    bad = run_cli(
+        "schedule", "install", "--all-mysqld", "--dry-run", "--dir", str(tmp_path), "--mysql-password-env", "PW"
+    )
     assert bad.returncode == 2 and "--defaults-file" in bad.stderr
 
 
 def test_schedule_install_passes_the_capture_options(tmp_path):
-    res = run_cli("schedule", "install", "--all-mysqld", "--dry-run", "--scheduler", "systemd", "--dir", str(tmp_path),
-                  "-F", "49", "--call-graph", "dwarf", "--mode", "per-thread", "--off-cpu")
+    res = run_cli(
+        "schedule",
+        "install",
+        "--all-mysqld",
+        "--dry-run",
+        "--scheduler",
+        "systemd",
+        "--dir",
+        str(tmp_path),
+        "-F",
+        "49",
+        "--call-graph",
+        "dwarf",
+        "--mode",
+        "per-thread",
+        "--off-cpu",
+    )
     assert res.returncode == 0, res.stderr
-    assert "capture --all-mysqld --duration 60 --exit-code-on-findings -F 49 --call-graph dwarf --mode per-thread " \
-           "--off-cpu -q" in res.stdout
-    plain = run_cli("schedule", "install", "--all-mysqld", "--dry-run", "--scheduler", "cron", "--dir", str(tmp_path),
-                    "--no-off-cpu")
+    assert (
+        "capture --all-mysqld --duration 60 --exit-code-on-findings -F 49 --call-graph dwarf --mode per-thread "
+        "--off-cpu -q" in res.stdout
+    )
+    plain = run_cli(
+        "schedule",
+        "install",
+        "--all-mysqld",
+        "--dry-run",
+        "--scheduler",
+        "cron",
+        "--dir",
+        str(tmp_path),
+        "--no-off-cpu",
+    )
     assert "--exit-code-on-findings --no-off-cpu -q" in plain.stdout and "--call-graph" not in plain.stdout
 
 
@@ -220,9 +318,13 @@ def test_capability_names_exist_on_this_kernel():
 
 # ---- the watch service (`pmuprof watch --print-unit`)
 
+
 def _watch_unit(**kw) -> str:
-    base = dict(exe=("/usr/local/bin/pmuprof",), args=("-t", "state:Sending data>=5", "-o", "/var/lib/pmuprof-watch"),
-                directory="/var/lib/pmuprof-watch")
+    base = dict(
+        exe=("/usr/local/bin/pmuprof",),
+        args=("-t", "state:Sending data>=5", "-o", "/var/lib/pmuprof-watch"),
+        directory="/var/lib/pmuprof-watch",
+    )
     base.update(kw)
     return watch_unit(WatchService(**base))
 
@@ -235,21 +337,47 @@ def test_watch_unit_is_hardened_like_the_nightly_one_and_restarts_on_failure_onl
     nightly = service_unit(_spec())
     for key in set(HARDENING) - {"StateDirectory"}:  # the same values as the nightly unit's
         assert next(ln for ln in lines if ln.startswith(key + "=")) in nightly.splitlines(), key
-    for want in ("Type=simple", "Restart=on-failure", "RestartSec=30", "RestartPreventExitStatus=2 7",
-                 "SuccessExitStatus=143", "StandardOutput=journal", "StandardError=journal", "WantedBy=multi-user.target"):
+    for want in (
+        "Type=simple",
+        "Restart=on-failure",
+        "RestartSec=30",
+        "RestartPreventExitStatus=2 7",
+        "SuccessExitStatus=143",
+        "StandardOutput=journal",
+        "StandardError=journal",
+        "WantedBy=multi-user.target",
+    ):
         assert want in lines, want
-        assert lines[lines.index(want) - 1].startswith("#") or lines[lines.index(want) - 1].split("=")[0] in \
-            ("Type", "RestartSec", "Restart", "StandardOutput", "SuccessExitStatus", "TimeoutStopSec", "[Install]"), want
-    assert not any(ln.startswith(("PIDFile=", "Type=forking")) or ("--daemonize" in ln and not ln.startswith("#"))
-                   for ln in lines)
+        assert lines[lines.index(want) - 1].startswith("#") or lines[lines.index(want) - 1].split("=")[0] in (
+            "Type",
+            "RestartSec",
+            "Restart",
+            "StandardOutput",
+            "SuccessExitStatus",
+            "TimeoutStopSec",
+            "[Install]",
+        ), want
+    assert not any(
+        ln.startswith(("PIDFile=", "Type=forking")) or ("--daemonize" in ln and not ln.startswith("#")) for ln in lines
+    )
     exec_line = next(ln for ln in lines if ln.startswith("ExecStart="))
-    assert shlex.split(exec_line[len("ExecStart="):].replace("%%", "%")) == [
-        "/usr/local/bin/pmuprof", "watch", "-t", "state:Sending data>=5", "-o", "/var/lib/pmuprof-watch"]
+    assert shlex.split(exec_line[len("ExecStart=") :].replace("%%", "%")) == [
+        "/usr/local/bin/pmuprof",
+        "watch",
+        "-t",
+        "state:Sending data>=5",
+        "-o",
+        "/var/lib/pmuprof-watch",
+    ]
 
 
 def test_watch_unit_refuses_what_it_cannot_carry_safely():
-    for bad in ({"args": ("-t", "x>1", "--notify-timeout", "3'0")}, {"notify_cmd": '/bin/page "db"'},
-                {"args": ("--mysql-password", "secret")}, {"directory": "relative/dir"}):
+    for bad in (
+        {"args": ("-t", "x>1", "--notify-timeout", "3'0")},
+        {"notify_cmd": '/bin/page "db"'},
+        {"args": ("--mysql-password", "secret")},
+        {"directory": "relative/dir"},
+    ):
         with pytest.raises(UsageError):
             _watch_unit(**bad)
     unit = _watch_unit(directory="/srv/stalk", textfile="/var/lib/node/p.prom", notify_cmd="/bin/page --team db")
@@ -257,8 +385,9 @@ def test_watch_unit_refuses_what_it_cannot_carry_safely():
     assert 'Environment="PMUPROF_NOTIFY_CMD=/bin/page --team db"' in unit
 
 
-@pytest.mark.skipif(shutil.which("systemd-analyze") is None,
-                    reason="systemd-analyze not installed (apt-get install systemd)")
+@pytest.mark.skipif(
+    shutil.which("systemd-analyze") is None, reason="systemd-analyze not installed (apt-get install systemd)"
+)
 def test_systemd_analyze_verifies_the_watch_unit_and_rates_it_at_most_3(tmp_path):
     unit = tmp_path / "pmuprof-watch.service"
     unit.write_text(_watch_unit(exe=(shutil.which("sh"),), notify_cmd="/bin/true"))
@@ -271,18 +400,54 @@ def test_systemd_analyze_verifies_the_watch_unit_and_rates_it_at_most_3(tmp_path
 
 
 def test_print_unit_spells_every_watch_option_so_it_parses_back_the_same(tmp_path):
-    first = run_cli("watch", "-t", "state:Sending data>=5", "-t", "cpu>400", "--cycles", "3", "--interval", "500ms",
-                    "-d", "1m", "--cooldown", "10m", "--disk-free", "1G", "-F", "49", "--keep", "50", "--keep-for", "7d",
-                    "--keep-size", "5G", "-o", str(tmp_path / "stalk"), "--defaults-file", "my.cnf",
-                    "--notify-cmd", "/bin/echo --team db", "--print-unit")
+    first = run_cli(
+        "watch",
+        "-t",
+        "state:Sending data>=5",
+        "-t",
+        "cpu>400",
+        "--cycles",
+        "3",
+        "--interval",
+        "500ms",
+        "-d",
+        "1m",
+        "--cooldown",
+        "10m",
+        "--disk-free",
+        "1G",
+        "-F",
+        "49",
+        "--keep",
+        "50",
+        "--keep-for",
+        "7d",
+        "--keep-size",
+        "5G",
+        "-o",
+        str(tmp_path / "stalk"),
+        "--defaults-file",
+        "my.cnf",
+        "--notify-cmd",
+        "/bin/echo --team db",
+        "--print-unit",
+    )
     assert first.returncode == 0, first.stderr
     assert (tmp_path / "stalk").is_dir()  # outside /var/lib: ReadWritePaths= needs it to exist
     exec_line = next(ln for ln in first.stdout.splitlines() if ln.startswith("ExecStart="))
-    argv = shlex.split(exec_line[len("ExecStart="):].replace("%%", "%"))
-    args = argv[argv.index("watch") + 1:]
+    argv = shlex.split(exec_line[len("ExecStart=") :].replace("%%", "%"))
+    args = argv[argv.index("watch") + 1 :]
     assert args[:4] == ["-t", "state:Sending data>=5", "-t", "cpu>400"]
-    for pair in ("--interval 0.5", "-d 60", "--cooldown 600", "--keep 50", "--keep-for 604800",
-                 f"--keep-size {5 * 2**30}", f"--defaults-file {os.getcwd()}/my.cnf", f"-o {tmp_path}/stalk"):
+    for pair in (
+        "--interval 0.5",
+        "-d 60",
+        "--cooldown 600",
+        "--keep 50",
+        "--keep-for 604800",
+        f"--keep-size {5 * 2**30}",
+        f"--defaults-file {os.getcwd()}/my.cnf",
+        f"-o {tmp_path}/stalk",
+    ):
         assert pair in " ".join(args), pair
     assert 'Environment="PMUPROF_NOTIFY_CMD=/bin/echo --team db"' in first.stdout
     again = run_cli("watch", *args, "--notify-cmd", "/bin/echo --team db", "--print-unit")

@@ -56,8 +56,9 @@ def test_counts_match_the_tuple_definitions(monkeypatch, block, step) -> None:
     assert st.per_root() == roots
     some = np.flatnonzero(st.lut(["f1", "f3", "x", "mysqld"]))  # "mysqld" only ever a root: 0
     expect = _inclusive(d)
-    assert {st.frames[f]: int(n) for f, n in enumerate(st.inclusive_of(some)) if n} == \
-        {f: expect[f] for f in ("f1", "f3", "x", "mysqld") if expect[f]}
+    assert {st.frames[f]: int(n) for f, n in enumerate(st.inclusive_of(some)) if n} == {
+        f: expect[f] for f in ("f1", "f3", "x", "mysqld") if expect[f]
+    }
     wanted = st.lut(["f1", "f2"])
     assert set(st.rows_with(wanted).tolist()) == {i for i, (s, _) in enumerate(st.items()) if {"f1", "f2"} & set(s[1:])}
 
@@ -77,12 +78,18 @@ def test_repeats_are_summed_and_take_and_relabel_keep_counts(monkeypatch, block)
 
 def test_a_hash_collision_still_merges_exactly(monkeypatch) -> None:
     """Every row in one hash group: the check finds they differ and the exact merge runs."""
+
     def collide(ids, offsets, lengths, relabel=None):
         n = len(lengths)
         return np.array([0]), np.zeros(n, dtype=np.int64)
+
     monkeypatch.setattr(stacks_mod, "_hash_groups", collide)
     d = {("p", "a"): 1, ("p", "b"): 2, ("p", "a", "c"): 3}
-    assert dict(Stacks.of(list(d.items()) + [(("p", "a"), 4)]).items()) == {("p", "a"): 5, ("p", "b"): 2, ("p", "a", "c"): 3}
+    assert dict(Stacks.of(list(d.items()) + [(("p", "a"), 4)]).items()) == {
+        ("p", "a"): 5,
+        ("p", "b"): 2,
+        ("p", "a", "c"): 3,
+    }
     st = Stacks.of(d)
     merged, rows = st.relabel_rows(["p", "a", "a", "c"])  # b -> a: collides and merges, exactly, relabelled
     assert dict(merged.items()) == {("p", "a"): 3, ("p", "a", "c"): 3}
@@ -103,7 +110,9 @@ def test_relabel_merges_like_the_tuple_definition(monkeypatch, block) -> None:
     merged, rows = st.relabel_rows(labels)
     assert dict(merged.items()) == dict(expect) and len(merged) < len(st)
     old = list(st.items())
-    assert all(merged.row(r) == tuple(labels[st.frame_index[f]] for f in old[i][0]) for i, r in enumerate(rows.tolist()))
+    assert all(
+        merged.row(r) == tuple(labels[st.frame_index[f]] for f in old[i][0]) for i, r in enumerate(rows.tolist())
+    )
 
 
 def test_relabel_hashes_only_rows_whose_frames_now_share_a_label() -> None:
@@ -117,7 +126,9 @@ def test_relabel_hashes_only_rows_whose_frames_now_share_a_label() -> None:
         expect[tuple(labels[st.frame_index[f]] for f in stack)] += count
     merged, rows = st.relabel_rows(labels)
     assert list(merged.items()) == list(expect.items()) and len(merged) < len(st)
-    assert [merged.row(r) for r in rows.tolist()] == [tuple(labels[st.frame_index[f]] for f in s) for s, _ in st.items()]
+    assert [merged.row(r) for r in rows.tolist()] == [
+        tuple(labels[st.frame_index[f]] for f in s) for s, _ in st.items()
+    ]
 
 
 def test_profile_keeps_the_mapping_interface() -> None:
@@ -143,17 +154,23 @@ def test_a_process_of_sorted_rows_cuts_its_parents_postings(monkeypatch, step) -
         part = st.take(st.root_ids == st.frame_index[root])
         assert part._parent is not None
         fresh = Stacks.of(dict(part.items()))
-        assert part.inclusive_counts() == fresh.inclusive_counts() == _inclusive({s: c for s, c in d.items() if s[0] == root})
+        assert (
+            part.inclusive_counts()
+            == fresh.inclusive_counts()
+            == _inclusive({s: c for s, c in d.items() if s[0] == root})
+        )
         wanted = part.lut(["f1", "f7"])
-        assert sorted(part.row(i) for i in part.rows_with(wanted)) == \
-            sorted(fresh.row(i) for i in fresh.rows_with(fresh.lut(["f1", "f7"])))
+        assert sorted(part.row(i) for i in part.rows_with(wanted)) == sorted(
+            fresh.row(i) for i in fresh.rows_with(fresh.lut(["f1", "f7"]))
+        )
         inner = part.take(np.arange(1, len(part) - 1))  # a run of a run: still the first owner's postings
         assert inner._parent[0] is st and inner._postings[0] is part._postings[0] is st._postings[0]
         again = Stacks.of(dict(inner.items()))
         assert inner.inclusive_counts() == again.inclusive_counts()
         for name in ("f1", "f3"):
-            assert [inner.row(i) for i in inner.rows_with(inner.lut([name]))] == \
-                [again.row(i) for i in again.rows_with(again.lut([name]))]
+            assert [inner.row(i) for i in inner.rows_with(inner.lut([name]))] == [
+                again.row(i) for i in again.rows_with(again.lut([name]))
+            ]
 
 
 def test_frame_ids_are_16_bit_up_to_65536_frames_and_relabel_crosses_the_line() -> None:

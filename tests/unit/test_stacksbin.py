@@ -28,8 +28,11 @@ def _file(strings: list[bytes], stacks: list[tuple[list[int], int]], samples=Non
 
 def test_stacks_and_samples_read_back(tmp_path):
     # "unused" is interned by the folder but in no kept stack: left out, ids renumbered
-    raw = _file([b"mysqld", b"unused", b"do_command", b"ut_delay\xff"], [([0, 2, 3], 5), ([0, 2], 2)],
-                [(0, 11, 100, 3), (0, 12, 100, 2), (1, 11, 101, 2)])
+    raw = _file(
+        [b"mysqld", b"unused", b"do_command", b"ut_delay\xff"],
+        [([0, 2, 3], 5), ([0, 2], 2)],
+        [(0, 11, 100, 3), (0, 12, 100, 2), (1, 11, 101, 2)],
+    )
     (tmp_path / "s.bin").write_bytes(raw)
     stacks, samples = read_fold_bin(tmp_path / "s.bin")
     assert stacks.frames == ("mysqld", "do_command", "ut_delay\\xff")
@@ -42,7 +45,9 @@ def test_stacks_and_samples_read_back(tmp_path):
 
 @pytest.mark.parametrize("cut", [7, 30, 60, -40, -5])
 def test_a_cut_short_file_is_one_clear_error(tmp_path, cut):
-    raw = _file([b"mysqld", b"do_command"], [([0, 1], 5), ([0], 2)], [(0, 11, 100, 3), (1, 11, 100, 2), (1, 12, 101, 2)])
+    raw = _file(
+        [b"mysqld", b"do_command"], [([0, 1], 5), ([0], 2)], [(0, 11, 100, 3), (1, 11, 100, 2), (1, 12, 101, 2)]
+    )
     (tmp_path / "s.bin").write_bytes(raw[:cut])
     with pytest.raises(InputError) as err:
         read_fold_bin(tmp_path / "s.bin")

@@ -6,42 +6,64 @@ import pytest
 
 from pmuprof.errors import UsageError
 from pmuprof.workflows.triggers import (
-    Condition, DiskFloor, Poll, WatchPlan, captured, cpu_percent, done, holds, initial_state,
-    missing_status, parse_condition, parse_duration, parse_proc_stat, parse_size, skipped, status_line, step, value,
+    Condition,
+    DiskFloor,
+    Poll,
+    WatchPlan,
+    captured,
+    cpu_percent,
+    done,
+    holds,
+    initial_state,
+    missing_status,
+    parse_condition,
+    parse_duration,
+    parse_proc_stat,
+    parse_size,
+    skipped,
+    status_line,
+    step,
+    value,
 )
 
 
-@pytest.mark.parametrize("text, source, name, op, threshold", [
-    ("Threads_running>50", "status", "Threads_running", ">", 50.0),
-    (" Threads_running >= 50 ", "status", "Threads_running", ">=", 50.0),
-    ("state:statistics>=10", "state", "statistics", ">=", 10.0),
-    ("state:Sending data > 3", "state", "Sending data", ">", 3.0),
-    ("STATE:statistics>=10", "state", "statistics", ">=", 10.0),
-    ("command:Query>40", "command", "Query", ">", 40.0),
-    ("cpu>80", "cpu", "cpu", ">", 80.0),
-    ("CPU>=150.5", "cpu", "cpu", ">=", 150.5),
-    ("Innodb_row_lock_current_waits!=0", "status", "Innodb_row_lock_current_waits", "!=", 0.0),
-    ("Threads_connected<5", "status", "Threads_connected", "<", 5.0),
-])
+@pytest.mark.parametrize(
+    "text, source, name, op, threshold",
+    [
+        ("Threads_running>50", "status", "Threads_running", ">", 50.0),
+        (" Threads_running >= 50 ", "status", "Threads_running", ">=", 50.0),
+        ("state:statistics>=10", "state", "statistics", ">=", 10.0),
+        ("state:Sending data > 3", "state", "Sending data", ">", 3.0),
+        ("STATE:statistics>=10", "state", "statistics", ">=", 10.0),
+        ("command:Query>40", "command", "Query", ">", 40.0),
+        ("cpu>80", "cpu", "cpu", ">", 80.0),
+        ("CPU>=150.5", "cpu", "cpu", ">=", 150.5),
+        ("Innodb_row_lock_current_waits!=0", "status", "Innodb_row_lock_current_waits", "!=", 0.0),
+        ("Threads_connected<5", "status", "Threads_connected", "<", 5.0),
+    ],
+)
 def test_parse_condition_accepts(text, source, name, op, threshold):
     cond = parse_condition(text)
     assert (cond.source, cond.name, cond.op, cond.threshold) == (source, name, op, threshold)
 
 
-@pytest.mark.parametrize("text, words", [
-    ("", "expected NAME OP NUMBER"),
-    ("Threads_running", "expected NAME OP NUMBER"),
-    ("Threads_running>", "expected NAME OP NUMBER"),
-    ("Threads_running>fifty", "not a number"),
-    ("Threads_running>5 0", "not a number"),
-    ("Threads running>50", "not a status variable"),
-    ("1abc>3", "not a status variable"),
-    ("foo:bar>1", "unknown prefix"),
-    ("state:>1", "bad processlist state"),
-    ("state:a;b>1", "bad processlist state"),
-    ("cpu>-1", "cannot be negative"),
-    ("Threads_running=>50", "not a status variable"),
-])
+@pytest.mark.parametrize(
+    "text, words",
+    [
+        ("", "expected NAME OP NUMBER"),
+        ("Threads_running", "expected NAME OP NUMBER"),
+        ("Threads_running>", "expected NAME OP NUMBER"),
+        ("Threads_running>fifty", "not a number"),
+        ("Threads_running>5 0", "not a number"),
+        ("Threads running>50", "not a status variable"),
+        ("1abc>3", "not a status variable"),
+        ("foo:bar>1", "unknown prefix"),
+        ("state:>1", "bad processlist state"),
+        ("state:a;b>1", "bad processlist state"),
+        ("cpu>-1", "cannot be negative"),
+        ("Threads_running=>50", "not a status variable"),
+    ],
+)
 def test_parse_condition_rejects_with_one_line(text, words):
     with pytest.raises(UsageError) as err:
         parse_condition(text)
@@ -55,10 +77,19 @@ def test_slug_is_file_name_safe():
     assert parse_condition("cpu>80").slug == "cpu-gt-80"
 
 
-@pytest.mark.parametrize("text, expected", [
-    ("4096", 4096), ("1K", 1024), ("500M", 500 * 2**20), ("1G", 2**30), ("1.5GiB", int(1.5 * 2**30)),
-    ("5g", 5 * 2**30), ("2T", 2 * 2**40), ("1GB", 2**30),
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("4096", 4096),
+        ("1K", 1024),
+        ("500M", 500 * 2**20),
+        ("1G", 2**30),
+        ("1.5GiB", int(1.5 * 2**30)),
+        ("5g", 5 * 2**30),
+        ("2T", 2 * 2**40),
+        ("1GB", 2**30),
+    ],
+)
 def test_parse_size(text, expected):
     assert parse_size(text) == expected
 
@@ -91,8 +122,13 @@ def test_disk_floor_bytes_and_percent():
 
 
 def test_values_of_each_source():
-    poll = Poll(0.0, status={"Threads_running": 60.0}, states={"statistics": 7, "Statistics": 4, "Sending data": 1},
-                commands={"Query": 12}, cpu=95.0)
+    poll = Poll(
+        0.0,
+        status={"Threads_running": 60.0},
+        states={"statistics": 7, "Statistics": 4, "Sending data": 1},
+        commands={"Query": 12},
+        cpu=95.0,
+    )
     assert value(parse_condition("Threads_running>50"), poll) == 60.0
     assert value(parse_condition("state:statistics>=10"), poll) == 11.0  # case-insensitive
     assert value(parse_condition("state:Locked>=1"), poll) == 0.0  # absent state = 0 threads
@@ -146,6 +182,7 @@ def test_unlimited_captures_keep_firing_after_each_cooldown():
 
 def test_watch_cli_captures_without_a_cap_by_default():
     from pmuprof.cli.watch import watch_cmd
+
     option = next(p for p in watch_cmd.params if p.name == "max_captures")
     assert option.default is None
 
@@ -198,13 +235,14 @@ def test_proc_stat_and_cpu_percent():
 
 def test_condition_is_frozen():
     cond = Condition("status", "x", ">", 1.0, "x>1")
-    with pytest.raises(Exception):
+    with pytest.raises(AttributeError):  # dataclasses.FrozenInstanceError
         cond.name = "y"  # type: ignore[misc]
 
 
 def test_status_line_shows_values_hits_and_cooldown():
-    plan = WatchPlan((parse_condition("Threads_running>50"), parse_condition("cpu>80")), cycles=3,
-                     cooldown_s=30, max_captures=2)
+    plan = WatchPlan(
+        (parse_condition("Threads_running>50"), parse_condition("cpu>80")), cycles=3, cooldown_s=30, max_captures=2
+    )
     state, _ = step(plan, initial_state(plan), Poll(100.0, status={"Threads_running": 60.0}))
     line = status_line(plan, state, Poll(100.0, status={"Threads_running": 60.0}))
     assert "Threads_running>50: 60 (1/3); cpu>80: ? (0/3) · captures 0/2" in line

@@ -40,8 +40,9 @@ def test_verdict_is_the_top_cause_with_its_share_confidence_fix_and_flame_link()
     assert {e["rule"] for e in v["explains"]} == {"fil-space-get-index-dive", "innodb-spin-wait"}
     assert v["more"] == len(payload.findings) - 1 == 2
     assert v["frame"] == "btr_estimate_n_rows_in_range_low" and v["frame"] in profile.inclusive_counts()
-    assert v["link"] == ("#view=sandwich&focus=btr_estimate_n_rows_in_range_low"
-                         "&search=%5Ebtr_estimate_n_rows_in_range_low%24")
+    assert v["link"] == (
+        "#view=sandwich&focus=btr_estimate_n_rows_in_range_low&search=%5Ebtr_estimate_n_rows_in_range_low%24"
+    )
     assert v["caveats"]["tags"] == ["cpu-clock, not cycles"]
     assert "perf recorded cpu-clock instead of cycles" in v["caveats"]["lines"][0]
 
@@ -52,22 +53,26 @@ def test_a_healthy_server_is_said_to_be_healthy_with_its_informational_findings(
     v = payload.verdict
     assert v["healthy"] and [f["rule"] for f in v["info"]] == [f.rule for f in diagnosis.findings]
     assert v["hottest"] == "_raw_spin_unlock_irqrestore_[k]" and v["link"].startswith("#view=sandwich&focus=")
-    assert v["busy"]["function"] == "JOIN::optimize" and v["busy"]["leaf_entry"] == "__x64_sys_sendto"  # not the IRQ frame
+    assert (
+        v["busy"]["function"] == "JOIN::optimize" and v["busy"]["leaf_entry"] == "__x64_sys_sendto"
+    )  # not the IRQ frame
     from pmuprof.report.markdown import render_markdown
-    assert "**Verdict: no known problem found** in 1,873 samples (3 informational findings below)." in \
-        render_markdown(payload)
+
+    assert "**Verdict: no known problem found** in 1,873 samples (3 informational findings below)." in render_markdown(
+        payload
+    )
 
 
 def test_first_screen_html_holds_the_verdict_and_no_rule_variable_dump(tmp_path):
     profile, _ = load_fixture(RANGES)
     diagnosis = diagnose(profile)
     html = write_outputs(profile, diagnosis, tmp_path)["html"].read_text()
-    head = html[html.index('<section id="verdict"'):html.index('<section id="summary"')]
+    head = html[html.index('<section id="verdict"') : html.index('<section id="summary"')]
     assert "Optimizer index dives cost a large share of the CPU" in head and "66.4 %" in head
     assert 'class="open-flame" href="#view=sandwich&amp;focus=btr_estimate_n_rows_in_range_low' in head
     assert "2 more findings" in head and "Fix for the detected server, 10.2.11-MariaDB" in head
     assert "Read this first" not in html  # the caveats are a chip now
-    cards = html[html.index("<section id=\"findings\""):html.index("<section id=\"flamegraph\"")]
+    cards = html[html.index('<section id="findings"') : html.index('<section id="flamegraph"')]
     assert "hot_share" not in cards and "below False" not in cards and "0.557521" not in cards
     assert "optimizer range estimation (index dives) inside InnoDB" in cards
     assert "66.4 % of samples (8,897 samples)" in cards
@@ -75,26 +80,36 @@ def test_first_screen_html_holds_the_verdict_and_no_rule_variable_dump(tmp_path)
     assert raw["findings"][0]["evidence"]["dive"]["hot_share"] == 0.557521  # raw values stay in findings.json
     assert "shown" not in raw["findings"][0]
     md = (tmp_path / "report.md").read_text()
-    assert md.splitlines()[2].startswith("**Verdict: Optimizer index dives cost a large share of the CPU** — 66.4 % "
-                                         "of mysqld samples (how sure: medium; 8,897 of 13,395 samples;")
+    assert md.splitlines()[2].startswith(
+        "**Verdict: Optimizer index dives cost a large share of the CPU** — 66.4 % "
+        "of mysqld samples (how sure: medium; 8,897 of 13,395 samples;"
+    )
 
 
 def test_evidence_values_in_words_per_kind():
     def text(kind, what, value, name="x"):
         return value_text(Declared(name, kind, what), value)
 
-    assert text("stack", "", {"count": 8897, "share": 0.664203, "value": 0.664203}) == "66.4 % of samples (8,897 samples)"
+    assert (
+        text("stack", "", {"count": 8897, "share": 0.664203, "value": 0.664203}) == "66.4 % of samples (8,897 samples)"
+    )
     assert text("stack", "", {"count": 0, "share": 0.0}) == "none (0 samples)"
-    assert text("latch", "", {"count": 228, "share": 0.017021, "modes_text": "X 100%"}) == \
-        "1.7 % of samples (228 samples); modes: X 100%"
-    assert text("counter_ratio", "instructions / cycles", {"value": 0.1, "instructions": 2e9, "cycles": 2e10}) == \
-        "0.10 (instructions 2,000,000,000 / cycles 20,000,000,000)"
+    assert (
+        text("latch", "", {"count": 228, "share": 0.017021, "modes_text": "X 100%"})
+        == "1.7 % of samples (228 samples); modes: X 100%"
+    )
+    assert (
+        text("counter_ratio", "instructions / cycles", {"value": 0.1, "instructions": 2e9, "cycles": 2e10})
+        == "0.10 (instructions 2,000,000,000 / cycles 20,000,000,000)"
+    )
     assert text("processlist_state", "statistics", {"value": 3.0, "number": 3.0}) == "3 threads"
     assert text("quality", "truncated_share", {"value": 0.934, "number": 0.934}) == "93.4 % of samples"
     assert text("variable", "innodb_adaptive_hash_index", {"value": "ON", "number": None}) == "ON"
     assert text("variable", "innodb_buffer_pool_size", {"value": 134217728, "number": 134217728}) == "134,217,728"
-    assert text("derived", "spin_cost", {"value": 1.5, "delay_raised": False, "summary": "one maximal ut_delay = …"}) == \
-        "one maximal ut_delay = …"
+    assert (
+        text("derived", "spin_cost", {"value": 1.5, "delay_raised": False, "summary": "one maximal ut_delay = …"})
+        == "one maximal ut_delay = …"
+    )
     assert text("mysql", "error_log.memory_barrier", None) == "not recorded"
     assert text("host", "hardware_pmu", {"value": False, "number": None}) == "no"
 
@@ -112,7 +127,12 @@ def test_evidence_rows_follow_the_rule_declaration_and_levels_are_worded():
 
 
 def test_sentence_and_flame_link_edge_cases():
-    f = {"title": "T", "share": 0.25, "chain": ["a<b>"], "message": "a<b> 25.0% ← c — threads are busy (e.g. here). More."}
+    f = {
+        "title": "T",
+        "share": 0.25,
+        "chain": ["a<b>"],
+        "message": "a<b> 25.0% ← c — threads are busy (e.g. here). More.",
+    }
     assert sentence(f) == "Threads are busy (e.g. here)."
     assert sentence({"title": "Low IPC", "share": 0.0, "message": ""}) == "Low IPC: 0.0 % of the samples."
     assert flame_link("ns::f(int)&x") == "#view=sandwich&focus=ns%3A%3Af(int)%26x&search=%5Ens%3A%3Af%5C(int%5C)%26x%24"

@@ -15,8 +15,10 @@ from pmuprof.report.seconds import wall_clock
 
 
 def test_second_zero_from_the_clock_pair():
-    run = Run(started="2026-11-28T15:03:05Z", clock=Clock(monotonic_s=4999.5, epoch_s=1795878187.0,
-                                                          utc_offset_s=3600, zone="CET"))
+    run = Run(
+        started="2026-11-28T15:03:05Z",
+        clock=Clock(monotonic_s=4999.5, epoch_s=1795878187.0, utc_offset_s=3600, zone="CET"),
+    )
     # perf second 5000 began half a second after the pair was read
     assert wall_clock(run, 5000) == {"t0": 1795878187.5, "offset": 3600, "zone": "CET", "exact": True}
 

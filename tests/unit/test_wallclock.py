@@ -29,10 +29,25 @@ def _profile(frequency: int | None = 100):
 
 
 def _snapshot() -> Snapshot:
-    groups = (ThreadGroup(3, "S", (11, 12, 13), {"mariadbd": 3}, "futex_do_wait", ("__x64_sys_futex", "futex_wait"),
-                          ("start_thread", "do_command", "MDL_context::acquire_lock(MDL_request*, double)",
-                           "__futex_abstimed_wait_common"), "bpf", 2500.0),
-              ThreadGroup(5, "S", (1, 2, 3, 4, 5), {"mariadbd": 5}, "do_sys_poll", ("__x64_sys_poll", "do_sys_poll")))
+    groups = (
+        ThreadGroup(
+            3,
+            "S",
+            (11, 12, 13),
+            {"mariadbd": 3},
+            "futex_do_wait",
+            ("__x64_sys_futex", "futex_wait"),
+            (
+                "start_thread",
+                "do_command",
+                "MDL_context::acquire_lock(MDL_request*, double)",
+                "__futex_abstimed_wait_common",
+            ),
+            "bpf",
+            2500.0,
+        ),
+        ThreadGroup(5, "S", (1, 2, 3, 4, 5), {"mariadbd": 5}, "do_sys_poll", ("__x64_sys_poll", "do_sys_poll")),
+    )
     return Snapshot("end", "2026-11-23T17:00:00Z", 10, "mariadbd", 8, {"S": 8}, groups)
 
 
@@ -49,8 +64,13 @@ def test_wall_stacks_put_the_state_under_the_root_and_scale_samples_to_time():
     for s, n in stacks.items():
         assert s[0] == "mariadbd" and s[-1].startswith("off-cpu:") is False  # the state leaf moved under the root
         by_state[s[1]] = by_state.get(s[1], 0) + n
-    assert by_state == {f"[{RUNNING}]": 250_000, f"[{FUTEX}]": 3_000_000, f"[{IO}]": 500_000,
-                        f"[{OTHER}]": 1_000_000, f"[{RUNNABLE}]": 250_000}
+    assert by_state == {
+        f"[{RUNNING}]": 250_000,
+        f"[{FUTEX}]": 3_000_000,
+        f"[{IO}]": 500_000,
+        f"[{OTHER}]": 1_000_000,
+        f"[{RUNNABLE}]": 250_000,
+    }
 
 
 def test_without_a_frequency_on_cpu_time_is_left_out_and_said():
@@ -65,7 +85,10 @@ def test_payload_states_shares_and_thread_groups():
     assert rows[FUTEX]["seconds"] == 3.0 and rows[FUTEX]["share"] == pytest.approx(3.0 / 5.0)
     (snap,) = p.offcpu_threads
     assert [g["count"] for g in snap["groups"]] == [5, 3]  # most threads first
-    assert snap["groups"][1]["stack"] == "__futex_abstimed_wait_common ← MDL_context::acquire_lock ← do_command ← start_thread"
+    assert (
+        snap["groups"][1]["stack"]
+        == "__futex_abstimed_wait_common ← MDL_context::acquire_lock ← do_command ← start_thread"
+    )
 
 
 def test_report_shows_the_wall_clock_graph_and_the_threads(tmp_path):
@@ -86,9 +109,16 @@ def test_no_offcpu_no_wall_clock_section(tmp_path):
     assert 'id="wallclock"' not in html and "### Wall clock" not in render_markdown(p)
 
 
-@pytest.mark.parametrize("frame, short", [
-    ("(anonymous namespace)::Lock_wait::wait(int)", "(anonymous namespace)::Lock_wait::wait"),
-    ("f(a)::g(b)", "f(a)::g"), ("ns::f(int)", "ns::f"), ("x(y(z))", "x"), ("plain", "plain")])
+@pytest.mark.parametrize(
+    "frame, short",
+    [
+        ("(anonymous namespace)::Lock_wait::wait(int)", "(anonymous namespace)::Lock_wait::wait"),
+        ("f(a)::g(b)", "f(a)::g"),
+        ("ns::f(int)", "ns::f"),
+        ("x(y(z))", "x"),
+        ("plain", "plain"),
+    ],
+)
 def test_only_the_trailing_argument_list_is_cut(frame, short):
     from pmuprof.report.wallclock import _short
 

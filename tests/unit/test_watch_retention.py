@@ -35,28 +35,44 @@ def test_keep_count_deletes_the_oldest_beyond_n_and_counts_busy_and_newest():
     busy = [_entry("r0", 10, busy=True)] + entries[1:]
     plan = [d.name for d in plan_retention(busy, NOW, None, None, keep_count=2)]
     assert plan == ["r1", "r2", "r3", "r4"]  # r0 is being written: kept, and it takes one of the two places
-    assert plan_retention(entries, NOW, None, None, keep_count=1) and \
-        "r5" not in [d.name for d in plan_retention(entries, NOW, None, None, keep_count=1)]
+    assert plan_retention(entries, NOW, None, None, keep_count=1) and "r5" not in [
+        d.name for d in plan_retention(entries, NOW, None, None, keep_count=1)
+    ]
 
 
 def test_age_then_count_then_size_and_busy_runs_count_towards_the_budget():
-    entries = [_entry("old", 40, 10), _entry("a", 3, 10), _entry("b", 2, 10), _entry("busy", 1, 50, busy=True),
-               _entry("new", 0, 10)]
+    entries = [
+        _entry("old", 40, 10),
+        _entry("a", 3, 10),
+        _entry("b", 2, 10),
+        _entry("busy", 1, 50, busy=True),
+        _entry("new", 0, 10),
+    ]
     plan = plan_retention(entries, NOW, 30, 70, keep_count=4)
     # old: age; nothing by count (4 left: a, b, busy, new); size: 80 > 70 so a goes, busy is never a candidate
     assert [(d.name, d.reason) for d in plan] == [("old", "older than 30 days"), ("a", "over the 0 MiB budget")]
 
 
 def test_age_text_reads_like_the_option():
-    assert [age_text(s) for s in (30 * DAY, DAY, 36 * 3600, 90 * 60, 45)] == ["30 days", "1 day", "36 h", "90 min", "45 s"]
+    assert [age_text(s) for s in (30 * DAY, DAY, 36 * 3600, 90 * 60, 45)] == [
+        "30 days",
+        "1 day",
+        "36 h",
+        "90 min",
+        "45 s",
+    ]
     assert parse_duration("7d") == 7 * DAY and parse_duration("12h") == 12 * 3600
 
 
 def _run(base: Path, name: str, started: str, run: dict | None = None, files: dict | None = None) -> Path:
     path = base / name
     path.mkdir(parents=True)
-    body = {"pmuprof_version": "0.9", "started": started, "command": ["pmuprof", "watch", "-t", "cpu>1"],
-            "trigger": {"condition": "cpu>1"}}
+    body = {
+        "pmuprof_version": "0.9",
+        "started": started,
+        "command": ["pmuprof", "watch", "-t", "cpu>1"],
+        "trigger": {"condition": "cpu>1"},
+    }
     (path / rundir.RUN_JSON).write_text(json.dumps(body if run is None else run))
     (path / rundir.STACKS).write_text("mysqld;main 1\n")
     (path / rundir.PERF_DATA).write_bytes(b"\0" * 4096)
@@ -69,18 +85,32 @@ def test_watch_prunes_only_its_own_captures_oldest_first_one_log_line_each(tmp_p
     base = tmp_path / "stalk"
     for day in (1, 2, 3, 4):
         _run(base, f"2026110{day}-120000-cpu-gt-1", f"2026-11-0{day}T12:00:00Z")
-    _run(base, "20261102-130000-killed", "2026-11-02T13:00:00Z",
-         run={"pmuprof_version": "0.9", "started": "2026-11-02T13:00:00Z", "command": ["pmuprof", "watch"]})
-    _run(base, "20261101-090000-capture", "2026-11-01T09:00:00Z",  # pmuprof's, but not a watch capture
-         run={"pmuprof_version": "0.9", "started": "2026-11-01T09:00:00Z", "command": ["pmuprof", "capture"]})
+    _run(
+        base,
+        "20261102-130000-killed",
+        "2026-11-02T13:00:00Z",
+        run={"pmuprof_version": "0.9", "started": "2026-11-02T13:00:00Z", "command": ["pmuprof", "watch"]},
+    )
+    _run(
+        base,
+        "20261101-090000-capture",
+        "2026-11-01T09:00:00Z",  # pmuprof's, but not a watch capture
+        run={"pmuprof_version": "0.9", "started": "2026-11-01T09:00:00Z", "command": ["pmuprof", "capture"]},
+    )
     _run(base, "20261101-080000-foreign", "2026-11-01T08:00:00Z", run={"started": "2026-11-01T08:00:00Z"})
     (base / "notes").mkdir()
     (base / "notes" / "perf.data").write_text("a user's file in a directory without run.json")
     _run(base, "20261102-140000-mine", "2026-11-02T14:00:00Z", files={"notes.txt": "kept"})
     lines: list[str] = []
     apply_retention(base, Retention(count=2, age_s=None, bytes=None), lines.append)
-    assert sorted(os.listdir(base)) == ["20261101-080000-foreign", "20261101-090000-capture", "20261102-140000-mine",
-                                        "20261103-120000-cpu-gt-1", "20261104-120000-cpu-gt-1", "notes"]
+    assert sorted(os.listdir(base)) == [
+        "20261101-080000-foreign",
+        "20261101-090000-capture",
+        "20261102-140000-mine",
+        "20261103-120000-cpu-gt-1",
+        "20261104-120000-cpu-gt-1",
+        "notes",
+    ]
     assert os.listdir(base / "20261102-140000-mine") == ["notes.txt"]  # pmuprof's files went, the user's stayed
     assert (base / "20261101-090000-capture" / rundir.PERF_DATA).is_file()
     assert (base / "20261101-080000-foreign" / rundir.PERF_DATA).is_file()
@@ -137,8 +167,18 @@ def test_made_by_watch_needs_the_marker_and_watch():
 
 def test_poll_table_round_trips_and_keeps_before_and_during_apart(tmp_path):
     conds = (parse_condition("Threads_running>50"), parse_condition("state:Sending data>=5"))
-    before = tuple(Poll(NOW + i, status={"Threads_running": 40.0 + 10 * i}, states={"Sending data": i}, cpu=150.5,
-                        load1=3.5, running=7, blocked=1) for i in range(3))
+    before = tuple(
+        Poll(
+            NOW + i,
+            status={"Threads_running": 40.0 + 10 * i},
+            states={"Sending data": i},
+            cpu=150.5,
+            load1=3.5,
+            running=7,
+            blocked=1,
+        )
+        for i in range(3)
+    )
     during = (Poll(NOW + 4, status={"Threads_running": 70.0}),)
     table = poll_table(conds, before, during)
     path = tmp_path / rundir.WATCH_POLLS

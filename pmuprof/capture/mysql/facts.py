@@ -6,7 +6,8 @@ import getpass
 import os
 import time
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 import pymysql
 import pymysql.cursors
@@ -19,8 +20,12 @@ from .mydefaults import OptionSources, resolve
 from .semaphores import parse_semaphores
 from .tls import Tls, must_be_encrypted, pymysql_kwargs, tls_from
 
-DEFAULT_SOCKETS = ("/run/mysqld/mysqld.sock", "/var/run/mysqld/mysqld.sock", "/var/lib/mysql/mysql.sock",
-                   "/tmp/mysql.sock")
+DEFAULT_SOCKETS = (
+    "/run/mysqld/mysqld.sock",
+    "/var/run/mysqld/mysqld.sock",
+    "/var/lib/mysql/mysql.sock",
+    "/tmp/mysql.sock",
+)
 _LOOPBACK = ("127.0.0.1", "::1", "localhost")
 _ERROR_LOG_TAIL = 64 << 20  # bytes of the error log to scan
 _READ_MAX = 64 << 20  # at most this much of a /proc file (net/unix of a busy host: some MiB) or pid file
@@ -45,8 +50,9 @@ class MysqlOptions:
 
     @property
     def sources(self) -> OptionSources:
-        return OptionSources(self.defaults_file, self.defaults_extra_file, self.defaults_group_suffix,
-                             self.login_path, self.no_defaults)
+        return OptionSources(
+            self.defaults_file, self.defaults_extra_file, self.defaults_group_suffix, self.login_path, self.no_defaults
+        )
 
     @property
     def explicit(self) -> bool:
@@ -105,13 +111,15 @@ def pid_sockets(pid: int) -> list[str]:
         found.append(arg)
     out = []
     for path in found:  # a server in a container: reach its socket through its root
-        out.append(path if os.path.exists(path) or not os.path.exists(f"/proc/{pid}/root{path}")
-                   else f"/proc/{pid}/root{path}")
+        out.append(
+            path if os.path.exists(path) or not os.path.exists(f"/proc/{pid}/root{path}") else f"/proc/{pid}/root{path}"
+        )
     return out
 
 
 def endpoints(opts: MysqlOptions, files: dict[str, str | None], pid: int | None) -> list[Endpoint]:
     """Where to try, in order: explicit options; else the pid's sockets, option files, default sockets."""
+
     def port_of(value: Any) -> int:
         return int(value) if str(value or "").isdigit() else 3306
 
@@ -162,10 +170,19 @@ def connect(opts: MysqlOptions, pid: int | None = None) -> tuple[Any, Endpoint, 
     errors = []
     for ep in tried:
         try:
-            conn = pymysql.connect(unix_socket=ep.socket, host=ep.host or "localhost", port=ep.port or 3306,
-                                   user=user, password=password or "", connect_timeout=opts.connect_timeout,
-                                   read_timeout=30, write_timeout=30, autocommit=True, charset="utf8mb4",
-                                   **ssl_args[bool(ep.socket)])
+            conn = pymysql.connect(
+                unix_socket=ep.socket,
+                host=ep.host or "localhost",
+                port=ep.port or 3306,
+                user=user,
+                password=password or "",
+                connect_timeout=opts.connect_timeout,
+                read_timeout=30,
+                write_timeout=30,
+                autocommit=True,
+                charset="utf8mb4",
+                **ssl_args[bool(ep.socket)],
+            )
         except Exception as err:  # noqa: BLE001 - any driver failure means "try the next one"
             errors.append(f"{ep}: {_scrub(err, secrets)}")
             continue
@@ -183,8 +200,6 @@ def _encrypted(conn: Any) -> bool:
         cur.execute("SHOW SESSION STATUS LIKE 'Ssl_cipher'")
         row = cur.fetchone()
     return bool(row and row[1])
-
-
 
 
 def _rows(conn: Any, sql: str) -> list[dict[str, Any]]:
@@ -214,15 +229,21 @@ def _processlist(conn: Any, own_id: int, variables: dict[str, str], missing: lis
     has_tid = bool(rows) and "TID" in {k.upper() for k in rows[0]}
     names: dict[str, str] = {}
     if not has_tid and variables.get("performance_schema") == "ON":
-        tids = {r["PROCESSLIST_ID"]: r["THREAD_OS_ID"] for r in _rows(
-            conn, "SELECT PROCESSLIST_ID, THREAD_OS_ID, NAME FROM performance_schema.threads")
-            if r.get("PROCESSLIST_ID") is not None}
+        tids = {
+            r["PROCESSLIST_ID"]: r["THREAD_OS_ID"]
+            for r in _rows(conn, "SELECT PROCESSLIST_ID, THREAD_OS_ID, NAME FROM performance_schema.threads")
+            if r.get("PROCESSLIST_ID") is not None
+        }
         for row in rows:
             row["TID"] = tids.get(row.get("ID"))
         has_tid = True
     if variables.get("performance_schema") == "ON":
-        names = {str(r["THREAD_OS_ID"]): str(r["NAME"]) for r in _rows(
-            conn, "SELECT THREAD_OS_ID, NAME FROM performance_schema.threads WHERE THREAD_OS_ID IS NOT NULL")}
+        names = {
+            str(r["THREAD_OS_ID"]): str(r["NAME"])
+            for r in _rows(
+                conn, "SELECT THREAD_OS_ID, NAME FROM performance_schema.threads WHERE THREAD_OS_ID IS NOT NULL"
+            )
+        }
     if not has_tid:
         missing.append("processlist has no thread ids (no TID column, performance_schema OFF)")
     summary = mp.processlist_summary(rows, own_id)
@@ -249,8 +270,10 @@ def _error_log(variables: dict[str, str], pid: int | None, local: bool, missing:
                 fh.seek(max(0, os.fstat(fh.fileno()).st_size - _ERROR_LOG_TAIL))
                 found = mp.scan_error_log(raw.decode("utf-8", "replace") for raw in fh)
             if found["memory_barrier"] is None:
-                missing.append(f"error log {path} has no 'is used for memory barrier' line "
-                               "(this server version does not print it, or the log was rotated)")
+                missing.append(
+                    f"error log {path} has no 'is used for memory barrier' line "
+                    "(this server version does not print it, or the log was rotated)"
+                )
             return {"path": path, **found}
         except OSError as err:
             reason = err.why if isinstance(err, infile.Refused) else err.strerror or str(err)
@@ -290,8 +313,12 @@ def _server(conn: Any) -> tuple[dict[str, Any], int]:
     with conn.cursor() as cur:
         cur.execute("SELECT @@version, @@version_comment, CONNECTION_ID()")
         version, comment, own_id = cur.fetchone()
-    return {"version": version, "version_comment": comment, "family": server_family(version, comment or ""),
-            "version_tuple": mp.version_tuple(version)}, int(own_id)
+    return {
+        "version": version,
+        "version_comment": comment,
+        "family": server_family(version, comment or ""),
+        "version_tuple": mp.version_tuple(version),
+    }, int(own_id)
 
 
 def _semaphores(conn: Any, missing: list[str]) -> dict[str, Any]:
@@ -299,7 +326,9 @@ def _semaphores(conn: Any, missing: list[str]) -> dict[str, Any]:
     if not sem["found"]:
         missing.append("SHOW ENGINE INNODB STATUS has no SEMAPHORES section")
     elif sem["empty"]:
-        missing.append("SEMAPHORES section empty (MariaDB 10.6+ has no sync array: spin waits show only in the profile)")
+        missing.append(
+            "SEMAPHORES section empty (MariaDB 10.6+ has no sync array: spin waits show only in the profile)"
+        )
     return sem
 
 
@@ -314,10 +343,16 @@ def _innodb_data(conn: Any, server: dict[str, Any]) -> dict[str, Any]:
     Checked live on MariaDB 10.2.11 (file-per-table spaces) and 11.4.5 (also innodb_system, undo, temporary)."""
     mysql8 = server["family"] in ("mysql", "percona") and server["version_tuple"][:1] >= [8]
     table = _TABLESPACES["mysql8" if mysql8 else "other"]
-    row = _rows(conn, "SELECT COUNT(*) AS spaces, SUM(FILE_SIZE) AS bytes "
-                      f"FROM information_schema.{table} WHERE NAME <> 'innodb_temporary'")[0]
-    return {"source": f"information_schema.{table}.FILE_SIZE", "tablespaces": int(row["spaces"] or 0),
-            "bytes": int(row["bytes"] or 0)}
+    row = _rows(
+        conn,
+        "SELECT COUNT(*) AS spaces, SUM(FILE_SIZE) AS bytes "
+        f"FROM information_schema.{table} WHERE NAME <> 'innodb_temporary'",
+    )[0]
+    return {
+        "source": f"information_schema.{table}.FILE_SIZE",
+        "tablespaces": int(row["spaces"] or 0),
+        "bytes": int(row["bytes"] or 0),
+    }
 
 
 def _facts(conn: Any, ep: Endpoint, pid: int | None, interval_s: float, secrets: list[str]) -> dict[str, Any]:
@@ -335,11 +370,20 @@ def _facts(conn: Any, ep: Endpoint, pid: int | None, interval_s: float, secrets:
         missing.append("innodb_buffer_pool_instances does not exist on this server")
     server_pid = pid or _server_pid(variables, ep.local)
     facts: dict[str, Any] = {
-        "reachable": True, "error": None, "source": str(ep), "pid": server_pid,
-        "server": server, "variables": variables,
-        "status": {"interval_s": round(t1 - t0, 3), "before": before, "after": after,
-                   "rates": mp.status_rates(before, after, t1 - t0)},
-        "semaphores": sem, "processlist": plist,
+        "reachable": True,
+        "error": None,
+        "source": str(ep),
+        "pid": server_pid,
+        "server": server,
+        "variables": variables,
+        "status": {
+            "interval_s": round(t1 - t0, 3),
+            "before": before,
+            "after": after,
+            "rates": mp.status_rates(before, after, t1 - t0),
+        },
+        "semaphores": sem,
+        "processlist": plist,
         "error_log": _error_log(variables, server_pid, ep.local, missing),
         "my_cpu_relax_multiplier": None,
         "innodb_data": _section(missing, "InnoDB tablespace sizes", lambda: _innodb_data(conn, server), secrets),

@@ -55,7 +55,7 @@ def parse_print_defaults(text: str) -> dict[str, str | None]:
         key, eq, value = line[2:].partition("=")
         key = key.strip().lower().replace("-", "_")
         if key.startswith("loose_"):
-            key = key[len("loose_"):]
+            key = key[len("loose_") :]
         out[key] = value if eq else None
     return out
 
@@ -64,8 +64,9 @@ def parse_print_defaults(text: str) -> dict[str, str | None]:
 def _capabilities(tool: str) -> frozenset[str]:
     """Which of --login-path / --show this my_print_defaults accepts (MySQL's does, MariaDB's does not)."""
     try:
-        text = subprocess.run([tool, "--help"], capture_output=True, text=True, timeout=TIMEOUT_S,
-                              check=False, stdin=subprocess.DEVNULL).stdout
+        text = subprocess.run(
+            [tool, "--help"], capture_output=True, text=True, timeout=TIMEOUT_S, check=False, stdin=subprocess.DEVNULL
+        ).stdout
     except (OSError, subprocess.SubprocessError):
         return frozenset()
     return frozenset(opt for opt in ("--login-path", "--show") if opt in text)
@@ -79,21 +80,25 @@ def find_tool() -> str | None:
     return shutil.which("my_print_defaults")
 
 
-def resolve(src: OptionSources, groups: tuple[str, ...] = CLIENT_GROUPS,
-            tool: str | None = None) -> tuple[dict[str, str | None], str]:
+def resolve(
+    src: OptionSources, groups: tuple[str, ...] = CLIENT_GROUPS, tool: str | None = None
+) -> tuple[dict[str, str | None], str]:
     """(options, how they were read). Raises OptionFileError when the client itself would refuse."""
     tool = tool if tool is not None else find_tool()
     caps = _capabilities(tool) if tool else frozenset()
     if src.login_path and "--login-path" not in caps:
         what = f"{tool} (MariaDB's)" if tool else "no my_print_defaults here"
-        raise OptionFileError(f"--login-path {src.login_path}: {what} cannot read ~/.mylogin.cnf; install MySQL's "
-                              "client tools, or put the options in a file and pass --defaults-extra-file")
+        raise OptionFileError(
+            f"--login-path {src.login_path}: {what} cannot read ~/.mylogin.cnf; install MySQL's "
+            "client tools, or put the options in a file and pass --defaults-extra-file"
+        )
     if not tool:
         return _fallback(src, groups), "pmuprof's option-file parser (no my_print_defaults)"
     argv = print_defaults_argv(tool, src, groups, "--show" in caps)
     try:
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=TIMEOUT_S, check=False,
-                              stdin=subprocess.DEVNULL)
+        proc = subprocess.run(
+            argv, capture_output=True, text=True, timeout=TIMEOUT_S, check=False, stdin=subprocess.DEVNULL
+        )
     except (OSError, subprocess.SubprocessError) as err:
         return _fallback(src, groups), f"pmuprof's option-file parser ({tool} failed: {err})"
     if proc.returncode != 0:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Iterable
+from collections.abc import Iterable
 
 # Groups the mariadb/mysql command-line client reads, in this order.
 CLIENT_GROUPS = ("client", "client-server", "client-mariadb", "mysql", "mariadb-client")
@@ -53,12 +53,12 @@ def parse_option_text(text: str) -> list[tuple[str, str, str | None]]:
             items.append(("!", directive, path.strip()))
             continue
         if line.startswith("[") and "]" in line:
-            group = line[1:line.index("]")].strip().lower()
+            group = line[1 : line.index("]")].strip().lower()
             continue
         key, eq, value = line.partition("=")
         key = key.strip().lower().replace("-", "_")
         if key.startswith("loose_"):
-            key = key[len("loose_"):]
+            key = key[len("loose_") :]
         items.append((group, key, _unquote(value) if eq else None))
     return items
 
@@ -90,8 +90,9 @@ def with_suffix(groups: tuple[str, ...], suffix: str | None) -> tuple[str, ...]:
     return tuple(g for group in groups for g in (group, group + suffix.lower()))
 
 
-def option_files(defaults_file: str | None = None, extra_file: str | None = None,
-                 home: str | None = None) -> list[Path]:
+def option_files(
+    defaults_file: str | None = None, extra_file: str | None = None, home: str | None = None
+) -> list[Path]:
     """The files the client reads, in order: only ``defaults_file`` when given; else the global
     files, ``$MYSQL_HOME/my.cnf``, ``extra_file`` (--defaults-extra-file), then ``~/.my.cnf``."""
     if defaults_file:
@@ -105,9 +106,13 @@ def option_files(defaults_file: str | None = None, extra_file: str | None = None
     return files
 
 
-def client_options(defaults_file: str | None = None, groups: tuple[str, ...] = CLIENT_GROUPS,
-                   home: str | None = None, extra_file: str | None = None,
-                   group_suffix: str | None = None) -> dict[str, str | None]:
+def client_options(
+    defaults_file: str | None = None,
+    groups: tuple[str, ...] = CLIENT_GROUPS,
+    home: str | None = None,
+    extra_file: str | None = None,
+    group_suffix: str | None = None,
+) -> dict[str, str | None]:
     """Client options from option files: only ``defaults_file`` when given, else the defaults.
 
     Later files and later lines win, as with the mysql client.

@@ -4,18 +4,43 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from typing import Any, Iterable, Mapping
+from typing import Any
+from collections.abc import Iterable, Mapping
 
 # Status counters that are levels, not totals: a "rate" of them means nothing.
 _GAUGE_PREFIXES = (
-    "Threads_", "Open_", "Innodb_buffer_pool_pages_", "Innodb_buffer_pool_bytes_", "Innodb_page_size",
-    "Innodb_row_lock_current_waits", "Innodb_num_open_files", "Innodb_history_list_length",
-    "Innodb_max_trx_id", "Innodb_lsn_", "Innodb_checkpoint_", "Innodb_mem_", "Memory_used",
-    "Max_used_connections", "Qcache_free", "Qcache_queries_in_cache", "Qcache_total_blocks",
-    "Slave_open_temp_tables", "Uptime", "Innodb_buffer_pool_load_", "Innodb_buffer_pool_dump_",
-    "Innodb_buffer_pool_resize_", "Innodb_data_pending_", "Innodb_os_log_pending_", "Innodb_undo_truncations",
-    "Rpl_", "Slaves_", "Tc_log_", "Innodb_page_compression_saved", "Innodb_defragment_",
-    "Innodb_onlineddl_", "Innodb_secondary_index_triggered_cluster_reads_avoided",
+    "Threads_",
+    "Open_",
+    "Innodb_buffer_pool_pages_",
+    "Innodb_buffer_pool_bytes_",
+    "Innodb_page_size",
+    "Innodb_row_lock_current_waits",
+    "Innodb_num_open_files",
+    "Innodb_history_list_length",
+    "Innodb_max_trx_id",
+    "Innodb_lsn_",
+    "Innodb_checkpoint_",
+    "Innodb_mem_",
+    "Memory_used",
+    "Max_used_connections",
+    "Qcache_free",
+    "Qcache_queries_in_cache",
+    "Qcache_total_blocks",
+    "Slave_open_temp_tables",
+    "Uptime",
+    "Innodb_buffer_pool_load_",
+    "Innodb_buffer_pool_dump_",
+    "Innodb_buffer_pool_resize_",
+    "Innodb_data_pending_",
+    "Innodb_os_log_pending_",
+    "Innodb_undo_truncations",
+    "Rpl_",
+    "Slaves_",
+    "Tc_log_",
+    "Innodb_page_compression_saved",
+    "Innodb_defragment_",
+    "Innodb_onlineddl_",
+    "Innodb_secondary_index_triggered_cluster_reads_avoided",
 )
 _SECRET_NAME = re.compile(r"pass(word|wd)?|secret|_auth$|credential|_key$", re.I)
 _BARRIER = re.compile(r"(\S+\(\)) is used for memory barrier")
@@ -74,8 +99,12 @@ def processlist_summary(rows: Iterable[Mapping[str, Any]], own_id: int | None) -
         commands[str(row.get("COMMAND") or "")] += 1
         if row.get("TID"):
             tids[str(row["TID"])] = state
-    return {"threads": threads, "states": dict(states.most_common()), "commands": dict(commands.most_common()),
-            "tids": tids}
+    return {
+        "threads": threads,
+        "states": dict(states.most_common()),
+        "commands": dict(commands.most_common()),
+        "tids": tids,
+    }
 
 
 def scan_error_log(lines: Iterable[str]) -> dict[str, Any]:

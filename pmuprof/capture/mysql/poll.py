@@ -15,7 +15,8 @@ import re
 import threading
 import time
 from pathlib import Path
-from typing import Any, Callable, TextIO
+from typing import Any, TextIO
+from collections.abc import Callable
 
 from .facts import MysqlOptions, _scrub, connect
 
@@ -25,13 +26,17 @@ MAX_ROWS_PER_POLL = 5000  # connections per poll kept (a server with more keeps 
 MAX_POLLS = 7200  # two hours of polls; a longer capture stops polling (said in run.json)
 DIGEST_CHARS = 240
 
-MARIADB_SQL = ("SELECT ID, TID, USER, DB, COMMAND, STATE, TIME, INFO FROM information_schema.PROCESSLIST "
-               "WHERE ID <> CONNECTION_ID() AND COMMAND <> 'Sleep'")
-MYSQL_SQL = ("SELECT t.PROCESSLIST_ID, t.THREAD_OS_ID, t.PROCESSLIST_USER, t.PROCESSLIST_DB, t.PROCESSLIST_COMMAND, "
-             "t.PROCESSLIST_STATE, t.PROCESSLIST_TIME, COALESCE(s.DIGEST_TEXT, t.PROCESSLIST_INFO) "
-             "FROM performance_schema.threads t LEFT JOIN performance_schema.events_statements_current s "
-             "ON s.THREAD_ID = t.THREAD_ID WHERE t.PROCESSLIST_ID IS NOT NULL AND t.PROCESSLIST_ID <> CONNECTION_ID() "
-             "AND t.PROCESSLIST_COMMAND <> 'Sleep'")
+MARIADB_SQL = (
+    "SELECT ID, TID, USER, DB, COMMAND, STATE, TIME, INFO FROM information_schema.PROCESSLIST "
+    "WHERE ID <> CONNECTION_ID() AND COMMAND <> 'Sleep'"
+)
+MYSQL_SQL = (
+    "SELECT t.PROCESSLIST_ID, t.THREAD_OS_ID, t.PROCESSLIST_USER, t.PROCESSLIST_DB, t.PROCESSLIST_COMMAND, "
+    "t.PROCESSLIST_STATE, t.PROCESSLIST_TIME, COALESCE(s.DIGEST_TEXT, t.PROCESSLIST_INFO) "
+    "FROM performance_schema.threads t LEFT JOIN performance_schema.events_statements_current s "
+    "ON s.THREAD_ID = t.THREAD_ID WHERE t.PROCESSLIST_ID IS NOT NULL AND t.PROCESSLIST_ID <> CONNECTION_ID() "
+    "AND t.PROCESSLIST_COMMAND <> 'Sleep'"
+)
 
 _STRING = re.compile(r"'(?:[^'\\]|\\.|'')*'|\"(?:[^\"\\]|\\.|\"\")*\"", re.S)
 _NUMBER = re.compile(r"(?<![\w$.])[-+]?(?:0x[0-9a-fA-F]+|\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)(?![\w$])")
@@ -52,7 +57,11 @@ def digest(sql: Any) -> str:
 
 
 def _cell(value: Any) -> str:
-    text = value.decode("utf-8", "replace") if isinstance(value, (bytes, bytearray)) else ("" if value is None else str(value))
+    text = (
+        value.decode("utf-8", "replace")
+        if isinstance(value, (bytes, bytearray))
+        else ("" if value is None else str(value))
+    )
     return text.replace("\t", " ").replace("\n", " ").replace("\r", " ")[:200]
 
 
@@ -80,8 +89,14 @@ def choose_sql(conn: Any) -> str:
 class Poller(threading.Thread):
     """Polls until stop(); ``error`` says why it stopped early or never started (no password in it)."""
 
-    def __init__(self, opts: MysqlOptions, pid: int | None, path: Path, interval: float = 1.0,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        opts: MysqlOptions,
+        pid: int | None,
+        path: Path,
+        interval: float = 1.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         super().__init__(daemon=True, name="pmuprof-processlist")
         self.opts, self.pid, self.path, self.interval, self.clock = opts, pid, path, interval, clock
         self._done = threading.Event()
@@ -138,6 +153,7 @@ class Poller(threading.Thread):
 def start(opts: MysqlOptions | None, pid: int | None, out_dir: Path) -> Poller:
     """A running poller writing ``out_dir``/processlist.tsv."""
     from ...model import rundir
+
     poller = Poller(opts or MysqlOptions(), pid, out_dir / rundir.PROCESSLIST)
     poller.start()
     return poller
@@ -152,5 +168,7 @@ def finish(poller: Poller | None) -> tuple[str, ...]:
         return ()
     if poller.polls:
         return (f"processlist polling stopped after {poller.polls} polls: {poller.error}",)
-    return (f"processlist not polled during the capture ({poller.error or 'no poll finished'}): "
-            "no CPU by processlist state or statement",)
+    return (
+        f"processlist not polled during the capture ({poller.error or 'no poll finished'}): "
+        "no CPU by processlist state or statement",
+    )

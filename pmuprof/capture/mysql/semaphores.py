@@ -18,9 +18,7 @@ _PER_WAIT = re.compile(r"^Spin rounds per wait:(.*)$", re.M)
 _PER_WAIT_ITEM = re.compile(r"(-?[\d.]+|nan|inf) (mutex|RW-shared|RW-excl|RW-sx)", re.I)
 _ARRAY_LINE = re.compile(r"^OS WAIT ARRAY INFO:(.*)$", re.M)
 _ARRAY = re.compile(r"(reservation|signal) count (\d+)")
-_WAIT = re.compile(
-    r"^--Thread (\d+) has waited at (\S+) line (\d+) for ([\d.]+) seconds the semaphore:\n(.*)$", re.M
-)
+_WAIT = re.compile(r"^--Thread (\d+) has waited at (\S+) line (\d+) for ([\d.]+) seconds the semaphore:\n(.*)$", re.M)
 
 
 def split_sections(status: str) -> dict[str, str]:
@@ -30,7 +28,7 @@ def split_sections(status: str) -> dict[str, str]:
     out: dict[str, str] = {}
     for i, head in enumerate(heads):
         end = heads[i + 1].start() if i + 1 < len(heads) else len(text)
-        out[head.group(1).strip()] = text[head.end():end].strip("\n")
+        out[head.group(1).strip()] = text[head.end() : end].strip("\n")
     return out
 
 
@@ -73,8 +71,12 @@ def _per_wait(body: str, latches: dict[str, dict[str, int]]) -> dict[str, float]
 def _waits(body: str) -> list[dict[str, Any]]:
     """Threads blocked on a latch for long ("--Thread N has waited at FILE line L for S seconds")."""
     return [
-        {"thread": int(m.group(1)), "at": f"{m.group(2)}:{m.group(3)}", "seconds": float(m.group(4)),
-         "semaphore": m.group(5).strip()}
+        {
+            "thread": int(m.group(1)),
+            "at": f"{m.group(2)}:{m.group(3)}",
+            "seconds": float(m.group(4)),
+            "semaphore": m.group(5).strip(),
+        }
         for m in _WAIT.finditer(body)
     ]
 
@@ -88,8 +90,11 @@ def parse_semaphores(status: str) -> dict[str, Any]:
     sections = split_sections(status)
     found = "SEMAPHORES" in sections
     body = sections.get("SEMAPHORES", "")
-    array = {f"{m.group(1)}_count": int(m.group(2))
-             for line in _ARRAY_LINE.finditer(body) for m in _ARRAY.finditer(line.group(1))}
+    array = {
+        f"{m.group(1)}_count": int(m.group(2))
+        for line in _ARRAY_LINE.finditer(body)
+        for m in _ARRAY.finditer(line.group(1))
+    }
     latches = _latches(body)
     return {
         "found": found,

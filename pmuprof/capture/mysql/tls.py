@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
+from collections.abc import Mapping
 
 MODES = ("DISABLED", "PREFERRED", "REQUIRED", "VERIFY_CA", "VERIFY_IDENTITY")
 _TRUE = ("", "1", "on", "true", "yes")
@@ -65,8 +66,10 @@ def pymysql_kwargs(tls: Tls, over_socket: bool = False) -> dict[str, Any]:
         return {"ssl_disabled": True} if tls.mode == "DISABLED" or over_socket else {}
     if tls.mode in ("VERIFY_CA", "VERIFY_IDENTITY") and not tls.ca:
         raise ValueError(f"--ssl-mode {tls.mode} needs --ssl-ca (the CA that signed the server's certificate)")
-    out: dict[str, Any] = {"ssl_verify_cert": tls.mode in ("VERIFY_CA", "VERIFY_IDENTITY"),
-                           "ssl_verify_identity": tls.mode == "VERIFY_IDENTITY"}
+    out: dict[str, Any] = {
+        "ssl_verify_cert": tls.mode in ("VERIFY_CA", "VERIFY_IDENTITY"),
+        "ssl_verify_identity": tls.mode == "VERIFY_IDENTITY",
+    }
     for name, value in (("ssl_ca", tls.ca), ("ssl_cert", tls.cert), ("ssl_key", tls.key)):
         if value:
             out[name] = value

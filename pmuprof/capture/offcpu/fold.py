@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Mapping
+from collections.abc import Mapping
 
 from ...model.labels import KERNEL_SUFFIX, UNKNOWN, clean, process_root, short_blocks_label, state_label, thread_root
 from ...model.profile import Stack
@@ -42,8 +42,16 @@ class _Builder:
         root = self.roots.get(tgid) or process_root(comm or str(tgid))
         return (root, thread_root(comm or "?", tid)) if self.per_thread else (root,)
 
-    def add(self, head: tuple[str, ...], user: tuple[str, ...], kernel: tuple[str, ...], state: str, ns: int,
-            tid: tuple[int, int], before: bool = False) -> None:
+    def add(
+        self,
+        head: tuple[str, ...],
+        user: tuple[str, ...],
+        kernel: tuple[str, ...],
+        state: str,
+        ns: int,
+        tid: tuple[int, int],
+        before: bool = False,
+    ) -> None:
         if ns <= 0:
             return
         self.ns[head + user + kernel + (state_label(state),)] += ns
@@ -52,11 +60,20 @@ class _Builder:
             self.before_ns += ns
 
 
-def fold(out: TracerOutput, roots: Mapping[int, str], kernel: KernelSymbols, user: UserSymbols,
-         start: Threads, end: Threads, per_thread_roots: bool = False) -> Folded:
+def fold(
+    out: TracerOutput,
+    roots: Mapping[int, str],
+    kernel: KernelSymbols,
+    user: UserSymbols,
+    start: Threads,
+    end: Threads,
+    per_thread_roots: bool = False,
+) -> Folded:
     """Every off-CPU nanosecond the tracer saw, plus the waits /proc showed that spanned its whole window."""
-    user.resolve([(w.tgid, a) for w in (*out.waits, *out.open) for a in lookup_addresses(out.ustack(w.ustack))]
-                 + [(tgid, a) for (tgid, _), h in out.idle.items() for a in lookup_addresses(out.ustack(h))])
+    user.resolve(
+        [(w.tgid, a) for w in (*out.waits, *out.open) for a in lookup_addresses(out.ustack(w.ustack))]
+        + [(tgid, a) for (tgid, _), h in out.idle.items() for a in lookup_addresses(out.ustack(h))]
+    )
     b = _Builder(roots, kernel, user, per_thread_roots)
     comms = {(w.tgid, w.tid): w.comm for w in out.waits}
     for w in out.waits:
@@ -68,17 +85,36 @@ def fold(out: TracerOutput, roots: Mapping[int, str], kernel: KernelSymbols, use
         if w.state == "B":  # off the CPU when the tracer attached: /proc's start view of it (its state; its
             before = start.get(w.tgid, {}).get(w.tid)  # stacks too, unless lazy mode took them when it came back)
             kframes = kernel.frames(out.stack(w.kstack)) if w.kstack >= 0 else _proc_kernel(before)
-            b.add(head, user.frames(w.tgid, out.ustack(w.ustack)) or (UNKNOWN,), kframes,
-                  proc_state(before.state) if before else "?", w.ns, (w.tgid, w.tid), before=True)
+            b.add(
+                head,
+                user.frames(w.tgid, out.ustack(w.ustack)) or (UNKNOWN,),
+                kframes,
+                proc_state(before.state) if before else "?",
+                w.ns,
+                (w.tgid, w.tid),
+                before=True,
+            )
             continue
-        b.add(head, user.frames(w.tgid, out.ustack(w.ustack)), kernel.frames(out.stack(w.kstack)), w.state, w.ns,
-              (w.tgid, w.tid))
+        b.add(
+            head,
+            user.frames(w.tgid, out.ustack(w.ustack)),
+            kernel.frames(out.stack(w.kstack)),
+            w.state,
+            w.ns,
+            (w.tgid, w.tid),
+        )
     for o in out.open:  # still off the CPU at the end: count up to the end
         comm = comms.get((o.tgid, o.tid)) or _comm(end, start, o.tgid, o.tid)
         # lazy mode took no kernel stack for it: /proc's at the end (the thread has not run since)
         kframes = kernel.frames(out.stack(o.kstack)) if o.kstack >= 0 else _proc_kernel(end.get(o.tgid, {}).get(o.tid))
-        b.add(b.head(o.tgid, o.tid, comm), user.frames(o.tgid, out.ustack(o.ustack)), kframes,
-              o.state, out.end_ns - max(o.since_ns, out.t0_ns), (o.tgid, o.tid))
+        b.add(
+            b.head(o.tgid, o.tid, comm),
+            user.frames(o.tgid, out.ustack(o.ustack)),
+            kframes,
+            o.state,
+            out.end_ns - max(o.since_ns, out.t0_ns),
+            (o.tgid, o.tid),
+        )
     _whole_window(b, out, start, end)
     stacks = {s: ns // 1000 for s, ns in b.ns.items() if ns >= 1000}
     return Folded(stacks, sum(stacks.values()), b.before_ns // 1000, len(b.tids), b.short_ns // 1000)
@@ -93,8 +129,15 @@ def _whole_window(b: _Builder, out: TracerOutput, start: Threads, end: Threads) 
             if (tgid, tid) in seen or t.state not in BLOCKED or later is None or later.state not in BLOCKED:
                 continue
             walked = b.user.frames(tgid, out.ustack(out.idle.get((tgid, tid), 0)))  # by the loader at the end
-            b.add(b.head(tgid, tid, t.comm), walked or (UNKNOWN,), _proc_kernel(t), proc_state(t.state),
-                  out.end_ns - out.t0_ns, (tgid, tid), before=True)
+            b.add(
+                b.head(tgid, tid, t.comm),
+                walked or (UNKNOWN,),
+                _proc_kernel(t),
+                proc_state(t.state),
+                out.end_ns - out.t0_ns,
+                (tgid, tid),
+                before=True,
+            )
 
 
 def _proc_kernel(t: ThreadNow | None) -> tuple[str, ...]:

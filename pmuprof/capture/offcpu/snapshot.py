@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime as _dt
 from collections import Counter, defaultdict
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from ...model.offcpu import Snapshot, ThreadGroup
 from ...tools.native.offcpu import TracerOutput
@@ -18,8 +18,14 @@ def utc_now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-def group(when: str, at: str, pid: int, label: str, threads: Sequence[ThreadNow],
-          user: Mapping[int, tuple[tuple[str, ...], float]] | None = None) -> Snapshot:
+def group(
+    when: str,
+    at: str,
+    pid: int,
+    label: str,
+    threads: Sequence[ThreadNow],
+    user: Mapping[int, tuple[tuple[str, ...], float]] | None = None,
+) -> Snapshot:
     """Group threads by (state, wchan, kernel stack, user stack); ``user`` maps tid -> (frames, off-CPU ms)."""
     user = user or {}
     members: dict[tuple, list[ThreadNow]] = defaultdict(list)
@@ -29,8 +35,19 @@ def group(when: str, at: str, pid: int, label: str, threads: Sequence[ThreadNow]
     groups = []
     for (state, wchan, kernel, frames), ts in members.items():
         waited = [user[t.tid][1] for t in ts if t.tid in user]
-        groups.append(ThreadGroup(len(ts), state, tuple(t.tid for t in ts), dict(Counter(t.comm for t in ts)), wchan,
-                                  kernel, frames, "bpf" if frames else "", round(max(waited), 3) if waited else None))
+        groups.append(
+            ThreadGroup(
+                len(ts),
+                state,
+                tuple(t.tid for t in ts),
+                dict(Counter(t.comm for t in ts)),
+                wchan,
+                kernel,
+                frames,
+                "bpf" if frames else "",
+                round(max(waited), 3) if waited else None,
+            )
+        )
     groups.sort(key=lambda g: (-g.count, g.state, g.kernel, g.user))
     notes = (NO_KERNEL_STACK,) if threads and not any(t.kernel for t in threads) else ()
     return Snapshot(when, at, pid, label, len(threads), dict(Counter(t.state for t in threads)), tuple(groups), notes)
@@ -39,8 +56,13 @@ def group(when: str, at: str, pid: int, label: str, threads: Sequence[ThreadNow]
 def bpf_user_stacks(out: TracerOutput, symbols: UserSymbols, tgid: int) -> dict[int, tuple[tuple[str, ...], float]]:
     """tid -> (user frames of its last switch-out, ms off the CPU) for threads still off the CPU at the end; for
     those blocked all along (walked by the loader at the end), the window's length: at least that long."""
-    stacks = {tid: (symbols.frames(tgid, out.ustack(h)), (out.end_ns - out.t0_ns) / 1e6)
-              for (pid, tid), h in out.idle.items() if pid == tgid and out.ustack(h)}
-    return stacks | {o.tid: (symbols.frames(tgid, out.ustack(o.ustack)), (out.end_ns - o.since_ns) / 1e6)
-                     for o in out.open if o.tgid == tgid and out.ustack(o.ustack)}
-
+    stacks = {
+        tid: (symbols.frames(tgid, out.ustack(h)), (out.end_ns - out.t0_ns) / 1e6)
+        for (pid, tid), h in out.idle.items()
+        if pid == tgid and out.ustack(h)
+    }
+    return stacks | {
+        o.tid: (symbols.frames(tgid, out.ustack(o.ustack)), (out.end_ns - o.since_ns) / 1e6)
+        for o in out.open
+        if o.tgid == tgid and out.ustack(o.ustack)
+    }

@@ -5,7 +5,7 @@ from __future__ import annotations
 import bisect
 from collections import defaultdict
 from pathlib import Path
-from typing import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from ...errors import PmuprofError
 from ...model.labels import INLINE_SUFFIX, KERNEL_SUFFIX, UNKNOWN, clean, dso_base, frame_label, function_label
@@ -35,7 +35,7 @@ class KernelSymbols:
         self.names = [n for _, n in rows]
 
     @classmethod
-    def read(cls, path: str = "/proc/kallsyms") -> "KernelSymbols":
+    def read(cls, path: str = "/proc/kallsyms") -> KernelSymbols:
         try:
             return cls(Path(path).read_text(errors="replace"))
         except OSError:
@@ -58,7 +58,7 @@ class KernelSymbols:
         """
         names = [self.name(a if i == 0 else a - 1) for i, a in enumerate(addrs)]
         if _SCHEDULER in names:
-            names = names[names.index(_SCHEDULER) + 1:]
+            names = names[names.index(_SCHEDULER) + 1 :]
         return tuple(clean(n) + KERNEL_SUFFIX if n else KERNEL_UNKNOWN for n in reversed(names))
 
 
@@ -107,7 +107,9 @@ class UserSymbols:
                 for key in keys:
                     self.labels[key] = frames
 
-    def _symbolize(self, by_file: Mapping[str, Mapping[int, list[tuple[int, int]]]]) -> dict[tuple[str, int], tuple[str, ...]]:
+    def _symbolize(
+        self, by_file: Mapping[str, Mapping[int, list[tuple[int, int]]]]
+    ) -> dict[tuple[str, int], tuple[str, ...]]:
         """(path, offset) -> frames root first, for the offsets the symbolizer has a name for."""
         if self.names is None:
             return {}

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from ...errors import HelperError
 from ...model import callers, rundir
@@ -67,8 +67,7 @@ def unavailable(pids: Sequence[int]) -> tuple[str, str]:
         return "not root: BPF tracing needs root (CAP_BPF, CAP_PERFMON)", "run pmuprof as root"
     binary = offcpu_path()
     if binary is None:
-        return ("pmuprof-offcpu is not built (clang with the BPF target and libbpf are needed)",
-                runnable.fix(OFFCPU))
+        return ("pmuprof-offcpu is not built (clang with the BPF target and libbpf are needed)", runnable.fix(OFFCPU))
     broken = runnable.startup_error(binary)
     if broken:
         return f"pmuprof-offcpu cannot start: {broken}", runnable.fix(OFFCPU, broken)
@@ -86,8 +85,14 @@ def require(pids: Sequence[int]) -> None:
         raise HelperError(f"--off-cpu: {why}", fix)
 
 
-def plan(out_dir: Path, pids: Sequence[int], roots: Mapping[int, str], duration_s: float,
-         requested: bool | None, perf_hz: int = 0) -> Plan:
+def plan(
+    out_dir: Path,
+    pids: Sequence[int],
+    roots: Mapping[int, str],
+    duration_s: float,
+    requested: bool | None,
+    perf_hz: int = 0,
+) -> Plan:
     """The tracer's argv (or why not) and the /proc snapshot of every target's threads at the start.
     ``requested`` None (capture's default): on only where it runs and is cheap (root, built, BTF, lazy
     mode: stacks for blocks of 1 ms or more); elsewhere off without a warning (the report's first screen
@@ -103,8 +108,21 @@ def plan(out_dir: Path, pids: Sequence[int], roots: Mapping[int, str], duration_
     start = {pid: {t.tid: t for t in proc_threads.snapshot(pid)} for pid in pids}
     why, fix = unavailable(pids)
     hz = 0 if why else min(perf_hz, SAMPLER_MAX_HZ, _max_sample_rate())
-    argv = () if why else tuple(tool.argv(offcpu_path(), pids, duration_s + START_SLACK_S,
-                                          out_dir / rundir.OFFCPU_RAW, eager=eager, start_on_usr1=True, sample_hz=hz))
+    argv = (
+        ()
+        if why
+        else tuple(
+            tool.argv(
+                offcpu_path(),
+                pids,
+                duration_s + START_SLACK_S,
+                out_dir / rundir.OFFCPU_RAW,
+                eager=eager,
+                start_on_usr1=True,
+                sample_hz=hz,
+            )
+        )
+    )
     return Plan(True, tuple(pids), dict(roots), argv, why, fix, start, snapshot.utc_now(), _maps(pids), hz)
 
 
@@ -113,50 +131,95 @@ def procs(p: Plan, out_dir: Path) -> dict[str, tuple[list[str], Path]]:
     return {"offcpu": (list(p.argv), out_dir / rundir.OFFCPU_LOG)} if p.argv else {}
 
 
-def finish(p: Plan, out_dir: Path, returncode: int | None, stderr: str,
-           per_thread_roots: bool = False) -> tuple[OffCpu | None, tuple[str, ...], tuple[FeatureOff, ...]]:
+def finish(
+    p: Plan, out_dir: Path, returncode: int | None, stderr: str, per_thread_roots: bool = False
+) -> tuple[OffCpu | None, tuple[str, ...], tuple[FeatureOff, ...]]:
     """Write threads.json and offcpu.folded; the run.json outcome, warnings and features off."""
     if not p.requested:
         return None, (), ()
     end = {pid: {t.tid: t for t in proc_threads.snapshot(pid)} for pid in p.pids}
     ended_at = snapshot.utc_now()
-    outcome = OffCpu(requested=True, mechanism=MECHANISM, argv=p.argv, returncode=returncode,
-                     stderr=stderr.strip()[-2000:], why_not=p.why_not)
+    outcome = OffCpu(
+        requested=True,
+        mechanism=MECHANISM,
+        argv=p.argv,
+        returncode=returncode,
+        stderr=stderr.strip()[-2000:],
+        why_not=p.why_not,
+    )
     out, read_error = _read_output(out_dir / rundir.OFFCPU_RAW) if p.argv else (None, "")
     usyms = UserSymbols({pid: maps or p.maps.get(pid, ()) for pid, maps in _maps(p.pids).items()}, _funcs(), symbolize)
     if out is not None:
         outcome = _fold_and_write(p, out_dir, out, usyms, end, per_thread_roots, outcome)
     user = {pid: snapshot.bpf_user_stacks(out, usyms, pid) if out else {} for pid in p.pids}
-    snaps = [snapshot.group(when, at, pid, p.roots.get(pid, str(pid)), tuple(view.get(pid, {}).values()),
-                            user[pid] if when == "end" else None)
-             for when, at, view in (("start", p.started_at, p.start), ("end", ended_at, end)) for pid in p.pids]
+    snaps = [
+        snapshot.group(
+            when,
+            at,
+            pid,
+            p.roots.get(pid, str(pid)),
+            tuple(view.get(pid, {}).values()),
+            user[pid] if when == "end" else None,
+        )
+        for when, at, view in (("start", p.started_at, p.start), ("end", ended_at, end))
+        for pid in p.pids
+    ]
     rundir.write_typed(out_dir / rundir.THREADS, Threads(tuple(snaps)))
     if outcome.recorded:
         return outcome, _loss_warnings(outcome) + tuple(usyms.problems[:5]), ()
     why = outcome.why_not or read_error or _tracer_failure(returncode, stderr)
     outcome = replace(outcome, why_not=why)
-    return (outcome, (f"off-CPU stacks not recorded: {why}; the capture is on-CPU only (threads.json has the "
-                      "/proc thread snapshots)",), (FeatureOff(FEATURE, why, p.fix or "see offcpu.log"),))
+    return (
+        outcome,
+        (
+            f"off-CPU stacks not recorded: {why}; the capture is on-CPU only (threads.json has the "
+            "/proc thread snapshots)",
+        ),
+        (FeatureOff(FEATURE, why, p.fix or "see offcpu.log"),),
+    )
 
 
-def _fold_and_write(p: Plan, out_dir: Path, out: tool.TracerOutput, usyms: UserSymbols, end, per_thread_roots: bool,
-                    outcome: OffCpu) -> OffCpu:
+def _fold_and_write(
+    p: Plan, out_dir: Path, out: tool.TracerOutput, usyms: UserSymbols, end, per_thread_roots: bool, outcome: OffCpu
+) -> OffCpu:
     folded = fold(out, p.roots, KernelSymbols.read(), usyms, p.start, end, per_thread_roots)
     duration = round((out.end_ns - out.t0_ns) / 1e9, 3)
-    lost = {k: v for k, v in out.stats.items()
-            if k not in ("switches", "ustack_scanned", "short", "long", "samples", "samples_fpless")}
-    headers = {"unit": "us", "source": MECHANISM, "duration_s": duration, "total_us": folded.total_us,
-               "before_us": folded.before_us, "short_us": folded.short_us, "min_block_us": out.min_block_us,
-               "leaf": "off-cpu:STATE (R runnable, S sleep, D uninterruptible)",
-               "targets": " ".join(f"{label}={pid}" for pid, label in p.roots.items())}
+    lost = {
+        k: v
+        for k, v in out.stats.items()
+        if k not in ("switches", "ustack_scanned", "short", "long", "samples", "samples_fpless")
+    }
+    headers = {
+        "unit": "us",
+        "source": MECHANISM,
+        "duration_s": duration,
+        "total_us": folded.total_us,
+        "before_us": folded.before_us,
+        "short_us": folded.short_us,
+        "min_block_us": out.min_block_us,
+        "leaf": "off-cpu:STATE (R runnable, S sleep, D uninterruptible)",
+        "targets": " ".join(f"{label}={pid}" for pid, label in p.roots.items()),
+    }
     save_folded(out_dir / rundir.OFFCPU, folded.stacks, headers)
     outcome = _write_callers(p, out_dir, out, outcome)
-    return replace(outcome, recorded=True, stopped_by=out.stopped_by, duration_s=duration, total_us=folded.total_us,
-                   before_us=folded.before_us, stacks=len(folded.stacks), threads=folded.threads,
-                   switches=out.stats.get("switches"), user_stacks_scanned=out.stats.get("ustack_scanned"),
-                   user_stacks_recovered=len(out.recovered), mode=out.mode, min_block_us=out.min_block_us,
-                   short_us=folded.short_us, lost=lost,
-                   limits=dict(out.limits))
+    return replace(
+        outcome,
+        recorded=True,
+        stopped_by=out.stopped_by,
+        duration_s=duration,
+        total_us=folded.total_us,
+        before_us=folded.before_us,
+        stacks=len(folded.stacks),
+        threads=folded.threads,
+        switches=out.stats.get("switches"),
+        user_stacks_scanned=out.stats.get("ustack_scanned"),
+        user_stacks_recovered=len(out.recovered),
+        mode=out.mode,
+        min_block_us=out.min_block_us,
+        short_us=folded.short_us,
+        lost=lost,
+        limits=dict(out.limits),
+    )
 
 
 def _max_sample_rate() -> int:
@@ -175,9 +238,15 @@ def _write_callers(p: Plan, out_dir: Path, out: tool.TracerOutput, outcome: OffC
         return replace(outcome, sampler_off=out.sampler_off)
     found = callers.table(out.sampled)
     callers.write(out_dir / rundir.RECOVERED_CALLERS, found.rows)
-    return replace(outcome, sample_hz=p.sample_hz, sampled=out.stats.get("samples"),
-                   sampled_in_library=out.stats.get("samples_fpless"), callers_recovered=found.recovered,
-                   callers_ambiguous=found.ambiguous, callers_rare=found.rare)
+    return replace(
+        outcome,
+        sample_hz=p.sample_hz,
+        sampled=out.stats.get("samples"),
+        sampled_in_library=out.stats.get("samples_fpless"),
+        callers_recovered=found.recovered,
+        callers_ambiguous=found.ambiguous,
+        callers_rare=found.rare,
+    )
 
 
 def _read_output(path: Path) -> tuple[tool.TracerOutput | None, str]:
@@ -208,19 +277,27 @@ def _funcs():
 def _loss_warnings(o: OffCpu) -> tuple[str, ...]:
     out = []
     if o.lost.get("entries_full"):
-        out.append(f"off-CPU: {o.lost['entries_full']} waits dropped, the wait map was full "
-                   f"({o.limits.get('entries')} entries)")
+        out.append(
+            f"off-CPU: {o.lost['entries_full']} waits dropped, the wait map was full "
+            f"({o.limits.get('entries')} entries)"
+        )
     if o.lost.get("threads_full"):
         out.append(f"off-CPU: {o.lost['threads_full']} switch-outs not tracked, the thread map was full")
     if o.sampled_in_library and o.lost.get("samples_lost", 0) > o.sampled_in_library * 0.01:
-        out.append(f"on-CPU sampler: {o.lost['samples_lost']} of {o.sampled_in_library} ticks under a library leaf "
-                   f"not kept (its sample map, {o.limits.get('entries')} entries, or stack map, "
-                   f"{o.limits.get('stacks')} stacks, was full): their callers are not recovered")
+        out.append(
+            f"on-CPU sampler: {o.lost['samples_lost']} of {o.sampled_in_library} ticks under a library leaf "
+            f"not kept (its sample map, {o.limits.get('entries')} entries, or stack map, "
+            f"{o.limits.get('stacks')} stacks, was full): their callers are not recovered"
+        )
     if o.sampler_off:
-        out.append(f"on-CPU sampler off ({o.sampler_off}): callers a frame-pointer walk skips under glibc are "
-                   "not recovered; the off-CPU stacks are complete")
+        out.append(
+            f"on-CPU sampler off ({o.sampler_off}): callers a frame-pointer walk skips under glibc are "
+            "not recovered; the off-CPU stacks are complete"
+        )
     stacks_lost = o.lost.get("kstack_lost", 0) + o.lost.get("ustack_lost", 0)
     if o.switches and stacks_lost > o.switches * 0.01:  # (an upper bound in lazy mode: fewer stacks are taken)
-        out.append(f"off-CPU: {stacks_lost} of {2 * o.switches} stacks not stored (stack map full or hash "
-                   f"collisions; {o.limits.get('stacks')} stacks)")
+        out.append(
+            f"off-CPU: {stacks_lost} of {2 * o.switches} stacks not stored (stack map full or hash "
+            f"collisions; {o.limits.get('stacks')} stacks)"
+        )
     return tuple(out)

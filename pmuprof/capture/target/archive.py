@@ -8,7 +8,7 @@ import tarfile
 import tempfile
 from dataclasses import replace
 from pathlib import Path
-from typing import Mapping
+from collections.abc import Mapping
 
 from ...model import rundir
 from ...model.run import KeptBinaries, KeptBinary, Run, Target
@@ -42,8 +42,10 @@ def keep_binaries(out: Path, wanted_files: Mapping[str, tuple[str, Path]]) -> Ke
     """Write ``out`` (a tar.gz of the binaries, member name = build-id) and say what it holds and skipped."""
     kept: list[KeptBinary] = []
     skipped: list[str] = []
-    with tempfile.TemporaryDirectory(prefix="pmuprof-archive-") as tmp, \
-            tarfile.open(out, "w:gz", compresslevel=COMPRESS_LEVEL) as tar:
+    with (
+        tempfile.TemporaryDirectory(prefix="pmuprof-archive-") as tmp,
+        tarfile.open(out, "w:gz", compresslevel=COMPRESS_LEVEL) as tar,
+    ):
         for path, (build_id, source) in wanted_files.items():
             if out.stat().st_size >= MAX_ARCHIVE:
                 skipped.append(f"{path}: the archive reached {MAX_ARCHIVE >> 20} MiB")
@@ -60,12 +62,23 @@ def keep_binaries(out: Path, wanted_files: Mapping[str, tuple[str, Path]]) -> Ke
             debug_copy = _copy_of(debug, build_id, Path(tmp) / f"{build_id}.debug")[0] if debug.is_file() else None
             if debug_copy is not None:
                 _add(tar, debug_copy, f"{build_id}.debug")
-            kept.append(KeptBinary(path=path, build_id=build_id, bytes=size, debug_stripped=copy != source,
-                                   debug_file=str(debug) if debug_copy is not None else ""))
+            kept.append(
+                KeptBinary(
+                    path=path,
+                    build_id=build_id,
+                    bytes=size,
+                    debug_stripped=copy != source,
+                    debug_file=str(debug) if debug_copy is not None else "",
+                )
+            )
     if not kept:
         out.unlink(missing_ok=True)
-    return KeptBinaries(file=out.name if kept else "", bytes=out.stat().st_size if kept else 0,
-                        binaries=tuple(kept), skipped=tuple(skipped))
+    return KeptBinaries(
+        file=out.name if kept else "",
+        bytes=out.stat().st_size if kept else 0,
+        binaries=tuple(kept),
+        skipped=tuple(skipped),
+    )
 
 
 def _add(tar: tarfile.TarFile, file: Path, name: str) -> int:
@@ -99,8 +112,11 @@ def _copy_of(source: Path, build_id: str, scratch: Path) -> tuple[Path | None, s
     installed (a server with full debuginfo is 300 MB, 30 MB without); (None, why) when it cannot be kept."""
     found = _build_id(source)
     if found != build_id:
-        return None, ("not readable as ELF" if found is None else f"its build-id here is {found[:12]}, "
-                      f"not the recorded {build_id[:12]} (replaced on disk)")
+        return None, (
+            "not readable as ELF"
+            if found is None
+            else f"its build-id here is {found[:12]}, not the recorded {build_id[:12]} (replaced on disk)"
+        )
     try:
         size = source.stat().st_size
         has_dwarf = elf.ElfFile(source).section(".debug_info") is not None
@@ -109,8 +125,12 @@ def _copy_of(source: Path, build_id: str, scratch: Path) -> tuple[Path | None, s
     objcopy = shutil.which("objcopy")
     if has_dwarf and objcopy:
         try:
-            done = subprocess.run([objcopy, "--strip-debug", str(source), str(scratch)], capture_output=True,
-                                  stdin=subprocess.DEVNULL, timeout=300)
+            done = subprocess.run(
+                [objcopy, "--strip-debug", str(source), str(scratch)],
+                capture_output=True,
+                stdin=subprocess.DEVNULL,
+                timeout=300,
+            )
         except (OSError, subprocess.TimeoutExpired):
             done = None
         if done is not None and done.returncode == 0 and scratch.is_file():
@@ -127,5 +147,8 @@ def keep_for_report(out_dir: Path, perf: str, run: Run, perf_data_kept: bool = T
         return run
     data = out_dir / rundir.PERF_DATA
     hits = perfread.build_ids(perf, data, hits=True) if data.is_file() else {}
-    return replace(run, kernel_symbols=keep_kernel_symbols(out_dir / rundir.KALLSYMS),
-                   kept_binaries=keep_binaries(out_dir / rundir.BINARIES, wanted(run.targets, hits)))
+    return replace(
+        run,
+        kernel_symbols=keep_kernel_symbols(out_dir / rundir.KALLSYMS),
+        kept_binaries=keep_binaries(out_dir / rundir.BINARIES, wanted(run.targets, hits)),
+    )

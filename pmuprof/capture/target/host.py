@@ -13,11 +13,28 @@ from .process import node_cpus
 
 # (vendor, family, model) -> microarchitecture; PAUSE cycles are measured, these only name the CPU.
 _INTEL = {
-    (6, 0x4F): "bdx", (6, 0x56): "bdx", (6, 0x3D): "bdw", (6, 0x47): "bdw",
-    (6, 0x4E): "skl", (6, 0x5E): "skl", (6, 0x8E): "skl", (6, 0x9E): "skl",
-    (6, 0x55): "skx", (6, 0x7D): "icl", (6, 0x7E): "icl", (6, 0x6A): "icx", (6, 0x6C): "icx",
-    (6, 0x8F): "spr", (6, 0xCF): "emr", (6, 0xAD): "gnr", (6, 0xAE): "gnr",
-    (6, 0x97): "adl", (6, 0x9A): "adl", (6, 0xB7): "rpl", (6, 0xBA): "rpl", (6, 0xBF): "rpl",
+    (6, 0x4F): "bdx",
+    (6, 0x56): "bdx",
+    (6, 0x3D): "bdw",
+    (6, 0x47): "bdw",
+    (6, 0x4E): "skl",
+    (6, 0x5E): "skl",
+    (6, 0x8E): "skl",
+    (6, 0x9E): "skl",
+    (6, 0x55): "skx",
+    (6, 0x7D): "icl",
+    (6, 0x7E): "icl",
+    (6, 0x6A): "icx",
+    (6, 0x6C): "icx",
+    (6, 0x8F): "spr",
+    (6, 0xCF): "emr",
+    (6, 0xAD): "gnr",
+    (6, 0xAE): "gnr",
+    (6, 0x97): "adl",
+    (6, 0x9A): "adl",
+    (6, 0xB7): "rpl",
+    (6, 0xBA): "rpl",
+    (6, 0xBF): "rpl",
 }
 _AMD = {0x17: "zen1/zen2", 0x19: "zen3/zen4", 0x1A: "zen5"}
 
@@ -34,12 +51,19 @@ def cpuinfo() -> dict:
                 info[key.strip()] = value.strip()
     except OSError:
         pass
+
     def num(key: str) -> int | None:
         value = info.get(key, "")
         return int(value) if value.isdigit() else None
-    return {"vendor": info.get("vendor_id", ""), "cpu_model": info.get("model name", ""),
-            "family": num("cpu family"), "model": num("model"), "stepping": num("stepping"),
-            "flags_hypervisor": "hypervisor" in info.get("flags", "").split()}
+
+    return {
+        "vendor": info.get("vendor_id", ""),
+        "cpu_model": info.get("model name", ""),
+        "family": num("cpu family"),
+        "model": num("model"),
+        "stepping": num("stepping"),
+        "flags_hypervisor": "hypervisor" in info.get("flags", "").split(),
+    }
 
 
 def microarch(vendor: str, family: int | None, model: int | None, stepping: int | None) -> str:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import threading
 import time
 from pathlib import Path
-from typing import Callable
+from collections.abc import Callable
 
 from ...model.run import HostLoad
 
@@ -30,7 +30,7 @@ def _stat(proc: Path) -> dict[str, float]:
     for line in _read(proc / "stat").splitlines():
         parts = line.split()
         if parts and parts[0] == "cpu":
-            out.update(zip(CPU_FIELDS, (float(v) for v in parts[1:1 + len(CPU_FIELDS)])))
+            out.update(zip(CPU_FIELDS, (float(v) for v in parts[1 : 1 + len(CPU_FIELDS)])))
         elif len(parts) == 2 and parts[0] in ("ctxt", "procs_running", "procs_blocked"):
             out[parts[0]] = float(parts[1])
     return out
@@ -58,7 +58,7 @@ def _psi_total_us(text: str) -> float | None:
 def _cpu_ticks(proc: Path, pid: int) -> float | None:
     """utime + stime of a process (all its threads), in the clock ticks /proc/stat counts in; None: gone."""
     text = _read(proc / str(pid) / "stat")
-    fields = text[text.rfind(")") + 2:].split() if ")" in text else []
+    fields = text[text.rfind(")") + 2 :].split() if ")" in text else []
     return float(fields[11]) + float(fields[12]) if len(fields) > 12 else None
 
 
@@ -67,8 +67,11 @@ def run_queue(proc: Path = PROC) -> tuple[float | None, int | None, int | None]:
     load = _read(proc / "loadavg").split()
     stat = _stat(proc)
     running, blocked = stat.get("procs_running"), stat.get("procs_blocked")
-    return (float(load[0]) if load else None, None if running is None else int(running),
-            None if blocked is None else int(blocked))
+    return (
+        float(load[0]) if load else None,
+        None if running is None else int(running),
+        None if blocked is None else int(blocked),
+    )
 
 
 class Snapshot:
@@ -89,8 +92,14 @@ class Snapshot:
 class Sampler(threading.Thread):
     """Samples until stop(), which returns the window's HostLoad (None when /proc gave nothing)."""
 
-    def __init__(self, cpus: int, pids: tuple[int, ...] = (), proc: Path = PROC, interval: float = INTERVAL_S,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        cpus: int,
+        pids: tuple[int, ...] = (),
+        proc: Path = PROC,
+        interval: float = INTERVAL_S,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         super().__init__(daemon=True, name="pmuprof-hostload")
         self.cpus, self.pids, self.proc, self.interval, self.clock = max(cpus, 1), tuple(pids), proc, interval, clock
         self._done = threading.Event()
@@ -126,18 +135,24 @@ def summarize(samples: list[Snapshot], cpus: int) -> HostLoad | None:
     def psi(first: float | None, last: float | None) -> float | None:
         return min(1.0, (last - first) / 1e6 / secs) if first is not None and last is not None else None
 
-    spent = [b.targets[p] - a.targets[p] for p in a.targets
-             if a.targets.get(p) is not None and b.targets.get(p) is not None]
+    spent = [
+        b.targets[p] - a.targets[p] for p in a.targets if a.targets.get(p) is not None and b.targets.get(p) is not None
+    ]
     return HostLoad(
-        seconds=round(secs, 3), cpus=cpus,
+        seconds=round(secs, 3),
+        cpus=cpus,
         busy_share=round(sum(jiffies[k] for k in BUSY) / total, 4),
         targets_share=round(min(1.0, sum(spent) / total), 4) if spent else None,
-        steal_share=round(jiffies["steal"] / total, 4), iowait_share=round(jiffies["iowait"] / total, 4),
+        steal_share=round(jiffies["steal"] / total, 4),
+        iowait_share=round(jiffies["iowait"] / total, 4),
         runnable_avg=round(sum(running) / len(running), 2) if running else 0.0,
         runnable_max=int(max(running)) if running else 0,
         blocked_avg=round(sum(blocked) / len(blocked), 2) if blocked else 0.0,
         loadavg_1m=b.loadavg,
         context_switches_per_s=round((b.stat.get("ctxt", 0.0) - a.stat.get("ctxt", 0.0)) / secs, 1),
-        swap_in_pages_per_s=rate("pswpin"), swap_out_pages_per_s=rate("pswpout"),
+        swap_in_pages_per_s=rate("pswpin"),
+        swap_out_pages_per_s=rate("pswpout"),
         mem_available_min_bytes=int(min(mem)) if mem else None,
-        psi_cpu_some_share=psi(a.psi_cpu, b.psi_cpu), psi_memory_some_share=psi(a.psi_mem, b.psi_mem))
+        psi_cpu_some_share=psi(a.psi_cpu, b.psi_cpu),
+        psi_memory_some_share=psi(a.psi_mem, b.psi_mem),
+    )

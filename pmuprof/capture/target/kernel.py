@@ -43,8 +43,11 @@ def keep_kernel_symbols(out: Path, kallsyms: str = KALLSYMS, notes: str = "/sys/
         return KernelSymbols(build_id=build_id, release=release, why_not=f"{kallsyms}: {err.strerror}")
     text = text_lines(raw) if len(raw) <= MAX_READ else None
     if text is None:
-        why = (f"{kallsyms} is larger than {MAX_READ >> 20} MiB" if len(raw) > MAX_READ else
-               f"{kallsyms} shows no addresses to this user (kernel.kptr_restrict, or not root)")
+        why = (
+            f"{kallsyms} is larger than {MAX_READ >> 20} MiB"
+            if len(raw) > MAX_READ
+            else f"{kallsyms} shows no addresses to this user (kernel.kptr_restrict, or not root)"
+        )
         return KernelSymbols(build_id=build_id, release=release, why_not=why)
     data, count = text
     buf = io.BytesIO()

@@ -41,7 +41,7 @@ def is_kernel_thread(pid: int) -> bool:
     """From the task flags in /proc/PID/stat (field 9); kthreadd has no parent 2, so PPid cannot tell."""
     stat = _read(f"/proc/{pid}/stat")
     try:
-        return bool(int(stat[stat.rindex(")") + 2:].split()[6]) & _PF_KTHREAD)
+        return bool(int(stat[stat.rindex(")") + 2 :].split()[6]) & _PF_KTHREAD)
     except (ValueError, IndexError):
         return False
 
@@ -56,8 +56,10 @@ def resolve_pid(pid: int) -> int:
     if fields.get("State", "").startswith(("Z", "X")):
         raise TargetError(f"pid {pid} has exited (zombie)", "the server is not running; start it or pick another pid")
     if is_kernel_thread(pid):
-        raise TargetError(f"pid {pid} is a kernel thread ({_read(f'/proc/{pid}/comm').strip()})",
-                          "pass the pid of a user process, e.g. -p $(pidof mariadbd)")
+        raise TargetError(
+            f"pid {pid} is a kernel thread ({_read(f'/proc/{pid}/comm').strip()})",
+            "pass the pid of a user process, e.g. -p $(pidof mariadbd)",
+        )
     return int(fields.get("Tgid", pid))
 
 
@@ -159,7 +161,6 @@ def exec_maps(pid: int) -> list[dict]:
     except OSError:
         pass
     return out
-
 
 
 def labels_for(pids: list[int]) -> dict[int, str]:

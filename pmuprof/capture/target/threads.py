@@ -37,7 +37,7 @@ def parse_stack(text: str) -> tuple[str, ...]:
 
 def parse_state(stat: str) -> str:
     """The state letter of a /proc/TID/stat line (the field after the parenthesised comm)."""
-    rest = stat[stat.rfind(")") + 1:].split()
+    rest = stat[stat.rfind(")") + 1 :].split()
     return rest[0] if rest else "?"
 
 
@@ -48,8 +48,13 @@ def read_thread(pid: int, tid: int) -> ThreadNow | None:
     if not stat:
         return None
     wchan = _read(f"{base}/wchan").strip()
-    return ThreadNow(tid, _read(f"{base}/comm").strip(), parse_state(stat), "" if wchan == "0" else wchan,
-                     parse_stack(_read(f"{base}/stack")))
+    return ThreadNow(
+        tid,
+        _read(f"{base}/comm").strip(),
+        parse_state(stat),
+        "" if wchan == "0" else wchan,
+        parse_stack(_read(f"{base}/stack")),
+    )
 
 
 def snapshot(pid: int) -> tuple[ThreadNow, ...]:

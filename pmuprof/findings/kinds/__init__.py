@@ -16,10 +16,27 @@ from .paths import Analysis, Host, Quality, Run, Target
 from .server import Mysql, ProcesslistState, Status, Variable
 from .stack import Stack
 
-KINDS: dict[str, Kind] = {k.name: k for k in (
-    Stack(), Latch(), CounterRatio(), Counter(), Variable(), Status(), ProcesslistState(), Mysql(),
-    Host(), Run(), Target(), Analysis(), Quality(), Derived(), OffCpu(), Fence(),
-)}
+KINDS: dict[str, Kind] = {
+    k.name: k
+    for k in (
+        Stack(),
+        Latch(),
+        CounterRatio(),
+        Counter(),
+        Variable(),
+        Status(),
+        ProcesslistState(),
+        Mysql(),
+        Host(),
+        Run(),
+        Target(),
+        Analysis(),
+        Quality(),
+        Derived(),
+        OffCpu(),
+        Fence(),
+    )
+}
 
 
 def kind_of(name: str) -> Kind:

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
+from collections.abc import Mapping
 
 from ...model.counters import ratio
 from ..evidence import Evidence
@@ -67,5 +68,6 @@ class CounterRatio(Kind):
     def words(self, item: Any, value: Mapping[str, Any]) -> str:
         parts = [k for k in value if k != "value"]
         text = f"{float(value['value']):.2f}"
-        return text + (f" ({parts[0]} {number(value[parts[0]])} / {parts[1]} {number(value[parts[1]])})"
-                       if len(parts) == 2 else "")
+        return text + (
+            f" ({parts[0]} {number(value[parts[0]])} / {parts[1]} {number(value[parts[1]])})" if len(parts) == 2 else ""
+        )

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any
+from collections.abc import Mapping
 
 from ..derived import DERIVED_FACTS
 from .base import Env, Kind, SpecCtx, is_share, number, pct, scalar_words, stack_words
@@ -30,8 +31,9 @@ class Derived(Kind):
         if item.what == "numa_placement":
             remote = value.get("remote_memory_share")
             nodes = ", ".join(str(n) for n in value.get("cpu_nodes") or []) or "?"
-            return (f"runs on node(s) {nodes} of {value.get('host_nodes') or '?'}; remote memory "
-                    + (pct(remote) if isinstance(remote, (int, float)) else "not known"))
+            return f"runs on node(s) {nodes} of {value.get('host_nodes') or '?'}; remote memory " + (
+                pct(remote) if isinstance(remote, (int, float)) else "not known"
+            )
         if item.what == "samples":
             return f"{number(value.get('value'))} samples"
         return str(value.get("summary") or scalar_words(item, value.get("value"), is_share(item, self)))

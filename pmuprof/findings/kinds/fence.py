@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
+from collections.abc import Mapping
 
 from ..evidence import Evidence
 from .base import Env, Kind, SpecCtx, pct
@@ -22,8 +23,13 @@ class FenceShare(Evidence):
     names: str  # 'l_find 2.1 % (mfence), ...': the functions in words
 
     def to_json(self) -> dict[str, Any]:
-        return {"value": self.value, "share": self.share, "count": self.count,
-                "functions": [dict(f) for f in self.functions], "names": self.names}
+        return {
+            "value": self.value,
+            "share": self.share,
+            "count": self.count,
+            "functions": [dict(f) for f in self.functions],
+            "names": self.names,
+        }
 
 
 def site_words(site: Mapping[str, Any]) -> str:
@@ -46,18 +52,28 @@ class Fence(Kind):
             env.missing.append("fences: no skid-corrected instructions (native helper off, or no binary found)")
             return None
         inside, outside = matcher.spec.get("in"), matcher.spec.get("not_in")
-        sites = [s for s in skid.fences if (inside is None or inside.matches(s.function))
-                 and not (outside is not None and outside.matches(s.function))]
+        sites = [
+            s
+            for s in skid.fences
+            if (inside is None or inside.matches(s.function))
+            and not (outside is not None and outside.matches(s.function))
+        ]
         total = skid.samples_total
         count = sum(s.samples for s in sites)
         share = round(count / total, 6) if total else sum(s.share for s in sites)
-        rows = tuple({"function": s.function, "share": s.share, "samples": s.samples, "forms": list(s.forms)}
-                     for s in sites)
+        rows = tuple(
+            {"function": s.function, "share": s.share, "samples": s.samples, "forms": list(s.forms)} for s in sites
+        )
         return FenceShare(share, share, count, rows, ", ".join(site_words(r) for r in rows[:5]) or "none")
 
     def doc(self, spec: Any) -> str:
-        return "; ".join(f"fences {key.replace('_', ' ')}: " + ", ".join(f"`{p}`" for p in pats.patterns)
-                         for key, pats in spec.items()) or "fences in any function"
+        return (
+            "; ".join(
+                f"fences {key.replace('_', ' ')}: " + ", ".join(f"`{p}`" for p in pats.patterns)
+                for key, pats in spec.items()
+            )
+            or "fences in any function"
+        )
 
     def subject(self, spec: Any) -> str:
         return ""

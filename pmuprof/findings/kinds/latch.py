@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any
+from collections.abc import Mapping
 
 from ..knowledge import latch_table
 from ..stackmatch import match_latch
@@ -24,13 +25,23 @@ def latch_spec(ctx: SpecCtx, spec: Any, line: int) -> dict[str, Any]:
     if not isinstance(ambiguous, bool):
         raise ctx.fail(spec.line_of("ambiguous"), "latch.ambiguous must be true or false")
     if "latches" not in spec and not ambiguous:
-        raise ctx.fail(line, "latch matcher needs 'latches' (latch ids of rules/knowledge/latches.yaml)",
-                       "or 'ambiguous: true' for samples the stack cannot attribute to one latch")
-    ids = frozenset(ctx.strings(spec["latches"], spec.line_of("latches"), "latches")) if "latches" in spec else frozenset()
+        raise ctx.fail(
+            line,
+            "latch matcher needs 'latches' (latch ids of rules/knowledge/latches.yaml)",
+            "or 'ambiguous: true' for samples the stack cannot attribute to one latch",
+        )
+    ids = (
+        frozenset(ctx.strings(spec["latches"], spec.line_of("latches"), "latches"))
+        if "latches" in spec
+        else frozenset()
+    )
     unknown = sorted(ids - {lat.id for lat in latch_table().latches})
     if unknown:
-        raise ctx.fail(spec.line_of("latches"), f"unknown latch id(s) {', '.join(unknown)}",
-                       "use the ids of rules/knowledge/latches.yaml")
+        raise ctx.fail(
+            spec.line_of("latches"),
+            f"unknown latch id(s) {', '.join(unknown)}",
+            "use the ids of rules/knowledge/latches.yaml",
+        )
     out: dict[str, Any] = {"latches": ids}
     if ambiguous:
         out["ambiguous"] = True
@@ -45,16 +56,19 @@ def latch_spec(ctx: SpecCtx, spec: Any, line: int) -> dict[str, Any]:
 def latches_doc(spec: Mapping[str, Any]) -> str:
     if spec.get("ambiguous"):
         among = " or ".join(f"`{lat}`" for lat in sorted(spec["latches"]))
-        return ("waits the stack attributes to one of several latches that no one rule covers"
-                + (f", one of them {among}" if among else ""))
+        return "waits the stack attributes to one of several latches that no one rule covers" + (
+            f", one of them {among}" if among else ""
+        )
     return "waits for latch " + " or ".join(f"`{lat}`" for lat in sorted(spec["latches"]))
 
 
 class Latch(Kind):
     name = "latch"
-    guide = ("`latch` (ids of rules/knowledge/latches.yaml, with `inside`, `not_inside`, `modes`; a wait the stack "
-             "attributes to \"A or B\" counts only where every alternative is listed; `ambiguous: true`: the waits "
-             "whose alternatives no one rule covers, with `.names`, `.title`, `.split`, `.rules`, `.key`, `.ps_names`)")
+    guide = (
+        "`latch` (ids of rules/knowledge/latches.yaml, with `inside`, `not_inside`, `modes`; a wait the stack "
+        'attributes to "A or B" counts only where every alternative is listed; `ambiguous: true`: the waits '
+        "whose alternatives no one rule covers, with `.names`, `.title`, `.split`, `.rules`, `.key`, `.ps_names`)"
+    )
     stacks = True
     share = True
 

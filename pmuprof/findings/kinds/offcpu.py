@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
+from collections.abc import Mapping
 
 from ..offcpumatch import match_offcpu
 from .base import Env, Kind, SpecCtx, pct
@@ -26,23 +27,48 @@ class OffCpuTime(StackShare):
     def of(cls, found: Mapping[str, Any]) -> OffCpuTime:
         """From findings/offcpumatch.py's match_offcpu result."""
         base = StackShare.of(found)
-        return cls(base.value, base.share, base.count, None, base.hot, base.hot_share, base.callers, base.chain,
-                   base.chains, base.latch, found["us"], found["ms"], found["seconds"], found["total_us"],
-                   found["avg_threads"], found["threads"])
+        return cls(
+            base.value,
+            base.share,
+            base.count,
+            None,
+            base.hot,
+            base.hot_share,
+            base.callers,
+            base.chain,
+            base.chains,
+            base.latch,
+            found["us"],
+            found["ms"],
+            found["seconds"],
+            found["total_us"],
+            found["avg_threads"],
+            found["threads"],
+        )
 
     def to_json(self) -> dict[str, Any]:
-        return {**super().to_json(), "us": self.us, "ms": self.ms, "seconds": self.seconds,
-                "total_us": self.total_us, "avg_threads": self.avg_threads, "threads": self.threads}
+        return {
+            **super().to_json(),
+            "us": self.us,
+            "ms": self.ms,
+            "seconds": self.seconds,
+            "total_us": self.total_us,
+            "avg_threads": self.avg_threads,
+            "threads": self.threads,
+        }
+
 
 OFFCPU_STATES = ("R", "S", "D", "T", "?")  # the off-CPU state leaf (model/labels.py)
 
 
 class OffCpu(Kind):
     name = "offcpu"
-    guide = ("`offcpu` (off-CPU time of a `--off-cpu` capture: a stack matcher plus `states: [R, S, D]`, or "
-             "`latches`; its value is the threads blocked there on average, with `.us`, `.seconds`, `.share` of "
-             "the off-CPU time and `.threads` seen in the start/end snapshots; off-CPU metrics have no "
-             "`min_samples`)")
+    guide = (
+        "`offcpu` (off-CPU time of a `--off-cpu` capture: a stack matcher plus `states: [R, S, D]`, or "
+        "`latches`; its value is the threads blocked there on average, with `.us`, `.seconds`, `.share` of "
+        "the off-CPU time and `.threads` seen in the start/end snapshots; off-CPU metrics have no "
+        "`min_samples`)"
+    )
     stacks = True
 
     def validate(self, ctx: SpecCtx, spec: Any, line: int) -> Any:
@@ -66,9 +92,10 @@ class OffCpu(Kind):
         if "latches" in spec:
             return "off-CPU time, " + latches_doc(spec)
         return "off-CPU time, " + "; ".join(
-            f"{key.replace('_', ' ')}: " + (", ".join(sorted(pats)) if key == "states"
-                                            else ", ".join(f"`{p}`" for p in pats.patterns))
-            for key, pats in spec.items())
+            f"{key.replace('_', ' ')}: "
+            + (", ".join(sorted(pats)) if key == "states" else ", ".join(f"`{p}`" for p in pats.patterns))
+            for key, pats in spec.items()
+        )
 
     def subject(self, spec: Any) -> str:
         return ""

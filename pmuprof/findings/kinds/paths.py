@@ -55,8 +55,7 @@ class Analysis(Path):
 
 class Quality(Path):
     name, where, about = "quality", "analysis.json quality[].", "stack quality: {}"
-    guide = ("`quality` (this process's stack quality: `unnamed_share`, `truncated_share`, "
-             "`unnamed_functions`, ...)")
+    guide = "`quality` (this process's stack quality: `unnamed_share`, `truncated_share`, `unnamed_functions`, ...)"
 
     def document(self, facts: Facts) -> Any:
         return facts.quality

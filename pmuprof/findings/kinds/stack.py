@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from typing import Any, Mapping
+from typing import Any
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -13,8 +14,20 @@ from .base import Env, Kind, SpecCtx, stack_words
 
 STACK_KEYS = ("self", "inclusive", "inside", "not_inside", "leaf", "leaf_not")
 # what a latch match adds (findings/stackmatch.py match_latch); the last eight for ambiguous attribution only
-LATCH_FIELDS = ("modes", "mode", "kinds", "modes_text", "alternatives", "candidates", "names", "title", "key", "split",
-                "rules", "ps_names")
+LATCH_FIELDS = (
+    "modes",
+    "mode",
+    "kinds",
+    "modes_text",
+    "alternatives",
+    "candidates",
+    "names",
+    "title",
+    "key",
+    "split",
+    "rules",
+    "ps_names",
+)
 
 
 @dataclass(frozen=True, eq=False)
@@ -40,9 +53,18 @@ class StackShare(Evidence):
     def of(cls, found: Mapping[str, Any]) -> StackShare:
         """From findings/stackmatch.py's match_stack / match_latch result."""
         latch = {k: found[k] for k in LATCH_FIELDS if k in found}
-        return cls(found["value"], found["share"], found["count"], found.get(STACKS), found["hot"],
-                   found.get("hot_share"), tuple(found["callers"]), found["chain"], tuple(found["chains"]),
-                   latch or None)
+        return cls(
+            found["value"],
+            found["share"],
+            found["count"],
+            found.get(STACKS),
+            found["hot"],
+            found.get("hot_share"),
+            tuple(found["callers"]),
+            found["chain"],
+            tuple(found["chains"]),
+            latch or None,
+        )
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"value": self.value, "share": self.share, "count": self.count, "hot": self.hot}
@@ -73,14 +95,17 @@ def stack_spec(ctx: SpecCtx, spec: Any, line: int, what: str, extra: tuple[str, 
 
 
 def stack_doc(spec: Mapping[str, Any]) -> str:
-    return "; ".join(f"{key.replace('_', ' ')}: " + ", ".join(f"`{p}`" for p in pats.patterns)
-                     for key, pats in spec.items())
+    return "; ".join(
+        f"{key.replace('_', ' ')}: " + ", ".join(f"`{p}`" for p in pats.patterns) for key, pats in spec.items()
+    )
 
 
 class Stack(Kind):
     name = "stack"
-    guide = ("`stack` (`self` or `inclusive` frame patterns, with `inside`, `not_inside`, `leaf`, `leaf_not`; "
-             "`of`: frames whose samples `.of_share` divides by)")
+    guide = (
+        "`stack` (`self` or `inclusive` frame patterns, with `inside`, `not_inside`, `leaf`, `leaf_not`; "
+        "`of`: frames whose samples `.of_share` divides by)"
+    )
     stacks = True
     share = True
 
@@ -98,8 +123,9 @@ class Stack(Kind):
             return found
         index = env.index
         whole = index.weight(index.st.rows_with(index.lut(matcher.spec["of"])))
-        return StackPart(**{f.name: getattr(found, f.name) for f in fields(found)},
-                         of_share=found.count / whole if whole else None)
+        return StackPart(
+            **{f.name: getattr(found, f.name) for f in fields(found)}, of_share=found.count / whole if whole else None
+        )
 
     def doc(self, spec: Any) -> str:
         return stack_doc(spec)

@@ -9,8 +9,10 @@ import sys
 import tempfile
 from collections import Counter
 from pathlib import Path
-from typing import IO, Iterable, Union
+from typing import IO
+from collections.abc import Iterable
 
+from .. import proc as proc_tools
 from ...errors import InputError, PerfError, PmuprofError
 from ...model.perfscript import Folder, FoldResult
 from ...model.stacks import Stacks
@@ -19,9 +21,8 @@ from ...paths import fold_path
 from .stacksbin import read_fold_bin
 
 STACKS_BIN = "stacks.bin"
-from .. import proc as proc_tools
 
-Source = Union[IO[bytes], IO[str], Iterable[Union[str, bytes]]]
+Source = IO[bytes] | IO[str] | Iterable[str | bytes]
 _CHUNK = 1 << 20
 SCRIPT_MAX_S = 4 * 3600  # perf script of the largest perf.data we expect (dwarf, tens of GB)
 
@@ -30,9 +31,16 @@ class FoldError(PmuprofError):
     """pmuprof-fold itself failed (not the input)."""
 
 
-def fold_argv(binary: Path, meta: Path, pids: Iterable[int] = (), comms: Iterable[str] = (),
-              per_thread: bool = False, names: dict[int, str] | None = None, raw_unknown: bool = False,
-              stacks_bin: Path | None = None) -> list[str]:
+def fold_argv(
+    binary: Path,
+    meta: Path,
+    pids: Iterable[int] = (),
+    comms: Iterable[str] = (),
+    per_thread: bool = False,
+    names: dict[int, str] | None = None,
+    raw_unknown: bool = False,
+    stacks_bin: Path | None = None,
+) -> list[str]:
     """pmuprof-fold's command line (pure); with ``stacks_bin`` the stacks go there as arrays, not to stdout."""
     argv = [str(binary), "--meta", str(meta)] + (["--stacks-bin", str(stacks_bin)] if stacks_bin else [])
     for pid in pids:
@@ -46,12 +54,20 @@ def fold_argv(binary: Path, meta: Path, pids: Iterable[int] = (), comms: Iterabl
 
 @functools.lru_cache(maxsize=1)
 def _say_fallback() -> None:
-    sys.stderr.write("pmuprof: pmuprof-fold is not built (make -C native): folding perf script text in "
-                     "Python, several times slower than perf script\n")
+    sys.stderr.write(
+        "pmuprof: pmuprof-fold is not built (make -C native): folding perf script text in "
+        "Python, several times slower than perf script\n"
+    )
 
 
-def fold_stream(source: Source, pids: Iterable[int] = (), comms: Iterable[str] = (),
-                per_thread: bool = False, names: dict[int, str] | None = None, raw_unknown: bool = False) -> FoldResult:
+def fold_stream(
+    source: Source,
+    pids: Iterable[int] = (),
+    comms: Iterable[str] = (),
+    per_thread: bool = False,
+    names: dict[int, str] | None = None,
+    raw_unknown: bool = False,
+) -> FoldResult:
     """Fold perf script text from a file object (binary or text) or an iterable of lines.
 
     A last line without a newline means the text was cut: that sample is dropped and flagged.
@@ -76,29 +92,45 @@ def fold_stream(source: Source, pids: Iterable[int] = (), comms: Iterable[str] =
                     proc.kill()
                     proc.wait()
             if dog.fired:
-                raise FoldError(f"pmuprof-fold {dog.fired}: stopped", "rebuild it (make -C native), or set "
-                                "PMUPROF_FOLD= to fold in Python")
+                raise FoldError(
+                    f"pmuprof-fold {dog.fired}: stopped",
+                    "rebuild it (make -C native), or set PMUPROF_FOLD= to fold in Python",
+                )
             return _result(proc.returncode, out, err, meta)
 
 
-def fold_file(path: Path | str, pids: Iterable[int] = (), comms: Iterable[str] = (),
-              per_thread: bool = False, names: dict[int, str] | None = None, raw_unknown: bool = False) -> FoldResult:
+def fold_file(
+    path: Path | str,
+    pids: Iterable[int] = (),
+    comms: Iterable[str] = (),
+    per_thread: bool = False,
+    names: dict[int, str] | None = None,
+    raw_unknown: bool = False,
+) -> FoldResult:
     """Fold a perf script text file; pmuprof-fold reads it directly (no Python in the hot path)."""
     with open(path, "rb") as fh:
         return fold_stream(fh, pids, comms, per_thread, names, raw_unknown)
 
 
-def fold_perf_script_process(argv: list[str], pids: Iterable[int] = (), comms: Iterable[str] = (),
-                             per_thread: bool = False, names: dict[int, str] | None = None,
-                             raw_unknown: bool = False) -> FoldResult:
+def fold_perf_script_process(
+    argv: list[str],
+    pids: Iterable[int] = (),
+    comms: Iterable[str] = (),
+    per_thread: bool = False,
+    names: dict[int, str] | None = None,
+    raw_unknown: bool = False,
+) -> FoldResult:
     """Run ``argv`` (a perf script command line) with its stdout piped straight into pmuprof-fold.
 
     Raises InputError when perf script fails before any sample was kept (its stderr says why).
     """
     binary = fold_path()
-    with tempfile.TemporaryDirectory(prefix="pmuprof-fold-") as tmp, \
-            open(Path(tmp) / "perf.err", "w+b") as perf_err, \
-            open(Path(tmp) / "stacks.folded", "w+b") as out, open(Path(tmp) / "fold.err", "w+b") as err:
+    with (
+        tempfile.TemporaryDirectory(prefix="pmuprof-fold-") as tmp,
+        open(Path(tmp) / "perf.err", "w+b") as perf_err,
+        open(Path(tmp) / "stacks.folded", "w+b") as out,
+        open(Path(tmp) / "fold.err", "w+b") as err,
+    ):
         perf = _start(argv, stdout=subprocess.PIPE, stderr=perf_err, stdin=subprocess.DEVNULL)
         fold = None
         try:
@@ -109,9 +141,12 @@ def fold_perf_script_process(argv: list[str], pids: Iterable[int] = (), comms: I
                     perf.wait()
             else:
                 meta = Path(tmp) / "meta.json"
-                fold = subprocess.Popen(fold_argv(binary, meta, pids, comms, per_thread, names, raw_unknown,
-                                                  Path(tmp) / STACKS_BIN),
-                                        stdin=perf.stdout, stdout=out, stderr=err)
+                fold = subprocess.Popen(
+                    fold_argv(binary, meta, pids, comms, per_thread, names, raw_unknown, Path(tmp) / STACKS_BIN),
+                    stdin=perf.stdout,
+                    stdout=out,
+                    stderr=err,
+                )
                 perf.stdout.close()  # pmuprof-fold holds the only reader now
                 with proc_tools.Watchdog((perf, fold), proc_tools.stall_s(), SCRIPT_MAX_S) as dog:
                     fold.wait()
@@ -124,12 +159,16 @@ def fold_perf_script_process(argv: list[str], pids: Iterable[int] = (), comms: I
                     proc.kill()
                     proc.wait()
         if dog.fired:
-            raise PerfError(f"{argv[0]} script {dog.fired}: stopped", "check the perf binary (PMUPROF_PERF) and "
-                            "the perf.data; `pmuprof doctor` tests perf")
+            raise PerfError(
+                f"{argv[0]} script {dog.fired}: stopped",
+                "check the perf binary (PMUPROF_PERF) and the perf.data; `pmuprof doctor` tests perf",
+            )
         if perf.returncode != 0 and res.kept == 0:
             perf_err.seek(0)
-            raise InputError(f"perf script failed: {_first_line(perf_err.read())}",
-                             "the perf.data is corrupt or truncated; re-record, or pass its perf script text")
+            raise InputError(
+                f"perf script failed: {_first_line(perf_err.read())}",
+                "the perf.data is corrupt or truncated; re-record, or pass its perf script text",
+            )
         return res
 
 
@@ -137,8 +176,9 @@ def _start(argv: list[str], **kw) -> subprocess.Popen:
     try:
         return subprocess.Popen(argv, **kw)
     except FileNotFoundError as err:
-        raise InputError(f"cannot run {argv[0]}: not found",
-                         f"{apt_install('perf')}, or give report a folded / perf script file") from err
+        raise InputError(
+            f"cannot run {argv[0]}: not found", f"{apt_install('perf')}, or give report a folded / perf script file"
+        ) from err
 
 
 def _direct_fd(source: Source) -> int | None:
@@ -213,8 +253,10 @@ def _result(returncode: int | None, out: IO[bytes], err: IO[bytes], meta_path: P
     """FoldResult from pmuprof-fold's stdout (folded stacks) and its meta JSON."""
     if returncode != 0:
         err.seek(0)
-        raise FoldError(f"pmuprof-fold failed ({returncode}): {_first_line(err.read())}",
-                        "rebuild it (make -C native), or set PMUPROF_FOLD= to fold in Python")
+        raise FoldError(
+            f"pmuprof-fold failed ({returncode}): {_first_line(err.read())}",
+            "rebuild it (make -C native), or set PMUPROF_FOLD= to fold in Python",
+        )
     meta = json.loads(meta_path.read_text(encoding="utf-8"))
     binary = meta_path.parent / STACKS_BIN
     samples = None
@@ -234,13 +276,15 @@ def _result(returncode: int | None, out: IO[bytes], err: IO[bytes], meta_path: P
         names={int(p): n for p, n in meta["names"].items()},
         left_out={int(p): (n, c) for p, (n, c) in meta.get("left_out", {}).items()},
         events=Counter(meta["events"]),
-        kept=meta["kept"], filtered=meta["filtered"], bad_lines=meta["bad_lines"],
-        truncated=meta["truncated"], pid_known=meta["pid_known"], samples=samples,
+        kept=meta["kept"],
+        filtered=meta["filtered"],
+        bad_lines=meta["bad_lines"],
+        truncated=meta["truncated"],
+        pid_known=meta["pid_known"],
+        samples=samples,
     )
 
 
 def native_folder() -> Path | None:
     """The pmuprof-fold binary in use, or None (Python fallback)."""
     return fold_path()
-
-

@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 import subprocess
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any
+from collections.abc import Iterable, Sequence
 
 from ...errors import HelperError
 from ...packages import HELPER, apt_install
@@ -23,20 +24,23 @@ Json = dict[str, Any]
 def _binary() -> Path:
     path = helper_path()
     if path is None:
-        raise HelperError("pmuprof-helper is not built: PMU event encoding, PAUSE calibration and skid "
-                          "correction are off", BUILD_FIX)
+        raise HelperError(
+            "pmuprof-helper is not built: PMU event encoding, PAUSE calibration and skid correction are off", BUILD_FIX
+        )
     return path
 
 
-def run_helper(args: Sequence[str], stdin: str | None = None, timeout: float = 300,
-               allow_failure: bool = False, stall: bool = True) -> Json:
+def run_helper(
+    args: Sequence[str], stdin: str | None = None, timeout: float = 300, allow_failure: bool = False, stall: bool = True
+) -> Json:
     """Run ``pmuprof-helper ARGS`` and parse its JSON; raise HelperError on a crash or a top-level error."""
     argv = [str(_binary()), *args]
     try:
         res = proc.run(argv, timeout, input=stdin, stall=stall)
     except subprocess.TimeoutExpired as err:
-        raise HelperError(f"pmuprof-helper {args[0]} {proc.timeout_text(err)}",
-                          "retry with fewer functions or a shorter duration") from err
+        raise HelperError(
+            f"pmuprof-helper {args[0]} {proc.timeout_text(err)}", "retry with fewer functions or a shorter duration"
+        ) from err
     except OSError as err:
         raise HelperError(f"cannot run {argv[0]}: {err.strerror}", BUILD_FIX) from err
     try:
@@ -74,9 +78,15 @@ def features_off() -> list[dict[str, str]]:
         data = run_helper(["features"], timeout=30)
     except HelperError as err:
         return [{"feature": "native helper", "why": err.message, "fix": err.fix}]
-    return [{"feature": f"helper {name}: {info.get('enables', '')}", "why": f"built without {name}",
-             "fix": FEATURE_FIX.get(name, BUILD_FIX)}
-            for name, info in sorted(data.get("features", {}).items()) if not info.get("on")]
+    return [
+        {
+            "feature": f"helper {name}: {info.get('enables', '')}",
+            "why": f"built without {name}",
+            "fix": FEATURE_FIX.get(name, BUILD_FIX),
+        }
+        for name, info in sorted(data.get("features", {}).items())
+        if not info.get("on")
+    ]
 
 
 def pmu_info() -> Json:
@@ -123,8 +133,14 @@ def calibrate_pause_or_error() -> Json:
         return {"error": str(err)}
 
 
-def skid(binary: str | Path, samples: Iterable[tuple[str, int, int]] = (), addresses: Iterable[tuple[int, int]] = (),
-         exact_ip: bool = False, hot_only: bool = False, debug: str | Path | None = None) -> Json:
+def skid(
+    binary: str | Path,
+    samples: Iterable[tuple[str, int, int]] = (),
+    addresses: Iterable[tuple[int, int]] = (),
+    exact_ip: bool = False,
+    hot_only: bool = False,
+    debug: str | Path | None = None,
+) -> Json:
     """Skid-corrected histograms for (symbol, offset, count) samples and (vaddr, count) unnamed ones.
 
     Shape: {"binary", "build_id", "symbols": "symtab|dynsym|none", "exact_ip", "moved", "function_errors",
@@ -144,14 +160,20 @@ def skid(binary: str | Path, samples: Iterable[tuple[str, int, int]] = (), addre
     return data
 
 
-def funcs(binary: str | Path, addrs: Iterable[int], file_offsets: bool = False, debug: str | Path | None = None) -> Json:
+def funcs(
+    binary: str | Path, addrs: Iterable[int], file_offsets: bool = False, debug: str | Path | None = None
+) -> Json:
     """Containing function of each address from .eh_frame (stripped binaries) and symbols.
 
     Shape: {"binary", "build_id", "symbols", "named_functions", "fde_functions", "addresses": [{"input",
     "vaddr", "start", "end", "size", "name", "name_offset"?, "contains_pause", "source": "eh_frame|symbol",
     "symbol"?, "error"?}]}.
     """
-    args = ["funcs", "--binary", str(binary)] + (["--offsets"] if file_offsets else []) + (["--debug", str(debug)] if debug else [])
+    args = (
+        ["funcs", "--binary", str(binary)]
+        + (["--offsets"] if file_offsets else [])
+        + (["--debug", str(debug)] if debug else [])
+    )
     stdin = "".join(f"0x{a:x}\n" for a in addrs)
     data = run_helper(args, stdin=stdin, allow_failure=True)
     if data.get("error"):

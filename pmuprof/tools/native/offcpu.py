@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from ...model.callers import Sample
 
@@ -83,8 +83,16 @@ class TracerOutput:
         return self.ustacks.get(stack_hash, ())
 
 
-def argv(binary: Path | str, pids: Sequence[int], duration_s: float, out: Path, limits: Limits = Limits(),
-         eager: bool = False, start_on_usr1: bool = False, sample_hz: int = 0) -> list[str]:
+def argv(
+    binary: Path | str,
+    pids: Sequence[int],
+    duration_s: float,
+    out: Path,
+    limits: Limits = Limits(),
+    eager: bool = False,
+    start_on_usr1: bool = False,
+    sample_hz: int = 0,
+) -> list[str]:
     """The tracer's command line (at most MAX_TARGETS pids; duration is its own hard bound). ``eager``:
     stacks for every block, taken at switch-out (exact, ~3 us a switch); else lazy where the kernel allows
     (stacks for blocks of ``limits.min_block_us`` or more, taken at switch-in). ``start_on_usr1``: attached,
@@ -96,11 +104,26 @@ def argv(binary: Path | str, pids: Sequence[int], duration_s: float, out: Path, 
     args = [str(binary)]
     for pid in pids:
         args += ["--pid", str(int(pid))]
-    return args + ["--duration", f"{duration_s:g}", "--out", str(out), "--threads", str(limits.threads),
-                   "--entries", str(limits.entries), "--stacks", str(limits.stacks),
-                   "--min-block-us", str(limits.min_block_us)] + (["--eager"] if eager else []) + (
-                   ["--start-on-usr1"] if start_on_usr1 else []) + (
-                   ["--sample-hz", str(int(sample_hz))] if sample_hz > 0 else [])
+    return (
+        args
+        + [
+            "--duration",
+            f"{duration_s:g}",
+            "--out",
+            str(out),
+            "--threads",
+            str(limits.threads),
+            "--entries",
+            str(limits.entries),
+            "--stacks",
+            str(limits.stacks),
+            "--min-block-us",
+            str(limits.min_block_us),
+        ]
+        + (["--eager"] if eager else [])
+        + (["--start-on-usr1"] if start_on_usr1 else [])
+        + (["--sample-hz", str(int(sample_hz))] if sample_hz > 0 else [])
+    )
 
 
 def parse(lines: Iterable[str]) -> TracerOutput:
@@ -122,11 +145,32 @@ def parse(lines: Iterable[str]) -> TracerOutput:
         if n == 1 and (kind != "pmuprof-offcpu" or len(parts) != 2 or parts[1] not in FORMATS):
             raise ValueError(f"not a pmuprof-offcpu output file (format {' or '.join(FORMATS)})")
         if kind == "wait" and len(parts) >= 9:
-            waits.append(Wait(int(parts[1]), int(parts[2]), parts[3], int(parts[4]), int(parts[5]), int(parts[6], 16),
-                              int(parts[7]), "\t".join(parts[8:])))
+            waits.append(
+                Wait(
+                    int(parts[1]),
+                    int(parts[2]),
+                    parts[3],
+                    int(parts[4]),
+                    int(parts[5]),
+                    int(parts[6], 16),
+                    int(parts[7]),
+                    "\t".join(parts[8:]),
+                )
+            )
         elif kind == "short" and len(parts) >= 7:
-            waits.append(Wait(int(parts[1]), int(parts[2]), parts[3], int(parts[4]), int(parts[5]), 0, -1,
-                              "\t".join(parts[6:]), short=True))
+            waits.append(
+                Wait(
+                    int(parts[1]),
+                    int(parts[2]),
+                    parts[3],
+                    int(parts[4]),
+                    int(parts[5]),
+                    0,
+                    -1,
+                    "\t".join(parts[6:]),
+                    short=True,
+                )
+            )
         elif kind == "idle" and len(parts) == 4:
             idle[(int(parts[1]), int(parts[2]))] = int(parts[3], 16)
         elif kind == "open" and len(parts) == 7:
@@ -140,8 +184,17 @@ def parse(lines: Iterable[str]) -> TracerOutput:
             if len(parts) == 5 and int(parts[4]) > 0:
                 recovered[int(parts[1], 16)] = int(parts[4])
         elif kind == "sample" and len(parts) == 9:
-            sampled.append(Sample(int(parts[1]), int(parts[4]), _addresses(parts[6]), int(parts[7]),
-                                  () if parts[8] == "-" else _addresses(parts[8]), int(parts[2]), int(parts[3], 16)))
+            sampled.append(
+                Sample(
+                    int(parts[1]),
+                    int(parts[4]),
+                    _addresses(parts[6]),
+                    int(parts[7]),
+                    () if parts[8] == "-" else _addresses(parts[8]),
+                    int(parts[2]),
+                    int(parts[3], 16),
+                )
+            )
         elif kind == "stat" and len(parts) == 3:
             stats[parts[1]] = int(parts[2])
         elif kind == "limit" and len(parts) == 3:
@@ -150,10 +203,24 @@ def parse(lines: Iterable[str]) -> TracerOutput:
             head[kind] = parts[1]
     if "pmuprof-offcpu" not in head:
         raise ValueError("empty pmuprof-offcpu output")
-    return TracerOutput(int(head.get("t0_ns", 0)), int(head.get("end_ns", 0)), head.get("stopped_by", ""), limits,
-                        stats, tuple(waits), tuple(opens), stacks, ustacks, frozenset(scanned), recovered,
-                        head.get("mode", "eager"), int(head.get("min_block_us", 0)), idle, tuple(sampled),
-                        head.get("sampler_off", ""))
+    return TracerOutput(
+        int(head.get("t0_ns", 0)),
+        int(head.get("end_ns", 0)),
+        head.get("stopped_by", ""),
+        limits,
+        stats,
+        tuple(waits),
+        tuple(opens),
+        stacks,
+        ustacks,
+        frozenset(scanned),
+        recovered,
+        head.get("mode", "eager"),
+        int(head.get("min_block_us", 0)),
+        idle,
+        tuple(sampled),
+        head.get("sampler_off", ""),
+    )
 
 
 def _addresses(text: str) -> tuple[int, ...]:

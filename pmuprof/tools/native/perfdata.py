@@ -7,7 +7,7 @@ import subprocess
 import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Iterable
+from collections.abc import Iterable
 
 from ...errors import PmuprofError
 from ...model.perfscript import FoldResult
@@ -17,16 +17,17 @@ from ..perf.repair import corrupt_header
 from .fold import SCRIPT_MAX_S, STACKS_BIN, FoldError, _first_line, _result, fold_argv
 
 UNSUPPORTED = 3  # the file needs something only perf script does (DWARF unwinding, kcore, modules, ...)
-CORRUPT = 4      # truncated or corrupt: perf script may still read part of it
-BAD_HEADER = 5   # a header no file can match: perf script loops on it, so it is not tried
+CORRUPT = 4  # truncated or corrupt: perf script may still read part of it
+BAD_HEADER = 5  # a header no file can match: perf script loops on it, so it is not tried
 
 
 class PerfdataFallback(PmuprofError):
     """pmuprof-perfdata declined this file; ``reason`` says why. Fold it with perf script instead."""
 
     def __init__(self, reason: str, status: int) -> None:
-        super().__init__(f"pmuprof-perfdata cannot read this perf.data natively: {reason}",
-                         "folding it through perf script instead")
+        super().__init__(
+            f"pmuprof-perfdata cannot read this perf.data natively: {reason}", "folding it through perf script instead"
+        )
         self.reason = reason
         self.status = status
 
@@ -58,10 +59,21 @@ def perfdata_path() -> Path | None:
     return native_path("pmuprof-perfdata", "PMUPROF_PERFDATA")
 
 
-def perfdata_argv(binary: Path, data: Path, meta: Path, pids: Iterable[int] = (), comms: Iterable[str] = (),
-                  per_thread: bool = False, names: dict[int, str] | None = None,
-                  raw_unknown: bool = False, stacks_bin: Path | None = None, timed: bool = False,
-                  inline: bool = True, kallsyms: Path | None = None, callers: Path | None = None) -> list[str]:
+def perfdata_argv(
+    binary: Path,
+    data: Path,
+    meta: Path,
+    pids: Iterable[int] = (),
+    comms: Iterable[str] = (),
+    per_thread: bool = False,
+    names: dict[int, str] | None = None,
+    raw_unknown: bool = False,
+    stacks_bin: Path | None = None,
+    timed: bool = False,
+    inline: bool = True,
+    kallsyms: Path | None = None,
+    callers: Path | None = None,
+) -> list[str]:
     """pmuprof-perfdata's command line (pure): pmuprof-fold's options, then the perf.data (``timed``:
     as perf script with the time field, which gives the sample table its seconds; ``inline``: user frames
     of binaries with DWARF expand into their inline chains, ``name_[i]`` frames; ``kallsyms``: the kernel's
@@ -74,11 +86,19 @@ def perfdata_argv(binary: Path, data: Path, meta: Path, pids: Iterable[int] = ()
     return argv + (["--time"] if timed else []) + (["--inline"] if inline else []) + ["--process-names", str(data)]
 
 
-def fold_perf_data_native(data: Path, pids: Iterable[int] = (), comms: Iterable[str] = (),
-                          per_thread: bool = False, names: dict[int, str] | None = None,
-                          raw_unknown: bool = False, binary: Path | None = None, timed: bool = False,
-                          inline: bool = True, kallsyms: Path | None = None,
-                          callers: Path | None = None) -> PerfdataFold:
+def fold_perf_data_native(
+    data: Path,
+    pids: Iterable[int] = (),
+    comms: Iterable[str] = (),
+    per_thread: bool = False,
+    names: dict[int, str] | None = None,
+    raw_unknown: bool = False,
+    binary: Path | None = None,
+    timed: bool = False,
+    inline: bool = True,
+    kallsyms: Path | None = None,
+    callers: Path | None = None,
+) -> PerfdataFold:
     """What ``perf script -F comm,pid,tid,ip,sym,symoff,dso --no-inline [--pid=...] | pmuprof-fold`` gives,
     plus (``inline``) the calls DWARF says are inlined at each user frame, which perf script leaves out.
 
@@ -90,8 +110,21 @@ def fold_perf_data_native(data: Path, pids: Iterable[int] = (), comms: Iterable[
         raise PerfdataFallback("pmuprof-perfdata is not built (make -C native)", UNSUPPORTED)
     with tempfile.TemporaryDirectory(prefix="pmuprof-perfdata-") as tmp:
         meta = Path(tmp) / "meta.json"
-        argv = perfdata_argv(binary, Path(data), meta, tuple(pids), comms, per_thread, names, raw_unknown,
-                             Path(tmp) / STACKS_BIN, timed, inline, kallsyms, callers)
+        argv = perfdata_argv(
+            binary,
+            Path(data),
+            meta,
+            tuple(pids),
+            comms,
+            per_thread,
+            names,
+            raw_unknown,
+            Path(tmp) / STACKS_BIN,
+            timed,
+            inline,
+            kallsyms,
+            callers,
+        )
         with open(Path(tmp) / "stacks.folded", "w+b") as out, open(Path(tmp) / "err", "w+b") as err:
             proc = _run_watched(argv, out, err)
             if proc.returncode in (UNSUPPORTED, CORRUPT, BAD_HEADER):
@@ -105,16 +138,19 @@ def fold_perf_data_native(data: Path, pids: Iterable[int] = (), comms: Iterable[
             result = replace(result, notes=_warnings(err.read()))
         extra = json.loads(meta.read_text(encoding="utf-8"))
         result = replace(result, recovered_callers=extra.get("perf_data", {}).get("recovered_samples", 0))
-    return PerfdataFold(result=result, dsos=tuple(DsoSymbols(**d) for d in extra.get("dsos", [])),
-                        samples=extra.get("perf_data", {}).get("samples", 0),
-                        lost=extra.get("perf_data", {}).get("lost", 0))
+    return PerfdataFold(
+        result=result,
+        dsos=tuple(DsoSymbols(**d) for d in extra.get("dsos", [])),
+        samples=extra.get("perf_data", {}).get("samples", 0),
+        lost=extra.get("perf_data", {}).get("lost", 0),
+    )
 
 
 def _warnings(raw: bytes) -> tuple[str, ...]:
     """The reader's "pmuprof-perfdata: warning: ..." lines (files it would not read), without the prefix."""
     prefix = "pmuprof-perfdata: warning: "
     text = raw.decode("utf-8", "backslashreplace")
-    return tuple(dict.fromkeys(ln[len(prefix):][:300] for ln in text.splitlines() if ln.startswith(prefix)))[:20]
+    return tuple(dict.fromkeys(ln[len(prefix) :][:300] for ln in text.splitlines() if ln.startswith(prefix)))[:20]
 
 
 def _run_watched(argv: list[str], out, err) -> subprocess.Popen:
@@ -128,10 +164,22 @@ def _run_watched(argv: list[str], out, err) -> subprocess.Popen:
             proc.kill()
             proc.wait()
     if dog.fired:
-        raise FoldError(f"pmuprof-perfdata {dog.fired}: stopped", "report the perf.data again, or set "
-                        "PMUPROF_PERFDATA= to read it through perf script")
+        raise FoldError(
+            f"pmuprof-perfdata {dog.fired}: stopped",
+            "report the perf.data again, or set PMUPROF_PERFDATA= to read it through perf script",
+        )
     return proc
 
 
-__all__ = ["BAD_HEADER", "CORRUPT", "UNSUPPORTED", "DsoSymbols", "FoldError", "PerfdataFallback", "PerfdataFold",
-           "fold_perf_data_native", "perfdata_argv", "perfdata_path"]
+__all__ = [
+    "BAD_HEADER",
+    "CORRUPT",
+    "UNSUPPORTED",
+    "DsoSymbols",
+    "FoldError",
+    "PerfdataFallback",
+    "PerfdataFold",
+    "fold_perf_data_native",
+    "perfdata_argv",
+    "perfdata_path",
+]

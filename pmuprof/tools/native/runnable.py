@@ -32,6 +32,8 @@ def fix(features: tuple[str, ...], error: str = "") -> str:
         lib = error.split(":", 1)[0]
         return f"apt-get install {LIBRARIES[lib]}" if lib in LIBRARIES else apt_install_runtime(*features)
     if installed_copy():
-        return (f"install a wheel built with it (on the build host: {apt_install(*features)}; "
-                "pip wheel --no-deps -w dist SDIST)")
+        return (
+            f"install a wheel built with it (on the build host: {apt_install(*features)}; "
+            "pip wheel --no-deps -w dist SDIST)"
+        )
     return f"{apt_install(*features)}; make -C native"

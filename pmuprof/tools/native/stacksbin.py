@@ -59,8 +59,10 @@ class _Reader:
         for lo in range(0, count, _ID_BLOCK):
             part = self.array(np.uint32, min(_ID_BLOCK, count - lo), "the stacks")
             if len(part) and int(part.max()) >= nstr:
-                raise InputError(f"{self.path}: a frame id is out of range", "rebuild the native tools (make -C native)")
-            out[lo:lo + len(part)] = part
+                raise InputError(
+                    f"{self.path}: a frame id is out of range", "rebuild the native tools (make -C native)"
+                )
+            out[lo : lo + len(part)] = part
         return out
 
     def raw(self, count: int, what: str) -> bytes:
@@ -76,7 +78,9 @@ def _samples(rd: _Reader) -> Samples | None:
     if not rd.left:
         return None
     if rd.raw(8, "the sample table") != SAMPLES_MAGIC:
-        raise InputError(f"{rd.path}: not a pmuprof stacks file (bad sample table)", "rebuild the native tools (make -C native)")
+        raise InputError(
+            f"{rd.path}: not a pmuprof stacks file (bad sample table)", "rebuild the native tools (make -C native)"
+        )
     n = int(rd.array(np.uint64, 1, "the sample table")[0])
     if rd.left != 24 * n:
         raise InputError(f"{rd.path}: the sample table is cut short", "rebuild the native tools (make -C native)")
@@ -105,9 +109,11 @@ def read_fold_bin(path: Path) -> tuple[Stacks, Samples | None]:
     if not used.all():  # renumbered to the strings the stacks use, a block at a time, in place
         remap = (np.cumsum(used) - 1).astype(ids.dtype)
         for lo in range(0, nids, 1 << 20):
-            ids[lo:lo + (1 << 20)] = remap[ids[lo:lo + (1 << 20)]]
-    frames = [blob[ends[i] - n:ends[i]].decode("utf-8", "backslashreplace")
-              for i, n in zip(np.flatnonzero(used).tolist(), slen[used].tolist())]
+            ids[lo : lo + (1 << 20)] = remap[ids[lo : lo + (1 << 20)]]
+    frames = [
+        blob[ends[i] - n : ends[i]].decode("utf-8", "backslashreplace")
+        for i, n in zip(np.flatnonzero(used).tolist(), slen[used].tolist())
+    ]
     offsets = np.concatenate(([0], np.cumsum(lengths)))
     return Stacks(frames, ids, offsets, counts), samples
 
@@ -119,11 +125,15 @@ def load_folded_stacks(path: Path) -> tuple[Stacks, dict[str, str]]:
     if binary is None:
         stacks, headers = load_folded(path)
         return Stacks.of(stacks), headers
-    with tempfile.TemporaryDirectory(prefix="pmuprof-folded-") as tmp, open(path, "rb") as src, \
-            open(Path(tmp) / "err", "w+b") as err:
+    with (
+        tempfile.TemporaryDirectory(prefix="pmuprof-folded-") as tmp,
+        open(path, "rb") as src,
+        open(Path(tmp) / "err", "w+b") as err,
+    ):
         out = Path(tmp) / "stacks.bin"
-        proc = subprocess.Popen([str(binary), "--folded", "--stacks-bin", str(out)], stdin=src,
-                                stdout=subprocess.DEVNULL, stderr=err)
+        proc = subprocess.Popen(
+            [str(binary), "--folded", "--stacks-bin", str(out)], stdin=src, stdout=subprocess.DEVNULL, stderr=err
+        )
         try:
             with proc_tools.Watchdog((proc,), proc_tools.stall_s(), MAX_S) as dog:
                 proc.wait()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import subprocess
-from typing import Sequence
+from collections.abc import Sequence
 
 from .perfdata import perfdata_path
 
@@ -20,16 +20,25 @@ def symbolize(queries: Sequence[Query]) -> list[Answer] | None:
     binary = perfdata_path()
     if binary is None or not queries:
         return None if binary is None else []
-    text = "".join(f"{pid}\t{off:x}\t{path}\n" for pid, off, path in queries
-                   if "\n" not in path and "\t" not in path and path.startswith("/"))
+    text = "".join(
+        f"{pid}\t{off:x}\t{path}\n"
+        for pid, off, path in queries
+        if "\n" not in path and "\t" not in path and path.startswith("/")
+    )
     if text.count("\n") != len(queries):
         return None  # a path the line format cannot carry: name nothing here rather than misalign
     try:
-        proc = subprocess.run([str(binary), "--symbolize"], input=text, capture_output=True, text=True,
-                              errors="replace", timeout=SYMBOLIZE_MAX_S)
+        proc = subprocess.run(
+            [str(binary), "--symbolize"],
+            input=text,
+            capture_output=True,
+            text=True,
+            errors="replace",
+            timeout=SYMBOLIZE_MAX_S,
+        )
     except (OSError, subprocess.TimeoutExpired):
         return None
-    lines = proc.stdout.split("\n")[:len(queries)]
+    lines = proc.stdout.split("\n")[: len(queries)]
     if proc.returncode != 0 or len(lines) != len(queries):
         return None
     return [(fields[0], tuple(f for f in fields[1:] if f)) for fields in (line.split("\t") for line in lines)]

@@ -46,8 +46,18 @@ def record_argv(perf: str, spec: RecordSpec, control: list[str] | None = None) -
 
     ``control`` (e.g. ``-D -1 --control fifo:CTL,ACK``) starts it disabled until the caller enables it.
     """
-    argv = [perf, "record", "-F", str(spec.frequency), *call_graph_args(spec.call_graph), "-e", spec.event,
-            "-k", SAMPLE_CLOCK, *(control or [])]
+    argv = [
+        perf,
+        "record",
+        "-F",
+        str(spec.frequency),
+        *call_graph_args(spec.call_graph),
+        "-e",
+        spec.event,
+        "-k",
+        SAMPLE_CLOCK,
+        *(control or []),
+    ]
     if spec.user_sp and spec.call_graph == "fp":
         argv.append("--user-regs=sp")
     if spec.mode == "per-cpu":
@@ -64,8 +74,9 @@ def record_argv(perf: str, spec: RecordSpec, control: list[str] | None = None) -
     return argv
 
 
-def stat_argv(perf: str, output: Path, pids: tuple[int, ...], events: tuple[str, ...], mode: str,
-              cgroup: str | None = None) -> list[str]:
+def stat_argv(
+    perf: str, output: Path, pids: tuple[int, ...], events: tuple[str, ...], mode: str, cgroup: str | None = None
+) -> list[str]:
     """perf stat in CSV (-x,). Per-cpu mode counts system-wide, or the target's cgroup when it has one."""
     argv = [perf, "stat", "-x", ",", "-o", str(output), "-e", ",".join(events)]
     if mode == "per-thread":
@@ -77,8 +88,15 @@ def stat_argv(perf: str, output: Path, pids: tuple[int, ...], events: tuple[str,
     return argv
 
 
-def script_argv(perf: str, data: Path, pids: tuple[int, ...] = (), comms: tuple[str, ...] = (),
-                symfs: Path | None = None, timed: bool = False, kallsyms: Path | None = None) -> list[str]:
+def script_argv(
+    perf: str,
+    data: Path,
+    pids: tuple[int, ...] = (),
+    comms: tuple[str, ...] = (),
+    symfs: Path | None = None,
+    timed: bool = False,
+    kallsyms: Path | None = None,
+) -> list[str]:
     """``kallsyms``: the recording boot's kernel symbols (a run directory's copy), used as given."""
     argv = [perf, "script", "-i", str(data), "-F", TIMED_FIELDS if timed else SCRIPT_FIELDS, "--no-inline"]
     if symfs is not None:
@@ -105,8 +123,9 @@ def header_argv(perf: str, data: Path) -> list[str]:
     return [perf, "report", "--header-only", "-i", str(data)]
 
 
-def estimate_bytes(frequency: int, cpus: int, duration: float, call_graph: str, threads: int = 1,
-                   mode: str = "per-cpu") -> int:
+def estimate_bytes(
+    frequency: int, cpus: int, duration: float, call_graph: str, threads: int = 1, mode: str = "per-cpu"
+) -> int:
     """Rough perf.data size: samples x bytes per sample (+ fixed overhead for mmap/comm records)."""
     per_sample = DWARF_STACK_BYTES + 400 if call_graph == "dwarf" else 600
     streams = cpus if mode == "per-cpu" else max(1, min(threads, cpus))

@@ -22,15 +22,17 @@ def parse_stat_csv(text: str) -> list[dict]:
             continue
         supported = raw not in ("<not supported>", "<not counted>")
         value = _num(raw) if supported else None
-        rows.append({
-            "event": event,
-            "value": value,
-            "unit": unit,
-            "supported": supported and value is not None,
-            "status": raw if not supported else "counted",
-            "enabled_ns": _num(f[3]) if len(f) > 3 else None,
-            "running_pct": _num(f[4]) if len(f) > 4 else None,
-        })
+        rows.append(
+            {
+                "event": event,
+                "value": value,
+                "unit": unit,
+                "supported": supported and value is not None,
+                "status": raw if not supported else "counted",
+                "enabled_ns": _num(f[3]) if len(f) > 3 else None,
+                "running_pct": _num(f[4]) if len(f) > 4 else None,
+            }
+        )
     return rows
 
 
@@ -50,8 +52,14 @@ def parse_evlist(text: str) -> list[dict]:
             continue
         name, _, attrs = line.partition(": ")
         fields = dict(_attr_pairs(attrs))
-        events.append({"name": name.strip(), "type": _int(fields.get("type")), "config": fields.get("config", "0"),
-                       "sample_type": fields.get("sample_type", "")})
+        events.append(
+            {
+                "name": name.strip(),
+                "type": _int(fields.get("type")),
+                "config": fields.get("config", "0"),
+                "sample_type": fields.get("sample_type", ""),
+            }
+        )
     return events
 
 

@@ -53,18 +53,24 @@ def _run(argv: list[str], timeout: float = TIMEOUT_S) -> subprocess.CompletedPro
     try:
         return proc.run(argv, timeout)
     except OSError as err:
-        raise PerfError(f"cannot run {argv[0]}: {err.strerror or err}",
-                        f"{apt_install('perf')}, or give report a folded / perf script file") from err
+        raise PerfError(
+            f"cannot run {argv[0]}: {err.strerror or err}",
+            f"{apt_install('perf')}, or give report a folded / perf script file",
+        ) from err
     except subprocess.TimeoutExpired as err:
-        raise PerfError(f"{argv[0]} {argv[1]} {proc.timeout_text(err)}: stopped",
-                        "check the perf binary (PMUPROF_PERF) and the file") from err
+        raise PerfError(
+            f"{argv[0]} {argv[1]} {proc.timeout_text(err)}: stopped",
+            "check the perf binary (PMUPROF_PERF) and the file",
+        ) from err
 
 
 def recorded_events(perf: str, data: Path) -> list[dict]:
     res = _run(perfcmd.evlist_argv(perf, data))
     if res.returncode != 0:
-        raise InputError(f"{data}: perf cannot read this file ({_first(res.stderr)})",
-                         "the perf.data is corrupt or truncated; re-record, or pass its perf script text")
+        raise InputError(
+            f"{data}: perf cannot read this file ({_first(res.stderr)})",
+            "the perf.data is corrupt or truncated; re-record, or pass its perf script text",
+        )
     return perfparse.parse_evlist(res.stdout)
 
 
@@ -76,8 +82,15 @@ def header(perf: str, data: Path) -> dict:
         if line.startswith("# ") and " : " in line:
             key, _, value = line[2:].partition(" : ")
             facts[key.strip()] = value.strip()
-    keep = {"hostname": "hostname", "os release": "kernel", "perf version": "perf_version",
-            "cpudesc": "cpu_model", "cmdline": "cmdline", "nrcpus avail": "nproc", "captured on": "captured_on"}
+    keep = {
+        "hostname": "hostname",
+        "os release": "kernel",
+        "perf version": "perf_version",
+        "cpudesc": "cpu_model",
+        "cmdline": "cmdline",
+        "nrcpus avail": "nproc",
+        "captured on": "captured_on",
+    }
     return {out: facts[k] for k, out in keep.items() if k in facts}
 
 
@@ -92,10 +105,18 @@ def describe(perf: str, data: Path) -> Recording:
     return Recording(tuple(recorded_events(perf, data)), header(perf, data), build_ids(perf, data))
 
 
-def fold_perf_data(perf: str, data: Path, pids: tuple[int, ...] = (), comms: tuple[str, ...] = (),
-                   per_thread: bool = False, names: dict[int, str] | None = None,
-                   symfs: Path | None = None, timed: bool = False,
-                   kallsyms: Path | None = None, callers: Path | None = None) -> tuple[FoldResult, list[str]]:
+def fold_perf_data(
+    perf: str,
+    data: Path,
+    pids: tuple[int, ...] = (),
+    comms: tuple[str, ...] = (),
+    per_thread: bool = False,
+    names: dict[int, str] | None = None,
+    symfs: Path | None = None,
+    timed: bool = False,
+    kallsyms: Path | None = None,
+    callers: Path | None = None,
+) -> tuple[FoldResult, list[str]]:
     """The folded stacks of a perf.data; unnamed code keeps its address for the analysis to group.
 
     pmuprof-perfdata reads the file itself (the same output as perf script piped into the folder,
@@ -113,18 +134,42 @@ def fold_perf_data(perf: str, data: Path, pids: tuple[int, ...] = (), comms: tup
     if native is not None:
         inline = os.environ.get("PMUPROF_NO_INLINE", "") in ("", "0")
         try:
-            got = fold_perf_data_native(data, pids, comms, per_thread, names, raw_unknown=True, binary=native,
-                                        timed=timed, inline=inline, kallsyms=kallsyms, callers=callers)
-            return got.result, perfdata_argv(native, data, Path("meta.json"), pids, comms, per_thread, names, True,
-                                             timed=timed, inline=inline, kallsyms=kallsyms, callers=callers)
+            got = fold_perf_data_native(
+                data,
+                pids,
+                comms,
+                per_thread,
+                names,
+                raw_unknown=True,
+                binary=native,
+                timed=timed,
+                inline=inline,
+                kallsyms=kallsyms,
+                callers=callers,
+            )
+            return got.result, perfdata_argv(
+                native,
+                data,
+                Path("meta.json"),
+                pids,
+                comms,
+                per_thread,
+                names,
+                True,
+                timed=timed,
+                inline=inline,
+                kallsyms=kallsyms,
+                callers=callers,
+            )
         except PerfdataFallback:
             pass
     why = repair.impossible_header(data)  # checked here too: with --symfs or no native reader, perf script
-    if why:                                # is the only reader, and it loops on such a header
+    if why:  # is the only reader, and it loops on such a header
         raise repair.corrupt_header(data, why)
     argv = perfcmd.script_argv(perf, data, pids, symfs=symfs, timed=timed, kallsyms=kallsyms)
-    return fold_perf_script_process(argv, pids=pids, comms=comms, per_thread=per_thread, names=names,
-                                    raw_unknown=True), argv
+    return fold_perf_script_process(
+        argv, pids=pids, comms=comms, per_thread=per_thread, names=names, raw_unknown=True
+    ), argv
 
 
 def _first(text: str) -> str:

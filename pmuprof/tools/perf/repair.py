@@ -32,8 +32,9 @@ def impossible_header(path: Path) -> str:
 
 def corrupt_header(path: Path, why: str) -> InputError:
     """The one line for a perf.data no reader is to try (perf script would loop on it)."""
-    return InputError(f"{path}: not a usable perf.data: {why}",
-                      "re-record it (perf script is not tried: it loops on such a header)")
+    return InputError(
+        f"{path}: not a usable perf.data: {why}", "re-record it (perf script is not tried: it loops on such a header)"
+    )
 
 
 def unfinished_size(path: Path) -> int:

@@ -17,25 +17,48 @@ def running_build_id() -> str:
     at = 0
     while at + 12 <= len(notes):
         namesz, descsz, kind = struct.unpack_from("<III", notes, at)
-        name = notes[at + 12: at + 12 + namesz]
+        name = notes[at + 12 : at + 12 + namesz]
         desc_at = at + 12 + ((namesz + 3) & ~3)
         if kind == 3 and name == b"GNU\0":
-            return notes[desc_at: desc_at + descsz].hex()
+            return notes[desc_at : desc_at + descsz].hex()
         at = desc_at + ((descsz + 3) & ~3)
     raise SystemExit("no build-id in /sys/kernel/notes")
 
 
 def kcore(segments: list[tuple[int, int]]) -> bytes:
     phoff, phentsize = 64, 56
-    head = struct.pack("<4sBBBBB7xHHIQQQIHHHHHH", b"\x7fELF", 2, 1, 1, 0, 0, 4, 62, 1, 0, phoff, 0, 0, 64,
-                       phentsize, len(segments), 0, 0, 0)
-    phdrs = b"".join(struct.pack("<IIQQQQQQ", 1, 7, (vaddr - PAGE_OFFSET + 0x1000) % (1 << 64), vaddr, 0, size, size,
-                                 4096) for vaddr, size in segments)
+    head = struct.pack(
+        "<4sBBBBB7xHHIQQQIHHHHHH",
+        b"\x7fELF",
+        2,
+        1,
+        1,
+        0,
+        0,
+        4,
+        62,
+        1,
+        0,
+        phoff,
+        0,
+        0,
+        64,
+        phentsize,
+        len(segments),
+        0,
+        0,
+        0,
+    )
+    phdrs = b"".join(
+        struct.pack("<IIQQQQQQ", 1, 7, (vaddr - PAGE_OFFSET + 0x1000) % (1 << 64), vaddr, 0, size, size, 4096)
+        for vaddr, size in segments
+    )
     return head + phdrs
 
 
 def main() -> None:
     kallsyms = Path("/proc/kallsyms").read_bytes()
+
     def addr(name: bytes) -> int:
         return next(int(line.split()[0], 16) for line in kallsyms.splitlines() if line.split()[2:3] == [name])
 
@@ -48,8 +71,9 @@ def main() -> None:
     out.mkdir(parents=True, exist_ok=True)
     (out / "kallsyms").write_bytes(kallsyms)
     (out / "modules").write_bytes(b"")
-    (out / "kcore").write_bytes(kcore(texts + [(0xFFFFC90000000000, 1 << 45), (0xFFFFFFFFC0000000, 0x3F000000),
-                                               (PAGE_OFFSET, 1 << 34)]))
+    (out / "kcore").write_bytes(
+        kcore(texts + [(0xFFFFC90000000000, 1 << 45), (0xFFFFFFFFC0000000, 0x3F000000), (PAGE_OFFSET, 1 << 34)])
+    )
     print(out)
 
 
