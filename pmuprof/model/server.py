@@ -87,6 +87,7 @@ class ServerFacts:
     reachable: bool = False
     error: str | None = None
     source: str = ""
+    proof: str = ""  # how the connection was proven to reach ``pid`` (capture/mysql/proof.py); "" in older runs
     pid: int | None = None
     server: ServerVersion = field(default_factory=ServerVersion)
     variables: Mapping[str, str] = field(default_factory=dict)

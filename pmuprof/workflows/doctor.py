@@ -34,7 +34,7 @@ def run_checks(
     for pid in found:
         checks += _target(pid)
         if mysql_options is not None:
-            checks.append(_mysql(pid, mysql_options))
+            checks.append(_mysql(_process(pid), mysql_options))
     if not found:
         checks.append(
             Check("target", "target", False, "no mysqld / mariadbd running", "start the server, or pass -p PID", "info")
@@ -146,8 +146,9 @@ _GLOBAL_GRANT = re.compile(r"^GRANT (.+?) ON \*\.\* TO ", re.I)
 
 
 def _mysql(pid: int, opts: mysql.MysqlOptions) -> Check:
-    """Whether capture's server facts can be read: a connection as capture makes it, and the PROCESS privilege
-    (SHOW ENGINE INNODB STATUS, other sessions in the processlist)."""
+    """Whether capture's server facts can be read: a connection as capture makes it, proven to reach ``pid``
+    (else the line says which server answered instead), and the PROCESS privilege (SHOW ENGINE INNODB
+    STATUS, other sessions in the processlist)."""
     try:
         conn, endpoint, _secrets = mysql.connect(opts, pid)
     except ConnectionError as err:
@@ -179,12 +180,20 @@ def _mysql(pid: int, opts: mysql.MysqlOptions) -> Check:
         "mysql",
         "MySQL connection",
         process,
-        f"pid {pid}: {user} by {endpoint}, {version}"
+        f"pid {pid}: {user} by {endpoint}, {version} ({endpoint.proof})"
         + ("" if process else ": no PROCESS privilege (no InnoDB status, own sessions only)"),
         "" if process else f"GRANT PROCESS ON *.* TO {_quoted(user)}",
         "warning",
         pid,
     )
+
+
+def _process(pid: int) -> int:
+    """The process a pid belongs to (a thread id names its process), as the connection proof compares it."""
+    try:
+        return target.resolve_pid(pid)
+    except PmuprofError:
+        return pid
 
 
 def _quoted(user: str) -> str:

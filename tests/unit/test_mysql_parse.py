@@ -76,10 +76,19 @@ def test_listening_sockets_filtered_by_inode() -> None:
     assert mp.listening_unix_sockets(NET_UNIX, {14792, 14794}) == ["/tmp/x/mysqld.sock"]
 
 
-def test_socket_from_cmdline() -> None:
-    argv = ["/usr/sbin/mariadbd", "--socket=/a.sock", "--port=1", "--socket=/b.sock", ""]
-    assert mp.socket_from_cmdline(argv) == "/b.sock"
-    assert mp.socket_from_cmdline(["/usr/sbin/mysqld"]) is None
+def test_server_args_from_cmdline() -> None:
+    argv = ["/usr/sbin/mariadbd", "--socket=/a.sock", "--port=1", "--socket=/b.sock", "", "--loose-pid-file", "/p.pid"]
+    argv += ["--defaults-file=/etc/i2.cnf", "--datadir", "/d", "--no-defaults", "--user=mysql", "--skip-grant-tables"]
+    assert mp.server_args(argv) == {
+        "socket": "/b.sock",
+        "port": "1",
+        "pid_file": "/p.pid",
+        "defaults_file": "/etc/i2.cnf",
+        "datadir": "/d",
+        "no_defaults": None,
+    }
+    assert mp.server_args(["/usr/sbin/mysqld"]) == {}
+    assert mp.server_args(["/usr/sbin/mysqld", "--socket"]) == {"socket": ""}  # a last word without its value
 
 
 def test_secret_variables_masked_but_switches_kept() -> None:

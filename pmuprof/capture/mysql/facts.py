@@ -2,204 +2,34 @@
 
 from __future__ import annotations
 
-import getpass
 import os
 import time
-from dataclasses import dataclass
 from typing import Any
 from collections.abc import Callable
 
-import pymysql
 import pymysql.cursors
 
 from ... import infile
 from ...model.server import server_family
 from . import parse as mp
 from .procsym import read_process_symbol
-from .mydefaults import OptionSources, resolve
+from .connect import DEFAULT_SOCKETS, Endpoint, MysqlOptions, connect, endpoints
+from .connect import scrub as _scrub
 from .semaphores import parse_semaphores
-from .tls import Tls, must_be_encrypted, pymysql_kwargs, tls_from
 
-DEFAULT_SOCKETS = (
-    "/run/mysqld/mysqld.sock",
-    "/var/run/mysqld/mysqld.sock",
-    "/var/lib/mysql/mysql.sock",
-    "/tmp/mysql.sock",
-)
-_LOOPBACK = ("127.0.0.1", "::1", "localhost")
+__all__ = ["DEFAULT_SOCKETS", "Endpoint", "MysqlOptions", "collect_facts", "connect", "endpoints"]
+
 _ERROR_LOG_TAIL = 64 << 20  # bytes of the error log to scan
-_READ_MAX = 64 << 20  # at most this much of a /proc file (net/unix of a busy host: some MiB) or pid file
-
-
-@dataclass(frozen=True)
-class MysqlOptions:
-    """How to reach the server. Holds no password: only where to read one from."""
-
-    socket: str | None = None
-    host: str | None = None
-    port: int | None = None
-    user: str | None = None
-    password_env: str | None = None  # name of an environment variable holding the password
-    defaults_file: str | None = None  # read only this option file, like mysql --defaults-file
-    connect_timeout: float = 3.0
-    defaults_extra_file: str | None = None  # also this option file, like mysql --defaults-extra-file
-    defaults_group_suffix: str | None = None  # also [client<suffix>] ..., like mysql --defaults-group-suffix
-    login_path: str | None = None  # a group of ~/.mylogin.cnf (needs MySQL's my_print_defaults)
-    no_defaults: bool = False  # read no option file
-    tls: Tls = Tls()  # --ssl-mode / --ssl-ca / --ssl-cert / --ssl-key (option files fill the rest)
-
-    @property
-    def sources(self) -> OptionSources:
-        return OptionSources(
-            self.defaults_file, self.defaults_extra_file, self.defaults_group_suffix, self.login_path, self.no_defaults
-        )
-
-    @property
-    def explicit(self) -> bool:
-        return bool(self.socket or self.host or self.port)
-
-
-@dataclass(frozen=True)
-class Endpoint:
-    """One place to try: a unix socket path, or a TCP host and port."""
-
-    socket: str | None = None
-    host: str | None = None
-    port: int | None = None
-
-    def __str__(self) -> str:
-        return f"socket {self.socket}" if self.socket else f"tcp {self.host}:{self.port}"
-
-    @property
-    def local(self) -> bool:
-        return bool(self.socket) or (self.host or "") in _LOOPBACK
-
-
-def _scrub(text: str, secrets: list[str]) -> str:
-    line = " ".join(str(text).split())
-    for secret in secrets:
-        if secret:
-            line = line.replace(secret, "***")
-    return line[:300]
+_READ_MAX = 64 << 20  # at most this much of a pid file
 
 
 def _read(path: str) -> str:
-    """A small file (/proc, @@pid_file) as text; "" when missing or not a small regular file (infile)."""
+    """A small file (@@pid_file) as text; "" when missing or not a small regular file (infile)."""
     try:
         with infile.opened(path, infile.SMALL_MAX_BYTES) as fh:
-            return fh.read(_READ_MAX).decode("utf-8", "replace")  # /proc files say size 0: bound the read
+            return fh.read(_READ_MAX).decode("utf-8", "replace")
     except OSError:
         return ""
-
-
-def pid_sockets(pid: int) -> list[str]:
-    """Listening unix sockets of ``pid``: its fds in /proc/PID/net/unix, then ``--socket=`` on its command line."""
-    inodes: set[int] = set()
-    try:
-        for fd in os.listdir(f"/proc/{pid}/fd"):
-            try:
-                link = os.readlink(f"/proc/{pid}/fd/{fd}")
-            except OSError:
-                continue
-            if link.startswith("socket:["):
-                inodes.add(int(link[8:-1]))
-    except OSError:
-        pass
-    found = mp.listening_unix_sockets(_read(f"/proc/{pid}/net/unix"), inodes) if inodes else []
-    arg = mp.socket_from_cmdline(_read(f"/proc/{pid}/cmdline").split("\0"))
-    if arg and arg not in found:
-        found.append(arg)
-    out = []
-    for path in found:  # a server in a container: reach its socket through its root
-        out.append(
-            path if os.path.exists(path) or not os.path.exists(f"/proc/{pid}/root{path}") else f"/proc/{pid}/root{path}"
-        )
-    return out
-
-
-def endpoints(opts: MysqlOptions, files: dict[str, str | None], pid: int | None) -> list[Endpoint]:
-    """Where to try, in order: explicit options; else the pid's sockets, option files, default sockets."""
-
-    def port_of(value: Any) -> int:
-        return int(value) if str(value or "").isdigit() else 3306
-
-    if opts.socket:
-        return [Endpoint(socket=opts.socket)]
-    if opts.host or opts.port:
-        return [Endpoint(host=opts.host or "127.0.0.1", port=opts.port or port_of(files.get("port")))]
-    out: list[Endpoint] = [Endpoint(socket=s) for s in (pid_sockets(pid) if pid else [])]
-    if files.get("socket"):
-        out.append(Endpoint(socket=str(files["socket"])))
-    if files.get("host") and files["host"] != "localhost":
-        out.append(Endpoint(host=str(files["host"]), port=port_of(files.get("port"))))
-    out += [Endpoint(socket=s) for s in DEFAULT_SOCKETS if os.path.exists(s)]
-    if files.get("port"):
-        out.append(Endpoint(host="127.0.0.1", port=port_of(files["port"])))
-    unique: list[Endpoint] = []
-    for e in out:
-        if e not in unique:
-            unique.append(e)
-    return unique
-
-
-def _password(opts: MysqlOptions, files: dict[str, str | None]) -> str | None:
-    if opts.password_env:
-        return os.environ.get(opts.password_env)
-    if files.get("password") is not None:
-        return files["password"]
-    return os.environ.get("MYSQL_PWD")
-
-
-def connect(opts: MysqlOptions, pid: int | None = None) -> tuple[Any, Endpoint, list[str]]:
-    """A PyMySQL connection to the first endpoint that answers, the endpoint, and the secrets to scrub.
-
-    Raises ConnectionError with a one-line reason that holds no password.
-    """
-    files, _how = resolve(opts.sources)
-    password = _password(opts, files)
-    secrets = [password] if password else []
-    user = opts.user or files.get("user") or getpass.getuser()
-    tried = endpoints(opts, files, pid)
-    if not tried:
-        raise ConnectionError("no server socket found (give --mysql-socket or --mysql-host)")
-    try:
-        tls = tls_from(opts.tls, files)
-        ssl_args = {over: pymysql_kwargs(tls, over) for over in (False, True)}
-    except ValueError as err:
-        raise ConnectionError(str(err)) from None
-    errors = []
-    for ep in tried:
-        try:
-            conn = pymysql.connect(
-                unix_socket=ep.socket,
-                host=ep.host or "localhost",
-                port=ep.port or 3306,
-                user=user,
-                password=password or "",
-                connect_timeout=opts.connect_timeout,
-                read_timeout=30,
-                write_timeout=30,
-                autocommit=True,
-                charset="utf8mb4",
-                **ssl_args[bool(ep.socket)],
-            )
-        except Exception as err:  # noqa: BLE001 - any driver failure means "try the next one"
-            errors.append(f"{ep}: {_scrub(err, secrets)}")
-            continue
-        if must_be_encrypted(tls) and not _encrypted(conn):
-            conn.close()
-            errors.append(f"{ep}: --ssl-mode {tls.mode} but the server did not offer TLS")
-            continue
-        return conn, ep, secrets
-    raise ConnectionError(_scrub("; ".join(errors), secrets))
-
-
-def _encrypted(conn: Any) -> bool:
-    """The session's cipher, as the server reports it (empty without TLS)."""
-    with conn.cursor() as cur:
-        cur.execute("SHOW SESSION STATUS LIKE 'Ssl_cipher'")
-        row = cur.fetchone()
-    return bool(row and row[1])
 
 
 def _rows(conn: Any, sql: str) -> list[dict[str, Any]]:
@@ -373,6 +203,7 @@ def _facts(conn: Any, ep: Endpoint, pid: int | None, interval_s: float, secrets:
         "reachable": True,
         "error": None,
         "source": str(ep),
+        "proof": ep.proof,
         "pid": server_pid,
         "server": server,
         "variables": variables,

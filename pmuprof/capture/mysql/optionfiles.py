@@ -126,3 +126,28 @@ def client_options(
             if group in groups:
                 options[key] = value
     return options
+
+
+# Groups a server reads its own options from (MariaDB's mysqld and mariadbd; MySQL's mysqld).
+SERVER_GROUPS = ("mysqld", "server", "mariadb", "mariadbd", "client-server")
+SERVER_FILES = ("/etc/my.cnf", "/etc/mysql/my.cnf")  # a server's global option files
+
+
+def server_options(
+    defaults_file: str | None = None,
+    extra_file: str | None = None,
+    group_suffix: str | None = None,
+    root: str = "",
+) -> dict[str, str | None]:
+    """The options a server reads from option files, given its command line's --defaults-file,
+    --defaults-extra-file and --defaults-group-suffix: only ``defaults_file``, else the global files and
+    ``extra_file``. Paths are read under ``root`` (``/proc/PID/root``: the server's own filesystem)."""
+    files = [defaults_file] if defaults_file else [*SERVER_FILES, *([extra_file] if extra_file else [])]
+    groups = with_suffix(SERVER_GROUPS, group_suffix)
+    options: dict[str, str | None] = {}
+    seen: set[Path] = set()
+    for name in files:
+        for group, key, value in _expand(Path(root + name), 0, seen):
+            if group in groups:
+                options[key] = value
+    return options

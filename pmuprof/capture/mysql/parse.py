@@ -44,7 +44,6 @@ _GAUGE_PREFIXES = (
 )
 _SECRET_NAME = re.compile(r"pass(word|wd)?|secret|_auth$|credential|_key$", re.I)
 _BARRIER = re.compile(r"(\S+\(\)) is used for memory barrier")
-_SOCKET_ARG = re.compile(r"^--socket=(.+)$")
 
 
 def version_tuple(version: str) -> list[int]:
@@ -134,11 +133,32 @@ def listening_unix_sockets(net_unix: str, inodes: set[int] | None = None) -> lis
     return out
 
 
-def socket_from_cmdline(argv: list[str]) -> str | None:
-    """The ``--socket=`` argument of a server command line, if any (last one wins)."""
-    found = None
-    for arg in argv:
-        m = _SOCKET_ARG.match(arg)
-        if m:
-            found = m.group(1)
-    return found
+_VALUED = (
+    "socket",
+    "port",
+    "datadir",
+    "pid_file",
+    "bind_address",
+    "defaults_file",
+    "defaults_extra_file",
+    "defaults_group_suffix",
+)
+
+
+def server_args(argv: list[str]) -> dict[str, str | None]:
+    """The connection and option-file arguments of a server command line (/proc/PID/cmdline): ``--name=value``
+    or ``--name value``, ``-`` or ``_`` in the name, ``loose-`` dropped, the last one winning; ``no_defaults``
+    is None when given."""
+    out: dict[str, str | None] = {}
+    words = iter(argv[1:])
+    for arg in words:
+        if not arg.startswith("--"):
+            continue
+        name, eq, value = arg[2:].partition("=")
+        name = name.replace("-", "_")
+        name = name[len("loose_") :] if name.startswith("loose_") else name
+        if name == "no_defaults":
+            out[name] = None
+        elif name in _VALUED:
+            out[name] = value if eq else next(words, "")
+    return out
