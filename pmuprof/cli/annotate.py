@@ -11,7 +11,7 @@ from ..analysis.annotate import annotate, annotate_text, binary_for, override
 from ..pipeline import build_profile
 from ..tools.native import helper
 from . import common
-from .params import InputPath, Pid
+from .params import InputPath, Pids
 
 EPILOG = """\b
 Examples:
@@ -32,7 +32,13 @@ Examples:
     help="The profiled executable or library (default: the dso named by the samples, or the run's target).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the listing as JSON.")
-@click.option("--pid", "pids", type=Pid(), multiple=True, help="Keep only these processes (perf.data inputs).")
+@click.option(
+    "--pid",
+    "pids",
+    type=Pids(),
+    multiple=True,
+    help="Keep only these processes (perf.data inputs); several as --pid 1,2 or --pid 1 --pid 2.",
+)
 @click.option("--comm", "comms", multiple=True, help="Keep processes with a thread of this name (perf.data inputs).")
 @click.option(
     "--symfs",

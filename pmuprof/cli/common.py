@@ -21,7 +21,7 @@ from ..findings.schema import Rule
 from ..model import rundir
 from ..model.run import Run
 from ..pipeline import Options
-from .params import DURATION_HELP, Duration, ExtraPids, Pids, flat_pids
+from .params import DURATION_HELP, Duration, Pids, flat_pids, pid_options
 
 T = TypeVar("T")
 
@@ -57,15 +57,7 @@ def capture_options(func=None, *, off_cpu_default: bool | None = False):
     if func is None:
         return lambda f: capture_options(f, off_cpu_default=off_cpu_default)
     opts = [
-        click.option(
-            "-p",
-            "--pid",
-            "pids",
-            type=Pids(),
-            multiple=True,
-            help="Target pid; several as -p 1,2 (perf's syntax), -p $(pidof mariadbd) or -p 1 -p 2.",
-        ),
-        click.argument("more_pids", nargs=-1, type=ExtraPids(), metavar=""),
+        pid_options("Target pid"),
         click.option("--all-mysqld", is_flag=True, help="Profile every running mysqld / mariadbd."),
         click.option(
             "-d",

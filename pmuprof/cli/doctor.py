@@ -10,12 +10,13 @@ import click
 
 from ..workflows.doctor import EXIT_MISS, run_checks
 from .mysqlopts import mysql_options, pop_mysql_options
-from .params import Pid
+from .params import flat_pids, pid_options
 
 EPILOG = f"""\b
 Examples:
   pmuprof doctor                        # host checks + every running mysqld / mariadbd
-  pmuprof doctor -p $(pidof mariadbd)   # symbols and frame pointers of this server
+  pmuprof doctor -p $(pidof mariadbd)   # symbols, frame pointers and the MySQL connection of each server
+  pmuprof doctor -p 1234 -S /run/mysqld/mysqld.sock   # is this socket pid 1234's server? (else: which one)
   pmuprof doctor --strict || alert      # fleet check: exit {EXIT_MISS} when any line is MISS
   pmuprof doctor -u prof --defaults-file /etc/pmuprof/my.cnf   # the MySQL connection as capture makes it
   pmuprof doctor --json | jq -r '.checks[] | select(.ok | not) | .id'   # what is missing, by stable id
@@ -23,7 +24,7 @@ Examples:
 
 
 @click.command("doctor", epilog=EPILOG)
-@click.option("-p", "--pid", "pids", type=Pid(), multiple=True, help="Check this target (repeatable).")
+@pid_options("Check this server (default: every mysqld / mariadbd running)")
 @click.option(
     "-o",
     "--output",
@@ -40,10 +41,11 @@ Examples:
 )
 @click.option("--strict", is_flag=True, help=f"Exit {EXIT_MISS} when any check is MISS (a VM's missing PMU included).")
 @mysql_options
-def doctor_cmd(pids: tuple[int, ...], out_dir: str, as_json: bool, strict: bool, **mysql) -> None:
+def doctor_cmd(pids: tuple, more_pids: tuple, out_dir: str, as_json: bool, strict: bool, **mysql) -> None:
     """Check perf, permissions, the PMU, each native program, disk, and per server symbols, frame pointers
-    and the MySQL connection."""
-    checks = run_checks(pids, Path(out_dir), pop_mysql_options(mysql))
+    and the MySQL connection: one that reaches that very process (its socket's listener, or the server end
+    of the TCP connection), else which server answered instead."""
+    checks = run_checks(flat_pids(pids, more_pids), Path(out_dir), pop_mysql_options(mysql))
     if as_json:
         doc = {"ok": all(c.ok for c in checks), "checks": [asdict(c) for c in checks]}
         click.echo(json.dumps(doc, indent=2, sort_keys=True))

@@ -118,6 +118,25 @@ class ExtraPids(click.ParamType):
             ) from None
 
 
+def pid_options(what: str):
+    """``-p/--pid`` (repeatable, perf's comma list) and the extra words a shell makes of ``-p $(pidof mariadbd)``:
+    the one target grammar of every command that takes live processes. The command gets ``pids`` and
+    ``more_pids``; ``flat_pids(pids, more_pids)`` joins them in order, each pid once."""
+
+    def decorate(func):
+        func = click.argument("more_pids", nargs=-1, type=ExtraPids(), metavar="")(func)
+        return click.option(
+            "-p",
+            "--pid",
+            "pids",
+            type=Pids(),
+            multiple=True,
+            help=f"{what}; several as -p 1,2 (perf's syntax), -p $(pidof mariadbd) or -p 1 -p 2.",
+        )(func)
+
+    return decorate
+
+
 def flat_pids(*groups) -> tuple[int, ...]:
     """Pids from ``-p`` values (ints or tuples of them) and extra words, in order, each once."""
     out: list[int] = []

@@ -18,7 +18,7 @@ from ..workflows.triggers import parse_size
 from . import common
 from .fleetopts import fleet_options
 from .mysqlopts import mysql_options, pop_mysql_argv
-from .params import DURATION_HELP, Duration, Pid
+from .params import DURATION_HELP, Duration, flat_pids, pid_options
 
 EPILOG = """\b
 Examples:
@@ -74,7 +74,7 @@ def self_launcher() -> tuple[tuple[str, ...], str]:
 
 @schedule_cmd.command("install", epilog=EPILOG)
 @click.option("--at", "at", default="03:00", show_default=True, help="Local time of day, HH:MM.")
-@click.option("-p", "--pid", type=Pid(), default=None, help="Target pid (changes on restart: prefer --all-mysqld).")
+@pid_options("Target pid (changes on restart: prefer --all-mysqld)")
 @click.option("--all-mysqld", is_flag=True, help="Profile every mysqld / mariadbd running at that time.")
 @click.option(
     "-d",
@@ -126,7 +126,8 @@ def self_launcher() -> tuple[tuple[str, ...], str]:
 @click.option("--dry-run", is_flag=True, help="Print what would be written; change nothing.")
 def install_cmd(
     at,
-    pid,
+    pids,
+    more_pids,
     all_mysqld,
     duration,
     directory,
@@ -153,7 +154,7 @@ def install_cmd(
         directory=os.path.abspath(directory),
         duration_s=int(round(duration)),
         exe=launcher,
-        pid=pid,
+        pids=flat_pids(pids, more_pids),
         all_mysqld=all_mysqld,
         keep_days=keep_days,
         keep_bytes=parse_size(keep_size),

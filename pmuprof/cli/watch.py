@@ -17,13 +17,14 @@ from ..workflows.triggers import DiskFloor, WatchPlan, parse_condition, parse_si
 from . import common
 from .fleetopts import fleet_options, pop_publish
 from .mysqlopts import pop_mysql_argv
-from .params import DURATION_HELP, Duration, Pid
+from .params import DURATION_HELP, Duration, flat_pids, pid_options
 from .record import mysql_decorator, mysql_from_kwargs
 from . import watchunit
 
 EPILOG = """\b
 Examples:
   pmuprof watch -p $(pidof mariadbd) --trigger 'Threads_running>50' --cycles 3   # 1-second spikes pt-stalk style
+  pmuprof watch -p 1234,5678 -t 'Threads_running>50'   # each server on its own; the first to hold captures both
   pmuprof watch --trigger 'state:statistics>=10' -d 10 -o /var/tmp/stalk        # threads stuck in range estimation
   pmuprof watch --trigger 'cpu>400' --trigger 'Threads_running>64' -v            # either condition; show every poll
   pmuprof watch --trigger 'Threads_running>50' --max-captures 3 --cooldown 5m    # at most 3 captures, 5 min apart
@@ -36,7 +37,7 @@ Examples:
 
 
 @click.command("watch", epilog=EPILOG)
-@click.option("-p", "--pid", type=Pid(), default=None, help="mysqld / mariadbd pid (default: the only one running).")
+@pid_options("Server(s) to watch (default: the only mysqld / mariadbd running)")
 @click.option(
     "-t",
     "--trigger",
@@ -149,7 +150,8 @@ Examples:
 @mysql_decorator
 @fleet_options
 def watch_cmd(
-    pid,
+    pids,
+    more_pids,
     triggers,
     cycles,
     interval,
@@ -179,6 +181,9 @@ def watch_cmd(
     Stops after --max-captures (unlimited by default) or on Ctrl-C / SIGTERM. Each capture also gets
     watch-polls.tsv: the last 60 polls before it and those during it (trigger values, mysqld CPU %,
     load average, run queue). After each capture, retention deletes watch's own oldest captures.
+    With several servers (-p A,B or -p $(pidof mariadbd)) each is polled on its own proven connection and
+    counts its own polls in a row; the first whose trigger holds is captured with the others in one
+    recording (it first: the server facts are its), and the cooldown and --max-captures hold for all.
     """
     if daemonize != bool(log_file):
         raise UsageError(
@@ -206,7 +211,7 @@ def watch_cmd(
     check_window(duration_s, frequency)  # everything a capture checks, now rather than when the trigger fires
     common.check_rules()
     if print_unit:
-        if pid is not None or daemonize or pid_file:
+        if pids or more_pids or daemonize or pid_file:
             raise UsageError(
                 "--print-unit runs watch under systemd: -p, --daemonize and --pid-file do not apply",
                 "drop them: the service picks the running mysqld at each start and systemd keeps it",
@@ -226,7 +231,7 @@ def watch_cmd(
         )
         return
     opts = WatchOptions(
-        pid=_pick_pid(pid),
+        pids=_pick_pids(flat_pids(pids, more_pids)),
         plan=plan,
         base_dir=outfile.ensure_dir(base_dir),
         interval_s=interval_s,
@@ -261,13 +266,15 @@ def _within(option: str, seconds: float, low: float, high: float) -> float:
     return seconds
 
 
-def _pick_pid(pid: int | None) -> int:
-    if pid is not None:
-        return target.resolve_pid(pid)
+def _pick_pids(pids: tuple[int, ...]) -> tuple[int, ...]:
+    if pids:
+        return tuple(dict.fromkeys(target.resolve_pid(p) for p in pids))
     found = target.find_mysqld()
     if len(found) != 1:
-        raise TargetError(f"{len(found)} mysqld / mariadbd processes are running", "pass -p PID")
-    return found[0]
+        raise TargetError(
+            f"{len(found)} mysqld / mariadbd processes are running", "pass -p PID, or -p $(pidof mariadbd) for all"
+        )
+    return (found[0],)
 
 
 COMMAND = watch_cmd

@@ -180,6 +180,7 @@ class Trigger:
 
     condition: str
     source: str = ""
+    pid: int | None = None  # the server whose polls held (the first target); absent before several servers
     cycles: int | None = None
     consecutive_hits: int | None = None
     capture_index: int | None = None

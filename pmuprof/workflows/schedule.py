@@ -56,7 +56,7 @@ class ScheduleSpec:
     directory: str
     duration_s: int
     exe: tuple[str, ...] | str  # argv that runs this pmuprof: (script,) or (python, -m, pmuprof)
-    pid: int | None = None
+    pids: tuple[int, ...] = ()
     all_mysqld: bool = False
     keep_days: int | None = None
     keep_bytes: int | None = None
@@ -76,9 +76,10 @@ class ScheduleSpec:
         object.__setattr__(self, "capture_args", tuple(self.capture_args))
         if not _AT.match(self.at):
             raise UsageError(f"--at {self.at!r}: expected HH:MM (24 h)", "e.g. --at 03:00")
-        if (self.pid is None) == (not self.all_mysqld):
+        object.__setattr__(self, "pids", tuple(self.pids))
+        if bool(self.pids) == self.all_mysqld:
             raise UsageError(
-                "give exactly one of -p PID or --all-mysqld", "--all-mysqld survives server restarts; a PID does not"
+                "give one of -p PID[,PID...] or --all-mysqld", "--all-mysqld survives server restarts; a PID does not"
             )
         if self.duration_s < 1:
             raise UsageError("--duration must be at least 1 second", "e.g. --duration 60")
@@ -107,7 +108,7 @@ class ScheduleSpec:
 
     def capture_argv(self) -> list[str]:
         """`pmuprof capture` arguments except -o (the dated directory is added at run time)."""
-        target = ["--all-mysqld"] if self.all_mysqld else ["-p", str(self.pid)]
+        target = ["--all-mysqld"] if self.all_mysqld else ["-p", ",".join(map(str, self.pids))]
         textfile = ["--textfile", self.textfile] if self.textfile else []
         return [
             *self.exe,

@@ -32,6 +32,7 @@ from .triggers import (
     Fire,
     Poll,
     WatchPlan,
+    WatchState,
     captured,
     cpu_percent,
     done,
@@ -186,7 +187,10 @@ def apply_retention(base: Path, keep: Retention, log: Log) -> None:
 
 @dataclass(frozen=True)
 class WatchOptions:
-    pid: int
+    """``pids``: the servers watched. Each is polled on its own connection and holds its own trigger count;
+    the first whose trigger holds is captured together with the others (it first: its server facts)."""
+
+    pids: tuple[int, ...]
     plan: WatchPlan
     base_dir: Path
     interval_s: float = 1.0
@@ -247,14 +251,16 @@ def poll_table(conditions: tuple[Condition, ...], before: tuple[Poll, ...], duri
 def capture_once(
     opts: WatchOptions, fire: Fire, poller: Poller, log: Log, before: tuple[Poll, ...] = ()
 ) -> tuple[Path, str]:
-    """Record + report into BASE/<time>-<trigger>/; returns (run dir, the signal that stopped it or "")."""
+    """Record + report into BASE/<time>-<trigger>/; returns (run dir, the signal that stopped it or "").
+    ``poller`` is the server whose trigger held: the first target, the one polled during the capture."""
     out = _out_dir(opts.base_dir, fire)
+    where = f" on pid {poller.pid}" if len(opts.pids) > 1 else ""
     log(
-        f"trigger {fire.condition.text} held for {fire.hits} polls: capture "
+        f"trigger {fire.condition.text} held for {fire.hits} polls{where}: capture "
         f"{of_max(opts.plan, fire.capture_index)} for {opts.duration_s:g} s into {out}"
     )
     ropts = RecordOptions(
-        pids=(opts.pid,),
+        pids=(poller.pid, *(p for p in opts.pids if p != poller.pid)),
         out_dir=out,
         duration=opts.duration_s,
         mysql_options=opts.mysql_options,
@@ -270,6 +276,7 @@ def capture_once(
         during.join(timeout=opts.interval_s + 35)
     trigger = {
         **fire.to_dict(opts.plan),
+        "pid": poller.pid,
         "fired_at": _iso(fire.polls[-1].t),
         "interval_s": opts.interval_s,
         "polls_during": [p.to_dict(opts.plan.conditions) for p in during.polls],
@@ -314,53 +321,85 @@ def _next_poll(poller: Poller, opts: WatchOptions, log: Log, sleep: Callable[[fl
             return poller.poll()
         except TargetError as err:
             failures += 1
-            if not target.is_alive(opts.pid) or failures >= MAX_POLL_FAILURES:
+            if not target.is_alive(poller.pid) or failures >= MAX_POLL_FAILURES:
                 raise
             if failures == 1:
                 log(f"poll failed, retrying every {opts.interval_s:g} s: {err}")
             sleep(opts.interval_s)
 
 
+@dataclass
+class _Watched:
+    """One watched server: its poller, its trigger state, the polls before its next capture."""
+
+    poller: Poller
+    state: WatchState
+    history: deque = field(default_factory=lambda: deque(maxlen=BEFORE_POLLS))
+
+
+def _step_all(opts: WatchOptions, servers: list[_Watched], polls: list[Poll], log: Log) -> tuple[_Watched, Fire] | None:
+    """Feed each server its poll; the first server whose trigger holds, with its Fire."""
+    fired = None
+    for server, poll in zip(servers, polls):
+        server.history.append(poll)
+        server.state, fire = step(opts.plan, server.state, poll)
+        if opts.verbose:
+            who = f"pid {server.poller.pid}: " if len(servers) > 1 else ""
+            log(who + status_line(opts.plan, server.state, poll))
+        if fire is not None and fired is None:
+            fired = (server, fire)
+    return fired
+
+
+def _on_fire(
+    opts: WatchOptions, servers: list[_Watched], fired: tuple[_Watched, Fire], log: Log
+) -> tuple[Path | None, str]:
+    """Capture (all servers, the one that fired first) unless the disk floor forbids it; every server then
+    cools down. Returns (the run directory or None, the signal that stopped the capture or "")."""
+    server, fire = fired
+    reason = opts.disk_floor.violation(*disk_free(opts.base_dir))
+    if reason:
+        log(f"trigger {fire.condition.text} fired but capture skipped: {reason}")
+        for each in servers:
+            each.state = skipped(opts.plan, each.state, time.time())
+        return None, ""
+    path, stop = capture_once(opts, fire, server.poller, log, tuple(server.history))
+    apply_retention(opts.base_dir, opts.keep, log)
+    for each in servers:
+        each.history.clear()  # the next capture's lead-up starts here
+        each.state = captured(opts.plan, each.state, time.time())
+    return path, stop
+
+
 def watch(opts: WatchOptions, log: Log, sleep: Callable[[float], None] = time.sleep) -> list[Path]:
     """Poll until max captures are taken or Ctrl-C; return the run directories written."""
     outfile.ensure_dir(opts.base_dir)
-    plan, poller, runs = opts.plan, Poller(opts.pid, opts.plan, opts.mysql_options), []
-    state, stop, history = initial_state(plan), "", deque(maxlen=BEFORE_POLLS)
+    plan, runs, stop = opts.plan, [], ""
+    servers = [_Watched(Poller(pid, plan, opts.mysql_options), initial_state(plan)) for pid in opts.pids]
+    each = " (each on its own; the first to hold captures them all)" if len(servers) > 1 else ""
     log(
-        f"watching pid {opts.pid} every {opts.interval_s:g} s for {' or '.join(c.text for c in plan.conditions)} "
-        f"({plan.cycles} polls in a row); "
+        f"watching pid {', '.join(map(str, opts.pids))} every {opts.interval_s:g} s for "
+        f"{' or '.join(c.text for c in plan.conditions)} ({plan.cycles} polls in a row){each}; "
         f"{'up to ' + str(plan.max_captures) if plan.max_captures else 'unlimited'} capture(s) into {opts.base_dir}, "
         f"{opts.keep.text()}"
     )
     apply_retention(opts.base_dir, opts.keep, log)
     try:
-        poll = _first_poll(poller, plan)
+        polls = [_first_poll(s.poller, plan) for s in servers]
         while True:
-            history.append(poll)
-            state, fire = step(plan, state, poll)
-            if opts.verbose:
-                log(status_line(plan, state, poll))
-            if fire is not None:
-                reason = opts.disk_floor.violation(*disk_free(opts.base_dir))
-                if reason:
-                    log(f"trigger {fire.condition.text} fired but capture skipped: {reason}")
-                    state = skipped(plan, state, time.time())
-                else:
-                    path, stop = capture_once(opts, fire, poller, log, tuple(history))
-                    runs.append(path)
-                    history.clear()  # the next capture's lead-up starts here
-                    apply_retention(opts.base_dir, opts.keep, log)
-                    state = captured(plan, state, time.time())
-                    if stop:
-                        break
-                if done(plan, state):
+            fired = _step_all(opts, servers, polls, log)
+            if fired is not None:
+                path, stop = _on_fire(opts, servers, fired, log)
+                runs += [path] if path else []
+                if stop or done(plan, servers[0].state):
                     break
-            sleep(max(0.0, opts.interval_s - (time.time() - poll.t)))
-            poll = _next_poll(poller, opts, log, sleep)
+            sleep(max(0.0, opts.interval_s - (time.time() - polls[0].t)))
+            polls = [_next_poll(s.poller, opts, log, sleep) for s in servers]
     except signals.STOPS as err:
         stop = signals.name_of(err)
     finally:
-        poller.close()
+        for server in servers:
+            server.poller.close()
     log(f"{len(runs)} capture(s): {', '.join(str(r) for r in runs) or 'none'}")
     if stop:
         raise Interrupted(f"watch stopped by {stop}", "", signals.exit_code(stop))

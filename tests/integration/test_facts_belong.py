@@ -100,13 +100,12 @@ def test_doctor_names_the_server_that_answered(mariadb, mariadb114) -> None:
         "--json",
         "-p",
         str(target.pid),
-        "-p",
         str(other.pid),
         "-S",
         str(other.socket),
         "--defaults-file",
         str(other.defaults_file),
-    )
+    )  # -p $(pidof ...) as the shell splits it
     checks = [c for c in json.loads(both.stdout)["checks"] if c["id"] == "mysql"]
     by_pid = {c["pid"]: c for c in checks}
     assert set(by_pid) == {target.pid, other.pid}, checks

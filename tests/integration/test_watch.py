@@ -134,7 +134,7 @@ def test_max_captures_ends_the_watch(mariadb: mdb.MariaDB, tmp_path: Path) -> No
     """No cooldown, the condition keeps holding: the watch still stops by itself at the cap."""
     plan = WatchPlan((parse_condition(CONDITION),), cycles=2, cooldown_s=0.0, max_captures=1)
     opts = WatchOptions(
-        pid=mariadb.pid,
+        pids=(mariadb.pid,),
         plan=plan,
         base_dir=tmp_path / "w",
         interval_s=0.5,
@@ -162,7 +162,7 @@ def test_disk_floor_skips_the_capture(mariadb: mdb.MariaDB, tmp_path: Path) -> N
     """A floor above the disk's size: the trigger fires, nothing is captured, the watch still ends."""
     plan = WatchPlan((parse_condition("Uptime>0"),), cycles=1, cooldown_s=0.0, max_captures=1)
     opts = WatchOptions(
-        pid=mariadb.pid,
+        pids=(mariadb.pid,),
         plan=plan,
         base_dir=tmp_path / "w",
         interval_s=0.2,

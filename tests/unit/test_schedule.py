@@ -64,8 +64,8 @@ def test_exit_codes_by_worst_severity():
         (dict(at="3am"), "HH:MM"),
         (dict(at="24:00"), "HH:MM"),
         (dict(at="03:60"), "HH:MM"),
-        (dict(pid=12), "exactly one"),
-        (dict(all_mysqld=False), "exactly one"),
+        (dict(pids=(12,)), "one of -p"),
+        (dict(all_mysqld=False), "one of -p"),
         (dict(duration_s=0), "at least 1"),
         (dict(directory="relative/dir"), "absolute"),
         (dict(directory="/var/lib/pm uprof"), "absolute"),
@@ -82,7 +82,7 @@ def test_spec_rejects(kw, words):
 
 
 def test_units_name_time_dir_and_steps():
-    service, timer = service_unit(_spec(pid=4242, all_mysqld=False)), timer_unit(_spec(at="3:07"))
+    service, timer = service_unit(_spec(pids=(4242,), all_mysqld=False)), timer_unit(_spec(at="3:07"))
     assert "OnCalendar=*-*-* 03:07:00" in timer and "Unit=pmuprof-nightly.service" in timer
     assert "Type=oneshot" in service and "SuccessExitStatus=10" in service
     assert "capture -p 4242 --duration 60 --exit-code-on-findings" in service
@@ -90,6 +90,7 @@ def test_units_name_time_dir_and_steps():
     assert "ExecStopPost=-/usr/local/bin/pmuprof schedule prune --dir /var/lib/pmuprof --keep-days 14" in service
     assert "ExecStopPost=-/usr/local/bin/pmuprof history /var/lib/pmuprof -o /var/lib/pmuprof/index.html" in service
     assert "prune" not in service_unit(_spec(keep_days=None, keep_bytes=None))
+    assert "capture -p 4242,4343 --duration" in service_unit(_spec(pids=(4242, 4343), all_mysqld=False))
 
 
 def test_cron_line_escapes_percent_and_keeps_exit_status():
