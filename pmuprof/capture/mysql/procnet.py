@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import socket
 import struct
 from dataclasses import dataclass
 from collections.abc import Iterable
@@ -35,13 +36,15 @@ def read_text(path: str) -> str:
         return ""
 
 
+_MAPPED = b"\0" * 10 + b"\xff\xff"  # ::ffff:a.b.c.d
+
+
 def _address(hexaddr: str) -> str:
     """The kernel prints each 32-bit word of an address in host byte order."""
-    words = [int(hexaddr[i : i + 8], 16) for i in range(0, len(hexaddr), 8)]
-    raw = b"".join(struct.pack("=I", w) for w in words)
-    addr = ipaddress.ip_address(raw)
-    mapped = getattr(addr, "ipv4_mapped", None)
-    return str(mapped or addr)
+    raw = b"".join(struct.pack("=I", int(hexaddr[i : i + 8], 16)) for i in range(0, len(hexaddr), 8))
+    if len(raw) == 16 and raw[:12] != _MAPPED:
+        return socket.inet_ntop(socket.AF_INET6, raw)
+    return socket.inet_ntoa(raw[-4:])
 
 
 def normal(endpoint: tuple) -> tuple[str, int]:
@@ -140,8 +143,6 @@ def nested_pid(pid: int) -> bool:
 
 def is_local_address(address: str) -> bool:
     """Whether an address is one of this host's (binding to it succeeds)."""
-    import socket
-
     family = socket.AF_INET6 if ":" in address else socket.AF_INET
     try:
         with socket.socket(family, socket.SOCK_STREAM) as probe:
