@@ -12,7 +12,7 @@ import pytest
 
 from helpers import FAKE_PERF, run_cli
 from pmuprof.capture.mysql.facts import MysqlOptions, collect_facts
-from pmuprof.capture.mysql import connect
+from pmuprof.capture.mysql import connect, procnet
 from tests import mariadb as mdb
 
 
@@ -113,3 +113,23 @@ def test_doctor_names_the_server_that_answered(mariadb, mariadb114) -> None:
     assert _version(other) in by_pid[target.pid]["detail"]
     assert by_pid[other.pid]["ok"] is True and "SO_PEERCRED" in by_pid[other.pid]["detail"]
     assert other.password not in both.stdout + both.stderr
+
+
+def test_without_root_the_serving_thread_proves_it(mariadb, mariadb114, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The target's fds unreadable (as for a non-root pmuprof; checked by hand as nobody with setpriv): over TCP
+    the thread the server names in PROCESSLIST.TID is among the target's tasks; the other server is refused
+    by the target's own --pid-file."""
+
+    def denied(pid: int) -> set[int]:
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(procnet, "socket_inodes", denied)
+    for target, other in ((mariadb, mariadb114), (mariadb114, mariadb)):
+        opts = MysqlOptions(host="127.0.0.1", port=target.port, defaults_file=str(target.defaults_file))
+        conn, ep, _ = connect.connect(opts, target.pid)
+        conn.close()
+        assert f"is pid {target.pid}'s (pid {target.pid}'s sockets are not readable" in ep.proof, ep.proof
+        with pytest.raises(ConnectionError) as refused:
+            connect.connect(opts, other.pid)
+        assert f"not proven to be pid {other.pid}" in str(refused.value)
+        assert f"was started with --pid-file={other.workdir}" in str(refused.value)

@@ -192,3 +192,23 @@ def test_unreadable_fds_read_the_command_line_and_its_option_files(proc: Path, m
     assert "is configured for" in own.advice()
     (proc / str(TARGET) / "cmdline").write_text("mariadbd\0--no-defaults\0--defaults-file=/etc/i2.cnf\0")
     assert discover.listening(TARGET).sockets == ()
+
+
+def test_unreadable_fds_and_the_serving_thread(proc: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Not root: the thread the server says serves this connection decides, /proc/PID/task being
+    world-readable; the pid file is not read then."""
+
+    def denied(pid: int) -> set[int]:
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(procnet, "socket_inodes", denied)
+    (proc / str(TARGET) / "task" / "105").mkdir(parents=True)
+    (proc / "205").mkdir()
+    (proc / "205" / "status").write_text(f"Name:\tone_connection\nTgid:\t{OTHER}\n")
+    answer = ANSWER  # its pid file, /srv/a/a.pid, is not on this host
+    got = proof.prove(TARGET, TCP, answer, lambda: 105)
+    assert got.ok and got.how.startswith(f"the thread serving this connection (105) is pid {TARGET}'s")
+    got = proof.prove(TARGET, TCP, answer, lambda: 205)
+    assert got.ok is False and got.other == OTHER and "(205) is not pid 100's" in got.why
+    got = proof.prove(TARGET, TCP, answer, lambda: None)  # no thread id (MySQL without P_S): the pid file
+    assert got.ok is False and "pid file /srv/a/a.pid is not readable" in got.why

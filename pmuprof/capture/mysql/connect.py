@@ -169,7 +169,8 @@ def _check(conn: Any, ep: Endpoint, tls: Tls, pid: int | None, secrets: list[str
             return ep, "", False
         answer = proof.ask(conn)
         sock = getattr(conn, "_sock", None)  # PyMySQL's connected socket (an SSL socket has the same fd)
-        verdict = proof.prove(pid, proof.link_of(sock) if sock is not None else None, answer)
+        link = proof.link_of(sock) if sock is not None else None
+        verdict = proof.prove(pid, link, answer, lambda: proof.serving_tid(conn))
     except Exception as err:  # noqa: BLE001 - a server that cannot answer is this endpoint's failure
         return None, f"{ep}: {scrub(err, secrets, 300)}", False
     if verdict.ok:

@@ -11,23 +11,31 @@ server's pid file only when the connection's other end cannot be seen.
    named). A server address that is not one of this host's is refused: facts from another host cannot
    belong to a local pid. Undecided when the target's fds cannot be read (not root) or the end is in no
    process here and the target has its own network namespace (a proxy into a container).
-3. Undecided: the server's @@pid_file, read here, names the target, the target is in our pid namespace, and
-   nothing on the target's command line contradicts the server's answer (its --pid-file, --datadir,
-   --socket, --port). Else refused.
+3. Undecided, and nothing on the target's command line contradicts the server's answer (its --pid-file,
+   --datadir, --socket, --port), the target being in our pid namespace: the thread the server says serves
+   this connection (MariaDB's PROCESSLIST.TID, MySQL's performance_schema.threads.THREAD_OS_ID) is one of
+   the target's (/proc/PID/task/TID, world-readable: this works without root); not one of them: refused.
+4. Still undecided: the server's @@pid_file, read here, names the target. Else refused.
 """
 
 from __future__ import annotations
 
+import os
 import socket
 import struct
 from dataclasses import dataclass
 from typing import Any
+from collections.abc import Callable
 
 from ...model.server import FAMILY_NAMES, server_family
 from . import parse as mp
 from . import procnet
 
 ANSWER_SQL = "SELECT @@version, @@version_comment, @@pid_file, @@socket, @@port, @@datadir, @@hostname"
+TID_SQL = (  # the OS thread serving this connection: MariaDB 10.1+, then MySQL 5.7+ with performance_schema ON
+    "SELECT TID FROM information_schema.PROCESSLIST WHERE ID = CONNECTION_ID()",
+    "SELECT THREAD_OS_ID FROM performance_schema.threads WHERE PROCESSLIST_ID = CONNECTION_ID()",
+)
 
 
 @dataclass(frozen=True)
@@ -90,18 +98,59 @@ class Proof:
     other: int | None = None
 
 
-def prove(pid: int, link: Link | None, answer: Answer) -> Proof:
-    """Whether the connection described by ``link``, whose server gave ``answer``, reaches ``pid``."""
+def serving_tid(conn: Any) -> int | None:
+    """The OS thread id the server says serves this connection (in the server's pid namespace), or None."""
+    for sql in TID_SQL:
+        try:
+            with conn.cursor() as cur:
+                cur.execute(sql)
+                row = cur.fetchone()
+        except Exception:  # noqa: BLE001 - no such column or table on this server: try the next
+            continue
+        if row and str(row[0]).isdigit():
+            return int(row[0])
+    return None
+
+
+def prove(pid: int, link: Link | None, answer: Answer, serving: Callable[[], int | None] = lambda: None) -> Proof:
+    """Whether the connection described by ``link``, whose server gave ``answer``, reaches ``pid``;
+    ``serving`` is asked for the serving thread's id only when the connection itself cannot be seen."""
     if link is None:
         kernel = Proof(None, why="the connection's socket is not visible")
     else:
         kernel = _unix(pid, link) if link.unix else _tcp(pid, link, answer)
     if kernel.ok is not None:
         return kernel
-    by_file = _pid_file(pid, answer)
-    if by_file.ok:
-        return Proof(True, f"{by_file.how} ({kernel.why})")
-    return Proof(False, why=f"{kernel.why}, and {by_file.why}", other=by_file.other)
+    if procnet.nested_pid(pid):
+        return Proof(False, why=f"{kernel.why}, and pid {pid} is in a container's pid namespace: connect by its socket")
+    clash = contradiction(pid, answer)
+    if clash:
+        return Proof(False, why=f"{kernel.why}, and {clash}")
+    for fallback in (lambda: _thread(pid, serving()), lambda: _pid_file(pid, answer)):
+        found = fallback()
+        if found.ok:
+            return Proof(True, f"{found.how} ({kernel.why})")
+        if found.ok is False:
+            return Proof(False, why=f"{kernel.why}, and {found.why}", other=found.other)
+    return Proof(False, why=f"{kernel.why}, and {found.why}")
+
+
+def _thread(pid: int, tid: int | None) -> Proof:
+    """The serving thread among the target's (both in our pid namespace: the caller checked the target)."""
+    if tid is None:
+        return Proof(None, why="the server does not say which thread serves the connection")
+    if os.path.isdir(f"{procnet.PROC}/{pid}/task/{tid}"):
+        return Proof(True, f"the thread serving this connection ({tid}) is pid {pid}'s")
+    owner = next(
+        (
+            int(ln.split()[1])
+            for ln in procnet.read_text(f"{procnet.PROC}/{tid}/status").splitlines()
+            if ln.startswith("Tgid:")
+        ),
+        None,
+    )
+    named = owner if owner and _comm(owner) in procnet.SERVER_COMMS else None
+    return Proof(False, why=f"the thread serving this connection ({tid}) is not pid {pid}'s", other=named)
 
 
 def _comm(pid: int) -> str:
@@ -145,9 +194,7 @@ def _tcp(pid: int, link: Link, answer: Answer) -> Proof:
 
 
 def _pid_file(pid: int, answer: Answer) -> Proof:
-    """The fallback: the server's own pid file names the target and the target's command line agrees."""
-    if procnet.nested_pid(pid):
-        return Proof(False, why=f"pid {pid} is in a container's pid namespace, where a pid file cannot name it")
+    """The last fallback: the server's own pid file, read here, names the target."""
     path = answer.pid_file
     text = procnet.read_text(path).strip() if path.startswith("/") else ""
     if not text.isdigit():
@@ -155,9 +202,6 @@ def _pid_file(pid: int, answer: Answer) -> Proof:
     if int(text) != pid:
         named = int(text)
         return Proof(False, why=f"its pid file {path} names pid {named}", other=named if _comm(named) else None)
-    clash = contradiction(pid, answer)
-    if clash:
-        return Proof(False, why=clash)
     return Proof(True, f"its pid file {path} names pid {pid}")
 
 
