@@ -29,8 +29,8 @@ from . import diskroom, events
 from .mysql import facts as mysql, poll as processlist
 from .offcpu import tracer as offcpu
 from .runner import Control, DiskGuard, Outcome, Progress, run_bounded
-from .target import host, hostload, process as target
-from .target.archive import keep_for_report
+from .proc import host, hostload, process as target
+from .proc.archive import keep_for_report
 
 MAX_DURATION_S = 3600
 MYSQL_JOIN_S = 30  # server facts still missing this long after perf stopped are given up

@@ -18,7 +18,7 @@ from ..errors import PerfError, ResourceError, TargetError
 from ..model import rundir
 from ..packages import apt_install
 from ..tools.proc import Progress as CpuProgress, stall_s
-from .target.process import is_alive
+from .proc.process import is_alive
 
 Progress = Callable[[float, float, int], None]  # (elapsed_s, duration_s, perf.data bytes)
 _PR_SET_PDEATHSIG = 1

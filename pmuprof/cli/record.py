@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from ..capture.target import process as target
+from ..capture.proc import process as target
 from ..capture.record import RecordOptions
 from ..errors import TargetError
 from ..pipeline import materialize

@@ -9,7 +9,7 @@ import click
 
 from .. import outfile
 from ..capture.record import MAX_DURATION_S, check_window
-from ..capture.target import process as target
+from ..capture.proc import process as target
 from ..workflows import daemon
 from ..workflows.watch import Retention, WatchOptions, watch
 from ..errors import TargetError, UsageError

@@ -9,7 +9,7 @@ from pathlib import Path
 from ..analysis import binaries
 from ..errors import PmuprofError
 from ..capture.mysql import facts as mysql
-from ..capture.target import host, process as target
+from ..capture.proc import host, process as target
 from ..packages import apt_install
 from ..paths import helper_path, perf_path
 from ..tools.native import helper

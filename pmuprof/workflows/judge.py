@@ -15,7 +15,7 @@ import statistics
 from dataclasses import dataclass
 from collections.abc import Sequence
 
-from ..capture.target.process import parse_cpulist
+from ..capture.proc.process import parse_cpulist
 from ..model.counters import Counters
 from ..model.run import Run
 from ..report.noise import outside, rate_noise, share_change

@@ -14,8 +14,8 @@ from collections.abc import Callable
 
 from ..capture.mysql import facts as mysql
 from ..capture.record import RecordOptions, record
-from ..capture.target import process as target
-from ..capture.target.hostload import run_queue
+from ..capture.proc import process as target
+from ..capture.proc.hostload import run_queue
 from .. import outfile, signals
 from ..errors import Interrupted, PmuprofError, TargetError, UsageError
 from ..model import rundir

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from native_support import PROGS, native_binary
-from pmuprof.capture.target.kernel import text_lines
+from pmuprof.capture.proc.kernel import text_lines
 from pmuprof.tools.native import fold as fastfold
 from pmuprof.tools.native import perfdata as perfdata_reader
 

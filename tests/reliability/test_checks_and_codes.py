@@ -13,7 +13,7 @@ from .conftest import one_line
 from helpers import REPO
 
 from pmuprof import errors
-from pmuprof.capture.target.host import has_lbr
+from pmuprof.capture.proc.host import has_lbr
 from pmuprof.cli.exitcodes import exit_codes
 from pmuprof.cli.main import EXIT_INTERNAL
 from pmuprof.workflows.schedule import EXIT_CRITICAL, EXIT_WARNING

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from pmuprof.cli.common import end_of_capture
-from pmuprof.capture.target import process
+from pmuprof.capture.proc import process
 from pmuprof.cli.main import main
 from pmuprof.errors import HelperError
 from pmuprof.model.offcpu import OffCpu

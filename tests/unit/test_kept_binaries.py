@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from pmuprof.analysis.archive import kept_symfs, needed, rereads
-from pmuprof.capture.target.archive import keep_binaries, wanted
+from pmuprof.capture.proc.archive import keep_binaries, wanted
 from pmuprof.model import rundir
 from pmuprof.model.jsontypes import from_json, to_json
 from pmuprof.model.run import FileMap, KeptBinaries, KeptBinary, Run, Target

@@ -6,7 +6,7 @@ import gzip
 from pathlib import Path
 
 from pmuprof.analysis.kernel import recorded_kallsyms
-from pmuprof.capture.target.kernel import keep_kernel_symbols, text_lines
+from pmuprof.capture.proc.kernel import keep_kernel_symbols, text_lines
 from pmuprof.model.jsontypes import from_json, to_json
 from pmuprof.model.run import KernelSymbols, Run
 from pmuprof.tools.native.perfdata import perfdata_argv

@@ -92,6 +92,31 @@ def test_the_table_places_every_part_of_the_package():
     assert sorted(set(layers) - parts) == [], "internals.md names a package that does not exist"
 
 
+# Folder names tools treat as build output (skipped by tree drawers, search and .gitignore habits): a
+# package folder so named hides source from whoever reads the tree.
+BUILD_OUTPUT_NAMES = {"build", "dist", "target", "out", "output", "obj", "tmp"}
+
+
+def test_no_package_folder_is_named_like_build_output():
+    named = sorted(str(p.relative_to(REPO)) for p in PACKAGE.rglob("*") if p.is_dir() and p.name in BUILD_OUTPUT_NAMES)
+    assert named == [], "rename these folders: tools skip them as build output"
+
+
+def test_the_folders_the_table_names_exist():
+    """Each `folder/` in a layer's job column is a folder of that layer's package, or a package of its own
+    (the names the table gives stay true through a rename)."""
+    text = INTERNALS.read_text(encoding="utf-8")
+    table = text.split("| layer | package | job |", 1)[1].split("\n\n", 1)[0]
+    named, missing = [], []
+    for line in table.splitlines():
+        row = re.match(r"\|\s*\d+\s*\|\s*`([a-z_]+)/`\s*\|([^|]*)\|", line)
+        for folder in re.findall(r"`([a-z_]+)/`", row.group(2)) if row else ():
+            named.append(f"{row.group(1)}/{folder}/")
+            if not (PACKAGE / row.group(1) / folder).is_dir() and not (PACKAGE / folder).is_dir():
+                missing.append(named[-1])
+    assert "capture/proc/" in named and missing == [], f"internals.md's layers table names no such folder: {missing}"
+
+
 def test_modules_import_only_downwards():
     layers = {**doc_layers(INTERNALS.read_text(encoding="utf-8")), **EXTRA}
     found = violations(PACKAGE, layers)

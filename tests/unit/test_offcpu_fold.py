@@ -7,7 +7,7 @@ import pytest
 from pmuprof.capture.offcpu import snapshot
 from pmuprof.capture.offcpu.fold import fold, proc_state
 from pmuprof.capture.offcpu.symbols import KernelSymbols, UserSymbols
-from pmuprof.capture.target.threads import ThreadNow, parse_stack, parse_state
+from pmuprof.capture.proc.threads import ThreadNow, parse_stack, parse_state
 from pmuprof.model.labels import parse_state as parse_state_label, state_label
 from pmuprof.model.run import FileMap
 from pmuprof.tools.native import offcpu as tool

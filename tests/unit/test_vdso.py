@@ -5,7 +5,7 @@ from __future__ import annotations
 import tarfile
 from pathlib import Path
 
-from pmuprof.capture.target.archive import keep_binaries, wanted
+from pmuprof.capture.proc.archive import keep_binaries, wanted
 from pmuprof.tools import vdso
 
 

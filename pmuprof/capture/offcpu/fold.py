@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from ...model.labels import KERNEL_SUFFIX, UNKNOWN, clean, process_root, short_blocks_label, state_label, thread_root
 from ...model.profile import Stack
 from ...tools.native.offcpu import TracerOutput
-from ..target.threads import ThreadNow
+from ..proc.threads import ThreadNow
 from .symbols import KernelSymbols, UserSymbols, lookup_addresses
 
 Threads = Mapping[int, Mapping[int, ThreadNow]]  # tgid -> tid -> thread

@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 
 from ...model.offcpu import Snapshot, ThreadGroup
 from ...tools.native.offcpu import TracerOutput
-from ..target.threads import ThreadNow
+from ..proc.threads import ThreadNow
 from .symbols import UserSymbols
 
 NO_KERNEL_STACK = "kernel stacks unreadable here (/proc/PID/task/TID/stack needs root)"

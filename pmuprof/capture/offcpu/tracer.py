@@ -22,7 +22,7 @@ from ...packages import OFFCPU
 from ...paths import helper_path, offcpu_path
 from ...tools.native import helper, offcpu as tool, runnable
 from ...tools.native.symbolize import symbolize
-from ..target import process, threads as proc_threads
+from ..proc import process, threads as proc_threads
 from . import snapshot
 from .fold import fold
 from .symbols import KernelSymbols, UserSymbols

@@ -1,1 +1,0 @@
-"""The target process and its host, read from /proc and /sys only (no ptrace)."""
