@@ -57,7 +57,16 @@ def analyse(rec: Recording, lookup: binmod.Lookup = binmod.Lookup()) -> Profile:
         recovered_callers=rec.recovered_callers,
     )
     return Profile(
-        stacks, rec.run, rec.counters, rec.server, analysis, rec.leaves, rec.source, offcpu=rec.offcpu, samples=samples
+        stacks,
+        rec.run,
+        rec.counters,
+        rec.server,
+        analysis,
+        rec.leaves,
+        rec.source,
+        offcpu=rec.offcpu,
+        samples=samples,
+        series=rec.series,
     )
 
 

@@ -12,6 +12,7 @@ from ..model import rundir
 from ..model.analysis import Process
 from ..model.counters import Counters
 from ..model.offcpu import OffCpuProfile
+from ..model.series import SeriesSet
 from ..model.labels import process_root
 from ..model.perfscript import DEFAULT_TARGET_COMMS, FoldResult
 from ..model.profile import Leaf, Profile
@@ -59,6 +60,7 @@ class Recording:
     offcpu: OffCpuProfile | None = None  # a run directory's off-CPU stacks and thread snapshots
     samples: Samples | None = None  # the stacks' rows by thread and second (model/samples.py)
     recovered_callers: int = 0  # samples given the callers perf's walk skipped (model/callers.py)
+    series: SeriesSet | None = None  # a run directory's per-second series (model/series.py)
 
 
 def _kind(path: Path) -> str:
@@ -168,6 +170,7 @@ def read_recording(
     counters, server, _, notes = rundir.read_facts(sibling) if sibling else (Counters(), None, None, ())
     more: list[str] = []
     offcpu = rundir.read_offcpu(sibling, load_folded_stacks, more) if sibling else None
+    series = rundir.read_series(sibling, more) if sibling else None
     run = run.with_notes(notes + tuple(more))
     run = _with_fold_facts(run, result, path, kind)
     if choice.pids and not result.pid_known:
@@ -196,6 +199,7 @@ def read_recording(
         offcpu,
         samples,
         result.recovered_callers,
+        series,
     )
 
 

@@ -14,6 +14,7 @@ from .counters import Counters
 from .offcpu import OffCpuProfile
 from .run import Run, Target
 from .samples import Samples
+from .series import SeriesSet
 from .server import ServerFacts
 from .stacks import Stack, Stacks  # noqa: F401 (Stack: the type callers import from here)
 
@@ -39,7 +40,8 @@ class Profile:
     ``samples`` splits each stack row by thread and second (model/samples.py); None when the input
     has no thread ids or times (a folded file). ``threads`` holds the CPU-by-thread and processlist
     tables the analyse stage joined (analysis/threads.py ``tables``: plain data, as the report shows
-    them); None until that stage ran for a report, or when the input has no thread ids.
+    them); None until that stage ran for a report, or when the input has no thread ids. ``series``
+    holds what the capture's sources measured once a second (model/series.py); None for any other input.
     """
 
     stacks: Stacks
@@ -53,6 +55,7 @@ class Profile:
     offcpu: OffCpuProfile | None = None
     samples: Samples | None = None
     threads: Mapping[str, Any] | None = None
+    series: SeriesSet | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.stacks, Stacks):

@@ -19,6 +19,7 @@ from .offcpu import OffCpuProfile, Threads
 from .profile import Leaf, Profile
 from .run import Run, Source
 from .samples import BadTable, Samples, read_tsv
+from .series import SeriesSet
 from .stacks import Stacks
 from .server import ServerFacts
 
@@ -45,6 +46,7 @@ SAMPLES = "samples.tsv"  # samples per (stacks.folded line, thread id, second): 
 KALLSYMS = "kallsyms.gz"  # the recording boot's kernel text symbols (model.run.KernelSymbols)
 BINARIES = "binaries.tar.gz"  # the targets' sampled user binaries, by build-id (model.run.KeptBinaries)
 PROCESSLIST = "processlist.tsv"  # the processlist polled once a second during the capture (capture/mysql/poll.py)
+SERIES = "series.json"  # the capture sources' per-second values (model/series.py)
 WATCH_POLLS = "watch-polls.tsv"  # a watch capture's trigger polls before and during it (model/watchpolls.py)
 CONTROL_FIFOS = (".perf-ctl", ".perf-ack")  # perf's control FIFOs during a capture
 ROOM = ".pmuprof-room"  # space held during a capture for its last files (capture/diskroom.py)
@@ -74,6 +76,7 @@ RUN_FILES = frozenset(
         KALLSYMS,
         BINARIES,
         WATCH_POLLS,
+        SERIES,
         RECOVERED_CALLERS,
         *CONTROL_FIFOS,
         ROOM,
@@ -253,6 +256,11 @@ def read_facts(path: Path) -> tuple[Counters, ServerFacts | None, Analysis | Non
     return counters, server, _tolerant(path / ANALYSIS, Analysis, None, notes), tuple(notes)
 
 
+def read_series(path: Path, notes: list[str]) -> SeriesSet | None:
+    """series.json of a run directory (None when the capture kept none); a damaged one is left out with a note."""
+    return _tolerant(path / SERIES, SeriesSet, None, notes)
+
+
 def read_offcpu(
     path: Path, read_stacks: Callable[[Path], tuple[Any, dict[str, str]]] = load_folded, notes: list[str] | None = None
 ) -> OffCpuProfile | None:
@@ -285,6 +293,7 @@ def load_run_dir(path: Path, read_stacks: Callable[[Path], tuple[Any, dict[str, 
     counters, server, analysis, notes = read_facts(path)
     more: list[str] = []
     offcpu = read_offcpu(path, read_stacks, more)
+    series = read_series(path, more)
     samples, more_samples = read_samples(path / SAMPLES, stacks)
     polled = processlist.note(path / PROCESSLIST)
     run = read_run(path).with_notes(notes + tuple(more) + more_samples + ((polled,) if polled else ()))
@@ -298,6 +307,7 @@ def load_run_dir(path: Path, read_stacks: Callable[[Path], tuple[Any, dict[str, 
         str(path),
         offcpu=offcpu,
         samples=samples,
+        series=series,
     )
 
 
