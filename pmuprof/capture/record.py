@@ -5,59 +5,31 @@ from __future__ import annotations
 import datetime as _dt
 import os
 import shutil
-import signal
-import sys
-import threading
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from .. import __version__, outfile, signals
 from ..errors import PerfError, PmuprofError, ResourceError, UsageError
 from ..model import rundir
-from ..model.counters import CounterValue, Counters, event_name
 from ..model.jsontypes import from_json
 from ..model.run import Clock, FeatureOff, Host, Pause, Record, Run, Stat, Target
-from ..model.server import ServerFacts
 from ..packages import apt_install
 from ..paths import perf_path
 from ..tools.native import helper
-from ..tools.perf import argv as perfcmd, parse as perfparse, read as perfread, repair
-from . import diskroom, events
-from .mysql import facts as mysql, poll as processlist
+from ..tools.perf import argv as perfcmd
+from . import events, sources
+from .lifecycle import Context, Source, run_sources
 from .offcpu import tracer as offcpu
-from .runner import Control, DiskGuard, Outcome, Progress, run_bounded
-from .proc import host, hostload, process as target
-from .proc.archive import keep_for_report
+from .options import RecordOptions
+from .proc import host, process as target
+from .runner import Progress
+from .window import Cap, Perf
+
+__all__ = ["MAX_DURATION_S", "RecordOptions", "check_disk", "check_window", "read_clock", "record"]
 
 MAX_DURATION_S = 3600
-MYSQL_JOIN_S = 30  # server facts still missing this long after perf stopped are given up
-UNFINISHED_NOTE = (
-    "perf did not close perf.data (killed, or out of disk): pmuprof set its data size from the file; "
-    "the last samples may be missing"
-)
-SIZE_LIMIT = "perf size limit reached"  # perf record's stderr when --max-size stopped it
-NO_PMU_FIX = "run on bare metal or enable the vPMU (e.g. KVM `-cpu host,pmu=on`)"
-
-
-@dataclass(frozen=True)
-class RecordOptions:
-    pids: tuple[int, ...]
-    out_dir: Path
-    duration: float = 30.0
-    frequency: int = 99
-    call_graph: str = "fp"
-    mode: str = "per-cpu"
-    event: str = "cycles"
-    mysql: bool = True
-    mysql_options: object | None = None  # pmuprof.capture.mysql.facts.MysqlOptions
-    per_thread_roots: bool = False
-    keep_perf_data: bool = True
-    # also sum off-CPU time per stack in the kernel (BPF; root only); None: where it is cheap (capture/offcpu AUTO)
-    off_cpu: bool | None = False
-    command: tuple[str, ...] = field(default_factory=lambda: tuple(sys.argv))
 
 
 def check_window(duration: float, frequency: int, call_graph: str = "fp") -> None:
@@ -137,11 +109,14 @@ def record(
     progress: Progress | None = None,
     log: Callable[[str], None] = lambda _m: None,
     on_recorded: Callable[[], None] | None = None,
+    extra: Sequence[Source] = (),
 ) -> Path:
-    """Capture into opts.out_dir (run.json, perf.data, counters.json, mysql.json) and return it.
+    """Capture into opts.out_dir (run.json, perf.data, counters.json, mysql.json, series.json, ...) and return it.
 
-    Ctrl-C keeps what was captured. ``on_recorded`` runs as soon as perf has stopped (the demo
-    stops its workload there). Folding and analysis are the pipeline's (pipeline.materialize).
+    The sources (capture/sources.py, then ``extra``) run around perf's window (capture/lifecycle.py).
+    Ctrl-C keeps what was captured. ``on_recorded`` runs as soon as perf and the per-second sources
+    have stopped (the demo stops its workload there). Folding and analysis are the pipeline's
+    (pipeline.materialize).
     """
     validate(opts)
     pids = tuple(dict.fromkeys(target.resolve_pid(p) for p in opts.pids))
@@ -159,67 +134,20 @@ def record(
     pmu_events, pmu_notes = _pmu_event_set(host_facts)
     run = replace(_initial_run(opts, targets, host_facts, pmu_events, pmu_notes, run.started), clock=run.clock)
     rundir.write_typed(opts.out_dir / rundir.RUN_JSON, run)
-    diskroom.hold(opts.out_dir)
-    off = offcpu.plan(
-        opts.out_dir,
-        pids,
-        {t.pid: t.label for t in targets},
-        opts.duration,
-        opts.off_cpu,
-        opts.frequency if opts.call_graph == "fp" else 0,
-    )
-    mysql_thread = _start_mysql(opts, pids, min(opts.duration, 5.0), log)
-    poller = processlist.start(opts.mysql_options, pids[0], opts.out_dir) if opts.mysql else None  # type: ignore[arg-type]
     log(
         f"recording {', '.join(f'{t.label} (pid {t.pid})' for t in targets)} for {opts.duration:g} s at "
         f"{opts.frequency} Hz, mode {opts.mode}{' cgroup ' + run.cgroup if run.cgroup else ''}"
     )
-    cap = Cap(min(need * 4, free - reserve), free - reserve < need * 4, reserve)
-    load = hostload.Sampler(host_facts.get("nproc") or 1, tuple(pids))
-    load.start()
-    try:
-        run, outcome = _record_with_fallback(
-            opts,
-            perf,
-            pids,
-            run,
-            pmu_events,
-            cap,
-            progress,
-            log,
-            offcpu.procs(off, opts.out_dir),
-            user_sp=off.sample_hz > 0,
-        )
-    except PmuprofError as err:  # perf failed or was killed: run.json still says what happened
-        load.stop()
-        processlist.finish(poller)
-        diskroom.release(opts.out_dir)
-        rundir.write_typed(opts.out_dir / rundir.RUN_JSON, run.with_notes((f"capture failed: {err.message}",)))
-        raise
-    with signals.held() as pending:  # writing run.json must not be cut short
-        run = replace(run, host_load=load.stop()).with_notes(processlist.finish(poller))
-        if on_recorded is not None:
-            on_recorded()
-        if pending and not outcome.stopped_by:
-            outcome.stopped_by = signal.Signals(pending.pop(0)).name
-        try:
-            run = _finish(opts, perf, run, outcome, mysql_thread, cap, off)
-        finally:
-            diskroom.release(opts.out_dir)
+    ctx = Context(opts, pids, run, perf, log)
+    window = Perf(Cap(min(need * 4, free - reserve), free - reserve < need * 4, reserve), progress)
+    run, pending = run_sources(ctx, sources.make(ctx, extra), window, on_recorded)
+    with signals.held() as late:
         if not opts.keep_perf_data:
             (opts.out_dir / rundir.PERF_DATA).unlink(missing_ok=True)
-    if outcome.again or pending:  # a second signal: the run directory is complete; stop before folding
-        raise signals.StopSignal(outcome.again or pending[0])
+    again = (ctx.window.outcome.again if ctx.window.outcome else 0) or next(iter(pending + late), 0)
+    if again:  # a second signal: the run directory is complete; stop before folding
+        raise signals.StopSignal(again)
     return opts.out_dir
-
-
-@dataclass(frozen=True)
-class Cap:
-    """perf record --max-size, and whether it is the disk's limit (free space above the reserve)."""
-
-    size: int
-    by_disk: bool
-    reserve: int
 
 
 def _record_asked(opts: RecordOptions) -> Record:
@@ -280,223 +208,6 @@ def _initial_run(
     )
 
 
-def _record_with_fallback(
-    opts, perf, pids, run: Run, pmu_events, cap: Cap, progress, log, extra: dict | None = None, user_sp: bool = False
-) -> tuple[Run, Outcome]:
-    """perf record + stat (+ ``extra`` bounded processes); when perf refuses the cgroup filter, again without it.
-    ``user_sp``: samples carry the user sp (the on-CPU sampler's stopped-walk key, model/callers.py)."""
-    try:
-        return _run_perf(opts, perf, pids, run, pmu_events, cap, progress, extra, user_sp)
-    except PerfError as err:
-        if not run.cgroup:
-            raise
-        log(f"perf refused the cgroup filter ({err.message}); sampling all CPUs without it")
-        note = f"perf refused -G {run.cgroup} ({err.message}): sampled without the cgroup filter"
-        return _run_perf(
-            opts, perf, pids, replace(run, cgroup=None).with_notes((note,)), pmu_events, cap, progress, extra, user_sp
-        )
-
-
-def _run_perf(
-    opts: RecordOptions,
-    perf: str,
-    pids: tuple[int, ...],
-    run: Run,
-    pmu_events: list[tuple[str, str]],
-    cap: Cap,
-    progress: Progress | None,
-    extra: dict | None = None,
-    user_sp: bool = False,
-) -> tuple[Run, Outcome]:
-    """perf record + perf stat (+ ``extra``, the off-CPU tracer, started by SIGUSR1) for the capture window."""
-    data = opts.out_dir / rundir.PERF_DATA
-    data.unlink(missing_ok=True)
-    spec = perfcmd.RecordSpec(
-        data,
-        pids,
-        opts.frequency,
-        opts.call_graph,
-        opts.mode,
-        opts.event,
-        run.cgroup,
-        max_size_bytes=cap.size,
-        user_sp=user_sp,
-    )
-    stat_events = perfcmd.STAT_SOFTWARE + tuple(perf_name for _, perf_name in pmu_events)
-    control = Control(opts.out_dir)
-    argv = {
-        "record": (perfcmd.record_argv(perf, spec, control.argv()), opts.out_dir / rundir.RECORD_LOG),
-        "stat": (
-            perfcmd.stat_argv(perf, opts.out_dir / rundir.STAT_CSV, pids, stat_events, opts.mode, run.cgroup),
-            opts.out_dir / rundir.STAT_LOG,
-        ),
-        **(extra or {}),
-    }
-    outcome = run_bounded(
-        argv,
-        opts.duration,
-        pids,
-        run.host.perf_event_paranoid,
-        progress,
-        data,
-        control,
-        DiskGuard(opts.out_dir, cap.reserve, room=True),
-        starters=tuple(extra or {}),
-    )
-    run = replace(
-        run,
-        record=replace(run.record, argv=tuple(argv["record"][0])),
-        stat=replace(run.stat, argv=tuple(argv["stat"][0])),
-    )
-    return run, outcome
-
-
-def _finish(
-    opts: RecordOptions, perf: str, run: Run, outcome: Outcome, mysql_thread, cap: Cap, off: offcpu.Plan | None = None
-) -> Run:
-    """What really happened: events recorded, counters, server facts, off-CPU stacks; run.json written last."""
-    stderr = perfparse.parse_record_stderr(outcome.stderr.get("record", ""))
-    if outcome.stopped_by == "disk" or diskroom.perf_ran_out(outcome.stderr.get("record", "")):
-        diskroom.release(opts.out_dir)  # the last files go in the room kept for them
-        if not outcome.stopped_by:
-            outcome.stopped_by = "disk"
-            outcome.disk_low = f"perf record could not write perf.data ({diskroom.PERF_FULL}) in {opts.out_dir}"
-    if SIZE_LIMIT in outcome.stderr.get("record", "") and not outcome.stopped_by:
-        if cap.by_disk:
-            outcome.stopped_by = "disk"
-            outcome.disk_low = (
-                f"perf.data reached {cap.size / 2**20:.0f} MiB, all the space above the "
-                f"{cap.reserve / 2**20:.0f} MiB pmuprof keeps free on {opts.out_dir}"
-            )
-        else:
-            run = run.with_notes(
-                (
-                    f"perf.data reached its size limit ({cap.size / 2**20:.0f} MiB, 4x the estimate) "
-                    f"after {outcome.elapsed_s:.1f} s: the capture is shorter than asked",
-                )
-            )
-    run = replace(
-        run,
-        duration_s=outcome.elapsed_s,
-        interrupted=outcome.interrupted,
-        stopped_by=outcome.stopped_by or ("perf-killed" if outcome.perf_killed else ""),
-        record=replace(
-            run.record,
-            samples_total=stderr.get("samples_total"),
-            lost=stderr.get("lost"),
-            data_mb=stderr.get("data_mb"),
-        ),
-    )
-    run = run.with_notes(_outcome_warnings(outcome))
-    if repair.finish_header(opts.out_dir / rundir.PERF_DATA):
-        run = run.with_notes((UNFINISHED_NOTE,))
-    try:
-        run = _recorded_event(run, perf, opts.out_dir / rundir.PERF_DATA)
-    finally:
-        try:
-            run = _write_counters(opts, run)
-            run = _write_server_facts(opts, run, mysql_thread)
-            run = _write_offcpu(opts, run, outcome, off)
-            run = keep_for_report(opts.out_dir, perf, run, opts.keep_perf_data)
-        finally:  # run.json last, even when one of those could not be written
-            rundir.write_typed(opts.out_dir / rundir.RUN_JSON, run)
-    return run
-
-
-def _write_offcpu(opts: RecordOptions, run: Run, outcome: Outcome, off: offcpu.Plan | None) -> Run:
-    if off is None or not off.requested:
-        return run
-    result, warnings, features_off = offcpu.finish(
-        off, opts.out_dir, outcome.returncodes.get("offcpu"), outcome.stderr.get("offcpu", ""), opts.per_thread_roots
-    )
-    return replace(run, offcpu=result).with_notes(warnings, features_off)
-
-
-def _outcome_warnings(outcome: Outcome) -> tuple[str, ...]:
-    out = []
-    if outcome.target_exited:
-        out.append(
-            f"target pid(s) {', '.join(map(str, outcome.target_exited))} exited during the capture after "
-            f"{outcome.elapsed_s:.1f} s; the report covers the time before that"
-        )
-    if outcome.interrupted:
-        out.append(
-            f"capture interrupted ({outcome.stopped_by or 'Ctrl-C'}) after {outcome.elapsed_s:.1f} s; "
-            "kept what was recorded"
-        )
-    if outcome.perf_killed:
-        out.append(
-            f"perf record was killed by {outcome.perf_killed} after {outcome.elapsed_s:.1f} s (the OOM "
-            "killer or another tool?); the report covers what it wrote"
-        )
-    if outcome.stopped_by == "disk":
-        out.append(f"capture stopped after {outcome.elapsed_s:.1f} s to keep the disk from filling: {outcome.disk_low}")
-    return tuple(out)
-
-
-def _recorded_event(run: Run, perf: str, data: Path) -> Run:
-    """perf may silently substitute cpu-clock for cycles on hosts without a PMU: say so."""
-    rec = perfread.Recording(tuple(perfread.recorded_events(perf, data)), {}, {})
-    run = replace(
-        run, record=replace(run.record, event_recorded=rec.event, events_recorded=tuple(e["name"] for e in rec.events))
-    )
-    asked = event_name(run.record.event_requested)
-    if rec.event == asked:
-        return run
-    return run.with_notes(
-        (
-            f"perf recorded {rec.event} instead of {asked}: no usable hardware PMU on this host (a VM without a "
-            f"vPMU?). Function shares are time-based and still right; cycle/IPC facts are unavailable",
-        ),
-        (FeatureOff("hardware cycles sampling", f"perf substituted {rec.event}", NO_PMU_FIX),),
-    )
-
-
-def _write_counters(opts: RecordOptions, run: Run) -> Run:
-    stat_out = opts.out_dir / rundir.STAT_CSV
-    rows = perfparse.parse_stat_csv(stat_out.read_text(errors="replace")) if stat_out.exists() else []
-    values = []
-    for row in rows:  # curated PMU events are named (pause_inst, remote_dram, ...); perf's spelling is kept
-        name = run.stat.labels.get(event_name(row["event"]))
-        if name and name != row["event"]:
-            row = {**row, "perf": row["event"], "event": name}
-        values.append(from_json(CounterValue, {k: v for k, v in row.items() if v is not None}))
-    scope = (
-        f"cgroup {run.cgroup}"
-        if run.cgroup
-        else ("system-wide (all processes)" if opts.mode == "per-cpu" else "target threads")
-    )
-    counters = Counters(scope, run.duration_s, tuple(values))
-    ipc = counters.ipc()
-    rundir.write_typed(
-        opts.out_dir / rundir.COUNTERS, replace(counters, derived={"ipc": round(ipc, 4)} if ipc is not None else {})
-    )
-    if counters.value("cycles") is not None or counters.value("instructions") is not None:
-        return run
-    return run.with_notes(
-        features_off=(
-            FeatureOff(
-                "IPC (cycles, instructions)",
-                "no hardware PMU counters here",
-                "run on bare metal or a VM with a virtual PMU",
-            ),
-        )
-    )
-
-
-def _write_server_facts(opts: RecordOptions, run: Run, worker) -> Run:
-    if worker is None:
-        return run
-    worker.join(timeout=MYSQL_JOIN_S)
-    facts = worker.facts or {"reachable": False, "error": "server facts timed out"}
-    try:
-        typed = from_json(ServerFacts, facts)
-    except TypeError as err:  # a server answer pmuprof did not expect must not lose the capture
-        typed = ServerFacts(reachable=False, error=f"server facts not understood ({err})")
-    rundir.write_typed(opts.out_dir / rundir.MYSQL, typed)
-    return run if typed.reachable else run.with_notes((f"server facts not collected: {typed.error}",))
-
-
 def _pmu_event_set(host_facts: dict) -> tuple[list[tuple[str, str]], list[str]]:
     """cycles/instructions plus this CPU family's curated events (libpfm4 → perf raw), when a PMU exists."""
     if not host_facts["hardware_pmu"]:
@@ -516,32 +227,3 @@ def _shared_cgroup(targets: tuple[Target, ...]) -> str | None:
     groups = {t.cgroup for t in targets}
     group = groups.pop() if len(groups) == 1 else None
     return group if group and group.endswith((".service", ".scope")) else None
-
-
-class _MysqlThread(threading.Thread):
-    def __init__(self, opts: RecordOptions, pid: int, interval: float, log: Callable[[str], None]) -> None:
-        super().__init__(daemon=True, name="pmuprof-mysql-facts")
-        self.opts, self.pid, self.interval, self.log = opts, pid, interval, log
-        self.facts: dict[str, Any] | None = None
-
-    def run(self) -> None:
-        try:
-            options = self.opts.mysql_options or mysql.MysqlOptions()
-            self.facts = mysql.collect_facts(options, pid=self.pid, interval_s=self.interval)
-        except Exception as err:  # server facts must never fail a capture
-            self.facts = {"reachable": False, "error": f"{type(err).__name__}: {err}"}
-        if not self.facts.get("reachable", True):  # said once, now, on the terminal; the capture goes on
-            self.log(
-                f"warning: server facts not collected ({self.facts.get('error') or 'unreachable'}); the "
-                "capture goes on — pass --mysql-socket / --defaults-file, or --no-mysql"
-            )
-
-
-def _start_mysql(
-    opts: RecordOptions, pids: tuple[int, ...], interval: float, log: Callable[[str], None]
-) -> _MysqlThread | None:
-    if not opts.mysql:
-        return None
-    worker = _MysqlThread(opts, pids[0], interval, log)
-    worker.start()
-    return worker

@@ -95,6 +95,7 @@ class Outcome:
     disk_low: str = ""  # why the free-space watcher stopped perf
     perf_killed: str = ""  # the signal that killed perf record (its data is kept and reported)
     again: int = 0  # a further stop signal that arrived while perf was stopping (the caller stops after run.json)
+    window_start_s: float = 0.0  # CLOCK_MONOTONIC when the window started (perf's enable acknowledged)
     target_exited: list[int] = field(default_factory=list)
     returncodes: dict[str, int | None] = field(default_factory=dict)
     stderr: dict[str, str] = field(default_factory=dict)
@@ -240,60 +241,88 @@ class DiskGuard:
         )
 
 
-def run_bounded(
-    procs: dict[str, tuple[Sequence[str], Path]],
-    duration: float,
-    pids: Sequence[int],
-    paranoid: int | None,
-    progress: Progress | None = None,
-    data_path: Path | None = None,
-    control: Control | None = None,
-    disk: DiskGuard | None = None,
-    starters: Sequence[str] = (),
-) -> Outcome:
-    """Run the named perf commands together for ``duration`` seconds of recording, then stop them all.
-    ``starters`` (the off-CPU tracer) count nothing until SIGUSR1, sent when perf's window starts, and are
-    stopped with it: their window is perf's.
+class Bounded:
+    """The named perf commands (and the programs sources run inside perf's window) for ``duration`` seconds
+    of recording: start() spawns them and starts the window, wait() watches it, stop() ends it (always: it
+    is what cleanup calls too). ``starters`` (the off-CPU tracer) count nothing until SIGUSR1, sent when
+    perf's window starts, and are stopped with it: their window is perf's.
 
     SIGINT, SIGTERM and SIGHUP (pmuprof.signals) end the window early like the clock does; a signal
     that arrives while perf is being stopped is noted, never lost, and never cuts the stop short.
     """
-    out = Outcome()
-    started: dict[str, subprocess.Popen] = {}
-    t0 = time.monotonic()
-    try:
-        for name, (argv, err_path) in procs.items():
-            started[name] = spawn(argv, err_path)
-        if control is not None:
-            if control.enable(started["record"], ENABLE_TIMEOUT_S):
-                t0 = time.monotonic()
-                for name in starters:
-                    _signal(started[name], signal.SIGUSR1)
-            elif started["record"].poll() is None:
-                raise PerfError(
-                    "perf record did not start recording (no answer on its control FIFO within "
-                    f"{ENABLE_TIMEOUT_S:.0f} s, or no CPU used for {stall_s():.0f} s)",
-                    "check the perf binary (PMUPROF_PERF) and `pmuprof doctor`",
-                )
-        _watch(started, procs, duration, pids, paranoid, progress, data_path, out, t0, disk)
-    except signals.STOPS as err:
-        out.interrupted, out.stopped_by = True, signals.name_of(err)
-    finally:
+
+    def __init__(
+        self,
+        procs: dict[str, tuple[Sequence[str], Path]],
+        pids: Sequence[int],
+        paranoid: int | None,
+        data_path: Path | None = None,
+        control: Control | None = None,
+        disk: DiskGuard | None = None,
+        starters: Sequence[str] = (),
+    ) -> None:
+        self.procs, self.pids, self.paranoid, self.data_path = procs, pids, paranoid, data_path
+        self.control, self.disk, self.starters = control, disk, starters
+        self.out = Outcome()
+        self.started: dict[str, subprocess.Popen] = {}
+        self.t0 = time.monotonic()
+        self.stopped = False
+
+    def start(self) -> None:
+        """Spawn every command; the window starts when perf acknowledges 'enable' (or now, without control)."""
+        try:
+            for name, (argv, err_path) in self.procs.items():
+                self.started[name] = spawn(argv, err_path)
+            self.t0 = time.monotonic()
+            if self.control is not None:
+                if self.control.enable(self.started["record"], ENABLE_TIMEOUT_S):
+                    self.t0 = time.monotonic()
+                    for name in self.starters:
+                        _signal(self.started[name], signal.SIGUSR1)
+                elif self.started["record"].poll() is None:
+                    raise PerfError(
+                        "perf record did not start recording (no answer on its control FIFO within "
+                        f"{ENABLE_TIMEOUT_S:.0f} s, or no CPU used for {stall_s():.0f} s)",
+                        "check the perf binary (PMUPROF_PERF) and `pmuprof doctor`",
+                    )
+        except signals.STOPS as err:
+            self.out.interrupted, self.out.stopped_by = True, signals.name_of(err)
+
+    def wait(self, duration: float, progress: Progress | None = None) -> None:
+        """Until the window ends: the clock, perf exiting, a target gone, the disk low, or a stop signal."""
+        if self.out.interrupted:
+            return
+        try:
+            _watch(
+                self.started, self.procs, duration, self.pids, self.paranoid, progress, self.data_path, self.out,
+                self.t0, self.disk,
+            )  # fmt: skip
+        except signals.STOPS as err:
+            self.out.interrupted, self.out.stopped_by = True, signals.name_of(err)
+
+    def stop(self) -> Outcome:
+        """Stop everything started (perf writes its file) and say how the window went; once."""
+        if self.stopped:
+            return self.out
+        self.stopped = True
+        out, disk = self.out, self.disk
         with signals.held() as pending:
-            out.elapsed_s = round(time.monotonic() - t0, 3)
+            out.window_start_s = self.t0
+            out.elapsed_s = round(time.monotonic() - self.t0, 3)
             if disk is not None and disk.room and (out.stopped_by == "disk" or disk.low()):
                 diskroom.release(disk.path)  # perf still writes its buffers when it stops
-            for proc in started.values():  # signal all first: their shutdowns overlap
+            for proc in self.started.values():  # signal all first: their shutdowns overlap
                 _signal(proc, signal.SIGINT)
-            for name, proc in started.items():
-                out.returncodes[name] = stop(proc, output=data_path if name == "record" else None)
-                out.stderr[name] = procs[name][1].read_text(errors="replace") if procs[name][1].exists() else ""
-            if control is not None:
-                control.close()
+            for name, proc in self.started.items():
+                out.returncodes[name] = stop(proc, output=self.data_path if name == "record" else None)
+                log = self.procs[name][1]
+                out.stderr[name] = log.read_text(errors="replace") if log.exists() else ""
+            if self.control is not None:
+                self.control.close()
         if pending and not out.interrupted:
             out.interrupted, out.stopped_by = True, signal.Signals(pending.pop(0)).name
         out.again = pending[0] if pending else 0
-    return out
+        return out
 
 
 def _record_exited(proc: subprocess.Popen, err_path: Path, pids, paranoid, out: Outcome) -> None:

@@ -68,7 +68,7 @@ class Host:
 class HostLoad:
     """How busy the whole host was while perf recorded, from /proc (what pt-stalk's vmstat and mpstat show):
     shares of all CPUs' time, the run queue (``procs_running``, pmuprof's own threads included) sampled
-    every half second, and rates over the window. A value the kernel does not offer is None."""
+    once a second, and rates over the window. A value the kernel does not offer is None."""
 
     seconds: float = 0.0
     cpus: int = 0
@@ -86,6 +86,7 @@ class HostLoad:
     mem_available_min_bytes: int | None = None
     psi_cpu_some_share: float | None = None  # share of the window some runnable task waited for a CPU
     psi_memory_some_share: float | None = None
+    interval_s: float | None = None  # how often /proc was read (None: a run from before it was said, read every 0.5 s)
 
 
 @dataclass(frozen=True)
@@ -250,6 +251,17 @@ class Clock:
 
 
 @dataclass(frozen=True)
+class SourceRun:
+    """What one capture source did (capture/lifecycle.py): the run-directory files it wrote, the per-second
+    series it kept in series.json (model/series.py), and why it recorded nothing, when it did not."""
+
+    name: str
+    files: tuple[str, ...] = ()
+    series: tuple[str, ...] = ()
+    why_not: str = ""
+
+
+@dataclass(frozen=True)
 class Run:
     """run.json. A bare perf.data / text / folded input gets a Run with what its header tells."""
 
@@ -276,6 +288,7 @@ class Run:
     kernel_symbols: KernelSymbols | None = None  # None: a run from before they were kept, or not a capture
     kept_binaries: KeptBinaries | None = None  # None: a run from before they were kept, or not a capture
     clock: Clock | None = None  # None: a run from before it was kept, or not a capture
+    sources: tuple[SourceRun, ...] = ()  # the capture's sources in the order they started (empty: older runs)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "command", redact_command(self.command))  # written and read back redacted

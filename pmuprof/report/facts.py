@@ -152,8 +152,16 @@ def host_load_rows(load: HostLoad | None) -> list[dict[str, str]]:
     if memory:
         rows.append(("memory", "; ".join(memory)))
     return [{"label": label, "value": value} for label, value in rows] + [
-        {"label": "window", "value": f"{load.seconds:.1f} s, /proc read twice a second"}
+        {"label": "window", "value": f"{load.seconds:.1f} s, /proc read {_how_often(load.interval_s)}"}
     ]
+
+
+def _how_often(interval_s: float | None) -> str:
+    """How often the host-load source read /proc: once a second since it is a per-second source, every half
+    second before (a run.json without ``interval_s``)."""
+    if interval_s is None:
+        return "twice a second"
+    return "once a second" if interval_s == 1 else f"every {interval_s:g} s"
 
 
 def _version_text(version: str, source: str) -> str:

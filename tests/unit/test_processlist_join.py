@@ -180,23 +180,50 @@ def test_choose_sql_prefers_processlist_tid_then_performance_schema():
         poll.choose_sql(_Conn(["ID", "USER"], pfs=0))
 
 
-def test_poller_writes_one_line_per_connection_per_poll(tmp_path):
+class _Clock:
+    """A monotonic clock that moves only when the poller reads (each query takes ``query_s``) or waits."""
+
+    def __init__(self, now: float, query_s: float) -> None:
+        self.now, self.query_s, self.waits = now, query_s, []
+
+    def __call__(self) -> float:
+        return self.now
+
+    def wait(self, seconds: float) -> bool:
+        self.waits.append(round(seconds, 3))
+        self.now += seconds
+        return False
+
+
+def test_poller_writes_one_line_per_connection_per_poll(tmp_path, monkeypatch):
+    """Polls start half a second into each second of the clock, so each lands in its own second (a slow
+    query too), and each row is stamped with it; the per-second series counts the rows."""
     import io
+    from pmuprof.capture import persecond
     from pmuprof.capture.mysql import poll
 
-    ticks = iter(10.0 + 0.25 * k for k in range(100))  # four clock reads per poll: one poll a second
-    p = poll.Poller(None, None, tmp_path / "p.tsv", interval=0.0, clock=lambda: next(ticks))
-    conn, out = _Conn(["TID"]), io.StringIO()
-    orig = poll.MAX_POLLS
-    poll.MAX_POLLS = 3
-    try:
-        p._loop(conn, poll.MARIADB_SQL, out)
-    finally:
-        poll.MAX_POLLS = orig
-    assert p.polls == 3 and p.rows == 3
+    clock = _Clock(10.3, 0.2)
+    p = poll.Processlist(None, None, tmp_path / "p.tsv", clock=clock, wait=clock.wait)
+    conn, out = _Conn(["TID"]), type("Out", (io.StringIO,), {"close": lambda self: None})()
+    read = p.read
+
+    def timed_read():
+        clock.now += clock.query_s
+        clock.query_s = 0.7 if clock.query_s == 0.2 else 0.2  # every other query is slow
+        return read()
+
+    p.open = lambda ctx: None
+    p.read = timed_read
+    p._conn, p._sql, p._out = conn, poll.MARIADB_SQL, out
+    monkeypatch.setattr(persecond, "MAX_POLLS", 4)
+    p._run(None)
+    assert p.polls == 4 and p.rows == 4 and p.error == "stopped after 4 polls"
     seconds = [int(ln.split("\t")[0]) for ln in out.getvalue().splitlines()]
-    assert seconds == [10, 11, 12]  # the midpoint of each query, on the capture's clock
+    assert seconds == [10, 11, 12, 13]  # the midpoint of each query, on the capture's clock
+    assert clock.waits == [1.0, 0.3, 0.8, 0.3]  # from each query's end to the middle of the next second
     assert out.getvalue().splitlines()[0].endswith("statistics\t0\tSELECT * FROM t WHERE a = ?")
+    (active,) = p.series()
+    assert active.name == "processlist.active" and active.seconds == (10, 11, 12, 13) and active.values == (1.0,) * 4
 
 
 TWO_STATES = """# pmuprof processlist: second\ttid\tid\tuser\tdb\tcommand\tstate\ttime\tdigest

@@ -2,28 +2,28 @@
 
 Reads only what SHOW PROCESSLIST reads: MariaDB's information_schema.PROCESSLIST (its TID column is
 the OS thread id), else MySQL's performance_schema.threads (THREAD_OS_ID, PROCESSLIST_STATE/INFO and
-the current statement's DIGEST_TEXT) — no lock, nothing that stops the server. Each poll is stamped
-with the whole second of CLOCK_MONOTONIC at its midpoint, the clock perf record samples with
-(tools/perf/argv.py SAMPLE_CLOCK), so a sample joins the row its thread had in that second.
-Statement text is kept only as a normalised digest (literals replaced by ``?``): never a value.
-Memory is one poll's rows; the file is bounded by MAX_ROWS_PER_POLL and MAX_POLLS.
+the current statement's DIGEST_TEXT) — no lock, nothing that stops the server. A per-second source
+(capture/persecond.py): each poll is stamped with the whole second of CLOCK_MONOTONIC at its midpoint,
+the clock perf record samples with (tools/perf/argv.py SAMPLE_CLOCK), so a sample joins the row its
+thread had in that second. Statement text is kept only as a normalised digest (literals replaced by
+``?``): never a value. Memory is one poll's rows; the file is bounded by MAX_ROWS_PER_POLL and
+persecond.MAX_POLLS.
 """
 
 from __future__ import annotations
 
 import re
-import threading
-import time
 from pathlib import Path
 from typing import Any, TextIO
-from collections.abc import Callable
 
+from ...model.rundir import PROCESSLIST
+from ..lifecycle import Context, Part
+from ..persecond import Measure, PerSecond
 from .facts import MysqlOptions, _scrub, connect
 
 HEADER = "# pmuprof processlist: second\ttid\tid\tuser\tdb\tcommand\tstate\ttime\tdigest"
 COLUMNS = ("second", "tid", "id", "user", "db", "command", "state", "time", "digest")
 MAX_ROWS_PER_POLL = 5000  # connections per poll kept (a server with more keeps the busiest first)
-MAX_POLLS = 7200  # two hours of polls; a longer capture stops polling (said in run.json)
 DIGEST_CHARS = 240
 
 MARIADB_SQL = (
@@ -86,89 +86,76 @@ def choose_sql(conn: Any) -> str:
     raise LookupError("no thread ids: information_schema.PROCESSLIST has no TID and performance_schema is OFF")
 
 
-class Poller(threading.Thread):
-    """Polls until stop(); ``error`` says why it stopped early or never started (no password in it)."""
+class Processlist(PerSecond):
+    """The processlist source: processlist.tsv a poll a second (written as it goes, so a killed capture keeps
+    what was polled) and the connections in a statement per second (series ``processlist.active``)."""
 
-    def __init__(
-        self,
-        opts: MysqlOptions,
-        pid: int | None,
-        path: Path,
-        interval: float = 1.0,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        super().__init__(daemon=True, name="pmuprof-processlist")
-        self.opts, self.pid, self.path, self.interval, self.clock = opts, pid, path, interval, clock
-        self._done = threading.Event()
-        self.polls = 0
+    name = "processlist"
+    measures = (Measure("processlist.active", "connections", "connections running a statement (not Sleep)", show=True),)
+
+    def __init__(self, opts: MysqlOptions, pid: int | None, path: Path, **kw: Any) -> None:
+        super().__init__(**kw)
+        self.opts, self.pid, self.path = opts, pid, path
         self.rows = 0
-        self.error = ""
         self.source = ""
+        self._secrets: list[str] = []
+        self._conn: Any = None
+        self._sql = ""
+        self._out: TextIO | None = None
 
-    def stop(self, timeout: float = 5.0) -> None:
-        self._done.set()
-        self.join(timeout)
+    @classmethod
+    def of(cls, ctx: Context) -> Processlist | None:
+        if not ctx.opts.mysql:
+            return None
+        options = ctx.opts.mysql_options
+        return cls(
+            options if isinstance(options, MysqlOptions) else MysqlOptions(), ctx.pids[0], ctx.out_dir / PROCESSLIST
+        )
 
-    def run(self) -> None:
-        secrets: list[str] = []
-        try:
-            conn, _ep, secrets = connect(self.opts, self.pid)
-        except Exception as err:  # noqa: BLE001 - the capture goes on without the processlist
-            self.error = _scrub(err, secrets) or type(err).__name__
-            return
-        try:
-            sql = choose_sql(conn)
-            self.source = "information_schema.PROCESSLIST" if sql == MARIADB_SQL else "performance_schema.threads"
-            with open(self.path, "w", encoding="utf-8") as out:
-                out.write(HEADER + "\n")
-                self._loop(conn, sql, out)
-        except Exception as err:  # noqa: BLE001
-            self.error = _scrub(err, secrets) or type(err).__name__
-        finally:
+    def open(self, ctx: Context) -> None:
+        self._conn, _ep, self._secrets = connect(self.opts, self.pid)
+        self._sql = choose_sql(self._conn)
+        self.source = "information_schema.PROCESSLIST" if self._sql == MARIADB_SQL else "performance_schema.threads"
+        self._out = open(self.path, "w", encoding="utf-8")
+        self._out.write(HEADER + "\n")
+
+    def read(self) -> list[tuple]:
+        with self._conn.cursor() as cur:
+            cur.execute(self._sql)
+            rows = cur.fetchmany(MAX_ROWS_PER_POLL)
+            cur.fetchall()  # the rest is dropped (bounded)
+        return list(rows)
+
+    def keep(self, second: int, reading: list[tuple]) -> dict[str, float | None]:
+        lines = [ln for ln in (row_line(second, r) for r in reading) if ln]
+        if self._out is not None:
+            self._out.write("".join(lines))
+            self._out.flush()
+        self.rows += len(lines)
+        return {"processlist.active": float(len(lines))}
+
+    def close(self) -> None:
+        for closing in (self._out, self._conn):
             try:
-                conn.close()
+                if closing is not None:
+                    closing.close()
             except Exception:  # noqa: BLE001
                 pass
+        self._out = self._conn = None
 
-    def _loop(self, conn: Any, sql: str, out: TextIO) -> None:
-        next_at = self.clock()
-        while not self._done.is_set() and self.polls < MAX_POLLS:
-            t0 = self.clock()
-            with conn.cursor() as cur:
-                cur.execute(sql)
-                rows = cur.fetchmany(MAX_ROWS_PER_POLL)
-                cur.fetchall()  # the rest is dropped (bounded)
-            second = int((t0 + self.clock()) / 2)
-            lines = [ln for ln in (row_line(second, r) for r in rows) if ln]
-            out.write("".join(lines))
-            out.flush()
-            self.polls += 1
-            self.rows += len(lines)
-            next_at = max(next_at + self.interval, self.clock())
-            self._done.wait(max(0.0, next_at - self.clock()))
-        if self.polls >= MAX_POLLS:
-            self.error = f"stopped after {MAX_POLLS} polls"
+    def why(self, err: BaseException) -> str:
+        return _scrub(err, self._secrets) or type(err).__name__
 
+    def finish(self, ctx: Context) -> Part:
+        """The run.json note saying what the polls gave (or why none)."""
+        return Part(self.name, warnings=self._notes(), files=(PROCESSLIST,))
 
-def start(opts: MysqlOptions | None, pid: int | None, out_dir: Path) -> Poller:
-    """A running poller writing ``out_dir``/processlist.tsv."""
-    from ...model import rundir
-
-    poller = Poller(opts or MysqlOptions(), pid, out_dir / rundir.PROCESSLIST)
-    poller.start()
-    return poller
-
-
-def finish(poller: Poller | None) -> tuple[str, ...]:
-    """Stop it; the run.json note saying what the processlist polls gave (or why none)."""
-    if poller is None:
-        return ()
-    poller.stop()
-    if poller.polls and not poller.error:
-        return ()
-    if poller.polls:
-        return (f"processlist polling stopped after {poller.polls} polls: {poller.error}",)
-    return (
-        f"processlist not polled during the capture ({poller.error or 'no poll finished'}): "
-        "no CPU by processlist state or statement",
-    )
+    def _notes(self) -> tuple[str, ...]:
+        if self.polls and not self.error:
+            return ()
+        if self.polls:
+            return (f"processlist polling stopped after {self.polls} polls: {self.error}",)
+        return (
+            f"processlist not polled during the capture ({self.error or 'no poll finished'}): "
+            "no CPU by processlist state or statement",
+        )

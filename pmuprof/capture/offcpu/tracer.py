@@ -47,6 +47,7 @@ class Plan:
     started_at: str = ""
     maps: Mapping[int, tuple[FileMap, ...]] = field(default_factory=dict)  # at the start (a target may exit)
     sample_hz: int = 0  # the on-CPU sampler's rate (0: off)
+    out_log: Path = Path(rundir.OFFCPU_LOG)  # the tracer's stderr (it waits for SIGUSR1 to count)
 
 
 SWITCH_IN_TP = b"btf_trace_sched_exit_tp\x00"  # lazy mode's tracepoint (6.16+), as its BTF type name
@@ -123,12 +124,19 @@ def plan(
             )
         )
     )
-    return Plan(True, tuple(pids), dict(roots), argv, why, fix, start, snapshot.utc_now(), _maps(pids), hz)
-
-
-def procs(p: Plan, out_dir: Path) -> dict[str, tuple[list[str], Path]]:
-    """The runner's entry for the tracer (none when it cannot run); it waits for SIGUSR1 to count."""
-    return {"offcpu": (list(p.argv), out_dir / rundir.OFFCPU_LOG)} if p.argv else {}
+    return Plan(
+        True,
+        tuple(pids),
+        dict(roots),
+        argv,
+        why,
+        fix,
+        start,
+        snapshot.utc_now(),
+        _maps(pids),
+        hz,
+        out_dir / rundir.OFFCPU_LOG,
+    )
 
 
 def finish(

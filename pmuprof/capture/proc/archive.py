@@ -14,6 +14,7 @@ from ...model import rundir
 from ...model.run import KeptBinaries, KeptBinary, Run, Target
 from ...tools import elf, vdso
 from ...tools.perf import read as perfread
+from ..lifecycle import Context, Part, Source
 from .kernel import keep_kernel_symbols
 
 DEBUG_ROOT = Path("/usr/lib/debug")  # separate debug files by build-id, where perf and gdb look
@@ -152,3 +153,22 @@ def keep_for_report(out_dir: Path, perf: str, run: Run, perf_data_kept: bool = T
         kernel_symbols=keep_kernel_symbols(out_dir / rundir.KALLSYMS),
         kept_binaries=keep_binaries(out_dir / rundir.BINARIES, wanted(run.targets, hits)),
     )
+
+
+class Archive(Source):
+    """The kept-binaries source: nothing to do until perf stops, then what a report on another host needs
+    beside perf.data (its kernel symbols and sampled binaries), unless perf.data itself is not kept."""
+
+    name = "archive"
+
+    @classmethod
+    def of(cls, ctx: Context) -> Archive | None:
+        return cls() if ctx.opts.keep_perf_data else None
+
+    def stop(self, ctx: Context) -> Part:
+        kept = keep_for_report(ctx.out_dir, ctx.perf, ctx.run)
+        return Part(
+            self.name,
+            fields={"kernel_symbols": kept.kernel_symbols, "kept_binaries": kept.kept_binaries},
+            files=(rundir.KALLSYMS, rundir.BINARIES),
+        )

@@ -1,17 +1,20 @@
-"""How busy the host is while perf records: /proc/stat, /proc/vmstat, /proc/meminfo and PSI, sampled twice a
-second by one thread (pt-stalk's vmstat/mpstat, without running them). Reads only /proc: nothing the
-server notices. The first and last reads bound the window; the run queue is the mean of the samples."""
+"""How busy the host is while perf records: /proc/stat, /proc/vmstat, /proc/meminfo and PSI, read once a
+second by the host-load source (pt-stalk's vmstat/mpstat, without running them). Reads only /proc: nothing
+the server notices. The first and last reads bound the window (run.json host_load); each second's read
+also gives the per-second series (series.json ``host.*``) the seconds strip draws and rules read.
+"""
 
 from __future__ import annotations
 
-import threading
-import time
 from pathlib import Path
+from typing import Any
 from collections.abc import Callable
 
-from ...model.run import HostLoad
+from ...model.run import HostLoad as HostLoadFacts
+from ...model.series import SHARE
+from ..lifecycle import Context, Part
+from ..persecond import Measure, PerSecond
 
-INTERVAL_S = 0.5
 PROC = Path("/proc")
 BUSY = ("user", "nice", "system", "irq", "softirq", "steal")
 CPU_FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
@@ -89,35 +92,74 @@ class Snapshot:
         self.loadavg = float(load[0]) if load else None
 
 
-class Sampler(threading.Thread):
-    """Samples until stop(), which returns the window's HostLoad (None when /proc gave nothing)."""
+class HostLoad(PerSecond):
+    """The host-load source: a Snapshot a second (and one when it stops); run.json host_load summarizes the
+    window from the first to the last, series.json has each second."""
 
-    def __init__(
-        self,
-        cpus: int,
-        pids: tuple[int, ...] = (),
-        proc: Path = PROC,
-        interval: float = INTERVAL_S,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        super().__init__(daemon=True, name="pmuprof-hostload")
-        self.cpus, self.pids, self.proc, self.interval, self.clock = max(cpus, 1), tuple(pids), proc, interval, clock
-        self._done = threading.Event()
-        self.first = Snapshot(proc, clock, self.pids)
-        self.samples: list[Snapshot] = [self.first]
+    name = "host"
+    final = True
+    measures = (
+        Measure("host.busy", SHARE, "all CPUs' busy time (user, system, irq, steal)", show=True),
+        Measure("host.runnable", "tasks", "runnable tasks (procs_running, pmuprof's own poll included)", show=True),
+        Measure("host.blocked", "tasks", "tasks in uninterruptible sleep (procs_blocked), mostly I/O"),
+        Measure("host.targets_cpu", SHARE, "the targets' own CPU time over all CPUs' time"),
+        Measure("host.steal", SHARE, "CPU time the hypervisor gave to other guests"),
+        Measure("host.iowait", SHARE, "idle CPU time with I/O outstanding"),
+        Measure("host.psi_cpu", SHARE, "time some runnable task waited for a CPU (PSI cpu some)"),
+        Measure("host.context_switches", "/s", "context switches per second, all CPUs"),
+    )
 
-    def run(self) -> None:
-        while not self._done.wait(self.interval):
-            self.samples.append(Snapshot(self.proc, self.clock))
+    def __init__(self, cpus: int, pids: tuple[int, ...] = (), proc: Path = PROC, **kw: Any) -> None:
+        super().__init__(**kw)
+        self.cpus, self.pids, self.proc = max(cpus, 1), tuple(pids), proc
+        self.samples: list[Snapshot] = []
 
-    def stop(self) -> HostLoad | None:
-        self._done.set()
-        self.join(5.0)
-        self.samples.append(Snapshot(self.proc, self.clock, self.pids))
-        return summarize(self.samples, self.cpus)
+    @classmethod
+    def of(cls, ctx: Context) -> HostLoad:
+        return cls(ctx.run.host.nproc or 1, ctx.pids)
+
+    def read(self) -> Snapshot:
+        return Snapshot(self.proc, self.clock, self.pids)
+
+    def keep(self, second: int, reading: Snapshot) -> dict[str, float | None]:
+        prev = self.samples[-1] if self.samples else None
+        self.samples.append(reading)
+        return {
+            "host.runnable": reading.stat.get("procs_running"),
+            "host.blocked": reading.stat.get("procs_blocked"),
+            **(between(prev, reading) if prev is not None else {}),
+        }
+
+    def finish(self, ctx: Context) -> Part:
+        load = summarize(self.samples, self.cpus, self.interval) if len(self.samples) > 1 else None
+        return Part(self.name, fields={"host_load": load})
 
 
-def summarize(samples: list[Snapshot], cpus: int) -> HostLoad | None:
+def between(a: Snapshot, b: Snapshot) -> dict[str, float | None]:
+    """The rates and shares from one snapshot to the next (the series' values of the second of ``b``)."""
+    secs = b.t - a.t
+    jiffies = {k: b.stat.get(k, 0.0) - a.stat.get(k, 0.0) for k in CPU_FIELDS}
+    total = sum(jiffies.values())
+    if secs <= 0 or total <= 0:
+        return {}
+    spent = [
+        b.targets[p] - a.targets[p] for p in a.targets if a.targets[p] is not None and b.targets.get(p) is not None
+    ]
+    return {
+        "host.busy": round(sum(jiffies[k] for k in BUSY) / total, 4),
+        "host.targets_cpu": round(min(1.0, sum(spent) / total), 4) if spent else None,
+        "host.steal": round(jiffies["steal"] / total, 4),
+        "host.iowait": round(jiffies["iowait"] / total, 4),
+        "host.psi_cpu": _psi_share(a.psi_cpu, b.psi_cpu, secs),
+        "host.context_switches": round((b.stat.get("ctxt", 0.0) - a.stat.get("ctxt", 0.0)) / secs, 1),
+    }
+
+
+def _psi_share(first: float | None, last: float | None, secs: float) -> float | None:
+    return round(min(1.0, (last - first) / 1e6 / secs), 4) if first is not None and last is not None else None
+
+
+def summarize(samples: list[Snapshot], cpus: int, interval: float | None = None) -> HostLoadFacts | None:
     """The HostLoad of a window from its first to its last snapshot."""
     a, b = samples[0], samples[-1]
     secs = b.t - a.t
@@ -138,7 +180,7 @@ def summarize(samples: list[Snapshot], cpus: int) -> HostLoad | None:
     spent = [
         b.targets[p] - a.targets[p] for p in a.targets if a.targets.get(p) is not None and b.targets.get(p) is not None
     ]
-    return HostLoad(
+    return HostLoadFacts(
         seconds=round(secs, 3),
         cpus=cpus,
         busy_share=round(sum(jiffies[k] for k in BUSY) / total, 4),
@@ -155,4 +197,5 @@ def summarize(samples: list[Snapshot], cpus: int) -> HostLoad | None:
         mem_available_min_bytes=int(min(mem)) if mem else None,
         psi_cpu_some_share=psi(a.psi_cpu, b.psi_cpu),
         psi_memory_some_share=psi(a.psi_mem, b.psi_mem),
+        interval_s=interval,
     )

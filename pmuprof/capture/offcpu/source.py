@@ -1,0 +1,57 @@
+"""The off-CPU source: the tracer planned at start, run inside perf's window, folded when it stops."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from ...model import rundir
+from ..lifecycle import Child, Context, Part, Source
+from . import tracer
+
+FILES = (rundir.OFFCPU, rundir.THREADS, rundir.OFFCPU_RAW, rundir.OFFCPU_LOG, rundir.RECOVERED_CALLERS)
+
+
+class OffCpu(Source):
+    """Plans at start (the threads' /proc snapshot, the tracer's argv or why it cannot run); the tracer runs
+    as a child of perf's window (counting from perf's enable); stop folds its output and the end snapshot."""
+
+    name = "offcpu"
+
+    def __init__(self) -> None:
+        self.plan = tracer.Plan(False)
+
+    @classmethod
+    def of(cls, ctx: Context) -> OffCpu | None:
+        return None if ctx.opts.off_cpu is False else cls()  # None: capture's default, decided at start
+
+    def start(self, ctx: Context) -> None:
+        opts = ctx.opts
+        self.plan = tracer.plan(
+            ctx.out_dir,
+            ctx.pids,
+            {t.pid: t.label for t in ctx.run.targets},
+            opts.duration,
+            opts.off_cpu,
+            opts.frequency if opts.call_graph == "fp" else 0,
+        )
+
+    def children(self) -> Mapping[str, Child]:
+        p = self.plan
+        return {self.name: Child(p.argv, p.out_log, user_sp=p.sample_hz > 0)} if p.argv else {}
+
+    def stop(self, ctx: Context) -> Part:
+        if not self.plan.requested:
+            return Part(self.name)
+        out = ctx.window.outcome
+        returncode, stderr = (out.returncodes.get(self.name), out.stderr.get(self.name, "")) if out else (None, "")
+        result, warnings, features_off = tracer.finish(
+            self.plan, ctx.out_dir, returncode, stderr, ctx.opts.per_thread_roots
+        )
+        return Part(
+            self.name,
+            fields={"offcpu": result},
+            warnings=warnings,
+            features_off=features_off,
+            files=FILES,
+            why_not="" if result is None or result.recorded else result.why_not,
+        )
