@@ -10,6 +10,7 @@ from ..model.counters import Counters
 from ..model.jsontypes import dig
 from ..model.profile import Profile
 from ..model.run import Run, Target
+from ..model.series import SeriesSet
 from ..model.server import ServerFacts, family_from_name, server_family
 from .versions import parse_version
 
@@ -50,6 +51,7 @@ class Facts:
     version: tuple[int, ...] = ()
     version_text: str = ""
     server_missing: str = ""
+    series: SeriesSet | None = None  # the capture's per-second series (series.json), for every process alike
 
     def variable(self, name: str) -> str | None:
         return self.server.variable(name) if self.server else None
@@ -105,6 +107,7 @@ def facts_for(profile: Profile, process: str) -> Facts:
         version,
         text,
         missing,
+        profile.series,
     )
 
 

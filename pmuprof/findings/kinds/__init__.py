@@ -13,6 +13,7 @@ from .fence import Fence
 from .latch import Latch
 from .offcpu import OffCpu
 from .paths import Analysis, Host, Quality, Run, Target
+from .series import Series
 from .server import Mysql, ProcesslistState, Status, Variable
 from .stack import Stack
 
@@ -32,6 +33,7 @@ KINDS: dict[str, Kind] = {
         Target(),
         Analysis(),
         Quality(),
+        Series(),
         Derived(),
         OffCpu(),
         Fence(),
