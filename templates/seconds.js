@@ -73,18 +73,29 @@ function pmuSelfByName(t) {
   return Array.from(by.entries()).sort(function (x, y) { return y[1] - x[1] || (x[0] < y[0] ? -1 : 1); });
 }
 
+/* A series value in words: shares as %, others with their unit ("4 tasks", "1,234 /s"). */
+function pmuAmount(v, unit) {
+  if (v === null || v === undefined) return "not measured";
+  if (unit === "share") return (100 * v).toFixed(1) + " %";
+  var text = Math.abs(v) >= 100 ? Math.round(v).toLocaleString("en-US") : String(Math.round(v * 100) / 100);
+  return unit ? text + " " + unit : text;
+}
+
 function PmuSeconds(box, data, threads, flame) {
   this.box = box; this.d = data; this.threads = threads; this.flame = flame;
-  this.canvas = box.querySelector("canvas"); this.tip = box.querySelector(".sec-tip");
+  this.canvas = box.querySelector(".sec-canvas"); this.tip = box.querySelector(".sec-tip");
+  this.rows = Array.prototype.slice.call(box.querySelectorAll(".sec-row-canvas"));
   this.full = flame ? flame.data : null; this.range = null; this.drag = null;
   var self = this;
-  this.canvas.addEventListener("mousedown", function (e) { self.drag = [self.secAt(e), self.secAt(e)]; self.draw(); e.preventDefault(); });
-  this.canvas.addEventListener("mousemove", function (e) {
-    var s = self.secAt(e);
-    if (self.drag) { self.drag[1] = s; self.draw(); }
-    self.showTip(e, s);
+  [this.canvas].concat(this.rows).forEach(function (c) {
+    c.addEventListener("mousedown", function (e) { self.drag = [self.secAt(e), self.secAt(e)]; self.draw(); e.preventDefault(); });
+    c.addEventListener("mousemove", function (e) {
+      var s = self.secAt(e);
+      if (self.drag) { self.drag[1] = s; self.draw(); }
+      self.showTip(e, s);
+    });
+    c.addEventListener("mouseleave", function () { self.tip.style.display = "none"; });
   });
-  this.canvas.addEventListener("mouseleave", function () { self.tip.style.display = "none"; });
   window.addEventListener("mouseup", function () {
     if (!self.drag) return;
     var a = Math.min(self.drag[0], self.drag[1]), b = Math.max(self.drag[0], self.drag[1]);
@@ -140,7 +151,7 @@ PmuSeconds.prototype.drawAxis = function (w) {
 };
 
 PmuSeconds.prototype.secAt = function (e) {
-  var r = this.canvas.getBoundingClientRect(), n = this.d.n.length;
+  var r = (e.currentTarget || this.canvas).getBoundingClientRect(), n = this.d.n.length;
   return Math.max(0, Math.min(n - 1, Math.floor((e.clientX - r.left) / Math.max(r.width, 1) * n)));
 };
 
@@ -148,9 +159,30 @@ PmuSeconds.prototype.showTip = function (e, s) {
   var n = this.d.n[s], top = this.d.top ? this.d.top[s] : null, c = this.d.clock;
   this.tip.textContent = "second " + (s + 1) + " of " + this.d.n.length +
     (c ? " (" + pmuClockText(c.t0 + s, c.offset) + ")" : "") + ": " + n + " samples" +
-    (top !== null ? ", top finding " + pmuPct(top, n) : "");
+    (top !== null ? ", top finding " + pmuPct(top, n) : "") +
+    (this.d.series || []).map(function (r) { return "; " + r.name + " " + pmuAmount(r.values[s], r.unit); }).join("");
   this.tip.style.display = "block";
   this.tip.style.left = (e.offsetX + 12) + "px";
+};
+
+/* One series under the strip: a bar per measured second, scaled to its highest value (a share to 100 %). */
+PmuSeconds.prototype.drawSeries = function (c, r, sel) {
+  var w = c.clientWidth || 800, h = c.height, ctx = c.getContext("2d"), n = r.values.length, bw = w / n;
+  c.width = w;
+  ctx.clearRect(0, 0, w, h);
+  var max = r.unit === "share" ? 1 : Math.max.apply(null, r.values.map(function (v) { return v || 0; }).concat([1e-9]));
+  if (sel) {
+    var a = Math.min(sel[0], sel[1]), b = Math.max(sel[0], sel[1]);
+    ctx.fillStyle = "rgba(80,140,220,0.18)";
+    ctx.fillRect(a * bw, 0, (b - a + 1) * bw, h);
+  }
+  ctx.fillStyle = "hsl(150,35%,45%)";
+  for (var s = 0; s < n; s++) {
+    var v = r.values[s];
+    if (v === null || v === undefined) continue;
+    var bh = Math.max(1, Math.min(1, v / max) * (h - 14));
+    ctx.fillRect(s * bw + 0.5, h - bh, Math.max(bw - 1, 1), bh);
+  }
 };
 
 PmuSeconds.prototype.draw = function () {
@@ -171,6 +203,8 @@ PmuSeconds.prototype.draw = function () {
     ctx.fillStyle = "hsl(28,88%,55%)";
     ctx.fillRect(x + 0.5, h - th, Math.max(bw - 1, 1), th);
   }
+  var self = this;
+  this.rows.forEach(function (row, i) { if (d.series && d.series[i]) self.drawSeries(row, d.series[i], sel); });
 };
 
 /* Show seconds [a, b] (offsets), or all of them (a === null); fromUrl: the hash named them, leave it be. */

@@ -1,6 +1,7 @@
-"""The per-second strip's data: samples per second, the top finding's samples per second, and the
-flame graph's samples per (tree row, second), so choosing seconds redraws the graph for them alone
-(FlameScope's idea) without going back to pmuprof."""
+"""The per-second strip's data: samples per second, the top finding's samples per second, the flame
+graph's samples per (tree row, second), so choosing seconds redraws the graph for them alone
+(FlameScope's idea) without going back to pmuprof, and the capture sources' per-second series that are
+shown (series.json: host load, the processlist, watch's trigger, ...) on the same seconds."""
 
 from __future__ import annotations
 
@@ -91,6 +92,7 @@ def strip(profile: Profile, diagnosis: Diagnosis, tree_rows: np.ndarray) -> dict
     cells = None
     if len(tree_rows) == len(profile.stacks):
         cells = s.cells(lambda lo, hi: tree_rows[s.rows[lo:hi]], first, width, MAX_CELLS)
+    shown = series_rows(profile, first, width)
     return {
         "first": first,
         "n": per_sec.tolist(),
@@ -99,4 +101,16 @@ def strip(profile: Profile, diagnosis: Diagnosis, tree_rows: np.ndarray) -> dict
         "top": top_sec.tolist() if top is not None else None,
         "top_title": top.title if top is not None else "",
         "cells": {"node": cells[0].tolist(), "sec": cells[1].tolist(), "n": cells[2].tolist()} if cells else None,
+        **({"series": shown} if shown else {}),
     }
+
+
+def series_rows(profile: Profile, first: int, width: int) -> list[dict[str, Any]]:
+    """The shown series on the strip's seconds (``values[i]``: second ``first + i``; None: not measured),
+    whatever source kept them; a series with no value in the strip's span is left out."""
+    rows = []
+    for series in profile.series.shown() if profile.series is not None else ():
+        values = series.aligned(first, width)
+        if any(v is not None for v in values):
+            rows.append({"name": series.name, "unit": series.unit, "about": series.about, "values": values})
+    return rows

@@ -14,6 +14,7 @@ from pmuprof.model import rundir
 from pmuprof.model.profile import Profile
 from pmuprof.model.run import Clock, Run
 from pmuprof.model.samples import from_keyed
+from pmuprof.model.series import Series, SeriesSet
 from pmuprof.model.stacks import Stacks
 from pmuprof.findings.diagnosis import Diagnosis
 from pmuprof.analysis import threads
@@ -55,14 +56,44 @@ EPOCH = datetime(2026, 11, 28, 15, 3, 7, tzinfo=timezone.utc).timestamp()
 CLOCK = Clock(monotonic_s=BASE - 0.5, epoch_s=EPOCH, utc_offset_s=3600, zone="CET")
 
 
-def _strip(directory, run: Run | None = None) -> str:
+# What the capture's sources measured on the same clock: the run queue peaks in the spike; busy CPUs every
+# second but the first (a rate needs two reads); a series of no source the strip knows is drawn the same way.
+SERIES = SeriesSet(
+    series=(
+        Series(
+            "host.busy",
+            "host",
+            "share",
+            "all CPUs' busy time",
+            True,
+            tuple(BASE + s for s in range(1, 10)),
+            tuple(0.9 if s in SPIKE_SECONDS else 0.3 for s in range(1, 10)),
+        ),
+        Series(
+            "host.runnable",
+            "host",
+            "tasks",
+            "runnable tasks",
+            True,
+            tuple(BASE + s for s in range(10)),
+            tuple(12.0 if s in SPIKE_SECONDS else 2.0 for s in range(10)),
+        ),
+        Series("host.blocked", "host", "tasks", "not shown", False, (BASE,), (1.0,)),
+        Series("io.read_bytes", "io", "bytes/s", "the target's reads", True, (BASE + 4,), (4096.0,)),
+    )
+)
+
+
+def _strip(directory, run: Run | None = None, series: SeriesSet | None = None) -> str:
     keyed = _keyed()
     totals: dict = {}
     for (stack, _, _), n in keyed.items():
         totals[stack] = totals.get(stack, 0) + n
     stacks = Stacks.of(totals)
     (directory / rundir.PROCESSLIST).write_text(_processlist())
-    profile = threads.attach(Profile(stacks, run or Run(), source=str(directory), samples=from_keyed(stacks, keyed)))
+    profile = threads.attach(
+        Profile(stacks, run or Run(), source=str(directory), samples=from_keyed(stacks, keyed), series=series)
+    )
     return write_outputs(profile, Diagnosis(), directory)["html"].as_uri()
 
 
@@ -74,6 +105,11 @@ def strip_url(tmp_path_factory: pytest.TempPathFactory) -> str:
 @pytest.fixture(scope="module")
 def clock_url(tmp_path_factory: pytest.TempPathFactory) -> str:
     return _strip(tmp_path_factory.mktemp("clock"), Run(started="2026-11-28T15:03:05Z", clock=CLOCK))
+
+
+@pytest.fixture(scope="module")
+def series_url(tmp_path_factory: pytest.TempPathFactory) -> str:
+    return _strip(tmp_path_factory.mktemp("series"), Run(started="2026-11-28T15:03:05Z", clock=CLOCK), SERIES)
 
 
 STRIP = "document.getElementById('sec-strip')"
@@ -234,3 +270,41 @@ def test_a_link_with_seconds_opens_them(browser, clock_url):
         assert browser.js(f"{STRIP}.getAttribute('data-range')") == ""
     load(browser, clock_url + "#t=8-40")  # past the end: up to the last second
     assert browser.js(f"{STRIP}.getAttribute('data-range')") == "8-10"
+
+
+def row_x(b: Browser, row: int, s: int) -> tuple[float, float]:
+    """Viewport centre of second ``s`` in the ``row``-th series row under the strip."""
+    return tuple(
+        b.js(
+            f"(() => {{ const c = {STRIP}.querySelectorAll('.sec-row-canvas')[{row}]; c.scrollIntoView({{block: 'center'}});"
+            f" const r = c.getBoundingClientRect(); return [r.left + (({s} + 0.5) / 10) * r.width,"
+            " r.top + r.height / 2]; })()"
+        )
+    )
+
+
+def test_the_sources_series_are_drawn_under_the_strip_on_its_seconds(browser, series_url):
+    """Each shown series is one row on the strip's seconds, whatever source kept it; hovering names its value
+    in that second, and dragging across a row chooses seconds as the strip does."""
+    load(browser, series_url)
+    names = browser.js(f"Array.from({STRIP}.querySelectorAll('.sec-row-name')).map(e => e.textContent)")
+    assert names == ["host.busy", "host.runnable", "io.read_bytes"]  # host.blocked is not shown
+    heights = browser.js(
+        f"Array.from({STRIP}.querySelectorAll('.sec-row-canvas')).map(c => {{ const x = c.getContext('2d');"
+        " return [0, 5].map(s => { let n = 0; const w = c.width / 10, d = x.getImageData(Math.floor((s + 0.5) * w),"
+        " 0, 1, c.height).data; for (let i = 3; i < d.length; i += 4) if (d[i] > 200) n++; return n; }); })"
+    )
+    assert heights[0][0] == 0 < heights[0][1]  # no busy value in the first second: nothing drawn
+    assert heights[1][1] > 3 * heights[1][0] > 0  # the run queue's spike, scaled to its highest second
+    browser.mouse("mouseMoved", *row_x(browser, 1, 5))
+    tip = browser.js(f"{STRIP}.querySelector('.sec-tip').textContent")
+    assert tip.startswith("second 6 of 10") and "; host.busy 90.0 %; host.runnable 12 tasks" in tip, tip
+    assert "; io.read_bytes not measured" in tip
+    x0, y = row_x(browser, 2, 1)
+    x1, _ = row_x(browser, 2, 2)
+    browser.mouse("mousePressed", x0, y, "left", 1)
+    browser.mouse("mouseMoved", x1, y, "left")
+    browser.mouse("mouseReleased", x1, y, "left", 1)
+    browser.wait(f"{STRIP}.getAttribute('data-range') === '2-3'")
+    assert browser.js("document.getElementById('flame').getAttribute('data-total')") == "90"
+    assert browser.problems() == []
