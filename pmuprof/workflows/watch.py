@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import os
-import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field, replace
@@ -13,6 +12,7 @@ from typing import Any
 from collections.abc import Callable
 
 from ..capture.mysql import facts as mysql
+from ..capture.persecond import Measure, PerSecond
 from ..capture.record import RecordOptions, record
 from ..capture.proc import process as target
 from ..capture.proc.hostload import run_queue
@@ -204,19 +204,36 @@ class WatchOptions:
     keep: Retention = Retention(None, None, None)  # the CLI passes its defaults; a library caller opts in
 
 
-class _DuringCapture(threading.Thread):
-    """Keeps polling while perf records, so run.json shows the values during the capture too."""
+class DuringCapture(PerSecond):
+    """watch's polls while perf records, as a capture source: run.json's ``polls_during`` and
+    watch-polls.tsv keep them (epoch times, as the polls before the capture), series.json keeps each
+    condition's value on the capture's clock (``watch.<what it reads>``), so the seconds strip shows the
+    trigger beside the samples. A failing poll ends them (the capture goes on)."""
 
-    def __init__(self, poller: Poller, interval: float) -> None:
-        super().__init__(daemon=True, name="pmuprof-watch-poll")
-        self.poller, self.interval, self.polls, self.stop_event = poller, interval, [], threading.Event()
+    name = "watch"
 
-    def run(self) -> None:
-        while not self.stop_event.wait(self.interval):
-            try:
-                self.polls.append(self.poller.poll())
-            except PmuprofError:
-                return
+    def __init__(self, poller: Poller, interval: float, **kw: Any) -> None:
+        super().__init__(**kw)
+        self.poller, self.interval, self.polls_seen = poller, interval, []
+        self.join_s = interval + 35  # the poller is watch's own: never used by two threads at once
+        conditions = poller.plan.conditions
+        self.reads = {f"watch.{_subject(c)}": c for c in reversed(conditions)}  # one series per subject
+        self.measures = tuple(
+            Measure(name, "%" if c.source == "cpu" else "", f"what the trigger {c.text} reads", show=True)
+            for name, c in reversed(self.reads.items())
+        )
+
+    def read(self) -> Poll:
+        return self.poller.poll()
+
+    def keep(self, second: int, reading: Poll) -> dict[str, float | None]:
+        self.polls_seen.append(reading)
+        return {name: value(c, reading) for name, c in self.reads.items()}
+
+
+def _subject(cond: Condition) -> str:
+    """What a condition reads, as typed: ``Threads_running``, ``state:statistics``, ``cpu``."""
+    return cond.name if cond.source in ("status", "cpu") else f"{cond.source}:{cond.name}"
 
 
 def _out_dir(base: Path, fire: Fire) -> Path:
@@ -267,23 +284,20 @@ def capture_once(
         command=opts.command or ("pmuprof", "watch"),
         **opts.record,
     )
-    during = _DuringCapture(poller, opts.interval_s)
-    during.start()
-    try:
-        record(ropts, None, log)
-    finally:
-        during.stop_event.set()
-        during.join(timeout=opts.interval_s + 35)
+    during = DuringCapture(poller, opts.interval_s)
+    record(ropts, None, log, extra=(during,))
     trigger = {
         **fire.to_dict(opts.plan),
         "pid": poller.pid,
         "fired_at": _iso(fire.polls[-1].t),
         "interval_s": opts.interval_s,
-        "polls_during": [p.to_dict(opts.plan.conditions) for p in during.polls],
+        "polls_during": [p.to_dict(opts.plan.conditions) for p in during.polls_seen],
     }
     run = replace(rundir.read_run(out), trigger=from_json(Trigger, trigger))
     rundir.write_typed(out / rundir.RUN_JSON, run)
-    write_tsv(out / rundir.WATCH_POLLS, poll_table(opts.plan.conditions, before or fire.polls, tuple(during.polls)))
+    write_tsv(
+        out / rundir.WATCH_POLLS, poll_table(opts.plan.conditions, before or fire.polls, tuple(during.polls_seen))
+    )
     try:
         result = report_run(out, log=log)
         log(f"report: {result.paths['html']}")
