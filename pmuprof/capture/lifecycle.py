@@ -203,7 +203,7 @@ def _write(ctx: Context, parts: list[Part], pending: list[int]) -> Run:
     diskroom.release(ctx.out_dir)  # the last files go in the room kept for them
     try:
         if series:
-            rundir.write_typed(ctx.out_dir / rundir.SERIES, SeriesSet(series=series))
+            rundir.write_typed(ctx.out_dir / rundir.SERIES, SeriesSet(series=series), compact=True)
     except (OSError, PmuprofError, TypeError) as err:
         run = run.with_notes((f"{rundir.SERIES} not written: {err}",))
     finally:

@@ -102,17 +102,9 @@ class PerSecond(Source):
     def series(self) -> tuple[Series, ...]:
         """Its measures as series, in the order it names them."""
         with self._lock:
-            rows = sorted(self._values.items())
+            rows = dict(self._values)
         return tuple(
-            Series(
-                m.name,
-                self.name,
-                m.unit,
-                m.about,
-                m.show,
-                tuple(s for s, _ in rows),
-                tuple(_number(v.get(m.name)) for _, v in rows),
-            )
+            Series.of(m.name, self.name, m.unit, m.about, m.show, {s: _number(v.get(m.name)) for s, v in rows.items()})
             for m in self.measures
         )
 

@@ -72,7 +72,25 @@ def _dataclass(cls: type, value: Any, path: str) -> Any:
 def _sequence(item: Any, value: Any, path: str) -> tuple:
     if not isinstance(value, (list, tuple)):
         raise TypeError(f"{path or 'value'}: expected a list")
+    numbers = _numbers(item, value)
+    if numbers is not None:
+        return numbers
     return tuple(_convert(item, v, f"{path}[{i}]") for i, v in enumerate(value))
+
+
+_FLOAT_OR_NONE = float | None
+
+
+def _numbers(item: Any, value: list | tuple) -> tuple | None:
+    """A list of numbers (series values, tens of thousands) checked in one pass, as _scalar would; None when
+    it is not one, or one item is wrong (the item-by-item path then names it)."""
+    if item is int and all(type(v) is int for v in value):
+        return tuple(value)
+    if item is float and all(type(v) in (int, float) for v in value):
+        return tuple(float(v) for v in value)
+    if item == _FLOAT_OR_NONE and all(v is None or type(v) in (int, float) for v in value):
+        return tuple(None if v is None else float(v) for v in value)
+    return None
 
 
 def _mapping(item: Any, value: Any, path: str) -> Mapping[str, Any]:

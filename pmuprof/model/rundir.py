@@ -138,14 +138,22 @@ def _upgrade(cls: type, data: Any) -> Any:
     return data
 
 
-def write_json(path: Path, data: Any) -> None:
-    """Write JSON atomically through outfile (a temp file renamed over ``path``; never through a link)."""
-    outfile.write_text(path, json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+def write_json(path: Path, data: Any, compact: bool = False) -> None:
+    """Write JSON atomically through outfile (a temp file renamed over ``path``; never through a link);
+    ``compact``: one line (series.json: a value a line would be most of the file)."""
+    text = json.dumps(
+        data,
+        indent=None if compact else 2,
+        separators=(",", ":") if compact else None,
+        sort_keys=True,
+        ensure_ascii=False,
+    )
+    outfile.write_text(path, text + "\n")
 
 
-def write_typed(path: Path, obj: Any) -> None:
-    """The one writer of run.json, counters.json, mysql.json and analysis.json."""
-    write_json(path, to_json(obj))
+def write_typed(path: Path, obj: Any, compact: bool = False) -> None:
+    """The one writer of run.json, counters.json, mysql.json, analysis.json and series.json."""
+    write_json(path, to_json(obj), compact)
 
 
 def output_name(name: str) -> str:

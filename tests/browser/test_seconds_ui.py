@@ -66,7 +66,7 @@ SERIES = SeriesSet(
             "share",
             "all CPUs' busy time",
             True,
-            tuple(BASE + s for s in range(1, 10)),
+            BASE + 1,
             tuple(0.9 if s in SPIKE_SECONDS else 0.3 for s in range(1, 10)),
         ),
         Series(
@@ -75,11 +75,11 @@ SERIES = SeriesSet(
             "tasks",
             "runnable tasks",
             True,
-            tuple(BASE + s for s in range(10)),
+            BASE,
             tuple(12.0 if s in SPIKE_SECONDS else 2.0 for s in range(10)),
         ),
-        Series("host.blocked", "host", "tasks", "not shown", False, (BASE,), (1.0,)),
-        Series("io.read_bytes", "io", "bytes/s", "the target's reads", True, (BASE + 4,), (4096.0,)),
+        Series("host.blocked", "host", "tasks", "not shown", False, BASE, (1.0,)),
+        Series("io.read_bytes", "io", "bytes/s", "the target's reads", True, BASE + 4, (4096.0,)),
     )
 )
 

@@ -34,8 +34,7 @@ STACKS = {("mysqld", "do_command", "a"): 900}
 
 
 def _profile(values: tuple[float | None, ...]) -> Profile:
-    seconds = tuple(100 + i for i in range(len(values)))
-    series = Series("host.runnable", "host", "tasks", "runnable tasks", True, seconds, values)
+    series = Series("host.runnable", "host", "tasks", "runnable tasks", True, 100, values)
     return Profile(STACKS, series=SeriesSet(series=(series,)))
 
 
