@@ -1,7 +1,8 @@
 """Shared helpers for rule tests: load a fixture (folded + optional facts JSON and off-CPU stacks) into a Profile.
 
-``NAME.folded`` holds the on-CPU stacks, ``NAME.json`` the facts (run, counters, mysql, analysis, and
-``threads``: threads.json), ``NAME.offcpu`` the off-CPU stacks (offcpu.folded, counts in µs).
+``NAME.folded`` holds the on-CPU stacks, ``NAME.json`` the facts (run, counters, mysql, analysis,
+``threads``: threads.json, and ``series``: series.json), ``NAME.offcpu`` the off-CPU stacks
+(offcpu.folded, counts in µs).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from pmuprof.model.folded import load_folded
 from pmuprof.model.jsontypes import from_json
 from pmuprof.model.offcpu import OffCpuProfile, Threads
 from pmuprof.model.profile import Profile
+from pmuprof.model.series import SeriesSet
 from helpers import make_profile
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -38,6 +40,8 @@ def load_fixture(path: Path, facts: dict | None = None) -> tuple[Profile, dict[s
         off_stacks, off_headers = load_folded(off_path)
         threads = from_json(Threads, facts.get("threads") or {})
         profile = replace(profile, offcpu=OffCpuProfile(off_stacks, threads, off_headers))
+    if facts.get("series") is not None:
+        profile = replace(profile, series=from_json(SeriesSet, facts["series"]))
     return with_quality(profile), headers
 
 

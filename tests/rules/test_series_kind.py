@@ -3,6 +3,7 @@ whatever source kept it, over the seconds it measured; without it the rule says 
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,8 @@ from pmuprof.findings.kinds.base import Matcher
 from pmuprof.findings.loader import load_rule
 from pmuprof.model.profile import Profile
 from pmuprof.model.series import Series, SeriesSet
+
+from .conftest import load_fixture
 
 RULE = """\
 id: queue-grows
@@ -82,3 +85,13 @@ def test_a_series_name_is_source_dot_measure(rule, tmp_path: Path):
     path.write_text(RULE.replace("series: host.runnable", "series: runnable"), encoding="utf-8")
     with pytest.raises(RuleError, match="queue-grows.yaml:6: series 'runnable' is not a series name"):
         load_rule(path)
+
+
+def test_a_rules_fixture_carries_its_series(rule, tmp_path: Path):
+    """A rule that reads a series gets fire and quiet fixtures like any other: NAME.json's ``series``."""
+    (tmp_path / "fire.folded").write_text("mysqld;do_command;a 900\n")
+    series = {"series": [{"name": "host.runnable", "unit": "tasks", "first": 100, "values": [1, 2, None, 8]}]}
+    (tmp_path / "fire.json").write_text(json.dumps({"series": series}))
+    profile, _ = load_fixture(tmp_path / "fire.folded")
+    (finding,) = evaluate(profile, [rule])
+    assert finding.to_dict()["evidence"]["queue"]["growth"] == 7.0
