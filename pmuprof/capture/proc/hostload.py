@@ -99,7 +99,7 @@ class HostLoad(PerSecond):
     name = "host"
     final = True
     measures = (
-        Measure("host.busy", SHARE, "all CPUs' busy time (user, system, irq, steal)", show=True),
+        Measure("host.busy", SHARE, "all CPUs' busy time (user, nice, system, irq, softirq, steal)", show=True),
         Measure("host.runnable", "tasks", "runnable tasks (procs_running, pmuprof's own poll included)", show=True),
         Measure("host.blocked", "tasks", "tasks in uninterruptible sleep (procs_blocked), mostly I/O"),
         Measure("host.targets_cpu", SHARE, "the targets' own CPU time over all CPUs' time"),
