@@ -10,7 +10,7 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from .. import signals
 from . import diskroom
@@ -253,7 +253,7 @@ class Bounded:
 
     def __init__(
         self,
-        procs: dict[str, tuple[Sequence[str], Path]],
+        procs: Mapping[str, tuple[Sequence[str], Path]],
         pids: Sequence[int],
         paranoid: int | None,
         data_path: Path | None = None,

@@ -144,7 +144,7 @@ class Processlist(PerSecond):
         self._out = self._conn = None
 
     def why(self, err: BaseException) -> str:
-        return _scrub(err, self._secrets) or type(err).__name__
+        return _scrub(str(err), self._secrets) or type(err).__name__
 
     def finish(self, ctx: Context) -> Part:
         """The run.json note saying what the polls gave (or why none)."""

@@ -142,9 +142,7 @@ def between(a: Snapshot, b: Snapshot) -> dict[str, float | None]:
     total = sum(jiffies.values())
     if secs <= 0 or total <= 0:
         return {}
-    spent = [
-        b.targets[p] - a.targets[p] for p in a.targets if a.targets[p] is not None and b.targets.get(p) is not None
-    ]
+    spent = _spent(a, b)
     return {
         "host.busy": round(sum(jiffies[k] for k in BUSY) / total, 4),
         "host.targets_cpu": round(min(1.0, sum(spent) / total), 4) if spent else None,
@@ -153,6 +151,16 @@ def between(a: Snapshot, b: Snapshot) -> dict[str, float | None]:
         "host.psi_cpu": _psi_share(a.psi_cpu, b.psi_cpu, secs),
         "host.context_switches": round((b.stat.get("ctxt", 0.0) - a.stat.get("ctxt", 0.0)) / secs, 1),
     }
+
+
+def _spent(a: Snapshot, b: Snapshot) -> list[float]:
+    """The CPU ticks each target used from one snapshot to the other (a target gone at either: left out)."""
+    out = []
+    for pid, first in a.targets.items():
+        last = b.targets.get(pid)
+        if first is not None and last is not None:
+            out.append(last - first)
+    return out
 
 
 def _psi_share(first: float | None, last: float | None, secs: float) -> float | None:
@@ -177,9 +185,7 @@ def summarize(samples: list[Snapshot], cpus: int, interval: float | None = None)
     def psi(first: float | None, last: float | None) -> float | None:
         return min(1.0, (last - first) / 1e6 / secs) if first is not None and last is not None else None
 
-    spent = [
-        b.targets[p] - a.targets[p] for p in a.targets if a.targets.get(p) is not None and b.targets.get(p) is not None
-    ]
+    spent = _spent(a, b)
     return HostLoadFacts(
         seconds=round(secs, 3),
         cpus=cpus,
