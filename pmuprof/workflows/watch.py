@@ -216,11 +216,12 @@ class DuringCapture(PerSecond):
         super().__init__(**kw)
         self.poller, self.interval, self.polls_seen = poller, interval, []
         self.join_s = interval + 35  # the poller is watch's own: never used by two threads at once
-        conditions = poller.plan.conditions
-        self.reads = {f"watch.{_subject(c)}": c for c in reversed(conditions)}  # one series per subject
+        self.reads: dict[str, Condition] = {}
+        for cond in poller.plan.conditions:  # one series per subject, in the order the conditions name them
+            self.reads.setdefault(f"watch.{_subject(cond)}", cond)
         self.measures = tuple(
             Measure(name, "%" if c.source == "cpu" else "", f"what the trigger {c.text} reads", show=True)
-            for name, c in reversed(self.reads.items())
+            for name, c in self.reads.items()
         )
 
     def read(self) -> Poll:
