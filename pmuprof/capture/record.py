@@ -1,107 +1,30 @@
-"""Record a run directory: perf record + perf stat on the targets, server and host facts (no folding here)."""
+"""Record a run directory: the checks, the first run.json, then the capture sources around perf's window (no folding)."""
 
 from __future__ import annotations
 
 import datetime as _dt
-import os
-import shutil
 import time
 from dataclasses import replace
 from pathlib import Path
 from collections.abc import Callable, Sequence
 
 from .. import __version__, outfile, signals
-from ..errors import PerfError, PmuprofError, ResourceError, UsageError
+from ..errors import PmuprofError
 from ..model import rundir
 from ..model.jsontypes import from_json
 from ..model.run import Clock, FeatureOff, Host, Pause, Record, Run, Stat, Target
-from ..packages import apt_install
-from ..paths import perf_path
 from ..tools.native import helper
 from ..tools.perf import argv as perfcmd
 from . import events, sources
 from .lifecycle import Context, Source, run_sources
 from .offcpu import tracer as offcpu
 from .options import RecordOptions
-from .proc import host, process as target
+from .preflight import MAX_DURATION_S, check_disk, check_window, preflight, validate
+from .proc import process as target
 from .runner import Progress
 from .window import Cap, Perf
 
 __all__ = ["MAX_DURATION_S", "RecordOptions", "check_disk", "check_window", "read_clock", "record"]
-
-MAX_DURATION_S = 3600
-
-
-def check_window(duration: float, frequency: int, call_graph: str = "fp") -> None:
-    """The options of one capture window, checked before anything starts (watch checks them up front)."""
-    if not 0 < duration <= MAX_DURATION_S:
-        raise UsageError(f"--duration {duration:g} s is out of range", f"use up to {MAX_DURATION_S} s (1 h)")
-    if not 1 <= frequency <= 10000:
-        raise UsageError(f"--frequency {frequency} is out of range", "use 1..10000 Hz (99 is the low-overhead default)")
-    if call_graph == "lbr" and not host.has_lbr():
-        raise PerfError(
-            "--call-graph lbr needs Intel's Last Branch Record, which this CPU does not expose "
-            "(no PMU 'branches' capability)",
-            "use --call-graph fp, or dwarf for binaries without frame pointers",
-        )
-
-
-def validate(opts: RecordOptions) -> None:
-    if not opts.pids:
-        raise UsageError("no target process", "pass -p PID (repeatable) or --all-mysqld")
-    check_window(opts.duration, opts.frequency, opts.call_graph)
-    if opts.out_dir.exists() and not opts.out_dir.is_dir():
-        raise UsageError(f"{opts.out_dir} exists and is not a directory", "choose a new -o directory")
-    if opts.out_dir.exists() and any(opts.out_dir.iterdir()):
-        raise UsageError(f"{opts.out_dir} exists and is not empty", "choose a new -o directory")
-
-
-RESERVE_SHARE, RESERVE_MIN, RESERVE_MAX = 0.02, 16 << 20, 1 << 30
-
-
-def disk_reserve(total: int) -> int:
-    """Free space pmuprof never uses: 2 % of the filesystem, at least 16 MiB, at most 1 GiB."""
-    return int(min(max(total * RESERVE_SHARE, RESERVE_MIN), RESERVE_MAX))
-
-
-def _existing(path: Path) -> Path:
-    while not path.exists() and path != path.parent:
-        path = path.parent
-    return path
-
-
-def check_disk(out_dir: Path, need: int) -> tuple[int, int]:
-    """(free bytes, reserve) of the filesystem that will hold ``out_dir``; refuse to start when the
-    estimated perf.data does not fit above the reserve (perf is also stopped at the reserve)."""
-    probe = _existing(out_dir)
-    try:
-        usage, flags = shutil.disk_usage(probe), os.statvfs(probe).f_flag
-    except OSError as err:
-        raise outfile.os_error(err, probe, "check free space on") from err
-    if flags & os.ST_RDONLY:
-        raise ResourceError(f"cannot write in {probe}: read-only filesystem", "choose -o on a writable filesystem")
-    reserve = disk_reserve(usage.total)
-    if usage.free - reserve < need:
-        raise ResourceError(
-            f"not enough free disk in {probe}: {usage.free / 2**20:.0f} MiB free; this capture needs about "
-            f"{need / 2**20:.0f} MiB for perf.data and pmuprof keeps {reserve / 2**20:.0f} MiB free (2 % of the "
-            f"filesystem, at least 16 MiB) so the disk never fills",
-            "free space, lower --duration/--frequency, use --call-graph fp, or pass -o on a larger filesystem",
-        )
-    return usage.free, reserve
-
-
-def preflight(opts: RecordOptions) -> tuple[str, dict]:
-    perf = perf_path()
-    if not perf or not (os.path.isfile(perf) or shutil.which(perf)):
-        raise PerfError("perf is not installed", f"{apt_install('perf')} (or set PMUPROF_PERF to a perf binary)")
-    facts = host.facts(perf)
-    if not facts["perf_version"]:
-        raise PerfError(
-            f"{perf} does not work: `perf version` gave no version (it hung, crashed, or is not perf)",
-            "check PMUPROF_PERF, or reinstall linux-perf; `pmuprof doctor` shows it",
-        )
-    return perf, facts  # perf itself says when perf_event_paranoid forbids it (runner classifies)
 
 
 def record(
