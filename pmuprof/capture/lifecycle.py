@@ -160,44 +160,36 @@ def _stop_all(
     failed: BaseException | None = None
     try:
         for source in order:
-            if source is None:
-                if on_stopped is not None:
-                    on_stopped()
-                continue
             try:
-                parts[id(source)] = source.stop(ctx)
+                if source is None:  # perf and the per-second sources have stopped
+                    if on_stopped is not None:
+                        on_stopped()
+                else:
+                    parts[id(source)] = source.stop(ctx)
             except Unfinished as err:
                 parts[id(source)], failed = err.part, failed or err.__cause__ or err
             except Exception as err:  # the others still stop and run.json is still written; raised after
                 failed = failed or err
-                parts[id(source)] = Part(source.name, warnings=(f"{source.name}: not finished ({err})",))
+                if source is not None:
+                    parts[id(source)] = Part(source.name, warnings=(f"{source.name}: not finished ({err})",))
     finally:
+        stopped = [parts[id(s)] for s in order if s is not None and id(s) in parts]
         listed = [parts[id(s)] for s in (*sources, window) if id(s) in parts]
-        run = _write(ctx, listed, pending)
+        run = _write(ctx, stopped, listed, pending)
     if failed is not None:
         raise failed
     return run
 
 
-def _write(ctx: Context, parts: list[Part], pending: list[int]) -> Run:
-    """Every part into the run; series.json (cut to perf's window), then run.json, written last."""
+def _write(ctx: Context, stopped: list[Part], listed: list[Part], pending: list[int]) -> Run:
+    """Every part into the run in the order the sources stopped (perf's notes first); series.json (cut to
+    perf's window), then run.json, written last, listing the sources in the order they started."""
     run = ctx.run
-    for part in parts:
+    for part in stopped:
         run = part.apply(run)
     span = ctx.window.seconds()
-    series = tuple(s.within(*span) if span else s for part in parts for s in part.series)
-    run = replace(
-        run,
-        sources=tuple(
-            SourceRun(
-                p.source,
-                tuple(f for f in p.files if (ctx.out_dir / f).exists()),
-                tuple(s.name for s in p.series),
-                p.why_not,
-            )
-            for p in parts
-        ),
-    )
+    series = tuple(s.within(*span) if span else s for part in listed for s in part.series)
+    run = replace(run, sources=tuple(r for r in (_listed(ctx, p) for p in listed) if r is not None))
     if pending and not run.stopped_by:  # a signal right after the window: it is what ended the capture
         run = replace(run, stopped_by=signal.Signals(pending.pop(0)).name)
     diskroom.release(ctx.out_dir)  # the last files go in the room kept for them
@@ -209,3 +201,12 @@ def _write(ctx: Context, parts: list[Part], pending: list[int]) -> Run:
     finally:
         rundir.write_typed(ctx.out_dir / rundir.RUN_JSON, run)
     return run
+
+
+def _listed(ctx: Context, part: Part) -> SourceRun | None:
+    """A source's entry in run.json ``sources``; None for one that recorded nothing and has nothing to say
+    (the off-CPU tracer that capture's default left off)."""
+    files = tuple(f for f in part.files if (ctx.out_dir / f).exists())
+    if not (files or part.series or part.fields or part.warnings or part.why_not):
+        return None
+    return SourceRun(part.source, files, tuple(s.name for s in part.series), part.why_not)

@@ -1,0 +1,126 @@
+"""The capture-source lifecycle without perf: the order sources start and stop, what run.json gets from
+them, and cleanup on every way out (a failing start, a failing perf, a stop signal after the window)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from pathlib import Path
+
+import pytest
+
+from pmuprof import signals
+from pmuprof.capture.lifecycle import Child, Context, Part, Source, WindowSource, run_sources
+from pmuprof.capture.options import RecordOptions
+from pmuprof.errors import PerfError
+from pmuprof.model import rundir
+from pmuprof.model.run import Run
+from pmuprof.model.series import Series
+
+
+class Recorder(Source):
+    def __init__(self, name: str, log: list[str], with_window: bool = False, part: Part | None = None) -> None:
+        self.name, self.log, self.with_window, self.part = name, log, with_window, part
+
+    def start(self, ctx: Context) -> None:
+        self.log.append(f"start {self.name}")
+
+    def children(self):
+        return {self.name: Child(("true",), Path("/dev/null"))} if self.name == "tracer" else {}
+
+    def stop(self, ctx: Context) -> Part:
+        self.log.append(f"stop {self.name}")
+        return self.part or Part(self.name)
+
+    def cleanup(self) -> None:
+        self.log.append(f"cleanup {self.name}")
+
+
+class Window(Recorder, WindowSource):
+    def __init__(self, log: list[str], fail: bool = False) -> None:
+        super().__init__("perf", log, part=Part("perf", {"duration_s": 2.0}, ("perf's note",), files=("perf.data",)))
+        self.fail = fail
+
+    def start(self, ctx: Context) -> None:
+        self.log.append(f"start perf with {sorted(ctx.window.children)}")
+
+    def wait(self, ctx: Context) -> None:
+        self.log.append("window")
+        if self.fail:
+            raise PerfError("perf failed: no such event", "run `pmuprof doctor`")
+
+
+def _ctx(tmp_path: Path) -> Context:
+    tmp_path.mkdir(exist_ok=True)
+    return Context(RecordOptions(pids=(1,), out_dir=tmp_path), (1,), Run(pmuprof_version="test"))
+
+
+def test_sources_start_in_order_and_stop_window_first_then_per_second_then_the_rest(tmp_path: Path):
+    log: list[str] = []
+    rate = Series("host.busy", "host", "share", first=5, values=(0.5,))
+    sources = [
+        Recorder("archive", log, part=Part("archive", {"kernel_symbols": None}, ("archive's note",))),
+        Recorder("tracer", log),  # said nothing and wrote nothing: not listed
+        Recorder("host", log, with_window=True, part=Part("host", series=(rate,))),
+    ]
+    run, pending = run_sources(_ctx(tmp_path), sources, Window(log), on_stopped=lambda: log.append("on_stopped"))
+    assert log == [
+        "start archive",
+        "start tracer",
+        "start host",
+        "start perf with ['tracer']",  # the children are gathered before perf starts
+        "window",
+        "stop perf",
+        "stop host",
+        "on_stopped",
+        "stop tracer",
+        "stop archive",
+        "cleanup perf",
+        "cleanup host",
+        "cleanup tracer",
+        "cleanup archive",
+    ]
+    written = json.loads((tmp_path / rundir.RUN_JSON).read_text())
+    assert [s["name"] for s in written["sources"]] == ["archive", "host", "perf"]
+    assert written["warnings"] == ["perf's note", "archive's note"] and written["duration_s"] == 2.0
+    assert json.loads((tmp_path / rundir.SERIES).read_text())["series"][0]["name"] == "host.busy"
+    assert pending == [] and not (tmp_path / rundir.ROOM).exists()
+
+
+def test_a_failing_start_cleans_up_what_started(tmp_path: Path):
+    log: list[str] = []
+
+    class Broken(Recorder):
+        def start(self, ctx: Context) -> None:
+            raise OSError("cannot open /proc/1/task")
+
+    with pytest.raises(OSError, match="cannot open"):
+        run_sources(_ctx(tmp_path), [Recorder("a", log), Broken("b", log), Recorder("c", log)], Window(log))
+    assert log == ["start a", "cleanup b", "cleanup a"]  # c never started; b's cleanup was pushed before its start
+
+
+def test_a_failing_perf_says_so_in_run_json_and_cleans_up(tmp_path: Path):
+    log: list[str] = []
+    with pytest.raises(PerfError):
+        run_sources(_ctx(tmp_path), [Recorder("host", log, with_window=True)], Window(log, fail=True))
+    assert log[-2:] == ["cleanup perf", "cleanup host"] and not any(e.startswith("stop") for e in log)
+    assert json.loads((tmp_path / rundir.RUN_JSON).read_text())["warnings"] == [
+        "capture failed: perf failed: no such event"
+    ]
+
+
+def test_a_signal_after_the_window_is_what_stopped_the_capture(tmp_path: Path):
+    """SIGHUP arriving while the sources stop (the window ran its clock) is noted, not raised: run.json says
+    it stopped the capture, the stops finish, and the caller is told nothing more is pending."""
+    log: list[str] = []
+
+    class Hangup(Recorder):
+        def stop(self, ctx: Context) -> Part:
+            os.kill(os.getpid(), signal.SIGHUP)
+            return super().stop(ctx)
+
+    with signals.installed():
+        run, pending = run_sources(_ctx(tmp_path), [Recorder("a", log), Hangup("b", log)], Window(log))
+    assert run.stopped_by == "SIGHUP" and pending == [] and "stop a" in log
+    assert json.loads((tmp_path / rundir.RUN_JSON).read_text())["stopped_by"] == "SIGHUP"
