@@ -140,13 +140,22 @@ class Perf(WindowSource):
             "record": record,
             "stat": replace(ctx.run.stat, argv=tuple(self.argv["stat"][0])),
         }
-        part = Part(self.name, dict(fields), tuple(warnings), files=FILES)
-        try:
-            fields["record"], said, off = recorded_event(record, ctx.perf, data)
-            said_too, off_too = write_counters(ctx, out.elapsed_s, self.cgroup)
-        except (PmuprofError, OSError) as err:  # run.json still gets the window's facts, and says why not more
-            raise Unfinished(part) from err
-        return replace(part, fields=fields, warnings=part.warnings + said + said_too, features_off=off + off_too)
+        part, failed = Part(self.name, fields, tuple(warnings), files=FILES), None
+        steps = (
+            lambda: recorded_event(record, ctx.perf, data),
+            lambda: write_counters(ctx, out.elapsed_s, self.cgroup),
+        )
+        for step in steps:  # each one whatever the other gave; the first error is raised after
+            try:
+                got, said, off = step()
+            except (PmuprofError, OSError) as err:  # run.json still gets the window's facts
+                failed = failed or err
+                continue
+            fields = {**part.fields, "record": got} if isinstance(got, Record) else dict(part.fields)
+            part = replace(part, fields=fields, warnings=part.warnings + said, features_off=part.features_off + off)
+        if failed is not None:
+            raise Unfinished(part) from failed
+        return part
 
     def _end(self, ctx: Context, out: Outcome) -> list[str]:
         """What stopped perf short (the disk, its size cap): ``out.stopped_by`` set; the note when it was the cap."""
@@ -213,7 +222,7 @@ def recorded_event(record: Record, perf: str, data: Path) -> tuple[Record, tuple
 
 def write_counters(
     ctx: Context, duration_s: float, cgroup: str | None
-) -> tuple[tuple[str, ...], tuple[FeatureOff, ...]]:
+) -> tuple[None, tuple[str, ...], tuple[FeatureOff, ...]]:
     """counters.json from perf stat's CSV (curated PMU events named as pmuprof names them)."""
     stat_out = ctx.out_dir / rundir.STAT_CSV
     rows = perfparse.parse_stat_csv(stat_out.read_text(errors="replace")) if stat_out.exists() else []
@@ -234,11 +243,15 @@ def write_counters(
         ctx.out_dir / rundir.COUNTERS, replace(counters, derived={"ipc": round(ipc, 4)} if ipc is not None else {})
     )
     if counters.value("cycles") is not None or counters.value("instructions") is not None:
-        return (), ()
-    return (), (
-        FeatureOff(
-            "IPC (cycles, instructions)",
-            "no hardware PMU counters here",
-            "run on bare metal or a VM with a virtual PMU",
+        return None, (), ()
+    return (
+        None,
+        (),
+        (
+            FeatureOff(
+                "IPC (cycles, instructions)",
+                "no hardware PMU counters here",
+                "run on bare metal or a VM with a virtual PMU",
+            ),
         ),
     )

@@ -16,6 +16,7 @@ from pmuprof.capture import sources
 from pmuprof.capture.lifecycle import Context, Part, Source
 from pmuprof.capture.persecond import Measure, PerSecond
 from pmuprof.capture.record import RecordOptions, record
+from pmuprof.errors import PmuprofError
 from pmuprof.findings.loader import load_rule
 from pmuprof.model import rundir
 from pmuprof.pipeline import report_input, report_run
@@ -116,3 +117,16 @@ def test_a_failing_stop_still_stops_the_others_and_writes_run_json(target, tmp_p
     assert "exploding: not finished (no room for my file)" in run["warnings"]
     assert run["host_load"] is not None and run["record"]["samples_total"] == 2011  # the others' parts
     assert Exploding.cleaned and not (out / ".perf-ctl").exists() and not (out / rundir.ROOM).exists()
+
+
+def test_perf_that_cannot_read_its_file_still_leaves_the_windows_facts(target, tmp_path, monkeypatch):
+    """perf evlist failing after the window: the error is raised, but run.json has the window (duration,
+    samples), counters.json is written and the other sources gave their parts."""
+    monkeypatch.setenv("PMUPROF_PERF", FAKE_PERF["PMUPROF_PERF"])
+    monkeypatch.setenv("FAKEPERF_MODE", "fail-evlist")
+    out = tmp_path / "run"
+    with pytest.raises(PmuprofError, match="perf cannot read this file"):
+        record(RecordOptions(pids=(target.pid,), out_dir=out, duration=1, mysql=False, off_cpu=False))
+    run = json.loads((out / rundir.RUN_JSON).read_text())
+    assert run["duration_s"] > 0.5 and run["record"]["samples_total"] == 2011 and run["host_load"] is not None
+    assert (out / rundir.COUNTERS).is_file() and run["record"]["event_recorded"] == ""
