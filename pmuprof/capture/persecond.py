@@ -112,6 +112,9 @@ class PerSecond(Source):
         return "" if self.polls else (self.error or "no poll finished")
 
     def _halt(self) -> None:
+        """Stop polling and wait for a poll in progress, once (a stuck one is waited for once, not again)."""
+        if self._done.is_set():
+            return
         self._done.set()
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(self.join_s)
