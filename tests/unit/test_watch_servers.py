@@ -62,7 +62,7 @@ def test_a_capture_targets_the_firing_server_first(tmp_path: Path, monkeypatch: 
     """capture_once records the firing server first (its server facts), then the others, and names it."""
     asked = {}
 
-    def record(ropts, progress, log):
+    def record(ropts, progress, log, extra=()):
         asked["pids"] = ropts.pids
         raise w.PmuprofError("stop here")
 
