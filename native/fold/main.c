@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "fold.h"
+#include "lib/fold.h"
 
 static const char USAGE[] =
         "usage: pmuprof-fold [--pid P ...] [--comm C ...] [--name PID=LABEL ...] [--per-thread] [--raw-unknown]\n"

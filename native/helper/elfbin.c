@@ -15,8 +15,9 @@
 #include <libelf.h>
 
 #include "elfbin_priv.h"
+#include "lib/regfile.h"
 #ifdef HAVE_LIBIBERTY
-#include "../perfdata/demangle.h"
+#include "lib/demangle.h"
 #endif
 
 typedef char *(*demangle_fn)(const char *, char *, size_t *, int *);
@@ -104,23 +105,6 @@ static int elfbin_check(struct elfbin *b)
     return 0;
 }
 
-/* A read-only fd of path when it is a regular file: the paths come from recordings and the target's maps,
- * files another user may have replaced by a FIFO (open would block) or a device (reads never end). */
-static int regular_open(const char *path)
-{
-    struct stat st;
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK), flags;
-
-    if (fd < 0)
-        return -errno;
-    if (fstat(fd, &st) || !S_ISREG(st.st_mode) || (flags = fcntl(fd, F_GETFL)) < 0 ||
-        fcntl(fd, F_SETFL, flags & ~O_NONBLOCK)) {
-        close(fd);
-        return -EINVAL;
-    }
-    return fd;
-}
-
 int elfbin_open(const char *path, struct elfbin **out)
 {
     struct elfbin *b;
@@ -134,7 +118,7 @@ int elfbin_open(const char *path, struct elfbin **out)
     if (!b)
         return -ENOMEM;
     b->dbg_fd = -1;
-    b->fd = regular_open(path);
+    b->fd = regfile_open(path);
     if (b->fd < 0) {
         rc = b->fd;
         free(b);
@@ -165,7 +149,7 @@ static int debuginfo_use(struct elfbin *b, const char *debug)
     char dbg_id[129] = "";
     Elf_Scn *scn;
 
-    b->dbg_fd = regular_open(debug);
+    b->dbg_fd = regfile_open(debug);
     if (b->dbg_fd < 0)
         return b->dbg_fd;
     b->dbg_elf = elf_begin(b->dbg_fd, ELF_C_READ_MMAP, NULL);

@@ -19,6 +19,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "lib/regfile.h"
+
 #define MAX_MAPS 4096
 #define REG_RBP 6
 #define REG_RSP 7
@@ -125,15 +127,13 @@ void uw_proc_free(struct uw_proc *p)
 static int file_open(struct uw_proc *p, struct uw_file *f)
 {
     char path[4200];
-    struct stat st;
     size_t n = 0;
 
     if (f->tried)
         return f->cfi ? 0 : -1;
     f->tried = 1;
     snprintf(path, sizeof(path), "/proc/%u/root%s", p->pid, f->path);
-    f->fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-    if (f->fd < 0 || fstat(f->fd, &st) || !S_ISREG(st.st_mode))
+    if ((f->fd = regfile_open(path)) < 0)
         return -1;
     elf_version(EV_CURRENT);
     f->elf = elf_begin(f->fd, ELF_C_READ_MMAP, NULL);

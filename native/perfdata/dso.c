@@ -1,6 +1,7 @@
 /* Finding a DSO's symbol sources in perf's order (debuglink, build-id cache, /usr/lib/debug, the path). */
 #define _GNU_SOURCE
 #include "dso.h"
+#include "elfsym.h"
 #include "inline.h"
 
 #include <errno.h>

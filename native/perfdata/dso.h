@@ -8,7 +8,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "../fold/buf.h"
+#include "lib/buf.h"
 #include "symtab.h"
 
 enum { DSO_USER = 0, DSO_KERNEL = 1 };
@@ -31,18 +31,6 @@ typedef struct {
     const char *skipped; /* why its file was not read (a perf map another user could have planted), or NULL */
 } dso_t;
 
-/* One candidate symbol source (perf's struct symsrc). */
-typedef struct {
-    char *path;
-    int fd;
-    void *mem; /* an in-memory image (the vdso), freed with the source */
-    Elf *elf;
-    GElf_Ehdr ehdr;
-    Elf_Scn *symtab, *dynsym, *opd;
-    GElf_Shdr symshdr, dynshdr;
-    size_t dynsym_idx;
-} symsrc_t;
-
 typedef struct {
     dso_t **v; /* every DSO */
     size_t n;
@@ -63,8 +51,6 @@ struct inl *dso_inline(dso_t *dso);
 /* perf's dso__load for a user-space DSO: search the candidates, load symbols. Returns dso__load's value. */
 int dso_load_user(dsos_t *d, dso_t *dso);
 
-/* Build-ids: the first GNU build-id note of an ELF (size, or <= 0), and perf's dso__build_id_equal. */
-int elf_build_id(Elf *elf, uint8_t *out, size_t cap);
 /* Inline: elfsym.c and kernel.c compare build-ids without calling up into dso.c. */
 static inline int dso_build_id_equal(const dso_t *dso, const uint8_t *bid, int size)
 {
@@ -78,16 +64,5 @@ static inline int dso_build_id_equal(const dso_t *dso, const uint8_t *bid, int s
     }
     return dso->bid_size == size && !memcmp(dso->bid, bid, (size_t)size);
 }
-
-/* perf's symsrc__init: open PATH (or an in-memory image), reject a mismatching build-id. 0 or -1. */
-int symsrc_open(symsrc_t *ss, dso_t *dso, const char *path, void *mem, size_t memlen);
-void symsrc_close(symsrc_t *ss);
-Elf_Scn *elf_section_named(Elf *elf, const GElf_Ehdr *eh, GElf_Shdr *sh, const char *name, size_t *idx);
-/* perf's dso__load_sym (+ dso__synthesize_plt_symbols) for user DSOs. */
-int elfsym_load(dso_t *dso, symsrc_t *syms, symsrc_t *runtime);
-/* perf's dso__load_perf_map: JIT symbols from /tmp/perf-PID.map, when it is a regular file owned by root or
- * the euid and at most PERFMAP_MAX bytes (else -1 and dso->skipped says why). */
-#define PERFMAP_MAX (64 << 20)
-int perfmap_load(dso_t *dso, const char *path);
 
 #endif

@@ -9,7 +9,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "dso.h"
+#include "elfsym.h"
+#include "lib/regfile.h"
 
 #define NOTE_ALIGN(n) (((n) + 3u) & ~3u)
 
@@ -94,15 +95,9 @@ int symsrc_open(symsrc_t *ss, dso_t *dso, const char *path, void *mem, size_t me
         ss->mem = mem;
         ss->elf = elf_memory(mem, memlen);
     } else {
-        struct stat st; /* candidates were checked regular, but a file can be swapped for a FIFO meanwhile */
-        ss->fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+        ss->fd = regfile_open(path); /* candidates were checked regular, but a file can be swapped meanwhile */
         if (ss->fd < 0)
-            return -1;
-        if (fstat(ss->fd, &st) || !S_ISREG(st.st_mode)) {
-            close(ss->fd);
-            ss->fd = -1;
-            return -1;
-        }
+            return ss->fd = -1, -1;
         ss->elf = elf_begin(ss->fd, ELF_C_READ_MMAP, NULL);
     }
     uint8_t bid[20];

@@ -16,8 +16,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../fold/buf.h"
-#include "demangle.h"
+#include "lib/buf.h"
+#include "lib/demangle.h"
+#include "lib/regfile.h"
 #include "inline.h"
 
 #define MAX_TREE_DEPTH 512 /* DIE nesting followed (deeper: a damaged file) */
@@ -67,21 +68,10 @@ struct inl {
     buf_t names;
 };
 
-static int open_regular(const char *path)
-{
-    struct stat st;
-    int fd = path && *path ? open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY) : -1;
-    if (fd >= 0 && (fstat(fd, &st) || !S_ISREG(st.st_mode))) {
-        close(fd);
-        fd = -1;
-    }
-    return fd;
-}
-
 /* The PT_LOAD headers of the runtime file: file offsets -> link-time addresses. */
 static int read_loads(inl_t *x, const char *runtime_path)
 {
-    int fd = open_regular(runtime_path);
+    int fd = regfile_open(runtime_path);
     Elf *elf = fd >= 0 ? elf_begin(fd, ELF_C_READ_MMAP, NULL) : NULL;
     size_t n = 0;
     int rc = -1;
@@ -154,7 +144,7 @@ inl_t *inl_open(const char *debug_path, const char *runtime_path)
     for (int i = 0; i < 2 && !x->dw; i++) {
         if (i == 1 && debug_path && runtime_path && !strcmp(debug_path, runtime_path))
             break;
-        if ((x->fd = open_regular(paths[i])) < 0)
+        if ((x->fd = regfile_open(paths[i])) < 0)
             continue;
         x->elf = elf_begin(x->fd, ELF_C_READ_MMAP, NULL);
         x->dw = x->elf ? dwarf_begin_elf(x->elf, DWARF_C_READ, NULL) : NULL;

@@ -12,6 +12,7 @@
 #include <dirent.h>
 
 #include "kallsyms.h"
+#include "elfsym.h"
 #include "kcore.h"
 
 #define KNAME "[kernel.kallsyms]"

@@ -5,7 +5,7 @@
 
 #include <stdint.h>
 
-#include "../fold/buf.h"
+#include "lib/buf.h"
 #include "dso.h"
 
 enum { MAP_FILE = 0, MAP_IDENTITY = 1 }; /* map_ip: ip - start + pgoff, or ip itself */

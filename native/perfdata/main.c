@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../fold/fold.h"
-#include "../fold/text.h"
+#include "lib/fold.h"
+#include "lib/text.h"
 #include "reader.h"
 #include "symbolize.h"
 

@@ -5,8 +5,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "../fold/buf.h"
-#include "../fold/fold.h"
+#include "lib/buf.h"
+#include "lib/fold.h"
 #include "callers.h"
 #include "machine.h"
 #include "pdfile.h"

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "elfsym.h"
 #include "inline.h"
 #include "reader.h"
 

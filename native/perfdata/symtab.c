@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "demangle.h"
+#include "lib/demangle.h"
 #include "rbtree.h"
 
 #define NOT_YET UINT64_MAX

@@ -1,6 +1,6 @@
 """The frame-label grammar of folded stacks: the one Python spelling of every bracketed label.
 
-The grammar (docs/internals.md "Frame labels"; native/fold/frames.c writes the same bytes and
+The grammar (docs/internals.md "Frame labels"; native/lib/frames.c writes the same bytes and
 tests/native/test_fold.py holds the two to it):
 
     name_[k]              a kernel frame

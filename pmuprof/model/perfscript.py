@@ -33,7 +33,7 @@ _EVENT = re.compile(r"\s(?P<event>[A-Za-z][\w.\-/=,]*(?::[a-zA-Z]*)?):\s*$", re.
 # (a real symbol starting with "@" must stay a symbol, and must not crash the leaf's int(…, 16)).
 _RAW = "\n"
 _OFFSET = re.compile(r"\+0x(?P<off>[0-9a-fA-F]+)$", re.ASCII)
-_MAX_SECOND_DIGITS = 18  # a longer time field is not a time (native/fold/parse.c says the same)
+_MAX_SECOND_DIGITS = 18  # a longer time field is not a time (native/lib/parse.c says the same)
 
 
 def second_of(digits: str | None) -> int:

@@ -15,7 +15,9 @@ def test_sources_are_formatted():
     tool = shutil.which("clang-format")
     if tool is None:
         pytest.skip("clang-format is not installed (apt-get install clang-format)")
-    sources = sorted(p for d in ("fold", "perfdata", "helper", "offcpu") for p in (NATIVE / d).glob("*.[ch]"))
+    sources = sorted(
+        p for d in ("lib", "arch", "fold", "perfdata", "helper", "offcpu") for p in (NATIVE / d).glob("*.[ch]")
+    )
     res = subprocess.run(
         [tool, "--dry-run", "--Werror", *map(str, sources)], capture_output=True, text=True, cwd=NATIVE
     )

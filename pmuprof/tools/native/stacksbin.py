@@ -1,6 +1,6 @@
 """The folder's stacks as arrays (pmuprof-fold / pmuprof-perfdata ``--stacks-bin``), read into a Stacks.
 
-The file (native/fold/write.c): magic ``PMFSTK2\\n``; u64 string count, string bytes, stack count, id
+The file (native/lib/write.c): magic ``PMFSTK2\\n``; u64 string count, string bytes, stack count, id
 count; u32 length of each string, then their bytes (a name may hold any byte, NUL included); u32
 frame ids of every stack, root first; u32 length and u64 count per stack. Reading it costs O(strings + ids): no Python object per frame occurrence.
 Folded from perf script text, the sample table follows: magic ``PMFSMP1\\n``, u64 entry count, then
