@@ -1,4 +1,5 @@
-/* decode.h - decode one x86-64 function and classify skid-causing instructions. */
+/* decode.h - decode one function and classify skid-causing instructions (decode_x86_64.c: the helper reads
+ * x86-64 code; the kinds are named by its instructions, their forms are listed there). */
 #ifndef PMUPROF_DECODE_H
 #define PMUPROF_DECODE_H
 
@@ -14,7 +15,7 @@ enum skid_kind {
     KIND_XCHG, /* xchg with a memory operand (implicitly locked) */
     KIND_SERIALIZE, /* cpuid */
     KIND_RDTSC, /* rdtsc, rdtscp */
-    KIND_LOCKFENCE, /* locked no-op RMW on the stack (lock or $0,(%rsp)): a full fence */
+    KIND_LOCKFENCE, /* locked no-op RMW on the stack: a full fence */
     KIND_XCHGSTORE, /* xchg reg,mem whose old value is dead: a seq_cst store (a full fence) */
     KIND_COUNT
 };
@@ -30,7 +31,7 @@ struct insn {
     uint8_t is_nop; /* nop / multi-byte nop: never the culprit, skid passes over it */
     uint8_t flow; /* FLOW_*: how control leaves after it (fence.c reads it) */
     uint8_t xchg_reg; /* for KIND_XCHG: 1 + the general register exchanged, else 0 */
-    uint16_t gpr_read, gpr_write; /* general registers read / written, bit = GPR number (rax 0 .. r15 15) */
+    uint16_t gpr_read, gpr_write; /* general registers read / written, bit = the decoder's GPR number */
     char text[96];
 };
 

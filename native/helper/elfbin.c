@@ -14,6 +14,7 @@
 #include <gelf.h>
 #include <libelf.h>
 
+#include "arch/x86_64.h"
 #include "elfbin_priv.h"
 #include "lib/regfile.h"
 #ifdef HAVE_LIBIBERTY
@@ -100,7 +101,7 @@ static int elfbin_check(struct elfbin *b)
 
     if (elf_kind(b->elf) != ELF_K_ELF || !gelf_getehdr(b->elf, &eh))
         return -ENOEXEC;
-    if (eh.e_machine != EM_X86_64)
+    if (eh.e_machine != X86_64_ELF_MACHINE) /* the decoder's architecture */
         return -EPROTONOSUPPORT;
     return 0;
 }

@@ -1,12 +1,12 @@
 /* pause.c - PAUSE latency in TSC ticks and ns, TSC frequency, MariaDB's own classification. */
 #include "helper.h"
 
-#include <cpuid.h>
 #include <errno.h>
 #include <stdint.h>
 #include <string.h>
 #include <time.h>
-#include <x86intrin.h>
+
+#include "arch/arch.h"
 
 /*
  * Runs of 16 PAUSEs, as MariaDB's my_cpu_init() times them: a run stays far below a
@@ -18,35 +18,26 @@
 
 static double mono_ns(void);
 
-static inline void pause_run16(void)
-{
-    __asm__ __volatile__("pause\n\tpause\n\tpause\n\tpause\n\t"
-                         "pause\n\tpause\n\tpause\n\tpause\n\t"
-                         "pause\n\tpause\n\tpause\n\tpause\n\t"
-                         "pause\n\tpause\n\tpause\n\tpause" ::
-                                 : "memory");
-}
-
 /* TSC ticks for one run of 16 pauses. */
 static uint64_t pause_ticks_once(void)
 {
     uint64_t t0, t1;
 
-    t0 = __rdtsc();
-    pause_run16();
-    t1 = __rdtsc();
+    t0 = arch_ticks();
+    arch_spin_hint16();
+    t1 = arch_ticks();
     return t1 - t0;
 }
 
-/* Ticks of two back-to-back rdtsc (the timer's own overhead), best of many. */
-static uint64_t rdtsc_overhead(void)
+/* Ticks between two back-to-back reads of the counter (its own overhead), best of many. */
+static uint64_t ticks_overhead(void)
 {
     uint64_t best = UINT64_MAX, t0, t1;
     int i;
 
     for (i = 0; i < 1000; i++) {
-        t0 = __rdtsc();
-        t1 = __rdtsc();
+        t0 = arch_ticks();
+        t1 = arch_ticks();
         if (t1 - t0 < best)
             best = t1 - t0;
     }
@@ -87,24 +78,11 @@ static double tsc_hz_measured(void)
     uint64_t t0, t1;
 
     n0 = mono_ns();
-    t0 = __rdtsc();
+    t0 = arch_ticks();
     nanosleep(&pause_ts, NULL);
     n1 = mono_ns();
-    t1 = __rdtsc();
+    t1 = arch_ticks();
     return (double)(t1 - t0) * 1e9 / (n1 - n0);
-}
-
-/* TSC Hz from CPUID leaf 0x15 (crystal ratio), else 0. */
-static double tsc_hz_cpuid(void)
-{
-    unsigned a, b, c, d;
-
-    if (__get_cpuid_max(0, NULL) < 0x15)
-        return 0.0;
-    __cpuid_count(0x15, 0, a, b, c, d);
-    if (!a || !b || !c)
-        return 0.0;
-    return (double)c * b / a;
 }
 
 /* MariaDB my_cpu_init: two runs of 16 PAUSEs; both over 30*16 ticks -> multiplier 100. */
@@ -112,11 +90,11 @@ static int mariadb_multiplier(uint64_t *t1, uint64_t *t2)
 {
     uint64_t a, b, c;
 
-    a = __rdtsc();
-    pause_run16();
-    b = __rdtsc();
-    pause_run16();
-    c = __rdtsc();
+    a = arch_ticks();
+    arch_spin_hint16();
+    b = arch_ticks();
+    arch_spin_hint16();
+    c = arch_ticks();
     *t1 = b - a;
     *t2 = c - b;
     return (*t1 > 30 * 16 && *t2 > 30 * 16) ? 100 : 200;
@@ -142,21 +120,21 @@ static void pause_mariadb(struct jbuf *out, double best_ticks_per_pause)
 
 int pause_calibrate(struct jbuf *out, int trials)
 {
-    double hz_cpuid = tsc_hz_cpuid(), hz_meas = tsc_hz_measured();
+    double hz_cpuid = arch_ticks_hz(), hz_meas = tsc_hz_measured();
     double hz = hz_cpuid > 0 ? hz_cpuid : hz_meas;
     uint64_t best, overhead;
     double ticks;
-    unsigned a, b, c, d;
+    unsigned base_mhz = arch_base_mhz();
     int done;
 
     if (trials <= 0)
         return -EINVAL;
     pause_ticks_once(); /* warm up */
-    overhead = rdtsc_overhead();
+    overhead = ticks_overhead();
     best = pause_best_ticks(trials, &done);
     ticks = (double)(best > overhead ? best - overhead : best) / PAUSES_PER_RUN;
     jbuf_open(out, '{');
-    jbuf_kstr(out, "method", "rdtsc");
+    jbuf_kstr(out, "method", ARCH_TICKS_METHOD);
     jbuf_kint(out, "pauses_per_run", PAUSES_PER_RUN);
     jbuf_kint(out, "trials", done);
     jbuf_kuint(out, "rdtsc_overhead_ticks", overhead);
@@ -164,13 +142,10 @@ int pause_calibrate(struct jbuf *out, int trials)
     jbuf_knum(out, "cycles", ticks);
     jbuf_knum(out, "ns", ticks * 1e9 / hz);
     jbuf_knum(out, "tsc_hz", hz);
-    jbuf_kstr(out, "tsc_hz_source", hz_cpuid > 0 ? "cpuid.0x15" : "measured vs CLOCK_MONOTONIC_RAW");
+    jbuf_kstr(out, "tsc_hz_source", hz_cpuid > 0 ? ARCH_TICKS_HZ_SOURCE : "measured vs CLOCK_MONOTONIC_RAW");
     jbuf_knum(out, "tsc_hz_measured", hz_meas);
-    if (__get_cpuid_max(0, NULL) >= 0x16) {
-        __cpuid_count(0x16, 0, a, b, c, d);
-        if (a & 0xffff)
-            jbuf_kuint(out, "cpuid_base_mhz", a & 0xffff);
-    }
+    if (base_mhz)
+        jbuf_kuint(out, "cpuid_base_mhz", base_mhz);
     pause_mariadb(out, ticks);
     jbuf_kstr(out, "note", "cycles are TSC ticks (nominal frequency), as MariaDB and MySQL measure them");
     jbuf_close(out, '}');

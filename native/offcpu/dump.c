@@ -23,7 +23,7 @@
  *                                        return addresses of the frame-pointer walk (OFFCPU_SAMPLE_KEY at
  *                                        most), RECOVERED: the callers the CFI unwinder put back (- none),
  *                                        to stand between the leaf and the walk's entry RESUME. SCANNED 1:
- *                                        the leaf's rbp was no frame (perf's walk stops at the leaf): TID
+ *                                        the leaf's frame pointer was no frame (perf's walk stops at the leaf): TID
  *                                        and SP (hex) key it, KEY is the leaf alone and RECOVERED the whole
  *                                        chain after it (RESUME 1); else TID and SP are 0
  * STATE is R S D T ? or B (off the CPU since before t0); a kernel stack id below 0 is -errno (not
@@ -235,7 +235,7 @@ static int blocked_regs(unsigned tgid, unsigned tid, __u64 *sp, __u64 *pc)
 }
 
 /* Target threads with no start record that are blocked now: off the CPU for the whole window. Their user
- * stack is walked from /proc's sp and pc (no saved rbp: the scan above sp finds the frame chain). */
+ * stack is walked from /proc's sp and pc (no saved frame pointer: the scan above sp finds the frame chain). */
 static int dump_idle(FILE *f, int starts_fd, struct idset *ids, const struct offcpu_opts *o)
 {
     static struct offcpu_ustack u;

@@ -12,9 +12,11 @@
  * switch-in in sched_switch (next). Nothing is copied to user space per event; the loader reads the
  * maps once, at the end.
  *
- * CO-RE without vmlinux.h: the task_struct and pt_regs fields used are declared with
- * preserve_access_index, so libbpf relocates them against the running kernel's BTF.
+ * CO-RE without vmlinux.h: the task_struct fields used are declared here, and the pt_regs fields in
+ * arch/ (ARCH_REGS_*), with preserve_access_index, so libbpf relocates them against the running kernel's BTF.
  */
+#include "arch/arch.h" /* first: it names the target for bpf_tracing.h */
+
 #include <stdbool.h>
 #include <linux/types.h>
 #include <linux/bpf.h>
@@ -23,12 +25,6 @@
 #include <bpf/bpf_core_read.h>
 
 #include "offcpu.h"
-
-struct pt_regs {
-    unsigned long bp;
-    unsigned long sp;
-    unsigned long ip;
-} __attribute__((preserve_access_index));
 
 struct task_struct {
     int pid;
@@ -285,7 +281,7 @@ static long walk_frame(__u32 i, struct walk *w)
 }
 
 /* Walk the current thread's user stack by frame pointers into sc->u; returns its hash (0: none).
- * When the leaf used rbp for something else (glibc's futex waits do), the chain starts at the first
+ * When the leaf used the frame-pointer register for something else (glibc's futex waits do), the chain starts at the first
  * saved frame pointer found in the OFFCPU_SCAN_WORDS words above sp. */
 static __always_inline __u64 walk_user(struct task_struct *task, struct scratch *sc, __u32 slot)
 {
@@ -296,9 +292,9 @@ static __always_inline __u64 walk_user(struct task_struct *task, struct scratch 
 
     if (!regs)
         return 0;
-    w.sp = regs->sp;
-    w.bp = regs->bp;
-    sc->u.ips[0] = regs->ip;
+    w.sp = ARCH_REGS_SP(regs);
+    w.bp = ARCH_REGS_FP(regs);
+    sc->u.ips[0] = ARCH_REGS_IP(regs);
     sc->u.scanned = 0;
     sc->u.sp = w.sp;
     sc->u.bp = w.bp;
@@ -373,9 +369,9 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev, bool
 
         s.kstack = OFFCPU_KSTACK_NONE;
         if (regs) {
-            s.ip = regs->ip;
-            s.sp = regs->sp;
-            s.bp = regs->bp;
+            s.ip = ARCH_REGS_IP(regs);
+            s.sp = ARCH_REGS_SP(regs);
+            s.bp = ARCH_REGS_FP(regs);
         }
     } else {
         s.kstack = bpf_get_stackid(ctx, &stacks, 0);
@@ -540,7 +536,7 @@ int BPF_PROG(on_switch_in, bool is_switch)
  * is in a library (no frame pointers: the walk perf records skips its caller) keeps the user stack with
  * its recovery window, counted per (process, stack). The loader's CFI unwind of those stacks is what a
  * perf sample with the same leaf and first return addresses takes as its skipped callers; where the
- * leaf's rbp is no frame (perf's walk stops at the leaf), what one with the same thread, sp and leaf
+ * leaf's frame pointer is no frame (perf's walk stops at the leaf), what one with the same thread, sp and leaf
  * takes as its whole chain. */
 SEC("perf_event")
 int on_sample(void *ctx)
@@ -556,13 +552,13 @@ int on_sample(void *ctx)
     stat_add(OFFCPU_STAT_SAMPLES);
     task = bpf_get_current_task_btf();
     regs = (struct pt_regs *)bpf_task_pt_regs(task);
-    if (!regs || in_code(regs->ip) != 2)
+    if (!regs || in_code(ARCH_REGS_IP(regs)) != 2)
         return 0;
     stat_add(OFFCPU_STAT_SAMPLES_FPLESS);
     key.ustack = user_stack(task, &sustacks, SCRATCH_SAMPLER, &scanned);
     if (scanned) { /* perf's walk stops at this leaf: matched on the thread and sp instead */
         key.tid = (__u32)id;
-        key.sp = regs->sp;
+        key.sp = ARCH_REGS_SP(regs);
     }
     if (!key.ustack) {
         stat_add(OFFCPU_STAT_SAMPLES_LOST);

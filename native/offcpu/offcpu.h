@@ -58,7 +58,7 @@ struct offcpu_start {
 	                   * open at the end from them) */
 };
 
-/* A user stack walked by the program itself: frame pointers, and when the leaf clobbered rbp (glibc's
+/* A user stack walked by the program itself: frame pointers, and when the leaf clobbered the frame pointer (glibc's
  * futex wrappers do), the first chain found by scanning a few words above sp. sp, bp and the words
  * above sp (nwords of them; 0: unreadable) let the loader recover, with .eh_frame CFI, the callers a
  * frame-pointer walk skips under a leaf without frame pointers. */
@@ -95,7 +95,7 @@ struct offcpu_range {
 };
 
 /* On-CPU sampler: ticks summed per (process, user stack), for samples whose leaf has no frame pointers.
- * When the leaf's rbp is no frame (the chain was found by a scan), perf's own walk stops at the leaf: such
+ * When the leaf's frame pointer is no frame (the chain was found by a scan), perf's own walk stops at the leaf: such
  * ticks are kept per thread and user sp too, the key a perf sample with only its leaf is matched on. */
 struct offcpu_skey {
     __u64 ustack; /* key of the sampled user stacks map */

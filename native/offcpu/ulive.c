@@ -3,7 +3,7 @@
  * Lazy mode takes stacks when a thread comes back; one still off the CPU when the tracer stops never
  * does. Its user registers were saved when it left the CPU and its stack has not moved since (it is
  * blocked in the kernel), so the loader walks it as the program would at switch-in: frame pointers,
- * the scan above sp when the leaf clobbered rbp, the recovery window for the CFI unwinder. Memory is
+ * the scan above sp when the leaf clobbered the frame pointer, the recovery window for the CFI unwinder. Memory is
  * read with process_vm_readv (root; the target is neither stopped nor traced). /proc/TID/syscall
  * (its sp and pc) is read after the walk: a thread that ran meanwhile is not walked.
  */

@@ -1,7 +1,7 @@
 /* unwind.c - .eh_frame CFI unwinding (elfutils libdw) of the frames at a user stack's leaf.
  *
  * glibc is built without frame pointers: when a thread sleeps in pthread_cond_timedwait, the walk from
- * its rbp skips the function that called it (lock_wait, buf_LRU_get_free_block) - the one that says
+ * its frame pointer skips the function that called it (lock_wait, buf_LRU_get_free_block) - the one that says
  * what is awaited. The program saves ip, sp, bp and the words above sp; here each leaf frame's CFA and
  * return address are computed from its binary's CFI (present in stripped libraries too), frame by
  * frame, until the chain meets the frame-pointer walk again or enters the executable. */
@@ -19,12 +19,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "arch/arch.h"
 #include "lib/regfile.h"
 
 #define MAX_MAPS 4096
-#define REG_RBP 6
-#define REG_RSP 7
-#define REG_RA 16
 
 struct uw_file {
     char *path;
@@ -184,7 +182,7 @@ static int read_word(const struct offcpu_ustack *u, __u64 addr, __u64 *out)
     return 0;
 }
 
-/* A DWARF expression of the forms CFI uses on x86-64 (register + offset, CFA + offset, deref). */
+/* A DWARF expression of the forms CFI uses (register + offset, CFA + offset, deref). */
 static int eval(const struct offcpu_ustack *u, const struct regs *r, const Dwarf_Op *ops, size_t nops, __u64 *out,
                 int *is_value)
 {
@@ -200,9 +198,11 @@ static int eval(const struct offcpu_ustack *u, const struct regs *r, const Dwarf
             if (!r->have_cfa)
                 return -1;
             stack[top++] = r->cfa;
-        } else if (op->atom == DW_OP_breg0 + REG_RSP || (op->atom == DW_OP_bregx && op->number == REG_RSP)) {
+        } else if (op->atom == DW_OP_breg0 + ARCH_DWARF_SP ||
+                   (op->atom == DW_OP_bregx && op->number == ARCH_DWARF_SP)) {
             stack[top++] = r->sp + (__u64)(__s64)(op->atom == DW_OP_bregx ? op->number2 : op->number);
-        } else if (op->atom == DW_OP_breg0 + REG_RBP || (op->atom == DW_OP_bregx && op->number == REG_RBP)) {
+        } else if (op->atom == DW_OP_breg0 + ARCH_DWARF_FP ||
+                   (op->atom == DW_OP_bregx && op->number == ARCH_DWARF_FP)) {
             if (!r->have_bp)
                 return -1;
             stack[top++] = r->bp + (__u64)(__s64)(op->atom == DW_OP_bregx ? op->number2 : op->number);
@@ -246,13 +246,14 @@ static int step(struct uw_proc *p, const struct offcpu_ustack *u, __u64 ip, int 
     if (dwarf_frame_cfa(frame, &ops, &nops) || eval(u, r, ops, nops, &r->cfa, &is_value) || is_value)
         goto out;
     r->have_cfa = 1;
-    if (dwarf_frame_register(frame, REG_RA, mem, &ops, &nops) || !nops || eval(u, r, ops, nops, &where, &is_value))
+    if (dwarf_frame_register(frame, ARCH_DWARF_RA, mem, &ops, &nops) || !nops ||
+        eval(u, r, ops, nops, &where, &is_value))
         goto out;
     if (!is_value && read_word(u, where, ra))
         goto out;
     if (is_value)
         *ra = where;
-    int bp_rule = dwarf_frame_register(frame, REG_RBP, mem, &ops, &nops);
+    int bp_rule = dwarf_frame_register(frame, ARCH_DWARF_FP, mem, &ops, &nops);
     if (bp_rule == 0 && nops) {
         r->have_bp = !eval(u, r, ops, nops, &where, &is_value) && (is_value || !read_word(u, where, &where));
         r->bp = where;
@@ -268,8 +269,8 @@ out:
 }
 
 /* Whether the frame at ra (in the executable, reached by the CFI steps that left r) is the one the
- * frame-pointer walk started from: its CFA, by its own CFI, is 16 bytes above u->fp0 (the saved rbp
- * and the return address the walk read there). Otherwise the walk began at another frame (a stale
+ * frame-pointer walk started from: its CFA, by its own CFI, is a frame record above u->fp0 (the saved frame
+ * pointer and the return address the walk read there). Otherwise the walk began at another frame (a stale
  * pointer, or a caller without a frame pointer) and the recovered callers would not join it. */
 static int joins_walk(struct uw_proc *p, const struct offcpu_ustack *u, __u64 ra, const struct regs *r)
 {
@@ -284,7 +285,7 @@ static int joins_walk(struct uw_proc *p, const struct offcpu_ustack *u, __u64 ra
         dwarf_cfi_addrframe(m->file->cfi, vaddr, &frame) || !frame)
         return 0;
     ok = !dwarf_frame_cfa(frame, &ops, &nops) && !eval(u, r, ops, nops, &cfa, &is_value) && !is_value &&
-            cfa == u->fp0 + 16;
+            cfa == u->fp0 + ARCH_FRAME_RECORD;
     free(frame);
     return ok;
 }

@@ -8,7 +8,7 @@
  * TID 0: KEY is the leaf and up to CALLERS_KEY - 1 return addresses of the frame-pointer walk (hex,
  * comma-separated); RECOVERED the return addresses to stand between the leaf and the walk's entry
  * RESUME (1: nothing of the walk is dropped). TID not 0: a walk that stops at its leaf (the leaf keeps
- * data in rbp); KEY is the leaf alone, SP (hex) the thread's user sp there (perf record --user-regs=sp)
+ * data in the frame-pointer register); KEY is the leaf alone, SP (hex) the thread's user sp there (perf record --user-regs=sp)
  * and RECOVERED the whole chain after the leaf. A file is untrusted input: lines that do not parse are
  * counted and skipped; a key listed twice with different callers is ambiguous and recovers nothing. */
 #ifndef PMUPROF_PD_CALLERS_H

@@ -1,6 +1,7 @@
 /* Reading a perf.data file's header, attributes and feature sections (tools/perf's file format). */
 #define _GNU_SOURCE
 #include "pdfile.h"
+#include "arch/x86_64.h"
 #include "bytes.h"
 
 #include <errno.h>
@@ -223,6 +224,27 @@ static int features_read(pd_file_t *f, const unsigned char *bits)
     return PD_OK;
 }
 
+/* The architectures whose recordings are read natively, and what reading their samples needs. A file
+ * without an arch header is read as the first one's, as before. */
+static const struct {
+    const char *arch; /* perf's arch header: uname -m of the recording host */
+    int reg_sp;
+} ARCHES[] = {
+        {X86_64_PERF_ARCH, X86_64_PERF_REG_SP},
+};
+
+static int arch_set(pd_file_t *f)
+{
+    size_t k = 0;
+    while (f->arch && k < sizeof ARCHES / sizeof *ARCHES && strcmp(f->arch, ARCHES[k].arch))
+        k++;
+    if (k == sizeof ARCHES / sizeof *ARCHES)
+        return fail(f, PD_EUNSUPPORTED, "recorded on %s (only %s is read natively)", f->arch, ARCHES[0].arch);
+    for (size_t i = 0; i < f->nattrs; i++)
+        f->attrs[i].reg_sp = ARCHES[k].reg_sp;
+    return 0;
+}
+
 static int header_read(pd_file_t *f)
 {
     const unsigned char *h = f->map;
@@ -253,9 +275,7 @@ static int header_read(pd_file_t *f)
         rc = fail(f, PD_ECORRUPT, "no event attributes");
     rc = rc ? rc : id_positions(f);
     rc = rc ? rc : features_read(f, h + 72);
-    if (!rc && f->arch && strcmp(f->arch, "x86_64"))
-        rc = fail(f, PD_EUNSUPPORTED, "recorded on %s (only x86_64 is read natively)", f->arch);
-    return rc;
+    return rc ? rc : arch_set(f);
 }
 
 int pd_file_open(pd_file_t *f, const char *path)

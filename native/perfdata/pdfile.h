@@ -25,6 +25,7 @@ enum {
 typedef struct {
     uint32_t type;
     uint64_t config, sample_type, read_format, branch_sample_type, sample_regs_user;
+    int reg_sp; /* the user sp's bit in sample_regs_user, on the architecture the file was recorded on */
     int sample_id_all;
     uint64_t *ids;
     size_t nids;

@@ -73,8 +73,8 @@ int pd_sample_parse(const pd_attr_t *a, const unsigned char *rec, uint16_t size,
         i += s->nr;
     }
     if ((st & PERF_SAMPLE_REGS_USER) && !(st & (PERF_SAMPLE_RAW | PERF_SAMPLE_BRANCH_STACK)) &&
-        (a->sample_regs_user & (1ULL << PD_REG_SP)) && i < n && rd64(w + 8 * i) != PERF_SAMPLE_REGS_ABI_NONE) {
-        size_t at = i + 1 + (size_t)__builtin_popcountll(a->sample_regs_user & ((1ULL << PD_REG_SP) - 1));
+        (a->sample_regs_user & (1ULL << a->reg_sp)) && i < n && rd64(w + 8 * i) != PERF_SAMPLE_REGS_ABI_NONE) {
+        size_t at = i + 1 + (size_t)__builtin_popcountll(a->sample_regs_user & ((1ULL << a->reg_sp) - 1));
         if (at >= n)
             return -1;
         s->user_sp = rd64(w + 8 * at);

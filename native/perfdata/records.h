@@ -8,7 +8,6 @@
 #include "pdfile.h"
 
 #define PD_NO_TIME UINT64_MAX
-#define PD_REG_SP 7 /* x86-64 perf_regs: PERF_REG_X86_SP, its bit in sample_regs_user */
 
 typedef struct {
     uint64_t ip, time, id, nr;

@@ -1,6 +1,7 @@
-/* decode.c - capstone decoding of one function; skid classes; jump targets. */
+/* decode_x86_64.c - the decoder of decode.h for x86-64 code (capstone): skid classes, jump targets. The helper
+ * reads x86-64 binaries only (elfbin.c checks e_machine); another architecture is another decode_<arch>.c. */
 #include "decode.h"
-#include "fence.h"
+#include "fence_x86_64.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -1,6 +1,6 @@
-/* fence.h - the x86 full-fence forms besides mfence: locked no-op RMW on the stack, xchg as a store. */
-#ifndef PMUPROF_FENCE_H
-#define PMUPROF_FENCE_H
+/* fence_x86_64.h - the x86 full-fence forms besides mfence: locked no-op RMW on the stack, xchg as a store. */
+#ifndef PMUPROF_FENCE_X86_64_H
+#define PMUPROF_FENCE_X86_64_H
 
 #include "decode.h"
 

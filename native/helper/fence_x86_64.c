@@ -1,5 +1,5 @@
-/* fence.c - tell the x86 full fences that are not mfence: `lock or $0,(%rsp)` and xchg used as a store. */
-#include "fence.h"
+/* fence_x86_64.c - tell the x86 full fences that are not mfence: `lock or $0,(%rsp)` and xchg used as a store. */
+#include "fence_x86_64.h"
 
 #include <stdlib.h>
 #include <string.h>
