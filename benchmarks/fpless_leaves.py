@@ -4,7 +4,7 @@ Usage (from the repository root; a perf.data recorded with -g, frame pointers):
 
     python3 benchmarks/fpless_leaves.py /tmp/pmuprof-bench/m114/perf.data --comm mariadbd
 
-A frame-pointer walk that starts in a function which never set up ``rbp`` reads its caller's frame: the
+A frame-pointer walk that starts in a function which never set up its frame pointer reads its caller's frame: the
 chain goes on at the caller's caller, and the function that called into the library is missing (the
 off-CPU tracer recovers it from the library's CFI; on-CPU samples are not recovered, issue 21). This
 counts, per library, the samples whose first user frame is there, with the library's frame-pointer
@@ -23,10 +23,8 @@ from collections.abc import Iterator
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's pmuprof
 
+from pmuprof.arch import KERNEL_START  # noqa: E402
 from pmuprof.tools.elf import symbol_summary  # noqa: E402
-
-
-KERNEL_START = 0xFFFF800000000000  # x86-64: kernel addresses are above this
 
 
 def user_dsos(data: Path, comms: list[str]) -> Iterator[list[str]]:

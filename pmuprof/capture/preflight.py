@@ -7,7 +7,7 @@ import os
 import shutil
 from pathlib import Path
 
-from .. import outfile
+from .. import arch, outfile
 from ..errors import PerfError, ResourceError, UsageError
 from ..packages import apt_install
 from ..paths import perf_path
@@ -19,6 +19,7 @@ MAX_DURATION_S = 3600
 
 def check_window(duration: float, frequency: int, call_graph: str = "fp") -> None:
     """The options of one capture window, checked before anything starts (watch checks them up front)."""
+    arch.check_capture()  # the one capture-time architecture check: every capture passes here first
     if not 0 < duration <= MAX_DURATION_S:
         raise UsageError(f"--duration {duration:g} s is out of range", f"use up to {MAX_DURATION_S} s (1 h)")
     if not 1 <= frequency <= 10000:

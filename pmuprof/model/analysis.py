@@ -83,7 +83,7 @@ class SkidFunction:
 
 @dataclass(frozen=True)
 class FenceSite:
-    """A function's skid-corrected samples on full fences: mfence, `lock or $0,(%rsp)`, xchg as a store."""
+    """A function's skid-corrected samples on full fences (the forms analysis/skid.py lists)."""
 
     function: str
     binary: str

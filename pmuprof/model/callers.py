@@ -6,7 +6,7 @@ the words above sp and unwinds their leaf with ``.eh_frame`` CFI. A perf sample 
 leaf and first return addresses (the *key*) equal a sampled stack's takes the callers recovered there;
 pmuprof-perfdata ``--callers`` splices them in (native/perfdata/callers.h reads this file).
 
-Where the leaf keeps data in ``rbp`` (glibc's ``send`` and ``recv``), perf's walk stops at the leaf and the
+Where the leaf keeps data in the frame-pointer register (glibc's ``send`` and ``recv``), perf's walk stops at the leaf and the
 sample has no return address to match. The sampler then found the chain by a scan above sp and recovers
 the callers below it; such a stack is keyed on the thread, its user sp (perf records it with
 ``--user-regs=sp``) and the leaf, and gives the whole chain after the leaf. The same leaf at the same

@@ -9,9 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from collections.abc import Iterator
 
+from ..arch import FRAME_POINTER_PROLOGUES, elf_machine_name
 from ..infile import ELF_MAX_BYTES, Refused, opened
-
-_PROLOGUES = (b"\x55\x48\x89\xe5", b"\xf3\x0f\x1e\xfa\x55\x48\x89\xe5")  # push rbp; mov rbp,rsp (+endbr64)
 
 
 def note_build_id(data: bytes, pos: int = 0, end: int | None = None) -> str | None:
@@ -185,11 +184,11 @@ def symbol_summary(path: Path) -> dict:
     dynsym = [s for s in elf.symbols(".dynsym") if s.is_func]
     funcs = symtab or dynsym
     sample = sorted(funcs, key=lambda s: -s.size)[:400]
-    with_fp = sum(1 for s in sample if elf.vaddr_bytes(s.value, 8).startswith(_PROLOGUES))
+    with_fp = sum(1 for s in sample if elf.vaddr_bytes(s.value, 8).startswith(FRAME_POINTER_PROLOGUES))
     ratio = with_fp / len(sample) if sample else 0.0
     return {
         "build_id": elf.build_id(),
-        "machine": "x86_64" if elf.machine == 62 else f"e_machine={elf.machine}",
+        "machine": elf_machine_name(elf.machine),
         "symtab": len(symtab),
         "dynsym": len(dynsym),
         "debuginfo": elf.section(".debug_info") is not None,

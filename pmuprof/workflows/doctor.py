@@ -6,6 +6,7 @@ import re
 import shutil
 from pathlib import Path
 
+from .. import arch
 from ..analysis import binaries
 from ..errors import PmuprofError
 from ..capture.mysql import facts as mysql
@@ -135,7 +136,7 @@ def _target(pid: int) -> list[Check]:
         "frame-pointers",
         "frame pointers",
         fp == "likely",
-        f"{label}: {fp} ({syms.frame_pointer_ratio or 0:.0%} of sampled functions keep rbp)",
+        f"{label}: {fp} ({syms.frame_pointer_ratio or 0:.0%} of sampled functions keep {arch.FRAME_POINTER_REGISTER})",
         "" if fp == "likely" else "use --call-graph dwarf (larger perf.data)",
         pid=pid,
     )

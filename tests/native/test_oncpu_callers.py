@@ -7,7 +7,7 @@ progs/fp_spins_nofp.c spins inside progs/nofp_lib.c's nofp_spin (-fomit-frame-po
     thread b: fp_outer_b -> fp_spinner_b -> nofp_spin
     thread c: fp_outer_c -> fp_spinner_a or _b through one pointer at one call site: the same walk for
               both callers, so nothing may be put back there (a guess would be wrong half the time).
-    thread d: fp_outer_d -> fp_clobberer -> nofp_spin_clobber, which keeps data in rbp (as glibc's send):
+    thread d: fp_outer_d -> fp_clobberer -> nofp_spin_clobber, which keeps data in the frame pointer (as glibc's send):
               perf's walk stops at the leaf; the thread's user sp keys the chain the sampler found.
 """
 
@@ -105,7 +105,7 @@ def test_a_walk_stopped_at_the_leaf_gets_its_whole_chain(spun):
     total = sum(got.values())
     assert total > 50, got
     assert got.get(WHOLE, 0) >= RECOVERED_AT_LEAST * total, got
-    # whole; or as recorded: the leaf alone, or (a tick in its prologue, before rbp holds data) the walk
+    # whole; or as recorded: the leaf alone, or (a tick in its prologue, before the frame pointer holds data) the walk
     # that skips fp_clobberer, whose few ticks the sampler may not have seen ten times
     assert set(got) <= {WHOLE, (), SKIPPED}, got
 

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from native_support import PROGS, native_binary
+from pmuprof import arch
 from pmuprof.capture.proc.kernel import text_lines
 from pmuprof.tools.native import fold as fastfold
 from pmuprof.tools.native import perfdata as perfdata_reader
@@ -45,7 +46,7 @@ def _load_bpf_program(name: bytes) -> int:
     license = ctypes.create_string_buffer(b"GPL")
     attr = struct.pack("=IIQQIIQII16s", 1, 2, ctypes.addressof(insns), ctypes.addressof(license), 0, 0, 0, 0, 0, name)
     buf = ctypes.create_string_buffer(attr, 128)
-    return libc.syscall(321, 5, buf, 128)  # bpf(BPF_PROG_LOAD) on x86_64; -1 when refused
+    return libc.syscall(arch.SYSCALLS["bpf"], 5, buf, 128)  # bpf(BPF_PROG_LOAD); -1 when refused
 
 
 @pytest.fixture(scope="module")

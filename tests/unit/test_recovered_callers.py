@@ -33,7 +33,7 @@ def test_sample_lines_parse_and_a_stopped_walk_is_keyed_on_thread_and_sp():
     assert out.stats["samples_fpless"] == 31 and len(out.sampled) == 6
     assert out.sampled[0] == callers.Sample(100, 10, (LEAF, A, C), 1, (RA,))
     assert out.sampled[4].recovered == ()  # the unwinder found nothing
-    # rbp held data: perf's walk stops at the leaf, the scan's whole chain is what it takes
+    # the frame pointer held data: perf's walk stops at the leaf, the scan's whole chain is what it takes
     assert out.sampled[5] == callers.Sample(100, 2, (LEAF,), 1, (RB, C), tid=101, sp=0x7FFD1000)
 
 

@@ -14,7 +14,7 @@ FENCE_KEYS = ("in", "not_in")
 
 @dataclass(frozen=True, eq=False)
 class FenceShare(Evidence):
-    """Samples on full fences (mfence, `lock or $0,(%rsp)`, xchg as a store) in the functions asked for."""
+    """Samples on full fences (the forms analysis/skid.py lists) in the functions asked for."""
 
     value: float
     share: float

@@ -4,7 +4,7 @@
  *   thread b: fp_outer_b -> fp_spinner_b -> nofp_spin   (nofp_spin <- fp_outer_b)
  *   thread c: fp_outer_c -> fp_spinner_a or fp_spinner_b, through one pointer at one call site: the
  *             walk is the same for both, so no recovered caller may be given to it without a guess.
- *   thread d: fp_outer_d -> fp_clobberer -> nofp_spin_clobber, which keeps data in rbp: perf's walk
+ *   thread d: fp_outer_d -> fp_clobberer -> nofp_spin_clobber, which keeps data in the frame pointer: perf's walk
  *             stops at the leaf (the stack is nofp_spin_clobber alone). */
 #include <pthread.h>
 #include <stdlib.h>
