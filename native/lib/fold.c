@@ -104,17 +104,7 @@ static int64_t comm_intern(folder_t *f, slice_t comm)
     return col_set(&f->comm_r, (size_t)id, (uint64_t)r | want << 32) ? -ENOMEM : id;
 }
 
-/* What a sample header line says: parsed once per distinct line when the caller caches it. */
-typedef struct {
-    int ok, pair; /* the header parsed; it had a pid/tid pair */
-    uint32_t comm_r;
-    uint64_t pid, tid;
-    int64_t sec; /* whole seconds of its time field, -1: none */
-    int64_t event; /* events id, or -1 */
-} head_t;
-
-/* Parse a header line (no counting); *inl gets its inline frame id (-1: none). 0, or -ENOMEM. */
-static int head_compute(folder_t *f, const char *s, size_t n, head_t *hd, int64_t *inl, slice_t *addr)
+int head_compute(folder_t *f, const char *s, size_t n, head_t *hd, int64_t *inl, slice_t *addr)
 {
     header_t h;
     memset(hd, 0, sizeof *hd);
@@ -154,7 +144,7 @@ static int head_compute(folder_t *f, const char *s, size_t n, head_t *hd, int64_
     return 0;
 }
 
-static int head_apply(folder_t *f, const head_t *hd)
+int head_apply(folder_t *f, const head_t *hd)
 {
     if (!hd->ok) {
         f->bad_lines++;
@@ -184,43 +174,6 @@ static int sample_start(folder_t *f, const char *s, size_t n)
     if (head_compute(f, s, n, &hd, &inl, &addr) || head_apply(f, &hd))
         return -ENOMEM;
     return hd.ok && inl >= 0 && f->keep ? frame_push(f, inl, addr, 0) : 0;
-}
-
-int64_t folder_header_intern(folder_t *f, const char *line, size_t n)
-{
-    if (!n || line_blank(line, n) || line[0] == ' ' || line[0] == '\t' || memchr(line, '\n', n))
-        return -1;
-    int added;
-    int64_t id = itab_intern(&f->headers, line, n, &added);
-    if (id < 0)
-        return id;
-    if (!added)
-        return ((const head_t *)f->heads)[id].ok < 0 ? -1 : id;
-    head_t hd;
-    slice_t addr;
-    int64_t inl;
-    if (head_compute(f, line, n, &hd, &inl, &addr))
-        return -ENOMEM;
-    if (inl >= 0) /* an inline frame: the text path handles it */
-        hd.ok = -1;
-    head_t *h = realloc(f->heads, (size_t)(id + 1) * sizeof *h);
-    if (!h)
-        return -ENOMEM;
-    f->heads = h;
-    h[id] = hd;
-    return hd.ok < 0 ? -1 : id;
-}
-
-int folder_sample_begin(folder_t *f, int64_t id)
-{
-    if (folder_end_sample(f))
-        return -ENOMEM;
-    return head_apply(f, &((const head_t *)f->heads)[id]);
-}
-
-void folder_sample_time(folder_t *f, int64_t sec)
-{
-    f->sec = sec;
 }
 
 int folder_feed(folder_t *f, const char *s, size_t n)
@@ -434,6 +387,8 @@ void folder_free(folder_t *f)
     buf_free(&f->frames);
     buf_free(&f->key);
     buf_free(&f->tmp);
+    buf_free(&f->fkey);
+    buf_free(&f->line);
     buf_free(&f->out_ids);
     free(f->pids);
     free(f->name_pids);

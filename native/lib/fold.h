@@ -1,4 +1,5 @@
-/* The streaming folder: feed perf script lines, finish, then write folded stacks, leaves and meta. */
+/* The streaming folder: feed perf script lines (or structured samples), finish, then write folded stacks,
+ * leaves and meta. */
 #ifndef PMUPROF_FOLD_FOLD_H
 #define PMUPROF_FOLD_FOLD_H
 
@@ -25,19 +26,48 @@ typedef struct folder folder_t;
 /* NULL with *err set: -ENOMEM, or -EINVAL for a bad pid / name option. */
 folder_t *folder_new(const fold_opts_t *opts, int *err);
 int folder_feed(folder_t *f, const char *line, size_t n);
-/* Structured input (pmuprof-perfdata): a call-chain frame line as perf script prints it
- * ("\t%16lx sym+0xoff (dso)") is interned once; its id then stands for that line in any sample.
- * Returns the id (>= 0), -1 when the line is not a frame (feed it as text), or -ENOMEM; *addr_off and
- * *addr_len locate the address inside the line. */
-int64_t folder_frame_intern(folder_t *f, const char *line, size_t n, size_t *addr_off, size_t *addr_len);
-/* A sample header line parsed once: -1 when it must go through folder_feed (blank, indented, an inline
- * frame); then folder_sample_begin(id) does what folder_feed(line) does. */
-int64_t folder_header_intern(folder_t *f, const char *line, size_t n);
-int folder_sample_begin(folder_t *f, int64_t id);
-/* The current sample's time in whole seconds (structured input: its header was interned without one). */
-void folder_sample_time(folder_t *f, int64_t sec);
-/* Exactly what folder_feed does with that frame line; addr is the address text (as in the line). */
-int folder_frame_push(folder_t *f, int64_t id, const char *addr, size_t addr_len);
+
+/* Structured input (pmuprof-perfdata): the samples of a perf.data, handed over as the fields perf script
+ * would print. What repeats is interned once, a sample is then ids. The folded result is byte for byte
+ * that of perf script's text of the same samples fed to folder_feed, also where the text is ambiguous (a
+ * thread named "x 1/2", a symbol with a line break): such a header or frame is folded from its text
+ * (script.h), once per distinct one, or per sample when its text must be fed as lines. */
+
+/* A call-chain frame: what perf script prints after its address. */
+typedef struct {
+    const char *sym; /* the symbol, or NULL for unnamed code ("[unknown]") */
+    size_t sym_len;
+    uint64_t off; /* the address's offset into sym ("+0x%lx") */
+    const char *dso; /* the DSO's name as perf prints it ("[unknown]" without one); unused when inlined */
+    size_t dso_len;
+    int inlined; /* a call inlined into the next frame: "name+0xoff (inlined)" (perf script --inline) */
+} fold_frame_t;
+
+/* Who a sample is from: the thread's pid, tid and name, and whether samples carry their time. */
+typedef struct {
+    int32_t pid, tid;
+    const char *comm;
+    size_t comm_len;
+    int timed;
+} fold_head_t;
+
+typedef struct {
+    int64_t head; /* folder_head's id */
+    uint64_t time; /* ns (its whole seconds key the sample table), when the head is timed */
+    const uint32_t *frames; /* folder_frame's ids, leaf first */
+    const uint64_t *addrs; /* each frame's address as perf script prints it */
+    size_t nframes;
+} fold_sample_t;
+
+/* The frame's id (>= 0), or -ENOMEM. */
+int64_t folder_frame(folder_t *f, const fold_frame_t *fr);
+/* The head's id (>= 0), or -ENOMEM. */
+int64_t folder_head(folder_t *f, const fold_head_t *h);
+/* Fold one sample with a call chain (a sample without one is perf script's one-line form: feed its text,
+ * script.h). 0, or -ENOMEM. */
+int folder_sample(folder_t *f, const fold_sample_t *s);
+/* Append the text after frame id's address (script_tail of its fields). */
+int folder_frame_tail(folder_t *f, int64_t id, buf_t *out);
 /* What the process itself is called, besides its threads' names (structured input knows it: the main
  * thread's COMM, label=1, and the server binary it maps, label=0). Servers rename their threads
  * (MySQL 8.0.27+: 'connection', 'ib_io_rd-1'), so --comm also keeps a process whose own name is wanted,

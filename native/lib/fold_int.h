@@ -11,6 +11,8 @@
 #define TAIL_LEAF (1ULL << 33)
 #define TAIL_RAWUNK (1ULL << 34) /* '[unknown]' in a '/...' dso: tail_leaf = rendered base, tail_off = dso */
 #define TAIL_INLINE (1ULL << 35) /* 'sym+0xoff (inlined)': a call inlined into the next frame, 'sym_[i]' */
+#define TAIL_ALIAS (1ULL << 36) /* structured frame whose text folds as another tail: the low 32 bits */
+#define TAIL_TEXT (1ULL << 37) /* structured frame whose text is no single frame line: fed as text */
 
 typedef struct {
     uint64_t count, off;
@@ -48,8 +50,9 @@ struct folder {
     col_t tail_info, tail_leaf, tail_off; /* leaf: dso_r << 32 | sym_r ; off_r */
     itab_t events;
     col_t ev_count;
-    itab_t headers; /* structured input: header lines parsed once (heads[id]) */
+    itab_t headers; /* structured input: (pid, tid, timed, comm) -> heads[id] (sample.c) */
     void *heads;
+    buf_t fkey, line; /* structured input: a frame's key, a text to feed */
     itab_t pidinfo; /* pid -> main comm_r + 1 (0: none), first main seq, name_r, dropped */
     col_t pid_main, pid_mainseq, pid_name, pid_drop;
     col_t pid_proc; /* pidinfo id -> the process's own name (rendered id + 1), or 1 << 40 | wanted */
@@ -108,6 +111,15 @@ static inline int col_set(col_t *c, size_t id, uint64_t val)
     return 0;
 }
 
+/* What a sample header line says: parsed once per distinct line when the caller caches it. */
+typedef struct {
+    int ok, pair; /* the header parsed; it had a pid/tid pair */
+    uint32_t comm_r;
+    uint64_t pid, tid;
+    int64_t sec; /* whole seconds of its time field, -1: none */
+    int64_t event; /* events id, or -1 */
+} head_t;
+
 int64_t rstr_render(folder_t *f, const char *s, size_t n, int flags);
 int put_pid(folder_t *f, buf_t *b, uint64_t pid);
 int folder_end_sample(folder_t *f);
@@ -117,6 +129,12 @@ int samples_flush(folder_t *f);
 int64_t parse_num(folder_t *f, const char *s, size_t n, uint64_t *out);
 /* The time field's whole seconds as the sample table keeps them (-1: none, or over 18 digits). */
 int64_t second_of(slice_t digits);
+/* Parse a header line (nothing counted); *inl gets its inline frame's tail id (-1: none). 0, or -ENOMEM. */
+int head_compute(folder_t *f, const char *s, size_t n, head_t *hd, int64_t *inl, slice_t *addr);
+/* Start the sample a parsed header line begins (a bad line counted when it did not parse). */
+int head_apply(folder_t *f, const head_t *hd);
+/* Tail id's labels and leaf key from its parsed fields (frames.c). 0, or -ENOMEM. */
+int tail_fill(folder_t *f, size_t id, const frame_t *fr);
 /* An indented frame text -> its tail id (-1: not a frame, -ENOMEM); addr is the address field. */
 int64_t frame_resolve(folder_t *f, const char *s, size_t n, slice_t *addr);
 /* Append frame `id` to the current sample ('[dso@0xaddr]' for unnamed code when raw). */

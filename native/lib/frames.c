@@ -85,34 +85,38 @@ static int leaf_intern(folder_t *f, size_t id, const frame_t *fr)
     return 0;
 }
 
+int tail_fill(folder_t *f, size_t id, const frame_t *fr)
+{
+    int sym_unknown = !fr->sym.p || slice_is(fr->sym, UNKNOWN);
+    int inlined = !sym_unknown && slice_is(fr->dso, INLINED);
+    int64_t label = label_intern(f, fr, sym_unknown, inlined);
+    if (label < 0)
+        return -ENOMEM;
+    uint64_t info = (uint64_t)label | TAIL_VALID | (inlined ? TAIL_INLINE : 0);
+    if (inlined)
+        return col_set(&f->tail_info, id, info) ? -ENOMEM : 0;
+    if (sym_unknown && fr->dso.n && fr->dso.p[0] == '/') {
+        const char *slash = memrchr(fr->dso.p, '/', fr->dso.n);
+        int64_t base = rstr_render(f, slash + 1, fr->dso.n - (size_t)(slash + 1 - fr->dso.p), RENDER_SEMI);
+        int64_t dso = base < 0 ? base : rstr_render(f, fr->dso.p, fr->dso.n, 0);
+        if (dso < 0 || col_set(&f->tail_leaf, id, (uint64_t)base) || col_set(&f->tail_off, id, (uint64_t)dso))
+            return -ENOMEM;
+        info |= TAIL_RAWUNK;
+    }
+    if (fr->off.p && !sym_unknown) {
+        if (leaf_intern(f, id, fr))
+            return -ENOMEM;
+        info |= TAIL_LEAF;
+    }
+    return col_set(&f->tail_info, id, info) ? -ENOMEM : 0;
+}
+
 static int tail_compute(folder_t *f, size_t id, slice_t tail)
 {
     frame_t fr;
-    uint64_t info = 0;
-    if (tail_parse(tail.p, tail.n, &fr) == 0) {
-        int sym_unknown = !fr.sym.p || slice_is(fr.sym, UNKNOWN);
-        int inlined = !sym_unknown && slice_is(fr.dso, INLINED);
-        int64_t label = label_intern(f, &fr, sym_unknown, inlined);
-        if (label < 0)
-            return -ENOMEM;
-        info = (uint64_t)label | TAIL_VALID | (inlined ? TAIL_INLINE : 0);
-        if (inlined)
-            return col_set(&f->tail_info, id, info) ? -ENOMEM : 0;
-        if (sym_unknown && fr.dso.n && fr.dso.p[0] == '/') {
-            const char *slash = memrchr(fr.dso.p, '/', fr.dso.n);
-            int64_t base = rstr_render(f, slash + 1, fr.dso.n - (size_t)(slash + 1 - fr.dso.p), RENDER_SEMI);
-            int64_t dso = base < 0 ? base : rstr_render(f, fr.dso.p, fr.dso.n, 0);
-            if (dso < 0 || col_set(&f->tail_leaf, id, (uint64_t)base) || col_set(&f->tail_off, id, (uint64_t)dso))
-                return -ENOMEM;
-            info |= TAIL_RAWUNK;
-        }
-        if (fr.off.p && !sym_unknown) {
-            if (leaf_intern(f, id, &fr))
-                return -ENOMEM;
-            info |= TAIL_LEAF;
-        }
-    }
-    return col_set(&f->tail_info, id, info) ? -ENOMEM : 0;
+    if (tail_parse(tail.p, tail.n, &fr) == 0)
+        return tail_fill(f, id, &fr);
+    return col_set(&f->tail_info, id, 0) ? -ENOMEM : 0;
 }
 
 /* raw_unknown_label(): '[base@0xaddr]', the DSO-relative address in lowercase without leading zeros. */
@@ -172,24 +176,4 @@ int frame_push(folder_t *f, int64_t id, slice_t addr, int raw)
         }
     }
     return buf_append(&f->frames, &label, sizeof label);
-}
-
-int64_t folder_frame_intern(folder_t *f, const char *line, size_t n, size_t *addr_off, size_t *addr_len)
-{
-    slice_t addr;
-    int64_t id = frame_resolve(f, line, n, &addr);
-    if (id >= 0) {
-        *addr_off = (size_t)(addr.p - line);
-        *addr_len = addr.n;
-    }
-    return id;
-}
-
-int folder_frame_push(folder_t *f, int64_t id, const char *addr, size_t addr_len)
-{
-    if (!f->in_sample) {
-        f->bad_lines++;
-        return 0;
-    }
-    return f->keep ? frame_push(f, id, (slice_t){addr, addr_len}, f->o.raw_unknown) : 0;
 }

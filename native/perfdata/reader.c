@@ -44,8 +44,9 @@ void reader_free(reader_t *r)
     pd_queue_free(&r->q);
     free(r->slots);
     free(r->frames);
-    buf_free(&r->lines);
     buf_free(&r->text);
+    free(r->sample_ids);
+    free(r->sample_addrs);
     callers_free(&r->callers);
 }
 

@@ -1,4 +1,4 @@
-/* The reader: perf.data records -> perf script's (comm, pid, tid, call chain) per sample -> the folder. */
+/* The reader: perf.data records -> perf script's (comm, pid, tid, call chain) per sample, as fields -> the folder. */
 #ifndef PMUPROF_PD_READER_H
 #define PMUPROF_PD_READER_H
 
@@ -14,12 +14,11 @@
 
 #define PD_MAX_STACK 127 /* perf script's default --max-stack */
 
-/* One resolved (maps generation, ip): the frame line perf script prints for it, interned in the folder. */
+/* One resolved (maps generation, ip): the folder's frame for it, and the address perf script prints. */
 typedef struct {
     uint64_t gen, ip;
-    int64_t tail; /* folder frame id; -1: feed `text` as lines */
-    uint32_t text, len; /* the line in reader.lines */
-    uint16_t addr_off, addr_len, sym_off;
+    uint64_t addr; /* the file-relative address in a user DSO, else ip */
+    uint32_t id; /* folder_frame's id */
     uint16_t ninl; /* inlined frames (inline.h) stored right before this one, innermost first */
 } frame_t;
 
@@ -35,8 +34,11 @@ typedef struct {
     size_t nslots;
     frame_t *frames;
     size_t nframes, capframes;
-    buf_t lines, text;
+    buf_t text; /* a line of perf script text (--script, one-line samples) */
     uint32_t chain[PD_MAX_STACK + 1];
+    uint32_t *sample_ids; /* the sample being folded: frame ids and addresses, inlined frames expanded */
+    uint64_t *sample_addrs;
+    size_t capsample;
     uint64_t samples, lost, printed;
     FILE *echo; /* --script: also write the perf script text the folder is fed */
     int with_time; /* --time: perf script's -F ...,time,...: each header has the sample's time */

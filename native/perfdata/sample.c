@@ -1,5 +1,5 @@
-/* A sample as perf script prints it with -F comm,pid,tid[,time],ip,sym,symoff,dso --no-inline: the header
- * line, then one line per call-chain entry, each distinct (maps, address) resolved once. */
+/* A sample resolved as perf script resolves it for -F comm,pid,tid[,time],ip,sym,symoff,dso --no-inline and
+ * handed to the folder as fields (lib/fold.h: folder_sample): each distinct (maps, address) resolved once. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <inttypes.h>
@@ -11,9 +11,10 @@
 
 #include "elfsym.h"
 #include "inline.h"
+#include "lib/script.h"
 #include "reader.h"
 
-/* folder_feed each '\n'-separated line, as pmuprof-fold reads perf script's output. */
+/* folder_feed each '\n'-separated line, as pmuprof-fold reads perf script's output (one-line samples). */
 static int feed_text(reader_t *r, const char *s, size_t n)
 {
     folder_t *f = r->fold;
@@ -95,37 +96,11 @@ static int find_map(reader_t *r, const thread_t *t, uint16_t cpumode, uint64_t i
     return 0;
 }
 
-/* "+0x<offset>" of addr in symbol sym, as perf prints it. */
-static int sym_offset(const map_t *map, int32_t sym, uint64_t addr, char *out, size_t cap)
+/* The offset of addr in symbol sym, as perf prints it after "+0x". */
+static uint64_t sym_offset(const map_t *map, int32_t sym, uint64_t addr)
 {
     const sym_t *s = &map->dso->syms.s[sym];
-    uint64_t o = addr < s->end ? addr - s->start : addr - map->start - s->start;
-    return snprintf(out, cap, "+0x%" PRIx64, o);
-}
-
-static int frame_text(reader_t *r, frame_t *fr, const map_t *map, int32_t sym, uint64_t ip, uint64_t addr)
-{
-    buf_t *b = &r->text;
-    dso_t *d = map ? map->dso : NULL;
-    b->len = 0;
-    if (buf_reserve(b, 64))
-        return -ENOMEM;
-    b->len = (size_t)snprintf(b->p, 64, "\t%16" PRIx64 " ", d && d->space == DSO_USER ? addr : ip);
-    fr->sym_off = (uint16_t)b->len;
-    if (sym != SYM_NONE) {
-        char off[24];
-        size_t len;
-        const char *name = symtab_name(&d->syms, sym, &len);
-        int n = sym_offset(map, sym, addr, off, sizeof off);
-        if (!name || buf_append(b, name, len) || buf_append(b, off, (size_t)n))
-            return -ENOMEM;
-    } else if (buf_append(b, "[unknown]", 9)) {
-        return -ENOMEM;
-    }
-    const char *dn = d ? d->name : "[unknown]";
-    if (buf_append(b, " (", 2) || buf_append(b, dn, strlen(dn)) || buf_putc(b, ')'))
-        return -ENOMEM;
-    return 0;
+    return addr < s->end ? addr - s->start : addr - map->start - s->start;
 }
 
 #define GEN_UNKNOWN (UINT64_MAX - 1)
@@ -163,21 +138,6 @@ static frame_t *frame_new(reader_t *r)
     return &r->frames[r->nframes];
 }
 
-/* The text in r->text becomes frame fr's line, interned in the folder when it is one line. */
-static int frame_keep_text(reader_t *r, frame_t *fr)
-{
-    if (buf_append(&r->lines, r->text.p, r->text.len))
-        return -ENOMEM;
-    fr->len = (uint32_t)r->text.len;
-    size_t aoff = 0, alen = 0;
-    if (!memchr(r->text.p, '\n', r->text.len))
-        fr->tail = folder_frame_intern(r->fold, r->text.p, r->text.len, &aoff, &alen);
-    if (fr->tail < -1)
-        return -ENOMEM;
-    fr->addr_off = (uint16_t)aoff, fr->addr_len = (uint16_t)alen;
-    return 0;
-}
-
 /* Frames for the calls inlined at addr (perf script --inline's "name+0xoff (inlined)" lines), stored
  * before the frame they are inlined into; the count, or -ENOMEM. */
 static int inline_frames(reader_t *r, const map_t *map, int32_t sym, uint64_t addr, int ret)
@@ -185,19 +145,14 @@ static int inline_frames(reader_t *r, const map_t *map, int32_t sym, uint64_t ad
     inl_name_t names[INL_MAX_DEPTH];
     inl_t *x = dso_inline(map->dso);
     int n = x ? inl_chain(x, ret && addr ? addr - 1 : addr, names, INL_MAX_DEPTH) : 0;
-    char off[24];
-    int offlen = n > 0 ? sym_offset(map, sym, addr, off, sizeof off) : 0;
+    uint64_t off = n > 0 ? sym_offset(map, sym, addr) : 0;
     for (int k = 0; k < n; k++) {
         frame_t *fr = frame_new(r);
-        buf_t *b = &r->text;
-        if (!fr || buf_reserve(b, 64 + names[k].len + 40))
+        fold_frame_t ff = {names[k].name, names[k].len, off, NULL, 0, 1};
+        int64_t id = fr ? folder_frame(r->fold, &ff) : -ENOMEM;
+        if (id < 0)
             return -ENOMEM;
-        *fr = (frame_t){UINT64_MAX, 0, -1, (uint32_t)r->lines.len, 0, 0, 0, 0, 0};
-        b->len = (size_t)snprintf(b->p, 64, "\t%16" PRIx64 " ", addr);
-        fr->sym_off = (uint16_t)b->len;
-        if (buf_append(b, names[k].name, names[k].len) || buf_append(b, off, (size_t)offlen) ||
-            buf_append(b, " (inlined)", 10) || frame_keep_text(r, fr))
-            return -ENOMEM;
+        *fr = (frame_t){UINT64_MAX, 0, addr, (uint32_t)id, 0};
         r->nframes++;
     }
     r->inlined += n > 0 ? (uint64_t)n : 0;
@@ -237,12 +192,16 @@ static int frame_resolve_ip(reader_t *r, const thread_t *t, uint16_t cpumode, ui
     if (expand && map && sym != SYM_NONE && map->dso->space == DSO_USER &&
         (ninl = inline_frames(r, map, sym, addr, ret)) < 0)
         return -ENOMEM;
+    dso_t *d = map ? map->dso : NULL;
+    fold_frame_t ff = {NULL, 0, 0, d ? d->name : "[unknown]", strlen(d ? d->name : "[unknown]"), 0};
+    if (sym != SYM_NONE && !(ff.sym = symtab_name(&d->syms, sym, &ff.sym_len)))
+        return -ENOMEM;
+    ff.off = sym != SYM_NONE ? sym_offset(map, sym, addr) : 0;
     frame_t *fr = frame_new(r);
-    if (!fr)
+    int64_t id = fr ? folder_frame(r->fold, &ff) : -ENOMEM;
+    if (id < 0)
         return -ENOMEM;
-    *fr = (frame_t){empty ? UINT64_MAX : gen, ip, -1, (uint32_t)r->lines.len, 0, 0, 0, 0, (uint16_t)ninl};
-    if (frame_text(r, fr, map, sym, ip, addr) || frame_keep_text(r, fr))
-        return -ENOMEM;
+    *fr = (frame_t){empty ? UINT64_MAX : gen, ip, d && d->space == DSO_USER ? addr : ip, (uint32_t)id, (uint16_t)ninl};
     if (!empty)
         r->slots[j] = ++r->nframes;
     else
@@ -251,25 +210,29 @@ static int frame_resolve_ip(reader_t *r, const thread_t *t, uint16_t cpumode, ui
     return 0;
 }
 
-static int push_one(reader_t *r, const frame_t *fr)
+/* The sample's frames as folder ids and printed addresses, each with the frames inlined into it first
+ * (innermost first, as perf script --inline prints them). */
+static int sample_frames(reader_t *r, size_t n, size_t *out)
 {
-    const char *line = r->lines.p + fr->text;
-    if (r->echo && fr->tail >= 0)
-        fprintf(r->echo, "%.*s\n", (int)fr->len, line);
-    if (fr->tail >= 0)
-        return folder_frame_push(r->fold, fr->tail, line + fr->addr_off, fr->addr_len);
-    return feed_text(r, line, fr->len);
-}
-
-/* A frame with the frames inlined into it first (innermost first, as perf script --inline). */
-static int push_frame(reader_t *r, uint32_t i)
-{
-    const frame_t *fr = &r->frames[i];
-    for (uint32_t k = i - fr->ninl; k <= i; k++) {
-        int rc = push_one(r, &r->frames[k]);
-        if (rc)
-            return rc;
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++)
+        m += 1 + r->frames[r->chain[i]].ninl;
+    if (m > r->capsample) {
+        uint32_t *ids = realloc(r->sample_ids, m * sizeof *ids);
+        uint64_t *addrs = ids ? realloc(r->sample_addrs, m * sizeof *addrs) : NULL;
+        if (ids)
+            r->sample_ids = ids;
+        if (!addrs)
+            return -ENOMEM;
+        r->sample_addrs = addrs, r->capsample = m;
     }
+    m = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t at = r->chain[i];
+        for (uint32_t k = at - r->frames[at].ninl; k <= at; k++, m++)
+            r->sample_ids[m] = r->frames[k].id, r->sample_addrs[m] = r->frames[k].addr;
+    }
+    *out = m;
     return 0;
 }
 
@@ -342,72 +305,52 @@ static int pid_listed(const reader_t *r, int32_t pid)
     return 0;
 }
 
-/* The header line; with --time, the time field as perf prints it ("%12s: ", usec): the sample's own
- * time (timed == 1), or a fixed one (timed == 2: the line a thread's samples share, parsed exactly as
- * theirs, whose second folder_sample_time then sets). */
-static int header_text(reader_t *r, const thread_t *t, const pd_sample_t *s, int chain, int timed)
+/* The thread's folder head (cached while its comm, pid and tid stay those of its last sample). */
+static int sample_head(reader_t *r, thread_t *t, const pd_sample_t *s)
+{
+    if (t->hdr_id >= 0 && t->hdr_comm == t->comm && t->hdr_pid == (int32_t)s->pid && t->hdr_tid == (int32_t)s->tid)
+        return 0;
+    fold_head_t h = {(int32_t)s->pid, (int32_t)s->tid, NULL, 0, r->with_time};
+    h.comm = machine_comm_str(&r->m, t, &h.comm_len);
+    t->hdr_id = folder_head(r->fold, &h);
+    t->hdr_comm = t->comm, t->hdr_pid = (int32_t)s->pid, t->hdr_tid = (int32_t)s->tid;
+    return t->hdr_id < 0 ? -ENOMEM : 0;
+}
+
+/* --script: the perf script text of the sample the folder is given. */
+static int sample_echo(reader_t *r, const thread_t *t, const pd_sample_t *s, size_t m)
 {
     size_t n;
     const char *comm = machine_comm_str(&r->m, t, &n);
-    char pid[48], when[64], usec[48];
     buf_t *b = &r->text;
     b->len = 0;
-    if (!chain && n < 16 && (buf_reserve(b, 16 - n) || (memset(b->p, ' ', 16 - n), b->len = 16 - n, 0)))
+    if (script_header(b, comm, n, (int32_t)s->pid, (int32_t)s->tid, 1, r->with_time, s->time) || buf_putc(b, '\n'))
         return -ENOMEM;
-    int k = snprintf(pid, sizeof pid, " %5d/%-5d ", (int32_t)s->pid, (int32_t)s->tid), w = 0;
-    if (timed && r->with_time) {
-        uint64_t ns = timed == 1 ? s->time : 0;
-        snprintf(usec, sizeof usec, "%" PRIu64 ".%06" PRIu64, (uint64_t)(ns / 1000000000u),
-                 (uint64_t)(ns % 1000000000u / 1000u));
-        w = snprintf(when, sizeof when, "%12s: ", usec);
+    for (size_t i = 0; i < m; i++) {
+        char at[24];
+        int k = snprintf(at, sizeof at, "\t%16" PRIx64 " ", r->sample_addrs[i]);
+        if (buf_append(b, at, (size_t)k) || folder_frame_tail(r->fold, r->sample_ids[i], b) || buf_putc(b, '\n'))
+            return -ENOMEM;
     }
-    return buf_append(b, comm, n) || buf_append(b, pid, (size_t)k) || buf_append(b, when, (size_t)w) ? -ENOMEM : 0;
+    fprintf(r->echo, "%.*s\n", (int)b->len, b->p);
+    return 0;
 }
 
-/* The sample's whole seconds for the folder's table (-1 without --time). */
-static int64_t sample_second(const reader_t *r, const pd_sample_t *s)
-{
-    return r->with_time ? (int64_t)(s->time / 1000000000ULL) : -1;
-}
-
-/* The header line through the thread's cached folder header id (same comm, pid, tid as last time). */
-static int sample_header(reader_t *r, thread_t *t, const pd_sample_t *s)
-{
-    if (t->hdr_id == -2 || t->hdr_comm != t->comm || t->hdr_pid != (int32_t)s->pid || t->hdr_tid != (int32_t)s->tid ||
-        r->echo) {
-        if (header_text(r, t, s, 1, 2)) /* interned with a fixed time: one id per (comm, pid, tid) */
-            return -ENOMEM;
-        t->hdr_id = folder_header_intern(r->fold, r->text.p, r->text.len);
-        if (t->hdr_id < -1)
-            return -ENOMEM;
-        t->hdr_comm = t->comm, t->hdr_pid = (int32_t)s->pid, t->hdr_tid = (int32_t)s->tid;
-        if (t->hdr_id == -1 || r->echo) {
-            t->hdr_id = r->echo ? -2 : t->hdr_id;
-            return header_text(r, t, s, 1, 1) ? -ENOMEM : feed_text(r, r->text.p, r->text.len);
-        }
-    }
-    if (t->hdr_id == -1) {
-        if (header_text(r, t, s, 1, 1))
-            return -ENOMEM;
-        return feed_text(r, r->text.p, r->text.len);
-    }
-    int rc = folder_sample_begin(r->fold, t->hdr_id);
-    folder_sample_time(r->fold, sample_second(r, s));
-    return rc;
-}
-
-/* No call chain: everything on the header line, the sample ip printed as recorded. */
+/* No call chain: perf script's one-line sample, the sample ip printed as recorded, fed as text (how perf
+ * pads the comm there decides how the line parses). */
 static int inline_line(reader_t *r, const thread_t *t, const pd_sample_t *s)
 {
     uint32_t i;
     int rc = frame_resolve_ip(r, t, s->cpumode, s->ip, 0, &i);
-    if (rc || header_text(r, t, s, 0, 1))
-        return rc ? rc : -ENOMEM;
-    const frame_t *fr = &r->frames[i];
+    if (rc)
+        return rc;
+    size_t n;
+    const char *comm = machine_comm_str(&r->m, t, &n);
     char ip[24];
     int k = snprintf(ip, sizeof ip, " %16" PRIx64 " ", s->ip);
-    if (buf_append(&r->text, ip, (size_t)k) ||
-        buf_append(&r->text, r->lines.p + fr->text + fr->sym_off, fr->len - fr->sym_off))
+    r->text.len = 0;
+    if (script_header(&r->text, comm, n, (int32_t)s->pid, (int32_t)s->tid, 0, r->with_time, s->time) ||
+        buf_append(&r->text, ip, (size_t)k) || folder_frame_tail(r->fold, r->frames[i].id, &r->text))
         return -ENOMEM;
     return feed_text(r, r->text.p, r->text.len);
 }
@@ -433,11 +376,11 @@ int reader_sample(reader_t *r, const pd_attr_t *a, const unsigned char *rec, uin
     int chain = r->use_callchain && (a->sample_type & PERF_SAMPLE_CALLCHAIN);
     if (!chain)
         return inline_line(r, t, &s);
-    size_t n;
-    if ((rc = chain_resolve(r, t, &s, &n)) || (rc = sample_header(r, t, &s)))
+    size_t n, m;
+    if ((rc = chain_resolve(r, t, &s, &n)) || (rc = sample_head(r, t, &s)) || (rc = sample_frames(r, n, &m)))
         return rc;
-    for (size_t i = 0; i < n; i++)
-        if ((rc = push_frame(r, r->chain[i])))
-            return rc;
-    return feed_text(r, "", 0);
+    if (r->echo && (rc = sample_echo(r, t, &s, m)))
+        return rc;
+    fold_sample_t fs = {t->hdr_id, s.time, r->sample_ids, r->sample_addrs, m};
+    return folder_sample(r->fold, &fs);
 }

@@ -66,6 +66,7 @@ def lab(tmp_path_factory) -> dict:
         "cpp": ["g++", *fp, str(PROGS / "pd_cpp.cpp")],
         "jit": ["gcc", *fp, str(PROGS / "pd_jit.c"), "-ldl"],
         "libpd.so": ["gcc", *fp, "-shared", "-fPIC", str(PROGS / "pd_lib.c")],
+        "odd": ["gcc", *fp, "-pthread", str(PROGS / "pd_odd.c"), "-ldl"],
     }
     exes = {}
     for name, argv in builds.items():
@@ -116,11 +117,24 @@ def _record_beside(lab: dict, name: str, opts: list[str], secs: str = "6") -> Pa
     return out
 
 
+ODD_DIRS = ("lib (open", "lib\nline")  # an unbalanced parenthesis and a line break in a DSO's path
+
+
+def _odd_libraries(lab: dict) -> list[str]:
+    """pd_lib.c's library in directories whose names perf script's "(dso)" text cannot hold plainly."""
+    paths = []
+    for name in ODD_DIRS:
+        (lab["tmp"] / name).mkdir(exist_ok=True)
+        paths.append(str(shutil.copy(lab["exes"]["libpd.so"], lab["tmp"] / name / "libpd.so")))
+    return paths
+
+
 @pytest.fixture(scope="module")
 def recordings(lab) -> dict[str, Path]:
     x = lab["exes"]
     g = ["-g", "-F", "2999"]
     return {
+        "odd": _record(lab, "odd", g, [str(x["odd"]), PROG_SECS, *_odd_libraries(lab)]),
         "pie": _record(lab, "pie", g, [str(x["pie"]), PROG_SECS]),
         "nopie": _record(lab, "nopie", g, [str(x["nopie"]), PROG_SECS]),
         "stripped": _record(lab, "stripped", g, [str(x["stripped"]), PROG_SECS]),
@@ -185,7 +199,8 @@ def _option_argv(opts: dict, busiest: tuple[int, str]) -> tuple[list[str], tuple
 
 
 @pytest.mark.parametrize(
-    "rec", ["pie", "nopie", "stripped", "cpp", "jit", "nocallchain", "two_events", "attach", "system", "system_user"]
+    "rec",
+    ["pie", "nopie", "stripped", "cpp", "jit", "nocallchain", "two_events", "attach", "system", "system_user", "odd"],
 )
 def test_perf_script_text_is_reproduced(bins, lab, recordings, rec):
     """--script echoes exactly the text perf script prints (addresses, symbols, offsets, DSOs)."""
@@ -200,7 +215,7 @@ def test_perf_script_text_is_reproduced(bins, lab, recordings, rec):
 
 FOLD_CASES = [
     (rec, opts)
-    for rec in ("pie", "stripped", "cpp", "jit", "nocallchain", "attach", "system", "system_user")
+    for rec in ("pie", "stripped", "cpp", "jit", "nocallchain", "attach", "system", "system_user", "odd")
     for opts in OPTION_SETS
 ]
 
@@ -242,6 +257,14 @@ def test_labels_cover_what_the_recordings_hold(bins, lab, recordings, tmp_path):
     raw = folded("stripped", "--raw-unknown")
     assert "[stripped@0x" in raw and "pd_middle" not in raw
     assert "pd_middle" in folded("nopie")
+
+
+def test_the_odd_recording_holds_what_perf_scripts_text_makes_ambiguous(lab, recordings):
+    """Each name pd_odd.c is for is sampled: the equality tests above then cover the folder's text fallback."""
+    text = _perf_script(lab, recordings["odd"])
+    for name in (b"odd (sym+0x", b" padded+0x", b"[unknown]+0x", b"x)(y+0x", b"ends+0x1f+0x", b"lib (open/libpd.so)"):
+        assert name in text, name
+    assert b"\nline/libpd.so)" in text and b"\n lead " in text and b"\ninlined " in text
 
 
 def test_recordings_hold_ksymbol_records_before_the_processes_maps(lab, recordings):
