@@ -9,6 +9,10 @@ Usage (from the repository root, as root, after `make -C native`):
 
 Inputs: the reference (../shared/bench/record.sh 240 REF), a real MariaDB capture
 (benchmarks/record_mariadb.py MDB) and an N-distinct-stack folded file (benchmarks/gen_folded.py).
+--reader PATH (perf.data) adds, in the same rounds, the report with another pmuprof-perfdata
+(PMUPROF_PERFDATA=PATH, e.g. an older build's) and both readers alone, run as the report runs them:
+a before/after of a change to the reader, on one machine state; with --reader-only, just the two readers
+(PATH's first: the ratio column is this build's over PATH's, round by round).
 --inline-cost runs the pipelines that price DWARF inline frames instead: the floor, the same with the
 fields pmuprof-perfdata reproduces (`-F ...,sym,symoff,dso --no-inline`), the report (inline frames on,
 the default) and the report with them off (PMUPROF_NO_INLINE=1).
@@ -41,6 +45,23 @@ READER_FIELDS = "comm,pid,tid,time,ip,sym,symoff,dso"  # what pmuprof-perfdata w
 
 def timed(cmd: str, tag: str, tmp: Path) -> str:
     return f"{TIME} -f '%e %U %S %M' -o {tmp / (tag + '.time')} {cmd}"
+
+
+def reader_pipelines(data: Path, comms: list[str], out: Path, tmp: Path, other: Path) -> dict[str, list[str]]:
+    """The report with another pmuprof-perfdata, and both readers alone with the report's arguments."""
+    d, py = shlex.quote(str(data)), shlex.quote(sys.executable)
+    sel = " ".join(f"--comm {shlex.quote(c)}" for c in comms)
+    reader = "--time --inline --process-names " + sel
+    steps = {
+        f"pmuprof report perf.data (reader {other})": [
+            f"PMUPROF_PERFDATA={shlex.quote(str(other))} "
+            + timed(f"{py} -m pmuprof report {d} {sel} -o {out / 'ro'} --force", "repo", tmp)
+        ]
+    }
+    for tag, binary in (("other", other), ("this", REPO / "native" / "build" / "pmuprof-perfdata")):
+        cmd = f"{shlex.quote(str(binary))} {reader} --meta {out / (tag + '.json')} --stacks-bin {out / (tag + '.bin')} {d}"
+        steps[f"pmuprof-perfdata alone ({binary})"] = [f"{timed(cmd, 'pd' + tag, tmp)} > /dev/null"]
+    return steps
 
 
 def perf_data_pipelines(data: Path, comms: list[str], out: Path, tmp: Path) -> dict[str, list[str]]:
@@ -188,6 +209,8 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--json", type=Path, help="write the rounds and the table here")
     ap.add_argument("--inline-cost", action="store_true", help="perf.data: price inline frames (see above)")
+    ap.add_argument("--reader", type=Path, help="perf.data: also the report with this pmuprof-perfdata (see above)")
+    ap.add_argument("--reader-only", action="store_true", help="with --reader: only the two readers alone")
     args = ap.parse_args()
     if not (REPO / "native" / "build" / "pmuprof-fold").is_file():
         raise SystemExit("the native tools are not built: make -C native")
@@ -198,6 +221,9 @@ def main() -> None:
     if args.data:
         pipelines = inline_pipelines if args.inline_cost else perf_data_pipelines
         steps = pipelines(args.data, args.comm, out, tmp)
+        if args.reader:
+            readers = reader_pipelines(args.data, args.comm, out, tmp, args.reader.resolve())
+            steps = {k: v for k, v in readers.items() if "alone" in k} if args.reader_only else {**steps, **readers}
     else:
         steps = folded_pipelines(args.folded, out, tmp)
     env = {**os.environ, "PYTHONPATH": str(REPO)}
