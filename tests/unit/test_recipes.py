@@ -6,6 +6,7 @@ the recipe lists differ from the checkout (issue 36 item 4)."""
 from __future__ import annotations
 
 import filecmp
+import json
 import os
 import re
 import shutil
@@ -67,8 +68,10 @@ def _changed(root: Path, *trees: str) -> set[str]:
     return out
 
 
-def _pmuprof(root: Path, *args: str, out: Path | None = None) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(root), "PMUPROF_RULES": str(root / "rules")}
+def _pmuprof(
+    root: Path, *args: str, out: Path | None = None, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(root), "PMUPROF_RULES": str(root / "rules"), **(env or {})}
     res = subprocess.run(
         [sys.executable, "-m", "pmuprof", *args], cwd=root, capture_output=True, text=True, env=env, timeout=300
     )
@@ -231,16 +234,123 @@ def follow_native_code(root: Path, tmp: Path) -> None:
     assert ran.returncode == 42
 
 
+SOURCE = '''\
+"""The first target's resident memory, once a second (a test of the recipe)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..lifecycle import Context
+from ..persecond import Measure, PerSecond
+
+
+class TargetRss(PerSecond):
+    name = "target"
+    measures = (Measure("target.rss", "bytes", "the first target's resident memory (VmRSS)", show=True),)
+
+    def __init__(self, pid: int) -> None:
+        super().__init__()
+        self.path = Path(f"/proc/{pid}/status")
+
+    @classmethod
+    def of(cls, ctx: Context) -> TargetRss:
+        return cls(ctx.pids[0])
+
+    def read(self) -> str:
+        return self.path.read_text()
+
+    def keep(self, second: int, reading: str) -> dict[str, float | None]:
+        kib = next((line.split()[1] for line in reading.splitlines() if line.startswith("VmRSS:")), None)
+        return {"target.rss": None if kib is None else float(kib) * 1024}
+'''
+
+SOURCE_RULE = """\
+id: target-memory
+title: The target holds memory
+severity: warning
+evidence:
+  rss:
+    series: target.rss
+thresholds: {metric: rss, warning: 1048576}
+message: "resident {rss.summary}"
+doc: {symptom: s, why: w, fix: f, caveats: c}
+"""
+
+
+def _source_fixture(where: Path, mib: float) -> None:
+    """NAME.folded (the stacks) and NAME.json (its facts: here its series.json) of a rule fixture."""
+    series = {"name": "target.rss", "source": "target", "unit": "bytes", "first": 0, "values": [mib * 2**20] * 5}
+    where.with_suffix(".folded").write_text("mysqld;do_command 100\n", encoding="utf-8")
+    where.with_suffix(".json").write_text(json.dumps({"series": {"series": [series]}}), encoding="utf-8")
+
+
+def follow_capture_source(root: Path, tmp: Path) -> None:
+    from helpers import FAKE_PERF
+
+    (root / "pmuprof" / "capture" / "proc" / "targetrss.py").write_text(SOURCE, encoding="utf-8")  # 1.
+    sources = root / "pmuprof" / "capture" / "sources.py"  # 2. its import and its line in SOURCES
+    _insert_after(sources, "from .proc.hostload import HostLoad\n", "from .proc.targetrss import TargetRss\n")
+    _insert_after(sources, "    HostLoad.of,", "\n    TargetRss.of,  # the first target's resident memory")
+    _insert_after(  # 3. its row in the series table
+        root / "docs" / "internals.md",
+        "| series | unit | source | shown | what |\n|---|---|---|---|---|\n",
+        "| `target.rss` | bytes | target | yes | the first target's resident memory |\n",
+    )
+    (root / "rules" / "target-memory.yaml").write_text(SOURCE_RULE, encoding="utf-8")  # 4.
+    fixtures = root / "tests" / "rules" / "fixtures" / "target-memory"  # 5.
+    fixtures.mkdir(parents=True)
+    _source_fixture(fixtures / "fire-big", 64)
+    _source_fixture(fixtures / "quiet-small", 0.5)
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    cases = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "tests/rules/test_fixtures.py",
+            "-k",
+            "target-memory",
+        ],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+    )
+    assert cases.returncode == 0 and "2 passed" in cases.stdout, cases.stdout[-3000:]
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    out = tmp / "run"
+    try:
+        argv = ["capture", "-p", str(sleeper.pid), "-d", "3", "--no-mysql", "--no-off-cpu", "-q", "-o", str(out)]
+        _pmuprof(root, *argv, env=FAKE_PERF)
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    run = json.loads((out / "run.json").read_text())
+    assert {"name": "target", "files": [], "series": ["target.rss"], "why_not": ""} in run["sources"]
+    kept = {s["name"]: s for s in json.loads((out / "series.json").read_text())["series"]}
+    assert len(kept["target.rss"]["values"]) >= 3
+    data = json.loads(re.search(r'id="pmuprof-data">(.*?)</script>', (out / "report.html").read_text(), re.S)[1])
+    assert "target.rss" in {r["name"] for r in data["seconds"]["series"]}
+    findings = json.loads((out / "findings.json").read_text())["findings"]
+    assert any(f["rule"] == "target-memory" and f["evidence"]["rss"]["unit"] == "bytes" for f in findings)
+
+
 FOLLOWERS: dict[str, tuple[Callable[[Path, Path], None], tuple[str, ...]]] = {
     "matcher kind": (follow_matcher_kind, ("pmuprof", "rules", "templates", "docs")),
     "export format": (follow_export_format, ("pmuprof", "rules", "templates", "docs")),
     "piece of native code the programs share": (follow_native_code, ("native",)),
+    "per-second source shown in the report and read by rules": (
+        follow_capture_source,
+        ("pmuprof", "rules", "templates", "docs", "tests"),
+    ),
 }
 # Recipes whose follower belongs to work in progress; an entry here says whose, and goes when it lands.
-PENDING = {
-    "capture source": "issue 36 item 1 (the capture-source protocol) rewrites this recipe; its follower, "
-    "adding a source from the test file and seeing it in run.json, the strip and a rule, goes in FOLLOWERS"
-}
+PENDING: dict[str, str] = {}
 
 
 def test_every_recipe_has_a_follower_and_counts_its_steps():
