@@ -22,7 +22,6 @@ from .knowledge import latch_table
 from .latches import Attributor, LatchWaits, attribute
 from .loader import load_rules
 from .kinds import Env, kind_of
-from .kinds.stack import StackShare
 from .busiest import busiest
 from .diagnosis import Diagnosis
 from .model import Confidence, Declared, Finding
@@ -30,6 +29,7 @@ from .patterns import lock_wrappers
 from .schema import SEVERITIES, FixItem, Rule
 from .steps import FixStep, step_problem
 from .stackmatch import StackIndex
+from .stackshare import StackMatch
 from .template import render, scalar
 from .versions import in_range
 
@@ -115,7 +115,7 @@ def evaluate_rule(rule: Rule, index: StackIndex, facts: Facts) -> Finding | None
         confidence=_basis(rule, g, values, confidence(rule, g, values, seen, not_seen)),
         threads=_threads(rule, g, values, share, index.total, facts),
         stacks=share_ev.rows if share_ev else None,
-        ambiguous=bool(share_ev and (share_ev.latch or {}).get("alternatives")),
+        ambiguous=share_ev is not None and share_ev.latch is not None and share_ev.latch.ambiguous,
         declared=tuple(Declared(m.name, m.kind, kind_of(m.kind).subject(m.spec), m.about) for m in rule.evidence),
     )
 
@@ -148,7 +148,7 @@ def _threads(rule: Rule, g: Grade, values: Mapping[str, Any], share: float, tota
     return share * total / (freq * seconds)
 
 
-def _headline_share(rule: Rule, g: Grade, values: Mapping[str, Any], share_ev: StackShare | None) -> float:
+def _headline_share(rule: Rule, g: Grade, values: Mapping[str, Any], share_ev: StackMatch | None) -> float:
     """The share a finding is headlined with: the stack metric that set the level, else the rule's share."""
     if g.value is not None and (is_stack_metric(rule, g.metric) or (rule.share and rule.share == g.metric)):
         return g.value
@@ -264,14 +264,14 @@ def _root(cause: str, explained: Mapping[str, str]) -> str:
     return cause
 
 
-def _stack_evidence(rule: Rule, values: Mapping[str, Any], first: tuple[str, ...]) -> StackShare | None:
+def _stack_evidence(rule: Rule, values: Mapping[str, Any], first: tuple[str, ...]) -> StackMatch | None:
     """The first stack or latch evidence with samples: ``first``, then the metrics, then the others."""
     names = list(first) + (list(rule.thresholds.metrics) if rule.thresholds else [])
     stacks = [m.name for m in rule.evidence if kind_of(m.kind).stacks]
     names += stacks
     for name in names:
         value = values.get(name)
-        if name in stacks and isinstance(value, StackShare) and value.count:
+        if name in stacks and isinstance(value, StackMatch) and value.count:
             return value
     return None
 

@@ -24,7 +24,8 @@ from ..model.stacks import Stacks
 from .evidence import Evidence
 from .latches import Attributor, WaitTable, attribute
 from .patterns import PatternSet, frame_names
-from .stackmatch import STACKS, StackIndex, match_latch, match_stack
+from .stackmatch import StackIndex, match_latch, match_stack
+from .stackshare import OffCpuTime
 
 NO_OFFCPU = "no off-CPU time recorded (capture with --off-cpu)"
 
@@ -95,9 +96,7 @@ def _duration_us(profile: Profile | None, headers: Mapping[str, str]) -> float |
     return seconds * 1e6 if seconds and seconds > 0 else None
 
 
-def match_offcpu(
-    index: StackIndex, spec: Mapping[str, Any], skip: PatternSet, missing: list[str]
-) -> dict[str, Any] | None:
+def match_offcpu(index: StackIndex, spec: Mapping[str, Any], skip: PatternSet, missing: list[str]) -> OffCpuTime | None:
     """Blocked time matching a stack spec (plus ``states``) or a latch spec; None without off-CPU data."""
     off = offcpu_index(index)
     if not off.available:
@@ -109,21 +108,28 @@ def match_offcpu(
         found = match_stack(
             off.with_states(spec.get("states", frozenset())), {k: v for k, v in spec.items() if k != "states"}, skip
         )
-    found = {k: v for k, v in found.items() if k != STACKS}  # rows of another table than the samples
-    us = int(found["count"])
+    us = found.count
     if off.duration_us is None:
         missing.append("the off-CPU capture's duration is unknown (run.json offcpu.duration_s)")
     avg = us / off.duration_us if off.duration_us else None
-    found.update(
+    return OffCpuTime(
+        value=avg,
+        share=found.share,
+        count=found.count,
+        hot=found.hot,
+        hot_share=found.hot_share,
+        callers=found.callers,
+        chain=found.chain,
+        chains=found.chains,
+        latch=found.latch,
+        rows=None,  # rows of another table than the samples
         us=us,
         ms=round(us / 1e3, 1),
         seconds=round(us / 1e6, 3),
         total_us=off.total_us,
         avg_threads=avg,
-        value=avg,
         threads=_threads_seen(off, spec),
     )
-    return found
 
 
 def _threads_seen(off: OffCpuIndex, spec: Mapping[str, Any]) -> int | None:

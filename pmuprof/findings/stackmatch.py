@@ -19,10 +19,10 @@ from ..model.stacks import Stacks, gather_index
 from .knowledge import Latch
 from .latches import Attributor, Wait, WaitTable, candidates, latch_words
 from .patterns import PatternSet, frame_names
+from .stackshare import Alternative, Ambiguity, Candidate, Chain, LatchDetail, StackShare
 
 MAX_CALLERS = 3
 TOP_CHAINS = 3
-STACKS = "stacks"  # matched rows, kept out of findings.json (grouping by shared evidence)
 _NONE = -1
 
 
@@ -84,20 +84,11 @@ def _wait_table(st: Stacks, attributor: Attributor | None) -> WaitTable:
     return WaitTable(rows, tuple(waits), tuple(latches), tuple(modes), st.counts[rows])
 
 
-def _empty() -> dict[str, Any]:
-    return {
-        "value": 0.0,
-        "share": 0.0,
-        "count": 0,
-        STACKS: np.zeros(0, np.int64),
-        "hot": None,
-        "chain": "",
-        "callers": [],
-        "chains": [],
-    }
+def _empty() -> StackShare:
+    return StackShare(value=0.0, share=0.0, count=0, hot=None, rows=np.zeros(0, np.int64))
 
 
-def match_stack(index: StackIndex, spec: Mapping[str, PatternSet], skip: PatternSet) -> dict[str, Any]:
+def match_stack(index: StackIndex, spec: Mapping[str, PatternSet], skip: PatternSet) -> StackShare:
     """Share of samples whose stack matches; the hot frame and the callers that explain it."""
     st = index.st
     if "self" in spec:  # the leaf, or a call inlined where the leaf is (perf's self time, by inline chain)
@@ -117,23 +108,20 @@ def match_stack(index: StackIndex, spec: Mapping[str, PatternSet], skip: Pattern
     ranked = _rank_chains(st, np.column_stack((hot, callers)), counts)
     top_frames, _ = ranked[0]
     hot_share = int(counts[hot == st.frame_index[top_frames[0]]].sum()) / total
-    return {
-        "value": count / total,
-        "share": count / total,
-        "count": count,
-        STACKS: rows,
-        "hot": top_frames[0],
-        "hot_share": hot_share,
-        "callers": list(top_frames[1:]),
-        "chain": chain_text(top_frames[0], hot_share, top_frames[1:]),
-        "chains": [
-            {"frames": list(f), "share": round(n / total, 6), "text": chain_text(f[0], n / total, f[1:])}
-            for f, n in ranked[:TOP_CHAINS]
-        ],
-    }
+    return StackShare(
+        value=count / total,
+        share=count / total,
+        count=count,
+        rows=rows,
+        hot=top_frames[0],
+        hot_share=hot_share,
+        callers=top_frames[1:],
+        chain=chain_text(top_frames[0], hot_share, top_frames[1:]),
+        chains=tuple(Chain(f, round(n / total, 6), chain_text(f[0], n / total, f[1:])) for f, n in ranked[:TOP_CHAINS]),
+    )
 
 
-def match_latch(index: StackIndex, spec: Mapping[str, Any]) -> dict[str, Any]:
+def match_latch(index: StackIndex, spec: Mapping[str, Any]) -> StackShare:
     """Share of samples waiting for one of the latches (optionally inside / not inside some callers); with
     ``ambiguous``, of the samples the stack cannot attribute to one latch (no one rule covers all of its
     candidates), with the candidates named."""
@@ -165,37 +153,39 @@ def match_latch(index: StackIndex, spec: Mapping[str, Any]) -> dict[str, Any]:
             modes[table.mode[i]] = modes.get(table.mode[i], 0) + n
     count = sum(counts[i] for i in picked)
     total = index.total or 1
-    extra = (
-        _alternatives([table.latch[i] for i in picked], [counts[i] for i in picked], total, latches)
+    ambiguity = (
+        _ambiguity([table.latch[i] for i in picked], [counts[i] for i in picked], total, latches)
         if spec.get("ambiguous")
-        else {}
+        else None
     )
     ranked = sorted(chains.items(), key=lambda kv: (-kv[1], kv[0]))
     top, top_n = ranked[0]
     hot = top[0] if top else "(unknown caller)"
     by_mode = sorted(modes.items(), key=lambda kv: (-kv[1], kv[0]))
-    return {
-        "value": count / total,
-        "share": count / total,
-        "count": count,
-        STACKS: table.rows[picked],
-        "hot": hot,
-        "hot_share": top_n / total,
-        "callers": list(top[1:]),
-        "chain": chain_text(hot, top_n / total, top[1:]),
-        "chains": [
-            {"frames": list(c), "share": round(n / total, 6), "text": chain_text(c[0] if c else "?", n / total, c[1:])}
+    return StackShare(
+        value=count / total,
+        share=count / total,
+        count=count,
+        rows=table.rows[picked],
+        hot=hot,
+        hot_share=top_n / total,
+        callers=top[1:],
+        chain=chain_text(hot, top_n / total, top[1:]),
+        chains=tuple(
+            Chain(c, round(n / total, 6), chain_text(c[0] if c else "?", n / total, c[1:]))
             for c, n in ranked[:TOP_CHAINS]
-        ],
-        "modes": dict(by_mode),
-        "mode": by_mode[0][0] if by_mode else "",
-        "kinds": kinds,
-        "modes_text": ", ".join(f"{m} {n / count:.0%}" for m, n in by_mode) or "not known",
-        **extra,
-    }
+        ),
+        latch=LatchDetail(
+            modes=dict(by_mode),
+            mode=by_mode[0][0] if by_mode else "",
+            kinds=kinds,
+            modes_text=", ".join(f"{m} {n / count:.0%}" for m, n in by_mode) or "not known",
+            ambiguity=ambiguity,
+        ),
+    )
 
 
-def _alternatives(keys: list[str], counts: list[int], total: int, latches: Mapping[str, Latch]) -> dict[str, Any]:
+def _ambiguity(keys: list[str], counts: list[int], total: int, latches: Mapping[str, Latch]) -> Ambiguity:
     """The candidates of ambiguous waits in words: every "a or b" with its share, most samples first, and
     the candidate latches of them all ("page latch or index tree latch")."""
     by_key: dict[str, int] = {}
@@ -204,33 +194,20 @@ def _alternatives(keys: list[str], counts: list[int], total: int, latches: Mappi
     ranked = sorted(by_key.items(), key=lambda kv: (-kv[1], kv[0]))
     ids = list(dict.fromkeys(i for key, _ in ranked for i in candidates(key) if i in latches))
     names = _listed([latches[i].words for i in ids], "or")
-    return {
-        "alternatives": [
-            {
-                "latches": list(candidates(key)),
-                "names": latch_words(key, latches),
-                "share": round(n / total, 6),
-                "count": n,
-            }
-            for key, n in ranked
-        ],
-        "candidates": [
-            {
-                "latch": i,
-                "name": latches[i].name,
-                "words": latches[i].words,
-                "rule": latches[i].rule or "",
-                "ps_name": latches[i].ps_name,
-            }
-            for i in ids
-        ],
-        "names": names,
-        "title": names[:1].upper() + names[1:],
-        "key": ranked[0][0] if ranked else "",
-        "split": ", ".join(f"{latch_words(key, latches)} {n / total:.1%}" for key, n in ranked),
-        "rules": _listed(sorted({latches[i].rule for i in ids if latches[i].rule}), "and"),
-        "ps_names": "; ".join(latches[i].ps_name for i in ids if latches[i].ps_name),
-    }
+    return Ambiguity(
+        alternatives=tuple(
+            Alternative(tuple(candidates(key)), latch_words(key, latches), round(n / total, 6), n) for key, n in ranked
+        ),
+        candidates=tuple(
+            Candidate(i, latches[i].name, latches[i].words, latches[i].rule or "", latches[i].ps_name) for i in ids
+        ),
+        names=names,
+        title=names[:1].upper() + names[1:],
+        key=ranked[0][0] if ranked else "",
+        split=", ".join(f"{latch_words(key, latches)} {n / total:.1%}" for key, n in ranked),
+        rules=_listed(sorted({r for i in ids if (r := latches[i].rule)}), "and"),
+        ps_names="; ".join(latches[i].ps_name for i in ids if latches[i].ps_name),
+    )
 
 
 def _listed(words: list[str], last: str) -> str:

@@ -341,7 +341,7 @@ def _shares(stacks: dict[tuple[str, ...], int], server: tuple[str, tuple[int, ..
         "both": {"latches": frozenset({"index_lock", "buf_block_lock"})},
         "ambiguous": {"latches": frozenset(), "ambiguous": True},
     }
-    return {name: round(match_latch(index, spec)["share"], 4) for name, spec in specs.items()}
+    return {name: round(match_latch(index, spec).share, 4) for name, spec in specs.items()}
 
 
 def test_inline_frames_count_the_index_latch_once_and_never_for_the_page() -> None:
@@ -378,9 +378,9 @@ def test_alternatives_one_rule_covers_are_not_ambiguous() -> None:
     )
     assert _latch(frames)[0] == "log_sys_mutex|log_write_mutex"
     index = StackIndex(Profile(_stacks("mysqld", {frames: 250})), "mysqld", Attributor(latch_table(), *M102))
-    assert match_latch(index, {"latches": frozenset(), "ambiguous": True})["count"] == 0
+    assert match_latch(index, {"latches": frozenset(), "ambiguous": True}).count == 0
     log = {"latches": frozenset({"log_sys_mutex", "log_write_mutex", "log_flush_order_mutex"})}
-    assert match_latch(index, log)["count"] == 250
+    assert match_latch(index, log).count == 250
 
 
 def test_the_ambiguous_finding_names_the_candidates_and_claims_neither(rules) -> None:

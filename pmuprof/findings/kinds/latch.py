@@ -9,7 +9,6 @@ from ..knowledge import latch_table
 from ..stackmatch import match_latch
 from ..yamlload import LDict
 from .base import Env, Kind, SpecCtx, stack_words
-from .stack import StackShare
 
 LATCH_KEYS = ("latches", "inside", "not_inside", "modes", "ambiguous")
 
@@ -76,7 +75,7 @@ class Latch(Kind):
         return latch_spec(ctx, spec, line)
 
     def evaluate(self, matcher: Any, env: Env) -> Any:
-        return StackShare.of(match_latch(env.index, matcher.spec))
+        return match_latch(env.index, matcher.spec)
 
     def doc(self, spec: Any) -> str:
         what = latches_doc(spec)

@@ -2,60 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 from collections.abc import Mapping
 
 from ..offcpumatch import match_offcpu
 from .base import Env, Kind, SpecCtx, pct
 from .latch import latch_spec, latches_doc
-from .stack import StackShare, stack_spec
-
-
-@dataclass(frozen=True, eq=False)
-class OffCpuTime(StackShare):
-    """Off-CPU time blocked where the spec matched; ``count`` is µs, ``value`` the threads blocked on average."""
-
-    us: int = 0
-    ms: float = 0.0
-    seconds: float = 0.0
-    total_us: float = 0.0
-    avg_threads: float | None = None
-    threads: int | None = None  # threads seen there in the start/end snapshots
-
-    @classmethod
-    def of(cls, found: Mapping[str, Any]) -> OffCpuTime:
-        """From findings/offcpumatch.py's match_offcpu result."""
-        base = StackShare.of(found)
-        return cls(
-            base.value,
-            base.share,
-            base.count,
-            None,
-            base.hot,
-            base.hot_share,
-            base.callers,
-            base.chain,
-            base.chains,
-            base.latch,
-            found["us"],
-            found["ms"],
-            found["seconds"],
-            found["total_us"],
-            found["avg_threads"],
-            found["threads"],
-        )
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            **super().to_json(),
-            "us": self.us,
-            "ms": self.ms,
-            "seconds": self.seconds,
-            "total_us": self.total_us,
-            "avg_threads": self.avg_threads,
-            "threads": self.threads,
-        }
+from .stack import stack_spec
 
 
 OFFCPU_STATES = ("R", "S", "D", "T", "?")  # the off-CPU state leaf (model/labels.py)
@@ -85,8 +38,7 @@ class OffCpu(Kind):
         return out
 
     def evaluate(self, matcher: Any, env: Env) -> Any:
-        found = match_offcpu(env.index, matcher.spec, env.skip, env.missing)
-        return OffCpuTime.of(found) if found is not None else None
+        return match_offcpu(env.index, matcher.spec, env.skip, env.missing)
 
     def doc(self, spec: Any) -> str:
         if "latches" in spec:
