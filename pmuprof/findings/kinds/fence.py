@@ -12,6 +12,22 @@ from .base import Env, Kind, SpecCtx, pct
 FENCE_KEYS = ("in", "not_in")
 
 
+@dataclass(frozen=True)
+class FenceFunction:
+    """A function holding full fences, with the skid-corrected samples on them."""
+
+    function: str
+    share: float
+    samples: int
+    forms: tuple[str, ...]  # mfence, lock or, xchg
+
+    def to_json(self) -> dict[str, Any]:
+        return {"function": self.function, "share": self.share, "samples": self.samples, "forms": list(self.forms)}
+
+    def words(self) -> str:
+        return f"{self.function} {pct(self.share)} ({', '.join(self.forms)})"
+
+
 @dataclass(frozen=True, eq=False)
 class FenceShare(Evidence):
     """Samples on full fences (the forms analysis/skid.py lists) in the functions asked for."""
@@ -19,7 +35,7 @@ class FenceShare(Evidence):
     value: float
     share: float
     count: int
-    functions: tuple[Mapping[str, Any], ...]  # {function, share, samples, forms}, hottest first
+    functions: tuple[FenceFunction, ...]  # hottest first
     names: str  # 'l_find 2.1 % (mfence), ...': the functions in words
 
     def to_json(self) -> dict[str, Any]:
@@ -27,13 +43,9 @@ class FenceShare(Evidence):
             "value": self.value,
             "share": self.share,
             "count": self.count,
-            "functions": [dict(f) for f in self.functions],
+            "functions": [f.to_json() for f in self.functions],
             "names": self.names,
         }
-
-
-def site_words(site: Mapping[str, Any]) -> str:
-    return f"{site['function']} {pct(site['share'])} ({', '.join(site['forms'])})"
 
 
 class Fence(Kind):
@@ -61,10 +73,8 @@ class Fence(Kind):
         total = skid.samples_total
         count = sum(s.samples for s in sites)
         share = round(count / total, 6) if total else sum(s.share for s in sites)
-        rows = tuple(
-            {"function": s.function, "share": s.share, "samples": s.samples, "forms": list(s.forms)} for s in sites
-        )
-        return FenceShare(share, share, count, rows, ", ".join(site_words(r) for r in rows[:5]) or "none")
+        rows = tuple(FenceFunction(s.function, s.share, s.samples, tuple(s.forms)) for s in sites)
+        return FenceShare(share, share, count, rows, ", ".join(r.words() for r in rows[:5]) or "none")
 
     def doc(self, spec: Any) -> str:
         return (
