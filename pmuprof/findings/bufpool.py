@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .evidence import Evidence
+from .evidence import Summarized
 from .facts import Facts, number
 
 MIB = 1 << 20
@@ -16,7 +16,7 @@ HEADROOM = 1.1  # with the data size: all of it, plus a tenth for the pages Inno
 
 
 @dataclass(frozen=True, eq=False)
-class PoolFit(Evidence):
+class PoolFit(Summarized):
     """Page reads against page requests over the capture, and what they say about the pool's size."""
 
     value: float | None  # miss_ratio

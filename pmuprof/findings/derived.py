@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 from collections.abc import Callable
 
-from .evidence import Evidence
+from .evidence import Evidence, Summarized, number as say_number, pct
 from .facts import Facts, dig, number
 from .bufpool import pool_fit
 from .hostload import host_load
@@ -77,7 +77,7 @@ def _per_unit(facts: Facts, pause_cycles: float | None, missing: list[str]) -> t
 
 
 @dataclass(frozen=True, eq=False)
-class SpinCost(Evidence):
+class SpinCost(Summarized):
     """One maximal ut_delay on this host, from the server's settings and the measured PAUSE latency."""
 
     delay: float
@@ -109,16 +109,26 @@ class NumaPlacement(Evidence):
     cpu_nodes: tuple[str, ...]
     spans_nodes: bool
     memory_nodes: tuple[str, ...]
-    zone_reclaim_mode: Any
+    zone_reclaim_mode: int | None
+
+    def words(self, share: bool) -> str:
+        nodes = ", ".join(self.cpu_nodes) or "?"
+        remote = self.remote_memory_share
+        return f"runs on node(s) {nodes} of {self.host_nodes or '?'}; remote memory " + (
+            pct(remote) if remote is not None else "not known"
+        )
 
 
 @dataclass(frozen=True, eq=False)
 class SampleCount(Evidence):
     value: int
 
+    def words(self, share: bool) -> str:
+        return f"{say_number(self.value)} samples"
+
 
 @dataclass(frozen=True, eq=False)
-class WaitLatches(Evidence):
+class WaitLatches(Summarized):
     """Which latches the spin and wait samples are for: shares of the process's samples."""
 
     value: float  # identified

@@ -24,12 +24,13 @@ from .loader import load_rules
 from .kinds import Env, kind_of
 from .busiest import busiest
 from .diagnosis import Diagnosis
+from .evidence import Blocked, Evidence
 from .model import Confidence, Declared, Finding
 from .patterns import lock_wrappers
 from .schema import SEVERITIES, FixItem, Rule
 from .steps import FixStep, step_problem
 from .stackmatch import StackIndex
-from .stackshare import StackMatch
+from .stackshare import OffCpuTime, StackMatch
 from .template import render, scalar
 from .versions import in_range
 
@@ -129,19 +130,20 @@ def _basis(rule: Rule, g: Grade, values: Mapping[str, Any], conf: Confidence) ->
     """What a finding's share is of. Graded on off-CPU time: of the off-CPU time, the threshold in threads
     blocked on average, and the evidence behind it is seconds blocked, not samples. Graded on a fact that
     names its own ``basis`` (the host's time): of that."""
-    ev = values.get(g.metric) if g.metric and isinstance(values.get(g.metric), Mapping) else {}
+    ev = values.get(g.metric) if g.metric else None
     if not is_offcpu_metric(rule, g.metric):  # a fact graded on something else than samples says what
-        return replace(conf, samples=None, basis=ev["basis"]) if isinstance(ev.get("basis"), str) else conf
-    return replace(
-        conf, samples=None, basis="off-CPU time", unit="threads", blocked_s=round(float(ev.get("us") or 0) / 1e6, 3)
-    )
+        basis = ev.share_basis() if isinstance(ev, Evidence) else ""
+        return replace(conf, samples=None, basis=basis) if basis else conf
+    us = ev.us if isinstance(ev, Blocked) else 0
+    return replace(conf, samples=None, basis="off-CPU time", unit="threads", blocked_s=round(us / 1e6, 3))
 
 
 def _threads(rule: Rule, g: Grade, values: Mapping[str, Any], share: float, total: int, facts: Facts) -> float | None:
     """Threads the headline holds on average: blocked there (off-CPU time), or on the CPU there (its samples
     over frequency x duration); None for a finding not graded on stacks, or when the capture does not say."""
     if is_offcpu_metric(rule, g.metric):
-        return number(values[g.metric].get("avg_threads")) if isinstance(values.get(g.metric), Mapping) else None
+        graded = values.get(g.metric) if g.metric else None
+        return graded.avg_threads if isinstance(graded, OffCpuTime) else None
     freq, seconds = facts.run.record.frequency, facts.run.duration_s
     if not (is_stack_metric(rule, g.metric) or (rule.share and rule.share == g.metric)) or not freq or not seconds:
         return None
@@ -155,8 +157,8 @@ def _headline_share(rule: Rule, g: Grade, values: Mapping[str, Any], share_ev: S
     if share_ev:
         return float(share_ev.share)
     graded = values.get(g.metric) if g.metric else None
-    if is_offcpu_metric(rule, g.metric) and isinstance(graded, Mapping) and isinstance(graded.get("share"), float):
-        return graded["share"]  # of the off-CPU time
+    if is_offcpu_metric(rule, g.metric) and isinstance(graded, Blocked):
+        return graded.share  # of the off-CPU time
     named = number(scalar(values.get(rule.share))) if rule.share else None
     return named if named is not None and 0.0 <= named <= 1.0 else 0.0
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 from collections.abc import Mapping
 
+from .evidence import Evidence, Fact
 from .facts import number
 from .kinds import kind_of
 from .model import Confidence
@@ -40,7 +41,7 @@ def holds(cond: Condition, values: Mapping[str, Any]) -> bool:
         wanted = cond.value if cond.op == "in" else (cond.value,)
         same = any(_same(value, w) for w in wanted)
         return not same if cond.op == "not_equals" else same
-    num = raw.get("number") if isinstance(raw, Mapping) and "number" in raw else number(value)
+    num = raw.number if isinstance(raw, Fact) else number(value)  # a looked-up fact carries its number
     limit = number(cond.value)
     if num is None or limit is None:
         return False
@@ -102,7 +103,8 @@ def is_stack_metric(rule: Rule, metric: str | None) -> bool:
 
 def corroboration(rule: Rule, values: Mapping[str, Any]) -> tuple[list[str], list[str]]:
     """(what confirmed the evidence, what was looked for and not seen) as the rule words them."""
-    seen, not_seen = [], []
+    seen: list[str] = []
+    not_seen: list[str] = []
     for item in rule.corroborate:
         text = render(item.text, values).strip()
         (seen if all(holds(c, values) for c in item.conditions) else not_seen).append(text)
@@ -112,7 +114,7 @@ def corroboration(rule: Rule, values: Mapping[str, Any]) -> tuple[list[str], lis
 def confidence(rule: Rule, g: Grade, values: Mapping[str, Any], seen: list[str], not_seen: list[str]) -> Confidence:
     """Samples behind the headline, its margin over the threshold, and the corroborating facts."""
     ev = values.get(g.metric) if g.metric else None
-    samples = int(ev.get("count") or 0) if isinstance(ev, Mapping) and "count" in ev else None
+    samples = ev.counted() if isinstance(ev, Evidence) else None
     margin = round(g.value / g.bound, 2) if g.value is not None and g.bound else None
     strong = (margin is None or margin >= 2) and (samples is None or samples >= 100)
     level = "high" if strong and (seen or not rule.corroborate) else "medium" if strong or seen else "low"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .evidence import Evidence
+from .evidence import Summarized
 from .facts import Facts
 
 BASIS = "the host's CPU time (taken by other processes while tasks waited for a CPU)"  # "the ...": no process's samples
@@ -13,7 +13,7 @@ WAITED_MIN = 0.1  # below this share of time with a task waiting for a CPU, the 
 
 
 @dataclass(frozen=True, eq=False)
-class HostLoadFact(Evidence):
+class HostLoadFact(Summarized):
     """The window's host load (model/run.py HostLoad) with the share a rule grades: ``value``, the CPU time
     other processes than the targets took (busy minus the targets' own) while runnable tasks waited for a CPU
     (``waited``: PSI when the kernel has it, else the run queue's excess over the CPUs, 1 - cpus / runnable),
@@ -35,6 +35,9 @@ class HostLoadFact(Evidence):
     swap_pages_per_s: float | None
     summary: str
     basis: str = BASIS
+
+    def share_basis(self) -> str:
+        return self.basis
 
 
 def host_load(facts: Facts, index: Any, missing: list[str]) -> HostLoadFact | None:

@@ -6,6 +6,10 @@ from dataclasses import dataclass, field
 from typing import Any
 from collections.abc import Mapping
 
+import numpy as np
+import numpy.typing as npt
+
+from .evidence import Evidence
 from .kinds.base import Declared
 from .schema import Thresholds
 from .steps import FixStep
@@ -50,9 +54,9 @@ class Finding:
     title: str
     share: float  # fraction of the target's samples the finding covers, 0..1
     message: str = ""
-    # each declared evidence item's value, in rule order: a frozen Evidence (findings/evidence.py), a
-    # plain value, or None (not known)
-    evidence: Mapping[str, Any] = field(default_factory=dict)
+    # each declared evidence item's value, in rule order: a frozen Evidence (findings/evidence.py), or None
+    # (not known)
+    evidence: Mapping[str, Evidence | None] = field(default_factory=dict)
     fix: tuple[FixStep, ...] = ()  # the steps for this server, in rule order (each says its variant's servers)
     next_steps: tuple[str, ...] = ()
     references: tuple[str, ...] = ()
@@ -76,13 +80,15 @@ class Finding:
     # same weight, the one that names its latch ranks first
     ambiguous: bool = False
     # rows (of the process's Stacks, sorted) behind the headline share: for grouping only, never written
-    stacks: Any = field(default=None, repr=False, compare=False)
+    stacks: npt.NDArray[np.int64] | None = field(default=None, repr=False, compare=False)
     # the rule's evidence declarations, in rule order: for showing the evidence (not in findings.json)
     declared: tuple[Declared, ...] = field(default=(), repr=False, compare=False)
 
     def evidence_json(self) -> dict[str, Any]:
         """findings.json's ``evidence``: each item as JSON (floats to 6 places), then what the engine adds."""
-        out: dict[str, Any] = {name: _json(value) for name, value in self.evidence.items()}
+        out: dict[str, Any] = {
+            name: _json(value.to_json()) if value is not None else None for name, value in self.evidence.items()
+        }
         if self.samples is not None:
             out["samples"] = self.samples
         if self.server is not None:

@@ -21,7 +21,7 @@ from ..model.labels import KERNEL_SUFFIX, parse_state
 from ..model.offcpu import Snapshot
 from ..model.profile import Profile
 from ..model.stacks import Stacks
-from .evidence import Evidence
+from .evidence import Blocked, Summarized
 from .latches import Attributor, WaitTable, attribute
 from .patterns import PatternSet, frame_names
 from .stackmatch import StackIndex, match_latch, match_stack
@@ -159,7 +159,7 @@ def _holds(spec: Mapping[str, Any], wanted: PatternSet, names: Any) -> bool:
 
 
 @dataclass(frozen=True, eq=False)
-class OffCpuWaitLatches(Evidence):
+class OffCpuWaitLatches(Summarized, Blocked):
     """Which latches the off-CPU time was spent waiting for (seconds blocked, by latch)."""
 
     value: float | None  # threads blocked on average

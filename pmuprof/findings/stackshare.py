@@ -10,7 +10,7 @@ from collections.abc import Mapping
 import numpy as np
 import numpy.typing as npt
 
-from .evidence import Evidence
+from .evidence import Blocked, Evidence, pct
 
 
 @dataclass(frozen=True)
@@ -126,6 +126,20 @@ class StackMatch(Evidence):
         out.update(callers=list(self.callers), chain=self.chain, chains=[c.to_json() for c in self.chains])
         return out | (self.latch.to_json() if self.latch is not None else {})
 
+    def counted(self) -> int | None:
+        return self.count
+
+    def chain_texts(self) -> tuple[str, ...]:
+        return tuple(c.text for c in self.chains) if self.count else ()
+
+    def words(self, share: bool) -> str:
+        """'35.0 % of samples (1,234 samples)', with the latch modes when known."""
+        if not self.count:
+            return "none (0 samples)"
+        text = f"{pct(self.share)} of samples ({self.count:,} samples)"
+        modes = self.latch.modes_text if self.latch is not None else ""
+        return text + (f"; modes: {modes}" if modes and modes != "not known" else "")
+
 
 @dataclass(frozen=True, eq=False, kw_only=True)
 class StackShare(StackMatch):
@@ -145,7 +159,7 @@ class StackPart(StackShare):
 
 
 @dataclass(frozen=True, eq=False, kw_only=True)
-class OffCpuTime(StackMatch):
+class OffCpuTime(StackMatch, Blocked):
     """Off-CPU time blocked where an ``offcpu`` matcher matched; ``count`` is µs, ``value`` the threads
     blocked on average (None when the capture's duration is unknown)."""
 
@@ -167,3 +181,14 @@ class OffCpuTime(StackMatch):
             "avg_threads": self.avg_threads,
             "threads": self.threads,
         }
+
+    def words(self, share: bool) -> str:
+        """Seconds blocked, threads blocked on average, share of the off-CPU time."""
+        if not self.us:
+            return "none (0 µs off-CPU)"
+        avg = self.avg_threads
+        text = f"{self.us / 1e6:,.3f} s blocked" + (
+            f" = {avg:.2f} threads on average" if isinstance(avg, float) else ""
+        )
+        text += f"; {pct(self.share)} of the off-CPU time"
+        return text + (f"; {self.threads} thread(s) in it at the start or end" if self.threads else "")

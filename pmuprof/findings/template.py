@@ -10,6 +10,8 @@ import string
 from typing import Any
 from collections.abc import Mapping
 
+from .evidence import Evidence
+
 _FORMATTER = string.Formatter()
 _SPEC_CHARS = set("0123456789.,_%+-<>^= dfegsxXn")
 GAP = "\ue000"  # where a value was not known, while the text around it is cut
@@ -41,17 +43,20 @@ def check_template(text: str, names: set[str]) -> str:
 
 
 def lookup(values: Mapping[str, Any], dotted: str) -> Any:
-    """``a.b`` walks dict keys only (never attributes); a dict with 'value' stands for it."""
+    """``a.b``: an evidence value's field by its findings.json name (``Evidence.named``), then keys of what
+    that holds (never attributes); None when absent."""
     cur: Any = values
     for part in dotted.split("."):
-        if not isinstance(cur, Mapping) or part not in cur:
+        named = cur.named if isinstance(cur, Evidence) else cur
+        if not isinstance(named, Mapping) or part not in named:
             return None
-        cur = cur[part]
+        cur = named[part]
     return cur
 
 
 def scalar(value: Any) -> Any:
-    return value.get("value") if isinstance(value, Mapping) else value
+    """What a condition, a threshold or a bare ``{name}`` reads: an evidence value's ``value``."""
+    return value.value if isinstance(value, Evidence) else value
 
 
 def known(value: Any) -> bool:

@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 from collections.abc import Mapping
 
+from ..findings.evidence import Evidence, number, pct
 from ..findings.kinds import KINDS
 from ..findings.kinds.base import is_share as _is_share
-from ..findings.kinds.base import number, pct, scalar_words, value_words
 from ..findings.model import Declared, Finding
 
 _META = ("samples", "server", "thresholds", "raised_by")  # added by the engine, shown otherwise
@@ -29,22 +29,16 @@ def about(item: Declared) -> str:
     return template.format(item.what) if template and item.what else item.name.replace("_", " ")
 
 
-def value_text(item: Declared, value: Any) -> str:
+def value_text(item: Declared, value: Evidence | None) -> str:
     """One evidence value in words, by its kind (findings/kinds/): percentages as %, counts with separators."""
     if value is None:
         return "not recorded"
-    if not isinstance(value, Mapping):
-        return scalar_words(item, value, is_share(item))
     kind = KINDS.get(item.kind)
-    return kind.words(item, value) if kind else value_words(item, value, is_share(item))
+    return kind.words(item, value) if kind else value.words(is_share(item))
 
 
-def _chains(value: Any) -> list[str]:
-    if not isinstance(value, Mapping) or not value.get("count"):
-        return []
-    return [
-        str(c.get("text")) for c in (value.get("chains") or [])[:MAX_CHAINS] if isinstance(c, Mapping) and c.get("text")
-    ]
+def _chains(value: Evidence | None) -> list[str]:
+    return [text for text in value.chain_texts()[:MAX_CHAINS] if text] if value is not None else []
 
 
 def evidence_rows(finding: Finding) -> list[dict[str, Any]]:

@@ -98,13 +98,13 @@ def test_rules_name_the_waits(blocking_run):
     row = findings.get("offcpu-row-lock-wait")
     assert row is not None, sorted(findings)
     assert row.chain[0] == "lock_wait_suspend_thread" and "ha_innobase_update_row" in row.chain
-    assert abs(row.evidence["named"]["avg_threads"] - 2) <= SLACK, row.evidence  # two waiters, all the time
+    assert abs(row.evidence["named"].avg_threads - 2) <= SLACK, row.evidence  # two waiters, all the time
     redo = findings.get("offcpu-redo-flush-wait")
     assert redo is not None, sorted(findings)
     assert "log_write_up_to" in redo.chain, redo.chain
     commit = roles["ha_commit_trans"]
     waited = commit.get("blocked: I/O", 0.0) + commit.get("blocked: futex", 0.0)  # off-CPU, not waiting for a CPU
-    assert abs(redo.evidence["named"]["avg_threads"] - waited) <= 0.1, (redo.evidence, roles)
+    assert abs(redo.evidence["named"].avg_threads - waited) <= 0.1, (redo.evidence, roles)
 
 
 def test_report_shows_the_wall_clock_view(blocking_run):

@@ -17,6 +17,7 @@ import pytest
 import mariadb as mdb
 from pmuprof.capture.offcpu import tracer
 from pmuprof.capture.record import RecordOptions, record
+from pmuprof.findings.stackshare import OffCpuTime
 from pmuprof.model import rundir
 from pmuprof.model.folded import load_folded
 from pmuprof.pipeline import report_input
@@ -231,8 +232,12 @@ def _finding(report, rule: str):
     return found[rule]
 
 
+def _chains(ev) -> tuple:
+    return ev.chains if isinstance(ev, OffCpuTime) else ()
+
+
 def _waited_s(finding, *names: str) -> float:
-    return sum(float(finding.evidence[n]["seconds"]) for n in names if finding.evidence.get(n))
+    return sum(ev.seconds for n in names if isinstance(ev := finding.evidence.get(n), OffCpuTime))
 
 
 def test_report_names_the_row_lock_wait_its_stack_and_time(lock_run):
@@ -241,7 +246,7 @@ def test_report_names_the_row_lock_wait_its_stack_and_time(lock_run):
     # one waiter for HOLD_S seconds; Debian's 10.11 has no InnoDB symbols: the 'unnamed' shape carries it
     assert HOLD_S - 0.5 <= _waited_s(f, "named", "unnamed") <= HOLD_S + 1.5, f.evidence
     assert f.chain and "s asleep" in f.message and "row locks" in f.message, f.message
-    frames = [fr for ev in ("named", "unnamed") for c in (f.evidence[ev].get("chains") or []) for fr in c["frames"]]
+    frames = [fr for ev in ("named", "unnamed") for c in _chains(f.evidence.get(ev)) for fr in c.frames]
     assert any(fr.startswith(("lock_wait", "__futex_abstimed_wait_common")) for fr in frames), frames
     assert f.basis == "off-CPU time" and (f.confidence.blocked_s or 0) >= HOLD_S - 0.5
 

@@ -76,8 +76,8 @@ def test_spin_cost_mysql_80_multiplier(rules) -> None:
         if f.rule == "innodb-spin-wait"
     )
     cost = spin.evidence["cost"]
-    assert cost["max_cycles"] == 6 * 50 * 100 and cost["max_us"] == 15.0
-    assert cost["recommended_multiplier"] == 5
+    assert cost.max_cycles == 6 * 50 * 100 and cost.max_us == 15.0
+    assert cost.recommended_multiplier == 5
     assert "SET PERSIST innodb_spin_wait_pause_multiplier = 5;" in [s.text for s in spin.fix if s.kind == "sql"]
     assert not [s for s in spin.fix if "MariaDB" in s.applies_to or "before 8.0.16" in s.applies_to]
 

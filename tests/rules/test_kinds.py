@@ -42,7 +42,7 @@ class Leaves(Evidence):
         return {"value": self.value, "min": self.wanted}
 
 
-class DistinctLeaves(Kind):
+class DistinctLeaves(Kind[Leaves]):
     """What a new kind's module holds: its spec check, its value, its words and its doc line."""
 
     name = "distinct_leaves"
@@ -63,8 +63,8 @@ class DistinctLeaves(Kind):
     def subject(self, spec: Any) -> str:
         return str(spec)
 
-    def words(self, item: Any, value: Any) -> str:
-        return f"{value['value']} leaf frames"
+    def words(self, item: Declared, value: Leaves) -> str:
+        return f"{value.value} leaf frames"
 
 
 @pytest.fixture()
@@ -90,7 +90,7 @@ def test_a_new_kind_is_validated_evaluated_worded_and_documented(registered: Kin
 
     item = Declared("leaves", "distinct_leaves", "2")
     assert about(item) == "distinct leaf frames, at least 2"
-    assert value_text(item, {"value": 3, "min": 2}) == "3 leaf frames"
+    assert value_text(item, Leaves(3, 2)) == "3 leaf frames"
 
     path.write_text(RULE.replace("distinct_leaves: 2", "distinct_leaves: 0"), encoding="utf-8")
     with pytest.raises(RuleError, match="many-frames.yaml:6: distinct_leaves is a positive count"):

@@ -9,6 +9,7 @@ import pytest
 from pmuprof.errors import RuleError
 from pmuprof.findings.loader import check_rules, load_rule, load_rules
 from pmuprof.findings.schema import RESERVED_NAMES
+from pmuprof.findings.stackshare import StackShare
 from pmuprof.findings.template import check_template, render
 
 GOOD = """\
@@ -96,8 +97,11 @@ def test_empty_or_missing_rules_dir(tmp_path: Path) -> None:
         load_rules(tmp_path / "nope")
 
 
+SPIN = StackShare(value=0.28, share=0.28, count=280, hot="ut_delay")
+
+
 def test_template_is_lookup_only() -> None:
-    values = {"spin": {"value": 0.28, "hot": "ut_delay"}, "name": "<b>&"}
+    values = {"spin": SPIN, "name": "<b>&"}
     assert render("{spin:pct} {spin.hot} {name}", values) == "28.0% ut_delay <b>&"
     assert check_template("{spin[0]}", {"spin"})
     assert check_template("{{literal}} {spin}", {"spin"}) == ""
@@ -119,5 +123,5 @@ def test_template_is_lookup_only() -> None:
 )
 def test_an_unknown_value_leaves_out_the_part_that_needs_it(template: str, expected: str) -> None:
     """Never a stand-in like 'n/a': the clause in parentheses, the clause, the sentence or the code line goes."""
-    values = {"spin": {"value": 0.28, "hot": "ut_delay"}, "empty": ""}
+    values = {"spin": SPIN, "empty": ""}
     assert render(template, values) == expected

@@ -61,11 +61,11 @@ def test_values_are_time_threads_and_share_of_offcpu_time(tmp_path):
     profile, _ = load_fixture(MDL)
     (found,) = evaluate(profile, [_rule(tmp_path)])
     ev = found.evidence["wait"]
-    assert ev["us"] == 20_415_623 and ev["seconds"] == pytest.approx(20.416)
-    assert ev["avg_threads"] == pytest.approx(20_415_623 / (profile.run.offcpu.duration_s * 1e6), rel=1e-3)
-    assert ev["share"] == pytest.approx(20_415_623 / profile.offcpu.total_us, rel=1e-6)
-    assert ev["threads"] == 4 and found.severity == "critical"
-    assert found.share == pytest.approx(ev["share"], rel=1e-6)  # headline: the share of the off-CPU time
+    assert ev.us == 20_415_623 and ev.seconds == pytest.approx(20.416)
+    assert ev.avg_threads == pytest.approx(20_415_623 / (profile.run.offcpu.duration_s * 1e6), rel=1e-3)
+    assert ev.share == pytest.approx(20_415_623 / profile.offcpu.total_us, rel=1e-6)
+    assert ev.threads == 4 and found.severity == "critical"
+    assert found.share == pytest.approx(ev.share, rel=1e-6)  # headline: the share of the off-CPU time
 
 
 def test_a_server_with_no_samples_is_still_diagnosed(tmp_path):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pmuprof.findings.evidence import Fact
 from pmuprof.findings.model import Finding
 from pmuprof.findings.steps import FixStep
 from pmuprof.model.folded import parse_folded
@@ -104,7 +105,7 @@ def findings() -> list[Finding]:
             f"Spinning in ut_delay {HOSTILE_SCRIPT}",
             0.5,
             message=f"ut_delay under {HOSTILE_TEMPLATE}",
-            evidence={"ut_delay_share": 0.5, "frames": [HOSTILE_SCRIPT]},
+            evidence={"ut_delay_share": Fact(0.5, 0.5), "frames": Fact([HOSTILE_SCRIPT], None)},
             fix=(
                 FixStep("note", "The delay was raised above its default: restore it.", "MariaDB 10.2+"),
                 FixStep("sql", "SET GLOBAL innodb_spin_wait_delay = 6;", "MariaDB 10.2+"),

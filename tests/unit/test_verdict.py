@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 from rules.conftest import FIXTURES, load_fixture
 
 from pmuprof.findings.engine import diagnose
+from pmuprof.findings.derived import NumaPlacement, SampleCount, WaitLatches
+from pmuprof.findings.evidence import Fact
+from pmuprof.findings.kinds.counters import Ratio
 from pmuprof.findings.model import Declared, Finding
+from pmuprof.findings.stackshare import LatchDetail, StackShare
 from pmuprof.report import build_payload, write_outputs
 from pmuprof.report.evidence import evidence_rows, levels_text, value_text
 from pmuprof.report.verdict import flame_link, sentence
@@ -91,27 +96,31 @@ def test_evidence_values_in_words_per_kind():
         return value_text(Declared(name, kind, what), value)
 
     assert (
-        text("stack", "", {"count": 8897, "share": 0.664203, "value": 0.664203}) == "66.4 % of samples (8,897 samples)"
+        text("stack", "", StackShare(value=0.664203, share=0.664203, count=8897, hot="f"))
+        == "66.4 % of samples (8,897 samples)"
     )
-    assert text("stack", "", {"count": 0, "share": 0.0}) == "none (0 samples)"
+    assert text("stack", "", StackShare(value=0.0, share=0.0, count=0, hot=None)) == "none (0 samples)"
+    latch = LatchDetail(modes={"X": 228}, mode="X", kinds={"spin": 228}, modes_text="X 100%")
     assert (
-        text("latch", "", {"count": 228, "share": 0.017021, "modes_text": "X 100%"})
+        text("latch", "", StackShare(value=0.017021, share=0.017021, count=228, hot="f", latch=latch))
         == "1.7 % of samples (228 samples); modes: X 100%"
     )
     assert (
-        text("counter_ratio", "instructions / cycles", {"value": 0.1, "instructions": 2e9, "cycles": 2e10})
+        text("counter_ratio", "instructions / cycles", Ratio(0.1, "instructions", 2e9, "cycles", 2e10))
         == "0.10 (instructions 2,000,000,000 / cycles 20,000,000,000)"
     )
-    assert text("processlist_state", "statistics", {"value": 3.0, "number": 3.0}) == "3 threads"
-    assert text("quality", "truncated_share", {"value": 0.934, "number": 0.934}) == "93.4 % of samples"
-    assert text("variable", "innodb_adaptive_hash_index", {"value": "ON", "number": None}) == "ON"
-    assert text("variable", "innodb_buffer_pool_size", {"value": 134217728, "number": 134217728}) == "134,217,728"
-    assert (
-        text("derived", "spin_cost", {"value": 1.5, "delay_raised": False, "summary": "one maximal ut_delay = …"})
-        == "one maximal ut_delay = …"
-    )
+    assert text("processlist_state", "statistics", Fact(3.0, 3.0)) == "3 threads"
+    assert text("quality", "truncated_share", Fact(0.934, 0.934)) == "93.4 % of samples"
+    assert text("variable", "innodb_adaptive_hash_index", Fact("ON", 1.0)) == "ON"
+    assert text("variable", "innodb_buffer_pool_size", Fact(134217728, 134217728.0)) == "134,217,728"
+    waits = WaitLatches(0.5, 0.6, 0.5, "lock_sys mutex 40.0%", "lock_sys mutex", 0.4)
+    assert text("derived", "wait_latches", waits) == "lock_sys mutex 40.0%"
+    assert text("derived", "wait_latches", replace(waits, summary=""), "x_share") == "50.0 % of samples"
+    numa = NumaPlacement(0.25, 0.25, 2, ("0",), False, ("0", "1"), 0)
+    assert text("derived", "numa_placement", numa) == "runs on node(s) 0 of 2; remote memory 25.0 %"
+    assert text("derived", "samples", SampleCount(12345)) == "12,345 samples"
     assert text("mysql", "error_log.memory_barrier", None) == "not recorded"
-    assert text("host", "hardware_pmu", {"value": False, "number": None}) == "no"
+    assert text("host", "hardware_pmu", Fact(False, 0.0)) == "no"
 
 
 def test_evidence_rows_follow_the_rule_declaration_and_levels_are_worded():
@@ -122,7 +131,7 @@ def test_evidence_rows_follow_the_rule_declaration_and_levels_are_worded():
     assert rows[0]["about"].startswith("optimizer range estimation (index dives) inside InnoDB")
     assert rows[0]["chains"][0].startswith("btr_estimate_n_rows_in_range_low 55.8% ← ha_innobase::records_in_range")
     assert levels_text(top) == "Levels on dive: info from 10.0 %, warning from 25.0 %, critical from 50.0 %"
-    bare = Finding("r", "info", "t", 0.1, evidence={"flag": True, "samples": 10})  # read back without its rule
+    bare = Finding("r", "info", "t", 0.1, evidence={"flag": Fact(True, 1.0)})  # built without its rule
     assert evidence_rows(bare) == [{"name": "flag", "about": "flag", "text": "yes", "chains": []}]
 
 

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 from collections.abc import Mapping
 
-from ..evidence import Fact
+from ..evidence import Evidence, Fact
 from ..facts import number as as_number
 
 if TYPE_CHECKING:
@@ -56,26 +56,12 @@ class Env:
     missing: list[str]
 
 
-def pct(share: float) -> str:
-    """A share (0..1) as a percentage: '35.0 %', '<0.1 %' for tiny non-zero shares."""
-    if 0 < abs(share) < 0.0005:
-        return "<0.1 %"
-    return f"{100.0 * share:.1f} %"
+E = TypeVar("E", bound=Evidence)
 
 
-def number(value: Any) -> str:
-    """A count with separators; a fraction with up to three significant decimals; booleans as words."""
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, int) or (isinstance(value, float) and value.is_integer() and abs(value) >= 1):
-        return f"{int(value):,}"
-    if isinstance(value, float):
-        return f"{value:,.2f}" if abs(value) >= 10 else f"{value:.3g}"
-    return str(value)
-
-
-class Kind:
-    """One matcher kind. Subclasses set ``name`` and override what differs from these defaults."""
+class Kind(Generic[E]):
+    """One matcher kind, whose values are of type ``E``. Subclasses set ``name`` and override what differs
+    from these defaults."""
 
     name = ""
     guide = ""  # its part of the `evidence` row of docs/rules.md "Writing rules" ("" = said by another kind)
@@ -87,7 +73,7 @@ class Kind:
         """The spec as the engine reads it; ``ctx.fail`` names file:line for a bad one."""
         return ctx.text(spec, line, self.name)
 
-    def evaluate(self, matcher: Matcher, env: Env) -> Any:
+    def evaluate(self, matcher: Matcher, env: Env) -> E | None:
         """The evidence value; None means 'not known' and ``env.missing`` says why."""
         raise NotImplementedError
 
@@ -103,44 +89,14 @@ class Kind:
         """Whether its value is off-CPU time (graded in threads blocked, with no ``min_samples``)."""
         return False
 
-    def words(self, item: Declared, value: Mapping[str, Any]) -> str:
-        """A value that is a mapping, in words (scalars are said by ``scalar_words``)."""
-        return value_words(item, value, is_share(item, self))
+    def words(self, item: Declared, value: E) -> str:
+        """Its value in the report's words: by default as the value says itself."""
+        return value.words(is_share(item, self))
 
 
-def is_share(item: Declared, kind: Kind | None) -> bool:
+def is_share(item: Declared, kind: Kind[Any] | None) -> bool:
     """Whether an item's value is a fraction of the samples (stack and latch shares, *_share paths)."""
     return (kind is not None and kind.share) or item.what.endswith("share") or item.name.endswith("share")
-
-
-def scalar_words(item: Declared, value: Any, share: bool) -> str:
-    """A plain value in words: shares as %, counts with separators, booleans as yes/no."""
-    if isinstance(value, bool) or value is None:
-        return {True: "yes", False: "no", None: "not recorded"}[value]
-    if isinstance(value, (list, tuple)):
-        return ", ".join(scalar_words(item, v, share) for v in value) or "none"
-    if isinstance(value, (int, float)):
-        return f"{pct(value)} of samples" if share and 0 <= value <= 1 else number(value)
-    return str(value) or "not recorded"
-
-
-def stack_words(value: Mapping[str, Any]) -> str:
-    """A share of the samples: '35.0 % of samples (1,234 samples)', with the latch modes when known."""
-    count = int(value.get("count") or 0)
-    if not count:
-        return "none (0 samples)"
-    text = f"{pct(float(value.get('share') or 0.0))} of samples ({count:,} samples)"
-    modes = value.get("modes_text")
-    return text + (f"; modes: {modes}" if modes and modes != "not known" else "")
-
-
-def value_words(item: Declared, value: Mapping[str, Any], share: bool) -> str:
-    """A mapping value by its shape, for kinds with no words of their own (and items of no known kind)."""
-    if {"count", "share"} <= set(value):
-        return stack_words(value)
-    if "summary" in value:
-        return str(value.get("summary") or scalar_words(item, value.get("value"), share))
-    return scalar_words(item, value.get("value"), share)
 
 
 def fact(value: Any) -> Fact | None:

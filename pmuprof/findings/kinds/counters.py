@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
-from collections.abc import Mapping
 
 from ...model.counters import ratio
-from ..evidence import Evidence
-from .base import Env, Kind, SpecCtx, fact, number
+from ..evidence import Evidence, Fact, number
+from .base import Env, Kind, Matcher, SpecCtx, fact
 
 
 @dataclass(frozen=True, eq=False)
@@ -24,20 +23,27 @@ class Ratio(Evidence):
     def to_json(self) -> dict[str, Any]:
         return {"value": self.value, self.numerator: self.num, self.denominator: self.den}
 
+    def words(self, share: bool) -> str:
+        """'0.85 (instructions 1,234 / cycles 1,456)': the counts only when they are two counters."""
+        text = f"{self.value:.2f}"
+        if self.numerator == self.denominator:
+            return text
+        return text + f" ({self.numerator} {number(self.num)} / {self.denominator} {number(self.den)})"
 
-class Counter(Kind):
+
+class Counter(Kind[Fact]):
     name = "counter"
     guide = "`counter`"
     about = "counter {}"
 
-    def evaluate(self, matcher: Any, env: Env) -> Any:
+    def evaluate(self, matcher: Matcher, env: Env) -> Fact | None:
         value = env.facts.counter(matcher.spec)
         if value is None:
             env.missing.append(f"counter {matcher.spec} not in counters.json")
         return fact(value)
 
 
-class CounterRatio(Kind):
+class CounterRatio(Kind[Ratio]):
     name = "counter_ratio"
     guide = "`counter_ratio: [instructions, cycles]`"
     about = "{}"
@@ -48,11 +54,11 @@ class CounterRatio(Kind):
             raise ctx.fail(line, "counter_ratio is [numerator, denominator]")
         return pair
 
-    def evaluate(self, matcher: Any, env: Env) -> Any:
+    def evaluate(self, matcher: Matcher, env: Env) -> Ratio | None:
         pair, facts = matcher.spec, env.facts
         num, den = facts.counter(pair[0]), facts.counter(pair[1])
         value = ratio(num, den)
-        if value is None:
+        if value is None or num is None or den is None:
             pmu = facts.run.host.hardware_pmu
             why = "no hardware PMU on this host" if pmu is False else "not in counters.json"
             env.missing.append(f"{pair[0]}/{pair[1]} unavailable ({why})")
@@ -64,10 +70,3 @@ class CounterRatio(Kind):
 
     def subject(self, spec: Any) -> str:
         return " / ".join(spec)
-
-    def words(self, item: Any, value: Mapping[str, Any]) -> str:
-        parts = [k for k in value if k != "value"]
-        text = f"{float(value['value']):.2f}"
-        return text + (
-            f" ({parts[0]} {number(value[parts[0]])} / {parts[1]} {number(value[parts[1]])})" if len(parts) == 2 else ""
-        )

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
-from collections.abc import Mapping
 
-from ..evidence import Evidence
-from .base import Env, Kind, SpecCtx, pct
+from ..evidence import Evidence, pct
+from .base import Env, Kind, Matcher, SpecCtx
 
 FENCE_KEYS = ("in", "not_in")
 
@@ -47,8 +46,16 @@ class FenceShare(Evidence):
             "names": self.names,
         }
 
+    def counted(self) -> int | None:
+        return self.count
 
-class Fence(Kind):
+    def words(self, share: bool) -> str:
+        if not self.count:
+            return "none (0 samples on full fences)"
+        return f"{pct(self.share)} of samples on full fences: {self.names}"
+
+
+class Fence(Kind[FenceShare]):
     name = "fence"
     guide = "`fence` (skid-corrected samples on full fences in functions `in` / `not_in` patterns)"
     share = True
@@ -58,7 +65,7 @@ class Fence(Kind):
         ctx.keys(spec, FENCE_KEYS, "fence matcher")
         return {k: ctx.patterns(v, spec.line_of(k), f"fence.{k}") for k, v in spec.items()}
 
-    def evaluate(self, matcher: Any, env: Env) -> Any:
+    def evaluate(self, matcher: Matcher, env: Env) -> FenceShare | None:
         skid = env.facts.analysis.skid
         if skid is None:
             env.missing.append("fences: no skid-corrected instructions (native helper off, or no binary found)")
@@ -87,9 +94,3 @@ class Fence(Kind):
 
     def subject(self, spec: Any) -> str:
         return ""
-
-    def words(self, item: Any, value: Mapping[str, Any]) -> str:
-        count = int(value.get("count") or 0)
-        if not count:
-            return "none (0 samples on full fences)"
-        return f"{pct(float(value.get('share') or 0.0))} of samples on full fences: {value.get('names')}"

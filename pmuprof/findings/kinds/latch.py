@@ -8,7 +8,8 @@ from collections.abc import Mapping
 from ..knowledge import latch_table
 from ..stackmatch import match_latch
 from ..yamlload import LDict
-from .base import Env, Kind, SpecCtx, stack_words
+from ..stackshare import StackShare
+from .base import Env, Kind, Matcher, SpecCtx
 
 LATCH_KEYS = ("latches", "inside", "not_inside", "modes", "ambiguous")
 
@@ -61,7 +62,7 @@ def latches_doc(spec: Mapping[str, Any]) -> str:
     return "waits for latch " + " or ".join(f"`{lat}`" for lat in sorted(spec["latches"]))
 
 
-class Latch(Kind):
+class Latch(Kind[StackShare]):
     name = "latch"
     guide = (
         "`latch` (ids of rules/knowledge/latches.yaml, with `inside`, `not_inside`, `modes`; a wait the stack "
@@ -74,7 +75,7 @@ class Latch(Kind):
     def validate(self, ctx: SpecCtx, spec: Any, line: int) -> Any:
         return latch_spec(ctx, spec, line)
 
-    def evaluate(self, matcher: Any, env: Env) -> Any:
+    def evaluate(self, matcher: Matcher, env: Env) -> StackShare:
         return match_latch(env.index, matcher.spec)
 
     def doc(self, spec: Any) -> str:
@@ -88,6 +89,3 @@ class Latch(Kind):
 
     def subject(self, spec: Any) -> str:
         return ""
-
-    def words(self, item: Any, value: Mapping[str, Any]) -> str:
-        return stack_words(value)

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from typing import Any
-from collections.abc import Mapping
 
 from ..offcpumatch import match_offcpu
-from .base import Env, Kind, SpecCtx, pct
+from ..stackshare import OffCpuTime
+from .base import Env, Kind, Matcher, SpecCtx
 from .latch import latch_spec, latches_doc
 from .stack import stack_spec
 
@@ -14,7 +14,7 @@ from .stack import stack_spec
 OFFCPU_STATES = ("R", "S", "D", "T", "?")  # the off-CPU state leaf (model/labels.py)
 
 
-class OffCpu(Kind):
+class OffCpu(Kind[OffCpuTime]):
     name = "offcpu"
     guide = (
         "`offcpu` (off-CPU time of a `--off-cpu` capture: a stack matcher plus `states: [R, S, D]`, or "
@@ -37,7 +37,7 @@ class OffCpu(Kind):
             out["states"] = states
         return out
 
-    def evaluate(self, matcher: Any, env: Env) -> Any:
+    def evaluate(self, matcher: Matcher, env: Env) -> OffCpuTime | None:
         return match_offcpu(env.index, matcher.spec, env.skip, env.missing)
 
     def doc(self, spec: Any) -> str:
@@ -54,14 +54,3 @@ class OffCpu(Kind):
 
     def offcpu(self, spec: Any) -> bool:
         return True
-
-    def words(self, item: Any, value: Mapping[str, Any]) -> str:
-        """Seconds blocked, threads blocked on average, share of the off-CPU time."""
-        us = int(value.get("us") or 0)
-        if not us:
-            return "none (0 µs off-CPU)"
-        avg = value.get("avg_threads")
-        text = f"{us / 1e6:,.3f} s blocked" + (f" = {avg:.2f} threads on average" if isinstance(avg, float) else "")
-        text += f"; {pct(float(value.get('share') or 0.0))} of the off-CPU time"
-        seen = value.get("threads")
-        return text + (f"; {seen} thread(s) in it at the start or end" if seen else "")

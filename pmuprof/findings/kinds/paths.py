@@ -5,10 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from ..facts import Facts, dig
-from .base import Env, Kind, fact
+from ..evidence import Fact
+from .base import Env, Kind, Matcher, fact
 
 
-class Path(Kind):
+class Path(Kind[Fact]):
     """A value at a path in one recorded document; ``where`` says where, for ``missing``."""
 
     where = ""
@@ -16,7 +17,7 @@ class Path(Kind):
     def document(self, facts: Facts) -> Any:
         raise NotImplementedError
 
-    def evaluate(self, matcher: Any, env: Env) -> Any:
+    def evaluate(self, matcher: Matcher, env: Env) -> Fact | None:
         value = dig(self.document(env.facts), matcher.spec)
         if value is None:
             env.missing.append(f"{matcher.about or matcher.spec}: not recorded ({self.where}{matcher.spec})")

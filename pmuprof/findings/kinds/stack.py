@@ -8,8 +8,8 @@ from collections.abc import Mapping
 
 
 from ..stackmatch import match_stack
-from ..stackshare import StackPart
-from .base import Env, Kind, SpecCtx, stack_words
+from ..stackshare import StackPart, StackShare
+from .base import Env, Kind, Matcher, SpecCtx
 
 STACK_KEYS = ("self", "inclusive", "inside", "not_inside", "leaf", "leaf_not")
 
@@ -30,7 +30,7 @@ def stack_doc(spec: Mapping[str, Any]) -> str:
     )
 
 
-class Stack(Kind):
+class Stack(Kind[StackShare]):
     name = "stack"
     guide = (
         "`stack` (`self` or `inclusive` frame patterns, with `inside`, `not_inside`, `leaf`, `leaf_not`; "
@@ -47,7 +47,7 @@ class Stack(Kind):
                 raise ctx.fail(spec.line_of("of"), "stack.of needs at least one frame pattern")
         return out
 
-    def evaluate(self, matcher: Any, env: Env) -> Any:
+    def evaluate(self, matcher: Matcher, env: Env) -> StackShare:
         found = match_stack(env.index, matcher.spec, env.skip)  # it reads no `of`
         if "of" not in matcher.spec:
             return found
@@ -62,6 +62,3 @@ class Stack(Kind):
 
     def subject(self, spec: Any) -> str:
         return ""
-
-    def words(self, item: Any, value: Mapping[str, Any]) -> str:
-        return stack_words(value)
