@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 from collections.abc import Mapping
 
 import numpy as np
@@ -12,9 +12,45 @@ import numpy.typing as npt
 from .evidence import Evidence
 from .kinds.base import Declared
 from .schema import Thresholds
-from .steps import FixStep
+from .steps import FixStep, FixStepJSON
 
 SEVERITY_ORDER = {"critical": 0, "warning": 1, "info": 2}
+
+
+class ConfidenceJSON(TypedDict, total=False):
+    """A finding's ``confidence`` in findings.json: {} when the finding has none; basis, unit and blocked_s
+    only when it is graded on something else than samples."""
+
+    samples: int | None
+    total: int | None
+    threshold: float | None
+    margin: float | None
+    corroborated: list[str]
+    not_corroborated: list[str]
+    level: str
+    basis: str
+    unit: str
+    blocked_s: float | None
+
+
+class FindingJSON(TypedDict):
+    """One finding of findings.json (docs/internals.md "Findings"; the report's finding cards read it too)."""
+
+    rule: str
+    severity: str
+    title: str
+    share: float
+    message: str
+    evidence: dict[str, Any]  # each item's to_json (floats to 6 places), then samples, server, raised_by, thresholds
+    fix: list[FixStepJSON]
+    next_steps: list[str]
+    references: list[str]
+    chain: list[str]
+    process: str
+    missing: list[str]
+    confidence: ConfidenceJSON
+    explains: list[str]
+    explained_by: str
 
 
 @dataclass(frozen=True)
@@ -32,8 +68,8 @@ class Confidence:
     unit: str = ""  # the threshold's unit then ("threads")
     blocked_s: float | None = None  # seconds blocked behind it then
 
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
+    def to_json(self) -> ConfidenceJSON:
+        out: ConfidenceJSON = {
             "samples": self.samples,
             "total": self.total,
             "threshold": self.threshold,
@@ -43,7 +79,7 @@ class Confidence:
             "level": self.level,
         }
         if self.basis:
-            out.update(basis=self.basis, unit=self.unit, blocked_s=self.blocked_s)
+            out.update({"basis": self.basis, "unit": self.unit, "blocked_s": self.blocked_s})
         return out
 
 
@@ -115,7 +151,7 @@ class Finding:
     def sort_key(self) -> tuple[int, float, str]:
         return (SEVERITY_ORDER.get(self.severity, 9), -self.share, self.rule)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> FindingJSON:
         return {
             "rule": self.rule,
             "severity": self.severity,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import TypedDict
 
 STEP_KINDS = ("sql", "my.cnf", "shell", "note")  # code of one language each, or prose
 CODE_KINDS = ("sql", "my.cnf", "shell")
@@ -53,8 +54,16 @@ class FixStep:
     def code(self) -> bool:
         return self.kind in CODE_KINDS
 
-    def to_json(self) -> dict[str, str]:
+    def to_json(self) -> FixStepJSON:
         return {"kind": self.kind, "text": self.text, "applies_to": self.applies_to}
+
+
+class FixStepJSON(TypedDict):
+    """A fix step in findings.json (and the report's fix blocks)."""
+
+    kind: str
+    text: str
+    applies_to: str
 
 
 def sql_statements(text: str) -> tuple[list[str], str]:

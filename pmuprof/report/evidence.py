@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any
 from collections.abc import Mapping
 
 from ..findings.evidence import Evidence, number, pct
 from ..findings.kinds import KINDS
+from ..findings.kinds.base import Declared
 from ..findings.kinds.base import is_share as _is_share
-from ..findings.model import Declared, Finding
+from ..findings.model import Finding
+from .rows import EvidenceRow
 
 _META = ("samples", "server", "thresholds", "raised_by")  # added by the engine, shown otherwise
 MAX_CHAINS = 3
-__all__ = ["about", "evidence_rows", "is_share", "levels_text", "number", "pct", "value_text"]
+__all__ = ["EvidenceRow", "about", "evidence_rows", "is_share", "levels_text", "number", "pct", "value_text"]
 
 
 def is_share(item: Declared) -> bool:
@@ -41,7 +42,7 @@ def _chains(value: Evidence | None) -> list[str]:
     return [text for text in value.chain_texts()[:MAX_CHAINS] if text] if value is not None else []
 
 
-def evidence_rows(finding: Finding) -> list[dict[str, Any]]:
+def evidence_rows(finding: Finding) -> list[EvidenceRow]:
     """Each declared evidence item: what it measures (the rule's 'about') and its value, formatted."""
     declared = finding.declared or tuple(Declared(k, "", "") for k in sorted(finding.evidence) if k not in _META)
     return [

@@ -6,9 +6,11 @@ import re
 from typing import Any
 from collections.abc import Mapping
 
-from ..findings.steps import FENCE_LANG, fence
+from ..findings.model import ConfidenceJSON
+from ..findings.steps import FENCE_LANG, FixStepJSON, fence
 from . import bidi
 from .payload import ReportPayload
+from .rows import GroupRow, ShownFinding
 from .verdict import busy_sentence
 from .wallclock import NO_USER_STACK
 
@@ -46,8 +48,8 @@ def _text(text: Any) -> str:
     return _QUOTE.sub(r"\1\\>", _ENTITY.sub("&amp;", str(text)).replace("<", "&lt;"))
 
 
-def _confidence(f: Mapping[str, Any]) -> str:
-    c = f.get("confidence") or {}
+def _confidence(f: ShownFinding) -> str:
+    c: ConfidenceJSON = f["confidence"]
     if not c:
         return ""
     parts = [f"how sure: {c.get('level')}"]
@@ -64,35 +66,36 @@ def _confidence(f: Mapping[str, Any]) -> str:
     return "(" + "; ".join(parts) + ")"
 
 
-def _finding(f: Mapping[str, Any], level: str = "###") -> list[str]:
+def _finding(f: ShownFinding, level: str = "###") -> list[str]:
     lines = [
-        f"{level} [{str(f['severity']).upper()}] {_text(f['title'])} ({100 * f['share']:.1f} % of {(f.get('confidence') or {}).get('basis') or 'samples'})"
+        f"{level} [{f['severity'].upper()}] {_text(f['title'])} ({100 * f['share']:.1f} % of {f['confidence'].get('basis') or 'samples'})"
     ]
     if _confidence(f):
         lines.append(_confidence(f))
-    if f.get("chain"):
+    if f["chain"]:
         lines.append("Frames: " + " ← ".join(_inline(c) for c in f["chain"]))
-    if f.get("message"):
-        lines += ["", _text(str(f["message"]).strip())]
-    if f.get("fix"):
+    if f["message"]:
+        lines += ["", _text(f["message"].strip())]
+    if f["fix"]:
         lines += ["", "Fix:"] + _fix(f["fix"])
     return lines + [""]
 
 
-def _fix(steps: list[Mapping[str, Any]]) -> list[str]:
+def _fix(steps: list[FixStepJSON]) -> list[str]:
     """The fix steps apart: each variant's servers once before its steps, code in a fenced block of its
     language (```sql, ```ini, ```sh), notes as paragraphs."""
-    lines, servers = [], ""
+    lines: list[str] = []
+    servers = ""
     for step in steps:
-        if step.get("applies_to", "") != servers:
-            servers = step.get("applies_to", "")
+        if step["applies_to"] != servers:
+            servers = step["applies_to"]
             lines += ["", f"*{_text(servers) or 'Any server'}:*"]
-        text = str(step["text"])
+        text = step["text"]
         lines += ["", fence(text, FENCE_LANG[step["kind"]]) if step["kind"] in FENCE_LANG else _text(text.strip())]
     return lines
 
 
-def _findings(groups: list[Mapping[str, Any]]) -> list[str]:
+def _findings(groups: list[GroupRow]) -> list[str]:
     """Every finding: each cause with its fix, then the findings it explains (fix the cause first)."""
     if not groups:
         return ["No rule fired. See the flame graph in report.html for where the time went.", ""]
@@ -101,8 +104,8 @@ def _findings(groups: list[Mapping[str, Any]]) -> list[str]:
         lines += _finding(g["cause"])
         for f in g["consequences"]:
             lines += [
-                f"- explained by the finding above: [{str(f['severity']).upper()}] {_text(f['title'])} "
-                f"({100 * f['share']:.1f} %): {_text(str(f['message']).strip())}"
+                f"- explained by the finding above: [{f['severity'].upper()}] {_text(f['title'])} "
+                f"({100 * f['share']:.1f} %): {_text(f['message'].strip())}"
             ]
         if g["consequences"]:
             lines.append("")

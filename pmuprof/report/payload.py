@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable, Mapping
 
 from ..findings.diagnosis import Diagnosis
 from ..findings.latches import LatchWaits
-from ..findings.model import Finding
+from ..findings.model import Finding, FindingJSON
 from ..model.analysis import SkidFunction
 from ..model.profile import Profile
 from ..model.stacks import Stacks
@@ -20,6 +20,7 @@ from .evidence import evidence_rows, levels_text
 from .facts import mysql_facts, numa_text, summary
 from .flame import build_tree_rows
 from .flametrie import Trie
+from .rows import GroupRow, Shown, ShownFinding
 from .wallclock import state_totals, thread_groups, wall_stacks
 from .verdict import verdict
 from .waiting import waiting
@@ -127,19 +128,21 @@ def hotspots(profile: Profile, top: int = 5) -> list[dict[str, Any]]:
     return [_hotspot(f, profile.total) for f in fns[:top]]
 
 
-def findings_list(findings: Iterable[Finding]) -> list[dict[str, Any]]:
+def findings_list(findings: Iterable[Finding]) -> list[FindingJSON]:
     return [f.to_dict() for f in findings]
 
 
-def shown_findings(findings: Iterable[Finding]) -> list[dict[str, Any]]:
+def shown_findings(findings: Iterable[Finding]) -> list[ShownFinding]:
     """findings_list plus what the report shows of each: its declared evidence in words, the levels it met."""
-    return [{**f.to_dict(), "shown": {"evidence": evidence_rows(f), "levels": levels_text(f)}} for f in findings]
+    return [
+        ShownFinding(**f.to_dict(), shown=Shown(evidence=evidence_rows(f), levels=levels_text(f))) for f in findings
+    ]
 
 
-def groups(diagnosis: Diagnosis, shown: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def groups(diagnosis: Diagnosis, shown: list[ShownFinding]) -> list[GroupRow]:
     """The diagnosis's groups (cause → consequences, fix first) over the shown findings, in findings order."""
     at = {id(f): row for f, row in zip(diagnosis.findings, shown)}
-    return [{"cause": at[id(g.cause)], "consequences": [at[id(f)] for f in g.consequences]} for g in diagnosis.groups]
+    return [GroupRow(cause=at[id(g.cause)], consequences=[at[id(f)] for f in g.consequences]) for g in diagnosis.groups]
 
 
 def latch_rows(latches: Mapping[str, tuple[LatchWaits, ...]] | None, min_share: float = 0.001) -> list[dict[str, Any]]:
@@ -188,8 +191,8 @@ class ReportPayload:
     flame: Row  # flame.build_tree_rows: the interactive graph's names and node arrays
     top_functions: list[Row]  # per process ("" first: all): {process, total, rows}
     counters: Row  # counters.counters_section: per-process IPC and the counter table
-    findings: list[Row]  # shown_findings, in the engine's order
-    groups: list[Row]  # {cause, consequences} over those rows
+    findings: list[ShownFinding]  # shown_findings, in the engine's order
+    groups: list[GroupRow]  # {cause, consequences} over those rows
     latches: list[Row]  # latch_rows
     instruction_hotspots: list[Row]  # hotspots: skid-corrected instructions
     comparison: list[Row]  # one row per process when several were profiled

@@ -1,0 +1,39 @@
+"""The report payload's rows: what report.html's template, report.js and report.md read, typed once.
+
+Each is a TypedDict (plain JSON data, embedded as it is in report.html); the payload builders make them and
+the writers read them."""
+
+from __future__ import annotations
+
+from typing import TypedDict
+
+from ..findings.model import FindingJSON
+
+
+class EvidenceRow(TypedDict):
+    """One evidence item of a finding card: the rule's words for it, its value in words, its top chains."""
+
+    name: str
+    about: str
+    text: str
+    chains: list[str]
+
+
+class Shown(TypedDict):
+    """What a finding card shows beside findings.json's fields: the declared evidence in words, the levels."""
+
+    evidence: list[EvidenceRow]
+    levels: str
+
+
+class ShownFinding(FindingJSON):
+    """A finding as the report shows it (the cards, report.md, the embedded JSON)."""
+
+    shown: Shown
+
+
+class GroupRow(TypedDict):
+    """A cause with the findings it explains (fix the cause first)."""
+
+    cause: ShownFinding
+    consequences: list[ShownFinding]
