@@ -10,7 +10,7 @@ from ..findings.model import ConfidenceJSON
 from ..findings.steps import FENCE_LANG, FixStepJSON, fence
 from . import bidi
 from .payload import ReportPayload
-from .rows import GroupRow, ShownFinding
+from .rows import GroupRow, LatchRow, ShownFinding
 from .verdict import busy_sentence
 from .wallclock import NO_USER_STACK
 
@@ -112,7 +112,7 @@ def _findings(groups: list[GroupRow]) -> list[str]:
     return lines
 
 
-def _latches(rows: list[Mapping[str, Any]], top: int = 8) -> list[str]:
+def _latches(rows: list[LatchRow], top: int = 8) -> list[str]:
     if not rows:
         return []
     lines = ["### Spin and waits by latch", "", "| latch | share | how | from |", "|---|---|---|---|"]

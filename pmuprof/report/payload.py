@@ -20,7 +20,7 @@ from .evidence import evidence_rows, levels_text
 from .facts import mysql_facts, numa_text, summary
 from .flame import build_tree_rows
 from .flametrie import Trie
-from .rows import GroupRow, Shown, ShownFinding
+from .rows import GroupRow, LatchChain, LatchRow, Shown, ShownFinding
 from .wallclock import state_totals, thread_groups, wall_stacks
 from .verdict import verdict
 from .waiting import waiting
@@ -145,9 +145,9 @@ def groups(diagnosis: Diagnosis, shown: list[ShownFinding]) -> list[GroupRow]:
     return [GroupRow(cause=at[id(g.cause)], consequences=[at[id(f)] for f in g.consequences]) for g in diagnosis.groups]
 
 
-def latch_rows(latches: Mapping[str, tuple[LatchWaits, ...]] | None, min_share: float = 0.001) -> list[dict[str, Any]]:
+def latch_rows(latches: Mapping[str, tuple[LatchWaits, ...]] | None, min_share: float = 0.001) -> list[LatchRow]:
     """The "spin and waits by latch" table: per process, each latch with its share, how, and from where."""
-    rows = []
+    rows: list[LatchRow] = []
     for process, waits in sorted((latches or {}).items()):
         for w in waits:
             if w.share < min_share:
@@ -162,7 +162,7 @@ def latch_rows(latches: Mapping[str, tuple[LatchWaits, ...]] | None, min_share: 
                     "kinds": dict(sorted(w.kinds.items())),
                     "modes": dict(sorted(w.modes.items())),
                     "rule": w.rule or "",
-                    "chains": [{"text": w.chain_text(c), "samples": c.count} for c in w.chains],
+                    "chains": [LatchChain(text=w.chain_text(c), samples=c.count) for c in w.chains],
                 }
             )
     return rows
@@ -193,7 +193,7 @@ class ReportPayload:
     counters: Row  # counters.counters_section: per-process IPC and the counter table
     findings: list[ShownFinding]  # shown_findings, in the engine's order
     groups: list[GroupRow]  # {cause, consequences} over those rows
-    latches: list[Row]  # latch_rows
+    latches: list[LatchRow]  # latch_rows
     instruction_hotspots: list[Row]  # hotspots: skid-corrected instructions
     comparison: list[Row]  # one row per process when several were profiled
     mysql: Row  # facts.mysql_facts: the server's variables, status and processlist as read

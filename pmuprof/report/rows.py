@@ -37,3 +37,24 @@ class GroupRow(TypedDict):
 
     cause: ShownFinding
     consequences: list[ShownFinding]
+
+
+class LatchChain(TypedDict):
+    """An acquirer and its callers in words, with its samples."""
+
+    text: str
+    samples: int
+
+
+class LatchRow(TypedDict):
+    """One row of "spin and waits by latch" (also findings.json's ``latches``)."""
+
+    process: str
+    latch: str  # latch id, or "unidentified"
+    name: str
+    samples: int
+    share: float
+    kinds: dict[str, int]  # spin | os_wait | futex | ...
+    modes: dict[str, int]  # S | X | SX | U
+    rule: str
+    chains: list[LatchChain]
