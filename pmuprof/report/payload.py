@@ -20,7 +20,17 @@ from .evidence import evidence_rows, levels_text
 from .facts import mysql_facts, numa_text, summary
 from .flame import build_tree_rows
 from .flametrie import Trie
-from .rows import GroupRow, LatchChain, LatchRow, Shown, ShownFinding
+from .rows import (
+    ComparisonRow,
+    GroupRow,
+    LatchChain,
+    LatchRow,
+    NameShare,
+    Shown,
+    ShownFinding,
+    TopGroup,
+    TopRow,
+)
 from .wallclock import state_totals, thread_groups, wall_stacks
 from .verdict import verdict
 from .waiting import waiting
@@ -32,7 +42,7 @@ def _share(count: float, total: float) -> float:
     return round(count / total, 6) if total else 0.0
 
 
-def top_functions(stacks: Stacks, limit: int = TOP_FUNCTIONS) -> list[dict[str, Any]]:
+def top_functions(stacks: Stacks, limit: int = TOP_FUNCTIONS) -> list[TopRow]:
     """Hottest functions by self and by inclusive samples (union of both top lists)."""
     total = stacks.total
     self_c = stacks.self_counts()
@@ -43,32 +53,32 @@ def top_functions(stacks: Stacks, limit: int = TOP_FUNCTIONS) -> list[dict[str, 
 
     names = sorted(set(top(self_c)) | set(top(incl_c)), key=lambda n: (-self_c.get(n, 0), -incl_c.get(n, 0), n))
     return [
-        {
-            "name": n,
-            "self": self_c.get(n, 0),
-            "inclusive": incl_c.get(n, 0),
-            "self_share": _share(self_c.get(n, 0), total),
-            "inclusive_share": _share(incl_c.get(n, 0), total),
-        }
+        TopRow(
+            name=n,
+            self=self_c.get(n, 0),
+            inclusive=incl_c.get(n, 0),
+            self_share=_share(self_c.get(n, 0), total),
+            inclusive_share=_share(incl_c.get(n, 0), total),
+        )
         for n in names
     ]
 
 
-def _per_process_top(profile: Profile, processes: list[str]) -> list[dict[str, Any]]:
-    groups = [{"process": "", "total": profile.total, "rows": top_functions(profile.stacks)}]
+def _per_process_top(profile: Profile, processes: list[str]) -> list[TopGroup]:
+    groups = [TopGroup(process="", total=profile.total, rows=top_functions(profile.stacks))]
     if len(processes) > 1:
         for proc in processes:  # the process's stacks alone (its samples table is not needed here)
             part = profile.process_stacks(proc)
-            groups.append({"process": proc, "total": part.total, "rows": top_functions(part)})
+            groups.append(TopGroup(process=proc, total=part.total, rows=top_functions(part)))
     return groups
 
 
-def comparison(profile: Profile, processes: list[str], ipc: Mapping[str, float]) -> list[dict[str, Any]]:
+def comparison(profile: Profile, processes: list[str], ipc: Mapping[str, float]) -> list[ComparisonRow]:
     """One row per process when several were profiled: samples, top frames, IPC, NUMA placement."""
     if len(processes) < 2:
         return []
     total = profile.total
-    rows = []
+    rows: list[ComparisonRow] = []
     for proc in processes:
         part = profile.process_stacks(proc)  # its stacks alone: no copy of its sample table
         target = profile.target(proc)
@@ -79,7 +89,7 @@ def comparison(profile: Profile, processes: list[str], ipc: Mapping[str, float])
                 "pid": target.pid if target else None,
                 "samples": part.total,
                 "share": _share(part.total, total),
-                "top": [{"name": n, "share": _share(c, part.total)} for n, c in top],
+                "top": [NameShare(name=n, share=_share(c, part.total)) for n, c in top],
                 "ipc": ipc.get(proc),
                 "numa": numa_text(target),
                 "threads": target.threads if target else None,
@@ -189,13 +199,13 @@ class ReportPayload:
     summary: Row  # facts.summary: samples, event, duration, host, capture details, warnings
     verdict: Row  # verdict.verdict: the first screen (headline, cause, busy function, waiting note)
     flame: Row  # flame.build_tree_rows: the interactive graph's names and node arrays
-    top_functions: list[Row]  # per process ("" first: all): {process, total, rows}
+    top_functions: list[TopGroup]  # per process ("" first: all)
     counters: Row  # counters.counters_section: per-process IPC and the counter table
     findings: list[ShownFinding]  # shown_findings, in the engine's order
     groups: list[GroupRow]  # {cause, consequences} over those rows
     latches: list[LatchRow]  # latch_rows
     instruction_hotspots: list[Row]  # hotspots: skid-corrected instructions
-    comparison: list[Row]  # one row per process when several were profiled
+    comparison: list[ComparisonRow]  # one row per process when several were profiled
     mysql: Row  # facts.mysql_facts: the server's variables, status and processlist as read
     wall: WallView | None  # None: no off-CPU time was recorded
     offcpu_threads: list[Row]  # wallclock.thread_groups: what the threads were doing, per snapshot

@@ -58,3 +58,39 @@ class LatchRow(TypedDict):
     modes: dict[str, int]  # S | X | SX | U
     rule: str
     chains: list[LatchChain]
+
+
+class TopRow(TypedDict):
+    """A function of the top-functions table: samples with it as leaf (self) and on the stack (inclusive)."""
+
+    name: str
+    self: int
+    inclusive: int
+    self_share: float
+    inclusive_share: float
+
+
+class TopGroup(TypedDict):
+    """The top functions of one process ("" first: all processes)."""
+
+    process: str
+    total: int
+    rows: list[TopRow]
+
+
+class NameShare(TypedDict):
+    name: str
+    share: float
+
+
+class ComparisonRow(TypedDict):
+    """One process of "targets side by side" (several processes profiled)."""
+
+    process: str
+    pid: int | None
+    samples: int
+    share: float
+    top: list[NameShare]  # its three hottest self frames
+    ipc: float | None
+    numa: str
+    threads: int | None
