@@ -23,6 +23,8 @@ from .flametrie import Trie
 from .rows import (
     ComparisonRow,
     GroupRow,
+    Hotspot,
+    InstructionRow,
     LatchChain,
     LatchRow,
     NameShare,
@@ -98,10 +100,10 @@ def comparison(profile: Profile, processes: list[str], ipc: Mapping[str, float])
     return rows
 
 
-def _hotspot(fn: SkidFunction, total: int) -> dict[str, Any]:
+def _hotspot(fn: SkidFunction, total: int) -> Hotspot:
     """One skid-corrected function for the report: its instructions with samples, raw and corrected."""
     insns = fn.instructions
-    rows = []
+    rows: list[InstructionRow] = []
     for idx, ins in enumerate(insns):
         if not (ins.raw or ins.corrected):
             continue
@@ -132,7 +134,7 @@ def _hotspot(fn: SkidFunction, total: int) -> dict[str, Any]:
     }
 
 
-def hotspots(profile: Profile, top: int = 5) -> list[dict[str, Any]]:
+def hotspots(profile: Profile, top: int = 5) -> list[Hotspot]:
     """The report's "instruction hot spots (skid-corrected)": the functions with most samples."""
     fns = sorted((f for f in profile.analysis.skid_functions if f.instructions), key=lambda f: (-f.samples, f.symbol))
     return [_hotspot(f, profile.total) for f in fns[:top]]
@@ -204,7 +206,7 @@ class ReportPayload:
     findings: list[ShownFinding]  # shown_findings, in the engine's order
     groups: list[GroupRow]  # {cause, consequences} over those rows
     latches: list[LatchRow]  # latch_rows
-    instruction_hotspots: list[Row]  # hotspots: skid-corrected instructions
+    instruction_hotspots: list[Hotspot]  # hotspots: skid-corrected instructions
     comparison: list[ComparisonRow]  # one row per process when several were profiled
     mysql: Row  # facts.mysql_facts: the server's variables, status and processlist as read
     wall: WallView | None  # None: no off-CPU time was recorded

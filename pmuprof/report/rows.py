@@ -94,3 +94,31 @@ class ComparisonRow(TypedDict):
     ipc: float | None
     numa: str
     threads: int | None
+
+
+class InstructionRow(TypedDict):
+    """An instruction with samples, raw (where perf saw them) and skid-corrected."""
+
+    address: str
+    offset: int
+    text: str
+    kind: str  # "" or pause, fence, lock, ...
+    raw: int
+    corrected: int
+    ambiguous: bool
+    moved_in: int  # samples correction moved onto it
+    next_text: str | None  # the instruction after it (None: the last)
+
+
+class Hotspot(TypedDict):
+    """A function of "instruction hot spots (skid-corrected)"."""
+
+    symbol: str
+    binary: str
+    error: str
+    samples: int
+    share: float
+    moved: int
+    raw_total: int
+    corrected_total: int
+    instructions: list[InstructionRow]
