@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from ..model.counters import Counters, CounterValue
+from .rows import CounterRow, CountersSection
 
 
-def _row(value: CounterValue) -> dict[str, Any]:
+def _row(value: CounterValue) -> CounterRow:
     note = ""
     if value.value is None or not value.supported:
         note = (value.status or "not counted").strip("<>")
@@ -25,12 +24,11 @@ def _row(value: CounterValue) -> dict[str, Any]:
     }
 
 
-def counter_rows(counters: Counters) -> list[dict[str, Any]]:
-    """Rows {process, event, value, unit, enabled, running_pct, multiplexed, note}."""
+def counter_rows(counters: Counters) -> list[CounterRow]:
     return [_row(v) for v in counters.events]
 
 
-def counters_section(counters: Counters) -> dict[str, Any]:
+def counters_section(counters: Counters) -> CountersSection:
     """The report's counters block: rows, IPC per process, whether any counter was multiplexed."""
     rows = counter_rows(counters)
     return {

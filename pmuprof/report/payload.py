@@ -22,6 +22,7 @@ from .flame import build_tree_rows
 from .flametrie import Trie
 from .rows import (
     ComparisonRow,
+    CountersSection,
     GroupRow,
     Hotspot,
     InstructionRow,
@@ -202,7 +203,7 @@ class ReportPayload:
     verdict: Row  # verdict.verdict: the first screen (headline, cause, busy function, waiting note)
     flame: Row  # flame.build_tree_rows: the interactive graph's names and node arrays
     top_functions: list[TopGroup]  # per process ("" first: all)
-    counters: Row  # counters.counters_section: per-process IPC and the counter table
+    counters: CountersSection  # per-process IPC and the counter table
     findings: list[ShownFinding]  # shown_findings, in the engine's order
     groups: list[GroupRow]  # {cause, consequences} over those rows
     latches: list[LatchRow]  # latch_rows

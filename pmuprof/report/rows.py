@@ -122,3 +122,26 @@ class Hotspot(TypedDict):
     raw_total: int
     corrected_total: int
     instructions: list[InstructionRow]
+
+
+class CounterRow(TypedDict):
+    """A counted event as the report shows it; ``note`` says why it has no value."""
+
+    process: str
+    event: str
+    value: float | None
+    unit: str
+    enabled: float | None  # ns
+    running_pct: float | None
+    multiplexed: bool
+    note: str
+
+
+class CountersSection(TypedDict):
+    """The report's counters block."""
+
+    rows: list[CounterRow]
+    scope: str
+    ipc: dict[str, float]  # per process ('': the counting scope)
+    multiplexed: bool  # any counter was
+    error: str
