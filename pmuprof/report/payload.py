@@ -31,6 +31,8 @@ from .rows import (
     NameShare,
     Shown,
     ShownFinding,
+    SnapshotRow,
+    StateRow,
     TopGroup,
     TopRow,
 )
@@ -188,7 +190,7 @@ Row = dict[str, Any]  # one table row or card as the templates and report.js rea
 class WallView:
     """The wall-clock card: per process and thread state, seconds and share; ``note`` says what is left out."""
 
-    states: list[Row]
+    states: list[StateRow]
     note: str = ""
 
 
@@ -211,7 +213,7 @@ class ReportPayload:
     comparison: list[ComparisonRow]  # one row per process when several were profiled
     mysql: Row  # facts.mysql_facts: the server's variables, status and processlist as read
     wall: WallView | None  # None: no off-CPU time was recorded
-    offcpu_threads: list[Row]  # wallclock.thread_groups: what the threads were doing, per snapshot
+    offcpu_threads: list[SnapshotRow]  # wallclock.thread_groups: what the threads were doing, per snapshot
     seconds: Row | None  # seconds.strip: the per-second strip (None: the input has no sample times)
     threads: Mapping[str, Any] | None  # the per-thread tables the analyse stage joined (profile.threads)
     kind: str = "report"  # report.js: which page this is

@@ -145,3 +145,40 @@ class CountersSection(TypedDict):
     ipc: dict[str, float]  # per process ('': the counting scope)
     multiplexed: bool  # any counter was
     error: str
+
+
+class StateRow(TypedDict):
+    """The wall-clock card: one process's thread time in one state group."""
+
+    process: str
+    state: str  # running, runnable, blocked ... (model/labels.py)
+    about: str  # what it means
+    us: int
+    seconds: float
+    share: float  # of the process's thread time
+
+
+class ThreadGroupRow(TypedDict):
+    """Threads in one state with one stack, at a snapshot (innermost frame first)."""
+
+    count: int
+    state: str
+    wchan: str
+    stack: str
+    kernel: str
+    comms: str  # 'name ×n, ...'
+    off_cpu_ms: float | None
+
+
+class SnapshotRow(TypedDict):
+    """What one process's threads were doing at the capture's start or end (threads.json)."""
+
+    label: str
+    pid: int
+    when: str  # start | end
+    at: str
+    threads: int
+    states: dict[str, int]
+    groups: list[ThreadGroupRow]  # most threads first
+    more: int  # groups not listed
+    notes: list[str]

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import hashlib
 import re
-from typing import Any
 
 import numpy as np
 
@@ -14,6 +13,7 @@ from ..model.offcpu import OffCpuProfile, Snapshot
 from ..model.profile import Profile, Stack
 from .flamesvg import trie_svg
 from .flametrie import Trie
+from .rows import SnapshotRow, StateRow, ThreadGroupRow
 
 RUNNING, RUNNABLE, FUTEX, IO, OTHER = "running", "runnable", "blocked: futex", "blocked: I/O", "blocked: other"
 STATES = (RUNNING, RUNNABLE, FUTEX, IO, OTHER)
@@ -71,7 +71,7 @@ def wall_stacks(profile: Profile) -> tuple[dict[Stack, int], str]:
     return out, ""
 
 
-def state_totals(stacks: dict[Stack, int]) -> list[dict[str, Any]]:
+def state_totals(stacks: dict[Stack, int]) -> list[StateRow]:
     """Per process and state group: microseconds and share of the process's wall-clock thread time."""
     sums: dict[tuple[str, str], int] = {}
     for stack, n in stacks.items():
@@ -81,14 +81,14 @@ def state_totals(stacks: dict[Stack, int]) -> list[dict[str, Any]]:
         per_process[process] = per_process.get(process, 0) + n
     order = {state_frame(s): i for i, s in enumerate(STATES)}
     return [
-        {
-            "process": p,
-            "state": s.strip("[]"),
-            "about": ABOUT.get(s.strip("[]"), ""),
-            "us": n,
-            "seconds": round(n / 1e6, 3),
-            "share": n / per_process[p] if per_process[p] else 0.0,
-        }
+        StateRow(
+            process=p,
+            state=s.strip("[]"),
+            about=ABOUT.get(s.strip("[]"), ""),
+            us=n,
+            seconds=round(n / 1e6, 3),
+            share=n / per_process[p] if per_process[p] else 0.0,
+        )
         for (p, s), n in sorted(sums.items(), key=lambda kv: (kv[0][0], order.get(kv[0][1], 9)))
     ]
 
@@ -134,7 +134,7 @@ def _short(frame: str) -> str:
     return frame
 
 
-def thread_groups(off: OffCpuProfile | None) -> list[dict[str, Any]]:
+def thread_groups(off: OffCpuProfile | None) -> list[SnapshotRow]:
     """threads.json per snapshot: threads grouped by identical stack, most threads first (a pt-pmp dump without
     stopping the server: /proc stacks and the tracer's last user stack of each thread)."""
     if off is None:
@@ -142,18 +142,18 @@ def thread_groups(off: OffCpuProfile | None) -> list[dict[str, Any]]:
     return [_snapshot(s) for s in off.threads.snapshots]
 
 
-def _snapshot(snap: Snapshot) -> dict[str, Any]:
+def _snapshot(snap: Snapshot) -> SnapshotRow:
     groups = sorted(snap.groups, key=lambda g: (-g.count, g.state, g.user, g.kernel))
     rows = [
-        {
-            "count": g.count,
-            "state": g.state,
-            "wchan": g.wchan,
-            "stack": " ← ".join(_short(f) for f in reversed(g.user)) or NO_USER_STACK,
-            "kernel": " ← ".join(reversed(g.kernel)),
-            "comms": ", ".join(f"{c} ×{n}" for c, n in sorted(g.comms.items())),
-            "off_cpu_ms": g.off_cpu_ms,
-        }
+        ThreadGroupRow(
+            count=g.count,
+            state=g.state,
+            wchan=g.wchan,
+            stack=" ← ".join(_short(f) for f in reversed(g.user)) or NO_USER_STACK,
+            kernel=" ← ".join(reversed(g.kernel)),
+            comms=", ".join(f"{c} ×{n}" for c, n in sorted(g.comms.items())),
+            off_cpu_ms=g.off_cpu_ms,
+        )
         for g in groups[:MAX_GROUPS]
     ]
     return {
