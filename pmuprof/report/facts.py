@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from typing import Any
+from collections.abc import Mapping
 
 from .. import __version__
 from ..findings.facts import server_version
@@ -10,6 +11,7 @@ from ..model.jsontypes import to_json
 from ..model.profile import Profile
 from ..model.run import HostLoad, Target, Trigger
 from ..model.server import ServerFacts
+from .rows import ErrorLogRow, MysqlFacts, MysqlRead, MysqlUnread, SemaphoreLatch, SemaphoresRow
 
 SPIN_VARIABLES = (
     "innodb_spin_wait_delay",
@@ -179,50 +181,53 @@ def trigger_text(trigger: Trigger | None) -> str:
     return text + (f" ({shown})" if shown else "") + (f" at {trigger.fired_at}" if trigger.fired_at else "")
 
 
-def _semaphores(sem: Any) -> dict[str, Any] | None:
+def _semaphores(sem: Mapping[str, Any] | None) -> SemaphoresRow | None:
     if not sem:
         return None
-    latches = []
-    for kind, vals in sorted((sem.get("latches") or {}).items()):
-        if vals:
-            latches.append({"kind": kind, **{k: vals.get(k) for k in ("spin_waits", "rounds", "os_waits")}})
-    return {
-        "empty": bool(sem.get("empty")),
-        "os_wait_array": dict(sem.get("os_wait_array") or {}),
-        "latches": latches,
-        "spin_rounds_per_wait": dict(sem.get("spin_rounds_per_wait") or {}),
-    }
+    latches = [
+        SemaphoreLatch(
+            kind=kind, spin_waits=vals.get("spin_waits"), rounds=vals.get("rounds"), os_waits=vals.get("os_waits")
+        )
+        for kind, vals in sorted((sem.get("latches") or {}).items())
+        if vals
+    ]
+    return SemaphoresRow(
+        empty=bool(sem.get("empty")),
+        os_wait_array=dict(sem.get("os_wait_array") or {}),
+        latches=latches,
+        spin_rounds_per_wait=dict(sem.get("spin_rounds_per_wait") or {}),
+    )
 
 
-def mysql_facts(server: ServerFacts | None) -> dict[str, Any]:
+def mysql_facts(server: ServerFacts | None) -> MysqlFacts:
     """Server version, spin variables, SEMAPHORES, processlist states and what could not be read."""
     if server is None:
-        return {
-            "reachable": False,
-            "missing": [],
-            "error": "no mysql.json in this input (bare perf data or folded file): variables and status unknown",
-        }
+        return MysqlUnread(
+            reachable=False,
+            missing=[],
+            error="no mysql.json in this input (bare perf data or folded file): variables and status unknown",
+        )
     if not server.reachable:
-        return {"reachable": False, "error": server.error or "server not reachable", "missing": list(server.missing)}
+        return MysqlUnread(reachable=False, error=server.error or "server not reachable", missing=list(server.missing))
     plist = server.processlist
     states = sorted((plist.states if plist else {}).items(), key=lambda kv: (-kv[1], kv[0]))
     running = [server.status.before.get("Threads_running"), server.status.after.get("Threads_running")]
     log = server.error_log or {}
-    return {
-        "reachable": True,
-        "source": server.source,
-        "version": server.server.version,
-        "version_comment": server.server.version_comment,
-        "family": server.server.family or "",
-        "variables": [[name, str(server.variables[name])] for name in SPIN_VARIABLES if name in server.variables],
-        "semaphores": _semaphores(server.semaphores),
-        "threads": plist.threads if plist else None,
-        "states": [["(no state)" if k == "(none)" else k, v] for k, v in states],  # mysql.json's key for an empty State
-        "threads_running": [v for v in running if v is not None],
-        "error_log": {k: log.get(k) for k in ("path", "memory_barrier", "line")},
-        "my_cpu_relax_multiplier": server.my_cpu_relax_multiplier,
-        "missing": list(server.missing),
-    }
+    return MysqlRead(
+        reachable=True,
+        source=server.source,
+        version=server.server.version,
+        version_comment=server.server.version_comment,
+        family=server.server.family or "",
+        variables=[(name, str(server.variables[name])) for name in SPIN_VARIABLES if name in server.variables],
+        semaphores=_semaphores(server.semaphores),
+        threads=plist.threads if plist else None,
+        states=[("(no state)" if k == "(none)" else k, v) for k, v in states],  # mysql.json's key for an empty State
+        threads_running=[v for v in running if v is not None],
+        error_log=ErrorLogRow(path=log.get("path"), memory_barrier=log.get("memory_barrier"), line=log.get("line")),
+        my_cpu_relax_multiplier=server.my_cpu_relax_multiplier,
+        missing=list(server.missing),
+    )
 
 
 def numa_text(target: Target | None) -> str:

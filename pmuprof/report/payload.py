@@ -28,6 +28,7 @@ from .rows import (
     InstructionRow,
     LatchChain,
     LatchRow,
+    MysqlFacts,
     NameShare,
     Shown,
     ShownFinding,
@@ -211,7 +212,7 @@ class ReportPayload:
     latches: list[LatchRow]  # latch_rows
     instruction_hotspots: list[Hotspot]  # hotspots: skid-corrected instructions
     comparison: list[ComparisonRow]  # one row per process when several were profiled
-    mysql: Row  # facts.mysql_facts: the server's variables, status and processlist as read
+    mysql: MysqlFacts  # facts.mysql_facts: the server's variables, status and processlist as read
     wall: WallView | None  # None: no off-CPU time was recorded
     offcpu_threads: list[SnapshotRow]  # wallclock.thread_groups: what the threads were doing, per snapshot
     seconds: Row | None  # seconds.strip: the per-second strip (None: the input has no sample times)

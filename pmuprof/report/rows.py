@@ -5,7 +5,7 @@ the writers read them."""
 
 from __future__ import annotations
 
-from typing import TypedDict
+from typing import Literal, TypedDict
 
 from ..findings.model import FindingJSON
 
@@ -182,3 +182,54 @@ class SnapshotRow(TypedDict):
     groups: list[ThreadGroupRow]  # most threads first
     more: int  # groups not listed
     notes: list[str]
+
+
+class SemaphoreLatch(TypedDict):
+    kind: str  # mutex, rw_shared, ... as SEMAPHORES names them
+    spin_waits: int | None
+    rounds: int | None
+    os_waits: int | None
+
+
+class SemaphoresRow(TypedDict):
+    """The InnoDB SEMAPHORES section as the MySQL card shows it."""
+
+    empty: bool
+    os_wait_array: dict[str, int]
+    latches: list[SemaphoreLatch]
+    spin_rounds_per_wait: dict[str, float]
+
+
+class ErrorLogRow(TypedDict):
+    path: str | None
+    memory_barrier: str | None  # the error log's barrier line, when it has one
+    line: str | None
+
+
+class MysqlUnread(TypedDict):
+    """No server facts: why (no mysql.json, or the server could not be reached) and what was missing."""
+
+    reachable: Literal[False]
+    error: str
+    missing: list[str]
+
+
+class MysqlRead(TypedDict):
+    """The server's facts as read: version, spin variables, SEMAPHORES, processlist states."""
+
+    reachable: Literal[True]
+    source: str
+    version: str
+    version_comment: str
+    family: str
+    variables: list[tuple[str, str]]  # the spin and concurrency variables read, in SPIN_VARIABLES order
+    semaphores: SemaphoresRow | None
+    threads: int | None
+    states: list[tuple[str, int]]  # processlist states, most threads first
+    threads_running: list[int]  # before and after, those read
+    error_log: ErrorLogRow
+    my_cpu_relax_multiplier: float | None
+    missing: list[str]
+
+
+MysqlFacts = MysqlUnread | MysqlRead

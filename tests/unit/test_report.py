@@ -74,8 +74,8 @@ def test_payload_summary_top_functions_counters():
     assert p.counters["ipc"] == {"mariadbd": 0.5, "mariadbd-2": 1.5}
     assert p.counters["multiplexed"] is True
     assert p.instruction_hotspots[0]["corrected_total"] == 100
-    assert p.mysql["variables"][0] == ["innodb_spin_wait_delay", "30"]
-    assert p.mysql["states"][0] == ["statistics", 12]
+    assert p.mysql["variables"][0] == ("innodb_spin_wait_delay", "30")
+    assert p.mysql["states"][0] == ("statistics", 12)
 
 
 def test_comparison_rows_have_numa_and_ipc():
