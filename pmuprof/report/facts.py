@@ -9,9 +9,23 @@ from .. import __version__
 from ..findings.facts import server_version
 from ..model.jsontypes import to_json
 from ..model.profile import Profile
-from ..model.run import HostLoad, Target, Trigger
+from ..model.run import Host, HostLoad, Target, Trigger
 from ..model.server import ServerFacts
-from .rows import ErrorLogRow, MysqlFacts, MysqlRead, MysqlUnread, SemaphoreLatch, SemaphoresRow
+from .rows import (
+    ErrorLogRow,
+    FeatureOffRow,
+    HostRow,
+    KeptProcess,
+    LabelValue,
+    MysqlFacts,
+    MysqlRead,
+    MysqlUnread,
+    PauseRow,
+    SemaphoreLatch,
+    SemaphoresRow,
+    Summary,
+    TargetRow,
+)
 
 SPIN_VARIABLES = (
     "innodb_spin_wait_delay",
@@ -29,18 +43,6 @@ SPIN_VARIABLES = (
     "thread_handling",
     "thread_pool_size",
 )
-_HOST_KEYS = (
-    "hostname",
-    "cpu_model",
-    "microarch",
-    "vendor",
-    "nproc",
-    "kernel",
-    "hardware_pmu",
-    "perf_version",
-    "perf_event_paranoid",
-    "pfm_pmu",
-)
 
 
 def event_names(profile: Profile) -> tuple[str, str]:
@@ -51,22 +53,37 @@ def event_names(profile: Profile) -> tuple[str, str]:
     return requested, recorded
 
 
-def _target_row(t: Target) -> dict[str, Any]:
-    return {
-        "pid": t.pid,
-        "label": t.label,
-        "comm": t.comm,
-        "exe": t.exe,
-        "build_id": t.build_id,
-        "threads": t.threads,
-        "cgroup": t.cgroup,
-        "cpus_allowed": t.cpus_allowed,
-        "frame_pointers": t.symbols.frame_pointers if t.symbols else "unknown",
-        "samples": t.samples,
-    }
+def _target_row(t: Target, samples: int | None) -> TargetRow:
+    return TargetRow(
+        pid=t.pid,
+        label=t.label,
+        comm=t.comm,
+        exe=t.exe,
+        build_id=t.build_id,
+        threads=t.threads,
+        cgroup=t.cgroup,
+        cpus_allowed=t.cpus_allowed,
+        frame_pointers=t.symbols.frame_pointers if t.symbols else "unknown",
+        samples=samples,
+    )
 
 
-def summary(profile: Profile, processes: list[str]) -> dict[str, Any]:
+def _host_row(h: Host) -> HostRow:
+    return HostRow(
+        hostname=h.hostname,
+        cpu_model=h.cpu_model,
+        microarch=h.microarch,
+        vendor=h.vendor,
+        nproc=h.nproc,
+        kernel=h.kernel,
+        hardware_pmu=h.hardware_pmu,
+        perf_version=h.perf_version,
+        perf_event_paranoid=h.perf_event_paranoid,
+        pfm_pmu=h.pfm_pmu,
+    )
+
+
+def summary(profile: Profile, processes: list[str]) -> Summary:
     """What was profiled, how, on what host, and what went wrong along the way."""
     run, analysis = profile.run, profile.analysis
     requested, recorded = event_names(profile)
@@ -77,46 +94,50 @@ def summary(profile: Profile, processes: list[str]) -> dict[str, Any]:
             warnings.insert(0, text + ": the shares are time on CPU, not cycles")
     pause = run.host.pause
     by_label = {p.label: p.samples for p in analysis.processes}
-    targets = [{**_target_row(t), "samples": by_label.get(t.label, t.samples)} for t in run.targets]
-    return {
-        "pmuprof_version": run.pmuprof_version or __version__,
-        "report_version": __version__,
-        "source": profile.source,
-        "command": list(run.command),
-        "started": run.started,
-        "duration_s": run.duration_s,
-        "interrupted": run.interrupted,
-        "mode": run.mode,
-        "processes": processes,
-        "kept": [to_json(p) for p in analysis.processes],
-        "selection": analysis.selection,
-        "targets": targets,
-        "host": {k: getattr(run.host, k) for k in _HOST_KEYS},
-        "pause": {"cycles": pause.cycles, "ns": pause.ns} if pause and pause.cycles is not None else None,
-        "event_requested": requested,
-        "event_recorded": recorded,
-        "event_substituted": bool(requested and recorded and requested != recorded),
-        "frequency": run.record.frequency,
-        "call_graph": run.record.call_graph,
-        "samples": profile.total,
-        "samples_total": run.record.samples_total,
-        "lost": run.record.lost,
-        "unit": profile.unit,
-        "perf_argv": list(run.record.argv),
-        "warnings": warnings,
-        "features_off": [to_json(f) for f in run.features_off + analysis.features_off],
-        "binaries": [to_json(b) for b in analysis.binaries if b.samples or b.problem],
-        "server_version": _version_text(*server_version(profile)),
-        "trigger": trigger_text(run.trigger),
-        "host_load": host_load_rows(run.host_load),
-    }
+    return Summary(
+        pmuprof_version=run.pmuprof_version or __version__,
+        report_version=__version__,
+        source=profile.source,
+        command=list(run.command),
+        started=run.started,
+        duration_s=run.duration_s,
+        interrupted=run.interrupted,
+        mode=run.mode,
+        processes=processes,
+        kept=[
+            KeptProcess(label=p.label, pid=p.pid, comm=p.comm, binary=p.binary, samples=p.samples, kept=p.kept)
+            for p in analysis.processes
+        ],
+        selection=analysis.selection,
+        targets=[_target_row(t, by_label.get(t.label, t.samples)) for t in run.targets],
+        host=_host_row(run.host),
+        pause=PauseRow(cycles=pause.cycles, ns=pause.ns) if pause and pause.cycles is not None else None,
+        event_requested=requested,
+        event_recorded=recorded,
+        event_substituted=bool(requested and recorded and requested != recorded),
+        frequency=run.record.frequency,
+        call_graph=run.record.call_graph,
+        samples=profile.total,
+        samples_total=run.record.samples_total,
+        lost=run.record.lost,
+        unit=profile.unit,
+        perf_argv=list(run.record.argv),
+        warnings=warnings,
+        features_off=[
+            FeatureOffRow(feature=f.feature, why=f.why, fix=f.fix) for f in run.features_off + analysis.features_off
+        ],
+        binaries=[to_json(b) for b in analysis.binaries if b.samples or b.problem],
+        server_version=_version_text(*server_version(profile)),
+        trigger=trigger_text(run.trigger),
+        host_load=host_load_rows(run.host_load),
+    )
 
 
 def _pc(share: float, digits: int = 0) -> str:
     return f"{100 * share:.{digits}f} %"
 
 
-def host_load_rows(load: HostLoad | None) -> list[dict[str, str]]:
+def host_load_rows(load: HostLoad | None) -> list[LabelValue]:
     """The host-context card: how busy the host was while perf recorded (run.json host_load, what pt-stalk's
     vmstat and mpstat show), one (label, value) row each; [] when the input did not measure it."""
     if load is None or not load.cpus:
@@ -153,8 +174,8 @@ def host_load_rows(load: HostLoad | None) -> list[dict[str, str]]:
         memory.append(f"stalled {_pc(load.psi_memory_some_share)} of the time (PSI memory some)")
     if memory:
         rows.append(("memory", "; ".join(memory)))
-    return [{"label": label, "value": value} for label, value in rows] + [
-        {"label": "window", "value": f"{load.seconds:.1f} s, /proc read {_how_often(load.interval_s)}"}
+    return [LabelValue(label=label, value=value) for label, value in rows] + [
+        LabelValue(label="window", value=f"{load.seconds:.1f} s, /proc read {_how_often(load.interval_s)}")
     ]
 
 

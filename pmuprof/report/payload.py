@@ -34,6 +34,7 @@ from .rows import (
     ShownFinding,
     SnapshotRow,
     StateRow,
+    Summary,
     TopGroup,
     TopRow,
 )
@@ -202,7 +203,7 @@ class ReportPayload:
     Sorted, no clock reads: the same profile and diagnosis give the same bytes."""
 
     title: str
-    summary: Row  # facts.summary: samples, event, duration, host, capture details, warnings
+    summary: Summary  # facts.summary: samples, event, duration, host, capture details, warnings
     verdict: Row  # verdict.verdict: the first screen (headline, cause, busy function, waiting note)
     flame: Row  # flame.build_tree_rows: the interactive graph's names and node arrays
     top_functions: list[TopGroup]  # per process ("" first: all)

@@ -5,7 +5,7 @@ the writers read them."""
 
 from __future__ import annotations
 
-from typing import Literal, TypedDict
+from typing import Any, Literal, TypedDict
 
 from ..findings.model import FindingJSON
 
@@ -233,3 +233,97 @@ class MysqlRead(TypedDict):
 
 
 MysqlFacts = MysqlUnread | MysqlRead
+
+
+class LabelValue(TypedDict):
+    """One line of a card: what (label) and its value in words."""
+
+    label: str
+    value: str
+
+
+class TargetRow(TypedDict):
+    """A target process of run.json as the summary shows it."""
+
+    pid: int
+    label: str
+    comm: str
+    exe: str
+    build_id: str | None
+    threads: int
+    cgroup: str | None
+    cpus_allowed: str
+    frame_pointers: str  # likely | partial | absent | unknown
+    samples: int | None
+
+
+class HostRow(TypedDict):
+    """The host facts the report shows (run.json host)."""
+
+    hostname: str
+    cpu_model: str
+    microarch: str
+    vendor: str
+    nproc: int | None
+    kernel: str
+    hardware_pmu: bool | None
+    perf_version: str
+    perf_event_paranoid: int | None
+    pfm_pmu: str
+
+
+class PauseRow(TypedDict):
+    cycles: float
+    ns: float | None
+
+
+class KeptProcess(TypedDict):
+    """A process of the input, kept as a target or left out (analysis.json processes)."""
+
+    label: str
+    pid: int | None
+    comm: str
+    binary: str
+    samples: int
+    kept: bool
+
+
+class FeatureOffRow(TypedDict):
+    feature: str
+    why: str
+    fix: str
+
+
+class Summary(TypedDict):
+    """What was profiled, how, on what host, and what went wrong along the way (report/facts.py summary)."""
+
+    pmuprof_version: str  # that recorded the input
+    report_version: str  # that wrote this report
+    source: str
+    command: list[str]
+    started: str
+    duration_s: float | None
+    interrupted: bool
+    mode: str
+    processes: list[str]
+    kept: list[KeptProcess]
+    selection: str
+    targets: list[TargetRow]
+    host: HostRow
+    pause: PauseRow | None
+    event_requested: str
+    event_recorded: str
+    event_substituted: bool
+    frequency: int | None
+    call_graph: str
+    samples: int
+    samples_total: int | None
+    lost: int | None
+    unit: str
+    perf_argv: list[str]
+    warnings: list[str]
+    features_off: list[FeatureOffRow]
+    binaries: list[dict[str, Any]]  # analysis.json binaries with samples or a problem, as it writes them
+    server_version: str
+    trigger: str
+    host_load: list[LabelValue]
