@@ -10,7 +10,7 @@ from ..findings.model import ConfidenceJSON
 from ..findings.steps import FENCE_LANG, FixStepJSON, fence
 from . import bidi
 from .payload import ReportPayload
-from .rows import GroupRow, LatchRow, ShownFinding
+from .rows import GroupRow, LatchRow, ShownFinding, Verdict
 from .verdict import busy_sentence
 from .wallclock import NO_USER_STACK
 
@@ -207,26 +207,26 @@ def _capture(p: ReportPayload) -> list[str]:
     return out
 
 
-def _verdict(v: Mapping[str, Any], samples: int) -> list[str]:
+def _verdict(v: Verdict, samples: int) -> list[str]:
     """The report's first screen in two lines: the top cause and how sure, or that nothing is wrong; first, when the
     server was mostly off the CPU and off-CPU time was not recorded, that note and the command to record it."""
-    w = v.get("waiting")
+    w = v["waiting"]
     note = [f"**Mostly off the CPU:** {_text(w['sentence'])} `{w['command']}`", ""] if w else []
-    busy = busy_sentence(v.get("busy") or {}, _inline)
-    busy = f" {busy[0].upper() + busy[1:]}." if busy else ""
-    if v["healthy"] and w:
-        return note + [
-            f"**Verdict: no known problem in the on-CPU samples** ({samples:,}): the waits are not in them.{busy}",
-            "",
-        ]
-    if v["healthy"]:
-        n = len(v.get("info") or ())
+    if v["healthy"] is True:
+        busy = busy_sentence(v["busy"], _inline)
+        busy = f" {busy[0].upper() + busy[1:]}." if busy else ""
+        if w:
+            return note + [
+                f"**Verdict: no known problem in the on-CPU samples** ({samples:,}): the waits are not in them.{busy}",
+                "",
+            ]
+        n = len(v["info"])
         info = f" ({n} informational finding{'s' if n > 1 else ''} below)" if n else ""
         return [f"**Verdict: no known problem found** in {samples:,} samples{info}.{busy}", ""]
-    c = v.get("confidence") or {}
+    c = v["confidence"]
     sure = "; ".join(x for x in (c.get("level"), c.get("samples"), c.get("margin")) if x)
     also = f" It also explains: {', '.join(e['rule'] for e in v['explains'])}." if v["explains"] else ""
-    basis = v.get("basis") or "samples"
+    basis = v["basis"] or "samples"
     whose = "" if basis.startswith("the ") else f"{v['process'] or 'the'} "  # "the host's time" is no process's
     return note + [
         f"**Verdict: {_text(v['title'])}** — {100 * v['share']:.1f} % of {_text(whose)}{basis}"

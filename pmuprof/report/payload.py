@@ -37,6 +37,8 @@ from .rows import (
     Summary,
     TopGroup,
     TopRow,
+    Verdict,
+    WaitingRow,
 )
 from .wallclock import state_totals, thread_groups, wall_stacks
 from .verdict import verdict
@@ -204,7 +206,7 @@ class ReportPayload:
 
     title: str
     summary: Summary  # facts.summary: samples, event, duration, host, capture details, warnings
-    verdict: Row  # verdict.verdict: the first screen (headline, cause, busy function, waiting note)
+    verdict: Verdict  # verdict.verdict: the first screen (headline, cause, busy function, waiting note)
     flame: Row  # flame.build_tree_rows: the interactive graph's names and node arrays
     top_functions: list[TopGroup]  # per process ("" first: all)
     counters: CountersSection  # per-process IPC and the counter table
@@ -240,19 +242,17 @@ def build_payload(
     top = _per_process_top(profile, processes)
     profile.stacks.release_postings()  # the findings are done with them: room for the flame tree
     flame, tree_rows = build_tree_rows([profile.stacks], max_flame_nodes, trie=trie() if trie else None)
+    note = waiting(profile)
     found = verdict(
         shown,
         found_groups[0] if diagnosis.top else None,
         head,
         top[0]["rows"],
         frozenset(flame["names"]),
-        diagnosis.busiest.to_dict() if diagnosis.busiest else None,
-    )
-    note = waiting(profile)
-    found["waiting"] = (
-        {"sentence": note.sentence(), "command": note.command, "sessions": note.sessions, "busy_cpus": note.busy_cpus}
+        diagnosis.busiest,
+        WaitingRow(sentence=note.sentence(), command=note.command, sessions=note.sessions, busy_cpus=note.busy_cpus)
         if note
-        else None
+        else None,
     )
     wall, why = wall_stacks(profile)
     return ReportPayload(

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any, Literal, TypedDict
 
 from ..findings.model import FindingJSON
+from ..findings.steps import FixStepJSON
 
 
 class EvidenceRow(TypedDict):
@@ -327,3 +328,101 @@ class Summary(TypedDict):
     server_version: str
     trigger: str
     host_load: list[LabelValue]
+
+
+class Caveats(TypedDict):
+    """Host and capture caveats: short tags for the first screen's chip, the full lines behind it."""
+
+    tags: list[str]
+    lines: list[str]
+
+
+class WaitingRow(TypedDict):
+    """The note that an on-CPU capture saw a server mostly off the CPU (report/waiting.py)."""
+
+    sentence: str
+    command: str
+    sessions: int
+    busy_cpus: float
+
+
+class RuleTitle(TypedDict):
+    rule: str
+    title: str
+
+
+class InfoRow(TypedDict):
+    rule: str
+    title: str
+    share: float
+
+
+class BusyWords(TypedDict, total=False):
+    """The healthy verdict's facts in words (findings/busiest.py ``Busiest``); {} when there are none, else
+    every key ('' where there is nothing to say)."""
+
+    function: str
+    share: str
+    link: str
+    path_end: str
+    path_share: str
+    leaf: str
+    leaf_kind: str
+    leaf_share: str
+    leaf_entry: str
+    leaf_under: str
+    leaf_via: str
+    state: str
+    state_share: str
+    state_function: str
+    sentence: str
+
+
+class ConfidenceWords(TypedDict, total=False):
+    """How sure, in words; {} when the finding has no confidence, else every key."""
+
+    level: str
+    samples: str
+    margin: str
+    seen: list[str]
+    not_seen: list[str]
+
+
+class HealthyVerdict(TypedDict):
+    """The first screen when no finding is above info: the informational ones and where the time went."""
+
+    caveats: Caveats
+    findings: int
+    healthy: Literal[True]
+    info: list[InfoRow]
+    hottest: str
+    hottest_share: float
+    link: str
+    busy: BusyWords
+    waiting: WaitingRow | None
+
+
+class CauseVerdict(TypedDict):
+    """The first screen's top cause: its headline, sentence, how sure, its fix and what it also explains."""
+
+    caveats: Caveats
+    findings: int
+    healthy: Literal[False]
+    rule: str
+    severity: str
+    title: str
+    share: float
+    process: str
+    sentence: str
+    basis: str
+    confidence: ConfidenceWords
+    fix: list[FixStepJSON]
+    server: str
+    explains: list[RuleTitle]
+    more: int
+    frame: str
+    link: str
+    waiting: WaitingRow | None
+
+
+Verdict = HealthyVerdict | CauseVerdict

@@ -3,13 +3,29 @@
 from __future__ import annotations
 
 import re
-from typing import Any
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection
 from urllib.parse import quote
 
+from ..findings.busiest import Busiest
+from ..findings.model import ConfidenceJSON
 from ..model.labels import without_kernel_suffix
 from .evidence import pct
 from .noise import wilson
+from .rows import (
+    BusyWords,
+    Caveats,
+    CauseVerdict,
+    ConfidenceWords,
+    GroupRow,
+    HealthyVerdict,
+    InfoRow,
+    RuleTitle,
+    ShownFinding,
+    Summary,
+    TopRow,
+    Verdict,
+    WaitingRow,
+)
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(`])")
 _REGEX_SPECIAL = re.compile(r"[.*+?^${}()|\[\]\\]")  # what the page's pmuEscapeRegex escapes
@@ -26,24 +42,24 @@ def flame_link(frame: str) -> str:
     return f"#view=sandwich&focus={hash_value(frame)}&search={hash_value(search)}"
 
 
-def sentence(finding: Mapping[str, Any]) -> str:
+def sentence(finding: ShownFinding) -> str:
     """The first sentence of the message after its leading call chain ('chain — what happens.')."""
-    message = " ".join(str(finding.get("message") or "").split())
+    message = " ".join(finding["message"].split())
     head, dash, rest = message.partition(" — ")
-    if dash and (not finding.get("chain") or str(finding["chain"][0]) in head):
+    if dash and (not finding["chain"] or finding["chain"][0] in head):
         message = rest
     first = _SENTENCE_END.split(message, maxsplit=1)[0].strip() if message else ""
     if not first:
-        return f"{finding['title']}: {pct(float(finding['share']))} of the samples."
+        return f"{finding['title']}: {pct(finding['share'])} of the samples."
     return first[0].upper() + first[1:]
 
 
-def cause_frame(finding: Mapping[str, Any], frames: Collection[str]) -> str:
+def cause_frame(finding: ShownFinding, frames: Collection[str]) -> str:
     """The first frame of the finding's chain that the flame graph has ('' when none: not a stack finding)."""
-    return next((str(f) for f in finding.get("chain") or () if f in frames), "")
+    return next((f for f in finding["chain"] if f in frames), "")
 
 
-def confidence_parts(conf: Mapping[str, Any]) -> dict[str, Any]:
+def confidence_parts(conf: ConfidenceJSON) -> ConfidenceWords:
     """How sure, in words: the level, samples behind it, margin over the threshold, corroboration seen or not."""
     if not conf:
         return {}
@@ -51,40 +67,41 @@ def confidence_parts(conf: Mapping[str, Any]) -> dict[str, Any]:
     margin, threshold = conf.get("margin"), conf.get("threshold")
     bound = (
         (f" ({threshold:g} threads blocked on average)" if conf.get("unit") == "threads" else f" ({pct(threshold)})")
-        if isinstance(threshold, (int, float))
+        if threshold is not None
         else ""
     )
-    blocked = f"{conf['blocked_s']:,} s blocked" if conf.get("blocked_s") is not None else ""
-    return {
-        "level": str(conf.get("level") or "not rated"),
-        "samples": f"{samples:,} of {conf.get('total') or 0:,} samples" if samples is not None else blocked,
-        "margin": f"{margin}× its threshold{bound}" if margin is not None else "",
-        "seen": list(conf.get("corroborated") or []),
-        "not_seen": list(conf.get("not_corroborated") or []),
-    }
+    blocked_s = conf.get("blocked_s")
+    blocked = f"{blocked_s:,} s blocked" if blocked_s is not None else ""
+    return ConfidenceWords(
+        level=conf.get("level") or "not rated",
+        samples=f"{samples:,} of {conf.get('total') or 0:,} samples" if samples is not None else blocked,
+        margin=f"{margin}× its threshold{bound}" if margin is not None else "",
+        seen=list(conf.get("corroborated") or []),
+        not_seen=list(conf.get("not_corroborated") or []),
+    )
 
 
-def caveats(summary: Mapping[str, Any]) -> dict[str, Any]:
+def caveats(summary: Summary) -> Caveats:
     """Host and capture caveats: short tags for the chip, the full lines behind it."""
     tags, lines = [], []
-    if summary.get("interrupted"):
+    if summary["interrupted"]:
         tags.append("capture interrupted")
         lines.append("The capture was interrupted: the report covers what was captured before that.")
-    if summary.get("event_substituted"):
+    if summary["event_substituted"]:
         tags.append(f"{summary['event_recorded']}, not {summary['event_requested']}")
-    elif summary.get("host", {}).get("hardware_pmu") is False:
+    elif summary["host"]["hardware_pmu"] is False:
         tags.append("no hardware PMU")
-    lines += [str(w) for w in summary.get("warnings") or []]
-    for f in summary.get("features_off") or []:
-        tags.append(f"off: {f.get('feature')}")
+    lines += summary["warnings"]
+    for f in summary["features_off"]:
+        tags.append(f"off: {f['feature']}")
         lines.append(
-            f"Off: {f.get('feature')}"
-            + (f" — {f['why']}" if f.get("why") else "")
-            + (f" (fix: {f['fix']})" if f.get("fix") else "")
+            f"Off: {f['feature']}"
+            + (f" — {f['why']}" if f["why"] else "")
+            + (f" (fix: {f['fix']})" if f["fix"] else "")
         )
     if lines and not tags:
         tags.append(f"{len(lines)} warning{'s' if len(lines) > 1 else ''}")
-    return {"tags": list(dict.fromkeys(tags)), "lines": lines}
+    return Caveats(tags=list(dict.fromkeys(tags)), lines=lines)
 
 
 def share_text(count: int, total: int, what: str = "") -> str:
@@ -95,61 +112,34 @@ def share_text(count: int, total: int, what: str = "") -> str:
     return f"{100 * count / total:.1f} %{' ' + what if what else ''}, ±{100 * (high - low) / 2:.1f} points"
 
 
-_BUSY_KEYS = (
-    "function",
-    "share",
-    "link",
-    "path_end",
-    "path_share",
-    "leaf",
-    "leaf_kind",
-    "leaf_share",
-    "leaf_entry",
-    "leaf_under",
-    "leaf_via",
-    "state",
-    "state_share",
-    "state_function",
-)
-
-
-def busy(b: Mapping[str, Any] | None, frames: Collection[str]) -> dict[str, Any]:
+def busy(b: Busiest | None, frames: Collection[str]) -> BusyWords:
     """The healthy verdict's facts in words (findings/busiest.py ``Busiest``): names without their ``_[k]``
     / ``_[i]`` tags, shares with their noise, the flame-graph link of the busiest function."""
-    if not b or not b.get("total"):
+    if b is None or not b.total:
         return {}
-    total = int(b["total"])
-    name = lambda key: without_kernel_suffix(str(b.get(key) or ""))  # noqa: E731
-    out: dict[str, Any] = dict.fromkeys(_BUSY_KEYS, "")
-    if b.get("function"):
-        out.update(
-            function=name("function"),
-            share=share_text(int(b["samples"]), total, "inclusive"),
-            link=flame_link(b["function"]) if b["function"] in frames else "",
-        )
-        if b.get("path_end"):
-            out.update(path_end=name("path_end"), path_share=share_text(int(b["path_end_samples"]), total))
-    if b.get("leaf"):
-        out.update(
-            leaf=name("leaf"),
-            leaf_kind=str(b.get("leaf_kind") or ""),
-            leaf_share=share_text(int(b["leaf_samples"]), total, "self"),
-            leaf_entry=name("leaf_entry"),
-            leaf_under=name("leaf_under"),
-            leaf_via=name("leaf_via"),
-        )
-    if not out["function"] and not out["leaf"] and not b.get("state"):
+    name = without_kernel_suffix
+    function, path, leaf = name(b.function), bool(b.function and b.path_end), bool(b.leaf)
+    if not function and not (leaf and name(b.leaf)) and not b.state:
         return {}
-    if b.get("state"):
-        out.update(
-            state=str(b["state"]),
-            state_share=f"{100 * float(b.get('state_share') or 0):.1f} %",
-            state_function=name("state_function"),
-        )
-    return out
+    return BusyWords(
+        function=function,
+        share=share_text(b.samples, b.total, "inclusive") if b.function else "",
+        link=flame_link(b.function) if b.function and b.function in frames else "",
+        path_end=name(b.path_end) if path else "",
+        path_share=share_text(b.path_end_samples, b.total) if path else "",
+        leaf=name(b.leaf),
+        leaf_kind=b.leaf_kind if leaf else "",
+        leaf_share=share_text(b.leaf_samples, b.total, "self") if leaf else "",
+        leaf_entry=name(b.leaf_entry) if leaf else "",
+        leaf_under=name(b.leaf_under) if leaf else "",
+        leaf_via=name(b.leaf_via) if leaf else "",
+        state=b.state,
+        state_share=f"{100 * b.state_share:.1f} %" if b.state else "",
+        state_function=name(b.state_function) if b.state else "",
+    )
 
 
-def busy_sentence(words: Mapping[str, Any], q: Callable[[str], str] = lambda n: f"`{n}`") -> str:
+def busy_sentence(words: BusyWords, q: Callable[[str], str] = lambda n: f"`{n}`") -> str:
     """The healthy verdict's one fact as plain text (markdown, the one-line verdict): ``q`` quotes names."""
     parts = []
     if words.get("function"):
@@ -176,58 +166,63 @@ def busy_sentence(words: Mapping[str, Any], q: Callable[[str], str] = lambda n: 
 
 
 def _healthy(
-    findings: list[Mapping[str, Any]],
-    top_rows: list[Mapping[str, Any]],
-    frames: Collection[str],
-    busiest: Mapping[str, Any] | None = None,
-) -> dict[str, Any]:
-    """No finding above info: say so, with the informational ones and where the time went (the busiest server
-    function, what the hottest self frame is and runs under, the busiest processlist state)."""
-    hottest = next((r for r in top_rows if r.get("self")), None)
-    info = [{"rule": f["rule"], "title": f["title"], "share": float(f["share"])} for f in findings]
-    out: dict[str, Any] = {"healthy": True, "info": info, "hottest": "", "hottest_share": 0.0, "link": ""}
+    findings: list[ShownFinding], top_rows: list[TopRow], frames: Collection[str], busiest: Busiest | None
+) -> tuple[list[InfoRow], str, float, str, BusyWords]:
+    """No finding above info: the informational ones and where the time went (the busiest server function,
+    what the hottest self frame is and runs under, the busiest processlist state)."""
+    hottest = next((r for r in top_rows if r["self"]), None)
+    info = [InfoRow(rule=f["rule"], title=f["title"], share=f["share"]) for f in findings]
+    name, share, link = "", 0.0, ""
     if hottest is not None:
-        out.update(
-            hottest=hottest["name"],
-            hottest_share=float(hottest["self_share"]),
-            link=flame_link(hottest["name"]) if hottest["name"] in frames else "",
-        )
+        name, share = hottest["name"], hottest["self_share"]
+        link = flame_link(name) if name in frames else ""
     words = busy(busiest, frames)
-    out["busy"] = {**words, "sentence": busy_sentence(words)} if words else {}
-    return out
+    return info, name, share, link, (BusyWords(**words, sentence=busy_sentence(words)) if words else {})
 
 
 def verdict(
-    findings: list[Mapping[str, Any]],
-    top: Mapping[str, Any] | None,
-    summary: Mapping[str, Any],
-    top_rows: list[Mapping[str, Any]],
+    findings: list[ShownFinding],
+    top: GroupRow | None,
+    summary: Summary,
+    top_rows: list[TopRow],
     frames: Collection[str],
-    busiest: Mapping[str, Any] | None = None,
-) -> dict[str, Any]:
+    busiest: Busiest | None = None,
+    waiting: WaitingRow | None = None,
+) -> Verdict:
     """What the first screen says: the diagnosis's top cause (``top``: its group, as shown), or 'healthy'
-    when there is none (no finding above info), with ``busiest`` (the Diagnosis's, as a dict) in words."""
-    out: dict[str, Any] = {"caveats": caveats(summary), "findings": len(findings)}
+    when there is none (no finding above info), with ``busiest`` (the Diagnosis's) in words."""
     if top is None:
-        return {**out, **_healthy(findings, top_rows, frames, busiest)}
+        info, hottest, hottest_share, link, words = _healthy(findings, top_rows, frames, busiest)
+        return HealthyVerdict(
+            caveats=caveats(summary),
+            findings=len(findings),
+            healthy=True,
+            info=info,
+            hottest=hottest,
+            hottest_share=hottest_share,
+            link=link,
+            busy=words,
+            waiting=waiting,
+        )
     cause = top["cause"]
     frame = cause_frame(cause, frames)
-    explained = [{"rule": f["rule"], "title": f["title"]} for f in top["consequences"]]
-    return {
-        **out,
-        "healthy": False,
-        "rule": cause["rule"],
-        "severity": cause["severity"],
-        "title": cause["title"],
-        "share": float(cause["share"]),
-        "process": cause.get("process") or "",
-        "sentence": sentence(cause),
-        "basis": (cause.get("confidence") or {}).get("basis") or "samples",
-        "confidence": confidence_parts(cause.get("confidence") or {}),
-        "fix": list(cause.get("fix") or []),
-        "server": str(summary.get("server_version") or ""),
-        "explains": explained,
-        "more": len(findings) - 1,
-        "frame": frame,
-        "link": flame_link(frame) if frame else "",
-    }
+    return CauseVerdict(
+        caveats=caveats(summary),
+        findings=len(findings),
+        healthy=False,
+        rule=cause["rule"],
+        severity=cause["severity"],
+        title=cause["title"],
+        share=cause["share"],
+        process=cause["process"],
+        sentence=sentence(cause),
+        basis=cause["confidence"].get("basis") or "samples",
+        confidence=confidence_parts(cause["confidence"]),
+        fix=list(cause["fix"]),
+        server=summary["server_version"],
+        explains=[RuleTitle(rule=f["rule"], title=f["title"]) for f in top["consequences"]],
+        more=len(findings) - 1,
+        frame=frame,
+        link=flame_link(frame) if frame else "",
+        waiting=waiting,
+    )
