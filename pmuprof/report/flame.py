@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
 from collections.abc import Mapping, Sequence
 
 import numpy as np
 
 from ..model.labels import is_kernel, is_unnamed
-from ..model.profile import Stack
+from ..model.stacks import Stack
 from .flametrie import Trie
+from .rows import ElidedSelf, FlameTree
 
 # Kinds drive the colours in the report: what the frame is, not how hot it is.
 KIND_USER, KIND_KERNEL, KIND_UNNAMED, KIND_PROCESS, KIND_ELIDED = 0, 1, 2, 3, 4
@@ -33,7 +33,7 @@ def frame_kind(name: str, depth: int) -> int:
     return KIND_USER
 
 
-def _tree(trie: Trie, threshold: float, own: np.ndarray) -> tuple[dict[str, Any], np.ndarray]:
+def _tree(trie: Trie, threshold: float, own: np.ndarray) -> tuple[FlameTree, np.ndarray]:
     """The payload tree keeping the nodes wider than ``threshold`` (-1: all of them).
 
     Kept nodes come in preorder; after each kept node's subtree, an elided child holding its
@@ -62,23 +62,21 @@ def _tree(trie: Trie, threshold: float, own: np.ndarray) -> tuple[dict[str, Any]
     code, depth, values = code[order], depth[order], values[:, order]
     hidden_code, hidden_sum, hidden_nested = g.hidden()
     strings, kinds, index = _string_table(trie, code, hidden_code)
-    tree = {
-        "names": strings,
-        "kinds": kinds,
-        "name": [index[c] for c in code.tolist()],
-        "depth": depth.tolist(),
-        "values": values.tolist(),
-        "totals": totals,
-        "pruned": n - len(keep),
-        "min_share": max(threshold, 0.0),
-        "elided": g.mass.sum(axis=1).tolist(),
-        "elided_leafless": hidden_sum.sum(axis=1).tolist(),
-        "elided_self": {
-            "name": [index[c] for c in hidden_code.tolist()],
-            "values": hidden_sum.tolist(),
-            "nested": hidden_nested.tolist(),
-        },
-    }
+    tree = FlameTree(
+        names=strings,
+        kinds=kinds,
+        name=[index[c] for c in code.tolist()],
+        depth=depth.tolist(),
+        values=values.tolist(),
+        totals=totals,
+        pruned=n - len(keep),
+        min_share=max(threshold, 0.0),
+        elided=g.mass.sum(axis=1).tolist(),
+        elided_leafless=hidden_sum.sum(axis=1).tolist(),
+        elided_self=ElidedSelf(
+            name=[index[c] for c in hidden_code.tolist()], values=hidden_sum.tolist(), nested=hidden_nested.tolist()
+        ),
+    )
     return tree, _node_rows(trie, kept, len(keep), g, order)
 
 
@@ -119,6 +117,20 @@ def _string_table(trie: Trie, code: np.ndarray, hidden_code: np.ndarray) -> tupl
 class _Groups:
     """Left-out nodes' own samples grouped by (nearest kept caller, leaf frame), as arrays."""
 
+    trie: Trie | None  # None: nothing left out
+    node_anchor: np.ndarray | None  # per trie node, its nearest kept caller-or-self (None: all kept)
+    anchors: np.ndarray  # per group of leaves, its anchor (kept caller; -1: none)
+    anchor_depth: np.ndarray
+    elided_pos: np.ndarray  # where each anchor's elided node goes in preorder
+    mass: np.ndarray  # (columns, anchors): samples under each elided node
+    leaf_anchor: np.ndarray  # per (anchor, leaf frame) row
+    leaf_code: np.ndarray  # frame * 2 + is_root
+    leaf_sum: np.ndarray  # (columns, rows)
+    leaf_rank: np.ndarray  # its order among its anchor's leaves
+    leaf_pos: np.ndarray
+    leaf_anchor_depth: np.ndarray
+    shown: np.ndarray  # bool per row: wide enough to be drawn
+
     @classmethod
     def none(cls, width: int) -> _Groups:
         g = cls()
@@ -140,7 +152,9 @@ class _Groups:
         # one group row per (anchor, leaf frame); within an anchor, by name (a root label first)
         key = np.lexsort(((code & 1) == 0, code >> 1, anchor[out]))
         a, c = anchor[out][key], code[key]
-        first = np.concatenate(([True], (a[1:] != a[:-1]) | (c[1:] != c[:-1]))) if len(key) else np.zeros(0, bool)
+        first = (
+            np.concatenate((np.ones(1, bool), (a[1:] != a[:-1]) | (c[1:] != c[:-1]))) if len(key) else np.zeros(0, bool)
+        )
         row = np.cumsum(first) - 1
         g.leaf_anchor, g.leaf_code = a[first], c[first]
         g.leaf_sum = (
@@ -159,7 +173,7 @@ class _Groups:
             else np.zeros(0, np.int64)
         )
         g.leaf_rank = np.arange(len(g.leaf_anchor)) - np.repeat(starts, np.diff(np.append(starts, len(g.leaf_anchor))))
-        g.shown = (g.leaf_sum >= np.asarray(min_leaf)[:, None]).any(axis=0)
+        g.shown = np.asarray((g.leaf_sum >= np.asarray(min_leaf)[:, None]).any(axis=0))
         anchors = g.anchors = g.leaf_anchor[starts]
         g.mass = np.add.reduceat(g.leaf_sum, starts, axis=1) if len(starts) else np.zeros((len(own), 0), np.int64)
         g.anchor_depth = np.where(anchors >= 0, trie.depths[np.maximum(anchors, 0)], -1)
@@ -175,7 +189,7 @@ class _Groups:
             return np.zeros(0, np.int64), np.zeros((width, 0), np.int64), np.zeros((width, 0), np.int64)
         rows = np.flatnonzero(~self.shown)
         code, anchor = self.leaf_code[rows], self.leaf_anchor[rows]
-        nested = self._on_path(anchor, code)
+        nested = _on_path(self.trie, anchor, code)
         by_code, inv = np.unique(code, return_inverse=True)
         inv = inv.reshape(-1)
         sums = np.stack(
@@ -190,21 +204,21 @@ class _Groups:
         rank = np.lexsort(((by_code & 1) == 0, by_code >> 1))  # by name, a root label first
         return by_code[rank], sums[:, rank].astype(np.int64), nest[:, rank].astype(np.int64)
 
-    def _on_path(self, anchor: np.ndarray, code: np.ndarray) -> np.ndarray:
-        """Whether each (anchor, frame) pair's frame is the anchor or one of its callers."""
-        trie = self.trie
-        hit = np.zeros(len(anchor), dtype=bool)
-        cur = anchor.copy()
-        live = np.flatnonzero(cur >= 0)
-        while len(live):
-            node = cur[live]
-            hit[live] |= (trie.frame[node] * 2 + (trie.depths[node] == 0)) == code[live]
-            cur[live] = trie.parents[node]
-            live = live[cur[live] >= 0]
-        return hit
+
+def _on_path(trie: Trie, anchor: np.ndarray, code: np.ndarray) -> np.ndarray:
+    """Whether each (anchor, frame) pair's frame is the anchor or one of its callers."""
+    hit = np.zeros(len(anchor), dtype=bool)
+    cur = anchor.copy()
+    live = np.flatnonzero(cur >= 0)
+    while len(live):
+        node = cur[live]
+        hit[live] |= (trie.frame[node] * 2 + (trie.depths[node] == 0)) == code[live]
+        cur[live] = trie.parents[node]
+        live = live[cur[live] >= 0]
+    return hit
 
 
-def _fits(tree: dict[str, Any], max_nodes: int, max_bytes: int) -> tuple[bool, int]:
+def _fits(tree: FlameTree, max_nodes: int, max_bytes: int) -> tuple[bool, int]:
     size = len(json.dumps(tree, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
     return len(tree["name"]) <= max_nodes and size <= max_bytes, size
 
@@ -214,7 +228,7 @@ def build_tree(
     max_nodes: int = DEFAULT_MAX_NODES,
     max_bytes: int = DEFAULT_MAX_BYTES,
     trie: Trie | None = None,
-) -> dict[str, Any]:
+) -> FlameTree:
     """One tree over several stack maps (one value column each, e.g. before/after).
 
     Children are ordered by name (like flamegraph.pl), so the same input gives the same arrays.
@@ -236,25 +250,27 @@ def build_tree_rows(
     max_nodes: int = DEFAULT_MAX_NODES,
     max_bytes: int = DEFAULT_MAX_BYTES,
     trie: Trie | None = None,
-) -> tuple[dict[str, Any], np.ndarray]:
+) -> tuple[FlameTree, np.ndarray]:
     """``build_tree``, and for each row of the first column's Stacks the tree row its samples end
     in (-1: an empty row): what a subset of the samples (some seconds, some threads) is drawn with."""
     trie = trie if trie is not None else Trie.of(columns)
+    found: tuple[FlameTree, np.ndarray] | None = None
     if trie.size <= max_nodes:
-        tree, nodes = _tree(trie, -1.0, np.zeros((len(columns), 0), np.int64))
-        if _fits(tree, max_nodes, max_bytes)[0]:
-            return tree, _rows_of(trie, nodes, len(columns))
+        found = _tree(trie, -1.0, np.zeros((len(columns), 0), np.int64))
+        if _fits(found[0], max_nodes, max_bytes)[0]:
+            return found[0], _rows_of(trie, found[1], len(columns))
     own = trie.own()
     node_budget, byte_budget = max_nodes * 9 // 10, max_bytes * 9 // 10  # room for the leaves under elided nodes
     for _ in range(8):
-        tree = nodes = None  # the try that did not fit is not kept while the next is made
-        tree, nodes = _tree(trie, trie.cut(node_budget, byte_budget), own)
-        fits, size = _fits(tree, max_nodes, max_bytes)
+        found = None  # the try that did not fit is not kept while the next is made
+        found = _tree(trie, trie.cut(node_budget, byte_budget), own)
+        fits, size = _fits(found[0], max_nodes, max_bytes)
         if fits:
             break
-        node_budget = int(node_budget * min(0.9, max_nodes / len(tree["name"])))
+        node_budget = int(node_budget * min(0.9, max_nodes / len(found[0]["name"])))
         byte_budget = int(byte_budget * min(0.9, max_bytes / size))
-    return tree, _rows_of(trie, nodes, len(columns))
+    assert found is not None
+    return found[0], _rows_of(trie, found[1], len(columns))
 
 
 def _rows_of(trie: Trie, nodes: np.ndarray, width: int) -> np.ndarray:

@@ -23,6 +23,7 @@ from .flametrie import Trie
 from .rows import (
     ComparisonRow,
     CountersSection,
+    FlameTree,
     GroupRow,
     Hotspot,
     InstructionRow,
@@ -207,7 +208,7 @@ class ReportPayload:
     title: str
     summary: Summary  # facts.summary: samples, event, duration, host, capture details, warnings
     verdict: Verdict  # verdict.verdict: the first screen (headline, cause, busy function, waiting note)
-    flame: Row  # flame.build_tree_rows: the interactive graph's names and node arrays
+    flame: FlameTree  # flame.build_tree_rows: the interactive graph's names and node arrays
     top_functions: list[TopGroup]  # per process ("" first: all)
     counters: CountersSection  # per-process IPC and the counter table
     findings: list[ShownFinding]  # shown_findings, in the engine's order

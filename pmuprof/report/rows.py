@@ -426,3 +426,27 @@ class CauseVerdict(TypedDict):
 
 
 Verdict = HealthyVerdict | CauseVerdict
+
+
+class ElidedSelf(TypedDict):
+    """Leaf frames too narrow to show under an elided node, by frame (string-table indices, a value column each)."""
+
+    name: list[int]
+    values: list[list[int]]
+    nested: list[list[int]]  # the part whose kept callers include the same function
+
+
+class FlameTree(TypedDict):
+    """The interactive flame graph's data: preorder parallel arrays over a string table (report/flame.py)."""
+
+    names: list[str]  # the string table
+    kinds: list[int]  # per name: user, kernel, unnamed, process, elided (flame.KIND_*)
+    name: list[int]  # per node: its index in ``names``
+    depth: list[int]
+    values: list[list[int]]  # one column of samples per input (before / after)
+    totals: list[int]
+    pruned: int  # nodes left out
+    min_share: float  # the widest left-out node's share at most
+    elided: list[int]  # per column, samples shown under elided nodes
+    elided_leafless: list[int]  # of those, the ones whose leaf is listed in elided_self only
+    elided_self: ElidedSelf
