@@ -32,6 +32,7 @@ from .rows import (
     MysqlFacts,
     NameShare,
     Shown,
+    SecondsStrip,
     ShownFinding,
     SnapshotRow,
     StateRow,
@@ -219,7 +220,7 @@ class ReportPayload:
     mysql: MysqlFacts  # facts.mysql_facts: the server's variables, status and processlist as read
     wall: WallView | None  # None: no off-CPU time was recorded
     offcpu_threads: list[SnapshotRow]  # wallclock.thread_groups: what the threads were doing, per snapshot
-    seconds: Row | None  # seconds.strip: the per-second strip (None: the input has no sample times)
+    seconds: SecondsStrip | None  # seconds.strip: the per-second strip (None: the input has no sample times)
     threads: Mapping[str, Any] | None  # the per-thread tables the analyse stage joined (profile.threads)
     kind: str = "report"  # report.js: which page this is
 

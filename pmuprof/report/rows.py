@@ -450,3 +450,32 @@ class FlameTree(TypedDict):
     elided: list[int]  # per column, samples shown under elided nodes
     elided_leafless: list[int]  # of those, the ones whose leaf is listed in elided_self only
     elided_self: ElidedSelf
+
+
+class WallClock(TypedDict):
+    """Where the strip's second 0 starts on the capture host's wall clock (report/seconds.py)."""
+
+    t0: float  # epoch seconds
+    offset: int  # the host's UTC offset, seconds
+    zone: str
+    exact: bool  # from run.json's clock (else run.json's start time, approximate)
+
+
+class SecondCells(TypedDict):
+    """Samples per (flame tree row, second), as three parallel arrays."""
+
+    node: list[int]
+    sec: list[int]
+    n: list[int]
+
+
+class SecondsStrip(TypedDict):
+    """The per-second strip: samples per second, the top finding's per second, the flame graph's cells."""
+
+    first: int  # perf clock second of the strip's second 0
+    n: list[int]
+    untimed: int
+    clock: WallClock | None
+    top: list[int] | None  # the top finding's samples per second (None: no finding with stacks)
+    top_title: str
+    cells: SecondCells | None  # None: too many to embed

@@ -6,7 +6,6 @@ shown (series.json: host load, the processlist, watch's trigger, ...) on the sam
 from __future__ import annotations
 
 import datetime as _dt
-from typing import Any
 
 import numpy as np
 
@@ -15,6 +14,7 @@ from ..findings.model import Finding
 from ..model.profile import Profile, process_rows
 from ..model.run import Run
 from ..model.samples import BLOCK
+from .rows import SecondsStrip, WallClock
 
 MAX_SECONDS = 4 * 3600  # a longer span (clock jumps, merged inputs) gets no strip
 MAX_CELLS = 400_000  # (tree row, second) pairs embedded at most; beyond, the strip shows counts only
@@ -32,7 +32,7 @@ def _top(diagnosis: Diagnosis) -> Finding | None:
     return min((f for f in diagnosis.causes if marked(f)), key=Finding.sort_key, default=None)
 
 
-def wall_clock(run: Run, first: int) -> dict[str, Any] | None:
+def wall_clock(run: Run, first: int) -> WallClock | None:
     """Where the strip's second 0 (perf clock second ``first``) starts on the capture host's wall clock:
     ``t0`` epoch seconds, the host's UTC offset and zone. Exact from run.json's clock (CLOCK_MONOTONIC and
     the epoch read together); without one, ``t0`` is run.json's start time, shown in UTC and marked
@@ -60,7 +60,7 @@ def wall_clock(run: Run, first: int) -> dict[str, Any] | None:
     }
 
 
-def strip(profile: Profile, diagnosis: Diagnosis, tree_rows: np.ndarray) -> dict[str, Any] | None:
+def strip(profile: Profile, diagnosis: Diagnosis, tree_rows: np.ndarray) -> SecondsStrip | None:
     """None when the input has no sample times (a folded file, perf.data without -T).
 
     The sample table is worked a block of entries at a time: no array as long as the table is made."""
