@@ -15,7 +15,6 @@ from __future__ import annotations
 from dataclasses import replace
 from functools import cached_property
 from pathlib import Path
-from typing import Any
 from collections.abc import Callable
 
 import numpy as np
@@ -25,6 +24,7 @@ from ..model.labels import UNKNOWN, thread_root
 from ..model.profile import Profile
 from ..model.samples import Samples
 from ..model.stacks import Stacks, StacksBuilder
+from ..model.threadtables import ThreadRow, ThreadTable, ThreadTables
 
 NOT_POLLED = "(not a connection)"  # a thread no poll of the capture listed: a background thread
 IDLE_AT_POLL = "(connection idle at the poll)"  # a connection, between statements (Sleep) when its second was polled
@@ -194,7 +194,7 @@ class Joined:
         """Samples per frame id as a process root."""
         return np.bincount(self.stacks.root_ids, weights=self.stacks.counts, minlength=len(self.stacks.frames))
 
-    def table(self, codes: np.ndarray, label: Callable[[int], str], limit: int = MAX_GROUPS) -> list[dict[str, Any]]:
+    def table(self, codes: np.ndarray, label: Callable[[int], str], limit: int = MAX_GROUPS) -> list[ThreadRow]:
         """Samples per group (an integer code per entry, ``label`` names a code), busiest first (ties by
         label), each with its function."""
         uniq, inverse = _group_of(codes)
@@ -209,14 +209,15 @@ class Joined:
         for rank, g in enumerate(shown):  # a pass per row shown (at most ``limit``): no index of all entries
             fn, share, overall = self.characteristic(np.flatnonzero(group == rank))
             out.append(
-                {
-                    "key": names[g],
-                    "samples": int(sums[g]),
-                    "share": float(sums[g]) / self.total,
-                    "function": fn,
-                    "function_share": share,
-                    "function_overall": overall,
-                }
+                ThreadRow(
+                    key=names[g],
+                    samples=int(sums[g]),
+                    share=float(sums[g]) / self.total,
+                    function=fn,
+                    function_share=share,
+                    function_overall=overall,
+                    sentence="",  # the table's caller words it
+                )
             )
         self.last_cells = self.cells(group)
         return out
@@ -260,27 +261,29 @@ def thread_label(joined: Joined, tid: int) -> str:
     return str(tid)
 
 
-def tables(profile: Profile, polled: plist.Polled | None = None) -> dict[str, Any] | None:
+def tables(profile: Profile, polled: plist.Polled | None = None) -> ThreadTables | None:
     """CPU by thread, by processlist state, statement and user@db (None: the input kept no thread ids)."""
     samples = profile.samples
     if samples is None or not len(samples) or not samples.has_tids or not samples.matches(profile.stacks):
         return None
     polled = polled if polled is not None else polled_for(profile)
     j = Joined(profile, samples, polled)
-    out: dict[str, Any] = {"samples": samples.total, "polled": polled is not None, "tables": []}
+    out = ThreadTables(samples=samples.total, polled=polled is not None, tables=[])
 
     def add(name: str, title: str, group: str, codes: np.ndarray, label: Callable[[int], str]) -> None:
         rows = j.table(codes, label)
         for row in rows:
             row["sentence"] = sentence(group, row)
-        out["tables"].append({"name": name, "title": title, "rows": rows, "cells": j.last_cells})
+        out["tables"].append(ThreadTable(name=name, title=title, rows=rows, cells=j.last_cells))
 
     if polled is not None:
         secs = samples.seconds[samples.seconds >= 0]
         out.update(
-            joined=int(samples.counts[j.at >= 0].sum()),
-            polls=int(len(np.unique(polled.seconds))),
-            seconds=int(secs.max() - secs.min() + 1) if len(secs) else 0,
+            {
+                "joined": int(samples.counts[j.at >= 0].sum()),
+                "polls": int(len(np.unique(polled.seconds))),
+                "seconds": int(secs.max() - secs.min() + 1) if len(secs) else 0,
+            }
         )
         for name, title, group, column, empty in COLUMN_TABLES:
             codes, labels = j.column(column, empty)
@@ -308,9 +311,9 @@ def tables(profile: Profile, polled: plist.Polled | None = None) -> dict[str, An
     return out
 
 
-def sentence(group: str, row: dict[str, Any]) -> str:
+def sentence(group: str, row: ThreadRow) -> str:
     """ "72 % of the samples of threads in `statistics` were in f (33 % overall)"."""
-    if not row.get("function") or row["key"] in UNGROUPED:
+    if not row["function"] or row["key"] in UNGROUPED:
         return ""
     return (
         f"{100 * row['function_share']:.0f} % of the samples of {group} `{row['key'][:80]}` were in "

@@ -200,15 +200,15 @@ def _most(counts: dict[int, int]) -> int:
 def _state(profile: Profile, generic: GenericFrames) -> dict[str, object]:
     """The busiest processlist state of the joined thread tables (analysis/threads.py), if polled, and the
     function that sets it apart unless that is a generic frame."""
-    th = profile.threads or {}
-    if not th.get("polled"):
+    th = profile.threads
+    if th is None or not th["polled"]:
         return {}
-    table = next((t for t in th.get("tables") or () if t.get("name") == "state"), None)
-    rows = [r for r in (table or {}).get("rows") or () if r.get("key") not in UNGROUPED_STATES and r.get("samples")]
+    table = next((t for t in th["tables"] if t["name"] == "state"), None)
+    rows = [r for r in (table["rows"] if table else ()) if r["key"] not in UNGROUPED_STATES and r["samples"]]
     if not rows:
         return {}
-    top = max(rows, key=lambda r: (r["samples"], str(r["key"])))
-    fn = str(top.get("function") or "")
+    top = max(rows, key=lambda r: (r["samples"], r["key"]))
+    fn = top["function"]
     if is_kernel(fn) or is_unnamed(fn) or generic.runtime.matches(fn) or generic.server.matches(fn):
         fn = ""
-    return {"state": str(top["key"]), "state_share": float(top.get("share") or 0.0), "state_function": fn}
+    return {"state": top["key"], "state_share": top["share"], "state_function": fn}

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field, replace
-from typing import Any
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 
 import numpy as np
 
@@ -17,6 +16,7 @@ from .samples import Samples
 from .series import SeriesSet
 from .server import ServerFacts
 from .stacks import Stack, Stacks  # noqa: F401 (Stack: the type callers import from here)
+from .threadtables import ThreadTables
 
 
 @dataclass(frozen=True)
@@ -39,9 +39,10 @@ class Profile:
     stacks (microseconds) and thread snapshots when the capture recorded them (``--off-cpu``).
     ``samples`` splits each stack row by thread and second (model/samples.py); None when the input
     has no thread ids or times (a folded file). ``threads`` holds the CPU-by-thread and processlist
-    tables the analyse stage joined (analysis/threads.py ``tables``: plain data, as the report shows
-    them); None until that stage ran for a report, or when the input has no thread ids. ``series``
-    holds what the capture's sources measured once a second (model/series.py); None for any other input.
+    tables the analyse stage joined (analysis/threads.py ``tables``: model/threadtables.py, plain data as
+    the report shows them); None until that stage ran for a report, or when the input has no thread ids.
+    ``series`` holds what the capture's sources measured once a second (model/series.py); None for any
+    other input.
     """
 
     stacks: Stacks
@@ -54,7 +55,7 @@ class Profile:
     unit: str = "samples"
     offcpu: OffCpuProfile | None = None
     samples: Samples | None = None
-    threads: Mapping[str, Any] | None = None
+    threads: ThreadTables | None = None
     series: SeriesSet | None = None
 
     def __post_init__(self) -> None:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import re
 from typing import Any
-from collections.abc import Mapping
 
 from ..findings.model import ConfidenceJSON
 from ..findings.steps import FENCE_LANG, FixStepJSON, fence
+from ..model.threadtables import ThreadTables
 from . import bidi
 from .payload import ReportPayload
 from .rows import GroupRow, LatchRow, ShownFinding, Verdict
@@ -236,7 +236,7 @@ def _verdict(v: Verdict, samples: int) -> list[str]:
     ]
 
 
-def _polls(th: Mapping[str, Any]) -> str:
+def _polls(th: ThreadTables) -> str:
     """ " (15 polls in 20 s: fewer than one a second)", or the count alone."""
     polls, secs = th.get("polls", 0), th.get("seconds", 0)
     if not secs:
@@ -245,11 +245,12 @@ def _polls(th: Mapping[str, Any]) -> str:
     return f" ({polls:,} polls in {secs:,} s{slow})"
 
 
-def _threads(th: Mapping[str, Any] | None, top: int = 5) -> list[str]:
+def _threads(th: ThreadTables | None, top: int = 5) -> list[str]:
     """CPU by processlist state and by statement (the sentence of each busy group), when joined; else by thread."""
     if not th:
         return []
-    if th.get("polled"):
+    names: tuple[str, ...]
+    if th["polled"]:
         names = ("state", "statement")
         lines = [
             "### CPU by processlist state and statement",

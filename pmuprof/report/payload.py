@@ -14,6 +14,7 @@ from ..findings.model import Finding, FindingJSON
 from ..model.analysis import SkidFunction
 from ..model.profile import Profile
 from ..model.stacks import Stacks
+from ..model.threadtables import ThreadTables
 from . import seconds
 from .counters import counters_section
 from .evidence import evidence_rows, levels_text
@@ -221,7 +222,7 @@ class ReportPayload:
     wall: WallView | None  # None: no off-CPU time was recorded
     offcpu_threads: list[SnapshotRow]  # wallclock.thread_groups: what the threads were doing, per snapshot
     seconds: SecondsStrip | None  # seconds.strip: the per-second strip (None: the input has no sample times)
-    threads: Mapping[str, Any] | None  # the per-thread tables the analyse stage joined (profile.threads)
+    threads: ThreadTables | None  # the per-thread tables the analyse stage joined (profile.threads)
     kind: str = "report"  # report.js: which page this is
 
     def as_json(self) -> dict[str, Any]:
