@@ -70,13 +70,15 @@ class Counters:
         """Sum of the counted values of an event, by pmuprof/perf name or a generic alias (cycles, instructions),
         of one process's counts ('': the counting scope) or, with ``process`` None, of all of them."""
         mine = [
-            e for e in self.events if e.supported and e.value is not None and (process is None or e.process == process)
+            (e.event, v)
+            for e in self.events
+            if e.supported and (v := e.value) is not None and (process is None or e.process == process)
         ]
-        exact = [e.value for e in mine if e.event == name]
+        exact = [v for event, v in mine if event == name]
         if exact:
             return sum(exact)
         wanted = set(ALIASES.get(name, (name,)))
-        found = [e.value for e in mine if base_event(e.event) in wanted]
+        found = [v for event, v in mine if base_event(event) in wanted]
         return sum(found) if found else None
 
     def ipc(self, process: str | None = None) -> float | None:

@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any, TextIO
+from typing import IO, Any
 from collections.abc import Iterable, Iterator, Mapping
 
 import numpy as np
 
 from .. import outfile
 from ..errors import InputError
-from .profile import Stack
-from .stacks import Stacks
+from .stacks import Stack, Stacks
 
 # flamegraph.pl's own line pattern: a header must never look like a stack line.
 _STACK_LINE = re.compile(r"^(.*)\s+?(\d+(?:\.\d*)?)$")
@@ -33,7 +32,7 @@ def sorted_stacks(stacks: Mapping[Stack, int]) -> list[tuple[Stack, int]]:
 
 
 def write_folded(
-    out: TextIO, stacks: Mapping[Stack, int], headers: Mapping[str, Any] | None = None
+    out: IO[str], stacks: Mapping[Stack, int], headers: Mapping[str, Any] | None = None
 ) -> np.ndarray | None:
     """The folded text, stacks sorted by frames; for a Stacks, returns the line of each row."""
     for key, value in (headers or {}).items():

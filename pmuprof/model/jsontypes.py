@@ -27,7 +27,8 @@ def _hints(cls: type) -> dict[str, Any]:
 
 def from_json(cls: type[T], data: Any, path: str = "") -> T:
     """Build ``cls`` (a dataclass) from parsed JSON; raise TypeError with the offending path."""
-    return _convert(cls, data, path)
+    built: T = _convert(cls, data, path)
+    return built
 
 
 def _convert(tp: Any, value: Any, path: str) -> Any:
@@ -46,7 +47,7 @@ def _convert(tp: Any, value: Any, path: str) -> Any:
             except TypeError as err:
                 errors.append(str(err))
         raise TypeError(errors[0] if len(errors) == 1 else f"{path or 'value'}: unexpected {type(value).__name__}")
-    if dataclasses.is_dataclass(tp):
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
         return _dataclass(tp, value, path)
     if origin is tuple:
         return _sequence(typing.get_args(tp)[0], value, path)
@@ -69,7 +70,7 @@ def _dataclass(cls: type, value: Any, path: str) -> Any:
     return cls(**kwargs)
 
 
-def _sequence(item: Any, value: Any, path: str) -> tuple:
+def _sequence(item: Any, value: Any, path: str) -> tuple[Any, ...]:
     if not isinstance(value, (list, tuple)):
         raise TypeError(f"{path or 'value'}: expected a list")
     numbers = _numbers(item, value)

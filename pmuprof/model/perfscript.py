@@ -5,13 +5,12 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass, field
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from .counters import event_name
 from .labels import INLINED_DSO, UNKNOWN, frame_label, process_root, raw_label, thread_root
-from .profile import Stack
 from .samples import MAX_TID, UNKNOWN as NO_VALUE, Samples, from_keyed
-from .stacks import Stacks
+from .stacks import Stack, Stacks
 
 MYSQL_COMMS = ("mysqld", "mariadbd")
 # Default targets of a system-wide input given no --pid/--comm: the servers, and pmuprof's demo workload.
@@ -53,11 +52,11 @@ def tid_of(tid: int) -> int:
 class FoldResult:
     """What folding kept, what it dropped, and why."""
 
-    stacks: Counter = field(default_factory=Counter)
-    leaves: Counter = field(default_factory=Counter)  # (dso, symbol, offset) -> samples
-    names: dict = field(default_factory=dict)  # pid -> process name
-    left_out: dict = field(default_factory=dict)  # pid -> (process name, samples) the choice left out
-    events: Counter = field(default_factory=Counter)
+    stacks: Mapping[Stack, int] = field(default_factory=Counter)  # a Counter as folded here, a Stacks from native
+    leaves: Counter[tuple[str, str, int]] = field(default_factory=Counter)  # (dso, symbol, offset) -> samples
+    names: dict[int, str] = field(default_factory=dict)  # pid -> process name
+    left_out: dict[int, tuple[str, int]] = field(default_factory=dict)  # pid -> (name, samples) the choice left out
+    events: Counter[str] = field(default_factory=Counter)
     kept: int = 0
     filtered: int = 0
     bad_lines: int = 0
@@ -147,12 +146,12 @@ class Folder:
         self.per_thread = per_thread
         self.names = dict(names or {})
         self.result = FoldResult()
-        self._raw: Counter = Counter()  # (pid, comm, tid, frames, second) -> count
+        self._raw: Counter[tuple[int, str, int, Stack, int]] = Counter()  # (pid, comm, tid, frames, second) -> count
         self._header: tuple[int, str, int, int] | None = None
         self._frames: list[tuple[str, str, int | None]] = []
         self._keep = False
-        self._seen_comm: dict[int, Counter] = {}
-        self._leaves: Counter = Counter()  # (pid, dso, symbol, offset) -> samples
+        self._seen_comm: dict[int, Counter[str]] = {}
+        self._leaves: Counter[tuple[int, str, str, str, int]] = Counter()  # (pid, comm, dso, symbol, offset) -> samples
 
     def feed(self, line: str) -> None:
         if not line.strip(_WS):
@@ -273,15 +272,17 @@ class Folder:
                 res.leaves[(dso, sym, off)] += count
         by_pid = {p for (p, _, _, _, _) in self._raw}
         label_pid = len({res.names.get(p) for p in by_pid}) < len(by_pid)
-        keyed: Counter = Counter()  # (stack, tid, second) -> samples
+        keyed: Counter[tuple[Stack, int, int]] = Counter()  # (stack, tid, second) -> samples
+        folded: Counter[Stack] = Counter()
         for (pid, comm, tid, frames, sec), count in self._raw.items():
             name = comm if pid < 0 else res.names[pid]
             head: Stack = (process_root(name, pid if label_pid and pid >= 0 else None),)
             if self.per_thread:
                 head += (thread_root(comm, tid),)
-            res.stacks[head + frames] += count
+            folded[head + frames] += count
             keyed[(head + frames, tid_of(tid), sec)] += count
-        res.samples = from_keyed(Stacks.of(res.stacks), keyed)
+        res.stacks = folded
+        res.samples = from_keyed(Stacks.of(folded), keyed)
         return res
 
 

@@ -15,7 +15,8 @@ from .run import Run, Target
 from .samples import Samples
 from .series import SeriesSet
 from .server import ServerFacts
-from .stacks import Stack, Stacks  # noqa: F401 (Stack: the type callers import from here)
+from .stacks import Stack as Stack  # the type callers import from here
+from .stacks import Stacks
 from .threadtables import ThreadTables
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 from collections.abc import Callable, Iterable, Iterator, Mapping
 
 import numpy as np
@@ -257,7 +258,7 @@ def from_keyed(stacks: Stacks, keyed: Mapping[tuple[Stack, int, int], int]) -> S
 # -- samples.tsv ------------------------------------------------------------------------------------
 
 
-def write_tsv(out, samples: Samples, file_order: np.ndarray | None = None) -> None:
+def write_tsv(out: IO[str], samples: Samples, file_order: np.ndarray | None = None) -> None:
     """``row\\ttid\\tsecond\\tcount`` lines after two ``#`` lines; ``file_order[i]`` is the line of
     stacks.folded that Stacks row i was written to (None: the same order)."""
     out.write(TSV_HEAD + "\n" + TSV_ROWS + "\n")

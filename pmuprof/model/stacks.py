@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections import Counter
 from functools import cached_property
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -40,7 +40,7 @@ class Stacks(Mapping[Stack, int]):
 
     def __init__(self, frames: Sequence[str], ids: np.ndarray, offsets: np.ndarray, counts: np.ndarray) -> None:
         self.frames: tuple[str, ...] = tuple(frames)
-        self.ids = np.ascontiguousarray(ids, dtype=id_dtype(len(self.frames)))
+        self.ids: np.ndarray = np.ascontiguousarray(ids, dtype=id_dtype(len(self.frames)))
         self.offsets = np.ascontiguousarray(offsets, dtype=np.int64)
         self.counts = np.ascontiguousarray(counts, dtype=np.int64)
         for arr in (self.ids, self.offsets, self.counts):
@@ -338,7 +338,8 @@ def _first_at_least(rows: np.ndarray, begin: np.ndarray, end: np.ndarray, value:
     """Per frame f, the first index in begin[f]..end[f] (its sorted run of ``rows``) where the row is at
     least ``value`` (end[f]: none): a binary search of every run at once, a step per halving of the
     longest run, each step as long as the frame table."""
-    lo, hi = begin.copy(), end.copy()
+    lo: np.ndarray = begin.copy()
+    hi: np.ndarray = end.copy()
     live = np.flatnonzero(lo < hi)
     while len(live):
         mid = (lo[live] + hi[live]) // 2
@@ -349,7 +350,7 @@ def _first_at_least(rows: np.ndarray, begin: np.ndarray, end: np.ndarray, value:
     return lo
 
 
-def _sum_per_frame(begin: np.ndarray, end: np.ndarray, values) -> np.ndarray:
+def _sum_per_frame(begin: np.ndarray, end: np.ndarray, values: Callable[[int, int], np.ndarray]) -> np.ndarray:
     """Per frame f, the sum of ``values(a, b)`` (one value per posting a..b) over its postings
     begin[f]..end[f] (both non-decreasing, the runs in frame order and apart), worked a block of
     postings at a time: no array as long as all of them."""
