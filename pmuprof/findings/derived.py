@@ -12,6 +12,7 @@ from .bufpool import pool_fit
 from .hostload import host_load
 from .latches import candidates, latch_words
 from .offcpumatch import offcpu_wait_latches
+from .stackmatch import StackIndex
 
 # Pre-Skylake PAUSE took about 10 cycles, so one delay unit (50 PAUSEs) was ~500 cycles;
 # WL#12616 sizes innodb_spin_wait_pause_multiplier to keep that (50/10 = 5 for 10x slower PAUSE).
@@ -279,7 +280,7 @@ def wait_latches(facts: Facts, index: Any, missing: list[str]) -> WaitLatches:
     )
 
 
-DERIVED_FACTS: dict[str, Callable[[Facts, Any, list[str]], Any]] = {
+DERIVED_FACTS: dict[str, Callable[[Facts, StackIndex, list[str]], Evidence | None]] = {
     "spin_cost": spin_cost,
     "numa_placement": numa_placement,
     "samples": samples,

@@ -6,7 +6,8 @@ from collections.abc import Iterable
 
 from ..model.server import FAMILY_NAMES
 from .kinds import guide, kind_of
-from .schema import RESERVED_NAMES, Condition, Matcher, Rule
+from .kinds.base import Matcher
+from .schema import RESERVED_NAMES, Condition, Rule
 from .steps import step_markdown
 
 _OPS = {
@@ -117,9 +118,9 @@ def rule_markdown(rule: Rule) -> str:
     if rule.fix:
         out += ["**Fix steps** (values in braces are computed from the run)", ""]
         for item in rule.fix:
-            conds = ", ".join(map(_condition, item.conditions))
+            when = ", ".join(map(_condition, item.conditions))
             label = item.applies_to
-            head = f"{label}, when {conds}" if label and conds else label or (f"When {conds}" if conds else "")
+            head = f"{label}, when {when}" if label and when else label or (f"When {when}" if when else "")
             out += ([f"*{head}*:", ""] if head else []) + [line for step in item.steps for line in step_markdown(step)]
     if rule.next_steps:
         out += ["**Next steps**", ""] + [f"- `{s}`" for s in rule.next_steps] + [""]

@@ -25,7 +25,8 @@ from .kinds import Env, kind_of
 from .busiest import busiest
 from .diagnosis import Diagnosis
 from .evidence import Blocked, Evidence
-from .model import Confidence, Declared, Finding
+from .kinds.base import Declared
+from .model import Confidence, Finding
 from .patterns import lock_wrappers
 from .schema import SEVERITIES, FixItem, Rule
 from .steps import FixStep, step_problem
@@ -47,10 +48,11 @@ def diagnose(profile: Profile, rules: Iterable[Rule] | None = None) -> Diagnosis
     latches: dict[str, tuple[LatchWaits, ...]] = {}
     for process in processes:
         facts = facts_for(profile, process)
-        index = StackIndex(profile, process, Attributor(latch_table(), facts.family, facts.version))
+        attributor = Attributor(latch_table(), facts.family, facts.version)
+        index = StackIndex(profile, process, attributor)
         if len(processes) > 1 and index.total / total < MIN_PROCESS_SHARE and not blocked.get(process):
             continue
-        latches[process] = attribute(index.waits(), index.total, index.attributor.latches)
+        latches[process] = attribute(index.waits(), index.total, attributor.latches)
         usable = rules if index.total else tuple(r for r in rules if _reads_offcpu(r))  # only blocked: no CPU rules
         found = [f for f in (evaluate_rule(rule, index, facts) for rule in usable) if f is not None]
         findings += group(found, {r.id: r for r in rules}, index.st.counts)
@@ -209,22 +211,17 @@ def group(findings: list[Finding], rules: Mapping[str, Rule], weights: np.ndarra
             and (by_rule[c].severity != "info" or sf.severity == "info")
         ]
         own = sf.stacks if sf.stacks is not None else np.zeros(0, np.int64)
+        part: dict[str, float] = {}  # with stacks to compare: the share of the symptom's samples each cause has
         if weight(own):
             total = weight(own)
-            part = {
-                c: weight(np.intersect1d(own, by_rule[c].stacks, assume_unique=True)) / total
-                for c in cands
-                if by_rule[c].stacks is not None
-            }
+            theirs = {c: rows for c in cands if (rows := by_rule[c].stacks) is not None}
+            part = {c: weight(np.intersect1d(own, rows, assume_unique=True)) / total for c, rows in theirs.items()}
             cands = [c for c in part if part[c] >= GROUP_MIN_PART]
-            union = np.unique(np.concatenate([by_rule[c].stacks for c in cands])) if cands else own[:0]
+            union = np.unique(np.concatenate([theirs[c] for c in cands])) if cands else own[:0]
             if weight(np.intersect1d(own, union, assume_unique=True)) / total < GROUP_COVER:
                 continue
-            key = lambda c, part=part: (part[c], by_rule[c].share, c)  # noqa: E731
-        else:
-            key = lambda c: (by_rule[c].share, c)  # noqa: E731
         if cands:
-            explained[symptom] = max(cands, key=key)
+            explained[symptom] = max(cands, key=lambda c: (part.get(c, 0.0), by_rule[c].share, c))
     for symptom, cause in list(explained.items()):
         if explained.get(cause) == symptom and by_rule[cause].share > by_rule[symptom].share:
             del explained[symptom]

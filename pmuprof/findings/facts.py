@@ -70,7 +70,9 @@ def facts_for(profile: Profile, process: str) -> Facts:
     process of a system-wide input never borrows the server's variables.
     """
     server = profile.server_for(process)
-    family, version, text, missing, unknown = None, (), "", "", ""
+    family: str | None = None
+    version: tuple[int, ...] = ()
+    text, missing, unknown = "", "", ""
     if profile.server is None:
         missing, unknown = "no mysql.json", "server version and variables unknown"
     elif server is None:

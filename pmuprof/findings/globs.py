@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import functools
 import re
+import sys
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-try:  # Python 3.11+
+if sys.version_info >= (3, 11):
     from re import _parser as _sre_parse  # type: ignore[attr-defined]
-except ImportError:  # pragma: no cover - Python 3.10
-    import sre_parse as _sre_parse  # type: ignore[no-redef]
+else:  # pragma: no cover - Python 3.10
+    import sre_parse as _sre_parse
 
 # Rules see the first MAX_MATCH_CHARS characters of a frame name: a glob costs O(length), a checked
 # regex at most O(length^2 * MAX_BOUNDED_PRODUCT), so one frame never costs more than milliseconds.

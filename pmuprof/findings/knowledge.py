@@ -37,7 +37,7 @@ class Servers:
         if family is None:
             return True
         specs = for_family(self.ranges, family)
-        return bool(specs) and any(in_range(version, spec) for spec in specs)
+        return specs is not None and any(in_range(version, spec) for spec in specs)
 
 
 @dataclass(frozen=True)

@@ -313,9 +313,9 @@ def _row(
     key: tuple[str, str],
     count: int,
     total: int,
-    kinds: Counter,
-    modes: Counter,
-    chains: Counter,
+    kinds: Counter[str],
+    modes: Counter[str],
+    chains: Counter[tuple[str, ...]],
     latches: Mapping[str, Latch],
 ) -> LatchWaits:
     latch_id, under = key

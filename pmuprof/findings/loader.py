@@ -23,7 +23,8 @@ def load_rule(path: Path) -> Rule:
 
 def _set_errors(rules: list[Rule], directory: Path) -> list[RuleError]:
     """What is wrong with the rules as a set: an id twice, an ``explains`` of no rule, no rules at all."""
-    errors, seen = [], {}
+    errors: list[RuleError] = []
+    seen: dict[str, str] = {}
     for rule in rules:
         if rule.id in seen:
             errors.append(

@@ -201,10 +201,10 @@ def ordered(findings: list[Finding]) -> list[Finding]:
     gravest: dict[tuple[str, str], int] = {}
     for f in findings:
         c = cause(f)
-        key = (c.process, c.rule)
-        gravest[key] = min(gravest.get(key, 9), SEVERITY_ORDER.get(f.severity, 9))
+        at = (c.process, c.rule)
+        gravest[at] = min(gravest.get(at, 9), SEVERITY_ORDER.get(f.severity, 9))
 
-    def key(f: Finding) -> tuple:
+    def rank(f: Finding) -> tuple[bool, int, bool, float, bool, str, str, bool, tuple[int, float, str]]:
         c = cause(f)
         weight = c.threads if c.threads is not None else c.share
         return (
@@ -219,4 +219,4 @@ def ordered(findings: list[Finding]) -> list[Finding]:
             f.sort_key(),
         )
 
-    return sorted(findings, key=key)
+    return sorted(findings, key=rank)

@@ -137,7 +137,7 @@ def _threads_seen(off: OffCpuIndex, spec: Mapping[str, Any]) -> int | None:
     None when no snapshot recorded user stacks."""
     if "latches" in spec or not any(g.user for s in off.snapshots for g in s.groups):
         return None
-    wanted = spec.get("inclusive") or spec.get("self")
+    wanted: PatternSet = spec["inclusive"] if "inclusive" in spec else spec["self"]
     states = spec.get("states") or frozenset()
     best = 0
     for snap in off.snapshots:

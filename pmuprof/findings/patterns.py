@@ -226,7 +226,7 @@ class PatternSet:
 def _mark(out: np.ndarray, candidates: Iterable[int], names: FrameNames, rx: Matcher) -> None:
     full, short = names.names, names.shorts
     for i in candidates:
-        if not out[i] and (rx.search(full[i]) or (short[i] is not None and rx.search(short[i]))):
+        if not out[i] and (rx.search(full[i]) or ((s := short[i]) is not None and rx.search(s))):
             out[i] = True
 
 
@@ -265,7 +265,8 @@ class FrameNames:
         if not hits:
             return ()
         lines = np.searchsorted(self.line_of, np.asarray(hits, dtype=np.int64), side="right") - 1
-        return np.unique(lines).tolist()
+        found: list[int] = np.unique(lines).tolist()
+        return found
 
 
 @lru_cache(maxsize=4)

@@ -69,7 +69,7 @@ class Thresholds:
     below: bool = False
     # levels for the off-CPU metrics (threads blocked on average) when a rule grades on-CPU shares and
     # off-CPU time together: (info, warning, critical); () = the levels above serve every metric
-    offcpu: tuple[float | None, float | None, float | None] = ()
+    offcpu: tuple[float | None, ...] = ()
 
     def bounds(self, offcpu: bool) -> dict[str, float | None]:
         """The level -> bound map for a metric (its own off-CPU levels when it is off-CPU time and the rule has them)."""
@@ -155,7 +155,7 @@ class _Ctx:
             raise self.fail(line, f"{what} must be a non-empty string")
         return value
 
-    def keys(self, data: LDict, allowed: tuple[str, ...] | dict, what: str) -> None:
+    def keys(self, data: LDict, allowed: tuple[str, ...] | Mapping[str, Any], what: str) -> None:
         for key in data:
             if key not in allowed:
                 raise self.fail(data.line_of(key), f"unknown key '{key}' in {what}", f"allowed: {', '.join(allowed)}")
@@ -263,7 +263,7 @@ def _thresholds(ctx: _Ctx, value: Any, line: int, names: set[str]) -> Thresholds
         offcpu = tuple(_levels(ctx, sub, "thresholds.offcpu").values())
     return Thresholds(
         metrics, levels["info"], levels["warning"], levels["critical"], bool(data.get("below", False)), offcpu
-    )  # type: ignore[arg-type]
+    )
 
 
 def _levels(ctx: _Ctx, data: Any, what: str) -> dict[str, float | None]:

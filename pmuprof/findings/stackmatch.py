@@ -9,7 +9,7 @@ that table.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar, cast
 from collections.abc import Callable, Mapping
 
 import numpy as np
@@ -24,6 +24,7 @@ from .stackshare import Alternative, Ambiguity, Candidate, Chain, LatchDetail, S
 MAX_CALLERS = 3
 TOP_CHAINS = 3
 _NONE = -1
+T = TypeVar("T")
 
 
 class StackIndex:
@@ -52,12 +53,12 @@ class StackIndex:
     def weight(self, rows: np.ndarray) -> int:
         return int(self.st.counts[rows].sum()) if len(rows) else 0
 
-    def built(self, key: str, build: Callable[[], Any]) -> Any:
+    def built(self, key: str, build: Callable[[], T]) -> T:
         """What ``build`` gives for this process, built once (an index a matcher kind keeps beside this one:
         offcpumatch.py's off-CPU stacks)."""
         if key not in self._built:
             self._built[key] = build()
-        return self._built[key]
+        return cast(T, self._built[key])
 
     def waits(self) -> WaitTable:
         """The latch waits of this process's rows (classified once)."""

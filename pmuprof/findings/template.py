@@ -112,7 +112,7 @@ def prune(text: str, code: bool = False) -> str:
     return re.sub(r"\s+([.,;:])(?=\s|$)", r"\1", text).strip()  # no space left before punctuation
 
 
-def _in_parens(m: re.Match) -> str:
+def _in_parens(m: re.Match[str]) -> str:
     """The parenthesis without its clauses that hold a gap; nothing (nor the space before it) when none is left."""
     kept = [part for part in m.group(1).split("; ") if GAP not in part]
     lead = m.group(0)[: m.start(1) - m.start(0) - 1]  # the space before '(' when there was one

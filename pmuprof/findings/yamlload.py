@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
+from collections.abc import Mapping
 
 import yaml
 
 from ..errors import RuleError
 
 
-class LDict(dict):
+class LDict(dict[str, Any]):
     """A mapping from a YAML file with ``line`` (its own) and ``key_lines`` (each key's)."""
 
     line: int = 0
@@ -23,7 +24,7 @@ class LDict(dict):
         return self.key_lines.get(key, self.line)
 
     @classmethod
-    def of(cls, items: dict, line: int) -> LDict:
+    def of(cls, items: Mapping[str, Any], line: int) -> LDict:
         """A mapping built in code, every key reported at ``line``."""
         out = cls()
         out.line = line
@@ -31,7 +32,7 @@ class LDict(dict):
         return out
 
 
-class LList(list):
+class LList(list[Any]):
     """A sequence from a YAML file with ``line`` and ``item_lines``."""
 
     line: int = 0

@@ -6,6 +6,8 @@ The order of KINDS is the order of the rule guide's `evidence` row (docs/rules.m
 
 from __future__ import annotations
 
+from typing import Any
+
 from .base import Env, Kind, SpecCtx
 from .counters import Counter, CounterRatio
 from .derived import Derived
@@ -17,7 +19,7 @@ from .series import Series
 from .server import Mysql, ProcesslistState, Status, Variable
 from .stack import Stack
 
-KINDS: dict[str, Kind] = {
+KINDS: dict[str, Kind[Any]] = {
     k.name: k
     for k in (
         Stack(),
@@ -41,7 +43,7 @@ KINDS: dict[str, Kind] = {
 }
 
 
-def kind_of(name: str) -> Kind:
+def kind_of(name: str) -> Kind[Any]:
     """The kind a rule's evidence names (the schema admits only these names)."""
     return KINDS[name]
 
