@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from .. import __version__, outfile
 from ..errors import InputError
 from ..model.profile import Profile, Stack
+from ..model.stacks import Stacks
 from .facts import event_names
 from .diffmd import render_diff_markdown
 from .flame import build_tree
@@ -110,7 +111,7 @@ def _align_roots(before: Profile, after: Profile) -> tuple[Profile, tuple[str, .
     b_roots, a_roots = before.processes(), after.processes()
     if len(b_roots) == 1 and len(a_roots) == 1 and b_roots != a_roots:
         stacks = _rename_root(before.stacks, a_roots[0])
-        renamed = replace(before, stacks=stacks)
+        renamed = replace(before, stacks=Stacks.of(stacks))
         return renamed, (f"process '{b_roots[0]}' (before) compared as '{a_roots[0]}' (after)",)
     return before, ()
 

@@ -10,7 +10,7 @@ ever visited one by one.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -75,13 +75,13 @@ class Trie:
 
     def own(self) -> np.ndarray:
         """Per column, each node's own (self) samples: its value less its children's."""
-        own = self.values.copy()
+        own: np.ndarray = self.values.copy()
         for lo, parents, kids in self._child_blocks():
             for c in range(len(own)):
                 np.subtract.at(own[c], parents, self.values[c, lo : lo + len(kids)][kids])
         return own
 
-    def _child_blocks(self):
+    def _child_blocks(self) -> Iterator[tuple[int, np.ndarray, np.ndarray]]:
         """(first node, parents of the non-root nodes, which nodes those are) a block of nodes at a
         time: per-child work whose temporaries stay the size of a block, not of the trie."""
         for lo in range(0, self.size, _NODE_BLOCK):
@@ -153,7 +153,7 @@ class Trie:
         """Each node's narrowest child's ``key`` (weight, or value for one column); a leaf's own (it
         never gets an elided child)."""
         key = self._width_key()[0] if key is None else key
-        narrowest = key.copy()
+        narrowest: np.ndarray = key.copy()
         top = np.iinfo(key.dtype).max if key.dtype.kind in "iu" else np.inf
         for _, parents, _ in self._child_blocks():
             narrowest[parents] = top
@@ -356,7 +356,8 @@ def _weight(values: np.ndarray, totals: list[int]) -> np.ndarray:
     if len(totals) == 1:
         return values[0] / totals[0] if totals[0] else np.zeros(values.shape[1])
     cols = [values[c] / t if t else np.zeros(values.shape[1]) for c, t in enumerate(totals)]
-    return np.max(np.vstack(cols), axis=0)
+    widest: np.ndarray = np.max(np.vstack(cols), axis=0)
+    return widest
 
 
 def _preorder(parent: np.ndarray, size: np.ndarray, level_start: np.ndarray) -> np.ndarray:

@@ -190,9 +190,6 @@ def latch_rows(latches: Mapping[str, tuple[LatchWaits, ...]] | None, min_share: 
     return rows
 
 
-Row = dict[str, Any]  # one table row or card as the templates and report.js read it (plain JSON data)
-
-
 @dataclass(frozen=True)
 class WallView:
     """The wall-clock card: per process and thread state, seconds and share; ``note`` says what is left out."""

@@ -105,12 +105,12 @@ def _mappings(profile: Profile) -> dict[str, _Mapping]:
         base = dso_base(path)
         if base in out or is_kernel_dso(path):
             continue
-        fm = maps.get(path)
+        mapped = maps.get(path)
         out[base] = _Mapping(
             len(out) + 1,
-            fm.start if fm else 0,
-            fm.end if fm else 0,
-            fm.pgoff if fm else 0,
+            mapped.start if mapped else 0,
+            mapped.end if mapped else 0,
+            mapped.pgoff if mapped else 0,
             path,
             build_ids.get(path, ""),
         )

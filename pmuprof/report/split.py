@@ -3,7 +3,8 @@ with the interval of its change (sampling noise only), for inputs that carry thr
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TypedDict
+from collections.abc import Callable
 
 from ..model.profile import Profile
 from .noise import outside, share_change
@@ -11,20 +12,37 @@ from .noise import outside, share_change
 ROWS = 12  # per table, the biggest changes
 
 
-def diff_split(before: Profile, after: Profile) -> list[dict[str, Any]]:
+class SplitRow(TypedDict):
+    """One group's share of each side's samples and its change, with the change's interval."""
+
+    key: str
+    before: float
+    after: float
+    delta: float
+    interval: list[float]  # 95 % interval of the change (sampling noise only)
+    outside_noise: bool
+
+
+class SplitTable(TypedDict):
+    name: str
+    title: str
+    rows: list[SplitRow]  # the biggest changes first
+
+
+def diff_split(before: Profile, after: Profile) -> list[SplitTable]:
     """One entry per table both sides have (thread, state, statement, ...): rows by absolute change."""
     tb, ta = before.threads, after.threads
     if not tb or not ta:
         return []
     after_tables = {t["name"]: t for t in ta["tables"]}
-    out = []
+    out: list[SplitTable] = []
     for table in tb["tables"]:
         other = after_tables.get(table["name"])
         if other is None:
             continue
         rb = {r["key"]: r["samples"] for r in table["rows"]}
         ra = {r["key"]: r["samples"] for r in other["rows"]}
-        rows = []
+        rows: list[SplitRow] = []
         for key in sorted(set(rb) | set(ra)):
             nb, na = rb.get(key, 0), ra.get(key, 0)
             lo, hi = share_change(nb, tb["samples"], na, ta["samples"])
@@ -43,7 +61,7 @@ def diff_split(before: Profile, after: Profile) -> list[dict[str, Any]]:
     return out
 
 
-def split_markdown(split: list[dict[str, Any]], inline) -> list[str]:
+def split_markdown(split: list[SplitTable], inline: Callable[[str], str]) -> list[str]:
     """diff.md's lines for the split (``inline`` quotes a name as code)."""
     lines: list[str] = []
     for table in split:
