@@ -173,8 +173,8 @@ def open_binary(path: Path | str) -> Iterator[IO[bytes]]:
         return
     tmp, fd = _temp_for(path)
     try:
-        with io.FileIO(fd, "wb") as raw, io.BufferedWriter(raw, 1 << 20) as fh:
-            yield fh
+        with io.FileIO(fd, "wb") as raw, io.BufferedWriter(raw, 1 << 20) as buffered:
+            yield buffered
         os.replace(tmp, path)
     except OSError as err:
         raise os_error(err, path) from err

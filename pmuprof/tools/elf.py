@@ -13,7 +13,7 @@ from ..arch import FRAME_POINTER_PROLOGUES, elf_machine_name
 from ..infile import ELF_MAX_BYTES, Refused, opened
 
 
-def note_build_id(data: bytes, pos: int = 0, end: int | None = None) -> str | None:
+def note_build_id(data: bytes | mmap.mmap, pos: int = 0, end: int | None = None) -> str | None:
     """The GNU build-id in ELF notes (a SHT_NOTE section, or /sys/kernel/notes: the running kernel's)."""
     end = len(data) if end is None else min(end, len(data))
     while pos + 12 <= end:
@@ -65,10 +65,12 @@ class ElfFile:
     def __init__(self, path: Path, data: bytes | None = None) -> None:
         """The file at ``path``, or ``data`` already in memory (then ``path`` only names it)."""
         self.path = Path(path)
+        self.data: bytes | mmap.mmap
         if data is None:
             with opened(self.path, ELF_MAX_BYTES) as fh:
-                data = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
-        self.data = data
+                self.data = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+        else:
+            self.data = data
         if self.data[:4] != b"\x7fELF" or self.data[4] != 2 or self.data[5] != 1:
             raise ValueError(f"{path}: not a 64-bit little-endian ELF file")
         self.e_type, self.machine = struct.unpack_from("<HH", self.data, 16)

@@ -8,6 +8,7 @@ import subprocess
 import tempfile
 import threading
 import time
+from typing import Any, cast
 from collections.abc import Sequence
 
 KILL_WAIT_S = 5.0
@@ -91,9 +92,14 @@ def wait_working(proc: subprocess.Popen, timeout: float, idle_s: float) -> int:
         except subprocess.TimeoutExpired:
             pass
         if watch.stalled():
-            raise Hung(list(proc.args), idle_s)
+            raise Hung(argv_of(proc), idle_s)
         if time.monotonic() >= deadline:
-            raise subprocess.TimeoutExpired(list(proc.args), timeout)
+            raise subprocess.TimeoutExpired(argv_of(proc), timeout)
+
+
+def argv_of(proc: subprocess.Popen[Any]) -> list[str]:
+    """The argv a program was started with (pmuprof starts programs with a list of str)."""
+    return list(cast(Sequence[str], proc.args))
 
 
 def _stat(pid: int | str) -> list[bytes] | None:

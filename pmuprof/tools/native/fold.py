@@ -9,7 +9,7 @@ import sys
 import tempfile
 from collections import Counter
 from pathlib import Path
-from typing import IO
+from typing import IO, cast
 from collections.abc import Iterable
 
 from .. import proc as proc_tools
@@ -132,6 +132,7 @@ def fold_perf_script_process(
         open(Path(tmp) / "fold.err", "w+b") as err,
     ):
         perf = _start(argv, stdout=subprocess.PIPE, stderr=perf_err, stdin=subprocess.DEVNULL)
+        assert perf.stdout is not None  # stdout=PIPE
         fold = None
         try:
             if binary is None:
@@ -188,8 +189,9 @@ def _direct_fd(source: Source) -> int | None:
     try:
         if "b" not in getattr(source, "mode", "b") or not source.seekable():
             return None
-        source.seek(source.tell())  # drop Python's read-ahead buffer: the fd starts at the logical position
-        return source.fileno()
+        stream = cast(IO[bytes], source)  # a binary file object, as checked above
+        stream.seek(stream.tell())  # drop Python's read-ahead buffer: the fd starts at the logical position
+        return stream.fileno()
     except (OSError, ValueError):
         return None
 

@@ -55,7 +55,7 @@ class _Reader:
         the Stacks' own id type (uint16 for a small frame table: never an int32 copy beside it)."""
         if nstr >= 2**31:
             raise InputError(f"{self.path}: the string table is too large", "rebuild the native tools (make -C native)")
-        out = np.empty(count, dtype=id_dtype(nstr))
+        out: np.ndarray = np.empty(count, dtype=id_dtype(nstr))
         for lo in range(0, count, _ID_BLOCK):
             part = self.array(np.uint32, min(_ID_BLOCK, count - lo), "the stacks")
             if len(part) and int(part.max()) >= nstr:
