@@ -45,11 +45,11 @@ def load_biases(binaries: Iterable[Binary], maps: Iterable[FileMap]) -> dict[str
             lowest[fm.path] = fm
     out: dict[str, int] = {}
     for binary in binaries:
-        fm = lowest.get(binary.path)
-        if fm is None or not binary.file or binary.verified is False:
+        mapped = lowest.get(binary.path)
+        if mapped is None or not binary.file or binary.verified is False:
             continue
         try:
-            bias = bias_for(load_segments(ElfFile(Path(binary.file))), fm)
+            bias = bias_for(load_segments(ElfFile(Path(binary.file))), mapped)
         except (OSError, ValueError, struct.error):
             continue
         if bias is not None:

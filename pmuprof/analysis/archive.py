@@ -47,7 +47,7 @@ def kept_symfs(path: Path, user_symfs: Path | None, refold: bool = False) -> Ite
     run_dir = (path if refold and rundir.is_run_dir(path) else rereads(path)) if user_symfs is None else None
     kept = rundir.read_run(run_dir).kept_binaries if run_dir is not None else None
     archive = run_dir / kept.file if run_dir is not None and kept is not None and kept.file else None
-    if archive is None or not archive.is_file() or not needed(kept):
+    if kept is None or archive is None or not archive.is_file() or not needed(kept):
         yield None
         return
     with tempfile.TemporaryDirectory(prefix="pmuprof-symfs-") as tmp:

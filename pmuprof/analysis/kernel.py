@@ -42,7 +42,7 @@ def recorded_kallsyms(
         return
     source = run_dir / kept.file if run_dir is not None and kept is not None and kept.file else None
     cached = PERF_CACHE / KERNEL_DSO / recorded / "kallsyms" if recorded else None
-    if source is None or not source.is_file() or (recorded and kept.build_id != recorded):
+    if kept is None or source is None or not source.is_file() or (recorded and kept.build_id != recorded):
         yield cached if symfs and cached is not None and cached.is_file() else None
         return
     with tempfile.TemporaryDirectory(prefix="pmuprof-kallsyms-") as tmp:

@@ -98,7 +98,7 @@ def heavy_frames(
     disjoint rows, so at most 1/share are followed per depth: the walk costs a few hot-path walks."""
     keep = weights > 0
     need = weights[keep].sum() * share
-    frontier = [(rows[keep], weights[keep], frozenset())]
+    frontier: list[tuple[np.ndarray, np.ndarray, frozenset[int]]] = [(rows[keep], weights[keep], frozenset())]
     out: dict[int, float] = {}
     lengths, offsets, depth = stacks.lengths, stacks.offsets, 1
     while frontier and need > 0:

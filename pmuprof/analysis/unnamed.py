@@ -56,8 +56,9 @@ def group_rows(
             continue
         for entry in data.get("addresses", []):
             label = _label(base, entry, info, binary, data.get("build_id"))
-            for frame in addrs.get(int(entry["input"], 16), ()) if label else ():
-                labels[frame] = label
+            if label:
+                for frame in addrs.get(int(entry["input"], 16), ()):
+                    labels[frame] = label
     for frame, (base, _, _) in raw.items():
         labels.setdefault(frame, frame_label(UNKNOWN, base))  # binary not found: '[dso]'
     out, rows = work.relabel_rows([labels.get(f, f) for f in work.frames])
