@@ -49,7 +49,7 @@ def spawn(argv: Sequence[str], stderr_path: Path) -> subprocess.Popen:
         raise PerfError(f"cannot run {argv[0]}: permission denied", "check the perf binary's permissions") from err
 
 
-def classify_perf_error(stderr: str, paranoid: int | None) -> PerfError | TargetError:
+def classify_perf_error(stderr: str, paranoid: int | None) -> PerfError | TargetError | ResourceError:
     text = stderr.lower()
     if "no such process" in text or "couldn't open /proc" in text:
         return TargetError("the target process vanished before perf could attach", "check the pid and retry")

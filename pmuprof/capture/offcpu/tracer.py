@@ -109,12 +109,13 @@ def plan(
     start = {pid: {t.tid: t for t in proc_threads.snapshot(pid)} for pid in pids}
     why, fix = unavailable(pids)
     hz = 0 if why else min(perf_hz, SAMPLER_MAX_HZ, _max_sample_rate())
+    binary = offcpu_path()  # None only where ``why`` says so
     argv = (
         ()
-        if why
+        if why or binary is None
         else tuple(
             tool.argv(
-                offcpu_path(),
+                binary,
                 pids,
                 duration_s + START_SLACK_S,
                 out_dir / rundir.OFFCPU_RAW,
