@@ -17,6 +17,7 @@ from collections.abc import Callable
 
 from .. import outfile
 from ..capture.record import RecordOptions, record
+from ..capture.runner import Progress
 from ..tools import proc as tools_proc
 from ..errors import PmuprofError, UsageError
 from ..model import rundir
@@ -194,7 +195,8 @@ def stop_demo(proc: subprocess.Popen, timeout: float = 5.0, log_path: Path | Non
             pipe.close()
     if log_path is not None:
         outfile.write_text(
-            log_path, "$ " + " ".join(map(str, proc.args)) + "\n" + "".join(text) + f"exit status {proc.returncode}\n"
+            log_path,
+            "$ " + " ".join(tools_proc.argv_of(proc)) + "\n" + "".join(text) + f"exit status {proc.returncode}\n",
         )
     return proc.returncode
 
@@ -249,7 +251,9 @@ def workload_facts(opts: DemoOptions) -> ServerFacts:
     )
 
 
-def run_demo(opts: DemoOptions, progress: Callable | None = None, log: Callable[[str], None] = lambda _m: None) -> dict:
+def run_demo(
+    opts: DemoOptions, progress: Progress | None = None, log: Callable[[str], None] = lambda _m: None
+) -> DemoResult:
     """Build and start the workload, capture it (record + report), and always stop it.
 
     Returns the pipeline's result plus ``run_dir`` and ``workload`` (its argv and exit code).
@@ -276,7 +280,8 @@ def run_demo(opts: DemoOptions, progress: Callable | None = None, log: Callable[
         time.sleep(opts.warmup_s)
         if proc.poll() is not None:
             raise DemoError(
-                f"the demo workload exited early (status {proc.returncode})", "run it by hand: " + " ".join(proc.args)
+                f"the demo workload exited early (status {proc.returncode})",
+                "run it by hand: " + " ".join(tools_proc.argv_of(proc)),
             )
         command = (
             "pmuprof",
@@ -311,4 +316,4 @@ def run_demo(opts: DemoOptions, progress: Callable | None = None, log: Callable[
         )
     rundir.write_typed(run_dir / rundir.MYSQL, workload_facts(opts))
     result = report_run(run_dir, log=log)
-    return DemoResult(result, run_dir, tuple(proc.args), status)
+    return DemoResult(result, run_dir, tuple(tools_proc.argv_of(proc)), status)

@@ -13,6 +13,7 @@ from .. import __version__
 from ..errors import InputError, PmuprofError
 from ..model.folded import load_folded
 from ..model.profile import Profile
+from ..model.stacks import Stacks
 from ..model.counters import Counters
 from ..model.foundfile import FoundFinding, found_findings
 from ..model.run import Run
@@ -76,7 +77,7 @@ def _functions(path: Path) -> tuple[tuple[tuple[str, int], ...], int]:
     if not (path / STACKS).is_file():
         return (), 0
     stacks, _ = load_folded(path / STACKS)
-    profile = Profile(stacks)
+    profile = Profile(Stacks.of(stacks))
     top = sorted(profile.self_counts().items(), key=lambda kv: (-kv[1], kv[0]))[:TRACKED]
     return tuple(top), profile.total
 

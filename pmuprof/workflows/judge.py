@@ -13,12 +13,15 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass
-from collections.abc import Sequence
+from typing import TypeVar
+from collections.abc import Callable, Sequence
 
 from ..capture.proc.process import parse_cpulist
 from ..model.counters import Counters
 from ..model.run import Run
 from ..report.noise import outside, rate_noise, share_change
+
+T = TypeVar("T")
 
 LOAD_POINTS = 0.02  # a change under 2 % of the sampled CPUs' time is not flagged
 RELATIVE = 0.20  # nor one under a fifth of the median of the earlier runs
@@ -92,20 +95,21 @@ def run_basis(run: Run, counters: Counters | None, samples: int) -> Basis:
     return Basis(1 / (freq * duration * cpus), cpus, f"{freq} Hz × {duration:g} s × {cpus} CPUs")
 
 
-def _nearest(earlier: Sequence[Measure], value: float, key) -> Measure:
+def _nearest(earlier: Sequence[T], value: float, key: Callable[[T], float]) -> T:
     return min(reversed(earlier), key=lambda m: abs(key(m) - value))
 
 
 def judge(now: Measure, earlier: Sequence[Measure]) -> Judgement | None:
     """A regression or improvement of ``now`` over the median of ``earlier``; None when neither."""
-    timed = [m for m in earlier if m.unit is not None]
+    timed = [(m, unit) for m in earlier if (unit := m.unit) is not None]
     if now.unit is not None and timed:
-        median = statistics.median(m.load for m in timed)
-        ref = _nearest(timed, median, lambda m: m.load)
-        noise = rate_noise(ref.count, ref.unit, now.count, now.unit)
-        delta = now.load - median
+        load = now.count * now.unit  # Measure.load, known here
+        median = statistics.median(m.count * unit for m, unit in timed)
+        ref, ref_unit = _nearest(timed, median, lambda mu: mu[0].count * mu[1])
+        noise = rate_noise(ref.count, ref_unit, now.count, now.unit)
+        delta = load - median
         real = abs(delta) > noise and abs(delta) >= LOAD_POINTS and abs(delta) >= RELATIVE * median
-        return Judgement("regression" if delta > 0 else "improvement", "cpu", now.load, median, noise) if real else None
+        return Judgement("regression" if delta > 0 else "improvement", "cpu", load, median, noise) if real else None
     if not earlier:
         return None
     median = statistics.median(m.share for m in earlier)

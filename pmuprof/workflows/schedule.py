@@ -88,7 +88,7 @@ class ScheduleSpec:
         for path, what in ((self.pythonpath, "PYTHONPATH"), (self.textfile, "--textfile")):
             if path:
                 safe_path(path, what)
-        for arg in self.exe[1:] + self.capture_args:
+        for arg in tuple(self.exe)[1:] + self.capture_args:
             _safe_arg(arg)
         if self.notify_cmd is not None and not _SAFE_WORDS.match(self.notify_cmd):
             raise UsageError(
