@@ -39,9 +39,16 @@ def _dedent(text: str) -> str:
     return "\n".join(line[indent:] for line in lines)
 
 
+def subcommand(group: click.Group, ctx: click.Context, name: str) -> click.Command:
+    """A command the group lists (``list_commands`` names only commands it has)."""
+    cmd = group.get_command(ctx, name)
+    if cmd is None:
+        raise LookupError(f"{name}: listed but not found")
+    return cmd
+
+
 def _options(cmd: click.Command, ctx: click.Context) -> list[str]:
-    rows = [param.get_help_record(ctx) for param in cmd.get_params(ctx)]
-    rows = [row for row in rows if row is not None]
+    rows = [row for param in cmd.get_params(ctx) if (row := param.get_help_record(ctx)) is not None]
     if not rows:
         return []
     out = ["| option | meaning |", "|---|---|"]
@@ -60,7 +67,7 @@ def _command(path: str, cmd: click.Command, parent: click.Context, level: int) -
     lines += _paragraphs(cmd.epilog or "")
     if isinstance(cmd, click.Group):
         for name in cmd.list_commands(ctx):
-            lines += _command(f"{path} {name}", cmd.get_command(ctx, name), ctx, level + 1)
+            lines += _command(f"{path} {name}", subcommand(cmd, ctx, name), ctx, level + 1)
     return lines
 
 
@@ -80,7 +87,7 @@ def markdown_page(group: click.Group, environment: tuple[tuple[str, str], ...]) 
     ]
     lines += _paragraphs("\n\n".join((group.help or "").strip().split("\n\n")))
     for name in names:
-        lines += _command(f"pmuprof {name}", group.get_command(ctx, name), ctx, 2)
+        lines += _command(f"pmuprof {name}", subcommand(group, ctx, name), ctx, 2)
     lines += ["## Exit status", "", "| code | meaning |", "|---|---|"]
     lines += [f"| {code} | {md_text(text, table=True)} |" for code, text in exit_codes()]
     lines += ["", "## Environment", "", "| variable | meaning |", "|---|---|"]

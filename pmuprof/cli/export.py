@@ -76,7 +76,10 @@ def export_cmd(input_path: str, fmt: str, out_file: str, headers: bool, per_thre
     options = common.pipeline_options(**inputs)
     if per_thread and source.is_dir():  # a run directory without perf.data: its sample table has the threads
         profile = build_profile(source, options)
-        profile = replace(profile, stacks=split_by_thread(profile), samples=None)
+        split = split_by_thread(profile)
+        if split is None:  # its sample table said it has them
+            raise InputError(f"{input_path}: no thread ids in this input", "export a perf.data or perf script")
+        profile = replace(profile, stacks=split, samples=None)
     else:
         profile = build_profile(
             source if per_thread else input_path, with_choice(options, per_thread=True) if per_thread else options

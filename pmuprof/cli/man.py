@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from .. import __version__
+from .clidoc import subcommand
 from .exitcodes import exit_codes
 
 ENVIRONMENT = (
@@ -59,7 +60,7 @@ def _command(path: str, cmd: click.Command, parent: click.Context) -> list[str]:
     lines += _paragraphs(cmd.epilog or "")
     if isinstance(cmd, click.Group):
         for name in cmd.list_commands(ctx):
-            lines += _command(f"{path} {name}", cmd.get_command(ctx, name), ctx)
+            lines += _command(f"{path} {name}", subcommand(cmd, ctx, name), ctx)
     return lines
 
 
@@ -85,7 +86,7 @@ def man_page(group: click.Group) -> str:
     ]
     for name in group.list_commands(ctx):
         if name != "man":
-            lines += _command(f"pmuprof {name}", group.get_command(ctx, name), ctx)
+            lines += _command(f"pmuprof {name}", subcommand(group, ctx, name), ctx)
     lines += [".SH EXIT STATUS"]
     for code, text in exit_codes():
         lines += [".TP", f"\\fB{code}\\fR", roff(text)]
@@ -106,6 +107,7 @@ def man_page(group: click.Group) -> str:
 def man_cmd(ctx: click.Context, markdown: bool) -> None:
     """Print the pmuprof(1) man page (roff); `pmuprof man | man -l -` reads it."""
     root = ctx.find_root().command
+    assert isinstance(root, click.Group)  # pmuprof's command line is a group
     if markdown:
         from .clidoc import markdown_page
 

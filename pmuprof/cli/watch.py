@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
+from collections.abc import Callable
 
 import click
 
@@ -190,7 +192,7 @@ def watch_cmd(
             "--daemonize and --log-file go together", "e.g. --daemonize --log-file /var/log/pmuprof-watch.log"
         )
     keep = Retention(None, None, None) if no_retention else Retention(keep_count, keep_for, parse_size(keep_size))
-    unit_args = {
+    unit_args: dict[str, Any] = {
         "mysql": pop_mysql_argv(dict(kwargs)),
         "textfile": kwargs.get("textfile"),
         "notify_cmd": kwargs.get("notify_cmd"),
@@ -245,7 +247,7 @@ def watch_cmd(
         keep=keep,
     )
     pid_path = Path(pid_file).absolute() if pid_file else None
-    log = common.log
+    log: Callable[[str], None] = common.log
     if daemonize:
         child = daemon.daemonize(pid_path, Path(log_file).absolute())
         if child is not None:
