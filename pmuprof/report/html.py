@@ -16,6 +16,7 @@ from markupsafe import Markup, escape
 from .. import __version__, outfile
 from . import bidi
 from ..paths import cache_dir, templates_dir
+from .cards import report_cards
 from .payload import ReportPayload
 
 _JSON_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
@@ -158,7 +159,9 @@ def render(template: str, payload: Any, **pictures: str) -> str:
 
 
 def render_report(payload: ReportPayload, wall_svg: str = "") -> str:
-    return render("report.html.j2", payload, wall_svg=wall_svg)
+    """report.html: the payload, its summary's cards (report/cards.py) and the wall-clock picture."""
+    page = environment().get_template("report.html.j2")
+    return page.render(p=payload, cards=report_cards(payload), wall_svg=Markup(wall_svg))
 
 
 def write_text(path: Path, text: str) -> Path:

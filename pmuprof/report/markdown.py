@@ -9,12 +9,11 @@ from ..findings.model import ConfidenceJSON
 from ..findings.steps import FENCE_LANG, FixStepJSON, fence
 from ..model.threadtables import ThreadTables
 from . import bidi
+from .cards import Words, report_cards
 from .payload import ReportPayload
 from .rows import GroupRow, LatchRow, ShownFinding, Verdict
 from .verdict import busy_sentence
 from .wallclock import NO_USER_STACK
-
-TOP_FRAMES = 8
 
 
 def _code(text: str) -> str:
@@ -149,62 +148,9 @@ def _wall(p: ReportPayload, top: int = 8) -> list[str]:
     return lines
 
 
-def _numbers(p: ReportPayload) -> list[str]:
-    s = p.summary
-    out = [
-        f"- Samples: {s['samples']:,}"
-        + (f" of {s['event_recorded']}" if s["event_recorded"] else "")
-        + (f" (asked for {s['event_requested']})" if s["event_substituted"] else "")
-    ]
-    if s.get("duration_s") is not None:
-        out.append(f"- Duration: {s['duration_s']} s" + (", interrupted" if s["interrupted"] else ""))
-    for proc, ipc in p.counters["ipc"].items():
-        out.append(f"- IPC{' of ' + _inline(proc) if proc else ''}: {ipc}")
-    if s.get("host_load"):
-        out.append("- Host load during the capture: " + "; ".join(f"{r['label']} {r['value']}" for r in s["host_load"]))
-    rows = p.top_functions[0]["rows"][:TOP_FRAMES]
-    if rows:
-        out.append(
-            "- Hottest functions (self): "
-            + ", ".join(f"{_inline(r['name'])} {100 * r['self_share']:.1f} %" for r in rows if r["self"])
-        )
-    return out
-
-
-def _capture(p: ReportPayload) -> list[str]:
-    s = p.summary
-    host = s["host"]
-    out = []
-    if s["processes"]:
-        out.append(
-            "- Target: "
-            + ", ".join(_inline(x) for x in s["processes"])
-            + (f" ({s['server_version']})" if s["server_version"] else "")
-        )
-    if s["selection"]:
-        out.append("- Processes: " + _text(s["selection"]))
-    if host.get("cpu_model") or host.get("kernel"):
-        known = [host.get("cpu_model") or "", f"kernel {host['kernel']}" if host.get("kernel") else ""]
-        out.append(
-            f"- Host: {', '.join(k for k in known if k)}, hardware PMU {'yes' if host.get('hardware_pmu') else 'no'}"
-        )
-    details = [
-        x
-        for x in (
-            s["mode"],
-            f"{s['frequency']} Hz" if s["frequency"] else "",
-            f"call graph {s['call_graph']}" if s["call_graph"] else "",
-        )
-        if x
-    ]
-    if details:
-        out.append("- Sampling: " + ", ".join(details))
-    if s["perf_argv"]:
-        out.append("- perf: " + _inline(" ".join(s["perf_argv"])))
-    out.append(f"- pmuprof {s['pmuprof_version']}" + (f", input {_inline(s['source'])}" if s["source"] else ""))
-    out += [f"- Warning: {_text(w)}" for w in s["warnings"]]
-    out += [f"- Off: {_text(f['feature'])} ({_text(f['why'])})" for f in s["features_off"]]
-    return out
+def _items(lines: tuple[Words, ...]) -> list[str]:
+    """Lines of words (report/cards.py) as list items: names and commands as code, the rest as text."""
+    return ["- " + "".join(_inline(w.text) if w.kind == "code" else _text(w.text) for w in line) for line in lines]
 
 
 def _verdict(v: Verdict, samples: int) -> list[str]:
@@ -288,8 +234,9 @@ def render_markdown(payload: ReportPayload) -> str:
     lines += _latches(payload.latches)
     lines += _wall(payload)
     lines += _threads(payload.threads)
-    lines += ["### Key numbers", ""] + _numbers(payload) + [""]
-    lines += ["### How it was captured", ""] + _capture(payload) + [""]
+    cards = report_cards(payload)
+    lines += ["### Key numbers", ""] + _items(cards.numbers) + [""]
+    lines += ["### How it was captured", ""] + _items(cards.captured) + [""]
     lines += [
         "![Flame graph](flame.svg)",
         "",
