@@ -14,7 +14,8 @@ from typing import Literal
 from collections.abc import Sequence
 
 from .payload import ReportPayload
-from .rows import HostRow, KeptProcess, LabelValue, Summary, TopRow
+from .rows import TopRow
+from .summaryrows import HostRow, KeptProcess, LabelValue, Summary
 
 WordKind = Literal["text", "code", "muted", "break"]
 SHOWN_HOST = ("cpu_model", "microarch", "nproc", "kernel", "hardware_pmu")  # the Host card's; Run details the rest

@@ -11,7 +11,7 @@ from ..model.jsontypes import to_json
 from ..model.profile import Profile
 from ..model.run import Host, HostLoad, Target, Trigger
 from ..model.server import ServerFacts
-from .rows import (
+from .summaryrows import (
     ErrorLogRow,
     FeatureOffRow,
     HostRow,

@@ -11,7 +11,8 @@ from ..model.threadtables import ThreadTables
 from . import bidi
 from .cards import Words, report_cards
 from .payload import ReportPayload
-from .rows import GroupRow, LatchRow, ShownFinding, Verdict
+from .rows import GroupRow, LatchRow, ShownFinding
+from .summaryrows import Verdict
 from .verdict import busy_sentence
 from .wallclock import NO_USER_STACK
 

@@ -30,19 +30,16 @@ from .rows import (
     InstructionRow,
     LatchChain,
     LatchRow,
-    MysqlFacts,
     NameShare,
     Shown,
     SecondsStrip,
     ShownFinding,
     SnapshotRow,
     StateRow,
-    Summary,
     TopGroup,
     TopRow,
-    Verdict,
-    WaitingRow,
 )
+from .summaryrows import MysqlFacts, Summary, Verdict, WaitingRow
 from .wallclock import state_totals, thread_groups, wall_stacks
 from .verdict import verdict
 from .waiting import waiting

@@ -11,18 +11,16 @@ from ..findings.model import ConfidenceJSON
 from ..model.labels import without_kernel_suffix
 from .evidence import pct
 from .noise import wilson
-from .rows import (
+from .rows import GroupRow, ShownFinding, TopRow
+from .summaryrows import (
     BusyWords,
     Caveats,
     CauseVerdict,
     ConfidenceWords,
-    GroupRow,
     HealthyVerdict,
     InfoRow,
     RuleTitle,
-    ShownFinding,
     Summary,
-    TopRow,
     Verdict,
     WaitingRow,
 )
