@@ -82,7 +82,7 @@ def _sequence(item: Any, value: Any, path: str) -> tuple[Any, ...]:
 _FLOAT_OR_NONE = float | None
 
 
-def _numbers(item: Any, value: list | tuple) -> tuple | None:
+def _numbers(item: Any, value: list[Any] | tuple[Any, ...]) -> tuple[Any, ...] | None:
     """A list of numbers (series values, tens of thousands) checked in one pass, as _scalar would; None when
     it is not one, or one item is wrong (the item-by-item path then names it)."""
     if item is int and all(type(v) is int for v in value):

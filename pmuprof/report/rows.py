@@ -225,7 +225,20 @@ class SecondCells(TypedDict):
     n: list[int]
 
 
-class SecondsStrip(TypedDict):
+class SeriesRow(TypedDict):
+    """A capture source's per-second series on the strip's seconds (None: not measured that second)."""
+
+    name: str
+    unit: str
+    about: str
+    values: list[float | None]
+
+
+class _StripSeries(TypedDict, total=False):
+    series: list[SeriesRow]  # the sources' shown series; absent when none (a report of an older run)
+
+
+class SecondsStrip(_StripSeries):
     """The per-second strip: samples per second, the top finding's per second, the flame graph's cells."""
 
     first: int  # perf clock second of the strip's second 0

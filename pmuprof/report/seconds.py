@@ -14,7 +14,7 @@ from ..findings.model import Finding
 from ..model.profile import Profile, process_rows
 from ..model.run import Run
 from ..model.samples import BLOCK
-from .rows import SecondsStrip, WallClock
+from .rows import SecondsStrip, SeriesRow, WallClock
 
 MAX_SECONDS = 4 * 3600  # a longer span (clock jumps, merged inputs) gets no strip
 MAX_CELLS = 400_000  # (tree row, second) pairs embedded at most; beyond, the strip shows counts only
@@ -93,7 +93,7 @@ def strip(profile: Profile, diagnosis: Diagnosis, tree_rows: np.ndarray) -> Seco
     if len(tree_rows) == len(profile.stacks):
         cells = s.cells(lambda lo, hi: tree_rows[s.rows[lo:hi]], first, width, MAX_CELLS)
     shown = series_rows(profile, first, width)
-    return {
+    out: SecondsStrip = {
         "first": first,
         "n": per_sec.tolist(),
         "untimed": untimed,
@@ -101,16 +101,18 @@ def strip(profile: Profile, diagnosis: Diagnosis, tree_rows: np.ndarray) -> Seco
         "top": top_sec.tolist() if top is not None else None,
         "top_title": top.title if top is not None else "",
         "cells": {"node": cells[0].tolist(), "sec": cells[1].tolist(), "n": cells[2].tolist()} if cells else None,
-        **({"series": shown} if shown else {}),
     }
+    if shown:
+        out["series"] = shown
+    return out
 
 
-def series_rows(profile: Profile, first: int, width: int) -> list[dict[str, Any]]:
+def series_rows(profile: Profile, first: int, width: int) -> list[SeriesRow]:
     """The shown series on the strip's seconds (``values[i]``: second ``first + i``; None: not measured),
     whatever source kept them; a series with no value in the strip's span is left out."""
     rows = []
     for series in profile.series.shown() if profile.series is not None else ():
         values = series.aligned(first, width)
         if any(v is not None for v in values):
-            rows.append({"name": series.name, "unit": series.unit, "about": series.about, "values": values})
+            rows.append(SeriesRow(name=series.name, unit=series.unit, about=series.about, values=list(values)))
     return rows

@@ -111,9 +111,8 @@ class Poller:
         now = time.time()
         cpu = self._cpu(now)
         load1, running, blocked = run_queue()
-        host = {"load1": load1, "running": running, "blocked": blocked}
         if not self.need_sql:
-            return Poll(now, cpu=cpu, **host)
+            return Poll(now, cpu=cpu, load1=load1, running=running, blocked=blocked)
         conn = self._sql()
         try:
             status = self._status(conn)
@@ -121,7 +120,7 @@ class Poller:
         except Exception as err:  # noqa: BLE001 - a dropped connection is retried on the next poll
             self.close()
             raise TargetError(f"polling the server failed: {err}", "check that the server is up") from err
-        return Poll(now, status, states, commands, cpu, **host)
+        return Poll(now, status, states, commands, cpu, load1=load1, running=running, blocked=blocked)
 
     def close(self) -> None:
         if self.conn is not None:
@@ -214,7 +213,8 @@ class DuringCapture(PerSecond):
 
     def __init__(self, poller: Poller, interval: float, **kw: Any) -> None:
         super().__init__(**kw)
-        self.poller, self.interval, self.polls_seen = poller, interval, []
+        self.poller, self.interval = poller, interval
+        self.polls_seen: list[Poll] = []
         self.join_s = interval + 35  # the poller is watch's own: never used by two threads at once
         self.reads: dict[str, Condition] = {}
         for cond in poller.plan.conditions:  # one series per subject, in the order the conditions name them

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 
 from ...model.labels import KERNEL_SUFFIX, UNKNOWN, clean, process_root, short_blocks_label, state_label, thread_root
 from ...model.profile import Stack
-from ...tools.native.offcpu import TracerOutput
+from ...tools.native.offcpu import Open, TracerOutput, Wait
 from ..proc.threads import ThreadNow
 from .symbols import KernelSymbols, UserSymbols, lookup_addresses
 
@@ -70,8 +70,9 @@ def fold(
     per_thread_roots: bool = False,
 ) -> Folded:
     """Every off-CPU nanosecond the tracer saw, plus the waits /proc showed that spanned its whole window."""
+    blocked: tuple[Wait | Open, ...] = (*out.waits, *out.open)
     user.resolve(
-        [(w.tgid, a) for w in (*out.waits, *out.open) for a in lookup_addresses(out.ustack(w.ustack))]
+        [(w.tgid, a) for w in blocked for a in lookup_addresses(out.ustack(w.ustack))]
         + [(tgid, a) for (tgid, _), h in out.idle.items() for a in lookup_addresses(out.ustack(h))]
     )
     b = _Builder(roots, kernel, user, per_thread_roots)

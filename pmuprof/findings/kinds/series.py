@@ -11,17 +11,16 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from typing import Any
-from collections.abc import Mapping
 
 from ...model.series import SHARE
-from ..evidence import Evidence
-from .base import Env, Kind, SpecCtx, number, pct
+from ..evidence import Summarized, number, pct
+from .base import Env, Kind, Matcher, SpecCtx
 
 NAME = re.compile(r"^[A-Za-z0-9_]+\.\S+$")
 
 
 @dataclass(frozen=True, eq=False)
-class SeriesWindow(Evidence):
+class SeriesWindow(Summarized):
     """A per-second series over the capture: ``value`` is its mean over the seconds it measured."""
 
     value: float
@@ -43,7 +42,7 @@ def amount(value: float, unit: str) -> str:
     return f"{number(value)} {unit}".rstrip()
 
 
-class Series(Kind):
+class Series(Kind[SeriesWindow]):
     name = "series"
     guide = "`series` (a per-second series by name: `host.busy`, `processlist.active`, ...)"
     about = "per-second {}"
@@ -54,7 +53,7 @@ class Series(Kind):
             raise ctx.fail(line, f"series '{text}' is not a series name", "SOURCE.MEASURE, e.g. host.busy")
         return text
 
-    def evaluate(self, matcher: Any, env: Env) -> Any:
+    def evaluate(self, matcher: Matcher, env: Env) -> SeriesWindow | None:
         table = env.facts.series
         found = table.get(matcher.spec) if table is not None else None
         if table is None:
@@ -85,6 +84,3 @@ class Series(Kind):
 
     def doc(self, spec: Any) -> str:
         return f"per-second series `{spec}`"
-
-    def words(self, item: Any, value: Mapping[str, Any]) -> str:
-        return str(value.get("summary") or "")
