@@ -98,6 +98,7 @@ def test_threads_json_groups_the_waiters(waits_run):
     end = snaps.snapshots[1]
     assert end.threads == 5
     assert sum(g.comms.get("waiter", 0) for g in end.groups) == 2, end.groups
+
     # A snapshot is one instant: on a loaded host a waiter just handed the lock may be runnable then.
     # Both waiters block ~all the time, so of the four sightings (start, end) most sleep in the futex;
     # at the end each is grouped with the stack BPF saw it block on (at the start BPF has seen nothing).
