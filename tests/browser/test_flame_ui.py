@@ -301,7 +301,10 @@ def redraw_times(b: Browser, hot: str) -> dict[str, dict[str, float]]:
     return out
 
 
-def test_redraw_under_50ms_at_100k_nodes(browser, big_report):
+def test_redraw_draws_what_is_visible_at_100k_nodes(browser, big_report):
+    """Every view redraws a 100k-node tree by what is on screen, not by the tree's size (frames narrower
+    than PMU_MIN_PX are skipped with their subtree). The time of a redraw is measured in
+    benchmarks/flame_redraw.py, not here: a timed assertion fails on a loaded host."""
     url, path = big_report
     nodes = len(
         json.loads(path.read_text(encoding="utf-8").split('id="pmuprof-data">', 1)[1].split("</script>", 1)[0])[
@@ -311,7 +314,5 @@ def test_redraw_under_50ms_at_100k_nodes(browser, big_report):
     assert nodes >= 100_000
     load(browser, url)
     times = redraw_times(browser, HOT)
-    print(f"\n{nodes} nodes, {path.stat().st_size} bytes:", json.dumps(times))
     for view in ("icicle", "icicle, searched", "inverted", "sandwich"):
-        assert times[view]["drawn"] > 100, view
-        assert times[view]["median"] <= 50, (view, times[view])
+        assert 100 < times[view]["drawn"] < nodes / 10, (view, times[view])

@@ -88,7 +88,7 @@ def test_a_new_per_second_source_reaches_run_json_the_strip_and_a_rule(target, t
     evidence = finding["evidence"]["rss"]
     assert finding["rule"] == "target-memory" and evidence["seconds"] == len(kept["values"])
     assert evidence["max"] == max(kept["values"]) and finding["message"].startswith("resident ")
-    assert result.diagnosis.findings[0].evidence["rss"]["unit"] == "bytes"
+    assert result.diagnosis.findings[0].evidence["rss"].unit == "bytes"
 
     again = report_input(out, tmp_path / "again")  # a report of the run directory, as on another host
     assert "target.rss" in {r["name"] for r in _strip(again.paths["html"])["series"]}
