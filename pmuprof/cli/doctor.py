@@ -8,7 +8,8 @@ from pathlib import Path
 
 import click
 
-from ..workflows.doctor import EXIT_MISS, run_checks
+from ..workflows.doctor import EXIT_MISS, failing, run_checks
+from ..workflows.doctor_check import SEVERITIES
 from .mysqlopts import mysql_options, pop_mysql_options
 from .params import flat_pids, pid_options
 
@@ -17,7 +18,8 @@ Examples:
   pmuprof doctor                        # host checks + every running mysqld / mariadbd
   pmuprof doctor -p $(pidof mariadbd)   # symbols, frame pointers and the MySQL connection of each server
   pmuprof doctor -p 1234 -S /run/mysqld/mysqld.sock   # is this socket pid 1234's server? (else: which one)
-  pmuprof doctor --strict || alert      # fleet check: exit {EXIT_MISS} when any line is MISS
+  pmuprof doctor --strict=error || alert   # fleet check: exit {EXIT_MISS} when a capture would fail
+  pmuprof doctor --strict || alert      # ... or when a feature is off (a stripped server's symbols too)
   pmuprof doctor -u prof --defaults-file /etc/pmuprof/my.cnf   # the MySQL connection as capture makes it
   pmuprof doctor --json | jq -r '.checks[] | select(.ok | not) | .id'   # what is missing, by stable id
 """
@@ -39,9 +41,17 @@ Examples:
     is_flag=True,
     help="Print the checks as JSON ({ok, checks: [{id, name, ok, severity, detail, fix, pid}]}).",
 )
-@click.option("--strict", is_flag=True, help=f"Exit {EXIT_MISS} when any check is MISS (a VM's missing PMU included).")
+@click.option(
+    "--strict",
+    type=click.Choice(SEVERITIES),
+    is_flag=False,
+    flag_value="warning",
+    default=None,
+    help=f"Exit {EXIT_MISS} when a check of this severity or worse is MISS: error (a capture would fail), "
+    "warning (a feature is off; the default of a bare --strict), info (anything, a VM's missing PMU too).",
+)
 @mysql_options
-def doctor_cmd(pids: tuple, more_pids: tuple, out_dir: str, as_json: bool, strict: bool, **mysql) -> None:
+def doctor_cmd(pids: tuple, more_pids: tuple, out_dir: str, as_json: bool, strict: str | None, **mysql) -> None:
     """Check perf, permissions, the PMU, each native program, disk, and per server symbols, frame pointers
     and the MySQL connection: one that reaches that very process (its socket's listener, or the server end
     of the TCP connection), else which server answered instead."""
@@ -54,7 +64,7 @@ def doctor_cmd(pids: tuple, more_pids: tuple, out_dir: str, as_json: bool, stric
             mark = "ok  " if check.ok else "MISS"
             line = f"{mark} {check.name:<20} {check.detail}"
             click.echo(line + (f"\n     fix: {check.fix}" if check.fix else ""))
-    if strict and not all(c.ok for c in checks):
+    if strict and failing(checks, strict):
         raise click.exceptions.Exit(EXIT_MISS)
 
 

@@ -24,7 +24,7 @@ def exit_codes() -> list[tuple[int, str]]:
     for cls in _error_classes():
         if cls is not PmuprofError and cls.__doc__:
             codes.setdefault(cls.exit_code, cls.__doc__.strip().splitlines()[0].rstrip("."))
-    codes[EXIT_MISS] = "doctor --strict: at least one check is MISS"
+    codes[EXIT_MISS] = "doctor --strict[=SEVERITY]: a check of that severity or worse is MISS"
     codes[EXIT_WARNING] = (
         "capture --exit-code-on-findings: the worst finding is a warning; history --fail-on-regression"
     )

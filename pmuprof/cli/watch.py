@@ -99,6 +99,11 @@ Examples:
     help="perf sampling mode of each capture (see pmuprof record).",
 )
 @click.option(
+    "--off-cpu/--no-off-cpu",
+    default=None,
+    help="Each capture's off-CPU stacks, as for capture (default: on where cheap: CAP_BPF, kernel 6.16+).",
+)
+@click.option(
     "-o",
     "--output",
     "base_dir",
@@ -163,6 +168,7 @@ def watch_cmd(
     disk_free,
     frequency,
     mode,
+    off_cpu,
     base_dir,
     verbose,
     daemonize,
@@ -226,6 +232,7 @@ def watch_cmd(
             disk_free=disk_free,
             frequency=frequency,
             mode=mode,
+            off_cpu=off_cpu,
             base_dir=base_dir,
             verbose=verbose,
             keep=keep,
@@ -240,7 +247,7 @@ def watch_cmd(
         duration_s=duration_s,
         disk_floor=DiskFloor.parse(tuple(disk_free)),
         mysql_options=mysql_opts,
-        record={"frequency": frequency, "mode": mode, "mysql": use_mysql},
+        record={"frequency": frequency, "mode": mode, "mysql": use_mysql, "off_cpu": off_cpu},
         verbose=verbose,
         command=tuple(["pmuprof"] + sys.argv[1:]),
         publish=publish_to,

@@ -25,6 +25,7 @@ def unit_argv(
     disk_free: tuple[str, ...],
     frequency: int,
     mode: str,
+    off_cpu: bool | None,
     directory: str,
     verbose: bool,
     keep: Retention,
@@ -47,6 +48,7 @@ def unit_argv(
     argv += ["--max-captures", str(plan.max_captures)] if plan.max_captures is not None else []
     argv += [arg for floor in disk_free for arg in ("--disk-free", floor)]
     argv += ["-F", str(frequency), "--mode", mode, "-o", directory] + (["-v"] if verbose else [])
+    argv += [] if off_cpu is None else ["--off-cpu" if off_cpu else "--no-off-cpu"]
     if keep.off:
         argv.append("--no-retention")
     else:

@@ -9,16 +9,17 @@ from pathlib import Path
 from .. import arch
 from ..analysis import binaries
 from ..errors import PmuprofError
+from ..capture import caps as capabilities
 from ..capture.mysql import facts as mysql
 from ..capture.proc import host, process as target
 from ..packages import apt_install
 from ..paths import helper_path, perf_path
 from ..tools.native import helper
-from .doctor_check import Check
+from .doctor_check import SEVERITIES, Check
 from .doctor_native import CHECKS as NATIVE_CHECKS
 
-EXIT_MISS = 9  # doctor --strict when a check is MISS
-__all__ = ["Check", "EXIT_MISS", "run_checks"]
+EXIT_MISS = 9  # doctor --strict when a check of that severity or worse is MISS
+__all__ = ["Check", "EXIT_MISS", "failing", "run_checks"]
 
 
 def run_checks(
@@ -30,7 +31,9 @@ def run_checks(
     connection (``mysql_options`` None: --no-mysql, not checked)."""
     perf = perf_path()
     facts = host.facts(perf if perf and shutil.which(perf) else None)
-    checks = [_perf(perf, facts), _paranoid(facts), _pmu(facts), *(check() for check in NATIVE_CHECKS), _disk(out_dir)]
+    held = capabilities.effective()
+    checks = [_perf(perf, facts), _paranoid(facts, held), _caps(held), _pmu(facts)]
+    checks += [*(check() for check in NATIVE_CHECKS), _disk(out_dir)]
     found = pids or tuple(target.find_mysqld())
     for pid in found:
         checks += _target(pid)
@@ -43,22 +46,47 @@ def run_checks(
     return checks
 
 
+def failing(checks: list[Check], threshold: str) -> list[Check]:
+    """The MISS checks whose severity is ``threshold`` or worse (SEVERITIES runs from the worst)."""
+    worst = SEVERITIES.index(threshold)
+    return [c for c in checks if not c.ok and SEVERITIES.index(c.severity) <= worst]
+
+
 def _perf(perf, facts) -> Check:
     if not facts["perf_version"]:
         return Check("perf", "perf", False, "perf not found", f"{apt_install('perf')} (or set PMUPROF_PERF)", "error")
     return Check("perf", "perf", True, f"{perf} version {facts['perf_version']}", severity="error")
 
 
-def _paranoid(facts) -> Check:
-    value, root = facts["perf_event_paranoid"], facts["is_root"]
-    ok = root or (value is not None and value <= 0)
+def _paranoid(facts, held: frozenset[str]) -> Check:
+    """Per-CPU sampling: perf_event_paranoid <= 0, or CAP_PERFMON in the effective set (not the uid)."""
+    value, capable = facts["perf_event_paranoid"], capabilities.perfmon_capable(held)
+    ok = capable or (value is not None and value <= 0)
     return Check(
         "perf-event-paranoid",
         "perf_event_paranoid",
         ok,
-        f"{value} ({'root: not limited' if root else 'non-root'})",
-        "" if ok else "run as root, or `sysctl kernel.perf_event_paranoid=-1`, or grant CAP_PERFMON",
+        f"{value} ({'CAP_PERFMON: not limited' if capable else 'without CAP_PERFMON'})",
+        "" if ok else "run as root, or grant CAP_PERFMON, or `sysctl kernel.perf_event_paranoid=-1`",
         "error",
+    )
+
+
+def _caps(held: frozenset[str]) -> Check:
+    """The capabilities a capture of another user's server uses beyond perf's and the tracer's."""
+    lacking = [name for name in capabilities.LOSSES if name not in held]
+    detail = "; ".join(f"no {name}: {capabilities.LOSSES[name]}" for name in lacking) or "held: " + ", ".join(
+        sorted(capabilities.LOSSES)
+    )
+    if "CAP_SYS_ADMIN" not in held:  # left out of the units on purpose: wchan still names the wait
+        detail += "; no CAP_SYS_ADMIN: threads' kernel stacks (/proc/TID/stack) are not read, wchan is"
+    return Check(
+        "capabilities",
+        "capabilities",
+        not lacking,
+        detail,
+        "" if not lacking else f"run as root, or add {' '.join(lacking)} (a unit: CapabilityBoundingSet=)",
+        "warning",
     )
 
 

@@ -67,7 +67,7 @@ def perfdata_check() -> Check:
 
 
 def offcpu_check() -> Check:
-    """The off-CPU tracer: built, its libraries (libbpf), the kernel's BTF, root; and which mode it runs in."""
+    """The off-CPU tracer: built, its libraries (libbpf), the kernel's BTF, CAP_BPF and CAP_PERFMON; its mode."""
     why, fix = tracer.unavailable(())
     if why:
         return Check("offcpu", "off-CPU tracer", False, why, fix, "warning")
@@ -76,7 +76,7 @@ def offcpu_check() -> Check:
         if tracer.cheap_here()
         else "eager only (kernel without sched_exit_tp): ~3 us a switch, on only with --off-cpu"
     )
-    return Check("offcpu", "off-CPU tracer", True, f"{tracer.offcpu_path()}, BTF, root ({mode})")
+    return Check("offcpu", "off-CPU tracer", True, f"{tracer.offcpu_path()}, BTF, CAP_BPF, CAP_PERFMON ({mode})")
 
 
 CHECKS = (helper_check, folder_check, perfdata_check, offcpu_check)

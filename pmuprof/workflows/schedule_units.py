@@ -11,10 +11,14 @@ HEADER = "# Written by `pmuprof schedule install`; remove with `pmuprof schedule
 LOCK_FILE = "/run/lock/pmuprof-nightly.lock"
 CRON_LOG = "cron.log"  # in the runs' directory: what the cron job printed
 STATE_ROOT = "/var/lib/"
-# What perf and pmuprof need, measured on kernel 6.18 / perf 6.1 at perf_event_paranoid 2 by dropping
-# capabilities one at a time (setpriv --bounding-set): see docs/safety.md "The scheduled units".
+# What perf, the off-CPU tracer and pmuprof need, measured on kernel 6.18 / perf 6.1 at perf_event_paranoid 2
+# by dropping capabilities one at a time (setpriv --bounding-set): see docs/safety.md "The scheduled units".
+# CAP_SYS_ADMIN is left out on purpose: it would only add threads' kernel stacks (/proc/TID/stack) to
+# threads.json, where wchan names the wait; tests/integration/test_unit_capabilities.py runs each unit's
+# command under exactly this set.
 CAPABILITIES = (
     ("CAP_PERFMON", "perf record -a / perf stat -a (and perf record -p) at perf_event_paranoid > 0"),
+    ("CAP_BPF", "the off-CPU tracer's BPF programs and its on-CPU sampler (with CAP_PERFMON)"),
     ("CAP_SYS_PTRACE", "/proc/PID/exe, /proc/PID/fd/* and /proc/PID/mem of mysqld, which runs as another user"),
     (
         "CAP_DAC_READ_SEARCH",

@@ -11,7 +11,7 @@ from ...tools.native.offcpu import TracerOutput
 from ..proc.threads import ThreadNow
 from .symbols import UserSymbols
 
-NO_KERNEL_STACK = "kernel stacks unreadable here (/proc/PID/task/TID/stack needs root)"
+NO_KERNEL_STACK = "kernel stacks unreadable here (/proc/PID/task/TID/stack needs CAP_SYS_ADMIN)"
 
 
 def utc_now() -> str:

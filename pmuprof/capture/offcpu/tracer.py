@@ -1,6 +1,6 @@
 """Off-CPU capture beside perf: plan the tracer (or say why not), then name, fold and write what it summed.
 
-Root only: loading BPF needs CAP_BPF and CAP_PERFMON, and /proc kernel stacks and kallsyms need root.
+Loading BPF needs CAP_BPF and CAP_PERFMON (the effective set is checked, not the uid: capture/caps.py).
 The targets are never stopped or traced: the kernel sums off-CPU time per stack at sched_switch and
 the maps are read once, after the program is detached. Without BPF the capture goes on on-CPU only,
 with the /proc thread snapshots, and run.json says what was not recorded and why.
@@ -8,7 +8,6 @@ with the /proc thread snapshots, and run.json says what was not recorded and why
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from collections.abc import Mapping, Sequence
@@ -22,6 +21,7 @@ from ...packages import OFFCPU
 from ...paths import helper_path, offcpu_path
 from ...tools.native import helper, offcpu as tool, runnable
 from ...tools.native.symbolize import symbolize
+from .. import caps
 from ..proc import process, threads as proc_threads
 from . import snapshot
 from .fold import fold
@@ -64,8 +64,12 @@ def cheap_here() -> bool:
 
 def unavailable(pids: Sequence[int]) -> tuple[str, str]:
     """(why, fix) the tracer cannot run here, or ("", "")."""
-    if os.geteuid() != 0:
-        return "not root: BPF tracing needs root (CAP_BPF, CAP_PERFMON)", "run pmuprof as root"
+    lacking = caps.bpf_missing(caps.effective())
+    if lacking:
+        return (
+            f"no {' or '.join(lacking)}: BPF tracing needs CAP_BPF and CAP_PERFMON (effective capabilities)",
+            "run pmuprof as root with them (a systemd unit: in CapabilityBoundingSet=)",
+        )
     binary = offcpu_path()
     if binary is None:
         return ("pmuprof-offcpu is not built (clang with the BPF target and libbpf are needed)", runnable.fix(OFFCPU))
