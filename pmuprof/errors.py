@@ -59,6 +59,12 @@ class HelperError(PmuprofError):
     exit_code = 8
 
 
+class FactsError(PmuprofError):
+    """The server facts asked for were not collected (unreachable, refused, a wrong password): the report has the stacks only."""
+
+    exit_code = 11
+
+
 class Interrupted(PmuprofError):
     """Ctrl-C, SIGTERM or SIGHUP: what was captured so far has been kept (exit 128 + the signal number)."""
 

@@ -10,7 +10,7 @@ import click
 from ..pipeline import report_run
 from ..report.summary import run_summary
 from ..report.waiting import waiting
-from ..workflows.fleet import Outcome, hostname, publish
+from ..workflows.fleet import Outcome, facts_missing, hostname, publish
 from ..workflows.schedule import EXIT_CRITICAL, EXIT_WARNING, findings_exit_code
 from . import common
 from .fleetopts import fleet_options, pop_publish, published_on_error
@@ -62,7 +62,8 @@ def capture_cmd(quiet: bool, exit_code_on_findings: bool, as_json: bool, **kwarg
         result = common.after_record(out, lambda: report_run(out, rules, common.log))
         profile = result.profile
     code = findings_exit_code(result.findings) if exit_code_on_findings else 0
-    problem = common.capture_problem(profile.run, str(result.paths["html"]), opts.off_cpu is True)
+    html = str(result.paths["html"])
+    problem = common.capture_problem(profile.run, html, opts.off_cpu is True) or facts_missing(profile, use_mysql, html)
     publish(
         target,
         Outcome(

@@ -14,6 +14,7 @@ import click
 
 from .. import __version__, memory, outfile, signals
 from ..errors import PmuprofError
+from . import streams
 
 EXIT_INTERNAL = 1  # a bug in pmuprof (docs/usage.md: exit codes)
 
@@ -111,6 +112,7 @@ def _internal_error(err: BaseException) -> int:
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; every outcome is one line on stderr and an exit code from the exit-code table (docs/usage.md)."""
     memory.release_large_blocks()
+    streams.guard()  # a reader that goes away (| head -1) costs its output, never the report
     with signals.installed():
         return _main(argv)
 

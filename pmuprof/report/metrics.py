@@ -1,9 +1,10 @@
 """Prometheus text-format metrics of one run, for node_exporter's textfile collector (pure).
 
-Named by Prometheus' conventions: 0-1 values end in ``_ratio``; the profiled server is the ``server``
-label (``instance`` is the scrape target's, and node_exporter's would overwrite it); a batch job's
-``pmuprof_last_success_timestamp_seconds`` survives failed runs, which export no findings gauges
-(a failed run is not a clean one) and ``pmuprof_last_run_failed 1``.
+Named by Prometheus' conventions: 0-1 values end in ``_ratio``, one denominator per name; the profiled
+server is the ``server`` label (``instance`` is the scrape target's, and node_exporter's would overwrite
+it); series are keyed by labels that outlive a server upgrade (rule ids, ranks), frame names are only in
+``*_info`` metrics; a batch job's ``pmuprof_last_success_timestamp_seconds`` survives failed runs, which
+export no findings gauges (a failed run is not a clean one) and ``pmuprof_last_run_failed 1``.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from collections.abc import Mapping
 
 from .. import __version__
 from ..findings.diagnosis import Diagnosis
+from ..findings.hostload import BASIS as HOST_BASIS
 from ..findings.model import Finding
 from ..model.profile import Profile
 
@@ -24,15 +26,25 @@ SEVERITIES = ("critical", "warning", "info")
 HELP = {
     "pmuprof_last_run_timestamp_seconds": "When the last pmuprof run ended (Unix time).",
     "pmuprof_last_run_exit_code": "Exit status of the last pmuprof run (0 ok, 10 warning, 20 critical, else an error).",
-    "pmuprof_last_run_failed": "1 when the last run failed (no profile or findings to trust), else 0.",
+    "pmuprof_last_run_failed": "1 when the last run failed or lacked the server facts it was asked for, else 0.",
     "pmuprof_last_success_timestamp_seconds": "When the last run that succeeded ended (Unix time).",
     "pmuprof_last_run_duration_seconds": "Length of the last capture window.",
     "pmuprof_info": "pmuprof version and the event the last run sampled.",
     "pmuprof_samples": "Samples of each profiled server in the last run.",
     "pmuprof_findings": "Findings of the last run by severity (absent after a failed run).",
-    "pmuprof_finding_share_ratio": "Share of the server's samples a finding covers.",
-    "pmuprof_function_self_share_ratio": "Share of the server's samples whose leaf is this function (top functions).",
+    "pmuprof_finding_share_ratio": "Share of the server's on-CPU samples a finding covers (findings graded on samples).",
+    "pmuprof_finding_offcpu_share_ratio": "Share of the server's off-CPU time a finding covers (graded on off-CPU time).",
+    "pmuprof_finding_host_share_ratio": "Share of the host's CPU time a host finding covers (other processes' time).",
+    "pmuprof_finding_frame_info": "The hot frame each finding names (its name may change with the server build).",
+    "pmuprof_top_function_self_share_ratio": "Share of the server's samples whose leaf is the function at this rank.",
+    "pmuprof_top_function_info": "The function at each rank of pmuprof_top_function_self_share_ratio.",
     "pmuprof_ipc_ratio": "Instructions per cycle counted during the last run.",
+}
+# A finding's share is of its basis (Finding.basis): one metric name per denominator.
+SHARE_METRICS = {
+    "samples": "pmuprof_finding_share_ratio",
+    "off-CPU time": "pmuprof_finding_offcpu_share_ratio",
+    HOST_BASIS: "pmuprof_finding_host_share_ratio",
 }
 
 
@@ -90,14 +102,22 @@ def _profile_lines(m: RunMetrics, base: dict[str, str]) -> dict[str, list[str]]:
         if not total:
             continue
         top = sorted(part.self_counts().items(), key=lambda kv: (-kv[1], kv[0]))[:TOP_FUNCTIONS]
-        for name, count in top:
-            labels = {**base, "server": inst, "function": name[:MAX_LABEL]}
-            out["pmuprof_function_self_share_ratio"].append(
-                _line("pmuprof_function_self_share_ratio", labels, count / total)
+        for rank, (name, count) in enumerate(top, 1):  # series keyed by rank; the name only in the info metric
+            labels = {**base, "server": inst, "rank": str(rank)}
+            out["pmuprof_top_function_self_share_ratio"].append(
+                _line("pmuprof_top_function_self_share_ratio", labels, count / total)
+            )
+            out["pmuprof_top_function_info"].append(
+                _line("pmuprof_top_function_info", {**labels, "function": name[:MAX_LABEL]}, 1)
             )
     for f in m.diagnosis.findings if m.succeeded else ():
         labels = {**base, "server": _instance_of(f, instances), "rule": f.rule, "severity": f.severity}
-        out["pmuprof_finding_share_ratio"].append(_line("pmuprof_finding_share_ratio", labels, round(f.share, 6)))
+        metric = SHARE_METRICS.get(f.basis)
+        if metric is not None:
+            out[metric].append(_line(metric, labels, round(f.share, 6)))
+        if f.chain:
+            frame = {**base, "server": labels["server"], "rule": f.rule, "frame": f.chain[0][:MAX_LABEL]}
+            out["pmuprof_finding_frame_info"].append(_line("pmuprof_finding_frame_info", frame, 1))
     for proc, ipc in profile.counters.ipc_by_process().items():
         inst = proc or (instances[0] if len(instances) == 1 else "all")
         out["pmuprof_ipc_ratio"].append(_line("pmuprof_ipc_ratio", {**base, "server": inst}, ipc))

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from collections.abc import Callable, Iterable
 
-from ..errors import UsageError
+from ..errors import FactsError, UsageError
 from ..findings.diagnosis import Diagnosis
 from ..model.profile import Profile
 from ..model.rundir import REPORT_HTML
@@ -93,6 +93,21 @@ def verdict(outcome: Outcome) -> str:
         return f"ERROR (exit {outcome.exit_code}): {' '.join(outcome.error.split())}"[:300]
     profile = outcome.profile
     return verdict_line(outcome.diagnosis, profile.total if profile else 0, hostname(profile))
+
+
+def facts_missing(profile: Profile, asked: bool, what: str) -> FactsError | None:
+    """The degraded run: server facts were asked for (no --no-mysql) about a mysqld / mariadbd target, and the
+    run has none (mysql.json says why). ``what`` is the report, which was written."""
+    if not asked or not any(t.is_mysqld for t in profile.run.targets):
+        return None
+    server = profile.server
+    if server is not None and server.reachable:
+        return None
+    why = (server.error if server is not None else "") or "no mysql.json"
+    return FactsError(
+        f"server facts not collected ({' '.join(why.split())[:300]}); the report has the stacks only: {what}",
+        "pass --mysql-socket / -u / --defaults-file (check them with `pmuprof doctor`), or --no-mysql",
+    )
 
 
 def succeeded(outcome: Outcome) -> bool:

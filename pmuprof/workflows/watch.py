@@ -23,7 +23,7 @@ from ..model.jsontypes import from_json
 from ..model.run import Trigger
 from ..model.watchpolls import BEFORE_POLLS, PollRow, WatchPolls, write_tsv
 from ..pipeline import report_run
-from .fleet import Outcome, Publish, publish
+from .fleet import Outcome, Publish, facts_missing, publish
 from .schedule import age_text, findings_exit_code, is_pmuprof_run
 from .schedule_io import disk_free, prune
 from .triggers import (
@@ -302,7 +302,11 @@ def capture_once(
     try:
         result = report_run(out, log=log)
         log(f"report: {result.paths['html']}")
-        outcome = Outcome(findings_exit_code(result.findings), out, result.profile, result.diagnosis, ended=time.time())
+        degraded = facts_missing(result.profile, opts.record.get("mysql", True), str(result.paths["html"]))
+        if degraded:
+            log(f"warning: {degraded}")
+        code = degraded.exit_code if degraded else findings_exit_code(result.findings)
+        outcome = Outcome(code, out, result.profile, result.diagnosis, str(degraded or ""), time.time())
     except PmuprofError as err:  # an unreadable recording must not end the watch
         log(f"no report for {out}: {err}")
         outcome = Outcome(err.exit_code, out, error=str(err), ended=time.time())

@@ -116,8 +116,10 @@ def test_node_exporter_serves_the_metrics_of_a_capture(node_exporter, target, tm
     assert samples and all(
         labels["host"] == host and labels["server"] and "exported_instance" not in labels for labels, _ in samples
     )
-    funcs = _samples(text, "pmuprof_function_self_share_ratio")
+    funcs = _samples(text, "pmuprof_top_function_self_share_ratio")
     assert funcs and sum(v for _, v in funcs) <= 1.0 + 1e-9
+    names = {labels["rank"]: labels["function"] for labels, _ in _samples(text, "pmuprof_top_function_info")}
+    assert set(names) == {labels["rank"] for labels, _ in funcs} and all(names.values())
     stamp = _samples(text, "pmuprof_last_run_timestamp_seconds")[0][1]
     assert abs(stamp - time.time()) < 600
     assert _samples(text, "pmuprof_last_success_timestamp_seconds")[0][1] == stamp
@@ -154,7 +156,7 @@ def test_hostile_label_values_survive_node_exporters_parser(node_exporter):
     write_textfile(textdir / "hostile.prom", render_metrics(RunMetrics('db"1\\', "hostile", 1.0, 0, profile)))
     text = _scrape(url)
     assert re.search(r"^node_textfile_scrape_error 0$", text, re.M), text[-2000:]
-    names = {labels["function"] for labels, _ in _samples(text, "pmuprof_function_self_share_ratio")}
+    names = {labels["function"] for labels, _ in _samples(text, "pmuprof_top_function_info")}
     assert NASTY in names and "ok" in names
     assert {labels["host"] for labels, _ in _samples(text, "pmuprof_samples")} == {'db"1\\'}
     # and node_exporter does reject a broken file, so the check above can fail

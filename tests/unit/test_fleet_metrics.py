@@ -13,12 +13,23 @@ import pytest
 
 from pmuprof.errors import UsageError
 from pmuprof.findings.diagnosis import Diagnosis
-from pmuprof.findings.model import Finding
+from pmuprof.findings.hostload import BASIS as HOST_BASIS
+from pmuprof.findings.model import Confidence, Finding
 from pmuprof.model.counters import Counters, CounterValue
 from pmuprof.model.profile import Profile
-from pmuprof.report.metrics import TOP_FUNCTIONS, RunMetrics, escape_label, last_success, render_metrics
+from pmuprof.model.run import Run, Target
+from pmuprof.model.server import ServerFacts
+from pmuprof.report.metrics import (
+    HELP,
+    SHARE_METRICS,
+    TOP_FUNCTIONS,
+    RunMetrics,
+    escape_label,
+    last_success,
+    render_metrics,
+)
 from pmuprof.report.summary import verdict_line
-from pmuprof.workflows.fleet import Notify, Outcome, Publish, publish, run_notify, write_textfile
+from pmuprof.workflows.fleet import Notify, Outcome, Publish, facts_missing, publish, run_notify, write_textfile
 
 NASTY = 'std::map<K, "V">::operator[]\\x\nnext'
 SERIES = re.compile(r'^([a-z_]+)\{((?:[a-z_]+="(?:[^"\\\n]|\\[\\"n])*",?)*)\} (\S+)$')
@@ -65,19 +76,21 @@ def test_metrics_text_is_valid_escaped_and_has_one_series_per_label_set():
     assert len(keys) == len(set(keys)), "node_exporter rejects a file with a duplicate series"
     assert all(labels["host"] == "db1" and labels["source"] == "pmuprof" for _, labels, _ in series)
     values = {
-        (n, labels.get("rule") or labels.get("function") or labels.get("severity") or ""): v for n, labels, v in series
+        (n, labels.get("rule") or labels.get("function") or labels.get("rank") or labels.get("severity") or ""): v
+        for n, labels, v in series
     }
     assert values[("pmuprof_finding_share_ratio", "innodb-spin-wait")] == "0.5"  # the larger of the two kept
     assert values[("pmuprof_last_run_exit_code", "")] == "20"
     assert values[("pmuprof_last_run_timestamp_seconds", "")] == "1700000000.5"
     assert values[("pmuprof_findings", "critical")] == "2" and values[("pmuprof_findings", "warning")] == "0"
     assert values[("pmuprof_ipc_ratio", "")] == "0.5"
-    assert float(values[("pmuprof_function_self_share_ratio", "ut_delay")]) == pytest.approx(60 / 120)
-    assert sum(1 for n, _, _ in series if n == "pmuprof_function_self_share_ratio") == TOP_FUNCTIONS
+    assert float(values[("pmuprof_top_function_self_share_ratio", "1")]) == pytest.approx(60 / 120)
+    assert values[("pmuprof_top_function_info", "ut_delay")] == "1"  # rank 1's name, in the info metric only
+    assert sum(1 for n, _, _ in series if n == "pmuprof_top_function_self_share_ratio") == TOP_FUNCTIONS
     nasty = [
         labels["function"]
         for n, labels, _ in series
-        if n == "pmuprof_function_self_share_ratio" and "map" in labels["function"]
+        if n == "pmuprof_top_function_info" and "map" in labels["function"]
     ]
     assert nasty == [escape_label(NASTY)] and "\n" not in nasty[0]
     assert text.count("# TYPE pmuprof_finding_share_ratio gauge") == 1
@@ -217,3 +230,93 @@ def test_promtool_lints_the_metrics_clean():
         timeout=60,
     )
     assert bad.returncode != 0  # the control: promtool does complain about a misnamed gauge
+
+
+def _build(unnamed: str) -> Profile:
+    """The same server, another build: its unnamed InnoDB function sits at another address."""
+    stacks = {
+        ("mariadbd", "start_thread", "fil_space_get", unnamed): 60,
+        ("mariadbd", "start_thread", "row_search_mvcc"): 40,
+    }
+    return Profile(stacks)
+
+
+STABLE_LABELS = {"host", "source", "server", "rule", "severity", "rank", "version", "event"}
+
+
+def test_series_are_keyed_by_stable_labels_and_names_live_in_info_metrics():
+    """Two builds of one server: every series but the *_info ones keeps its labels, so none churns."""
+    keys = []
+    for unnamed in ("[mariadbd+0xd93de0]", "[mariadbd+0xd94a10]"):
+        spin = Finding(
+            "innodb-spin-wait", "critical", "spin", 0.6, process="mariadbd", chain=(unnamed, "fil_space_get")
+        )
+        text = render_metrics(RunMetrics("db1", "nightly", 1.0, 20, _build(unnamed), Diagnosis.of((spin,))))
+        series = _parse(text)
+        assert ("pmuprof_finding_frame_info", unnamed) in {(n, labels.get("frame")) for n, labels, _ in series}
+        assert ("pmuprof_top_function_info", unnamed) in {(n, labels.get("function")) for n, labels, _ in series}
+        keys.append({(n, tuple(sorted(labels.items()))) for n, labels, _ in series if not n.endswith("_info")})
+        assert all(set(labels) <= STABLE_LABELS for n, labels, _ in series if not n.endswith("_info"))
+    assert keys[0] == keys[1]
+
+
+def _graded_on(basis: str) -> Confidence:
+    return Confidence(None, None, None, None, (), (), "high", basis=basis)
+
+
+def test_one_denominator_per_metric_name():
+    """A share of samples, of off-CPU time and of the host's CPU time are three metrics, never one."""
+    findings = (
+        Finding("innodb-spin-wait", "critical", "spin", 0.5, process="mariadbd"),
+        Finding(
+            "offcpu-row-lock-wait", "warning", "locks", 0.7, process="mariadbd", confidence=_graded_on("off-CPU time")
+        ),
+        Finding("host-saturated", "warning", "host", 0.9, process="mariadbd", confidence=_graded_on(HOST_BASIS)),
+    )
+    series = _parse(render_metrics(RunMetrics("db1", "nightly", 1.0, 10, _profile(), Diagnosis.of(findings))))
+    rules = {n: {labels["rule"] for m, labels, _ in series if m == n} for n in SHARE_METRICS.values()}
+    assert rules == {
+        "pmuprof_finding_share_ratio": {"innodb-spin-wait"},
+        "pmuprof_finding_offcpu_share_ratio": {"offcpu-row-lock-wait"},
+        "pmuprof_finding_host_share_ratio": {"host-saturated"},
+    }
+    assert len({HELP[name] for name in SHARE_METRICS.values()}) == 3
+
+
+def _mysqld_profile(server: ServerFacts | None) -> Profile:
+    return Profile(
+        {("mariadbd", "f"): 1},
+        run=Run(targets=(Target(pid=1, label="mariadbd", comm="mariadbd", is_mysqld=True),)),
+        server=server,
+    )
+
+
+@pytest.mark.parametrize(
+    "server, asked, degraded",
+    [
+        (ServerFacts(reachable=False, error="(1045, \"Access denied for user 'prof'\")"), True, True),
+        (None, True, True),
+        (ServerFacts(reachable=True), True, False),
+        (ServerFacts(reachable=False, error="refused"), False, False),  # --no-mysql: nothing was asked
+    ],
+)
+def test_a_run_without_the_facts_it_asked_for_is_degraded(tmp_path, server, asked, degraded):
+    """Exit 11 and `pmuprof_last_run_failed 1`, the last success kept, no findings gauges (not a clean run)."""
+    profile = _mysqld_profile(server)
+    problem = facts_missing(profile, asked, "r/report.html")
+    assert (problem is not None) is degraded
+    prom = tmp_path / "nightly.prom"
+    publish(Publish(prom), Outcome(0, profile=profile, ended=100.0), [].append)
+    code = problem.exit_code if problem else 0
+    publish(Publish(prom), Outcome(code, profile=profile, error=str(problem or ""), ended=200.0), [].append)
+    values = {n: v for n, _, v in _parse(prom.read_text())}
+    assert values["pmuprof_last_run_failed"] == ("1" if degraded else "0")
+    assert values["pmuprof_last_success_timestamp_seconds"] == ("100" if degraded else "200")
+    assert ("pmuprof_findings" in values) is not degraded
+    if degraded:
+        assert code == 11 and ("Access denied" if server else "no mysql.json") in str(problem)
+
+
+def test_a_target_that_is_no_server_asks_for_no_facts():
+    profile = Profile({("python3", "f"): 1}, run=Run(targets=(Target(pid=1, label="python3", comm="python3"),)))
+    assert facts_missing(profile, True, "r/report.html") is None
