@@ -11,6 +11,22 @@ from .exitcodes import exit_codes
 _CODE_SPAN = re.compile(r"(`[^`\n]*`)")
 
 
+def help_record(param: click.Parameter, ctx: click.Context) -> tuple[str, str] | None:
+    """An option's (names, help) as the man page and cli.md show it, the same under every click 8.x:
+    arguments have no row (click 8.5 gives them one), and a choice lists its choices as declared
+    (click 8.2+ shows a case-insensitive Choice's choices case-folded, 8.1 as declared)."""
+    if not isinstance(param, click.Option):
+        return None
+    record = param.get_help_record(ctx)
+    if record is None:
+        return None
+    names, text = record
+    if isinstance(param.type, click.Choice) and param.metavar is None:
+        declared = "[" + "|".join(str(choice) for choice in param.type.choices) + "]"
+        names = re.sub(r" \[[^\]]*\]", lambda _: " " + declared, names)
+    return names, text
+
+
 def md_text(text: str, table: bool = False) -> str:
     """Help text as Markdown: outside code spans, characters that would format or hide it are escaped."""
     out = []
@@ -48,7 +64,7 @@ def subcommand(group: click.Group, ctx: click.Context, name: str) -> click.Comma
 
 
 def _options(cmd: click.Command, ctx: click.Context) -> list[str]:
-    rows = [row for param in cmd.get_params(ctx) if (row := param.get_help_record(ctx)) is not None]
+    rows = [row for param in cmd.get_params(ctx) if (row := help_record(param, ctx)) is not None]
     if not rows:
         return []
     out = ["| option | meaning |", "|---|---|"]

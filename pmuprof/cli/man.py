@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from .. import __version__
-from .clidoc import subcommand
+from .clidoc import help_record, subcommand
 from .exitcodes import exit_codes
 
 ENVIRONMENT = (
@@ -44,7 +44,7 @@ def _paragraphs(text: str) -> list[str]:
 
 
 def _option(param: click.Parameter, ctx: click.Context) -> list[str]:
-    record = param.get_help_record(ctx)
+    record = help_record(param, ctx)
     if record is None:
         return []
     names, help_text = record
