@@ -24,6 +24,7 @@ EPILOG = """\b
 Examples:
   pmuprof schedule install --at 03:00 --all-mysqld --dry-run                # print the units, change nothing
   pmuprof schedule install --all-mysqld --scheduler systemd --dry-run       # the systemd units even on a cron host
+  pmuprof schedule install --all-mysqld --scheduler systemd --root pkg/     # into a package being built
   pmuprof schedule install --at 03:00 --all-mysqld -d 60 --keep-days 14     # nightly 60 s capture, 2 weeks kept
   pmuprof schedule install --all-mysqld --call-graph dwarf -F 49 --off-cpu  # capture options pass through
   pmuprof schedule install --at 02:30 --all-mysqld --keep-size 5G --defaults-file /etc/pmuprof/my.cnf
@@ -124,6 +125,12 @@ def self_launcher() -> tuple[tuple[str, ...], str]:
 @SCHEDULER
 @click.option("--exe", default=None, help="pmuprof executable the timer runs (default: the one running this command).")
 @click.option("--dry-run", is_flag=True, help="Print what would be written; change nothing.")
+@click.option(
+    "--root",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Write the files under this directory (a package or an image being built) and enable nothing.",
+)
 def install_cmd(
     at,
     pids,
@@ -143,6 +150,7 @@ def install_cmd(
     scheduler,
     exe,
     dry_run,
+    root,
     **kwargs,
 ) -> None:
     """Write and enable the nightly timer."""
@@ -172,7 +180,7 @@ def install_cmd(
         for name, text in schedule_io.rendered(spec, systemd, cron_offset_s=offset).items():
             click.echo(f"# ---- {name}\n{text}")
         return
-    for line in schedule_io.install(spec, systemd, cron_offset_s=offset):
+    for line in schedule_io.install(spec, systemd, Path(root or "/"), cron_offset_s=offset):
         common.log(line)
     common.log(f"nightly capture at {at} into {spec.directory} ({'systemd timer' if systemd else 'cron'})")
 

@@ -22,6 +22,8 @@ from .schedule import CRON_FILE, RUN_FILES, UNIT_NAME, Deletion, RunEntry, Sched
 from .schedule_units import cron_text, service_unit, timer_unit
 
 UNIT_DIR = Path("/etc/systemd/system")
+# The Debian package's copy of the units, with schedule install's defaults; a unit in UNIT_DIR overrides it.
+VENDOR_UNIT_DIR = Path("/lib/systemd/system")
 SYSTEMCTL_TIMEOUT_S = 60
 HEADER = "# Written by `pmuprof schedule install`"
 SPEC_PREFIX = "# pmuprof-spec: "
@@ -88,7 +90,7 @@ def install(spec: ScheduleSpec, systemd: bool, root: Path = Path("/"), cron_offs
     for name, text in files.items():
         outfile.ensure_dir(Path(name).parent)
         outfile.write_text(Path(name), text)
-    if systemd:
+    if systemd and root == Path("/"):  # under another root (a package being built) nothing is enabled
         _systemctl("daemon-reload")
         _systemctl("enable", "--now", f"{UNIT_NAME}.timer")
     return [f"wrote {name}" for name in files]
@@ -110,7 +112,8 @@ def remove(systemd: bool, root: Path = Path("/")) -> list[str]:
 
 def installed_spec(root: Path = Path("/")) -> dict | None:
     service, _, cron = _paths(root)
-    for path in (service, cron):
+    vendor = root / VENDOR_UNIT_DIR.relative_to("/") / service.name
+    for path in (service, vendor, cron):
         if _ours(path):
             for line in path.read_text(encoding="utf-8").splitlines():
                 if line.startswith(SPEC_PREFIX):

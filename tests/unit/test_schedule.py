@@ -294,3 +294,26 @@ def test_cli_install_dry_run_and_prune(tmp_path, capsys):
     assert (tmp_path / "a").is_dir()
     assert main(["schedule", "prune", "--dir", str(tmp_path), "--keep-days", "3"]) == 0
     assert not (tmp_path / "a").exists() and (tmp_path / "b").is_dir()
+
+
+def test_install_under_a_root_enables_nothing_and_status_finds_the_vendor_units(tmp_path, monkeypatch, capsys):
+    """`schedule install --root DIR` (debian/rules) writes the units under DIR and calls no systemctl; a
+    host with those units in /lib/systemd/system (the .deb) has a schedule that status reports."""
+    from pmuprof.cli.main import main
+
+    def no_systemctl(*args):
+        raise AssertionError(f"systemctl {args} called")
+
+    monkeypatch.setattr(schedule_io, "_systemctl", no_systemctl)
+    exe = shutil.which("sh")
+    argv = ["schedule", "install", "--all-mysqld", "--scheduler", "systemd", "--exe", exe, "--root", str(tmp_path)]
+    assert main(argv) == 0
+    units = tmp_path / "etc" / "systemd" / "system"
+    assert sorted(p.name for p in units.iterdir()) == ["pmuprof-nightly.service", "pmuprof-nightly.timer"]
+    assert f"exec {exe} capture --all-mysqld" in (units / "pmuprof-nightly.service").read_text()
+    capsys.readouterr()
+    vendor = tmp_path / "lib" / "systemd" / "system"
+    vendor.parent.mkdir(parents=True)
+    units.rename(vendor)  # as the package installs them
+    spec = schedule_io.installed_spec(tmp_path)
+    assert spec is not None and spec["directory"] == "/var/lib/pmuprof" and spec["all_mysqld"]
