@@ -2,9 +2,11 @@
 # Set up pmuprof on Debian 12 (as root) from this checkout, then run one job:
 #   sh bootstrap.sh demo   # install everything, run `pmuprof demo` (the built-in workload)
 #   sh bootstrap.sh test   # install everything, run the whole test suite
+#   sh bootstrap.sh test PATH...   # install everything, run these tests (pytest's arguments)
 set -eu
 cd "$(dirname "$0")"
 JOB="${1:-demo}"
+if [ $# -gt 0 ]; then shift; fi
 
 APT_PACKAGES="linux-perf build-essential pkg-config clang libpfm4-dev libdw-dev libelf-dev libcapstone-dev libiberty-dev \
   libbpf-dev mariadb-server mariadb-client sysbench gdb systemd python3-pip python3-venv"
@@ -12,9 +14,10 @@ APT_PACKAGES="linux-perf build-essential pkg-config clang libpfm4-dev libdw-dev 
 # clang-format checks the C style, bpftool checks it leaves nothing attached;
 # debuginfod-find for the debuginfod tests; Maven fetches MariaDB 10.2.11 and 11.4.5 (full symbols) for the
 # second and third servers (11.4.5's mariadbd needs no library beyond mariadb-server's and systemd's);
-# node_exporter scrapes the textfile metrics (policy-rc.d below keeps its service from starting too).
+# node_exporter scrapes the textfile metrics (policy-rc.d below keeps its service from starting too);
+# mmdebstrap makes the fresh Debian 12 root in which tests/install runs the README's install commands.
 if [ "$JOB" = test ]; then
-  APT_PACKAGES="$APT_PACKAGES chromium clang-format bpftool debuginfod prometheus-node-exporter"
+  APT_PACKAGES="$APT_PACKAGES chromium clang-format bpftool debuginfod prometheus-node-exporter mmdebstrap"
   command -v mvn >/dev/null 2>&1 || APT_PACKAGES="$APT_PACKAGES maven"
 fi
 
@@ -60,6 +63,6 @@ setup_speedscope() {
 
 case "$JOB" in
   demo) exec "$PY" -m pmuprof demo ;;
-  test) setup_pprof; setup_speedscope; exec "$PY" -m pytest -q -p no:cacheprovider tests ;;
+  test) setup_pprof; setup_speedscope; [ $# -gt 0 ] || set -- tests; exec "$PY" -m pytest -q -p no:cacheprovider "$@" ;;
   *) echo "usage: sh bootstrap.sh demo|test" >&2; exit 2 ;;
 esac

@@ -129,7 +129,7 @@ def test_readme_extras_lines_print_the_man_page_and_the_completion():
     """pipx < 1.5 installs no man page: the README's two lines write it and the completion script."""
     section = (REPO / "README.md").read_text(encoding="utf-8").split("### Production install", 1)[1]
     assert "pmuprof man > /usr/local/share/man/man1/pmuprof.1" in section
-    assert "_PMUPROF_COMPLETE=bash_source pmuprof > /etc/bash_completion.d/pmuprof" in section
+    assert "_PMUPROF_COMPLETE=bash_source pmuprof > /usr/local/share/bash-completion/completions/pmuprof" in section
     env = {**os.environ, "_PMUPROF_COMPLETE": "bash_source"}
     script = subprocess.run(
         [sys.executable, "-m", "pmuprof"], env=env, cwd=REPO, capture_output=True, text=True, timeout=60
