@@ -93,7 +93,7 @@ def _nightly(tmp: Path, pid: int) -> str:
         directory=str(tmp / "runs"),
         duration_s=3,
         exe=(sys.executable, "-m", "pmuprof"),
-        pid=pid,
+        pids=(pid,),
         capture_args=("--off-cpu", "--no-mysql", "-q"),
         pythonpath=str(REPO),
     )
