@@ -1,4 +1,4 @@
-"""Shared pytest setup: make tests/ helpers importable; ``target``: a process to capture."""
+"""Shared pytest setup: make tests/ helpers importable, the opt-in tiers; ``target``: a process to capture."""
 
 import signal
 import subprocess
@@ -16,6 +16,28 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 if signal.getsignal(signal.SIGHUP) is signal.SIG_IGN:
     signal.signal(signal.SIGHUP, signal.SIG_DFL)
+
+
+# Opt-in tiers: collected with the suite, skipped unless `-m` names them (docs/development.md has each one's
+# command and time budget). Neither fits the default suite's time: they install whole systems from the network.
+OPT_IN = {
+    "cleanroot": "the install commands of the docs, as written, in fresh Debian 12 roots (root, mmdebstrap)",
+    "newest_deps": "pmuprof on the newest dependency versions pyproject.toml allows (fetched from the index)",
+}
+
+
+def pytest_configure(config):
+    for name, what in OPT_IN.items():
+        config.addinivalue_line("markers", f"{name}: {what}")
+
+
+def pytest_collection_modifyitems(config, items):
+    asked = config.getoption("markexpr", "") or ""
+    for item in items:
+        for name in OPT_IN:
+            if item.get_closest_marker(name) and name not in asked:
+                why = f"the {name} tier runs only when asked: pytest -m {name} (docs/development.md)"
+                item.add_marker(pytest.mark.skip(reason=why))
 
 
 @pytest.fixture

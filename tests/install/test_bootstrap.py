@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
+
 from .cleanroot import CleanRoot
 from .doccmds import REPO, block
+
+pytestmark = pytest.mark.cleanroot
 
 CLONE = "/root/pmuprof"
 # The test job's installation runs as written; then these tests rather than the whole suite (the suite runs on

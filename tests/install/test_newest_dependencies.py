@@ -16,6 +16,7 @@ import pytest
 
 from .doccmds import REPO
 
+pytestmark = pytest.mark.newest_deps
 # The suite's tests that read the CLI definitions (click), the metrics writer and the stacks (numpy). tests/unit,
 # tests/rules and tests/cli ran on these versions once (click 8.5.1, numpy 2.4.6, Jinja2 3.1.6, PyYAML 6.0.4,
 # PyMySQL 1.2.4: 1115 of 1116 passed, the other a README link to a section written later), in 21 min on the

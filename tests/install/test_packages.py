@@ -18,6 +18,7 @@ from pmuprof import __version__
 from .cleanroot import CleanRoot
 from .doccmds import REPO, block
 
+pytestmark = pytest.mark.cleanroot
 CLONE = "/root/pmuprof"
 WHEEL = f"pmuprof-{__version__}-py3-none-linux_x86_64.whl"
 SDIST = f"pmuprof-{__version__}.tar.gz"
