@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -75,8 +76,17 @@ def base_tarball(log: Path) -> Path:
         return tar
 
 
+HOST_SOURCES = Path("/etc/apt/sources.list.d/debian.sources")
+
+
 def _sources() -> str:
-    """A stock Debian 12 sources list: the release, its updates and security (deb822)."""
+    """This host's Debian 12 sources list, as any machine on its network has it (a local mirror), unless a
+    mirror was named; else the stock one: the release, its updates and security (deb822)."""
+    named = "PMUPROF_DEBIAN_MIRROR" in os.environ or "PMUPROF_DEBIAN_SECURITY" in os.environ
+    if not named and HOST_SOURCES.is_file():
+        text = HOST_SOURCES.read_text(encoding="utf-8", errors="replace")
+        if re.search(rf"^Suites:.*\b{SUITE}\b", text, re.M):
+            return text
     stanza = "Types: deb\nURIs: {}\nSuites: {}\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n"
     return stanza.format(MIRROR, f"{SUITE} {SUITE}-updates") + "\n" + stanza.format(SECURITY, f"{SUITE}-security")
 
@@ -105,7 +115,7 @@ class CleanRoot:
         subprocess.run(["rm", "-rf", "--one-file-system", str(self.path)], check=False)
 
     def _configure(self) -> None:
-        """What a new Debian 12 machine on this network has: the stock sources list, this host's name
+        """What a new Debian 12 machine on this network has: its Debian sources list, this host's name
         server, and this host's CA bundle (a TLS-inspecting proxy's CA survives update-ca-certificates from
         /usr/local/share/ca-certificates). Apt answers yes as the person typing the README would."""
         etc = self.path / "etc"
