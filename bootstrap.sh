@@ -15,7 +15,7 @@ APT_PACKAGES="linux-perf build-essential pkg-config clang libpfm4-dev libdw-dev 
 # debuginfod-find for the debuginfod tests; Maven fetches MariaDB 10.2.11 and 11.4.5 (full symbols) for the
 # second and third servers (11.4.5's mariadbd needs no library beyond mariadb-server's and systemd's);
 # node_exporter scrapes the textfile metrics (policy-rc.d below keeps its service from starting too);
-# mmdebstrap makes the fresh Debian 12 root in which tests/install runs the README's install commands.
+# mmdebstrap makes the fresh Debian 12 roots in which the clean-root tier (.ci/install) runs the install commands.
 if [ "$JOB" = test ]; then
   APT_PACKAGES="$APT_PACKAGES chromium clang-format bpftool debuginfod prometheus-node-exporter mmdebstrap"
   command -v mvn >/dev/null 2>&1 || APT_PACKAGES="$APT_PACKAGES maven"
@@ -64,5 +64,5 @@ setup_speedscope() {
 case "$JOB" in
   demo) exec "$PY" -m pmuprof demo ;;
   test) setup_pprof; setup_speedscope; [ $# -gt 0 ] || set -- tests; exec "$PY" -m pytest -q -p no:cacheprovider "$@" ;;
-  *) echo "usage: sh bootstrap.sh demo|test" >&2; exit 2 ;;
+  *) echo "usage: sh bootstrap.sh demo | test [PYTEST ARGS...]" >&2; exit 2 ;;
 esac
