@@ -58,11 +58,23 @@ struct demo_config {
 	double seconds;
 	int die_with_parent;
 	double spike_at, spike_len; /* scenario spike: index dives from spike_at for spike_len seconds */
+	int spike_on_usr1;          /* spike_at counts from SIGUSR1 (pmuprof demo: perf's window opened) */
 };
 
-/* The spike window on CLOCK_MONOTONIC, set once in main before the threads start. */
+/* The spike window on CLOCK_MONOTONIC, set once in main before the threads start (or, with
+ * --spike-on-usr1, at SIGUSR1: demo_spike_signal holds the time it came, in ns; 0 before). */
 static double demo_spike_from, demo_spike_to;
 static double now_s(void);
+static atomic_llong demo_spike_signal;
+static double demo_spike_at, demo_spike_len;
+
+static void demo_on_usr1(int sig)
+{
+	struct timespec ts;
+	(void)sig;
+	clock_gettime(CLOCK_MONOTONIC, &ts); /* async-signal-safe */
+	atomic_store(&demo_spike_signal, (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec);
+}
 
 /* The server variables the spin loops read, named like InnoDB's. Set once in main. */
 ulint srv_spin_wait_delay = 6;
@@ -435,7 +447,10 @@ static atomic_ulong demo_queries;
 static void spike_step(row_prebuilt_t *p, ulint *n)
 {
 	double t = now_s();
-	if (t >= demo_spike_from && t < demo_spike_to) {
+	long long at = atomic_load_explicit(&demo_spike_signal, memory_order_relaxed);
+	double from = at ? (double)at / 1e9 + demo_spike_at : demo_spike_from; /* --spike-on-usr1: from the signal */
+	double to = at ? from + demo_spike_len : demo_spike_to;
+	if (t >= from && t < to) {
 		do_command(p, ROLE_INDEX_DIVE);
 		return;
 	}
@@ -791,9 +806,10 @@ static void usage(FILE *to)
 		"usage: pmuprof-demo [--scenario spin|index-dive|page-cleaner|healthy|mixed|blocking|spike]\n"
 		"                    [--threads N] [--spin-wait-delay D] [--spin-loops L]\n"
 		"                    [--pause-multiplier M] [--seconds S] [--die-with-parent]\n"
-		"                    [--spike-at T] [--spike-len L]\n"
+		"                    [--spike-at T] [--spike-len L] [--spike-on-usr1]\n"
 		"A workload with InnoDB-like symbols for pmuprof; S=0 runs until SIGTERM/SIGINT.\n"
-		"spike: light healthy queries, but index dives flat out from T to T+L seconds after the start.\n");
+		"spike: light healthy queries, but index dives flat out from T to T+L seconds after the start\n"
+		"       (after SIGUSR1 with --spike-on-usr1).\n");
 }
 
 static int parse_ulong(const char *s, ulint lo, ulint hi, ulint *out)
@@ -815,11 +831,11 @@ static int parse_args(int argc, char **argv, struct demo_config *c)
 		{"pause-multiplier", required_argument, NULL, 'm'}, {"seconds", required_argument, NULL, 'S'},
 		{"die-with-parent", no_argument, NULL, 'P'}, {"help", no_argument, NULL, 'h'},
 		{"spike-at", required_argument, NULL, 'A'}, {"spike-len", required_argument, NULL, 'L'},
-		{NULL, 0, NULL, 0}};
+		{"spike-on-usr1", no_argument, NULL, 'U'}, {NULL, 0, NULL, 0}};
 	ulint v;
 	char *end;
 	int ch;
-	while ((ch = getopt_long(argc, argv, "s:t:d:l:m:S:PhA:L:", opts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "s:t:d:l:m:S:PhA:L:U", opts, NULL)) != -1) {
 		switch (ch) {
 		case 's': c->scenario = optarg; break;
 		case 't': if (parse_ulong(optarg, 1, MAX_THREADS - 3, &v)) return -1; c->threads = (int)v; break;
@@ -831,6 +847,7 @@ static int parse_args(int argc, char **argv, struct demo_config *c)
 			if (*end || end == optarg || c->seconds < 0) return -1;
 			break;
 		case 'P': c->die_with_parent = 1; break;
+		case 'U': c->spike_on_usr1 = 1; break;
 		case 'A':
 		case 'L':
 			*(ch == 'A' ? &c->spike_at : &c->spike_len) = strtod(optarg, &end);
@@ -870,7 +887,7 @@ static void print_summary(double elapsed)
 
 int main(int argc, char **argv)
 {
-	struct demo_config c = {"mixed", 4, 10.0, 0, 5.0, 3.0};
+	struct demo_config c = {"mixed", 4, 10.0, 0, 5.0, 3.0, 0};
 	static enum role roles[MAX_THREADS];
 	static struct thread_arg args[MAX_THREADS];
 	if (parse_args(argc, argv, &c) != 0) {
@@ -890,11 +907,14 @@ int main(int argc, char **argv)
 	sa.sa_handler = demo_on_signal;
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
+	sa.sa_handler = demo_on_usr1;
+	sigaction(SIGUSR1, &sa, NULL);
 	fil_init();
 	if (!strcmp(c.scenario, "blocking"))
 		log_open();
 	double start = now_s();
-	demo_spike_from = start + c.spike_at;
+	demo_spike_at = c.spike_at, demo_spike_len = c.spike_len;
+	demo_spike_from = c.spike_on_usr1 ? 1e300 : start + c.spike_at; /* with --spike-on-usr1: none before it */
 	demo_spike_to = demo_spike_from + c.spike_len;
 	for (int i = 0; i < n; i++) {
 		args[i].role = roles[i];

@@ -41,7 +41,7 @@ DEMO_CFLAGS = (
     "-Wall",
 )
 BUILD_HINT = apt_install("compiler")
-START_TIMEOUT_S = 10.0
+START_TIMEOUT_S = 120.0  # the workload prints its pid line at once: this long without it is a hang
 # The workload stops itself this long after the capture should have ended, even if nobody stops it.
 SELF_STOP_MARGIN_S = 60.0
 WORKLOAD_LOG = "workload.log"  # in the run directory: the workload's argv, summary and exit status
@@ -123,7 +123,10 @@ def demo_argv(
         raise UsageError(f"--spin-wait-delay {spin_wait_delay} is out of range", "use 0..6000 (InnoDB's default is 6)")
     if seconds < 0:
         raise UsageError(f"demo seconds {seconds} is negative", "use 0 (until stopped) or more")
-    spike = ["--spike-at", f"{spike_at:g}", "--spike-len", f"{SPIKE_S:g}"] if scenario == "spike" else []
+    # the spike counts from SIGUSR1, sent when perf's window opens (run_demo): perf can take seconds to start
+    spike = (
+        ["--spike-at", f"{spike_at:g}", "--spike-len", f"{SPIKE_S:g}", "--spike-on-usr1"] if scenario == "spike" else []
+    )
     return [
         str(binary),
         "--scenario",
@@ -251,6 +254,23 @@ def workload_facts(opts: DemoOptions) -> ServerFacts:
     )
 
 
+def _window_opened(proc: subprocess.Popen[bytes], scenario: str, progress: Progress | None) -> Progress | None:
+    """The progress callback, which (scenario spike) first tells the workload that perf's window is open:
+    the spike then lands in the middle of the window however long perf took to start."""
+    if scenario != "spike":
+        return progress
+    told: list[bool] = []
+
+    def on_progress(elapsed: float, duration: float, size: int) -> None:
+        if not told and proc.poll() is None:
+            proc.send_signal(signal.SIGUSR1)
+            told.append(True)
+        if progress:
+            progress(elapsed, duration, size)
+
+    return on_progress
+
+
 def run_demo(
     opts: DemoOptions, progress: Progress | None = None, log: Callable[[str], None] = lambda _m: None
 ) -> DemoResult:
@@ -264,12 +284,7 @@ def run_demo(
     binary = build_demo(opts.cache_dir)
     seconds = opts.warmup_s + opts.duration + SELF_STOP_MARGIN_S
     proc = start_demo(
-        opts.scenario,
-        opts.threads,
-        opts.spin_wait_delay,
-        seconds,
-        binary,
-        spike_at=opts.warmup_s + (opts.duration - SPIKE_S) / 2,
+        opts.scenario, opts.threads, opts.spin_wait_delay, seconds, binary, spike_at=(opts.duration - SPIKE_S) / 2
     )
     log(
         f"started {DEMO_BINARY} (pid {proc.pid}): scenario {opts.scenario}, {opts.threads} threads, "
@@ -309,7 +324,7 @@ def run_demo(
         def stop_now() -> None:  # as soon as perf stops, so folding has both CPUs
             stopped.append(stop_demo(proc, log_path=out_dir / WORKLOAD_LOG))
 
-        run_dir = record(rec, progress, log, on_recorded=stop_now)
+        run_dir = record(rec, _window_opened(proc, opts.scenario, progress), log, on_recorded=stop_now)
     finally:
         status = (
             stopped[0] if stopped else stop_demo(proc, log_path=out_dir / WORKLOAD_LOG if out_dir.is_dir() else None)
