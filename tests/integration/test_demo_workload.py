@@ -318,4 +318,7 @@ def test_pmuprof_demo_healthy_gives_no_warning(
     from helpers import workload_verdict
 
     busy = workload_verdict(out)["busy"]  # issue 23 item 4: the scan's function, not start_thread or a kernel frame
-    assert busy["function"] == "JOIN_exec" and busy["path_end"] in ("row_search_mvcc", "row_sel_store_mysql_rec"), busy
+    # the path goes into the scan: row_search_mvcc, or whichever of its two callees (about half of its samples
+    # each) holds the hot-path share in this capture's samples (few, on a loaded host: either can)
+    scan = ("row_search_mvcc", "row_sel_store_mysql_rec", "page_cur_move_to_next")
+    assert busy["function"] == "JOIN_exec" and busy["path_end"] in scan, busy
