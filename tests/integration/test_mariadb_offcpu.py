@@ -23,7 +23,7 @@ from pmuprof.model.folded import load_folded
 from pmuprof.pipeline import report_input
 
 HOLD_S = 3.0
-CAPTURE_S = 9.0
+CAPTURE_S = 12.0  # the hold, and a loaded host's delays around it, inside the window
 STALL_LIMIT_S = 0.050
 
 
@@ -45,6 +45,18 @@ def _tid(conn) -> int:
     with conn.cursor() as cur:
         cur.execute("SELECT TID FROM information_schema.PROCESSLIST WHERE ID = CONNECTION_ID()")
         return int(cur.fetchone()[0])
+
+
+def _running(server: mdb.MariaDB, conn_id: int, timeout: float = 600) -> float:
+    """Once the server runs the connection's statement (the processlist shows it; it blocks right after):
+    time.monotonic() then. ``timeout`` is a hang detector."""
+    deadline = time.monotonic() + timeout
+    while not mdb.sql(
+        server, f"SELECT 1 FROM information_schema.PROCESSLIST WHERE ID = {conn_id} AND INFO IS NOT NULL"
+    ):
+        assert time.monotonic() < deadline, f"connection {conn_id}'s statement did not start in {timeout:g} s"
+        time.sleep(0.02)
+    return time.monotonic()
 
 
 PINGER = """
@@ -107,9 +119,10 @@ def _hold_and_wait(
     return tid, thread, holder, waiter
 
 
-def _lock_scenario(server: mdb.MariaDB, ready: Path, tids: dict[str, int], conns: list) -> None:
+def _lock_scenario(server: mdb.MariaDB, ready: Path, tids: dict[str, int], conns: list, waits: dict) -> None:
     """Once the capture runs: a row-lock wait and a metadata-lock wait, each held HOLD_S seconds."""
     _wait_for(ready)
+    opened = time.monotonic()  # just after the window opened
     tids["row"], row_thread, row_holder, row_waiter = _hold_and_wait(
         server, "SELECT * FROM offcpu_rows WHERE id = 1 FOR UPDATE", "SELECT * FROM offcpu_rows WHERE id = 1 FOR UPDATE"
     )
@@ -117,11 +130,18 @@ def _lock_scenario(server: mdb.MariaDB, ready: Path, tids: dict[str, int], conns
         server, "SELECT * FROM offcpu_mdl", "ALTER TABLE offcpu_mdl ADD COLUMN c INT"
     )
     conns += [row_holder, row_waiter, mdl_holder, mdl_waiter]
+    running = {"row": _running(server, row_waiter.thread_id()), "mdl": _running(server, mdl_waiter.thread_id())}
     time.sleep(HOLD_S)
-    for holder in (row_holder, mdl_holder):
+    committing = {}
+    for name, holder in (("row", row_holder), ("mdl", mdl_holder)):
+        committing[name] = time.monotonic()
         holder.cursor().execute("COMMIT")
-    row_thread.join(30)
-    mdl_thread.join(30)
+    for name, thread in (("row", row_thread), ("mdl", mdl_thread)):
+        thread.join(600)
+        # the waiter thread's futex time in the window, on this clock: at least from its statement running to
+        # the COMMIT sent; at most from the window's start (the server's thread cache had it waiting on a
+        # futex until the connection came) to the statement's end (a loaded host stretches both)
+        waits[name] = (committing[name] - running[name], time.monotonic() - opened)
     tids["done"] = 1
 
 
@@ -137,8 +157,9 @@ def _captured_waits(server: mdb.MariaDB, out: Path, pinger: Pinger, off_cpu: boo
     )
     tids: dict[str, int] = {}
     conns: list = []
+    waits: dict[str, tuple[float, float]] = {}
     ready = out / rundir.OFFCPU_LOG if off_cpu else out / rundir.PERF_DATA
-    scenario = threading.Thread(target=_lock_scenario, args=(server, ready, tids, conns), daemon=True)
+    scenario = threading.Thread(target=_lock_scenario, args=(server, ready, tids, conns, waits), daemon=True)
     scenario.start()
     begin = time.monotonic()
     record(
@@ -146,10 +167,11 @@ def _captured_waits(server: mdb.MariaDB, out: Path, pinger: Pinger, off_cpu: boo
             pids=(server.pid,), out_dir=out, duration=CAPTURE_S, mysql=False, off_cpu=off_cpu, per_thread_roots=True
         )
     )  # on the main thread: it handles Ctrl-C
-    scenario.join(60)
+    scenario.join(600)
     for conn in conns:
         conn.close()
     assert set(tids) == {"row", "mdl", "done"}, tids
+    tids.update({f"{name}_wait": bounds for name, bounds in waits.items()})
     wall_to_mono = time.time() - time.monotonic()  # the window ends when the tracer (or perf) wrote its file
     last = out / (rundir.OFFCPU_RAW if off_cpu else rundir.PERF_DATA)
     return tids, pinger.worst(begin, last.stat().st_mtime - wall_to_mono)
@@ -191,21 +213,29 @@ def _waited_on_futex(stacks, tid: int) -> int:
 def test_row_lock_wait_has_its_time(lock_run):
     stacks, tids, _, _ = lock_run
     waited = _waited_on_futex(stacks, tids["row"])
-    # the statement waited HOLD_S for the row lock, in a condition variable (futex), and then the thread
-    # went back to reading the next command (poll): not a futex
-    assert (HOLD_S - 0.5) * 1e6 <= waited <= (HOLD_S + 1.5) * 1e6, (waited, _of_thread(stacks, tids["row"]))
+    # the statement waited for the row lock (HOLD_S and the delays around it), in a condition variable
+    # (futex), and then the thread went back to reading the next command (poll): not a futex
+    low, high = _bounds(tids["row_wait"])
+    assert low <= waited <= high, (waited, tids["row_wait"], _of_thread(stacks, tids["row"]))
     # the wait sits under the statement: glibc's futex wait keeps no frame pointer, the tracer finds the chain
     in_statement = _thread_us(stacks, tids["row"], "mysql_execute_command", "handler::", "__x64_sys_futex_[k]")
-    assert in_statement >= (HOLD_S - 0.5) * 1e6, _of_thread(stacks, tids["row"])
+    assert in_statement >= low, _of_thread(stacks, tids["row"])
     assert _thread_us(stacks, tids["row"], "do_command", "vio_read", "off-cpu:S") > 0, "idle afterwards, named"
 
 
 def test_metadata_lock_wait_has_its_time(lock_run):
     stacks, tids, _, _ = lock_run
     waited = _waited_on_futex(stacks, tids["mdl"])
-    assert (HOLD_S - 0.5) * 1e6 <= waited <= (HOLD_S + 1.5) * 1e6, (waited, _of_thread(stacks, tids["mdl"]))
+    low, high = _bounds(tids["mdl_wait"])
+    assert low <= waited <= high, (waited, tids["mdl_wait"], _of_thread(stacks, tids["mdl"]))
     mdl = _thread_us(stacks, tids["mdl"], "mysql_alter_table", "MDL_context::acquire_lock", "__x64_sys_futex_[k]")
-    assert mdl >= (HOLD_S - 0.5) * 1e6, _of_thread(stacks, tids["mdl"])
+    assert mdl >= low, _of_thread(stacks, tids["mdl"])
+
+
+def _bounds(wait: tuple[float, float]) -> tuple[float, float]:
+    """Microseconds the waiter thread can have slept on futexes in the window, from the test's clock (see
+    _lock_scenario), 0.5 s either way for the statement's own work, the wake-up and this clock's lag."""
+    return max(0.0, wait[0] - 0.5) * 1e6, (wait[1] + 0.5) * 1e6
 
 
 def _of_thread(stacks, tid: int) -> list:
@@ -241,20 +271,22 @@ def _waited_s(finding, *names: str) -> float:
 
 
 def test_report_names_the_row_lock_wait_its_stack_and_time(lock_run):
-    *_, report = lock_run
+    _, tids, _, report = lock_run
     f = _finding(report, "offcpu-row-lock-wait")
-    # one waiter for HOLD_S seconds; Debian's 10.11 has no InnoDB symbols: the 'unnamed' shape carries it
-    assert HOLD_S - 0.5 <= _waited_s(f, "named", "unnamed") <= HOLD_S + 1.5, f.evidence
+    # one waiter for the hold; Debian's 10.11 has no InnoDB symbols: the 'unnamed' shape carries it
+    low, high = (b / 1e6 for b in _bounds(tids["row_wait"]))
+    assert low <= _waited_s(f, "named", "unnamed") <= high, (f.evidence, tids["row_wait"])
     assert f.chain and "s asleep" in f.message and "row locks" in f.message, f.message
     frames = [fr for ev in ("named", "unnamed") for c in _chains(f.evidence.get(ev)) for fr in c.frames]
     assert any(fr.startswith(("lock_wait", "__futex_abstimed_wait_common")) for fr in frames), frames
-    assert f.basis == "off-CPU time" and (f.confidence.blocked_s or 0) >= HOLD_S - 0.5
+    assert f.basis == "off-CPU time" and (f.confidence.blocked_s or 0) >= low
 
 
 def test_report_names_the_metadata_lock_wait_its_stack_and_time(lock_run):
-    *_, report = lock_run
+    _, tids, _, report = lock_run
     f = _finding(report, "offcpu-mdl-wait")
-    assert HOLD_S - 0.5 <= _waited_s(f, "ddl_wait") <= HOLD_S + 1.5, f.evidence  # the ALTER behind the transaction
+    low, high = (b / 1e6 for b in _bounds(tids["mdl_wait"]))
+    assert low <= _waited_s(f, "ddl_wait") <= high, (f.evidence, tids["mdl_wait"])  # the ALTER behind the transaction
     assert f.chain[0].startswith(
         ("MDL_context::acquire_lock", "MDL_wait::timed_wait", "MDL_context::upgrade_shared_lock")
     )
