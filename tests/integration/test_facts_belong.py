@@ -13,6 +13,7 @@ import pytest
 from helpers import FAKE_PERF, run_cli
 from pmuprof.capture.mysql.facts import MysqlOptions, collect_facts
 from pmuprof.capture.mysql import connect, procnet
+from pmuprof.errors import FactsError
 from tests import mariadb as mdb
 
 
@@ -83,7 +84,9 @@ def test_capture_with_home_my_cnf_naming_the_other(mariadb, mariadb114, tmp_path
     res = run_cli(
         "capture", "-p", str(target.pid), "-d", "2", "-q", "-o", str(out), env={**FAKE_PERF, "HOME": str(home)}
     )
-    assert res.returncode == 0, res.stderr
+    # a degraded run: the report is written, the exit says the facts were asked for and not collected
+    assert res.returncode == FactsError.exit_code, res.stderr
+    assert (out / "report.html").is_file() and "the report has the stacks only" in res.stderr
     facts = json.loads((out / "mysql.json").read_text())
     assert facts["reachable"] is False and f"reached pid {other.pid}" in facts["error"], facts
     assert f"pass -S {target.socket}" in facts["error"]
