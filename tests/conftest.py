@@ -1,4 +1,5 @@
-"""Shared pytest setup: make tests/ helpers importable, the opt-in tiers; ``target``: a process to capture."""
+"""Shared pytest setup: make tests/ helpers importable, mark each test with its tier (tests/tiers.py), skip
+the opt-in tiers unless asked; ``target``: a process to capture."""
 
 import signal
 import subprocess
@@ -8,6 +9,8 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from tiers import TIER_NAMES, tier_of  # noqa: E402
 
 # A suite started in the background (`cmd &` from a script, nohup) inherits SIGINT and SIGHUP ignored, and
 # every capture the tests start would too: pmuprof keeps an inherited SIG_IGN (nohup's intent), so the
@@ -31,7 +34,7 @@ def pytest_configure(config):
         config.addinivalue_line("markers", f"{name}: {what}")
 
 
-def pytest_collection_modifyitems(config, items):
+def _skip_opt_in(config, items):
     asked = config.getoption("markexpr", "") or ""
     for item in items:
         for name in OPT_IN:
@@ -47,3 +50,23 @@ def target():
     yield proc
     proc.kill()
     proc.wait()
+
+
+def pytest_collection_modifyitems(config, items):
+    """Every test gets its tier's marker from its folder (tests/tiers.py); a test without one stops the run.
+    Tests of an opt-in tier are skipped, with the command that runs them, unless `-m` names it."""
+    untiered = set()
+    for item in items:
+        tier = tier_of(item.path)
+        if tier is None:
+            untiered.add(str(item.path))
+            continue
+        item.add_marker(getattr(pytest.mark, tier))
+        for other in TIER_NAMES:
+            if other != tier and item.get_closest_marker(other) is not None:
+                untiered.add(f"{item.nodeid} (marked {other}, its folder says {tier})")
+    _skip_opt_in(config, items)
+    if untiered:
+        raise pytest.UsageError(
+            "tests without a tier (add the folder to TIERS in tests/tiers.py): " + ", ".join(sorted(untiered))
+        )

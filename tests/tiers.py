@@ -1,0 +1,69 @@
+"""The suite's tiers: which tier each test folder (or, as an exception, one file) belongs to.
+
+The one place a test's tier is set: tests/conftest.py marks every collected test from this table and fails
+the collection of a test whose folder has no entry; tests/run_tiers.py (the README's test command, through
+bootstrap.sh) runs each tier as its own pytest process. docs/development.md says what each tier may do.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+TESTS = Path(__file__).resolve().parent
+
+# fast: no timing or CPU-share assertion and no server; safe to run beside anything (pytest -n 2).
+# live: real perf, BPF, MariaDB, sysbench, signals or timing: one test at a time, beside the fast tier.
+# build: builds the native code with other flags, a wheel, an sdist, a venv: CPU-heavy, not timing-sensitive.
+# cleanroot: installs into a fresh Debian 12 root (I/O-bound: debootstrap, apt); opt-in (-m cleanroot).
+TIER_NAMES = ("fast", "live", "build", "cleanroot")
+
+# Keys are paths under tests/: a folder, or a file that is not in its folder's tier. The longest key wins.
+TIERS: dict[str, str] = {
+    "unit": "fast",
+    "rules": "fast",
+    "browser": "fast",
+    "cli": "fast",
+    "cli/test_packaging.py": "build",
+    "cli/test_installed_package.py": "build",
+    "native": "fast",
+    "native/test_build.py": "build",
+    "native/test_fence_live.py": "live",
+    "native/test_offcpu_live.py": "live",
+    "native/test_offcpu_unwind.py": "live",
+    "native/test_oncpu_callers.py": "live",
+    "native/test_skid_live.py": "live",
+    "reliability": "fast",
+    "reliability/test_disk.py": "live",
+    "reliability/test_misbehaving_perf.py": "live",
+    "reliability/test_offcpu_window.py": "live",
+    "reliability/test_renamed_threads.py": "live",
+    "reliability/test_sanitizers.py": "build",
+    "reliability/test_signal_burst.py": "live",
+    "reliability/test_signals.py": "live",
+    "reliability/test_stubborn_perf.py": "live",
+    "integration": "live",
+    "integration/test_production_install.py": "build",
+    "install": "cleanroot",
+    "install/test_newest_dependencies.py": "build",
+}
+
+
+def tier_of(path: Path) -> str | None:
+    """The tier of the test file at ``path`` (None when neither it nor a folder above it has an entry)."""
+    try:
+        parts = Path(path).resolve().relative_to(TESTS).parts
+    except ValueError:
+        return None
+    for n in range(len(parts), 0, -1):
+        tier = TIERS.get("/".join(parts[:n]))
+        if tier is not None:
+            return tier
+    return None
+
+
+def paths_of(tier: str) -> list[Path]:
+    """The folders and files that hold the tier's tests and exist here (pytest -m TIER deselects the rest)."""
+    keys = [key for key, value in TIERS.items() if value == tier]
+    # a file under a folder of the same tier is already in it
+    kept = [key for key in keys if not any(key.startswith(other + "/") for other in keys if other != key)]
+    return [TESTS / key for key in sorted(kept) if (TESTS / key).exists()]
