@@ -5,9 +5,9 @@
  *                       [--start-on-usr1] [--sample-hz HZ]
  * --min-block-us: blocks shorter than this are summed per thread and state without stacks (lazy mode,
  * default 1000; 0 keeps every stack). --eager: stacks at every switch-out, as on kernels without the
- * sched_exit_tp tracepoint (which make it the mode used). --start-on-usr1: attached, count nothing until
- * SIGUSR1 (sent when perf starts recording), so both windows start together; blocks that began before
- * count from then. --sample-hz: also sample the targets on the CPU (a cpu-clock event per CPU, HZ a second)
+ * sched_exit_tp tracepoint (which make it the mode used). --start-on-usr1: attached, say "ready" on
+ * stderr and count nothing until SIGUSR1 (sent when perf starts recording, however long perf takes), so
+ * both windows start together; blocks that began before count from then. --sample-hz: also sample the targets on the CPU (a cpu-clock event per CPU, HZ a second)
  * and keep the user stacks of the ticks whose leaf is in a library, for the CFI recovery of the callers
  * perf's frame-pointer walk skips there (dump.c "sample" lines).
  * Root only (CAP_BPF + CAP_PERFMON). Never stops or traces the targets. Stops at the duration,
@@ -277,13 +277,13 @@ static int any_alive(const struct offcpu_opts *o)
     return 0;
 }
 
-/* --start-on-usr1: wait (at most the duration) for SIGUSR1; a stop signal or the targets' exit first
- * is returned (the window is then empty), else NULL. */
+/* --start-on-usr1: wait for SIGUSR1 (no clock: perf record -a can take long to start on a loaded host, and
+ * pmuprof stops this process, or its death sends SIGINT, when perf never starts); a stop signal or the
+ * targets' exit first is returned (the window is then empty), else NULL. */
 static const char *wait_for_start(const struct offcpu_opts *o)
 {
     sigset_t set;
     struct timespec tick = {0, 200 * 1000 * 1000};
-    __u64 since = now_ns();
     int sig;
 
     sigemptyset(&set);
@@ -297,8 +297,6 @@ static const char *wait_for_start(const struct offcpu_opts *o)
             return NULL;
         if (sig > 0)
             return sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "SIGHUP";
-        if ((double)(now_ns() - since) / 1e9 >= o->duration)
-            return "duration";
         if (!any_alive(o))
             return "target-exit";
     }
@@ -379,6 +377,8 @@ int main(int argc, char **argv)
         sampler_detach(&sampler);
         o.sample_hz = 0;
     }
+    if (o.start_usr1) /* what pmuprof waits for before it opens perf's window: this one can count it */
+        fprintf(stderr, "pmuprof-offcpu: ready\n");
     why = o.start_usr1 ? wait_for_start(&o) : NULL;
     t0 = now_ns(); /* the window starts now: waits before it count from here */
     rc = bpf_map_update_elem(bpf_map__fd(bpf_object__find_map_by_name(obj, "clock")), &zero, &t0, BPF_ANY);

@@ -215,7 +215,32 @@ class Control:
             fifo.unlink(missing_ok=True)
 
 
-ENABLE_TIMEOUT_S = 60.0  # perf record -a may take seconds to start on a loaded host; a minute is a hung perf
+ENABLE_TIMEOUT_S = 600.0  # perf record -a may take long to start on a loaded host: only a hang detector (a
+# perf that uses no CPU for stall_s() is hung long before)
+READY = b": ready\n"  # what a starter (pmuprof-offcpu --start-on-usr1) writes on stderr once it can count
+STARTER_HANG_S = 600.0  # a starter neither ready nor using CPU for stall_s() is hung; this long in all is too
+
+
+def _tail(path: Path, size: int = 4096) -> bytes:
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(max(0, fh.seek(0, os.SEEK_END) - size))
+            return fh.read()
+    except OSError:
+        return b""
+
+
+def wait_ready(started: dict[str, subprocess.Popen], starters: Sequence[str], err_paths: dict[str, Path]) -> None:
+    """Until every starter says it is ready (the tracer attached: loading BPF can take seconds on a loaded
+    host) or has exited: perf's window opens after that, so the starters count all of it. A hung starter
+    (no CPU for stall_s(), or STARTER_HANG_S) is not waited for: it then reports what it missed itself."""
+    for name in starters:
+        proc, err = started[name], err_paths[name]
+        deadline, watch = time.monotonic() + STARTER_HANG_S, CpuProgress((proc.pid,), stall_s(), own=True)
+        while READY not in _tail(err) and proc.poll() is None:
+            if time.monotonic() > deadline or watch.stalled():
+                break
+            time.sleep(0.02)
 
 
 @dataclass(frozen=True)
@@ -275,6 +300,7 @@ class Bounded:
                 self.started[name] = spawn(argv, err_path)
             self.t0 = time.monotonic()
             if self.control is not None:
+                wait_ready(self.started, self.starters, {name: err for name, (_, err) in self.procs.items()})
                 if self.control.enable(self.started["record"], ENABLE_TIMEOUT_S):
                     self.t0 = time.monotonic()
                     for name in self.starters:
