@@ -46,7 +46,7 @@ def _skip_opt_in(config, items):
 @pytest.fixture
 def target():
     """A sleeping Python process for a capture to aim at (the canned perf never touches it); killed after."""
-    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(1e6)"])  # alive until killed
     yield proc
     proc.kill()
     proc.wait()

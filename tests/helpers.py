@@ -72,7 +72,8 @@ def need_perf() -> str:
     return perf
 
 
-def run_cli(*args: str, env: dict | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
+def run_cli(*args: str, env: dict | None = None, timeout: float = 900) -> subprocess.CompletedProcess:
+    """``python -m pmuprof ARGS`` as a real process (``timeout``: a hang detector, never the pass condition)."""
     full_env = {**os.environ, **(env or {})}
     full_env["PYTHONPATH"] = str(REPO) + os.pathsep + full_env.get("PYTHONPATH", "")
     return subprocess.run(

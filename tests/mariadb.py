@@ -81,7 +81,7 @@ def _install(workdir: Path, datadir: Path, root_auth: str) -> None:
     if os.geteuid() == 0:
         argv.append("--user=root")
     with open(workdir / "install.log", "wb") as log:
-        proc = subprocess.run(argv, stdout=log, stderr=subprocess.STDOUT, timeout=180, cwd=workdir)
+        proc = subprocess.run(argv, stdout=log, stderr=subprocess.STDOUT, timeout=READY_HANG_S, cwd=workdir)
     if proc.returncode != 0:
         tail = (workdir / "install.log").read_text(errors="replace")[-2000:]
         raise RuntimeError(f"mariadb-install-db failed ({proc.returncode}): {tail}")
@@ -119,7 +119,12 @@ def _root(server_socket: Path):
     return pymysql.connect(unix_socket=str(server_socket), user="root", password="", autocommit=True, connect_timeout=2)
 
 
-def _wait_ready(proc: subprocess.Popen, sock: Path, error_log: Path, timeout: float = 90.0) -> None:
+READY_HANG_S = 900.0  # a server not answering after this long is hung, whatever the load: the hang detector
+
+
+def _wait_ready(proc: subprocess.Popen, sock: Path, error_log: Path, timeout: float = READY_HANG_S) -> None:
+    """Until the server answers root on its socket (readiness itself); an exit stops the wait at once, and
+    ``timeout`` is only a hang detector (a loaded host's InnoDB start can take minutes)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
@@ -132,7 +137,11 @@ def _wait_ready(proc: subprocess.Popen, sock: Path, error_log: Path, timeout: fl
             except Exception:  # noqa: BLE001 - not ready yet
                 pass
         time.sleep(0.2)
-    raise RuntimeError(f"mariadbd not ready after {timeout:.0f} s (see {error_log})")
+    tail = error_log.read_text(errors="replace")[-1500:] if error_log.exists() else "(no error log)"
+    raise RuntimeError(
+        f"mariadbd (pid {proc.pid}) still running but not answering root on {sock} after {timeout:.0f} s: "
+        f"hung? its error log ends: {tail}"
+    )
 
 
 def sql(server: MariaDB, *statements: str) -> list[tuple]:
@@ -149,9 +158,9 @@ def sql(server: MariaDB, *statements: str) -> list[tuple]:
         conn.close()
 
 
-def wait_connected(server: MariaDB, n: int, timeout: float = 120.0) -> None:
+def wait_connected(server: MariaDB, n: int, timeout: float = 600.0) -> None:
     """Until the server counts n connections (Threads_connected, this check's own included): a loaded host
-    can take seconds to connect every sysbench client."""
+    can take seconds to connect every sysbench client (``timeout``: a hang detector)."""
     deadline = time.monotonic() + timeout
     while int(dict(sql(server, "SHOW GLOBAL STATUS LIKE 'Threads_connected'"))["Threads_connected"]) < n:
         assert time.monotonic() < deadline, f"sysbench did not connect {n - 1} clients in {timeout:g} s"
@@ -333,8 +342,8 @@ class SysbenchLoad:
         )
 
     def wait(self, timeout: float | None = None) -> SysbenchResult:
-        """Wait for the run to end (at most its time plus 60 s) and return its numbers."""
-        self.proc.wait(timeout=timeout if timeout is not None else self.seconds + 60)
+        """Wait for the run to end and return its numbers (``timeout``, a hang detector: its time + 10 min)."""
+        self.proc.wait(timeout=timeout if timeout is not None else self.seconds + 600)
         self._out.seek(0)
         return parse_sysbench(self._out.read().decode(errors="replace"), self.test, self.threads)
 

@@ -223,7 +223,7 @@ def _install(tree: Tree, workdir: Path, datadir: Path) -> None:
             stdout=log,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
-            timeout=180,
+            timeout=mdb.READY_HANG_S,
             cwd=workdir,
             env=tree.env(),
         )

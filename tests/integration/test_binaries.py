@@ -85,7 +85,7 @@ def _frames(out: Path) -> set[str]:
 
 
 def _report(src: Path, out: Path, *extra: str, env: dict | None = None):
-    return run_cli("report", str(src), "-o", str(out), "--comm", "dbgprog", *extra, env=env, timeout=300)
+    return run_cli("report", str(src), "-o", str(out), "--comm", "dbgprog", *extra, env=env)
 
 
 def test_without_debuginfo_the_code_is_grouped_not_named(stripped, tmp_path):

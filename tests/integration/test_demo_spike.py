@@ -22,7 +22,7 @@ DURATION = 10
 def spike_run(tmp_path_factory) -> Path:
     need_perf()
     out = tmp_path_factory.mktemp("spike") / "run"
-    res = run_cli("demo", "--scenario", "spike", "-d", str(DURATION), "-q", "-o", str(out), timeout=300)
+    res = run_cli("demo", "--scenario", "spike", "-d", str(DURATION), "-q", "-o", str(out))
     assert res.returncode == 0, res.stderr
     return out
 

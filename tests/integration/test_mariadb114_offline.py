@@ -42,7 +42,7 @@ def offline_report(mariadb114, tmp_path_factory):
     if rec.returncode != 0 or not data.is_file():
         pytest.skip(f"perf record is not permitted here: {rec.stderr.strip()[:200]}")
     assert result.tps > 0 and result.errors == 0, result
-    res = run_cli("report", str(data), "-o", str(out), timeout=300)
+    res = run_cli("report", str(data), "-o", str(out))
     assert res.returncode == 0, res.stderr
     return out, json.loads((out / "findings.json").read_text())
 

@@ -40,7 +40,7 @@ def test_two_mysqld_processes_stay_apart_and_the_others_are_named(tmp_path: Path
             p.kill()
             p.wait()
     out = tmp_path / "out"
-    res = run_cli("report", str(data), "-o", str(out), timeout=300)
+    res = run_cli("report", str(data), "-o", str(out))
     assert res.returncode == 0, res.stderr
     profile = json.loads((out / "findings.json").read_text())["profile"]
     assert {procs[0].pid, procs[1].pid} <= set(profile["pids"])  # never one "mysqld" merged by name

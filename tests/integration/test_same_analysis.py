@@ -17,7 +17,7 @@ SCRIPT_WITH_PIDS = "comm,pid,tid,time,ip,sym,symoff,dso"  # a common -F choice; 
 
 
 def _report(src: Path, out: Path, *extra: str) -> dict:
-    res = run_cli("report", str(src), "-o", str(out), *extra, timeout=300)
+    res = run_cli("report", str(src), "-o", str(out), *extra)
     assert res.returncode == 0, res.stderr
     return _facts(out)
 
@@ -50,7 +50,7 @@ def _same(live: dict, other: dict, what: str) -> None:
 def test_demo_capture_perf_data_and_script_text_agree(tmp_path: Path) -> None:
     need_perf()
     run = tmp_path / "run"
-    res = run_cli("demo", "--scenario", "mixed", "-d", "3", "-o", str(run), "-q", timeout=300)
+    res = run_cli("demo", "--scenario", "mixed", "-d", "3", "-o", str(run), "-q")
     assert res.returncode == 0, res.stderr
     live = _facts(run)
     assert live["findings"], "the mixed demo fires rules"
