@@ -4,9 +4,6 @@ the ELF helpers inside (py3-none-linux_<arch> with them, py3-none-any without)."
 from __future__ import annotations
 
 import email
-import os
-import subprocess
-import sys
 import sysconfig
 import zipfile
 from pathlib import Path
@@ -14,29 +11,15 @@ from pathlib import Path
 import pytest
 
 from helpers import REPO
+from shared import wheel
 
 HELPERS = ("pmuprof/bin/pmuprof-helper", "pmuprof/bin/pmuprof-fold")
 
 
-def build_wheel(out: Path, native: bool) -> Path:
-    """`pip wheel` of this checkout (build isolation fetches setuptools >= 77); skip when pip cannot."""
-    env = {**os.environ, "PMUPROF_BUILD_NATIVE": "1" if native else "0"}
-    proc = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(out), str(REPO)],
-        capture_output=True,
-        text=True,
-        timeout=900,
-        env=env,
-    )
-    if proc.returncode != 0:
-        pytest.skip(f"pip could not build the wheel here: {proc.stderr.strip().splitlines()[-1][:200]}")
-    return next(out.glob("pmuprof-*.whl"))
-
-
 @pytest.fixture(scope="module")
 def wheels(tmp_path_factory) -> dict[str, Path]:
-    base = tmp_path_factory.mktemp("wheels")
-    return {"native": build_wheel(base / "native", True), "pure": build_wheel(base / "pure", False)}
+    """The run's two wheels of this checkout (tests/shared.py builds each once)."""
+    return {"native": wheel(tmp_path_factory, native=True), "pure": wheel(tmp_path_factory, native=False)}
 
 
 def _wheel_meta(path: Path) -> tuple[list[str], email.message.Message, str]:

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from shared import native_make
+
 REPO = Path(__file__).resolve().parents[2]
 PROGS = Path(__file__).resolve().parent / "progs"
 HELPER = REPO / "native" / "build" / "pmuprof-helper"
@@ -21,7 +23,8 @@ def native_binary(name: str) -> Path:
     path = REPO / "native" / "build" / name
     if not shutil.which("make") or not shutil.which("gcc"):
         pytest.skip(f"make/gcc not installed: cannot build {name} (apt-get install build-essential)")
-    res = subprocess.run(["make", "-C", str(REPO / "native"), f"build/{name}"], capture_output=True, text=True)
+    with native_make():  # one make at a time in native/ (xdist workers, tiers)
+        res = subprocess.run(["make", "-C", str(REPO / "native"), f"build/{name}"], capture_output=True, text=True)
     if res.returncode != 0 or not path.is_file():
         pytest.fail(f"{name} did not build: {res.stderr.strip()[-600:]}")
     return path

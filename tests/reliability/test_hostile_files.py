@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from helpers import REPO, build_busy, need_perf
+from shared import native_make
 
 from pmuprof.tools.native import perfdata as perfdata_reader
 
@@ -23,7 +24,10 @@ MAP_LIMIT = 64 << 20  # the reader's bound on a perf map's size
 
 def _reader() -> Path:
     path = REPO / "native" / "build" / "pmuprof-perfdata"
-    res = subprocess.run(["make", "-C", str(REPO / "native"), "build/pmuprof-perfdata"], capture_output=True, text=True)
+    with native_make():
+        res = subprocess.run(
+            ["make", "-C", str(REPO / "native"), "build/pmuprof-perfdata"], capture_output=True, text=True
+        )
     if res.returncode != 0 or not path.is_file():
         pytest.skip(f"pmuprof-perfdata does not build here: {res.stderr.strip()[-300:]}")
     return path
@@ -196,7 +200,10 @@ def test_skipped_perf_map_reaches_the_report_warnings(jit_recording):
 def test_helper_refuses_a_binary_that_is_a_fifo(tmp_path):
     """pmuprof-helper (funcs: the off-CPU symbolizer and unnamed-code grouping) is given the target's DSO
     paths; one replaced by a FIFO must fail at once, not block in open() forever."""
-    res = subprocess.run(["make", "-C", str(REPO / "native"), "build/pmuprof-helper"], capture_output=True, text=True)
+    with native_make():
+        res = subprocess.run(
+            ["make", "-C", str(REPO / "native"), "build/pmuprof-helper"], capture_output=True, text=True
+        )
     helper = REPO / "native" / "build" / "pmuprof-helper"
     if res.returncode != 0 or not helper.is_file():
         pytest.skip(f"pmuprof-helper does not build here: {res.stderr.strip()[-300:]}")

@@ -16,6 +16,7 @@ import pytest
 
 import perfdump
 from helpers import REPO, need_perf
+from shared import native_make
 
 PROGS = REPO / "tests" / "native" / "progs"
 SAN = REPO / "native" / "build-san"
@@ -50,7 +51,8 @@ def san() -> dict[str, Path]:
         pytest.skip("gcc/make not installed (apt-get install build-essential)")
     if not _sanitizer_works():
         pytest.skip("gcc cannot link -fsanitize=address,undefined here (apt-get install libasan8 libubsan1)")
-    res = subprocess.run(["make", "-C", str(REPO / "native"), "-j2", "sanitize"], capture_output=True, text=True)
+    with native_make():
+        res = subprocess.run(["make", "-C", str(REPO / "native"), "-j2", "sanitize"], capture_output=True, text=True)
     if res.returncode != 0:
         pytest.fail(f"make -C native sanitize failed: {res.stderr.strip()[-800:]}")
     bins = {"fold": SAN / "pmuprof-fold", "perfdata": SAN / "pmuprof-perfdata"}

@@ -1,0 +1,96 @@
+"""What tests only read, made once per run: a folder built under a lock, shared by every test, pytest-xdist
+worker and tier process of the run (tests/run_tiers.py sets PMUPROF_TEST_SHARED); and the lock that keeps
+two processes from running make in native/ at once."""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import shutil
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+NATIVE_LOCK = REPO / "native" / "build" / ".make.lock"
+
+
+@contextlib.contextmanager
+def locked(path: Path) -> Iterator[None]:
+    """An exclusive lock on ``path`` (created), held while the block runs; other processes wait for it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def native_make() -> contextlib.AbstractContextManager[None]:
+    """Held around every make in native/ (and every in-tree wheel build, whose setup.py runs make there)."""
+    return locked(NATIVE_LOCK)
+
+
+def shared_dir(factory: pytest.TempPathFactory) -> Path:
+    """This run's folder for shared builds: the runner's, else the one the xdist workers share, else basetemp."""
+    given = os.environ.get("PMUPROF_TEST_SHARED")
+    if given:
+        return Path(given)
+    base = factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base  # workers: <basetemp>/popen-gwN
+
+
+def once(factory: pytest.TempPathFactory, name: str, make: Callable[[Path], None]) -> Path:
+    """The folder NAME in shared_dir, filled by ``make(folder)`` the first time any test of the run asks.
+
+    A skip or failure of ``make`` is kept and given to every later asker, so a broken build fails (or a
+    missing tool skips) each test that needs it without building it again."""
+    base = shared_dir(factory)
+    folder, skipped, failed = base / name, base / f"{name}.skipped", base / f"{name}.failed"
+    with locked(base / f"{name}.lock"):
+        if (folder / ".made").exists():
+            return folder
+        if skipped.exists():
+            pytest.skip(skipped.read_text())
+        if failed.exists():
+            pytest.fail(f"{name}, made once for the run, failed: {failed.read_text()}", pytrace=False)
+        shutil.rmtree(folder, ignore_errors=True)
+        folder.mkdir(parents=True)
+        try:
+            make(folder)
+        except pytest.skip.Exception as err:
+            skipped.write_text(str(err.msg))
+            raise
+        except BaseException as err:
+            failed.write_text(f"{type(err).__name__}: {err}"[-2000:])
+            raise
+        (folder / ".made").touch()
+        return folder
+
+
+def _pip_wheel(folder: Path, native: bool) -> None:
+    """`pip wheel` of this checkout (build isolation fetches setuptools >= 77); skip when pip cannot. The
+    build runs in the checkout (setup.py makes native/, writes build/): one at a time."""
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PMUPROF_BUILD_NATIVE": "1" if native else "0"}
+    with native_make():
+        proc = subprocess.run(
+            [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(folder), str(REPO)],
+            capture_output=True,
+            text=True,
+            timeout=900,
+            env=env,
+        )
+    if proc.returncode != 0:
+        pytest.skip(f"pip could not build the wheel here: {proc.stderr.strip().splitlines()[-1][:200]}")
+
+
+def wheel(factory: pytest.TempPathFactory, native: bool) -> Path:
+    """This checkout's wheel, built once per run: with the native helpers (PMUPROF_BUILD_NATIVE=1) or without."""
+    name = "wheel-native" if native else "wheel-pure"
+    return next(once(factory, name, lambda folder: _pip_wheel(folder, native)).glob("pmuprof-*.whl"))
