@@ -32,6 +32,7 @@ typedef struct {
     int64_t hdr_id;
     uint32_t hdr_comm;
     int32_t hdr_pid, hdr_tid;
+    uint8_t ns_checked, ns_other; /* its process's mount namespace was compared with ours; it is another */
 } thread_t;
 
 typedef struct {

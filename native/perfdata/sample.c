@@ -305,6 +305,21 @@ static int pid_listed(const reader_t *r, int32_t pid)
     return 0;
 }
 
+/* 1 when a sample of this thread is neither asked for (--pid) nor readable here: its process lives in
+ * another mount namespace (a container), whose files perf would read from there. Its DSOs are not the
+ * listed processes' (another namespace's files), so skipping it changes nothing they print; reading it
+ * would make the whole recording unsupported. Checked once per thread. */
+static int unlisted_elsewhere(const reader_t *r, thread_t *t)
+{
+    if (!r->npids || pid_listed(r, t->pid))
+        return 0;
+    if (!t->ns_checked) {
+        t->ns_other = (uint8_t)other_mount_ns(t->pid);
+        t->ns_checked = 1;
+    }
+    return t->ns_other;
+}
+
 /* The thread's folder head (cached while its comm, pid and tid stay those of its last sample). */
 static int sample_head(reader_t *r, thread_t *t, const pd_sample_t *s)
 {
@@ -367,6 +382,8 @@ int reader_sample(reader_t *r, const pd_attr_t *a, const unsigned char *rec, uin
         return -ENOMEM;
     if (s.cpumode == PERF_RECORD_MISC_GUEST_KERNEL || s.cpumode == PERF_RECORD_MISC_GUEST_USER)
         return 0; /* perf script keeps host samples only */
+    if (unlisted_elsewhere(r, t))
+        return 0;
     int rc = frame_resolve_ip(r, t, s.cpumode, s.ip, 0, &dummy); /* machine__resolve's side effects */
     if (rc)
         return rc;

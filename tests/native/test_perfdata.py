@@ -349,6 +349,36 @@ def test_what_it_cannot_read_exits_3_naming_it(bins, lab, mode, why):
         perfdata_reader.fold_perf_data_native(data, binary=bins["perfdata"])
 
 
+def test_a_process_in_another_mount_namespace_is_skipped_unless_asked_for(bins, lab, tmp_path):
+    """A container's process sampled by a system-wide recording: reading it would need its namespace's
+    files (exit 3, as perf script would read them from there), but --pid of another process reads the
+    rest exactly as perf script --pid does (before, that one process made the whole recording fall back)."""
+    if not shutil.which("unshare"):
+        pytest.skip("unshare is not installed (util-linux)")
+    pie, copy = str(lab["exes"]["pie"]), tmp_path / "pd_apart"  # a file only the other namespace maps
+    shutil.copy2(pie, copy)
+    apart = subprocess.Popen(["unshare", "-m", "--propagation", "private", str(copy), "600"], env=lab["env"])
+    ours = subprocess.Popen([pie, "600"], stdout=subprocess.DEVNULL, env=lab["env"])
+    try:
+        deadline = time.monotonic() + 120  # a hang detector: unshare execs the program at once
+        while Path(f"/proc/{apart.pid}/exe").resolve() != copy.resolve():
+            assert apart.poll() is None and time.monotonic() < deadline, "unshare did not start the program"
+            time.sleep(0.02)
+        if os.stat(f"/proc/{apart.pid}/ns/mnt").st_ino == os.stat("/proc/self/ns/mnt").st_ino:
+            pytest.skip("unshare -m did not give the program a mount namespace of its own here")
+        data = _record(lab, "apart", ["-a", "-g", "-F", "999", "-e", "cpu-clock:u"], ["sleep", "2"])
+        whole = _status(bins, lab, data)  # read while it runs (as a capture's report is): its namespace is there
+        argv, pids = _option_argv(OPTION_SETS["pid"], (ours.pid, "pd_work"))
+        ref = _outputs([str(bins["fold"]), *argv], tmp_path, lab["env"], stdin=_perf_script(lab, data, pids))
+        got = _outputs([str(bins["perfdata"]), *argv, str(data)], tmp_path, lab["env"])
+    finally:
+        for proc in (apart, ours):
+            proc.kill()
+            proc.wait()
+    assert whole.returncode == perfdata_reader.UNSUPPORTED and "another mount namespace" in whole.stderr
+    assert got[0] == ref[0] and got[1] == ref[1] and got[0].count(b"\n") >= 3
+
+
 def test_pipe_mode_exits_3(bins, lab, tmp_path):
     out = tmp_path / "pipe.data"
     with open(out, "wb") as fh:
