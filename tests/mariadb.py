@@ -305,6 +305,9 @@ def index_dive_prepare(server: MariaDB, table_size: int = 200000) -> None:
     subprocess.run(argv, check=True, capture_output=True, timeout=600)
 
 
+UNTIL_STOPPED = 3600  # sysbench --time of a load the test stops itself: longer than any capture on a loaded host
+
+
 class SysbenchLoad:
     """sysbench running in the background for a bounded time (it stops by itself; stop() ends it early).
 
@@ -322,7 +325,7 @@ class SysbenchLoad:
         table_size: int = 10000,
         script_args: tuple[str, ...] | None = None,
     ) -> None:
-        self.test, self.threads, self.seconds = test, threads, seconds
+        self.server, self.test, self.threads, self.seconds = server, test, threads, seconds
         sizes = (f"--tables={tables}", f"--table-size={table_size}") if script_args is None else script_args
         argv = [
             which("sysbench") or "sysbench",
@@ -340,6 +343,12 @@ class SysbenchLoad:
         self.proc = subprocess.Popen(
             argv, stdout=self._out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
         )
+
+    def connected(self, others: int = 0) -> SysbenchLoad:
+        """This load, once its clients are connected (and ``others`` connections of other loads): a capture
+        started before then records the clients connecting, not the load."""
+        wait_connected(self.server, self.threads + others + 1)
+        return self
 
     def wait(self, timeout: float | None = None) -> SysbenchResult:
         """Wait for the run to end and return its numbers (``timeout``, a hang detector: its time + 10 min)."""

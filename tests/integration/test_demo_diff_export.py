@@ -27,7 +27,6 @@ def captures(tmp_path_factory):
             "-o",
             str(base / f"d{delay}"),
             "-q",
-            timeout=300,
         )
         assert res.returncode == 0, res.stderr
     return base

@@ -49,8 +49,9 @@ class Scenario:
 def _capture(server: mdb.MariaDB, out: Path, spin_delay: int, load: dict[str, Any]) -> Scenario:
     need_perf()
     mdb.sql(server, f"SET GLOBAL innodb_spin_wait_delay = {spin_delay}")
-    running = mdb.SysbenchLoad(server, SECONDS + 30, **load)
+    running = mdb.SysbenchLoad(server, mdb.UNTIL_STOPPED, **load)
     try:
+        running.connected()
         res = run_cli(
             "capture",
             "-p",
@@ -63,7 +64,6 @@ def _capture(server: mdb.MariaDB, out: Path, spin_delay: int, load: dict[str, An
             str(out),
             "--defaults-file",
             str(server.defaults_file),
-            timeout=300,
         )
     finally:
         running.stop()

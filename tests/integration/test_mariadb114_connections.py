@@ -56,7 +56,6 @@ def _capture(server: mdb.MariaDB, out: Path, *client_args: str) -> dict:
             str(out),
             "--defaults-file",
             str(server.defaults_file),
-            timeout=300,
         )
         said, _ = client.communicate(timeout=120)
     finally:

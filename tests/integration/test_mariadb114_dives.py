@@ -29,8 +29,9 @@ def dive114(mariadb114) -> mdb.MariaDB:
 def _dives(server: mdb.MariaDB, out: Path, *script_args: str) -> dict:
     """Capture the BETWEEN load; the index-dive-cost finding, or {} when it stays quiet."""
     need_perf()
-    load = mdb.SysbenchLoad(server, SECONDS + 30, str(mdb.INDEX_DIVE_LUA), 16, script_args=script_args)
+    load = mdb.SysbenchLoad(server, mdb.UNTIL_STOPPED, str(mdb.INDEX_DIVE_LUA), 16, script_args=script_args)
     try:
+        load.connected()
         res = run_cli(
             "capture",
             "-p",
@@ -43,7 +44,6 @@ def _dives(server: mdb.MariaDB, out: Path, *script_args: str) -> dict:
             str(out),
             "--defaults-file",
             str(server.defaults_file),
-            timeout=300,
         )
     finally:
         load.stop()

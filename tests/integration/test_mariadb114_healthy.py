@@ -11,6 +11,7 @@ import json
 import re
 
 from helpers import need_perf, run_cli, workload_findings, workload_verdict
+import mariadb as mdb
 
 from pmuprof.findings.knowledge import generic_frames
 from pmuprof.model.labels import is_kernel, is_unnamed
@@ -19,8 +20,9 @@ from pmuprof.model.labels import is_kernel, is_unnamed
 def test_healthy_point_select_gives_at_most_info(mariadb114, mariadb114_load, tmp_path) -> None:
     need_perf()
     out = tmp_path / "run"
-    load = mariadb114_load(40, "oltp_point_select", 8)
+    load = mariadb114_load(mdb.UNTIL_STOPPED, "oltp_point_select", 8)
     try:
+        load.connected()
         res = run_cli(
             "capture",
             "-p",
@@ -33,7 +35,6 @@ def test_healthy_point_select_gives_at_most_info(mariadb114, mariadb114_load, tm
             str(out),
             "--defaults-file",
             str(mariadb114.defaults_file),
-            timeout=300,
         )
     finally:
         load.stop()

@@ -60,8 +60,9 @@ def test_write_load_latches_split_as_addr2line_does(mariadb114, tmp_path):
     exe = Path(f"/proc/{mariadb114.pid}/exe").resolve()
     out = tmp_path / "run"
     mdb.sql(mariadb114, "SET GLOBAL innodb_spin_wait_delay = 200")
-    load = mdb.SysbenchLoad(mariadb114, 40, "oltp_write_only", 16)
+    load = mdb.SysbenchLoad(mariadb114, mdb.UNTIL_STOPPED, "oltp_write_only", 16)
     try:
+        load.connected()
         res = run_cli(
             "capture",
             "-p",
@@ -74,7 +75,6 @@ def test_write_load_latches_split_as_addr2line_does(mariadb114, tmp_path):
             str(out),
             "--defaults-file",
             str(mariadb114.defaults_file),
-            timeout=400,
         )
     finally:
         load.stop()

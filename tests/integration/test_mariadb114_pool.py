@@ -55,7 +55,6 @@ def _capture(server: mdb.MariaDB, out: Path) -> dict:
         str(out),
         "--defaults-file",
         str(server.defaults_file),
-        timeout=300,
     )
     assert res.returncode == 0, res.stderr
     return workload_findings(json.loads((out / "findings.json").read_text()))

@@ -83,7 +83,6 @@ def row_lock_run(mariadb114, tmp_path_factory):
             str(out),
             "--defaults-file",
             str(mariadb114.defaults_file),
-            timeout=300,
         )
     finally:
         stop.set()
@@ -159,7 +158,6 @@ def tiny_pool_run(tmp_path_factory):
                 str(out),
                 "--defaults-file",
                 str(server.defaults_file),
-                timeout=300,
             )
         finally:
             load.stop()

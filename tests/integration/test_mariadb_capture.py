@@ -27,7 +27,6 @@ def _capture(server: mdb.MariaDB, out: Path, *extra: str, pids: tuple[int, ...] 
         "--defaults-file",
         str(server.defaults_file),
         *extra,
-        timeout=300,
     )
     assert res.returncode == 0, res.stderr
     return json.loads((out / "findings.json").read_text())
@@ -36,8 +35,9 @@ def _capture(server: mdb.MariaDB, out: Path, *extra: str, pids: tuple[int, ...] 
 @pytest.fixture(scope="module")
 def loaded_run(mariadb, tmp_path_factory):
     need_perf()
-    load = mdb.SysbenchLoad(mariadb, 40, test="oltp_read_write", threads=8)
+    load = mdb.SysbenchLoad(mariadb, mdb.UNTIL_STOPPED, test="oltp_read_write", threads=8)
     try:
+        load.connected()
         out = tmp_path_factory.mktemp("mdb") / "run"
         findings = _capture(mariadb, out)
     finally:
@@ -80,8 +80,9 @@ def test_no_password_in_any_output(loaded_run, mariadb):
 def test_raised_spin_delay_is_recorded_and_measured(mariadb, tmp_path):
     need_perf()
     mdb.sql(mariadb, "SET GLOBAL innodb_spin_wait_delay = 200")
-    load = mdb.SysbenchLoad(mariadb, 40, test="oltp_write_only", threads=16)
+    load = mdb.SysbenchLoad(mariadb, mdb.UNTIL_STOPPED, test="oltp_write_only", threads=16)
     try:
+        load.connected()
         _capture(mariadb, tmp_path / "spin")
     finally:
         load.stop()
@@ -96,7 +97,7 @@ def test_two_instances_side_by_side(mariadb, tmp_path):
     need_perf()
     second = mdb.start_mariadb()
     try:
-        load = mdb.SysbenchLoad(mariadb, 30, test="oltp_read_only", threads=4)
+        load = mdb.SysbenchLoad(mariadb, mdb.UNTIL_STOPPED, test="oltp_read_only", threads=4)
         try:
             res = run_cli(
                 "capture",
@@ -109,7 +110,6 @@ def test_two_instances_side_by_side(mariadb, tmp_path):
                 "-o",
                 str(tmp_path / "two"),
                 "--no-mysql",
-                timeout=300,
             )
         finally:
             load.stop()

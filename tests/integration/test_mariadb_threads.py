@@ -26,10 +26,13 @@ def dive_run(mariadb, tmp_path_factory):
     """8 s of capture at 199 Hz while 8 sysbench threads run index-dive SELECTs and 2 run oltp_read_only."""
     need_perf()
     mdb.index_dive_prepare(mariadb, table_size=30000)
-    dives = mdb.SysbenchLoad(mariadb, 40, str(mdb.INDEX_DIVE_LUA), 8, script_args=("--table-size=30000",))
-    oltp = mdb.SysbenchLoad(mariadb, 40, "oltp_read_only", 2)
+    dives = mdb.SysbenchLoad(
+        mariadb, mdb.UNTIL_STOPPED, str(mdb.INDEX_DIVE_LUA), 8, script_args=("--table-size=30000",)
+    )
+    oltp = mdb.SysbenchLoad(mariadb, mdb.UNTIL_STOPPED, "oltp_read_only", 2)
     out = tmp_path_factory.mktemp("threads") / "run"
     try:
+        oltp.connected(others=dives.threads)
         res = run_cli(
             "capture",
             "-p",
@@ -42,7 +45,6 @@ def dive_run(mariadb, tmp_path_factory):
             str(out),
             "--defaults-file",
             str(mariadb.defaults_file),
-            timeout=300,
         )
     finally:
         dives.stop()

@@ -61,8 +61,9 @@ def test_demo_capture_perf_data_and_script_text_agree(tmp_path: Path) -> None:
 
 
 def _loaded_capture(server: mdb.MariaDB, out: Path, *extra: str) -> None:
-    load = mdb.SysbenchLoad(server, 40, test="oltp_write_only", threads=8)
+    load = mdb.SysbenchLoad(server, mdb.UNTIL_STOPPED, test="oltp_write_only", threads=8)
     try:
+        load.connected()
         # on-CPU only: off-CPU stacks (on by default where cheap) are in no perf.data or perf script text
         res = run_cli(
             "capture",
@@ -78,7 +79,6 @@ def _loaded_capture(server: mdb.MariaDB, out: Path, *extra: str) -> None:
             "--defaults-file",
             str(server.defaults_file),
             *extra,
-            timeout=300,
         )
     finally:
         load.stop()
