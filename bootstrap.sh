@@ -1,7 +1,7 @@
 #!/bin/sh
 # Set up pmuprof on Debian 12 (as root) from this checkout, then run one job:
 #   sh bootstrap.sh demo   # install everything, run `pmuprof demo` (the built-in workload)
-#   sh bootstrap.sh test   # install everything, run the whole test suite
+#   sh bootstrap.sh test   # install everything, run the whole test suite (its tiers side by side: tests/run_tiers.py)
 #   sh bootstrap.sh test PATH...   # install everything, run these tests (pytest's arguments)
 set -eu
 cd "$(dirname "$0")"
@@ -63,6 +63,8 @@ setup_speedscope() {
 
 case "$JOB" in
   demo) exec "$PY" -m pmuprof demo ;;
-  test) setup_pprof; setup_speedscope; [ $# -gt 0 ] || set -- tests; exec "$PY" -m pytest -q -p no:cacheprovider "$@" ;;
+  test) setup_pprof; setup_speedscope
+    if [ $# -gt 0 ]; then exec "$PY" -m pytest -q -p no:cacheprovider "$@"; fi
+    exec "$PY" tests/run_tiers.py ;;
   *) echo "usage: sh bootstrap.sh demo | test [PYTEST ARGS...]" >&2; exit 2 ;;
 esac

@@ -15,7 +15,9 @@ TESTS = Path(__file__).resolve().parent
 # live: real perf, BPF, MariaDB, sysbench, signals or timing: one test at a time, beside the fast tier.
 # build: builds the native code with other flags, a wheel, an sdist, a venv: CPU-heavy, not timing-sensitive.
 # cleanroot: installs into a fresh Debian 12 root (I/O-bound: debootstrap, apt); opt-in (-m cleanroot).
-TIER_NAMES = ("fast", "live", "build", "cleanroot")
+# host: reads the whole host's activity exactly (system-wide recordings compared byte for byte): alone,
+#   before the others, since a BPF program loaded or a process in another mount namespace changes it.
+TIER_NAMES = ("fast", "live", "build", "cleanroot", "host")
 
 # Keys are paths under tests/: a folder, or a file that is not in its folder's tier. The longest key wins.
 TIERS: dict[str, str] = {
@@ -30,6 +32,7 @@ TIERS: dict[str, str] = {
     "native/test_fence_live.py": "live",
     "native/test_offcpu_live.py": "live",
     "native/test_offcpu_unwind.py": "live",
+    "native/test_perfdata.py": "host",
     "native/test_oncpu_callers.py": "live",
     "native/test_skid_live.py": "live",
     "reliability": "fast",

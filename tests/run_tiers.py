@@ -1,0 +1,206 @@
+"""Run the whole suite as its tiers (tests/tiers.py), each its own pytest process, and fail when any fails.
+
+``python3 tests/run_tiers.py`` is what ``sh bootstrap.sh test`` (and so CI) runs. First the host tier, alone
+(system-wide recordings that another tier's BPF programs or namespaces would change); then lanes side by
+side, the tiers of one lane one after the other: the fast tier in parallel (pytest-xdist, one worker per CPU),
+then the build tier; the live tier one test at a time beside them (its tests hold with one CPU-bound process
+per core beside them); the clean-root tier, I/O-bound, beside both. Each tier's output is printed when it
+ends, with its wall-clock and CPU time; ``--tier NAME`` (repeatable) runs only those tiers; arguments after
+``--`` go to every pytest.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import resource
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from tiers import TIER_NAMES, TESTS, paths_of  # noqa: E402
+
+PHASES = ((("host",),), (("fast", "build"), ("live",), ("cleanroot",)))  # phases in turn; lanes side by side
+REPO = TESTS.parent
+GRACE_S = 20.0  # after SIGTERM, before SIGKILL, when the runner itself is stopped
+
+
+@dataclass
+class Tier:
+    name: str
+    argv: list[str]
+    log: Path
+    proc: subprocess.Popen | None = None
+    started: float = 0.0
+    wall: float = 0.0
+    cpu: float = 0.0
+    code: int | None = None
+    note: str = ""
+    done: bool = field(default=False)
+
+
+def workers() -> int:
+    """Parallel workers for the fast tier: PMUPROF_TEST_WORKERS, else the CPUs this process may run on."""
+    wanted = os.environ.get("PMUPROF_TEST_WORKERS", "")
+    return int(wanted) if wanted.isdigit() and int(wanted) > 0 else len(os.sched_getaffinity(0))
+
+
+def tier_argv(name: str, work: Path, extra: list[str]) -> list[str] | None:
+    """The tier's pytest command line, or None when no folder of it exists here."""
+    paths = paths_of(name)
+    if not paths:
+        return None
+    argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", name, "--durations=25"]
+    argv += [f"--basetemp={work / name}"]
+    if name == "fast" and importlib.util.find_spec("xdist") is not None and workers() > 1:
+        # loadscope: a module's tests stay on one worker, so its module-scoped captures are made once
+        argv += ["-n", str(workers()), "--dist", "loadscope"]
+    return argv + [str(p.relative_to(REPO)) for p in paths] + extra
+
+
+def start(tier: Tier, env: dict[str, str]) -> None:
+    print(f"== {tier.name}: started: {' '.join(tier.argv[1:])}", flush=True)
+    with open(tier.log, "wb") as log:
+        tier.proc = subprocess.Popen(
+            tier.argv,
+            cwd=REPO,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # its own group: stopping the runner stops every process a tier started
+        )
+    tier.started = time.monotonic()
+
+
+def finish(tier: Tier, status: int, usage: resource.struct_rusage) -> None:
+    tier.wall = time.monotonic() - tier.started
+    tier.cpu = usage.ru_utime + usage.ru_stime  # the tier's pytest and every child it waited for
+    tier.code = os.waitstatus_to_exitcode(status)
+    if tier.code == 5:  # pytest: no test collected (every test of the tier deselected here)
+        tier.code, tier.note = 0, "no test here"
+    tier.done = True
+    text = tier.log.read_text(errors="replace")
+    print(f"\n== {tier.name}: output\n{text.rstrip()}", flush=True)
+    print(f"== {tier.name}: {verdict(tier)}", flush=True)
+
+
+def verdict(tier: Tier) -> str:
+    if tier.code is None:
+        return "not run" + (f" ({tier.note})" if tier.note else "")
+    said = "passed" if tier.code == 0 else f"FAILED (pytest exit {tier.code})"
+    note = f", {tier.note}" if tier.note else ""
+    return f"{said} in {tier.wall:.0f} s wall, {tier.cpu:.0f} s CPU{note}"
+
+
+def stop_all(tiers: list[Tier]) -> None:
+    """SIGTERM to every running tier's process group, SIGKILL after GRACE_S."""
+    running = [t for t in tiers if t.proc is not None and not t.done]
+    for tier in running:
+        try:
+            os.killpg(tier.proc.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+    deadline = time.monotonic() + GRACE_S
+    for tier in running:
+        try:
+            tier.proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            try:
+                os.killpg(tier.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            tier.proc.wait()
+        tier.done = True
+
+
+def plan(names: list[str], work: Path, extra: list[str]) -> tuple[list[Tier], list[list[list[Tier]]]]:
+    """Every tier asked for, and the phases' lanes of those that have tests here (the others are said)."""
+    tiers: list[Tier] = []
+    phases: list[list[list[Tier]]] = []
+    for lanes in PHASES:
+        phase = []
+        for lane in lanes:
+            queue = []
+            for name in (n for n in lane if n in names):
+                argv = tier_argv(name, work, extra)
+                tier = Tier(name, argv or [], work / f"{name}.log")
+                tiers.append(tier)
+                if argv is None:  # not run, not failed: e.g. the clean-root tier on a branch without it
+                    tier.note, tier.done = "no folder of this tier here", True
+                    print(f"== {name}: {tier.note}", flush=True)
+                else:
+                    queue.append(tier)
+            phase.append(queue)
+        phases.append(phase)
+    return tiers, phases
+
+
+def run_phase(lanes: list[list[Tier]], env: dict[str, str]) -> None:
+    """Start each lane's first tier; when a tier ends, its lane's next; return when every lane is done."""
+    running: dict[int, tuple[Tier, list[Tier]]] = {}
+    for queue in lanes:
+        if queue:
+            start(queue[0], env)
+            running[queue[0].proc.pid] = (queue[0], queue)
+    while running:
+        pid, status, usage = os.wait4(-1, 0)
+        if pid not in running:
+            continue
+        tier, queue = running.pop(pid)
+        finish(tier, status, usage)
+        queue.pop(0)
+        if queue:
+            start(queue[0], env)
+            running[queue[0].proc.pid] = (queue[0], queue)
+
+
+def run(names: list[str], extra: list[str]) -> int:
+    work = Path(tempfile.mkdtemp(prefix="pmuprof-tests-"))
+    (work / "shared").mkdir()
+    # builds and captures more than one tier or xdist worker reads are made once, under locks, in here
+    env = {**os.environ, "PMUPROF_TEST_SHARED": str(work / "shared")}
+    tiers, phases = plan(names, work, extra)
+    t0 = time.monotonic()
+
+    def on_signal(signum, _frame):
+        print(f"\n== stopped by signal {signum}: stopping the tiers (logs in {work})", flush=True)
+        stop_all(tiers)
+        for tier in tiers:
+            if tier.proc is not None and tier.log.exists():
+                print(f"\n== {tier.name}: output so far\n{tier.log.read_text(errors='replace').rstrip()}")
+        os._exit(128 + signum)
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    for lanes in phases:
+        run_phase(lanes, env)
+    print(f"\n== tiers (all in {time.monotonic() - t0:.0f} s wall)")
+    for tier in tiers:
+        print(f"   {tier.name:<10} {verdict(tier)}")
+    failed = [t.name for t in tiers if t.code not in (0, None)]
+    if failed:
+        print(f"== FAILED: {', '.join(failed)} (logs and temporary files kept in {work})")
+        return 1
+    shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tier", action="append", choices=TIER_NAMES, help="run only this tier (repeatable)")
+    parser.add_argument("pytest_args", nargs="*", help="after --: passed to every tier's pytest")
+    args = parser.parse_args(argv)
+    return run(args.tier or list(TIER_NAMES), args.pytest_args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
