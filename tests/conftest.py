@@ -52,9 +52,29 @@ def target():
     proc.wait()
 
 
+# What several modules share for a whole session (servers, the reliability tier's set of live captures): the
+# live tier runs on xdist workers with --dist loadgroup, and every module using one of these is one group
+# (one worker), so each is started once; any other module is a group of its own (its captures made once).
+SHARED_SESSION = ("mariadb114", "mariadb102", "mariadb", "live")
+
+
+def _xdist_groups(items) -> None:
+    modules: dict[str, str] = {}
+    for item in items:
+        module = item.nodeid.split("::")[0]
+        shared = next((name for name in SHARED_SESSION if name in item.fixturenames), None)
+        if shared and module not in modules:
+            modules[module] = shared
+    for item in items:
+        module = item.nodeid.split("::")[0]
+        item.add_marker(pytest.mark.xdist_group(modules.get(module, module)))
+
+
 def pytest_collection_modifyitems(config, items):
     """Every test gets its tier's marker from its folder (tests/tiers.py); a test without one stops the run.
     Tests of an opt-in tier are skipped, with the command that runs them, unless `-m` names it."""
+    if config.pluginmanager.hasplugin("xdist"):
+        _xdist_groups(items)
     untiered = set()
     for item in items:
         tier = tier_of(item.path)

@@ -3,8 +3,9 @@
 ``python3 tests/run_tiers.py`` is what ``sh bootstrap.sh test`` (and so CI) runs. First the host tier, alone
 (system-wide recordings that another tier's BPF programs or namespaces would change); then lanes side by
 side, the tiers of one lane one after the other: the fast tier in parallel (pytest-xdist, one worker per CPU),
-then the build tier; the live tier one test at a time beside them (its tests hold with one CPU-bound process
-per core beside them); the clean-root tier, I/O-bound, beside both. Each tier's output is printed when it
+then the build tier; beside them the live tier, two groups of tests at a time (a server and every module that
+uses it, or one module: tests/conftest.py), its timing and share assertions made to hold on a busy host;
+the clean-root tier, I/O-bound, beside both. Each tier's output is printed when it
 ends, with its wall-clock and CPU time; ``--tier NAME`` (repeatable) runs only those tiers; arguments after
 ``--`` go to every pytest.
 """
@@ -60,9 +61,11 @@ def tier_argv(name: str, work: Path, extra: list[str]) -> list[str] | None:
         return None
     argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", name, "--durations=25"]
     argv += [f"--basetemp={work / name}"]
-    if name == "fast" and importlib.util.find_spec("xdist") is not None and workers() > 1:
-        # loadscope: a module's tests stay on one worker, so its module-scoped captures are made once
-        argv += ["-n", str(workers()), "--dist", "loadscope"]
+    if importlib.util.find_spec("xdist") is not None and workers() > 1:
+        if name == "fast":  # loadscope: a module's tests stay on one worker (its captures are made once)
+            argv += ["-n", str(workers()), "--dist", "loadscope"]
+        elif name == "live":  # two groups at once (tests/conftest.py: a server's modules are one group)
+            argv += ["-n", str(min(2, workers())), "--dist", "loadgroup"]
     return argv + [str(p.relative_to(REPO)) for p in paths] + extra
 
 
