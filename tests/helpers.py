@@ -1,4 +1,4 @@
-"""Small test helpers: compile a busy C program, run the CLI in-process or as a subprocess."""
+"""Small test helpers: compile a busy C program, run the CLI in this process (cli) or as a subprocess (run_cli)."""
 
 from __future__ import annotations
 
@@ -84,6 +84,30 @@ def run_cli(*args: str, env: dict | None = None, timeout: float = 900) -> subpro
         timeout=timeout,
         stdin=subprocess.DEVNULL,
     )
+
+
+def cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    """``pmuprof ARGS`` in this process (no interpreter to start): its exit status and what it printed, as
+    run_cli returns them; ``env`` is set for the call only. Exit statuses through a real process, signals and
+    daemons need run_cli."""
+    import contextlib
+    import io
+
+    from pmuprof.cli.main import main
+
+    saved = {key: os.environ.get(key) for key in env or {}}
+    out, err = io.StringIO(), io.StringIO()
+    try:
+        os.environ.update(env or {})
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = main([str(a) for a in args])
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+    return subprocess.CompletedProcess(["pmuprof", *args], code, out.getvalue(), err.getvalue())
 
 
 def make_profile(

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import run_cli
+from helpers import cli
 
 
 def _one_line_error(res, code, *needles):
@@ -20,12 +20,12 @@ def _one_line_error(res, code, *needles):
 
 
 def test_wrong_pid():
-    _one_line_error(run_cli("record", "-p", "999999999", "--no-mysql", "-d", "1"), 4, "no process with pid")
+    _one_line_error(cli("record", "-p", "999999999", "--no-mysql", "-d", "1"), 4, "no process with pid")
 
 
 def test_perf_missing(tmp_path):
     env = {"PMUPROF_PERF": str(tmp_path / "no-perf")}
-    res = run_cli("record", "-p", str(os.getpid()), "--no-mysql", "-d", "1", "-o", str(tmp_path / "r"), env=env)
+    res = cli("record", "-p", str(os.getpid()), "--no-mysql", "-d", "1", "-o", str(tmp_path / "r"), env=env)
     _one_line_error(res, 5, "perf is not installed", "apt-get install linux-perf")
 
 
@@ -45,7 +45,7 @@ def test_perf_forbidden_by_paranoid(tmp_path):
     fake.chmod(0o755)
     target = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
-        res = run_cli(
+        res = cli(
             "record",
             "-p",
             str(target.pid),
@@ -65,7 +65,7 @@ def test_perf_forbidden_by_paranoid(tmp_path):
 
 def test_existing_output_dir_is_refused(tmp_path):
     (tmp_path / "keep.txt").write_text("mine")
-    res = run_cli("record", "-p", str(os.getpid()), "--no-mysql", "-o", str(tmp_path))
+    res = cli("record", "-p", str(os.getpid()), "--no-mysql", "-o", str(tmp_path))
     _one_line_error(res, 2, "not empty")
     assert (tmp_path / "keep.txt").read_text() == "mine"
 
@@ -81,7 +81,7 @@ def test_existing_output_dir_is_refused(tmp_path):
 def test_bad_report_inputs(tmp_path, content, needle):
     bad = tmp_path / "input"
     bad.write_bytes(content)
-    res = run_cli("report", str(bad), "-o", str(tmp_path / "out"))
+    res = cli("report", str(bad), "-o", str(tmp_path / "out"))
     _one_line_error(res, 3, needle)
 
 
@@ -92,7 +92,7 @@ def test_truncated_perf_script_still_reports(tmp_path):
     )
     src = tmp_path / "script.txt"
     src.write_text(text)
-    res = run_cli("report", str(src), "--json")
+    res = cli("report", str(src), "--json")
     assert res.returncode == 0, res.stderr
     assert '"samples": 1' in res.stdout
 
@@ -115,14 +115,14 @@ def _script(tmp_path, head: str) -> Path:
 
 
 def test_script_text_without_thread_ids_says_which_fields(tmp_path):
-    res = run_cli("report", str(_script(tmp_path, "mariadbd")), "--pid", "4242", "-o", str(tmp_path / "out"))
+    res = cli("report", str(_script(tmp_path, "mariadbd")), "--pid", "4242", "-o", str(tmp_path / "out"))
     _one_line_error(res, 3, "none of its", "-F comm,tid,time,event,ip,sym,dso")
 
 
 def test_pid_on_script_text_with_thread_ids_only(tmp_path):
     src = _script(tmp_path, "mariadbd 4242")
-    res = run_cli("report", str(src), "--pid", "999", "-o", str(tmp_path / "none"))
+    res = cli("report", str(src), "--pid", "999", "-o", str(tmp_path / "none"))
     _one_line_error(res, 3, "no samples of pid 999", "no pid field", "perf script -F +pid")
-    res = run_cli("report", str(src), "--pid", "4242", "-o", str(tmp_path / "out"))
+    res = cli("report", str(src), "--pid", "4242", "-o", str(tmp_path / "out"))
     assert res.returncode == 0, res.stderr
     assert "--pid 4242 chose threads by name" in res.stderr

@@ -6,12 +6,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from helpers import FAKE_PERF, run_cli
+from helpers import FAKE_PERF, cli, run_cli
 
 
 def test_capture_writes_the_contract_and_the_report(target, tmp_path: Path) -> None:
     out = tmp_path / "run"
-    res = run_cli("capture", "-p", str(target.pid), "-d", "1", "--no-mysql", "-q", "-o", str(out), env=FAKE_PERF)
+    res = cli("capture", "-p", str(target.pid), "-d", "1", "--no-mysql", "-q", "-o", str(out), env=FAKE_PERF)
     assert res.returncode == 0, res.stderr
     for name in (
         "run.json",
@@ -37,14 +37,14 @@ def test_capture_writes_the_contract_and_the_report(target, tmp_path: Path) -> N
 
 
 def test_record_then_report_gives_what_capture_gives(target, tmp_path: Path) -> None:
-    rec = run_cli(
+    rec = cli(
         "record", "-p", str(target.pid), "-d", "1", "--no-mysql", "-q", "-o", str(tmp_path / "rec"), env=FAKE_PERF
     )
     assert rec.returncode == 0, rec.stderr
     assert not (tmp_path / "rec" / "report.html").exists(), "record writes no report"
-    rep = run_cli("report", str(tmp_path / "rec"), env=FAKE_PERF)
+    rep = cli("report", str(tmp_path / "rec"), env=FAKE_PERF)
     assert rep.returncode == 0, rep.stderr
-    again = run_cli("report", str(tmp_path / "rec" / "perf.data"), "-o", str(tmp_path / "again"), env=FAKE_PERF)
+    again = cli("report", str(tmp_path / "rec" / "perf.data"), "-o", str(tmp_path / "again"), env=FAKE_PERF)
     assert again.returncode == 0, again.stderr
     one, two = (
         json.loads((d / "findings.json").read_text())["findings"] for d in (tmp_path / "rec", tmp_path / "again")

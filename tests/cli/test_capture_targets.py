@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import FAKE_PERF, run_cli
+from helpers import FAKE_PERF, cli
 
 
 @pytest.fixture
@@ -27,7 +27,7 @@ def test_several_pids_become_several_targets(two_targets, tmp_path: Path, form: 
     one, two = (str(p) for p in two_targets)
     pids = {"pidof": ["-p", one, two], "comma": ["-p", f"{one},{two}"], "repeated": ["-p", one, "-p", two, "-p", one]}
     out = tmp_path / "run"
-    res = run_cli("record", *pids[form], "-d", "0.5", "--no-mysql", "-q", "-o", str(out), env=FAKE_PERF)
+    res = cli("record", *pids[form], "-d", "0.5", "--no-mysql", "-q", "-o", str(out), env=FAKE_PERF)
     assert res.returncode == 0, res.stderr
     run = json.loads((out / "run.json").read_text())
     assert [t["pid"] for t in run["targets"]] == [int(one), int(two)]
@@ -39,7 +39,7 @@ def test_several_pids_become_several_targets(two_targets, tmp_path: Path, form: 
 )
 def test_a_word_that_is_not_a_pid_is_one_line_not_echoed(two_targets, tmp_path: Path, argv: list[str]) -> None:
     args = [a.format(pid=two_targets[0]) for a in argv]
-    res = run_cli("capture", *args, "-d", "0.5", "--no-mysql", "-q", "-o", str(tmp_path / "r"), env=FAKE_PERF)
+    res = cli("capture", *args, "-d", "0.5", "--no-mysql", "-q", "-o", str(tmp_path / "r"), env=FAKE_PERF)
     assert res.returncode == 2
     assert "hunter2" not in res.stderr + res.stdout
     lines = res.stderr.strip().splitlines()
@@ -49,5 +49,5 @@ def test_a_word_that_is_not_a_pid_is_one_line_not_echoed(two_targets, tmp_path: 
 
 
 def test_help_names_the_forms() -> None:
-    res = run_cli("capture", "--help")
+    res = cli("capture", "--help")
     assert "-p 1,2 (perf's" in res.stdout and "$(pidof mariadbd)" in res.stdout

@@ -9,7 +9,7 @@ import socket
 import time
 from pathlib import Path
 
-from helpers import FAKE_PERF, REPO, run_cli
+from helpers import FAKE_PERF, REPO, cli, run_cli
 
 
 def _notify_script(tmp_path: Path) -> Path:
@@ -33,7 +33,7 @@ def _metrics(path: Path) -> dict[str, str]:
 
 def test_capture_json_textfile_and_notify(target, tmp_path):
     out, prom, script = tmp_path / "run", tmp_path / "pmuprof.prom", _notify_script(tmp_path)
-    res = run_cli(
+    res = cli(
         "capture",
         "-p",
         str(target.pid),
@@ -74,7 +74,7 @@ def test_capture_json_textfile_and_notify(target, tmp_path):
 
 def test_a_failed_capture_updates_the_textfile_with_its_exit_code(target, tmp_path):
     prom = tmp_path / "pmuprof.prom"
-    res = run_cli(
+    res = cli(
         "capture",
         "-p",
         str(target.pid),
@@ -95,7 +95,7 @@ def test_a_failed_capture_updates_the_textfile_with_its_exit_code(target, tmp_pa
 
 
 def test_textfile_env_and_a_bad_textfile_refused_before_capturing(target, tmp_path):
-    res = run_cli(
+    res = cli(
         "capture",
         "-p",
         str(target.pid),
@@ -115,7 +115,7 @@ def test_dash_h_is_the_mysql_host(target, tmp_path):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]  # closed once the block ends: nothing listens there
-    res = run_cli(
+    res = cli(
         "capture",
         "-p",
         str(target.pid),
@@ -231,7 +231,7 @@ def _exited(pid: int, seconds: float = 30) -> bool:
 
 
 def test_daemonize_needs_a_log_file(target, tmp_path):
-    res = run_cli("watch", "-p", str(target.pid), "-t", "cpu>1", "--no-mysql", "--daemonize", env=FAKE_PERF)
+    res = cli("watch", "-p", str(target.pid), "-t", "cpu>1", "--no-mysql", "--daemonize", env=FAKE_PERF)
     assert res.returncode == 2 and "--log-file" in res.stderr
 
 
