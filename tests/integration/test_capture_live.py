@@ -106,7 +106,7 @@ def test_ctrl_c_keeps_what_was_captured_and_leaves_no_perf(busy, tmp_path):
     _, err = proc.communicate(timeout=900)
     assert proc.returncode == 130, err  # docs/usage.md exit codes: Ctrl-C is 130, after the run directory is complete
     run = json.loads((out / "run.json").read_text())
-    assert run["interrupted"] and run["duration_s"] < 30
+    assert run["interrupted"] and run["duration_s"] < 60  # Ctrl-C, not the 60 s clock, ended it
     assert "hot_leaf" in (out / "stacks.folded").read_text()
     left = subprocess.run(["pgrep", "-f", str(out)], capture_output=True, text=True).stdout
     assert not left.strip(), "perf was left running"

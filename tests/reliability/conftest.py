@@ -16,6 +16,7 @@ import pytest
 from helpers import REPO, build_busy, need_perf
 
 from pmuprof import signals
+from pmuprof.model import rundir
 from pmuprof.cli.main import main
 
 
@@ -64,12 +65,13 @@ def spawn_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen
     )
 
 
-def finish(proc: subprocess.Popen, timeout: float = 90) -> Ran:
+def finish(proc: subprocess.Popen, timeout: float = 900) -> Ran:
+    """Its exit status and output (``timeout``: a hang detector, never the pass condition)."""
     out, err = proc.communicate(timeout=timeout)
     return Ran(proc.returncode, out, err)
 
 
-def wait_for(path: Path, timeout: float = 120, proc: subprocess.Popen | None = None) -> None:
+def wait_for(path: Path, timeout: float = 600, proc: subprocess.Popen | None = None) -> None:
     """Until ``path`` exists and is not empty (perf.data appears once perf records)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -79,6 +81,24 @@ def wait_for(path: Path, timeout: float = 120, proc: subprocess.Popen | None = N
             raise AssertionError(f"pmuprof exited {proc.returncode} before {path} appeared")
         time.sleep(0.1)
     raise AssertionError(f"{path} did not appear within {timeout} s")
+
+
+def wait_window(out: Path, proc: subprocess.Popen, timeout: float = 600) -> None:
+    """Until the capture's window is open: perf.data exists and the off-CPU tracer beside perf (root, BPF) has
+    said 'attached', which it does when the window opens; without a tracer, a second after perf.data (perf
+    creates it before its window: a loaded host can take seconds between the two)."""
+    wait_for(out / "perf.data", timeout, proc)
+    log, deadline = out / rundir.OFFCPU_LOG, time.monotonic() + timeout
+    while log.exists():
+        text = log.read_text(errors="replace")
+        if "attached" in text:
+            return
+        if any(line and "ready" not in line for line in text.splitlines()):  # the tracer failed: no signal
+            break
+        assert proc.poll() is None, f"pmuprof exited {proc.returncode} before its window opened"
+        assert time.monotonic() < deadline, f"{out}: the window did not open in {timeout:g} s"
+        time.sleep(0.05)
+    time.sleep(1)
 
 
 DUTY_C = r"""
@@ -196,8 +216,8 @@ def _start_live(busy: subprocess.Popen, base: Path) -> dict[str, subprocess.Pope
 
 def _stop_live(procs: dict[str, subprocess.Popen], base: Path) -> None:
     for case in (*SIGNAL_CASES, "perf-killed", "again", "nightly/killed"):
-        wait_for(base / case / "perf.data", proc=procs[case])
-    time.sleep(1.5)
+        wait_window(base / case, procs[case])
+    time.sleep(1.5)  # samples in every window
     first = time.monotonic()
     for case in (*SIGNAL_CASES, "perf-killed", "again", "nightly/killed"):
         if case == "perf-killed":
@@ -233,5 +253,5 @@ def live(busy, tmp_path_factory):
 
 
 def _finish_timed(proc: subprocess.Popen) -> tuple[Ran, float]:
-    res = finish(proc, timeout=180)
+    res = finish(proc, timeout=900)  # a hang detector: eleven captures report at once, on a loaded host
     return res, time.monotonic()

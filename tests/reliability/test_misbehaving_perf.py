@@ -23,7 +23,9 @@ def test_a_hung_perf_ends_in_bounded_time_with_one_line(live, step):
     cases, started = live
     res, ended, _ = cases[f"hang-{step}"]
     one_line(res, 5, HANGS[step])
-    assert ended - started < 90, f"the capture with a hung perf {step} took {ended - started:.0f} s"
+    # bounded by the 2 s stall, not by the hung perf (sleep 1000) nor the 600 s hang limits behind the stall
+    # check; what else it takes is the start-up and report of eleven captures at once on a loaded host
+    assert ended - started < 300, f"the capture with a hung perf {step} took {ended - started:.0f} s"
 
 
 def test_perf_printing_bytes_that_are_not_utf8(pmuprof, fake_perf):

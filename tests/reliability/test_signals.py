@@ -35,7 +35,7 @@ def test_stop_signal_writes_run_json_and_report_then_exits_128_plus_n(stopped, c
     res, out = stopped[case]
     one_line(res, SIGNAL_CASES[case], f"capture stopped by {case}", str(out / "report.html"))
     run = json.loads((out / "run.json").read_text())
-    assert run["interrupted"] and run["stopped_by"] == case and run["duration_s"] < 30
+    assert run["interrupted"] and run["stopped_by"] == case and run["duration_s"] < 60  # the signal, not the clock
     assert "hot_leaf" in (out / "stacks.folded").read_text() and (out / "report.html").is_file()
     assert not (out / ".perf-ctl").exists() and not (out / ".perf-ack").exists()
     assert _no_process_mentions(out), "perf was left running"
@@ -65,8 +65,8 @@ def test_second_signal_during_folding_leaves_a_reportable_directory(stopped, pmu
 def test_sigkill_of_pmuprof_leaves_a_run_that_reports_and_is_pruned(stopped, pmuprof):
     res, out = stopped["nightly/killed"]
     assert res.code == -signal.SIGKILL
-    deadline = time.monotonic() + 30
-    while not _no_process_mentions(out) and time.monotonic() < deadline:  # perf closes its file (PDEATHSIG)
+    deadline = time.monotonic() + 300  # a hang detector: perf closes its file on PDEATHSIG, late on a loaded host
+    while not _no_process_mentions(out) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert (out / ".perf-ctl").exists(), "a killed capture leaves perf's control FIFOs behind"
     assert pmuprof("report", out).code == 0 and (out / "report.html").is_file()
