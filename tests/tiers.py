@@ -15,8 +15,9 @@ TESTS = Path(__file__).resolve().parent
 # live: real perf, BPF, MariaDB, sysbench, signals or timing: one test at a time, beside the fast tier.
 # build: builds the native code with other flags, a wheel, an sdist, a venv: CPU-heavy, not timing-sensitive.
 # cleanroot: installs into a fresh Debian 12 root (I/O-bound: debootstrap, apt); opt-in (-m cleanroot).
-# host: reads the whole host's activity exactly (system-wide recordings compared byte for byte): alone,
-#   before the others, since a BPF program loaded or a process in another mount namespace changes it.
+# host: recordings compared with perf script byte for byte: alone, before the others, since a BPF program
+#   loaded meanwhile (any capture's off-CPU tracer) is in kernel call chains, and a process in another mount
+#   namespace in system-wide ones.
 TIER_NAMES = ("fast", "live", "build", "cleanroot", "host")
 
 # Keys are paths under tests/: a folder, or a file that is not in its folder's tier. The longest key wins.
