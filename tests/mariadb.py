@@ -312,7 +312,9 @@ class SysbenchLoad:
     """sysbench running in the background for a bounded time (it stops by itself; stop() ends it early).
 
     ``script_args`` replaces the OLTP scripts' --tables/--table-size for scripts with other options
-    (``SysbenchLoad(server, 20, str(INDEX_DIVE_LUA), 16, script_args=("--range-width=0",))``).
+    (``SysbenchLoad(server, 20, str(INDEX_DIVE_LUA), 16, script_args=("--range-width=0",))``). ``rate``
+    paces all threads together to that many transactions a second (sysbench --rate): clients connected and
+    working without keeping the CPUs busy, for tests that need connections or statements, not CPU load.
     """
 
     def __init__(
@@ -324,6 +326,7 @@ class SysbenchLoad:
         tables: int = 2,
         table_size: int = 10000,
         script_args: tuple[str, ...] | None = None,
+        rate: int = 0,
     ) -> None:
         self.server, self.test, self.threads, self.seconds = server, test, threads, seconds
         sizes = (f"--tables={tables}", f"--table-size={table_size}") if script_args is None else script_args
@@ -337,6 +340,7 @@ class SysbenchLoad:
             "--percentile=95",
             "--report-interval=0",
             "--rand-type=uniform",
+            *([f"--rate={rate}"] if rate else []),
             "run",
         ]
         self._out = tempfile.TemporaryFile()

@@ -1,5 +1,9 @@
 """`pmuprof watch` against a real private MariaDB: a status trigger that becomes true under sysbench
-load fires one capture; the cooldown and --max-captures hold; run.json records the trigger."""
+load fires one capture; the cooldown and --max-captures hold; run.json records the trigger.
+
+The trigger counts connections, so the load is paced (LOAD_RATE transactions a second in all): its clients
+stay connected and working for as long as the test needs them, without keeping both CPUs busy all along
+(unpaced, it cost the suite minutes of CPU time while the watch's capture was reported and cooled down)."""
 
 from __future__ import annotations
 
@@ -23,6 +27,7 @@ from tests import mariadb as mdb
 
 CONDITION = "Threads_connected>=6"  # idle: the poller alone; under 8 sysbench threads: 9+
 LOAD_THREADS = 8
+LOAD_RATE = 40  # transactions a second, all clients together
 
 
 @pytest.fixture(autouse=True)
@@ -93,7 +98,7 @@ def test_cli_fires_once_under_load_and_cooldown_holds(mariadb: mdb.MariaDB, tmp_
         # idle polls first: the condition is false until the load connects
         _wait_for(lambda: log.read_text().count("(0/2)") >= 2, 600, "idle polls", log)
         assert _runs(base) == olds[1:]
-        load = mdb.SysbenchLoad(mariadb, mdb.UNTIL_STOPPED, test="oltp_read_only", threads=LOAD_THREADS)
+        load = mdb.SysbenchLoad(mariadb, mdb.UNTIL_STOPPED, test="oltp_read_only", threads=LOAD_THREADS, rate=LOAD_RATE)
         _wait_for(
             lambda: any("trigger" in (read_json(r / RUN_JSON) or {}) for r in _runs(base)),
             900,
@@ -145,7 +150,7 @@ def test_max_captures_ends_the_watch(mariadb: mdb.MariaDB, tmp_path: Path) -> No
         record={"mysql": False},
     )
     lines: list[str] = []
-    load = mdb.SysbenchLoad(mariadb, mdb.UNTIL_STOPPED, test="oltp_read_only", threads=LOAD_THREADS)
+    load = mdb.SysbenchLoad(mariadb, mdb.UNTIL_STOPPED, test="oltp_read_only", threads=LOAD_THREADS, rate=LOAD_RATE)
     try:
         mdb.wait_connected(mariadb, 6)  # loaded from the watch's first poll on (a loaded host connects slowly)
         runs = watch(opts, lines.append)  # returns by itself once the cap is reached
