@@ -86,6 +86,56 @@ def run_cli(*args: str, env: dict | None = None, timeout: float = 900) -> subpro
     )
 
 
+def recorded(out: Path) -> bool:
+    """Whether the capture into ``out`` has ended its recording: run.json, written last, lists its sources
+    (perf's window and every source beside it have stopped); folding and analysis come after."""
+    import json
+
+    try:
+        return bool(json.loads((out / "run.json").read_text()).get("sources"))
+    except (OSError, ValueError):  # not written yet (each write is a rename: never half a file)
+        return False
+
+
+def capture_under(load, out: Path, *args: str, env: dict | None = None, timeout: float = 900):
+    """``pmuprof capture ARGS -o OUT`` as run_cli runs it, with ``load`` (a sysbench load, anything else with
+    ``stop()`` or a function that stops it, or a list of them) stopped as soon as the recording has ended (``recorded``), before the report.
+
+    What the window records is the same; the report's analysis (folding, the binaries, skid) then has the
+    CPU to itself instead of sharing it with sixteen clients and the server serving them, which costs the
+    suite seconds of wall clock and twice that of CPU per capture. ``timeout``: a hang detector."""
+    import tempfile
+    import time
+    from types import SimpleNamespace
+
+    out = Path(out)
+    full_env = {**os.environ, **(env or {})}
+    full_env["PYTHONPATH"] = str(REPO) + os.pathsep + full_env.get("PYTHONPATH", "")
+    argv = [sys.executable, "-m", "pmuprof", "capture", *args, "-o", str(out)]
+    loads = load if isinstance(load, (list, tuple)) else [load]
+    loads = [SimpleNamespace(stop=each) if callable(each) and not hasattr(each, "stop") else each for each in loads]
+    with tempfile.TemporaryFile() as so, tempfile.TemporaryFile() as se:
+        proc = subprocess.Popen(argv, stdout=so, stderr=se, env=full_env, stdin=subprocess.DEVNULL)
+        deadline, stopped = time.monotonic() + timeout, False
+        try:
+            while proc.poll() is None:
+                assert time.monotonic() < deadline, f"pmuprof capture still running after {timeout:g} s (hung?)"
+                if not stopped and recorded(out):
+                    for each in loads:
+                        each.stop()
+                    stopped = True
+                time.sleep(0.05)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+            for each in loads if not stopped else ():
+                each.stop()
+        so.seek(0)
+        se.seek(0)
+        return subprocess.CompletedProcess(argv, proc.returncode, so.read().decode(), se.read().decode())
+
+
 def cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
     """``pmuprof ARGS`` in this process (no interpreter to start): its exit status and what it printed, as
     run_cli returns them; ``env`` is set for the call only. Exit statuses through a real process, signals and

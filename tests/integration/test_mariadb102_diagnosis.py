@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from helpers import fix_text, need_perf, run_cli, workload_findings
+from helpers import capture_under, fix_text, need_perf, workload_findings
 import mariadb as mdb
 from pmuprof.findings.loader import load_rules
 
@@ -52,19 +52,8 @@ def _capture(server: mdb.MariaDB, out: Path, spin_delay: int, load: dict[str, An
     running = mdb.SysbenchLoad(server, mdb.UNTIL_STOPPED, **load)
     try:
         running.connected()
-        res = run_cli(
-            "capture",
-            "-p",
-            str(server.pid),
-            "-d",
-            str(SECONDS),
-            "-F",
-            "199",
-            "-o",
-            str(out),
-            "--defaults-file",
-            str(server.defaults_file),
-        )
+        args = ("-p", str(server.pid), "-d", str(SECONDS), "-F", "199", "--defaults-file", str(server.defaults_file))
+        res = capture_under(running, out, *args)
     finally:
         running.stop()
         mdb.sql(server, "SET GLOBAL innodb_spin_wait_delay = 6")

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import fix_text, need_perf, run_cli
+from helpers import capture_under, fix_text, need_perf
 import mariadb as mdb
 
 SECONDS = 6
@@ -32,19 +32,8 @@ def _dives(server: mdb.MariaDB, out: Path, *script_args: str) -> dict:
     load = mdb.SysbenchLoad(server, mdb.UNTIL_STOPPED, str(mdb.INDEX_DIVE_LUA), 16, script_args=script_args)
     try:
         load.connected()
-        res = run_cli(
-            "capture",
-            "-p",
-            str(server.pid),
-            "-d",
-            str(SECONDS),
-            "-F",
-            "199",
-            "-o",
-            str(out),
-            "--defaults-file",
-            str(server.defaults_file),
-        )
+        args = ("-p", str(server.pid), "-d", str(SECONDS), "-F", "199", "--defaults-file", str(server.defaults_file))
+        res = capture_under(load, out, *args)
     finally:
         load.stop()
     assert res.returncode == 0, res.stderr

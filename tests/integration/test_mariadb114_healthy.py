@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import re
 
-from helpers import need_perf, run_cli, workload_findings, workload_verdict
+from helpers import capture_under, need_perf, workload_findings, workload_verdict
 import mariadb as mdb
 
 from pmuprof.findings.knowledge import generic_frames
@@ -23,16 +23,15 @@ def test_healthy_point_select_gives_at_most_info(mariadb114, mariadb114_load, tm
     load = mariadb114_load(mdb.UNTIL_STOPPED, "oltp_point_select", 8)
     try:
         load.connected()
-        res = run_cli(
-            "capture",
+        res = capture_under(
+            load,
+            str(out),
             "-p",
             str(mariadb114.pid),
             "-d",
             "6",
             "-F",
             "499",
-            "-o",
-            str(out),
             "--defaults-file",
             str(mariadb114.defaults_file),
         )

@@ -14,31 +14,21 @@ import re
 import time
 from pathlib import Path
 
-from helpers import fix_text, need_perf, run_cli
+from helpers import capture_under, fix_text, need_perf, run_cli
 from pmuprof.findings.steps import sql_statements
 import mariadb as mdb
 
 DEFAULT_DELAY = 4  # MariaDB >= 10.3.5
 
 
-def _capture(server: mdb.MariaDB, delay: int, seconds: int, out: Path) -> dict:
-    """Findings of an on-CPU capture of the running writers, 3 s after setting the spin delay."""
+def _capture(server: mdb.MariaDB, delay: int, seconds: int, out: Path, last: mdb.SysbenchLoad | None = None) -> dict:
+    """Findings of an on-CPU capture of the running writers, 3 s after setting the spin delay; the ``last``
+    capture stops the load once it has recorded (capture_under)."""
     mdb.sql(server, f"SET GLOBAL innodb_spin_wait_delay = {delay}")
     time.sleep(3)  # let the writers ramp up and the new delay take hold (no timing is asserted)
-    res = run_cli(
-        "capture",
-        "-p",
-        str(server.pid),
-        "-d",
-        str(seconds),
-        "-F",
-        "499",
-        "--no-off-cpu",
-        "-o",
-        str(out),
-        "--defaults-file",
-        str(server.defaults_file),
-    )
+    args = ("-p", str(server.pid), "-d", str(seconds), "-F", "499", "--no-off-cpu")
+    args += ("--defaults-file", str(server.defaults_file))
+    res = capture_under(last, out, *args) if last else run_cli("capture", *args, "-o", str(out))
     assert res.returncode == 0, res.stderr
     return json.loads((out / "findings.json").read_text())
 
@@ -71,7 +61,7 @@ def test_index_latch_fires_at_a_raised_spin_delay_and_not_at_the_default(mariadb
         # index-latch spinning comes in bursts (page splits): 1.2-20 % of 5 s captures at delay 200 here,
         # so this one averages over 8 s; at the default delay it stayed under 0.5 %
         raised = _capture(mariadb114, 200, 8, tmp_path / "delay200")
-        default = _capture(mariadb114, DEFAULT_DELAY, 4, tmp_path / "default")
+        default = _capture(mariadb114, DEFAULT_DELAY, 4, tmp_path / "default", last=load)
     finally:
         load.stop()
         mdb.sql(mariadb114, f"SET GLOBAL innodb_spin_wait_delay = {DEFAULT_DELAY}")

@@ -16,7 +16,7 @@ from pathlib import Path
 
 
 from addr2line_truth import inline_chains
-from helpers import need_perf, run_cli
+from helpers import capture_under, need_perf
 import mariadb as mdb
 
 WAITS = {"ssux_lock_impl<true>::rd_wait", "ssux_lock_impl<true>::wr_wait", "srw_mutex_impl<true>::wait_and_lock"}
@@ -63,16 +63,15 @@ def test_write_load_latches_split_as_addr2line_does(mariadb114, tmp_path):
     load = mdb.SysbenchLoad(mariadb114, mdb.UNTIL_STOPPED, "oltp_write_only", 16)
     try:
         load.connected()
-        res = run_cli(
-            "capture",
+        res = capture_under(
+            load,
+            str(out),
             "-p",
             str(mariadb114.pid),
             "-d",
             "8",
             "-F",
             "499",
-            "-o",
-            str(out),
             "--defaults-file",
             str(mariadb114.defaults_file),
         )

