@@ -1,6 +1,7 @@
 """One -p grammar for every command that takes live processes: -p PID, -p A,B, -p $(pidof ...) (the shell
 splits it into -p A B) and -p A -p B; the same refusal, never echoed, for a word that is not a pid. Input
-commands (report, export, diff, annotate) take --pid A,B or --pid A --pid B for processes of a recording."""
+commands (report, export, diff, annotate) take --pid A,B or --pid A --pid B for processes of a recording.
+Each command runs in this process (helpers.cli); watch, stopped by SIGINT, runs as its own."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import FAKE_PERF, REPO, run_cli
+from helpers import FAKE_PERF, REPO, cli
 
 FORMS = ("comma", "pidof", "repeated")
 
@@ -40,14 +41,14 @@ def _pids(form: str, one: int, two: int) -> list[str]:
 def test_capture(two_targets, tmp_path: Path, form: str) -> None:
     out = tmp_path / "run"
     args = _pids(form, *two_targets)
-    res = run_cli("capture", *args, "-d", "0.5", "--no-mysql", "--no-off-cpu", "-q", "-o", str(out), env=FAKE_PERF)
+    res = cli("capture", *args, "-d", "0.5", "--no-mysql", "--no-off-cpu", "-q", "-o", str(out), env=FAKE_PERF)
     assert res.returncode == 0, res.stderr
     assert [t["pid"] for t in json.loads((out / "run.json").read_text())["targets"]] == two_targets
 
 
 @pytest.mark.parametrize("form", FORMS)
 def test_doctor(two_targets, form: str) -> None:
-    res = run_cli("doctor", "--json", "--no-mysql", *_pids(form, *two_targets))
+    res = cli("doctor", "--json", "--no-mysql", *_pids(form, *two_targets))
     checks = json.loads(res.stdout)["checks"]
     assert sorted({c["pid"] for c in checks if c["pid"] is not None}) == sorted(two_targets), checks
 
@@ -55,7 +56,7 @@ def test_doctor(two_targets, form: str) -> None:
 @pytest.mark.parametrize("form", FORMS)
 def test_schedule_install(two_targets, tmp_path: Path, form: str) -> None:
     args = ["schedule", "install", *_pids(form, *two_targets), "--dry-run", "--scheduler", "cron"]
-    res = run_cli(*args, "--dir", str(tmp_path / "runs"))
+    res = cli(*args, "--dir", str(tmp_path / "runs"))
     assert res.returncode == 0, res.stderr
     assert f"capture -p {two_targets[0]},{two_targets[1]} --duration" in res.stdout
 
@@ -87,7 +88,7 @@ def test_watch_polls_each_server(two_targets, tmp_path: Path, form: str) -> None
 
 @pytest.mark.parametrize("command", [["doctor"], ["watch", "-t", "cpu>1"], ["schedule", "install", "--dry-run"]])
 def test_a_word_that_is_not_a_pid_is_refused_in_one_line(two_targets, command: list[str]) -> None:
-    res = run_cli(*command, "-p", str(two_targets[0]), "hunter2")
+    res = cli(*command, "-p", str(two_targets[0]), "hunter2")
     assert res.returncode == 2 and "hunter2" not in res.stdout + res.stderr
     lines = res.stderr.strip().splitlines()
     assert len(lines) == 1 and "-p 1,2,3" in lines[0] and "$(pidof mariadbd)" in lines[0], res.stderr
@@ -98,7 +99,7 @@ def test_annotate_takes_a_comma_list() -> None:
     processes), --pid 99 alone keeps nothing."""
     run = str(REPO / "examples" / "mariadb-output" / "delay200")
     for pids in (["--pid", "13104,99"], ["--pid", "13104", "--pid", "99"]):
-        res = run_cli("annotate", run, "--symbol", "ut_delay", *pids, "--json")
+        res = cli("annotate", run, "--symbol", "ut_delay", *pids, "--json")
         assert "none of the chosen processes" not in res.stderr and "takes a process id" not in res.stderr
-    res = run_cli("annotate", run, "--symbol", "ut_delay", "--pid", "99")
+    res = cli("annotate", run, "--symbol", "ut_delay", "--pid", "99")
     assert res.returncode != 0 and "none of the chosen processes" in res.stderr
