@@ -13,7 +13,7 @@ import subprocess
 
 import pytest
 
-from helpers import need_perf, run_cli
+from helpers import cli, need_perf
 from native_support import PROGS, compile_prog, need_features, helper_binary
 
 COMM = "fence_forms"
@@ -41,14 +41,14 @@ def recorded(tmp_path_factory):
     )
     if rec.returncode != 0:
         pytest.skip(f"perf record failed here: {rec.stderr.strip()[-200:]}")
-    res = run_cli("report", str(data), "--comm", COMM, "--json")
+    res = cli("report", str(data), "--comm", COMM, "--json")
     assert res.returncode == 0, res.stderr
     findings = {f["rule"]: f for f in json.loads(res.stdout)["findings"]}
     return data, findings
 
 
 def _annotate(data, symbol: str) -> dict:
-    res = run_cli("annotate", str(data), "--comm", COMM, "--symbol", symbol, "--json")
+    res = cli("annotate", str(data), "--comm", COMM, "--symbol", symbol, "--json")
     assert res.returncode == 0, res.stderr
     return json.loads(res.stdout)
 

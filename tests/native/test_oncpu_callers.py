@@ -18,7 +18,7 @@ import subprocess
 
 import pytest
 
-from helpers import run_cli
+from helpers import capture_under
 from native_support import build_over_nofp_lib, native_binary
 from pmuprof.model import rundir
 from pmuprof.model.folded import load_folded
@@ -35,13 +35,15 @@ def spun(tmp_path_factory):
     exe = build_over_nofp_lib("fp_spins_nofp", tmp)
     prog = subprocess.Popen([str(exe), "60"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     out = tmp / "run"
-    try:
-        res = run_cli(
-            "capture", "-p", str(prog.pid), "-d", str(SECONDS), "-F", "999", "--no-mysql", "-q", "-o", str(out)
-        )
-    finally:
+
+    def stop() -> None:
         prog.kill()
         prog.wait()
+
+    try:  # the spinners end with the recording: the report does not share the CPUs with them
+        res = capture_under(stop, out, "-p", str(prog.pid), "-d", str(SECONDS), "-F", "999", "--no-mysql", "-q")
+    finally:
+        stop()
     assert res.returncode == 0, res.stderr[-2000:]
     run = json.loads((out / rundir.RUN_JSON).read_text())
     if not run["offcpu"]["recorded"] and "not permitted" in run["offcpu"]["why_not"]:
