@@ -77,6 +77,7 @@ def _install(workdir: Path, datadir: Path, root_auth: str) -> None:
         f"--auth-root-authentication-method={root_auth}",
         "--skip-test-db",
         "--skip-name-resolve",
+        f"--tmpdir={workdir}",  # the bootstrap's temporary tables in the server's own folder, not the host's /tmp
     ]
     if os.geteuid() == 0:
         argv.append("--user=root")

@@ -213,6 +213,7 @@ def _install(tree: Tree, workdir: Path, datadir: Path) -> None:
         f"--datadir={datadir}",
         "--auth-root-authentication-method=normal",
         "--skip-name-resolve",
+        f"--tmpdir={workdir}",  # the bootstrap's temporary tables in the server's own folder (mdb._install)
         *tree.release.install_args,
     ]
     if os.geteuid() == 0:
