@@ -10,7 +10,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from tiers import TIER_NAMES, tier_of  # noqa: E402
+from tiers import TIER_NAMES, group_of, tier_of, unit_of  # noqa: E402
 
 # A suite started in the background (`cmd &` from a script, nohup) inherits SIGINT and SIGHUP ignored, and
 # every capture the tests start would too: pmuprof keeps an inherited SIG_IGN (nohup's intent), so the
@@ -52,29 +52,32 @@ def target():
     proc.wait()
 
 
-# What several modules share for a whole session (servers, the reliability tier's set of live captures): the
-# live tier runs on xdist workers with --dist loadgroup, and every module using one of these is one group
-# (one worker), so each is started once; any other module is a group of its own (its captures made once).
-SHARED_SESSION = ("mariadb114", "mariadb102", "mariadb", "live")
+@pytest.hookimpl(optionalhook=True)  # defined by pytest-xdist, when it is installed
+def pytest_xdist_make_scheduler(config, log):
+    """--dist loadgroup (the live tier): each unit (tests/tiers.py: unit_of, a module or a kept group of
+    modules) on one worker, units in the order collected (pytest_collection_modifyitems: those that start
+    servers first), so a module's captures are made once and the long units do not come last. xdist's own
+    loadgroup reads a group from the test id, which pytest 9 no longer lets a plugin change (xdist 3.8 sets
+    Item._nodeid, pytest 9.2 reads Item._id): its groups were lost, and a module's tests, with their
+    captures and servers, were split over both workers."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
 
+    class Units(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return unit_of(nodeid.split("::", 1)[0])
 
-def _xdist_groups(items) -> None:
-    modules: dict[str, str] = {}
-    for item in items:
-        module = item.nodeid.split("::")[0]
-        shared = next((name for name in SHARED_SESSION if name in item.fixturenames), None)
-        if shared and module not in modules:
-            modules[module] = shared
-    for item in items:
-        module = item.nodeid.split("::")[0]
-        item.add_marker(pytest.mark.xdist_group(modules.get(module, module)))
+    config.option.loadscopereorder = False  # the collection's order, not the number of tests in a unit
+    return Units(config, log)
 
 
 def pytest_collection_modifyitems(config, items):
     """Every test gets its tier's marker from its folder (tests/tiers.py); a test without one stops the run.
-    Tests of an opt-in tier are skipped, with the command that runs them, unless `-m` names it."""
-    if config.pluginmanager.hasplugin("xdist"):
-        _xdist_groups(items)
+    Tests of an opt-in tier are skipped, with the command that runs them, unless `-m` names it.
+    Under --dist loadgroup the modules that take a shared server or capture set come first (stable sort)."""
+    if getattr(config.option, "dist", None) == "loadgroup":
+        items.sort(key=lambda item: group_of(item.nodeid.split("::", 1)[0]).endswith(".py"))
     untiered = set()
     for item in items:
         tier = tier_of(item.path)

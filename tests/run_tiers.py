@@ -3,9 +3,10 @@
 ``python3 tests/run_tiers.py`` is what ``sh bootstrap.sh test`` (and so CI) runs. First the host tier, alone
 (system-wide recordings that another tier's BPF programs or namespaces would change); then lanes side by
 side, the tiers of one lane one after the other: the fast tier in parallel (pytest-xdist, one worker per CPU),
-then the build tier; beside them the live tier, two groups of tests at a time (a server and every module that
-uses it, or one module: tests/conftest.py), its timing and share assertions made to hold on a busy host;
-the clean-root tier, I/O-bound, beside both. Each tier's output is printed when it
+then the build tier; beside them the live tier, two units of tests at a time (a module, or the modules that
+share 10.2.11's server or the reliability tier's capture set: tests/tiers.py's unit_of), those that start a
+server first, its timing and share assertions made to hold on a busy host; the clean-root tier, I/O-bound,
+beside both. Each tier's output is printed when it
 ends, with its wall-clock and CPU time; ``--tier NAME`` (repeatable) runs only those tiers; arguments after
 ``--`` go to every pytest.
 """
@@ -64,7 +65,7 @@ def tier_argv(name: str, work: Path, extra: list[str]) -> list[str] | None:
     if importlib.util.find_spec("xdist") is not None and workers() > 1:
         if name == "fast":  # loadscope: a module's tests stay on one worker (its captures are made once)
             argv += ["-n", str(workers()), "--dist", "loadscope"]
-        elif name == "live":  # two groups at once (tests/conftest.py: a server's modules are one group)
+        elif name == "live":  # two units at once (tests/conftest.py's scheduler, tests/tiers.py's unit_of)
             argv += ["-n", str(min(2, workers())), "--dist", "loadgroup"]
     return argv + [str(p.relative_to(REPO)) for p in paths] + extra
 

@@ -7,6 +7,8 @@ bootstrap.sh) runs each tier as its own pytest process. docs/development.md says
 
 from __future__ import annotations
 
+import ast
+import functools
 from pathlib import Path
 
 TESTS = Path(__file__).resolve().parent
@@ -71,3 +73,45 @@ def paths_of(tier: str) -> list[Path]:
     # a file under a folder of the same tier is already in it
     kept = [key for key in keys if not any(key.startswith(other + "/") for other in keys if other != key)]
     return [TESTS / key for key in sorted(kept) if (TESTS / key).exists()]
+
+
+# What several live modules share for a session: a server (started and filled once per pytest process that
+# needs it) or the reliability tier's set of live captures. group_of() says which a module takes (its tests or
+# fixtures have a parameter named here, or a fixture named here that takes one); in order: a module taking two
+# servers is listed under the first. The live tier's xdist scheduler (tests/conftest.py) keeps each module's
+# tests on one worker, and the modules of a KEPT group together (what they share is costly to make twice);
+# the modules of the other servers go wherever a worker is free (each worker starts such a server once).
+SHARED = {
+    "mariadb114": "mariadb114",
+    "mariadb114_load": "mariadb114",
+    "mariadb102": "mariadb102",
+    "mariadb": "mariadb",
+    "sysbench_load": "mariadb",
+    "live": "live",
+}
+GROUP_ORDER = ("mariadb114", "mariadb102", "mariadb", "live")
+KEPT = frozenset({"mariadb102", "live"})  # 10.2.11's index-dive table; eleven captures at once
+
+
+@functools.cache
+def group_of(module: str) -> str:
+    """The shared fixture a test module (a path under the checkout, as in a test id) takes, else the module
+    itself: the first in GROUP_ORDER any of its functions has as a parameter."""
+    try:
+        tree = ast.parse((TESTS.parent / module).read_text(encoding="utf-8"))
+    except (OSError, SyntaxError):
+        return module
+    taken = {
+        SHARED[arg.arg]
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        for arg in node.args.args
+        if arg.arg in SHARED
+    }
+    return next((group for group in GROUP_ORDER if group in taken), module)
+
+
+def unit_of(module: str) -> str:
+    """What one worker runs together: a KEPT group's modules, else one module."""
+    group = group_of(module)
+    return group if group in KEPT else module
