@@ -145,8 +145,9 @@ def tiny_pool_run(tmp_path_factory):
         if why:
             pytest.skip(why)
         mdb.sysbench_prepare(server, tables=1, table_size=300000)  # ~70 MB of rows through an 8 MB pool
-        load = mdb.SysbenchLoad(server, 60, "oltp_write_only", 16, tables=1, table_size=300000)
+        load = mdb.SysbenchLoad(server, mdb.UNTIL_STOPPED, "oltp_write_only", 16, tables=1, table_size=300000)
         try:
+            load.connected()
             args = (
                 "-p",
                 str(server.pid),
