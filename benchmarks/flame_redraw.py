@@ -6,7 +6,7 @@ Usage (from the repository root; needs Chromium, as the browser tests do):
 
 The report is the browser tests' synthetic one (tests/browser/conftest.py: ~5,200 stacks, ~100k nodes).
 Each round loads the page afresh and measures, per view (icicle, icicle with a search, inverted, sandwich),
-`performance.now()` around `pmuFlame.draw()` 15 times; the search and the view switches are timed until
+the main thread's CPU time for each of 15 `pmuFlame.draw()` calls (and the wall time beside it); the search and the view switches are timed until
 shown. Printed: one JSON object per round, then the median over rounds of each view's median.
 The budget the report aims at is 50 ms per redraw on a quiet machine; this is where it is measured, not
 in the suite (a timed assertion fails on a loaded CI host).
