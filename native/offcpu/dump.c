@@ -1,15 +1,19 @@
 /* dump.c - write the off-CPU maps as text, once, after the program is detached.
  *
  * Tab-separated lines (pmuprof/tools/native/offcpu.py parses them):
- *   pmuprof-offcpu 4
+ *   pmuprof-offcpu 5
  *   t0_ns NS / end_ns NS / stopped_by WHY / mode lazy|eager / min_block_us US (lazy mode's threshold)
+ *   wakeups on|off                       whether sched_wakeup was traced (RUNQ_NS and WAKE_NS are 0 when off)
+ *   wakeup_off WHY                       it was asked for but could not attach
  *   sampler_off WHY                      --sample-hz asked for, but the sampler could not attach
  *   limit threads|entries|stacks N
  *   stat NAME COUNT                     summed over CPUs
- *   wait TGID TID STATE WAITS NS USTACK KSTACK COMM   off-CPU time summed per stack
- *   short TGID TID STATE WAITS NS COMM   lazy mode: blocks under min_block_us, summed without stacks
- *   open TGID TID STATE SINCE_NS USTACK KSTACK         threads still off the CPU at the end (lazy
- *                                        mode: no kernel stack; the user stack walked by ulive.c)
+ *   wait TGID TID STATE WAITS NS RUNQ_NS USTACK KSTACK COMM   off-CPU time summed per stack; RUNQ_NS of
+ *                                        it came after a wake-up (runnable, waiting for a CPU)
+ *   short TGID TID STATE WAITS NS RUNQ_NS COMM   lazy mode: blocks under min_block_us, summed without stacks
+ *   open TGID TID STATE SINCE_NS USTACK KSTACK WAKE_NS  threads still off the CPU at the end (lazy
+ *                                        mode: no kernel stack; the user stack walked by ulive.c); WAKE_NS:
+ *                                        when it was woken (0: still asleep); SINCE_NS 0: since before t0
  *   idle TGID TID USTACK                 threads blocked since before t0 and still at the end (never
  *                                        switched out meanwhile): the user stack ulive.c walked from
  *                                        the sp and pc /proc/TID/syscall shows
@@ -44,9 +48,9 @@
 #include "unwind.h"
 
 static const char state_letters[] = "RSDT?B";
-static const char *stat_names[OFFCPU_NSTATS] = {"switches",     "kstack_lost",    "ustack_lost", "threads_full",
-                                                "entries_full", "ustack_scanned", "short",       "long",
-                                                "samples",      "samples_fpless", "samples_lost"};
+static const char *stat_names[OFFCPU_NSTATS] = {"switches",     "kstack_lost",    "ustack_lost",  "threads_full",
+                                                "entries_full", "ustack_scanned", "short",        "long",
+                                                "samples",      "samples_fpless", "samples_lost", "wakeups"};
 
 struct idset {
     __s32 *ids;
@@ -172,14 +176,14 @@ static int dump_waits(FILE *f, int fd, struct idset *ids)
             if (val.comm[i] == '\t' || val.comm[i] == '\n')
                 val.comm[i] = '_';
         if (key.state & OFFCPU_SHORT) {
-            fprintf(f, "short\t%u\t%u\t%c\t%llu\t%llu\t%s\n", key.tgid, key.tid,
+            fprintf(f, "short\t%u\t%u\t%c\t%llu\t%llu\t%llu\t%s\n", key.tgid, key.tid,
                     state_letter(key.state & ~OFFCPU_SHORT), (unsigned long long)val.count, (unsigned long long)val.ns,
-                    val.comm);
+                    (unsigned long long)val.runq_ns, val.comm);
             continue;
         }
-        fprintf(f, "wait\t%u\t%u\t%c\t%llu\t%llu\t%llx\t%d\t%s\n", key.tgid, key.tid, state_letter(key.state),
-                (unsigned long long)val.count, (unsigned long long)val.ns, (unsigned long long)key.ustack, key.kstack,
-                val.comm);
+        fprintf(f, "wait\t%u\t%u\t%c\t%llu\t%llu\t%llu\t%llx\t%d\t%s\n", key.tgid, key.tid, state_letter(key.state),
+                (unsigned long long)val.count, (unsigned long long)val.ns, (unsigned long long)val.runq_ns,
+                (unsigned long long)key.ustack, key.kstack, val.comm);
         if (idset_add(ids, key.kstack) || owner_add(ids, key.ustack, key.tgid))
             return -ENOMEM;
     }
@@ -203,8 +207,8 @@ static int dump_open(FILE *f, int fd, struct idset *ids, const struct offcpu_opt
             if (s.ustack && live_add(ids, s.ustack, s.tgid, &u))
                 return -ENOMEM;
         }
-        fprintf(f, "open\t%u\t%u\t%c\t%llu\t%llx\t%d\n", s.tgid, tid, state_letter(s.state), (unsigned long long)s.ts,
-                (unsigned long long)s.ustack, s.kstack);
+        fprintf(f, "open\t%u\t%u\t%c\t%llu\t%llx\t%d\t%llu\n", s.tgid, tid, state_letter(s.state),
+                (unsigned long long)s.ts, (unsigned long long)s.ustack, s.kstack, (unsigned long long)s.wake);
         if (idset_add(ids, s.kstack) || owner_add(ids, s.ustack, s.tgid))
             return -ENOMEM;
     }
@@ -425,9 +429,12 @@ int offcpu_dump(struct bpf_object *obj, const struct offcpu_opts *o, __u64 t0, _
 
     if (!f)
         return -errno;
-    fprintf(f, "pmuprof-offcpu\t4\nt0_ns\t%llu\nend_ns\t%llu\nstopped_by\t%s\nmode\t%s\nmin_block_us\t%ld\n",
+    fprintf(f, "pmuprof-offcpu\t5\nt0_ns\t%llu\nend_ns\t%llu\nstopped_by\t%s\nmode\t%s\nmin_block_us\t%ld\n",
             (unsigned long long)t0, (unsigned long long)end, why, o->lazy ? "lazy" : "eager",
             o->lazy ? o->min_block_us : 0L);
+    fprintf(f, "wakeups\t%s\n", o->no_wakeup || o->wakeup_off[0] ? "off" : "on");
+    if (o->wakeup_off[0])
+        fprintf(f, "wakeup_off\t%s\n", o->wakeup_off);
     if (o->sampler_off[0])
         fprintf(f, "sampler_off\t%s\n", o->sampler_off);
     fprintf(f, "limit\tthreads\t%ld\nlimit\tentries\t%ld\nlimit\tstacks\t%ld\n", o->threads, o->entries, o->stacks);

@@ -2,14 +2,16 @@
  *
  * usage: pmuprof-offcpu --pid PID [--pid PID]... --duration S --out FILE
  *                       [--threads N] [--entries N] [--stacks N] [--min-block-us US] [--eager]
- *                       [--start-on-usr1] [--sample-hz HZ]
+ *                       [--start-on-usr1] [--sample-hz HZ] [--no-wakeup]
  * --min-block-us: blocks shorter than this are summed per thread and state without stacks (lazy mode,
  * default 1000; 0 keeps every stack). --eager: stacks at every switch-out, as on kernels without the
  * sched_exit_tp tracepoint (which make it the mode used). --start-on-usr1: attached, say "ready" on
  * stderr and count nothing until SIGUSR1 (sent when perf starts recording, however long perf takes), so
  * both windows start together; blocks that began before count from then. --sample-hz: also sample the targets on the CPU (a cpu-clock event per CPU, HZ a second)
  * and keep the user stacks of the ticks whose leaf is in a library, for the CFI recovery of the callers
- * perf's frame-pointer walk skips there (dump.c "sample" lines).
+ * perf's frame-pointer walk skips there (dump.c "sample" lines). --no-wakeup: leave out the sched_wakeup
+ * program, so a block is not split into blocked and runnable after its wake-up (for measuring its cost; also
+ * the fallback, with a note, when it cannot attach).
  * Root only (CAP_BPF + CAP_PERFMON). Never stops or traces the targets. Stops at the duration,
  * on SIGINT/SIGTERM/SIGHUP, or when every target has exited; then detaches and writes FILE
  * (format in dump.c). If this process is killed, the kernel detaches the program with its fds.
@@ -48,7 +50,7 @@ static int usage(const char *why)
     fprintf(stderr,
             "pmuprof-offcpu: %s\nusage: pmuprof-offcpu --pid PID [--pid PID]... --duration S "
             "--out FILE [--threads N] [--entries N] [--stacks N] [--min-block-us US] [--eager] [--start-on-usr1] "
-            "[--sample-hz HZ]\n",
+            "[--sample-hz HZ] [--no-wakeup]\n",
             why);
     return 2;
 }
@@ -60,17 +62,13 @@ static long clamp(long v, long lo, long hi)
 
 static int parse_args(int argc, char **argv, struct offcpu_opts *o)
 {
-    static const struct option opts[] = {{"pid", required_argument, 0, 'p'},
-                                         {"duration", required_argument, 0, 'd'},
-                                         {"out", required_argument, 0, 'o'},
-                                         {"threads", required_argument, 0, 't'},
-                                         {"entries", required_argument, 0, 'e'},
-                                         {"stacks", required_argument, 0, 's'},
-                                         {"min-block-us", required_argument, 0, 'm'},
-                                         {"eager", no_argument, 0, 'E'},
-                                         {"start-on-usr1", no_argument, 0, 'U'},
-                                         {"sample-hz", required_argument, 0, 'H'},
-                                         {0, 0, 0, 0}};
+    static const struct option opts[] = {
+            {"pid", required_argument, 0, 'p'},          {"duration", required_argument, 0, 'd'},
+            {"out", required_argument, 0, 'o'},          {"threads", required_argument, 0, 't'},
+            {"entries", required_argument, 0, 'e'},      {"stacks", required_argument, 0, 's'},
+            {"min-block-us", required_argument, 0, 'm'}, {"eager", no_argument, 0, 'E'},
+            {"start-on-usr1", no_argument, 0, 'U'},      {"sample-hz", required_argument, 0, 'H'},
+            {"no-wakeup", no_argument, 0, 'W'},          {0, 0, 0, 0}};
     int c;
 
     o->threads = OFFCPU_DEFAULT_THREADS;
@@ -93,6 +91,7 @@ static int parse_args(int argc, char **argv, struct offcpu_opts *o)
         case 'E': o->eager = 1; break;
         case 'U': o->start_usr1 = 1; break;
         case 'H': o->sample_hz = clamp(atol(optarg), 1, 10000); break;
+        case 'W': o->no_wakeup = 1; break;
         default: return -EINVAL;
         }
     }
@@ -206,6 +205,8 @@ static int configure(struct bpf_object *obj, const struct offcpu_opts *o)
     if (!o->lazy && bpf_program__set_autoload(bpf_object__find_program_by_name(obj, "on_switch_in"), false))
         return -EINVAL;
     if (!o->sample_hz && bpf_program__set_autoload(bpf_object__find_program_by_name(obj, "on_sample"), false))
+        return -EINVAL;
+    if (o->no_wakeup && bpf_program__set_autoload(bpf_object__find_program_by_name(obj, "on_wakeup"), false))
         return -EINVAL;
     if (bpf_map__set_max_entries(bpf_object__find_map_by_name(obj, "starts"), o->threads) ||
         bpf_map__set_max_entries(bpf_object__find_map_by_name(obj, "waits"), o->entries) ||
@@ -331,7 +332,7 @@ int main(int argc, char **argv)
     unsigned ncode;
     __u32 zero = 0;
     struct bpf_object *obj;
-    struct bpf_link *link, *link_in = NULL;
+    struct bpf_link *link, *link_in = NULL, *link_wake = NULL;
     struct sampler sampler = {0};
     const char *why;
     sigset_t set;
@@ -371,6 +372,13 @@ int main(int argc, char **argv)
         if (!link_in)
             return offcpu_fail("attach sched_exit_tp", -errno);
     }
+    if (!o.no_wakeup) { /* optional: without it every block counts as blocked, as before */
+        link_wake = bpf_program__attach(bpf_object__find_program_by_name(obj, "on_wakeup"));
+        if (!link_wake) {
+            snprintf(o.wakeup_off, sizeof(o.wakeup_off), "attach sched_wakeup: %s", strerror(errno));
+            fprintf(stderr, "pmuprof-offcpu: wake-ups not traced (%s)\n", o.wakeup_off);
+        }
+    }
     if (o.sample_hz && (rc = sampler_attach(obj, &o, &sampler))) { /* optional: the waits are still traced */
         snprintf(o.sampler_off, sizeof(o.sampler_off), "perf_event_open or attach: %s", strerror(-rc));
         fprintf(stderr, "pmuprof-offcpu: on-CPU sampler off (%s)\n", o.sampler_off);
@@ -390,6 +398,7 @@ int main(int argc, char **argv)
         why = wait_for_stop(&o, t0);
     bpf_link__destroy(link); /* detach first: the maps stop changing */
     bpf_link__destroy(link_in);
+    bpf_link__destroy(link_wake);
     sampler_detach(&sampler);
     rc = offcpu_dump(obj, &o, t0, now_ns(), why);
     bpf_object__close(obj);

@@ -12,6 +12,11 @@
  * switch-in in sched_switch (next). Nothing is copied to user space per event; the loader reads the
  * maps once, at the end.
  *
+ * Wake-ups (sched_wakeup, unless the loader leaves the program out): a sleeping target thread's start
+ * record gets the time it was woken, so its block splits in two at switch-in: blocked (switch-out to
+ * wake-up: the wait a rule names) and runnable (wake-up to switch-in: waiting for a CPU), the latter
+ * summed apart in the entry's runq_ns. A preempted thread (R) waited for a CPU all along.
+ *
  * CO-RE without vmlinux.h: the task_struct fields used are declared here, and the pt_regs fields in
  * arch/ (ARCH_REGS_*), with preserve_access_index, so libbpf relocates them against the running kernel's BTF.
  */
@@ -29,6 +34,7 @@
 struct task_struct {
     int pid;
     int tgid;
+    int on_cpu; /* CONFIG_SMP: 1 while it runs (or is being switched out) */
     char comm[16];
     __u64 start_time; /* CLOCK_MONOTONIC ns at fork */
 } __attribute__((preserve_access_index));
@@ -386,8 +392,8 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev, bool
     stat_add(OFFCPU_STAT_SWITCHES);
 }
 
-/* Add delta to key's entry (created with next's comm). */
-static __always_inline void wait_add(struct offcpu_key *key, struct task_struct *task, __u64 delta)
+/* Add delta to key's entry (created with next's comm), runq of it after a wake-up. */
+static __always_inline void wait_add(struct offcpu_key *key, struct task_struct *task, __u64 delta, __u64 runq)
 {
     struct offcpu_val *v, zero = {};
 
@@ -403,6 +409,8 @@ static __always_inline void wait_add(struct offcpu_key *key, struct task_struct 
             return;
     }
     __sync_fetch_and_add(&v->ns, delta);
+    if (runq)
+        __sync_fetch_and_add(&v->runq_ns, runq);
     __sync_fetch_and_add(&v->count, 1);
 }
 
@@ -424,6 +432,14 @@ static __always_inline __u64 in_window(__u64 ts, __u64 now)
     if (!t0 || now <= t0)
         return 0;
     return now - (ts > t0 ? ts : t0);
+}
+
+/* The part of a block of delta in the window that came after its wake-up (runnable, waiting for a CPU). */
+static __always_inline __u64 runnable_part(const struct offcpu_start *s, __u64 delta, __u64 now)
+{
+    __u64 runq = s->wake ? in_window(s->wake, now) : 0;
+
+    return runq < delta ? runq : delta;
 }
 
 /* A thread without a start record, switched in: either off the CPU since before the capture (counted
@@ -453,11 +469,14 @@ static __always_inline void switch_in(struct task_struct *next, __u64 now)
     struct offcpu_start *s = bpf_map_lookup_elem(&starts, &key.tid);
     __u64 delta;
 
+    __u64 runq = 0;
+
     if (s) {
         key.ustack = s->ustack;
         key.kstack = s->kstack;
         key.state = s->state;
         delta = in_window(s->ts, now);
+        runq = runnable_part(s, delta, now);
         bpf_map_delete_elem(&starts, &key.tid);
         if (!delta)
             return;
@@ -466,7 +485,7 @@ static __always_inline void switch_in(struct task_struct *next, __u64 now)
         if (!delta)
             return;
     }
-    wait_add(&key, next, delta);
+    wait_add(&key, next, delta, runq);
 }
 
 /* Lazy mode, in sched_exit_tp: the thread is current again; its stacks are taken now for a long block
@@ -475,10 +494,11 @@ static __always_inline void switch_in_lazy(void *ctx, struct task_struct *task, 
 {
     struct offcpu_key key = {.tgid = tgid, .tid = tid};
     struct offcpu_start *s = bpf_map_lookup_elem(&starts, &tid);
-    __u64 delta;
+    __u64 delta, runq = 0;
 
     if (s) {
         delta = in_window(s->ts, now);
+        runq = runnable_part(s, delta, now);
         key.state = s->state;
         bpf_map_delete_elem(&starts, &tid);
     } else { /* blocked since before t0 (back in its own context, its stacks are the wait's), or newborn */
@@ -500,7 +520,7 @@ static __always_inline void switch_in_lazy(void *ctx, struct task_struct *task, 
             stat_add(OFFCPU_STAT_USTACK_LOST);
         stat_add(OFFCPU_STAT_LONG);
     }
-    wait_add(&key, task, delta);
+    wait_add(&key, task, delta, runq);
 }
 
 SEC("tp_btf/sched_switch")
@@ -529,6 +549,37 @@ int BPF_PROG(on_switch_in, bool is_switch)
     if (!is_switch || !is_target((__u32)(id >> 32)))
         return 0;
     switch_in_lazy(ctx, bpf_get_current_task_btf(), (__u32)(id >> 32), (__u32)id, bpf_ktime_get_ns());
+    return 0;
+}
+
+/* A target thread woken: the rest of its block is spent waiting for a CPU. The first wake-up of a sleep
+ * counts (a preempted thread, R, was runnable all along). A thread with no start record and not on a CPU
+ * has been off it since before the capture: it gets a record (ts 0, state B) holding the wake-up, which its
+ * switch-in reads as it reads a switch-out's. A thread on a CPU (woken before it could sleep) gets none. */
+SEC("tp_btf/sched_wakeup")
+int BPF_PROG(on_wakeup, struct task_struct *p)
+{
+    struct offcpu_start *s, fresh = {};
+    __u32 tid = p->pid;
+
+    if (!is_target(p->tgid))
+        return 0;
+    s = bpf_map_lookup_elem(&starts, &tid);
+    if (s) {
+        if (s->state != OFFCPU_STATE_R && !s->wake) {
+            s->wake = bpf_ktime_get_ns();
+            stat_add(OFFCPU_STAT_WAKEUPS);
+        }
+        return 0;
+    }
+    if (!bpf_core_field_exists(p->on_cpu) || BPF_CORE_READ(p, on_cpu))
+        return 0;
+    fresh.wake = bpf_ktime_get_ns();
+    fresh.state = OFFCPU_STATE_BEFORE;
+    fresh.tgid = p->tgid;
+    fresh.kstack = -1;
+    if (!bpf_map_update_elem(&starts, &tid, &fresh, BPF_NOEXIST))
+        stat_add(OFFCPU_STAT_WAKEUPS);
     return 0;
 }
 

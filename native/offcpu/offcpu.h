@@ -44,11 +44,13 @@ enum offcpu_stat {
     OFFCPU_STAT_SAMPLES = 8, /* on-CPU sampler (--sample-hz): ticks that found a target thread running */
     OFFCPU_STAT_SAMPLES_FPLESS = 9, /* those whose user leaf is in code without frame pointers: stack kept */
     OFFCPU_STAT_SAMPLES_LOST = 10, /* those not kept (sample or stack map full) */
-    OFFCPU_NSTATS = 11,
+    OFFCPU_STAT_WAKEUPS = 11, /* sleeping target threads woken (sched_wakeup): the rest of their wait is runnable */
+    OFFCPU_NSTATS = 12,
 };
 
 struct offcpu_start {
-    __u64 ts;
+    __u64 ts; /* switch-out; 0: a thread off the CPU since before the capture, seen first at its wake-up */
+    __u64 wake; /* sched_wakeup of a sleeping thread (0: not woken yet): from then on it waits for a CPU */
     __u64 ustack; /* eager mode: hash of the user frames (key of the ustacks map); 0: none */
     __s32 kstack; /* eager mode: stack map id; below 0: -errno (lazy mode: OFFCPU_KSTACK_NONE) */
     __u32 state;
@@ -113,7 +115,8 @@ struct offcpu_key {
 };
 
 struct offcpu_val {
-    __u64 ns;
+    __u64 ns; /* off the CPU in all */
+    __u64 runq_ns; /* the part after a wake-up: runnable, waiting for a CPU (ns - runq_ns: blocked) */
     __u64 count;
     char comm[16];
 };

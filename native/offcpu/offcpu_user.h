@@ -19,6 +19,8 @@ struct offcpu_opts {
     int lazy; /* used: stacks at switch-in, for blocks of min_block_us or more */
     long sample_hz; /* the on-CPU sampler's rate (0: off) */
     char sampler_off[128]; /* asked for but not attached: why ("" otherwise) */
+    int no_wakeup; /* --no-wakeup: the sched_wakeup program left out */
+    char wakeup_off[128]; /* asked for but not attached: why ("" otherwise) */
     const struct offcpu_range *code; /* the targets' executable mappings at the start, sorted */
     unsigned ncode;
 };

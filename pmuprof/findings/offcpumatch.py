@@ -17,7 +17,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from ..model.labels import KERNEL_SUFFIX, parse_state
+from ..model.labels import KERNEL_SUFFIX, RUNNABLE_STATES, parse_state
 from ..model.offcpu import Snapshot
 from ..model.profile import Profile
 from ..model.stacks import Stacks
@@ -69,11 +69,15 @@ class OffCpuIndex:
         return hit
 
     def bare(self) -> StackIndex:
-        """The stacks without their state leaf: a sleeping waiter's leaf is its futex or condition wait."""
+        """The blocked stacks without their state leaf: a sleeping waiter's leaf is its futex or condition wait.
+        Time waiting for a CPU (R preempted, W woken and not yet run) is no latch wait."""
         if self._bare is None:
             summed: dict[tuple[str, ...], int] = {}
             for stack, n in self.st.items():
-                key = stack[:-1] if parse_state(stack[-1]) else stack
+                state = parse_state(stack[-1])
+                if state in RUNNABLE_STATES:
+                    continue
+                key = stack[:-1] if state else stack
                 summed[key] = summed.get(key, 0) + n
             self._bare = self._index(Stacks.of(summed))
         return self._bare

@@ -21,6 +21,8 @@ Off-CPU stacks (offcpu.folded) end in one more frame, the thread's state while i
     off-cpu:D   uninterruptible: disk I/O, page faults, kernel locks
     off-cpu:T   stopped or traced
     off-cpu:?   any other state
+    off-cpu:W   woken, waiting for a CPU: the part of a sleep (S, D, ...) after its wake-up, when the tracer
+                saw it (sched_wakeup); the same stack's blocked part ends in the state it slept in
 
 Under a process root, the blocks shorter than the tracer's threshold (kept without stacks, their time
 exact) stand as one frame above the state leaf:
@@ -46,7 +48,10 @@ OFFCPU_STATES = {
     "D": "uninterruptible: disk I/O, page faults, kernel locks",
     "T": "stopped or traced",
     "?": "another state",
+    "W": "woken, waiting for a CPU: runnable after the wake-up that ended a sleep",
 }
+BLOCKED_STATES = frozenset("SDT?")  # off the CPU and not runnable: the waits a rule names
+RUNNABLE_STATES = frozenset("RW")  # waiting for a CPU: preempted, or woken and not yet run
 
 SHORT_BLOCKS_PREFIX = "[short blocks < "
 _SHORT = re.compile(r"^\[short blocks < (?P<n>[0-9]+) (?P<unit>ms|us)\]$")

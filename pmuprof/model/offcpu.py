@@ -54,6 +54,12 @@ class OffCpu:
     callers_ambiguous: int | None = None
     callers_rare: int | None = None
     sampler_off: str = ""  # the sampler was asked for but could not attach: why
+    # sched_wakeup traced: each block split into blocked (to the wake-up) and runnable after it (waiting for a
+    # CPU, the ``off-cpu:W`` leaves, ``runnable_us`` in all); False in runs before it or with it off
+    # (``wakeup_off`` says why when it could not attach): blocked time then includes the wait for a CPU
+    wakeups: bool = False
+    runnable_us: int | None = None
+    wakeup_off: str = ""
 
 
 @dataclass(frozen=True)
@@ -69,6 +75,8 @@ class ThreadGroup:
     user: tuple[str, ...] = ()  # the BPF user stack of the thread's last switch-out, when recorded
     user_source: str = ""  # "bpf" (switched out during the capture), "" (not recorded)
     off_cpu_ms: float | None = None  # the longest time one of them had been off the CPU (BPF)
+    # of those woken and not yet run at the end, the longest wait for a CPU since the wake-up (BPF sched_wakeup)
+    runnable_ms: float | None = None
 
 
 @dataclass(frozen=True)

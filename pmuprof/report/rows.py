@@ -168,6 +168,7 @@ class ThreadGroupRow(TypedDict):
     kernel: str
     comms: str  # 'name ×n, ...'
     off_cpu_ms: float | None
+    runnable_ms: float | None  # of those woken and not yet run at the end, the longest wait for a CPU since
 
 
 class SnapshotRow(TypedDict):

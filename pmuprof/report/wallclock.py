@@ -8,7 +8,7 @@ import re
 
 import numpy as np
 
-from ..model.labels import is_kernel, parse_state
+from ..model.labels import RUNNABLE_STATES, is_kernel, parse_state
 from ..model.offcpu import OffCpuProfile, Snapshot
 from ..model.profile import Profile, Stack
 from .flamesvg import trie_svg
@@ -19,7 +19,7 @@ RUNNING, RUNNABLE, FUTEX, IO, OTHER = "running", "runnable", "blocked: futex", "
 STATES = (RUNNING, RUNNABLE, FUTEX, IO, OTHER)
 ABOUT = {
     RUNNING: "on a CPU (samples × 1 / sampling frequency)",
-    RUNNABLE: "ready, waiting for a CPU (preempted)",
+    RUNNABLE: "ready, waiting for a CPU (preempted, or woken and not yet run)",
     FUTEX: "asleep on a futex: mutexes, condition variables, InnoDB events and locks",
     IO: "uninterruptible, or in disk I/O: reads, writes, fsync",
     OTHER: "asleep elsewhere: network, poll, timers",
@@ -33,6 +33,10 @@ MAX_GROUPS = 30  # thread groups listed per snapshot
 
 
 NO_USER_STACK = "(no user stack recorded)"
+NOT_WOKEN = (
+    "wake-ups were not traced in this capture: a woken thread's wait for a CPU is counted in the state it slept "
+    "in, and runnable is preempted time only"
+)
 
 
 def state_frame(state: str) -> str:
@@ -42,7 +46,7 @@ def state_frame(state: str) -> str:
 def blocked_state(stack: Stack) -> str:
     """The state group of an off-CPU stack (leaf frame off-cpu:X): runnable, futex, I/O or other."""
     letter = parse_state(stack[-1]) or "?"
-    if letter == "R":
+    if letter in RUNNABLE_STATES:  # preempted, or woken and waiting for a CPU
         return RUNNABLE
     kernel = [f for f in stack if is_kernel(f)]
     if any("futex" in f for f in kernel) or any(f.startswith(("__lll_lock_wait", "__futex")) for f in stack):
@@ -62,13 +66,16 @@ def wall_stacks(profile: Profile) -> tuple[dict[Stack, int], str]:
     for stack, n in off.stacks.items():
         key = (stack[0], state_frame(blocked_state(stack)), *stack[1:-1])
         out[key] = out.get(key, 0) + n
+    woken = "" if off.headers.get("wakeups") == "on" else NOT_WOKEN
     if not freq:
-        return out, "the sampling frequency is unknown: on-CPU time is left out of this view"
+        return out, "; ".join(
+            filter(None, ["the sampling frequency is unknown: on-CPU time is left out of this view", woken])
+        )
     us = 1e6 / freq
     for stack, n in profile.stacks.items():
         key = (stack[0], state_frame(RUNNING), *stack[1:])
         out[key] = out.get(key, 0) + int(round(n * us))
-    return out, ""
+    return out, woken
 
 
 def state_totals(stacks: dict[Stack, int]) -> list[StateRow]:
@@ -153,6 +160,7 @@ def _snapshot(snap: Snapshot) -> SnapshotRow:
             kernel=" ← ".join(reversed(g.kernel)),
             comms=", ".join(f"{c} ×{n}" for c, n in sorted(g.comms.items())),
             off_cpu_ms=g.off_cpu_ms,
+            runnable_ms=g.runnable_ms,
         )
         for g in groups[:MAX_GROUPS]
     ]

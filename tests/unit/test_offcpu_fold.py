@@ -211,10 +211,10 @@ def test_snapshot_groups_identical_threads():
         ThreadNow(2, "conn", "S", "futex_wait", ("a", "b")),
         ThreadNow(3, "io", "D", "io_schedule", ("a", "c")),
     ]
-    snap = snapshot.group("end", "t", 1, "server", threads, {2: (("main", "lock"), 12.5)})
+    snap = snapshot.group("end", "t", 1, "server", threads, {2: (("main", "lock"), 12.5, 2.0)})
     assert snap.threads == 3 and snap.states == {"S": 2, "D": 1}
-    counts = sorted((g.count, g.tids, g.user, g.off_cpu_ms) for g in snap.groups)
-    assert counts == [(1, (1,), (), None), (1, (2,), ("main", "lock"), 12.5), (1, (3,), (), None)]
+    counts = sorted((g.count, g.tids, g.user, g.off_cpu_ms, g.runnable_ms) for g in snap.groups)
+    assert counts == [(1, (1,), (), None, None), (1, (2,), ("main", "lock"), 12.5, 2.0), (1, (3,), (), None, None)]
     same = snapshot.group("start", "t", 1, "server", threads[:2])
     assert [(g.count, g.comms) for g in same.groups] == [(2, {"conn": 2})]
 
@@ -267,3 +267,55 @@ def test_a_thread_blocked_for_the_whole_window_gets_the_stack_the_loader_walked(
         result.stacks[("server", "do_work", "__lll_lock_wait", "do_syscall_64_[k]", "do_poll_[k]", "off-cpu:S")]
         == 10000
     )
+
+
+# Format 5 (wake-ups traced): 101 slept 6 ms on a futex, 2.5 ms of it after its wake-up (waiting for a CPU);
+# 102 was preempted 1 ms (runnable all along: no split); its short blocks (3 ms, 1 ms runnable) keep the split;
+# 103 slept since before t0, woken 4 ms before the end and still not run (an open record with since 0); 104
+# is still asleep at the end (not woken).
+WOKEN = """\
+pmuprof-offcpu\t5
+t0_ns\t1000000000
+end_ns\t1010000000
+stopped_by\tSIGINT
+mode\tlazy
+min_block_us\t1000
+wakeups\ton
+stat\tswitches\t4
+stat\twakeups\t3
+wait\t100\t101\tS\t2\t6000000\t2500000\ta1\t2\tworker
+wait\t100\t102\tR\t1\t1000000\t0\ta3\t-17\tworker
+short\t100\t102\tS\t9\t3000000\t1000000\tworker
+open\t100\t103\tB\t0\t0\t-1\t1006000000
+open\t100\t104\tS\t1007000000\ta1\t4\t0
+stack\t2\tffffffff81000710,ffffffff81000610,ffffffff81000510,ffffffff81000410,ffffffff81000310,ffffffff81000210
+stack\t4\tffffffff81000610,ffffffff81000810
+ustack\ta1\t1\t7f0000001010,555500002020
+ustack\ta3\t0\t555500003030
+"""
+
+
+def test_a_woken_block_splits_into_blocked_and_waiting_for_a_cpu():
+    out = tool.parse(WOKEN.splitlines(True))
+    assert out.wakeups == "on" and out.waits[0].runq_ns == 2_500_000 and out.waits[2].runq_ns == 1_000_000
+    assert out.open[0] == tool.Open(100, 103, "B", 0, 0, -1, 1_006_000_000)
+    start = {100: {103: ThreadNow(103, "stuck", "S", "poll", ("do_syscall_64", "do_poll"))}}
+    result = fold(out, {100: "server"}, KernelSymbols(KALLSYMS), UserSymbols(MAPS, fake_funcs), start, {})
+    s = result.stacks
+    futex = ("server", "do_work", "__lll_lock_wait", "do_syscall_64_[k]", "__x64_sys_futex_[k]", "futex_wait_[k]")
+    futex += ("schedule_[k]",)
+    assert s[futex + ("off-cpu:S",)] == 3500 and s[futex + ("off-cpu:W",)] == 2500
+    assert s[("server", "[server+0x4000]", "off-cpu:R")] == 1000  # preempted: runnable, not split
+    assert s[("server", "[short blocks < 1 ms]", "off-cpu:S")] == 2000
+    assert s[("server", "[short blocks < 1 ms]", "off-cpu:W")] == 1000
+    before = ("server", "[unknown]", "do_syscall_64_[k]", "do_poll_[k]")  # /proc's view at the start
+    assert s[before + ("off-cpu:S",)] == 6000 and s[before + ("off-cpu:W",)] == 4000
+    assert s[("server", "do_work", "__lll_lock_wait", "io_schedule_[k]", "off-cpu:S")] == 3000  # still asleep
+    assert result.runnable_us == 2500 + 1000 + 4000 and result.before_us == 10000
+    assert result.total_us == 6000 + 1000 + 3000 + 10000 + 3000
+
+
+def test_older_tracer_outputs_still_parse_without_a_split():
+    out = tool.parse(OUTPUT.splitlines(True))
+    assert out.wakeups == "" and all(w.runq_ns == 0 for w in out.waits) and out.open[0].wake_ns == 0
+    assert tool.argv("x", [7], 1, "/o", wakeups=False)[-1] == "--no-wakeup"

@@ -23,8 +23,10 @@ OFF = {
 ON = {("mariadbd", "start_thread", "do_command", "JOIN::exec"): 25}  # 25 samples at 100 Hz = 0.25 s
 
 
-def _profile(frequency: int | None = 100):
-    off = OffCpuProfile({tuple(k.split(";")): v for k, v in OFF.items()}, Threads((_snapshot(),)))
+def _profile(frequency: int | None = 100, woken: dict | None = None):
+    """``woken``: more stacks, and the folded file's ``wakeups: on`` header (the tracer traced wake-ups)."""
+    stacks = {tuple(k.split(";")): v for k, v in (OFF | (woken or {})).items()}
+    off = OffCpuProfile(stacks, Threads((_snapshot(),)), {"wakeups": "on"} if woken is not None else {})
     return replace(make_profile(ON, {"record": {"frequency": frequency}}), offcpu=off)
 
 
@@ -57,7 +59,7 @@ def test_each_offcpu_stack_gets_its_state_group(stack, state):
 
 
 def test_wall_stacks_put_the_state_under_the_root_and_scale_samples_to_time():
-    stacks, why = wall_stacks(_profile())
+    stacks, why = wall_stacks(_profile(woken={}))
     assert why == ""
     assert stacks[("mariadbd", f"[{RUNNING}]", "start_thread", "do_command", "JOIN::exec")] == 250_000
     by_state = {}
@@ -71,6 +73,20 @@ def test_wall_stacks_put_the_state_under_the_root_and_scale_samples_to_time():
         f"[{OTHER}]": 1_000_000,
         f"[{RUNNABLE}]": 250_000,
     }
+
+
+def test_time_waiting_for_a_cpu_after_a_wake_up_is_runnable_not_blocked():
+    woken = f"mariadbd;start_thread;do_command;MDL_context::acquire_lock;__futex_abstimed_wait_common;{K};__x64_sys_futex_[k];futex_wait_[k];off-cpu:W"
+    stacks, why = wall_stacks(_profile(woken={woken: 400_000}))
+    assert why == ""
+    runnable = {s: n for s, n in stacks.items() if s[1] == f"[{RUNNABLE}]"}
+    assert runnable[("mariadbd", f"[{RUNNABLE}]", *woken.split(";")[1:-1])] == 400_000
+    assert sum(n for s, n in stacks.items() if s[1] == f"[{FUTEX}]") == 3_000_000
+
+
+def test_a_capture_without_wake_ups_says_runnable_is_preempted_time_only():
+    _, why = wall_stacks(_profile())
+    assert "wake-ups were not traced" in why
 
 
 def test_without_a_frequency_on_cpu_time_is_left_out_and_said():

@@ -1,4 +1,8 @@
-"""Turn the tracer's summed waits into folded off-CPU stacks (microseconds, state as the leaf frame)."""
+"""Turn the tracer's summed waits into folded off-CPU stacks (microseconds, state as the leaf frame).
+
+A block the tracer saw woken splits in two lines of the same stack: its blocked part under the state it
+left the CPU in, and its part after the wake-up (runnable, waiting for a CPU) under ``off-cpu:W``.
+"""
 
 from __future__ import annotations
 
@@ -14,6 +18,7 @@ from .symbols import KernelSymbols, UserSymbols, lookup_addresses
 
 Threads = Mapping[int, Mapping[int, ThreadNow]]  # tgid -> tid -> thread
 BLOCKED = frozenset("SD")  # /proc states of a thread that waits (I is a kernel thread's idle D)
+RUNNABLE, WOKEN = "R", "W"  # preempted (runnable all along); woken, waiting for a CPU since
 
 
 @dataclass(frozen=True)
@@ -23,6 +28,7 @@ class Folded:
     before_us: int = 0  # in waits that began before the tracer attached
     threads: int = 0
     short_us: int = 0  # in blocks under the tracer's threshold (no stacks)
+    runnable_us: int = 0  # after a wake-up, waiting for a CPU (the ``off-cpu:W`` leaves)
 
 
 def proc_state(letter: str) -> str:
@@ -36,6 +42,7 @@ class _Builder:
         self.ns: Counter = Counter()
         self.before_ns = 0
         self.short_ns = 0
+        self.runq_ns = 0
         self.tids: set[tuple[int, int]] = set()
 
     def head(self, tgid: int, tid: int, comm: str) -> tuple[str, ...]:
@@ -51,10 +58,17 @@ class _Builder:
         ns: int,
         tid: tuple[int, int],
         before: bool = False,
+        runq: int = 0,
     ) -> None:
+        """``ns`` off the CPU in this stack, ``runq`` of it after the wake-up (kept apart, as state W)."""
+        runq = max(0, min(runq, ns)) if state != RUNNABLE else 0
         if ns <= 0:
             return
-        self.ns[head + user + kernel + (state_label(state),)] += ns
+        if ns - runq > 0:
+            self.ns[head + user + kernel + (state_label(state),)] += ns - runq
+        if runq:
+            self.ns[head + user + kernel + (state_label(WOKEN),)] += runq
+            self.runq_ns += runq
         self.tids.add(tid)
         if before:
             self.before_ns += ns
@@ -80,7 +94,7 @@ def fold(
     for w in out.waits:
         head = b.head(w.tgid, w.tid, w.comm)
         if w.short:  # under the threshold: no stacks, the time kept whole
-            b.add(head, (short_blocks_label(out.min_block_us),), (), w.state, w.ns, (w.tgid, w.tid))
+            b.add(head, (short_blocks_label(out.min_block_us),), (), w.state, w.ns, (w.tgid, w.tid), runq=w.runq_ns)
             b.short_ns += w.ns
             continue
         if w.state == "B":  # off the CPU when the tracer attached: /proc's start view of it (its state; its
@@ -94,6 +108,7 @@ def fold(
                 w.ns,
                 (w.tgid, w.tid),
                 before=True,
+                runq=w.runq_ns,
             )
             continue
         b.add(
@@ -103,22 +118,33 @@ def fold(
             w.state,
             w.ns,
             (w.tgid, w.tid),
+            runq=w.runq_ns,
         )
     for o in out.open:  # still off the CPU at the end: count up to the end
-        comm = comms.get((o.tgid, o.tid)) or _comm(end, start, o.tgid, o.tid)
-        # lazy mode took no kernel stack for it: /proc's at the end (the thread has not run since)
-        kframes = kernel.frames(out.stack(o.kstack)) if o.kstack >= 0 else _proc_kernel(end.get(o.tgid, {}).get(o.tid))
-        b.add(
-            b.head(o.tgid, o.tid, comm),
-            user.frames(o.tgid, out.ustack(o.ustack)),
-            kframes,
-            o.state,
-            out.end_ns - max(o.since_ns, out.t0_ns),
-            (o.tgid, o.tid),
-        )
+        _open(b, out, o, comms.get((o.tgid, o.tid)) or _comm(end, start, o.tgid, o.tid), start, end)
     _whole_window(b, out, start, end)
     stacks = {s: ns // 1000 for s, ns in b.ns.items() if ns >= 1000}
-    return Folded(stacks, sum(stacks.values()), b.before_ns // 1000, len(b.tids), b.short_ns // 1000)
+    runnable = sum(n for s, n in stacks.items() if s[-1] == state_label(WOKEN))
+    return Folded(stacks, sum(stacks.values()), b.before_ns // 1000, len(b.tids), b.short_ns // 1000, runnable)
+
+
+def _open(b: _Builder, out: TracerOutput, o: Open, comm: str, start: Threads, end: Threads) -> None:
+    """A thread still off the CPU at the end, up to the end (after its wake-up, if woken: runnable)."""
+    now = end.get(o.tgid, {}).get(o.tid)
+    # lazy mode took no kernel stack for it: /proc's at the end (the thread has not run since)
+    kframes = b.kernel.frames(out.stack(o.kstack)) if o.kstack >= 0 else _proc_kernel(now)
+    before = o.state == "B"  # off the CPU since before the window, seen first at its wake-up
+    was = start.get(o.tgid, {}).get(o.tid)
+    b.add(
+        b.head(o.tgid, o.tid, comm),
+        b.user.frames(o.tgid, out.ustack(o.ustack)) or ((UNKNOWN,) if before else ()),
+        kframes if kframes or not before else _proc_kernel(was),
+        (proc_state(was.state) if was else "?") if before else o.state,
+        out.end_ns - max(o.since_ns, out.t0_ns),
+        (o.tgid, o.tid),
+        before=before,
+        runq=out.end_ns - max(o.wake_ns, out.t0_ns) if o.wake_ns else 0,
+    )
 
 
 def _whole_window(b: _Builder, out: TracerOutput, start: Threads, end: Threads) -> None:

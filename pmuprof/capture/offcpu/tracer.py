@@ -200,7 +200,7 @@ def _fold_and_write(
     lost = {
         k: v
         for k, v in out.stats.items()
-        if k not in ("switches", "ustack_scanned", "short", "long", "samples", "samples_fpless")
+        if k not in ("switches", "ustack_scanned", "short", "long", "samples", "samples_fpless", "wakeups")
     }
     headers = {
         "unit": "us",
@@ -210,7 +210,9 @@ def _fold_and_write(
         "before_us": folded.before_us,
         "short_us": folded.short_us,
         "min_block_us": out.min_block_us,
-        "leaf": "off-cpu:STATE (R runnable, S sleep, D uninterruptible)",
+        **({"runnable_us": folded.runnable_us, "wakeups": out.wakeups} if out.wakeups else {}),
+        "leaf": "off-cpu:STATE (R runnable, S sleep, D uninterruptible"
+        + (", W woken: waiting for a CPU after the wake-up)" if out.wakeups == "on" else ")"),
         "targets": " ".join(f"{label}={pid}" for pid, label in p.roots.items()),
     }
     save_folded(out_dir / rundir.OFFCPU, folded.stacks, headers)
@@ -230,6 +232,9 @@ def _fold_and_write(
         mode=out.mode,
         min_block_us=out.min_block_us,
         short_us=folded.short_us,
+        wakeups=out.wakeups == "on",
+        runnable_us=folded.runnable_us if out.wakeups == "on" else None,
+        wakeup_off=out.wakeup_off,
         lost=lost,
         limits=dict(out.limits),
     )
@@ -302,6 +307,8 @@ def _loss_warnings(o: OffCpu) -> tuple[str, ...]:
             f"not kept (its sample map, {o.limits.get('entries')} entries, or stack map, "
             f"{o.limits.get('stacks')} stacks, was full): their callers are not recovered"
         )
+    if o.wakeup_off:
+        out.append(f"off-CPU: wake-ups not traced ({o.wakeup_off}): blocked time includes the wait for a CPU after it")
     if o.sampler_off:
         out.append(
             f"on-CPU sampler off ({o.sampler_off}): callers a frame-pointer walk skips under glibc are "

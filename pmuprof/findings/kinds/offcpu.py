@@ -11,14 +11,15 @@ from .latch import latch_spec, latches_doc
 from .stack import stack_spec
 
 
-OFFCPU_STATES = ("R", "S", "D", "T", "?")  # the off-CPU state leaf (model/labels.py)
+# the off-CPU state leaf (model/labels.py); W: woken, waiting for a CPU (the part of a sleep after its wake-up)
+OFFCPU_STATES = ("R", "S", "D", "T", "?", "W")
 
 
 class OffCpu(Kind[OffCpuTime]):
     name = "offcpu"
     guide = (
         "`offcpu` (off-CPU time of a `--off-cpu` capture: a stack matcher plus `states: [R, S, D]`, or "
-        "`latches`; its value is the threads blocked there on average, with `.us`, `.seconds`, `.share` of "
+        "`latches`, which count blocked time only (not R, preempted, nor W, woken and waiting for a CPU); its value is the threads blocked there on average, with `.us`, `.seconds`, `.share` of "
         "the off-CPU time and `.threads` seen in the start/end snapshots; off-CPU metrics have no "
         "`min_samples`)"
     )

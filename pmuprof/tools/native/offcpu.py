@@ -9,8 +9,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from ...model.callers import Sample
 
 MAX_TARGETS = 16  # native/offcpu/offcpu.h OFFCPU_MAX_TARGETS
-# 2: ustack lines say how many callers the CFI unwinder recovered; 3: lazy mode; 4: the on-CPU sampler
-FORMATS = ("1", "2", "3", "4")
+# 2: ustack lines say how many callers the CFI unwinder recovered; 3: lazy mode; 4: the on-CPU sampler;
+# 5: wake-ups (wait and short lines carry RUNQ_NS, open lines WAKE_NS)
+FORMATS = ("1", "2", "3", "4", "5")
 DEFAULT_MIN_BLOCK_US = 1000  # native/offcpu/offcpu.h OFFCPU_DEFAULT_MIN_BLOCK_US (benchmarks/RESULTS.md)
 
 
@@ -37,6 +38,7 @@ class Wait:
     kstack: int  # kernel stack id; below 0: -errno, not stored
     comm: str
     short: bool = False  # blocks under the tracer's min_block_us, summed without stacks
+    runq_ns: int = 0  # of ns, the part after a wake-up: runnable, waiting for a CPU (format 5)
 
 
 @dataclass(frozen=True)
@@ -46,9 +48,10 @@ class Open:
     tgid: int
     tid: int
     state: str
-    since_ns: int
+    since_ns: int  # 0: off the CPU since before the window (seen first at its wake-up)
     ustack: int
     kstack: int
+    wake_ns: int = 0  # when it was woken (0: still asleep): since then it waited for a CPU
 
 
 @dataclass(frozen=True)
@@ -73,6 +76,10 @@ class TracerOutput:
     # it could not attach (the waits are traced all the same)
     sampled: tuple[Sample, ...] = ()
     sampler_off: str = ""
+    # format 5: "on" when sched_wakeup was traced (blocks split into blocked and runnable after the wake-up),
+    # "off" when not (--no-wakeup, or it could not attach: wakeup_off says why); "" in older formats
+    wakeups: str = ""
+    wakeup_off: str = ""
 
     def stack(self, stack_id: int) -> tuple[int, ...]:
         """A kernel stack's addresses (() when it was not stored)."""
@@ -92,13 +99,15 @@ def argv(
     eager: bool = False,
     start_on_usr1: bool = False,
     sample_hz: int = 0,
+    wakeups: bool = True,
 ) -> list[str]:
     """The tracer's command line (at most MAX_TARGETS pids; duration is its own hard bound). ``eager``:
     stacks for every block, taken at switch-out (exact, ~3 us a switch); else lazy where the kernel allows
     (stacks for blocks of ``limits.min_block_us`` or more, taken at switch-in). ``start_on_usr1``: attached,
     it counts nothing until SIGUSR1 (sent when perf starts recording: both windows start together).
     ``sample_hz``: also sample the targets on the CPU, for the callers perf's frame-pointer walk skips under
-    a library leaf (``TracerOutput.sampled``)."""
+    a library leaf (``TracerOutput.sampled``). ``wakeups`` False leaves the sched_wakeup program out (blocks are
+    not split into blocked and runnable after their wake-up)."""
     if not pids or len(pids) > MAX_TARGETS:
         raise ValueError(f"pmuprof-offcpu traces 1..{MAX_TARGETS} processes, not {len(pids)}")
     args = [str(binary)]
@@ -123,6 +132,7 @@ def argv(
         + (["--eager"] if eager else [])
         + (["--start-on-usr1"] if start_on_usr1 else [])
         + (["--sample-hz", str(int(sample_hz))] if sample_hz > 0 else [])
+        + ([] if wakeups else ["--no-wakeup"])
     )
 
 
@@ -139,42 +149,32 @@ def parse(lines: Iterable[str]) -> TracerOutput:
     recovered: dict[int, int] = {}
     idle: dict[tuple[int, int], int] = {}
     sampled: list[Sample] = []
+    runq = 0
     for n, raw in enumerate(lines, 1):
         parts = raw.rstrip("\n").split("\t")
         kind = parts[0]
         if n == 1 and (kind != "pmuprof-offcpu" or len(parts) != 2 or parts[1] not in FORMATS):
             raise ValueError(f"not a pmuprof-offcpu output file (format {' or '.join(FORMATS)})")
-        if kind == "wait" and len(parts) >= 9:
-            waits.append(
-                Wait(
-                    int(parts[1]),
-                    int(parts[2]),
-                    parts[3],
-                    int(parts[4]),
-                    int(parts[5]),
-                    int(parts[6], 16),
-                    int(parts[7]),
-                    "\t".join(parts[8:]),
-                )
-            )
-        elif kind == "short" and len(parts) >= 7:
-            waits.append(
-                Wait(
-                    int(parts[1]),
-                    int(parts[2]),
-                    parts[3],
-                    int(parts[4]),
-                    int(parts[5]),
-                    0,
-                    -1,
-                    "\t".join(parts[6:]),
-                    short=True,
-                )
-            )
+        if n == 1:
+            runq = int(parts[1] in ("5",))  # format 5: one more column after NS (and after KSTACK in open)
+        if kind == "wait" and len(parts) >= 9 + runq:
+            waits.append(_wait(parts, runq))
+        elif kind == "short" and len(parts) >= 7 + runq:
+            waits.append(_short(parts, runq))
         elif kind == "idle" and len(parts) == 4:
             idle[(int(parts[1]), int(parts[2]))] = int(parts[3], 16)
-        elif kind == "open" and len(parts) == 7:
-            opens.append(Open(int(parts[1]), int(parts[2]), parts[3], int(parts[4]), int(parts[5], 16), int(parts[6])))
+        elif kind == "open" and len(parts) == 7 + runq:
+            opens.append(
+                Open(
+                    int(parts[1]),
+                    int(parts[2]),
+                    parts[3],
+                    int(parts[4]),
+                    int(parts[5], 16),
+                    int(parts[6]),
+                    int(parts[7]) if runq else 0,
+                )
+            )
         elif kind == "stack" and len(parts) == 3:
             stacks[int(parts[1])] = _addresses(parts[2])
         elif kind == "ustack" and len(parts) in (4, 5):
@@ -220,6 +220,40 @@ def parse(lines: Iterable[str]) -> TracerOutput:
         idle,
         tuple(sampled),
         head.get("sampler_off", ""),
+        head.get("wakeups", ""),
+        head.get("wakeup_off", ""),
+    )
+
+
+def _wait(parts: list[str], runq: int) -> Wait:
+    """A ``wait`` line: TGID TID STATE WAITS NS [RUNQ_NS] USTACK KSTACK COMM."""
+    at = 6 + runq
+    return Wait(
+        int(parts[1]),
+        int(parts[2]),
+        parts[3],
+        int(parts[4]),
+        int(parts[5]),
+        int(parts[at], 16),
+        int(parts[at + 1]),
+        "\t".join(parts[at + 2 :]),
+        runq_ns=min(int(parts[6]), int(parts[5])) if runq else 0,
+    )
+
+
+def _short(parts: list[str], runq: int) -> Wait:
+    """A ``short`` line: TGID TID STATE WAITS NS [RUNQ_NS] COMM."""
+    return Wait(
+        int(parts[1]),
+        int(parts[2]),
+        parts[3],
+        int(parts[4]),
+        int(parts[5]),
+        0,
+        -1,
+        "\t".join(parts[6 + runq :]),
+        short=True,
+        runq_ns=min(int(parts[6]), int(parts[5])) if runq else 0,
     )
 
 
