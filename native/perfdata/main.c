@@ -127,6 +127,30 @@ static int meta_dsos(const reader_t *r, buf_t *b)
     return rc || buf_putc(b, ']');
 }
 
+/* Each process's executable: the file it mapped whose name is its comm (perf's comm is the file name, cut to 15
+ * bytes), from its main thread's maps; a process with none is left out. Two servers of one name in a
+ * system-wide recording are told apart by it (their version, their binary). */
+static int meta_exes(const reader_t *r, buf_t *b)
+{
+    int rc = buf_append(b, ", \"exes\": {", 11), first = 1;
+    for (size_t i = 0; !rc && i < r->m.nall; i++) {
+        const thread_t *t = r->m.all[i];
+        size_t n = 0;
+        const char *comm = t->pid == t->tid && t->maps && t->comm_set ? machine_comm_str(&r->m, t, &n) : NULL;
+        for (size_t k = 0; comm && n && k < t->maps->n; k++) {
+            const dso_t *d = t->maps->v[k].dso;
+            const char *base = d && d->name && d->name[0] == '/' ? strrchr(d->name, '/') + 1 : NULL;
+            if (!base || strncmp(base, comm, n) || (n < 15 && base[n]))
+                continue;
+            rc = (!first && buf_append(b, ", ", 2)) || buf_putc(b, '"') || buf_put_u64(b, (uint64_t)t->pid) ||
+                    buf_append(b, "\": ", 3) || put_str(b, d->name);
+            first = 0;
+            break;
+        }
+    }
+    return rc || buf_putc(b, '}');
+}
+
 static int write_meta(const char *path, folder_t *f, const reader_t *r)
 {
     char *text = NULL;
@@ -136,14 +160,15 @@ static int write_meta(const char *path, folder_t *f, const reader_t *r)
         return free(text), -EIO;
     buf_t b = {0};
     const pd_file_t *pf = r->file;
-    int rc = buf_append(&b, text, len - 2) || meta_dsos(r, &b) || buf_append(&b, ", \"perf_data\": {", 16) ||
-            buf_append(&b, "\"samples\": ", 11) || buf_put_u64(&b, r->samples) || buf_append(&b, ", \"lost\": ", 10) ||
-            buf_put_u64(&b, r->lost) || buf_append(&b, ", \"inline_addresses\": ", 22) ||
-            buf_put_u64(&b, r->inline_addrs) || buf_append(&b, ", \"inline_frames\": ", 19) ||
-            buf_put_u64(&b, r->inlined) || buf_append(&b, ", \"recovered_samples\": ", 23) ||
-            buf_put_u64(&b, r->recovered_samples) || buf_append(&b, ", \"recovered_frames\": ", 22) ||
-            buf_put_u64(&b, r->recovered_frames) || buf_append(&b, ", \"hostname\": ", 14) ||
-            put_str(&b, pf->hostname) || buf_append(&b, ", \"osrelease\": ", 15) || put_str(&b, pf->osrelease) ||
+    int rc = buf_append(&b, text, len - 2) || meta_dsos(r, &b) || meta_exes(r, &b) ||
+            buf_append(&b, ", \"perf_data\": {", 16) || buf_append(&b, "\"samples\": ", 11) ||
+            buf_put_u64(&b, r->samples) || buf_append(&b, ", \"lost\": ", 10) || buf_put_u64(&b, r->lost) ||
+            buf_append(&b, ", \"inline_addresses\": ", 22) || buf_put_u64(&b, r->inline_addrs) ||
+            buf_append(&b, ", \"inline_frames\": ", 19) || buf_put_u64(&b, r->inlined) ||
+            buf_append(&b, ", \"recovered_samples\": ", 23) || buf_put_u64(&b, r->recovered_samples) ||
+            buf_append(&b, ", \"recovered_frames\": ", 22) || buf_put_u64(&b, r->recovered_frames) ||
+            buf_append(&b, ", \"hostname\": ", 14) || put_str(&b, pf->hostname) ||
+            buf_append(&b, ", \"osrelease\": ", 15) || put_str(&b, pf->osrelease) ||
             buf_append(&b, ", \"cmdline\": ", 13) || put_str(&b, pf->cmdline) || buf_append(&b, ", \"event\": ", 11) ||
             put_str(&b, pf->attrs[0].name) || buf_append(&b, "}}\n", 3);
     free(text);

@@ -303,7 +303,7 @@ def _processes(result: FoldResult, run: Run, choice: Choice, pids, comms) -> tup
                 label=label,
                 pid=pid,
                 comm=result.names[pid],
-                binary=target.exe if target else "",
+                binary=target.exe if target else result.exes.get(pid, ""),
                 samples=by_root.get(label, 0),
             )
         )

@@ -67,6 +67,9 @@ class FoldResult:
     notes: tuple[str, ...] = ()  # the folder's own warnings (pmuprof-perfdata: a perf map it would not read)
     # samples that took the callers their frame-pointer walk skipped under a library leaf (model/callers.py)
     recovered_callers: int = 0
+    # pid -> the executable it mapped under its own name (pmuprof-perfdata reads it from perf.data's maps; perf
+    # script's text does not say): tells two servers of one name apart in a system-wide recording
+    exes: dict = field(default_factory=dict)
 
     def warnings(self) -> list[str]:
         out = list(self.notes)

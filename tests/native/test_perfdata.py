@@ -247,8 +247,11 @@ def test_folded_outputs_equal_the_perf_script_pipeline(bins, lab, recordings, tm
     assert got[1] == ref[1]
     assert got[2].startswith(ref[2][:-2] + b', "dsos": [')
     meta = json.loads(got[2])
-    assert {k: v for k, v in meta.items() if k not in ("dsos", "perf_data")} == json.loads(ref[2])
+    assert {k: v for k, v in meta.items() if k not in ("dsos", "exes", "perf_data")} == json.loads(ref[2])
     assert meta["kept"] > 0 and meta["perf_data"]["samples"] >= meta["kept"]
+    # each process's own executable, by pid (the processes of the test programs mapped one of theirs)
+    exes = {str(p) for p in lab["exes"].values()}
+    assert meta["exes"] and any(path in exes for path in meta["exes"].values()), meta["exes"]
 
 
 def test_labels_cover_what_the_recordings_hold(bins, lab, recordings, tmp_path):

@@ -137,7 +137,8 @@ def fold_perf_data_native(
             err.seek(0)
             result = replace(result, notes=_warnings(err.read()))
         extra = json.loads(meta.read_text(encoding="utf-8"))
-        result = replace(result, recovered_callers=extra.get("perf_data", {}).get("recovered_samples", 0))
+        exes = {int(pid): str(path) for pid, path in (extra.get("exes") or {}).items() if str(pid).isdigit()}
+        result = replace(result, recovered_callers=extra.get("perf_data", {}).get("recovered_samples", 0), exes=exes)
     return PerfdataFold(
         result=result,
         dsos=tuple(DsoSymbols(**d) for d in extra.get("dsos", [])),
