@@ -1,12 +1,16 @@
 """In-kernel cost of off-CPU tracers per sched_switch on a loaded MariaDB (kernel.bpf_stats_enabled run time).
 
 usage: python3 benchmarks/offcpu_cost.py [--rounds 3] [--no-bpftrace] ["NAME=PATH_TO_PMUPROF_OFFCPU [ARG...]" ...]
+e.g. the wake-up hook's cost: ... --no-bpftrace "wakeup=native/build/pmuprof-offcpu"
+     "no-wakeup=native/build/pmuprof-offcpu --no-wakeup"
 Each tracer runs 6.5 s beside sysbench oltp_point_select (16 threads); its programs' run_cnt and
 run_time_ns are read 1.5 s and 6.5 s after the start. bpftrace (the same sum, as a script) is included.
 ns_per_run is per program run (any sched_switch on the host, and in lazy mode any end of __schedule
 too); ns_per_switch is all the tracer's programs' time over the sched_switch program's runs, the cost
 per context switch whatever the number of programs. Another tracer loaded meanwhile (any BPF program
-loaded after the start is counted) makes "progs" list more than the tracer's own.
+loaded after the start is counted) makes "progs" list more than the tracer's own. At the end: each tracer's
+median ns_per_switch over the rounds, and its ratio to the first tracer's in the same rounds (median of the
+per-round ratios).
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from __future__ import annotations
 import argparse
 import os
 import signal
+import statistics
 import subprocess
 import sys
 import time
@@ -95,6 +100,7 @@ def main() -> int:
         load = mdb.SysbenchLoad(server, 60 * args.rounds * (len(tracers) + 1), "oltp_point_select", 16, 4, 10000)
         try:
             time.sleep(3)
+            per: dict[str, list[int]] = {}
             for rnd in range(args.rounds):
                 for name, path in [*tracers.items(), *([] if args.no_bpftrace else [("bpftrace", "")])]:
                     argv = (
@@ -111,16 +117,34 @@ def main() -> int:
                         if path
                         else ["bpftrace", "-e", oo.BPFTRACE % {"pid": server.pid}]
                     )
+                    got = measure(argv)
+                    per.setdefault(name, []).append(got["ns_per_switch"])
                     print(
-                        f"round {rnd + 1} {name:16s} {measure(argv)} load1 "
-                        f"{Path('/proc/loadavg').read_text().split()[0]}",
+                        f"round {rnd + 1} {name:16s} {got} load1 {Path('/proc/loadavg').read_text().split()[0]}",
                         flush=True,
                     )
         finally:
             load.stop()
     finally:
         mdb.stop_mariadb(server)
+    summarize(per)
     return 0
+
+
+def summarize(per: dict[str, list[int]]) -> None:
+    """Median ns per switch of each tracer, and the median of its per-round ratios to the first tracer's."""
+    first = next(iter(per.values()), [])
+    for name, values in per.items():
+        ratios = [v / f for v, f in zip(values, first) if f]
+        print(
+            f"{name:16s} ns_per_switch median {statistics.median(values):.0f} (min {min(values)}, max {max(values)})"
+            + (
+                f"; ratio to the first, median of {len(ratios)} rounds: {statistics.median(ratios):.2f}"
+                if ratios
+                else ""
+            ),
+            flush=True,
+        )
 
 
 if __name__ == "__main__":
