@@ -15,6 +15,7 @@ from .mysql.poll import Processlist
 from .mysql.serverfacts import ServerFacts
 from .offcpu.source import OffCpu
 from .proc.archive import Archive
+from .proc.cpuusers import CpuUsers
 from .proc.hostload import HostLoad
 
 SOURCES: list[Callable[[Context], Source | None]] = [
@@ -23,6 +24,7 @@ SOURCES: list[Callable[[Context], Source | None]] = [
     OffCpu.of,  # the off-CPU tracer inside perf's window, folded when it stops
     Processlist.of,  # processlist.tsv and processlist.active, once a second
     HostLoad.of,  # run.json host_load and host.*, once a second
+    CpuUsers.of,  # run.json cpu_users: every process's and cgroup's CPU time over the window
 ]
 
 

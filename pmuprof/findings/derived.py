@@ -9,7 +9,7 @@ from collections.abc import Callable
 from .evidence import Evidence, Summarized, number as say_number, pct
 from .facts import Facts, dig, number
 from .bufpool import pool_fit
-from .hostload import host_load
+from .hostload import cpu_starvation, host_load
 from .latches import candidates, latch_words
 from .offcpumatch import offcpu_wait_latches
 from .stackmatch import StackIndex
@@ -287,5 +287,6 @@ DERIVED_FACTS: dict[str, Callable[[Facts, StackIndex, list[str]], Evidence | Non
     "wait_latches": wait_latches,
     "offcpu_wait_latches": offcpu_wait_latches,
     "host_load": host_load,
+    "cpu_starvation": cpu_starvation,
     "pool_fit": pool_fit,
 }

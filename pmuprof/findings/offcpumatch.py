@@ -17,7 +17,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from ..model.labels import KERNEL_SUFFIX, RUNNABLE_STATES, parse_state
+from ..model.labels import BLOCKED_STATES, KERNEL_SUFFIX, RUNNABLE_STATES, parse_state
 from ..model.offcpu import Snapshot
 from ..model.profile import Profile
 from ..model.stacks import Stacks
@@ -53,6 +53,7 @@ class OffCpuIndex:
         self.snapshots: tuple[Snapshot, ...] = (
             tuple(s for s in off.threads.snapshots if s.label == process) if off else ()
         )
+        self.woken = bool(len(self.states)) and bool((self.states == "W").any())
         self._sub: dict[frozenset[str], StackIndex] = {}
         self._bare: StackIndex | None = None
 
@@ -133,7 +134,19 @@ def match_offcpu(index: StackIndex, spec: Mapping[str, Any], skip: PatternSet, m
         total_us=off.total_us,
         avg_threads=avg,
         threads=_threads_seen(off, spec),
+        runnable_us=_runnable_us(off, spec, skip),
     )
+
+
+def _runnable_us(off: OffCpuIndex, spec: Mapping[str, Any], skip: PatternSet) -> int:
+    """Of the stacks a blocked-time spec matches, the time after their wake-ups (``off-cpu:W``: runnable,
+    waiting for a CPU), which the spec leaves out; 0 for latch specs and captures without wake-ups."""
+    if "latches" in spec or not (set(spec.get("states") or ()) & BLOCKED_STATES) or "W" in (spec.get("states") or ()):
+        return 0
+    if not off.woken:
+        return 0
+    found = match_stack(off.with_states(frozenset("W")), {k: v for k, v in spec.items() if k != "states"}, skip)
+    return int(found.count)
 
 
 def _threads_seen(off: OffCpuIndex, spec: Mapping[str, Any]) -> int | None:

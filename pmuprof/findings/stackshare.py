@@ -170,6 +170,8 @@ class OffCpuTime(StackMatch, Blocked):
     total_us: int = 0
     avg_threads: float | None = None
     threads: int | None = None  # threads seen there in the start/end snapshots
+    # the same stacks' time after their wake-ups (runnable, waiting for a CPU): not counted as blocked
+    runnable_us: int = 0
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -180,6 +182,7 @@ class OffCpuTime(StackMatch, Blocked):
             "total_us": self.total_us,
             "avg_threads": self.avg_threads,
             "threads": self.threads,
+            **({"runnable_us": self.runnable_us} if self.runnable_us else {}),  # a capture that traced wake-ups
         }
 
     def words(self, share: bool) -> str:
@@ -191,4 +194,6 @@ class OffCpuTime(StackMatch, Blocked):
             f" = {avg:.2f} threads on average" if isinstance(avg, float) else ""
         )
         text += f"; {pct(self.share)} of the off-CPU time"
+        if self.runnable_us:
+            text += f"; {self.runnable_us / 1e6:,.3f} s more after wake-ups waiting for a CPU, not counted"
         return text + (f"; {self.threads} thread(s) in it at the start or end" if self.threads else "")

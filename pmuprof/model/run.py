@@ -87,6 +87,34 @@ class HostLoad:
     psi_cpu_some_share: float | None = None  # share of the window some runnable task waited for a CPU
     psi_memory_some_share: float | None = None
     interval_s: float | None = None  # how often /proc was read (None: a run from before it was said, read every 0.5 s)
+    psi_cpu_full_share: float | None = None  # share of the window all non-idle tasks waited for a CPU (PSI cpu full)
+
+
+@dataclass(frozen=True)
+class CpuUser:
+    """One process's, or one cgroup's, CPU time over the capture's window (/proc/PID/stat utime + stime)."""
+
+    name: str  # the process's comm, or the cgroup's path
+    cpu_s: float
+    share: float  # of all CPUs' time over the window (1.0 = every CPU all the time)
+    pid: int | None = None  # None for a cgroup
+    cgroup: str = ""  # the process's cgroup (v2 path)
+    target: bool = False  # a target of the capture (for a cgroup: one of the targets is in it)
+
+
+@dataclass(frozen=True)
+class CpuUsers:
+    """Who used the CPUs while perf recorded (run.json cpu_users): every process's CPU time from /proc read at
+    the window's start and end, the busiest processes and cgroups, and the targets' own share. Processes that
+    ended inside the window are not counted (their time left /proc with them)."""
+
+    seconds: float = 0.0
+    cpus: int = 0
+    processes: tuple[CpuUser, ...] = ()  # the busiest, then any target not among them
+    cgroups: tuple[CpuUser, ...] = ()  # the busiest
+    targets_share: float | None = None
+    counted_share: float = 0.0  # all processes' CPU time seen over all CPUs' time
+    seen: int = 0  # processes that used any CPU in the window
 
 
 @dataclass(frozen=True)
@@ -285,6 +313,7 @@ class Run:
     source: Source = field(default_factory=Source)
     offcpu: OffCpu | None = None  # the off-CPU tracer's outcome (None: not asked for, or an older run)
     host_load: HostLoad | None = None  # how busy the host was while perf recorded (None: not a capture)
+    cpu_users: CpuUsers | None = None  # who used the CPUs while perf recorded (None: not measured)
     kernel_symbols: KernelSymbols | None = None  # None: a run from before they were kept, or not a capture
     kept_binaries: KeptBinaries | None = None  # None: a run from before they were kept, or not a capture
     clock: Clock | None = None  # None: a run from before it was kept, or not a capture

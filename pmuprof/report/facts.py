@@ -9,7 +9,7 @@ from .. import __version__
 from ..findings.facts import server_version
 from ..model.jsontypes import to_json
 from ..model.profile import Profile
-from ..model.run import Host, HostLoad, Target, Trigger
+from ..model.run import CpuUser, CpuUsers, Host, HostLoad, Target, Trigger
 from ..model.server import ServerFacts
 from .summaryrows import (
     ErrorLogRow,
@@ -129,7 +129,7 @@ def summary(profile: Profile, processes: list[str]) -> Summary:
         binaries=[to_json(b) for b in analysis.binaries if b.samples or b.problem],
         server_version=_version_text(*server_version(profile)),
         trigger=trigger_text(run.trigger),
-        host_load=host_load_rows(run.host_load),
+        host_load=host_load_rows(run.host_load) + cpu_user_rows(run.cpu_users),
     )
 
 
@@ -177,6 +177,27 @@ def host_load_rows(load: HostLoad | None) -> list[LabelValue]:
     return [LabelValue(label=label, value=value) for label, value in rows] + [
         LabelValue(label="window", value=f"{load.seconds:.1f} s, /proc read {_how_often(load.interval_s)}")
     ]
+
+
+def cpu_user_rows(users: CpuUsers | None) -> list[LabelValue]:
+    """Who used the CPUs over the window (run.json cpu_users): the busiest processes and cgroups, the targets'
+    own share, as rows of the host card; [] when the input did not measure it."""
+    if users is None or not users.cpus:
+        return []
+
+    def named(rows: tuple[CpuUser, ...], process: bool) -> str:
+        return ", ".join(
+            f"{u.name}{f' (pid {u.pid})' if process else ''}{' — target' if u.target else ''} {_pc(u.share)}"
+            for u in rows
+            if u.share >= 0.005
+        )
+
+    rows = [("CPU users", named(users.processes, True) or "none measurable")]
+    if users.cgroups:
+        rows.append(("CPU by cgroup", named(users.cgroups, False)))
+    if users.targets_share is not None:
+        rows.append(("the targets' share", f"{_pc(users.targets_share, 1)} of all CPUs' time"))
+    return [LabelValue(label=label, value=value) for label, value in rows]
 
 
 def _how_often(interval_s: float | None) -> str:

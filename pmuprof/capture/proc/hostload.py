@@ -48,10 +48,10 @@ def _keyed(text: str, keys: tuple[str, ...]) -> dict[str, float]:
     return out
 
 
-def _psi_total_us(text: str) -> float | None:
-    """The ``some`` line's total (µs stalled) of a /proc/pressure file; None without PSI."""
+def _psi_total_us(text: str, line_name: str = "some") -> float | None:
+    """The ``some`` (or ``full``) line's total (µs stalled) of a /proc/pressure file; None without PSI."""
     for line in text.splitlines():
-        if line.startswith("some "):
+        if line.startswith(line_name + " "):
             for field in line.split():
                 if field.startswith("total="):
                     return float(field[6:])
@@ -85,7 +85,9 @@ class Snapshot:
         self.stat = _stat(proc)
         self.vm = _keyed(_read(proc / "vmstat"), ("pswpin", "pswpout"))
         self.mem = _keyed(_read(proc / "meminfo"), ("MemAvailable",))
-        self.psi_cpu = _psi_total_us(_read(proc / "pressure" / "cpu"))
+        cpu = _read(proc / "pressure" / "cpu")
+        self.psi_cpu = _psi_total_us(cpu)
+        self.psi_cpu_full = _psi_total_us(cpu, "full")
         self.psi_mem = _psi_total_us(_read(proc / "pressure" / "memory"))
         self.targets = {pid: _cpu_ticks(proc, pid) for pid in pids}
         load = _read(proc / "loadavg").split()
@@ -106,6 +108,7 @@ class HostLoad(PerSecond):
         Measure("host.steal", SHARE, "CPU time the hypervisor gave to other guests"),
         Measure("host.iowait", SHARE, "idle CPU time with I/O outstanding"),
         Measure("host.psi_cpu", SHARE, "time some runnable task waited for a CPU (PSI cpu some)"),
+        Measure("host.psi_cpu_full", SHARE, "time every non-idle task waited for a CPU (PSI cpu full)"),
         Measure("host.context_switches", "/s", "context switches per second, all CPUs"),
     )
 
@@ -149,6 +152,7 @@ def between(a: Snapshot, b: Snapshot) -> dict[str, float | None]:
         "host.steal": round(jiffies["steal"] / total, 4),
         "host.iowait": round(jiffies["iowait"] / total, 4),
         "host.psi_cpu": _psi_share(a.psi_cpu, b.psi_cpu, secs),
+        "host.psi_cpu_full": _psi_share(a.psi_cpu_full, b.psi_cpu_full, secs),
         "host.context_switches": round((b.stat.get("ctxt", 0.0) - a.stat.get("ctxt", 0.0)) / secs, 1),
     }
 
@@ -204,4 +208,5 @@ def summarize(samples: list[Snapshot], cpus: int, interval: float | None = None)
         psi_cpu_some_share=psi(a.psi_cpu, b.psi_cpu),
         psi_memory_some_share=psi(a.psi_mem, b.psi_mem),
         interval_s=interval,
+        psi_cpu_full_share=psi(a.psi_cpu_full, b.psi_cpu_full),
     )
