@@ -7,7 +7,7 @@ corroborating fact (waiters in the processlist, SEMAPHORES, status counters).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 from collections.abc import Mapping
 
@@ -118,4 +118,5 @@ def confidence(rule: Rule, g: Grade, values: Mapping[str, Any], seen: list[str],
     margin = round(g.value / g.bound, 2) if g.value is not None and g.bound else None
     strong = (margin is None or margin >= 2) and (samples is None or samples >= 100)
     level = "high" if strong and (seen or not rule.corroborate) else "medium" if strong or seen else "low"
-    return Confidence(samples, values.get("samples"), g.bound, margin, tuple(seen), tuple(not_seen), level)
+    out = Confidence(samples, values.get("samples"), g.bound, margin, tuple(seen), tuple(not_seen), level)
+    return replace(out, value=round(g.value, 4) if g.value is not None else None)

@@ -31,6 +31,7 @@ class ConfidenceJSON(TypedDict, total=False):
     basis: str
     unit: str
     blocked_s: float | None
+    value: float | None  # the measurement the threshold was held against, with basis
 
 
 class FindingJSON(TypedDict):
@@ -67,6 +68,7 @@ class Confidence:
     basis: str = ""  # "off-CPU time" when graded on it ("" = samples)
     unit: str = ""  # the threshold's unit then ("threads")
     blocked_s: float | None = None  # seconds blocked behind it then
+    value: float | None = None  # the measurement the threshold was held against (threads blocked, a share)
 
     def to_json(self) -> ConfidenceJSON:
         out: ConfidenceJSON = {
@@ -79,7 +81,7 @@ class Confidence:
             "level": self.level,
         }
         if self.basis:
-            out.update({"basis": self.basis, "unit": self.unit, "blocked_s": self.blocked_s})
+            out.update({"basis": self.basis, "unit": self.unit, "blocked_s": self.blocked_s, "value": self.value})
         return out
 
 

@@ -18,6 +18,7 @@ from . import bidi
 from ..paths import cache_dir, templates_dir
 from .cards import report_cards
 from .payload import ReportPayload
+from .verdict import margin_text
 
 _JSON_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
 _ASSET_SUFFIXES = (".js", ".css")
@@ -142,6 +143,7 @@ def environment(directory: str = "") -> jinja2.Environment:
     )
     env.globals["asset"] = functools.partial(_asset, env)
     env.filters["pct"] = _pct
+    env.filters["margin"] = margin_text
     env.filters["num"] = _num
     env.filters["safe_url"] = _safe_url
     env.filters["code_spans"] = code_spans

@@ -13,7 +13,7 @@ from .cards import Words, report_cards
 from .payload import ReportPayload
 from .rows import GroupRow, LatchRow, ShownFinding
 from .summaryrows import Verdict
-from .verdict import busy_sentence
+from .verdict import busy_sentence, margin_text
 from .wallclock import NO_USER_STACK
 
 
@@ -58,9 +58,7 @@ def _confidence(f: ShownFinding) -> str:
     elif c.get("blocked_s") is not None:
         parts.append(f"{c['blocked_s']:,} s blocked")
     if c.get("margin") is not None:
-        parts.append(
-            f"{c['margin']}x its threshold" + (" (threads blocked on average)" if c.get("unit") == "threads" else "")
-        )
+        parts.append(margin_text(c, "x"))
     parts += [f"seen: {_text(x)}" for x in c.get("corroborated") or []]
     parts += [f"not seen: {_text(x)}" for x in c.get("not_corroborated") or []]
     return "(" + "; ".join(parts) + ")"

@@ -62,21 +62,32 @@ def confidence_parts(conf: ConfidenceJSON) -> ConfidenceWords:
     if not conf:
         return {}
     samples = conf.get("samples")
-    margin, threshold = conf.get("margin"), conf.get("threshold")
-    bound = (
-        (f" ({threshold:g} threads blocked on average)" if conf.get("unit") == "threads" else f" ({pct(threshold)})")
-        if threshold is not None
-        else ""
-    )
+    margin = conf.get("margin")
     blocked_s = conf.get("blocked_s")
     blocked = f"{blocked_s:,} s blocked" if blocked_s is not None else ""
     return ConfidenceWords(
         level=conf.get("level") or "not rated",
         samples=f"{samples:,} of {conf.get('total') or 0:,} samples" if samples is not None else blocked,
-        margin=f"{margin}× its threshold{bound}" if margin is not None else "",
+        margin=margin_text(conf) if margin is not None else "",
         seen=list(conf.get("corroborated") or []),
         not_seen=list(conf.get("not_corroborated") or []),
     )
+
+
+def margin_text(conf: ConfidenceJSON, times: str = "×") -> str:
+    """'6.83 threads blocked on average, 3.42× its threshold of 2': the measurement first, the rule's threshold
+    named as one (a threshold in parentheses beside a margin read as the measurement)."""
+    margin, threshold, value = conf.get("margin"), conf.get("threshold"), conf.get("value")
+    threads = conf.get("unit") == "threads"
+    measured = f"{value:.2f} threads blocked on average, " if threads and value is not None else ""
+    if threshold is None:
+        return f"{measured}{margin}{times} its threshold"
+    bound = (
+        f"{threshold:g} threads blocked on average"
+        if threads and not measured
+        else (f"{threshold:g}" if threads else pct(threshold))
+    )
+    return f"{measured}{margin}{times} its threshold of {bound}"
 
 
 def caveats(summary: Summary) -> Caveats:

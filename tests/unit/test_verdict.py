@@ -37,7 +37,7 @@ def test_verdict_is_the_top_cause_with_its_share_confidence_fix_and_flame_link()
     assert v["sentence"].endswith(".") and "←" not in v["sentence"]
     c = v["confidence"]
     assert c["level"] == "medium" and c["samples"] == "8,897 of 13,395 samples"
-    assert c["margin"] == "1.33× its threshold (50.0 %)"
+    assert c["margin"] == "1.33× its threshold of 50.0 %"
     assert c["seen"] == ["3 threads in processlist state 'statistics'"] and c["not_seen"] == []
     fix = "\n".join(s["text"] for s in v["fix"])
     assert v["server"] == "10.2.11-MariaDB" and "FORCE INDEX" in fix
@@ -145,3 +145,14 @@ def test_sentence_and_flame_link_edge_cases():
     assert sentence(f) == "Threads are busy (e.g. here)."
     assert sentence({"title": "Low IPC", "share": 0.0, "message": ""}) == "Low IPC: 0.0 % of the samples."
     assert flame_link("ns::f(int)&x") == "#view=sandwich&focus=ns%3A%3Af(int)%26x&search=%5Ens%3A%3Af%5C(int%5C)%26x%24"
+
+
+def test_a_wait_s_margin_says_the_measurement_and_names_the_threshold_as_one():
+    """The first screen once printed "3.42× its threshold (2 threads blocked on average)" beside 6.83 threads
+    in the body: the threshold read as the measurement."""
+    conf = {"margin": 3.42, "threshold": 2.0, "value": 6.8312, "unit": "threads", "blocked_s": 44.0, "level": "high"}
+    from pmuprof.report.verdict import confidence_parts, margin_text
+
+    assert confidence_parts(conf)["margin"] == "6.83 threads blocked on average, 3.42× its threshold of 2"
+    assert margin_text({**conf, "value": None}) == "3.42× its threshold of 2 threads blocked on average"
+    assert margin_text(conf, "x").startswith("6.83 threads blocked on average, 3.42x its threshold of 2")
