@@ -165,6 +165,10 @@ class Target:
     exe_note: str = ""
     symbols: BinaryFacts | None = None
     samples: int | None = None
+    # a MySQL/MariaDB server's own endpoints ("socket /run/mysqld/mysqld.sock, tcp 127.0.0.1:3306") and datadir,
+    # read from /proc at the capture's start: which server this is, on a host running several
+    endpoints: str = ""
+    datadir: str = ""
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from ..findings.facts import server_version
 from ..model.profile import Profile
 from .facts import event_names
 from .payload import findings_list, latch_rows
+from .who import who
 
 
 def profile_facts(profile: Profile) -> dict[str, Any]:
@@ -67,6 +68,7 @@ def verdict_facts(profile: Profile, diagnosis: Diagnosis) -> dict[str, Any]:
             "severity": top.severity,
             "share": top.share,
             "process": top.process,
+            "who": who(profile, top.process),  # pid, where it listens, datadir, version (report/who.py)
         }
     return {
         "status": "healthy" if profile.total else "empty",
@@ -75,6 +77,7 @@ def verdict_facts(profile: Profile, diagnosis: Diagnosis) -> dict[str, Any]:
         "severity": None,
         "share": None,
         "process": None,
+        "who": None,
     }
 
 

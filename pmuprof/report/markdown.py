@@ -175,7 +175,8 @@ def _verdict(v: Verdict, samples: int) -> list[str]:
     whose = "" if basis.startswith("the ") else f"{v['process'] or 'the'} "  # "the host's time" is no process's
     return note + [
         f"**Verdict: {_text(v['title'])}** — {100 * v['share']:.1f} % of {_text(whose)}{basis}"
-        f"{' (how sure: ' + _text(sure) + ')' if sure else ''}. {_text(v['sentence'])}{also} The fix is under "
+        f"{' (how sure: ' + _text(sure) + ')' if sure else ''}.{' In ' + _text(v['who']) + '.' if v.get('who') else ''} "
+        f"{_text(v['sentence'])}{also} The fix is under "
         f"the first finding below.",
         "",
     ]

@@ -43,6 +43,7 @@ from .summaryrows import MysqlFacts, Summary, Verdict, WaitingRow
 from .wallclock import state_totals, thread_groups, wall_stacks
 from .verdict import verdict
 from .waiting import waiting
+from .who import server_version_of, who
 
 TOP_FUNCTIONS = 60
 
@@ -250,6 +251,9 @@ def build_payload(
         WaitingRow(sentence=note.sentence(), command=note.command, sessions=note.sessions, busy_cpus=note.busy_cpus)
         if note
         else None,
+        # the process it is about, in words; of several processes, the fix is for that one's server
+        who(profile, label) if (label := diagnosis.top.process if diagnosis.top else "") else "",
+        server_version_of(profile, label) if label and len(processes) > 1 else None,
     )
     wall, why = wall_stacks(profile)
     return ReportPayload(

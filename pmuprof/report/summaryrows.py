@@ -243,6 +243,7 @@ class CauseVerdict(TypedDict):
     confidence: ConfidenceWords
     fix: list[FixStepJSON]
     server: str
+    who: str  # the process it is about: pid, endpoints, datadir, version (report/who.py)
     explains: list[RuleTitle]
     more: int
     frame: str

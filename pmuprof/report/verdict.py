@@ -197,9 +197,13 @@ def verdict(
     frames: Collection[str],
     busiest: Busiest | None = None,
     waiting: WaitingRow | None = None,
+    who: str = "",
+    server: str | None = None,
 ) -> Verdict:
     """What the first screen says: the diagnosis's top cause (``top``: its group, as shown), or 'healthy'
-    when there is none (no finding above info), with ``busiest`` (the Diagnosis's) in words."""
+    when there is none (no finding above info), with ``busiest`` (the Diagnosis's) in words. ``who``: the
+    cause's process in words (report/who.py); ``server``: its server's version when it is not the summary's
+    (one of several processes)."""
     if top is None:
         info, hottest, hottest_share, link, words = _healthy(findings, top_rows, frames, busiest)
         return HealthyVerdict(
@@ -228,7 +232,8 @@ def verdict(
         basis=cause["confidence"].get("basis") or "samples",
         confidence=confidence_parts(cause["confidence"]),
         fix=list(cause["fix"]),
-        server=summary["server_version"],
+        server=summary["server_version"] if server is None else server,
+        who=who,
         explains=[RuleTitle(rule=f["rule"], title=f["title"]) for f in top["consequences"]],
         more=len(findings) - 1,
         frame=frame,

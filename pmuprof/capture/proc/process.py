@@ -8,6 +8,7 @@ from pathlib import Path
 from ...errors import TargetError
 from ...model.jsontypes import from_json
 from ...model.run import Target
+from ..mysql import discover
 from ...tools import elf as elfinfo
 
 MYSQL_COMMS = ("mysqld", "mariadbd")
@@ -138,6 +139,8 @@ def describe(pid: int, label: str | None = None) -> Target:
         "is_mysqld": comm in MYSQL_COMMS,
         "maps": exec_maps(pid),
     }
+    if comm in MYSQL_COMMS:  # which server this is: where it listens and its datadir (/proc only)
+        facts.update(_server_place(pid))
     if exe.endswith(" (deleted)"):
         facts["exe_note"] = "the binary was replaced on disk after the server started; symbols may not match"
     binary = f"/proc/{pid}/exe"
@@ -146,6 +149,17 @@ def describe(pid: int, label: str | None = None) -> Target:
         facts["build_id"] = summary.pop("build_id", None)
         facts["symbols"] = summary
     return from_json(Target, facts)
+
+
+def _server_place(pid: int) -> dict[str, str]:
+    """A server process's endpoints and datadir, from its open sockets and command line ({} when unreadable)."""
+    try:
+        return {
+            "endpoints": discover.listening(pid).words(),
+            "datadir": str(discover.configured(pid).get("datadir") or ""),
+        }
+    except OSError:
+        return {}
 
 
 def exec_maps(pid: int) -> list[dict]:
