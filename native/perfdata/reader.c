@@ -94,6 +94,10 @@ int reader_deliver(reader_t *r, uint64_t off)
     memcpy(&type, rec, 4);
     memcpy(&misc, rec + 4, 2);
     memcpy(&size, rec + 6, 2);
+    if (type != PERF_RECORD_SAMPLE && type != PERF_RECORD_MMAP && type != PERF_RECORD_MMAP2 &&
+        type != PERF_RECORD_COMM && type != PERF_RECORD_FORK && type != PERF_RECORD_LOST && type != PERF_RECORD_KSYMBOL)
+        return 0; /* EXIT, THROTTLE, SWITCH, BPF_EVENT, ...: nothing perf script's output depends on, whatever
+                   * their trailer (kernel 6.18 writes BPF_EVENT records with 64 bytes after it: no event's id) */
     const pd_attr_t *a = pd_file_attr_of(r->file, rec, type, size);
     if (!a)
         return PD_ECORRUPT;
@@ -124,7 +128,7 @@ int reader_deliver(reader_t *r, uint64_t off)
         return kernel_ksymbol(&r->m, rd64(rec + 8), len, kt, kf, rec_str(rec, 24, size, name, sizeof name));
     }
     }
-    return 0; /* EXIT, THROTTLE, SWITCH, ...: nothing perf script's output depends on */
+    return 0;
 }
 
 static int deliver_cb(void *ctx, uint64_t off)

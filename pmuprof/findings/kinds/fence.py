@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
+from ...model.analysis import FenceSite
 from ..evidence import Evidence, pct
 from .base import Env, Kind, Matcher, SpecCtx
 
@@ -55,6 +56,28 @@ class FenceShare(Evidence):
         return f"{pct(self.share)} of samples on full fences: {self.names}"
 
 
+def own_sites(sites: list[FenceSite], env: Env) -> list[FenceSite]:
+    """With several processes, each process's part of the fence samples: skid correction counts a binary's
+    leaf samples whoever ran them, so a site's samples are shared out by each process's own self samples in
+    that function (of its own binary when the process's binary is known), never copied to every process."""
+    profile, index = env.index.profile, env.index
+    info = profile.process_info(index.process)
+    exe = (env.facts.target.exe if env.facts.target else "") or (info.binary if info else "")
+    mine, everyone = index.st.self_counts(), profile.self_counts()
+    out = []
+    for site in sites:
+        if exe and site.binary != exe:
+            continue
+        part = (
+            round(site.samples * mine.get(site.function, 0) / everyone[site.function])
+            if everyone.get(site.function)
+            else 0
+        )
+        if part:
+            out.append(replace(site, samples=part, share=part / index.total if index.total else 0.0))
+    return out
+
+
 class Fence(Kind[FenceShare]):
     name = "fence"
     guide = "`fence` (skid-corrected samples on full fences in functions `in` / `not_in` patterns)"
@@ -78,6 +101,8 @@ class Fence(Kind[FenceShare]):
             and not (outside is not None and outside.matches(s.function))
         ]
         total = skid.samples_total
+        if env.index.profile is not None and len(env.index.profile.processes()) > 1:
+            sites, total = own_sites(sites, env), env.index.total
         count = sum(s.samples for s in sites)
         share = round(count / total, 6) if total else sum(s.share for s in sites)
         rows = tuple(FenceFunction(s.function, s.share, s.samples, tuple(s.forms)) for s in sites)
