@@ -192,7 +192,8 @@ def ordered(findings: list[Finding]) -> list[Finding]:
        group is what needs fixing);
     3. then by the threads the cause holds (a stall of eight threads off the CPU above an on-CPU finding
        of fewer); causes the capture gives no thread count for (facts, counters, a folded input) after
-       those, by their share; at equal weight a cause that names its latch before one that cannot
+       those, by the samples behind their share (share x the process's samples: across processes the busier
+       one's first; within one, by share); at equal weight a cause that names its latch before one that cannot
        (``ambiguous``: "page latch or index tree latch");
     each cause followed by the findings it explains (severity, share, rule id: stable output)."""
     by_key = {(f.process, f.rule): f for f in findings}
@@ -208,7 +209,9 @@ def ordered(findings: list[Finding]) -> list[Finding]:
 
     def rank(f: Finding) -> tuple[bool, int, bool, float, bool, str, str, bool, tuple[int, float, str]]:
         c = cause(f)
-        weight = c.threads if c.threads is not None else c.share
+        # without a thread count, the samples behind the headline: a share of a process's own samples weighs by
+        # that process's samples, so of several processes the busier one's cause comes first
+        weight = c.threads if c.threads is not None else c.share * c.samples if c.samples else c.share
         return (
             bool(c.symptom_of),
             gravest[(c.process, c.rule)],

@@ -14,7 +14,6 @@ import json
 import os
 import subprocess
 import time
-from pathlib import Path
 
 import pytest
 
@@ -119,7 +118,8 @@ def test_a_system_wide_recording_of_two_servers(two_versions, tmp_path):
             load.stop()
     assert rec.returncode == 0, rec.stderr[-2000:]
     out = tmp_path / "out"
-    res = run_cli("report", str(data), "-o", str(out), timeout=900)
+    # the two servers (a shared host runs other mysqld-named processes: the report names them and their --pid)
+    res = run_cli("report", str(data), "-o", str(out), "--pid", str(hot.pid), "--pid", str(debian.pid), timeout=900)
     assert res.returncode == 0, res.stderr[-3000:]
     found = json.loads((out / "findings.json").read_text())
     hot_label, cold_label = f"mariadbd-{hot.pid}", f"mariadbd-{debian.pid}"

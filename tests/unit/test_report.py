@@ -40,6 +40,7 @@ def test_findings_json_contract_and_order():
         "severity": top.severity,
         "share": top.share,
         "process": top.process,
+        "who": "mariadbd pid 123: MariaDB 10.11.6-MariaDB",  # report/who.py: which server process it is
     }
     prof = doc["profile"]
     assert prof["samples"] == profile().total
