@@ -63,17 +63,21 @@ def test_a_saturated_host_explains_itself(mariadb, hogs, tmp_path):
     # with three hogs a CPU, a woken server thread waits for a CPU: a real share of its off-CPU time
     assert off["runnable_us"] > 0.05 * (off["total_us"] - off["before_us"]), off
     users = run["cpu_users"]
-    hog_pids = {p.pid for p in hogs}
-    top = [u["pid"] for u in users["processes"][:3]]
-    assert any(pid in hog_pids for pid in top), users["processes"]
+    assert users["seconds"] >= 5 and users["targets_share"] > 0, users
+    listed = {u["pid"]: u for u in users["processes"]}
+    assert listed[mariadb.pid]["target"], listed  # the target is always listed, with its own share
+    # the processes /proc saw account for the CPU time /proc/stat says was used (those that ended inside the
+    # window are not counted: sysbench's and the other sessions' short-lived commands)
+    assert users["counted_share"] >= 0.6 * run["host_load"]["busy_share"], (users, run["host_load"])
+    first = users["processes"][0]
     found = json.loads((out / "findings.json").read_text())
     verdict = found["verdict"]
     assert verdict["rule"] == "host-saturated", verdict
     host = next(f for f in found["findings"] if f["rule"] == "host-saturated")
-    assert "the CPUs went to" in host["message"] and "(pid " in host["message"]
+    assert f"the CPUs went to {first['name']} (pid {first['pid']}" in host["message"], host["message"]
     for f in found["findings"]:  # no fix that trades durability leads, on the first screen or anywhere
-        first = (f["fix"] or [{"text": ""}])[0]["text"]
-        assert not any(d in first for d in DURABILITY), (f["rule"], first)
+        lead = (f["fix"] or [{"text": ""}])[0]["text"]
+        assert not any(d in lead for d in DURABILITY), (f["rule"], lead)
     md = (out / "report.md").read_text()
     assert "**Verdict: The host is saturated" in md and "the CPUs went to" in md
     print(
@@ -132,12 +136,16 @@ def test_a_system_wide_recording_of_two_servers(two_versions, tmp_path):
     # nothing copied between the two processes: a rule firing on both has each its own share and evidence
     for rule in set(mine) & set(other):
         assert mine[rule]["share"] != other[rule]["share"] or mine[rule]["evidence"] != other[rule]["evidence"], rule
-    # each process's version is its own binary's: 11.4.5 for the hot one, 10.11 for Debian's
-    assert mine["innodb-spin-wait"]["evidence"]["server"].startswith("MariaDB 11.4.5"), mine["innodb-spin-wait"]
-    for f in other.values():
-        assert "11.4" not in str(f["evidence"].get("server") or ""), f
     verdict = found["verdict"]
-    assert verdict["process"] == hot_label, verdict
-    assert f"pid {hot.pid}" in verdict["who"] and "11.4.5" in verdict["who"], verdict
+    assert verdict["process"] == hot_label and f"pid {hot.pid}" in verdict["who"], verdict
+    declined = [w for w in found["profile"]["warnings"] if "pmuprof-perfdata declined" in w]
+    if not declined:  # each process's version is its own binary's: 11.4.5 for the hot one, 10.11 for Debian's
+        assert mine["innodb-spin-wait"]["evidence"]["server"].startswith("MariaDB 11.4.5"), mine["innodb-spin-wait"]
+        assert all(f["evidence"]["server"].startswith("MariaDB 10.11") for f in other.values()), other
+        assert "11.4.5" in verdict["who"], verdict
+    else:  # read through perf script (a live process in another mount namespace, on a shared host): it says so,
+        # and no version is guessed for either (no 10.2-only or 11.4-only rule fires on a guess)
+        assert all("(version unknown)" in f["evidence"]["server"] for f in [*mine.values(), *other.values()])
+        print(f"perf.data read through perf script: {declined[0]}")
     md = (out / "report.md").read_text()
     assert f"pid {hot.pid}" in md.split("**Verdict:", 1)[1].split("\n\n", 2)[1] or f"pid {hot.pid}" in md

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import subprocess
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ...errors import InputError, PerfError
@@ -131,6 +131,7 @@ def fold_perf_data(
     them in (perf script has no such option: a report read through it shows the walk as recorded).
     """
     native = perfdata_path() if symfs is None else None
+    fallback = ""
     if native is not None:
         inline = os.environ.get("PMUPROF_NO_INLINE", "") in ("", "0")
         try:
@@ -161,15 +162,19 @@ def fold_perf_data(
                 kallsyms=kallsyms,
                 callers=callers,
             )
-        except PerfdataFallback:
-            pass
+        except PerfdataFallback as declined:
+            fallback = declined.reason
     why = repair.impossible_header(data)  # checked here too: with --symfs or no native reader, perf script
     if why:  # is the only reader, and it loops on such a header
         raise repair.corrupt_header(data, why)
     argv = perfcmd.script_argv(perf, data, pids, symfs=symfs, timed=timed, kallsyms=kallsyms)
-    return fold_perf_script_process(
+    result = fold_perf_script_process(
         argv, pids=pids, comms=comms, per_thread=per_thread, names=names, raw_unknown=True
-    ), argv
+    )
+    if fallback:  # what perf script's text does not say: each process's executable (two servers of one name)
+        note = f"read through perf script: pmuprof-perfdata declined the file ({fallback[:200]}); no inline frames, "
+        result = replace(result, notes=(*result.notes, note + "and no process's own executable is known"))
+    return result, argv
 
 
 def _first(text: str) -> str:
