@@ -69,7 +69,7 @@ class FoldResult:
     recovered_callers: int = 0
     # pid -> the executable it mapped under its own name (pmuprof-perfdata reads it from perf.data's maps; perf
     # script's text does not say): tells two servers of one name apart in a system-wide recording
-    exes: dict = field(default_factory=dict)
+    exes: dict[int, str] = field(default_factory=dict)
 
     def warnings(self) -> list[str]:
         out = list(self.notes)

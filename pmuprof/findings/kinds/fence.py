@@ -61,6 +61,8 @@ def own_sites(sites: list[FenceSite], env: Env) -> list[FenceSite]:
     leaf samples whoever ran them, so a site's samples are shared out by each process's own self samples in
     that function (of its own binary when the process's binary is known), never copied to every process."""
     profile, index = env.index.profile, env.index
+    if profile is None:  # a bare index: nothing to share out by
+        return sites
     info = profile.process_info(index.process)
     exe = (env.facts.target.exe if env.facts.target else "") or (info.binary if info else "")
     mine, everyone = index.st.self_counts(), profile.self_counts()
