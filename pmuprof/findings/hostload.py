@@ -42,6 +42,9 @@ class HostLoadFact(Summarized):
     cgroups: str = ""  # the busiest cgroups, likewise
     target_cpu: float | None = None  # the targets' own share of all CPUs' time
 
+    def share_basis(self) -> str:
+        return self.basis
+
 
 TOP_NAMED = 4  # processes and cgroups a summary names
 
@@ -57,9 +60,6 @@ def _named(users: Any, processes: bool) -> str:
     if processes:
         return ", ".join(f"{u.name} (pid {u.pid}{', a target' if u.target else ''}) {u.share:.0%}" for u in rows)
     return ", ".join(f"{u.name}{' (a target is in it)' if u.target else ''} {u.share:.0%}" for u in rows)
-
-    def share_basis(self) -> str:
-        return self.basis
 
 
 def host_load(facts: Facts, index: Any, missing: list[str]) -> HostLoadFact | None:

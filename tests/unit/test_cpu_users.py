@@ -60,3 +60,17 @@ def test_the_window_s_cpu_time_per_process_and_cgroup(tmp_path):
 def test_an_empty_window_is_none_and_the_card_has_no_rows():
     assert cpuusers.users({}, {}, 0.0, 2, (), lambda pid: "", 100.0) is None
     assert cpu_user_rows(None) == []
+
+
+def test_the_saturation_finding_is_a_share_of_the_host_s_time_and_names_who_used_it():
+    import sys
+    from pathlib import Path as P
+
+    sys.path.insert(0, str(P(__file__).resolve().parents[1]))
+    from rules.conftest import FIXTURES, load_fixture
+    from pmuprof.findings.engine import evaluate
+
+    profile, _ = load_fixture(FIXTURES / "host-saturated" / "fire-hogs-beside-commits.folded")
+    host = next(f for f in evaluate(profile) if f.rule == "host-saturated")
+    assert host.confidence is not None and host.confidence.basis.startswith("the host's CPU time")
+    assert "stress-ng-cpu (pid 4242) 40%" in host.message and "By cgroup: /user.slice" in host.message
