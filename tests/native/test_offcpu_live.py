@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
@@ -154,45 +153,43 @@ def test_without_the_tracer_the_capture_goes_on(tmp_path, monkeypatch):
     assert Path(out / rundir.RUN_JSON).is_file()
 
 
-def _prog_ids(pid: int) -> set[int]:
-    """The BPF programs process ``pid`` holds (its fds' fdinfo: programs and the links to them)."""
-    ids = set()
-    for info in Path(f"/proc/{pid}/fdinfo").iterdir():
-        try:
-            text = info.read_text()
-        except OSError:  # the fd closed meanwhile
-            continue
-        ids |= {int(line.split()[1]) for line in text.splitlines() if line.startswith("prog_id:")}
-    return ids
-
-
-def _loaded(ids: set[int]) -> set[int]:
-    """Which of the program ``ids`` the kernel still has (bpftool prog show: every loaded program)."""
-    shown = subprocess.run(["bpftool", "prog", "show", "--json"], capture_output=True, text=True, check=True).stdout
-    return ids & {p["id"] for p in json.loads(shown)}
-
-
 def test_killed_tracer_leaves_nothing_attached(tmp_path):
-    """Its own programs, by id (another tracer on the host may load programs of the same name meanwhile)."""
+    """Its programs (sched_switch, the switch-in, the wake-up hook) are the tracer's fds: SIGKILL leaves none
+    loaded. They are told from other tracers on the host by the prog ids in the tracer's own /proc fdinfo."""
     need_offcpu()
     if not shutil.which("bpftool"):
         pytest.skip("bpftool is not installed (apt-get install bpftool)")
+
+    def names(ids: set[int]) -> set[str]:
+        out = set()
+        for prog in ids:
+            shown = subprocess.run(["bpftool", "prog", "show", "id", str(prog)], capture_output=True, text=True)
+            out |= {w for w in shown.stdout.split() if w.startswith("on_")} if shown.returncode == 0 else set()
+        return out
+
     log = tmp_path / "log"
-    argv = [str(native_binary("pmuprof-offcpu")), "--pid", str(os.getpid()), "--duration", "600"]
-    proc = subprocess.Popen([*argv, "--out", str(tmp_path / "out")], stderr=open(log, "wb"))
+    proc = subprocess.Popen(
+        [
+            str(native_binary("pmuprof-offcpu")),
+            "--pid",
+            str(os.getpid()),
+            "--duration",
+            "60",
+            "--out",
+            str(tmp_path / "out"),
+        ],
+        stderr=open(log, "wb"),
+    )
     try:
-        deadline = time.monotonic() + 600  # a hang detector: loading BPF takes seconds on a loaded host
-        while "attached" not in log.read_text():
-            assert proc.poll() is None, f"the tracer exited {proc.returncode}: {log.read_text()}"
-            assert time.monotonic() < deadline, f"the tracer did not attach in 600 s: {log.read_text()}"
+        deadline = time.monotonic() + 30
+        while "attached" not in log.read_text() and time.monotonic() < deadline and proc.poll() is None:
             time.sleep(0.05)
-        ids = _prog_ids(proc.pid)
-        assert len(ids) >= 1 and _loaded(ids) == ids, ids
+        ids = set()
+        for info in Path(f"/proc/{proc.pid}/fdinfo").iterdir():
+            ids |= {int(x.split()[1]) for x in info.read_text().splitlines() if x.startswith("prog_id:")}
+        assert {"on_switch", "on_wakeup"} <= names(ids), names(ids)
     finally:
         proc.kill()  # SIGKILL: no chance to clean up; the kernel detaches with the last fd
         proc.wait()
-    deadline = time.monotonic() + 120  # the kernel frees a program after an RCU grace period: not at once
-    while _loaded(ids):
-        assert time.monotonic() < deadline, f"programs {_loaded(ids)} still loaded 120 s after the tracer died"
-        time.sleep(0.1)
-    assert not (tmp_path / "out").exists()
+    time.sleep(0.5)
+    assert not names(ids) and not (tmp_path / "out").exists()
