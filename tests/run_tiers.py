@@ -1,19 +1,20 @@
 """Run the whole suite as its tiers (tests/tiers.py), each its own pytest process, and fail when any fails.
 
-``python3 tests/run_tiers.py`` is what ``sh bootstrap.sh test`` (and so CI) runs. First the host tier, alone
-(system-wide recordings that another tier's BPF programs or namespaces would change); then lanes side by
-side, the tiers of one lane one after the other: the fast tier in parallel (pytest-xdist, one worker per CPU),
-then the build tier; beside them the live tier, two units of tests at a time (a module, or the modules that
-share 10.2.11's server or the reliability tier's capture set: tests/tiers.py's unit_of), those that start a
-server first, its timing and share assertions made to hold on a busy host; the clean-root tier, I/O-bound,
-beside both. Each tier's output is printed when it
-ends, with its wall-clock and CPU time; ``--tier NAME`` (repeatable) runs only those tiers; arguments after
-``--`` go to every pytest.
+``python3 tests/run_tiers.py`` is what ``sh bootstrap.sh test`` (and so CI) runs. A tier starts once the tiers it
+waits for (AFTER) have ended: first the host tier (system-wide recordings that another tier's BPF programs or
+namespaces would change) and beside it the build tier (compilers, wheels, venvs: no BPF but in one test, which
+waits for the host tier itself); then the fast tier in parallel (pytest-xdist, one worker per CPU), the live
+tier two units of tests at a time (a module, or the modules that share 10.2.11's server or the reliability
+tier's capture set: tests/tiers.py's unit_of), those that start a server first, its timing and share
+assertions made to hold on a busy host, and the clean-root tier, I/O-bound, all side by side. Each tier's
+output is printed when it ends, with its wall-clock and CPU time; ``--tier NAME`` (repeatable) runs only those
+tiers; arguments after ``--`` go to every pytest.
 """
 
 from __future__ import annotations
 
 import argparse
+import fcntl
 import importlib.util
 import os
 import resource
@@ -28,9 +29,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from shared import HOST_TIER_LOCK  # noqa: E402
 from tiers import TIER_NAMES, TESTS, paths_of  # noqa: E402
 
-PHASES = ((("host",),), (("fast", "build"), ("live",), ("cleanroot",)))  # phases in turn; lanes side by side
+# Each tier starts once the tiers it waits for have ended (or are not run): the host tier's recordings must not
+# hold another tier's BPF programs, so the tiers that capture wait for it; the build tier compiles beside it
+# (its one capture waits for the host tier in the test: shared.after_host_tier).
+AFTER = {"host": (), "build": (), "fast": ("host",), "live": ("host",), "cleanroot": ("host",)}
 REPO = TESTS.parent
 GRACE_S = 20.0  # after SIGTERM, before SIGKILL, when the runner itself is stopped
 
@@ -126,45 +131,38 @@ def stop_all(tiers: list[Tier]) -> None:
         tier.done = True
 
 
-def plan(names: list[str], work: Path, extra: list[str]) -> tuple[list[Tier], list[list[list[Tier]]]]:
-    """Every tier asked for, and the phases' lanes of those that have tests here (the others are said)."""
+def plan(names: list[str], work: Path, extra: list[str]) -> list[Tier]:
+    """Every tier asked for, in AFTER's order; those without tests here are said and marked done."""
     tiers: list[Tier] = []
-    phases: list[list[list[Tier]]] = []
-    for lanes in PHASES:
-        phase = []
-        for lane in lanes:
-            queue = []
-            for name in (n for n in lane if n in names):
-                argv = tier_argv(name, work, extra)
-                tier = Tier(name, argv or [], work / f"{name}.log")
-                tiers.append(tier)
-                if argv is None:  # not run, not failed: e.g. the clean-root tier on a branch without it
-                    tier.note, tier.done = "no folder of this tier here", True
-                    print(f"== {name}: {tier.note}", flush=True)
-                else:
-                    queue.append(tier)
-            phase.append(queue)
-        phases.append(phase)
-    return tiers, phases
+    for name in (n for n in AFTER if n in names):
+        argv = tier_argv(name, work, extra)
+        tier = Tier(name, argv or [], work / f"{name}.log")
+        tiers.append(tier)
+        if argv is None:  # not run, not failed: e.g. the clean-root tier on a branch without it
+            tier.note, tier.done = "no folder of this tier here", True
+            print(f"== {name}: {tier.note}", flush=True)
+    return tiers
 
 
-def run_phase(lanes: list[list[Tier]], env: dict[str, str]) -> None:
-    """Start each lane's first tier; when a tier ends, its lane's next; return when every lane is done."""
-    running: dict[int, tuple[Tier, list[Tier]]] = {}
-    for queue in lanes:
-        if queue:
-            start(queue[0], env)
-            running[queue[0].proc.pid] = (queue[0], queue)
-    while running:
+def run_all(tiers: list[Tier], env: dict[str, str], host_lock) -> None:
+    """Start each tier once every tier it waits for is done; return when all are. ``host_lock``, held
+    exclusively until the host tier ends, is what shared.after_host_tier waits for."""
+    by_name = {t.name: t for t in tiers}
+    running: dict[int, Tier] = {}
+    while True:
+        for tier in tiers:
+            ready = all(by_name[d].done for d in AFTER[tier.name] if d in by_name)
+            if tier.proc is None and not tier.done and ready:
+                start(tier, env)
+                running[tier.proc.pid] = tier
+        if not running:
+            return
         pid, status, usage = os.wait4(-1, 0)
-        if pid not in running:
-            continue
-        tier, queue = running.pop(pid)
-        finish(tier, status, usage)
-        queue.pop(0)
-        if queue:
-            start(queue[0], env)
-            running[queue[0].proc.pid] = (queue[0], queue)
+        if pid in running:
+            tier = running.pop(pid)
+            finish(tier, status, usage)
+            if tier.name == "host":
+                fcntl.flock(host_lock, fcntl.LOCK_UN)
 
 
 def run(names: list[str], extra: list[str]) -> int:
@@ -177,7 +175,11 @@ def run(names: list[str], extra: list[str]) -> int:
     # development host) a fresh clone has no bytecode: each compiled every module it imported (~0.9 s of CPU)
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     env["PYTHONPYCACHEPREFIX"] = str(work / "pycache")
-    tiers, phases = plan(names, work, extra)
+    tiers = plan(names, work, extra)
+    host_lock = open(work / "shared" / HOST_TIER_LOCK, "w")  # held until the host tier ends
+    fcntl.flock(host_lock, fcntl.LOCK_EX)
+    if not any(t.name == "host" and not t.done for t in tiers):
+        fcntl.flock(host_lock, fcntl.LOCK_UN)
     t0 = time.monotonic()
 
     def on_signal(signum, _frame):
@@ -190,8 +192,7 @@ def run(names: list[str], extra: list[str]) -> int:
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
-    for lanes in phases:
-        run_phase(lanes, env)
+    run_all(tiers, env, host_lock)
     print(f"\n== tiers (all in {time.monotonic() - t0:.0f} s wall)")
     for tier in tiers:
         print(f"   {tier.name:<10} {verdict(tier)}")

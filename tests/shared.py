@@ -29,6 +29,26 @@ def locked(path: Path) -> Iterator[None]:
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
+HOST_TIER_LOCK = "host-tier.lock"  # in PMUPROF_TEST_SHARED: tests/run_tiers.py holds it while the host tier runs
+
+
+@contextlib.contextmanager
+def after_host_tier() -> Iterator[None]:
+    """Held around what loads BPF programs in a tier that runs beside the host tier (the build tier's capture
+    from the installed copy): waits until the host tier, whose system-wide recordings are compared with perf
+    script byte for byte, has ended. Outside tests/run_tiers.py it waits for nothing."""
+    given = os.environ.get("PMUPROF_TEST_SHARED")
+    if not given:
+        yield
+        return
+    with open(Path(given) / HOST_TIER_LOCK, "a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_SH)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
 def native_make() -> contextlib.AbstractContextManager[None]:
     """Held around every make in native/ (and every in-tree wheel build, whose setup.py runs make there)."""
     return locked(NATIVE_LOCK)

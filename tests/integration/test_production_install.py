@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from helpers import REPO, build_busy, need_perf
+from shared import after_host_tier
 from pmuprof.packages import DATABASE_HOST
 
 HELPERS = ("pmuprof-helper", "pmuprof-fold", "pmuprof-perfdata", "pmuprof-offcpu")
@@ -154,27 +155,24 @@ def test_doctor_capture_and_schedule_from_the_installed_copy(venv, tmp_path):
     man = venv / "share" / "man" / "man1" / "pmuprof.1"
     assert man.is_file() and man.read_text() == (REPO / "docs" / "pmuprof.1").read_text()
     need_perf()
-    busy = subprocess.Popen([str(build_busy(tmp_path)), "30"])
-    try:
-        run = tmp_path / "run"
-        off_cpu = ["--off-cpu"] if checks["offcpu"]["ok"] else []  # root, BTF: the tracer from the wheel too
-        cap = _run(
-            [exe, "capture", "-p", str(busy.pid), "-d", "2s", "--no-mysql", "-q", "-o", str(run), "--json", *off_cpu],
-            env=env,
-            cwd=tmp_path,
-            timeout=300,
-        )
-        assert cap.returncode == 0, cap.stderr
-        summary = json.loads(cap.stdout)
-        assert summary["samples"] > 0 and (run / "report.html").is_file() and (run / "flame.svg").is_file()
-        folded = (run / "stacks.folded").read_text()
-        assert "hot_leaf" in folded
-        if off_cpu:
-            offcpu = json.loads((run / "run.json").read_text())["offcpu"]
-            assert offcpu["recorded"] and offcpu["argv"][0].startswith(site), offcpu  # the venv's tracer
-    finally:
-        busy.kill()
-        busy.wait()
+    exe_busy, run = build_busy(tmp_path), tmp_path / "run"
+    off_cpu = ["--off-cpu"] if checks["offcpu"]["ok"] else []  # root, BTF: the tracer from the wheel too
+    argv = [exe, "capture", "-d", "2s", "--no-mysql", "-q", "-o", str(run), "--json", *off_cpu]
+    with after_host_tier():  # the build tier runs beside the host tier: this tracer would be in its recordings
+        busy = subprocess.Popen([str(exe_busy)])  # busy until killed
+        try:
+            cap = _run([*argv, "-p", str(busy.pid)], env=env, cwd=tmp_path, timeout=300)
+        finally:
+            busy.kill()
+            busy.wait()
+    assert cap.returncode == 0, cap.stderr
+    summary = json.loads(cap.stdout)
+    assert summary["samples"] > 0 and (run / "report.html").is_file() and (run / "flame.svg").is_file()
+    folded = (run / "stacks.folded").read_text()
+    assert "hot_leaf" in folded
+    if off_cpu:
+        offcpu = json.loads((run / "run.json").read_text())["offcpu"]
+        assert offcpu["recorded"] and offcpu["argv"][0].startswith(site), offcpu  # the venv's tracer
 
 
 def test_pipx_install_of_the_wheel(venv, tmp_path):
