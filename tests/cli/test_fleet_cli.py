@@ -139,7 +139,6 @@ def test_dash_h_is_the_mysql_host(target, tmp_path):
 
 def _daemon(target, tmp_path: Path, trigger: str, *extra: str) -> tuple[int, Path, Path]:
     pid_file, log_file = tmp_path / "watch.pid", tmp_path / "watch.log"
-    began = time.monotonic()
     res = run_cli(
         "watch",
         "-p",
@@ -166,11 +165,11 @@ def _daemon(target, tmp_path: Path, trigger: str, *extra: str) -> tuple[int, Pat
         env=FAKE_PERF,
     )
     assert res.returncode == 0, res.stderr
-    assert time.monotonic() - began < 30 and "in the background as pid" in res.stderr  # the parent returned
+    assert "in the background as pid" in res.stderr  # the parent returned (and said where the daemon is)
     return int(res.stderr.split("as pid ")[1].split(";")[0]), pid_file, log_file
 
 
-def _gone(pid_file: Path, seconds: float = 60) -> bool:
+def _gone(pid_file: Path, seconds: float = 600) -> bool:  # a hang detector: a loaded host is slow
     for _ in range(int(seconds / 0.2)):
         if not pid_file.exists():
             return True
@@ -180,6 +179,9 @@ def _gone(pid_file: Path, seconds: float = 60) -> bool:
 
 def test_watch_daemon_holds_its_pid_file_and_stops_on_sigterm(target, tmp_path):
     daemon_pid, pid_file, log_file = _daemon(target, tmp_path, "cpu>100000")
+    # the parent returned while its daemon, whose trigger never holds, runs on: it did not wait for it (a bound
+    # on the parent's time said the same, and failed on a loaded host: 35 s at load average ~40)
+    assert not _exited(daemon_pid, seconds=0)
     assert pid_file.read_text().strip() == str(daemon_pid)
     again = run_cli(
         "watch",
@@ -217,9 +219,10 @@ def test_watch_daemon_captures_reports_and_exits(target, tmp_path):
     assert _exited(daemon_pid)
 
 
-def _exited(pid: int, seconds: float = 30) -> bool:
-    """Gone, or a zombie waiting for whoever adopted it (the daemon is not our child)."""
-    for _ in range(int(seconds / 0.2)):
+def _exited(pid: int, seconds: float = 600) -> bool:
+    """Gone, or a zombie waiting for whoever adopted it (the daemon is not our child); ``seconds``: a hang
+    detector (0: now)."""
+    for _ in range(max(1, int(seconds / 0.2))):
         try:
             state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
         except OSError:
