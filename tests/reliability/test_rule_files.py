@@ -53,9 +53,9 @@ def test_alias_bomb_self_alias_and_deep_nesting_are_file_line_errors(pmuprof, tm
         },
     )
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    t0 = time.monotonic()
+    t0 = time.process_time()  # in this process: the check's CPU time, whatever else the host runs
     res = pmuprof("rules", "check", folder)
-    assert time.monotonic() - t0 < 5
+    assert time.process_time() - t0 < 5
     assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 200_000  # KiB: no expansion
     assert res.code == 7 and "Traceback" not in res.err
     for needle in (
@@ -88,10 +88,10 @@ def test_catastrophic_regex_is_refused_with_file_and_line(pmuprof, tmp_path):
 def test_huge_hostile_frame_names_match_in_bounded_time():
     patterns = PatternSet.of(LOCK_WRAPPERS + WAIT_LEAVES + ("re:^\\[[^\\]]+ pause\\]$",))
     names = ["Mutex<" * 50_000 + "::", "a" * 300_000 + "!", "*::" * 100_000, "[" + "x" * 300_000]
-    t0 = time.monotonic()
+    t0 = time.process_time()  # the matching's CPU time: what it costs, whatever else the host runs
     for name in names:
         patterns.matches(name)
-    assert time.monotonic() - t0 < 1.0
+    assert time.process_time() - t0 < 1.0
     assert PatternSet.of(["*::wait_and_lock*"]).matches("x" * (MAX_MATCH_CHARS - 40) + "::wait_and_lock(int)")
 
 
