@@ -75,8 +75,9 @@ def pytest_xdist_make_scheduler(config, log):
 def pytest_collection_modifyitems(config, items):
     """Every test gets its tier's marker from its folder (tests/tiers.py); a test without one stops the run.
     Tests of an opt-in tier are skipped, with the command that runs them, unless `-m` names it.
-    Under --dist loadgroup the modules that take a shared server or capture set come first (stable sort)."""
-    if getattr(config.option, "dist", None) == "loadgroup":
+    In an xdist worker the modules that take a shared server or capture set come first (stable sort): the
+    workers' order is the order the live tier's scheduler hands out units in."""
+    if hasattr(config, "workerinput"):  # a worker's own --dist is "no": this is how it knows it is one
         items.sort(key=lambda item: group_of(item.nodeid.split("::", 1)[0]).endswith(".py"))
     untiered = set()
     for item in items:
