@@ -22,7 +22,12 @@ SYSCALLS_C = r"""
 #include <time.h>
 #include <unistd.h>
 static char buf[512];
-__attribute__((noinline)) void write_loop(int fd) { for (int i = 0; i < 2000; i++) (void)!write(fd, buf, sizeof buf); }
+__attribute__((noinline)) void write_loop(int fd) {  /* its own loop too: the samples in the write call */
+    for (int i = 0; i < 2000; i++) {                 /* lose write_loop (glibc has no frame pointers) */
+        (void)!write(fd, buf, sizeof buf);
+        for (volatile int k = 0; k < 400; k++) {}
+    }
+}
 __attribute__((noinline)) void clock_loop(void) {  /* in the vdso: no system call */
     struct timespec ts;
     for (int i = 0; i < 20000; i++) clock_gettime(CLOCK_MONOTONIC, &ts);
