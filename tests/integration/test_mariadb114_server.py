@@ -72,7 +72,7 @@ def test_write_load_runs_and_perf_sees_innodb_latches(mariadb114, mariadb114_loa
     waits (srw_mutex_impl<true>::wait_and_lock, ssux_lock_impl<true>::rd_wait) are sampled by name."""
     mdb.sql(mariadb114, "SET GLOBAL innodb_spin_wait_delay = 200")
     try:
-        load = mariadb114_load(6, "oltp_write_only", 16)
+        load = mariadb114_load(6, "oltp_write_only", 16).connected()  # perf records the load, not its start
         stacks = _perf_fold(mariadb114.pid, tmp_path / "perf.data")
         result = load.wait()
     finally:
