@@ -82,6 +82,7 @@ def paths_of(tier: str) -> list[Path]:
 # tests on one worker, and the modules of a KEPT group together (what they share is costly to make twice);
 # the modules of the other servers go wherever a worker is free (each worker starts such a server once).
 SHARED = {
+    "mariadb114_spin200": "mariadb114_spin200",
     "mariadb114": "mariadb114",
     "mariadb114_load": "mariadb114",
     "mariadb102": "mariadb102",
@@ -89,8 +90,9 @@ SHARED = {
     "sysbench_load": "mariadb",
     "live": "live",
 }
-GROUP_ORDER = ("mariadb114", "mariadb102", "mariadb", "live")
-KEPT = frozenset({"mariadb102", "live"})  # 10.2.11's index-dive table; eleven captures at once
+GROUP_ORDER = ("mariadb114_spin200", "mariadb114", "mariadb102", "mariadb", "live")
+# 11.4.5's capture at spin delay 200; 10.2.11's index-dive table; the reliability tier's eleven captures at once
+KEPT = frozenset({"mariadb114_spin200", "mariadb102", "live"})
 
 
 @functools.cache

