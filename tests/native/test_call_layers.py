@@ -69,19 +69,32 @@ def _cycles(graph: dict[str, set[str]]) -> list[str]:
     return sorted(f for f in graph if f in reaches(f))
 
 
+@pytest.fixture(scope="module")
+def tables(tmp_path_factory):
+    """_tables(folder), compiled once for the module (lib/ is read by all eight tests, a program by two)."""
+    made: dict[str, dict[str, tuple[set[str], set[str]]]] = {}
+
+    def of(folder: str) -> dict[str, tuple[set[str], set[str]]]:
+        if folder not in made:
+            made[folder] = _tables(folder, tmp_path_factory.mktemp(folder))
+        return made[folder]
+
+    return of
+
+
 @pytest.mark.parametrize("program", PROGRAMS)
-def test_no_call_circles(program, tmp_path):
+def test_no_call_circles(program, tables):
     """A program's files and the library's, linked as the program is: no circle."""
-    tables = {**_tables("lib", tmp_path), **_tables(program, tmp_path)}
+    tables = {**tables("lib"), **tables(program)}
     assert any(name.startswith(program + "/") for name in tables)
     graph = {a: {b for b in tables if b != a and tables[a][1] & tables[b][0]} for a in tables}
     assert _cycles(graph) == [], {f: sorted(graph[f]) for f in _cycles(graph)}
 
 
 @pytest.mark.parametrize("program", PROGRAMS)
-def test_the_library_calls_into_no_program(program, tmp_path):
+def test_the_library_calls_into_no_program(program, tables):
     """lib/ is below the programs: what it uses comes from itself or the system, never from a program."""
-    lib, prog = _tables("lib", tmp_path), _tables(program, tmp_path)
+    lib, prog = tables("lib"), tables(program)
     up = sorted(f"{a} -> {b}" for a in lib for b in prog if lib[a][1] & prog[b][0])
     assert up == []
     assert any(lib[a][0] & prog[b][1] for a in lib for b in prog), f"{program} links the library for nothing"
