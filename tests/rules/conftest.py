@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import replace
 from pathlib import Path
@@ -20,15 +21,25 @@ from pmuprof.model.jsontypes import from_json
 from pmuprof.model.offcpu import OffCpuProfile, Threads
 from pmuprof.model.profile import Profile
 from pmuprof.model.series import SeriesSet
+from pmuprof.model.stacks import Stacks
 from helpers import make_profile
 
 FIXTURES = Path(__file__).parent / "fixtures"
 RULES_DIR = Path(__file__).resolve().parents[2] / "rules"
 
 
+@functools.cache
+def _stacks(path: Path) -> tuple[Stacks, dict[str, str]]:
+    """A folded file's stacks, parsed once per run (Stacks are not changed once made): the placeholder tests
+    load each fire fixture once for every fact they drop."""
+    stacks, headers = load_folded(path)
+    return Stacks.of(stacks), headers
+
+
 def load_fixture(path: Path, facts: dict | None = None) -> tuple[Profile, dict[str, str]]:
     """The fixture as a Profile, and its headers; ``facts`` stands in for its NAME.json when given."""
-    stacks, headers = load_folded(path)
+    stacks, headers = _stacks(path)
+    headers = dict(headers)
     facts_path = path.with_suffix(".json")
     if facts is None:
         facts = json.loads(facts_path.read_text(encoding="utf-8")) if facts_path.is_file() else {}
@@ -37,7 +48,8 @@ def load_fixture(path: Path, facts: dict | None = None) -> tuple[Profile, dict[s
     )
     off_path = path.with_suffix(".offcpu")
     if off_path.is_file():
-        off_stacks, off_headers = load_folded(off_path)
+        off_stacks, off_headers = _stacks(off_path)
+        off_headers = dict(off_headers)
         threads = from_json(Threads, facts.get("threads") or {})
         profile = replace(profile, offcpu=OffCpuProfile(off_stacks, threads, off_headers))
     if facts.get("series") is not None:
