@@ -6,9 +6,9 @@ namespaces would change) and beside it the build tier (compilers, wheels, venvs:
 waits for the host tier itself); then the fast tier in parallel (pytest-xdist, one worker per CPU), the live
 tier two units of tests at a time (a module, or the modules that share 10.2.11's server or the reliability
 tier's capture set: tests/tiers.py's unit_of), those that start a server first, its timing and share
-assertions made to hold on a busy host, and the clean-root tier, I/O-bound, all side by side. Each tier's
-output is printed when it ends, with its wall-clock and CPU time; ``--tier NAME`` (repeatable) runs only those
-tiers; arguments after ``--`` go to every pytest.
+assertions made to hold on a busy host, side by side. Each tier's output is printed when it ends, with its
+wall-clock and CPU time; ``--tier NAME`` (repeatable) runs only those tiers, the opt-in clean-root tier among
+them (tests/tiers.py's OPT_IN_TIERS: left out otherwise); arguments after ``--`` go to every pytest.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from shared import HOST_TIER_LOCK  # noqa: E402
-from tiers import TIER_NAMES, TESTS, paths_of  # noqa: E402
+from tiers import OPT_IN_TIERS, TIER_NAMES, TESTS, paths_of  # noqa: E402
 
 # Each tier starts once the tiers it waits for have ended (or are not run): the host tier's recordings must not
 # hold another tier's BPF programs, so the tiers that capture wait for it; the build tier compiles beside it
@@ -209,7 +209,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tier", action="append", choices=TIER_NAMES, help="run only this tier (repeatable)")
     parser.add_argument("pytest_args", nargs="*", help="after --: passed to every tier's pytest")
     args = parser.parse_args(argv)
-    return run(args.tier or list(TIER_NAMES), args.pytest_args)
+    return run(args.tier or [t for t in TIER_NAMES if t not in OPT_IN_TIERS], args.pytest_args)
 
 
 if __name__ == "__main__":
