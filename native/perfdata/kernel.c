@@ -111,6 +111,8 @@ int kernel_ksymbol(machine_t *m, uint64_t addr, uint32_t len, uint16_t type, uin
         return 0;
     }
     if (!hit) {
+        if (len == 0 || addr + len < addr) /* covers no address, or wraps: no sample can land in it */
+            return 0;
         dso_t *d = dsos_new_unnamed(&m->dsos, name);
         if (!d)
             return -ENOMEM;

@@ -535,6 +535,30 @@ def test_ksymbol_records_with_bytes_after_their_trailer_read_like_well_formed_on
     assert got.stderr == want.stderr and want.stderr.count(b"\n") > 100
 
 
+def test_ksymbol_records_covering_no_address_are_read_past(bins, lab, recordings, tmp_path):
+    """A KSYMBOL of length 0 (or one that wraps) maps no address: the reader once dereferenced the map it had
+    just failed to insert (found by the sanitizer tier's mutated recordings). It is skipped, the rest read."""
+    whole = bytearray(recordings["two_events"].read_bytes())
+    data_off, data_size = struct.unpack_from("<QQ", whole, 40)
+    off, n = data_off, 0
+    while off < data_off + data_size:
+        typ, _, size = struct.unpack_from("<IHH", whole, off)
+        if typ == 17:  # PERF_RECORD_KSYMBOL: header, addr (u64), len (u32), ...
+            struct.pack_into("<I", whole, off + 16, 0 if n % 2 == 0 else 0xFFFFFFFF)
+            if n % 2:
+                struct.pack_into("<Q", whole, off + 8, 2**64 - 16)
+            n += 1
+        off += size
+    assert n > 0, "the recording holds no KSYMBOL record"
+    bad = tmp_path / "empty_ksymbols.data"
+    bad.write_bytes(bytes(whole))
+    got = subprocess.run(
+        [str(bins["perfdata"]), "--script", str(bad)], capture_output=True, env=lab["env"], timeout=300
+    )
+    assert got.returncode == 0, got.stderr[-300:]
+    assert got.stderr.count(b"\n") > 100
+
+
 def test_kallsyms_file_names_another_kernels_frames_like_perf(bins, lab, recordings, tmp_path):
     """--kallsyms (a run directory's copy of its boot's text symbols) names the kernel frames of a recording
     whose kernel is not this host's (its build-id changed in the file), as perf script --kallsyms does."""
