@@ -1,7 +1,9 @@
 /* offcpu_waits.c - threads that wait in known places, for the off-CPU capture tests.
  *
  * usage: offcpu_waits SECONDS FILE
- *   holder:   takes the mutex, holds it 200 ms sleeping (nanosleep), lets go for 1 ms, again
+ *   holder:   takes the mutex, holds it 200 ms sleeping (nanosleep), lets go and takes it again at once
+ *             (a 1 ms sleep there became tens of ms waiting for a CPU on a busy host, and the waiters ran
+ *             free on the CPU all that time)
  *   waiter x2: lock/unlock the mutex in a loop: blocked in pthread_mutex_lock (futex) ~all the time
  *   syncer:   4 KiB write + fsync of FILE in a loop: blocked in fsync (disk, state D)
  *   main:     waits in pthread_join
@@ -52,10 +54,8 @@ __attribute__((noinline)) void syncer_writes_and_fsyncs(int fd, const char *buf)
 static void *holder(void *arg)
 {
 	(void)arg;
-	while (running) {
+	while (running)
 		holder_sleeps_with_lock();
-		sleep_ms(1);
-	}
 	return NULL;
 }
 
