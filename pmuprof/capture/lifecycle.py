@@ -33,11 +33,14 @@ from .runner import Outcome
 @dataclass(frozen=True)
 class Child:
     """A program a source runs inside perf's window: spawned with perf, counting from SIGUSR1 (sent when
-    perf's window starts), stopped with perf. ``user_sp``: perf must keep each sample's user sp for it."""
+    perf's window starts), stopped with perf. ``user_sp``: perf must keep each sample's user sp for it.
+    ``at_end``: called once when the window ends, before anything is stopped (quick; what it raises is
+    dropped): what must be read at the instant the child's state is kept."""
 
     argv: tuple[str, ...]
     log: Path
     user_sp: bool = False
+    at_end: Callable[[], None] | None = None
 
 
 @dataclass

@@ -285,9 +285,10 @@ class Bounded:
         control: Control | None = None,
         disk: DiskGuard | None = None,
         starters: Sequence[str] = (),
+        at_end: Sequence[Callable[[], None]] = (),
     ) -> None:
         self.procs, self.pids, self.paranoid, self.data_path = procs, pids, paranoid, data_path
-        self.control, self.disk, self.starters = control, disk, starters
+        self.control, self.disk, self.starters, self.at_end = control, disk, starters, at_end
         self.out = Outcome()
         self.started: dict[str, subprocess.Popen] = {}
         self.t0 = time.monotonic()
@@ -333,6 +334,8 @@ class Bounded:
         self.stopped = True
         out, disk = self.out, self.disk
         with signals.held() as pending:
+            if self.started:  # the window ran: what must be read at its end, before anything stops
+                _call_each(self.at_end)
             out.window_start_s = self.t0
             out.elapsed_s = round(time.monotonic() - self.t0, 3)
             if disk is not None and disk.room and (out.stopped_by == "disk" or disk.low()):
@@ -349,6 +352,14 @@ class Bounded:
             out.interrupted, out.stopped_by = True, signal.Signals(pending.pop(0)).name
         out.again = pending[0] if pending else 0
         return out
+
+
+def _call_each(hooks: Sequence[Callable[[], None]]) -> None:
+    for hook in hooks:
+        try:
+            hook()
+        except Exception:  # a hook's failure must not keep perf running; its source says what it lacks
+            pass
 
 
 def _record_exited(proc: subprocess.Popen, err_path: Path, pids, paranoid, out: Outcome) -> None:

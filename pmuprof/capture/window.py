@@ -88,6 +88,7 @@ class Perf(WindowSource):
             control,
             DiskGuard(out, self.cap.reserve, room=True),
             starters=tuple(children),
+            at_end=tuple(c.at_end for c in children.values() if c.at_end is not None),
         )
 
     def wait(self, ctx: Context) -> None:

@@ -61,7 +61,7 @@ def row_lock_run(mariadb114, tmp_path_factory):
         import pymysql
 
         with conn.cursor() as cur:
-            cur.execute("SET SESSION innodb_lock_wait_timeout = 1")
+            cur.execute("SET SESSION innodb_lock_wait_timeout = 60")  # in lock_wait the whole capture
             while not stop.is_set():
                 try:
                     cur.execute("UPDATE rowlock SET v = v + 1 WHERE id = 1")

@@ -19,6 +19,7 @@ class OffCpu(Source):
 
     def __init__(self) -> None:
         self.plan = tracer.Plan(False)
+        self.end: tracer.EndSnapshot | None = None
 
     @classmethod
     def of(cls, ctx: Context) -> OffCpu | None:
@@ -37,7 +38,13 @@ class OffCpu(Source):
 
     def children(self) -> Mapping[str, Child]:
         p = self.plan
-        return {self.name: Child(p.argv, p.out_log, user_sp=p.sample_hz > 0)} if p.argv else {}
+        return {self.name: Child(p.argv, p.out_log, user_sp=p.sample_hz > 0, at_end=self._at_end)} if p.argv else {}
+
+    def _at_end(self) -> None:
+        """The threads' /proc states at the instant the tracer's blocks are kept: the stack each block began
+        with is paired with the state of the same block (read after the stop, under load seconds later, a
+        thread is often in the next one)."""
+        self.end = tracer.end_snapshot(self.plan.pids)
 
     def stop(self, ctx: Context) -> Part:
         if not self.plan.requested:
@@ -45,7 +52,7 @@ class OffCpu(Source):
         out = ctx.window.outcome
         returncode, stderr = (out.returncodes.get(self.name), out.stderr.get(self.name, "")) if out else (None, "")
         result, warnings, features_off = tracer.finish(
-            self.plan, ctx.out_dir, returncode, stderr, ctx.opts.per_thread_roots
+            self.plan, ctx.out_dir, returncode, stderr, ctx.opts.per_thread_roots, self.end
         )
         return Part(
             self.name,

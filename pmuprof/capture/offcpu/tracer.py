@@ -144,14 +144,32 @@ def plan(
     )
 
 
+@dataclass(frozen=True)
+class EndSnapshot:
+    """The targets' threads (pid -> tid -> its /proc state) and when they were read (UTC)."""
+
+    threads: Mapping[int, Mapping[int, proc_threads.ThreadNow]]
+    at: str
+
+
+def end_snapshot(pids: Sequence[int]) -> EndSnapshot:
+    return EndSnapshot({pid: {t.tid: t for t in proc_threads.snapshot(pid)} for pid in pids}, snapshot.utc_now())
+
+
 def finish(
-    p: Plan, out_dir: Path, returncode: int | None, stderr: str, per_thread_roots: bool = False
+    p: Plan,
+    out_dir: Path,
+    returncode: int | None,
+    stderr: str,
+    per_thread_roots: bool = False,
+    ended: EndSnapshot | None = None,
 ) -> tuple[OffCpu | None, tuple[str, ...], tuple[FeatureOff, ...]]:
-    """Write threads.json and offcpu.folded; the run.json outcome, warnings and features off."""
+    """Write threads.json and offcpu.folded; the run.json outcome, warnings and features off. ``ended``: the
+    threads read as the tracer was stopped (read now when the window did not run)."""
     if not p.requested:
         return None, (), ()
-    end = {pid: {t.tid: t for t in proc_threads.snapshot(pid)} for pid in p.pids}
-    ended_at = snapshot.utc_now()
+    ended = ended or end_snapshot(p.pids)
+    end, ended_at = ended.threads, ended.at
     outcome = OffCpu(
         requested=True,
         mechanism=MECHANISM,
