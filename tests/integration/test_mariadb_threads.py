@@ -54,8 +54,13 @@ def dive_run(mariadb, tmp_path_factory):
 
 def test_processlist_was_polled_each_second_with_thread_ids(dive_run, mariadb):
     polled = processlist.read(dive_run / rundir.PROCESSLIST)
-    assert polled is not None and len(polled) >= 8 * 6  # about ten connections a second for eight seconds
+    assert polled is not None
     seconds = sorted(set(polled.seconds.tolist()))
+    # only connections in a statement are kept (not Sleep): ten busy clients are 8-10 of them a poll on a quiet
+    # host, but 4 on average at load 25, when the clients wait for a CPU between statements; at least one in
+    # each polled second, each with the server thread (tid) it runs on, and several of the ten in all
+    assert len(polled) >= len(seconds) and (polled.tids > 0).all() and (polled.ids > 0).all()
+    assert len(set(polled.ids.tolist())) >= 5, polled.ids
     # once a second while it ran: the poller runs from before perf starts until perf has written its file,
     # which on a loaded host takes many seconds more than the 8 recorded, so the cadence is asserted
     assert len(seconds) >= 7 and len(seconds) >= 0.6 * (seconds[-1] - seconds[0] + 1)
