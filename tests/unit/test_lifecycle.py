@@ -124,3 +124,31 @@ def test_a_signal_after_the_window_is_what_stopped_the_capture(tmp_path: Path):
         run, pending = run_sources(_ctx(tmp_path), [Recorder("a", log), Hangup("b", log)], Window(log))
     assert run.stopped_by == "SIGHUP" and pending == [] and "stop a" in log
     assert json.loads((tmp_path / rundir.RUN_JSON).read_text())["stopped_by"] == "SIGHUP"
+
+
+def test_at_end_hooks_run_once_while_every_child_still_runs(tmp_path: Path):
+    """A child's at_end (the off-CPU source's end snapshot) runs when the window ends, before perf and the
+    children are signalled: what it reads is the state the tracer keeps, not the state after the stop."""
+    from pmuprof.capture.runner import Bounded
+
+    seen: list[list[bool]] = []
+    procs = {name: (["sleep", "60"], tmp_path / f"{name}.log") for name in ("record", "tracer")}
+    bounded = Bounded(procs, (), None, at_end=(lambda: seen.append([p.poll() is None for p in started.values()]),))
+    started = bounded.started
+    bounded.start()
+    out = bounded.stop()
+    bounded.stop()  # once: cleanup calls it again
+    assert seen == [[True, True]], seen
+    assert all(p.poll() is not None for p in started.values()) and set(out.returncodes) == {"record", "tracer"}
+
+
+def test_a_failing_at_end_hook_still_stops_everything(tmp_path: Path):
+    from pmuprof.capture.runner import Bounded
+
+    def broken() -> None:
+        raise OSError("the target's /proc went away")
+
+    bounded = Bounded({"record": (["sleep", "60"], tmp_path / "record.log")}, (), None, at_end=(broken,))
+    bounded.start()
+    bounded.stop()
+    assert bounded.started["record"].poll() is not None
