@@ -67,6 +67,7 @@ def analyse(rec: Recording, lookup: binmod.Lookup = binmod.Lookup()) -> Profile:
         offcpu=rec.offcpu,
         samples=samples,
         series=rec.series,
+        status=rec.status,
     )
 
 

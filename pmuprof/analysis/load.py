@@ -13,6 +13,7 @@ from ..model.analysis import Process
 from ..model.counters import Counters
 from ..model.offcpu import OffCpuProfile
 from ..model.series import SeriesSet
+from ..model.status import ServerStatus
 from ..model.labels import process_root
 from ..model.perfscript import DEFAULT_TARGET_COMMS, FoldResult
 from ..model.profile import Leaf, Profile
@@ -61,6 +62,7 @@ class Recording:
     samples: Samples | None = None  # the stacks' rows by thread and second (model/samples.py)
     recovered_callers: int = 0  # samples given the callers perf's walk skipped (model/callers.py)
     series: SeriesSet | None = None  # a run directory's per-second series (model/series.py)
+    status: ServerStatus | None = None  # a run directory's server counters (model/status.py)
 
 
 def _kind(path: Path) -> str:
@@ -171,6 +173,7 @@ def read_recording(
     more: list[str] = []
     offcpu = rundir.read_offcpu(sibling, load_folded_stacks, more) if sibling else None
     series = rundir.read_series(sibling, more) if sibling else None
+    status = rundir.read_status(sibling, more) if sibling else None
     run = run.with_notes(notes + tuple(more))
     run = _with_fold_facts(run, result, path, kind)
     if choice.pids and not result.pid_known:
@@ -200,6 +203,7 @@ def read_recording(
         samples,
         result.recovered_callers,
         series,
+        status,
     )
 
 

@@ -17,7 +17,9 @@ from .series import SeriesSet
 from .server import ServerFacts
 from .stacks import Stack as Stack  # the type callers import from here
 from .stacks import Stacks
+from .status import ServerStatus
 from .threadtables import ThreadTables
+from .wincounters import WindowCounters
 
 
 @dataclass(frozen=True)
@@ -43,7 +45,9 @@ class Profile:
     tables the analyse stage joined (analysis/threads.py ``tables``: model/threadtables.py, plain data as
     the report shows them); None until that stage ran for a report, or when the input has no thread ids.
     ``series`` holds what the capture's sources measured once a second (model/series.py); None for any
-    other input.
+    other input. ``status`` the server's counters once a second and its InnoDB state (status.json,
+    model/status.py); None for a run without it (an older pmuprof's, --no-mysql, a server that could not
+    be reached) and bare inputs.
     """
 
     stacks: Stacks
@@ -58,6 +62,7 @@ class Profile:
     samples: Samples | None = None
     threads: ThreadTables | None = None
     series: SeriesSet | None = None
+    status: ServerStatus | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.stacks, Stacks):
@@ -102,16 +107,28 @@ class Profile:
     def process_info(self, label: str) -> Process | None:
         return next((p for p in self.analysis.processes if p.label == label and p.kept), None)
 
+    def _pid(self, label: str) -> int | None:
+        target = self.target(label)
+        info = self.process_info(label)
+        return target.pid if target else (info.pid if info else None)
+
     def server_for(self, label: str) -> ServerFacts | None:
         """Server facts when they belong to this process (same pid), or when nothing says otherwise."""
         if self.server is None:
             return None
-        target = self.target(label)
-        info = self.process_info(label)
-        pid = target.pid if target else (info.pid if info else None)
+        pid = self._pid(label)
         if self.server.pid is not None and pid is not None and self.server.pid != pid:
             return None
         return self.server
+
+    def window_counters(self, label: str) -> WindowCounters | None:
+        """The server's counters over the capture (status.json, else mysql.json's status) when they belong to
+        this process (same pid, as ``server_for``); None when there are none."""
+        pid, status = self._pid(label), self.status
+        if status is not None and status.pid is not None and pid is not None and status.pid != pid:
+            status = None
+        server = self.server_for(label)
+        return WindowCounters.of(status, server.status if server is not None and server.reachable else None)
 
 
 def process_rows(stacks: Stacks, process: str, rows: Iterable[int] | np.ndarray | None) -> np.ndarray:

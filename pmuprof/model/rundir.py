@@ -20,6 +20,7 @@ from .profile import Leaf, Profile
 from .run import Run, Source
 from .samples import BadTable, Samples, read_tsv
 from .series import SeriesSet
+from .status import ServerStatus
 from .stacks import Stacks
 from .server import ServerFacts
 
@@ -47,6 +48,7 @@ KALLSYMS = "kallsyms.gz"  # the recording boot's kernel text symbols (model.run.
 BINARIES = "binaries.tar.gz"  # the targets' sampled user binaries, by build-id (model.run.KeptBinaries)
 PROCESSLIST = "processlist.tsv"  # the processlist polled once a second during the capture (capture/mysql/poll.py)
 SERIES = "series.json"  # the capture sources' per-second values (model/series.py)
+STATUS = "status.json"  # the server's counters once a second and its InnoDB state (model/status.py)
 WATCH_POLLS = "watch-polls.tsv"  # a watch capture's trigger polls before and during it (model/watchpolls.py)
 CONTROL_FIFOS = (".perf-ctl", ".perf-ack")  # perf's control FIFOs during a capture
 ROOM = ".pmuprof-room"  # space held during a capture for its last files (capture/diskroom.py)
@@ -77,6 +79,7 @@ RUN_FILES = frozenset(
         BINARIES,
         WATCH_POLLS,
         SERIES,
+        STATUS,
         RECOVERED_CALLERS,
         *CONTROL_FIFOS,
         ROOM,
@@ -269,6 +272,12 @@ def read_series(path: Path, notes: list[str]) -> SeriesSet | None:
     return _tolerant(path / SERIES, SeriesSet, None, notes)
 
 
+def read_status(path: Path, notes: list[str]) -> ServerStatus | None:
+    """status.json of a run directory (None: a run without it, an older pmuprof's); a damaged one is left out
+    with a note."""
+    return _tolerant(path / STATUS, ServerStatus, None, notes)
+
+
 def read_offcpu(
     path: Path, read_stacks: Callable[[Path], tuple[Any, dict[str, str]]] = load_folded, notes: list[str] | None = None
 ) -> OffCpuProfile | None:
@@ -302,6 +311,7 @@ def load_run_dir(path: Path, read_stacks: Callable[[Path], tuple[Any, dict[str, 
     more: list[str] = []
     offcpu = read_offcpu(path, read_stacks, more)
     series = read_series(path, more)
+    status = read_status(path, more)
     samples, more_samples = read_samples(path / SAMPLES, stacks)
     polled = processlist.note(path / PROCESSLIST)
     run = read_run(path).with_notes(notes + tuple(more) + more_samples + ((polled,) if polled else ()))
@@ -316,6 +326,7 @@ def load_run_dir(path: Path, read_stacks: Callable[[Path], tuple[Any, dict[str, 
         offcpu=offcpu,
         samples=samples,
         series=series,
+        status=status,
     )
 
 

@@ -7,41 +7,8 @@ from collections import Counter
 from typing import Any
 from collections.abc import Iterable, Mapping
 
-# Status counters that are levels, not totals: a "rate" of them means nothing.
-_GAUGE_PREFIXES = (
-    "Threads_",
-    "Open_",
-    "Innodb_buffer_pool_pages_",
-    "Innodb_buffer_pool_bytes_",
-    "Innodb_page_size",
-    "Innodb_row_lock_current_waits",
-    "Innodb_num_open_files",
-    "Innodb_history_list_length",
-    "Innodb_max_trx_id",
-    "Innodb_lsn_",
-    "Innodb_checkpoint_",
-    "Innodb_mem_",
-    "Memory_used",
-    "Max_used_connections",
-    "Qcache_free",
-    "Qcache_queries_in_cache",
-    "Qcache_total_blocks",
-    "Slave_open_temp_tables",
-    "Uptime",
-    "Innodb_buffer_pool_load_",
-    "Innodb_buffer_pool_dump_",
-    "Innodb_buffer_pool_resize_",
-    "Innodb_data_pending_",
-    "Innodb_os_log_pending_",
-    "Innodb_undo_truncations",
-    "Rpl_",
-    "Slaves_",
-    "Tc_log_",
-    "Innodb_page_compression_saved",
-    "Innodb_defragment_",
-    "Innodb_onlineddl_",
-    "Innodb_secondary_index_triggered_cluster_reads_avoided",
-)
+from ...model.status import is_level
+
 _SECRET_NAME = re.compile(r"pass(word|wd)?|secret|_auth$|credential|_key$", re.I)
 _BARRIER = re.compile(r"(\S+\(\)) is used for memory barrier")
 
@@ -74,7 +41,7 @@ def status_rates(before: Mapping[str, str], after: Mapping[str, str], seconds: f
     if seconds <= 0:
         return rates
     for name, value in after.items():
-        if name.startswith(_GAUGE_PREFIXES):
+        if is_level(name):
             continue
         a, b = _number(before.get(name)), _number(value)
         if a is not None and b is not None and b != a:
