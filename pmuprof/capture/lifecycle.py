@@ -25,6 +25,7 @@ from ..errors import PmuprofError
 from ..model import rundir
 from ..model.run import FeatureOff, Run, SourceRun
 from ..model.series import Series, SeriesSet
+from ..model.status import OwnTraffic
 from . import diskroom
 from .options import RecordOptions
 from .runner import Outcome
@@ -45,11 +46,14 @@ class Child:
 
 @dataclass
 class Window:
-    """perf's window as the sources see it: the children they run in it (gathered before perf starts) and
-    how it went (set when perf stops, read by the sources that stop after it)."""
+    """perf's window as the sources see it: the children they run in it (gathered before perf starts), how
+    it went (set when perf stops, read by the sources that stop after it), and what pmuprof's own server
+    connections added to the server's counters meanwhile (``own_sql``: each SQL source appends its part when
+    it stops; the status source, stopping after them, takes it out of the counters it keeps)."""
 
     children: dict[str, Child] = field(default_factory=dict)
     outcome: Outcome | None = None
+    own_sql: list[OwnTraffic] = field(default_factory=list)
 
     def seconds(self) -> tuple[int, int] | None:
         """The first and last whole second of CLOCK_MONOTONIC inside the window (None: it never started)."""

@@ -2,7 +2,7 @@
 
 Every per-second source (host load, the processlist, watch's trigger polls, ...) is a ``PerSecond``:
 it names its measures and reads; this base runs the thread, keeps the clock and gives the series.
-Polls aim at the middle of each second of CLOCK_MONOTONIC (perf's sample clock here,
+Polls aim at the middle (``phase``) of each second of CLOCK_MONOTONIC (perf's sample clock here,
 tools/perf/argv.SAMPLE_CLOCK) and each is stamped with the whole second at its midpoint, so a poll
 that takes under half a second lands in the second it was meant for; a second polled twice keeps the
 later poll. Memory is one value per measure and second, bounded by MAX_POLLS.
@@ -49,6 +49,7 @@ class PerSecond(Source):
     interval = INTERVAL_S
     final = False
     join_s = JOIN_S
+    phase = PHASE_S  # where in each second of the clock the polls aim (two sources can keep out of each other's way)
 
     def __init__(self, clock: Callable[[], float] = time.monotonic, wait: Wait | None = None) -> None:
         self.clock = clock
@@ -69,6 +70,10 @@ class PerSecond(Source):
 
     def keep(self, second: int, reading: Any) -> Mapping[str, float | None]:
         raise NotImplementedError
+
+    def last(self) -> None:
+        """In the thread, once it is told to stop (not after a failed poll), before ``close``: a source's last
+        reading while its connection is still open (one more poll, an end-of-window snapshot)."""
 
     def close(self) -> None:
         """After the last poll, in the thread; never raises."""
@@ -132,6 +137,7 @@ class PerSecond(Source):
                     break
             if self.polls >= MAX_POLLS:
                 self.error = f"stopped after {MAX_POLLS} polls"
+            self.last()
         except Exception as err:  # noqa: BLE001
             self.error = self.why(err)
         finally:
@@ -151,7 +157,7 @@ class PerSecond(Source):
     def _next(self, t0: float, t1: float) -> float:
         """When the next poll starts: the middle of the next second of the clock (another interval: after it)."""
         if self.interval == INTERVAL_S:
-            return math.floor(t1 - PHASE_S) + 1 + PHASE_S
+            return math.floor(t1 - self.phase) + 1 + self.phase
         return t0 + self.interval
 
 

@@ -109,10 +109,11 @@ def _password(opts: MysqlOptions, files: dict[str, str | None]) -> str | None:
     return os.environ.get("MYSQL_PWD")
 
 
-def connect(opts: MysqlOptions, pid: int | None = None) -> tuple[Any, Endpoint, list[str]]:
+def connect(opts: MysqlOptions, pid: int | None = None, read_timeout: float = 30.0) -> tuple[Any, Endpoint, list[str]]:
     """A PyMySQL connection, the endpoint it was made at, and the secrets to scrub. With ``pid``, only a
     connection proven to reach that process (the endpoint's ``proof`` says how); the explicit options are
-    the only endpoint when given, and checked all the same.
+    the only endpoint when given, and checked all the same. ``read_timeout``: how long one answer may take
+    (a longer one closes the connection with an error).
 
     Raises ConnectionError with one line that holds no password: each endpoint's failure, and for a server
     that answered instead of ``pid`` which one it was and where ``pid`` itself listens.
@@ -141,8 +142,8 @@ def connect(opts: MysqlOptions, pid: int | None = None) -> tuple[Any, Endpoint, 
                 user=user,
                 password=password or "",
                 connect_timeout=opts.connect_timeout,
-                read_timeout=30,
-                write_timeout=30,
+                read_timeout=read_timeout,
+                write_timeout=read_timeout,
                 autocommit=True,
                 charset="utf8mb4",
                 **ssl_args[bool(ep.socket)],

@@ -16,9 +16,12 @@ import re
 from pathlib import Path
 from typing import Any, TextIO
 
+import pymysql
+
 from ...model.rundir import PROCESSLIST
 from ..lifecycle import Context, Part
 from ..persecond import Measure, PerSecond
+from . import session
 from .facts import MysqlOptions, _scrub, connect
 
 HEADER = "# pmuprof processlist: second\ttid\tid\tuser\tdb\tcommand\tstate\ttime\tdigest"
@@ -102,6 +105,8 @@ class Processlist(PerSecond):
         self._conn: Any = None
         self._sql = ""
         self._out: TextIO | None = None
+        self._own: session.Own | None = None
+        self._ctx: Context | None = None
 
     @classmethod
     def of(cls, ctx: Context) -> Processlist | None:
@@ -116,6 +121,13 @@ class Processlist(PerSecond):
         self._conn, _ep, self._secrets = connect(self.opts, self.pid)
         self._sql = choose_sql(self._conn)
         self.source = "information_schema.PROCESSLIST" if self._sql == MARIADB_SQL else "performance_schema.threads"
+        self._ctx = ctx
+        mariadb = self._sql == MARIADB_SQL
+        self._own = session.Own(self.name, session.MARIADB_SESSION if mariadb else session.SHOW_SESSION, self.clock)
+        try:
+            self._own.begin(self._conn)  # before the first poll: every poll is inside what it measures
+        except pymysql.MySQLError:  # its own traffic is then not known (not taken out); the polls go on
+            self._own = None
         self._out = open(self.path, "w", encoding="utf-8")
         self._out.write(HEADER + "\n")
 
@@ -124,6 +136,8 @@ class Processlist(PerSecond):
             cur.execute(self._sql)
             rows = cur.fetchmany(MAX_ROWS_PER_POLL)
             cur.fetchall()  # the rest is dropped (bounded)
+        if self._own is not None:
+            self._own.poll()
         return list(rows)
 
     def keep(self, second: int, reading: list[tuple]) -> dict[str, float | None]:
@@ -133,6 +147,15 @@ class Processlist(PerSecond):
             self._out.flush()
         self.rows += len(lines)
         return {"processlist.active": float(len(lines))}
+
+    def last(self) -> None:
+        """What the polls added to the server's counters (the status source takes it out of them)."""
+        try:
+            own = self._own.end(self._conn) if self._own is not None else None
+        except Exception:  # noqa: BLE001 - then the status source cannot take it out, and says nothing wrong
+            own = None
+        if own is not None and self._ctx is not None:
+            self._ctx.window.own_sql.append(own)
 
     def close(self) -> None:
         for closing in (self._out, self._conn):
