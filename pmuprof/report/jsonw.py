@@ -11,6 +11,7 @@ from ..findings.facts import server_version
 from ..model.profile import Profile
 from .facts import event_names
 from .payload import findings_list, latch_rows
+from .servercounters import findings_part, server_counters
 from .who import who
 
 
@@ -35,7 +36,14 @@ def profile_facts(profile: Profile) -> dict[str, Any]:
         **dict(zip(("server_version", "server_version_from"), server_version(profile))),
         "warnings": list(dict.fromkeys(run.warnings + profile.analysis.warnings)),
         "skid": _skid(profile),
+        **_server_counters(profile),
     }
+
+
+def _server_counters(profile: Profile) -> dict[str, Any]:
+    """``server_counters`` (status.json's key counters over the window), only for runs that have the file."""
+    part = findings_part(server_counters(profile.status))
+    return {"server_counters": part} if part is not None else {}
 
 
 def _skid(profile: Profile) -> dict[str, Any] | None:

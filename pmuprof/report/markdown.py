@@ -226,6 +226,40 @@ def _threads(th: ThreadTables | None, top: int = 5) -> list[str]:
     return lines
 
 
+def _server_counters(sc: Mapping[str, Any] | None) -> list[str]:
+    """status.json's key counters over the window and InnoDB at both ends (nothing without the file)."""
+    if not sc:
+        return []
+    lines = [
+        "### Server counters",
+        "",
+        f"{sc['polls']} reads of the server's status over {sc['seconds']} s (median {sc['read_ms']['median']} ms "
+        "each); pmuprof's own statements taken out.",
+        "",
+        "| counter | over the window | busiest second / highest | first → last | per second |",
+        "|---|---:|---:|---:|---|",
+    ]
+    for r in sc["rows"]:
+        value = f"{r['value']:,.2f} {r['unit']}" + (" on average" if r["level"] else "")
+        ends = f"{r['first']:,.0f} → {r['last']:,.0f}" if r["level"] and r["first"] is not None else ""
+        peak = f"{r['peak']:,.2f}" if r["peak"] is not None else ""
+        lines.append(f"| `{r['name']}` | {value} | {peak} | {ends} | {r['bars']} |")
+    if sc["idle"]:
+        lines.append("")
+        lines.append("Did not move: " + ", ".join(f"`{n}`" for n in sc["idle"]) + ".")
+    for st in sc["innodb"]:
+        said = [f"history list length {st['history_length']:,}"] if st["history_length"] is not None else []
+        said += [f"{st['transactions']} transactions"] if st["transactions"] is not None else []
+        said += [f"{st['lock_waits']} waiting for a lock"] if st["lock_waits"] else []
+        lines += ["", f"- InnoDB at the {st['when']}: " + ", ".join(said)]
+        if st["oldest"]:
+            lines.append(f"  - oldest transaction: {_text(st['oldest'])}")
+        if st["oldest_view"] and st["oldest_view"] != st["oldest"]:
+            lines.append(f"  - oldest read view: {_text(st['oldest_view'])}")
+        lines += [f"  - waiting: {_text(w)}" for w in st["waiting"][:3]]
+    return lines + [""]
+
+
 def render_markdown(payload: ReportPayload) -> str:
     """The ticket text for a report payload."""
     lines = [f"## {_text(payload.title)}", ""] + _verdict(payload.verdict, payload.summary["samples"])
@@ -234,6 +268,7 @@ def render_markdown(payload: ReportPayload) -> str:
     lines += _latches(payload.latches)
     lines += _wall(payload)
     lines += _threads(payload.threads)
+    lines += _server_counters(payload.server_counters)
     cards = report_cards(payload)
     lines += ["### Key numbers", ""] + _items(cards.numbers) + [""]
     lines += ["### How it was captured", ""] + _items(cards.captured) + [""]

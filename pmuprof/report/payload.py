@@ -19,6 +19,7 @@ from . import seconds
 from .counters import counters_section
 from .evidence import evidence_rows, levels_text
 from .facts import mysql_facts, numa_text, summary
+from .servercounters import server_counters
 from .flame import build_tree_rows
 from .flametrie import Trie
 from .rows import (
@@ -219,11 +220,15 @@ class ReportPayload:
     seconds: SecondsStrip | None  # seconds.strip: the per-second strip (None: the input has no sample times)
     threads: ThreadTables | None  # the per-thread tables the analyse stage joined (profile.threads)
     kind: str = "report"  # report.js: which page this is
+    server_counters: Row | None = None  # servercounters.server_counters: status.json's section (None: no file)
 
     def as_json(self) -> dict[str, Any]:
-        """The payload as JSON data (embedded in report.html for report.js)."""
+        """The payload as JSON data (embedded in report.html for report.js); a run without status.json has no
+        ``server_counters`` key, so its report reads as before."""
         out = {f.name: getattr(self, f.name) for f in fields(self)}
         out["wall"] = None if self.wall is None else {"states": self.wall.states, "note": self.wall.note}
+        if self.server_counters is None:
+            del out["server_counters"]
         return out
 
 
@@ -273,4 +278,5 @@ def build_payload(
         offcpu_threads=thread_groups(profile.offcpu),
         seconds=seconds.strip(profile, diagnosis, tree_rows),
         threads=profile.threads,
+        server_counters=server_counters(profile.status),
     )
