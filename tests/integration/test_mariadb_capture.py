@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -60,9 +61,44 @@ def test_server_layer_frames_are_named_and_innodb_is_unnamed_not_misnamed(loaded
     assert ours and all(row["label"].startswith("[mariadbd+0x") and row["called_from"] for row in ours)
 
 
+def test_the_servers_counters_are_kept_per_second_and_reported(loaded_run, mariadb, tmp_path):
+    """status.json over perf's window, its key counters on the strip and in the report's section; a report of
+    the run directory elsewhere (a copy, as another host would read it) shows the same."""
+    out, findings = loaded_run
+    status = json.loads((out / "status.json").read_text())
+    run = json.loads((out / "run.json").read_text())
+    assert status["pid"] == mariadb.pid and status["proof"] and len(status["polls"]) >= 4
+    assert {"Com_select", "Questions", "Innodb_history_list_length"} <= set(status["values"])
+    assert [s["when"] for s in status["innodb"]] == ["start", "end"]
+    assert {o["source"] for o in status["own"]} == {"processlist", "status"}
+    mine = next(s for s in run["sources"] if s["name"] == "status")
+    assert mine["files"] == ["status.json"] and "status.Questions" in mine["series"] and not mine["why_not"]
+    part = findings["profile"]["server_counters"]
+    assert part["counters"]["Com_select"]["value"] > 10 and part["innodb"]["end"]["transactions"] is not None
+    assert (
+        'id="server-counters"' in (out / "report.html").read_text()
+        and "### Server counters" in (out / "report.md").read_text()
+    )
+    shown = {r["name"] for r in _strip_series(out / "report.html")}
+    assert {"status.Questions", "status.Threads_running", "status.history_length"} <= shown
+    copy = tmp_path / "elsewhere"
+    shutil.copytree(out, copy, ignore=shutil.ignore_patterns("report.*", "findings.json", "flame.svg"))
+    res = run_cli("report", str(copy), "-o", str(tmp_path / "again"), timeout=300)
+    assert res.returncode == 0, res.stderr
+    again = json.loads((tmp_path / "again" / "findings.json").read_text())["profile"]["server_counters"]
+    assert again == part
+
+
+def _strip_series(html: Path) -> list[dict]:
+    import re
+
+    data = re.search(r'<script type="application/json" id="pmuprof-data">(.*?)</script>', html.read_text(), re.S)
+    return json.loads(data[1])["seconds"].get("series", [])
+
+
 def test_no_password_in_any_output(loaded_run, mariadb):
     out, _ = loaded_run
-    for name in ("run.json", "mysql.json", "findings.json", "report.html", "report.md"):
+    for name in ("run.json", "mysql.json", "status.json", "findings.json", "report.html", "report.md"):
         assert mariadb.password not in (out / name).read_text(errors="replace"), name
 
 
