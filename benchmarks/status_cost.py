@@ -5,7 +5,9 @@
    and the INNODB_METRICS counters), from /proc/PID/stat over many polls back to back, with 1 and with
    --idle connections open (the status sum walks every connection);
 2. sysbench's throughput and latency without (A) and with (B) the source polling once a second, runs
-   alternated A B B A ..., each ratio B/A from one adjacent pair; and the source's own read latency then.
+   alternated A B B A ..., each ratio B/A from one adjacent pair; and the source's own read latency then;
+3. within one loaded run: a probe connection's point-select latency in periods with the source polling
+   against periods without it, alternated every few seconds (same run, same load: the host's drift cancels).
 """
 
 from __future__ import annotations
@@ -122,6 +124,80 @@ def pairs(server: mdb.MariaDB, n: int, seconds: float, threads: int, test: str) 
     return out
 
 
+def probe_selects(socket: str, ready, done, queue) -> None:
+    """In a process of its own (no interpreter lock shared with the source): point selects in a loop until
+    ``done``, then their (start, end) times on CLOCK_MONOTONIC into ``queue``."""
+    conn = pymysql.connect(unix_socket=socket, user="root", password="", database="sbtest")
+    times, i = [], 0
+    ready.set()
+    with conn.cursor() as cur:
+        while not done.is_set():
+            i = i % TABLE_SIZE + 1
+            t0 = time.monotonic()
+            cur.execute(f"SELECT c FROM sbtest1 WHERE id = {i}")
+            cur.fetchall()
+            times.append((t0, time.monotonic()))
+    conn.close()
+    queue.put(times)
+
+
+def alternate(server: mdb.MariaDB, cycles: int, period: float, threads: int, test: str) -> dict:
+    """A probe connection's point-select latency while sysbench runs, with the source polling in every other
+    ``period`` seconds (each on-period a new source, as a capture starts one, with its InnoDB state at both
+    ends; the order on/off alternates): the selects of the on-periods against those of the off-periods, one
+    run, one load. The probe runs in a process of its own, as a client would."""
+    import multiprocessing
+
+    ready, done, queue = multiprocessing.Event(), multiprocessing.Event(), multiprocessing.Queue()
+    worker = multiprocessing.Process(target=probe_selects, args=(str(server.socket), ready, done, queue), daemon=True)
+    periods: list[tuple[bool, float, float]] = []
+    reads: list[float] = []
+    load = mdb.SysbenchLoad(server, cycles * 2 * period + 5, test, threads, TABLES, TABLE_SIZE)
+    worker.start()
+    ready.wait(30)
+    try:
+        for cycle in range(cycles):
+            for on in (True, False) if cycle % 2 == 0 else (False, True):
+                t0 = time.monotonic()
+                if on:
+                    with tempfile.TemporaryDirectory() as tmp:
+                        ctx = context(server, Path(tmp))
+                        src = ServerCounters.of(ctx)
+                        src.start(ctx)
+                        time.sleep(period)
+                        src.stop(ctx)
+                        status = rundir.read_status(Path(tmp), [])
+                        reads += [p.ms for p in status.polls] if status else []
+                else:
+                    time.sleep(period)
+                periods.append((on, t0, time.monotonic()))
+    finally:
+        done.set()
+        times = queue.get(timeout=60)
+        worker.join(10)
+        load.stop()
+    out: dict = {"cycles": cycles, "period_s": period, "reads": len(reads), "read_ms_median": statistics.median(reads)}
+    for on in (True, False):
+        lat = sorted(1000 * (b - a) for a, b in times if any(o == on and s <= a and b <= e for o, s, e in periods))
+        out["on" if on else "off"] = {
+            "n": len(lat),
+            **{f"p{int(100 * f)}_ms": round(lat[min(len(lat) - 1, int(f * len(lat)))], 3) for f in (0.5, 0.95, 0.99)},
+            "mean_ms": round(sum(lat) / len(lat), 3),
+        }
+    means = [_mean_ms(times, s, e) for _on, s, e in periods]
+    ratios = [
+        means[i + 1] / means[i] if periods[i][0] is False else means[i] / means[i + 1] for i in range(0, len(means), 2)
+    ]
+    out["mean_ratio_per_cycle"] = [round(r, 3) for r in ratios]
+    out["mean_ratio"] = spread(ratios)
+    return out
+
+
+def _mean_ms(times: list[tuple[float, float]], start: float, end: float) -> float:
+    lat = [b - a for a, b in times if start <= a and b <= end]
+    return 1000 * sum(lat) / len(lat) if lat else float("nan")
+
+
 def spread(values: list[float]) -> str:
     return f"{min(values):.3f} / {statistics.median(values):.3f} / {max(values):.3f}"
 
@@ -134,32 +210,40 @@ def main() -> int:
     ap.add_argument("--test", default="oltp_read_write", help="sysbench test")
     ap.add_argument("--polls", type=int, default=300, help="back-to-back polls for the CPU per poll")
     ap.add_argument("--idle", type=int, default=800, help="idle connections for the second CPU measurement")
+    ap.add_argument("--cycles", type=int, default=10, help="on/off cycles of part 3")
+    ap.add_argument("--period", type=float, default=6.0, help="seconds of each on or off period of part 3")
+    ap.add_argument("--parts", default="cpu,pairs,alternate", help="which parts to run (comma list)")
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "status_cost.json")
     args = ap.parse_args()
     why = mdb.missing_tools()
     if why:
         print(f"status_cost: {why}", file=sys.stderr)
         return 2
+    parts = set(args.parts.split(","))
     server = mdb.start_mariadb(extra_args=(f"--max-connections={args.idle + 100}",))
+    doc: dict = {"args": vars(args) | {"out": str(args.out)}}
     try:
-        version = mdb.sql(server, "SELECT VERSION()")[0][0]
-        cpu = [cpu_per_poll(server, args.polls, idle) for idle in (0, args.idle)]
-        for row in cpu:
-            print(f"CPU per poll: {row}", flush=True)
+        doc["server"] = mdb.sql(server, "SELECT VERSION()")[0][0]
+        if "cpu" in parts:
+            doc["cpu_per_poll"] = [cpu_per_poll(server, args.polls, idle) for idle in (0, args.idle)]
+            for row in doc["cpu_per_poll"]:
+                print(f"CPU per poll: {row}", flush=True)
         mdb.sysbench_prepare(server, TABLES, TABLE_SIZE)
         mdb.SysbenchLoad(server, 10, args.test, args.threads, TABLES, TABLE_SIZE).wait()  # warm-up
-        runs = pairs(server, args.pairs, args.seconds, args.threads, args.test)
+        if "pairs" in parts:
+            runs = doc["pairs"] = pairs(server, args.pairs, args.seconds, args.threads, args.test)
+            tps = [p["with"]["tps"] / p["without"]["tps"] for p in runs]
+            p95 = [p["with"]["p95_ms"] / p["without"]["p95_ms"] for p in runs]
+            reads = [p["with"]["read_ms_median"] for p in runs if p["with"].get("read_ms_median") is not None]
+            doc["summary"] = {"tps_ratio": spread(tps), "p95_ratio": spread(p95), "read_ms_median": spread(reads)}
+            print(f"pairs (min / median / max): {doc['summary']}", flush=True)
+        if "alternate" in parts:
+            doc["alternate"] = alternate(server, args.cycles, args.period, args.threads, args.test)
+            print(f"alternate: {doc['alternate']}", flush=True)
     finally:
         mdb.stop_mariadb(server)
-    tps = [p["with"]["tps"] / p["without"]["tps"] for p in runs]
-    p95 = [p["with"]["p95_ms"] / p["without"]["p95_ms"] for p in runs]
-    reads = [p["with"]["read_ms_median"] for p in runs if p["with"].get("read_ms_median") is not None]
-    summary = {"tps_ratio": spread(tps), "p95_ratio": spread(p95), "read_ms_median": spread(reads)}
-    print(
-        f"TPS with/without min/median/max {summary['tps_ratio']}; p95 {summary['p95_ratio']}; reads {summary['read_ms_median']} ms"
-    )
-    doc = {"server": version, "args": vars(args) | {"out": str(args.out)}, "cpu_per_poll": cpu, "pairs": runs}
-    args.out.write_text(json.dumps(doc | {"summary": summary}, indent=1) + "\n")
+        doc["loadavg_end"] = os.getloadavg()
+    args.out.write_text(json.dumps(doc, indent=1) + "\n")
     return 0
 
 
