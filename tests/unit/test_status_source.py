@@ -133,6 +133,7 @@ class FakeServer:
         self.delay = 0.001
         self.hang_after: int | None = None
         self.session = {"COM_SELECT": 0, "CREATED_TMP_TABLES": 0, "QUESTIONS": 0}
+        self.version = ("10.11.6-MariaDB-0+deb12u1", "Debian 12")
 
     def answer(self, sql: str, as_dicts: bool) -> tuple[list[Any], list[str]]:
         self.sent.append(sql)
@@ -147,15 +148,23 @@ class FakeServer:
             self.global_status["Com_select"] += 1
             self.global_status["Created_tmp_tables"] += 1
         if sql.startswith("SELECT @@version"):
-            return [("10.11.6-MariaDB-0+deb12u1", "Debian 12")], ["@@version", "@@version_comment"]
+            return [self.version], ["@@version", "@@version_comment"]
         if sql == "SHOW GLOBAL STATUS":
+            if "MariaDB" not in self.version[0]:
+                self.global_status["Questions"] += 100
             return [(k, str(v)) for k, v in self.global_status.items()], ["Variable_name", "Value"]
+        if sql == "SHOW SESSION STATUS":
+            return [(k.title(), str(v)) for k, v in self.session.items()], ["Variable_name", "Value"]
         if "GLOBAL_STATUS" in sql:
             self.global_status["Questions"] += 100
             self.global_status["Innodb_history_list_length"] += 5
             return [(k.upper(), str(v)) for k, v in self.global_status.items()], ["VARIABLE_NAME", "VARIABLE_VALUE"]
         if "SESSION_STATUS" in sql:
             return [(k, str(v)) for k, v in self.session.items()], ["VARIABLE_NAME", "VARIABLE_VALUE"]
+        if "INNODB_METRICS" in sql and "MariaDB" not in self.version[0]:  # MySQL: STATUS says 'enabled'
+            rows = [{"NAME": "trx_rseg_history_len", "COUNT": 77, "STATUS": "enabled"}]
+            rows += [{"NAME": "lock_timeouts", "COUNT": 0, "STATUS": "disabled"}]
+            return [r for r in rows if f"'{r['NAME']}'" in sql], ["NAME", "COUNT", "STATUS"]
         if "INNODB_METRICS" in sql:
             return [{"NAME": "lock_timeouts", "COUNT": 3, "ENABLED": 1}], ["NAME", "COUNT", "ENABLED"]
         if "INNODB_TRX" in sql:
@@ -347,3 +356,21 @@ def test_a_stuck_poll_is_waited_for_at_most_join_s(tmp_path, monkeypatch):
     part = src.stop(ctx)
     release.set()
     assert part.files == (rundir.STATUS,) and len(rundir.read_status(tmp_path, []).polls) == 2
+
+
+def test_on_mysql_it_reads_show_status_and_the_metric_for_the_history_length(tmp_path, monkeypatch):
+    """MySQL (no information_schema status tables since 8.0, no Innodb_history_list_length): SHOW STATUS, and
+    INNODB_METRICS' trx_rseg_history_len where its STATUS column says enabled. Canned answers: no MySQL here."""
+    clock = FakeClock()
+    server = FakeServer(clock)
+    server.version = ("8.0.36", "MySQL Community Server - GPL")
+    del server.global_status["Innodb_history_list_length"]
+    src, ctx, server, _conn = _source(tmp_path, monkeypatch, polls=3, server=server)
+    part = _run(src, ctx)
+    status = rundir.read_status(tmp_path, [])
+    assert part.warnings == () and status.read_with == "SHOW GLOBAL STATUS" and status.server.family == "mysql"
+    assert "SHOW SESSION STATUS" in server.sent and not any("information_schema.GLOBAL" in q for q in server.sent)
+    assert status.last["trx_rseg_history_len"] == "77" and "lock_timeouts" not in status.last  # disabled: not read
+    assert status.state("start").history_source == "trx_rseg_history_len"
+    assert WindowCounters.of(status).history_name() == "trx_rseg_history_len"
+    assert {s.name for s in part.series} >= {"status.history_length", "status.Questions"}
