@@ -11,7 +11,7 @@ from ..findings.facts import server_version
 from ..model.profile import Profile
 from .facts import event_names
 from .payload import findings_list, latch_rows
-from .servercounters import findings_part, server_counters
+from .servercounters import ServerCountersJSON, findings_part, server_counters
 from .who import who
 
 
@@ -40,7 +40,7 @@ def profile_facts(profile: Profile) -> dict[str, Any]:
     }
 
 
-def _server_counters(profile: Profile) -> dict[str, Any]:
+def _server_counters(profile: Profile) -> dict[str, ServerCountersJSON]:
     """``server_counters`` (status.json's key counters over the window), only for runs that have the file."""
     part = findings_part(server_counters(profile.status))
     return {"server_counters": part} if part is not None else {}

@@ -12,6 +12,7 @@ from . import bidi
 from .cards import Words, report_cards
 from .payload import ReportPayload
 from .rows import GroupRow, LatchRow, ShownFinding
+from .servercounters import ServerCounters
 from .summaryrows import Verdict
 from .verdict import busy_sentence, margin_text
 from .wallclock import NO_USER_STACK
@@ -226,7 +227,7 @@ def _threads(th: ThreadTables | None, top: int = 5) -> list[str]:
     return lines
 
 
-def _server_counters(sc: Mapping[str, Any] | None) -> list[str]:
+def _server_counters(sc: ServerCounters | None) -> list[str]:
     """status.json's key counters over the window and InnoDB at both ends (nothing without the file)."""
     if not sc:
         return []

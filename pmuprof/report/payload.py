@@ -19,7 +19,7 @@ from . import seconds
 from .counters import counters_section
 from .evidence import evidence_rows, levels_text
 from .facts import mysql_facts, numa_text, summary
-from .servercounters import server_counters
+from .servercounters import ServerCounters, server_counters
 from .flame import build_tree_rows
 from .flametrie import Trie
 from .rows import (
@@ -220,7 +220,7 @@ class ReportPayload:
     seconds: SecondsStrip | None  # seconds.strip: the per-second strip (None: the input has no sample times)
     threads: ThreadTables | None  # the per-thread tables the analyse stage joined (profile.threads)
     kind: str = "report"  # report.js: which page this is
-    server_counters: Row | None = None  # servercounters.server_counters: status.json's section (None: no file)
+    server_counters: ServerCounters | None = None  # servercounters.server_counters: status.json's (None: no file)
 
     def as_json(self) -> dict[str, Any]:
         """The payload as JSON data (embedded in report.html for report.js); a run without status.json has no

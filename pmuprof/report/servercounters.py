@@ -7,10 +7,101 @@ for a run without status.json (those outputs then stay as they were)."""
 from __future__ import annotations
 
 from statistics import median
-from typing import Any
+from typing import TypedDict
 
 from ..model.status import HISTORY, KEYS, InnodbState, ServerStatus, Transaction, is_level
 from ..model.wincounters import WindowCounters
+
+
+class CounterRow(TypedDict):
+    """One key counter over the window: a counter's rate (``value``) and busiest second (``peak``), a level's
+    average and highest reading; ``own``: what pmuprof's statements added (taken out); ``bars``: per second."""
+
+    name: str
+    unit: str
+    about: str
+    level: bool
+    value: float | None
+    peak: float | None
+    first: float | None
+    last: float | None
+    own: float | None
+    bars: str
+    shown: bool
+
+
+class InnodbRow(TypedDict):
+    """InnoDB at one end of the capture, the transactions in words."""
+
+    when: str
+    history_length: int | None
+    history_source: str
+    trx_id_counter: int | None
+    purge: str
+    read_views: int | None
+    transactions: int | None
+    lock_waits: int | None
+    oldest: str
+    oldest_view: str
+    waiting: list[str]
+    missing: list[str]
+
+
+class OwnRow(TypedDict):
+    source: str
+    polls: int
+    statements: int
+
+
+class ReadMs(TypedDict):
+    median: float
+    max: float
+
+
+class ServerCounters(TypedDict):
+    """The report's section (report.html, report.md)."""
+
+    seconds: float
+    polls: int
+    version: str
+    read_with: str
+    source: str
+    proof: str
+    read_ms: ReadMs
+    rows: list[CounterRow]
+    idle: list[str]
+    innodb: list[InnodbRow]
+    own: list[OwnRow]
+    notes: list[str]
+
+
+class CounterJSON(TypedDict):
+    unit: str
+    level: bool
+    value: float | None
+    peak: float | None
+    first: float | None
+    last: float | None
+    own: float | None
+
+
+class InnodbJSON(TypedDict):
+    history_length: int | None
+    transactions: int | None
+    lock_waits: int | None
+    oldest: str
+    oldest_view: str
+
+
+class ServerCountersJSON(TypedDict):
+    """findings.json ``profile.server_counters``."""
+
+    seconds: float
+    polls: int
+    counters: dict[str, CounterJSON]
+    idle: list[str]
+    innodb: dict[str, InnodbJSON]
+
 
 BARS = "▁▂▃▄▅▆▇█"
 MAX_BARS = 60  # characters of a per-second line (more seconds: each character averages several)
@@ -37,9 +128,10 @@ def _round(value: float | None) -> float | None:
     return None if value is None else round(value, 3)
 
 
-def counter_rows(window: WindowCounters) -> tuple[list[dict[str, Any]], list[str]]:
+def counter_rows(window: WindowCounters) -> tuple[list[CounterRow], list[str]]:
     """The KEYS this server has: those that moved (or are levels) as rows, the others by name."""
-    rows, idle = [], []
+    rows: list[CounterRow] = []
+    idle: list[str] = []
     for key in KEYS:
         name = window.history_name() if key.name == HISTORY else key.name
         if name is None or not window.has(name):
@@ -91,7 +183,7 @@ def transaction_words(t: Transaction) -> str:
     return text + (f": {t.statement}" if t.statement else "")
 
 
-def state_rows(state: InnodbState | None) -> dict[str, Any] | None:
+def state_rows(state: InnodbState | None) -> InnodbRow | None:
     if state is None:
         return None
     oldest, view = state.oldest_transaction(), state.oldest_view()
@@ -114,7 +206,7 @@ def state_rows(state: InnodbState | None) -> dict[str, Any] | None:
     }
 
 
-def server_counters(status: ServerStatus | None) -> dict[str, Any] | None:
+def server_counters(status: ServerStatus | None) -> ServerCounters | None:
     """The section's data; None without status.json or with fewer than two polls."""
     window = WindowCounters.of(status) if status is not None else None
     if status is None or window is None:
@@ -137,7 +229,7 @@ def server_counters(status: ServerStatus | None) -> dict[str, Any] | None:
     }
 
 
-def findings_part(section: dict[str, Any] | None) -> dict[str, Any] | None:
+def findings_part(section: ServerCounters | None) -> ServerCountersJSON | None:
     """What findings.json keeps of it: each counter's value, peak and ends, and the InnoDB state in words."""
     if section is None:
         return None
@@ -145,12 +237,26 @@ def findings_part(section: dict[str, Any] | None) -> dict[str, Any] | None:
         "seconds": section["seconds"],
         "polls": section["polls"],
         "counters": {
-            r["name"]: {k: r[k] for k in ("unit", "level", "value", "peak", "first", "last", "own")}
+            r["name"]: {
+                "unit": r["unit"],
+                "level": r["level"],
+                "value": r["value"],
+                "peak": r["peak"],
+                "first": r["first"],
+                "last": r["last"],
+                "own": r["own"],
+            }
             for r in section["rows"]
         },
         "idle": section["idle"],
         "innodb": {
-            s["when"]: {k: s[k] for k in ("history_length", "transactions", "lock_waits", "oldest", "oldest_view")}
+            s["when"]: {
+                "history_length": s["history_length"],
+                "transactions": s["transactions"],
+                "lock_waits": s["lock_waits"],
+                "oldest": s["oldest"],
+                "oldest_view": s["oldest_view"],
+            }
             for s in section["innodb"]
         },
     }

@@ -109,7 +109,10 @@ def transaction(row: Mapping[str, Any], sessions: Mapping[int, Mapping[str, Any]
 
 def with_views(trxs: Iterable[Transaction], views: Mapping[int, int | None]) -> tuple[Transaction, ...]:
     return tuple(
-        replace(t, read_view=True, view_sees_below=views[t.thread_id]) if t.thread_id in views else t for t in trxs
+        replace(t, read_view=True, view_sees_below=views[t.thread_id])
+        if t.thread_id is not None and t.thread_id in views
+        else t
+        for t in trxs
     )
 
 

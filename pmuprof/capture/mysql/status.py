@@ -238,7 +238,7 @@ class ServerCounters(PerSecond):
         if index == len(self._polls) - 1:
             return dict(self._last)
         out = dict(self._first or {})
-        out.update({k: _text(v[index]) for k, v in self._columns.items() if v[index] is not None})
+        out.update({k: _text(x) for k, v in self._columns.items() if (x := v[index]) is not None})
         return out
 
     def _warnings(self) -> tuple[str, ...]:
@@ -262,7 +262,7 @@ class ServerCounters(PerSecond):
             name = window.history_name() if key.name == HISTORY else key.name
             if name is None or not window.has(name):
                 continue
-            points = {s: v for s, v in window.per_second_values(name) if s is not None}
+            points: dict[int, float | None] = {s: v for s, v in window.per_second_values(name) if s is not None}
             out.append(Series.of(f"status.{key.name}", self.name, key.unit, key.about, key.show, points))
         return tuple(out)
 
