@@ -148,8 +148,9 @@ def is_level(name: str) -> bool:
 
 @dataclass(frozen=True)
 class Poll:
-    """One read of the status: the whole second it belongs to, its midpoint ``t`` on CLOCK_MONOTONIC and how
-    long the read took (the server's answer as the client saw it, ms)."""
+    """One read of the status: the whole second it belongs to (stamped at its midpoint, as every per-second
+    source's), when it began (``t``, CLOCK_MONOTONIC: the server computes the status right then) and how
+    long it took (the server's answer as the client saw it, ms)."""
 
     second: int
     t: float
@@ -174,6 +175,7 @@ class Transaction:
     user: str = ""
     read_view: bool = False  # it holds a read view (SHOW ENGINE INNODB STATUS)
     view_sees_below: int | None = None  # its read view sees transactions below this id ("sees < N")
+    listed: bool = False  # SHOW ENGINE INNODB STATUS listed it with its connection: ``read_view`` is known
 
 
 @dataclass(frozen=True)
@@ -200,9 +202,10 @@ class InnodbState:
 
     def oldest_view(self) -> Transaction | None:
         """The transaction whose read view holds purge back furthest: the lowest id its view still sees, else
-        the oldest one the status shows with a view. A server that lists no views per transaction (MariaDB
-        10.2 prints a read-only transaction as "not started") but counts some open gets its oldest REPEATABLE
-        READ or SERIALIZABLE transaction: the likely holder, as only those keep one view for the transaction."""
+        the oldest one the status shows with a view. Where the status counts views open but does not list the
+        transaction that holds one (MariaDB 10.2 prints a read-only transaction as "not started", without its
+        connection), the oldest REPEATABLE READ or SERIALIZABLE transaction it did not list: the likely
+        holder, as only those keep one view for the whole transaction."""
         views = [t for t in self.oldest if t.read_view]
         seen = [t for t in views if t.view_sees_below is not None]
         if seen:
@@ -210,7 +213,7 @@ class InnodbState:
         if views:
             return max(views, key=lambda t: t.age_s or 0)
         if self.read_views:
-            likely = [t for t in self.oldest if t.isolation in ("REPEATABLE READ", "SERIALIZABLE")]
+            likely = [t for t in self.oldest if t.isolation in ("REPEATABLE READ", "SERIALIZABLE") and not t.listed]
             return max(likely, key=lambda t: t.age_s or 0, default=None)
         return None
 
@@ -219,7 +222,8 @@ class InnodbState:
 class OwnTraffic:
     """What one of pmuprof's connections added to the per-session counters (PER_SESSION) over its polls:
     measured on that connection's own session status before its first counted poll and after its last.
-    ``polls``: when each of those polls ended (CLOCK_MONOTONIC); each poll is given an equal part."""
+    ``polls``: when each of those polls began (CLOCK_MONOTONIC; a statement's counters move as it starts);
+    each poll is given an equal part."""
 
     source: str = ""  # the capture source ("status", "processlist")
     polls: tuple[float, ...] = ()
@@ -227,7 +231,7 @@ class OwnTraffic:
     counters: Mapping[str, float] = field(default_factory=dict)
 
     def within(self, name: str, t0: float, t1: float) -> float:
-        """What its polls that ended after ``t0`` and by ``t1`` added to ``name``."""
+        """What its polls that began after ``t0`` and by ``t1`` added to ``name``."""
         if not self.polls or name not in self.counters:
             return 0.0
         inside = sum(1 for t in self.polls if t0 < t <= t1)

@@ -5,6 +5,7 @@ of mysql.json's before/after status, the file's contract, and runs without it.""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -150,6 +151,8 @@ def test_the_oldest_read_view_and_transaction():
     state = InnodbState(oldest=(old, younger_view, viewer), read_views=2)
     assert state.oldest_transaction() == old and state.oldest_view() == viewer
     assert InnodbState(oldest=(old,), read_views=1).oldest_view() == old  # 10.2: no per-transaction view lines
+    writer = replace(old, thread_id=9, age_s=400, listed=True)  # listed without a view: it holds none
+    assert InnodbState(oldest=(writer, old), read_views=1).oldest_view() == old
     assert InnodbState(oldest=(old,), read_views=0).oldest_view() is None
     assert InnodbState().oldest_transaction() is None
 

@@ -12,6 +12,7 @@ import re
 from dataclasses import replace
 from typing import Any
 from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Set as AbstractSet
 
 import pymysql.cursors
 
@@ -59,20 +60,24 @@ def parse_status(text: str) -> dict[str, Any]:
     m = _PURGE.search(body)
     out["purge_trx_no"], out["purge_undo_no"] = (int(m.group(1)), int(m.group(2))) if m else (None, None)
     out["purge_state"] = (m.group(3) or "").strip() if m else ""
-    out["views"] = _views(body)
+    out["views"], out["listed"] = _views(body)
     return out
 
 
-def _views(body: str) -> dict[int, int | None]:
-    """Connection id → the lowest trx id its read view still sees (None: a view without the line)."""
+def _views(body: str) -> tuple[dict[int, int | None], set[int]]:
+    """Connection id → the lowest trx id its read view still sees (None: a view without that line), and
+    every connection whose transaction the section lists (its view, or that it has none, is then known)."""
     views: dict[int, int | None] = {}
+    listed: set[int] = set()
     heads = list(_BLOCK.finditer(body))[:MAX_BLOCKS]
     for i, head in enumerate(heads):
         block = body[head.end() : heads[i + 1].start() if i + 1 < len(heads) else len(body)]
         thread, view = _THREAD.search(block), _VIEW.search(block)
-        if thread and view:
-            views[int(thread.group(1))] = int(view.group(2))
-    return views
+        if thread:
+            listed.add(int(thread.group(1)))
+            if view:
+                views[int(thread.group(1))] = int(view.group(2))
+    return views, listed
 
 
 def _int(value: Any) -> int | None:
@@ -107,13 +112,16 @@ def transaction(row: Mapping[str, Any], sessions: Mapping[int, Mapping[str, Any]
     )
 
 
-def with_views(trxs: Iterable[Transaction], views: Mapping[int, int | None]) -> tuple[Transaction, ...]:
-    return tuple(
-        replace(t, read_view=True, view_sees_below=views[t.thread_id])
-        if t.thread_id is not None and t.thread_id in views
-        else t
-        for t in trxs
-    )
+def with_views(
+    trxs: Iterable[Transaction], views: Mapping[int, int | None], listed: AbstractSet[int] = frozenset()
+) -> tuple[Transaction, ...]:
+    """Each transaction with what the status says of its read view (and whether it said anything)."""
+    out = []
+    for t in trxs:
+        if t.thread_id is not None and t.thread_id in views:
+            t = replace(t, read_view=True, view_sees_below=views[t.thread_id])
+        out.append(replace(t, listed=t.thread_id in listed) if t.thread_id is not None else t)
+    return tuple(out)
 
 
 def state_of(
@@ -121,15 +129,15 @@ def state_of(
 ) -> dict[str, Any]:
     """The InnodbState fields from INNODB_TRX rows (oldest first), the processlist by Id, the parsed status."""
     trxs = [transaction(r, sessions) for r in rows]
-    views = parsed.get("views") or {}
+    views, listed = parsed.get("views") or {}, set(parsed.get("listed") or ())
     viewers = {t.thread_id for t in trxs if t.thread_id in views}
     oldest = trxs[:MAX_KEPT] + [t for t in trxs[MAX_KEPT:] if t.thread_id in viewers][:MAX_KEPT]
     waiting = sorted((t for t in trxs if t.state == "LOCK WAIT"), key=lambda t: -(t.wait_s or 0))
     return {
         "transactions": len(trxs),
         "lock_waits": len(waiting),
-        "oldest": with_views(oldest, views),
-        "waiting": with_views(waiting[:MAX_KEPT], views),
+        "oldest": with_views(oldest, views, listed),
+        "waiting": with_views(waiting[:MAX_KEPT], views, listed),
         **{k: parsed.get(k) for k in ("trx_id_counter", "purge_trx_no", "purge_undo_no", "read_views")},
         "purge_state": parsed.get("purge_state") or "",
     }
