@@ -223,12 +223,22 @@ class OwnTraffic:
     """What one of pmuprof's connections added to the per-session counters (PER_SESSION) over its polls:
     measured on that connection's own session status before its first counted poll and after its last.
     ``polls``: when each of those polls began (CLOCK_MONOTONIC; a statement's counters move as it starts);
-    each poll is given an equal part."""
+    each poll is given an equal part. ``ends``: when each ended (a status read it overlapped cannot tell
+    whether it came before or after)."""
 
     source: str = ""  # the capture source ("status", "processlist")
     polls: tuple[float, ...] = ()
     statements: int = 0
     counters: Mapping[str, float] = field(default_factory=dict)
+    ends: tuple[float, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.ends and len(self.ends) != len(self.polls):
+            raise TypeError(f"own {self.source}: {len(self.ends)} ends for {len(self.polls)} polls")
+
+    def overlaps(self, start: float, end: float) -> bool:
+        """Whether one of its polls ran while [start, end] did."""
+        return any(a < end and b > start for a, b in zip(self.polls, self.ends))
 
     def within(self, name: str, t0: float, t1: float) -> float:
         """What its polls that began after ``t0`` and by ``t1`` added to ``name``."""

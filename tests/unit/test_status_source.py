@@ -379,3 +379,17 @@ def test_on_mysql_it_reads_show_status_and_the_metric_for_the_history_length(tmp
     assert status.state("start").history_source == "trx_rseg_history_len"
     assert WindowCounters.of(status).history_name() == "trx_rseg_history_len"
     assert {s.name for s in part.series} >= {"status.history_length", "status.Questions"}
+
+
+def test_a_first_read_that_another_pmuprof_statement_ran_across_does_not_open_the_window(tmp_path, monkeypatch):
+    """The poller's first statement ran while the source's first read did (they start together): it cannot be
+    placed before or after that read, so the next read opens the window and the statement is left out."""
+    src, ctx, _server, _conn = _source(tmp_path, monkeypatch, polls=4)
+    poller = OwnTraffic("processlist", (1000.1065, 1000.5), 2, {"Created_tmp_disk_tables": 2.0}, (1000.1075, 1000.51))
+    ctx.window.own_sql.append(poller)
+    ctx.window.outcome = Outcome(elapsed_s=3.0, window_start_s=1000.9)
+    _run(src, ctx)
+    status = rundir.read_status(tmp_path, [])
+    assert status.polls[0].t == pytest.approx(1000.25)  # the second read: the first (at 1000.106) was crossed
+    window = WindowCounters.of(status)
+    assert window.own("Created_tmp_disk_tables") == 1.0  # the poll at 1000.5 only

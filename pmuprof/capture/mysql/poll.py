@@ -119,25 +119,28 @@ class Processlist(PerSecond):
 
     def open(self, ctx: Context) -> None:
         self._conn, _ep, self._secrets = connect(self.opts, self.pid)
-        self._sql = choose_sql(self._conn)
-        self.source = "information_schema.PROCESSLIST" if self._sql == MARIADB_SQL else "performance_schema.threads"
         self._ctx = ctx
-        mariadb = self._sql == MARIADB_SQL
-        self._own = session.Own(self.name, session.MARIADB_SESSION if mariadb else session.SHOW_SESSION, self.clock)
+        self._own = session.Own(self.name, None, self.clock)
         try:
-            self._own.begin(self._conn)  # before the first poll: every poll is inside what it measures
+            self._own.begin(self._conn)  # before its first statement: all it sends is inside what it measures
         except pymysql.MySQLError:  # its own traffic is then not known (not taken out); the polls go on
             self._own = None
+        began = self.clock()
+        self._sql = choose_sql(self._conn)
+        if self._own is not None:
+            self._own.poll(at=round(began, 6))  # choosing reads the processlist once (MariaDB: a table on disk)
+        self.source = "information_schema.PROCESSLIST" if self._sql == MARIADB_SQL else "performance_schema.threads"
         self._out = open(self.path, "w", encoding="utf-8")
         self._out.write(HEADER + "\n")
 
     def read(self) -> list[tuple]:
+        began = self.clock()
         with self._conn.cursor() as cur:
             cur.execute(self._sql)
             rows = cur.fetchmany(MAX_ROWS_PER_POLL)
             cur.fetchall()  # the rest is dropped (bounded)
         if self._own is not None:
-            self._own.poll()
+            self._own.poll(at=round(began, 6))
         return list(rows)
 
     def keep(self, second: int, reading: list[tuple]) -> dict[str, float | None]:

@@ -13,7 +13,10 @@ if the server makes one, is not taken out.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
+
+import pymysql
 from collections.abc import Callable
 
 from ...model.status import PER_SESSION, OwnTraffic
@@ -51,36 +54,47 @@ def per_session(values: dict[str, str]) -> dict[str, float]:
 
 
 class Own:
-    """One connection's own traffic: ``begin`` reads its session status, ``poll`` marks the end of each poll it
+    """One connection's own traffic: ``begin`` reads its session status, ``poll`` marks the start of each poll it
     then sends, ``end`` reads the session status again and gives the OwnTraffic (names as the server spells
     them in the session read: information_schema upper-cases them; ``spelled`` turns them into SHOW STATUS's)."""
 
-    def __init__(self, source: str, session_sql: str, clock: Callable[[], float]) -> None:
+    def __init__(self, source: str, session_sql: str | None, clock: Callable[[], float]) -> None:
         self.source, self.sql, self.clock = source, session_sql, clock
         self.polls: list[float] = []
+        self.ends: list[float] = []
         self.statements = 0
         self._before: dict[str, float] | None = None
 
     def begin(self, conn: Any) -> None:
+        """The session status now; without ``session_sql``: information_schema's where the server has it
+        (MariaDB), else SHOW SESSION STATUS."""
+        if self._before is not None:
+            return
+        if self.sql is None:
+            try:
+                self._before, self.sql = per_session(pairs(conn, MARIADB_SESSION)), MARIADB_SESSION
+            except pymysql.MySQLError:
+                self.sql = SHOW_SESSION
         if self._before is None:
             self._before = per_session(pairs(conn, self.sql))
 
     def poll(self, statements: int = 1, at: float | None = None) -> None:
-        """A poll of ``statements`` ended now (or at ``at``: when its counters moved, as the source knows)."""
+        """A poll of ``statements`` that began at ``at`` (default: now; a statement's counters move at its
+        start, when the server reads the status too)."""
         if self._before is not None:
-            self.polls.append(round(self.clock() if at is None else at, 6))
+            now = round(self.clock(), 6)
+            self.polls.append(now if at is None else at)
+            self.ends.append(now)
             self.statements += statements
 
     def end(self, conn: Any) -> OwnTraffic | None:
         if self._before is None or not self.polls:
             return None
-        before, after = self._before, per_session(pairs(conn, self.sql))
+        before, after = self._before, per_session(pairs(conn, self.sql or SHOW_SESSION))
         added = {k: v - before[k] for k, v in after.items() if k in before and v > before[k]}
-        return OwnTraffic(self.source, tuple(self.polls), self.statements + 2, added)
+        return OwnTraffic(self.source, tuple(self.polls), self.statements + 2, added, tuple(self.ends))
 
 
 def spelled(own: OwnTraffic, spelling: dict[str, str]) -> OwnTraffic:
     """``own`` with its counter names as SHOW STATUS spells them (``spelling``: upper-case name → name)."""
-    return OwnTraffic(
-        own.source, own.polls, own.statements, {spelling.get(k.upper(), k): v for k, v in own.counters.items()}
-    )
+    return replace(own, counters={spelling.get(k.upper(), k): v for k, v in own.counters.items()})

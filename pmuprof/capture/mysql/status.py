@@ -31,9 +31,9 @@ from . import innodbstate, session
 from .connect import MysqlOptions, connect, scrub
 from .parse import version_tuple
 
-QUERY_TIMEOUT_S = 2.0  # one answer may take this long; a longer one drops the connection and ends collection
-SLOW_S = 0.5  # a status read slower than this ...
-SLOW_POLLS = 3  # ... this many times in a row: collection stops, to spare a struggling server
+QUERY_TIMEOUT_S = 5.0  # one answer may take this long; a longer one drops the connection and ends collection
+SLOW_S = 1.0  # a status read slower than this ...
+SLOW_POLLS = 5  # ... this many times in a row: collection stops, to spare a struggling server
 END_BUDGET_S = 3.0  # the end state's statements start at most this long after collection was told to stop
 METRICS = ("trx_rseg_history_len", "lock_deadlocks", "lock_timeouts", "lock_threads_waiting")
 
@@ -44,7 +44,7 @@ class GaveUp(Exception):
 
 @dataclass(frozen=True)
 class Reading:
-    t: float  # midpoint, CLOCK_MONOTONIC
+    t: float  # when the reads began, CLOCK_MONOTONIC (the server computes the status right then)
     ms: float  # how long the reads took
     values: dict[str, str]
 
@@ -52,7 +52,7 @@ class Reading:
 class ServerCounters(PerSecond):
     name = "status"
     measures = tuple(Measure(f"status.{k.name}", k.unit, k.about, k.show) for k in KEYS)
-    join_s = 4 * QUERY_TIMEOUT_S
+    join_s = 2 * QUERY_TIMEOUT_S  # the last poll, its session read and the end state, on a slow server
     phase = 0.25  # a quarter into each second: the processlist poller's reads (at the half) fall between two of its
 
     def __init__(self, opts: MysqlOptions, pid: int | None, path: Path, **kw: Any) -> None:
@@ -141,10 +141,11 @@ class ServerCounters(PerSecond):
             values.update(session.pairs(self._conn, self._metrics_sql))
         t1 = self.clock()
         if self._own is not None:
-            # its reads' increments land between the previous global read and this one: dated at its start
-            self._own.poll(2 if self._metrics_sql else 1, at=t0)
+            # its reads' increments land between the previous global read and this one: dated at its start,
+            # the boundary the window view draws between the two (the same rounded number)
+            self._own.poll(2 if self._metrics_sql else 1, at=round(t0, 6))
             self._own.begin(self._conn)  # once, right after the first poll (its reads are the window's start)
-        return Reading((t0 + t1) / 2, (t1 - t0) * 1000, {self._spelling.get(k, k): v for k, v in values.items()})
+        return Reading(t0, (t1 - t0) * 1000, {self._spelling.get(k, k): v for k, v in values.items()})
 
     def keep(self, second: int, reading: Reading) -> dict[str, float | None]:
         with self._lock:
@@ -202,11 +203,12 @@ class ServerCounters(PerSecond):
     def _status(self, ctx: Context) -> ServerStatus:
         """The file, its polls cut to perf's window: the last poll before it starts the window, the first
         after it ends closes it (the source polls on while perf is being stopped)."""
-        lo, hi = self._cut(ctx.window.seconds())
+        others = [session.spelled(o, self._spelling) for o in ctx.window.own_sql]
+        lo, hi = self._cut(ctx.window.seconds(), others)
         polls = tuple(self._polls[lo : hi + 1])
         columns = {k: tuple(v[lo : hi + 1]) for k, v in self._columns.items()}
         columns = {k: v for k, v in columns.items() if len({x for x in v if x is not None}) > 1}
-        own = [session.spelled(o, self._spelling) for o in ctx.window.own_sql]
+        own = list(others)
         if self._mine is not None:
             own.append(session.spelled(self._mine, self._spelling))
         return ServerStatus(
@@ -224,11 +226,22 @@ class ServerCounters(PerSecond):
             notes=tuple(self._notes) + tuple(m for s in self._states for m in s.missing),
         )
 
-    def _cut(self, span: tuple[int, int] | None) -> tuple[int, int]:
+    def _cut(self, span: tuple[int, int] | None, others: list[OwnTraffic]) -> tuple[int, int]:
+        """The polls that open and close the window. The opening one is the last before perf's window that no
+        statement of another of pmuprof's connections ran across (the sources start together: a poller's
+        first statements may run while this source's first read does, and then cannot be placed before or
+        after it), else the first such poll."""
         last = len(self._polls) - 1
+
+        def clean(i: int) -> bool:
+            p = self._polls[i]
+            return not any(o.overlaps(p.t, p.t + p.ms / 1000) for o in others)
+
         if span is None:
-            return 0, last
-        lo = max((i for i, p in enumerate(self._polls) if p.second < span[0]), default=0)
+            return next((i for i in range(last + 1) if clean(i)), 0), last
+        lo = max((i for i, p in enumerate(self._polls) if p.second < span[0] and clean(i)), default=None)
+        if lo is None:
+            lo = next((i for i in range(last + 1) if clean(i)), 0)
         hi = min((i for i, p in enumerate(self._polls) if p.second > span[1]), default=last)
         return lo, max(lo, hi)
 
