@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from ...errors import PmuprofError
 from ...model.perfscript import FoldResult
@@ -57,6 +58,18 @@ class PerfdataFold:
 def perfdata_path() -> Path | None:
     """pmuprof-perfdata ($PMUPROF_PERFDATA, the package's bin/, the checkout's build, or PATH)."""
     return native_path("pmuprof-perfdata", "PMUPROF_PERFDATA")
+
+
+def inline_wanted() -> bool:
+    """Whether user frames get their DWARF inline chains when pmuprof-perfdata reads a perf.data here (on
+    unless ``PMUPROF_NO_INLINE=1``)."""
+    return os.environ.get("PMUPROF_NO_INLINE", "") in ("", "0")
+
+
+def expands_inline(reader_argv: Sequence[str]) -> bool:
+    """Whether the command that read a perf.data (analysis.json's ``reader_argv``) gave user frames their
+    inline chains: only pmuprof-perfdata's ``--inline`` does (perf script runs with ``--no-inline``)."""
+    return "--inline" in reader_argv
 
 
 def perfdata_argv(
@@ -180,7 +193,9 @@ __all__ = [
     "FoldError",
     "PerfdataFallback",
     "PerfdataFold",
+    "expands_inline",
     "fold_perf_data_native",
+    "inline_wanted",
     "perfdata_argv",
     "perfdata_path",
 ]

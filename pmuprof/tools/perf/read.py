@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -13,7 +12,7 @@ from ...model.perfscript import FoldResult
 from ...packages import apt_install
 from .. import proc
 from ..native.fold import fold_perf_script_process
-from ..native.perfdata import PerfdataFallback, fold_perf_data_native, perfdata_argv, perfdata_path
+from ..native.perfdata import PerfdataFallback, fold_perf_data_native, inline_wanted, perfdata_argv, perfdata_path
 from . import argv as perfcmd, parse as perfparse, repair
 
 TIMEOUT_S = 120  # evlist, header and buildid-list read only the file's header
@@ -133,7 +132,7 @@ def fold_perf_data(
     native = perfdata_path() if symfs is None else None
     fallback = ""
     if native is not None:
-        inline = os.environ.get("PMUPROF_NO_INLINE", "") in ("", "0")
+        inline = inline_wanted()
         try:
             got = fold_perf_data_native(
                 data,
