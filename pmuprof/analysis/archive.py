@@ -10,20 +10,43 @@ from dataclasses import replace
 from pathlib import Path
 from collections.abc import Iterator
 
+from ..errors import InputError
 from ..model import rundir
+from ..model.analysis import Analysis
 from ..model.run import KeptBinaries
 from ..tools import elf, vdso
+from ..tools.native.perfdata import expands_inline, inline_wanted, perfdata_path
 
 MAX_MEMBER = 1 << 30  # a member larger than this is not unpacked (capture keeps none larger)
 
 
 def rereads(path: Path) -> Path | None:
     """The run directory whose perf.data reading ``path`` folds again (None: nothing is re-read there)."""
-    if rundir.is_run_dir(path) and not (path / rundir.STACKS).is_file():
+    if rundir.is_run_dir(path) and (not (path / rundir.STACKS).is_file() or folded_without_inline(path)):
         return path
     if path.is_file() and rundir.is_run_dir(path.parent) and path.name == rundir.PERF_DATA:
         return path.parent
     return None
+
+
+def folded_without_inline(run_dir: Path) -> bool:
+    """The run directory's stacks.folded came from its perf.data without inline frames (read through perf
+    script: pmuprof-perfdata was not found at capture or declined the file), and reading it again here adds
+    them: pmuprof-perfdata is built, inline chains are wanted, and the binaries that ran are installed with
+    their build-ids (the kept copies carry no DWARF). Such stacks name no inlined acquirer, so the latch
+    table can only say "page latch or index tree latch" where the addresses name one."""
+    if not (run_dir / rundir.STACKS).is_file() or not (run_dir / rundir.PERF_DATA).is_file():
+        return False
+    try:
+        analysis = rundir.read_typed(run_dir / rundir.ANALYSIS, Analysis)
+    except InputError:
+        return False  # the report of the stacks says the file is damaged
+    if analysis is None or not analysis.reader_argv or expands_inline(analysis.reader_argv):
+        return False
+    if not inline_wanted() or perfdata_path() is None:
+        return False
+    kept = rundir.read_run(run_dir).kept_binaries
+    return kept is None or not needed(kept)
 
 
 def needed(kept: KeptBinaries) -> bool:

@@ -26,6 +26,7 @@ from ..paths import perf_path
 from ..tools.native.fold import fold_file
 from ..tools.native.stacksbin import load_folded_stacks
 from ..tools.perf import read as perfread, repair
+from .archive import folded_without_inline
 from .kernel import KERNEL_DSO, recorded_kallsyms
 
 PERF_MAGIC = b"PERFILE2"
@@ -122,7 +123,7 @@ def load(path: Path | str, choice: Choice = Choice(), symfs: Path | None = None)
     path = Path(path)
     kind = sniff(path)
     if kind == "rundir":
-        if (path / rundir.STACKS).is_file():
+        if (path / rundir.STACKS).is_file() and (symfs is not None or not folded_without_inline(path)):
             return restrict(rundir.load_run_dir(path, load_folded_stacks), choice)
         return read_run_dir(path, choice, symfs)
     if kind == "folded":
