@@ -55,6 +55,10 @@ class Machinery:
     mode: str = ""
     latch: str = ""
     leaf_kind: str = ""
+    # latch types whose implementation holds this frame's lock as a member (ssux_lock_impl's writer mutex):
+    # with no frame of the outer lock between this one and the acquirer, the acquirer's latches of those
+    # types are candidates too
+    inside: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -173,9 +177,11 @@ def _wake_frame(ctx: _Ctx, item: Any, line: int) -> WaitFrame:
 
 
 def _machinery(ctx: _Ctx, item: Any, line: int) -> Machinery:
-    d = ctx.keys(
-        item, ("pattern", "latch_type", "mode", "latch", "leaf_kind", "servers") + _DOC_KEYS, line, "a machinery frame"
-    )
+    keys = ("pattern", "latch_type", "mode", "latch", "leaf_kind", "inside", "servers") + _DOC_KEYS
+    d = ctx.keys(item, keys, line, "a machinery frame")
+    inside = d.get("inside") or []
+    if not isinstance(inside, list) or not all(isinstance(t, str) and t for t in inside):
+        raise ctx.fail(d.line_of("inside"), "inside must be a list of latch types")
     return Machinery(
         ctx.patterns(d["pattern"], d.line_of("pattern")),
         str(d["latch_type"]),
@@ -183,6 +189,7 @@ def _machinery(ctx: _Ctx, item: Any, line: int) -> Machinery:
         ctx.choice(d, "mode", MODES, False),
         str(d.get("latch") or ""),
         ctx.choice(d, "leaf_kind", WAIT_KINDS, False),
+        tuple(inside),
     )
 
 

@@ -161,7 +161,7 @@ class Attributor:
             elif mach is not None:
                 kind = kind or (mach.leaf_kind if j == leaf else "")
                 mode, latch = mode or mach.mode, latch or mach.latch
-                near = _TYPE_OF.get(mach.latch_type, {mach.latch_type})
+                near = _fits(mach)
                 types |= near
             elif not (is_unnamed(frame) and (kind or types)):
                 break
@@ -215,6 +215,15 @@ class Attributor:
                 break
             found, frame = self.acquired(caller), caller
         return found
+
+
+def _fits(mach: Machinery) -> set[str]:
+    """The latch-table mapping types a machinery frame's lock can be: its own type's, and those of the locks
+    it is a member of (``inside``: the writer mutex of an ssux lock when no frame names the ssux lock)."""
+    out: set[str] = set()
+    for kind in (mach.latch_type, *mach.inside):
+        out |= _TYPE_OF.get(kind, {kind})
+    return out
 
 
 def _usual(found: list[tuple[Latch, str, str, str]]) -> tuple[tuple[Latch, str, str], ...]:

@@ -92,6 +92,7 @@ def test_machinery(latches: dict[str, Any]) -> None:
     for i, row in enumerate(latches["machinery"]):
         where = f"machinery[{i}] {row.get('pattern')}"
         assert row["latch_type"] in LATCH_TYPES, where
+        assert set(row.get("inside") or ()) <= LATCH_TYPES, where
         assert row.get("mode") in MODES | {None}, where
         assert row.get("leaf_kind") in WAIT_KINDS | {None}, where
         assert row.get("latch") in ids | {None}, f"{where}: unknown latch {row.get('latch')!r}"
