@@ -10,10 +10,10 @@ from ..model.analysis import Analysis, Binary
 from ..model.labels import is_unnamed, parse_raw
 from ..model.profile import Profile
 from ..model.run import FeatureOff
-from ..packages import PERFDATA, apt_install
+from ..packages import apt_install
 from ..tools.native import helper
-from ..tools.native.perfdata import expands_inline
 from . import binaries as binmod, quality, skid, unnamed
+from .inline import inline_off
 from .kernel import KERNEL_DSO, kernel_warnings
 from .load import Recording
 
@@ -24,7 +24,6 @@ IDLE = (
     "--duration while the problem is happening"
 )
 HELPER_FIX = f"build the native helper ({apt_install('compiler', 'elfutils', 'capstone')}; make -C native)"
-INLINE_FEATURE = "inline frames (DWARF inline chains: which latch an inlined acquirer takes)"
 
 
 def analyse(rec: Recording, lookup: binmod.Lookup = binmod.Lookup()) -> Profile:
@@ -39,7 +38,7 @@ def analyse(rec: Recording, lookup: binmod.Lookup = binmod.Lookup()) -> Profile:
         off.append(FeatureOff("grouping unnamed code into functions", group_off, HELPER_FIX))
     if skid_off:
         off.append(FeatureOff("skid correction", skid_off, HELPER_FIX))
-    off += inline_off(rec.reader_argv)
+    off += inline_off(rec.reader_argv, rec.run.warnings)
     processes = tuple(p for p in rec.processes if p.samples) or rec.processes
     qual = tuple(quality.for_process(stacks, p.label, rec.run) for p in processes if p.kept)
     analysis = Analysis(
@@ -72,26 +71,6 @@ def analyse(rec: Recording, lookup: binmod.Lookup = binmod.Lookup()) -> Profile:
         series=rec.series,
         status=rec.status,
     )
-
-
-def inline_off(reader_argv: tuple[str, ...]) -> list[FeatureOff]:
-    """Inline frames, when the command that read a perf.data gave user frames none: perf script (the native
-    reader not built, declining the file, or --symfs) or PMUPROF_NO_INLINE. A binary with DWARF then splits
-    no inlined acquirer's waits: the latch table says "A or B" where addr2line -i names one latch."""
-    if not reader_argv or expands_inline(reader_argv):
-        return []
-    if "script" not in reader_argv:
-        return [FeatureOff(INLINE_FEATURE, "PMUPROF_NO_INLINE is set", "unset PMUPROF_NO_INLINE and report again")]
-    why = "perf.data was read through perf script, which names no inlined call" + (
-        " (--symfs: only perf script reads binaries from elsewhere)"
-        if any(a.startswith("--symfs") for a in reader_argv)
-        else ""
-    )
-    fix = (
-        f"build pmuprof-perfdata ({apt_install(*PERFDATA)}; make -C native) and report again: a run "
-        "directory's perf.data is read again when its binaries are installed here"
-    )
-    return [FeatureOff(INLINE_FEATURE, why, fix)]
 
 
 def with_quality(profile: Profile) -> Profile:

@@ -16,6 +16,7 @@ from ..model.analysis import Analysis
 from ..model.run import KeptBinaries
 from ..tools import elf, vdso
 from ..tools.native.perfdata import expands_inline, inline_wanted, perfdata_path
+from .inline import reader_declined
 
 MAX_MEMBER = 1 << 30  # a member larger than this is not unpacked (capture keeps none larger)
 
@@ -31,8 +32,7 @@ def rereads(path: Path) -> Path | None:
 
 def folded_without_inline(run_dir: Path) -> bool:
     """The run directory's stacks.folded came from its perf.data without inline frames (read through perf
-    script: pmuprof-perfdata was not found at capture or declined the file), and reading it again here adds
-    them: pmuprof-perfdata is built, inline chains are wanted, and the binaries that ran are installed with
+    script: pmuprof-perfdata was not found at capture), and reading it again here adds them: pmuprof-perfdata is built, inline chains are wanted, and the binaries that ran are installed with
     their build-ids (the kept copies carry no DWARF). Such stacks name no inlined acquirer, so the latch
     table can only say "page latch or index tree latch" where the addresses name one."""
     if not (run_dir / rundir.STACKS).is_file() or not (run_dir / rundir.PERF_DATA).is_file():
@@ -42,6 +42,8 @@ def folded_without_inline(run_dir: Path) -> bool:
     except InputError:
         return False  # the report of the stacks says the file is damaged
     if analysis is None or not analysis.reader_argv or expands_inline(analysis.reader_argv):
+        return False
+    if reader_declined(analysis):  # DWARF call graphs, a compressed file, ...: it would decline again
         return False
     if not inline_wanted() or perfdata_path() is None:
         return False

@@ -14,11 +14,12 @@ from pathlib import Path
 import pytest
 
 from pmuprof.analysis import archive, load as loadmod
-from pmuprof.analysis.analyse import INLINE_FEATURE, inline_off
+from pmuprof.analysis.inline import INLINE_FEATURE, inline_off
 from pmuprof.model import rundir
 from pmuprof.model.analysis import Analysis
 from pmuprof.model.profile import Profile
 from pmuprof.model.run import KeptBinaries, KeptBinary, Run
+from pmuprof.tools.perf.read import DECLINED
 
 PERF_SCRIPT = ("/usr/bin/perf", "script", "-i", "perf.data", "-F", "comm,pid,tid,ip,sym,symoff,dso", "--no-inline")
 NATIVE = ("/opt/pmuprof-perfdata", "--meta", "meta.json", "--inline", "--process-names", "perf.data")
@@ -74,6 +75,18 @@ def test_stacks_are_kept_where_reading_again_adds_nothing(
     assert isinstance(loadmod.load(run_dir, symfs=symfs), Profile) and not reader_built
 
 
+def test_a_file_the_reader_declined_is_not_read_again(tmp_path: Path, reader_built: list[Path]) -> None:
+    """pmuprof-perfdata declines DWARF call graphs, compressed files, ...: reading again would only run perf script."""
+    run_dir = _run_dir(tmp_path, PERF_SCRIPT)
+    note = f"{DECLINED} (DWARF call graphs); no inline frames, and no process's own executable is known"
+    rundir.write_typed(
+        run_dir / rundir.ANALYSIS,
+        Analysis(reader_argv=PERF_SCRIPT, features_off=tuple(inline_off(PERF_SCRIPT, (note,)))),
+    )
+    assert not archive.folded_without_inline(run_dir)
+    assert isinstance(loadmod.load(run_dir), Profile) and not reader_built
+
+
 def test_a_damaged_analysis_keeps_the_stacks(tmp_path: Path, reader_built: list[Path]) -> None:
     run_dir = _run_dir(tmp_path, PERF_SCRIPT)
     (run_dir / rundir.ANALYSIS).write_text("{not json")
@@ -88,3 +101,5 @@ def test_the_report_says_when_a_perf_data_was_read_without_inline_frames() -> No
     assert "--symfs" in off.why
     (off,) = inline_off(NATIVE[:3] + NATIVE[4:])
     assert "PMUPROF_NO_INLINE" in off.why
+    (off,) = inline_off(PERF_SCRIPT, (f"{DECLINED} (compressed); no inline frames",))
+    assert "declined" in off.why and "make -C native" not in off.fix

@@ -16,6 +16,7 @@ from ..native.perfdata import PerfdataFallback, fold_perf_data_native, inline_wa
 from . import argv as perfcmd, parse as perfparse, repair
 
 TIMEOUT_S = 120  # evlist, header and buildid-list read only the file's header
+DECLINED = "read through perf script: pmuprof-perfdata declined the file"  # the note's start (analysis/inline.py)
 
 
 @dataclass(frozen=True)
@@ -171,7 +172,7 @@ def fold_perf_data(
         argv, pids=pids, comms=comms, per_thread=per_thread, names=names, raw_unknown=True
     )
     if fallback:  # what perf script's text does not say: each process's executable (two servers of one name)
-        note = f"read through perf script: pmuprof-perfdata declined the file ({fallback[:200]}); no inline frames, "
+        note = f"{DECLINED} ({fallback[:200]}); no inline frames, "
         result = replace(result, notes=(*result.notes, note + "and no process's own executable is known"))
     return result, argv
 
