@@ -57,6 +57,9 @@ def _truth(data: Path, pid: int, exe: Path) -> Counter[str]:
 def test_write_load_latches_split_as_addr2line_does(mariadb114, mariadb114_spin200):
     exe = Path(f"/proc/{mariadb114.pid}/exe").resolve()
     out = mariadb114_spin200  # 16 writers at delay 200 (tests/integration/conftest.py)
+    reader = json.loads((out / "analysis.json").read_text())["reader_argv"]
+    # without pmuprof-perfdata the capture's perf script names no inlined acquirer: "page or index latch"
+    assert "--inline" in reader, f"perf.data was read without inline frames: {reader[:2]} (make -C native)"
     truth = _truth(out / "perf.data", mariadb114.pid, exe)
     rows = [r for r in json.loads((out / "findings.json").read_text())["latches"] if r["process"] == "mariadbd"]
     ours = Counter({r["latch"]: r["kinds"].get("spin", 0) for r in rows})
