@@ -39,6 +39,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -424,11 +425,17 @@ static void dump_stats(FILE *f, int fd)
 int offcpu_dump(struct bpf_object *obj, const struct offcpu_opts *o, __u64 t0, __u64 end, const char *why)
 {
     struct idset ids = {0};
-    FILE *f = fopen(o->out, "w");
+    /* mode 0600 (the stacks hold kernel addresses); never through a link planted at the output's name */
+    int fd = open(o->out, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+    FILE *f = fd < 0 ? NULL : fdopen(fd, "w");
     int rc;
 
-    if (!f)
-        return -errno;
+    if (!f) {
+        rc = -errno;
+        if (fd >= 0)
+            close(fd);
+        return rc;
+    }
     fprintf(f, "pmuprof-offcpu\t5\nt0_ns\t%llu\nend_ns\t%llu\nstopped_by\t%s\nmode\t%s\nmin_block_us\t%ld\n",
             (unsigned long long)t0, (unsigned long long)end, why, o->lazy ? "lazy" : "eager",
             o->lazy ? o->min_block_us : 0L);

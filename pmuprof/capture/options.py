@@ -23,3 +23,4 @@ class RecordOptions:
     # also sum off-CPU time per stack in the kernel (BPF; root only); None: where it is cheap (capture/offcpu AUTO)
     off_cpu: bool | None = False
     command: tuple[str, ...] = field(default_factory=lambda: tuple(sys.argv))
+    share: bool = False  # the run directory readable by other users, without kernel addresses or statements

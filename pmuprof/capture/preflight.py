@@ -7,7 +7,7 @@ import os
 import shutil
 from pathlib import Path
 
-from .. import arch, outfile
+from .. import arch, outfile, rundir_create
 from ..errors import PerfError, ResourceError, UsageError
 from ..packages import apt_install
 from ..paths import perf_path
@@ -36,10 +36,7 @@ def validate(opts: RecordOptions) -> None:
     if not opts.pids:
         raise UsageError("no target process", "pass -p PID (repeatable) or --all-mysqld")
     check_window(opts.duration, opts.frequency, opts.call_graph)
-    if opts.out_dir.exists() and not opts.out_dir.is_dir():
-        raise UsageError(f"{opts.out_dir} exists and is not a directory", "choose a new -o directory")
-    if opts.out_dir.exists() and any(opts.out_dir.iterdir()):
-        raise UsageError(f"{opts.out_dir} exists and is not empty", "choose a new -o directory")
+    rundir_create.check_new(opts.out_dir)
 
 
 RESERVE_SHARE, RESERVE_MIN, RESERVE_MAX = 0.02, 16 << 20, 1 << 30

@@ -8,7 +8,7 @@ from dataclasses import replace
 from pathlib import Path
 from collections.abc import Callable, Sequence
 
-from .. import __version__, outfile, signals
+from .. import __version__, rundir_create, signals
 from ..errors import PmuprofError
 from ..model import rundir
 from ..model.jsontypes import from_json
@@ -51,7 +51,7 @@ def record(
         opts.frequency, host_facts["nproc"], opts.duration, opts.call_graph, sum(t.threads for t in targets), opts.mode
     )
     free, reserve = check_disk(opts.out_dir, need)
-    outfile.ensure_dir(opts.out_dir)
+    rundir_create.create(opts.out_dir, opts.share)
     run = _started_run(opts)
     rundir.write_typed(opts.out_dir / rundir.RUN_JSON, run)  # from now on a run directory, reportable and pruned
     pmu_events, pmu_notes = _pmu_event_set(host_facts)

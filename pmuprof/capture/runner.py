@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from collections.abc import Callable, Mapping, Sequence
 
-from .. import signals
+from .. import rundir_create, signals
 from . import diskroom
 from ..errors import PerfError, ResourceError, TargetError
 from ..model import rundir
@@ -32,21 +32,26 @@ def _die_with_parent() -> None:
         pass
 
 
-def spawn(argv: Sequence[str], stderr_path: Path) -> subprocess.Popen:
-    """Start perf in its own session (a terminal Ctrl-C reaches pmuprof, which stops perf cleanly)."""
+def spawn(argv: Sequence[str], stderr_path: Path, pass_fds: Sequence[int] = ()) -> subprocess.Popen:
+    """Start perf in its own session (a terminal Ctrl-C reaches pmuprof, which stops perf cleanly); its stderr
+    goes to ``stderr_path`` through a descriptor pmuprof opened (no link followed); ``pass_fds`` stay open."""
+    err_fd = rundir_create.open_stream(stderr_path)
     try:
         return subprocess.Popen(
             list(argv),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
-            stderr=open(stderr_path, "wb"),
+            stderr=err_fd,
             start_new_session=True,
             preexec_fn=_die_with_parent,
+            pass_fds=tuple(pass_fds),
         )
     except FileNotFoundError as err:
         raise PerfError(f"cannot run {argv[0]}: not found", f"{apt_install('perf')} (or set PMUPROF_PERF)") from err
     except PermissionError as err:
         raise PerfError(f"cannot run {argv[0]}: permission denied", "check the perf binary's permissions") from err
+    finally:
+        os.close(err_fd)
 
 
 def classify_perf_error(stderr: str, paranoid: int | None) -> PerfError | TargetError | ResourceError:
@@ -270,7 +275,8 @@ class Bounded:
     """The named perf commands (and the programs sources run inside perf's window) for ``duration`` seconds
     of recording: start() spawns them and starts the window, wait() watches it, stop() ends it (always: it
     is what cleanup calls too). ``starters`` (the off-CPU tracer) count nothing until SIGUSR1, sent when
-    perf's window starts, and are stopped with it: their window is perf's.
+    perf's window starts, and are stopped with it: their window is perf's. ``pass_fds``: descriptors a
+    command writes through (perf stat's --log-fd), by name.
 
     SIGINT, SIGTERM and SIGHUP (pmuprof.signals) end the window early like the clock does; a signal
     that arrives while perf is being stopped is noted, never lost, and never cuts the stop short.
@@ -286,9 +292,11 @@ class Bounded:
         disk: DiskGuard | None = None,
         starters: Sequence[str] = (),
         at_end: Sequence[Callable[[], None]] = (),
+        pass_fds: Mapping[str, Sequence[int]] | None = None,
     ) -> None:
         self.procs, self.pids, self.paranoid, self.data_path = procs, pids, paranoid, data_path
         self.control, self.disk, self.starters, self.at_end = control, disk, starters, at_end
+        self.pass_fds = pass_fds or {}
         self.out = Outcome()
         self.started: dict[str, subprocess.Popen] = {}
         self.t0 = time.monotonic()
@@ -298,7 +306,7 @@ class Bounded:
         """Spawn every command; the window starts when perf acknowledges 'enable' (or now, without control)."""
         try:
             for name, (argv, err_path) in self.procs.items():
-                self.started[name] = spawn(argv, err_path)
+                self.started[name] = spawn(argv, err_path, self.pass_fds.get(name, ()))
             self.t0 = time.monotonic()
             if self.control is not None:
                 wait_ready(self.started, self.starters, {name: err for name, (_, err) in self.procs.items()})

@@ -8,10 +8,11 @@ says what really happened: the window's length and end, the event recorded, coun
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from .. import signals
+from .. import rundir_create, signals
 from ..errors import PerfError, PmuprofError
 from ..model import rundir
 from ..model.counters import CounterValue, Counters, event_name
@@ -49,6 +50,7 @@ class Perf(WindowSource):
         self.notes: tuple[str, ...] = ()
         self.argv: dict[str, tuple[list[str], Path]] = {}
         self.bounded: Bounded | None = None
+        self.stat_fd = -1  # perf stat's CSV, opened by pmuprof (no link followed); perf writes through it
 
     def start(self, ctx: Context) -> None:
         self.cgroup = ctx.run.cgroup
@@ -72,10 +74,12 @@ class Perf(WindowSource):
         )
         stat_events = perfcmd.STAT_SOFTWARE + tuple(ctx.run.stat.labels)  # the curated PMU events' perf names
         control = Control(out)
+        self._close_stat()
+        self.stat_fd = rundir_create.open_stream(out / rundir.STAT_CSV)
         self.argv = {
             "record": (perfcmd.record_argv(ctx.perf, spec, control.argv()), out / rundir.RECORD_LOG),
             "stat": (
-                perfcmd.stat_argv(ctx.perf, out / rundir.STAT_CSV, ctx.pids, stat_events, opts.mode, self.cgroup),
+                perfcmd.stat_argv(ctx.perf, self.stat_fd, ctx.pids, stat_events, opts.mode, self.cgroup),
                 out / rundir.STAT_LOG,
             ),
             **{name: (list(c.argv), c.log) for name, c in children.items()},
@@ -89,7 +93,13 @@ class Perf(WindowSource):
             DiskGuard(out, self.cap.reserve, room=True),
             starters=tuple(children),
             at_end=tuple(c.at_end for c in children.values() if c.at_end is not None),
+            pass_fds={"stat": (self.stat_fd,)},
         )
+
+    def _close_stat(self) -> None:
+        if self.stat_fd >= 0:
+            os.close(self.stat_fd)
+            self.stat_fd = -1
 
     def wait(self, ctx: Context) -> None:
         try:
@@ -115,10 +125,12 @@ class Perf(WindowSource):
     def cleanup(self) -> None:
         if self.bounded is not None:
             self.bounded.stop()
+        self._close_stat()
 
     def stop(self, ctx: Context) -> Part:
         assert self.bounded is not None
         out = self.bounded.stop()
+        self._close_stat()
         ctx.window.outcome = out
         warnings = list(self.notes) + self._end(ctx, out)
         stderr = perfparse.parse_record_stderr(out.stderr.get("record", ""))

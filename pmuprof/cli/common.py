@@ -104,7 +104,14 @@ def capture_options(func=None, *, off_cpu_default: bool | None = False):
             "out_dir",
             type=click.Path(file_okay=False),
             default=None,
-            help="Run directory to create (default ./pmuprof-<comm>-<time>).",
+            help="Run directory to create, mode 0700 (default ./pmuprof-<comm>-<time>-<random>); an existing one "
+            "only when it is yours, mode 0700 and empty (`mktemp -d`).",
+        ),
+        click.option(
+            "--share",
+            is_flag=True,
+            help="Let other local users read the run directory (mode 0755): the kernel's symbols (kallsyms.gz) are "
+            "not kept, processlist.tsv has no user, db or statement, perf.data and offcpu.out stay yours alone.",
         ),
         click.option("-q", "--quiet", is_flag=True, help="No progress line."),
     ]

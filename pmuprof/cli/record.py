@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import datetime as _dt
 import json
 import sys
 from pathlib import Path
@@ -13,6 +12,7 @@ from ..capture.proc import process as target
 from ..capture.record import RecordOptions
 from ..errors import TargetError
 from ..pipeline import materialize
+from ..rundir_create import unique_name
 from . import common
 from .params import flat_pids
 from .mysqlopts import mysql_options, pop_mysql_options
@@ -42,14 +42,14 @@ def build_options(
     use_mysql=True,
     off_cpu: bool | None = False,
     more_pids=(),
+    share: bool = False,
 ) -> RecordOptions:
     chosen = flat_pids(pids, more_pids, target.find_mysqld() if all_mysqld else ())
     if all_mysqld and not chosen:
         raise TargetError("no mysqld / mariadbd process is running", "start the server or pass -p PID")
     if out_dir is None:
         first = target.describe(target.resolve_pid(chosen[0])).comm if chosen else "run"
-        stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-        out_dir = f"pmuprof-{first}-{stamp}"
+        out_dir = unique_name(f"pmuprof-{first}")
     return RecordOptions(
         pids=chosen,
         out_dir=Path(out_dir),
@@ -64,6 +64,7 @@ def build_options(
         keep_perf_data=not no_keep_perf_data,
         off_cpu=off_cpu,
         command=tuple(["pmuprof"] + sys.argv[1:]),
+        share=share,
     )
 
 

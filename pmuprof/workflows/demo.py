@@ -25,6 +25,7 @@ from ..model.server import ServerFacts, ServerVersion
 from ..packages import apt_install
 from ..paths import cache_dir, demo_source_dir
 from ..pipeline import Result, report_run
+from ..rundir_create import check_new, unique_name
 
 SCENARIOS = ("mixed", "index-dive", "spin", "page-cleaner", "healthy", "blocking", "spike")
 OFF_CPU_SCENARIOS = ("blocking",)  # scenarios whose point is waiting: recorded with --off-cpu by default
@@ -223,8 +224,7 @@ class DemoOptions:
 
 
 def default_out_dir(scenario: str, now: _dt.datetime | None = None) -> Path:
-    stamp = (now or _dt.datetime.now()).strftime("%Y%m%d-%H%M%S")
-    return Path.cwd() / f"pmuprof-demo-{scenario}-{stamp}"
+    return Path.cwd() / unique_name(f"pmuprof-demo-{scenario}", now)
 
 
 @dataclass(frozen=True)
@@ -279,8 +279,7 @@ def run_demo(
     Returns the pipeline's result plus ``run_dir`` and ``workload`` (its argv and exit code).
     """
     out_dir = Path(opts.out_dir) if opts.out_dir else default_out_dir(opts.scenario)
-    if out_dir.exists() and any(out_dir.iterdir()):
-        raise UsageError(f"{out_dir} exists and is not empty", "choose a new -o directory")
+    check_new(out_dir)  # before the workload is built and started
     binary = build_demo(opts.cache_dir)
     seconds = opts.warmup_s + opts.duration + SELF_STOP_MARGIN_S
     proc = start_demo(

@@ -19,6 +19,7 @@ from typing import Any, TextIO
 import pymysql
 
 from ...model.rundir import PROCESSLIST
+from ...rundir_create import open_stream
 from ..lifecycle import Context, Part
 from ..persecond import Measure, PerSecond
 from . import session
@@ -68,11 +69,14 @@ def _cell(value: Any) -> str:
     return text.replace("\t", " ").replace("\n", " ").replace("\r", " ")[:200]
 
 
-def row_line(second: int, row: tuple) -> str | None:
-    """One processlist.tsv line for a (id, tid, user, db, command, state, time, info) row (None without a tid)."""
+def row_line(second: int, row: tuple, shared: bool = False) -> str | None:
+    """One processlist.tsv line for a (id, tid, user, db, command, state, time, info) row (None without a tid);
+    ``shared`` (a run directory other users may read): user, db and the statement left empty."""
     pid_, tid, user, db, command, state, secs, info = row
     if tid is None or not str(tid).isdigit():
         return None
+    if shared:
+        user, db, info = "", "", None
     cells = (second, int(tid), pid_, user, db, command, state or "", secs, digest(info))
     return "\t".join(_cell(c) for c in cells) + "\n"
 
@@ -96,9 +100,9 @@ class Processlist(PerSecond):
     name = "processlist"
     measures = (Measure("processlist.active", "connections", "connections running a statement (not Sleep)", show=True),)
 
-    def __init__(self, opts: MysqlOptions, pid: int | None, path: Path, **kw: Any) -> None:
+    def __init__(self, opts: MysqlOptions, pid: int | None, path: Path, shared: bool = False, **kw: Any) -> None:
         super().__init__(**kw)
-        self.opts, self.pid, self.path = opts, pid, path
+        self.opts, self.pid, self.path, self.shared = opts, pid, path, shared
         self.rows = 0
         self.source = ""
         self._secrets: list[str] = []
@@ -114,7 +118,10 @@ class Processlist(PerSecond):
             return None
         options = ctx.opts.mysql_options
         return cls(
-            options if isinstance(options, MysqlOptions) else MysqlOptions(), ctx.pids[0], ctx.out_dir / PROCESSLIST
+            options if isinstance(options, MysqlOptions) else MysqlOptions(),
+            ctx.pids[0],
+            ctx.out_dir / PROCESSLIST,
+            ctx.opts.share,
         )
 
     def open(self, ctx: Context) -> None:
@@ -130,7 +137,7 @@ class Processlist(PerSecond):
         if self._own is not None:
             self._own.poll(at=round(began, 6))  # choosing reads the processlist once (MariaDB: a table on disk)
         self.source = "information_schema.PROCESSLIST" if self._sql == MARIADB_SQL else "performance_schema.threads"
-        self._out = open(self.path, "w", encoding="utf-8")
+        self._out = open(open_stream(self.path), "w", encoding="utf-8")
         self._out.write(HEADER + "\n")
 
     def read(self) -> list[tuple]:
@@ -144,7 +151,7 @@ class Processlist(PerSecond):
         return list(rows)
 
     def keep(self, second: int, reading: list[tuple]) -> dict[str, float | None]:
-        lines = [ln for ln in (row_line(second, r) for r in reading) if ln]
+        lines = [ln for ln in (row_line(second, r, self.shared) for r in reading) if ln]
         if self._out is not None:
             self._out.write("".join(lines))
             self._out.flush()

@@ -11,7 +11,7 @@ from pathlib import Path
 from collections.abc import Mapping
 
 from ...model import rundir
-from ...model.run import KeptBinaries, KeptBinary, Run, Target
+from ...model.run import KeptBinaries, KeptBinary, KernelSymbols, Run, Target
 from ...tools import elf, vdso
 from ...tools.perf import read as perfread
 from ..lifecycle import Context, Part, Source
@@ -141,16 +141,22 @@ def _copy_of(source: Path, build_id: str, scratch: Path) -> tuple[Path | None, s
     return source, ""
 
 
-def keep_for_report(out_dir: Path, perf: str, run: Run, perf_data_kept: bool = True) -> Run:
+SHARED_NO_KALLSYMS = "left out: --share (kernel addresses stay private)"
+
+
+def keep_for_report(out_dir: Path, perf: str, run: Run, perf_data_kept: bool = True, shared: bool = False) -> Run:
     """``run`` with what a report elsewhere needs kept beside perf.data: the kernel's symbols of this boot
-    and the sampled user binaries (nothing when perf.data itself is not kept: nothing would re-read it)."""
+    and the sampled user binaries (nothing when perf.data itself is not kept: nothing would re-read it).
+    ``shared`` (a run directory other users may read): not the kernel's symbols, which /proc hides from them."""
     if not perf_data_kept:
         return run
     data = out_dir / rundir.PERF_DATA
     hits = perfread.build_ids(perf, data, hits=True) if data.is_file() else {}
     return replace(
         run,
-        kernel_symbols=keep_kernel_symbols(out_dir / rundir.KALLSYMS),
+        kernel_symbols=KernelSymbols(why_not=SHARED_NO_KALLSYMS)
+        if shared
+        else keep_kernel_symbols(out_dir / rundir.KALLSYMS),
         kept_binaries=keep_binaries(out_dir / rundir.BINARIES, wanted(run.targets, hits)),
     )
 
@@ -166,7 +172,7 @@ class Archive(Source):
         return cls() if ctx.opts.keep_perf_data else None
 
     def stop(self, ctx: Context) -> Part:
-        kept = keep_for_report(ctx.out_dir, ctx.perf, ctx.run)
+        kept = keep_for_report(ctx.out_dir, ctx.perf, ctx.run, shared=ctx.opts.share)
         return Part(
             self.name,
             fields={"kernel_symbols": kept.kernel_symbols, "kept_binaries": kept.kept_binaries},

@@ -75,10 +75,12 @@ def record_argv(perf: str, spec: RecordSpec, control: list[str] | None = None) -
 
 
 def stat_argv(
-    perf: str, output: Path, pids: tuple[int, ...], events: tuple[str, ...], mode: str, cgroup: str | None = None
+    perf: str, output: Path | int, pids: tuple[int, ...], events: tuple[str, ...], mode: str, cgroup: str | None = None
 ) -> list[str]:
-    """perf stat in CSV (-x,). Per-cpu mode counts system-wide, or the target's cgroup when it has one."""
-    argv = [perf, "stat", "-x", ",", "-o", str(output), "-e", ",".join(events)]
+    """perf stat in CSV (-x,) into ``output``: a file, or a descriptor pmuprof opened (--log-fd: perf then opens
+    nothing in the run directory). Per-cpu mode counts system-wide, or the target's cgroup when it has one."""
+    where = ["--log-fd", str(output)] if isinstance(output, int) else ["-o", str(output)]
+    argv = [perf, "stat", "-x", ",", *where, "-e", ",".join(events)]
     if mode == "per-thread":
         argv += ["-p", ",".join(str(p) for p in pids)]
     else:
