@@ -158,7 +158,18 @@ def open_evidence(path: str | Path, max_bytes: int) -> int:
     return fd
 
 
+def evidence_bytes(path: str | Path, max_bytes: int = ANY_SIZE) -> bytes | None:
+    """A received run directory's file read whole through ``open_evidence`` (None when it is absent)."""
+    try:
+        fd = open_evidence(path, max_bytes)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    with os.fdopen(fd, "rb") as fh:
+        return fh.read()
+
+
 __all__ = [
+    "evidence_bytes",
     "ANY_SIZE",
     "ELF_MAX_BYTES",
     "SMALL_MAX_BYTES",

@@ -39,6 +39,20 @@ def os_error(err: OSError, path: Path | str, doing: str = "write") -> PmuprofErr
     return UsageError(f"cannot {doing} {path}: {why}", "choose an -o you may write to")
 
 
+RESERVE_SHARE, RESERVE_MIN, RESERVE_MAX = 0.02, 16 << 20, 1 << 30
+
+
+def disk_reserve(total: int) -> int:
+    """Free space pmuprof never uses: 2 % of the filesystem, at least 16 MiB, at most 1 GiB."""
+    return int(min(max(total * RESERVE_SHARE, RESERVE_MIN), RESERVE_MAX))
+
+
+def free_above_reserve(path: Path | str) -> int:
+    """Bytes pmuprof may still write on the filesystem holding directory ``path`` (may be negative)."""
+    st = os.statvfs(path)
+    return st.f_bavail * st.f_frsize - disk_reserve(st.f_blocks * st.f_frsize)
+
+
 def file_kind(mode: int) -> str:
     """What an lstat/fstat mode is, as "a FIFO", "a directory", ... (for one-line errors)."""
     for test, name in (

@@ -6,11 +6,13 @@ so a report never depends on whether its input came from a live capture.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from collections.abc import Callable, Sequence
 
 from . import deadline, outfile
+from .capture import diskroom
 from .analysis import threads
 from .analysis.analyse import analyse, with_quality
 from .analysis.archive import kept_symfs, with_symfs
@@ -47,12 +49,16 @@ class Result:
         return list(self.diagnosis.findings)
 
 
-def build_profile(path: Path | str, options: Options = Options()) -> Profile:
+def build_profile(path: Path | str, options: Options = Options(), work_dir: Path | None = None) -> Profile:
     """Any input as an analysed Profile (a run directory re-read where its binaries are not installed uses
-    the copies it kept)."""
-    with kept_symfs(Path(path), options.lookup.symfs) as symfs:
+    the copies it kept). ``work_dir``: where a copy of the input may be repaired (the report's output
+    directory; a private temporary one when None): a run directory is evidence, never written."""
+    notes: list[str] = []
+    with kept_symfs(Path(path), options.lookup.symfs, notes=notes) as symfs:
         options = with_symfs(options, symfs)
-        loaded = load(Path(path), options.choice, options.lookup.symfs)
+        loaded = load(Path(path), options.choice, options.lookup.symfs, work_dir)
+        if notes:
+            loaded = replace(loaded, run=loaded.run.with_notes(tuple(notes)))
         return analyse(loaded, options.lookup) if isinstance(loaded, Recording) else with_quality(loaded)
 
 
@@ -64,12 +70,16 @@ def profile_for_report(path: Path | str, options: Options = Options()) -> Profil
 def materialize(run_dir: Path, options: Options = Options(), log: Callable[[str], None] = lambda _m: None) -> Profile:
     """Fold and analyse a recorded run directory: write stacks.folded, leaves.tsv and analysis.json into it."""
     log("folding stacks and analysing binaries")
+    notes: list[str] = []
     with (
         deadline.cpu_bounded("folding and analysing the recording"),
-        kept_symfs(Path(run_dir), options.lookup.symfs, refold=True) as symfs,
+        kept_symfs(Path(run_dir), options.lookup.symfs, refold=True, notes=notes) as symfs,
     ):
         options = with_symfs(options, symfs)
-        profile = analyse(read_run_dir(Path(run_dir), options.choice, options.lookup.symfs), options.lookup)
+        recording = read_run_dir(Path(run_dir), options.choice, options.lookup.symfs, Path(run_dir))
+        if notes:
+            recording = replace(recording, run=recording.run.with_notes(tuple(notes)))
+        profile = analyse(recording, options.lookup)
     write_analysed(Path(run_dir), profile)
     return profile
 
@@ -125,10 +135,22 @@ def report_input(
     so does one whose threads were all off the CPU (an --off-cpu capture of a server blocked on locks).
     """
     with deadline.cpu_bounded("reading and analysing the input"):
-        profile = build_profile(input_path, options)
+        profile = build_profile(input_path, options, Path(out_dir))
+    _sweep_room(Path(input_path))
     if not profile.total and not allow_empty and not (profile.offcpu and profile.offcpu.total_us):
         raise InputError(f"{input_path}: the profile is empty", "record while the server is busy")
     return report_profile(profile, Path(out_dir))
+
+
+def _sweep_room(path: Path) -> None:
+    """A run directory of this user's that a killed capture left its room in (.pmuprof-room, 6 MiB on two
+    CPUs) gets the space back: the room is pmuprof's scratch, not evidence (diskroom.stale proves it)."""
+    try:
+        mine = path.is_dir() and not path.is_symlink() and path.stat().st_uid == os.geteuid()
+    except OSError:
+        return
+    if mine and rundir.is_run_dir(path):
+        diskroom.sweep(path)
 
 
 def findings_json_text(input_path: Path | str, options: Options = Options()) -> str:

@@ -6,7 +6,7 @@ import contextlib
 import signal
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 # Stop signals within this long of the one taken are the same request: timeout(1) sends SIGTERM to its
@@ -102,6 +102,38 @@ def held() -> Iterator[list[int]]:
     for signum in STOP_SIGNALS:
         if signal.getsignal(signum) is not signal.SIG_IGN:
             previous[signum] = signal.signal(signum, _note(pending))
+    try:
+        yield pending
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+def _first_noted(pending: list[int], on_first: Callable[[str], None]):
+    def handler(signum: int, _frame: object) -> None:
+        if not _new_request():
+            return
+        if pending:
+            raise StopSignal(signum)
+        pending.append(signum)
+        on_first(signal.Signals(signum).name)
+
+    return handler
+
+
+@contextlib.contextmanager
+def first_noted(on_first: Callable[[str], None] = lambda _name: None) -> Iterator[list[int]]:
+    """Inside: the first stop request is only noted (in the yielded list, and told to ``on_first``) and the
+    block runs to its end; a further request (after BURST_S) raises StopSignal as usual. For work that is
+    worth more finished than stopped: the report of a capture whose perf has already stopped."""
+    pending: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield pending
+        return
+    previous = {}
+    for signum in STOP_SIGNALS:
+        if signal.getsignal(signum) is not signal.SIG_IGN:
+            previous[signum] = signal.signal(signum, _first_noted(pending, on_first))
     try:
         yield pending
     finally:

@@ -9,6 +9,8 @@ import tempfile
 from pathlib import Path
 from collections.abc import Iterator
 
+from .. import infile
+from ..model import rundir
 from ..model.analysis import StackQuality
 from ..model.run import KernelSymbols, Run
 from ..tools import elf
@@ -40,14 +42,17 @@ def recorded_kallsyms(
     if recorded and recorded == running_build_id:
         yield PROC_KALLSYMS if symfs else None
         return
-    source = run_dir / kept.file if run_dir is not None and kept is not None and kept.file else None
+    source = rundir.kept_file(run_dir, kept.file if kept is not None else "", rundir.KALLSYMS)
     cached = PERF_CACHE / KERNEL_DSO / recorded / "kallsyms" if recorded else None
-    if kept is None or source is None or not source.is_file() or (recorded and kept.build_id != recorded):
+    if kept is None or source is None or (recorded and kept.build_id != recorded):
         yield cached if symfs and cached is not None and cached.is_file() else None
         return
     with tempfile.TemporaryDirectory(prefix="pmuprof-kallsyms-") as tmp:
         try:
-            with gzip.open(source, "rb") as src:
+            with (
+                os.fdopen(infile.open_evidence(source, infile.ANY_SIZE), "rb") as raw,
+                gzip.GzipFile(fileobj=raw) as src,
+            ):
                 data = src.read(MAX_KALLSYMS + 1)
         except (OSError, EOFError):
             data = b""

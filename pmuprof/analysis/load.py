@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import stat
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from collections.abc import Mapping
 
+from .. import infile
 from ..errors import InputError
 from ..model import rundir
 from ..model.analysis import Process
@@ -83,6 +85,7 @@ def sniff(path: Path) -> str:
     """'rundir' | 'perf.data' | 'perf-script' | 'folded'."""
     if path.is_dir():
         if rundir.is_run_dir(path) or (path / rundir.STACKS).is_file():
+            rundir.check_received(path)
             return "rundir"
         raise InputError(
             f"{path}: a directory without run.json or stacks.folded",
@@ -94,6 +97,11 @@ def sniff(path: Path) -> str:
         raise InputError(
             f"{path}: not a regular file ({_kind(path)})", "pass a run directory, a perf.data or a text file"
         )
+    if rundir.is_run_dir(path.parent):  # a file of a run directory is evidence like the directory
+        rundir.check_received(path.parent)
+        why = infile.evidence_problem(path)
+        if why:
+            raise InputError(f"{path}: {why}: not read", rundir.RECEIVED_FIX)
     with open(path, "rb") as fh:
         head = fh.read(65536)
     if not head.strip():
@@ -118,51 +126,61 @@ def sniff(path: Path) -> str:
     return "folded"
 
 
-def load(path: Path | str, choice: Choice = Choice(), symfs: Path | None = None) -> Recording | Profile:
-    """An analysed Profile for an analysed run directory or a folded file, else a Recording to analyse."""
+def load(
+    path: Path | str, choice: Choice = Choice(), symfs: Path | None = None, work_dir: Path | None = None
+) -> Recording | Profile:
+    """An analysed Profile for an analysed run directory or a folded file, else a Recording to analyse.
+    ``work_dir``: where a perf.data perf could not close is repaired on a copy (the report's output)."""
     path = Path(path)
     kind = sniff(path)
     if kind == "rundir":
-        if (path / rundir.STACKS).is_file() and (symfs is not None or not folded_without_inline(path)):
+        notes: list[str] = []
+        if rundir.readable(path / rundir.STACKS, notes) and (symfs is not None or not folded_without_inline(path)):
             return restrict(rundir.load_run_dir(path, load_folded_stacks), choice)
-        return read_run_dir(path, choice, symfs)
+        recording = read_run_dir(path, choice, symfs, work_dir)
+        return replace(recording, run=recording.run.with_notes(tuple(notes))) if notes else recording
     if kind == "folded":
         stacks, headers = load_folded_stacks(path)
         run = Run(source=Source(kind="folded", path=str(path), headers=headers))
         return restrict(Profile(stacks, run, source=str(path)), choice)
     sibling = path.parent if rundir.is_run_dir(path.parent) else None
-    return read_recording(path, kind, choice, sibling, symfs)
+    return read_recording(path, kind, choice, sibling, symfs, work_dir=work_dir)
 
 
-def read_run_dir(path: Path, choice: Choice, symfs: Path | None = None) -> Recording:
+def read_run_dir(path: Path, choice: Choice, symfs: Path | None = None, work_dir: Path | None = None) -> Recording:
     """A recorded run directory's perf.data with its targets (none of them busy: an empty Recording)."""
     data = path / rundir.PERF_DATA
-    if not data.is_file():
+    notes: list[str] = []
+    if not rundir.readable(data, notes):
         raise InputError(
-            f"{path}: no {rundir.STACKS} and no {rundir.PERF_DATA} in this run directory",
-            "the capture recorded nothing; capture again",
+            f"{path}: no {rundir.STACKS} and no {rundir.PERF_DATA} in this run directory"
+            + (f" ({rundir.PERF_DATA}: {infile.evidence_problem(data)})" if notes else ""),
+            rundir.RECEIVED_FIX if notes else "the capture recorded nothing; capture again",
         )
-    return read_recording(data, "perf.data", choice, path, symfs, allow_empty=True)
+    return read_recording(data, "perf.data", choice, path, symfs, allow_empty=True, work_dir=work_dir)
 
 
 def read_recording(
-    path: Path, kind: str, choice: Choice, sibling: Path | None, symfs: Path | None = None, allow_empty: bool = False
+    path: Path,
+    kind: str,
+    choice: Choice,
+    sibling: Path | None,
+    symfs: Path | None = None,
+    allow_empty: bool = False,
+    work_dir: Path | None = None,
 ) -> Recording:
     """Fold a perf.data or perf script text; inside a run directory, reuse its targets and facts."""
     run = rundir.read_run(sibling) if sibling else Run()
-    if kind == "perf.data" and sibling is not None and repair.finish_header(path):  # perf killed / out of disk
-        run = run.with_notes(
-            (
-                "perf did not close perf.data (killed, or out of disk): pmuprof set its data size "
-                "from the file; the last samples may be missing",
-            )
-        )
     names = {t.pid: t.label for t in run.targets}
     pids = choice.pids or (tuple(names) if not choice.comms else ())
     comms = choice.comms or (() if pids else DEFAULT_TARGET_COMMS)
     choice = replace(choice, per_thread=choice.per_thread or run.record.per_thread_roots)  # asked at record time
     if kind == "perf.data":
-        result, recording, argv = _fold_perf_data(path, pids, comms, choice.per_thread, names, symfs, sibling, run)
+        result, recording, argv, repaired = _fold_perf_data(
+            path, pids, comms, choice.per_thread, names, symfs, sibling, run, work_dir
+        )
+        if repaired:  # perf killed / out of disk
+            run = run.with_notes((REPAIRED_NOTE,))
         run = _run_for_perf_data(run, recording)
         build_ids = recording.build_ids
     else:
@@ -175,6 +193,9 @@ def read_recording(
     offcpu = rundir.read_offcpu(sibling, load_folded_stacks, more) if sibling else None
     series = rundir.read_series(sibling, more) if sibling else None
     status = rundir.read_status(sibling, more) if sibling else None
+    if sibling:  # read by the native reader, and the kernel's symbols: a refused one is said here
+        rundir.readable(sibling / rundir.RECOVERED_CALLERS, more)
+        rundir.kept_file(sibling, run.kernel_symbols.file if run.kernel_symbols else "", rundir.KALLSYMS, more)
     run = run.with_notes(notes + tuple(more))
     run = _with_fold_facts(run, result, path, kind)
     if choice.pids and not result.pid_known:
@@ -230,17 +251,33 @@ def _nothing_kept(path: Path, kind: str, result: FoldResult, pids, comms) -> Inp
     )
 
 
-def _fold_perf_data(path: Path, pids, comms, per_thread, names, symfs, sibling: Path | None, run: Run):
+REPAIRED_NOTE = (
+    "perf did not close perf.data (killed, or out of disk): pmuprof read a copy with its data size set "
+    "from the file (the run directory's perf.data is left as it is); the last samples may be missing"
+)
+
+
+def _fold_perf_data(
+    path: Path, pids, comms, per_thread, names, symfs, sibling: Path | None, run: Run, work_dir: Path | None = None
+):
+    """(folded result, what the perf.data says of itself, reader argv, bytes a repair found); a run
+    directory's perf.data that perf could not close is read from a repaired copy (repair.finished)."""
     perf = perf_path()
     if not perf:
         raise InputError(
             f"{path}: reading a perf.data needs perf, which is not installed",
             f"{apt_install('perf')}, or pass the folded file / perf script text instead",
         )
-    recording = perfread.describe(perf, path)
-    with recorded_kallsyms(
-        sibling, run, recorded_build_id=recording.build_ids.get(KERNEL_DSO), symfs=symfs is not None
-    ) as kallsyms:
+    with contextlib.ExitStack() as stack:
+        repaired = 0
+        if sibling is not None:
+            path, repaired = stack.enter_context(repair.finished(path, work_dir))
+        recording = perfread.describe(perf, path)
+        kallsyms = stack.enter_context(
+            recorded_kallsyms(
+                sibling, run, recorded_build_id=recording.build_ids.get(KERNEL_DSO), symfs=symfs is not None
+            )
+        )
         callers = sibling / rundir.RECOVERED_CALLERS if sibling is not None else None
         result, argv = perfread.fold_perf_data(
             perf,
@@ -252,9 +289,9 @@ def _fold_perf_data(path: Path, pids, comms, per_thread, names, symfs, sibling: 
             symfs,
             timed=recording.timed,
             kallsyms=kallsyms,
-            callers=callers if callers is not None and callers.is_file() else None,
+            callers=callers if callers is not None and rundir.readable(callers) else None,
         )
-    return result, recording, argv
+    return result, recording, argv, repaired
 
 
 def _run_for_perf_data(run: Run, rec: perfread.Recording) -> Run:
@@ -265,7 +302,8 @@ def _run_for_perf_data(run: Run, rec: perfread.Recording) -> Run:
         events_recorded=run.record.events_recorded or tuple(e["name"] for e in rec.events),
         call_graph=run.record.call_graph or rec.call_graph,
     )
-    run = replace(run, record=record)
+    record, said = perfread.recorded_rate(record, rec)  # a run.json older than that check
+    run = replace(run, record=record).with_notes(said)
     if not run.targets:  # a bare perf.data: the host it was recorded on
         h = rec.header
         nproc = str(h.get("nproc", ""))

@@ -49,8 +49,8 @@ def polled_for(profile: Profile) -> plist.Polled | None:
         return None
     src = Path(profile.source)
     folder = src if src.is_dir() else src.parent
-    if not (folder / rundir.PROCESSLIST).is_file() or not (src.is_dir() or rundir.is_run_dir(folder)):
-        return None
+    if not rundir.readable(folder / rundir.PROCESSLIST) or not (src.is_dir() or rundir.is_run_dir(folder)):
+        return None  # (a processlist.tsv not to be read was said when the run directory was loaded)
     return plist.read(folder / rundir.PROCESSLIST)
 
 

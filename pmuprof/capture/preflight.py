@@ -39,14 +39,6 @@ def validate(opts: RecordOptions) -> None:
     rundir_create.check_new(opts.out_dir)
 
 
-RESERVE_SHARE, RESERVE_MIN, RESERVE_MAX = 0.02, 16 << 20, 1 << 30
-
-
-def disk_reserve(total: int) -> int:
-    """Free space pmuprof never uses: 2 % of the filesystem, at least 16 MiB, at most 1 GiB."""
-    return int(min(max(total * RESERVE_SHARE, RESERVE_MIN), RESERVE_MAX))
-
-
 def _existing(path: Path) -> Path:
     while not path.exists() and path != path.parent:
         path = path.parent
@@ -63,7 +55,7 @@ def check_disk(out_dir: Path, need: int) -> tuple[int, int]:
         raise outfile.os_error(err, probe, "check free space on") from err
     if flags & os.ST_RDONLY:
         raise ResourceError(f"cannot write in {probe}: read-only filesystem", "choose -o on a writable filesystem")
-    reserve = disk_reserve(usage.total)
+    reserve = outfile.disk_reserve(usage.total)
     if usage.free - reserve < need:
         raise ResourceError(
             f"not enough free disk in {probe}: {usage.free / 2**20:.0f} MiB free; this capture needs about "

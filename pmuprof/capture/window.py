@@ -219,13 +219,15 @@ def outcome_warnings(outcome: Outcome) -> list[str]:
 def recorded_event(record: Record, perf: str, data: Path) -> tuple[Record, tuple[str, ...], tuple[FeatureOff, ...]]:
     """perf may silently substitute cpu-clock for cycles on hosts without a PMU: say so."""
     rec = perfread.Recording(tuple(perfread.recorded_events(perf, data)), {}, {})
+    record, rate = perfread.recorded_rate(record, rec)
     record = replace(record, event_recorded=rec.event, events_recorded=tuple(e["name"] for e in rec.events))
     asked = event_name(record.event_requested)
     if rec.event == asked:
-        return record, (), ()
+        return record, rate, ()
     return (
         record,
-        (
+        rate
+        + (
             f"perf recorded {rec.event} instead of {asked}: no usable hardware PMU on this host (a VM without a "
             f"vPMU?). Function shares are time-based and still right; cycle/IPC facts are unavailable",
         ),

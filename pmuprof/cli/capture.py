@@ -59,7 +59,7 @@ def capture_cmd(quiet: bool, exit_code_on_findings: bool, as_json: bool, **kwarg
         rules = common.check_rules()
         out = opts.out_dir
         out = common.recorded(opts, quiet)
-        result = common.after_record(out, lambda: report_run(out, rules, common.log))
+        result, late = common.after_record(out, lambda: report_run(out, rules, common.log))
         profile = result.profile
     code = findings_exit_code(result.findings) if exit_code_on_findings else 0
     html = str(result.paths["html"])
@@ -86,6 +86,8 @@ def capture_cmd(quiet: bool, exit_code_on_findings: bool, as_json: bool, **kwarg
     common.say_findings(result.diagnosis)
     if problem is not None:  # cut short: the report is written, the metrics said so, the exit status too
         raise problem
+    if late:
+        raise common.late_stop(late, str(result.paths["html"]))
     if as_json:
         summary = run_summary(out, profile.total, result.diagnosis, result.paths, code, hostname(profile))
         click.echo(json.dumps(summary, indent=2, sort_keys=True, ensure_ascii=False))

@@ -206,12 +206,27 @@ def recorded(opts: RecordOptions, quiet: bool) -> Path:
         raise stopped(err, opts.out_dir) from None
 
 
-def after_record(out_dir: Path, build: Callable[[], T]) -> T:
-    """Fold/report a recorded run directory; a stop signal here leaves it complete for `pmuprof report`."""
+def after_record(out_dir: Path, build: Callable[[], T]) -> tuple[T, int]:
+    """Fold/report a recorded run directory, and the stop signal that came meanwhile (0: none). The first
+    stop request while folding waits for the report (it is what the capture was for; the caller then
+    exits 128 + N, `late_stop`); a second one, or one after the capture was already stopped by a signal,
+    stops now and leaves the run directory complete for `pmuprof report`."""
     try:
-        return build()
+        if rundir.read_run(out_dir).stopped_by in signal.Signals.__members__:
+            return build(), 0
+        with signals.first_noted(
+            lambda name: log(f"{name}: finishing the report first (another one stops now)")
+        ) as pending:
+            result = build()
+        return result, pending[0] if pending else 0
     except signals.STOPS as err:
         raise stopped(err, out_dir) from None
+
+
+def late_stop(signum: int, what: str) -> Interrupted:
+    """A stop signal that came while the report was being built: the report was finished first."""
+    name = signal.Signals(signum).name
+    return Interrupted(f"{name} came while the report was built: finished it first: {what}", "", 128 + signum)
 
 
 def end_of_capture(run: Run, what: str, off_cpu_asked: bool = False) -> None:

@@ -101,9 +101,11 @@ def export_cmd(input_path: str, fmt: str, out_file: str, headers: bool, per_thre
 
 def _with_threads(path: Path) -> tuple[Path, bool]:
     """The input that carries thread ids (a run directory's perf.data), and whether there is one."""
-    if path.is_dir() and (path / rundir.PERF_DATA).is_file():
+    if path.is_dir() and rundir.is_run_dir(path):
+        rundir.check_received(path)
+    if path.is_dir() and rundir.readable(path / rundir.PERF_DATA):
         return path / rundir.PERF_DATA, True
-    if path.is_dir() and (path / rundir.SAMPLES).is_file():
+    if path.is_dir() and rundir.readable(path / rundir.SAMPLES):
         table, _ = rundir.read_samples(path / rundir.SAMPLES, None)
         return path, table is not None and table.has_tids
     kind = sniff(path) if path.exists() else ""

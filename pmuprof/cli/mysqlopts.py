@@ -10,6 +10,7 @@ from collections.abc import Callable
 import click
 
 from ..capture.mysql.facts import MysqlOptions
+from ..capture.mysql.mydefaults import ignored_files
 from ..capture.mysql.tls import MODES, Tls
 from ..errors import UsageError
 
@@ -155,7 +156,7 @@ def pop_mysql_options(kwargs: dict[str, Any]) -> MysqlOptions | None:
     if values["no_mysql"]:
         return None
     mode = values["ssl_mode"].upper() if values["ssl_mode"] else None
-    return MysqlOptions(
+    opts = MysqlOptions(
         socket=values["mysql_socket"],
         host=values["mysql_host"],
         port=values["mysql_port"],
@@ -168,6 +169,13 @@ def pop_mysql_options(kwargs: dict[str, Any]) -> MysqlOptions | None:
         no_defaults=bool(values["no_defaults"]),
         tls=Tls(mode, values["ssl_ca"], values["ssl_cert"], values["ssl_key"]),
     )
+    for path in ignored_files(opts.sources):  # as the mysql client says it
+        click.echo(
+            f"pmuprof: warning: option file {path} is world-writable: ignored, as the mysql client ignores it "
+            f"(any local user could have put their own server or user in it; chmod o-w {path})",
+            err=True,
+        )
+    return opts
 
 
 def pop_mysql_argv(kwargs: dict[str, Any]) -> tuple[str, ...]:

@@ -92,10 +92,12 @@ def record_cmd(quiet: bool, as_json: bool, **kwargs) -> None:
     opts = build_options(**kwargs, mysql_options=mysql_opts, use_mysql=use_mysql)
     common.check_rules()
     out = common.recorded(opts, quiet)
-    profile = common.after_record(out, lambda: materialize(out, log=common.log))
+    profile, late = common.after_record(out, lambda: materialize(out, log=common.log))
     common.say_problems(profile)
     common.log(f"run directory: {out}")
     common.end_of_capture(profile.run, str(out), opts.off_cpu is True)
+    if late:
+        raise common.late_stop(late, str(out))
     if as_json:
         warnings = list(dict.fromkeys(profile.run.warnings + profile.analysis.warnings))
         click.echo(json.dumps({"run_dir": str(out), "samples": profile.total, "warnings": warnings}, indent=2))

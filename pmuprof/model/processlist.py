@@ -7,11 +7,14 @@ with hundreds of connections is tens of thousands of rows, but few distinct stat
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from collections.abc import Iterator
 
 import numpy as np
+
+from ..infile import Refused, evidence_bytes
 
 TEXT_COLUMNS = ("user", "db", "command", "state", "digest")
 NEAR_S = 1  # a sample may join the poll of the second before or after its own (polls are ~1 s apart)
@@ -123,21 +126,23 @@ def parse(text: str) -> Polled:
     )
 
 
-def _text(path: Path) -> str | None:
+def _text(path: Path) -> tuple[str | None, str]:
+    """(its text or None, why it is not read): a regular file of this user or root (infile.open_evidence)."""
     try:
-        return Path(path).read_text(encoding="utf-8", errors="replace")
-    except FileNotFoundError:
-        return None
+        raw = evidence_bytes(path)
+    except OSError as err:
+        return None, (err.why if isinstance(err, Refused) else os.strerror(err.errno or 0)) + ": left out of the report"
+    return (None if raw is None else raw.decode("utf-8", errors="replace")), ""
 
 
 def read(path: Path) -> Polled | None:
-    """The polled processlist of a run directory, None when it has none."""
-    text = _text(path)
+    """The polled processlist of a run directory, None when it has none (or it is not to be read)."""
+    text, _ = _text(path)
     return None if text is None else parse(text)
 
 
 def note(path: Path) -> str:
-    """A warning for a damaged processlist.tsv ("" when it is sound or absent)."""
-    text = _text(path)
-    why = damage(text) if text is not None else ""
+    """A warning for a damaged or refused processlist.tsv ("" when it is sound or absent)."""
+    text, why = _text(path)
+    why = why or (damage(text) if text is not None else "")
     return f"{Path(path).name}: {why}" if why else ""

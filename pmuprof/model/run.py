@@ -179,7 +179,8 @@ class Record:
     event_requested: str = ""
     event_recorded: str = ""
     events_recorded: tuple[str, ...] = ()
-    frequency: int | None = None
+    frequency: int | None = None  # the rate perf sampled at (perf.data's attr): perf lowers -F to the kernel's cap
+    frequency_requested: int | None = None  # -F as asked, only when perf used another rate
     call_graph: str = ""  # fp | dwarf | lbr | "" (unknown)
     per_thread_roots: bool = False  # --per-thread-roots: the report folds with one frame per thread
     samples_total: int | None = None  # every sample in the file

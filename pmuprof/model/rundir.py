@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import math
 import os
+import re
 from pathlib import Path
 from typing import Any, TypeVar
 from collections.abc import Callable
 
-from .. import outfile
+from .. import infile, outfile
 from ..errors import InputError, UsageError
 from .analysis import Analysis
 from .counters import Counters
@@ -104,20 +106,99 @@ def is_run_dir(path: Path) -> bool:
     return path.is_dir() and (path / RUN_JSON).is_file()
 
 
+RECEIVED_FIX = "copy it where only you and root can change it (cp -r DIR /var/tmp/NAME) and report the copy"
+
+
+def check_received(path: Path) -> None:
+    """Refuse (one line) a run directory another user could change while pmuprof reads it: it, or a directory
+    on its way, is that user's, or group or others may write it (a run directory is evidence: its files are
+    then checked one by one, ``readable``, and never written)."""
+    why = infile.private_dir_problem(path)
+    if why:
+        raise InputError(
+            f"{path}: not read: {why}, so another user could change this run directory while pmuprof reads it",
+            RECEIVED_FIX,
+        )
+
+
+def kept_file(run_dir: Path | None, name: str, expected: str, notes: list[str] | None = None) -> Path | None:
+    """The file run.json says the capture kept (kallsyms.gz, binaries.tar.gz) when it is there to be read:
+    only its contract name, never another path run.json names (None, with a note, for anything else)."""
+    if run_dir is None or not name:
+        return None
+    if name != expected:
+        if notes is not None:
+            notes.append(f"run.json names {name!r} where the capture keeps {expected}: not read")
+        return None
+    path = run_dir / expected
+    return path if readable(path, notes) else None
+
+
+def readable(path: Path, notes: list[str] | None = None) -> bool:
+    """Whether a run directory's file is there to be read: a regular file of this user or root. One that is
+    not (a symbolic link, a FIFO, another user's file) is not read, with a note in ``notes``."""
+    why = infile.evidence_problem(path)
+    if why:
+        if notes is not None:
+            notes.append(f"{path.name}: {why}: left out of the report")
+        return False
+    return os.path.lexists(path)
+
+
 def _no_constant(name: str) -> Any:
     """NaN and Infinity are not JSON (Python's json reads them): no pmuprof file holds them, and a number
     that compares false to everything would reach the writers."""
     raise ValueError(f"{name} is not a JSON number")
 
 
-def read_json(path: Path, default: Any = None) -> Any:
-    """Parsed JSON, ``default`` when the file is absent; a damaged file is one InputError line."""
-    if not path.is_file():
-        return default
-    if path.stat().st_size > MAX_JSON_BYTES:
-        raise InputError(f"{path}: larger than {MAX_JSON_BYTES >> 20} MiB, not a pmuprof file", "check the path")
+def _finite(text: str) -> float:
+    """A JSON number as a float; one too large for a float (1e999) is not a number pmuprof wrote."""
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{text} is out of range for a number")
+    return value
+
+
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def _check_text(text: str, data: Any) -> None:
+    """A lone UTF-16 surrogate (``"\\ud800"``) parses into a str no writer can encode: not text."""
+    if _SURROGATE_ESCAPE.search(text):
+        try:
+            json.dumps(data, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError as err:
+            raise ValueError("a lone UTF-16 surrogate (\\ud800-\\udfff) is not text") from err
+
+
+def _read_bytes(path: Path, max_bytes: int) -> bytes | None:
+    """A run-directory file's bytes (None when absent): opened without following a link, only a regular
+    file of this user or root (infile.open_evidence); anything else is one InputError line."""
     try:
-        return json.loads(path.read_text(encoding="utf-8"), parse_constant=_no_constant)
+        fd = infile.open_evidence(path, max_bytes)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except infile.Refused as err:
+        raise InputError(
+            f"{path}: {err.why}: not read", "the file is not pmuprof's: restore it, or record again"
+        ) from err
+    except OSError as err:
+        raise InputError(f"{path}: cannot be read ({os.strerror(err.errno or 0)})", "check the path") from err
+    with os.fdopen(fd, "rb") as fh:
+        return fh.read()
+
+
+def read_json(path: Path, default: Any = None) -> Any:
+    """Parsed JSON, ``default`` when the file is absent; a damaged file, or one that is not a regular file of
+    this user or root, is one InputError line."""
+    raw = _read_bytes(path, MAX_JSON_BYTES)
+    if raw is None:
+        return default
+    try:
+        text = raw.decode("utf-8")
+        data = json.loads(text, parse_constant=_no_constant, parse_float=_finite)
+        _check_text(text, data)
+        return data
     except (ValueError, UnicodeDecodeError, RecursionError) as err:
         why = "nested too deeply" if isinstance(err, RecursionError) else str(err)
         raise InputError(f"{path}: not valid JSON ({why})", "the file is damaged: restore it, or record again") from err
@@ -221,11 +302,11 @@ def claim_output_dir(dest: Path, source: Path | None, outputs: tuple[str, ...], 
     return dest
 
 
-def read_leaves(path: Path) -> tuple[Leaf, ...]:
-    if not path.is_file():
+def read_leaves(path: Path, notes: list[str] | None = None) -> tuple[Leaf, ...]:
+    if not readable(path, notes):
         return ()
     out = []
-    with open(path, encoding="utf-8", errors="backslashreplace") as fh:
+    with os.fdopen(infile.open_evidence(path, infile.ANY_SIZE), encoding="utf-8", errors="backslashreplace") as fh:
         for line in fh:
             parts = line.rstrip("\n").split("\t")
             if len(parts) == 4 and parts[0].isdigit():
@@ -284,8 +365,8 @@ def read_offcpu(
     """offcpu.folded and threads.json of a run directory (None when the capture recorded no off-CPU time);
     a damaged file is left out with a note, like every optional contract file."""
     notes = notes if notes is not None else []
-    if not (path / OFFCPU).is_file():
-        if (path / OFFCPU_RAW).is_file() and (path / OFFCPU_RAW).stat().st_size:
+    if not readable(path / OFFCPU, notes):
+        if readable(path / OFFCPU_RAW, notes) and (path / OFFCPU_RAW).stat().st_size:
             notes.append(
                 f"{OFFCPU_RAW} holds off-CPU data that was never folded (the capture was killed before "
                 f"it finished): off-CPU time left out of the report"
@@ -304,16 +385,20 @@ def load_run_dir(path: Path, read_stacks: Callable[[Path], tuple[Any, dict[str, 
     """An analysed run directory (stacks.folded present) as a Profile (``read_stacks`` reads the folded
     file: the analysis stage passes the native reader)."""
     stacks_path = path / STACKS
-    if not stacks_path.is_file():
-        raise InputError(f"{path}: no {STACKS} in this run directory", "re-run pmuprof record, or pass the perf.data")
+    more: list[str] = []
+    if not readable(stacks_path, more):
+        raise InputError(
+            f"{path}: no {STACKS} in this run directory{': ' + more[0] if more else ''}",
+            "re-run pmuprof record, or pass the perf.data",
+        )
     stacks, _ = read_stacks(stacks_path)
     counters, server, analysis, notes = read_facts(path)
-    more: list[str] = []
     offcpu = read_offcpu(path, read_stacks, more)
     series = read_series(path, more)
     status = read_status(path, more)
     samples, more_samples = read_samples(path / SAMPLES, stacks)
     polled = processlist.note(path / PROCESSLIST)
+    leaves = read_leaves(path / LEAVES, more)
     run = read_run(path).with_notes(notes + tuple(more) + more_samples + ((polled,) if polled else ()))
     return Profile(
         stacks,
@@ -321,7 +406,7 @@ def load_run_dir(path: Path, read_stacks: Callable[[Path], tuple[Any, dict[str, 
         counters,
         server,
         analysis or Analysis(),
-        read_leaves(path / LEAVES),
+        leaves,
         str(path),
         offcpu=offcpu,
         samples=samples,
@@ -333,8 +418,9 @@ def load_run_dir(path: Path, read_stacks: Callable[[Path], tuple[Any, dict[str, 
 def read_samples(path: Path, stacks: Any) -> tuple[Samples | None, tuple[str, ...]]:
     """samples.tsv when present and it fits stacks.folded line for line (else None and a note why);
     ``stacks`` None: not checked against any."""
-    if not path.is_file():
-        return None, ()
+    notes: list[str] = []
+    if not readable(path, notes):
+        return None, tuple(notes)
     try:
         table = read_tsv(path)
     except (OSError, BadTable) as err:

@@ -11,6 +11,7 @@ field; a tid or second too large for an int32). A folded file has no table at al
 
 from __future__ import annotations
 
+import errno
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
@@ -18,6 +19,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 
 import numpy as np
 
+from ..infile import evidence_bytes
 from .stacks import Stack, Stacks
 
 UNKNOWN = -1
@@ -292,4 +294,8 @@ def parse_tsv(text: str) -> Samples:
 
 
 def read_tsv(path: Path) -> Samples:
-    return parse_tsv(Path(path).read_text(encoding="ascii", errors="replace"))
+    """A run directory's samples.tsv (through infile.open_evidence: a regular file of this user or root)."""
+    raw = evidence_bytes(path)
+    if raw is None:
+        raise FileNotFoundError(errno.ENOENT, "no such file", str(path))
+    return parse_tsv(raw.decode("ascii", errors="replace"))

@@ -132,8 +132,14 @@ def _subtitle(s: Summary) -> str:
 def _event(s: Summary) -> str:
     out = f"event {s['event_recorded'] or 'not recorded in this input'}"
     out += f" (asked for {s['event_requested']})" if s["event_substituted"] else ""
-    out += f" at {s['frequency']} Hz" if s["frequency"] else ""
+    out += f" at {_rate(s)}" if s["frequency"] else ""
     return out + (f", {_count(s['lost'])} lost" if s["lost"] else "")
+
+
+def _rate(s: Summary) -> str:
+    """The rate perf used, and the one asked when perf throttled it."""
+    asked = s.get("frequency_requested")
+    return f"{s['frequency']} Hz" + (f" (asked {asked} Hz, throttled)" if asked else "")
 
 
 def _target(s: Summary) -> tuple[Line, ...]:
@@ -252,7 +258,7 @@ def _captured(s: Summary) -> tuple[Words, ...]:
         out.append((text(f"Host: {known}, hardware PMU {'yes' if h['hardware_pmu'] else 'no'}"),))
     details = [
         s["mode"],
-        f"{s['frequency']} Hz" if s["frequency"] else "",
+        _rate(s) if s["frequency"] else "",
         f"call graph {s['call_graph']}" if s["call_graph"] else "",
     ]
     if any(details):

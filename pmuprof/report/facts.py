@@ -94,7 +94,7 @@ def summary(profile: Profile, processes: list[str]) -> Summary:
             warnings.insert(0, text + ": the shares are time on CPU, not cycles")
     pause = run.host.pause
     by_label = {p.label: p.samples for p in analysis.processes}
-    return Summary(
+    out = Summary(
         pmuprof_version=run.pmuprof_version or __version__,
         report_version=__version__,
         source=profile.source,
@@ -131,6 +131,9 @@ def summary(profile: Profile, processes: list[str]) -> Summary:
         trigger=trigger_text(run.trigger),
         host_load=host_load_rows(run.host_load) + cpu_user_rows(run.cpu_users),
     )
+    if run.record.frequency_requested:  # perf used another rate than asked (throttled)
+        out["frequency_requested"] = run.record.frequency_requested
+    return out
 
 
 def _pc(share: float, digits: int = 0) -> str:

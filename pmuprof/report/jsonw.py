@@ -30,6 +30,7 @@ def profile_facts(profile: Profile) -> dict[str, Any]:
         or [p.pid for p in profile.analysis.processes if p.pid is not None and p.kept],
         "duration_s": run.duration_s,
         "frequency": run.record.frequency,
+        **({"frequency_requested": run.record.frequency_requested} if run.record.frequency_requested else {}),
         "call_graph": run.record.call_graph,
         "mode": run.mode,
         "source": profile.source,

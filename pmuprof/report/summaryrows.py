@@ -120,7 +120,11 @@ class FeatureOffRow(TypedDict):
     fix: str
 
 
-class Summary(TypedDict):
+class _Throttled(TypedDict, total=False):
+    frequency_requested: int  # -F as asked, only when perf used another rate (``frequency``)
+
+
+class Summary(_Throttled):
     """What was profiled, how, on what host, and what went wrong along the way (report/facts.py summary)."""
 
     pmuprof_version: str  # that recorded the input

@@ -10,6 +10,7 @@ from typing import Any
 from collections.abc import Iterable, Sequence
 
 from .. import __version__
+from ..infile import evidence_problem
 from ..errors import InputError, PmuprofError
 from ..model.folded import load_folded
 from ..model.profile import Profile
@@ -17,7 +18,17 @@ from ..model.stacks import Stacks
 from ..model.counters import Counters
 from ..model.foundfile import FoundFinding, found_findings
 from ..model.run import Run
-from ..model.rundir import COUNTERS, FINDINGS_JSON, REPORT_HTML, RUN_JSON, STACKS, read_json, read_typed
+from ..model.rundir import (
+    COUNTERS,
+    FINDINGS_JSON,
+    RECEIVED_FIX,
+    REPORT_HTML,
+    RUN_JSON,
+    STACKS,
+    check_received,
+    read_json,
+    read_typed,
+)
 from ..report.html import render
 from .judge import Basis, Measure, describe, judge, run_basis
 
@@ -74,6 +85,9 @@ def _target(run: Run) -> str:
 
 def _functions(path: Path) -> tuple[tuple[tuple[str, int], ...], int]:
     """The TRACKED hottest functions by self samples, and the samples, of a run's stacks.folded."""
+    why = evidence_problem(path / STACKS)
+    if why:
+        raise InputError(f"{path / STACKS}: {why}: not read", RECEIVED_FIX)
     if not (path / STACKS).is_file():
         return (), 0
     stacks, _ = load_folded(path / STACKS)
@@ -129,6 +143,7 @@ def summarize(path: Path, base: Path, index_dir: Path) -> RunSummary | None:
     """One run directory → RunSummary; None when its run.json was not written by pmuprof; a damaged
     run is listed with a note (one bad run never hides the others)."""
     try:
+        check_received(path)
         raw = read_json(path / RUN_JSON, {})
         if not isinstance(raw, dict) or "pmuprof_version" not in raw:
             return None

@@ -15,6 +15,7 @@ from typing import Any
 from collections.abc import Callable
 
 from .. import outfile
+from ..capture import diskroom
 from ..tools import proc as tools_proc
 from ..errors import PmuprofError, ResourceError, UsageError
 from ..model.rundir import CONTROL_FIFOS, PERF_DATA, ROOM, RUN_JSON, output_name, read_json
@@ -181,6 +182,8 @@ def scan_runs(
         except PmuprofError:
             run, damaged = None, True
         ours = (owner(run) or (damaged and _only_ours(child))) and not (child / RUN_JSON).is_symlink()
+        if ours:
+            diskroom.sweep(child)  # the room a killed capture left (6 MiB on two CPUs) goes back now
         started = _started(run, child)
         size = sum(f.stat().st_size for f in _owned_files(child)) if ours else 0
         out.append(RunEntry(child.name, started, size, ours, busy=ours and _busy(child, now)))

@@ -7,6 +7,7 @@ import re
 import time
 from dataclasses import dataclass, field, replace
 from typing import Any
+from collections.abc import Callable
 
 from ..errors import UsageError
 
@@ -128,6 +129,30 @@ class DiskFloor:
         if total > 0 and 100.0 * free / total < self.percent:
             return f"only {100.0 * free / total:.1f}% free, floor is {self.percent:g}%"
         return None
+
+
+class FloorLog:
+    """Says that captures are skipped under the disk floor once, and again only when that changes (another
+    floor is the one not met, or the disk is back above it): a trigger that keeps firing on a full disk
+    would otherwise log a line every poll."""
+
+    def __init__(self, log: Callable[[str], None]) -> None:
+        self.log, self.floor, self.skipped = log, "", 0
+
+    def said(self, fire: Fire, reason: str | None) -> None:
+        if not reason:
+            if self.floor:
+                self.log(f"free disk is back above the floor: trigger {fire.condition.text} captures again")
+            self.floor = ""
+            return
+        self.skipped += 1
+        floor = reason.rpartition("floor is ")[2]
+        if floor != self.floor:
+            self.log(
+                f"trigger {fire.condition.text} fired but capture skipped: {reason} "
+                "(said once: captures are skipped until the disk is above the floor again)"
+            )
+        self.floor = floor
 
 
 @dataclass(frozen=True)

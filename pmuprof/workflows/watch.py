@@ -29,6 +29,7 @@ from .schedule_io import disk_free, prune
 from .triggers import (
     Condition,
     DiskFloor,
+    FloorLog,
     Fire,
     Poll,
     WatchPlan,
@@ -371,14 +372,14 @@ def _step_all(opts: WatchOptions, servers: list[_Watched], polls: list[Poll], lo
 
 
 def _on_fire(
-    opts: WatchOptions, servers: list[_Watched], fired: tuple[_Watched, Fire], log: Log
+    opts: WatchOptions, servers: list[_Watched], fired: tuple[_Watched, Fire], log: Log, floor: FloorLog
 ) -> tuple[Path | None, str]:
     """Capture (all servers, the one that fired first) unless the disk floor forbids it; every server then
     cools down. Returns (the run directory or None, the signal that stopped the capture or "")."""
     server, fire = fired
     reason = opts.disk_floor.violation(*disk_free(opts.base_dir))
+    floor.said(fire, reason)
     if reason:
-        log(f"trigger {fire.condition.text} fired but capture skipped: {reason}")
         for each in servers:
             each.state = skipped(opts.plan, each.state, time.time())
         return None, ""
@@ -393,7 +394,7 @@ def _on_fire(
 def watch(opts: WatchOptions, log: Log, sleep: Callable[[float], None] = time.sleep) -> list[Path]:
     """Poll until max captures are taken or Ctrl-C; return the run directories written."""
     outfile.ensure_dir(opts.base_dir)
-    plan, runs, stop = opts.plan, [], ""
+    plan, runs, stop, floor = opts.plan, [], "", FloorLog(log)
     servers = [_Watched(Poller(pid, plan, opts.mysql_options), initial_state(plan)) for pid in opts.pids]
     each = " (each on its own; the first to hold captures them all)" if len(servers) > 1 else ""
     log(
@@ -408,7 +409,7 @@ def watch(opts: WatchOptions, log: Log, sleep: Callable[[float], None] = time.sl
         while True:
             fired = _step_all(opts, servers, polls, log)
             if fired is not None:
-                path, stop = _on_fire(opts, servers, fired, log)
+                path, stop = _on_fire(opts, servers, fired, log, floor)
                 runs += [path] if path else []
                 if stop or done(plan, servers[0].state):
                     break
@@ -419,7 +420,8 @@ def watch(opts: WatchOptions, log: Log, sleep: Callable[[float], None] = time.sl
     finally:
         for server in servers:
             server.poller.close()
-    log(f"{len(runs)} capture(s): {', '.join(str(r) for r in runs) or 'none'}")
+    skips = f"; {floor.skipped} skipped under the disk floor" if floor.skipped else ""
+    log(f"{len(runs)} capture(s): {', '.join(str(r) for r in runs) or 'none'}{skips}")
     if stop:
         raise Interrupted(f"watch stopped by {stop}", "", signals.exit_code(stop))
     return runs

@@ -107,6 +107,15 @@ def resolve(
     return parse_print_defaults(proc.stdout), tool
 
 
+def ignored_files(src: OptionSources, home: str | None = None) -> tuple[str, ...]:
+    """The option files the client would read but ignores, being world-writable (as my_print_defaults does)."""
+    if src.no_defaults:
+        return ()
+    ignored: list[str] = []
+    client_options(src.defaults_file, extra_file=src.extra_file, home=home, ignored=ignored)
+    return tuple(ignored)
+
+
 def _fallback(src: OptionSources, groups: tuple[str, ...]) -> dict[str, str | None]:
     if src.no_defaults:
         return {}

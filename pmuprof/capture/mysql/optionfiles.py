@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 from collections.abc import Iterable
 
@@ -63,10 +64,26 @@ def parse_option_text(text: str) -> list[tuple[str, str, str | None]]:
     return items
 
 
-def _expand(path: Path, depth: int, seen: set[Path]) -> Iterable[tuple[str, str, str | None]]:
+def world_writable(path: Path) -> bool:
+    """A regular file every local user may write: the mysql client ignores it ("World-writable config file
+    ... is ignored"), as anyone could have put a user, host or socket of theirs in it."""
+    try:
+        st = path.stat()
+    except OSError:
+        return False
+    return stat.S_ISREG(st.st_mode) and bool(st.st_mode & stat.S_IWOTH)
+
+
+def _expand(
+    path: Path, depth: int, seen: set[Path], ignored: list[str] | None = None
+) -> Iterable[tuple[str, str, str | None]]:
     if depth > _MAX_DEPTH or path in seen:
         return
     seen.add(path)
+    if world_writable(path):
+        if ignored is not None:
+            ignored.append(str(path))
+        return
     try:
         text = path.read_text(encoding="utf-8", errors="replace")
     except OSError:
@@ -75,12 +92,12 @@ def _expand(path: Path, depth: int, seen: set[Path]) -> Iterable[tuple[str, str,
         if group != "!":
             yield group, key, value
         elif key == "!include" and value:
-            yield from _expand(Path(value), depth + 1, seen)
+            yield from _expand(Path(value), depth + 1, seen, ignored)
         elif key == "!includedir" and value:
             folder = Path(value)
             names = sorted(p for p in folder.glob("*") if p.suffix in (".cnf", ".ini")) if folder.is_dir() else []
             for child in names:
-                yield from _expand(child, depth + 1, seen)
+                yield from _expand(child, depth + 1, seen, ignored)
 
 
 def with_suffix(groups: tuple[str, ...], suffix: str | None) -> tuple[str, ...]:
@@ -112,17 +129,19 @@ def client_options(
     home: str | None = None,
     extra_file: str | None = None,
     group_suffix: str | None = None,
+    ignored: list[str] | None = None,
 ) -> dict[str, str | None]:
     """Client options from option files: only ``defaults_file`` when given, else the defaults.
 
-    Later files and later lines win, as with the mysql client.
+    Later files and later lines win, as with the mysql client; a world-writable file is skipped, as the
+    client skips it (its path goes to ``ignored``).
     """
     files = option_files(defaults_file, extra_file, home)
     groups = with_suffix(groups, group_suffix)
     options: dict[str, str | None] = {}
     seen: set[Path] = set()
     for path in files:
-        for group, key, value in _expand(path, 0, seen):
+        for group, key, value in _expand(path, 0, seen, ignored):
             if group in groups:
                 options[key] = value
     return options

@@ -8,6 +8,7 @@ with the /proc thread snapshots, and run.json says what was not recorded and why
 
 from __future__ import annotations
 
+import signal
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from collections.abc import Mapping, Sequence
@@ -295,6 +296,12 @@ def _read_output(path: Path) -> tuple[tool.TracerOutput | None, str]:
 
 
 def _tracer_failure(returncode: int | None, stderr: str) -> str:
+    if returncode is not None and returncode < 0:  # its last line was written before it was killed
+        try:
+            name = signal.Signals(-returncode).name
+        except ValueError:
+            name = f"signal {-returncode}"
+        return f"pmuprof-offcpu was killed by {name} before it wrote its stacks"
     lines = [line for line in stderr.splitlines() if line.strip()]
     if lines:
         return lines[-1].strip()[:300]

@@ -107,14 +107,20 @@ def node_cpus() -> dict[int, str]:
     return out
 
 
+MAX_CPUS = 1 << 16  # Linux's NR_CPUS is at most 8192: a larger CPU number is not a CPU list's
+
+
 def parse_cpulist(text: str) -> set[int]:
+    """The CPUs of a list such as ``0-3,8`` (/proc's Cpus_allowed_list); parts that are not CPU numbers or
+    ranges of them (a damaged run.json's) are left out."""
     cpus: set[int] = set()
-    for part in text.strip().split(","):
-        if not part:
+    for part in text.strip().split(",") if isinstance(text, str) else ():
+        lo, dash, hi = part.strip().partition("-")
+        if not (lo.isascii() and lo.isdigit() and (not dash or (hi.isascii() and hi.isdigit()))):
             continue
-        lo, _, hi = part.partition("-")
-        if lo.isdigit():
-            cpus.update(range(int(lo), int(hi or lo) + 1))
+        first, last = int(lo), int(hi) if dash else int(lo)
+        if first <= last < MAX_CPUS:
+            cpus.update(range(first, last + 1))
     return cpus
 
 

@@ -52,15 +52,22 @@ def parse_evlist(text: str) -> list[dict]:
             continue
         name, _, attrs = line.partition(": ")
         fields = dict(_attr_pairs(attrs))
+        rate = _SAMPLE_FREQ.search(attrs)
         events.append(
             {
                 "name": name.strip(),
                 "type": _int(fields.get("type")),
                 "config": fields.get("config", "0"),
                 "sample_type": fields.get("sample_type", ""),
+                # the sampling rate in the attr (perf prints sample_period and sample_freq as one field):
+                # a frequency only with "freq: 1" (-F), else a period (-c)
+                "sample_freq": _int(rate.group(1)) if rate and fields.get("freq") == "1" else None,
             }
         )
     return events
+
+
+_SAMPLE_FREQ = re.compile(r"\{ sample_period, sample_freq \}: (\d+)")
 
 
 def _attr_pairs(attrs: str):

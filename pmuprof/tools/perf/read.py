@@ -9,6 +9,7 @@ from pathlib import Path
 from ...errors import InputError, PerfError
 from ...model.counters import event_name
 from ...model.perfscript import FoldResult
+from ...model.run import Record
 from ...packages import apt_install
 from .. import proc
 from ..native.fold import fold_perf_script_process
@@ -47,6 +48,25 @@ class Recording:
     def event(self) -> str:
         names = [event_name(e["name"]) for e in self.events if not e["name"].startswith("dummy")]
         return names[0] if names else "unknown"
+
+    @property
+    def frequency(self) -> int | None:
+        """The rate perf sampled the first event at (Hz; None for a period, -c, or when not said)."""
+        rates = [e.get("sample_freq") for e in self.events if not e["name"].startswith("dummy")]
+        return rates[0] if rates else None
+
+
+def recorded_rate(record: Record, rec: Recording) -> tuple[Record, tuple[str, ...]]:
+    """``record`` with the sampling rate perf used, read from the recording, and the note saying so: perf
+    lowers -F to kernel.perf_event_max_sample_rate (a warning on its stderr only), so -F 999 may sample at
+    100 Hz; the time a sample stands for is 1/rate. The asked rate is kept beside it (``frequency_requested``)."""
+    used, asked = rec.frequency, record.frequency_requested or record.frequency
+    if used is None or asked is None or used == record.frequency:
+        return record, ()
+    return replace(record, frequency=used, frequency_requested=asked), (
+        f"perf sampled at {used} Hz, not the {asked} Hz asked: the kernel's cap "
+        f"(kernel.perf_event_max_sample_rate) was lower and perf throttled to it; times are counted at {used} Hz",
+    )
 
 
 def _run(argv: list[str], timeout: float = TIMEOUT_S) -> subprocess.CompletedProcess:
