@@ -127,13 +127,16 @@ def _unpack(archive: Path, kept: KeptBinaries, root: Path, notes: list[str]) -> 
     try:
         with os.fdopen(infile.open_evidence(archive, infile.ANY_SIZE), "rb") as raw:
             limit = min(MAX_INFLATED, MAX_RATIO * os.fstat(raw.fileno()).st_size + RATIO_SLACK)
-            with gzip.GzipFile(fileobj=raw) as gz, tarfile.open(fileobj=_Inflated(gz, limit), mode="r|") as tar:
+            stream = _Inflated(gzip.GzipFile(fileobj=raw), limit)
+            with tarfile.open(fileobj=stream, mode="r|") as tar:
                 for count, member in enumerate(tar, 1):
                     if count > MAX_MEMBERS:
                         raise TooMuch(f"it holds more than {MAX_MEMBERS} members")
                     dest = _destination(root, paths.get(member.name), member)
                     if dest is None:
                         continue
+                    if member.size > limit - stream.read_bytes:
+                        raise TooMuch(f"it inflates past {limit >> 20} MiB ({member.size >> 20} MiB in {member.name})")
                     _extract(tar, member, dest)
                     written, dest = written + 1, None
     except TooMuch as err:

@@ -9,9 +9,10 @@ from pathlib import Path
 from .. import infile
 from ..model import rundir
 
-# perf's last write (its ring buffers, about 0.5 MiB a CPU, then the header and build-ids) and then
-# run.json, counters.json, threads.json and offcpu.folded of a busy server fit in it
-ROOM_BASE, ROOM_PER_CPU = 4 << 20, 1 << 20
+# perf's last write (its ring buffers, about 0.5 MiB a CPU, then the header and build-ids) and the off-CPU
+# tracer's output fit in what is given back when perf is stopped (``shrink``); run.json, counters.json,
+# threads.json and offcpu.folded of a busy server in the LAST_FILES kept until pmuprof writes them (``release``)
+ROOM_BASE, ROOM_PER_CPU, LAST_FILES = 4 << 20, 1 << 20, 2 << 20
 
 
 def room_bytes() -> int:
@@ -97,6 +98,23 @@ def sweep_beside(run_dir: Path) -> None:
                     sweep(Path(entry.path))
     except OSError:
         pass
+
+
+def shrink(out_dir: Path) -> None:
+    """Give back all of the room but LAST_FILES: perf and the off-CPU tracer write their last buffers as they
+    stop. pmuprof's own last files get the rest (``release``) only once they are written: another writer
+    still filling the disk cannot take that part while perf stops."""
+    try:
+        fd = os.open(out_dir / rundir.ROOM, os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return
+    try:
+        if os.fstat(fd).st_size > LAST_FILES:
+            os.ftruncate(fd, LAST_FILES)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
 
 
 def release(out_dir: Path) -> None:

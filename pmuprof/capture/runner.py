@@ -347,7 +347,7 @@ class Bounded:
             out.window_start_s = self.t0
             out.elapsed_s = round(time.monotonic() - self.t0, 3)
             if disk is not None and disk.room and (out.stopped_by == "disk" or disk.low()):
-                diskroom.release(disk.path)  # perf still writes its buffers when it stops
+                diskroom.shrink(disk.path)  # perf still writes its buffers when it stops
             for proc in self.started.values():  # signal all first: their shutdowns overlap
                 _signal(proc, signal.SIGINT)
             for name, proc in self.started.items():

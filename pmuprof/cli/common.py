@@ -221,6 +221,10 @@ def after_record(out_dir: Path, build: Callable[[], T]) -> tuple[T, int]:
         return result, pending[0] if pending else 0
     except signals.STOPS as err:
         raise stopped(err, out_dir) from None
+    except ResourceError as err:  # a full disk: what was recorded is whole, the report waits for space
+        raise ResourceError(
+            f"{err.message}; the run directory {out_dir} is complete", f"free space, then `pmuprof report {out_dir}`"
+        ) from None
 
 
 def late_stop(signum: int, what: str) -> Interrupted:

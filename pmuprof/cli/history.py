@@ -61,7 +61,7 @@ def history_cmd(directory: str, output: str | None, title: str, fail_on_regressi
     write_html(out, html)
     common.log(f"history: {out}: {payload['count']} run(s), {len(flags)} regression flag(s)")
     for row in payload["runs"]:
-        for note in (n for n in row["notes"] if "damaged" in n):
+        for note in (n for n in row["notes"] if "damaged" in n or "not read" in n):
             common.log(f"  warning: {row['name']}: {note}; left out of the trends")
     for flag in flags[-5:]:
         common.log(f"  {flag['run']}: {flag['text']}")

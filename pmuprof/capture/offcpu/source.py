@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from ...errors import ResourceError
 from ...model import rundir
+from ...model.offcpu import OffCpu as OffCpuRun
 from ..lifecycle import Child, Context, Part, Source
 from . import tracer
 
@@ -51,9 +53,13 @@ class OffCpu(Source):
             return Part(self.name)
         out = ctx.window.outcome
         returncode, stderr = (out.returncodes.get(self.name), out.stderr.get(self.name, "")) if out else (None, "")
-        result, warnings, features_off = tracer.finish(
-            self.plan, ctx.out_dir, returncode, stderr, ctx.opts.per_thread_roots, self.end
-        )
+        try:
+            result, warnings, features_off = tracer.finish(
+                self.plan, ctx.out_dir, returncode, stderr, ctx.opts.per_thread_roots, self.end
+            )
+        except ResourceError as err:  # a full disk: run.json still gets written, and says why
+            result = OffCpuRun(requested=True, why_not=err.message)
+            warnings, features_off = (f"off-CPU stacks not written: {err.message}",), ()
         return Part(
             self.name,
             fields={"offcpu": result},

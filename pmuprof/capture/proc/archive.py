@@ -141,6 +141,7 @@ def _copy_of(source: Path, build_id: str, scratch: Path) -> tuple[Path | None, s
     return source, ""
 
 
+DISK_NOT_KEPT = "kallsyms.gz and binaries.tar.gz not kept: the disk was full (a report on this host needs neither)"
 SHARED_NO_KALLSYMS = "left out: --share (kernel addresses stay private)"
 
 
@@ -172,6 +173,9 @@ class Archive(Source):
         return cls() if ctx.opts.keep_perf_data else None
 
     def stop(self, ctx: Context) -> Part:
+        out = ctx.window.outcome
+        if out is not None and out.stopped_by == "disk":  # the copies would take the last free space
+            return Part(self.name, warnings=(DISK_NOT_KEPT,))
         kept = keep_for_report(ctx.out_dir, ctx.perf, ctx.run, shared=ctx.opts.share)
         return Part(
             self.name,
