@@ -157,3 +157,27 @@ def test_nan_in_run_json_is_a_warning_not_an_internal_error(pmuprof, tmp_path, c
     assert len(warned) == 1 and f"{constant} is not a JSON number" in warned[0], res.err
     res = pmuprof("history", tmp_path)
     assert res.code == 0 and "internal error" not in res.err and "warning: run: damaged" in res.err, res.err
+
+
+@pytest.mark.parametrize(
+    "field, value, why",
+    [
+        ("command", '["pmuprof", "\\ud800"]', "a lone UTF-16 surrogate"),
+        ("duration_s", "1e999", "1e999 is out of range for a number"),
+        ("hostname", '"\\udfff\\ud800"', "a lone UTF-16 surrogate"),
+    ],
+)
+def test_a_lone_surrogate_or_an_infinite_number_is_a_warning_not_an_internal_error(
+    pmuprof, tmp_path, field, value, why
+):
+    """JSON can spell what no pmuprof file holds: a lone surrogate (no UTF-8 writer can encode it) and a
+    number past a float's range (Python reads it as inf): run.json is damaged, left out with a warning."""
+    text = json.dumps({**RUN, "started": "2026-01-01T03:00:00Z"})[:-1] + f', "{field}": {value}}}'
+    run = _run(tmp_path, "run", 1, run=text)
+    res = pmuprof("report", run, "--force")
+    assert res.code == 0 and "internal error" not in res.err, res.err
+    warned = [line for line in res.err.splitlines() if "warning:" in line and "run.json" in line]
+    assert len(warned) == 1 and why in warned[0], res.err
+    assert (run / "report.md").read_text(encoding="utf-8")
+    res = pmuprof("history", tmp_path)
+    assert res.code == 0 and "internal error" not in res.err and "warning: run: damaged" in res.err, res.err

@@ -8,8 +8,11 @@ import os
 import subprocess
 import time
 
-from .conftest import finish, one_line, spawn_cli, wait_window
+import pytest
 
+from .conftest import DUTY_C, finish, one_line, spawn_cli, wait_for, wait_window
+
+from pmuprof.capture.offcpu import tracer
 from pmuprof.paths import perf_path
 
 
@@ -82,3 +85,43 @@ def test_disk_full_mid_capture_finalises_run_json_and_stays_reportable(busy, tmp
     assert again.code == 0, again.err
     assert (out / "report.html").is_file() and "perf script failed" not in again.err
     assert "hot_leaf" in (out / "stacks.folded").read_text()  # perf's last buffers went into the room
+
+
+@pytest.fixture
+def big_binary(tmp_path):
+    """The suite's duty-cycle program with 24 MiB of random bytes in a section of its own: its copy in
+    binaries.tar.gz (kept for a report elsewhere) is larger than the room a capture holds."""
+    src, exe, blob = tmp_path / "duty.c", tmp_path / "pmuprof-big", tmp_path / "blob"
+    src.write_text(DUTY_C)
+    subprocess.run(["gcc", "-O1", "-fno-omit-frame-pointer", "-o", str(exe), str(src)], check=True)
+    blob.write_bytes(os.urandom(24 << 20))
+    subprocess.run(["objcopy", "--add-section", f".blob={blob}", str(exe)], check=True)
+    proc = subprocess.Popen([str(exe)])
+    yield proc
+    proc.kill()
+    proc.wait()
+
+
+def test_disk_full_during_an_off_cpu_capture_still_finalises_run_json(big_binary, tmpfs, pmuprof):
+    """The disk fills while perf, perf stat and the off-CPU tracer write: the tracer's stacks, run.json and
+    counters.json go in the room kept for them (the copies for a report elsewhere are not made: they would
+    take it), and the run directory reports once space is freed."""
+    if tracer.unavailable([big_binary.pid])[0]:
+        pytest.skip(f"the off-CPU tracer does not run here: {tracer.unavailable([big_binary.pid])[0]}")
+    fs = tmpfs(64)
+    out = fs / "run"
+    proc = spawn_cli("capture", "-p", big_binary.pid, "-d", "30", "-o", out, "--no-mysql", "--off-cpu")
+    wait_for(out / "perf.data", proc=proc)
+    time.sleep(2)
+    _fill(fs, 0)
+    res = finish(proc, timeout=300)
+    one_line(res, 6)
+    run = json.loads((out / "run.json").read_text())
+    assert run["stopped_by"] == "disk" and run["duration_s"] < 30, run
+    assert run["offcpu"]["recorded"], run["offcpu"]
+    assert any("binaries.tar.gz not kept: the disk was full" in w for w in run["warnings"]), run["warnings"]
+    assert not (out / "binaries.tar.gz").exists() and (out / "counters.json").is_file()
+    (fs / "filler").unlink()
+    again = pmuprof("report", out)
+    assert again.code == 0, again.err
+    assert "off-cpu:" in (out / "offcpu.folded").read_text() and (out / "report.html").is_file()

@@ -62,6 +62,18 @@ def test_second_signal_during_folding_leaves_a_reportable_directory(stopped, pmu
     assert pmuprof("report", out).code == 0 and "hot_leaf" in (out / "report.html").read_text()
 
 
+def test_one_stop_signal_while_folding_finishes_the_report_first(stopped):
+    """The capture's window ended by the clock; SIGTERM while it folds: the report is what the capture was for,
+    so it is written, then the exit is 143 (docs/safety.md). A second signal stops at once (the test above)."""
+    if "folding" not in stopped:
+        pytest.skip("pmuprof-fold is not built")
+    res, out = stopped["folding"]
+    one_line(res, 143, "SIGTERM came while the report was built: finished it first", str(out / "report.html"))
+    assert "SIGTERM: finishing the report first" in res.err
+    assert "hot_leaf" in (out / "stacks.folded").read_text() and "hot_leaf" in (out / "report.md").read_text()
+    assert json.loads((out / "run.json").read_text())["stopped_by"] == ""
+
+
 def test_sigkill_of_pmuprof_leaves_a_run_that_reports_and_is_pruned(stopped, pmuprof):
     res, out = stopped["nightly/killed"]
     assert res.code == -signal.SIGKILL
@@ -69,7 +81,11 @@ def test_sigkill_of_pmuprof_leaves_a_run_that_reports_and_is_pruned(stopped, pmu
     while not _no_process_mentions(out) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert (out / ".perf-ctl").exists(), "a killed capture leaves perf's control FIFOs behind"
+    assert (out / ".pmuprof-room").stat().st_size > 4 << 20, "and the room it held for its last files"
+    perf_data = (out / "perf.data").read_bytes()
     assert pmuprof("report", out).code == 0 and (out / "report.html").is_file()
+    assert not (out / ".pmuprof-room").exists(), "the report gives the room of a killed capture back"
+    assert (out / "perf.data").read_bytes() == perf_data, "the report repairs a copy, never the evidence"
     newer = out.parent / "newer"
     newer.mkdir()
     (newer / "run.json").write_text(json.dumps({"pmuprof_version": "0.1.0", "started": "2099-01-01T00:00:00Z"}))
