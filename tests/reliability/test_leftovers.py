@@ -201,7 +201,7 @@ def test_watch_says_once_that_captures_are_skipped_under_its_disk_floor(busy, tm
     assert len(summary) == 1 and int(summary[0].split("; ")[-1].split()[0]) >= 5, res.err
 
 
-@pytest.mark.parametrize("cpus", ["0-99999999999", "0-abc", "7-3", ",,-", "0x1-2"])
+@pytest.mark.parametrize("cpus", ["0-99999999999", "0-abc", "7-3"])
 def test_history_survives_a_damaged_cpus_allowed(pmuprof, tmp_path, cpus):
     base = tmp_path / "nightly"
     findings = {
