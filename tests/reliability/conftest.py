@@ -186,31 +186,19 @@ def perf_record_of(pid: int) -> int:
     raise AssertionError("no perf record child")
 
 
-RECORDED = ("perf-killed", "again", "nightly/killed")  # cases stopped once perf.data is there (with the signals)
-FOLD = REPO / "native" / "build" / "pmuprof-fold"
-
-
 def _start_live(busy: subprocess.Popen, base: Path) -> dict[str, subprocess.Popen]:
     slow_fold = base / "fold"
     slow_fold.write_text("#!/bin/sh\nexec sleep 60\n")  # folding that only a signal ends
-    # folding that takes a while and says when it has begun: a stop signal comes meanwhile
-    late_fold = base / "late-fold"
-    late_fold.write_text(f'#!/bin/sh\necho began > {base / "folding-began"}\nsleep 4\nexec {FOLD} "$@"\n')
     fake = base / "perf"
     fake.write_text(FAKE_PERF.format(perf=need_perf()))
-    for tool in (slow_fold, late_fold, fake):
+    for tool in (slow_fold, fake):
         tool.chmod(0o755)
     procs = {}
-    for case in (*SIGNAL_CASES, *RECORDED):
+    for case in (*SIGNAL_CASES, "perf-killed", "again", "nightly/killed"):
         extra = ("--mysql-socket", base / "no-such.sock") if case == "SIGTERM" else ("--no-mysql",)
         # folding that hangs: pmuprof-fold after perf script (the native perf.data reader left out)
         env = {"PMUPROF_FOLD": str(slow_fold), "PMUPROF_PERFDATA": ""} if case == "again" else None
         procs[case] = spawn_cli("capture", "-p", busy.pid, "-d", "60", "-o", base / case, *extra, env=env)
-    if FOLD.is_file():  # a capture whose window ends by the clock; SIGTERM once it folds
-        env = {"PMUPROF_FOLD": str(late_fold), "PMUPROF_PERFDATA": ""}
-        procs["folding"] = spawn_cli(
-            "capture", "-p", busy.pid, "-d", "2", "-o", base / "folding", "--no-mysql", env=env
-        )
     for step in HANG_STEPS:
         procs[f"hang-{step}"] = spawn_cli(
             "capture",
@@ -227,11 +215,11 @@ def _start_live(busy: subprocess.Popen, base: Path) -> dict[str, subprocess.Pope
 
 
 def _stop_live(procs: dict[str, subprocess.Popen], base: Path) -> None:
-    for case in (*SIGNAL_CASES, *RECORDED):
+    for case in (*SIGNAL_CASES, "perf-killed", "again", "nightly/killed"):
         wait_window(base / case, procs[case])
     time.sleep(1.5)  # samples in every window
     first = time.monotonic()
-    for case in (*SIGNAL_CASES, *RECORDED):
+    for case in (*SIGNAL_CASES, "perf-killed", "again", "nightly/killed"):
         if case == "perf-killed":
             os.kill(perf_record_of(procs[case].pid), signal.SIGKILL)
         elif case == "nightly/killed":
@@ -242,16 +230,13 @@ def _stop_live(procs: dict[str, subprocess.Popen], base: Path) -> None:
     # a second request, not part of the first one's burst (signals.BURST_S)
     time.sleep(max(0.5, first + 2 * signals.BURST_S - time.monotonic()))
     procs["again"].send_signal(signal.SIGTERM)
-    if "folding" in procs:
-        wait_for(base / "folding-began", timeout=300, proc=procs["folding"])
-        procs["folding"].send_signal(signal.SIGTERM)
 
 
 @pytest.fixture(scope="session")
 def live(busy, tmp_path_factory):
     """Every scenario that needs real perf on the busy process, run at once (their waits overlap):
     captures cut short by SIGTERM/SIGHUP/SIGINT, by SIGKILL of perf or of pmuprof, by a second signal
-    during folding, one signalled once while it folds, and captures whose perf hangs at one step. Returns ({case: (Ran, end time, run
+    during folding, and captures whose perf hangs at one step. Returns ({case: (Ran, end time, run
     directory)}, start time)."""
     base = tmp_path_factory.mktemp("live")
     t0 = time.monotonic()

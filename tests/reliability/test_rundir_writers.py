@@ -59,8 +59,8 @@ if when == "own-dir":
     os.mkdir(base)
     os.chmod(base, 0o777)
 met = {name: set() for name in names}
-until = time.time() + seconds
-while time.time() < until:
+until, stop = time.time() + seconds, base + ".stop"  # the test makes the .stop file when the capture is over
+while time.time() < until and not os.path.exists(stop):
     if when == "own-dir" and not os.path.exists(os.path.join(base, "run.json")):
         time.sleep(0.002)  # planted after the emptiness check: run.json is written right after it
         continue
@@ -132,10 +132,10 @@ def captures(busy, public, tmp_path_factory):
     need_root()
     victim = Victim(tmp_path_factory.mktemp("victim") / "victim", b"root only\n")
     comm = Path(f"/proc/{busy.pid}/comm").read_text().strip()
-    taken = _predictable(public, comm, 90)
+    taken = _predictable(public, comm, 300)  # five minutes of names: a loaded host starts a capture slowly
     private, shared = public / "private", public / "shared"
     made = Path(tempfile.mkdtemp(dir=public))  # mode 0700, root's: what mktemp -d makes
-    planter = as_nobody(PLANT, str(private), ",".join(WRITERS), str(victim.path), "40", "watch")
+    planter = as_nobody(PLANT, str(private), ",".join(WRITERS), str(victim.path), "900", "watch")
     procs = {
         "private": spawn_cli("capture", "-p", busy.pid, "-d", "4", "-o", private, "--no-mysql", *_off_cpu()),
         "shared": spawn_cli("capture", "-p", busy.pid, "-d", "2", "-o", shared, "--no-mysql", "--share"),
@@ -150,9 +150,9 @@ def captures(busy, public, tmp_path_factory):
             stderr=subprocess.PIPE,
         ),
     }
-    results = {case: finish(proc, timeout=300) for case, proc in procs.items()}
-    planter.kill()
-    out, _ = planter.communicate()
+    results = {case: finish(proc, timeout=600) for case, proc in procs.items()}
+    Path(f"{private}.stop").touch()
+    out, _ = planter.communicate(timeout=60)
     mine = [p for p in public.glob(f"pmuprof-{comm}-*") if p not in taken]
     return {
         "results": results,

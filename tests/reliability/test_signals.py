@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import SIGNAL_CASES, one_line
+from helpers import REPO
+
+from .conftest import SIGNAL_CASES, finish, one_line, spawn_cli, wait_for
 
 
 def _no_process_mentions(path: Path) -> bool:
@@ -62,12 +64,23 @@ def test_second_signal_during_folding_leaves_a_reportable_directory(stopped, pmu
     assert pmuprof("report", out).code == 0 and "hot_leaf" in (out / "report.html").read_text()
 
 
-def test_one_stop_signal_while_folding_finishes_the_report_first(stopped):
+FOLD = REPO / "native" / "build" / "pmuprof-fold"
+
+
+def test_one_stop_signal_while_folding_finishes_the_report_first(busy, tmp_path):
     """The capture's window ended by the clock; SIGTERM while it folds: the report is what the capture was for,
-    so it is written, then the exit is 143 (docs/safety.md). A second signal stops at once (the test above)."""
-    if "folding" not in stopped:
+    so it is written, then the exit is 143 (docs/safety.md). A second signal stops at once (the test above).
+    Its folder (pmuprof-fold after perf script) says when it has begun, then takes 4 s more."""
+    if not FOLD.is_file():
         pytest.skip("pmuprof-fold is not built")
-    res, out = stopped["folding"]
+    began, late_fold, out = tmp_path / "folding-began", tmp_path / "late-fold", tmp_path / "run"
+    late_fold.write_text(f'#!/bin/sh\necho began > {began}\nsleep 4\nexec {FOLD} "$@"\n')
+    late_fold.chmod(0o755)
+    env = {"PMUPROF_FOLD": str(late_fold), "PMUPROF_PERFDATA": ""}
+    proc = spawn_cli("capture", "-p", busy.pid, "-d", "2", "-o", out, "--no-mysql", "--no-off-cpu", env=env)
+    wait_for(began, timeout=300, proc=proc)
+    proc.send_signal(signal.SIGTERM)
+    res = finish(proc, timeout=300)
     one_line(res, 143, "SIGTERM came while the report was built: finished it first", str(out / "report.html"))
     assert "SIGTERM: finishing the report first" in res.err
     assert "hot_leaf" in (out / "stacks.folded").read_text() and "hot_leaf" in (out / "report.md").read_text()
