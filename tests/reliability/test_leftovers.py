@@ -25,8 +25,22 @@ from .conftest import Ran, finish, one_line, spawn_cli
 def _children(pid: int) -> list[int]:
     out = []
     for task in Path(f"/proc/{pid}/task").iterdir():
-        out += [int(c) for c in (task / "children").read_text().split()]
+        try:
+            out += [int(c) for c in (task / "children").read_text().split()]
+        except OSError:  # a thread that ended meanwhile
+            continue
     return out
+
+
+def _tracer_of(pid: int) -> int | None:
+    """The pmuprof-offcpu process a capture started (found from its parent, never by name)."""
+    for child in _children(pid):
+        try:
+            if b"pmuprof-offcpu" in Path(f"/proc/{child}/cmdline").read_bytes():
+                return child
+        except OSError:  # a short-lived child (perf version, the helper) that ended meanwhile
+            continue
+    return None
 
 
 def test_a_tracer_killed_by_sigkill_is_named_so(busy, tmp_path):
@@ -36,8 +50,7 @@ def test_a_tracer_killed_by_sigkill_is_named_so(busy, tmp_path):
     proc = spawn_cli("capture", "-p", busy.pid, "-d", "8", "-o", out, "--no-mysql", "--off-cpu")
     deadline, victim = time.monotonic() + 120, None
     while victim is None and time.monotonic() < deadline and proc.poll() is None:
-        found = [c for c in _children(proc.pid) if b"pmuprof-offcpu" in Path(f"/proc/{c}/cmdline").read_bytes()]
-        victim = found[0] if found and (out / "perf.data").exists() else None
+        victim = _tracer_of(proc.pid) if (out / "perf.data").exists() else None
         time.sleep(0.05)
     assert victim is not None, "no pmuprof-offcpu child"
     time.sleep(1)  # attached, its log line written
