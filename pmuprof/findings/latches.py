@@ -12,13 +12,13 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
 from ..model.labels import is_inlined, is_kernel, is_unnamed
 from .knowledge import Latch, LatchTable, Machinery
-from .patterns import frame_names, normalize
+from .patterns import FrameNames, normalize
 
 MAX_CALLERS = 3
 TOP_CHAINS = 3
@@ -86,28 +86,44 @@ class Attributor:
         self._mach: dict[str, Machinery | None] = {}
         self._acq: dict[str, tuple[tuple[Latch, str, str], ...]] = {}
         self._wake: dict[str, bool] = {}
+        self._primed: _Primed | None = None
 
-    def prime(self, frames: Sequence[str]) -> np.ndarray:
-        """Classify a whole frame table at once (bulk pattern masks fill the per-name caches).
+    def prime(self, frames: Sequence[str], names: FrameNames | None = None) -> np.ndarray:
+        """Classify a whole frame table at once (bulk pattern masks, one alive at a time; an acquirer's
+        kept as the few frame ids it marks); ``learn`` then fills the per-name caches for the frames of
+        the rows walked, so a table of millions of names costs arrays, not a dict entry per name.
 
         Returns, per frame, whether it can end a wait path: a kernel, wait or machinery frame."""
-        names = frame_names(tuple(frames))
-        first_wait = _first_hit([w.patterns.mask(names) for w in self.waits], len(frames))
-        first_mach = _first_hit([m.patterns.mask(names) for m in self.machinery], len(frames))
-        acq = [(lat, m.type, a.mode, a.seldom, a.patterns.mask(names)) for lat, m in self.maps for a in m.acquirers]
-        wakes = _first_hit([w.patterns.mask(names) for w in self.wakes], len(frames)) >= 0
-        for i, frame in enumerate(frames):
-            self._wake.setdefault(frame, bool(wakes[i]))
-            self._wait.setdefault(frame, self.waits[first_wait[i]].kind if first_wait[i] >= 0 else None)
-            self._mach.setdefault(frame, self.machinery[first_mach[i]] if first_mach[i] >= 0 else None)
-        hits: dict[str, list[tuple[Latch, str, str, str]]] = {}
-        for lat, kind, mode, seldom, mask in acq:
-            for i in np.flatnonzero(mask).tolist():
-                hits.setdefault(frames[i], []).append((lat, kind, mode, seldom))
-        for frame in frames:
-            self._acq.setdefault(frame, _usual(hits.get(frame, [])))
-        kernel = np.fromiter((is_kernel(f) for f in frames), dtype=bool, count=len(frames))
+        names = FrameNames.of(frames) if names is None else names
+        n = len(frames)
+        first_wait = _first_hit((w.patterns.mask(names) for w in self.waits), n)
+        first_mach = _first_hit((m.patterns.mask(names) for m in self.machinery), n)
+        wakes = _first_hit((w.patterns.mask(names) for w in self.wakes), n) >= 0
+        acq = tuple(
+            ((lat, m.type, a.mode, a.seldom), np.flatnonzero(a.patterns.mask(names)))
+            for lat, m in self.maps
+            for a in m.acquirers
+        )
+        self._primed = _Primed(frames, first_wait, first_mach, wakes, acq)
+        kernel = np.fromiter((is_kernel(f) for f in frames), dtype=bool, count=n)
         return kernel | (first_wait >= 0) | (first_mach >= 0)
+
+    def learn(self, ids: np.ndarray) -> None:
+        """Fill the per-name caches from the primed table for the frames ``ids`` (those of the rows walked)."""
+        p = self._primed
+        if p is None:
+            return
+        ids = np.unique(ids)
+        hits: dict[int, list[tuple[Latch, str, str, str]]] = {}
+        for what, marked in p.acquirers:
+            for i in marked[np.isin(marked, ids)].tolist():
+                hits.setdefault(i, []).append(what)
+        for i in ids.tolist():
+            frame = p.frames[i]
+            self._wake.setdefault(frame, bool(p.wakes[i]))
+            self._wait.setdefault(frame, self.waits[p.first_wait[i]].kind if p.first_wait[i] >= 0 else None)
+            self._mach.setdefault(frame, self.machinery[p.first_mach[i]] if p.first_mach[i] >= 0 else None)
+            self._acq.setdefault(frame, _usual(hits.get(i, [])))
 
     def wakes_up(self, frame: str) -> bool:
         if frame not in self._wake:
@@ -254,12 +270,24 @@ def unclaimed(key: str, latches: Mapping[str, Latch]) -> bool:
     return len(rules) > 1 or None in rules
 
 
-def _first_hit(masks: list[np.ndarray], n: int) -> np.ndarray:
+def _first_hit(masks: Iterable[np.ndarray], n: int) -> np.ndarray:
     """Per frame, the index of the first mask that marks it (-1: none), as the first-match loops do."""
-    out = np.full(n, -1, dtype=np.int64)
+    out = np.full(n, -1, dtype=np.int32)
     for k, mask in enumerate(masks):
         out[(out < 0) & mask] = k
     return out
+
+
+@dataclass(frozen=True)
+class _Primed:
+    """A frame table classified in bulk: first wait / machinery entry per frame (-1: none), whether it wakes
+    waiters, and per acquirer (latch, mapping type, mode, seldom) the ids of the frames it marks."""
+
+    frames: Sequence[str]
+    first_wait: np.ndarray
+    first_mach: np.ndarray
+    wakes: np.ndarray
+    acquirers: tuple[tuple[tuple[Latch, str, str, str], np.ndarray], ...]
 
 
 def _callers(frames: tuple[str, ...], at: int) -> tuple[str, ...]:

@@ -224,40 +224,60 @@ class PatternSet:
 
 
 def _mark(out: np.ndarray, candidates: Iterable[int], names: FrameNames, rx: Matcher) -> None:
-    full, short = names.names, names.shorts
+    full = names.names
     for i in candidates:
-        if not out[i] and (rx.search(full[i]) or ((s := short[i]) is not None and rx.search(s))):
+        if out[i]:
+            continue
+        name = full[i]
+        short = _without_args(name)  # made here, not kept: a table of millions of names would hold them all
+        if rx.search(name) or (short is not name and rx.search(short)):
             out[i] = True
+
+
+class _Sorted(Sequence[str]):
+    """The names in sorted order, as a view (for bisect) over the names and their order."""
+
+    def __init__(self, names: tuple[str, ...], order: np.ndarray) -> None:
+        self.names, self.order = names, order
+
+    def __len__(self) -> int:
+        return len(self.order)
+
+    def __getitem__(self, k):  # type: ignore[override]
+        return self.names[self.order[k]]
 
 
 @dataclass(frozen=True)
 class FrameNames:
-    """A frame table's names as rules see them (normalized, bounded), prepared for bulk matching."""
+    """A frame table's names as rules see them (normalized, bounded), prepared for bulk matching. Held by
+    one matcher index at a time: 2 M distinct names take about 200 MB here (the names themselves, shared
+    with the frame table where normalizing changed nothing, and ``text``)."""
 
     names: tuple[str, ...]
-    shorts: tuple[str | None, ...]  # the name without its argument list, where it has one
-    order: tuple[int, ...]  # indices sorted by name
-    sorted_names: tuple[str, ...]
+    order: np.ndarray  # indices sorted by name
     text: str  # every name, one per line (a short name is a prefix of its name: it needs no line)
     line_of: np.ndarray  # line start offsets in ``text``
 
     @classmethod
     def of(cls, frames: Sequence[str]) -> FrameNames:
         names = tuple(normalize(f[:MAX_MATCH_CHARS]) for f in frames)
-        shorts = tuple(s if (s := _without_args(n)) is not n else None for n in names)
-        order = sorted(range(len(names)), key=names.__getitem__)
+        table = np.empty(len(names), dtype=object)
+        table[:] = names
+        order = np.argsort(table, kind="stable")  # as sorted() orders them, with no list of index objects
         text = "\n".join(n.replace("\n", " ") for n in names)
-        starts = np.cumsum([0] + [len(n) + 1 for n in names[:-1]]) if names else np.zeros(0, np.int64)
-        return cls(names, shorts, tuple(order), tuple(names[i] for i in order), text, np.asarray(starts, np.int64))
+        lengths = np.fromiter((len(n) + 1 for n in names), dtype=np.int64, count=len(names))
+        starts = np.concatenate(([0], np.cumsum(lengths[:-1]))) if len(names) else np.zeros(0, np.int64)
+        return cls(names, order, text, starts.astype(np.int64))
 
     def candidates(self, glob: str) -> Iterable[int]:
         """Frame indices whose name or short name can match the (normalized) glob: a short name is a
         prefix of its name, so whatever starts or contains the glob's literal part is in the name."""
         prefix = re.split(r"[*?]", glob, maxsplit=1)[0]
         if prefix:
-            lo = bisect.bisect_left(self.sorted_names, prefix)
-            hi = bisect.bisect_left(self.sorted_names, prefix + "\U0010ffff")
-            return sorted(self.order[lo:hi])
+            view = _Sorted(self.names, self.order)
+            lo = bisect.bisect_left(view, prefix)
+            hi = bisect.bisect_left(view, prefix + "\U0010ffff")
+            return np.sort(self.order[lo:hi]).tolist()
         piece = max(re.split(r"[*?]", glob), key=len)
         if len(piece) < 2:
             return range(len(self.names))

@@ -9,6 +9,7 @@ that table.
 
 from __future__ import annotations
 
+from functools import cached_property
 from typing import Any, TypeVar, cast
 from collections.abc import Callable, Mapping
 
@@ -18,7 +19,7 @@ from ..model.profile import Profile
 from ..model.stacks import Stacks, gather_index
 from .knowledge import Latch
 from .latches import Attributor, Wait, WaitTable, candidates, latch_words
-from .patterns import PatternSet, frame_names
+from .patterns import FrameNames, PatternSet
 from .stackshare import Alternative, Ambiguity, Candidate, Chain, LatchDetail, StackShare
 
 MAX_CALLERS = 3
@@ -46,9 +47,15 @@ class StackIndex:
         """True per frame id whose label the patterns match (each label tested once)."""
         hit = self._luts.get(patterns)
         if hit is None:
-            hit = patterns.mask(frame_names(self.st.frames))
+            hit = patterns.mask(self.names)
             self._luts[patterns] = hit
         return hit
+
+    @cached_property
+    def names(self) -> FrameNames:
+        """The frame table's names prepared for bulk matching, held while this index is (not in a global
+        cache: a table of millions of names is hundreds of MB)."""
+        return FrameNames.of(self.st.frames)
 
     def weight(self, rows: np.ndarray) -> int:
         return int(self.st.counts[rows].sum()) if len(rows) else 0
@@ -63,18 +70,19 @@ class StackIndex:
     def waits(self) -> WaitTable:
         """The latch waits of this process's rows (classified once)."""
         if self._waits is None:
-            self._waits = _wait_table(self.st, self.attributor)
+            self._waits = _wait_table(self.st, self.attributor, self.names)
         return self._waits
 
 
-def _wait_table(st: Stacks, attributor: Attributor | None) -> WaitTable:
+def _wait_table(st: Stacks, attributor: Attributor | None, names: FrameNames) -> WaitTable:
     rows_out: list[int] = []
     waits: list[Wait] = []
     latches: list[str] = []
     modes: list[str] = []
     if attributor is not None and len(st):
-        maybe = attributor.prime(st.frames)
-        for row in st.self_hits(maybe)[0].tolist():
+        walked = st.self_hits(attributor.prime(st.frames, names))[0]
+        attributor.learn(st.ids[gather_index(st.offsets[walked], st.lengths[walked])])
+        for row in walked.tolist():
             found = attributor.attribute(st.row(row)[1:])
             if found is not None:
                 rows_out.append(row)

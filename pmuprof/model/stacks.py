@@ -12,12 +12,14 @@ small consumers and tests can treat it as the dict of tuples it replaces.
 
 from __future__ import annotations
 
+import heapq
 from collections import Counter
 from functools import cached_property
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
+from .frameindex import FrameIndex
 from .labels import INLINE_SUFFIX
 
 Stack = tuple[str, ...]
@@ -182,8 +184,9 @@ class Stacks(Mapping[Stack, int]):
         return self.ids[self.offsets[:-1]] if len(self.counts) else np.zeros(0, self.ids.dtype)
 
     @cached_property
-    def frame_index(self) -> dict[str, int]:
-        return {name: i for i, name in enumerate(self.frames)}
+    def frame_index(self) -> FrameIndex:
+        """Frame name → id (a Mapping in two arrays, not a dict entry per name)."""
+        return FrameIndex(self.frames)
 
     def lut(self, names: Iterable[str]) -> np.ndarray:
         """A boolean per frame id: True for the given labels."""
@@ -214,19 +217,24 @@ class Stacks(Mapping[Stack, int]):
         sizes = np.zeros(nf, dtype=np.int64)
         for lo, hi in _row_blocks(self.offsets, _POSTING_OCC):
             frame, row = _block_postings(self, lo, hi)
-            size = np.bincount(frame, minlength=nf)
-            blocks.append((row, size))
-            sizes += size
+            # the block's frames and how many rows each holds, kept sparse: a table of millions of frame
+            # names would otherwise keep a count per frame per block
+            cut = np.flatnonzero(frame[1:] != frame[:-1]) + 1 if len(frame) else np.zeros(0, np.int64)
+            starts = np.concatenate(([0], cut)).astype(np.int64) if len(frame) else cut
+            runs = np.diff(np.append(starts, len(frame)))
+            held = frame[starts].astype(np.int64)
+            blocks.append((row, held, runs))
+            sizes[held] += runs
         start = np.concatenate(([0], np.cumsum(sizes)))
         rows = np.empty(int(start[-1]), dtype=np.int32)
         placed = start[:-1].copy()  # per frame: where its next block's rows go
         while blocks:
-            row, size = blocks.pop(0)
-            first = np.cumsum(size) - size  # where each frame's rows begin inside this block
+            row, held, runs = blocks.pop(0)
+            first = np.cumsum(runs) - runs  # where each frame's rows begin inside this block
             at = np.arange(len(row), dtype=np.int64)
-            at += np.repeat(placed - first, size)
+            at += np.repeat(placed[held] - first, runs)
             rows[at] = row
-            placed += size
+            placed[held] += runs
         rows.setflags(write=False)
         return rows, start[:-1], start[1:], 0
 
@@ -283,6 +291,11 @@ class Stacks(Mapping[Stack, int]):
     def inclusive_counts(self) -> Counter[str]:
         """Samples with each function anywhere on the stack (counted once per stack; the root excluded)."""
         return _counter(self.frames, self.frame_inclusive())
+
+    def top_self(self, limit: int) -> list[tuple[str, int]]:
+        """``sorted(self_counts().items(), key=lambda kv: (-kv[1], kv[0]))[:limit]``, without the Counter."""
+        own = self.frame_self()
+        return [(self.frames[i], int(own[i])) for i in top_frames(self.frames, own, limit)]
 
     def per_root(self) -> dict[str, int]:
         """Samples per process label (root frame)."""
@@ -584,6 +597,21 @@ def gather_index(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     shift = np.repeat((starts - np.concatenate(([0], np.cumsum(lengths)[:-1]))).astype(kind), lengths)
     shift += np.arange(total, dtype=kind)
     return shift
+
+
+def top_frames(frames: Sequence[str], values: np.ndarray, limit: int) -> list[int]:
+    """The ids of the ``limit`` largest positive ``values``, in the order ``sorted(counter.items(), key=lambda
+    kv: (-kv[1], kv[0]))`` gives a Counter of them (a frame table's names are distinct): found by a partition
+    and, among the ties at the cut, the smallest names, so millions of frames are never listed whole."""
+    hit = np.flatnonzero(values > 0)
+    if len(hit) > limit > 0:
+        cut = np.partition(values[hit], len(hit) - limit)[len(hit) - limit]  # the limit-th largest
+        above = hit[values[hit] > cut].tolist()
+        tied = heapq.nsmallest(limit - len(above), ((frames[i], i) for i in hit[values[hit] == cut].tolist()))
+        hit = np.asarray(above + [i for _, i in tied], dtype=np.int64)
+    elif limit <= 0:
+        return []
+    return sorted(hit.tolist(), key=lambda i: (-values[i], frames[i]))
 
 
 def _counter(frames: Sequence[str], values: np.ndarray) -> Counter[str]:

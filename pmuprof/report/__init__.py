@@ -11,7 +11,7 @@ from ..model.profile import Profile
 from ..model.rundir import FINDINGS_JSON, REPORT_HTML, REPORT_MD
 from .flamesvg import flame_svg
 from .flametrie import Trie
-from .html import render_report, write_text
+from .html import write_report, write_text
 from .jsonw import findings_json
 from .markdown import render_markdown
 from .payload import ReportPayload, build_payload
@@ -31,7 +31,7 @@ def write_outputs(
     trie = functools.cache(lambda: Trie.of([profile.stacks]))  # one trie for the interactive graph and the SVG
     payload = build_payload(profile, diagnosis, max_flame_nodes, trie)
     paths = {
-        "html": write_text(out_dir / REPORT_HTML, render_report(payload, wall_svg(wall_stacks(profile)[0]))),
+        "html": write_report(out_dir / REPORT_HTML, payload, wall_svg(wall_stacks(profile)[0])),
         "json": write_text(out_dir / FINDINGS_JSON, findings_json(profile, diagnosis)),
         "md": write_text(out_dir / REPORT_MD, render_markdown(payload)),
         "svg": write_text(out_dir / FLAME_SVG, flame_svg(profile, payload.title, trie())),

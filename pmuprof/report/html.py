@@ -9,6 +9,7 @@ import os
 import re
 from pathlib import Path
 from typing import Any
+from collections.abc import Iterator
 
 import jinja2
 from markupsafe import Markup, escape
@@ -42,10 +43,40 @@ def _as_json(value: Any) -> Any:
 def embed_json(data: Any) -> Markup:
     """JSON safe inside <script type="application/json">: no '<', '>', '&', U+2028/2029 left raw, and
     bidi controls decoding to their visible escapes."""
-    text = bidi.visible_in_json(dumps(data))
-    for raw, escaped in _JSON_ESCAPES.items():
-        text = text.replace(raw, escaped)
-    return Markup(text)
+    return Markup("".join(json_pieces(data)))
+
+
+def json_pieces(data: Any) -> Iterator[str]:
+    """``embed_json(data)`` a piece at a time (what it joins): the page's data is never one string, which
+    for a profile of 2 M distinct frames was 80 MB, twice over while it was escaped. Every escape maps one
+    character, so escaping the pieces is escaping the whole."""
+    for piece in _pieces(data):
+        text = bidi.visible_in_json(piece)
+        for raw, escaped in _JSON_ESCAPES.items():
+            text = text.replace(raw, escaped)
+        yield text
+
+
+_LIST_PIECE = 1 << 15  # list items written a piece at a time
+
+
+def _pieces(value: Any) -> Iterator[str]:
+    """``dumps(value)`` in pieces: an object key by key (sorted, as dumps sorts), a long list a slice at a
+    time; anything else (and an object with other than text keys) whole."""
+    if not isinstance(value, (dict, list, tuple, str, int, float, type(None))):
+        value = _as_json(value)  # as dumps' ``default`` does
+    if isinstance(value, dict) and len(value) > 1 and all(isinstance(k, str) for k in value):
+        yield "{"
+        for n, key in enumerate(sorted(value)):
+            yield ("," if n else "") + dumps(key) + ":"
+            yield from _pieces(value[key])
+        yield "}"
+    elif isinstance(value, (list, tuple)) and len(value) > _LIST_PIECE:
+        for lo in range(0, len(value), _LIST_PIECE):
+            yield ("[" if not lo else ",") + dumps(list(value[lo : lo + _LIST_PIECE]))[1:-1]
+        yield "]"
+    else:
+        yield dumps(value)
 
 
 def _asset(env: jinja2.Environment, name: str) -> Markup:
@@ -154,16 +185,44 @@ def environment(directory: str = "") -> jinja2.Environment:
     return env
 
 
+_JSON_SLOT = "\x00pmuprof-json\x00"  # where base.html.j2 embeds the payload's JSON (no template holds a NUL)
+
+
+def stream(template: str, payload: Any, **pictures: str) -> Iterator[str]:
+    """A page template rendered a piece at a time, with the payload both as Jinja context and as the
+    embedded JSON (``json_pieces``); ``pictures`` are SVG documents pmuprof drew (escaped text inside),
+    inlined as they are and kept out of the JSON."""
+    context = {k: Markup(v) for k, v in pictures.items()}
+    for part in environment().get_template(template).generate(p=payload, json_slot=Markup(_JSON_SLOT), **context):
+        before, slot, after = part.partition(_JSON_SLOT)
+        yield before
+        if slot:
+            yield from json_pieces(payload)
+            yield after
+
+
 def render(template: str, payload: Any, **pictures: str) -> str:
-    """Render a page template with the payload both as Jinja context and as the embedded JSON; ``pictures``
-    are SVG documents pmuprof drew (escaped text inside), inlined as they are and kept out of the JSON."""
-    return environment().get_template(template).render(p=payload, **{k: Markup(v) for k, v in pictures.items()})
+    """The page as one string (``stream`` joined)."""
+    return "".join(stream(template, payload, **pictures))
+
+
+def write_page(path: Path, template: str, payload: Any, **pictures: str) -> Path:
+    """Write a page as it renders (atomic, never through a link, as outfile writes every output): a report
+    of millions of frames never holds its page, or its data's JSON, as one string."""
+    with outfile.open_binary(path) as out:
+        for piece in stream(template, payload, **pictures):
+            out.write(piece.encode("utf-8", "surrogateescape"))
+    return Path(path)
 
 
 def render_report(payload: ReportPayload, wall_svg: str = "") -> str:
     """report.html: the payload, its summary's cards (report/cards.py) and the wall-clock picture."""
     page = environment().get_template("report.html.j2")
     return page.render(p=payload, cards=report_cards(payload), wall_svg=Markup(wall_svg))
+
+
+def write_report(path: Path, payload: ReportPayload, wall_svg: str = "") -> Path:
+    return write_page(path, "report.html.j2", payload, wall_svg=wall_svg)
 
 
 def write_text(path: Path, text: str) -> Path:

@@ -101,7 +101,7 @@ def _profile_lines(m: RunMetrics, base: dict[str, str]) -> dict[str, list[str]]:
         out["pmuprof_samples"].append(_line("pmuprof_samples", {**base, "server": inst}, total))
         if not total:
             continue
-        top = sorted(part.self_counts().items(), key=lambda kv: (-kv[1], kv[0]))[:TOP_FUNCTIONS]
+        top = part.stacks.top_self(TOP_FUNCTIONS)
         for rank, (name, count) in enumerate(top, 1):  # series keyed by rank; the name only in the info metric
             labels = {**base, "server": inst, "rank": str(rank)}
             out["pmuprof_top_function_self_share_ratio"].append(

@@ -3,7 +3,6 @@ from the diagnosis itself)."""
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass, fields
 from typing import Any
 from collections.abc import Callable, Iterable, Mapping
@@ -13,7 +12,7 @@ from ..findings.latches import LatchWaits
 from ..findings.model import Finding, FindingJSON
 from ..model.analysis import SkidFunction
 from ..model.profile import Profile
-from ..model.stacks import Stacks
+from ..model.stacks import Stacks, top_frames
 from ..model.threadtables import ThreadTables
 from . import seconds
 from .counters import counters_section
@@ -55,23 +54,18 @@ def _share(count: float, total: float) -> float:
 
 def top_functions(stacks: Stacks, limit: int = TOP_FUNCTIONS) -> list[TopRow]:
     """Hottest functions by self and by inclusive samples (union of both top lists)."""
-    total = stacks.total
-    self_c = stacks.self_counts()
-    incl_c = stacks.inclusive_counts()
-
-    def top(counter: Counter[str]) -> list[str]:
-        return [n for n, _ in sorted(counter.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]]
-
-    names = sorted(set(top(self_c)) | set(top(incl_c)), key=lambda n: (-self_c.get(n, 0), -incl_c.get(n, 0), n))
+    total, frames = stacks.total, stacks.frames
+    own, incl = stacks.frame_self(), stacks.frame_inclusive()
+    ids = set(top_frames(frames, own, limit)) | set(top_frames(frames, incl, limit))
     return [
         TopRow(
-            name=n,
-            self=self_c.get(n, 0),
-            inclusive=incl_c.get(n, 0),
-            self_share=_share(self_c.get(n, 0), total),
-            inclusive_share=_share(incl_c.get(n, 0), total),
+            name=frames[i],
+            self=int(own[i]),
+            inclusive=int(incl[i]),
+            self_share=_share(int(own[i]), total),
+            inclusive_share=_share(int(incl[i]), total),
         )
-        for n in names
+        for i in sorted(ids, key=lambda i: (-own[i], -incl[i], frames[i]))
     ]
 
 
@@ -93,7 +87,7 @@ def comparison(profile: Profile, processes: list[str], ipc: Mapping[str, float])
     for proc in processes:
         part = profile.process_stacks(proc)  # its stacks alone: no copy of its sample table
         target = profile.target(proc)
-        top = sorted(part.self_counts().items(), key=lambda kv: (-kv[1], kv[0]))[:3]
+        top = part.top_self(3)
         rows.append(
             {
                 "process": proc,

@@ -92,7 +92,7 @@ def _functions(path: Path) -> tuple[tuple[tuple[str, int], ...], int]:
         return (), 0
     stacks, _ = load_folded(path / STACKS)
     profile = Profile(Stacks.of(stacks))
-    top = sorted(profile.self_counts().items(), key=lambda kv: (-kv[1], kv[0]))[:TRACKED]
+    top = profile.stacks.top_self(TRACKED)
     return tuple(top), profile.total
 
 

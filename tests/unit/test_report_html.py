@@ -53,6 +53,40 @@ def test_embed_json_escapes_line_separators():
     assert json.loads(out) == {"a": "x\u2028y\u2029</script>&"}
 
 
+class _AsJson:
+    def __init__(self, value) -> None:
+        self.value = value
+
+    def as_json(self):
+        return self.value
+
+
+@pytest.mark.parametrize("piece", [1, 3, 1 << 15])
+def test_the_data_written_in_pieces_is_the_data_written_whole(monkeypatch, piece):
+    """The page's JSON is written a key and a list slice at a time (issue 34: 80 MB as one string, twice):
+    joined, it is exactly what one dumps and the escapes gave, for nested objects, long lists, objects
+    with number keys, values with as_json, and every character the escapes or bidi controls touch."""
+    from pmuprof.report import bidi, html as page
+
+    monkeypatch.setattr(page, "_LIST_PIECE", piece)
+    nasty = "a<b>&c\u2028d\u2029e\u202ef\u2066\"\\"
+    data = _AsJson(
+        {
+            "z": [nasty, 1, 2.5, None, True, [3, 4, {"k": nasty}], _AsJson({"deep": [nasty] * 5})],
+            "a": {str(i): list(range(i)) for i in range(7)},
+            "m": {1: "one", 2: "two"},
+            "e": {},
+            "t": tuple(range(10)),
+            nasty: "key",
+        }
+    )
+    whole = bidi.visible_in_json(page.dumps(data))
+    for raw, escaped in page._JSON_ESCAPES.items():
+        whole = whole.replace(raw, escaped)
+    assert "".join(page.json_pieces(data)) == whole == str(page.embed_json(data))
+    assert len(list(page.json_pieces(data))) > 10
+
+
 def test_same_input_gives_identical_bytes(tmp_path):
     one, two = tmp_path / "one", tmp_path / "two"
     write_outputs(profile(), Diagnosis.of(findings()), one)

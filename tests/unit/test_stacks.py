@@ -63,6 +63,21 @@ def test_counts_match_the_tuple_definitions(monkeypatch, block, step) -> None:
     assert set(st.rows_with(wanted).tolist()) == {i for i, (s, _) in enumerate(st.items()) if {"f1", "f2"} & set(s[1:])}
 
 
+@pytest.mark.parametrize("seed", range(6))
+def test_top_frames_orders_as_sorting_the_whole_counter(seed) -> None:
+    """The top-N by a partition and the smallest names among ties at the cut is the head of the whole sort
+    (issue 34: a Counter of 2 M names sorted whole took 350 MB), also with many ties and N past the frames."""
+    rng = random.Random(seed)
+    frames = [f"f{rng.randrange(10**6):06d}x{i}" for i in range(rng.choice([0, 5, 400, 3000]))]
+    values = np.array([rng.choice([0, 1, 2, 2, 3, 7, rng.randint(0, 50)]) for _ in frames], dtype=np.int64)
+    counter = Counter({f: int(v) for f, v in zip(frames, values) if v > 0})
+    for limit in (0, 1, 3, 60, 5000):
+        want = [n for n, _ in sorted(counter.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]]
+        assert [frames[i] for i in stacks_mod.top_frames(frames, values, limit)] == want, (seed, limit)
+    st = Stacks.of(_random(seed))
+    assert st.top_self(7) == sorted(st.self_counts().items(), key=lambda kv: (-kv[1], kv[0]))[:7]
+
+
 @pytest.mark.parametrize("block", [1 << 20, 2, 1])
 def test_repeats_are_summed_and_take_and_relabel_keep_counts(monkeypatch, block) -> None:
     monkeypatch.setattr(stacks_mod, "_BLOCK_OCC", block)  # rows hashed a block at a time
@@ -192,3 +207,26 @@ def test_frame_ids_are_16_bit_up_to_65536_frames_and_relabel_crosses_the_line() 
     assert len(narrow.frames) == 65536 and narrow.ids.dtype == np.uint16
     assert narrow.leaf_ids.tolist() == [65535] and narrow.row(0)[-1] == "n65534"
     assert narrow.rows_with(narrow.lut(["n65534"])).tolist() == [0] and narrow.inclusive_counts()["n65534"] == 1
+
+
+class _Colliding(str):
+    """A name whose hash collides with every other's: the index must still tell them apart by value."""
+
+    def __hash__(self) -> int:
+        return 7
+
+
+@pytest.mark.parametrize("colliding", [False, True])
+def test_frame_index_answers_as_the_dict_it_replaced(colliding) -> None:
+    rng = random.Random(3)
+    names = [f"f{rng.randint(0, 300)}" for _ in range(500)] + ["", "mysqld", "[unknown]"]
+    frames = [_Colliding(n) for n in names] if colliding else names
+    want = {name: i for i, name in enumerate(frames)}  # a name listed twice: its last id
+    got = stacks_mod.FrameIndex(frames)
+    absent = [_Colliding(n) if colliding else n for n in ("absent", "f-1")]
+    for name in [*frames, *absent, 5]:
+        assert (name in got) == (name in want) and got.get(name, -1) == want.get(name, -1), name
+    assert all(got[name] == i for name, i in want.items()) and dict(got.items()) == want and len(got) == len(want)
+    assert sum(got.get(n, -1) >= 0 for n in absent) == 0 and 200 < len(want) < len(frames)
+    with pytest.raises(KeyError):
+        got[absent[0]]
