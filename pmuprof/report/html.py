@@ -188,11 +188,10 @@ def environment(directory: str = "") -> jinja2.Environment:
 _JSON_SLOT = "\x00pmuprof-json\x00"  # where base.html.j2 embeds the payload's JSON (no template holds a NUL)
 
 
-def stream(template: str, payload: Any, **pictures: str) -> Iterator[str]:
+def stream(template: str, payload: Any, **context: Any) -> Iterator[str]:
     """A page template rendered a piece at a time, with the payload both as Jinja context and as the
-    embedded JSON (``json_pieces``); ``pictures`` are SVG documents pmuprof drew (escaped text inside),
-    inlined as they are and kept out of the JSON."""
-    context = {k: Markup(v) for k, v in pictures.items()}
+    embedded JSON (``json_pieces``); ``context``: what else the template reads (the report's cards, the SVG
+    pictures pmuprof drew as Markup: escaped text inside, inlined as they are and kept out of the JSON)."""
     for part in environment().get_template(template).generate(p=payload, json_slot=Markup(_JSON_SLOT), **context):
         before, slot, after = part.partition(_JSON_SLOT)
         yield before
@@ -201,28 +200,33 @@ def stream(template: str, payload: Any, **pictures: str) -> Iterator[str]:
             yield after
 
 
-def render(template: str, payload: Any, **pictures: str) -> str:
+def render(template: str, payload: Any, **context: Any) -> str:
     """The page as one string (``stream`` joined)."""
-    return "".join(stream(template, payload, **pictures))
+    return "".join(stream(template, payload, **context))
 
 
-def write_page(path: Path, template: str, payload: Any, **pictures: str) -> Path:
+def write_page(path: Path, template: str, payload: Any, **context: Any) -> Path:
     """Write a page as it renders (atomic, never through a link, as outfile writes every output): a report
     of millions of frames never holds its page, or its data's JSON, as one string."""
     with outfile.open_binary(path) as out:
-        for piece in stream(template, payload, **pictures):
+        for piece in stream(template, payload, **context):
             out.write(piece.encode("utf-8", "surrogateescape"))
     return Path(path)
 
 
+def _report_context(payload: ReportPayload, wall_svg: str) -> dict[str, Any]:
+    """What report.html shows beside the payload: its summary's cards (report/cards.py) and the wall-clock picture."""
+    return {"cards": report_cards(payload), "wall_svg": Markup(wall_svg)}
+
+
 def render_report(payload: ReportPayload, wall_svg: str = "") -> str:
-    """report.html: the payload, its summary's cards (report/cards.py) and the wall-clock picture."""
-    page = environment().get_template("report.html.j2")
-    return page.render(p=payload, cards=report_cards(payload), wall_svg=Markup(wall_svg))
+    """report.html as one string."""
+    return render("report.html.j2", payload, **_report_context(payload, wall_svg))
 
 
 def write_report(path: Path, payload: ReportPayload, wall_svg: str = "") -> Path:
-    return write_page(path, "report.html.j2", payload, wall_svg=wall_svg)
+    """report.html written as it renders (``write_page``)."""
+    return write_page(path, "report.html.j2", payload, **_report_context(payload, wall_svg))
 
 
 def write_text(path: Path, text: str) -> Path:

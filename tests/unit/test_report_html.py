@@ -69,7 +69,7 @@ def test_the_data_written_in_pieces_is_the_data_written_whole(monkeypatch, piece
     from pmuprof.report import bidi, html as page
 
     monkeypatch.setattr(page, "_LIST_PIECE", piece)
-    nasty = "a<b>&c\u2028d\u2029e\u202ef\u2066\"\\"
+    nasty = 'a<b>&c\u2028d\u2029e\u202ef\u2066"\\'
     data = _AsJson(
         {
             "z": [nasty, 1, 2.5, None, True, [3, 4, {"k": nasty}], _AsJson({"deep": [nasty] * 5})],
