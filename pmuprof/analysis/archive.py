@@ -12,7 +12,6 @@ import tempfile
 import zlib
 from dataclasses import replace
 from pathlib import Path
-from typing import IO
 from collections.abc import Iterator
 
 from .. import infile, outfile
@@ -98,7 +97,7 @@ def kept_symfs(
 class _Inflated(io.RawIOBase):
     """The bytes of a gzip stream, at most ``limit`` of them (past it: ``TooMuch``)."""
 
-    def __init__(self, source: IO[bytes], limit: int) -> None:
+    def __init__(self, source: io.BufferedIOBase, limit: int) -> None:
         self.source, self.limit, self.read_bytes = source, limit, 0
 
     def readable(self) -> bool:

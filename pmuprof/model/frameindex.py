@@ -39,10 +39,6 @@ class FrameIndex(Mapping[str, int]):
     def __contains__(self, name: object) -> bool:
         return self._find(name) >= 0
 
-    def get(self, name: str, default=None):  # type: ignore[override]
-        i = self._find(name)
-        return default if i < 0 else i
-
     def __iter__(self) -> Iterator[str]:
         seen = dict.fromkeys(self.frames)  # only when asked: the names once each, in table order
         return iter(seen)
