@@ -52,7 +52,7 @@ def binary_of(label: str) -> str | None:
 
 def for_process(stacks: Stacks, process: str, run: Run) -> StackQuality:
     """The quality facts of one process's stacks (root label ``process``), from per-frame flags."""
-    mine = stacks.take(stacks.root_ids == stacks.frame_index.get(process, -1))
+    mine = stacks.take(stacks.root_ids == stacks.root_id(process))
     frames = mine.frames
     total = mine.total
     deep = mine.lengths >= 2

@@ -41,7 +41,7 @@ class OffCpuIndex:
         self.attributor = attributor
         st = Stacks.of({})
         if off is not None:
-            st = off.stacks.take(off.stacks.root_ids == off.stacks.frame_index.get(process, -1))
+            st = off.stacks.take(off.stacks.root_ids == off.stacks.root_id(process))
         self.st = st
         self.total_us = st.total
         self.states = (

@@ -6,10 +6,12 @@ import bisect
 import re
 from dataclasses import dataclass
 from functools import lru_cache
-from collections.abc import Iterable, Sequence
+from typing import overload
+from collections.abc import Iterable, Iterator, Sequence
 
 import numpy as np
 
+from ..model.frametable import FrameTable
 from ..model.labels import without_kernel_suffix
 from .globs import MAX_MATCH_CHARS, GlobSet, Matcher, checked_regex
 
@@ -234,40 +236,100 @@ def _mark(out: np.ndarray, candidates: Iterable[int], names: FrameNames, rx: Mat
             out[i] = True
 
 
-class _Sorted(Sequence[str]):
-    """The names in sorted order, as a view (for bisect) over the names and their order."""
+class _Changed(Sequence[str]):
+    """A frame table with a few names replaced (by id)."""
 
-    def __init__(self, names: tuple[str, ...], order: np.ndarray) -> None:
+    def __init__(self, table: FrameTable, changed: dict[int, str]) -> None:
+        self.table, self.changed = table, changed
+
+    def __len__(self) -> int:
+        return len(self.table)
+
+    @overload
+    def __getitem__(self, i: int) -> str: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[str]: ...
+
+    def __getitem__(self, i: int | slice) -> str | list[str]:
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(len(self)))]
+        name = self.changed.get(int(i))
+        return self.table[i] if name is None else name
+
+    def __iter__(self) -> Iterator[str]:
+        changed = self.changed
+        for i, name in enumerate(self.table):
+            yield changed.get(i, name)
+
+    def containing(self, piece: str) -> np.ndarray:
+        """The ids whose name holds ``piece``: the table's that do (a replaced one the test keeps out if it
+        no longer does) and the replaced names that do."""
+        mine = [i for i, name in self.changed.items() if piece in name]
+        return np.union1d(self.table.containing(piece), np.asarray(mine, dtype=np.int64))
+
+
+class _Sorted(Sequence[tuple[str, int]]):
+    """(name, id) in sorted order, as a view (for bisect) over the names and their order."""
+
+    def __init__(self, names: Sequence[str], order: np.ndarray) -> None:
         self.names, self.order = names, order
 
     def __len__(self) -> int:
         return len(self.order)
 
-    def __getitem__(self, k):  # type: ignore[override]
-        return self.names[self.order[k]]
+    @overload
+    def __getitem__(self, k: int) -> tuple[str, int]: ...
+
+    @overload
+    def __getitem__(self, k: slice) -> list[tuple[str, int]]: ...
+
+    def __getitem__(self, k: int | slice) -> tuple[str, int] | list[tuple[str, int]]:
+        if isinstance(k, slice):
+            return [self[j] for j in range(*k.indices(len(self)))]
+        i = int(self.order[k])
+        return self.names[i], i
 
 
 @dataclass(frozen=True)
 class FrameNames:
-    """A frame table's names as rules see them (normalized, bounded), prepared for bulk matching. Held by
-    one matcher index at a time: 2 M distinct names take about 200 MB here (the names themselves, shared
-    with the frame table where normalizing changed nothing, and ``text``)."""
+    """A frame table's names as rules see them (normalized, bounded), prepared for bulk matching: the names
+    (the frame table itself where normalizing changes none) and their sorted order. Held by one matcher
+    index at a time, not in a global cache."""
 
-    names: tuple[str, ...]
-    order: np.ndarray  # indices sorted by name
-    text: str  # every name, one per line (a short name is a prefix of its name: it needs no line)
-    line_of: np.ndarray  # line start offsets in ``text``
+    names: Sequence[str]
+    order: np.ndarray  # indices sorted by name, equal names by index
 
     @classmethod
     def of(cls, frames: Sequence[str]) -> FrameNames:
-        names = tuple(normalize(f[:MAX_MATCH_CHARS]) for f in frames)
+        if isinstance(frames, FrameTable):
+            return cls._of_table(frames)
+        names: Sequence[str] = [normalize(f[:MAX_MATCH_CHARS]) for f in frames]
+        if all(n is f for n, f in zip(names, frames)):
+            names = frames  # nothing to normalize (the usual case): the table itself, not a copy of it
         table = np.empty(len(names), dtype=object)
         table[:] = names
         order = np.argsort(table, kind="stable")  # as sorted() orders them, with no list of index objects
-        text = "\n".join(n.replace("\n", " ") for n in names)
-        lengths = np.fromiter((len(n) + 1 for n in names), dtype=np.int64, count=len(names))
-        starts = np.concatenate(([0], np.cumsum(lengths[:-1]))) if len(names) else np.zeros(0, np.int64)
-        return cls(names, order, text, starts.astype(np.int64))
+        del table
+        return cls(names, order.astype(np.int32 if len(names) < 2**31 else np.int64))
+
+    @classmethod
+    def _of_table(cls, table: FrameTable) -> FrameNames:
+        """A FrameTable's: its names are never all made at once. The few that normalizing changes (a kernel
+        frame's ``_[k]``, ``> >``) are kept beside it, and placed in its sorted order where they now sort."""
+        changed: dict[int, str] = {}
+        for i, frame in enumerate(table):
+            name = normalize(frame[:MAX_MATCH_CHARS])
+            if name != frame:
+                changed[i] = name
+        if not changed:
+            return cls(table, table.order)
+        moved = sorted((name, i) for i, name in changed.items())
+        ids = np.fromiter((i for _, i in moved), dtype=np.int64, count=len(moved))
+        rest = table.order[~np.isin(table.order, ids)]  # the unchanged names, in order (by name, then id)
+        view = _Sorted(table, rest)
+        at = [bisect.bisect_left(view, key) for key in moved]
+        return cls(_Changed(table, changed), np.insert(rest, at, ids))
 
     def candidates(self, glob: str) -> Iterable[int]:
         """Frame indices whose name or short name can match the (normalized) glob: a short name is a
@@ -275,18 +337,17 @@ class FrameNames:
         prefix = re.split(r"[*?]", glob, maxsplit=1)[0]
         if prefix:
             view = _Sorted(self.names, self.order)
-            lo = bisect.bisect_left(view, prefix)
-            hi = bisect.bisect_left(view, prefix + "\U0010ffff")
-            return np.sort(self.order[lo:hi]).tolist()
+            lo = bisect.bisect_left(view, (prefix, -1))
+            hi = bisect.bisect_left(view, (prefix + "\U0010ffff", -1))
+            found: list[int] = np.sort(self.order[lo:hi]).tolist()
+            return found
         piece = max(re.split(r"[*?]", glob), key=len)
         if len(piece) < 2:
             return range(len(self.names))
-        hits = [m.start() for m in re.finditer(re.escape(piece), self.text)]
-        if not hits:
-            return ()
-        lines = np.searchsorted(self.line_of, np.asarray(hits, dtype=np.int64), side="right") - 1
-        found: list[int] = np.unique(lines).tolist()
-        return found
+        if isinstance(self.names, (FrameTable, _Changed)):  # found in the table's own text
+            held: list[int] = self.names.containing(piece).tolist()
+            return held
+        return [i for i, name in enumerate(self.names) if piece in name]
 
 
 @lru_cache(maxsize=4)

@@ -39,17 +39,21 @@ class StackIndex:
         self.st: Stacks = stacks if stacks is not None else profile.process_stacks(process)  # type: ignore[union-attr]
         self.total = self.st.total
         self.attributor = attributor
-        self._luts: dict[PatternSet, np.ndarray] = {}
+        self._luts: dict[PatternSet, np.ndarray] = {}  # the ids each pattern set marks (few: kept sparse)
         self._waits: WaitTable | None = None
         self._built: dict[str, Any] = {}
 
     def lut(self, patterns: PatternSet) -> np.ndarray:
-        """True per frame id whose label the patterns match (each label tested once)."""
-        hit = self._luts.get(patterns)
-        if hit is None:
-            hit = patterns.mask(self.names)
-            self._luts[patterns] = hit
-        return hit
+        """True per frame id whose label the patterns match (each label tested once; the ids it marks are
+        kept, not a boolean per frame: the rules ask for a hundred pattern sets, and a table of 2 M names
+        made each 2 MB)."""
+        ids = self._luts.get(patterns)
+        if ids is None:
+            ids = np.flatnonzero(patterns.mask(self.names))
+            self._luts[patterns] = ids
+        out = np.zeros(len(self.st.frames), dtype=bool)
+        out[ids] = True
+        return out
 
     @cached_property
     def names(self) -> FrameNames:
@@ -115,8 +119,8 @@ def match_stack(index: StackIndex, spec: Mapping[str, PatternSet], skip: Pattern
     hot = st.ids[at]
     callers = _callers(st, rows, at, index.lut(skip))
     ranked = _rank_chains(st, np.column_stack((hot, callers)), counts)
-    top_frames, _ = ranked[0]
-    hot_share = int(counts[hot == st.frame_index[top_frames[0]]].sum()) / total
+    top_frames, _, hot_id = ranked[0]
+    hot_share = int(counts[hot == hot_id].sum()) / total
     return StackShare(
         value=count / total,
         share=count / total,
@@ -126,7 +130,9 @@ def match_stack(index: StackIndex, spec: Mapping[str, PatternSet], skip: Pattern
         hot_share=hot_share,
         callers=top_frames[1:],
         chain=chain_text(top_frames[0], hot_share, top_frames[1:]),
-        chains=tuple(Chain(f, round(n / total, 6), chain_text(f[0], n / total, f[1:])) for f, n in ranked[:TOP_CHAINS]),
+        chains=tuple(
+            Chain(f, round(n / total, 6), chain_text(f[0], n / total, f[1:])) for f, n, _ in ranked[:TOP_CHAINS]
+        ),
     )
 
 
@@ -295,8 +301,8 @@ def _callers(st: Stacks, rows: np.ndarray, at: np.ndarray, skip: np.ndarray) -> 
     return out
 
 
-def _rank_chains(st: Stacks, keys: np.ndarray, counts: np.ndarray) -> list[tuple[tuple[str, ...], int]]:
-    """(frames, samples) per distinct hot-and-callers key, most samples first, ties by name."""
+def _rank_chains(st: Stacks, keys: np.ndarray, counts: np.ndarray) -> list[tuple[tuple[str, ...], int, int]]:
+    """(frames, samples, hot frame id) per distinct hot-and-callers key, most samples first, ties by name."""
     bits = max(1, int(len(st.frames) + 1).bit_length())
     if bits * keys.shape[1] <= 63:  # one int64 per key: a plain sort instead of a row-wise unique
         packed = np.zeros(len(keys), dtype=np.int64)
@@ -309,5 +315,5 @@ def _rank_chains(st: Stacks, keys: np.ndarray, counts: np.ndarray) -> list[tuple
     sums = np.bincount(inverse.reshape(-1), weights=counts).astype(np.int64)
     cutoff = np.sort(sums)[-min(TOP_CHAINS, len(sums))]
     top = np.flatnonzero(sums >= cutoff).tolist()
-    names = [(tuple(st.frames[f] for f in uniq[i].tolist() if f >= 0), int(sums[i])) for i in top]
+    names = [(tuple(st.frames[f] for f in uniq[i].tolist() if f >= 0), int(sums[i]), int(uniq[i][0])) for i in top]
     return sorted(names, key=lambda kv: (-kv[1], kv[0]))

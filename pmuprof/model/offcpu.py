@@ -120,6 +120,6 @@ class OffCpuProfile:
     def restrict(self, roots: Iterable[str]) -> OffCpuProfile:
         """Only the stacks and snapshots of the given process labels."""
         keep = set(roots)
-        st = self.stacks.take(np.isin(self.stacks.root_ids, self.stacks.lut(keep).nonzero()[0]))
+        st = self.stacks.take(np.isin(self.stacks.root_ids, [self.stacks.root_id(r) for r in keep]))
         snaps = tuple(s for s in self.threads.snapshots if s.label in keep)
         return OffCpuProfile(st, Threads(snaps), self.headers)

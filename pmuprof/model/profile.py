@@ -86,12 +86,12 @@ class Profile:
 
     def process_stacks(self, label: str) -> Stacks:
         """The stacks under one process label."""
-        return self.stacks.take(self.stacks.root_ids == self.stacks.frame_index.get(label, -1))
+        return self.stacks.take(self.stacks.root_ids == self.stacks.root_id(label))
 
     def restrict(self, roots: Iterable[str]) -> Profile:
         """The same profile keeping only stacks under the given process labels."""
         roots = tuple(roots)
-        mask = np.isin(self.stacks.root_ids, self.stacks.lut(roots).nonzero()[0])
+        mask = np.isin(self.stacks.root_ids, [self.stacks.root_id(r) for r in roots])
         samples = self.samples.take(mask, len(self.stacks)) if self.samples is not None else None
         return replace(
             self,
@@ -137,7 +137,7 @@ def process_rows(stacks: Stacks, process: str, rows: Iterable[int] | np.ndarray 
     if rows is None:
         return np.zeros(0, dtype=np.int64)
     rows = np.asarray(rows, dtype=np.int64)
-    root = stacks.frame_index.get(process, -1) if process else -1
+    root = stacks.root_id(process) if process else -1
     if root < 0:
         return rows
     return np.flatnonzero(stacks.root_ids == root)[rows]

@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 import numpy as np
 
 from .frameindex import FrameIndex
+from .frametable import FrameTable
 from .labels import INLINE_SUFFIX
 
 Stack = tuple[str, ...]
@@ -41,7 +42,8 @@ class Stacks(Mapping[Stack, int]):
     """Distinct stacks (rows) over a frame table; immutable once built."""
 
     def __init__(self, frames: Sequence[str], ids: np.ndarray, offsets: np.ndarray, counts: np.ndarray) -> None:
-        self.frames: tuple[str, ...] = tuple(frames)
+        # a FrameTable stays one (its names made on access), anything else becomes a tuple
+        self.frames: Sequence[str] = frames if isinstance(frames, FrameTable) else tuple(frames)
         self.ids: np.ndarray = np.ascontiguousarray(ids, dtype=id_dtype(len(self.frames)))
         self.offsets = np.ascontiguousarray(offsets, dtype=np.int64)
         self.counts = np.ascontiguousarray(counts, dtype=np.int64)
@@ -184,6 +186,15 @@ class Stacks(Mapping[Stack, int]):
         return self.ids[self.offsets[:-1]] if len(self.counts) else np.zeros(0, self.ids.dtype)
 
     @cached_property
+    def _roots(self) -> dict[str, int]:
+        """The labels stacks begin with (the process roots: a few) and their ids."""
+        return {self.frames[i]: i for i in np.unique(self.root_ids).tolist()}
+
+    def root_id(self, label: str) -> int:
+        """The id of a process root label, -1 when no stack begins with it (no index of every name)."""
+        return self._roots.get(label, -1)
+
+    @cached_property
     def frame_index(self) -> FrameIndex:
         """Frame name → id (a Mapping in two arrays, not a dict entry per name)."""
         return FrameIndex(self.frames)
@@ -300,7 +311,7 @@ class Stacks(Mapping[Stack, int]):
     def per_root(self) -> dict[str, int]:
         """Samples per process label (root frame)."""
         sums = np.bincount(self.root_ids, weights=self.counts, minlength=len(self.frames))
-        return {self.frames[f]: int(sums[f]) for f in np.flatnonzero(sums)}
+        return {self.frames[f]: int(sums[f]) for f in np.flatnonzero(sums).tolist()}
 
     # -- subsets and relabelling ------------------------------------------------------------------
 
@@ -337,7 +348,8 @@ class Stacks(Mapping[Stack, int]):
         # only rows holding a frame whose label another frame now has too can become equal (to each other)
         merging = np.bincount(new_id, minlength=len(index))[new_id] > 1
         maybe = np.unique(np.searchsorted(self.offsets, np.flatnonzero(merging[self.ids]), side="right") - 1)
-        return merged_rows(list(index), self.ids, self.offsets, self.counts, new_id.astype(id_dtype(len(index))), maybe)
+        frames = FrameTable.of(list(index)) if isinstance(self.frames, FrameTable) else list(index)
+        return merged_rows(frames, self.ids, self.offsets, self.counts, new_id.astype(id_dtype(len(index))), maybe)
 
 
 def _cut_postings(source: Stacks, lo: int, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:

@@ -12,11 +12,13 @@ from __future__ import annotations
 import subprocess
 import tempfile
 from pathlib import Path
+from collections.abc import Iterator
 
 import numpy as np
 
 from ...errors import InputError
 from ...model.folded import bad_line, leading_headers, load_folded
+from ...model.frametable import FrameTable
 from ...model.samples import Samples
 from ...model.stacks import Stacks, id_dtype
 from ...paths import fold_path
@@ -27,6 +29,7 @@ SAMPLES_MAGIC = b"PMFSMP1\n"
 BAD_LINE = 3
 MAX_S = 3600  # parsing a folded file of tens of GB
 _ID_BLOCK = 1 << 20  # frame ids read per block
+_NAME_BLOCK = 1 << 16  # strings decoded per block
 
 
 def read_stacks_bin(path: Path) -> Stacks:
@@ -65,6 +68,50 @@ class _Reader:
             out[lo : lo + len(part)] = part
         return out
 
+    def skip(self, count: int, what: str) -> int:
+        """Step over ``count`` bytes (read later, by ``names``); where they start."""
+        if count > self.left:
+            raise InputError(f"{self.path}: {what} is cut short", "rebuild the native tools (make -C native)")
+        at = self.f.tell()
+        self.f.seek(count, 1)
+        self.left -= count
+        return at
+
+    def names(self, at: int, lengths: np.ndarray, used: np.ndarray) -> FrameTable | list[str]:
+        """The used strings of the table starting at ``at``, read a block at a time (the table's bytes are
+        never held whole beside the names): a FrameTable when they are ASCII, else a list of them."""
+        pieces: list[str] = []
+        for chunk, sizes, keep in self._blocks(at, lengths, used):
+            if not chunk.isascii():
+                return self._decoded(at, lengths, used)
+            if len(keep) < len(sizes):
+                ends = np.cumsum(sizes)
+                chunk = b"".join(chunk[e - n : e] for e, n in zip(ends[keep].tolist(), sizes[keep].tolist()))
+            pieces.append(chunk.decode("ascii"))
+        text = "".join(pieces)
+        del pieces
+        return FrameTable(text, np.cumsum(lengths[used]))
+
+    def _decoded(self, at: int, lengths: np.ndarray, used: np.ndarray) -> list[str]:
+        """The used strings as a list (UTF-8; bytes that are not: backslash escapes)."""
+        out: list[str] = []
+        for chunk, sizes, keep in self._blocks(at, lengths, used):
+            ends = np.cumsum(sizes)
+            out += [
+                chunk[e - n : e].decode("utf-8", "backslashreplace")
+                for e, n in zip(ends[keep].tolist(), sizes[keep].tolist())
+            ]
+        return out
+
+    def _blocks(self, at: int, lengths: np.ndarray, used: np.ndarray) -> Iterator[tuple[bytes, np.ndarray, np.ndarray]]:
+        """Per block of strings: their bytes, their lengths, and which of them the stacks use."""
+        for lo in range(0, len(lengths), _NAME_BLOCK):
+            sizes = lengths[lo : lo + _NAME_BLOCK]
+            self.f.seek(at)
+            chunk = self.f.read(int(sizes.sum()))
+            at += len(chunk)
+            yield chunk, sizes, np.flatnonzero(used[lo : lo + _NAME_BLOCK])
+
     def raw(self, count: int, what: str) -> bytes:
         if count > self.left:
             raise InputError(f"{self.path}: {what} is cut short", "rebuild the native tools (make -C native)")
@@ -98,22 +145,20 @@ def read_fold_bin(path: Path) -> tuple[Stacks, Samples | None]:
             raise InputError(f"{path}: not a pmuprof stacks file", "rebuild the native tools (make -C native)")
         nstr, nbytes, nst, nids = (int(v) for v in rd.array(np.uint64, 4, "the header"))
         slen = rd.array(np.uint32, nstr, "the string table").astype(np.int64)
-        ends = np.cumsum(slen).tolist()
-        blob = rd.raw(nbytes, "the string table")
+        if int(slen.sum()) != nbytes:
+            raise InputError(f"{path}: the string table is damaged", "rebuild the native tools (make -C native)")
+        blob_at = rd.skip(nbytes, "the string table")
         ids = rd.ids(nids, nstr)
         lengths = rd.array(np.uint32, nst, "the stacks").astype(np.int64)
         counts = rd.array(np.uint64, nst, "the stacks").astype(np.int64)
         samples = _samples(rd)
-    used = np.zeros(nstr, dtype=bool)
-    used[ids] = True
+        used = np.zeros(nstr, dtype=bool)
+        used[ids] = True
+        frames = rd.names(blob_at, slen, used)
     if not used.all():  # renumbered to the strings the stacks use, a block at a time, in place
         remap = (np.cumsum(used) - 1).astype(ids.dtype)
         for lo in range(0, nids, 1 << 20):
             ids[lo : lo + (1 << 20)] = remap[ids[lo : lo + (1 << 20)]]
-    frames = [
-        blob[ends[i] - n : ends[i]].decode("utf-8", "backslashreplace")
-        for i, n in zip(np.flatnonzero(used).tolist(), slen[used].tolist())
-    ]
     offsets = np.concatenate(([0], np.cumsum(lengths)))
     return Stacks(frames, ids, offsets, counts), samples
 
