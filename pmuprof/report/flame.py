@@ -20,6 +20,9 @@ _ELIDED_KEY = "\0elided\0"
 _HEX_ADDR = re.compile(r"^(0x)?[0-9a-fA-F]{6,}$")
 DEFAULT_MAX_NODES = 200_000
 DEFAULT_MAX_BYTES = 2_500_000  # the tree's JSON; the rest of a report is rarely over 400 kB
+# leaf frames listed by name in elided_self; past it the lightest are summed under the elided frame's name (a
+# profile of 2 M distinct leaf functions listed them all: a 42 MB report, never within max_bytes)
+MAX_HIDDEN_LEAVES = 20_000
 
 
 def frame_kind(name: str, depth: int) -> int:
@@ -40,7 +43,8 @@ def _tree(trie: Trie, threshold: float, own: np.ndarray) -> tuple[FlameTree, np.
     left-out descendants' own samples, with their leaf frames below it (by name). A leaf frame is
     shown there when it is at least ``min_leaf`` samples in some column; smaller ones stay in the
     elided node's own samples and are listed in ``elided_self`` by frame, with ``nested``: the part
-    whose kept callers include the same function (a recursive call, which a sandwich counts once).
+    whose kept callers include the same function (a recursive call, which a sandwich counts once); up to
+    MAX_HIDDEN_LEAVES frames, the lightest beyond it summed under the elided frame's name.
     Also returns each trie node's output row: its own, or for a left-out node its kept caller's
     elided node (what a subset of the samples, e.g. some seconds, adds its own samples to).
     """
@@ -183,7 +187,9 @@ class _Groups:
         return g
 
     def hidden(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Leaf frames too narrow to show, summed by frame (by name), and their nested part."""
+        """Leaf frames too narrow to show, summed by frame (by name), and their nested part; past
+        MAX_HIDDEN_LEAVES frames, the heaviest but one and the rest summed under the elided frame (code -1)."""
+        limit = MAX_HIDDEN_LEAVES
         width = len(self.leaf_sum)
         if self.trie is None or self.shown.all():
             return np.zeros(0, np.int64), np.zeros((width, 0), np.int64), np.zeros((width, 0), np.int64)
@@ -202,7 +208,17 @@ class _Groups:
             ]
         )
         rank = np.lexsort(((by_code & 1) == 0, by_code >> 1))  # by name, a root label first
-        return by_code[rank], sums[:, rank].astype(np.int64), nest[:, rank].astype(np.int64)
+        by_code, sums, nest = by_code[rank], sums[:, rank].astype(np.int64), nest[:, rank].astype(np.int64)
+        if len(by_code) <= limit:
+            return by_code, sums, nest
+        heavy = np.zeros(len(by_code), dtype=bool)
+        heavy[np.argsort(-sums.sum(axis=0), kind="stable")[: limit - 1]] = True  # ties: the first by name
+        rest = ~heavy
+        return (
+            np.append(by_code[heavy], -1),
+            np.column_stack((sums[:, heavy], sums[:, rest].sum(axis=1))),
+            np.column_stack((nest[:, heavy], np.zeros(len(nest), np.int64))),  # the elided frame calls nothing
+        )
 
 
 def _on_path(trie: Trie, anchor: np.ndarray, code: np.ndarray) -> np.ndarray:
@@ -240,7 +256,8 @@ def build_tree(
     shown that way and those whose leaf frame was too narrow to show as well; the latter are
     listed by leaf frame in ``elided_self`` (string-table indices, one value column each, and
     ``nested``: the part whose kept callers include the same function), so every function's self
-    samples are in the payload even then. ``trie``: ``Trie.of(columns)`` when the caller has it already.
+    samples are in the payload even then (up to MAX_HIDDEN_LEAVES such functions: the lightest beyond it are
+    summed under the ``[elided frames]`` name, so the total stays right). ``trie``: ``Trie.of(columns)`` when the caller has it already.
     """
     return build_tree_rows(columns, max_nodes, max_bytes, trie)[0]
 

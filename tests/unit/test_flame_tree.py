@@ -84,6 +84,24 @@ def test_leaves_too_scattered_to_show_stay_in_the_elided_frame():
     assert _exact_self(tree) == _self(stacks)
 
 
+def test_leaves_listed_by_name_are_bounded_and_the_rest_summed(monkeypatch):
+    """Past MAX_HIDDEN_LEAVES leaf frames, the heaviest are listed and the rest summed under the elided frame's
+    name (issue 34: 2 M distinct leaves listed them all, a 42 MB report): the total and the heaviest stay."""
+    from pmuprof.report import flame
+
+    monkeypatch.setattr(flame, "MAX_HIDDEN_LEAVES", 20)
+    stacks = {("p", "a", f"caller{i:03d}", f"leaf{i:03d}"): 1 + (i % 7 == 0) * 5 for i in range(300)}
+    stacks[("p", "a", "hot")] = 10_000
+    tree = build_tree([stacks], max_nodes=50)
+    extra = tree["elided_self"]
+    listed = {tree["names"][n]: v for n, v in zip(extra["name"], extra["values"][0])}
+    heavy = {f"leaf{i:03d}" for i in range(0, 300, 7)}  # 6 samples each: 43 of them
+    assert len(listed) == 20 and set(listed) - {ELIDED_NAME} <= heavy and len(set(listed) & heavy) == 19
+    assert sum(listed.values()) == tree["elided_leafless"][0] == sum(v for s, v in stacks.items() if s[-1] != "hot")
+    assert listed[ELIDED_NAME] == tree["elided_leafless"][0] - 19 * 6
+    assert sum(extra["nested"][0]) == 0 and tree["names"][extra["name"][-1]] == ELIDED_NAME
+
+
 def test_recursive_leaves_under_their_own_kept_call_are_marked_nested():
     # Under each kept walk → mid{j}: one narrow path back into walk, three narrow paths to other leaves.
     stacks = {("p", "walk", f"mid{j}", f"s{j}", "walk"): 1 for j in range(5)}
