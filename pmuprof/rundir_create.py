@@ -12,7 +12,7 @@ from pathlib import Path
 
 from . import outfile
 from .errors import UsageError
-from .infile import swappable
+from .infile import private_dir_problem, swappable
 
 PRIVATE = 0o700  # the default: perf.data, kallsyms.gz, statement digests and user@db are the caller's alone
 SHARED = 0o755  # --share: other local users may read (what would leak is left out, capture/record.py)
@@ -66,6 +66,18 @@ def check_new(path: Path | str) -> None:
         why = _usable_existing(path)
         if why:
             raise UsageError(f"{path} {why}", "choose a new -o directory")
+
+
+def check_runs_dir(path: Path | str, option: str) -> None:
+    """Refuse a directory of runs (watch -o, schedule --dir) that another user could change: they could plant
+    run directories there that retention reads and deletes from, or swap one for a link between the check and
+    the deletion, and a capture would be refused there at its first trigger (one line, before any work)."""
+    why = private_dir_problem(path)
+    if why:
+        raise UsageError(
+            f"cannot keep runs in {path}: {why}, so another user could plant or swap run directories there",
+            f"choose {option} under a directory only root and you can change (e.g. /var/lib/pmuprof)",
+        )
 
 
 def _parents(path: Path) -> None:

@@ -16,6 +16,7 @@ from collections.abc import Callable
 
 from .. import outfile
 from ..capture import diskroom
+from ..rundir_create import check_runs_dir
 from ..tools import proc as tools_proc
 from ..errors import PmuprofError, ResourceError, UsageError
 from ..model.rundir import CONTROL_FIFOS, PERF_DATA, ROOM, RUN_JSON, output_name, read_json
@@ -244,6 +245,7 @@ def prune(
         raise UsageError("retention needs --keep-days or --keep-size", "e.g. --keep-days 14 --keep-size 5G")
     if not directory.is_dir():
         raise ResourceError(f"{directory}: no such directory", "check --dir")
+    check_runs_dir(directory, "--dir")
     now = time.time() if now is None else now
     plan = plan_retention(scan_runs(directory, owner, now), now, keep_days, keep_bytes, keep_count)
     done = []

@@ -23,6 +23,7 @@ from ..model.jsontypes import from_json
 from ..model.run import Trigger
 from ..model.watchpolls import BEFORE_POLLS, PollRow, WatchPolls, write_tsv
 from ..pipeline import report_run
+from ..rundir_create import check_runs_dir
 from .fleet import Outcome, Publish, facts_missing, publish
 from .schedule import age_text, findings_exit_code, is_pmuprof_run
 from .schedule_io import disk_free, prune
@@ -394,6 +395,7 @@ def _on_fire(
 def watch(opts: WatchOptions, log: Log, sleep: Callable[[float], None] = time.sleep) -> list[Path]:
     """Poll until max captures are taken or Ctrl-C; return the run directories written."""
     outfile.ensure_dir(opts.base_dir)
+    check_runs_dir(opts.base_dir, "-o")
     plan, runs, stop, floor = opts.plan, [], "", FloorLog(log)
     servers = [_Watched(Poller(pid, plan, opts.mysql_options), initial_state(plan)) for pid in opts.pids]
     each = " (each on its own; the first to hold captures them all)" if len(servers) > 1 else ""
