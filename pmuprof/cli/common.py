@@ -6,7 +6,7 @@ import signal
 import sys
 from pathlib import Path
 from typing import TypeVar
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import click
 
@@ -170,11 +170,11 @@ def say_findings(diagnosis: Diagnosis, top: int = 3, chains: bool = False) -> No
         log(f"  … and {len(diagnosis.groups) - top} more in the report")
 
 
-def say_problems(profile, run_warnings: bool = False) -> None:
+def say_problems(profile, run_warnings: bool = False, more: Sequence[str] = ()) -> None:
     """Binary problems (missing, build-id mismatch, debuginfod) once on stderr, as the report shows them;
     ``run_warnings``: run.json's and the loader's too (a damaged file left out), for a report of a run
-    directory whose capture is over (a capture said its own as they came)."""
-    lines = (profile.run.warnings if run_warnings else ()) + tuple(profile.analysis.warnings)
+    directory whose capture is over (a capture said its own as they came); ``more``: the command's own."""
+    lines = tuple(more) + (profile.run.warnings if run_warnings else ()) + tuple(profile.analysis.warnings)
     for line in dict.fromkeys(lines):
         log(f"warning: {line}")
 

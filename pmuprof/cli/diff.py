@@ -52,7 +52,10 @@ def diff_cmd(before: str, after: str, out_dir: str, as_json: bool, force: bool, 
     options = common.pipeline_options(**inputs)
     if not as_json:
         rundir.claim_output_dir(Path(out_dir), None, (DIFF_HTML, DIFF_JSON, DIFF_MD), force)
-    result = diff_profiles(profile_for_report(before, options), profile_for_report(after, options))
+    sides = profile_for_report(before, options), profile_for_report(after, options)
+    for side in sides:
+        common.say_problems(side, run_warnings=True)  # what was left out of a run directory, and why
+    result = diff_profiles(*sides)
     if as_json:
         click.echo(diff_json(result), nl=False)
         return

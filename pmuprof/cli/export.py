@@ -67,7 +67,8 @@ def export_cmd(input_path: str, fmt: str, out_file: str, headers: bool, per_thre
     when the sampling frequency is known; pprof has one mapping per binary with its build-id. See
     docs/export.md for pushing folded output to Grafana Pyroscope.
     """
-    source, threads = _with_threads(Path(input_path))
+    notes: list[str] = []
+    source, threads = _with_threads(Path(input_path), notes)
     per_thread = (FORMATS[fmt].threads and threads) if per_thread is None else per_thread
     if per_thread and not threads:
         raise InputError(
@@ -84,6 +85,7 @@ def export_cmd(input_path: str, fmt: str, out_file: str, headers: bool, per_thre
         profile = build_profile(
             source if per_thread else input_path, with_choice(options, per_thread=True) if per_thread else options
         )
+    common.say_problems(profile, run_warnings=True, more=notes)  # what was left out of a run directory, and why
     if not profile.total:
         raise InputError(f"{input_path}: the profile is empty", "record while the server is busy")
     biases = (
@@ -99,13 +101,14 @@ def export_cmd(input_path: str, fmt: str, out_file: str, headers: bool, per_thre
     click.echo(f"pmuprof: export: {path} ({fmt}, {profile.total} samples)", err=True)
 
 
-def _with_threads(path: Path) -> tuple[Path, bool]:
-    """The input that carries thread ids (a run directory's perf.data), and whether there is one."""
+def _with_threads(path: Path, notes: list[str]) -> tuple[Path, bool]:
+    """The input that carries thread ids (a run directory's perf.data), and whether there is one; a file of a
+    run directory that is not read (a link, another user's file) is noted in ``notes``."""
     if path.is_dir() and rundir.is_run_dir(path):
         rundir.check_received(path)
-    if path.is_dir() and rundir.readable(path / rundir.PERF_DATA):
+    if path.is_dir() and rundir.readable(path / rundir.PERF_DATA, notes):
         return path / rundir.PERF_DATA, True
-    if path.is_dir() and rundir.readable(path / rundir.SAMPLES):
+    if path.is_dir() and rundir.readable(path / rundir.SAMPLES, notes):
         table, _ = rundir.read_samples(path / rundir.SAMPLES, None)
         return path, table is not None and table.has_tids
     kind = sniff(path) if path.exists() else ""
