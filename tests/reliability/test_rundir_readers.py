@@ -302,3 +302,30 @@ def test_run_json_cannot_name_another_file_as_the_archive(pmuprof, template, tmp
     assert res.code == 0, res.err
     assert f"run.json names {str(elsewhere)!r} where the capture keeps binaries.tar.gz: not read" in res.err
     assert time.monotonic() - started < 600
+
+
+@pytest.mark.parametrize(
+    ("command", "name"),
+    [("diff", "stacks.folded"), ("diff", "run.json"), ("export", "run.json"), ("export", "perf.data")],
+)
+def test_export_and_diff_leave_out_what_another_user_planted(pmuprof, template, tmp_path, command, name):
+    """The other readers of a run directory (report and history are above) read its files the same way: a link
+    of nobody's is not followed, said in one warning line, and nothing of its target reaches the output or
+    is changed (export reads a run directory's perf.data first, for its thread ids)."""
+    content, _ = READERS[name]
+    run = _copy(template, tmp_path)
+    victim = Victim(tmp_path / "victim", _victim_content(name, content))
+    foreign_link(run / name, victim.path)
+    if command == "export":
+        out = tmp_path / "out.folded"
+        res = pmuprof("export", run, "-f", "folded", "-o", out)
+        text = out.read_text() if out.exists() else ""
+    else:
+        out = tmp_path / "diff"
+        res = pmuprof("diff", template, run, "-o", out)
+        text = _outputs(out) if out.exists() else ""
+    assert res.code == 0, res.err
+    why = f"{name}: a symbolic link owned by uid {NOBODY}, not followed"
+    warned = [line for line in res.err.splitlines() if line.startswith("pmuprof: warning:") and why in line]
+    assert len(warned) == 1, res.err
+    assert MARK not in text and victim.unchanged()

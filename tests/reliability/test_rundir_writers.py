@@ -248,3 +248,64 @@ def test_a_run_directory_another_user_could_swap_is_refused(pmuprof, busy, publi
     res = pmuprof("capture", "-p", busy.pid, "-d", "1", "-o", out, "--no-mysql")
     one_line(res, 2, needle)
     assert not any(p.name == "run.json" for p in base.rglob("*"))
+
+
+@pytest.mark.parametrize("command", ["record", "demo"])
+def test_every_command_that_records_refuses_a_directory_another_user_made(pmuprof, busy, public, command):
+    """record and demo make their run directory as capture does (the capture case is above): nobody's empty
+    -o directory (mode 0777) is refused before perf or the demo's workload starts."""
+    run = public / f"theirs-{command}"
+    run_as_nobody("import os, sys\nos.mkdir(sys.argv[1])\nos.chmod(sys.argv[1], 0o777)\n", str(run))
+    args = ("-p", busy.pid, "-d", "1", "--no-mysql") if command == "record" else ("-d", "1")
+    one_line(pmuprof(command, *args, "-o", run), 2, str(run), f"owned by uid {NOBODY}")
+    assert not any(run.iterdir())
+
+
+def _planted_watch_run(base: Path) -> Path:
+    """A run directory nobody made where watch keeps its runs: a watch capture's run.json, a year old (what
+    retention deletes first), and a file by a name pmuprof writes."""
+    run = base / "20250101-000000-cpu"
+    meta = {"pmuprof_version": "0.2.0", "command": ["pmuprof", "watch"], "started": "2025-01-01T00:00:00Z"}
+    code = (
+        "import json, os, sys\nos.mkdir(sys.argv[1])\n"
+        "open(os.path.join(sys.argv[1], 'run.json'), 'w').write(sys.argv[2])\n"
+        "open(os.path.join(sys.argv[1], 'report.html'), 'w').write('theirs')\n"
+    )
+    run_as_nobody(code, str(run), json.dumps({**meta, "trigger": {"condition": "cpu>=0"}}))
+    return run
+
+
+@pytest.mark.parametrize("layout", ["owned by nobody", "writable by all, sticky"])
+def test_watch_and_retention_refuse_a_runs_directory_another_user_can_change(pmuprof, busy, public, layout):
+    """watch -o and schedule prune --dir hold runs that retention reads and deletes from: where another user
+    can add entries (their own directory, or one like /tmp), they could plant a run there and swap it for a
+    link to root's files between the check and the deletion. Both refuse in one line, read and delete nothing."""
+    base = Path(tempfile.mkdtemp(dir=public))
+    if layout == "owned by nobody":
+        os.chown(base, NOBODY, NOBODY)
+        base.chmod(0o755)
+        needle = f"{base} is owned by uid {NOBODY}"
+    else:
+        base.chmod(0o1777)
+        needle = f"{base} is writable by group and others (mode 1777)"
+    run = _planted_watch_run(base)
+    watch = ("watch", "-p", busy.pid, "-t", "cpu>=0", "--cycles", "1", "--interval", "100ms", "-d", "1", "-o", base)
+    for command in (watch, ("schedule", "prune", "--dir", base, "--keep-days", "1")):
+        one_line(pmuprof(*command), 2, needle, "another user could plant or swap run directories there")
+    assert sorted(p.name for p in run.iterdir()) == ["report.html", "run.json"]
+    assert [p.name for p in base.iterdir()] == [run.name]
+
+
+def test_a_report_into_its_run_directory_refuses_a_planted_link_and_writes_nothing_through_it(pmuprof, busy, tmp_path):
+    """``pmuprof report RUN`` writes its outputs into RUN: a link another user left at an output's name (a run
+    directory that arrived with it) is refused in one line; its target is never written."""
+    run = tmp_path / "run"
+    res = pmuprof("capture", "-p", busy.pid, "-d", "1", "-o", run, "--no-mysql", "--no-off-cpu")
+    assert res.code == 0, res.err
+    for name in ("report.html", "report.md", "findings.json", "flame.svg"):
+        victim = Victim(tmp_path / f"victim-{name}", b"root only\n")
+        (run / name).unlink(missing_ok=True)
+        foreign_link(run / name, victim.path)
+        one_line(pmuprof("report", run), 2, f"{run / name} is a symbolic link owned by uid {NOBODY}")
+        assert victim.unchanged() and os.path.islink(run / name), name
+        (run / name).unlink()
