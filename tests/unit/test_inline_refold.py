@@ -40,7 +40,9 @@ def reader_built(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
     """pmuprof-perfdata found; reading a run directory's perf.data is recorded instead of done."""
     reads: list[Path] = []
     monkeypatch.setattr(archive, "perfdata_path", lambda: Path("/opt/pmuprof-perfdata"))
-    monkeypatch.setattr(loadmod, "read_run_dir", lambda path, choice, symfs=None: reads.append(path) or "refolded")
+    monkeypatch.setattr(
+        loadmod, "read_run_dir", lambda path, choice, symfs=None, work_dir=None: reads.append(path) or "refolded"
+    )
     monkeypatch.delenv("PMUPROF_NO_INLINE", raising=False)
     return reads
 
