@@ -66,6 +66,7 @@ def derive(
     waits = [s.status.get("Innodb_row_lock_current_waits", 0) for s in samples]
     connections = rates.get("Connections", 0.0)
     return {
+        "window_s": round(seconds, 3),
         "hll_start": hll[0],
         "hll_net": hll[-1] - hll[0],
         "hll_per_s": round((hll[-1] - hll[0]) / seconds, 1),
@@ -107,9 +108,13 @@ def _purge(d: Mapping, r: Mapping, v: Mapping) -> tuple[str, str]:
     )
     if d["hll_net"] <= 0:
         return "refuted", seen
-    if d["hll_rising_share"] >= HLL_RISING_SHARE and d["hll_net"] >= need and age is not None:
+    held = age is not None and age + 1 > d["window_s"]  # whole seconds: open since before the window began
+    if d["hll_rising_share"] >= HLL_RISING_SHARE and d["hll_net"] >= need and held:
         return "confirmed", f"{seen}; oldest transaction {age} s ({d['oldest_trx'].get('isolation')})"
-    return "neither", f"{seen}; needs +{need:.0f} rising in {HLL_RISING_SHARE:.0%} and an open transaction"
+    return (
+        "neither",
+        f"{seen}; needs +{need:.0f} rising in {HLL_RISING_SHARE:.0%} and a transaction older than the window",
+    )
 
 
 def _ddl(d: Mapping, r: Mapping, v: Mapping) -> tuple[str, str]:
