@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import select
+import shutil
 import signal
 import subprocess
 import sys
@@ -74,7 +75,9 @@ def unsupported(version: str, kind: str) -> str | None:
 
 
 def missing(version: str) -> str | None:
-    """Why the version's server cannot be had here, or None."""
+    """Why the version's server (and its TLS certificate) cannot be had here, or None."""
+    if version != M102 and shutil.which("openssl") is None:
+        return "openssl not installed (apt-get install openssl): the TLS certificate"
     if version == DEBIAN:
         return mdb.missing_tools()
     return m4j.missing_tools(m4j.M102 if version == M102 else m4j.M114)
