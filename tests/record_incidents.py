@@ -37,18 +37,23 @@ import mariadb as mdb  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = REPO / "tests" / "data" / "incidents" / "mariadb1011"
-KEEP = (
-    "run.json",
-    "stacks.folded",
-    "samples.tsv",
-    "leaves.tsv",
-    "analysis.json",
-    "counters.json",
-    "mysql.json",
-    "processlist.tsv",
-    "offcpu.folded",
-    "threads.json",
-    "recovered-callers.tsv",
+# Left out of a kept run directory: what report does not read once stacks.folded exists (perf.data, the
+# binaries and kallsyms it would need to read perf.data again, the tracer's raw output, perf's own logs) and
+# the report outputs. Everything else is kept, so a file a newer capture writes is kept too.
+DROPPED = (
+    "perf.data",
+    "perf.data.old",
+    "binaries.tar.gz",
+    "kallsyms.gz",
+    "offcpu.out",
+    "offcpu.log",
+    "perf-record.log",
+    "perf-stat.log",
+    "perf-stat.csv",
+    "report.html",
+    "findings.json",
+    "report.md",
+    "flame.svg",
 )
 
 
@@ -111,9 +116,9 @@ def record(server: mdb.MariaDB, kind: str, dest: Path, seconds: int, truth_secon
         if dest.exists():
             shutil.rmtree(dest)
         dest.mkdir(parents=True)
-        for name in KEEP:
-            if (scratch / "run" / name).is_file():
-                shutil.copy2(scratch / "run" / name, dest / name)
+        for path in sorted((scratch / "run").iterdir()):
+            if path.is_file() and not path.is_symlink() and path.name not in DROPPED and not path.name.startswith("."):
+                shutil.copy2(path, dest / path.name)
         _write(dest / "truth.json", truth)
         return truth
     finally:

@@ -11,11 +11,11 @@ import pytest
 
 import incident_loads as il
 import incidents
+from record_incidents import DROPPED
 from pmuprof.model.rundir import load_run_dir
 
 FIXTURES = Path(__file__).resolve().parents[1] / "data" / "incidents" / "mariadb1011"
 MAX_FIXTURE_BYTES = 2_000_000
-DROPPED = ("perf.data", "binaries.tar.gz", "kallsyms.gz", "offcpu.out", "report.html", "findings.json")
 CASES = sorted(p for p in FIXTURES.glob("*") if (p / "truth.json").is_file())
 MARIADB_1011 = {"version": "10.11.19-MariaDB", "query_cache_type": "OFF", "query_cache_size": "1048576"}
 
