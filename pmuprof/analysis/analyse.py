@@ -70,6 +70,7 @@ def analyse(rec: Recording, lookup: binmod.Lookup = binmod.Lookup()) -> Profile:
         samples=samples,
         series=rec.series,
         status=rec.status,
+        activity=rec.activity,
     )
 
 

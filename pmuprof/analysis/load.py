@@ -16,6 +16,7 @@ from ..model.counters import Counters
 from ..model.offcpu import OffCpuProfile
 from ..model.series import SeriesSet
 from ..model.status import ServerStatus
+from ..model.window import Activity
 from ..model.labels import process_root
 from ..model.perfscript import DEFAULT_TARGET_COMMS, FoldResult
 from ..model.profile import Leaf, Profile
@@ -66,6 +67,7 @@ class Recording:
     recovered_callers: int = 0  # samples given the callers perf's walk skipped (model/callers.py)
     series: SeriesSet | None = None  # a run directory's per-second series (model/series.py)
     status: ServerStatus | None = None  # a run directory's server counters (model/status.py)
+    activity: Activity | None = None  # a run directory's processlist polls (model/window.py)
 
 
 def _kind(path: Path) -> str:
@@ -196,6 +198,7 @@ def read_recording(
     if sibling:  # read by the native reader, and the kernel's symbols: a refused one is said here
         rundir.readable(sibling / rundir.RECOVERED_CALLERS, more)
         rundir.kept_file(sibling, run.kernel_symbols.file if run.kernel_symbols else "", rundir.KALLSYMS, more)
+    activity = rundir.read_activity(sibling, series) if sibling else None
     run = run.with_notes(notes + tuple(more))
     run = _with_fold_facts(run, result, path, kind)
     if choice.pids and not result.pid_known:
@@ -226,6 +229,7 @@ def read_recording(
         result.recovered_callers,
         series,
         status,
+        activity,
     )
 
 

@@ -12,6 +12,7 @@ from ..model.profile import Profile
 from ..model.run import Run, Target
 from ..model.series import SeriesSet
 from ..model.server import ServerFacts, family_from_name, server_family
+from ..model.window import CounterWindow, window_of
 from .versions import parse_version
 
 __all__ = ["Facts", "dig", "facts_for", "number", "server_version"]
@@ -52,6 +53,7 @@ class Facts:
     version_text: str = ""
     server_missing: str = ""
     series: SeriesSet | None = None  # the capture's per-second series (series.json), for every process alike
+    window: CounterWindow | None = None  # the server's counters over the window (only with its server facts)
 
     def variable(self, name: str) -> str | None:
         return self.server.variable(name) if self.server else None
@@ -110,6 +112,7 @@ def facts_for(profile: Profile, process: str) -> Facts:
         text,
         missing,
         profile.series,
+        window_of(server, profile.activity),
     )
 
 

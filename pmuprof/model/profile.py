@@ -14,6 +14,7 @@ from .offcpu import OffCpuProfile
 from .run import Run, Target
 from .samples import Samples
 from .series import SeriesSet
+from .window import Activity
 from .server import ServerFacts
 from .stacks import Stack as Stack  # the type callers import from here
 from .stacks import Stacks
@@ -48,6 +49,8 @@ class Profile:
     other input. ``status`` the server's counters once a second and its InnoDB state (status.json,
     model/status.py); None for a run without it (an older pmuprof's, --no-mysql, a server that could not
     be reached) and bare inputs.
+    ``activity`` is the processlist polled during the capture (model/window.py, read with the server's counters
+    over the window); None when none was polled.
     """
 
     stacks: Stacks
@@ -63,6 +66,7 @@ class Profile:
     threads: ThreadTables | None = None
     series: SeriesSet | None = None
     status: ServerStatus | None = None
+    activity: Activity | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.stacks, Stacks):

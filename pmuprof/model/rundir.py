@@ -23,6 +23,7 @@ from .run import Run, Source
 from .samples import BadTable, Samples, read_tsv
 from .series import SeriesSet
 from .status import ServerStatus
+from .window import Activity
 from .stacks import Stacks
 from .server import ServerFacts
 
@@ -357,6 +358,14 @@ def read_status(path: Path, notes: list[str]) -> ServerStatus | None:
     """status.json of a run directory (None: a run without it, an older pmuprof's); a damaged one is left out
     with a note."""
     return _tolerant(path / STATUS, ServerStatus, None, notes)
+def read_activity(path: Path, series: SeriesSet | None) -> Activity | None:
+    """processlist.tsv of a run directory as the window's processlist activity (None when none was polled);
+    the poller's own series says how many polls it made, also those that found no thread."""
+    polled = processlist.read(path / PROCESSLIST)
+    if polled is None:
+        return None
+    active = series.get("processlist.active") if series is not None else None
+    return Activity.of_polled(polled, sum(1 for _ in active.points()) if active is not None else None)
 
 
 def read_offcpu(
@@ -412,6 +421,7 @@ def load_run_dir(path: Path, read_stacks: Callable[[Path], tuple[Any, dict[str, 
         samples=samples,
         series=series,
         status=status,
+        activity=read_activity(path, series),
     )
 
 

@@ -1,8 +1,8 @@
 """Shared helpers for rule tests: load a fixture (folded + optional facts JSON and off-CPU stacks) into a Profile.
 
 ``NAME.folded`` holds the on-CPU stacks, ``NAME.json`` the facts (run, counters, mysql, analysis,
-``threads``: threads.json, and ``series``: series.json), ``NAME.offcpu`` the off-CPU stacks
-(offcpu.folded, counts in µs).
+``threads``: threads.json, ``series``: series.json, and ``activity``: the processlist polls as model/window.py's
+Activity), ``NAME.offcpu`` the off-CPU stacks (offcpu.folded, counts in µs).
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from pmuprof.model.offcpu import OffCpuProfile, Threads
 from pmuprof.model.profile import Profile
 from pmuprof.model.series import SeriesSet
 from pmuprof.model.stacks import Stacks
+from pmuprof.model.window import Activity
 from helpers import make_profile
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -54,6 +55,8 @@ def load_fixture(path: Path, facts: dict | None = None) -> tuple[Profile, dict[s
         profile = replace(profile, offcpu=OffCpuProfile(off_stacks, threads, off_headers))
     if facts.get("series") is not None:
         profile = replace(profile, series=from_json(SeriesSet, facts["series"]))
+    if facts.get("activity") is not None:
+        profile = replace(profile, activity=from_json(Activity, facts["activity"]))
     return with_quality(profile), headers
 
 
