@@ -43,7 +43,8 @@ def finding_texts(doc: dict[str, Any]) -> Iterator[tuple[str, str]]:
             yield from ((f"{f['rule']}.{key}", t) for t in f[key])
         conf = f.get("confidence") or {}
         yield from (
-            (f"{f['rule']}.confidence", t) for t in conf.get("corroborated", []) + conf.get("not_corroborated", [])
+            (f"{f['rule']}.confidence", t)
+            for t in conf.get("confirmed", []) + conf.get("not_confirmed", []) + conf.get("refuted", [])
         )
         yield from _strings(f"{f['rule']}.evidence", f["evidence"])
 

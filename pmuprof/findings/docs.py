@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
 from ..model.server import FAMILY_NAMES
 from .kinds import guide, kind_of
 from .kinds.base import Matcher
+from .knowledge import server_features
 from .schema import RESERVED_NAMES, Condition, Rule
 from .steps import step_markdown
 
@@ -35,12 +37,14 @@ templates that can only look up evidence.
 | `applies_to.servers` | `{mysql: ">=5.7, <8.0.21", percona: "*", mariadb: "<10.6"}`; an unknown server always applies; Percona falls back to the MySQL range |
 | `evidence` | named matchers, each one of: KIND_GUIDE; optional `about`; not named like what the engine adds (RESERVED_NAMES) |
 | `fire` | `all:` / `any:` lists of conditions that must hold |
-| `thresholds` | `metric` (evidence name or list: the largest counts, the smallest with `below: true`), `info`, `warning`, `critical`; `offcpu: {info, warning, critical}` holds the off-CPU metrics of the list to their own levels (threads blocked), the gravest level wins |
+| `thresholds` | `metric` (evidence name or list: the largest counts, the smallest with `below: true`), `info`, `warning`, `critical`; `offcpu: {info, warning, critical}` holds the off-CPU metrics of the list to their own levels (threads blocked) and `counters: {...}` the `window` ones (per second, a ratio), the gravest level wins; a stack share above info also needs 0.05 (warning) or 0.25 (critical) threads on the CPU |
 | `raise_if` | conditions that raise the severity one level (up to `severity`) |
 | `share`, `chain` | the stack evidence that gives the finding's share; the evidence (or list, first with samples wins) that gives its caller chain (default: the share's) |
 | `message`, `message_if` | templates: `{name}`, `{name.field}`, `{name:pct}`, `{name:.2f}`; `{chain}`, `{share}` (the share that fired), `{process}`, `{samples}`, `{server}`, `{missing}`; a value that is not known is never printed as a stand-in: its clause in parentheses, its clause (between `; ` or ` — `) or its sentence is left out (in a fix of several lines, its line) |
 | `fix` | list of variants `{steps, label, when: {family: range}, if: [conditions]}`; `steps` is a list of one-key steps: `sql:` (statements ended by `;`, `--` comments), `my.cnf:` (a `[section]` line, then `name = value` lines, `#` comments), `shell:` (commands, `#` comments) or `note:` (prose: why, what to look at; it may use the templates); code steps hold only code. A code line that needs a value not known is left out (and a code step left without code); a note loses its clause or sentence |
 | `next_steps`, `references`, `doc` | what to capture next; links; `doc: {symptom, why, fix, caveats}` |
+| `confirm`, `refute`, `decided_by` | the server's facts that decide the rule: `confirm` / `refute` are lists of `{if: [conditions], text: template}` (a refuting item that holds sets the finding aside at info, never the verdict); a rule no server fact bears on says `decided_by:` what decides it instead (the stacks only, and why). One of them is required. `unconfirmed_max` caps the severity without a confirming fact |
+| `threads` | evidence whose value is the threads the cause holds (row-lock waiters from `Innodb_row_lock_time`): the verdict's weight; else the share's threads on the CPU |
 | `min_samples`, `skip_callers` | below `min_samples` (default 200) severity is capped at info; extra frames to skip when naming callers |
 
 Frame patterns are globs matched against the whole name (`*` any text, `?` one
@@ -98,7 +102,8 @@ def _thresholds(rule: Rule) -> str:
         return ", ".join(f"{lvl} {sign} {b:g}" for lvl, b in bounds.items() if b is not None)
 
     text = f"{' / '.join(th.metrics)}: " + levels(th.bounds(False))
-    return text + (f"; off-CPU time, in threads blocked on average: {levels(th.bounds(True))}" if th.offcpu else "")
+    text += f"; off-CPU time, in threads blocked on average: {levels(th.bounds(True))}" if th.offcpu else ""
+    return text + (f"; the server's counters over the window: {levels(th.bounds('counters'))}" if th.counters else "")
 
 
 def rule_markdown(rule: Rule) -> str:
@@ -115,6 +120,7 @@ def rule_markdown(rule: Rule) -> str:
     if rule.raise_if:
         out.append(f"**Raised one level when**: {', '.join(map(_condition, rule.raise_if))}.")
     out.append("")
+    out += _server_facts(rule)
     if rule.fix:
         out += ["**Fix steps** (values in braces are computed from the run)", ""]
         for item in rule.fix:
@@ -127,6 +133,68 @@ def rule_markdown(rule: Rule) -> str:
     if rule.references:
         out += ["**References**", ""] + [f"- {r}" for r in rule.references] + [""]
     return "\n".join(out).rstrip() + "\n"
+
+
+def _server_facts(rule: Rule) -> list[str]:
+    """What confirms and what refutes the rule (each item: its words and its conditions), or what decides it."""
+    if rule.decided_by:
+        return [f"**Decided by** {rule.decided_by}; no server counter confirms or refutes it.", ""]
+    out = []
+    for head, items in (("Confirmed by", rule.confirm), ("Refuted by", rule.refute)):
+        if items:
+            out += [f"**{head}** (the server's facts over the capture)", ""]
+            out += [f"- {_clean(i.text)} — when {', '.join(map(_condition, i.conditions))}" for i in items] + [""]
+    counters = sorted({c for m in rule.evidence for c in getattr(kind_of(m.kind), "counters", lambda _: ())(m.spec)})
+    if counters:
+        out += ["**Counters it reads**: " + ", ".join(f"[`{c}`](#counter-{c.lower()})" for c in counters) + ".", ""]
+    if rule.unconfirmed_max:
+        out += [f"Without a confirming fact its severity is at most {rule.unconfirmed_max}.", ""]
+    return out
+
+
+def _clean(text: str) -> str:
+    """A confirm / refute text for the docs: its template fields as the evidence names they read."""
+    return re.sub(r"\{([a-z_]+)[^}]*\}", r"`\1`", " ".join(text.split()))
+
+
+def counters_markdown(rules: Iterable[Rule]) -> str:
+    """docs/rules.md's "Server counters": each status variable a rule reads, from rules/knowledge/server-features.yaml."""
+    used = {c for r in rules for m in r.evidence for c in getattr(kind_of(m.kind), "counters", lambda _: ())(m.spec)}
+    table = server_features()
+    out = [COUNTERS_INTRO]
+    for name in sorted(used, key=str.lower):
+        f = table[name]
+        where = "; ".join(
+            f"{FAMILY_NAMES[fam]} {'all' if specs == ('*',) else ' or '.join(specs)}"
+            for fam, specs in f.exists.ranges.items()
+        )
+        out += [f'<a id="counter-{name.lower()}"></a>', f"### {name}", ""]
+        out += [f"*{f.type or 'counter'}*: {f.about}. Exists in: {where}.", ""]
+        out += [f"- checked: {v}" for v in f.verified]
+        out += [f"- not checked: {f.unverified}"] if f.unverified else []
+        out.append("")
+    return "\n".join(out)
+
+
+COUNTERS_INTRO = """\
+## Server counters
+
+A rule reads the server's counters over the capture's window (`window` evidence): a counter's growth over the window
+as a rate or a ratio, a gauge's level and growth, and the processlist polls. pmuprof's own statements inside the
+window are subtracted first: on MariaDB its processlist poller reads `information_schema.PROCESSLIST` once a second,
+which makes an on-disk temporary table each, and the server-facts queries add a few temporary tables and SELECTs
+(`pmuprof/model/window.py` `FACTS_OWN`, `POLL_OWN`; measured on idle MariaDB 10.2.11, 10.11.19 and 11.4.5). Every
+counter named here was checked in the sources or on a live server of each version listed; what was not is said.
+No MySQL server can run here: MySQL rows are checked against the MySQL 5.7.32 and 8.0.39 sources only, and MySQL
+8.4 (no source tree or server here) follows 8.0.39 except where its source documentation was read.
+
+How the facts decide a finding: a `confirm` item that holds raises the finding's confidence (high needs one, or
+a rule only its own evidence decides); a `refute` item that holds sets the finding aside at info and it is never
+the verdict; when the input has none of the facts the items read (a bare perf.data), the finding names them and its
+confidence is at most medium. Severity is absolute too: above info a stack share needs its samples to be threads
+on the CPU (samples / (frequency × seconds)): 0.05 for a warning, 0.25 for critical; counters are graded on their
+own levels (`thresholds.counters`, per second), and the verdict ranks causes by the threads they hold.
+"""
 
 
 def rules_markdown(rules: Iterable[Rule]) -> str:
@@ -144,5 +212,6 @@ def rules_markdown(rules: Iterable[Rule]) -> str:
     out.append("")
     for rule in rules:
         out += [rule_markdown(rule)]
+    out.append(counters_markdown(rules))
     out.append(WRITING_RULES)
     return "\n".join(out)

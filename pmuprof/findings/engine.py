@@ -1,8 +1,9 @@
 """Evaluate rules against a Profile, per target process, into a Diagnosis of ordered, grouped Findings.
 
 Per process: latch attribution once (findings/latches.py), every rule's matchers (findings/kinds/),
-the level from the metric that fired, caps (1 % of samples for stack shares, corroboration, min_samples), fixes
-that fit the detected server, then grouping: a cause finding names the symptom findings it explains.
+the level from the metric that fired, caps (1 % of samples and MIN_THREADS for stack shares, confirmation,
+min_samples), the server facts that confirm or refute it (a refuted finding is set aside at info), fixes that fit
+the detected server, then grouping: a cause finding names the symptom findings it explains.
 """
 
 from __future__ import annotations
@@ -17,7 +18,18 @@ from ..model.profile import Profile
 from ..model.server import FAMILY_NAMES, for_family
 from .facts import Facts, facts_for, number
 from .fixcheck import absent
-from .grade import MIN_STACK_SHARE, Grade, confidence, corroboration, grade, holds, is_offcpu_metric, is_stack_metric
+from .grade import (
+    MIN_STACK_SHARE,
+    Checked,
+    Grade,
+    check,
+    confidence,
+    grade,
+    holds,
+    is_counter_metric,
+    is_offcpu_metric,
+    is_stack_metric,
+)
 from .knowledge import latch_table
 from .latches import Attributor, LatchWaits, attribute
 from .loader import load_rules
@@ -86,15 +98,16 @@ def evaluate_rule(rule: Rule, index: StackIndex, facts: Facts) -> Finding | None
         return None
     if rule.fire_any and not any(holds(c, values) for c in rule.fire_any):
         return None
-    g = grade(rule, values)
+    g = grade(rule, values, _cores(index.total, facts))
     if g is None:
         return None
-    seen, not_seen = corroboration(rule, values)
+    checked = check(rule, values)
     raised_by = [c.evidence for c in rule.raise_if if holds(c, values)]
-    level = _capped(rule, g, index.total, raised_by, seen, missing)
     share_ev = _stack_evidence(rule, values, ((g.metric,) if g.metric else ()) + ((rule.share,) if rule.share else ()))
-    chain_ev = _stack_evidence(rule, values, rule.chain) if rule.chain else share_ev
     share = _headline_share(rule, g, values, share_ev)
+    threads = _threads(rule, g, values, share, index.total, facts)
+    level = _capped(rule, g, index.total, raised_by, checked, missing)
+    chain_ev = _stack_evidence(rule, values, rule.chain) if rule.chain else share_ev
     values["chain"] = chain_ev.chain if chain_ev else ""
     values["share"] = share
     values["missing"] = "; ".join(dict.fromkeys(m for m in missing if m))  # "" (nothing missing) is left out
@@ -103,7 +116,7 @@ def evaluate_rule(rule: Rule, index: StackIndex, facts: Facts) -> Finding | None
         severity=SEVERITIES[level],
         title=render(rule.title, values) or rule.title,
         share=float(share),
-        message=_message(rule, values),
+        message=_message(rule, values, checked),
         evidence={m.name: values.get(m.name) for m in rule.evidence},
         samples=values["samples"],
         server=values["server"],
@@ -115,8 +128,9 @@ def evaluate_rule(rule: Rule, index: StackIndex, facts: Facts) -> Finding | None
         chain=(chain_ev.hot or "", *chain_ev.callers) if chain_ev else (),
         process=facts.process,
         missing=tuple(dict.fromkeys(m for m in missing if m)),
-        confidence=_basis(rule, g, values, confidence(rule, g, values, seen, not_seen)),
-        threads=_threads(rule, g, values, share, index.total, facts),
+        confidence=_basis(rule, g, values, confidence(rule, g, values, checked)),
+        threads=threads,
+        refuted=checked.refuted,
         stacks=share_ev.rows if share_ev else None,
         ambiguous=share_ev is not None and share_ev.latch is not None and share_ev.latch.ambiguous,
         declared=tuple(Declared(m.name, m.kind, kind_of(m.kind).subject(m.spec), m.about) for m in rule.evidence),
@@ -141,15 +155,21 @@ def _basis(rule: Rule, g: Grade, values: Mapping[str, Any], conf: Confidence) ->
 
 
 def _threads(rule: Rule, g: Grade, values: Mapping[str, Any], share: float, total: int, facts: Facts) -> float | None:
-    """Threads the headline holds on average: blocked there (off-CPU time), or on the CPU there (its samples
-    over frequency x duration); None for a finding not graded on stacks, or when the capture does not say."""
+    """Threads the headline holds on average: what the rule's ``threads`` evidence says (row-lock waiters from
+    the server's counters), blocked there (off-CPU time), or on the CPU there (its samples over frequency x
+    duration); None for a finding not graded on stacks, or when the capture does not say."""
+    if rule.threads:
+        named = number(scalar(values.get(rule.threads)))
+        if named is not None:
+            return named
     if is_offcpu_metric(rule, g.metric):
         graded = values.get(g.metric) if g.metric else None
         return graded.avg_threads if isinstance(graded, OffCpuTime) else None
-    freq, seconds = facts.run.record.frequency, facts.run.duration_s
-    if not (is_stack_metric(rule, g.metric) or (rule.share and rule.share == g.metric)) or not freq or not seconds:
-        return None
-    return share * total / (freq * seconds)
+    cores = _cores(total, facts)
+    on_stacks = is_stack_metric(rule, g.metric) or (rule.share and rule.share == g.metric)
+    if not on_stacks and rule.share and is_stack_metric(rule, rule.share) and share:
+        on_stacks = True  # graded on the server's counters, its share is the cause's own CPU time
+    return share * cores if on_stacks and cores is not None else None
 
 
 def _headline_share(rule: Rule, g: Grade, values: Mapping[str, Any], share_ev: StackMatch | None) -> float:
@@ -165,20 +185,43 @@ def _headline_share(rule: Rule, g: Grade, values: Mapping[str, Any], share_ev: S
     return named if named is not None and 0.0 <= named <= 1.0 else 0.0
 
 
-def _capped(rule: Rule, g: Grade, total: int, raised_by: list[str], seen: list[str], missing: list[str]) -> int:
+def _capped(
+    rule: Rule,
+    g: Grade,
+    total: int,
+    raised_by: list[str],
+    checked: Checked,
+    missing: list[str],
+) -> int:
     """The level after raise_if and every cap, each cap said in ``missing``."""
     level = min(g.level + (1 if raised_by else 0), SEVERITIES.index(rule.severity))
     if level and is_stack_metric(rule, g.metric) and g.value is not None and g.value < MIN_STACK_SHARE:
         missing.append(f"{g.metric} is {g.value:.1%} of the samples, under {MIN_STACK_SHARE:.0%}: information only")
         level = 0
-    cap = rule.uncorroborated_max
-    if cap is not None and not seen and level > SEVERITIES.index(cap):
-        missing.append(f"no corroborating fact (waiters, server counters): severity capped at {cap}")
+    if level > g.limit:  # a share of a nearly idle server is not a problem (grade.MIN_THREADS)
+        missing.append(g.held)
+        level = g.limit
+    cap = rule.unconfirmed_max
+    if cap is not None and not checked.confirmed and level > SEVERITIES.index(cap):
+        missing.append(f"no confirming fact (waiters, server counters): severity capped at {cap}")
         level = SEVERITIES.index(cap)
-    if total < rule.min_samples and level > 0 and not is_offcpu_metric(rule, g.metric):  # off-CPU time: no minimum
+    if checked.refuted and level:
+        missing.append("refuted by the server's counters: set aside, information only")
+        level = 0
+    if (
+        total < rule.min_samples
+        and level > 0
+        and not (is_offcpu_metric(rule, g.metric) or is_counter_metric(rule, g.metric))
+    ):
         missing.append(f"only {total} samples (rule needs {rule.min_samples}): severity capped at info")
         level = 0
     return level
+
+
+def _cores(total: int, facts: Facts) -> float | None:
+    """How many threads on the CPU all the process's samples are: samples / (frequency x seconds)."""
+    freq, seconds = facts.run.record.frequency, facts.run.duration_s
+    return total / (freq * seconds) if freq and seconds else None
 
 
 GROUP_COVER = 0.5  # a symptom joins a group when its causes' evidence covers half of its samples
@@ -208,6 +251,7 @@ def group(findings: list[Finding], rules: Mapping[str, Rule], weights: np.ndarra
             for c in by_rule
             if symptom in rules[c].explains
             and c != symptom
+            and not by_rule[c].refuted
             and (by_rule[c].severity != "info" or sf.severity == "info")
         ]
         own = sf.stacks if sf.stacks is not None else np.zeros(0, np.int64)
@@ -275,9 +319,11 @@ def _stack_evidence(rule: Rule, values: Mapping[str, Any], first: tuple[str, ...
     return None
 
 
-def _message(rule: Rule, values: Mapping[str, Any]) -> str:
+def _message(rule: Rule, values: Mapping[str, Any], checked: Checked) -> str:
     parts = [render(rule.message, values).strip()]
     parts += [render(g.text, values).strip() for g in rule.message_if if all(holds(c, values) for c in g.conditions)]
+    if checked.refuted:
+        parts.append(f"Set aside: the server's counters rule it out ({'; '.join(checked.refuted)}).")
     return " ".join(p for p in parts if p)
 
 

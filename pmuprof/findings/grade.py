@@ -1,8 +1,10 @@
-"""How severe and how sure: conditions on evidence, the threshold that set the level, and confidence.
+"""How severe and how sure: conditions on evidence, the threshold that set the level, the server facts that
+confirm or refute it, and confidence.
 
-The headline share of a finding is the value of the metric that set its severity. A finding resting
-on a stack share stays info below 1 % of the samples; a rule may cap what it says without a
-corroborating fact (waiters in the processlist, SEMAPHORES, status counters).
+The headline share of a finding is the value of the metric that set its severity. A finding resting on a stack
+share stays info below 1 % of the samples, and below MIN_THREADS of its level in threads on the CPU (a share of a
+nearly idle server is not a problem); a rule may cap what it says without a confirming fact (the server's
+counters over the window, waiters in the processlist), and a refuting one sets the finding aside.
 """
 
 from __future__ import annotations
@@ -19,6 +21,10 @@ from .schema import SEVERITIES, Condition, Rule
 from .template import lookup, render, scalar
 
 MIN_STACK_SHARE = 0.01  # below this a stack-share finding is information, never a warning
+# Severity in absolute terms: above info, a finding graded on a stack share needs its samples to be this many
+# threads on the CPU on average (samples / (frequency x seconds)): 5 % of one CPU for a warning, a quarter of
+# one for critical. A third of a server idling at 2 % of a CPU is 0.007 threads: information.
+MIN_THREADS = {"warning": 0.05, "critical": 0.25}
 
 
 @dataclass(frozen=True)
@@ -27,6 +33,8 @@ class Grade:
     metric: str | None  # the evidence whose value set the level (None: a fixed-severity rule)
     value: float | None
     bound: float | None  # the threshold that value passed
+    limit: int = len(SEVERITIES) - 1  # the highest level its absolute weight allows (MIN_THREADS)
+    held: str = ""  # why the limit is below what the share alone gives ("" when it is not)
 
 
 def holds(cond: Condition, values: Mapping[str, Any]) -> bool:
@@ -57,11 +65,14 @@ def _same(value: Any, wanted: Any) -> bool:
     return str(value).strip().lower() == str(wanted).strip().lower()
 
 
-def grade(rule: Rule, values: Mapping[str, Any]) -> Grade | None:
+def grade(rule: Rule, values: Mapping[str, Any], cores: float | None = None) -> Grade | None:
     """The level the thresholds give (the metric and bound that gave it), or the rule's fixed severity.
 
-    Each metric is held to its levels (off-CPU time to ``thresholds.offcpu`` when the rule has them); the
-    gravest level wins, and of two metrics at that level the one furthest past its bound."""
+    Each metric is held to the levels of its scale (off-CPU time to ``thresholds.offcpu``, the server's counters
+    over the window to ``thresholds.counters``, when the rule has them; else the main levels); on one scale the
+    largest value decides, across scales the gravest level wins, and of two metrics at that level the one
+    furthest past its bound. A stack share is also held to MIN_THREADS: ``cores`` is how many threads on the
+    CPU all the process's samples are (samples / (frequency x seconds)), None when the capture does not say."""
     th = rule.thresholds
     if th is None:
         return Grade(SEVERITIES.index(rule.severity), None, None, None)
@@ -69,10 +80,42 @@ def grade(rule: Rule, values: Mapping[str, Any]) -> Grade | None:
     present = [(m, v) for m, v in candidates if v is not None]
     if not present:
         return None
-    if not th.offcpu:  # one scale: the largest value (the smallest with below) decides
-        present = [(min if th.below else max)(present, key=lambda mv: mv[1])]
-    graded = [g for g in (_level(m, v, th.bounds(is_offcpu_metric(rule, m)), th.below) for m, v in present) if g]
-    return max(graded, key=lambda g: (g.level, _margin(g, th.below))) if graded else None
+    scales: dict[str, list[tuple[str, float]]] = {}
+    for m, v in present:
+        scales.setdefault(_scale(rule, m), []).append((m, v))
+    picked = [(min if th.below else max)(mv, key=lambda x: x[1]) for mv in scales.values()]
+    leveled = [_level(m, v, th.bounds(_scale(rule, m)), th.below) for m, v in picked]
+    graded = [_held(rule, g, cores) for g in leveled if g is not None]
+    return max(graded, key=lambda g: (min(g.level, g.limit), g.level, _margin(g, th.below))) if graded else None
+
+
+def _scale(rule: Rule, metric: str) -> str:
+    """Which levels a metric is held to: 'offcpu', 'counters' (when the rule has them) or 'main'."""
+    th = rule.thresholds
+    if th is not None and th.offcpu and is_offcpu_metric(rule, metric):
+        return "offcpu"
+    m = rule.matcher(metric)
+    if th is not None and th.counters and m is not None and m.kind == "window":
+        return "counters"
+    return "main"
+
+
+def _held(rule: Rule, g: Grade, cores: float | None) -> Grade:
+    """A stack share's grade with the highest level its threads on the CPU allow (MIN_THREADS)."""
+    if cores is None or g.value is None or not is_stack_metric(rule, g.metric) or is_offcpu_metric(rule, g.metric):
+        return g
+    threads = g.value * cores
+    limit = g.level
+    while limit and threads < MIN_THREADS.get(SEVERITIES[limit], 0.0):
+        limit -= 1
+    if limit == g.level:
+        return g
+    need = MIN_THREADS[SEVERITIES[g.level]]
+    why = (
+        f"{g.metric} is {threads:.2f} threads on the CPU on average, under the {need:g} a {SEVERITIES[g.level]} "
+        f"finding needs: {SEVERITIES[limit]}"
+    )
+    return replace(g, limit=limit, held=why)
 
 
 def _level(metric: str, value: float, bounds: Mapping[str, float | None], below: bool) -> Grade | None:
@@ -95,28 +138,90 @@ def is_offcpu_metric(rule: Rule, metric: str | None) -> bool:
     return m is not None and kind_of(m.kind).offcpu(m.spec)
 
 
+def is_counter_metric(rule: Rule, metric: str | None) -> bool:
+    """Whether the evidence is the server's counters over the window (graded in its own units, with no sample
+    minimum: the counters do not depend on how many samples perf took)."""
+    m = rule.matcher(metric) if metric else None
+    return m is not None and m.kind == "window"
+
+
 def is_stack_metric(rule: Rule, metric: str | None) -> bool:
     matcher = rule.matcher(metric) if metric else None
     kind = kind_of(matcher.kind) if matcher is not None else None
     return kind is not None and kind.share  # a share of the samples (stack, latch, fence)
 
 
-def corroboration(rule: Rule, values: Mapping[str, Any]) -> tuple[list[str], list[str]]:
-    """(what confirmed the evidence, what was looked for and not seen) as the rule words them."""
-    seen: list[str] = []
-    not_seen: list[str] = []
-    for item in rule.corroborate:
-        text = render(item.text, values).strip()
-        (seen if all(holds(c, values) for c in item.conditions) else not_seen).append(text)
-    return seen, not_seen
+@dataclass(frozen=True)
+class Checked:
+    """What the server's facts said of a finding, as its rule words them."""
+
+    confirmed: tuple[str, ...] = ()  # confirm items that held
+    not_confirmed: tuple[str, ...] = ()  # confirm items that could be read and did not hold
+    refuted: tuple[str, ...] = ()  # refute items that held: the finding is set aside
+    would_decide: tuple[str, ...] = ()  # what would decide it, when the input has none of it (a bare perf.data)
 
 
-def confidence(rule: Rule, g: Grade, values: Mapping[str, Any], seen: list[str], not_seen: list[str]) -> Confidence:
-    """Samples behind the headline, its margin over the threshold, and the corroborating facts."""
+def check(rule: Rule, values: Mapping[str, Any]) -> Checked:
+    """The rule's confirm and refute items against the evidence. An item that reads evidence not known here
+    neither holds nor fails; when no item can be read, ``would_decide`` names what they read."""
+    confirmed, not_confirmed, unread = [], [], []
+    for item in rule.confirm:
+        if _unknown(rule, item.conditions, values):
+            unread.append(item)
+        elif all(holds(c, values) for c in item.conditions):
+            confirmed.append(render(item.text, values).strip())
+        else:
+            not_confirmed.append(render(item.text, values).strip())
+    refuted = []
+    for item in rule.refute:
+        if _unknown(rule, item.conditions, values):
+            unread.append(item)
+        elif all(holds(c, values) for c in item.conditions):
+            refuted.append(render(item.text, values).strip())
+    items = rule.confirm + rule.refute
+    would: list[str] = []
+    if items and len(unread) == len(items):
+        for item in unread:
+            would += [d for d in _unknown(rule, item.conditions, values) if d not in would]
+    return Checked(tuple(confirmed), tuple(not_confirmed), tuple(refuted), tuple(would))
+
+
+def _unknown(rule: Rule, conditions: tuple[Condition, ...], values: Mapping[str, Any]) -> list[str]:
+    """What the conditions read that is not known here, as the rule's docs say it."""
+    out = []
+    for c in conditions:
+        name = c.evidence.split(".")[0]
+        m = rule.matcher(name)
+        if m is not None and c.op != "present" and scalar(lookup(values, c.evidence)) is None:
+            out.append(kind_of(m.kind).doc(m.spec))
+    return out
+
+
+def confidence(rule: Rule, g: Grade, values: Mapping[str, Any], checked: Checked) -> Confidence:
+    """Samples behind the headline, its margin over the threshold, and what the server's facts said: high needs
+    a strong headline and a confirming fact (or a rule only its own evidence decides); a rule whose deciding
+    facts the input lacks is at most medium; a refuted one is low."""
     ev = values.get(g.metric) if g.metric else None
     samples = ev.counted() if isinstance(ev, Evidence) else None
     margin = round(g.value / g.bound, 2) if g.value is not None and g.bound else None
     strong = (margin is None or margin >= 2) and (samples is None or samples >= 100)
-    level = "high" if strong and (seen or not rule.corroborate) else "medium" if strong or seen else "low"
-    out = Confidence(samples, values.get("samples"), g.bound, margin, tuple(seen), tuple(not_seen), level)
-    return replace(out, value=round(g.value, 4) if g.value is not None else None)
+    if checked.refuted:
+        level = "low"
+    elif checked.would_decide:
+        level = "medium" if strong else "low"
+    else:
+        sure = checked.confirmed or rule.decided_by
+        level = "high" if strong and sure else "medium" if strong or checked.confirmed else "low"
+    return Confidence(
+        samples,
+        values.get("samples"),
+        g.bound,
+        margin,
+        checked.confirmed,
+        checked.not_confirmed,
+        level,
+        refuted=checked.refuted,
+        decided_by=rule.decided_by,
+        would_decide=checked.would_decide,
+        value=round(g.value, 4) if g.value is not None else None,
+    )

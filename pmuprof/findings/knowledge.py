@@ -112,6 +112,11 @@ class Feature:
     exists: Servers
     dynamic: bool | None = None
     syntax: str = ""
+    type: str = ""  # a status variable: counter (read as a rate) or gauge (a level)
+    about: str = ""  # what it counts, in one line
+    verified: tuple[str, ...] = ()  # where each version was checked
+    unverified: str = ""  # what was not
+    used_by: tuple[str, ...] = ()  # rule ids
 
 
 class _Ctx:
@@ -289,12 +294,20 @@ def _server_features(path: Path) -> Mapping[str, Feature]:
             if not isinstance(entry, LDict) or "exists" not in entry:
                 raise ctx.fail(top[section].line_of(name), f"{section}.{name} needs 'exists'")
             dynamic = entry.get("dynamic")
+            kind_of_value = str(entry.get("type") or "")
+            if kind == "status" and kind_of_value not in ("", "counter", "gauge"):
+                raise ctx.fail(entry.line_of("type"), f"{section}.{name}: type is counter or gauge")
             out[name] = Feature(
                 name,
                 kind,
                 ctx.servers(entry["exists"], entry.line_of("exists")),
                 dynamic if isinstance(dynamic, bool) else None,
                 str(entry.get("syntax") or ""),
+                kind_of_value,
+                str(entry.get("about") or ""),
+                tuple(str(v) for v in entry.get("verified") or ()),
+                str(entry.get("unverified") or ""),
+                tuple(str(v) for v in entry.get("used_by") or ()),
             )
     return out
 

@@ -25,8 +25,11 @@ class ConfidenceJSON(TypedDict, total=False):
     total: int | None
     threshold: float | None
     margin: float | None
-    corroborated: list[str]
-    not_corroborated: list[str]
+    confirmed: list[str]
+    not_confirmed: list[str]
+    refuted: list[str]
+    decided_by: str
+    would_decide: list[str]
     level: str
     basis: str
     unit: str
@@ -56,19 +59,23 @@ class FindingJSON(TypedDict):
 
 @dataclass(frozen=True)
 class Confidence:
-    """How sure a finding is: samples behind the headline, its margin over the threshold, corroboration."""
+    """How sure a finding is: samples behind the headline, its margin over the threshold, and what the server's
+    facts said (confirmed, refuted, or which facts would decide when the input has none of them)."""
 
     samples: int | None  # behind the metric that set the level (None: not a stack share, or off-CPU time)
     total: int | None  # the process's samples
     threshold: float | None
     margin: float | None  # value / threshold, 2 places
-    corroborated: tuple[str, ...]
-    not_corroborated: tuple[str, ...]
+    confirmed: tuple[str, ...]
+    not_confirmed: tuple[str, ...]
     level: str  # high | medium | low
     basis: str = ""  # "off-CPU time" when graded on it ("" = samples)
     unit: str = ""  # the threshold's unit then ("threads")
     blocked_s: float | None = None  # seconds blocked behind it then
     value: float | None = None  # the measurement the threshold was held against (threads blocked, a share)
+    refuted: tuple[str, ...] = ()  # the facts that set it aside (never the verdict)
+    decided_by: str = ""  # for a rule no server fact bears on: what decides it
+    would_decide: tuple[str, ...] = ()  # the facts that would decide it, none of which the input has
 
     def to_json(self) -> ConfidenceJSON:
         out: ConfidenceJSON = {
@@ -76,8 +83,11 @@ class Confidence:
             "total": self.total,
             "threshold": self.threshold,
             "margin": self.margin,
-            "corroborated": list(self.corroborated),
-            "not_corroborated": list(self.not_corroborated),
+            "confirmed": list(self.confirmed),
+            "not_confirmed": list(self.not_confirmed),
+            "refuted": list(self.refuted),
+            "decided_by": self.decided_by,
+            "would_decide": list(self.would_decide),
             "level": self.level,
         }
         if self.basis:
@@ -117,6 +127,8 @@ class Finding:
     # its cause is one of several latches the stacks cannot tell apart ("A or B"): of two findings with the
     # same weight, the one that names its latch ranks first
     ambiguous: bool = False
+    # the server facts that refute it (its confidence says so too): set aside, at info, never the verdict
+    refuted: tuple[str, ...] = ()
     # rows (of the process's Stacks, sorted) behind the headline share: for grouping only, never written
     stacks: npt.NDArray[np.int64] | None = field(default=None, repr=False, compare=False)
     # the rule's evidence declarations, in rule order: for showing the evidence (not in findings.json)
@@ -186,6 +198,7 @@ def _json(value: Any) -> Any:
 def ordered(findings: list[Finding]) -> list[Finding]:
     """The ranking, decided here once (the verdict is the first cause):
 
+    0. a finding the server's facts refute comes last: it is never the verdict;
     1. a symptom whose possible cause fired (``symptom_of``) ranks after the causes, whatever its level:
        the spin is not the verdict when the pool, the index latch or lock_sys that makes threads spin is;
     2. then groups by their gravest finding (a warning cause of a critical symptom ranks as critical: the
@@ -207,12 +220,13 @@ def ordered(findings: list[Finding]) -> list[Finding]:
         at = (c.process, c.rule)
         gravest[at] = min(gravest.get(at, 9), SEVERITY_ORDER.get(f.severity, 9))
 
-    def rank(f: Finding) -> tuple[bool, int, bool, float, bool, str, str, bool, tuple[int, float, str]]:
+    def rank(f: Finding) -> tuple[bool, bool, int, bool, float, bool, str, str, bool, tuple[int, float, str]]:
         c = cause(f)
         # without a thread count, the samples behind the headline: a share of a process's own samples weighs by
         # that process's samples, so of several processes the busier one's cause comes first
         weight = c.threads if c.threads is not None else c.share * c.samples if c.samples else c.share
         return (
+            bool(c.refuted),
             bool(c.symptom_of),
             gravest[(c.process, c.rule)],
             c.threads is None,

@@ -37,8 +37,11 @@ TOP_KEYS = {
     "message_if": False,
     "fix": False,
     "explains": False,
-    "corroborate": False,
-    "uncorroborated_max": False,
+    "confirm": False,
+    "refute": False,
+    "decided_by": False,
+    "unconfirmed_max": False,
+    "threads": False,
     "next_steps": False,
     "references": False,
 }
@@ -70,11 +73,17 @@ class Thresholds:
     # levels for the off-CPU metrics (threads blocked on average) when a rule grades on-CPU shares and
     # off-CPU time together: (info, warning, critical); () = the levels above serve every metric
     offcpu: tuple[float | None, ...] = ()
+    # levels for the server's counters over the window (``window`` evidence: a rate, a ratio) when a rule grades
+    # them beside stack shares; () = the levels above serve every metric
+    counters: tuple[float | None, ...] = ()
 
-    def bounds(self, offcpu: bool) -> dict[str, float | None]:
-        """The level -> bound map for a metric (its own off-CPU levels when it is off-CPU time and the rule has them)."""
-        if offcpu and self.offcpu:
-            return dict(zip(("info", "warning", "critical"), self.offcpu))
+    def bounds(self, scale: str | bool) -> dict[str, float | None]:
+        """The level -> bound map of a scale: 'offcpu' / 'counters' (a rule's own levels for them, when it has
+        them) or 'main'; True means 'offcpu'."""
+        scale = "offcpu" if scale is True else scale or "main"
+        own = self.offcpu if scale == "offcpu" else self.counters if scale == "counters" else ()
+        if own:
+            return dict(zip(("info", "warning", "critical"), own))
         return {"info": self.info, "warning": self.warning, "critical": self.critical}
 
 
@@ -124,8 +133,11 @@ class Rule:
     next_steps: tuple[str, ...] = ()
     references: tuple[str, ...] = ()
     explains: tuple[str, ...] = ()  # symptom rules this one is the cause of (grouped under it in reports)
-    corroborate: tuple[Guarded, ...] = ()  # facts that confirm the evidence (their text says what was seen)
-    uncorroborated_max: str | None = None  # the highest severity without any corroborating fact
+    confirm: tuple[Guarded, ...] = ()  # server facts that confirm the cause (each text says what was seen)
+    refute: tuple[Guarded, ...] = ()  # server facts that rule it out: the finding is set aside, never the verdict
+    decided_by: str = ""  # a rule no server counter bears on: what decides it (the stacks, the host's counters)
+    unconfirmed_max: str | None = None  # the highest severity without any confirming fact
+    threads: str | None = None  # evidence whose value is the threads the cause holds (its absolute weight)
 
     def matcher(self, name: str) -> Matcher | None:
         return next((m for m in self.evidence if m.name == name), None)
@@ -248,7 +260,7 @@ def _servers(ctx: _Ctx, value: Any, line: int, what: str) -> dict[str, str]:
 
 def _thresholds(ctx: _Ctx, value: Any, line: int, names: set[str]) -> Thresholds:
     data = ctx.mapping(value, line, "thresholds")
-    ctx.keys(data, ("metric", "info", "warning", "critical", "below", "offcpu"), "thresholds")
+    ctx.keys(data, ("metric", "info", "warning", "critical", "below", "offcpu", "counters"), "thresholds")
     if "metric" not in data:
         raise ctx.fail(data.line, "thresholds needs 'metric' (an evidence name or a list of them)")
     metrics = _strings(ctx, data["metric"], data.line_of("metric"), "thresholds.metric")
@@ -256,13 +268,20 @@ def _thresholds(ctx: _Ctx, value: Any, line: int, names: set[str]) -> Thresholds
         if metric not in names:
             raise ctx.fail(data.line_of("metric"), f"thresholds.metric refers to unknown evidence '{metric}'")
     levels = _levels(ctx, data, "thresholds")
-    offcpu: tuple[float | None, ...] = ()
-    if "offcpu" in data:
-        sub = ctx.mapping(data["offcpu"], data.line_of("offcpu"), "thresholds.offcpu")
-        ctx.keys(sub, ("info", "warning", "critical"), "thresholds.offcpu")
-        offcpu = tuple(_levels(ctx, sub, "thresholds.offcpu").values())
+    scales: dict[str, tuple[float | None, ...]] = {}
+    for key in ("offcpu", "counters"):
+        if key in data:
+            sub = ctx.mapping(data[key], data.line_of(key), f"thresholds.{key}")
+            ctx.keys(sub, ("info", "warning", "critical"), f"thresholds.{key}")
+            scales[key] = tuple(_levels(ctx, sub, f"thresholds.{key}").values())
     return Thresholds(
-        metrics, levels["info"], levels["warning"], levels["critical"], bool(data.get("below", False)), offcpu
+        metrics,
+        levels["info"],
+        levels["warning"],
+        levels["critical"],
+        bool(data.get("below", False)),
+        scales.get("offcpu", ()),
+        scales.get("counters", ()),
     )
 
 
@@ -359,6 +378,8 @@ def build_rule(data: Any, path: str, stem: str | None = None) -> Rule:
     names = {m.name for m in matchers} | set(TEMPLATE_NAMES)
     if "thresholds" not in data and "fire" not in data:
         raise ctx.fail(data.line, "a rule needs 'thresholds' or 'fire' (else it would always fire)")
+    if "decided_by" in data and any(k in data for k in ("confirm", "refute")):
+        raise ctx.fail(data.line_of("decided_by"), "decided_by is for rules without confirm / refute")
     return Rule(
         id=rid,
         title=ctx.template(ctx.text(data["title"], data.line_of("title"), "title"), data.line_of("title"), names),
@@ -411,12 +432,20 @@ def _optional(ctx: _Ctx, data: LDict, names: set[str]) -> dict[str, Any]:
         out["skip_callers"] = _patterns(ctx, data["skip_callers"], ln("skip_callers"), "skip_callers")
     if "message_if" in data:
         out["message_if"] = _guarded(ctx, data["message_if"], ln("message_if"), names)
-    if "corroborate" in data:
-        out["corroborate"] = _guarded(ctx, data["corroborate"], ln("corroborate"), names, "corroborate")
-    if "uncorroborated_max" in data:
-        if data["uncorroborated_max"] not in SEVERITIES:
-            raise ctx.fail(ln("uncorroborated_max"), f"uncorroborated_max must be one of {', '.join(SEVERITIES)}")
-        out["uncorroborated_max"] = data["uncorroborated_max"]
+    for key in ("confirm", "refute"):
+        if key in data:
+            out[key] = _guarded(ctx, data[key], ln(key), names, key)
+    if "decided_by" in data:
+        out["decided_by"] = ctx.text(data["decided_by"], ln("decided_by"), "decided_by").strip()
+    if "unconfirmed_max" in data:
+        if data["unconfirmed_max"] not in SEVERITIES:
+            raise ctx.fail(ln("unconfirmed_max"), f"unconfirmed_max must be one of {', '.join(SEVERITIES)}")
+        out["unconfirmed_max"] = data["unconfirmed_max"]
+    if "threads" in data:
+        threads = ctx.text(data["threads"], ln("threads"), "threads")
+        if threads not in names:
+            raise ctx.fail(ln("threads"), f"threads refers to unknown evidence '{threads}'")
+        out["threads"] = threads
     if "explains" in data:
         out["explains"] = _strings(ctx, data["explains"], ln("explains"), "explains")
     if "fix" in data:

@@ -64,11 +64,14 @@ def levels_text(finding: Finding) -> str:
         by_name = {d.name: d for d in finding.declared}
         declared = [by_name.get(m, Declared(m, "", "")) for m in th.metrics]
         offcpu = [d for d in declared if th.offcpu and d.kind == "offcpu"]
-        oncpu = [d for d in declared if d not in offcpu]
+        counted = [d for d in declared if th.counters and d.kind == "window"]
+        oncpu = [d for d in declared if d not in offcpu and d not in counted]
         if oncpu:
             parts.append(_levels([d.name for d in oncpu], th.bounds(False), th.below, all(map(is_share, oncpu)), ""))
         if offcpu:
             parts.append(_levels([d.name for d in offcpu], th.bounds(True), th.below, False, " threads blocked"))
+        if counted:
+            parts.append(_levels([d.name for d in counted], th.bounds("counters"), th.below, False, ""))
     if finding.raised_by:
         parts.append("raised one level by: " + ", ".join(_raised(finding, r) for r in finding.raised_by))
     return "; ".join(parts)

@@ -14,7 +14,7 @@ from .payload import ReportPayload
 from .rows import GroupRow, LatchRow, ShownFinding
 from .servercounters import ServerCounters
 from .summaryrows import Verdict
-from .verdict import busy_sentence, margin_text
+from .verdict import busy_sentence, margin_text, server_checks
 from .wallclock import NO_USER_STACK
 
 
@@ -60,8 +60,7 @@ def _confidence(f: ShownFinding) -> str:
         parts.append(f"{c['blocked_s']:,} s blocked")
     if c.get("margin") is not None:
         parts.append(margin_text(c, "x"))
-    parts += [f"seen: {_text(x)}" for x in c.get("corroborated") or []]
-    parts += [f"not seen: {_text(x)}" for x in c.get("not_corroborated") or []]
+    parts += [_text(text) for _, text in server_checks(c)]
     return "(" + "; ".join(parts) + ")"
 
 

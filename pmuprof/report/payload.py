@@ -41,7 +41,7 @@ from .rows import (
 )
 from .summaryrows import MysqlFacts, Summary, Verdict, WaitingRow
 from .wallclock import state_totals, thread_groups, wall_stacks
-from .verdict import verdict
+from .verdict import checks, verdict
 from .waiting import waiting
 from .who import server_version_of, who
 
@@ -150,7 +150,11 @@ def findings_list(findings: Iterable[Finding]) -> list[FindingJSON]:
 def shown_findings(findings: Iterable[Finding]) -> list[ShownFinding]:
     """findings_list plus what the report shows of each: its declared evidence in words, the levels it met."""
     return [
-        ShownFinding(**f.to_dict(), shown=Shown(evidence=evidence_rows(f), levels=levels_text(f))) for f in findings
+        ShownFinding(
+            **f.to_dict(),
+            shown=Shown(evidence=evidence_rows(f), levels=levels_text(f), checks=checks(f.to_dict()["confidence"])),
+        )
+        for f in findings
     ]
 
 

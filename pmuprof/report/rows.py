@@ -19,11 +19,20 @@ class EvidenceRow(TypedDict):
     chains: list[str]
 
 
+class Check(TypedDict):
+    """One thing the server's facts said of a finding (report/verdict.py ``server_checks``)."""
+
+    kind: str  # seen | refuted | missing | decided
+    text: str
+
+
 class Shown(TypedDict):
-    """What a finding card shows beside findings.json's fields: the declared evidence in words, the levels."""
+    """What a finding card shows beside findings.json's fields: the declared evidence in words, the levels,
+    what the server's facts said."""
 
     evidence: list[EvidenceRow]
     levels: str
+    checks: list[Check]
 
 
 class ShownFinding(FindingJSON):

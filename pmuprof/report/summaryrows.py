@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any, Literal, TypedDict
 
 from ..findings.steps import FixStepJSON
+from .rows import Check
 
 
 class SemaphoreLatch(TypedDict):
@@ -213,8 +214,7 @@ class ConfidenceWords(TypedDict, total=False):
     level: str
     samples: str
     margin: str
-    seen: list[str]
-    not_seen: list[str]
+    checks: list[Check]
 
 
 class HealthyVerdict(TypedDict):

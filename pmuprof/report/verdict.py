@@ -11,7 +11,7 @@ from ..findings.model import ConfidenceJSON
 from ..model.labels import without_kernel_suffix
 from .evidence import pct
 from .noise import wilson
-from .rows import GroupRow, ShownFinding, TopRow
+from .rows import Check, GroupRow, ShownFinding, TopRow
 from .summaryrows import (
     BusyWords,
     Caveats,
@@ -57,8 +57,28 @@ def cause_frame(finding: ShownFinding, frames: Collection[str]) -> str:
     return next((f for f in finding["chain"] if f in frames), "")
 
 
+def server_checks(conf: ConfidenceJSON) -> list[tuple[str, str]]:
+    """What the server's facts said of a finding, as (kind, words): ``seen`` confirmed by, ``missing`` not
+    confirmed / not in this input, ``refuted`` set aside by; ``decided`` for a rule no server fact bears on.
+    One wording for the HTML card, the verdict and report.md."""
+    out = [("seen", f"confirmed by the server: {x}") for x in conf.get("confirmed") or []]
+    out += [("refuted", f"refuted by the server: {x}") for x in conf.get("refuted") or []]
+    out += [("missing", f"not confirmed: {x}") for x in conf.get("not_confirmed") or []]
+    would = conf.get("would_decide") or []
+    if would:
+        out.append(("missing", "not in this input, and would decide it: " + "; ".join(str(w) for w in would)))
+    if conf.get("decided_by"):
+        out.append(("decided", f"decided by {conf.get('decided_by')}"))
+    return out
+
+
+def checks(conf: ConfidenceJSON) -> list[Check]:
+    """``server_checks`` as the report's rows."""
+    return [Check(kind=k, text=t) for k, t in server_checks(conf)]
+
+
 def confidence_parts(conf: ConfidenceJSON) -> ConfidenceWords:
-    """How sure, in words: the level, samples behind it, margin over the threshold, corroboration seen or not."""
+    """How sure, in words: the level, samples behind it, margin over the threshold, what the server's facts said."""
     if not conf:
         return {}
     samples = conf.get("samples")
@@ -69,8 +89,7 @@ def confidence_parts(conf: ConfidenceJSON) -> ConfidenceWords:
         level=conf.get("level") or "not rated",
         samples=f"{samples:,} of {conf.get('total') or 0:,} samples" if samples is not None else blocked,
         margin=margin_text(conf) if margin is not None else "",
-        seen=list(conf.get("corroborated") or []),
-        not_seen=list(conf.get("not_corroborated") or []),
+        checks=checks(conf),
     )
 
 

@@ -80,6 +80,13 @@ def test_every_rule_has_fire_and_quiet_fixtures(rules) -> None:
     assert not lacking, "\n".join(lacking)
 
 
+def test_every_rule_says_what_decides_it(rules) -> None:
+    """Each rule names the server facts that confirm or refute it, or says what decides it without them (issue 31:
+    no finding says "corroboration: none defined")."""
+    silent = [r.id for r in rules if not (r.confirm or r.refute or r.decided_by)]
+    assert not silent, f"rules without confirm / refute / decided_by: {silent}"
+
+
 def test_fixture_dirs_name_real_rules(rules) -> None:
     known = {r.id for r in rules} | {"demo", "healthy"}
     stray = [d.name for d in FIXTURES.iterdir() if d.is_dir() and d.name not in known]

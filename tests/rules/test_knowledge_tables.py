@@ -10,6 +10,8 @@ from collections.abc import Iterator
 import pytest
 import yaml
 
+from pmuprof.findings.kinds import kind_of
+from pmuprof.findings.knowledge import server_features
 from pmuprof.findings.patterns import PatternSet
 from pmuprof.findings.versions import in_range, parse_spec
 
@@ -274,3 +276,16 @@ def test_a_rule_counts_every_latch_that_names_it(latches: dict[str, Any]) -> Non
             continue
         named = {latch["id"] for latch in latches["latches"] if latch.get("rule") == rule.id}
         assert any(named <= ids for ids in counted), f"{rule.id}: counts {counted}, but {sorted(named)} name it"
+
+
+def test_every_counter_a_rule_reads_names_the_rule(rules) -> None:
+    """A status variable a rule's `window` evidence reads lists that rule in its used_by (the table says who
+    depends on each verified counter, as it does for the variables of fixes)."""
+    table = server_features()
+    lacking = []
+    for rule in rules:
+        for m in rule.evidence:
+            for name in getattr(kind_of(m.kind), "counters", lambda _spec: ())(m.spec):
+                if rule.id not in table[name].used_by:
+                    lacking.append(f"{name}: used_by lacks {rule.id}")
+    assert not lacking, "\n".join(lacking)

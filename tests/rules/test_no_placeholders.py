@@ -125,7 +125,7 @@ def _templates(rule) -> Iterator[tuple[str, str, bool]]:
     """Every template of a rule (and whether it is code), also those whose conditions no fixture meets."""
     yield "message", rule.message, False
     yield from (("message_if", g.text, False) for g in rule.message_if)
-    yield from (("corroborate", c.text, False) for c in rule.corroborate)
+    yield from (("confirm", c.text, False) for c in rule.confirm + rule.refute)
     yield from ((f"fix {s.kind} step", s.text, s.code) for f in rule.fix for s in f.steps)
     yield from (("next_steps", s, False) for s in rule.next_steps)
 

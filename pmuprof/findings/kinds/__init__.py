@@ -18,6 +18,7 @@ from .paths import Analysis, Host, Quality, Run, Target
 from .series import Series
 from .server import Mysql, ProcesslistState, Status, Variable
 from .stack import Stack
+from .window import Window
 
 KINDS: dict[str, Kind[Any]] = {
     k.name: k
@@ -36,6 +37,7 @@ KINDS: dict[str, Kind[Any]] = {
         Analysis(),
         Quality(),
         Series(),
+        Window(),
         Derived(),
         OffCpu(),
         Fence(),

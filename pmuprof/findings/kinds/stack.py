@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import fields
+from dataclasses import fields, replace
 from typing import Any
 from collections.abc import Mapping
 
@@ -30,6 +30,30 @@ def stack_doc(spec: Mapping[str, Any]) -> str:
     )
 
 
+def after_pause(found: StackShare, self_frames: Any, env: Env) -> StackShare:
+    """The samples of matched unnamed functions that sit at the instruction after a PAUSE (a binary without
+    symbols): a function that merely contains a PAUSE is no spin loop. Skid puts a PAUSE's samples on the next
+    instruction, and the skid correction moved them onto the PAUSE and counted them as 'pause'; a function it did
+    not correct counts nothing, and ``missing`` says so. The chain stays the matched stacks'."""
+    analysis = env.facts.analysis
+    if not found.count:
+        return found
+    hot = [u for u in analysis.unnamed if u.contains_pause and u.self > 0 and self_frames.matches(u.label)]
+    corrected = {f.symbol: f for f in analysis.skid_functions if not f.error}
+    count, uncorrected = 0, 0 if hot else 1
+    for u in hot:
+        fn = corrected.get(u.label.removesuffix(" pause]") + "]")
+        if fn is None:
+            uncorrected += 1
+        else:
+            count += int(fn.corrected_by_kind.get("pause", 0))
+    if uncorrected:
+        env.missing.append(f"{uncorrected} unnamed PAUSE function(s) not skid-corrected: none of their samples count")
+    count = min(count, found.count)
+    share = count / env.index.total if env.index.total else 0.0
+    return replace(found, value=share, share=share, count=count)
+
+
 class Stack(Kind[StackShare]):
     name = "stack"
     guide = (
@@ -40,15 +64,22 @@ class Stack(Kind[StackShare]):
     share = True
 
     def validate(self, ctx: SpecCtx, spec: Any, line: int) -> Any:
-        out = stack_spec(ctx, spec, line, "stack", ("of",))
+        out = stack_spec(ctx, spec, line, "stack", ("of", "after_pause"))
         if "of" in spec:  # a part of other samples: of_share = matched / samples holding an `of` frame
             out["of"] = ctx.patterns(spec["of"], spec.line_of("of"), "stack.of")
             if not out["of"].patterns:
                 raise ctx.fail(spec.line_of("of"), "stack.of needs at least one frame pattern")
+        if "after_pause" in spec:
+            if spec["after_pause"] is not True or "self" not in spec or "of" in spec:
+                raise ctx.fail(spec.line_of("after_pause"), "after_pause: true goes with self patterns (and no 'of')")
+            out["after_pause"] = True
         return out
 
     def evaluate(self, matcher: Matcher, env: Env) -> StackShare:
-        found = match_stack(env.index, matcher.spec, env.skip)  # it reads no `of`
+        spec = {k: v for k, v in matcher.spec.items() if k != "after_pause"}
+        found = match_stack(env.index, spec, env.skip)  # it reads no `of`
+        if matcher.spec.get("after_pause"):
+            return after_pause(found, spec["self"], env)
         if "of" not in matcher.spec:
             return found
         index = env.index
@@ -58,7 +89,8 @@ class Stack(Kind[StackShare]):
         )
 
     def doc(self, spec: Any) -> str:
-        return stack_doc(spec)
+        text = stack_doc({k: v for k, v in spec.items() if k != "after_pause"})
+        return text + ("; only samples at the instruction after a PAUSE" if spec.get("after_pause") else "")
 
     def subject(self, spec: Any) -> str:
         return ""
