@@ -65,7 +65,7 @@ def _same(value: Any, wanted: Any) -> bool:
     return str(value).strip().lower() == str(wanted).strip().lower()
 
 
-def grade(rule: Rule, values: Mapping[str, Any], cores: float | None = None) -> Grade | None:
+def grade(rule: Rule, values: Mapping[str, Any], cores: float | None = None, total: int | None = None) -> Grade | None:
     """The level the thresholds give (the metric and bound that gave it), or the rule's fixed severity.
 
     Each metric is held to the levels of its scale (off-CPU time to ``thresholds.offcpu``, the server's counters
@@ -85,7 +85,7 @@ def grade(rule: Rule, values: Mapping[str, Any], cores: float | None = None) -> 
         scales.setdefault(_scale(rule, m), []).append((m, v))
     picked = [(min if th.below else max)(mv, key=lambda x: x[1]) for mv in scales.values()]
     leveled = [_level(m, v, th.bounds(_scale(rule, m)), th.below) for m, v in picked]
-    graded = [_held(rule, g, cores) for g in leveled if g is not None]
+    graded = [_held(rule, g, cores, total) for g in leveled if g is not None]
     return max(graded, key=lambda g: (min(g.level, g.limit), g.level, _margin(g, th.below))) if graded else None
 
 
@@ -100,9 +100,16 @@ def _scale(rule: Rule, metric: str) -> str:
     return "main"
 
 
-def _held(rule: Rule, g: Grade, cores: float | None) -> Grade:
-    """A stack share's grade with the highest level its threads on the CPU allow (MIN_THREADS)."""
-    if cores is None or g.value is None or not is_stack_metric(rule, g.metric) or is_offcpu_metric(rule, g.metric):
+def _held(rule: Rule, g: Grade, cores: float | None, total: int | None = None) -> Grade:
+    """A stack share's grade with the highest level its threads on the CPU allow (MIN_THREADS), and any metric's
+    but the counters' and off-CPU time's at info when the process has fewer samples than the rule needs."""
+    if is_offcpu_metric(rule, g.metric) or is_counter_metric(rule, g.metric):
+        return g
+    if total is not None and total < rule.min_samples and g.level:
+        return replace(
+            g, limit=0, held=f"only {total} samples (rule needs {rule.min_samples}): severity capped at info"
+        )
+    if cores is None or g.value is None or not is_stack_metric(rule, g.metric):
         return g
     threads = g.value * cores
     limit = g.level
