@@ -6,13 +6,14 @@ import json
 import math
 import os
 import re
+from dataclasses import fields
 from pathlib import Path
 from typing import Any, TypeVar
 from collections.abc import Callable
 
 from .. import infile, outfile
 from ..errors import InputError, UsageError
-from .analysis import Analysis
+from .analysis import Analysis, SkidFunction
 from .counters import Counters
 from .folded import load_folded
 from .jsontypes import from_json, to_json
@@ -368,6 +369,25 @@ def read_activity(path: Path, series: SeriesSet | None) -> Activity | None:
     return Activity.of_polled(polled, sum(1 for _ in active.points()) if active is not None else None)
 
 
+def read_v01_skid(path: Path) -> tuple[SkidFunction, ...]:
+    """0.1's skid.json (a run directory from before analysis.json): the skid-corrected functions, so that the
+    spin rule can tell samples after a PAUSE from the rest; () when absent or not a list of functions."""
+    try:
+        rows = read_json(path, [])
+    except InputError:
+        return ()
+    keep = {f.name for f in fields(SkidFunction)} - {"instructions"}
+    out = []
+    for row in rows if isinstance(rows, list) else ():
+        if not isinstance(row, dict) or not isinstance(row.get("symbol"), str):
+            continue
+        try:
+            out.append(from_json(SkidFunction, {k: v for k, v in row.items() if k in keep}))
+        except (TypeError, ValueError):
+            continue
+    return tuple(out)
+
+
 def read_offcpu(
     path: Path, read_stacks: Callable[[Path], tuple[Any, dict[str, str]]] = load_folded, notes: list[str] | None = None
 ) -> OffCpuProfile | None:
@@ -414,7 +434,7 @@ def load_run_dir(path: Path, read_stacks: Callable[[Path], tuple[Any, dict[str, 
         run,
         counters,
         server,
-        analysis or Analysis(),
+        analysis or Analysis(skid_functions=read_v01_skid(path / "skid.json")),
         leaves,
         str(path),
         offcpu=offcpu,

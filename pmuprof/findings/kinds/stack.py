@@ -9,6 +9,7 @@ from collections.abc import Mapping
 
 from ..stackmatch import match_stack
 from ..stackshare import StackPart, StackShare
+from ..patterns import PatternSet
 from .base import Env, Kind, Matcher, SpecCtx
 
 STACK_KEYS = ("self", "inclusive", "inside", "not_inside", "leaf", "leaf_not")
@@ -30,28 +31,36 @@ def stack_doc(spec: Mapping[str, Any]) -> str:
     )
 
 
-def after_pause(found: StackShare, self_frames: Any, env: Env) -> StackShare:
+def after_pause(found: StackShare, self_frames: PatternSet, env: Env) -> StackShare:
     """The samples of matched unnamed functions that sit at the instruction after a PAUSE (a binary without
     symbols): a function that merely contains a PAUSE is no spin loop. Skid puts a PAUSE's samples on the next
     instruction, and the skid correction moved them onto the PAUSE and counted them as 'pause'; a function it did
     not correct counts nothing, and ``missing`` says so. The chain stays the matched stacks'."""
-    analysis = env.facts.analysis
     if not found.count:
         return found
-    hot = [u for u in analysis.unnamed if u.contains_pause and u.self > 0 and self_frames.matches(u.label)]
-    corrected = {f.symbol: f for f in analysis.skid_functions if not f.error}
-    count, uncorrected = 0, 0 if hot else 1
-    for u in hot:
-        fn = corrected.get(u.label.removesuffix(" pause]") + "]")
-        if fn is None:
-            uncorrected += 1
-        else:
-            count += int(fn.corrected_by_kind.get("pause", 0))
+    analysis = env.facts.analysis
+    hot = [u.label for u in analysis.unnamed if u.contains_pause and u.self > 0 and self_frames.matches(u.label)]
+    pause_labels = {u.label for u in analysis.unnamed if u.contains_pause}
+    corrected = {_unnamed_key(f.symbol, pause_labels): f for f in analysis.skid_functions if not f.error}
+    spin = {k: f for k, f in corrected.items() if self_frames.matches(k)}
+    uncorrected = [label for label in hot if label not in spin] if hot else ([] if spin else ["?"])
+    count = sum(int(f.corrected_by_kind.get("pause", 0)) for f in spin.values())
     if uncorrected:
-        env.missing.append(f"{uncorrected} unnamed PAUSE function(s) not skid-corrected: none of their samples count")
+        env.missing.append(
+            f"{len(uncorrected)} unnamed PAUSE function(s) not skid-corrected: none of their samples count as spin"
+            if hot
+            else "no skid correction of the unnamed PAUSE functions: none of their samples count as spin"
+        )
     count = min(count, found.count)
     share = count / env.index.total if env.index.total else 0.0
     return replace(found, value=share, share=share, count=count)
+
+
+def _unnamed_key(symbol: str, pause_labels: set[str]) -> str:
+    """A skid-corrected function under its stack label: analysis.json names an unnamed function that contains a
+    PAUSE '[dso+0xSTART]', its stack label is '[dso+0xSTART pause]' (0.1's skid.json used the label)."""
+    marked = symbol[:-1] + " pause]" if symbol.endswith("]") else symbol
+    return marked if marked in pause_labels else symbol
 
 
 class Stack(Kind[StackShare]):
