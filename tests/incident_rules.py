@@ -1,9 +1,12 @@
-"""The incident verdicts of a sampled window: derived values and the thresholds of research-counters.md §16c.
+"""The incident verdicts of a sampled window: derived values judged at the thresholds the rules' own confirm and
+refute items use (docs/rules.md: each incident rule's "Confirmed by" / "Refuted by", and "Server counters" for
+what each counter counts and in which versions it exists).
 
-Each kind is ``confirmed`` when its confirming counters crossed the proposal's thresholds, ``refuted`` when its
-refuting counters held, else ``neither``. These are the tests' ground truth, written before the rules that
-will read the same counters from a run directory; they never look at stacks (the stack half of a §16c line,
-e.g. the CPU share of the TLS handshake, is the rules' business).
+Each kind is ``confirmed`` when its confirming counters crossed those thresholds, ``refuted`` when its refuting
+counters held, else ``neither``. These are the tests' ground truth, sampled on a connection of their own and
+independent of pmuprof's capture; they never look at stacks (the CPU share of the TLS handshake, say, is the
+rules' business). Where a rule needs more than a window of status gives (the oldest transaction), the truth
+reads it from the server directly.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-# §16c thresholds (the "judgement" ones are the research's, not a published source)
+# the thresholds (those no published source gives are judgement; each rule's doc says which)
 HLL_RISING_SHARE = 0.7  # the history list grows in at least 70 % of the intervals
 HLL_MIN_RISE = 1000  # and by at least max(1000, half the write commits of the window)
 ALTER_SHARE = 0.5  # an ALTER / OPTIMIZE / CREATE INDEX runs in at least half the samples
@@ -20,8 +23,9 @@ TMP_DISK_PER_S, TMP_DISK_SHARE, TMP_DISK_QUIET = 1.0, 0.25, 0.1
 MERGE_PER_S, MERGE_SHARE = 1.0, 0.1
 QC_WRITE_SHARE, QC_HIT_LOW, QC_HIT_HIGH = 0.1, 0.2, 0.5
 TC_MISSES_PER_S, TC_MISS_RATIO, TC_QUIET = 50.0, 0.1, 1.0
+TC_OVERFLOW_SHARE, TC_NO_OVERFLOW = 0.5, 0.1  # evictions per miss: a cache too small evicts for every miss
 CONN_PER_S, CONN_QUIET = 20.0, 1.0
-TLS_SHARE = 0.9  # Ssl_accepts ≈ Connections: every connection does a full handshake (research §8)
+TLS_SHARE = 0.9  # Ssl_accepts ≈ Connections: every connection does a full handshake
 LOCK_WAITERS, LOCK_WAIT_SHARE, LOCK_TIME_MS_PER_S = 2, 0.5, 500.0
 
 
@@ -82,11 +86,12 @@ def derive(
         "merge_share": round(rates.get("Sort_merge_passes", 0.0) / sorts, 3) if sorts > 0 else 0.0,
         "query_cache_on": variables.get("query_cache_type", "OFF") not in ("OFF", "0")
         and int(variables.get("query_cache_size", "0") or 0) > 0,
-        # MariaDB counts query-cache hits in Com_select (research §1.3): hits / Com_select
+        # MariaDB counts query-cache hits in Com_select (docs/rules.md, Com_select): hits / Com_select
         "qc_hit_ratio": round(rates.get("Qcache_hits", 0.0) / selects, 4) if selects > 0 else 0.0,
         "qc_write_share": round(writes / selects, 3) if selects > 0 else 0.0,
         "tc_miss_ratio": round(tc_misses / (tc_hits + tc_misses), 3) if tc_misses and tc_hits is not None else 0.0,
         "tc_has_miss_counters": tc_misses is not None,
+        "tc_overflow_share": round(rates.get("Table_open_cache_overflows", 0.0) / tc_misses, 3) if tc_misses else 0.0,
         "open_tables_max": gauges.get("Open_tables", {}).get("max", 0),
         "tls_share": round(rates.get("Ssl_accepts", 0.0) / connections, 3) if connections > 0 else 0.0,
         "thread_cache_miss": round(rates.get("Threads_created", 0.0) / connections, 3) if connections > 0 else 0.0,
@@ -131,10 +136,15 @@ def _table_cache(d: Mapping, r: Mapping, v: Mapping) -> tuple[str, str]:
     cap = int(v.get("table_open_cache", "0") or 0)
     if d["tc_has_miss_counters"]:
         misses = r["Table_open_cache_misses"]
-        seen = f"{misses:.0f} misses/s, miss ratio {d['tc_miss_ratio']:.1%}, Open_tables max {d['open_tables_max']} (cache {cap})"
-        if misses >= TC_MISSES_PER_S and d["tc_miss_ratio"] >= TC_MISS_RATIO:
+        seen = (
+            f"{misses:.0f} misses/s, miss ratio {d['tc_miss_ratio']:.1%}, {d['tc_overflow_share']:.2f} evictions a "
+            f"miss, Open_tables max {d['open_tables_max']} (cache {cap})"
+        )
+        full = d["tc_overflow_share"] >= TC_OVERFLOW_SHARE
+        if misses >= TC_MISSES_PER_S and d["tc_miss_ratio"] >= TC_MISS_RATIO and full:
             return "confirmed", seen
-        return ("refuted" if misses < TC_QUIET else "neither"), seen
+        quiet = misses < TC_QUIET or (misses and d["tc_overflow_share"] < TC_NO_OVERFLOW)
+        return ("refuted" if quiet else "neither"), seen
     opened = r.get("Opened_tables", 0.0)  # MariaDB 10.2: no Table_open_cache_* counters
     seen = f"{opened:.0f} Opened_tables/s, Open_tables max {d['open_tables_max']} (cache {cap})"
     if opened >= TC_MISSES_PER_S and d["open_tables_max"] >= cap:

@@ -44,7 +44,7 @@ templates that can only look up evidence.
 | `fix` | list of variants `{steps, label, when: {family: range}, if: [conditions]}`; `steps` is a list of one-key steps: `sql:` (statements ended by `;`, `--` comments), `my.cnf:` (a `[section]` line, then `name = value` lines, `#` comments), `shell:` (commands, `#` comments) or `note:` (prose: why, what to look at; it may use the templates); code steps hold only code. A code line that needs a value not known is left out (and a code step left without code); a note loses its clause or sentence |
 | `next_steps`, `references`, `doc` | what to capture next; links; `doc: {symptom, why, fix, caveats}` |
 | `confirm`, `refute`, `decided_by` | the server's facts that decide the rule: `confirm` / `refute` are lists of `{if: [conditions], text: template}` (a refuting item that holds sets the finding aside at info, never the verdict); a rule no server fact bears on says `decided_by:` what decides it instead (the stacks only, and why). One of them is required. `unconfirmed_max` caps the severity without a confirming fact |
-| `threads` | evidence whose value is the threads the cause holds (row-lock waiters from `Innodb_row_lock_time`): the verdict's weight; else the share's threads on the CPU |
+| `threads` | evidence (or `name.field`) that is the threads the cause holds (row-lock waiters from `Innodb_row_lock_time`, the connections running an ALTER): the verdict's weight; else the share's threads on the CPU |
 | `min_samples`, `skip_callers` | below `min_samples` (default 200) severity is capped at info; extra frames to skip when naming callers |
 
 Frame patterns are globs matched against the whole name (`*` any text, `?` one

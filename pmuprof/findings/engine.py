@@ -44,7 +44,7 @@ from .schema import SEVERITIES, FixItem, Rule
 from .steps import FixStep, step_problem
 from .stackmatch import StackIndex
 from .stackshare import OffCpuTime, StackMatch
-from .template import render, scalar
+from .template import lookup, render, scalar
 from .versions import in_range
 
 MIN_PROCESS_SHARE = 0.02  # with several processes, ignore ones under 2 % of the samples
@@ -159,7 +159,7 @@ def _threads(rule: Rule, g: Grade, values: Mapping[str, Any], share: float, tota
     the server's counters), blocked there (off-CPU time), or on the CPU there (its samples over frequency x
     duration); None for a finding not graded on stacks, or when the capture does not say."""
     if rule.threads:
-        named = number(scalar(values.get(rule.threads)))
+        named = number(scalar(lookup(values, rule.threads)))
         if named is not None:
             return named
     if is_offcpu_metric(rule, g.metric):

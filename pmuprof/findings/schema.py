@@ -137,7 +137,7 @@ class Rule:
     refute: tuple[Guarded, ...] = ()  # server facts that rule it out: the finding is set aside, never the verdict
     decided_by: str = ""  # a rule no server counter bears on: what decides it (the stacks, the host's counters)
     unconfirmed_max: str | None = None  # the highest severity without any confirming fact
-    threads: str | None = None  # evidence whose value is the threads the cause holds (its absolute weight)
+    threads: str | None = None  # evidence (name or name.field) that is the threads the cause holds (its weight)
 
     def matcher(self, name: str) -> Matcher | None:
         return next((m for m in self.evidence if m.name == name), None)
@@ -443,7 +443,7 @@ def _optional(ctx: _Ctx, data: LDict, names: set[str]) -> dict[str, Any]:
         out["unconfirmed_max"] = data["unconfirmed_max"]
     if "threads" in data:
         threads = ctx.text(data["threads"], ln("threads"), "threads")
-        if threads not in names:
+        if threads.split(".")[0] not in names:
             raise ctx.fail(ln("threads"), f"threads refers to unknown evidence '{threads}'")
         out["threads"] = threads
     if "explains" in data:

@@ -1,5 +1,5 @@
-"""The incident ground truth without a server: crafted counter windows are judged at research-counters.md §16c's
-thresholds (tests/incident_rules.py), and every recorded fixture in tests/data/incidents/ gives back its verdicts
+"""The incident ground truth without a server: crafted counter windows are judged at the rules' thresholds
+(tests/incident_rules.py, docs/rules.md), and every recorded fixture in tests/data/incidents/ gives back its verdicts
 from its own samples, names its incident (the healthy one: none) and is a run directory ``report`` reads."""
 
 from __future__ import annotations
@@ -67,8 +67,24 @@ CASES_CRAFTED = [
     ("online_ddl", {"Com_alter_table": 0.5}, {"alter": [1, 1, 1, 0]}, {}, {}, "confirmed"),
     ("online_ddl", {"Com_alter_table": 0.5}, {"alter": [1, 0, 0, 0]}, {}, {}, "neither"),
     ("online_ddl", {}, {}, {}, {}, "refuted"),
-    ("table_cache", {"Table_open_cache_misses": 900, "Table_open_cache_hits": 100}, {}, {}, {}, "confirmed"),
-    ("table_cache", {"Table_open_cache_misses": 40, "Table_open_cache_hits": 10}, {}, {}, {}, "neither"),
+    (
+        "table_cache",
+        {"Table_open_cache_misses": 900, "Table_open_cache_hits": 100, "Table_open_cache_overflows": 900},
+        {},
+        {},
+        {},
+        "confirmed",
+    ),
+    (
+        "table_cache",
+        {"Table_open_cache_misses": 40, "Table_open_cache_hits": 10, "Table_open_cache_overflows": 40},
+        {},
+        {},
+        {},
+        "neither",
+    ),
+    # reopened after an ALTER: misses, but the cache had room (no eviction)
+    ("table_cache", {"Table_open_cache_misses": 900, "Table_open_cache_hits": 100}, {}, {}, {}, "refuted"),
     ("table_cache", {"Table_open_cache_misses": 0.5, "Table_open_cache_hits": 9000}, {}, {}, {}, "refuted"),
     ("table_cache", {"Opened_tables": 900}, {"Open_tables": [10]}, {"table_open_cache": "10"}, {}, "confirmed"),
     ("table_cache", {"Opened_tables": 900}, {"Open_tables": [40]}, {"table_open_cache": "2000"}, {}, "neither"),
