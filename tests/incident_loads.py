@@ -9,7 +9,8 @@ reached (never a fixed sleep), stopped and undone afterwards, so one server serv
     assert "hot_rows" in sampler.truth().confirmed()
 
 The loads are sysbench (built-in OLTP scripts and tests/loads/*.lua) and small pymysql drivers in
-tests/loads/; EXPECTED names the §16c verdicts each must produce (tests/incident_rules.py).
+tests/loads/; EXPECTED names the verdicts of the server's counters each must produce (tests/incident_rules.py, at
+the rules' own thresholds: docs/rules.md), tests/incident_verdicts.py pmuprof's verdict on a capture of each.
 """
 
 from __future__ import annotations
@@ -317,14 +318,6 @@ def incident(server: mdb.MariaDB, kind: str) -> Iterator[None]:
         yield
 
 
-def observe(server: mdb.MariaDB, kind: str, seconds: float = 3.0) -> incidents.Truth:
-    """The truth of ``seconds`` of the kind's load, sampled once it is ready."""
-    with incident(server, kind):
-        with incidents.Sampler(server) as sampler:
-            sampler.wait(seconds)
-    return sampler.truth()
-
-
 def module_server(version: str, workdir: Path) -> Iterator[mdb.MariaDB]:
     """A test module's server for every scenario: started, sysbench tables prepared, stopped at the end."""
     import pytest
@@ -354,24 +347,4 @@ def check_idle(server: mdb.MariaDB, seconds: float = 2.0) -> incidents.Truth:
     }
     assert not moved, f"the sampler's own statements are not all subtracted: {moved} per s"
     assert not truth.confirmed(), truth.verdicts
-    return truth
-
-
-def check(server: mdb.MariaDB, version: str, kind: str, seconds: float = 3.0) -> incidents.Truth:
-    """Run the kind's load, print what the counters said, and assert its incident (the healthy load: none)."""
-    import pytest
-
-    why = unsupported(version, kind)
-    if why:
-        pytest.skip(why)
-    truth = observe(server, kind, seconds)
-    print(f"\n{version} {kind}: {truth.seconds:.1f} s, {truth.n_samples} samples, confirmed {truth.confirmed()}")
-    for name, verdict in truth.verdicts.items():
-        print(f"  {name:17} {verdict.state:9} {verdict.why}")
-    expected = EXPECTED[kind]
-    missed = {k: truth.verdicts[k].why for k in expected if truth.verdicts[k].state != "confirmed"}
-    assert not missed, f"{kind} on {version}: the counters did not confirm {missed}"
-    if not expected:
-        loud = {k: v.why for k, v in truth.verdicts.items() if v.state != "refuted"}
-        assert not loud, f"the healthy load on {version} is not refuted on {loud}"
     return truth

@@ -1,19 +1,18 @@
 """Ground truth of a server incident: the server's own counters, sampled on a connection of their own during a
-load and corrected for the sampler's own statements, judged by the thresholds of issue 31's research.
+load and corrected for the sampler's own statements, judged at the rules' thresholds (docs/rules.md).
 
     with incidents.Sampler(server) as sampler:   # SHOW GLOBAL STATUS + SHOW FULL PROCESSLIST every 0.5 s
         sampler.wait(3.0)                         # at least 3 s of samples
     truth = sampler.truth()                       # rates, gauges, derived values, a verdict per incident kind
 
-The thresholds are §16c of issue 31's counter research, research-counters.md (a proposal for the rules): each
-incident kind is
-``confirmed`` (its confirming counters crossed), ``refuted`` (its refuting counters held) or ``neither``
-(tests/incident_rules.py). Counter names per version (§16): Innodb_history_list_length exists from MariaDB 10.5, so 10.2 reads
+The thresholds are the rules' (docs/rules.md, tests/incident_rules.py): each incident kind is ``confirmed`` (its
+confirming counters crossed), ``refuted`` (its refuting counters held) or ``neither``. Counter names per version
+(docs/rules.md "Server counters"): Innodb_history_list_length exists from MariaDB 10.5, so 10.2 reads
 INNODB_METRICS' trx_rseg_history_len; Table_open_cache_* do not exist in 10.2.11, which is judged by
-Opened_tables and Open_tables. What the sampler sends adds to the counters it reads (research §1.2, measured
-again by tests/integration/test_incidents_*.py's idle case): those increments are subtracted, so a rate is the
-load's own. Statements of anyone else (pmuprof's own processlist poller, one information_schema.PROCESSLIST
-per second, adds an on-disk temporary table each) are part of the truth and are said in ``notes``.
+Opened_tables and Open_tables. What the sampler sends adds to the counters it reads (each SHOW STATUS and
+information_schema query makes a temporary table; measured again by tests/integration/test_incidents_*.py's idle
+case): those increments are subtracted, so a rate is the load's own. The sampler runs before pmuprof's capture,
+never during it, so pmuprof's own statements are not in the truth.
 """
 
 from __future__ import annotations
@@ -29,7 +28,7 @@ from incident_rules import Verdict, derive, verdicts
 
 INTERVAL_S = 0.5
 
-# What each statement the sampler sends adds to the global counters it reads (research §1.2 / probe3; the same
+# What each statement the sampler sends adds to the global counters it reads (measured on each server; the same
 # on 10.2.11, 10.11 and 11.4.5). Not kept: Handler_tmp_write (one per row of the SHOW) and Qcache_not_cached
 # (the INNODB_METRICS read counts there only while the query cache is on).
 STATUS_SQL = "SHOW GLOBAL STATUS"

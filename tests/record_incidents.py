@@ -23,15 +23,16 @@ import argparse
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(1, str(Path(__file__).resolve().parent.parent))  # this tree's pmuprof, as the tests use it
 
 import incident_loads as il  # noqa: E402
+from incident_verdicts import capture  # noqa: E402
 import incidents  # noqa: E402
 import mariadb as mdb  # noqa: E402
 
@@ -55,15 +56,6 @@ DROPPED = (
     "report.md",
     "flame.svg",
 )
-
-
-def capture(server: mdb.MariaDB, out: Path, seconds: int) -> None:
-    env = {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    argv = [sys.executable, "-m", "pmuprof", "capture", "-p", str(server.pid), "-d", str(seconds), "-q"]
-    argv += ["-o", str(out), "--defaults-file", str(server.defaults_file)]
-    proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=600)
-    if proc.returncode != 0:
-        raise RuntimeError(f"pmuprof capture failed ({proc.returncode}): {proc.stderr[-2000:]}")
 
 
 WINDOWS = ("before_capture", "after_capture")
