@@ -62,7 +62,9 @@ def _skid(profile: Profile) -> dict[str, Any] | None:
 
 
 FORMAT_VERSION = (
-    3  # 3: a finding's fix is a list of typed steps; 2: format_version, host, captured_at and verdict at the top
+    4  # 4: confidence says what the server's counters confirmed or refuted (confirmed, not_confirmed, refuted,
+    # decided_by, would_decide: format 3's corroborated / not_corroborated); 3: a finding's fix is a list of
+    # typed steps; 2: format_version, host, captured_at and verdict at the top
 )
 
 

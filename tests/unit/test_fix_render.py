@@ -71,7 +71,7 @@ def test_report_md_fences_code_by_language_and_keeps_notes_out(report) -> None:
 def test_findings_json_round_trips_the_steps(report) -> None:
     diagnosis, paths = report
     doc = json.loads(paths["json"].read_text(encoding="utf-8"))
-    assert doc["format_version"] == 3
+    assert doc["format_version"] == 4
     for f, written in zip(diagnosis.findings, doc["findings"]):
         assert all(set(s) == {"kind", "text", "applies_to"} for s in written["fix"])
         assert tuple(FixStep(**s) for s in written["fix"]) == f.fix

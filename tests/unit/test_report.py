@@ -31,7 +31,7 @@ def test_findings_json_contract_and_order():
         "findings",
         "latches",
     }
-    assert doc["format_version"] == 3
+    assert doc["format_version"] == 4
     top = Diagnosis.of(findings()).top
     assert doc["verdict"] == {
         "status": "problem",
