@@ -112,7 +112,7 @@ def facts_for(profile: Profile, process: str) -> Facts:
         text,
         missing,
         profile.series,
-        window_of(server, profile.activity),
+        (profile.window or window_of(server, profile.activity)) if server is not None else None,
     )
 
 

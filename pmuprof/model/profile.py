@@ -14,7 +14,7 @@ from .offcpu import OffCpuProfile
 from .run import Run, Target
 from .samples import Samples
 from .series import SeriesSet
-from .window import Activity
+from .window import Activity, CounterWindow
 from .server import ServerFacts
 from .stacks import Stack as Stack  # the type callers import from here
 from .stacks import Stacks
@@ -50,7 +50,9 @@ class Profile:
     model/status.py); None for a run without it (an older pmuprof's, --no-mysql, a server that could not
     be reached) and bare inputs.
     ``activity`` is the processlist polled during the capture (model/window.py, read with the server's counters
-    over the window); None when none was polled.
+    over the window); None when none was polled. ``window`` is the server's counters over the capture when a
+    per-second collector recorded them (its file read into model/window.py's view); None: the rules read
+    mysql.json's status interval with ``activity`` instead.
     """
 
     stacks: Stacks
@@ -67,6 +69,7 @@ class Profile:
     series: SeriesSet | None = None
     status: ServerStatus | None = None
     activity: Activity | None = None
+    window: CounterWindow | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.stacks, Stacks):

@@ -1,8 +1,8 @@
 """Shared helpers for rule tests: load a fixture (folded + optional facts JSON and off-CPU stacks) into a Profile.
 
 ``NAME.folded`` holds the on-CPU stacks, ``NAME.json`` the facts (run, counters, mysql, analysis,
-``threads``: threads.json, ``series``: series.json, and ``activity``: the processlist polls as model/window.py's
-Activity), ``NAME.offcpu`` the off-CPU stacks (offcpu.folded, counts in µs).
+``threads``: threads.json, ``series``: series.json, ``activity``: the processlist polls as model/window.py's
+Activity, and ``window``: a CounterWindow, the server's counters as a per-second collector gives them), ``NAME.offcpu`` the off-CPU stacks (offcpu.folded, counts in µs).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from pmuprof.model.offcpu import OffCpuProfile, Threads
 from pmuprof.model.profile import Profile
 from pmuprof.model.series import SeriesSet
 from pmuprof.model.stacks import Stacks
-from pmuprof.model.window import Activity
+from pmuprof.model.window import Activity, CounterWindow
 from helpers import make_profile
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -57,6 +57,8 @@ def load_fixture(path: Path, facts: dict | None = None) -> tuple[Profile, dict[s
         profile = replace(profile, series=from_json(SeriesSet, facts["series"]))
     if facts.get("activity") is not None:
         profile = replace(profile, activity=from_json(Activity, facts["activity"]))
+    if facts.get("window") is not None:
+        profile = replace(profile, window=from_json(CounterWindow, facts["window"]))
     return with_quality(profile), headers
 
 
