@@ -203,8 +203,9 @@ def ordered(findings: list[Finding]) -> list[Finding]:
        the spin is not the verdict when the pool, the index latch or lock_sys that makes threads spin is;
     2. then groups by their gravest finding (a warning cause of a critical symptom ranks as critical: the
        group is what needs fixing);
-    3. then by the threads the cause holds (a stall of eight threads off the CPU above an on-CPU finding
-       of fewer); causes the capture gives no thread count for (facts, counters, a folded input) after
+    3. then by the threads the cause holds and those of the findings it explains (a stall of eight threads off
+       the CPU above an on-CPU finding of fewer; a table rebuild with the statements it makes wait for its
+       metadata lock); causes the capture gives no thread count for (facts, counters, a folded input) after
        those, by the samples behind their share (share x the process's samples: across processes the busier
        one's first; within one, by share); at equal weight a cause that names its latch before one that cannot
        (``ambiguous``: "page latch or index tree latch");
@@ -215,16 +216,22 @@ def ordered(findings: list[Finding]) -> list[Finding]:
         return by_key.get((f.process, f.explained_by), f) if f.explained_by else f
 
     gravest: dict[tuple[str, str], int] = {}
+    held: dict[tuple[str, str], float] = {}  # threads of a cause's group: its own and its consequences'
     for f in findings:
         c = cause(f)
         at = (c.process, c.rule)
         gravest[at] = min(gravest.get(at, 9), SEVERITY_ORDER.get(f.severity, 9))
+        if c.threads is not None and f.threads is not None:
+            held[at] = held.get(at, 0.0) + f.threads
 
     def rank(f: Finding) -> tuple[bool, bool, int, bool, float, bool, str, str, bool, tuple[int, float, str]]:
         c = cause(f)
         # without a thread count, the samples behind the headline: a share of a process's own samples weighs by
         # that process's samples, so of several processes the busier one's cause comes first
-        weight = c.threads if c.threads is not None else c.share * c.samples if c.samples else c.share
+        if c.threads is not None:
+            weight = held.get((c.process, c.rule), 0.0)
+        else:
+            weight = c.share * c.samples if c.samples else c.share
         return (
             bool(c.refuted),
             bool(c.symptom_of),

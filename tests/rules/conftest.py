@@ -58,7 +58,10 @@ def load_fixture(path: Path, facts: dict | None = None) -> tuple[Profile, dict[s
     if facts.get("activity") is not None:
         profile = replace(profile, activity=from_json(Activity, facts["activity"]))
     if facts.get("window") is not None:
-        profile = replace(profile, window=from_json(CounterWindow, facts["window"]))
+        try:  # a window missing a part is left out, as the run directory's reader leaves out a damaged file
+            profile = replace(profile, window=from_json(CounterWindow, facts["window"]))
+        except (TypeError, ValueError):
+            pass
     return with_quality(profile), headers
 
 
