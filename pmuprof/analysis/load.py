@@ -16,7 +16,7 @@ from ..model.counters import Counters
 from ..model.offcpu import OffCpuProfile
 from ..model.series import SeriesSet
 from ..model.status import ServerStatus
-from ..model.window import Activity
+from ..model.activity import Activity
 from ..model.labels import process_root
 from ..model.perfscript import DEFAULT_TARGET_COMMS, FoldResult
 from ..model.profile import Leaf, Profile
@@ -67,7 +67,7 @@ class Recording:
     recovered_callers: int = 0  # samples given the callers perf's walk skipped (model/callers.py)
     series: SeriesSet | None = None  # a run directory's per-second series (model/series.py)
     status: ServerStatus | None = None  # a run directory's server counters (model/status.py)
-    activity: Activity | None = None  # a run directory's processlist polls (model/window.py)
+    activity: Activity | None = None  # a run directory's processlist polls (model/activity.py)
 
 
 def _kind(path: Path) -> str:

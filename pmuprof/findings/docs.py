@@ -9,7 +9,7 @@ from ..model.server import FAMILY_NAMES
 from .kinds import guide, kind_of
 from .kinds.base import Matcher
 from .knowledge import server_features
-from .schema import RESERVED_NAMES, Condition, Rule
+from .schema import RESERVED_NAMES, Condition, Guarded, Rule
 from .steps import step_markdown
 
 _OPS = {
@@ -143,13 +143,32 @@ def _server_facts(rule: Rule) -> list[str]:
     for head, items in (("Confirmed by", rule.confirm), ("Refuted by", rule.refute)):
         if items:
             out += [f"**{head}** (the server's facts over the capture)", ""]
-            out += [f"- {_clean(i.text)} — when {', '.join(map(_condition, i.conditions))}" for i in items] + [""]
-    counters = sorted({c for m in rule.evidence for c in getattr(kind_of(m.kind), "counters", lambda _: ())(m.spec)})
+            out += [
+                f"- {_clean(i.text)} — when {', '.join(map(_condition, i.conditions))}{_reads(rule, i)}" for i in items
+            ]
+            out.append("")
+    counters = sorted({c for m in rule.evidence for c in _counters_of(m)})
     if counters:
         out += ["**Counters it reads**: " + ", ".join(f"[`{c}`](#counter-{c.lower()})" for c in counters) + ".", ""]
     if rule.unconfirmed_max:
         out += [f"Without a confirming fact its severity is at most {rule.unconfirmed_max}.", ""]
     return out
+
+
+def _counters_of(m: Matcher) -> tuple[str, ...]:
+    return tuple(getattr(kind_of(m.kind), "counters", lambda _: ())(m.spec))
+
+
+def _reads(rule: Rule, item: Guarded) -> str:
+    """'; reads `A`, `B`': the status counters (and server variables) an item's conditions read."""
+    names: list[str] = []
+    for cond in item.conditions:
+        m = rule.matcher(cond.evidence.split(".")[0])
+        if m is None:
+            continue
+        found = _counters_of(m) or ((f"variable {m.spec}",) if m.kind == "variable" and isinstance(m.spec, str) else ())
+        names += [n for n in found if n not in names]
+    return "; reads " + ", ".join(f"`{n}`" if not n.startswith("variable ") else n for n in names) if names else ""
 
 
 def _clean(text: str) -> str:
@@ -159,7 +178,7 @@ def _clean(text: str) -> str:
 
 def counters_markdown(rules: Iterable[Rule]) -> str:
     """docs/rules.md's "Server counters": each status variable a rule reads, from rules/knowledge/server-features.yaml."""
-    used = {c for r in rules for m in r.evidence for c in getattr(kind_of(m.kind), "counters", lambda _: ())(m.spec)}
+    used = {c for r in rules for m in r.evidence for c in _counters_of(m)}
     table = server_features()
     out = [COUNTERS_INTRO]
     for name in sorted(used, key=str.lower):
@@ -180,12 +199,14 @@ COUNTERS_INTRO = """\
 ## Server counters
 
 A rule reads the server's counters over the capture's window (`window` evidence): a counter's growth over the window
-as a rate or a ratio, a gauge's level and growth, and the processlist polls. pmuprof's own statements inside the
-window are subtracted first: on MariaDB its processlist poller reads `information_schema.PROCESSLIST` once a second,
-which makes an on-disk temporary table each, and the server-facts queries add a few temporary tables and SELECTs
-(`pmuprof/model/window.py` `FACTS_OWN`, `POLL_OWN`: an idle 10.2.11 and 10.11.19 made 6 to 8 on-disk temporary
-tables in a 5 s interval; the healthy incident scenarios check on all three servers that no counter rule fires on
-pmuprof's own). Every
+as a rate or a ratio, a gauge's level and growth, and the processlist polls. The window is status.json's polls, once
+a second over the whole capture, or for a run without it mysql.json's two reads of the capture's first 5 s.
+pmuprof's own statements inside the window are taken out first: status.json says what each of pmuprof's
+connections added (read from its own session status before and after), so its status reads (`Com_show_status`)
+and on MariaDB its processlist poller's `information_schema.PROCESSLIST` (an on-disk temporary table each) never
+read as the load's; for mysql.json an upper bound is taken out instead (`pmuprof/model/wincounters.py`
+`FACTS_OWN`, `POLL_OWN`: an idle 10.2.11 and 10.11.19 made 6 to 8 on-disk temporary tables in a 5 s interval).
+The healthy incident scenarios check on all three servers that no counter rule fires on pmuprof's own. Every
 counter named here was checked in the sources or on a live server of each version listed; what was not is said.
 No MySQL server can run here: MySQL rows are checked against the MySQL 5.7.32 and 8.0.39 sources only, and MySQL
 8.4 (no source tree or server here) follows 8.0.39 except where its source documentation was read.

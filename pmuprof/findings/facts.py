@@ -12,7 +12,8 @@ from ..model.profile import Profile
 from ..model.run import Run, Target
 from ..model.series import SeriesSet
 from ..model.server import ServerFacts, family_from_name, server_family
-from ..model.window import CounterWindow, window_of
+from ..model.activity import Activity
+from ..model.wincounters import WindowCounters
 from .versions import parse_version
 
 __all__ = ["Facts", "dig", "facts_for", "number", "server_version"]
@@ -53,7 +54,8 @@ class Facts:
     version_text: str = ""
     server_missing: str = ""
     series: SeriesSet | None = None  # the capture's per-second series (series.json), for every process alike
-    window: CounterWindow | None = None  # the server's counters over the window (only with its server facts)
+    window: WindowCounters | None = None  # the server's counters over the window (status.json, else mysql.json)
+    activity: Activity | None = None  # the processlist over the window (only with its server facts)
 
     def variable(self, name: str) -> str | None:
         return self.server.variable(name) if self.server else None
@@ -112,8 +114,19 @@ def facts_for(profile: Profile, process: str) -> Facts:
         text,
         missing,
         profile.series,
-        (profile.window or window_of(server, profile.activity)) if server is not None else None,
+        profile.window_counters(process),
+        _activity(profile, server),
     )
+
+
+def _activity(profile: Profile, server: ServerFacts | None) -> Activity | None:
+    """The processlist polls of the capture when the server facts are this process's, else mysql.json's one
+    snapshot of it."""
+    if server is None:
+        return None
+    if profile.activity is not None:
+        return profile.activity
+    return Activity.of_snapshot(server.processlist.states) if server.processlist is not None else None
 
 
 def server_version(profile: Profile) -> tuple[str, str]:

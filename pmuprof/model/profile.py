@@ -14,13 +14,13 @@ from .offcpu import OffCpuProfile
 from .run import Run, Target
 from .samples import Samples
 from .series import SeriesSet
-from .window import Activity, CounterWindow
-from .server import ServerFacts
+from .activity import Activity
+from .server import ServerFacts, server_family
 from .stacks import Stack as Stack  # the type callers import from here
 from .stacks import Stacks
 from .status import ServerStatus
 from .threadtables import ThreadTables
-from .wincounters import WindowCounters
+from .wincounters import WindowCounters, estimated_own
 
 
 @dataclass(frozen=True)
@@ -49,10 +49,8 @@ class Profile:
     other input. ``status`` the server's counters once a second and its InnoDB state (status.json,
     model/status.py); None for a run without it (an older pmuprof's, --no-mysql, a server that could not
     be reached) and bare inputs.
-    ``activity`` is the processlist polled during the capture (model/window.py, read with the server's counters
-    over the window); None when none was polled. ``window`` is the server's counters over the capture when a
-    per-second collector recorded them (its file read into model/window.py's view); None: the rules read
-    mysql.json's status interval with ``activity`` instead.
+    ``activity`` is the processlist polled during the capture (processlist.tsv as model/activity.py's view,
+    read beside the server's counters over the window); None when none was polled.
     """
 
     stacks: Stacks
@@ -69,7 +67,6 @@ class Profile:
     series: SeriesSet | None = None
     status: ServerStatus | None = None
     activity: Activity | None = None
-    window: CounterWindow | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.stacks, Stacks):
@@ -135,7 +132,16 @@ class Profile:
         if status is not None and status.pid is not None and pid is not None and status.pid != pid:
             status = None
         server = self.server_for(label)
-        return WindowCounters.of(status, server.status if server is not None and server.reachable else None)
+        if server is None or not server.reachable:
+            return WindowCounters.of(status)
+        polled = (
+            self.activity.polls
+            if self.activity is not None and self.activity.source.startswith("processlist")
+            else None
+        )
+        family = server.server.family or server_family(server.server.version, server.server.version_comment)
+        own = estimated_own(family or "", server.status.interval_s, polled)
+        return WindowCounters.of(status, server.status, own)
 
 
 def process_rows(stacks: Stacks, process: str, rows: Iterable[int] | np.ndarray | None) -> np.ndarray:

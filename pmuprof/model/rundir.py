@@ -24,7 +24,7 @@ from .run import Run, Source
 from .samples import BadTable, Samples, read_tsv
 from .series import SeriesSet
 from .status import ServerStatus
-from .window import Activity
+from .activity import Activity
 from .stacks import Stacks
 from .server import ServerFacts
 
@@ -359,6 +359,8 @@ def read_status(path: Path, notes: list[str]) -> ServerStatus | None:
     """status.json of a run directory (None: a run without it, an older pmuprof's); a damaged one is left out
     with a note."""
     return _tolerant(path / STATUS, ServerStatus, None, notes)
+
+
 def read_activity(path: Path, series: SeriesSet | None) -> Activity | None:
     """processlist.tsv of a run directory as the window's processlist activity (None when none was polled);
     the poller's own series says how many polls it made, also those that found no thread."""

@@ -7,11 +7,13 @@ the window, a ``ratio`` of deltas, a level's ``growth``, its value at either ``e
 the seconds it rose (``rising``), and the per-second values (``per_second``). Counters are totals since the
 server started: a reading lower than the one before it (FLUSH STATUS, a restart) drops that interval. What
 pmuprof's own connections added to the per-session counters (status.json ``own``) is taken out of every
-delta and rate of those counters; ``own`` says how much.
+delta and rate of those counters; ``own`` says how much. mysql.json's two reads were made by a pmuprof that did
+not measure its own statements: ``estimated_own`` is what they add at most (FACTS_OWN, POLL_OWN).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from collections.abc import Mapping, Sequence
 
@@ -21,6 +23,18 @@ from .status import HISTORY_NAMES, InnodbState, OwnTraffic, ServerStatus, is_lev
 EDGES = ("first", "last")
 MIN_INTERVAL_S = 0.5  # a per-second rate is over at least this long (shorter intervals join a neighbour)
 Names = str | Sequence[str]  # one counter, or several summed (``("Sort_scan", "Sort_range")``)
+
+# What a capture adds to the counters inside mysql.json's status interval (a run without status.json, whose
+# connections did not measure their own session status), per statement it sends there. Measured with `pmuprof
+# capture -d 8` of an idle server: in a 5.0 s interval 10.11.19 gained 6-7 on-disk temporary tables, 8-9 temporary
+# tables and 6-7 Com_select, 10.2.11 6-8, 8-10 and 6-8 (5-6 polls); these bounds cover both:
+# - once, the server facts: SHOW GLOBAL VARIABLES, SHOW ENGINE INNODB STATUS, the processlist
+#   (information_schema.PROCESSLIST), the tablespaces (information_schema.INNODB_SYS_TABLESPACES), the closing
+#   SHOW GLOBAL STATUS;
+# - once a second, the processlist poller on MariaDB: information_schema.PROCESSLIST, an on-disk (Aria)
+#   temporary table each.
+FACTS_OWN: Mapping[str, float] = {"Created_tmp_disk_tables": 2, "Created_tmp_tables": 4, "Com_select": 2}
+POLL_OWN: Mapping[str, float] = {"Created_tmp_disk_tables": 1, "Created_tmp_tables": 1, "Com_select": 1}
 
 
 def _number(value: object) -> float | None:
@@ -57,12 +71,15 @@ class WindowCounters:
     end: InnodbState | None = None
 
     @classmethod
-    def of(cls, status: ServerStatus | None, facts: StatusFacts | None = None) -> WindowCounters | None:
-        """From status.json when it has two polls or more, else from mysql.json's status; None without either."""
+    def of(
+        cls, status: ServerStatus | None, facts: StatusFacts | None = None, own: OwnTraffic | None = None
+    ) -> WindowCounters | None:
+        """From status.json when it has two polls or more, else from mysql.json's status (``own``: what the
+        capture's statements added to it, ``estimated_own``); None without either."""
         if status is not None and len(status.polls) >= 2:
             return cls.from_status(status)
         if facts is not None and facts.before and facts.after and (facts.interval_s or 0) > 0:
-            return cls.from_facts(facts)
+            return cls.from_facts(facts, own)
         return None
 
     @classmethod
@@ -80,12 +97,14 @@ class WindowCounters:
         )
 
     @classmethod
-    def from_facts(cls, facts: StatusFacts) -> WindowCounters:
-        """mysql.json's two reads: the first seconds of the capture only, and pmuprof's own statements in them
-        not taken out (mysql.json does not measure them)."""
+    def from_facts(cls, facts: StatusFacts, own: OwnTraffic | None = None) -> WindowCounters:
+        """mysql.json's two reads: the first seconds of the capture only; pmuprof's own statements in them were
+        not measured, ``own`` (``estimated_own``) is taken out instead."""
         first, last = _numbers(facts.before), _numbers(facts.after)
         changed = {k: (first.get(k), v) for k, v in last.items() if first.get(k) != v}
-        return cls("mysql.json", (0.0, float(facts.interval_s or 0.0)), (None, None), first, last, changed)
+        span = float(facts.interval_s or 0.0)
+        mine = (own,) if own is not None else ()
+        return cls("mysql.json", (0.0, span), (None, None), first, last, changed, mine)
 
     # the window
     @property
@@ -219,6 +238,22 @@ class WindowCounters:
 
     def _own(self, name: str, t0: float, t1: float) -> float:
         return sum(own.within(name, t0, t1) for own in self.own_traffic)
+
+
+def estimated_own(family: str, interval_s: float | None, polls: int | None = None) -> OwnTraffic:
+    """What the capture's own statements added inside mysql.json's status interval, at most: the server facts'
+    queries, and on MariaDB the processlist poller's, one a second, at most one more than the interval has whole
+    seconds (``polls``: fewer when processlist.tsv says the poller made fewer in all). A run without
+    processlist.tsv is taken to have had the poller: what it would have added is an upper bound, so a rate that
+    pmuprof's own statements could explain never counts as the load's."""
+    own = dict(FACTS_OWN)
+    if family == "mariadb":
+        n = math.ceil(interval_s or 0.0) + 1
+        n = min(n, polls) if polls is not None else n
+        for name, per_poll in POLL_OWN.items():
+            own[name] = own.get(name, 0.0) + per_poll * n
+    # one poll at the interval's end: the window's one interval holds all of it (OwnTraffic.within)
+    return OwnTraffic("estimated", (float(interval_s or 0.0),), 0, own)
 
 
 Step = tuple[int | None, float, float, float]  # second, duration, increase, pmuprof's own part

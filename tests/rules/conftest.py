@@ -1,8 +1,9 @@
 """Shared helpers for rule tests: load a fixture (folded + optional facts JSON and off-CPU stacks) into a Profile.
 
 ``NAME.folded`` holds the on-CPU stacks, ``NAME.json`` the facts (run, counters, mysql, analysis,
-``threads``: threads.json, ``series``: series.json, ``activity``: the processlist polls as model/window.py's
-Activity, and ``window``: a CounterWindow, the server's counters as a per-second collector gives them), ``NAME.offcpu`` the off-CPU stacks (offcpu.folded, counts in µs).
+``threads``: threads.json, ``series``: series.json, ``activity``: the processlist polls as model/activity.py's
+Activity, and ``status``: status.json, the server's counters once a second and its InnoDB state),
+``NAME.offcpu`` the off-CPU stacks (offcpu.folded, counts in µs).
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ from pmuprof.model.offcpu import OffCpuProfile, Threads
 from pmuprof.model.profile import Profile
 from pmuprof.model.series import SeriesSet
 from pmuprof.model.stacks import Stacks
-from pmuprof.model.window import Activity, CounterWindow
+from pmuprof.model.activity import Activity
+from pmuprof.model.status import ServerStatus
 from helpers import make_profile
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -57,9 +59,9 @@ def load_fixture(path: Path, facts: dict | None = None) -> tuple[Profile, dict[s
         profile = replace(profile, series=from_json(SeriesSet, facts["series"]))
     if facts.get("activity") is not None:
         profile = replace(profile, activity=from_json(Activity, facts["activity"]))
-    if facts.get("window") is not None:
-        try:  # a window missing a part is left out, as the run directory's reader leaves out a damaged file
-            profile = replace(profile, window=from_json(CounterWindow, facts["window"]))
+    if facts.get("status") is not None:
+        try:  # a damaged status.json is left out, as the run directory's reader leaves it out
+            profile = replace(profile, status=from_json(ServerStatus, facts["status"]))
         except (TypeError, ValueError):
             pass
     return with_quality(profile), headers

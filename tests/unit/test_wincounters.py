@@ -17,7 +17,7 @@ from pmuprof.model.profile import Profile
 from pmuprof.model.run import Run, Target
 from pmuprof.model.server import ServerFacts, StatusFacts
 from pmuprof.model.status import InnodbState, OwnTraffic, Poll, ServerStatus, Transaction, is_level
-from pmuprof.model.wincounters import WindowCounters
+from pmuprof.model.wincounters import FACTS_OWN, POLL_OWN, WindowCounters, estimated_own
 
 
 def _status(**kw) -> ServerStatus:
@@ -172,3 +172,30 @@ def test_levels_and_counters_are_told_apart():
 def test_typed_from_plain_json():
     data = to_json(_status())
     assert from_json(ServerStatus, json.loads(json.dumps(data))) == _status()
+
+
+INCIDENTS = Path(__file__).resolve().parents[1] / "data" / "incidents" / "mariadb1011"
+
+
+def test_mysql_json_has_pmuprofs_own_statements_taken_out_as_estimated():
+    """A run without status.json measured none of its own statements: what its server facts and, on MariaDB, its
+    processlist poller (an on-disk temporary table a poll) add at most is taken out instead."""
+    facts = StatusFacts(5.0, {"Created_tmp_disk_tables": "100", "Uptime": "9"}, {"Created_tmp_disk_tables": "107"})
+    own = estimated_own("mariadb", 5.0)  # no processlist.tsv: the poller is taken to have run, once more than 5
+    w = WindowCounters.of(None, facts, own)
+    assert (
+        w.own("Created_tmp_disk_tables")
+        == FACTS_OWN["Created_tmp_disk_tables"] + 6 * POLL_OWN["Created_tmp_disk_tables"]
+    )
+    assert w.delta("Created_tmp_disk_tables") == 0 and w.rate("Created_tmp_disk_tables") == 0  # idle: nothing
+    assert estimated_own("mariadb", 5.0, polls=3).counters["Created_tmp_disk_tables"] == 2 + 3
+    assert estimated_own("mysql", 5.0).counters == FACTS_OWN  # MySQL's poller reads performance_schema
+    assert WindowCounters.of(None, facts).delta("Created_tmp_disk_tables") == 7  # without the estimate
+
+
+def test_a_recorded_run_directory_without_status_json_gives_its_window():
+    profile = rundir.load_run_dir(INCIDENTS / "table_cache")
+    assert profile.status is None and profile.activity is not None and profile.activity.polls >= 5
+    w = profile.window_counters("mariadbd")
+    assert w is not None and w.source == "mysql.json" and w.rate("Table_open_cache_misses") > 1000
+    assert w.own("Created_tmp_disk_tables") > 0

@@ -1,7 +1,9 @@
-"""The ``window`` kind: the server's counters over the capture's window (model/window.py), by rate, ratio, growth.
+"""The ``window`` kind: the server's counters over the capture's window (model/wincounters.py), by rate, ratio, growth.
 
-A spec is one of ``rate``, ``delta``, ``ratio``, ``level``, ``growth`` over status counters, or ``state`` /
-``statement`` over the processlist polls, or ``transaction: oldest``. ``waited`` reads a counter of milliseconds
+A spec is one of ``rate``, ``delta``, ``ratio``, ``level``, ``growth`` over status counters (status.json's polls
+once a second, else mysql.json's two reads; pmuprof's own statements taken out), or ``state`` / ``statement``
+over the processlist polls (model/activity.py), or ``transaction: oldest`` (the InnoDB state at the capture's
+end: the transaction whose read view holds purge back, else the oldest). ``waited`` reads a counter of milliseconds
 waited (``Innodb_row_lock_time``): its rate over 1000 is the threads waiting on average, an absolute weight. A counter is a name, ``A|B`` (the first
 the server has: a name that moved between versions), or a list (their sum). Every name is a status variable of
 rules/knowledge/server-features.yaml, so a rule reads only counters whose versions are known: on a server
@@ -14,7 +16,9 @@ from dataclasses import dataclass, field
 from typing import Any
 from collections.abc import Mapping
 
-from ...model.window import CounterWindow
+from ...model.activity import Activity
+from ...model.status import Transaction
+from ...model.wincounters import WindowCounters
 from ..evidence import Summarized, number, pct
 from ..knowledge import server_features
 from .base import Env, Kind, Matcher, SpecCtx
@@ -127,12 +131,12 @@ class Window(Kind[Counted | Polls | Held]):
 
     def evaluate(self, matcher: Matcher, env: Env) -> Counted | Polls | Held | None:
         form, names = matcher.spec
+        if form in POLL_FORMS:
+            return _polls(env.facts.activity, form, names, env)
         window = env.facts.window
         if window is None:
             env.missing.append(f"{self.doc(matcher.spec)}: {env.facts.server_missing or NO_WINDOW}")
             return None
-        if form in POLL_FORMS:
-            return _polls(window, form, names, env)
         if form == "transaction":
             return _oldest(window, env)
         return _counted(window, form, names, env)
@@ -146,7 +150,7 @@ class Window(Kind[Counted | Polls | Held]):
                 f"`{n}`" for n in names
             )
         if form == "transaction":
-            return "the oldest transaction (information_schema.INNODB_TRX)"
+            return "the transaction holding the oldest read view, else the oldest (INNODB_TRX at the capture's end)"
         words = {
             "rate": "per second",
             "delta": "growth",
@@ -173,7 +177,7 @@ def _sum_text(names: tuple[str, ...]) -> str:
     return " + ".join(names)
 
 
-def _pick(window: CounterWindow, name: str, env: Env) -> str | None:
+def _pick(window: WindowCounters, name: str, env: Env) -> str | None:
     """The first alternative the window has; None (and why, in ``missing``) when it has none."""
     alts = name.split("|")
     found = next((a for a in alts if window.has(a)), None)
@@ -192,79 +196,74 @@ def _rate_text(value: float, form: str) -> str:
     return f"{number(round(value, 1) if abs(value) < 100 else round(value))}{'/s' if form == 'rate' else ''}"
 
 
-def _counted(window: CounterWindow, form: str, names: tuple[Any, ...], env: Env) -> Counted | None:
+def _change(window: WindowCounters, name: str) -> float:
+    """How much a counter rose over the window (pmuprof's own part taken out), or a level's last value less its
+    first (the history list's growth)."""
+    delta = window.delta(name)
+    return delta if delta is not None else (window.growth(name) or 0.0)
+
+
+def _counted(window: WindowCounters, form: str, names: tuple[Any, ...], env: Env) -> Counted | None:
+    span = round(window.span, 3)
     if form == "ratio":
         top, bottom = _picked(window, names[0], env), _picked(window, names[1], env)
         if top is None or bottom is None:
             return None
-        sides = (top, bottom)
-        num = sum(window.delta(p) or 0.0 for p in top)
-        den = sum(window.delta(p) or 0.0 for p in bottom)
+        num = sum(_change(window, p) for p in top)
+        den = sum(_change(window, p) for p in bottom)
         if not den:
-            env.missing.append(f"{' + '.join(sides[1])} did not move in the window: no ratio")
+            env.missing.append(f"{' + '.join(bottom)} did not move in the window: no ratio")
             return None
-        used = {p: window.delta(p) or 0.0 for side in sides for p in side}
-        text = (
-            f"{pct(num / den)} ({' + '.join(sides[0])} {number(round(num))} of {' + '.join(sides[1])} "
-            f"{number(round(den))})"
-        )
-        return Counted(num / den, text, used, round(window.seconds, 3), _own(window, used))
+        used = {p: _change(window, p) for side in (top, bottom) for p in side}
+        text = f"{pct(num / den)} ({' + '.join(top)} {number(round(num))} of {' + '.join(bottom)} {number(round(den))})"
+        return Counted(num / den, text, used, span, _own(window, used))
     picked = _picked(window, names, env)
     if picked is None:
         return None
     if form in ("level", "growth"):
         return _gauge(window, form, picked[0])
-    deltas: dict[str, float] = {}
-    for p in picked:
-        d = window.delta(p)
-        if d is None:
-            env.missing.append(f"{p} went down in the window (reset)")
-            return None
-        deltas[p] = d
-    total = sum(deltas.values())
-    value = total / window.seconds if form in ("rate", "waited") and window.seconds > 0 else total
+    levels = [p for p in picked if window.delta(p) is None]
+    if levels:
+        env.missing.append(f"{', '.join(levels)}: a level, not a count (read its level or growth)")
+        return None
+    deltas = {p: window.delta(p) or 0.0 for p in picked}
+    if form in ("rate", "waited"):
+        value = sum(window.rate(p) or 0.0 for p in picked) if window.span > 0 else 0.0
+    else:
+        value = sum(deltas.values())
     text = f"{' + '.join(picked)} {_rate_text(value, form)}"
     if form == "waited":
         text = f"{picked[0]} {number(round(value))} ms/s = {value / 1000:.1f} threads waiting on average"
         value /= 1000
-    return Counted(value, text, deltas, round(window.seconds, 3), _own(window, deltas))
+    return Counted(value, text, deltas, span, _own(window, deltas))
 
 
-def _picked(window: CounterWindow, names: tuple[str, ...], env: Env) -> tuple[str, ...] | None:
+def _picked(window: WindowCounters, names: tuple[str, ...], env: Env) -> tuple[str, ...] | None:
     """Each name's first alternative the window has; None when one has none (``missing`` says which)."""
     picked = [_pick(window, n, env) for n in names]
     return tuple(p for p in picked if p is not None) if all(p is not None for p in picked) else None
 
 
-def _gauge(window: CounterWindow, form: str, name: str) -> Counted:
-    levels = window.levels(name)
-    growth = window.growth(name) or 0.0
-    per_s = growth / window.seconds if window.seconds > 0 else None
-    value = levels[-1] if form == "level" else (per_s if per_s is not None else growth)
+def _gauge(window: WindowCounters, form: str, name: str) -> Counted:
+    levels = [v for v in window.values(name) if v is not None]
+    first, last = levels[0], levels[-1]
+    growth = last - first
+    per_s = growth / window.span if window.span > 0 else None
+    value = last if form == "level" else (per_s if per_s is not None else growth)
     if form == "level":
-        text = f"{name} {number(value)}" + (f" (from {number(levels[0])})" if levels[0] != levels[-1] else "")
+        text = f"{name} {number(value)}" + (f" (from {number(first)})" if first != last else "")
     else:
-        text = f"{name} {number(levels[0])} → {number(levels[-1])} ({'+' if growth >= 0 else ''}{number(round(growth))}"
-        text += f" in {window.seconds:.1f} s, {number(round(per_s))}/s)" if per_s is not None else ")"
-    return Counted(
-        value,
-        text,
-        {name: levels[-1]},
-        round(window.seconds, 3),
-        {},
-        levels[0],
-        levels[-1],
-        per_s,
-        window.rising_share(name),
-    )
+        text = f"{name} {number(first)} → {number(last)} ({'+' if growth >= 0 else ''}{number(round(growth))}"
+        text += f" in {window.span:.1f} s, {number(round(per_s))}/s)" if per_s is not None else ")"
+    span = round(window.span, 3)
+    return Counted(value, text, {name: last}, span, {}, first, last, per_s, window.rising(name))
 
 
-def _own(window: CounterWindow, used: Mapping[str, Any]) -> dict[str, float]:
-    return {k: v for k, v in window.own.items() if k in used and v}
+def _own(window: WindowCounters, used: Mapping[str, Any]) -> dict[str, float]:
+    return {k: own for k in used if (own := window.own(k))}
 
 
-def _polls(window: CounterWindow, form: str, names: tuple[str, ...], env: Env) -> Polls | None:
-    activity = window.activity
+def _polls(activity: Activity | None, form: str, names: tuple[str, ...], env: Env) -> Polls | None:
     if activity is None or not activity.polls:
         env.missing.append("no processlist polls")
         return None
@@ -277,11 +276,26 @@ def _polls(window: CounterWindow, form: str, names: tuple[str, ...], env: Env) -
     return Polls(share, threads, activity.polls, text)
 
 
-def _oldest(window: CounterWindow, env: Env) -> Held | None:
-    trx = window.oldest
+def _oldest(window: WindowCounters, env: Env) -> Held | None:
+    """The transaction whose read view holds purge back furthest at the capture's end (else its start), else the
+    oldest one (model/status.py InnodbState)."""
+    state = window.end or window.start
+    trx: Transaction | None = None
+    if state is not None:
+        trx = state.oldest_view() or state.oldest_transaction()
     if trx is None or trx.age_s is None:
-        env.missing.append("the oldest transaction was not recorded (information_schema.INNODB_TRX)")
+        why = "none open" if state is not None and not state.missing else "INNODB_TRX not read (status.json)"
+        env.missing.append(f"the oldest transaction is not known: {why}")
         return None
-    doing = f"running {trx.statement}" if trx.statement else "idle in its transaction"
-    text = f"connection {trx.thread}, transaction {trx.trx_id or '?'} open {trx.age_s:.0f} s ({trx.isolation or '?'}), {doing}"
-    return Held(trx.age_s, trx.thread, trx.trx_id, trx.state, trx.isolation, trx.statement, text)
+    if trx.statement:
+        doing = f"running {trx.statement}"
+    elif trx.command == "Sleep" and trx.idle_s is not None:
+        doing = f"idle in its transaction for {number(trx.idle_s)} s"
+    else:
+        doing = "idle in its transaction"
+    view = ", its read view the oldest" if trx.read_view else ""
+    text = (
+        f"connection {trx.thread_id}, transaction {trx.trx_id or '?'} open {number(trx.age_s)} s "
+        f"({trx.isolation or '?'}{view}), {doing}"
+    )
+    return Held(float(trx.age_s), trx.thread_id, trx.trx_id, trx.state, trx.isolation, trx.statement, text)
