@@ -143,9 +143,14 @@ class StackMatch(Evidence):
 
 @dataclass(frozen=True, eq=False, kw_only=True)
 class StackShare(StackMatch):
-    """Samples whose stack matched (a ``stack`` or ``latch`` matcher): ``value`` is their share."""
+    """Samples whose stack matched (a ``stack`` or ``latch`` matcher): ``value`` is their share; ``own``: the
+    samples of pmuprof's own connections left out of it (``without_own``)."""
 
     value: float
+    own: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return super().to_json() | ({"own_left_out": self.own} if self.own else {})
 
 
 @dataclass(frozen=True, eq=False, kw_only=True)

@@ -224,13 +224,16 @@ class OwnTraffic:
     measured on that connection's own session status before its first counted poll and after its last.
     ``polls``: when each of those polls began (CLOCK_MONOTONIC; a statement's counters move as it starts);
     each poll is given an equal part. ``ends``: when each ended (a status read it overlapped cannot tell
-    whether it came before or after)."""
+    whether it came before or after). ``thread``: the server thread that ran them."""
 
     source: str = ""  # the capture source ("status", "processlist")
     polls: tuple[float, ...] = ()
     statements: int = 0
     counters: Mapping[str, float] = field(default_factory=dict)
     ends: tuple[float, ...] = ()
+    # the server's OS thread serving this connection, as the server said when it connected (None: not known);
+    # with one thread per connection (the default) its samples are this source's statements' CPU
+    thread: int | None = None
 
     def __post_init__(self) -> None:
         if self.ends and len(self.ends) != len(self.polls):

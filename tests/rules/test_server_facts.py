@@ -84,3 +84,36 @@ def test_no_report_says_corroboration_none_defined(rules) -> None:
         profile, _ = load_fixture(path)
         text = render_markdown(build_payload(profile, diagnose(profile, rules)))
         assert "none defined" not in text.lower(), path
+
+
+def _polled_status(tid_of_row):
+    """A run whose status source read the status once a second on server thread 77: its stacks, samples by
+    thread and status.json."""
+    from pmuprof.model.samples import Samples
+    from pmuprof.model.status import OwnTraffic, Poll, ServerStatus
+
+    stacks, _ = load_fixture(FIXTURES / "status-polling" / "fire-show-status.folded")
+    st = stacks.stacks
+    samples = Samples.build(range(len(st)), [tid_of_row(i, st) for i in range(len(st))], [100] * len(st), st.counts)
+    own = OwnTraffic("status", tuple(100.25 + i for i in range(5)), 7, {"Com_select": 5.0}, thread=77)
+    status = ServerStatus(
+        polls=tuple(Poll(100 + i, 100.25 + i, 2.0) for i in range(6)),
+        first={"Com_show_status": "0", "Questions": "10"},
+        last={"Com_show_status": "0", "Questions": "20"},
+        own=(own,),
+    )
+    return replace(stacks, samples=samples, status=status)
+
+
+def test_pmuprofs_own_status_reads_are_left_out_of_the_status_share(rules) -> None:
+    """The status rule's samples on the server thread of pmuprof's own status connection are its own reads: left
+    out, the rule stays quiet; on another thread they are a client's, and it fires."""
+
+    def on_status(i, st):  # the fixture's status reads: PFS_status_variable_cache under do_for_all_thd
+        return 77 if any("status" in frame.lower() for frame in st.row(i)) else 1000 + i
+
+    ours = _polled_status(on_status)
+    assert "status-polling" not in {f.rule for f in evaluate(ours, rules)}
+    theirs = _polled_status(lambda i, st: 1000 + i)
+    found = {f.rule: f for f in evaluate(theirs, rules)}["status-polling"]
+    assert "own_left_out" not in found.to_dict()["evidence"]["status"]

@@ -175,6 +175,8 @@ class FakeServer:
         if "INNODB_TRX" in sql:
             row = {"trx_id": "0", "trx_state": "RUNNING", "age_s": 40, "trx_mysql_thread_id": 6, "trx_query": None}
             return [row | {"trx_isolation_level": "REPEATABLE READ"}], list(row)
+        if "CONNECTION_ID()" in sql:  # the server thread serving the source's connection
+            return ([(4321,)], ["TID"]) if "PROCESSLIST" in sql else ([(4322,)], ["THREAD_OS_ID"])
         if sql == "SHOW FULL PROCESSLIST":
             return [{"Id": 6, "User": "app", "Command": "Sleep", "Time": 39, "Info": None}], ["Id"]
         if sql == "SHOW ENGINE INNODB STATUS":
@@ -289,6 +291,7 @@ def test_its_own_reads_and_the_pollers_are_taken_out(tmp_path, monkeypatch):
     assert {o.source for o in status.own} == {"processlist", "status"}
     mine = next(o for o in status.own if o.source == "status")
     assert mine.counters["Com_select"] > 0 and len(mine.polls) == 4  # every poll but the first (the baseline)
+    assert mine.thread == 4321  # the server thread that ran them, asked before its traffic was measured
     window = WindowCounters.of(status)
     assert window.growth("Com_select") > 0 and window.delta("Com_select") == pytest.approx(0, abs=1)
     assert window.own("Created_tmp_disk_tables") == 3.0  # the poller's, in the names SHOW STATUS uses

@@ -42,6 +42,29 @@ def _name(value: Any) -> str:
     return value.decode("utf-8", "replace") if isinstance(value, (bytes, bytearray)) else str(value)
 
 
+# The OS thread of the server serving this connection: MariaDB's processlist has it (TID, 10.0+), MySQL's
+# performance_schema.threads (THREAD_OS_ID, 5.7+; none with performance_schema off).
+MARIADB_THREAD = "SELECT TID FROM information_schema.PROCESSLIST WHERE ID = CONNECTION_ID()"
+MYSQL_THREAD = "SELECT THREAD_OS_ID FROM performance_schema.threads WHERE PROCESSLIST_ID = CONNECTION_ID()"
+
+
+def server_thread(conn: Any, family: str | None) -> int | None:
+    """The server's OS thread id serving ``conn`` (None when the server does not say); one statement, read
+    before a source's own traffic is measured so it is not part of it."""
+    try:
+        with conn.cursor() as cur:
+            cur.execute(MARIADB_THREAD if family == "mariadb" else MYSQL_THREAD)
+            row = cur.fetchone()
+    except pymysql.err.OperationalError as err:
+        if err.args and err.args[0] in (2006, 2013):  # the connection is gone: the caller says so
+            raise
+        return None
+    except pymysql.MySQLError:
+        return None
+    value = row[0] if row else None
+    return int(value) if isinstance(value, int) or (isinstance(value, str) and value.isdigit()) else None
+
+
 def per_session(values: dict[str, str]) -> dict[str, float]:
     out = {}
     for name, value in values.items():
@@ -58,8 +81,10 @@ class Own:
     then sends, ``end`` reads the session status again and gives the OwnTraffic (names as the server spells
     them in the session read: information_schema upper-cases them; ``spelled`` turns them into SHOW STATUS's)."""
 
-    def __init__(self, source: str, session_sql: str | None, clock: Callable[[], float]) -> None:
-        self.source, self.sql, self.clock = source, session_sql, clock
+    def __init__(
+        self, source: str, session_sql: str | None, clock: Callable[[], float], thread: int | None = None
+    ) -> None:
+        self.source, self.sql, self.clock, self.thread = source, session_sql, clock, thread
         self.polls: list[float] = []
         self.ends: list[float] = []
         self.statements = 0
@@ -92,7 +117,7 @@ class Own:
             return None
         before, after = self._before, per_session(pairs(conn, self.sql or SHOW_SESSION))
         added = {k: v - before[k] for k, v in after.items() if k in before and v > before[k]}
-        return OwnTraffic(self.source, tuple(self.polls), self.statements + 2, added, tuple(self.ends))
+        return OwnTraffic(self.source, tuple(self.polls), self.statements + 2, added, tuple(self.ends), self.thread)
 
 
 def spelled(own: OwnTraffic, spelling: dict[str, str]) -> OwnTraffic:

@@ -102,7 +102,8 @@ class ServerCounters(PerSecond):
         shown = session.pairs(self._conn, session.SHOW_GLOBAL)  # SHOW STATUS spells the names; before the window
         self._spelling = {k.upper(): k for k in shown}
         shown.update(self._open_metrics())
-        self._own = session.Own(self.name, self._session_sql, self.clock)
+        thread = session.server_thread(self._conn, family)  # before its traffic is measured: not part of it
+        self._own = session.Own(self.name, self._session_sql, self.clock, thread)
         self._states.append(self._state("start", shown))
 
     def _open_metrics(self) -> dict[str, str]:

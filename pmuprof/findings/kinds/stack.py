@@ -6,7 +6,9 @@ from dataclasses import fields, replace
 from typing import Any
 from collections.abc import Mapping
 
+import numpy as np
 
+from ...model.profile import process_rows
 from ..stackmatch import match_stack
 from ..stackshare import StackPart, StackShare
 from ..patterns import PatternSet
@@ -56,6 +58,31 @@ def after_pause(found: StackShare, self_frames: PatternSet, env: Env) -> StackSh
     return replace(found, value=share, share=share, count=count)
 
 
+def without_own(found: StackShare, env: Env) -> StackShare:
+    """The matched samples less those taken by the server threads of pmuprof's own connections (status.json's
+    ``own[].thread``): its status reads once a second run the very code a monitoring agent's do. With a thread
+    pool (a connection not on one thread) or a run without thread ids they cannot be told apart: ``missing``
+    says so and they stay counted."""
+    window = env.facts.window
+    if not found.count or window is None or not window.own_traffic:
+        return found  # pmuprof sent nothing in the window it measured (mysql.json only: two reads)
+    threads = sorted({o.thread for o in window.own_traffic if o.thread is not None})
+    profile = env.index.profile
+    samples = profile.samples if profile is not None else None
+    if not threads or samples is None or not samples.has_tids:
+        why = "the server did not say their threads" if not threads else "the input has no thread ids"
+        env.missing.append(f"pmuprof's own connections' samples not told apart ({why}): counted here")
+        return found
+    whole = process_rows(profile.stacks, env.index.process, found.rows)  # type: ignore[union-attr]
+    mine = np.isin(samples.rows, whole) & np.isin(samples.tids, threads)
+    own = min(int(samples.counts[mine].sum()), found.count)
+    if not own:
+        return found
+    count = found.count - own
+    share = count / env.index.total if env.index.total else 0.0
+    return replace(found, value=share, share=share, count=count, own=own)
+
+
 def _unnamed_key(symbol: str, pause_labels: set[str]) -> str:
     """A skid-corrected function under its stack label: analysis.json names an unnamed function that contains a
     PAUSE '[dso+0xSTART]', its stack label is '[dso+0xSTART pause]' (0.1's skid.json used the label)."""
@@ -67,13 +94,14 @@ class Stack(Kind[StackShare]):
     name = "stack"
     guide = (
         "`stack` (`self` or `inclusive` frame patterns, with `inside`, `not_inside`, `leaf`, `leaf_not`; "
-        "`of`: frames whose samples `.of_share` divides by)"
+        "`of`: frames whose samples `.of_share` divides by; `after_pause: true`: only samples at the instruction "
+        "after a PAUSE, for unnamed code; `without_own: true`: pmuprof's own connections' samples left out)"
     )
     stacks = True
     share = True
 
     def validate(self, ctx: SpecCtx, spec: Any, line: int) -> Any:
-        out = stack_spec(ctx, spec, line, "stack", ("of", "after_pause"))
+        out = stack_spec(ctx, spec, line, "stack", ("of", "after_pause", "without_own"))
         if "of" in spec:  # a part of other samples: of_share = matched / samples holding an `of` frame
             out["of"] = ctx.patterns(spec["of"], spec.line_of("of"), "stack.of")
             if not out["of"].patterns:
@@ -82,11 +110,17 @@ class Stack(Kind[StackShare]):
             if spec["after_pause"] is not True or "self" not in spec or "of" in spec:
                 raise ctx.fail(spec.line_of("after_pause"), "after_pause: true goes with self patterns (and no 'of')")
             out["after_pause"] = True
+        if "without_own" in spec:
+            if spec["without_own"] is not True or "of" in spec:
+                raise ctx.fail(spec.line_of("without_own"), "without_own: true (and no 'of')")
+            out["without_own"] = True
         return out
 
     def evaluate(self, matcher: Matcher, env: Env) -> StackShare:
-        spec = {k: v for k, v in matcher.spec.items() if k != "after_pause"}
+        spec = {k: v for k, v in matcher.spec.items() if k not in ("after_pause", "without_own")}
         found = match_stack(env.index, spec, env.skip)  # it reads no `of`
+        if matcher.spec.get("without_own"):
+            found = without_own(found, env)
         if matcher.spec.get("after_pause"):
             return after_pause(found, spec["self"], env)
         if "of" not in matcher.spec:
@@ -98,8 +132,9 @@ class Stack(Kind[StackShare]):
         )
 
     def doc(self, spec: Any) -> str:
-        text = stack_doc({k: v for k, v in spec.items() if k != "after_pause"})
-        return text + ("; only samples at the instruction after a PAUSE" if spec.get("after_pause") else "")
+        text = stack_doc({k: v for k, v in spec.items() if k not in ("after_pause", "without_own")})
+        text += "; only samples at the instruction after a PAUSE" if spec.get("after_pause") else ""
+        return text + ("; pmuprof's own connections' samples left out" if spec.get("without_own") else "")
 
     def subject(self, spec: Any) -> str:
         return ""
