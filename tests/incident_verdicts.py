@@ -163,6 +163,10 @@ def check_verdict(obs: Observed) -> None:
     }
     assert counted, f"{rule}: no server counters in findings.json's evidence {sorted(finding['evidence'])}"
     assert finding["confidence"]["confirmed"], f"{rule}: not confirmed by the server: {finding['confidence']}"
+    if rule == "purge-lag" and (obs.run_dir / "status.json").is_file():
+        # the load's snapshots are open: status.json's InnoDB state names the connection that holds purge back
+        holder = finding["evidence"].get("holder") or {}
+        assert holder.get("thread"), f"purge-lag names no holder: {finding['evidence'].get('holder')}"
 
 
 def _recorded_counters(run_dir: Path) -> set[str]:

@@ -69,6 +69,7 @@ class Processlist:
     commands: Mapping[str, int] = field(default_factory=dict)
     tids: Mapping[str, str] = field(default_factory=dict)  # OS thread id -> state
     thread_names: Mapping[str, str] = field(default_factory=dict)
+    own_thread: int | None = None  # the server thread of pmuprof's own facts connection (left out of the above)
 
 
 @dataclass(frozen=True)

@@ -46,6 +46,7 @@ def test_processlist_histogram_skips_own_connection_and_maps_tids() -> None:
     assert out["states"] == {"statistics": 2, "(none)": 2}
     assert out["commands"] == {"Query": 2, "Sleep": 1, "Daemon": 1}
     assert out["tids"] == {"501": "statistics", "502": "statistics", "503": "(none)"}
+    assert out["own_thread"] == 509  # pmuprof's own connection: its samples are its own statements'
 
 
 def test_error_log_barrier_and_event_mutexes() -> None:

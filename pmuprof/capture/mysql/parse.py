@@ -55,9 +55,11 @@ def processlist_summary(rows: Iterable[Mapping[str, Any]], own_id: int | None) -
     commands: Counter[str] = Counter()
     tids: dict[str, str] = {}
     threads = 0
+    own_thread: int | None = None
     for row in rows:
         row = {str(k).upper(): v for k, v in row.items()}
         if own_id is not None and row.get("ID") == own_id:
+            own_thread = _int_or_none(row.get("TID"))
             continue
         threads += 1
         state = str(row.get("STATE") or "") or "(none)"
@@ -70,7 +72,15 @@ def processlist_summary(rows: Iterable[Mapping[str, Any]], own_id: int | None) -
         "states": dict(states.most_common()),
         "commands": dict(commands.most_common()),
         "tids": tids,
+        "own_thread": own_thread,
     }
+
+
+def _int_or_none(value: Any) -> int | None:
+    try:
+        return int(value) if value is not None else None
+    except (TypeError, ValueError):
+        return None
 
 
 def scan_error_log(lines: Iterable[str]) -> dict[str, Any]:

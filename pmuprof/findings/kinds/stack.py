@@ -60,13 +60,13 @@ def after_pause(found: StackShare, self_frames: PatternSet, env: Env) -> StackSh
 
 def without_own(found: StackShare, env: Env) -> StackShare:
     """The matched samples less those taken by the server threads of pmuprof's own connections (status.json's
-    ``own[].thread``): its status reads once a second run the very code a monitoring agent's do. With a thread
-    pool (a connection not on one thread) or a run without thread ids they cannot be told apart: ``missing``
-    says so and they stay counted."""
+    ``own[].thread``, mysql.json's ``processlist.own_thread``): its status reads once a second run the very code
+    a monitoring agent's do. With a thread pool (a connection not on one thread) or a run without thread ids
+    they cannot be told apart: ``missing`` says so and they stay counted."""
     window = env.facts.window
     if not found.count or window is None or not window.own_traffic:
         return found  # pmuprof sent nothing in the window it measured (mysql.json only: two reads)
-    threads = sorted({o.thread for o in window.own_traffic if o.thread is not None})
+    threads = sorted({o.thread for o in window.own_traffic if o.thread is not None} | _facts_thread(env))
     profile = env.index.profile
     samples = profile.samples if profile is not None else None
     if not threads or samples is None or not samples.has_tids:
@@ -81,6 +81,11 @@ def without_own(found: StackShare, env: Env) -> StackShare:
     count = found.count - own
     share = count / env.index.total if env.index.total else 0.0
     return replace(found, value=share, share=share, count=count, own=own)
+
+
+def _facts_thread(env: Env) -> set[int]:
+    plist = env.facts.server.processlist if env.facts.server is not None else None
+    return {plist.own_thread} if plist is not None and plist.own_thread is not None else set()
 
 
 def _unnamed_key(symbol: str, pause_labels: set[str]) -> str:
