@@ -70,7 +70,7 @@ def without_own(found: StackShare, env: Env) -> StackShare:
     profile = env.index.profile
     samples = profile.samples if profile is not None else None
     if not threads or samples is None or not samples.has_tids:
-        why = "the server did not say their threads" if not threads else "the input has no thread ids"
+        why = "the run does not say which server threads served them" if not threads else "no thread ids"
         env.missing.append(f"pmuprof's own connections' samples not told apart ({why}): counted here")
         return found
     whole = process_rows(profile.stacks, env.index.process, found.rows)  # type: ignore[union-attr]

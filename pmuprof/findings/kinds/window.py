@@ -51,7 +51,7 @@ class Counted(Summarized):
             "seconds": self.seconds,
         }
         if self.own:
-            out["own_subtracted"] = dict(self.own)
+            out["own_subtracted"] = {k: int(v) if float(v).is_integer() else v for k, v in self.own.items()}
         for key in ("first", "last", "per_s", "rising_share"):
             if getattr(self, key) is not None:
                 out[key] = getattr(self, key)
@@ -284,7 +284,12 @@ def _oldest(window: WindowCounters, env: Env) -> Held | None:
     if state is not None:
         trx = state.oldest_view() or state.oldest_transaction()
     if trx is None or trx.age_s is None:
-        why = "none open" if state is not None and not state.missing else "INNODB_TRX not read (status.json)"
+        if window.source != "status.json":
+            why = "the run has no status.json, where the capture reads INNODB_TRX"
+        elif state is None or state.missing:
+            why = "status.json's InnoDB state was not read (its notes say why)"
+        else:
+            why = "no transaction was open at the capture's end"
         env.missing.append(f"the oldest transaction is not known: {why}")
         return None
     if trx.statement:
