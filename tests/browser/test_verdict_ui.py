@@ -78,7 +78,7 @@ def test_first_screen_holds_the_verdict(screen, cause_url):
     assert on_first_screen(screen, "#verdict .sentence").startswith("66.4% of mysqld samples estimate row counts")
     sure = on_first_screen(screen, "#verdict .confidence")
     assert "How sure: medium" in sure and "8,897 of 13,395 samples" in sure and "1.33× its threshold" in sure
-    assert "seen: 3 threads in processlist state 'statistics'" in sure
+    assert "confirmed by the server: 3 threads in processlist state 'statistics'" in sure
     assert "FORCE INDEX" in on_first_screen(screen, "#verdict .verdict-fix pre")
     assert "10.2.11-MariaDB" in on_first_screen(screen, "#verdict .verdict-fix h3")
     assert on_first_screen(screen, "#verdict a.open-flame") == f"Open in the flame graph: {CAUSE_FRAME}"
