@@ -6,7 +6,7 @@ namespaces would change) and beside it the build tier (compilers, wheels, venvs:
 waits for the host tier itself); then the fast tier in parallel (pytest-xdist, one worker per CPU), the live
 tier two units of tests at a time (a module, or the modules that share 10.2.11's server or the reliability
 tier's capture set: tests/tiers.py's unit_of), those that start a server first, its timing and share
-assertions made to hold on a busy host, side by side. Each tier's output is printed when it ends, with its
+assertions made to hold on a busy host, side by side; the clean-root tier, when asked, after the live tier. Each tier's output is printed when it ends, with its
 wall-clock and CPU time; ``--tier NAME`` (repeatable) runs only those tiers, the opt-in clean-root tier among
 them (tests/tiers.py's OPT_IN_TIERS: left out otherwise); arguments after ``--`` go to every pytest.
 """
@@ -34,8 +34,10 @@ from tiers import OPT_IN_TIERS, TIER_NAMES, TESTS, paths_of  # noqa: E402
 
 # Each tier starts once the tiers it waits for have ended (or are not run): the host tier's recordings must not
 # hold another tier's BPF programs, so the tiers that capture wait for it; the build tier compiles beside it
-# (its one capture waits for the host tier in the test: shared.after_host_tier).
-AFTER = {"host": (), "build": (), "fast": ("host",), "live": ("host",), "cleanroot": ("host",)}
+# (its one capture waits for the host tier in the test: shared.after_host_tier). The clean-root tier waits for the
+# live tier too: its roots are chroots in a mount namespace, whose /proc is the host's, so a `pmuprof doctor` in
+# a root checks every mysqld on the host, and the live tier's servers start and stop under it.
+AFTER = {"host": (), "build": (), "fast": ("host",), "live": ("host",), "cleanroot": ("host", "live")}
 REPO = TESTS.parent
 GRACE_S = 20.0  # after SIGTERM, before SIGKILL, when the runner itself is stopped
 

@@ -36,8 +36,10 @@ def run_checks(
     checks += [*(check() for check in NATIVE_CHECKS), _disk(out_dir)]
     found = pids or tuple(target.find_mysqld())
     for pid in found:
-        checks += _target(pid)
-        if mysql_options is not None:
+        lines = _target(pid, asked=bool(pids))
+        checks += lines
+        gone = not pids and lines[0].id == "target"  # found, then exited: no server left to connect to
+        if mysql_options is not None and not gone:
             checks.append(_mysql(_process(pid), mysql_options))
     if not found:
         checks.append(
@@ -127,10 +129,15 @@ def _disk(out_dir: Path) -> Check:
     )
 
 
-def _target(pid: int) -> list[Check]:
+def _target(pid: int, asked: bool = True) -> list[Check]:
+    """Symbols and frame pointers of one server. A pid doctor found itself (no -p) whose server has exited since
+    is said as info: a server restarting, or one of another root's (/proc shows the host's), is no capture's
+    failure here; a pid asked for that is not a running server is an error."""
     try:
         tgt = target.describe(target.resolve_pid(pid))
     except PmuprofError as err:
+        if not asked:
+            return [Check("target", "target", False, f"{pid}: exited while doctor ran ({err})", "", "info", pid)]
         return [Check("target", "target", False, f"{pid}: {err}", "pass a running server's pid", "error", pid)]
     label = f"{tgt.comm} {pid}"
     syms = tgt.symbols

@@ -90,3 +90,28 @@ def test_doctor_lines_follow_the_effective_set(monkeypatch):
     assert capability.ok and "CAP_SYS_ADMIN" in capability.detail  # left out on purpose: said, not failed
     lacking = doctor._caps(frozenset({"CAP_PERFMON", "CAP_BPF"}))
     assert not lacking.ok and "CAP_SYS_PTRACE" in lacking.fix and "CAP_SYSLOG" in lacking.fix
+
+
+def _no_such_pid() -> int:
+    """A pid no process has: past the kernel's pid_max."""
+    return int(open("/proc/sys/kernel/pid_max").read()) + 1
+
+
+def test_a_found_server_that_exits_meanwhile_is_no_error(monkeypatch):
+    """Found by the /proc scan, gone before it was read (a restart; the clean-root tier's doctor seeing the
+    host's test servers come and go): info, and no connection tried; `--strict=error` stays 0."""
+    gone = _no_such_pid()
+    monkeypatch.setattr(doctor.target, "find_mysqld", lambda: [gone])
+    tried = []
+    monkeypatch.setattr(doctor, "_mysql", lambda pid, opts: tried.append(pid))
+    lines = [c for c in doctor.run_checks() if c.pid == gone]
+    assert [(c.id, c.ok, c.severity) for c in lines] == [("target", False, "info")], lines
+    assert "exited while doctor ran" in lines[0].detail and not tried
+    assert not [c for c in doctor.failing(lines, "error")]
+
+
+def test_a_pid_asked_for_that_is_not_running_is_an_error(monkeypatch):
+    gone = _no_such_pid()
+    monkeypatch.setattr(doctor, "_mysql", lambda pid, opts: Check("mysql", "MySQL connection", False, "", pid=pid))
+    lines = [c for c in doctor.run_checks(pids=(gone,)) if c.id == "target"]
+    assert [(c.ok, c.severity) for c in lines] == [(False, "error")] and "no process with pid" in lines[0].detail
