@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import json
 import os
 import re
 import shutil
@@ -24,6 +25,8 @@ PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 PASSED_ENV = ("http_proxy", "https_proxy", "no_proxy", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY")
 PASSED_ENV += ("PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_TRUSTED_HOST")
 HOST_CA = Path("/etc/ssl/certs/ca-certificates.crt")
+# A busy process with threads that also sleep: on-CPU samples and off-CPU waits to capture.
+BUSY = "import threading, time\ndef f():\n    while True: sum(range(5000)); time.sleep(0.001)\nthreading.Thread(target=f).start(); f()"
 
 
 def cache_dir() -> Path:
@@ -224,3 +227,25 @@ class CleanRoot:
         for rel in files:
             (target / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source / rel, target / rel, follow_symlinks=False)
+
+
+def doctor_and_capture(root: CleanRoot, exe: str, name: str, where: str) -> dict:
+    """`doctor --json` (every native program from ``where``), then a 3 s capture with off-CPU stacks."""
+    doctor = root.sh(f"{exe} doctor --json --no-mysql -p $$ > /root/{name}-doctor.json")
+    assert doctor.returncode == 0, doctor.stdout
+    checks = {c["id"]: c for c in json.loads(root.file(f"/root/{name}-doctor.json").read_text())["checks"]}
+    for program in ("helper", "folder", "perfdata", "offcpu"):
+        assert checks[program]["ok"], checks[program]
+        assert checks[program]["detail"].startswith(where), checks[program]  # the installed copy's own
+    script = (
+        f"python3 -c '{BUSY}' & P=$!\n"
+        f"rc=0; {exe} capture -p $P -d 3s --no-mysql -q --off-cpu -o /root/{name}-run --json > /root/{name}.json || rc=$?\n"
+        "kill $P; exit $rc"
+    )
+    done = root.sh(script, timeout=600)
+    assert done.returncode in (0, 10, 20), done.stdout  # findings codes: a loaded CI host may be "saturated"
+    summary = json.loads(root.file(f"/root/{name}.json").read_text())
+    run = json.loads(root.file(f"/root/{name}-run/run.json").read_text())
+    assert summary["samples"] > 0 and root.file(f"/root/{name}-run/report.html").is_file(), summary
+    assert run["offcpu"]["recorded"] and run["offcpu"]["argv"][0].startswith(where), run["offcpu"]
+    return run

@@ -1,10 +1,12 @@
-"""The README's first two commands in a fresh Debian 12 root, as a new user runs them: as root, in a clone."""
+"""The README's first two commands in a fresh Debian 12 root, as a new user runs them: as root, in a clone. The
+demo captures on its own; the test job's installation (an editable install of the clone) is followed by `doctor`
+and a capture with off-CPU stacks, as every install path is."""
 
 from __future__ import annotations
 
 import pytest
 
-from .cleanroot import CleanRoot
+from .cleanroot import CleanRoot, doctor_and_capture
 from .doccmds import REPO, block
 
 pytestmark = pytest.mark.cleanroot
@@ -32,3 +34,5 @@ def test_the_readme_two_commands(tmp_path, checkout):
         done = root.sh(job, cwd=CLONE, timeout=3600)
         assert done.returncode == 0 and " passed" in done.stdout, _tail(done.stdout)
         assert root.sh("command -v clang-format mmdebstrap chromium").returncode == 0  # the test job's packages
+        # what the test job installed: `pmuprof` on PATH, the clone's own helpers (make -C native)
+        doctor_and_capture(root, "pmuprof", "test-job", f"{CLONE}/native/build/")

@@ -15,7 +15,7 @@ import pytest
 
 from pmuprof import __version__
 
-from .cleanroot import CleanRoot
+from .cleanroot import CleanRoot, doctor_and_capture
 from .doccmds import REPO, block
 
 pytestmark = pytest.mark.cleanroot
@@ -28,8 +28,6 @@ WHEEL_DOC = "A database host: the wheel and its runtime libraries"
 # What a database host must not get from any install path: a compiler, -dev packages, a server.
 BUILD_PREFIXES = ("gcc-", "cpp-", "clang", "llvm", "binutils", "mariadb-server")  # gcc-12-base is libgcc's: in minbase
 BUILD_PACKAGES = {"gcc", "cpp", "make", "build-essential", "dpkg-dev", "python3-pip"}  # python3-pip-whl is venv's
-# A busy process with threads that also sleep: on-CPU samples and off-CPU waits to capture.
-BUSY = "import threading, time\ndef f():\n    while True: sum(range(5000)); time.sleep(0.001)\nthreading.Thread(target=f).start(); f()"
 
 
 def _tail(text: str, n: int = 4000) -> str:
@@ -76,28 +74,6 @@ def _no_build_tools(before: set[str], after: set[str]) -> None:
     assert not bad, f"a database host got build or server packages: {bad}"
 
 
-def _doctor_and_capture(root: CleanRoot, exe: str, name: str, where: str) -> dict:
-    """`doctor --json` (every native program from ``where``), then a 3 s capture with off-CPU stacks."""
-    doctor = root.sh(f"{exe} doctor --json --no-mysql -p $$ > /root/{name}-doctor.json")
-    assert doctor.returncode == 0, doctor.stdout
-    checks = {c["id"]: c for c in json.loads(root.file(f"/root/{name}-doctor.json").read_text())["checks"]}
-    for program in ("helper", "folder", "perfdata", "offcpu"):
-        assert checks[program]["ok"], checks[program]
-        assert checks[program]["detail"].startswith(where), checks[program]  # the installed copy's own
-    script = (
-        f"python3 -c '{BUSY}' & P=$!\n"
-        f"rc=0; {exe} capture -p $P -d 3s --no-mysql -q --off-cpu -o /root/{name}-run --json > /root/{name}.json || rc=$?\n"
-        "kill $P; exit $rc"
-    )
-    done = root.sh(script, timeout=600)
-    assert done.returncode in (0, 10, 20), done.stdout  # findings codes: a loaded CI host may be "saturated"
-    summary = json.loads(root.file(f"/root/{name}.json").read_text())
-    run = json.loads(root.file(f"/root/{name}-run/run.json").read_text())
-    assert summary["samples"] > 0 and root.file(f"/root/{name}-run/report.html").is_file(), summary
-    assert run["offcpu"]["recorded"] and run["offcpu"]["argv"][0].startswith(where), run["offcpu"]
-    return run
-
-
 def test_build_host_makes_the_wheel(build_host, made):
     commands = block("README.md", README_PROD, 0)
     assert WHEEL in commands.text  # the name the docs promise is the name the build gives
@@ -117,7 +93,7 @@ def test_the_sdist_installs_and_captures(build_host, made):
     _need(made, "sdist", "test_build_host_makes_the_sdist")
     done = build_host.sh(block("docs/install.md", WHEEL_DOC, 1).script(), cwd=CLONE, timeout=1800)
     assert done.returncode == 0, _tail(done.stdout)
-    _doctor_and_capture(build_host, "pmuprof", "sdist", "/opt/pipx/venvs/pmuprof/")
+    doctor_and_capture(build_host, "pmuprof", "sdist", "/opt/pipx/venvs/pmuprof/")
 
 
 def test_build_host_makes_the_deb(build_host, made):
@@ -147,13 +123,13 @@ def test_database_host_installs_the_wheel(database_host):
     assert man == (REPO / "docs" / "pmuprof.1").read_text()  # the generator gives the committed page here too
     completion = root.file("/usr/local/share/bash-completion/completions/pmuprof").read_text()
     assert "_pmuprof_completion()" in completion
-    _doctor_and_capture(root, "pmuprof", "pipx", "/opt/pipx/venvs/pmuprof/")
+    doctor_and_capture(root, "pmuprof", "pipx", "/opt/pipx/venvs/pmuprof/")
 
 
 def test_database_host_venv_instead_of_pipx(database_host):
     done = database_host.sh(block("README.md", README_PROD, 2).script(), timeout=1800)
     assert done.returncode == 0, _tail(done.stdout)
-    _doctor_and_capture(database_host, "/opt/pmuprof/bin/pmuprof", "venv", "/opt/pmuprof/lib/")
+    doctor_and_capture(database_host, "/opt/pmuprof/bin/pmuprof", "venv", "/opt/pmuprof/lib/")
 
 
 def test_the_deb_installs_and_captures(tmp_path, made):
@@ -179,7 +155,7 @@ def test_the_deb_installs_and_captures(tmp_path, made):
         unit = root.file("/lib/systemd/system/pmuprof-nightly.service").read_text()
         assert "exec /usr/bin/pmuprof capture --all-mysqld" in unit and "CAP_BPF" in unit
         assert not root.file("/etc/systemd/system/timers.target.wants/pmuprof-nightly.timer").exists()
-        _doctor_and_capture(root, "pmuprof", "deb", "/usr/lib/pmuprof/")
+        doctor_and_capture(root, "pmuprof", "deb", "/usr/lib/pmuprof/")
         status = root.sh("pmuprof schedule status --json --scheduler cron > /root/status.json")
         assert status.returncode == 0, status.stdout
         assert json.loads(root.file("/root/status.json").read_text())["spec"]["directory"] == "/var/lib/pmuprof"
