@@ -1,8 +1,10 @@
 """Runs that must not look clean: server facts asked for and not collected (exit 11, the textfile says
-failed), and a reader that goes away (`capture … 2>&1 | head -1`) costing neither the report nor the status."""
+failed), and a reader that goes away (`capture … 2>&1 | head -1`, or only stderr's), or a stderr closed before
+the start (`2>&-`), costing neither the report nor the status."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -72,6 +74,45 @@ def test_a_reader_that_goes_away_costs_neither_the_report_nor_the_status(target,
     assert proc.wait(timeout=300) in (10, 20), first
     assert first.startswith(b"pmuprof: recording" if joined else b"{"), first
     assert (out / "report.html").is_file() and (out / "findings.json").is_file()
+
+
+def _capture_argv(pid: int, out) -> list[str]:
+    argv = [sys.executable, "-m", "pmuprof", "capture", "-p", str(pid), "-d", "1s", "--no-mysql"]
+    return argv + ["-o", str(out), "--json", "--exit-code-on-findings"]
+
+
+def _assert_whole(out, summary, code: int) -> None:
+    """Its own status (10 or 20 on the canned stacks), the report, and the whole --json summary on stdout."""
+    assert code in (10, 20), code
+    assert (out / "report.html").is_file() and (out / "findings.json").is_file()
+    doc = json.loads(summary.read_text())
+    assert doc["run_dir"] == str(out) and doc["exit_code"] == code, doc
+
+
+def test_only_stderrs_reader_goes_away(target, tmp_path):
+    """stdout into a file, stderr into a pipe whose reader takes one line and leaves (`2>&1 >file | head -1`)."""
+    out, summary = tmp_path / "run", tmp_path / "summary.json"
+    env = {**os.environ, **FAKE_PERF, "PYTHONPATH": str(REPO)}
+    with open(summary, "wb") as stdout:
+        proc = subprocess.Popen(_capture_argv(target.pid, out), env=env, stdout=stdout, stderr=subprocess.PIPE)
+        first = proc.stderr.readline()
+        proc.stderr.close()
+        code = proc.wait(timeout=300)
+    assert first.startswith(b"pmuprof: recording"), first
+    _assert_whole(out, summary, code)
+
+
+@pytest.mark.parametrize("redirect", ["2>&-", "2</dev/null"])
+def test_a_stderr_closed_or_unwritable_from_the_start(target, tmp_path, redirect):
+    """fd 2 closed (Python's sys.stderr is None) or open for reading only (every write fails with EBADF): the
+    capture's progress lines go nowhere, its report and summary are whole, and no internal error is saved."""
+    out, summary, cache = tmp_path / "run", tmp_path / "summary.json", tmp_path / "cache"
+    env = {**os.environ, **FAKE_PERF, "PYTHONPATH": str(REPO), "XDG_CACHE_HOME": str(cache)}
+    script = f'exec "$@" {redirect}'
+    with open(summary, "wb") as stdout:
+        done = subprocess.run(["sh", "-c", script, "sh", *_capture_argv(target.pid, out)], env=env, stdout=stdout)
+    _assert_whole(out, summary, done.returncode)
+    assert not (cache / "pmuprof" / "errors").exists(), list((cache / "pmuprof" / "errors").iterdir())
 
 
 def test_a_watch_capture_without_its_facts_is_published_as_failed(fake_mariadbd, tmp_path):
