@@ -7,7 +7,7 @@ was measured):
 - loading and attaching the off-CPU tracer's tracing programs and its sampler: CAP_BPF and CAP_PERFMON
   (CAP_SYS_ADMIN stands for either: bpf_capable(), perfmon_capable());
 - another user's /proc/PID/exe, maps, syscall, mem and process_vm_readv: CAP_SYS_PTRACE, with
-  CAP_DAC_READ_SEARCH for the 0500/0600 entries and the server's error log;
+  CAP_DAC_READ_SEARCH for the 0400/0500/0600 entries (syscall, fd, mem) and the server's error log;
 - kernel symbol addresses in /proc/kallsyms: CAP_SYSLOG;
 - /proc/PID/task/TID/stack (threads' kernel stacks in threads.json): CAP_SYS_ADMIN.
 """
@@ -61,6 +61,7 @@ def bpf_missing(caps: frozenset[str]) -> tuple[str, ...]:
 LOSSES = {
     "CAP_SYS_PTRACE": "another user's server: no binary (/proc/PID/exe), build-id, socket discovery or "
     "/proc/PID/mem reads, and the tracer reads no user stacks of blocked threads",
-    "CAP_DAC_READ_SEARCH": "another user's /proc/PID/fd, /proc/PID/mem and the server's error log (0640 mysql:adm)",
+    "CAP_DAC_READ_SEARCH": "another user's /proc/PID/fd, /proc/PID/mem and /proc/TID/syscall (the user stack of "
+    "a thread blocked through the capture), and the server's error log (0640 mysql:adm)",
     "CAP_SYSLOG": "kernel symbol addresses: kernel frames stay unnamed",
 }
