@@ -119,7 +119,7 @@ def busiest(profile: Profile, generic: GenericFrames | None = None) -> Busiest:
 def _first_positions(st: Stacks, frame: int) -> tuple[np.ndarray, np.ndarray]:
     """(rows, positions): each row holding ``frame`` below its root, and where it first is."""
     at = np.flatnonzero(st.ids == frame)
-    r = st.row_of[at]
+    r = st.rows_at(at)  # a search per occurrence: no row array as long as every frame occurrence
     keep = at != st.offsets[r]
     at, r = at[keep], r[keep]
     r, first = np.unique(r, return_index=True)

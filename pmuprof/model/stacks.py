@@ -110,14 +110,9 @@ class Stacks(Mapping[Stack, int]):
     def lengths(self) -> np.ndarray:
         return np.diff(self.offsets)
 
-    @property
-    def row_of(self) -> np.ndarray:
-        """The row of every frame occurrence (int32, aligned with ``ids``; computed on each use)."""
-        return np.repeat(np.arange(len(self.counts), dtype=np.int32), self.lengths)
-
     def rows_at(self, at: np.ndarray) -> np.ndarray:
         """The row of each of the frame occurrences ``at`` (sorted indices into ``ids``): a search per
-        occurrence, no array as long as ``ids`` (``row_of`` is one)."""
+        occurrence, no array as long as ``ids`` (16 M occurrences made 64 MiB of rows, at the report's peak)."""
         return np.searchsorted(self.offsets, at, side="right") - 1
 
     @cached_property
