@@ -36,7 +36,9 @@ def frame_kind(name: str, depth: int) -> int:
     return KIND_USER
 
 
-def _tree(trie: Trie, threshold: float, own: np.ndarray) -> tuple[FlameTree, np.ndarray]:
+def _tree(
+    trie: Trie, threshold: float, own: tuple[np.ndarray, np.ndarray], at: np.ndarray
+) -> tuple[FlameTree, np.ndarray]:
     """The payload tree keeping the nodes wider than ``threshold`` (-1: all of them).
 
     Kept nodes come in preorder; after each kept node's subtree, an elided child holding its
@@ -45,7 +47,7 @@ def _tree(trie: Trie, threshold: float, own: np.ndarray) -> tuple[FlameTree, np.
     elided node's own samples and are listed in ``elided_self`` by frame, with ``nested``: the part
     whose kept callers include the same function (a recursive call, which a sandwich counts once); up to
     MAX_HIDDEN_LEAVES frames, the lightest beyond it summed under the elided frame's name.
-    Also returns each trie node's output row: its own, or for a left-out node its kept caller's
+    Also returns the output row of each trie node ``at``: its own, or for a left-out node its kept caller's
     elided node (what a subset of the samples, e.g. some seconds, adds its own samples to).
     """
     totals, width, n = trie.totals, len(trie.totals), trie.size
@@ -58,9 +60,13 @@ def _tree(trie: Trie, threshold: float, own: np.ndarray) -> tuple[FlameTree, np.
     deep = np.concatenate((np.zeros(len(keep), np.int64), -g.anchor_depth, -g.leaf_anchor_depth[g.shown]))
     sub = np.concatenate((np.zeros(len(keep) + len(g.elided_pos), np.int64), 1 + g.leaf_rank[g.shown]))
     code = np.concatenate(
-        (trie.frame[keep] * 2 + (trie.depths[keep] == 0), np.full(len(g.elided_pos), -1), g.leaf_code[g.shown])
+        (
+            trie.frame[keep].astype(np.int64) * 2 + (trie.depths[keep] == 0),
+            np.full(len(g.elided_pos), -1),
+            g.leaf_code[g.shown],
+        )
     )
-    depth = np.concatenate((trie.depths[keep], g.anchor_depth + 1, g.leaf_anchor_depth[g.shown] + 2))
+    depth = np.concatenate((trie.depths[keep].astype(np.int64), g.anchor_depth + 1, g.leaf_anchor_depth[g.shown] + 2))
     values = np.concatenate((trie.values[:, keep], g.mass, g.leaf_sum[:, g.shown]), axis=1)
     order = np.lexsort((sub, deep, kind, pos))
     code, depth, values = code[order], depth[order], values[:, order]
@@ -81,22 +87,31 @@ def _tree(trie: Trie, threshold: float, own: np.ndarray) -> tuple[FlameTree, np.
             name=[index[c] for c in hidden_code.tolist()], values=hidden_sum.tolist(), nested=hidden_nested.tolist()
         ),
     )
-    return tree, _node_rows(trie, kept, len(keep), g, order)
+    return tree, _node_rows(trie, kept, g, order, at)
 
 
-def _node_rows(trie: Trie, kept: np.ndarray, nkeep: int, g: _Groups, order: np.ndarray) -> np.ndarray:
-    """Output row of every trie node: a kept node's own; a left-out one's nearest kept caller's elided node."""
+def _node_rows(trie: Trie, kept: np.ndarray, g: _Groups, order: np.ndarray, at: np.ndarray) -> np.ndarray:
+    """Output row of each trie node ``at``: a kept node's own; a left-out one's nearest kept caller's elided
+    node (worked a block of ``at`` at a time: arrays as long as a block and the output, not the trie)."""
+    keep = np.flatnonzero(kept)
     out_row = np.empty(len(order), dtype=np.int32)
     out_row[order] = np.arange(len(order), dtype=np.int32)
-    if g.node_anchor is None:  # every node kept
-        rows = np.full(trie.size, -1, dtype=np.int32)
-    else:  # each anchor's elided row, looked up by every node's anchor (-1, no kept caller: the last slot)
-        by_anchor = np.full(trie.size + 1, -1, dtype=np.int32)
-        by_anchor[g.anchors] = out_row[nkeep : nkeep + len(g.anchors)]
-        rows = by_anchor[g.node_anchor]
-        del by_anchor
-    rows[kept] = out_row[:nkeep]
+    rows = np.full(len(at), -1, dtype=np.int32)
+    for lo in range(0, len(at), _ROW_BLOCK):
+        mine = at[lo : lo + _ROW_BLOCK]
+        part = rows[lo : lo + len(mine)]
+        if g.node_anchor is not None and len(g.anchors):  # anchors: sorted, one elided row each (-1: none kept)
+            where = np.minimum(np.searchsorted(g.own_nodes, mine), len(g.own_nodes) - 1)  # rows end at own nodes
+            anchor = np.where(g.own_nodes[where] == mine, g.node_anchor[where], -2)  # -2: no row ends there
+            i = np.minimum(np.searchsorted(g.anchors, anchor), len(g.anchors) - 1)
+            hit = g.anchors[i] == anchor
+            part[hit] = out_row[len(keep) + i[hit]]
+        shown = kept[mine]
+        part[shown] = out_row[np.searchsorted(keep, mine[shown])]
     return rows
+
+
+_ROW_BLOCK = 1 << 18  # input rows looked up at once
 
 
 def _string_table(trie: Trie, code: np.ndarray, hidden_code: np.ndarray) -> tuple[list[str], list[int], dict[int, int]]:
@@ -122,7 +137,8 @@ class _Groups:
     """Left-out nodes' own samples grouped by (nearest kept caller, leaf frame), as arrays."""
 
     trie: Trie | None  # None: nothing left out
-    node_anchor: np.ndarray | None  # per trie node, its nearest kept caller-or-self (None: all kept)
+    own_nodes: np.ndarray  # the nodes where input rows end (own samples), sorted
+    node_anchor: np.ndarray | None  # per own node, its nearest kept caller-or-self (None: all kept)
     anchors: np.ndarray  # per group of leaves, its anchor (kept caller; -1: none)
     anchor_depth: np.ndarray
     elided_pos: np.ndarray  # where each anchor's elided node goes in preorder
@@ -144,33 +160,36 @@ class _Groups:
         g.mass = g.leaf_sum = np.zeros((width, 0), np.int64)
         g.shown = np.zeros(0, dtype=bool)
         g.trie = g.node_anchor = None
+        g.own_nodes = z
         return g
 
     @classmethod
-    def of(cls, trie: Trie, own: np.ndarray, kept: np.ndarray, min_leaf: list[int]) -> _Groups:
+    def of(cls, trie: Trie, own: tuple[np.ndarray, np.ndarray], kept: np.ndarray, min_leaf: list[int]) -> _Groups:
+        """``own``: Trie.own_at(), the nodes where rows end and their own samples."""
         g = cls()
         g.trie = trie
-        anchor = g.node_anchor = trie.anchors(kept)  # each node's nearest kept caller-or-self
-        out = np.flatnonzero(~kept & (own != 0).any(axis=0)).astype(np.int32)
-        code = trie.frame[out] * 2 + (trie.depths[out] == 0)
+        nodes, own_values = own
+        g.own_nodes = nodes
+        at_anchor = g.node_anchor = trie.anchors(kept, nodes)  # each own node's nearest kept caller-or-self
+        pick = ~kept[nodes] & (own_values != 0).any(axis=0)
+        out = nodes[pick].astype(np.int32)
+        own_out = own_values[:, pick]
+        code = trie.frame[out].astype(np.int64) * 2 + (trie.depths[out] == 0)
         # one group row per (anchor, leaf frame); within an anchor, by name (a root label first)
-        key = np.lexsort(((code & 1) == 0, code >> 1, anchor[out]))
-        a, c = anchor[out][key], code[key]
+        key = np.lexsort(((code & 1) == 0, code >> 1, at_anchor[pick]))
+        a, c = at_anchor[pick][key], code[key]
         first = (
             np.concatenate((np.ones(1, bool), (a[1:] != a[:-1]) | (c[1:] != c[:-1]))) if len(key) else np.zeros(0, bool)
         )
-        row = np.cumsum(first) - 1
         g.leaf_anchor, g.leaf_code = a[first], c[first]
+        del a, c, code
+        # each group's samples: its rows are consecutive in ``key`` order (sums of counts, exact in int64)
         g.leaf_sum = (
-            np.stack(
-                [
-                    np.bincount(row, weights=own[k, out][key], minlength=int(first.sum())).astype(np.int64)
-                    for k in range(len(own))
-                ]
-            )
+            np.add.reduceat(own_out[:, key].astype(np.int64), np.flatnonzero(first), axis=1)
             if len(key)
-            else np.zeros((len(own), 0), np.int64)
+            else np.zeros((len(own_out), 0), np.int64)
         )
+        del key, first, own_out
         starts = (
             np.flatnonzero(np.concatenate(([True], g.leaf_anchor[1:] != g.leaf_anchor[:-1])))
             if len(g.leaf_anchor)
@@ -179,8 +198,10 @@ class _Groups:
         g.leaf_rank = np.arange(len(g.leaf_anchor)) - np.repeat(starts, np.diff(np.append(starts, len(g.leaf_anchor))))
         g.shown = np.asarray((g.leaf_sum >= np.asarray(min_leaf)[:, None]).any(axis=0))
         anchors = g.anchors = g.leaf_anchor[starts]
-        g.mass = np.add.reduceat(g.leaf_sum, starts, axis=1) if len(starts) else np.zeros((len(own), 0), np.int64)
-        g.anchor_depth = np.where(anchors >= 0, trie.depths[np.maximum(anchors, 0)], -1)
+        g.mass = (
+            np.add.reduceat(g.leaf_sum, starts, axis=1) if len(starts) else np.zeros((len(g.leaf_sum), 0), np.int64)
+        )
+        g.anchor_depth = np.where(anchors >= 0, trie.depths[np.maximum(anchors, 0)].astype(np.int64), -1)
         g.elided_pos = np.where(anchors >= 0, trie.end[np.maximum(anchors, 0)], trie.size)
         g.leaf_pos = np.repeat(g.elided_pos, np.diff(np.append(starts, len(g.leaf_anchor))))
         g.leaf_anchor_depth = np.repeat(g.anchor_depth, np.diff(np.append(starts, len(g.leaf_anchor))))
@@ -228,7 +249,7 @@ def _on_path(trie: Trie, anchor: np.ndarray, code: np.ndarray) -> np.ndarray:
     live = np.flatnonzero(cur >= 0)
     while len(live):
         node = cur[live]
-        hit[live] |= (trie.frame[node] * 2 + (trie.depths[node] == 0)) == code[live]
+        hit[live] |= (trie.frame[node].astype(np.int64) * 2 + (trie.depths[node] == 0)) == code[live]
         cur[live] = trie.parents[node]
         live = live[cur[live] >= 0]
     return hit
@@ -272,26 +293,29 @@ def build_tree_rows(
     in (-1: an empty row): what a subset of the samples (some seconds, some threads) is drawn with."""
     trie = trie if trie is not None else Trie.of(columns)
     found: tuple[FlameTree, np.ndarray] | None = None
+    one = len(columns) == 1 and trie.row_node is not None  # rows of a multi-column tree are not kept
+    at = np.maximum(trie.row_node, 0) if one and trie.row_node is not None else np.zeros(0, np.int32)
     if trie.size <= max_nodes:
-        found = _tree(trie, -1.0, np.zeros((len(columns), 0), np.int64))
+        found = _tree(trie, -1.0, (np.zeros(0, np.int64), np.zeros((len(columns), 0), np.int64)), at)
         if _fits(found[0], max_nodes, max_bytes)[0]:
-            return found[0], _rows_of(trie, found[1], len(columns))
-    own = trie.own()
+            return found[0], _rows_of(trie, found[1], one)
+    own = trie.own_at()
     node_budget, byte_budget = max_nodes * 9 // 10, max_bytes * 9 // 10  # room for the leaves under elided nodes
     for _ in range(8):
         found = None  # the try that did not fit is not kept while the next is made
-        found = _tree(trie, trie.cut(node_budget, byte_budget), own)
+        found = _tree(trie, trie.cut(node_budget, byte_budget), own, at)
         fits, size = _fits(found[0], max_nodes, max_bytes)
         if fits:
             break
         node_budget = int(node_budget * min(0.9, max_nodes / len(found[0]["name"])))
         byte_budget = int(byte_budget * min(0.9, max_bytes / size))
     assert found is not None
-    return found[0], _rows_of(trie, found[1], len(columns))
+    return found[0], _rows_of(trie, found[1], one)
 
 
-def _rows_of(trie: Trie, nodes: np.ndarray, width: int) -> np.ndarray:
-    """Tree row per input row of the first column (rows of a multi-column tree: not kept, empty)."""
-    if width != 1 or trie.row_node is None:
+def _rows_of(trie: Trie, rows: np.ndarray, one: bool) -> np.ndarray:
+    """Tree row per input row of the first column, from its end node's (``rows``; -1: an empty row). Rows of
+    a multi-column tree are not kept: empty."""
+    if not one or trie.row_node is None:
         return np.zeros(0, dtype=np.int64)
-    return np.where(trie.row_node >= 0, nodes[np.maximum(trie.row_node, 0)], -1).astype(np.int64)
+    return np.where(trie.row_node >= 0, rows, -1).astype(np.int64)

@@ -49,7 +49,9 @@ def _layout(trie: Trie, total: int) -> list[tuple[int, float, float]]:
     """(node, x, width) in pixels for the widest frames, parents before children."""
     scale = (WIDTH - 2 * PAD) / total
     values = trie.values[0]
-    wide = np.flatnonzero(values * scale >= MIN_PX)  # only these can be drawn: the widest of them are
+    # only these can be drawn (the widest of them are): a bound on the counts first, no float per node
+    wide = np.flatnonzero(values >= MIN_PX / scale * (1 - 1e-9))
+    wide = wide[values[wide] * scale >= MIN_PX]
     order = wide[np.lexsort((wide, trie.depths[wide], -values[wide]))[:MAX_FRAMES]]
     keep = np.sort(order).tolist()  # preorder: parents before children
     parents = trie.parents[keep].tolist()
@@ -80,7 +82,7 @@ def trie_svg(trie: Trie, color: Callable[[int], str], title: str, unit: str, not
     ("samples", "µs"); ``standalone`` False gives an <svg> to inline in HTML (no XML-only attributes)."""
     total = trie.totals[0] if trie.totals else 0
     frames = _layout(trie, total) if total else []
-    depth = max((trie.depths[i] for i, _, _ in frames), default=0) + 1
+    depth = max((int(trie.depths[i]) for i, _, _ in frames), default=0) + 1
     height = TOP + depth * FRAME_H + PAD + 14
     size = f'width="{WIDTH}" height="{height}" ' if standalone else 'width="100%" '
     out = [
@@ -92,7 +94,7 @@ def trie_svg(trie: Trie, color: Callable[[int], str], title: str, unit: str, not
     values = trie.values[0]
     for i, x, width in frames:
         name = trie.frames[trie.frame[i]]
-        y = height - PAD - 14 - (trie.depths[i] + 1) * FRAME_H
+        y = height - PAD - 14 - (int(trie.depths[i]) + 1) * FRAME_H
         share = 100.0 * values[i] / total
         out.append(
             f"<g><title>{_text(name)} ({values[i]:,} {unit}, {share:.2f}%)</title>"

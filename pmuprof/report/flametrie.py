@@ -18,6 +18,7 @@ from ..model.frametable import FrameTable, Permuted
 from ..model.stacks import Stack, Stacks
 
 _NODE_BLOCK = 1 << 20  # nodes per block for work over every node
+_OWN_BLOCK = 1 << 18  # nodes per block where each holds several int64 temporaries
 
 
 @dataclass(frozen=True)
@@ -26,8 +27,8 @@ class Trie:
     widest share, ``weight``, is made when asked for)."""
 
     frames: Sequence[str]  # frame table, sorted by name
-    frame: np.ndarray  # node -> frames index
-    depths: np.ndarray
+    frame: np.ndarray  # node -> frames index (uint16 up to 65,536 frames: widen before arithmetic)
+    depths: np.ndarray  # (uint16 up to 65,536 levels, likewise)
     parents: np.ndarray  # -1 for a root
     values: np.ndarray  # (columns, nodes) samples at or below the node
     totals: list[int]
@@ -80,11 +81,27 @@ class Trie:
                 np.subtract.at(own[c], parents, self.values[c, lo : lo + len(kids)][kids])
         return own
 
-    def _child_blocks(self) -> Iterator[tuple[int, np.ndarray, np.ndarray]]:
+    def own_at(self) -> tuple[np.ndarray, np.ndarray]:
+        """(nodes, their own samples per column): ``own()`` where it can be nonzero, the nodes where input rows
+        end (all nodes for a trie without them), sorted; arrays as long as the rows, not the trie."""
+        if self.row_node is None:
+            return np.arange(self.size, dtype=np.int64), self.own()
+        nodes = np.unique(self.row_node[self.row_node >= 0]).astype(np.int64)
+        own = self.values[:, nodes].astype(np.int64)
+        if not len(nodes):
+            return nodes, own
+        for lo, parents, kids in self._child_blocks(_OWN_BLOCK):  # less each such node's children, by block
+            at = np.minimum(np.searchsorted(nodes, parents), len(nodes) - 1)
+            hit = nodes[at] == parents
+            for c in range(len(own)):
+                np.subtract.at(own[c], at[hit], self.values[c, lo : lo + len(kids)][kids][hit])
+        return nodes, own
+
+    def _child_blocks(self, block: int = _NODE_BLOCK) -> Iterator[tuple[int, np.ndarray, np.ndarray]]:
         """(first node, parents of the non-root nodes, which nodes those are) a block of nodes at a
         time: per-child work whose temporaries stay the size of a block, not of the trie."""
-        for lo in range(0, self.size, _NODE_BLOCK):
-            parents = self.parents[lo : lo + _NODE_BLOCK]
+        for lo in range(0, self.size, block):
+            parents = self.parents[lo : lo + block]
             kids = parents >= 0
             yield lo, parents[kids], kids
 
@@ -160,20 +177,34 @@ class Trie:
             np.minimum.at(narrowest, parents, key[lo : lo + len(kids)][kids])
         return narrowest
 
-    def anchors(self, kept: np.ndarray) -> np.ndarray:
-        """Each node's nearest kept caller-or-self (-1: none).
+    def anchors(self, kept: np.ndarray, nodes: np.ndarray | None = None) -> np.ndarray:
+        """Each node's (each of ``nodes``') nearest kept caller-or-self (-1: none).
 
         When every kept node's caller is kept (what a cut by width gives: a caller is at least as wide
         as its callees), the left-out nodes are whole subtrees, each a run of the preorder from its top
-        node, and the top's parent is the anchor of the run: one pass. Else by pointer jumping."""
-        node = np.arange(self.size, dtype=np.int32)
-        caller = np.maximum(self.parents, 0)
-        root = self.parents < 0
-        if (~kept | kept[caller] | root).all():
-            top = ~kept & (root | kept[caller])
-            run = np.maximum.accumulate(np.where(top, node, 0))  # each left-out node's subtree top
-            return np.where(kept, node, self.parents[run])
-        return self._anchors_by_jumping(kept)
+        node, and the top's parent is the anchor of the run: a search among the tops. Else by pointer
+        jumping over every node."""
+        closed = all(bool((~kept[lo:hi] | kept[caller] | root).all()) for lo, hi, caller, root in self._callers())
+        if not closed:
+            every = self._anchors_by_jumping(kept)
+            return every if nodes is None else every[nodes]
+        tops = np.concatenate(  # the top node of each left-out subtree, in preorder
+            [np.flatnonzero(~kept[lo:hi] & (root | kept[caller])) + lo for lo, hi, caller, root in self._callers()]
+            or [np.zeros(0, np.int64)]
+        )
+        at = np.arange(self.size, dtype=np.int64) if nodes is None else np.asarray(nodes, dtype=np.int64)
+        anchor = at.astype(np.int32)
+        out = ~kept[at]
+        if len(tops) and out.any():  # a left-out node is in the subtree of the last top before it
+            anchor[out] = self.parents[tops[np.searchsorted(tops, at[out], side="right") - 1]]
+        return anchor
+
+    def _callers(self) -> Iterator[tuple[int, int, np.ndarray, np.ndarray]]:
+        """(first node, one past the last, their callers (0 for a root), which are roots) a block of nodes
+        at a time."""
+        for lo in range(0, self.size, _NODE_BLOCK):
+            parents = self.parents[lo : lo + _NODE_BLOCK]
+            yield lo, lo + len(parents), np.maximum(parents, 0), parents < 0
 
     def _anchors_by_jumping(self, kept: np.ndarray) -> np.ndarray:
         """``anchors`` for any ``kept``: every node points at itself when kept, else at its parent, and a
@@ -272,8 +303,8 @@ def _build_sorted(frames: Sequence[str], st: Stacks, rank: np.ndarray, shared: n
     fresh = lengths - shared
     start = np.concatenate(([0], np.cumsum(fresh)))  # row i's first new node
     size = int(start[-1])
-    frame = np.empty(size, dtype=np.int32)
-    depths = np.empty(size, dtype=np.int32)
+    frame: np.ndarray = np.empty(size, dtype=small_ids(len(frames)))
+    depths: np.ndarray = np.empty(size, dtype=small_ids(int(lengths.max()) if len(lengths) else 0))
     for lo, hi in st.blocks():
         a, b = int(offsets[lo]), int(offsets[hi])
         mine = lengths[lo:hi]
@@ -305,6 +336,12 @@ def _build_sorted(frames: Sequence[str], st: Stacks, rank: np.ndarray, shared: n
     return Trie(frames, frame, depths, parents, values, totals, end, row_node)
 
 
+def small_ids(top: int) -> type:
+    """The dtype of node arrays whose values stay below ``top`` (frame indices, depths): uint16 when they fit,
+    half the memory of int32 (a trie has millions of nodes). Widen before arithmetic that can pass it."""
+    return np.uint16 if top <= 1 << 16 else np.int32
+
+
 def _by_level(depth: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(indices ordered by depth, ascending within a depth; where each depth's run starts, and one past
     the deepest's end): a stable radix sort when depths fit 16 bits."""
@@ -328,7 +365,9 @@ def _build(
     offsets = np.concatenate(([0], np.cumsum(lengths)))
     alive = np.flatnonzero(lengths > 0)
     node_of = np.zeros(len(lengths), dtype=np.int32)
-    parent_l, frame_l, self_l = [], [], []
+    parent_l: list[np.ndarray] = []
+    frame_l: list[np.ndarray] = []
+    self_l: list[np.ndarray] = []
     # values in int32 when no sum can pass it (a node's value is at most its column's total): half the memory
     kind = np.int32 if max(int(counts.sum()), 0) < 2**31 and (counts >= 0).all() else np.int64
     base = 0
@@ -342,7 +381,7 @@ def _build(
         inverse = inverse.reshape(-1)
         # node-indexed arrays in int32 (a trie of 2**31 nodes is far past any budget): half the memory
         parent_l.append(np.full(len(uniq), -1, np.int32) if depth == 0 else (uniq >> 32).astype(np.int32))
-        frame_l.append((uniq & 0xFFFFFFFF if depth else uniq).astype(np.int32))
+        frame_l.append((uniq & 0xFFFFFFFF if depth else uniq).astype(small_ids(len(frames))))
         node_of[alive] = base + inverse
         ends = lengths[alive] == depth + 1
         own = np.zeros((width, len(uniq)), dtype=kind)
@@ -367,27 +406,37 @@ def _build(
         np.add.at(size, parent[nodes], size[nodes])
         for c in range(width):
             np.add.at(values[c], parent[nodes], values[c, nodes])
-    # renumbered in preorder, one array at a time (each old array freed as its new one is made)
+    # renumbered in preorder: parents and subtree ends turned into preorder numbers in place, then each array
+    # reordered a block at a time, its level-order one freed then
     pre = _preorder(parent, size, level_start)
+    row_node = np.where(lengths > 0, pre[node_of], -1)
+    del node_of
+    for lo in range(0, len(pre), _NODE_BLOCK):
+        up = parent[lo : lo + _NODE_BLOCK]
+        up[:] = np.where(up >= 0, pre[np.maximum(up, 0)], -1)
+        size[lo : lo + _NODE_BLOCK] += pre[lo : lo + _NODE_BLOCK] - 1  # a subtree ends size - 1 nodes after its top
     perm = np.empty_like(pre)  # preorder index -> level-order node
     for lo in range(0, len(pre), _NODE_BLOCK):
         perm[pre[lo : lo + _NODE_BLOCK]] = np.arange(lo, min(lo + _NODE_BLOCK, len(pre)), dtype=np.int32)
-    parent = parent[perm]
-    roots = parent < 0
-    np.maximum(parent, 0, out=parent)
-    new_parent = pre[parent]
-    new_parent[roots] = -1
-    del parent, roots
-    row_node = np.where(lengths > 0, pre[node_of], -1)
-    del pre, node_of
-    values = values[:, perm]
-    end = size[perm]
+    del pre
+    new_parent = _permuted(parent, perm)
+    del parent
+    values = _permuted(values, perm)
+    end = _permuted(size, perm)
     del size
-    end += np.arange(len(perm), dtype=np.int32) - 1
-    frame = np.concatenate(frame_l)[perm]
+    frame = _permuted(np.concatenate(frame_l), perm)
     del frame_l
-    depths = np.repeat(np.arange(len(level_start) - 1, dtype=np.int32), np.diff(level_start))[perm]
+    levels: np.ndarray = np.arange(len(level_start) - 1).astype(small_ids(len(level_start)))
+    depths = _permuted(np.repeat(levels, np.diff(level_start)), perm)
     return Trie(frames, frame, depths, new_parent, values, totals, end, row_node)
+
+
+def _permuted(values: np.ndarray, perm: np.ndarray) -> np.ndarray:
+    """``values[..., perm]`` filled a block at a time (no index array as long as the trie beside it)."""
+    out = np.empty_like(values)
+    for lo in range(0, len(perm), _NODE_BLOCK):
+        out[..., lo : lo + _NODE_BLOCK] = values[..., perm[lo : lo + _NODE_BLOCK]]
+    return out
 
 
 def _weight(values: np.ndarray, totals: list[int]) -> np.ndarray:
