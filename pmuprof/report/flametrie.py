@@ -337,9 +337,10 @@ def _build_sorted(frames: Sequence[str], st: Stacks, rank: np.ndarray, shared: n
 
 
 def small_ids(top: int) -> type:
-    """The dtype of node arrays whose values stay below ``top`` (frame indices, depths): uint16 when they fit,
-    half the memory of int32 (a trie has millions of nodes). Widen before arithmetic that can pass it."""
-    return np.uint16 if top <= 1 << 16 else np.int32
+    """The dtype of node arrays whose values stay below ``top`` (frame indices, depths): uint8 or uint16 when
+    they fit, a quarter or half the memory of int32 (a trie has millions of nodes). Widen before arithmetic
+    that can pass it."""
+    return np.uint8 if top <= 1 << 8 else np.uint16 if top <= 1 << 16 else np.int32
 
 
 def _by_level(depth: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -367,7 +368,6 @@ def _build(
     node_of = np.zeros(len(lengths), dtype=np.int32)
     parent_l: list[np.ndarray] = []
     frame_l: list[np.ndarray] = []
-    self_l: list[np.ndarray] = []
     # values in int32 when no sum can pass it (a node's value is at most its column's total): half the memory
     kind = np.int32 if max(int(counts.sum()), 0) < 2**31 and (counts >= 0).all() else np.int64
     base = 0
@@ -384,11 +384,6 @@ def _build(
         frame_l.append((uniq & 0xFFFFFFFF if depth else uniq).astype(small_ids(len(frames))))
         node_of[alive] = base + inverse
         ends = lengths[alive] == depth + 1
-        own = np.zeros((width, len(uniq)), dtype=kind)
-        for c in range(width):
-            pick = ends & (col_of[alive] == c)
-            own[c] = np.bincount(inverse[pick], weights=counts[alive][pick], minlength=len(uniq))
-        self_l.append(own)
         base += len(uniq)
         alive = alive[~ends]
         depth += 1
@@ -398,14 +393,10 @@ def _build(
     parent = np.concatenate(parent_l)
     level_start = np.cumsum([0] + [len(p) for p in parent_l])
     del parent_l
-    values = np.concatenate(self_l, axis=1)
-    del self_l
     size = np.ones(len(parent), dtype=np.int32)
-    for d in range(len(level_start) - 2, 0, -1):  # bottom-up sums: subtree sizes and values
+    for d in range(len(level_start) - 2, 0, -1):  # bottom-up sums: subtree sizes
         nodes = np.arange(level_start[d], level_start[d + 1])
         np.add.at(size, parent[nodes], size[nodes])
-        for c in range(width):
-            np.add.at(values[c], parent[nodes], values[c, nodes])
     # renumbered in preorder: parents and subtree ends turned into preorder numbers in place, then each array
     # reordered a block at a time, its level-order one freed then
     pre = _preorder(parent, size, level_start)
@@ -421,14 +412,33 @@ def _build(
     del pre
     new_parent = _permuted(parent, perm)
     del parent
-    values = _permuted(values, perm)
     end = _permuted(size, perm)
     del size
     frame = _permuted(np.concatenate(frame_l), perm)
     del frame_l
     levels: np.ndarray = np.arange(len(level_start) - 1).astype(small_ids(len(level_start)))
     depths = _permuted(np.repeat(levels, np.diff(level_start)), perm)
+    del perm
+    values = _subtree_sums(end, row_node, counts, col_of, width, kind)
     return Trie(frames, frame, depths, new_parent, values, totals, end, row_node)
+
+
+def _subtree_sums(
+    end: np.ndarray, row_node: np.ndarray, counts: np.ndarray, col_of: np.ndarray, width: int, kind: type
+) -> np.ndarray:
+    """Per column, each preorder node's value: the samples of the rows ending in its subtree (nodes j..end[j]),
+    as differences of running sums of the rows' samples placed at their end nodes (no level-order copy)."""
+    upto: np.ndarray = np.zeros((width, len(end) + 1), dtype=kind)
+    live = row_node >= 0
+    for c in range(width):
+        pick = live & (col_of == c)
+        np.add.at(upto[c], row_node[pick] + 1, counts[pick].astype(kind))
+    np.cumsum(upto, axis=1, dtype=kind, out=upto)
+    values: np.ndarray = np.empty((width, len(end)), dtype=kind)
+    for lo in range(0, len(end), _NODE_BLOCK):
+        hi = min(lo + _NODE_BLOCK, len(end))
+        values[:, lo:hi] = upto[:, end[lo:hi].astype(np.int64) + 1] - upto[:, lo:hi]
+    return values
 
 
 def _permuted(values: np.ndarray, perm: np.ndarray) -> np.ndarray:
