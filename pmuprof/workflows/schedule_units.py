@@ -22,8 +22,8 @@ CAPABILITIES = (
     ("CAP_SYS_PTRACE", "/proc/PID/exe, /proc/PID/fd/* and /proc/PID/mem of mysqld, which runs as another user"),
     (
         "CAP_DAC_READ_SEARCH",
-        "another user's /proc/PID/fd (0500), /proc/PID/mem (0600), /proc/TID/syscall (0400); mysqld's error log "
-        "(0640 mysql:adm)",
+        "another user's /proc/PID/fd (mode 0500), /proc/PID/mem (mode 0600), /proc/TID/syscall (mode 0400); "
+        "mysqld's error log (mode 0640, mysql:adm)",
     ),
     ("CAP_SYSLOG", "kernel symbol addresses in /proc/kallsyms (perf sees zeros without it: unnamed kernel frames)"),
 )
