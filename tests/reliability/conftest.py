@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -114,17 +116,32 @@ int main(void) {  /* about a fifth of one CPU: sampled often, leaves the rest to
 
 
 @pytest.fixture(scope="session")
-def busy(tmp_path_factory):
-    """A process with known frames (hot_leaf <- warm_caller) using about 20 % of a CPU, for the suite."""
+def duty_exe(tmp_path_factory) -> Path:
+    """The busy program, built once per session (DUTY_C: hot_leaf <- warm_caller, about a fifth of a CPU)."""
     need_perf()
     folder = tmp_path_factory.mktemp("busy")
     exe = build_busy(folder)  # skips without gcc
     (folder / "duty.c").write_text(DUTY_C)
     subprocess.run(["gcc", "-O1", "-fno-omit-frame-pointer", "-o", str(exe), str(folder / "duty.c")], check=True)
+    return exe
+
+
+@contextlib.contextmanager
+def _running(exe: Path) -> Iterator[subprocess.Popen]:
     proc = subprocess.Popen([str(exe)])
-    yield proc
-    proc.kill()
-    proc.wait()
+    try:
+        yield proc
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+@pytest.fixture(scope="module")
+def busy(duty_exe):
+    """A process with known frames (hot_leaf <- warm_caller) using about 20 % of a CPU, while a module runs:
+    session-long, one in each worker, they cost the fast tier about 300 CPU-seconds doing nothing."""
+    with _running(duty_exe) as proc:
+        yield proc
 
 
 @pytest.fixture
@@ -233,23 +250,24 @@ def _stop_live(procs: dict[str, subprocess.Popen], base: Path) -> None:
 
 
 @pytest.fixture(scope="session")
-def live(busy, tmp_path_factory):
+def live(duty_exe, tmp_path_factory):
     """Every scenario that needs real perf on the busy process, run at once (their waits overlap):
     captures cut short by SIGTERM/SIGHUP/SIGINT, by SIGKILL of perf or of pmuprof, by a second signal
     during folding, and captures whose perf hangs at one step. Returns ({case: (Ran, end time, run
     directory)}, start time)."""
     base = tmp_path_factory.mktemp("live")
     t0 = time.monotonic()
-    procs = _start_live(busy, base)
-    with ThreadPoolExecutor(len(procs)) as pool:  # each case's own end time
-        ends = {case: pool.submit(_finish_timed, proc) for case, proc in procs.items()}
-        try:
-            _stop_live(procs, base)
-        except BaseException:
-            for proc in procs.values():
-                proc.kill()
-            raise
-        return {case: (*end.result(), base / case) for case, end in ends.items()}, t0
+    with _running(duty_exe) as busy:  # its own busy process, for as long as the captures take
+        procs = _start_live(busy, base)
+        with ThreadPoolExecutor(len(procs)) as pool:  # each case's own end time
+            ends = {case: pool.submit(_finish_timed, proc) for case, proc in procs.items()}
+            try:
+                _stop_live(procs, base)
+            except BaseException:
+                for proc in procs.values():
+                    proc.kill()
+                raise
+            return {case: (*end.result(), base / case) for case, end in ends.items()}, t0
 
 
 def _finish_timed(proc: subprocess.Popen) -> tuple[Ran, float]:
