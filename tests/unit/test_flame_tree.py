@@ -260,7 +260,7 @@ def test_work_over_nodes_in_blocks_gives_the_same_tree(monkeypatch):
     any block size gives the same pruned tree, one column or two."""
     import random
 
-    from pmuprof.report import flametrie
+    from pmuprof.report import flamebuild, flametrie
 
     rng = random.Random(5)
     cols = [{}, {}]
@@ -271,7 +271,8 @@ def test_work_over_nodes_in_blocks_gives_the_same_tree(monkeypatch):
     cols = [{s: c for s, c in col.items() if c} for col in cols]
     expect = [json.dumps(build_tree(cols[:1], max_nodes=120)), json.dumps(build_tree(cols, max_nodes=150))]
     for block in (7, 1):
-        monkeypatch.setattr(flametrie, "_NODE_BLOCK", block)
+        for module in (flamebuild, flametrie):
+            monkeypatch.setattr(module, "NODE_BLOCK", block)
         assert [json.dumps(build_tree(cols[:1], max_nodes=120)), json.dumps(build_tree(cols, max_nodes=150))] == expect
     assert json.loads(expect[0])["pruned"] > 0 and json.loads(expect[1])["pruned"] > 0
 
@@ -334,7 +335,8 @@ def test_rows_sorted_by_name_give_the_trie_the_level_build_gives():
     import numpy as np
 
     from pmuprof.model.stacks import Stacks
-    from pmuprof.report.flametrie import Trie, _build, _shared_prefixes
+    from pmuprof.report.flamebuild import _build, _shared_prefixes
+    from pmuprof.report.flametrie import Trie
 
     rng = random.Random(11)
     read_sorted = 0

@@ -13,7 +13,8 @@ from pmuprof.findings.patterns import FrameNames, PatternSet
 from pmuprof.model import frametable
 from pmuprof.model.frametable import FrameTable
 from pmuprof.model.stacks import Stacks
-from pmuprof.report.flametrie import Trie, _ranked
+from pmuprof.report.flamebuild import _ranked
+from pmuprof.report.flametrie import Trie
 
 
 def _names(seed: int, n: int) -> list[str]:
