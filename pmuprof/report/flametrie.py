@@ -70,9 +70,11 @@ class Trie:
                 np.subtract.at(own[c], at[hit], self.values[c, lo : lo + len(kids)][kids][hit])
         return nodes, own
 
-    def _child_blocks(self, block: int = NODE_BLOCK) -> Iterator[tuple[int, np.ndarray, np.ndarray]]:
+    def _child_blocks(self, block: int | None = None) -> Iterator[tuple[int, np.ndarray, np.ndarray]]:
         """(first node, parents of the non-root nodes, which nodes those are) a block of nodes at a
-        time: per-child work whose temporaries stay the size of a block, not of the trie."""
+        time (NODE_BLOCK unless told, read when called): per-child work whose temporaries stay the size
+        of a block, not of the trie."""
+        block = NODE_BLOCK if block is None else block
         for lo in range(0, self.size, block):
             parents = self.parents[lo : lo + block]
             kids = parents >= 0

@@ -257,8 +257,10 @@ def _path(parents: list[int], i: int):
 
 def test_work_over_nodes_in_blocks_gives_the_same_tree(monkeypatch):
     """Own samples, narrowest children and the cut's widths are worked a block of nodes at a time:
-    any block size gives the same pruned tree, one column or two."""
+    any block size gives the same pruned tree, one column or two, and the same arrays on the way."""
     import random
+
+    import numpy as np
 
     from pmuprof.report import flamebuild, flametrie
 
@@ -270,10 +272,15 @@ def test_work_over_nodes_in_blocks_gives_the_same_tree(monkeypatch):
             col[stack] = col.get(stack, 0) + rng.randint(0, 4)
     cols = [{s: c for s, c in col.items() if c} for col in cols]
     expect = [json.dumps(build_tree(cols[:1], max_nodes=120)), json.dumps(build_tree(cols, max_nodes=150))]
+    tries = [flametrie.Trie.of(cols[:1]), flametrie.Trie.of(cols)]
+    arrays = [(t.own(), t.narrowest_child(), t.wider_than(0.01), t.anchors(t.wider_than(0.01))) for t in tries]
     for block in (7, 1):
         for module in (flamebuild, flametrie):
             monkeypatch.setattr(module, "NODE_BLOCK", block)
         assert [json.dumps(build_tree(cols[:1], max_nodes=120)), json.dumps(build_tree(cols, max_nodes=150))] == expect
+        for t, want in zip(tries, arrays):
+            got = (t.own(), t.narrowest_child(), t.wider_than(0.01), t.anchors(t.wider_than(0.01)))
+            assert all(np.array_equal(a, b) for a, b in zip(got, want))
     assert json.loads(expect[0])["pruned"] > 0 and json.loads(expect[1])["pruned"] > 0
 
 
