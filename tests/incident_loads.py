@@ -3,7 +3,7 @@ reached (never a fixed sleep), stopped and undone afterwards, so one server serv
 
     server = incident_loads.start_server(incident_loads.DEBIAN, workdir)   # with a TLS certificate
     incident_loads.prepare(server)                                         # sbtest1..2, 10,000 rows each
-    with incident_loads.incident(server, "hot_rows"):
+    with incident_loads.incident(server, "hot_rows"):   # gives a function that stops the load early
         with incidents.Sampler(server) as sampler:
             sampler.wait(3.0)
     assert "hot_rows" in sampler.truth().confirmed()
@@ -314,12 +314,13 @@ def _settled(server: mdb.MariaDB) -> None:
 
 
 @contextmanager
-def incident(server: mdb.MariaDB, kind: str) -> Iterator[None]:
-    """The kind's load running and its incident state reached; on exit the load is stopped and undone."""
+def incident(server: mdb.MariaDB, kind: str) -> Iterator[Callable[[], None]]:
+    """The kind's load running and its incident state reached; on exit the load is stopped and undone. What it
+    gives stops and undoes it earlier (a capture's recording has ended: its report needs no load beside it)."""
     with ExitStack() as stack:
         stack.callback(_settled, server)
         STARTERS[kind](stack, server)
-        yield
+        yield stack.close
 
 
 def module_server(version: str, workdir: Path) -> Iterator[mdb.MariaDB]:

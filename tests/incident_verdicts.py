@@ -13,9 +13,7 @@ load and one capture (and `pytest -k spill` runs only that one).
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,9 +21,8 @@ from typing import Any
 import incident_loads as il
 import incidents
 import mariadb as mdb
-from helpers import workload_findings
+from helpers import capture_under, workload_findings
 
-REPO = Path(__file__).resolve().parent.parent
 CAPTURE_S = 5  # status.json reads the counters once a second over the whole capture (capture/mysql/status.py)
 # Samples per second: the suite's host is shared and often saturated, so a server may get a third of a CPU; at
 # 299 Hz a 5 s capture still holds the few hundred samples a stack rule needs (min_samples) at that load.
@@ -58,13 +55,13 @@ NEEDS: dict[str, tuple[str, ...]] = {"purge_lag": ("Innodb_history_list_length",
 OWN_COUNTERS = ("tmp-disk-tables", "query-cache", "status-polling")
 
 
-def capture(server: mdb.MariaDB, out: Path, seconds: int = CAPTURE_S) -> Path:
-    """``pmuprof capture -p PID -d seconds`` of the server into ``out`` (record and report, as a DBA runs it)."""
-    env = {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    argv = [sys.executable, "-m", "pmuprof", "capture", "-p", str(server.pid), "-d", str(seconds), "-q"]
-    argv += ["-F", str(FREQUENCY)]
-    argv += ["-o", str(out), "--defaults-file", str(server.defaults_file)]
-    proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=600)
+def capture(server: mdb.MariaDB, out: Path, seconds: int = CAPTURE_S, stop: Callable[[], None] | None = None) -> Path:
+    """``pmuprof capture -p PID -d seconds`` of the server into ``out`` (record and report, as a DBA runs it).
+    ``stop``: stops the load as soon as the recording has ended (helpers.capture_under), so the report does not
+    share the CPUs with it; what the window records is the same."""
+    args = ("-p", str(server.pid), "-d", str(seconds), "-q", "-F", str(FREQUENCY))
+    args += ("--defaults-file", str(server.defaults_file))
+    proc = capture_under(stop or (lambda: None), out, *args, timeout=600)
     if proc.returncode != 0:
         raise RuntimeError(f"pmuprof capture failed ({proc.returncode}): {proc.stderr[-2000:]}")
     return out
@@ -98,10 +95,10 @@ class Observations:
 
     def _observe(self, kind: str) -> Observed:
         out = self.workdir / kind
-        with il.incident(self.server, kind):
+        with il.incident(self.server, kind) as stop:
             with incidents.Sampler(self.server) as sampler:
                 sampler.wait(TRUTH_S)
-            capture(self.server, out)
+            capture(self.server, out, stop=stop)
         doc = json.loads((out / "findings.json").read_text(encoding="utf-8"))
         return Observed(self.version, kind, sampler.truth(), doc, out)
 
