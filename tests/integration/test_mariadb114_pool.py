@@ -67,10 +67,10 @@ def _load(server: mdb.MariaDB) -> mdb.SysbenchLoad:
 
 
 @pytest.fixture(scope="module")
-def pool_runs(tmp_path_factory):
+def pool_runs(tmp_path_factory, tls_options):
     need_perf()
     base = tmp_path_factory.mktemp("m114-pool")
-    with m4j.running(m4j.M114, ("--innodb-buffer-pool-size=8M",)) as server:
+    with m4j.running(m4j.M114, ("--innodb-buffer-pool-size=8M", *tls_options)) as server:
         mdb.sysbench_prepare(server, tables=1, table_size=ROWS)
         load = _load(server)
         try:

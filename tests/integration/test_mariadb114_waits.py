@@ -138,13 +138,12 @@ def test_row_lock_finding_names_the_waiting_threads_and_is_the_verdict(row_lock_
 
 
 @pytest.fixture(scope="module")
-def tiny_pool_run(tmp_path_factory):
+def tiny_pool_run(tmp_path_factory, tls_options):
     need_perf()
     out = tmp_path_factory.mktemp("m114-tinypool") / "run"
     # a page cleaner held to 100 pages a second cannot keep 16 writers in clean pages: they wait for free ones
-    with m4j.running(
-        m4j.M114, ("--innodb-buffer-pool-size=8M", "--innodb-io-capacity=100", "--innodb-io-capacity-max=100")
-    ) as server:
+    pool = ("--innodb-buffer-pool-size=8M", "--innodb-io-capacity=100", "--innodb-io-capacity-max=100")
+    with m4j.running(m4j.M114, (*pool, *tls_options)) as server:
         why, _ = tracer.unavailable([server.pid])
         if why:
             pytest.skip(why)
