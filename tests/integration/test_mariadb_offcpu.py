@@ -145,6 +145,12 @@ def _lock_scenario(server: mdb.MariaDB, ready: Path, tids: dict[str, int], conns
     tids["done"] = 1
 
 
+def _window_end(out: Path, off_cpu: bool) -> float:
+    """When the capture's window ended, on time.monotonic's clock: when the tracer (or perf) wrote its file."""
+    last = out / (rundir.OFFCPU_RAW if off_cpu else rundir.PERF_DATA)
+    return last.stat().st_mtime - (time.time() - time.monotonic())
+
+
 def _captured_waits(server: mdb.MariaDB, out: Path, pinger: Pinger, off_cpu: bool) -> tuple[dict, float]:
     """One capture with the lock scenario in it: (tids of the waiting threads, longest SELECT 1 meanwhile)."""
     mdb.sql(
@@ -172,9 +178,7 @@ def _captured_waits(server: mdb.MariaDB, out: Path, pinger: Pinger, off_cpu: boo
         conn.close()
     assert set(tids) == {"row", "mdl", "done"}, tids
     tids.update({f"{name}_wait": bounds for name, bounds in waits.items()})
-    wall_to_mono = time.time() - time.monotonic()  # the window ends when the tracer (or perf) wrote its file
-    last = out / (rundir.OFFCPU_RAW if off_cpu else rundir.PERF_DATA)
-    return tids, pinger.worst(begin, last.stat().st_mtime - wall_to_mono)
+    return tids, pinger.worst(begin, _window_end(out, off_cpu))
 
 
 @pytest.fixture(scope="module")
@@ -251,8 +255,7 @@ def _stall_pair(server: mdb.MariaDB, base: Path, n: int) -> dict[str, float]:
             out = base / f"stall-{n}-{name}"
             begin = time.monotonic()
             record(RecordOptions(pids=(server.pid,), out_dir=out, duration=3.0, mysql=False, off_cpu=off_cpu))
-            last = out / (rundir.OFFCPU_RAW if off_cpu else rundir.PERF_DATA)
-            worst[name] = pinger.worst(begin, last.stat().st_mtime - (time.time() - time.monotonic()))
+            worst[name] = pinger.worst(begin, _window_end(out, off_cpu))
         return worst
     finally:
         pinger.stop()
