@@ -51,7 +51,7 @@
 static const char state_letters[] = "RSDT?B";
 static const char *stat_names[OFFCPU_NSTATS] = {"switches",     "kstack_lost",    "ustack_lost",  "threads_full",
                                                 "entries_full", "ustack_scanned", "short",        "long",
-                                                "samples",      "samples_fpless", "samples_lost", "wakeups"};
+                                                "samples",      "samples_fpless", "samples_lost", "wakeups", "out_missed", "in_missed"};
 
 struct idset {
     __s32 *ids;
@@ -201,7 +201,7 @@ static int dump_open(FILE *f, int fd, struct idset *ids, const struct offcpu_opt
     while (!bpf_map_get_next_key(fd, prev, &next)) {
         tid = next;
         prev = &tid;
-        if (bpf_map_lookup_elem(fd, &tid, &s))
+        if (bpf_map_lookup_elem(fd, &tid, &s) || s.state == OFFCPU_STATE_ON) /* ON: running, no block open */
             continue;
         if (o->lazy && !s.ustack) { /* no stack taken yet: walk it now, the thread still waits */
             s.ustack = ulive_walk(o, s.tgid, tid, s.ip, s.sp, s.bp, &u);

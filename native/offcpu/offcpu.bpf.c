@@ -1,5 +1,10 @@
 /* offcpu.bpf.c - off-CPU time of the target processes' threads, summed per stack in the kernel.
  *
+ * Every thread seen keeps a start record until its last switch: a block open since its switch-out, or
+ * none (ON, set at its switch-in). A switch-in of a thread already ON, or a switch-out of one with a block
+ * open, is an event the program never saw (with other tracers starting and stopping beside it, the kernel
+ * was seen to skip it for part of the switches): counted as missed, never as a wait since the window's start.
+ *
  * Lazy mode (the default where the kernel has the sched_exit_tp tracepoint, 6.16+): at sched_switch
  * the thread leaving the CPU (prev) gets a start record with only its time, state and user registers,
  * no stack walk. When it runs again, sched_exit_tp fires in its own context (current is the thread,
@@ -359,14 +364,28 @@ static __always_inline __u64 off_cpu_stack(struct task_struct *task)
     return hash;
 }
 
+/* The window's start (0: not started yet, nothing is counted). */
+static __always_inline __u64 window_t0(void)
+{
+    __u32 which = OFFCPU_CLOCK_T0;
+    __u64 *t0 = bpf_map_lookup_elem(&clock, &which);
+
+    return t0 ? *t0 : 0;
+}
+
 static __always_inline void switch_out(void *ctx, struct task_struct *prev, bool preempt, unsigned int prev_state,
                                        __u64 now)
 {
-    struct offcpu_start s = {};
+    struct offcpu_start s = {}, *was;
     __u32 tid = prev->pid;
 
-    if (prev_state & 0x80) /* TASK_DEAD: the thread's last switch, it never comes back */
+    if (prev_state & 0x80) { /* TASK_DEAD: the thread's last switch, it never comes back */
+        bpf_map_delete_elem(&starts, &tid);
         return;
+    }
+    was = bpf_map_lookup_elem(&starts, &tid);
+    if (was && was->state != OFFCPU_STATE_ON && window_t0()) /* its block's end is unknown: replaced, not counted */
+        stat_add(OFFCPU_STAT_IN_MISSED);
     s.ts = now;
     s.tgid = prev->tgid;
     s.state = state_of(preempt, prev_state);
@@ -414,15 +433,6 @@ static __always_inline void wait_add(struct offcpu_key *key, struct task_struct 
     __sync_fetch_and_add(&v->count, 1);
 }
 
-/* The window's start (0: not started yet, nothing is counted). */
-static __always_inline __u64 window_t0(void)
-{
-    __u32 which = OFFCPU_CLOCK_T0;
-    __u64 *t0 = bpf_map_lookup_elem(&clock, &which);
-
-    return t0 ? *t0 : 0;
-}
-
 /* The part of a block that began at ts inside the window (blocks that began before t0 count from it):
  * 0 when the window has not started, or the block ended before it. */
 static __always_inline __u64 in_window(__u64 ts, __u64 now)
@@ -440,6 +450,35 @@ static __always_inline __u64 runnable_part(const struct offcpu_start *s, __u64 d
     __u64 runq = s->wake ? in_window(s->wake, now) : 0;
 
     return runq < delta ? runq : delta;
+}
+
+/* A switch-in ends the thread's block: its record stays, marked on a CPU (deleted, a later switch-in without
+ * a record would look like a thread off the CPU since before the capture, and count the whole window). */
+static __always_inline void mark_on(struct offcpu_start *s, __u64 now)
+{
+    s->state = OFFCPU_STATE_ON;
+    s->ts = now;
+    s->wake = 0;
+}
+
+/* The first switch-in of a thread the program has not seen: its record, marked on a CPU. */
+static __always_inline void seen_on(__u32 tid, __u32 tgid, __u64 now)
+{
+    struct offcpu_start on = {.ts = now, .tgid = tgid, .state = OFFCPU_STATE_ON, .kstack = OFFCPU_KSTACK_NONE};
+
+    if (bpf_map_update_elem(&starts, &tid, &on, BPF_NOEXIST) == -7 /* -E2BIG: full */)
+        stat_add(OFFCPU_STAT_THREADS_FULL);
+}
+
+/* A switch-in of a thread on a CPU since its last one: the program missed its switch-out. When the block
+ * began is unknown: it is counted as missed, not as time. */
+static __always_inline int out_missed(const struct offcpu_start *s)
+{
+    if (s->state != OFFCPU_STATE_ON)
+        return 0;
+    if (window_t0()) /* (the programs attach one by one: before the window, a switch-in may come first) */
+        stat_add(OFFCPU_STAT_OUT_MISSED);
+    return 1;
 }
 
 /* A thread without a start record, switched in: either off the CPU since before the capture (counted
@@ -472,16 +511,19 @@ static __always_inline void switch_in(struct task_struct *next, __u64 now)
     __u64 runq = 0;
 
     if (s) {
+        if (out_missed(s))
+            return;
         key.ustack = s->ustack;
         key.kstack = s->kstack;
         key.state = s->state;
         delta = in_window(s->ts, now);
         runq = runnable_part(s, delta, now);
-        bpf_map_delete_elem(&starts, &key.tid);
+        mark_on(s, now);
         if (!delta)
             return;
     } else {
         delta = unrecorded(&key, next, now);
+        seen_on(key.tid, key.tgid, now);
         if (!delta)
             return;
     }
@@ -497,12 +539,15 @@ static __always_inline void switch_in_lazy(void *ctx, struct task_struct *task, 
     __u64 delta, runq = 0;
 
     if (s) {
+        if (out_missed(s))
+            return;
         delta = in_window(s->ts, now);
         runq = runnable_part(s, delta, now);
         key.state = s->state;
-        bpf_map_delete_elem(&starts, &tid);
+        mark_on(s, now);
     } else { /* blocked since before t0 (back in its own context, its stacks are the wait's), or newborn */
         delta = unrecorded(&key, task, now);
+        seen_on(tid, tgid, now);
     }
     if (!delta)
         return;
@@ -565,8 +610,8 @@ int BPF_PROG(on_wakeup, struct task_struct *p)
     if (!is_target(p->tgid))
         return 0;
     s = bpf_map_lookup_elem(&starts, &tid);
-    if (s) {
-        if (s->state != OFFCPU_STATE_R && !s->wake) {
+    if (s) { /* on a CPU (ON), or preempted (R): runnable already */
+        if (s->state != OFFCPU_STATE_R && s->state != OFFCPU_STATE_ON && !s->wake) {
             s->wake = bpf_ktime_get_ns();
             stat_add(OFFCPU_STAT_WAKEUPS);
         }

@@ -30,6 +30,7 @@ enum offcpu_state {
     OFFCPU_STATE_T = 3, /* stopped or traced */
     OFFCPU_STATE_OTHER = 4,
     OFFCPU_STATE_BEFORE = 5, /* off the CPU since before the capture began */
+    OFFCPU_STATE_ON = 6, /* start records only: seen switching in, no block open (never in a wait entry) */
 };
 
 enum offcpu_stat {
@@ -45,11 +46,16 @@ enum offcpu_stat {
     OFFCPU_STAT_SAMPLES_FPLESS = 9, /* those whose user leaf is in code without frame pointers: stack kept */
     OFFCPU_STAT_SAMPLES_LOST = 10, /* those not kept (sample or stack map full) */
     OFFCPU_STAT_WAKEUPS = 11, /* sleeping target threads woken (sched_wakeup): the rest of their wait is runnable */
-    OFFCPU_NSTATS = 12,
+    OFFCPU_STAT_OUT_MISSED = 12, /* switch-ins of threads seen on a CPU since: a switch-out the program never saw */
+    OFFCPU_STAT_IN_MISSED = 13, /* switch-outs of threads with a block still open: a switch-in never seen */
+    OFFCPU_NSTATS = 14,
 };
 
+/* One per target thread seen since the program was attached (deleted at its last switch, TASK_DEAD): a block
+ * open since its switch-out (state R, S, D, T, ?), off since before the capture (B), or none (ON: it switched
+ * in since). A thread without one was never seen: off the CPU since the capture began. */
 struct offcpu_start {
-    __u64 ts; /* switch-out; 0: a thread off the CPU since before the capture, seen first at its wake-up */
+    __u64 ts; /* switch-out (ON: switch-in); 0: a thread off the CPU since before the capture, seen first at its wake-up */
     __u64 wake; /* sched_wakeup of a sleeping thread (0: not woken yet): from then on it waits for a CPU */
     __u64 ustack; /* eager mode: hash of the user frames (key of the ustacks map); 0: none */
     __s32 kstack; /* eager mode: stack map id; below 0: -errno (lazy mode: OFFCPU_KSTACK_NONE) */

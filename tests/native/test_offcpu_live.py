@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from pmuprof.errors import HelperError
 from pmuprof.model import rundir
 from pmuprof.model.folded import load_folded
 from pmuprof.model.offcpu import Threads
+from pmuprof.tools.native import offcpu as tool
 
 SECONDS = 4.0
 
@@ -131,6 +133,64 @@ def test_threads_born_in_the_window_are_charged_from_their_birth(tmp_path, mode)
     blocked = sum(stacks.values())
     # main (joining), two sleepers, one short-lived thread: never more than four off the CPU at once
     assert 0.5 * 2 * window_us < blocked <= 4.2 * window_us, (blocked / window_us, run.offcpu)
+
+
+def _trace(exe: str, pid: int, out: Path, seconds: float) -> tool.TracerOutput:
+    done = subprocess.run(
+        [exe, "--pid", str(pid), "--duration", str(seconds), "--out", str(out)], capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    return tool.load(out)
+
+
+def test_another_tracer_coming_and_going_invents_no_wait(tmp_path):
+    """With a second tracer started and stopped in a loop beside it, the kernel does not run this tracer's
+    sched_switch program for every switch-out of pingpong's threads (a busy process as the other tracer's target
+    made it skip up to 45 % of them). A missed
+    switch-out must leave that wait out, never count a thread off the CPU for longer than the window: when a
+    switch-in without a start record meant "off since before the capture", one thread of pingpong's busy
+    pairs counted 280 to 40,000 windows."""
+    need_offcpu()
+    exe = compile_prog(
+        PROGS / "pingpong.c", tmp_path / "pingpong", "gcc", "-O1", ("-g", "-fno-omit-frame-pointer", "-pthread")
+    )
+    tracer_exe = str(native_binary("pmuprof-offcpu"))
+    churn_script = (
+        "import subprocess, sys\n"
+        "while True:\n"
+        "    subprocess.run([sys.argv[1], '--pid', sys.argv[2], '--duration', '1', '--out', sys.argv[3]],"
+        " stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n"
+    )
+    prog = subprocess.Popen([str(exe), "120", "4"])
+    other = subprocess.Popen([str(exe), "120", "1"])  # the other tracer's target: busy too
+    churn = subprocess.Popen(
+        [sys.executable, "-c", churn_script, tracer_exe, str(other.pid), str(tmp_path / "churn.out")],
+        start_new_session=True,
+    )
+    missed = 0
+    try:
+        for attempt in range(4):  # until the kernel skipped some events: the case under test
+            out = _trace(tracer_exe, prog.pid, tmp_path / f"out{attempt}", 3.0)
+            window = out.end_ns - out.t0_ns
+            per_thread: dict[int, int] = {}
+            before: dict[int, int] = {}
+            for w in out.waits:
+                per_thread[w.tid] = per_thread.get(w.tid, 0) + w.ns
+                if w.state == "B":
+                    before[w.tid] = before.get(w.tid, 0) + w.waits
+            worst = max(per_thread.values()) / window
+            assert worst <= 1.001, (attempt, worst, out.stats)
+            assert max(before.values(), default=0) <= 1, (attempt, before)
+            missed = out.stats.get("out_missed", 0) + out.stats.get("in_missed", 0)
+            if missed:
+                break
+    finally:
+        os.killpg(churn.pid, 9)
+        for p in (churn, prog, other):
+            p.kill()
+            p.wait()
+    if not missed:
+        pytest.skip("the kernel delivered every scheduler event to the tracer in 4 windows: nothing was missed")
 
 
 def test_without_the_tracer_the_capture_goes_on(tmp_path, monkeypatch):

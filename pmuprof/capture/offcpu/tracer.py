@@ -339,6 +339,12 @@ def _loss_warnings(o: OffCpu) -> tuple[str, ...]:
             f"on-CPU sampler off ({o.sampler_off}): callers a frame-pointer walk skips under glibc are "
             "not recovered; the off-CPU stacks are complete"
         )
+    missed = o.lost.get("out_missed", 0) + o.lost.get("in_missed", 0)
+    if o.switches and missed > o.switches * 0.01:
+        out.append(
+            f"off-CPU: {missed} of {o.switches} context switches not seen by the tracer (other tracers on the "
+            "scheduler's tracepoints meanwhile?): their waits are left out, the off-CPU times are lower bounds"
+        )
     stacks_lost = o.lost.get("kstack_lost", 0) + o.lost.get("ustack_lost", 0)
     if o.switches and stacks_lost > o.switches * 0.01:  # (an upper bound in lazy mode: fewer stacks are taken)
         out.append(
