@@ -40,6 +40,7 @@ struct task_struct {
     int pid;
     int tgid;
     int on_cpu; /* CONFIG_SMP: 1 while it runs (or is being switched out) */
+    unsigned long nvcsw, nivcsw; /* its context switches, voluntary and not (counted before sched_switch) */
     char comm[16];
     __u64 start_time; /* CLOCK_MONOTONIC ns at fork */
 } __attribute__((preserve_access_index));
@@ -364,6 +365,12 @@ static __always_inline __u64 off_cpu_stack(struct task_struct *task)
     return hash;
 }
 
+/* The thread's context switches so far: the one under way is counted already at sched_switch. */
+static __always_inline __u64 switches_of(struct task_struct *task)
+{
+    return BPF_CORE_READ(task, nvcsw) + BPF_CORE_READ(task, nivcsw);
+}
+
 /* The window's start (0: not started yet, nothing is counted). */
 static __always_inline __u64 window_t0(void)
 {
@@ -388,6 +395,7 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev, bool
         stat_add(OFFCPU_STAT_IN_MISSED);
     s.ts = now;
     s.tgid = prev->tgid;
+    s.nsw = switches_of(prev);
     s.state = state_of(preempt, prev_state);
     if (cfg.lazy) { /* no stack now: the registers, for a block still open at the end */
         struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(prev);
@@ -481,6 +489,29 @@ static __always_inline int out_missed(const struct offcpu_start *s)
     return 1;
 }
 
+/* A block switched out at an earlier switch than the one ending now (its switch-in and a later switch-out
+ * were both missed: the thread ran meanwhile): when it ended is unknown, nothing is counted. A block seen
+ * first at its wake-up (ts 0) has no switch-out to compare. */
+static __always_inline int stale(const struct offcpu_start *s, struct task_struct *task)
+{
+    if (!s->ts || s->nsw == switches_of(task))
+        return 0;
+    if (window_t0())
+        stat_add(OFFCPU_STAT_IN_MISSED);
+    return 1;
+}
+
+/* A switch-in that ends no block this program can count: its switch-out, or its block's end, was missed. */
+static __always_inline int unknown_block(struct offcpu_start *s, struct task_struct *task, __u64 now)
+{
+    if (out_missed(s))
+        return 1;
+    if (!stale(s, task))
+        return 0;
+    mark_on(s, now);
+    return 1;
+}
+
 /* A thread without a start record, switched in: either off the CPU since before the capture (counted
  * from t0, state B, no stacks) or created inside the window and runnable since (its first switch-in:
  * counted from its birth, state R; the tracer saw no switch-out because there was none). 0: nothing to
@@ -511,7 +542,7 @@ static __always_inline void switch_in(struct task_struct *next, __u64 now)
     __u64 runq = 0;
 
     if (s) {
-        if (out_missed(s))
+        if (unknown_block(s, next, now))
             return;
         key.ustack = s->ustack;
         key.kstack = s->kstack;
@@ -539,7 +570,7 @@ static __always_inline void switch_in_lazy(void *ctx, struct task_struct *task, 
     __u64 delta, runq = 0;
 
     if (s) {
-        if (out_missed(s))
+        if (unknown_block(s, task, now))
             return;
         delta = in_window(s->ts, now);
         runq = runnable_part(s, delta, now);

@@ -47,7 +47,8 @@ enum offcpu_stat {
     OFFCPU_STAT_SAMPLES_LOST = 10, /* those not kept (sample or stack map full) */
     OFFCPU_STAT_WAKEUPS = 11, /* sleeping target threads woken (sched_wakeup): the rest of their wait is runnable */
     OFFCPU_STAT_OUT_MISSED = 12, /* switch-ins of threads seen on a CPU since: a switch-out the program never saw */
-    OFFCPU_STAT_IN_MISSED = 13, /* switch-outs of threads with a block still open: a switch-in never seen */
+    OFFCPU_STAT_IN_MISSED = 13, /* blocks whose end the program did not see (a switch-out over a block still
+                                 * open; a switch-in after further switches than the block's) */
     OFFCPU_NSTATS = 14,
 };
 
@@ -62,6 +63,8 @@ struct offcpu_start {
     __u32 state;
     __u32 tgid;
     __u32 pad;
+    __u64 nsw; /* the thread's context switches (nvcsw + nivcsw) counted at this switch-out: the switch-in
+	            * that ends this block finds the same number, one after a missed switch-out finds more */
     __u64 ip, sp, bp; /* lazy mode: the user registers at switch-out (the loader walks a block still
 	                   * open at the end from them) */
 };
