@@ -1,9 +1,11 @@
 """Shared pytest setup: make tests/ helpers importable, mark each test with its tier (tests/tiers.py), skip
 the opt-in tiers unless asked; ``target``: a process to capture."""
 
+import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -94,3 +96,22 @@ def pytest_collection_modifyitems(config, items):
         raise pytest.UsageError(
             "tests without a tier (add the folder to TIERS in tests/tiers.py): " + ", ".join(sorted(untiered))
         )
+
+
+def pytest_runtest_logstart(nodeid, location):
+    _timeline("start", nodeid)
+
+
+def pytest_runtest_logfinish(nodeid, location):
+    _timeline("end", nodeid)
+
+
+def _timeline(event: str, nodeid: str) -> None:
+    """PMUPROF_TEST_TIMELINE=FILE: one line per test start and end (monotonic time, worker, test id), to see
+    which units a tier ran when and where its workers sat idle (docs/development.md)."""
+    path = os.environ.get("PMUPROF_TEST_TIMELINE")
+    if not path:
+        return
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    with open(path, "a", encoding="utf-8") as out:
+        out.write(f"{time.monotonic():.3f}\t{worker}\t{event}\t{nodeid}\n")
