@@ -127,7 +127,8 @@ def duty_exe(tmp_path_factory) -> Path:
 
 
 @contextlib.contextmanager
-def _running(exe: Path) -> Iterator[subprocess.Popen]:
+def running_busy(exe: Path) -> Iterator[subprocess.Popen]:
+    """The busy program (``duty_exe``) running for as long as the block: a module-scoped capture starts its own."""
     proc = subprocess.Popen([str(exe)])
     try:
         yield proc
@@ -136,11 +137,13 @@ def _running(exe: Path) -> Iterator[subprocess.Popen]:
         proc.wait()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def busy(duty_exe):
-    """A process with known frames (hot_leaf <- warm_caller) using about 20 % of a CPU, while a module runs:
-    session-long, one in each worker, they cost the fast tier about 300 CPU-seconds doing nothing."""
-    with _running(duty_exe) as proc:
+    """A process with known frames (hot_leaf <- warm_caller) using about 20 % of a CPU, for one test: it burns
+    that fifth of a CPU for as long as it lives, so it lives while its test does (session-long, one in each
+    worker, they cost the fast tier about 300 CPU-seconds doing nothing; module-long, about 9 of
+    test_rundir_readers' 22)."""
+    with running_busy(duty_exe) as proc:
         yield proc
 
 
@@ -257,7 +260,7 @@ def live(duty_exe, tmp_path_factory):
     directory)}, start time)."""
     base = tmp_path_factory.mktemp("live")
     t0 = time.monotonic()
-    with _running(duty_exe) as busy:  # its own busy process, for as long as the captures take
+    with running_busy(duty_exe) as busy:  # its own busy process, for as long as the captures take
         procs = _start_live(busy, base)
         with ThreadPoolExecutor(len(procs)) as pool:  # each case's own end time
             ends = {case: pool.submit(_finish_timed, proc) for case, proc in procs.items()}

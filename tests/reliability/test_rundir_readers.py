@@ -24,7 +24,7 @@ from pmuprof.analysis import archive
 from pmuprof.analysis.load import REPAIRED_NOTE
 from pmuprof.capture.offcpu import tracer
 
-from .conftest import finish, one_line, spawn_cli
+from .conftest import finish, one_line, running_busy, spawn_cli
 from .localuser import NOBODY, Victim, foreign_file, foreign_link, need_root
 
 MARK = "SECRET_MARKER_OF_ANOTHER_FILE"
@@ -62,13 +62,15 @@ READERS = {
 
 
 @pytest.fixture(scope="module")
-def template(busy, tmp_path_factory):
+def template(duty_exe, tmp_path_factory):
     """A real run directory of the busy process (off-CPU too where the tracer runs), with a mysql.json and a
-    processlist.tsv as a server would have left."""
+    processlist.tsv as a server would have left. The busy process runs for the capture only: the tests read
+    the copies."""
     need_root()
     run = tmp_path_factory.mktemp("template") / "run"
-    off = ("--off-cpu",) if not tracer.unavailable([busy.pid])[0] else ("--no-off-cpu",)
-    res = finish(spawn_cli("capture", "-p", busy.pid, "-d", "2", "-o", run, "--no-mysql", *off), timeout=300)
+    with running_busy(duty_exe) as busy:
+        off = ("--off-cpu",) if not tracer.unavailable([busy.pid])[0] else ("--no-off-cpu",)
+        res = finish(spawn_cli("capture", "-p", busy.pid, "-d", "2", "-o", run, "--no-mysql", *off), timeout=300)
     assert res.code == 0, res.err
     (run / "mysql.json").write_text(json.dumps({"reachable": False, "error": "no server in this test"}))
     (run / "processlist.tsv").write_text(PROCESSLIST)

@@ -21,7 +21,7 @@ from helpers import REPO
 from pmuprof.capture.offcpu import tracer
 from pmuprof.rundir_create import unique_name
 
-from .conftest import finish, one_line, spawn_cli
+from .conftest import finish, one_line, running_busy, spawn_cli
 from .localuser import NOBODY, Victim, as_nobody, foreign_link, need_root, public_dir, run_as_nobody
 
 # Every file written in a run directory, and who writes it (docs/internals.md's table)
@@ -125,11 +125,17 @@ def _predictable(public: Path, comm: str, seconds: int) -> list[Path]:
 
 
 @pytest.fixture(scope="module")
-def captures(busy, public, tmp_path_factory):
+def captures(duty_exe, public, tmp_path_factory):
     """Four captures at once: into a new directory while nobody tries to plant a link at every writer's name
     and to rename it away; with --share; into an existing empty private directory (mktemp -d); with the
-    default name in a directory all users may write, after nobody made every name the old default would use."""
+    default name in a directory all users may write, after nobody made every name the old default would use.
+    The busy process runs for the captures only."""
     need_root()
+    with running_busy(duty_exe) as busy:
+        return _captures(busy, public, tmp_path_factory)
+
+
+def _captures(busy, public, tmp_path_factory):
     victim = Victim(tmp_path_factory.mktemp("victim") / "victim", b"root only\n")
     comm = Path(f"/proc/{busy.pid}/comm").read_text().strip()
     taken = _predictable(public, comm, 300)  # five minutes of names: a loaded host starts a capture slowly
