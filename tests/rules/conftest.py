@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from pmuprof.analysis.analyse import with_quality
+from pmuprof.model.analysis import StackQuality
 from pmuprof.findings.loader import load_rules
 from pmuprof.model.folded import load_folded
 from pmuprof.model.jsontypes import from_json
@@ -64,7 +65,21 @@ def load_fixture(path: Path, facts: dict | None = None) -> tuple[Profile, dict[s
             profile = replace(profile, status=from_json(ServerStatus, facts["status"]))
         except (TypeError, ValueError):
             pass
-    return with_quality(profile), headers
+    return _with_quality(profile, path, facts.get("run")), headers
+
+
+_QUALITY: dict[tuple[Path, str], tuple[StackQuality, ...]] = {}
+
+
+def _with_quality(profile: Profile, path: Path, run: dict | None) -> Profile:
+    """with_quality's, made once for a fixture and its run facts: it reads only the stacks and the run, and the
+    placeholder tests load each fire fixture once for every fact they drop (most of them not the run's)."""
+    if profile.analysis.quality:
+        return profile
+    key = (path, json.dumps(run, sort_keys=True))
+    if key not in _QUALITY:
+        _QUALITY[key] = with_quality(profile).analysis.quality
+    return replace(profile, analysis=replace(profile.analysis, quality=_QUALITY[key]))
 
 
 @pytest.fixture(scope="session")
