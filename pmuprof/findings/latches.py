@@ -115,9 +115,12 @@ class Attributor:
             return
         ids = np.unique(ids)
         hits: dict[int, list[tuple[Latch, str, str, str]]] = {}
-        for what, marked in p.acquirers:
-            for i in marked[np.isin(marked, ids)].tolist():
-                hits.setdefault(i, []).append(what)
+        if p.acquirers:  # one look-up for all acquirers' marks (a few hundred acquirers, a few ids each)
+            marked = np.concatenate([m for _, m in p.acquirers])
+            owner = np.repeat(np.arange(len(p.acquirers)), [len(m) for _, m in p.acquirers])
+            kept = np.isin(marked, ids)
+            for i, k in zip(marked[kept].tolist(), owner[kept].tolist()):  # in acquirer order, as they are listed
+                hits.setdefault(i, []).append(p.acquirers[k][0])
         for i in ids.tolist():
             frame = p.frames[i]
             self._wake.setdefault(frame, bool(p.wakes[i]))
