@@ -5,7 +5,7 @@ from __future__ import annotations
 import bisect
 import re
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import overload
 from collections.abc import Iterable, Iterator, Sequence
 
@@ -331,14 +331,30 @@ class FrameNames:
         at = [bisect.bisect_left(view, key) for key in moved]
         return cls(_Changed(table, changed), np.insert(rest, at, ids))
 
+    @cached_property
+    def _sorted(self) -> list[str] | None:
+        """The names in their sorted order, for bisect without a Python call per step (a rule set bisects a few
+        hundred times a table), where they are in memory already (a list of the same strings); None for a
+        FrameTable's, whose names are never all made at once."""
+        if isinstance(self.names, (FrameTable, _Changed)):
+            return None
+        names = self.names
+        return [names[i] for i in self.order.tolist()]
+
+    def _starting(self, prefix: str) -> tuple[int, int]:
+        """The range of the sorted order whose names start with ``prefix``."""
+        end = prefix + "\U0010ffff"
+        if self._sorted is not None:
+            return bisect.bisect_left(self._sorted, prefix), bisect.bisect_left(self._sorted, end)
+        view = _Sorted(self.names, self.order)  # (name, id) >= (prefix, -1) where name >= prefix
+        return bisect.bisect_left(view, (prefix, -1)), bisect.bisect_left(view, (end, -1))
+
     def candidates(self, glob: str) -> Iterable[int]:
         """Frame indices whose name or short name can match the (normalized) glob: a short name is a
         prefix of its name, so whatever starts or contains the glob's literal part is in the name."""
         prefix = re.split(r"[*?]", glob, maxsplit=1)[0]
         if prefix:
-            view = _Sorted(self.names, self.order)
-            lo = bisect.bisect_left(view, (prefix, -1))
-            hi = bisect.bisect_left(view, (prefix + "\U0010ffff", -1))
+            lo, hi = self._starting(prefix)
             found: list[int] = np.sort(self.order[lo:hi]).tolist()
             return found
         piece = max(re.split(r"[*?]", glob), key=len)
