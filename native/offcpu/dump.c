@@ -49,9 +49,9 @@
 #include "unwind.h"
 
 static const char state_letters[] = "RSDT?B";
-static const char *stat_names[OFFCPU_NSTATS] = {"switches",     "kstack_lost",    "ustack_lost",  "threads_full",
-                                                "entries_full", "ustack_scanned", "short",        "long",
-                                                "samples",      "samples_fpless", "samples_lost", "wakeups", "out_missed", "in_missed"};
+static const char *stat_names[OFFCPU_NSTATS] = {
+        "switches", "kstack_lost", "ustack_lost",    "threads_full", "entries_full", "ustack_scanned", "short",
+        "long",     "samples",     "samples_fpless", "samples_lost", "wakeups",      "out_missed",     "in_missed"};
 
 struct idset {
     __s32 *ids;
