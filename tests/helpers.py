@@ -103,7 +103,10 @@ def capture_under(load, out: Path, *args: str, env: dict | None = None, timeout:
 
     What the window records is the same; the report's analysis (folding, the binaries, skid) then has the
     CPU to itself instead of sharing it with sixteen clients and the server serving them, which costs the
-    suite seconds of wall clock and twice that of CPU per capture. ``timeout``: a hang detector."""
+    suite seconds of wall clock and twice that of CPU per capture. A load that can ``pause()`` (a connected
+    SysbenchLoad) is held while pmuprof starts (its imports and checks, seconds on a busy host) and resumed
+    once the first run.json is there, before any source or perf starts: the clients, already connected, carry
+    on where they were, and the window records the same steady load. ``timeout``: a hang detector."""
     import tempfile
     import time
     from types import SimpleNamespace
@@ -114,18 +117,27 @@ def capture_under(load, out: Path, *args: str, env: dict | None = None, timeout:
     argv = [sys.executable, "-m", "pmuprof", "capture", *args, "-o", str(out)]
     loads = load if isinstance(load, (list, tuple)) else [load]
     loads = [SimpleNamespace(stop=each) if callable(each) and not hasattr(each, "stop") else each for each in loads]
+    held = [each for each in loads if hasattr(each, "pause")]
     with tempfile.TemporaryFile() as so, tempfile.TemporaryFile() as se:
+        for each in held:
+            each.pause()
         proc = subprocess.Popen(argv, stdout=so, stderr=se, env=full_env, stdin=subprocess.DEVNULL)
         deadline, stopped = time.monotonic() + timeout, False
         try:
             while proc.poll() is None:
                 assert time.monotonic() < deadline, f"pmuprof capture still running after {timeout:g} s (hung?)"
+                if held and (out / "run.json").exists():  # written before the sources and perf start
+                    for each in held:
+                        each.resume()
+                    held = []
                 if not stopped and recorded(out):
                     for each in loads:
                         each.stop()
                     stopped = True
-                time.sleep(0.05)
+                time.sleep(0.01 if held else 0.05)
         finally:
+            for each in held:
+                each.resume()
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()

@@ -329,7 +329,7 @@ class SysbenchLoad:
         script_args: tuple[str, ...] | None = None,
         rate: int = 0,
     ) -> None:
-        self.server, self.test, self.threads, self.seconds = server, test, threads, seconds
+        self.server, self.test, self.threads, self.seconds, self.rate = server, test, threads, seconds, rate
         sizes = (f"--tables={tables}", f"--table-size={table_size}") if script_args is None else script_args
         argv = [
             which("sysbench") or "sysbench",
@@ -361,8 +361,21 @@ class SysbenchLoad:
         self._out.seek(0)
         return parse_sysbench(self._out.read().decode(errors="replace"), self.test, self.threads)
 
+    def pause(self) -> None:
+        """Hold the clients where they are (SIGSTOP to sysbench): connected, nothing sent, no CPU spent, the
+        server idle with them (helpers.capture_under, while pmuprof starts). A paced load (``rate``) is left
+        running: sysbench would send what it owes in a burst when it resumes."""
+        if not self.rate and self.proc.poll() is None:
+            os.kill(self.proc.pid, signal.SIGSTOP)
+
+    def resume(self) -> None:
+        """The clients carry on from where pause() held them, on the connections they had."""
+        if self.proc.poll() is None:
+            os.kill(self.proc.pid, signal.SIGCONT)
+
     def stop(self) -> None:
         if self.proc.poll() is None:
+            self.resume()  # a held sysbench would sit on SIGTERM until SIGKILL
             stop_pid(self.proc.pid, grace=5.0)
         self._out.close()
 
