@@ -3,7 +3,7 @@ reached (never a fixed sleep), stopped and undone afterwards, so one server serv
 
     server = incident_loads.start_server(incident_loads.DEBIAN, workdir)   # with a TLS certificate
     incident_loads.prepare(server)                                         # sbtest1..2, 10,000 rows each
-    with incident_loads.incident(server, "hot_rows"):   # gives a function that stops the load early
+    with incident_loads.incident(server, "hot_rows"):   # gives the running load: .stop() ends it early
         with incidents.Sampler(server) as sampler:
             sampler.wait(3.0)
     assert "hot_rows" in sampler.truth().confirmed()
@@ -199,17 +199,42 @@ class Driver:
         self.proc.stdout.close()
 
 
-def _sysbench(stack: ExitStack, server: mdb.MariaDB, test: str, threads: int, *args: str) -> mdb.SysbenchLoad:
+class Load(ExitStack):
+    """An incident's load while it runs: stop() (closing it) stops and undoes it. pause() and resume() hold and
+    release its sysbench clients (mariadb.SysbenchLoad.pause: not a paced one) when sysbench is all it runs, so
+    helpers.capture_under keeps them still while pmuprof starts; a load with a driver of its own (old read
+    views, an ALTER loop, connection churn: handshakes have the server's connect_timeout) runs throughout."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sysbench: list[mdb.SysbenchLoad] = []
+        self.drivers = 0
+
+    def pause(self) -> None:
+        for load in self.sysbench if not self.drivers else ():
+            load.pause()
+
+    def resume(self) -> None:
+        for load in self.sysbench:
+            load.resume()
+
+    def stop(self) -> None:
+        self.close()
+
+
+def _sysbench(stack: Load, server: mdb.MariaDB, test: str, threads: int, *args: str) -> mdb.SysbenchLoad:
     connected = status(server, "Threads_connected")  # this check's own connection and any driver's
     load = mdb.SysbenchLoad(server, RUN_S, test, threads, script_args=args)
     stack.callback(load.stop)
+    stack.sysbench.append(load)
     mdb.wait_connected(server, connected + threads, timeout=READY_S)
     return load
 
 
-def _driver(stack: ExitStack, script: Path, *args: str) -> Driver:
+def _driver(stack: Load, script: Path, *args: str) -> Driver:
     driver = Driver(script, *args)
     stack.callback(driver.stop)
+    stack.drivers += 1
     return driver
 
 
@@ -217,14 +242,14 @@ def _login(server: mdb.MariaDB) -> tuple[str, ...]:
     return ("--socket", str(server.socket), "--user", server.user, "--password", server.password)
 
 
-def _healthy(stack: ExitStack, server: mdb.MariaDB) -> None:
+def _healthy(stack: Load, server: mdb.MariaDB) -> None:
     _sysbench(stack, server, "oltp_point_select", 4, *SIZES)
     # warmed up: each new session's first reads open its tables in its table-cache instance (about one
     # Table_open_cache_miss a second over the first seconds, measured), which is start-up, not the load
     wait_rising(lambda: status(server, "Com_select"), 5000, "Com_select")
 
 
-def _purge_lag(stack: ExitStack, server: mdb.MariaDB) -> None:
+def _purge_lag(stack: Load, server: mdb.MariaDB) -> None:
     _driver(stack, OLD_VIEW, *_login(server), "--readers", "2", "--seconds", str(RUN_S)).ready()
     # at the issue's recorded rate (the history climbed ~900 a second): flat out, four durable writers are a second
     # incident of their own on this host's disk (10.2.11: 2,600 commits a second kept 2.1 threads waiting for the
@@ -233,12 +258,12 @@ def _purge_lag(stack: ExitStack, server: mdb.MariaDB) -> None:
     wait_rising(lambda: history_length(server), 200, "history list length")
 
 
-def _online_ddl(stack: ExitStack, server: mdb.MariaDB) -> None:
+def _online_ddl(stack: Load, server: mdb.MariaDB) -> None:
     _sysbench(stack, server, "oltp_read_write", 4, *SIZES)
     _driver(stack, ALTER_LOOP, *_login(server), "--table", f"sbtest{TABLES}", "--seconds", str(RUN_S)).ready()
 
 
-def _table_cache(stack: ExitStack, server: mdb.MariaDB) -> None:
+def _table_cache(stack: Load, server: mdb.MariaDB) -> None:
     if not mdb.sql(server, f"SHOW DATABASES LIKE '{CACHE_DB}'"):
         grants = [f"GRANT ALL ON {CACHE_DB}.* TO 'sbtest'@'{h}'" for h in ("localhost", "127.0.0.1")]
         mdb.sql(server, f"CREATE DATABASE {CACHE_DB}", *grants)
@@ -254,12 +279,12 @@ def _table_cache(stack: ExitStack, server: mdb.MariaDB) -> None:
     wait_rising(lambda: status(server, "Opened_tables"), 100, "Opened_tables")
 
 
-def _spill(stack: ExitStack, server: mdb.MariaDB) -> None:
+def _spill(stack: Load, server: mdb.MariaDB) -> None:
     _sysbench(stack, server, str(SPILL_LUA), 2, *SIZES)
     wait_rising(lambda: status(server, "Sort_merge_passes"), 2, "Sort_merge_passes")
 
 
-def _query_cache(stack: ExitStack, server: mdb.MariaDB) -> None:
+def _query_cache(stack: Load, server: mdb.MariaDB) -> None:
     before = mdb.sql(server, "SELECT @@GLOBAL.query_cache_type, @@GLOBAL.query_cache_size")[0]
     mdb.sql(server, "SET GLOBAL query_cache_size = 16777216", "SET GLOBAL query_cache_type = ON")
     stack.callback(
@@ -272,21 +297,21 @@ def _query_cache(stack: ExitStack, server: mdb.MariaDB) -> None:
     wait_rising(lambda: status(server, "Qcache_inserts"), 100, "Qcache_inserts")
 
 
-def _churn(stack: ExitStack, server: mdb.MariaDB, *tls: str) -> None:
+def _churn(stack: Load, server: mdb.MariaDB, *tls: str) -> None:
     login = ("--port", str(server.port), "--user", server.user, "--password", server.password)
     _driver(stack, CHURN, *login, "--seconds", str(RUN_S), "--workers", "2", *tls).ready(2)
 
 
-def _connection_churn(stack: ExitStack, server: mdb.MariaDB) -> None:
+def _connection_churn(stack: Load, server: mdb.MariaDB) -> None:
     _churn(stack, server, "--no-tls")
 
 
-def _tls_churn(stack: ExitStack, server: mdb.MariaDB) -> None:
+def _tls_churn(stack: Load, server: mdb.MariaDB) -> None:
     assert tls_on(server), "the server has no TLS (have_ssl is not YES)"
     _churn(stack, server)
 
 
-def _hot_rows(stack: ExitStack, server: mdb.MariaDB) -> None:
+def _hot_rows(stack: Load, server: mdb.MariaDB) -> None:
     _sysbench(stack, server, str(HOT_ROWS_LUA), 16, "--hot-rows=4", f"--table-size={TABLE_SIZE}")
     wait_rising(lambda: status(server, "Innodb_row_lock_waits"), 20, "Innodb_row_lock_waits")
 
@@ -295,7 +320,7 @@ def tls_on(server: mdb.MariaDB) -> bool:
     return str(mdb.sql(server, "SELECT @@GLOBAL.have_ssl")[0][0]).upper() == "YES"
 
 
-STARTERS: dict[str, Callable[[ExitStack, mdb.MariaDB], None]] = {
+STARTERS: dict[str, Callable[[Load, mdb.MariaDB], None]] = {
     "healthy": _healthy,
     "purge_lag": _purge_lag,
     "online_ddl": _online_ddl,
@@ -314,13 +339,14 @@ def _settled(server: mdb.MariaDB) -> None:
 
 
 @contextmanager
-def incident(server: mdb.MariaDB, kind: str) -> Iterator[Callable[[], None]]:
+def incident(server: mdb.MariaDB, kind: str) -> Iterator[Load]:
     """The kind's load running and its incident state reached; on exit the load is stopped and undone. What it
-    gives stops and undoes it earlier (a capture's recording has ended: its report needs no load beside it)."""
-    with ExitStack() as stack:
+    gives (a Load) stops and undoes it earlier (a capture's recording has ended: its report needs no load beside
+    it) and is held while a capture starts (helpers.capture_under)."""
+    with Load() as stack:
         stack.callback(_settled, server)
         STARTERS[kind](stack, server)
-        yield stack.close
+        yield stack
 
 
 def module_server(version: str, workdir: Path) -> Iterator[mdb.MariaDB]:

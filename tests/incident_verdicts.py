@@ -13,7 +13,6 @@ load and one capture (and `pytest -k spill` runs only that one).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -55,13 +54,13 @@ NEEDS: dict[str, tuple[str, ...]] = {"purge_lag": ("Innodb_history_list_length",
 OWN_COUNTERS = ("tmp-disk-tables", "query-cache", "status-polling")
 
 
-def capture(server: mdb.MariaDB, out: Path, seconds: int = CAPTURE_S, stop: Callable[[], None] | None = None) -> Path:
+def capture(server: mdb.MariaDB, out: Path, seconds: int = CAPTURE_S, load: il.Load | None = None) -> Path:
     """``pmuprof capture -p PID -d seconds`` of the server into ``out`` (record and report, as a DBA runs it).
-    ``stop``: stops the load as soon as the recording has ended (helpers.capture_under), so the report does not
-    share the CPUs with it; what the window records is the same."""
+    ``load``: held while pmuprof starts and stopped as soon as the recording has ended (helpers.capture_under),
+    so neither pmuprof's start nor the report shares the CPUs with it; what the window records is the same."""
     args = ("-p", str(server.pid), "-d", str(seconds), "-q", "-F", str(FREQUENCY))
     args += ("--defaults-file", str(server.defaults_file))
-    proc = capture_under(stop or (lambda: None), out, *args, timeout=600)
+    proc = capture_under(load or (lambda: None), out, *args, timeout=600)
     if proc.returncode != 0:
         raise RuntimeError(f"pmuprof capture failed ({proc.returncode}): {proc.stderr[-2000:]}")
     return out
@@ -95,10 +94,10 @@ class Observations:
 
     def _observe(self, kind: str) -> Observed:
         out = self.workdir / kind
-        with il.incident(self.server, kind) as stop:
+        with il.incident(self.server, kind) as load:
             with incidents.Sampler(self.server) as sampler:
                 sampler.wait(TRUTH_S)
-            capture(self.server, out, stop=stop)
+            capture(self.server, out, load=load)
         doc = json.loads((out / "findings.json").read_text(encoding="utf-8"))
         return Observed(self.version, kind, sampler.truth(), doc, out)
 
