@@ -11,11 +11,13 @@ the code decides and a ratio.
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
 
-from helpers import fix_text, need_perf, run_cli
+from helpers import capture_under, fix_text, need_perf
 import mariadb as mdb
 
 CHURN = Path(__file__).resolve().parents[1] / "loads" / "connect_churn.py"
@@ -23,7 +25,9 @@ SECONDS = 6
 
 
 def _capture(server: mdb.MariaDB, out: Path, *client_args: str) -> dict:
-    """The connection-setup finding while the churn client runs ({} when quiet), and the client's line."""
+    """The connection-setup finding while the churn client runs ({} when quiet), and the client's line. The client
+    runs until the recording has ended (capture_under stops it: SIGTERM, it prints its counts); its --seconds is a
+    bound on a client whose test died."""
     need_perf()
     argv = [
         sys.executable,
@@ -35,7 +39,7 @@ def _capture(server: mdb.MariaDB, out: Path, *client_args: str) -> dict:
         "--password",
         server.password,
         "--seconds",
-        str(SECONDS + 8),
+        str(mdb.UNTIL_STOPPED),
         "--workers",
         "2",
         *client_args,
@@ -44,19 +48,8 @@ def _capture(server: mdb.MariaDB, out: Path, *client_args: str) -> dict:
     try:
         for _ in range(2):  # both workers connected: a pool's own handshakes fall before the capture
             assert client.stdout.readline().strip() == "ready"
-        res = run_cli(
-            "capture",
-            "-p",
-            str(server.pid),
-            "-d",
-            str(SECONDS),
-            "-F",
-            "199",
-            "-o",
-            str(out),
-            "--defaults-file",
-            str(server.defaults_file),
-        )
+        args = ("-p", str(server.pid), "-d", str(SECONDS), "-F", "199", "--defaults-file", str(server.defaults_file))
+        res = capture_under(lambda: os.killpg(client.pid, signal.SIGTERM), out, *args)
         said, _ = client.communicate(timeout=120)
     finally:
         if client.poll() is None:

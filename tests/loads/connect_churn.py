@@ -5,7 +5,8 @@
     python3 tests/loads/connect_churn.py ... --reuse     # the fix: one connection per worker, kept open
 
 Prints ``ready`` once per worker when its first connection is open, then one line,
-``connections <n> queries <m> seconds <s>``. The client does not verify the
+``connections <n> queries <m> seconds <s>`` when --seconds have passed or SIGTERM came (to the process group,
+as a test stops it once its capture has recorded: each worker ends its round first). The client does not verify the
 server's certificate (MariaDB 11.4 generates a self-signed one); TLS still runs the full handshake.
 """
 
@@ -14,6 +15,7 @@ from __future__ import annotations
 import argparse
 import os
 import multiprocessing as mp
+import signal
 import ssl
 import time
 
@@ -36,11 +38,20 @@ def _connect(args: argparse.Namespace) -> pymysql.Connection:
     )
 
 
+_stopped = False
+
+
+def _stop(_sig: int, _frame: object) -> None:
+    global _stopped
+    _stopped = True
+
+
 def _worker(args: argparse.Namespace, out: mp.Queue) -> None:
+    signal.signal(signal.SIGTERM, _stop)  # before its ``ready``: a stop after it ends the round, then reports
     connections = queries = 0
     end = time.monotonic() + args.seconds
     con = None
-    while time.monotonic() < end:
+    while time.monotonic() < end and not _stopped:
         if con is None:
             con = _connect(args)
             connections += 1
@@ -69,6 +80,7 @@ def main() -> None:
     ap.add_argument("--reuse", action="store_true", help="keep one connection per worker (a pool)")
     args = ap.parse_args()
     out: mp.Queue = mp.Queue()
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # the workers stop on it; this one then prints their counts
     procs = [mp.Process(target=_worker, args=(args, out)) for _ in range(args.workers)]
     for p in procs:
         p.start()
