@@ -306,6 +306,33 @@ def index_dive_prepare(server: MariaDB, table_size: int = 200000) -> None:
     subprocess.run(argv, check=True, capture_output=True, timeout=600)
 
 
+def sysbench_run_argv(
+    server: MariaDB,
+    seconds: float,
+    test: str = "oltp_read_write",
+    threads: int = 4,
+    tables: int = 2,
+    table_size: int = 10000,
+    script_args: tuple[str, ...] | None = None,
+    rate: int = 0,
+) -> list[str]:
+    """The ``sysbench ... run`` command line of SysbenchLoad (its arguments), for a caller that runs it itself."""
+    sizes = (f"--tables={tables}", f"--table-size={table_size}") if script_args is None else script_args
+    return [
+        which("sysbench") or "sysbench",
+        test,
+        *server.sysbench_args(),
+        *sizes,
+        f"--threads={threads}",
+        f"--time={int(seconds)}",
+        "--percentile=95",
+        "--report-interval=0",
+        "--rand-type=uniform",
+        *([f"--rate={rate}"] if rate else []),
+        "run",
+    ]
+
+
 UNTIL_STOPPED = 3600  # sysbench --time of a load the test stops itself: longer than any capture on a loaded host
 
 
@@ -330,20 +357,7 @@ class SysbenchLoad:
         rate: int = 0,
     ) -> None:
         self.server, self.test, self.threads, self.seconds, self.rate = server, test, threads, seconds, rate
-        sizes = (f"--tables={tables}", f"--table-size={table_size}") if script_args is None else script_args
-        argv = [
-            which("sysbench") or "sysbench",
-            test,
-            *server.sysbench_args(),
-            *sizes,
-            f"--threads={threads}",
-            f"--time={int(seconds)}",
-            "--percentile=95",
-            "--report-interval=0",
-            "--rand-type=uniform",
-            *([f"--rate={rate}"] if rate else []),
-            "run",
-        ]
+        argv = sysbench_run_argv(server, seconds, test, threads, tables, table_size, script_args, rate)
         self._out = tempfile.TemporaryFile()
         self.proc = subprocess.Popen(
             argv, stdout=self._out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
