@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
-import time
 
 import pytest
 
@@ -24,22 +24,40 @@ from pmuprof.capture.offcpu.tracer import unavailable
 DURABILITY = ("innodb_flush_log_at_trx_commit = 2", "sync_binlog = 0", "innodb_doublewrite = 0")
 
 
-@pytest.fixture
-def hogs():
-    """Three busy shells per CPU (the run queue far above the CPU count whatever else runs here); what it gives kills
-    them (the test, once the recording has ended); always killed in teardown."""
-    procs = [subprocess.Popen(["sh", "-c", "while :; do :; done"]) for _ in range(3 * (os.cpu_count() or 1))]
+class Hogs:
+    """Three busy shells per CPU (the run queue far above the CPU count whatever else runs here). stop() kills
+    them (the test, once the recording has ended: capture_under); pause() and resume() hold them while pmuprof
+    starts (capture_under), so they spin in the window, not through pmuprof's start."""
 
-    def kill() -> None:
-        for p in procs:
-            p.kill()
-        for p in procs:
+    def __init__(self) -> None:
+        self.procs = [subprocess.Popen(["sh", "-c", "while :; do :; done"]) for _ in range(3 * (os.cpu_count() or 1))]
+
+    def _signal(self, sig: int) -> None:
+        for p in self.procs:
+            if p.poll() is None:
+                p.send_signal(sig)
+
+    def pause(self) -> None:
+        self._signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        self._signal(signal.SIGCONT)
+
+    def stop(self) -> None:
+        for p in self.procs:
+            p.kill()  # SIGKILL ends a stopped process too
+        for p in self.procs:
             p.wait()
 
+
+@pytest.fixture
+def hogs():
+    """Hogs spinning; always killed in teardown."""
+    hogs = Hogs()
     try:
-        yield kill
+        yield hogs
     finally:
-        kill()
+        hogs.stop()
 
 
 def test_a_saturated_host_explains_itself(mariadb, hogs, tmp_path):
@@ -109,7 +127,8 @@ def test_a_system_wide_recording_of_two_servers(two_versions, tmp_path):
     debian, hot = two_versions
     loads = [mdb.SysbenchLoad(hot, 60, "oltp_write_only", 16), mdb.SysbenchLoad(debian, 60, "oltp_point_select", 1)]
     try:
-        time.sleep(4)
+        for load in loads:
+            load.connected()  # past sysbench's connect on both servers: the recording sees their statements
         data = tmp_path / "perf.data"
         rec = subprocess.run(
             [perf, "record", "-a", "-g", "-F", "499", "-o", str(data), "--", "sleep", "8"],
