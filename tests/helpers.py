@@ -97,9 +97,19 @@ def recorded(out: Path) -> bool:
         return False
 
 
+def window_done(out: Path) -> bool:
+    """Whether the capture into ``out`` no longer reads the load: perf's window and the per-second sources
+    have stopped (capture/lifecycle.py ``on_stopped``, where ``pmuprof demo`` stops its workload). status.json,
+    the server counters' file, is written by the last per-second source to stop (capture/sources.py), after
+    its closing poll; what stops after it (off-CPU folding, the kept binaries and kernel symbols: seconds)
+    reads files. A capture without it (no server connection): run.json listing its sources (``recorded``)."""
+    return (out / "status.json").exists() or recorded(out)
+
+
 def capture_under(load, out: Path, *args: str, env: dict | None = None, timeout: float = 900):
     """``pmuprof capture ARGS -o OUT`` as run_cli runs it, with ``load`` (a sysbench load, anything else with
-    ``stop()`` or a function that stops it, or a list of them) stopped as soon as the recording has ended (``recorded``), before the report.
+    ``stop()`` or a function that stops it, or a list of them) stopped as soon as the recording has ended
+    (``window_done``), before the capture's last files and the report.
 
     What the window records is the same; the report's analysis (folding, the binaries, skid) then has the
     CPU to itself instead of sharing it with sixteen clients and the server serving them, which costs the
@@ -130,7 +140,7 @@ def capture_under(load, out: Path, *args: str, env: dict | None = None, timeout:
                     for each in held:
                         each.resume()
                     held = []
-                if not stopped and recorded(out):
+                if not stopped and window_done(out):
                     for each in loads:
                         each.stop()
                     stopped = True
