@@ -155,9 +155,11 @@ def wait_rising(read: Callable[[], int], by: int, what: str) -> None:
 
 
 class Driver:
-    """A pymysql driver from tests/loads/ in its own session; ``ready()`` reads its n ``ready`` lines."""
+    """A pymysql driver from tests/loads/ in its own session; ``ready()`` reads its n ``ready`` lines. A driver
+    that ``holds`` (connect_churn.py) stops after its round on SIGUSR1 and carries on at SIGUSR2: pause()/resume()."""
 
-    def __init__(self, script: Path, *args: str) -> None:
+    def __init__(self, script: Path, *args: str, holds: bool = False) -> None:
+        self.holds = holds
         self.proc = subprocess.Popen(
             [sys.executable, str(script), *args],
             stdout=subprocess.PIPE,
@@ -185,6 +187,14 @@ class Driver:
             line = self._line(deadline)
             assert line.strip() == "ready", f"{self.proc.args[1]}: {line!r}"
 
+    def pause(self) -> None:
+        if self.holds and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGUSR1)
+
+    def resume(self) -> None:
+        if self.holds and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGUSR2)
+
     def stop(self) -> None:
         """SIGTERM to its process group (its worker processes too), SIGKILL after a grace period."""
         if self.proc.poll() is None:
@@ -201,22 +211,25 @@ class Driver:
 
 class Load(ExitStack):
     """An incident's load while it runs: stop() (closing it) stops and undoes it. pause() and resume() hold and
-    release its sysbench clients (mariadb.SysbenchLoad.pause: not a paced one) when sysbench is all it runs, so
-    helpers.capture_under keeps them still while pmuprof starts; a load with a driver of its own (old read
-    views, an ALTER loop, connection churn: handshakes have the server's connect_timeout) runs throughout."""
+    release its clients, so helpers.capture_under keeps them still while pmuprof starts: its sysbench
+    (mariadb.SysbenchLoad.pause: not a paced one) and its drivers, when each of them holds (the connection
+    churn, between rounds); a load with another driver (old read views, an ALTER loop) runs throughout."""
 
     def __init__(self) -> None:
         super().__init__()
         self.sysbench: list[mdb.SysbenchLoad] = []
-        self.drivers = 0
+        self.drivers: list[Driver] = []
+
+    def _clients(self) -> list[mdb.SysbenchLoad | Driver]:
+        return [*self.sysbench, *self.drivers] if all(d.holds for d in self.drivers) else []
 
     def pause(self) -> None:
-        for load in self.sysbench if not self.drivers else ():
-            load.pause()
+        for client in self._clients():
+            client.pause()
 
     def resume(self) -> None:
-        for load in self.sysbench:
-            load.resume()
+        for client in self._clients():
+            client.resume()
 
     def stop(self) -> None:
         self.close()
@@ -231,10 +244,10 @@ def _sysbench(stack: Load, server: mdb.MariaDB, test: str, threads: int, *args: 
     return load
 
 
-def _driver(stack: Load, script: Path, *args: str) -> Driver:
-    driver = Driver(script, *args)
+def _driver(stack: Load, script: Path, *args: str, holds: bool = False) -> Driver:
+    driver = Driver(script, *args, holds=holds)
     stack.callback(driver.stop)
-    stack.drivers += 1
+    stack.drivers.append(driver)
     return driver
 
 
@@ -299,7 +312,7 @@ def _query_cache(stack: Load, server: mdb.MariaDB) -> None:
 
 def _churn(stack: Load, server: mdb.MariaDB, *tls: str) -> None:
     login = ("--port", str(server.port), "--user", server.user, "--password", server.password)
-    _driver(stack, CHURN, *login, "--seconds", str(RUN_S), "--workers", "2", *tls).ready(2)
+    _driver(stack, CHURN, *login, "--seconds", str(RUN_S), "--workers", "2", *tls, holds=True).ready(2)
 
 
 def _connection_churn(stack: Load, server: mdb.MariaDB) -> None:

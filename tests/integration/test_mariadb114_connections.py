@@ -24,10 +24,31 @@ CHURN = Path(__file__).resolve().parents[1] / "loads" / "connect_churn.py"
 SECONDS = 6
 
 
+class _Client:
+    """The churn client's process group as capture_under's load: held after its round while pmuprof starts
+    (SIGUSR1, then SIGUSR2), stopped once the recording has ended (SIGTERM: it prints its counts)."""
+
+    def __init__(self, proc: subprocess.Popen) -> None:
+        self.proc = proc
+
+    def _signal(self, sig: int) -> None:
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, sig)
+
+    def pause(self) -> None:
+        self._signal(signal.SIGUSR1)
+
+    def resume(self) -> None:
+        self._signal(signal.SIGUSR2)
+
+    def stop(self) -> None:
+        self._signal(signal.SIGTERM)
+
+
 def _capture(server: mdb.MariaDB, out: Path, *client_args: str) -> dict:
     """The connection-setup finding while the churn client runs ({} when quiet), and the client's line. The client
-    runs until the recording has ended (capture_under stops it: SIGTERM, it prints its counts); its --seconds is a
-    bound on a client whose test died."""
+    is held while pmuprof starts and runs until the recording has ended (capture_under, through _Client); its
+    --seconds is a bound on a client whose test died."""
     need_perf()
     argv = [
         sys.executable,
@@ -49,7 +70,7 @@ def _capture(server: mdb.MariaDB, out: Path, *client_args: str) -> dict:
         for _ in range(2):  # both workers connected: a pool's own handshakes fall before the capture
             assert client.stdout.readline().strip() == "ready"
         args = ("-p", str(server.pid), "-d", str(SECONDS), "-F", "199", "--defaults-file", str(server.defaults_file))
-        res = capture_under(lambda: os.killpg(client.pid, signal.SIGTERM), out, *args)
+        res = capture_under(_Client(client), out, *args)
         said, _ = client.communicate(timeout=120)
     finally:
         if client.poll() is None:

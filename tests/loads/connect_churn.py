@@ -6,7 +6,9 @@
 
 Prints ``ready`` once per worker when its first connection is open, then one line,
 ``connections <n> queries <m> seconds <s>`` when --seconds have passed or SIGTERM came (to the process group,
-as a test stops it once its capture has recorded: each worker ends its round first). The client does not verify the
+as a test stops it once its capture has recorded: each worker ends its round first). SIGUSR1 holds the workers
+after their round (no handshake open, nothing sent) until SIGUSR2: a test keeps them still while pmuprof
+starts (tests/helpers.py capture_under). The client does not verify the
 server's certificate (MariaDB 11.4 generates a self-signed one); TLS still runs the full handshake.
 """
 
@@ -39,6 +41,7 @@ def _connect(args: argparse.Namespace) -> pymysql.Connection:
 
 
 _stopped = False
+_held = False
 
 
 def _stop(_sig: int, _frame: object) -> None:
@@ -46,12 +49,22 @@ def _stop(_sig: int, _frame: object) -> None:
     _stopped = True
 
 
+def _hold(sig: int, _frame: object) -> None:
+    global _held
+    _held = sig == signal.SIGUSR1
+
+
 def _worker(args: argparse.Namespace, out: mp.Queue) -> None:
-    signal.signal(signal.SIGTERM, _stop)  # before its ``ready``: a stop after it ends the round, then reports
+    # before its ``ready``: a signal after it ends (SIGTERM) or holds (SIGUSR1, until SIGUSR2) the round
+    signal.signal(signal.SIGTERM, _stop)
+    signal.signal(signal.SIGUSR1, _hold)
+    signal.signal(signal.SIGUSR2, _hold)
     connections = queries = 0
     end = time.monotonic() + args.seconds
     con = None
     while time.monotonic() < end and not _stopped:
+        while _held and not _stopped:  # between rounds: nothing half done with the server
+            time.sleep(0.01)
         if con is None:
             con = _connect(args)
             connections += 1
@@ -80,7 +93,8 @@ def main() -> None:
     ap.add_argument("--reuse", action="store_true", help="keep one connection per worker (a pool)")
     args = ap.parse_args()
     out: mp.Queue = mp.Queue()
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # the workers stop on it; this one then prints their counts
+    for sig in (signal.SIGTERM, signal.SIGUSR1, signal.SIGUSR2):  # the workers act on them; this one waits for them
+        signal.signal(sig, signal.SIG_IGN)
     procs = [mp.Process(target=_worker, args=(args, out)) for _ in range(args.workers)]
     for p in procs:
         p.start()
