@@ -80,6 +80,15 @@ class Pinger:
         self.path = path
         self.proc = subprocess.Popen([sys.executable, "-c", PINGER, str(server.socket), str(path)])
 
+    def ready(self, timeout: float = 600) -> None:
+        """Until the first SELECT 1 has come back (its line is written): connected and pinging. ``timeout`` is a
+        hang detector."""
+        deadline = time.monotonic() + timeout
+        while not (self.path.is_file() and "\n" in self.path.read_text()):
+            assert self.proc.poll() is None, f"the pinger exited ({self.proc.returncode}) before its first ping"
+            assert time.monotonic() < deadline, f"the pinger answered no SELECT 1 in {timeout:g} s"
+            time.sleep(0.05)
+
     def stop(self) -> None:
         self.proc.kill()
         self.proc.wait()
@@ -188,7 +197,7 @@ def lock_run(mariadb, tmp_path_factory):
     base = tmp_path_factory.mktemp("offcpu-mdb")
     pinger = Pinger(mariadb, base / "pings.txt")
     try:
-        time.sleep(1)
+        pinger.ready()
         _, without = _captured_waits(mariadb, base / "perf-only", pinger, off_cpu=False)
         tids, during = _captured_waits(mariadb, base / "run", pinger, off_cpu=True)
     finally:
