@@ -317,6 +317,12 @@ def _funcs():
     return helper.funcs if helper_path() is not None else None
 
 
+def _over_a_percent_of_switches(o: OffCpu, *kinds: str) -> int:
+    """The tracer's losses of these kinds together, when they exceed 1 % of the switches it saw (else 0)."""
+    lost = sum(o.lost.get(kind, 0) for kind in kinds)
+    return lost if o.switches and lost > o.switches * 0.01 else 0
+
+
 def _loss_warnings(o: OffCpu) -> tuple[str, ...]:
     out = []
     if o.lost.get("entries_full"):
@@ -339,14 +345,15 @@ def _loss_warnings(o: OffCpu) -> tuple[str, ...]:
             f"on-CPU sampler off ({o.sampler_off}): callers a frame-pointer walk skips under glibc are "
             "not recovered; the off-CPU stacks are complete"
         )
-    missed = o.lost.get("out_missed", 0) + o.lost.get("in_missed", 0)
-    if o.switches and missed > o.switches * 0.01:
+    missed = _over_a_percent_of_switches(o, "out_missed", "in_missed")
+    if missed:
         out.append(
             f"off-CPU: {missed} of {o.switches} context switches not seen by the tracer (other tracers on the "
             "scheduler's tracepoints meanwhile?): their waits are left out, the off-CPU times are lower bounds"
         )
-    stacks_lost = o.lost.get("kstack_lost", 0) + o.lost.get("ustack_lost", 0)
-    if o.switches and stacks_lost > o.switches * 0.01:  # (an upper bound in lazy mode: fewer stacks are taken)
+    # (an upper bound in lazy mode: fewer stacks are taken)
+    stacks_lost = _over_a_percent_of_switches(o, "kstack_lost", "ustack_lost")
+    if stacks_lost and o.switches:
         out.append(
             f"off-CPU: {stacks_lost} of {2 * o.switches} stacks not stored (stack map full or hash "
             f"collisions; {o.limits.get('stacks')} stacks)"
