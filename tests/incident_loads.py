@@ -156,10 +156,12 @@ def wait_rising(read: Callable[[], int], by: int, what: str) -> None:
 
 class Driver:
     """A pymysql driver from tests/loads/ in its own session; ``ready()`` reads its n ``ready`` lines. A driver
-    that ``holds`` (connect_churn.py) stops after its round on SIGUSR1 and carries on at SIGUSR2: pause()/resume()."""
+    that ``holds`` (connect_churn.py) stops after its round on SIGUSR1 and carries on at SIGUSR2: pause()/resume().
+    ``said``: what it printed after those lines, kept when stop() has ended it (its counts)."""
 
     def __init__(self, script: Path, *args: str, holds: bool = False) -> None:
         self.holds = holds
+        self.said = ""
         self.proc = subprocess.Popen(
             [sys.executable, str(script), *args],
             stdout=subprocess.PIPE,
@@ -206,7 +208,19 @@ class Driver:
                 self.proc.wait(30)
             except ProcessLookupError:
                 pass
-        self.proc.stdout.close()
+        if not self.proc.stdout.closed:
+            self.said = self._rest()
+            self.proc.stdout.close()
+
+    def _rest(self) -> str:
+        """What is in its pipe now, past the lines read (never waits: a worker of its group may hold the pipe)."""
+        fd = self.proc.stdout.fileno()
+        while select.select([fd], [], [], 0)[0]:
+            chunk = os.read(fd, 4096)
+            if not chunk:
+                break
+            self._buffer += chunk
+        return self._buffer.decode(errors="replace")
 
 
 class Load(ExitStack):

@@ -11,70 +11,30 @@ the code decides and a ratio.
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
-import sys
 from pathlib import Path
 
 from helpers import capture_under, fix_text, need_perf
+import incident_loads as il
 import mariadb as mdb
 
 CHURN = Path(__file__).resolve().parents[1] / "loads" / "connect_churn.py"
 SECONDS = 6
 
 
-class _Client:
-    """The churn client's process group as capture_under's load: held after its round while pmuprof starts
-    (SIGUSR1, then SIGUSR2), stopped once the recording has ended (SIGTERM: it prints its counts)."""
-
-    def __init__(self, proc: subprocess.Popen) -> None:
-        self.proc = proc
-
-    def _signal(self, sig: int) -> None:
-        if self.proc.poll() is None:
-            os.killpg(self.proc.pid, sig)
-
-    def pause(self) -> None:
-        self._signal(signal.SIGUSR1)
-
-    def resume(self) -> None:
-        self._signal(signal.SIGUSR2)
-
-    def stop(self) -> None:
-        self._signal(signal.SIGTERM)
-
-
 def _capture(server: mdb.MariaDB, out: Path, *client_args: str) -> dict:
     """The connection-setup finding while the churn client runs ({} when quiet), and the client's line. The client
-    is held while pmuprof starts and runs until the recording has ended (capture_under, through _Client); its
+    is held while pmuprof starts and runs until the recording has ended (capture_under, through il.Driver); its
     --seconds is a bound on a client whose test died."""
     need_perf()
-    argv = [
-        sys.executable,
-        str(CHURN),
-        "--port",
-        str(server.port),
-        "--user",
-        server.user,
-        "--password",
-        server.password,
-        "--seconds",
-        str(mdb.UNTIL_STOPPED),
-        "--workers",
-        "2",
-        *client_args,
-    ]
-    client = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    login = ("--port", str(server.port), "--user", server.user, "--password", server.password)
+    client = il.Driver(CHURN, *login, "--seconds", str(mdb.UNTIL_STOPPED), "--workers", "2", *client_args, holds=True)
     try:
-        for _ in range(2):  # both workers connected: a pool's own handshakes fall before the capture
-            assert client.stdout.readline().strip() == "ready"
+        client.ready(2)  # both workers connected: a pool's own handshakes fall before the capture
         args = ("-p", str(server.pid), "-d", str(SECONDS), "-F", "199", "--defaults-file", str(server.defaults_file))
-        res = capture_under(_Client(client), out, *args)
-        said, _ = client.communicate(timeout=120)
+        res = capture_under(client, out, *args)
     finally:
-        if client.poll() is None:
-            mdb.stop_pid(client.pid, grace=5.0)
+        client.stop()
+    said = client.said.strip()
     assert res.returncode == 0, res.stderr
     assert said.startswith("connections "), said
     findings = json.loads((out / "findings.json").read_text())["findings"]
