@@ -6,6 +6,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -61,6 +62,19 @@ def build_busy(tmp: Path) -> Path:
     src.write_text(BUSY_C)
     subprocess.run(["gcc", "-O1", "-fno-omit-frame-pointer", "-o", str(exe), str(src)], check=True)
     return exe
+
+
+def spawn_named(argv: list[str]) -> subprocess.Popen:
+    """Start ``argv`` and return once the kernel shows it under its own name. Popen returns when the exec has
+    released the parent's memory, before the exec sets the command name: a capture begun at once may name the
+    target "python3" (its comm, the default run directory's name, the stacks' first frame)."""
+    proc = subprocess.Popen(argv)
+    comm, deadline = Path(f"/proc/{proc.pid}/comm"), time.monotonic() + 60
+    while proc.poll() is None and time.monotonic() < deadline:
+        if comm.read_text().strip() == Path(argv[0]).name[:15]:  # TASK_COMM_LEN: 15 characters
+            break
+        time.sleep(0.001)
+    return proc
 
 
 def need_perf() -> str:

