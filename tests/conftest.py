@@ -107,11 +107,19 @@ def pytest_runtest_logfinish(nodeid, location):
 
 
 def _timeline(event: str, nodeid: str) -> None:
-    """PMUPROF_TEST_TIMELINE=FILE: one line per test start and end (monotonic time, worker, test id), to see
-    which units a tier ran when and where its workers sat idle (docs/development.md)."""
+    """PMUPROF_TEST_TIMELINE=FILE: one line per test start and end (monotonic time, worker, test id, the host's
+    busy CPU-seconds so far), to see which units a tier ran when, where its workers sat idle, and which tests the
+    CPUs were busy under (docs/development.md)."""
     path = os.environ.get("PMUPROF_TEST_TIMELINE")
     if not path:
         return
     worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
     with open(path, "a", encoding="utf-8") as out:
-        out.write(f"{time.monotonic():.3f}\t{worker}\t{event}\t{nodeid}\n")
+        out.write(f"{time.monotonic():.3f}\t{worker}\t{event}\t{nodeid}\t{_busy_cpu_s():.2f}\n")
+
+
+def _busy_cpu_s() -> float:
+    """CPU-seconds the host has spent busy since boot (/proc/stat: all but idle and iowait)."""
+    with open("/proc/stat", encoding="ascii") as stat:
+        ticks = [int(v) for v in stat.readline().split()[1:9]]
+    return (sum(ticks) - ticks[3] - ticks[4]) / os.sysconf("SC_CLK_TCK")
