@@ -22,7 +22,7 @@ def read(path: str) -> list[tuple[float, str, str, str, float]]:
         if len(parts) == 5:
             rows.append((float(parts[0]), parts[1], parts[2], parts[3], float(parts[4])))
     in_workers = {test for _, worker, _, test, _ in rows if worker != "main"}
-    return sorted(r for r in rows if r[1] != "main" or r[3] not in in_workers)
+    return sorted((r for r in rows if r[1] != "main" or r[3] not in in_workers), key=lambda r: r[0])  # stable
 
 
 def summarise(rows) -> tuple[collections.Counter, collections.Counter, float, float]:
