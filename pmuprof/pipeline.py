@@ -67,8 +67,15 @@ def profile_for_report(path: Path | str, options: Options = Options()) -> Profil
     return threads.attach(build_profile(path, options))
 
 
-def materialize(run_dir: Path, options: Options = Options(), log: Callable[[str], None] = lambda _m: None) -> Profile:
-    """Fold and analyse a recorded run directory: write stacks.folded, leaves.tsv and analysis.json into it."""
+def materialize(
+    run_dir: Path,
+    options: Options = Options(),
+    log: Callable[[str], None] = lambda _m: None,
+    keep_perf_data: bool = True,
+) -> Profile:
+    """Fold and analyse a recorded run directory: write stacks.folded, leaves.tsv and analysis.json into it.
+    ``keep_perf_data`` False (--no-keep-perf-data): perf.data is deleted once they are written, never before
+    (a failed analysis leaves it for `pmuprof report`)."""
     log("folding stacks and analysing binaries")
     notes: list[str] = []
     with (
@@ -81,6 +88,8 @@ def materialize(run_dir: Path, options: Options = Options(), log: Callable[[str]
             recording = replace(recording, run=recording.run.with_notes(tuple(notes)))
         profile = analyse(recording, options.lookup)
     write_analysed(Path(run_dir), profile)
+    if not keep_perf_data:
+        (Path(run_dir) / rundir.PERF_DATA).unlink(missing_ok=True)
     return profile
 
 
@@ -119,11 +128,15 @@ def report_profile(profile: Profile, out_dir: Path, rules: Sequence[Rule] | None
 
 
 def report_run(
-    run_dir: Path, rules: Sequence[Rule] | None = None, log: Callable[[str], None] = lambda _m: None
+    run_dir: Path,
+    rules: Sequence[Rule] | None = None,
+    log: Callable[[str], None] = lambda _m: None,
+    keep_perf_data: bool = True,
 ) -> Result:
     """What capture, watch and demo do once they have recorded: fold and analyse the run directory, judge it
-    (by ``rules``, else the rules in use) and write its reports into it."""
-    return report_profile(materialize(run_dir, log=log), run_dir, rules)
+    (by ``rules``, else the rules in use) and write its reports into it (perf.data deleted once folded when
+    not ``keep_perf_data``)."""
+    return report_profile(materialize(run_dir, log=log, keep_perf_data=keep_perf_data), run_dir, rules)
 
 
 def report_input(

@@ -64,10 +64,7 @@ def record(
     ctx = Context(opts, pids, run, perf, log)
     window = Perf(Cap(min(need * 4, free - reserve), free - reserve < need * 4, reserve), progress)
     run, pending = run_sources(ctx, sources.make(ctx, extra), window, on_recorded)
-    with signals.held() as late:
-        if not opts.keep_perf_data:
-            (opts.out_dir / rundir.PERF_DATA).unlink(missing_ok=True)
-    again = (ctx.window.outcome.again if ctx.window.outcome else 0) or next(iter(pending + late), 0)
+    again = (ctx.window.outcome.again if ctx.window.outcome else 0) or next(iter(pending), 0)
     if again:  # a second signal: the run directory is complete; stop before folding
         raise signals.StopSignal(again)
     return opts.out_dir

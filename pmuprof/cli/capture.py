@@ -59,7 +59,7 @@ def capture_cmd(quiet: bool, exit_code_on_findings: bool, as_json: bool, **kwarg
         rules = common.check_rules()
         out = opts.out_dir
         out = common.recorded(opts, quiet)
-        result, late = common.after_record(out, lambda: report_run(out, rules, common.log))
+        result, late = common.after_record(out, lambda: report_run(out, rules, common.log, opts.keep_perf_data))
         profile = result.profile
     code = findings_exit_code(result.findings) if exit_code_on_findings else 0
     html = str(result.paths["html"])

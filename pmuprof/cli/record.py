@@ -92,7 +92,9 @@ def record_cmd(quiet: bool, as_json: bool, **kwargs) -> None:
     opts = build_options(**kwargs, mysql_options=mysql_opts, use_mysql=use_mysql)
     common.check_rules()
     out = common.recorded(opts, quiet)
-    profile, late = common.after_record(out, lambda: materialize(out, log=common.log))
+    profile, late = common.after_record(
+        out, lambda: materialize(out, log=common.log, keep_perf_data=opts.keep_perf_data)
+    )
     common.say_problems(profile)
     common.log(f"run directory: {out}")
     common.end_of_capture(profile.run, str(out), opts.off_cpu is True)

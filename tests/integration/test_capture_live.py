@@ -47,6 +47,21 @@ def test_capture_writes_the_run_directory_contract(run_dir, busy):
     assert "hot_leaf" in html and "<script src=" not in html and "<link " not in html
 
 
+def test_no_keep_perf_data_deletes_it_once_folded(busy, tmp_path):
+    """--no-keep-perf-data: the report is made from perf.data (the target's frames, by address), which is deleted
+    afterwards with nothing kept for re-reading it elsewhere; the run directory still gives a report later, from
+    its folded stacks. (perf.data was once deleted before folding: every such capture said it recorded nothing.)"""
+    out = tmp_path / "run"
+    res = run_cli("capture", "-p", str(busy.pid), "-d", "2", "--no-mysql", "--no-keep-perf-data", "-o", str(out))
+    assert res.returncode == 0, res.stderr
+    assert "hot_leaf" in (out / "stacks.folded").read_text() and (out / "analysis.json").is_file()
+    left = {"perf.data", "binaries.tar.gz", "kallsyms.gz"} & {p.name for p in out.iterdir()}
+    assert not left, left
+    again = run_cli("report", str(out), "-o", str(tmp_path / "again"))
+    assert again.returncode == 0, again.stderr
+    assert "hot_leaf" in (tmp_path / "again" / "report.html").read_text()
+
+
 def test_seconds_strip_is_on_the_host_wall_clock(run_dir):
     """run.json's clock pair puts perf's sample seconds on the wall clock: the strip's first second (a whole
     second of perf's clock, so up to 1 s before the first sample) starts after the pair was read, before perf
