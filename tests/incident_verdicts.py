@@ -57,8 +57,10 @@ OWN_COUNTERS = ("tmp-disk-tables", "query-cache", "status-polling")
 def capture(server: mdb.MariaDB, out: Path, seconds: int = CAPTURE_S, load: il.Load | None = None) -> Path:
     """``pmuprof capture -p PID -d seconds`` of the server into ``out`` (record and report, as a DBA runs it).
     ``load``: held while pmuprof starts and stopped as soon as the recording has ended (helpers.capture_under),
-    so neither pmuprof's start nor the report shares the CPUs with it; what the window records is the same."""
-    args = ("-p", str(server.pid), "-d", str(seconds), "-q", "-F", str(FREQUENCY))
+    so neither pmuprof's start nor the report shares the CPUs with it; what the window records is the same.
+    perf.data is deleted once folded: the verdict is read from findings.json and the per-second counters, and
+    the server's binaries are not copied and compressed for a report elsewhere (1-1.5 s a capture)."""
+    args = ("-p", str(server.pid), "-d", str(seconds), "-q", "-F", str(FREQUENCY), "--no-keep-perf-data")
     args += ("--defaults-file", str(server.defaults_file))
     proc = capture_under(load or (lambda: None), out, *args, timeout=600)
     if proc.returncode != 0:
