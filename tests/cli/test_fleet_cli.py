@@ -255,7 +255,7 @@ def test_a_capture_cut_short_by_sigterm_is_published_as_failed(tmp_path, monkeyp
     monkeypatch.setattr(
         capture_cli,
         "report_run",  # its folded stacks, no perf.data
-        lambda out, rules, log: pipeline.report_profile(load(out), out, rules),
+        lambda out, rules, log, keep_perf_data: pipeline.report_profile(load(out), out, rules),
     )
     prom = tmp_path / "pmuprof.prom"
     code = main(
