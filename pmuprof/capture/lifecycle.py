@@ -5,8 +5,9 @@ has a ``start``, a ``stop`` that gives its typed part of the run (``Part``: run.
 features off, per-second series, the files it wrote) and a ``cleanup`` that lets go of whatever it holds
 (threads, children, connections, FIFOs) on any way out: a failure, a stop signal, a bug. ``run_sources``
 starts them in order and then perf's window; when the window ends it stops them with stop signals held:
-the window first, then the per-second sources (``with_window``: their values end where perf's do), then
-``on_stopped`` (the demo stops its workload), then the others in reverse order of start (folding,
+the window is ended first (perf told to stop), then the per-second sources stop (``with_window``: their
+values end where perf's do) while perf writes the rest of its file, then the window's stop waits for it,
+then ``on_stopped`` (the demo stops its workload), then the others in reverse order of start (folding,
 joining, archiving). series.json and run.json are written last, also when a stop failed; the cleanups
 run for every source started, however the block is left.
 """
@@ -134,6 +135,10 @@ class WindowSource(Source):
         """Run the window until it ends (the clock, a stop signal, the disk, the target gone)."""
         raise NotImplementedError
 
+    def end(self, ctx: Context) -> None:
+        """End the window without waiting for its programs to finish their files: ``ctx.window.outcome`` then
+        says when it started and how long it ran, for the per-second sources stopped before ``stop``."""
+
 
 def run_sources(
     ctx: Context, sources: Sequence[Source], window: WindowSource, on_stopped: Callable[[], None] | None = None
@@ -162,11 +167,16 @@ def _stop_all(
     ctx: Context, sources: Sequence[Source], window: WindowSource, on_stopped: Callable[[], None] | None, pending
 ) -> Run:
     later = list(reversed(sources))
-    order = [window, *(s for s in later if s.with_window), None, *(s for s in later if not s.with_window)]
+    along = [s for s in later if s.with_window]
+    slow = [s for s in later if not s.with_window]
     parts: dict[int, Part] = {}
     failed: BaseException | None = None
     try:
-        for source in order:
+        try:  # perf stops recording; the per-second sources stop while it finishes its file
+            window.end(ctx)
+        except Exception as err:  # its stop() still waits for what it started; the others still stop
+            failed = err
+        for source in (*along, window, None, *slow):
             try:
                 if source is None:  # perf and the per-second sources have stopped
                     if on_stopped is not None:
@@ -180,7 +190,7 @@ def _stop_all(
                 if source is not None:
                     parts[id(source)] = Part(source.name, warnings=(f"{source.name}: not finished ({err})",))
     finally:
-        stopped = [parts[id(s)] for s in order if s is not None and id(s) in parts]
+        stopped = [parts[id(s)] for s in (window, *along, *slow) if id(s) in parts]  # perf's notes first
         listed = [parts[id(s)] for s in (*sources, window) if id(s) in parts]
         run = _write(ctx, stopped, listed, pending)
     if failed is not None:

@@ -300,7 +300,9 @@ class Bounded:
         self.out = Outcome()
         self.started: dict[str, subprocess.Popen] = {}
         self.t0 = time.monotonic()
+        self.ended = False
         self.stopped = False
+        self._pending: list[int] = []  # stop signals that came while the window was being ended
 
     def start(self) -> None:
         """Spawn every command; the window starts when perf acknowledges 'enable' (or now, without control)."""
@@ -335,11 +337,13 @@ class Bounded:
         except signals.STOPS as err:
             self.out.interrupted, self.out.stopped_by = True, signals.name_of(err)
 
-    def stop(self) -> Outcome:
-        """Stop everything started (perf writes its file) and say how the window went; once."""
-        if self.stopped:
+    def end(self) -> Outcome:
+        """End the window: what must be read at its end is read, and every command is told to stop (SIGINT),
+        without waiting for them (perf record then writes its buffers and the build-ids of what it sampled, a
+        second under load); ``out`` says when the window started and how long it ran. Once; stop() waits."""
+        if self.ended:
             return self.out
-        self.stopped = True
+        self.ended = True
         out, disk = self.out, self.disk
         with signals.held() as pending:
             if self.started:  # the window ran: what must be read at its end, before anything stops
@@ -350,6 +354,19 @@ class Bounded:
                 diskroom.shrink(disk.path)  # perf still writes its buffers when it stops
             for proc in self.started.values():  # signal all first: their shutdowns overlap
                 _signal(proc, signal.SIGINT)
+        self._pending = list(pending)
+        return out
+
+    def stop(self) -> Outcome:
+        """End the window if end() has not, wait for everything started to stop (perf writes its file) and
+        say how the window went; once."""
+        if self.stopped:
+            return self.out
+        self.end()
+        self.stopped = True
+        out = self.out
+        with signals.held() as pending:
+            pending[:0] = self._pending
             for name, proc in self.started.items():
                 out.returncodes[name] = stop(proc, output=self.data_path if name == "record" else None)
                 log = self.procs[name][1]

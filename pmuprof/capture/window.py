@@ -127,6 +127,10 @@ class Perf(WindowSource):
             self.bounded.stop()
         self._close_stat()
 
+    def end(self, ctx: Context) -> None:
+        if self.bounded is not None:
+            ctx.window.outcome = self.bounded.end()
+
     def stop(self, ctx: Context) -> Part:
         assert self.bounded is not None
         out = self.bounded.stop()

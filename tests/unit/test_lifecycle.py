@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import time
 from pathlib import Path
 
 import pytest
@@ -50,6 +51,9 @@ class Window(Recorder, WindowSource):
         if self.fail:
             raise PerfError("perf failed: no such event", "run `pmuprof doctor`")
 
+    def end(self, ctx: Context) -> None:
+        self.log.append("end perf")
+
 
 def _ctx(tmp_path: Path) -> Context:
     tmp_path.mkdir(exist_ok=True)
@@ -57,6 +61,8 @@ def _ctx(tmp_path: Path) -> Context:
 
 
 def test_sources_start_in_order_and_stop_window_first_then_per_second_then_the_rest(tmp_path: Path):
+    """The window ends first (perf told to stop); the per-second sources stop while perf finishes its file,
+    then perf's stop waits for it; run.json takes perf's notes first all the same."""
     log: list[str] = []
     rate = Series("host.busy", "host", "share", first=5, values=(0.5,))
     sources = [
@@ -71,8 +77,9 @@ def test_sources_start_in_order_and_stop_window_first_then_per_second_then_the_r
         "start host",
         "start perf with ['tracer']",  # the children are gathered before perf starts
         "window",
-        "stop perf",
+        "end perf",
         "stop host",
+        "stop perf",
         "on_stopped",
         "stop tracer",
         "stop archive",
@@ -152,3 +159,23 @@ def test_a_failing_at_end_hook_still_stops_everything(tmp_path: Path):
     bounded.start()
     bounded.stop()
     assert bounded.started["record"].poll() is not None
+
+
+def test_ending_the_window_does_not_wait_for_perf_to_finish_its_file(tmp_path: Path):
+    """end() reads the window's length and signals every program without waiting (perf record spends a second
+    writing build-ids after SIGINT under load, which the per-second sources need not wait for); stop() then
+    waits for them."""
+    from pmuprof.capture.runner import Bounded
+
+    ready = tmp_path / "trapped"
+    finishing = ["sh", "-c", f"trap 'sleep 1; exit 0' INT; : > {ready}; while :; do sleep 0.05; done"]
+    bounded = Bounded({"record": (finishing, tmp_path / "record.log")}, (), None)
+    bounded.start()
+    while not ready.exists():  # its trap is set: SIGINT now makes it finish, as perf record does
+        assert bounded.started["record"].poll() is None
+        time.sleep(0.01)
+    out = bounded.end()
+    assert out.elapsed_s >= 0 and out.window_start_s == bounded.t0
+    assert bounded.started["record"].poll() is None  # still writing: end() did not wait
+    assert bounded.end() is out and bounded.stop() is out
+    assert out.returncodes == {"record": 0}  # finished and exited by itself, not killed
