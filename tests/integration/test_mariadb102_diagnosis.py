@@ -53,6 +53,7 @@ def _capture(server: mdb.MariaDB, out: Path, spin_delay: int, load: dict[str, An
     try:
         running.connected()
         args = ("-p", str(server.pid), "-d", str(SECONDS), "-F", "199", "--defaults-file", str(server.defaults_file))
+        args += ("--no-keep-perf-data",)  # findings are what is read: no binaries kept for a report elsewhere
         res = capture_under(running, out, *args)
     finally:
         running.stop()

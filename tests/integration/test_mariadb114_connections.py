@@ -31,6 +31,7 @@ def _capture(server: mdb.MariaDB, out: Path, *client_args: str) -> dict:
     try:
         client.ready(2)  # both workers connected: a pool's own handshakes fall before the capture
         args = ("-p", str(server.pid), "-d", str(SECONDS), "-F", "199", "--defaults-file", str(server.defaults_file))
+        args += ("--no-keep-perf-data",)  # findings are what is read: no binaries kept for a report elsewhere
         res = capture_under(client, out, *args)
     finally:
         client.stop()

@@ -33,6 +33,7 @@ def _dives(server: mdb.MariaDB, out: Path, *script_args: str) -> dict:
     try:
         load.connected()
         args = ("-p", str(server.pid), "-d", str(SECONDS), "-F", "199", "--defaults-file", str(server.defaults_file))
+        args += ("--no-keep-perf-data",)  # findings are what is read: no binaries kept for a report elsewhere
         res = capture_under(load, out, *args)
     finally:
         load.stop()

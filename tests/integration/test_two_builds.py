@@ -51,6 +51,7 @@ def _capture(servers: list[mdb.MariaDB], target: mdb.MariaDB, out: Path, *extra:
         # 5 s at 499 Hz: ~3,000 samples of the stripped server, whose spin share (0.2-0.33 seen) then has a
         # binomial sd under 0.01; the bounds below allow 0.4x-2.5x for the load's own drift between captures
         args = ("-p", str(target.pid), "-d", "5", "-F", "499", "--defaults-file", str(target.defaults_file), *extra)
+        args += ("--no-keep-perf-data",)  # findings and analysis.json are what is read: no binaries kept
         res = capture_under(loads, out, *args)
     finally:
         for load in loads:
