@@ -13,6 +13,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 TOOLS = ("mariadbd", "mariadb-install-db", "sysbench")
 SBIN = ("/usr/sbin", "/usr/local/sbin", "/usr/libexec")
@@ -311,6 +312,7 @@ def sysbench_run_argv(
     seconds: float,
     test: str = "oltp_read_write",
     threads: int = 4,
+    *,
     tables: int = 2,
     table_size: int = 10000,
     script_args: tuple[str, ...] | None = None,
@@ -346,18 +348,12 @@ class SysbenchLoad:
     """
 
     def __init__(
-        self,
-        server: MariaDB,
-        seconds: float,
-        test: str = "oltp_read_write",
-        threads: int = 4,
-        tables: int = 2,
-        table_size: int = 10000,
-        script_args: tuple[str, ...] | None = None,
-        rate: int = 0,
+        self, server: MariaDB, seconds: float, test: str = "oltp_read_write", threads: int = 4, **options: Any
     ) -> None:
-        self.server, self.test, self.threads, self.seconds, self.rate = server, test, threads, seconds, rate
-        argv = sysbench_run_argv(server, seconds, test, threads, tables, table_size, script_args, rate)
+        """``options``: sysbench_run_argv's (tables, table_size, script_args, rate)."""
+        self.server, self.test, self.threads, self.seconds = server, test, threads, seconds
+        self.rate = int(options.get("rate", 0))
+        argv = sysbench_run_argv(server, seconds, test, threads, **options)
         self._out = tempfile.TemporaryFile()
         self.proc = subprocess.Popen(
             argv, stdout=self._out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
@@ -402,7 +398,7 @@ def run_sysbench(
     tables: int = 2,
     table_size: int = 10000,
 ) -> SysbenchResult:
-    load = SysbenchLoad(server, seconds, test, threads, tables, table_size)
+    load = SysbenchLoad(server, seconds, test, threads, tables=tables, table_size=table_size)
     try:
         return load.wait()
     finally:
