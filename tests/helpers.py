@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -75,6 +76,35 @@ def spawn_named(argv: list[str]) -> subprocess.Popen:
             break
         time.sleep(0.001)
     return proc
+
+
+class Hogs:
+    """``per_cpu`` busy shells per CPU: the run queue far above the CPU count whatever else the host runs.
+    stop() kills them (a test once the recording has ended: capture_under); pause() and resume() hold them
+    while pmuprof starts when capture_under is given the Hogs themselves, so they spin in the window, not
+    through pmuprof's start."""
+
+    def __init__(self, per_cpu: int) -> None:
+        self.procs = [
+            subprocess.Popen(["sh", "-c", "while :; do :; done"]) for _ in range(per_cpu * (os.cpu_count() or 1))
+        ]
+
+    def _signal(self, sig: int) -> None:
+        for p in self.procs:
+            if p.poll() is None:
+                p.send_signal(sig)
+
+    def pause(self) -> None:
+        self._signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        self._signal(signal.SIGCONT)
+
+    def stop(self) -> None:
+        for p in self.procs:
+            p.kill()  # SIGKILL ends a stopped process too
+        for p in self.procs:
+            p.wait()
 
 
 def need_perf() -> str:

@@ -11,49 +11,21 @@
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
 
 import pytest
 
-from helpers import capture_under, need_perf, run_cli
+from helpers import Hogs, capture_under, need_perf, run_cli
 import mariadb as mdb
 from pmuprof.capture.offcpu.tracer import unavailable
 
 DURABILITY = ("innodb_flush_log_at_trx_commit = 2", "sync_binlog = 0", "innodb_doublewrite = 0")
 
 
-class Hogs:
-    """Three busy shells per CPU (the run queue far above the CPU count whatever else runs here). stop() kills
-    them (the test, once the recording has ended: capture_under); pause() and resume() hold them while pmuprof
-    starts (capture_under), so they spin in the window, not through pmuprof's start."""
-
-    def __init__(self) -> None:
-        self.procs = [subprocess.Popen(["sh", "-c", "while :; do :; done"]) for _ in range(3 * (os.cpu_count() or 1))]
-
-    def _signal(self, sig: int) -> None:
-        for p in self.procs:
-            if p.poll() is None:
-                p.send_signal(sig)
-
-    def pause(self) -> None:
-        self._signal(signal.SIGSTOP)
-
-    def resume(self) -> None:
-        self._signal(signal.SIGCONT)
-
-    def stop(self) -> None:
-        for p in self.procs:
-            p.kill()  # SIGKILL ends a stopped process too
-        for p in self.procs:
-            p.wait()
-
-
 @pytest.fixture
 def hogs():
-    """Hogs spinning; always killed in teardown."""
-    hogs = Hogs()
+    """Three busy shells per CPU spinning; always killed in teardown."""
+    hogs = Hogs(3)
     try:
         yield hogs
     finally:

@@ -5,27 +5,22 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 
-from helpers import capture_under
+from helpers import Hogs, capture_under
 
 
 def test_a_saturated_host_is_measured_and_said_first(busy, tmp_path):
     """Four spinning shells per CPU beside the target: the run queue is several times the CPU count
     whatever else the host runs, so the decision does not hang on this machine's other load."""
     cpus = os.cpu_count() or 1
-    spinners = [subprocess.Popen(["sh", "-c", "while :; do :; done"]) for _ in range(4 * cpus)]
-
-    def stop() -> None:
-        for p in spinners:
-            p.kill()
-            p.wait()
-
+    spinners = Hogs(4)
     out = tmp_path / "run"
-    try:  # the spinners run until the recording ends, not through the report
-        res = capture_under(stop, out, "-p", str(busy.pid), "-d", "3", "-F", "99", "--no-mysql", "--no-off-cpu")
+    try:  # the spinners run from before pmuprof starts until the recording ends, not through the report
+        res = capture_under(
+            spinners.stop, out, "-p", str(busy.pid), "-d", "3", "-F", "99", "--no-mysql", "--no-off-cpu"
+        )
     finally:
-        stop()
+        spinners.stop()
     assert res.returncode in (0, 1), res.stderr  # 1: findings at warning or above (--exit-code-on-findings off)
     load = json.loads((out / "run.json").read_text())["host_load"]
     assert load["cpus"] == cpus and load["seconds"] >= 2.5
