@@ -142,11 +142,11 @@ def recorded(out: Path) -> bool:
 
 
 def window_done(out: Path) -> bool:
-    """Whether the capture into ``out`` no longer reads the load: perf's window and the per-second sources
-    have stopped (capture/lifecycle.py ``on_stopped``, where ``pmuprof demo`` stops its workload). status.json,
-    the server counters' file, is written by the last per-second source to stop (capture/sources.py), after
-    its closing poll; what stops after it (off-CPU folding, the kept binaries and kernel symbols: seconds)
-    reads files. A capture without it (no server connection): run.json listing its sources (``recorded``)."""
+    """Whether the capture into ``out`` no longer reads the load: perf's window has ended (perf told to stop)
+    and the per-second sources have stopped (capture/lifecycle.py). status.json, the server counters' file, is
+    written by the last per-second source to stop (capture/sources.py), after its closing poll; what comes
+    after it (perf writing the build-ids of what it sampled, off-CPU folding, the kept binaries and kernel
+    symbols: seconds) reads files. A capture without it (no server connection): run.json listing its sources (``recorded``)."""
     return (out / "status.json").exists() or recorded(out)
 
 
@@ -162,7 +162,6 @@ def capture_under(load, out: Path, *args: str, env: dict | None = None, timeout:
     once the first run.json is there, before any source or perf starts: the clients, already connected, carry
     on where they were, and the window records the same steady load. ``timeout``: a hang detector."""
     import tempfile
-    import time
     from types import SimpleNamespace
 
     out = Path(out)
