@@ -128,7 +128,7 @@ def one_run(server: mdb.MariaDB, mode: str, load: str, seconds: float, threads: 
             extra["attach_s"] = round(_wait_ready(proc, mode, out / "stderr", out), 3)
         begin = time.monotonic()
         server_cpu, child_cpu = proc_cpu_s(server.pid), children_cpu_s()
-        result = mdb.run_sysbench(server, seconds, test, threads, tables, size)
+        result = mdb.run_sysbench(server, seconds, test, threads, tables=tables, table_size=size)
         server_cpu, child_cpu = proc_cpu_s(server.pid) - server_cpu, children_cpu_s() - child_cpu
         if stats:
             cost = bpf_prog_stats(before)
@@ -255,7 +255,7 @@ def main() -> int:
     runs: list[dict] = []
     try:
         mdb.sysbench_prepare(server, 4, 10000)
-        mdb.run_sysbench(server, 8, "oltp_point_select", args.threads, 4, 10000)  # warm-up
+        mdb.run_sysbench(server, 8, "oltp_point_select", args.threads, tables=4, table_size=10000)  # warm-up
         for i in range(args.pairs):
             for load in loads:
                 for mode in modes:

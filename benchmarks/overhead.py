@@ -98,7 +98,7 @@ def _profiled_run(server: mdb.MariaDB, mode: str, seconds: float, threads: int) 
                 raise RuntimeError(f"{mode}: perf did not start: {(out / 'stderr').read_text()[-500:]}")
             time.sleep(0.1)
         time.sleep(1.0)  # perf is attached and writing
-        result = mdb.run_sysbench(server, seconds, "oltp_point_select", threads, TABLES, TABLE_SIZE)
+        result = mdb.run_sysbench(server, seconds, "oltp_point_select", threads, tables=TABLES, table_size=TABLE_SIZE)
         os.killpg(prof.pid, signal.SIGINT)  # perf: stop recording; pmuprof: Ctrl-C keeps what was captured
         prof.wait(timeout=300)
         extra = {"profiler_rc": prof.returncode, "profiler_total_s": round(time.monotonic() - started, 2)}
@@ -136,7 +136,7 @@ class Pinger(threading.Thread):
 
 def _gdb_run(server: mdb.MariaDB, seconds: float, threads: int) -> tuple[mdb.SysbenchResult, dict]:
     """sysbench with a gdb 'thread apply all bt' dump every 2 s (what pt-pmp does), timing each dump."""
-    load = mdb.SysbenchLoad(server, seconds, "oltp_point_select", threads, TABLES, TABLE_SIZE)
+    load = mdb.SysbenchLoad(server, seconds, "oltp_point_select", threads, tables=TABLES, table_size=TABLE_SIZE)
     pinger = Pinger(server)
     pinger.start()
     dumps: list[dict] = []
@@ -168,7 +168,10 @@ def _gdb_run(server: mdb.MariaDB, seconds: float, threads: int) -> tuple[mdb.Sys
 
 def one_run(server: mdb.MariaDB, mode: str, seconds: float, threads: int) -> dict:
     if mode == "baseline":
-        result, extra = mdb.run_sysbench(server, seconds, "oltp_point_select", threads, TABLES, TABLE_SIZE), {}
+        result, extra = (
+            mdb.run_sysbench(server, seconds, "oltp_point_select", threads, tables=TABLES, table_size=TABLE_SIZE),
+            {},
+        )
     elif mode == "gdb":
         result, extra = _gdb_run(server, seconds, threads)
     else:
@@ -240,7 +243,9 @@ def main() -> int:
     log: Callable[[str], None] = lambda msg: print(msg, file=sys.stderr, flush=True)  # noqa: E731
     try:
         mdb.sysbench_prepare(server, TABLES, TABLE_SIZE)
-        log(f"warm-up: {mdb.run_sysbench(server, 10, 'oltp_point_select', args.threads, TABLES, TABLE_SIZE)}")
+        log(
+            f"warm-up: {mdb.run_sysbench(server, 10, 'oltp_point_select', args.threads, tables=TABLES, table_size=TABLE_SIZE)}"
+        )
         for i in range(args.pairs):
             for mode in modes:
                 for m in ("baseline", mode):

@@ -391,14 +391,10 @@ class SysbenchLoad:
 
 
 def run_sysbench(
-    server: MariaDB,
-    seconds: float,
-    test: str = "oltp_read_write",
-    threads: int = 4,
-    tables: int = 2,
-    table_size: int = 10000,
+    server: MariaDB, seconds: float, test: str = "oltp_read_write", threads: int = 4, **options: Any
 ) -> SysbenchResult:
-    load = SysbenchLoad(server, seconds, test, threads, tables=tables, table_size=table_size)
+    """A SysbenchLoad run to its end: its numbers (``options``: sysbench_run_argv's)."""
+    load = SysbenchLoad(server, seconds, test, threads, **options)
     try:
         return load.wait()
     finally:
