@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import signal
+import threading
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -45,16 +46,27 @@ class Child:
     at_end: Callable[[], None] | None = None
 
 
+def _set() -> threading.Event:
+    done = threading.Event()
+    done.set()
+    return done
+
+
 @dataclass
 class Window:
     """perf's window as the sources see it: the children they run in it (gathered before perf starts), how
     it went (set when perf stops, read by the sources that stop after it), and what pmuprof's own server
     connections added to the server's counters meanwhile (``own_sql``: each SQL source appends its part when
-    it stops; the status source, stopping after them, takes it out of the counters it keeps)."""
+    it stops; the status source, stopping after them, takes it out of the counters it keeps).
+    ``one_off_sql``: set while no source's one-off statements are running. The server facts' (a processlist
+    and tablespaces read through information_schema make temporary tables, some on disk, that no session
+    status measures) clear it when they start and set it when those are done; the status source's window
+    opens after them."""
 
     children: dict[str, Child] = field(default_factory=dict)
     outcome: Outcome | None = None
     own_sql: list[OwnTraffic] = field(default_factory=list)
+    one_off_sql: threading.Event = field(default_factory=_set)
 
     def seconds(self) -> tuple[int, int] | None:
         """The first and last whole second of CLOCK_MONOTONIC inside the window (None: it never started)."""

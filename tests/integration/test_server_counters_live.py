@@ -17,7 +17,9 @@ import pytest
 
 from pmuprof.capture.lifecycle import Context
 from pmuprof.capture.mysql.connect import MysqlOptions
+from pmuprof.capture.mysql import facts as facts_module
 from pmuprof.capture.mysql.poll import Processlist
+from pmuprof.capture.mysql.serverfacts import ServerFacts
 from pmuprof.capture.mysql.status import ServerCounters
 from pmuprof.capture.options import RecordOptions
 from pmuprof.capture.runner import Outcome
@@ -168,3 +170,41 @@ def test_the_innodb_state_names_the_old_view_and_the_lock_waiter(collected):
     window = WindowCounters.of(status)
     assert window.history_name() == ("trx_rseg_history_len" if name == "mariadb102" else "Innodb_history_list_length")
     assert window.growth(window.history_name()) > 0 and window.rising(window.history_name()) >= 0.5
+
+
+def test_the_server_facts_reads_come_before_the_window(mariadb, tmp_path, monkeypatch):
+    """The server facts read the processlist and the tablespaces through information_schema, an on-disk
+    temporary table each that no session status measures. On a saturated server they can run seconds after the
+    status source's first poll (a capture's sources start together): the status window opens after them, so an
+    idle server has no on-disk temporary table in it. Here the facts are held 1.5 s before those reads."""
+    semaphores = facts_module._semaphores
+
+    def late(conn, missing):
+        time.sleep(1.5)
+        return semaphores(conn, missing)
+
+    monkeypatch.setattr(facts_module, "_semaphores", late)
+    opts = RecordOptions(
+        pids=(mariadb.pid,),
+        out_dir=tmp_path,
+        duration=2,
+        mysql_options=MysqlOptions(defaults_file=str(mariadb.defaults_file)),
+    )
+    ctx = Context(opts, (mariadb.pid,), Run())
+    sources = [ServerFacts.of(ctx), ServerCounters.of(ctx), Processlist.of(ctx)]  # the registry's order
+    for source in sources:
+        source.start(ctx)
+    status, poller = sources[1], sources[2]
+    try:
+        _until(lambda: status.polls >= 1 and poller.polls >= 1, f"no polls: {status.error} {poller.error}")
+        opened = time.monotonic()
+        _until(lambda: status.polls >= 3, f"status polls stopped: {status.error}")
+        ctx.window.outcome = Outcome(elapsed_s=time.monotonic() - opened, window_start_s=opened)
+    finally:
+        poller.stop(ctx)
+        status.stop(ctx)
+        sources[0].stop(ctx)
+    kept = rundir.read_status(tmp_path, [])
+    window = WindowCounters.of(kept)
+    assert window.delta("Created_tmp_disk_tables") == 0, (window.growth("Created_tmp_disk_tables"), kept.own)
+    assert (tmp_path / rundir.MYSQL).is_file() and not kept.notes, kept.notes

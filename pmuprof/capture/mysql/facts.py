@@ -185,13 +185,17 @@ def _innodb_data(conn: Any, server: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _facts(conn: Any, ep: Endpoint, pid: int | None, interval_s: float, secrets: list[str]) -> dict[str, Any]:
+def _facts(
+    conn: Any, ep: Endpoint, pid: int | None, interval_s: float, secrets: list[str], read: Callable[[], None]
+) -> dict[str, Any]:
     missing: list[str] = []
     server, own_id = _server(conn)
     t0, before = time.monotonic(), _pairs(conn, "SHOW GLOBAL STATUS")
     variables = mp.mask_secrets(_pairs(conn, "SHOW GLOBAL VARIABLES"))
     sem = _section(missing, "SHOW ENGINE INNODB STATUS", lambda: _semaphores(conn, missing), secrets)
     plist = _section(missing, "processlist", lambda: _processlist(conn, own_id, variables, missing), secrets)
+    innodb_data = _section(missing, "InnoDB tablespace sizes", lambda: _innodb_data(conn, server), secrets)
+    read()  # the one-off reads are done (their temporary tables too): only the status read at the end is left
     time.sleep(max(0.0, interval_s - (time.monotonic() - t0)))
     t1, after = time.monotonic(), _pairs(conn, "SHOW GLOBAL STATUS")
     if variables.get("performance_schema") != "ON":
@@ -217,7 +221,7 @@ def _facts(conn: Any, ep: Endpoint, pid: int | None, interval_s: float, secrets:
         "processlist": plist,
         "error_log": _error_log(variables, server_pid, ep.local, missing),
         "my_cpu_relax_multiplier": None,
-        "innodb_data": _section(missing, "InnoDB tablespace sizes", lambda: _innodb_data(conn, server), secrets),
+        "innodb_data": innodb_data,
     }
     if server["family"] == "mariadb":
         facts["my_cpu_relax_multiplier"] = _relax_multiplier(server_pid if ep.local else None, missing)
@@ -225,8 +229,15 @@ def _facts(conn: Any, ep: Endpoint, pid: int | None, interval_s: float, secrets:
     return facts
 
 
-def collect_facts(opts: MysqlOptions | None, pid: int | None = None, interval_s: float = 2.0) -> dict[str, Any]:
+def collect_facts(
+    opts: MysqlOptions | None,
+    pid: int | None = None,
+    interval_s: float = 2.0,
+    read: Callable[[], None] = lambda: None,
+) -> dict[str, Any]:
     """Server facts for mysql.json; ``{"reachable": false, "error": ...}`` when the server cannot be used.
+    ``read`` is called once the one-off reads (variables, InnoDB status, processlist, tablespaces) are done,
+    before the interval's closing status read (not when the server cannot be used).
 
     Never raises. No password appears in the result or its error text.
     """
@@ -237,7 +248,7 @@ def collect_facts(opts: MysqlOptions | None, pid: int | None = None, interval_s:
     except Exception as err:  # noqa: BLE001 - unreachable is a fact, not a failure
         return {"reachable": False, "error": _scrub(err, secrets) or type(err).__name__}
     try:
-        return _facts(conn, ep, pid, interval_s, secrets)
+        return _facts(conn, ep, pid, interval_s, secrets, read)
     except Exception as err:  # noqa: BLE001
         return {"reachable": False, "error": f"{ep}: {_scrub(err, secrets)}", "source": str(ep)}
     finally:

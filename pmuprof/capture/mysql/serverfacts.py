@@ -39,14 +39,17 @@ class ServerFacts(Source):
         )
 
     def start(self, ctx: Context) -> None:
+        ctx.window.one_off_sql.clear()  # before the status source starts: its window opens after these reads
         self._thread = threading.Thread(target=self._collect, args=(ctx,), daemon=True, name="pmuprof-mysql-facts")
         self._thread.start()
 
     def _collect(self, ctx: Context) -> None:
         try:
-            facts = collect_facts(self.options, pid=self.pid, interval_s=self.interval_s)
+            facts = collect_facts(self.options, self.pid, self.interval_s, read=ctx.window.one_off_sql.set)
         except Exception as err:  # server facts must never fail a capture
             facts = {"reachable": False, "error": f"{type(err).__name__}: {err}"}
+        finally:
+            ctx.window.one_off_sql.set()
         self.facts = facts
         if not facts.get("reachable", True):  # said once, now, on the terminal; the capture goes on
             ctx.log(

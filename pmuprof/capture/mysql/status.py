@@ -5,8 +5,10 @@ A per-second source (capture/persecond.py) on its own connection, proven to reac
 (connect.py). Each poll reads the whole global status and a few INNODB_METRICS counters (the history length
 and deadlocks where the status lacks them); the first poll also reads the connection's session status, the
 last one reads it again, so what this source sent is known exactly (capture/mysql/session.py), and so is
-what the processlist poller sent (it stops first and says so in ``ctx.window.own_sql``). Before the first
-poll and after the last, the InnoDB state (innodbstate.py). Bounded: every answer within QUERY_TIMEOUT_S
+what the processlist poller sent (it stops first and says so in ``ctx.window.own_sql``); the server
+facts' one-off reads, which no session status measures, are done before the first poll (at most
+ONE_OFF_WAIT_S is waited for them). Before the first poll and after the last, the InnoDB state
+(innodbstate.py). Bounded: every answer within QUERY_TIMEOUT_S
 (else the connection is dropped), SLOW_POLLS reads slower than SLOW_S in a row make it stop to spare the
 server, the end state gets END_BUDGET_S; stopping it never waits more than ``join_s``. Nothing is changed
 on the server; no statement text is kept but digests.
@@ -35,6 +37,7 @@ QUERY_TIMEOUT_S = 5.0  # one answer may take this long; a longer one drops the c
 SLOW_S = 1.0  # a status read slower than this ...
 SLOW_POLLS = 5  # ... this many times in a row: collection stops, to spare a struggling server
 END_BUDGET_S = 3.0  # the end state's statements start at most this long after collection was told to stop
+ONE_OFF_WAIT_S = 10.0  # the first poll waits at most this long for the server facts' one-off reads to be done
 METRICS = ("trx_rseg_history_len", "lock_deadlocks", "lock_timeouts", "lock_threads_waiting")
 
 
@@ -105,6 +108,22 @@ class ServerCounters(PerSecond):
         thread = session.server_thread(self._conn, family)  # before its traffic is measured: not part of it
         self._own = session.Own(self.name, self._session_sql, self.clock, thread)
         self._states.append(self._state("start", shown))
+        self._after_one_off_sql(ctx)
+
+    def _after_one_off_sql(self, ctx: Context) -> None:
+        """Wait (bounded) until the server facts' one-off reads are done: on a saturated server they can run
+        seconds late, and their temporary tables, some on disk, would count as the load's in a window opened
+        before them (no session status measures them; lifecycle.Window.one_off_sql)."""
+        deadline = self.clock() + ONE_OFF_WAIT_S
+        while not ctx.window.one_off_sql.wait(0.05):
+            if self._done.is_set():
+                return
+            if self.clock() >= deadline:
+                self._notes.append(
+                    f"the server facts' first reads were still running {ONE_OFF_WAIT_S:g} s after this source "
+                    "connected: what their statements added to the counters may count as the load's"
+                )
+                return
 
     def _open_metrics(self) -> dict[str, str]:
         """The METRICS this server has enabled (their values now); none with a note where it has no table."""
