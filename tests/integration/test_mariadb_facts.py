@@ -151,3 +151,28 @@ def test_debian_style_root_unix_socket_auth() -> None:
         mdb.stop_mariadb(server)
     assert facts["reachable"] is True, facts.get("error")
     assert facts["source"] == f"socket {server.socket}"
+
+
+def test_a_capture_that_ends_early_gets_its_closing_read_at_once(mariadb: mdb.MariaDB, tmp_path: Path) -> None:
+    """The facts' status interval is at most the window: once the capture stops them, the closing status read
+    is made then, not when the interval would have ended (a saturated server answers the first reads late)."""
+    from pmuprof.capture.lifecycle import Context
+    from pmuprof.capture.mysql.serverfacts import ServerFacts
+    from pmuprof.capture.options import RecordOptions
+    from pmuprof.model import rundir
+    from pmuprof.model.run import Run
+
+    opts = RecordOptions(
+        pids=(mariadb.pid,), out_dir=tmp_path, mysql_options=MysqlOptions(defaults_file=str(mariadb.defaults_file))
+    )
+    ctx = Context(opts, (mariadb.pid,), Run())
+    source = ServerFacts.of(ctx)
+    assert source is not None and source.interval_s == 5.0
+    source.start(ctx)
+    assert ctx.window.one_off_sql.wait(60), "the facts' first reads never ended"
+    asked = time.monotonic()
+    part = source.stop(ctx)
+    assert time.monotonic() - asked < 4.0 and part.why_not == "", part
+    facts = json.loads((tmp_path / rundir.MYSQL).read_text())
+    assert facts["reachable"] and facts["status"]["interval_s"] < 4.0, facts["status"]["interval_s"]
+    assert facts["status"]["after"]["Uptime"]

@@ -186,7 +186,13 @@ def _innodb_data(conn: Any, server: dict[str, Any]) -> dict[str, Any]:
 
 
 def _facts(
-    conn: Any, ep: Endpoint, pid: int | None, interval_s: float, secrets: list[str], read: Callable[[], None]
+    conn: Any,
+    ep: Endpoint,
+    pid: int | None,
+    interval_s: float,
+    secrets: list[str],
+    read: Callable[[], None],
+    wait: Callable[[float], Any],
 ) -> dict[str, Any]:
     missing: list[str] = []
     server, own_id = _server(conn)
@@ -196,7 +202,7 @@ def _facts(
     plist = _section(missing, "processlist", lambda: _processlist(conn, own_id, variables, missing), secrets)
     innodb_data = _section(missing, "InnoDB tablespace sizes", lambda: _innodb_data(conn, server), secrets)
     read()  # the one-off reads are done (their temporary tables too): only the status read at the end is left
-    time.sleep(max(0.0, interval_s - (time.monotonic() - t0)))
+    wait(max(0.0, interval_s - (time.monotonic() - t0)))
     t1, after = time.monotonic(), _pairs(conn, "SHOW GLOBAL STATUS")
     if variables.get("performance_schema") != "ON":
         missing.append("performance_schema is OFF")
@@ -234,10 +240,12 @@ def collect_facts(
     pid: int | None = None,
     interval_s: float = 2.0,
     read: Callable[[], None] = lambda: None,
+    wait: Callable[[float], Any] = time.sleep,
 ) -> dict[str, Any]:
     """Server facts for mysql.json; ``{"reachable": false, "error": ...}`` when the server cannot be used.
     ``read`` is called once the one-off reads (variables, InnoDB status, processlist, tablespaces) are done,
-    before the interval's closing status read (not when the server cannot be used).
+    before the interval's closing status read (not when the server cannot be used); ``wait`` sleeps until
+    that read (at most the rest of ``interval_s``; it may return sooner: a capture that has ended).
 
     Never raises. No password appears in the result or its error text.
     """
@@ -248,7 +256,7 @@ def collect_facts(
     except Exception as err:  # noqa: BLE001 - unreachable is a fact, not a failure
         return {"reachable": False, "error": _scrub(err, secrets) or type(err).__name__}
     try:
-        return _facts(conn, ep, pid, interval_s, secrets, read)
+        return _facts(conn, ep, pid, interval_s, secrets, read, wait)
     except Exception as err:  # noqa: BLE001
         return {"reachable": False, "error": f"{ep}: {_scrub(err, secrets)}", "source": str(ep)}
     finally:

@@ -1,6 +1,8 @@
 """The server-facts source: collect_facts in a thread beside perf's window; mysql.json when it stops.
 
-The status interval is the first seconds of the window (at most STATUS_INTERVAL_S); a server that cannot
+The status interval is the first seconds of the window (at most STATUS_INTERVAL_S, and never past its end:
+a saturated server can answer the first reads seconds late, and the capture does not wait out the rest of
+the interval for the closing read); a server that cannot
 be reached is said once, on the terminal, while the capture goes on, and in run.json when it stops.
 """
 
@@ -26,6 +28,7 @@ class ServerFacts(Source):
         self.options, self.pid, self.interval_s = options, pid, interval_s
         self.facts: dict[str, Any] | None = None
         self._thread: threading.Thread | None = None
+        self._ended = threading.Event()  # the window has ended: the closing status read is due now
 
     @classmethod
     def of(cls, ctx: Context) -> ServerFacts | None:
@@ -45,7 +48,9 @@ class ServerFacts(Source):
 
     def _collect(self, ctx: Context) -> None:
         try:
-            facts = collect_facts(self.options, self.pid, self.interval_s, read=ctx.window.one_off_sql.set)
+            facts = collect_facts(
+                self.options, self.pid, self.interval_s, read=ctx.window.one_off_sql.set, wait=self._ended.wait
+            )
         except Exception as err:  # server facts must never fail a capture
             facts = {"reachable": False, "error": f"{type(err).__name__}: {err}"}
         finally:
@@ -58,6 +63,7 @@ class ServerFacts(Source):
             )
 
     def stop(self, ctx: Context) -> Part:
+        self._ended.set()
         if self._thread is not None:
             self._thread.join(timeout=JOIN_S)
         facts = self.facts or {"reachable": False, "error": "server facts timed out"}
@@ -74,3 +80,6 @@ class ServerFacts(Source):
             files=(rundir.MYSQL,),
             why_not=typed.error or "unreachable",
         )
+
+    def cleanup(self) -> None:
+        self._ended.set()
