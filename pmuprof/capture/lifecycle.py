@@ -4,8 +4,9 @@ A source (perf, the off-CPU tracer, server facts, the processlist, the host load
 has a ``start``, a ``stop`` that gives its typed part of the run (``Part``: run.json fields, warnings,
 features off, per-second series, the files it wrote) and a ``cleanup`` that lets go of whatever it holds
 (threads, children, connections, FIFOs) on any way out: a failure, a stop signal, a bug. ``run_sources``
-starts them in order and then perf's window; when the window ends it stops them with stop signals held:
-the window is ended first (perf told to stop), then the per-second sources stop (``with_window``: their
+starts them in order, waits until each is ready (at most READY_WAIT_S), then perf's window; when the
+window ends it stops them with stop signals held: the window is ended first (perf told to stop), then
+the per-second sources stop (``with_window``: their
 values end where perf's do) while perf writes the rest of its file, then the window's stop waits for it,
 then ``on_stopped`` (the demo stops its workload), then the others in reverse order of start (folding,
 joining, archiving). series.json and run.json are written last, also when a stop failed; the cleanups
@@ -17,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import signal
 import threading
+import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -31,6 +33,12 @@ from ..model.status import OwnTraffic
 from . import diskroom
 from .options import RecordOptions
 from .runner import Outcome
+
+# perf's window starts once every source is ready (its connection made, its first reading taken), or this long
+# after they started: on a saturated host or server pmuprof's own connections can take seconds, and a window
+# opened before them would have no server counters at its start; a server that cannot answer does not hold
+# perf back longer than this (a stall is what perf must record).
+READY_WAIT_S = 5.0
 
 
 @dataclass(frozen=True)
@@ -67,6 +75,7 @@ class Window:
     outcome: Outcome | None = None
     own_sql: list[OwnTraffic] = field(default_factory=list)
     one_off_sql: threading.Event = field(default_factory=_set)
+    unready: list[str] = field(default_factory=list)  # the sources not ready when perf's window started
 
     def seconds(self) -> tuple[int, int] | None:
         """The first and last whole second of CLOCK_MONOTONIC inside the window (None: it never started)."""
@@ -128,6 +137,11 @@ class Source:
     def start(self, ctx: Context) -> None:
         """Begin measuring (a thread, a connection, a plan); quick: perf's window starts after every source."""
 
+    def ready(self, ctx: Context, timeout: float) -> bool:
+        """Wait up to ``timeout`` for what ``start`` began in the background (a thread's connection and first
+        reading) to be measuring: perf's window starts after every source is ready or READY_WAIT_S passed."""
+        return True
+
     def children(self) -> Mapping[str, Child]:
         """The programs it runs inside perf's window (asked once, after start)."""
         return {}
@@ -160,11 +174,13 @@ def run_sources(
     with contextlib.ExitStack() as stack:
         diskroom.hold(ctx.out_dir)
         stack.callback(diskroom.release, ctx.out_dir)
-        for source in (*sources, window):
+        for source in sources:
             stack.callback(source.cleanup)
             source.start(ctx)
-            if source is not window:
-                ctx.window.children.update(source.children())
+            ctx.window.children.update(source.children())
+        _await_ready(ctx, sources)
+        stack.callback(window.cleanup)
+        window.start(ctx)
         try:
             window.wait(ctx)
         except PmuprofError as err:  # perf failed: run.json still says what happened
@@ -173,6 +189,16 @@ def run_sources(
         with signals.held() as pending:
             run = _stop_all(ctx, sources, window, on_stopped, pending)
     return run, pending
+
+
+def _await_ready(ctx: Context, sources: Sequence[Source]) -> None:
+    """Every source ready, or READY_WAIT_S after they started (the late ones are named in run.json)."""
+    deadline = time.monotonic() + READY_WAIT_S
+    for source in sources:
+        if not source.ready(ctx, max(0.0, deadline - time.monotonic())):
+            ctx.window.unready.append(source.name)
+    if ctx.window.unready:
+        ctx.log(f"warning: perf started before {', '.join(ctx.window.unready)} (not ready after {READY_WAIT_S:g} s)")
 
 
 def _stop_all(
@@ -216,6 +242,14 @@ def _write(ctx: Context, stopped: list[Part], listed: list[Part], pending: list[
     run = ctx.run
     for part in stopped:
         run = part.apply(run)
+    if ctx.window.unready:
+        run = run.with_notes(
+            (
+                f"perf's window started before {', '.join(ctx.window.unready)} could measure (not ready "
+                f"{READY_WAIT_S:g} s after starting: pmuprof's own connections to the server, or the host, were that "
+                "slow): their first seconds of the window are missing",
+            )
+        )
     span = ctx.window.seconds()
     series = tuple(s.within(*span) if span else s for part in listed for s in part.series)
     run = replace(run, sources=tuple(r for r in (_listed(ctx, p) for p in listed) if r is not None))

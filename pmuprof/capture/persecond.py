@@ -56,6 +56,7 @@ class PerSecond(Source):
         self.polls = 0
         self.error = ""  # why it stopped early or never polled (no password in it: see ``why``)
         self._done = threading.Event()
+        self._measuring = threading.Event()  # its first poll has ended (or it never will): ready()
         self._wait: Wait = wait or self._done.wait
         self._lock = threading.Lock()
         self._values: dict[int, Mapping[str, float | None]] = {}
@@ -124,15 +125,20 @@ class PerSecond(Source):
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(self.join_s)
 
+    def ready(self, ctx: Context, timeout: float) -> bool:
+        return self._thread is None or self._measuring.wait(timeout)
+
     def _run(self, ctx: Context) -> None:
         try:
             self.open(ctx)
         except Exception as err:  # noqa: BLE001 - the capture goes on without this source
             self.error = self.why(err)
+            self._measuring.set()
             return
         try:
             while not self._done.is_set() and self.polls < MAX_POLLS:
                 t0, t1 = self._poll()
+                self._measuring.set()
                 if self._wait(max(0.0, self._next(t0, t1) - self.clock())):
                     break
             if self.polls >= MAX_POLLS:
@@ -141,6 +147,7 @@ class PerSecond(Source):
         except Exception as err:  # noqa: BLE001
             self.error = self.why(err)
         finally:
+            self._measuring.set()
             self.close()
 
     def _poll(self) -> tuple[float, float]:

@@ -12,8 +12,10 @@ from pathlib import Path
 import pytest
 
 from pmuprof import signals
+from pmuprof.capture import lifecycle
 from pmuprof.capture.lifecycle import Child, Context, Part, Source, WindowSource, run_sources
 from pmuprof.capture.options import RecordOptions
+from pmuprof.capture.persecond import Measure, PerSecond
 from pmuprof.errors import PerfError
 from pmuprof.model import rundir
 from pmuprof.model.run import Run
@@ -179,3 +181,45 @@ def test_ending_the_window_does_not_wait_for_perf_to_finish_its_file(tmp_path: P
     assert bounded.started["record"].poll() is None  # still writing: end() did not wait
     assert bounded.end() is out and bounded.stop() is out
     assert out.returncodes == {"record": 0}  # finished and exited by itself, not killed
+
+
+class SlowToMeasure(PerSecond):
+    """A per-second source whose connection takes ``opening`` seconds (a saturated server or host)."""
+
+    name = "slow"
+    measures = (Measure("slow.reads"),)
+
+    def __init__(self, log: list[str], opening: float) -> None:
+        super().__init__()
+        self.log, self.opening = log, opening
+
+    def open(self, ctx: Context) -> None:
+        time.sleep(self.opening)
+
+    def read(self) -> float:
+        self.log.append("first reading" if self.polls == 0 else "reading")
+        return 1.0
+
+    def keep(self, second: int, reading: float) -> dict[str, float | None]:
+        return {"slow.reads": reading}
+
+
+def test_perf_waits_for_a_source_that_is_slow_to_measure(tmp_path: Path):
+    """perf's window starts once every source measures: a per-second source whose connection takes 0.5 s has
+    its first reading before perf starts."""
+    log: list[str] = []
+    run, _ = run_sources(_ctx(tmp_path), [SlowToMeasure(log, 0.5)], Window(log))
+    assert log.index("first reading") < log.index("start perf with []"), log
+    assert not [w for w in run.warnings if "could measure" in w], run.warnings
+
+
+def test_perf_waits_for_a_source_at_most_ready_wait_s(tmp_path: Path, monkeypatch):
+    """A source that cannot measure does not hold perf back longer than READY_WAIT_S; run.json names it."""
+    monkeypatch.setattr(lifecycle, "READY_WAIT_S", 0.2)
+    log: list[str] = []
+    started = time.monotonic()
+    run, _ = run_sources(_ctx(tmp_path), [SlowToMeasure(log, 1.5)], Window(log))
+    assert "first reading" not in log[: log.index("start perf with []")], log
+    assert time.monotonic() - started < 10
+    (note,) = [w for w in run.warnings if "could measure" in w]
+    assert "before slow could measure" in note and "0.2 s" in note

@@ -46,6 +46,10 @@ class ServerFacts(Source):
         self._thread = threading.Thread(target=self._collect, args=(ctx,), daemon=True, name="pmuprof-mysql-facts")
         self._thread.start()
 
+    def ready(self, ctx: Context, timeout: float) -> bool:
+        """Its one-off reads done (its status interval has begun), or it gave up."""
+        return ctx.window.one_off_sql.wait(timeout)
+
     def _collect(self, ctx: Context) -> None:
         try:
             facts = collect_facts(
