@@ -18,6 +18,8 @@ from pmuprof.errors import UsageError
 from pmuprof.model.perfscript import fold_lines
 from pmuprof.paths import demo_source_dir
 
+from helpers import held_at_info
+
 NAMED_FRAMES = (
     "ut_delay",
     "mutex_spin_wait",
@@ -306,7 +308,8 @@ def test_pmuprof_demo_gets_the_right_findings(demo_binary: Path, tmp_path: Path,
     top = next(f["rule"] for f in doc["findings"] if not f["explained_by"])
     assert top in verdicts, f"verdict {top!r}, expected one of {sorted(verdicts)}; fired: {fired}"
     if doc["profile"]["samples"] >= 200:  # below that the engine caps severity at info (a starved CPU)
-        assert doc["findings"][0]["severity"] in ("warning", "critical"), doc["findings"][0]
+        first = doc["findings"][0]
+        assert first["severity"] in ("warning", "critical") or held_at_info(first), first
 
 
 def test_pmuprof_demo_healthy_gives_no_warning(

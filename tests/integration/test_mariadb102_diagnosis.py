@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from helpers import capture_under, fix_text, need_perf, workload_findings
+from helpers import capture_under, fix_text, held_at_info, need_perf, workload_findings
 import mariadb as mdb
 from pmuprof.findings.loader import load_rules
 
@@ -145,7 +145,8 @@ def test_ahi_latch_behind_in_list_dives(dive_in: Scenario) -> None:
 def test_range_dives_are_an_optimizer_cost_not_a_mutex(dive_ranges: Scenario) -> None:
     """fil_space_get is called once per dive but is no hotspot: the finding is the dives' cost."""
     dives = dive_ranges.findings["index-dive-cost"]
-    assert dives["severity"] in ("warning", "critical") and dives["share"] > 0.3
+    assert dives["severity"] in ("warning", "critical") or held_at_info(dives), dives
+    assert dives["share"] > 0.3
     assert "FORCE INDEX" in fix_text(dives, "sql") and "No eq_range_index_dive_limit in this version" in fix_text(
         dives, "note"
     )
