@@ -8,7 +8,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -87,29 +87,45 @@ def _until(ready, why: str, timeout: float = 60.0) -> None:
         time.sleep(0.05)
 
 
-def collect(server: mdb.MariaDB, out: Path, spill: Any) -> tuple[Any, Any]:
-    """The status source and the processlist poller as a capture runs them: started in the registry's order,
-    perf's window opening once both poll (a capture starts perf after its sources), the poller stopped
-    first. The spilling statements run inside the window."""
+def _context(server: mdb.MariaDB, out: Path, **options: Any) -> Context:
     opts = RecordOptions(
-        pids=(server.pid,), out_dir=out, mysql_options=MysqlOptions(defaults_file=str(server.defaults_file))
+        pids=(server.pid,), out_dir=out, mysql_options=MysqlOptions(defaults_file=str(server.defaults_file)), **options
     )
-    ctx = Context(opts, (server.pid,), Run())
-    status, poller = ServerCounters.of(ctx), Processlist.of(ctx)
-    status.start(ctx)
-    poller.start(ctx)
+    return Context(opts, (server.pid,), Run())
+
+
+def _window(ctx: Context, status: ServerCounters, poller: Processlist, during: Callable[[], None] | None = None) -> Any:
+    """perf's window as a capture runs it: opened once both sources poll (a capture starts perf after its
+    sources), three status polls long, or three more after ``during`` ran in it; the poller stopped first.
+    The status source's part."""
     try:
         _until(lambda: poller.polls >= 1 and status.polls >= 1, f"no polls: {status.error} {poller.error}")
         opened = time.monotonic()
         _until(lambda: status.polls >= 3, f"status polls stopped: {status.error}")
-        for _ in range(TMP_QUERIES):
-            spill.execute(SPILL)
-            spill.fetchall()
-        _until(lambda: status.polls >= 6, f"status polls stopped: {status.error}")
+        if during is not None:
+            during()
+            _until(lambda: status.polls >= 6, f"status polls stopped: {status.error}")
         ctx.window.outcome = Outcome(elapsed_s=time.monotonic() - opened, window_start_s=opened)
     finally:
         poller.stop(ctx)
         part = status.stop(ctx)
+    return part
+
+
+def collect(server: mdb.MariaDB, out: Path, spill: Any) -> tuple[Any, Any]:
+    """The status source and the processlist poller as a capture runs them, started in the registry's order;
+    the spilling statements run inside the window."""
+    ctx = _context(server, out)
+    status, poller = ServerCounters.of(ctx), Processlist.of(ctx)
+    status.start(ctx)
+    poller.start(ctx)
+
+    def spilling() -> None:
+        for _ in range(TMP_QUERIES):
+            spill.execute(SPILL)
+            spill.fetchall()
+
+    part = _window(ctx, status, poller, spilling)
     return rundir.read_status(out, []), part
 
 
@@ -184,26 +200,14 @@ def test_the_server_facts_reads_come_before_the_window(mariadb, tmp_path, monkey
         return semaphores(conn, missing)
 
     monkeypatch.setattr(facts_module, "_semaphores", late)
-    opts = RecordOptions(
-        pids=(mariadb.pid,),
-        out_dir=tmp_path,
-        duration=2,
-        mysql_options=MysqlOptions(defaults_file=str(mariadb.defaults_file)),
-    )
-    ctx = Context(opts, (mariadb.pid,), Run())
-    sources = [ServerFacts.of(ctx), ServerCounters.of(ctx), Processlist.of(ctx)]  # the registry's order
-    for source in sources:
+    ctx = _context(mariadb, tmp_path, duration=2)
+    facts, status, poller = ServerFacts.of(ctx), ServerCounters.of(ctx), Processlist.of(ctx)
+    for source in (facts, status, poller):  # the registry's order
         source.start(ctx)
-    status, poller = sources[1], sources[2]
     try:
-        _until(lambda: status.polls >= 1 and poller.polls >= 1, f"no polls: {status.error} {poller.error}")
-        opened = time.monotonic()
-        _until(lambda: status.polls >= 3, f"status polls stopped: {status.error}")
-        ctx.window.outcome = Outcome(elapsed_s=time.monotonic() - opened, window_start_s=opened)
+        _window(ctx, status, poller)
     finally:
-        poller.stop(ctx)
-        status.stop(ctx)
-        sources[0].stop(ctx)
+        facts.stop(ctx)
     kept = rundir.read_status(tmp_path, [])
     window = WindowCounters.of(kept)
     assert window.delta("Created_tmp_disk_tables") == 0, (window.growth("Created_tmp_disk_tables"), kept.own)
