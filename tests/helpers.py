@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -117,6 +119,18 @@ class Hogs:
             p.wait()
 
 
+@contextlib.contextmanager
+def spinning(proc: subprocess.Popen) -> Iterator[subprocess.Popen]:
+    """A held (SIGSTOPped) process running for the block, held again after it (tests/integration/conftest.py's
+    busy_process)."""
+    proc.send_signal(signal.SIGCONT)
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGSTOP)
+
+
 def need_perf() -> str:
     perf = shutil.which("perf")
     if not perf:
@@ -160,55 +174,110 @@ def window_done(out: Path) -> bool:
     return (out / "status.json").exists() or recorded(out)
 
 
-def capture_under(load, out: Path, *args: str, env: dict | None = None, timeout: float = 900):
-    """``pmuprof capture ARGS -o OUT`` as run_cli runs it, with ``load`` (a sysbench load, anything else with
-    ``stop()`` or a function that stops it, or a list of them) stopped as soon as the recording has ended
-    (``window_done``), before the capture's last files and the report.
+class LiveCapture:
+    """``pmuprof capture ARGS -o OUT`` as run_cli runs it, begun at once, with ``load`` (a sysbench load, anything
+    else with ``stop()`` or a function that stops it, or a list of them) stopped as soon as the recording has
+    ended (``window_done``), before the capture's last files and the report.
 
     What the window records is the same; the report's analysis (folding, the binaries, skid) then has the
     CPU to itself instead of sharing it with sixteen clients and the server serving them, which costs the
     suite seconds of wall clock and twice that of CPU per capture. A load that can ``pause()`` (a connected
     SysbenchLoad) is held while pmuprof starts (its imports and checks, seconds on a busy host) and resumed
     once the first run.json is there, before any source or perf starts: the clients, already connected, carry
-    on where they were, and the window records the same steady load. ``timeout``: a hang detector."""
-    import tempfile
-    from types import SimpleNamespace
+    on where they were, and the window records the same steady load. ``timeout``: a hang detector.
 
-    out = Path(out)
-    full_env = {**os.environ, **(env or {})}
-    full_env["PYTHONPATH"] = str(REPO) + os.pathsep + full_env.get("PYTHONPATH", "")
-    argv = [sys.executable, "-m", "pmuprof", "capture", *args, "-o", str(out)]
-    loads = load if isinstance(load, (list, tuple)) else [load]
-    loads = [SimpleNamespace(stop=each) if callable(each) and not hasattr(each, "stop") else each for each in loads]
-    held = [each for each in loads if hasattr(each, "pause")]
-    with tempfile.TemporaryFile() as so, tempfile.TemporaryFile() as se:
-        for each in held:
+        capturing = LiveCapture(load, out, "-p", pid, "-d", "5")
+        capturing.until_off_server()   # the load stopped, the server no longer read: the next load may start
+        proc = capturing.result()      # pmuprof's exit status and output once it has reported"""
+
+    def __init__(self, load, out: Path, *args: str, env: dict | None = None, timeout: float = 900) -> None:
+        import tempfile
+        from types import SimpleNamespace
+
+        self.out = Path(out)
+        full_env = {**os.environ, **(env or {})}
+        full_env["PYTHONPATH"] = str(REPO) + os.pathsep + full_env.get("PYTHONPATH", "")
+        self.argv = [sys.executable, "-m", "pmuprof", "capture", *args, "-o", str(self.out)]
+        loads = load if isinstance(load, (list, tuple)) else [load]
+        self.loads = [SimpleNamespace(stop=x) if callable(x) and not hasattr(x, "stop") else x for x in loads]
+        self.held = [each for each in self.loads if hasattr(each, "pause")]
+        self.stopped = False
+        self.deadline = time.monotonic() + timeout
+        self.timeout = timeout
+        self._so, self._se = tempfile.TemporaryFile(), tempfile.TemporaryFile()
+        for each in self.held:
             each.pause()
-        proc = subprocess.Popen(argv, stdout=so, stderr=se, env=full_env, stdin=subprocess.DEVNULL)
-        deadline, stopped = time.monotonic() + timeout, False
         try:
-            while proc.poll() is None:
-                assert time.monotonic() < deadline, f"pmuprof capture still running after {timeout:g} s (hung?)"
-                if held and (out / "run.json").exists():  # written before the sources and perf start
-                    for each in held:
-                        each.resume()
-                    held = []
-                if not stopped and window_done(out):
-                    for each in loads:
-                        each.stop()
-                    stopped = True
-                time.sleep(0.01 if held else 0.05)
-        finally:
-            for each in held:
+            self.proc = subprocess.Popen(
+                self.argv, stdout=self._so, stderr=self._se, env=full_env, stdin=subprocess.DEVNULL
+            )
+        except BaseException:
+            self._release()
+            raise
+
+    def _step(self) -> None:
+        """Resume the held loads once run.json is there; stop every load once the window is done."""
+        if self.held and (self.out / "run.json").exists():  # written before the sources and perf start
+            for each in self.held:
                 each.resume()
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-            for each in loads if not stopped else ():
+            self.held = []
+        if not self.stopped and window_done(self.out):
+            for each in self.loads:
                 each.stop()
-        so.seek(0)
-        se.seek(0)
-        return subprocess.CompletedProcess(argv, proc.returncode, so.read().decode(), se.read().decode())
+            self.stopped = True
+
+    def _until(self, done) -> None:
+        try:
+            while self.proc.poll() is None and not done():
+                assert time.monotonic() < self.deadline, (
+                    f"pmuprof capture still running after {self.timeout:g} s (hung?)"
+                )
+                self._step()
+                time.sleep(0.01 if self.held else 0.05)
+        except BaseException:
+            self.kill()
+            raise
+        if self.proc.poll() is not None:
+            self._release()
+
+    def until_off_server(self) -> None:
+        """Until the capture no longer reads the server: the window done and the loads stopped, and the server
+        facts' closing read written (mysql.json, after perf has stopped), or pmuprof ended. Its own connections
+        are closed then: a test may start the next load while it folds and reports."""
+        self._until(lambda: self.stopped and (self.out / "mysql.json").exists())
+
+    def result(self) -> subprocess.CompletedProcess:
+        """pmuprof's exit status and output, once it has ended."""
+        self._until(lambda: False)
+        self._so.seek(0)
+        self._se.seek(0)
+        out, err = self._so.read().decode(), self._se.read().decode()
+        self._so.close()
+        self._se.close()
+        return subprocess.CompletedProcess(self.argv, self.proc.returncode, out, err)
+
+    def kill(self) -> None:
+        """End pmuprof (SIGKILL) and every load now: a test that gives up on it."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        self._release()
+
+    def _release(self) -> None:
+        """The held loads resumed, and every load stopped once pmuprof has ended (stop() is called once)."""
+        for each in self.held:
+            each.resume()
+        self.held = []
+        if not self.stopped:
+            for each in self.loads:
+                each.stop()
+            self.stopped = True
+
+
+def capture_under(load, out: Path, *args: str, env: dict | None = None, timeout: float = 900):
+    """``pmuprof capture ARGS -o OUT`` under ``load``, to its end (LiveCapture: the load is held while pmuprof
+    starts and stopped once the recording has ended); its exit status and output, as run_cli returns them."""
+    return LiveCapture(load, out, *args, env=env, timeout=timeout).result()
 
 
 def cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
