@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -13,18 +14,28 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # so `tests.mariad
 
 from tests import mariadb as mdb  # noqa: E402
 from tests import mariadb4j as m4j  # noqa: E402
-from helpers import build_busy, capture_under, need_perf, spawn_named  # noqa: E402
+from helpers import build_busy, capture_under, need_perf, spawn_named, spinning  # noqa: E402
 
 
 @pytest.fixture(scope="module")
-def busy(tmp_path_factory) -> Iterator[subprocess.Popen]:
-    """A running process with known frames (hot_leaf <- warm_caller) that spins one CPU."""
+def busy_process(tmp_path_factory) -> Iterator[subprocess.Popen]:
+    """A process with known frames (hot_leaf <- warm_caller) that spins one CPU while it runs: one for the
+    module (a module's captures and checks name the same pid), held (SIGSTOP) whenever no test of it runs
+    (``spinning``): running all along, it took a whole CPU from the other worker for test_capture_live's ~40 s."""
     need_perf()
     exe = build_busy(tmp_path_factory.mktemp("busy"))
     proc = spawn_named([str(exe)])
+    proc.send_signal(signal.SIGSTOP)
     yield proc
-    proc.kill()
+    proc.kill()  # SIGKILL ends a stopped process too
     proc.wait()
+
+
+@pytest.fixture
+def busy(busy_process) -> Iterator[subprocess.Popen]:
+    """``busy_process``, spinning for the test."""
+    with spinning(busy_process) as proc:
+        yield proc
 
 
 @pytest.fixture(scope="session")

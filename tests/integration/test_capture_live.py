@@ -12,13 +12,14 @@ from datetime import datetime
 
 import pytest
 
-from helpers import REPO, build_busy, need_perf, run_cli, spawn_named
+from helpers import REPO, build_busy, need_perf, run_cli, spawn_named, spinning
 
 
 @pytest.fixture(scope="module")
-def run_dir(busy, tmp_path_factory):
+def run_dir(busy_process, tmp_path_factory):
     out = tmp_path_factory.mktemp("cap") / "run"
-    res = run_cli("capture", "-p", str(busy.pid), "-d", "3", "-F", "199", "-o", str(out), "--no-mysql")
+    with spinning(busy_process) as busy:
+        res = run_cli("capture", "-p", str(busy.pid), "-d", "3", "-F", "199", "-o", str(out), "--no-mysql")
     assert res.returncode == 0, res.stderr
     return out
 
