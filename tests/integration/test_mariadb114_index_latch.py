@@ -25,7 +25,8 @@ def _capture(server: mdb.MariaDB, load: mdb.SysbenchLoad, out: Path) -> dict:
     """Findings of a 4 s on-CPU capture of the running writers at the default delay; the load stops when the
     recording ends (capture_under)."""
     mdb.sql(server, f"SET GLOBAL innodb_spin_wait_delay = {DEFAULT_DELAY}")
-    args = ("-p", str(server.pid), "-d", "4", "-F", "499", "--no-off-cpu", "--defaults-file", str(server.defaults_file))
+    args = ("-p", str(server.pid), "-d", "4", "-F", "499", "--no-off-cpu", "--no-keep-perf-data")
+    args += ("--defaults-file", str(server.defaults_file))  # findings.json is read, not perf.data nor binaries
     res = capture_under(load, out, *args)
     assert res.returncode == 0, res.stderr
     return json.loads((out / "findings.json").read_text())

@@ -44,7 +44,8 @@ def _query(server: mdb.MariaDB, sql: str) -> list[tuple]:
 def _capture(server: mdb.MariaDB, out: Path, load: mdb.SysbenchLoad) -> dict:
     """Findings of a capture of the running load, stopped once the recording has ended (capture_under)."""
     # --off-cpu: an incident capture asks for the waits; an unavailable tracer is an error, not a quiet skip
-    args = ("-p", str(server.pid), "-d", str(SECONDS), "--off-cpu", "--defaults-file", str(server.defaults_file))
+    args = ("-p", str(server.pid), "-d", str(SECONDS), "--off-cpu", "--no-keep-perf-data")  # findings.json is read
+    args += ("--defaults-file", str(server.defaults_file))
     res = capture_under(load, out, *args)
     assert res.returncode == 0, res.stderr
     return workload_findings(json.loads((out / "findings.json").read_text()))

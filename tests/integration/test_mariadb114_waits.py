@@ -79,6 +79,7 @@ def row_lock_run(mariadb114, tmp_path_factory):
             "-d",
             str(SECONDS),
             "--off-cpu",
+            "--no-keep-perf-data",  # the stacks and findings are read, not perf.data nor the copied binaries
             "-o",
             str(out),
             "--defaults-file",
@@ -157,6 +158,7 @@ def tiny_pool_run(tmp_path_factory, tls_options):
                 "-d",
                 str(SECONDS),
                 "--off-cpu",
+                "--no-keep-perf-data",
                 "--defaults-file",
                 str(server.defaults_file),
             )
