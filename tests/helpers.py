@@ -9,8 +9,9 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -175,109 +176,130 @@ def window_done(out: Path) -> bool:
 
 
 class LiveCapture:
-    """``pmuprof capture ARGS -o OUT`` as run_cli runs it, begun at once, with ``load`` (a sysbench load, anything
-    else with ``stop()`` or a function that stops it, or a list of them) stopped as soon as the recording has
-    ended (``window_done``), before the capture's last files and the report.
+    """``pmuprof capture ARGS -o OUT`` for each ``(OUT, ARGS)`` of ``runs``, begun together as run_cli runs it,
+    with ``load`` (a sysbench load, anything else with ``stop()`` or a function that stops it, or a list of them)
+    stopped as soon as every recording has ended (``window_done``), before the captures' last files and reports.
 
-    What the window records is the same; the report's analysis (folding, the binaries, skid) then has the
-    CPU to itself instead of sharing it with sixteen clients and the server serving them, which costs the
-    suite seconds of wall clock and twice that of CPU per capture. A load that can ``pause()`` (a connected
-    SysbenchLoad) is held while pmuprof starts (its imports and checks, seconds on a busy host) and resumed
-    once the first run.json is there, before any source or perf starts: the clients, already connected, carry
-    on where they were, and the window records the same steady load. ``timeout``: a hang detector.
+    What a window records is the same; the report's analysis (folding, the binaries, skid) then has the CPU to
+    itself instead of sharing it with sixteen clients and the server serving them, which costs the suite seconds
+    of wall clock and twice that of CPU per capture. A load that can ``pause()`` (a connected SysbenchLoad) is
+    held while pmuprof starts (its imports and checks, seconds on a busy host) and resumed once every run.json
+    is there, before any source or perf starts: the clients, already connected, carry on where they were, and
+    the windows record the same steady load. ``timeout``: a hang detector.
 
-        capturing = LiveCapture(load, out, "-p", pid, "-d", "5")
+        capturing = LiveCapture(load, (out, ("-p", pid, "-d", "5")))
         capturing.until_off_server()   # the load stopped, the server no longer read: the next load may start
         proc = capturing.result()      # pmuprof's exit status and output once it has reported"""
 
-    def __init__(self, load, out: Path, *args: str, env: dict | None = None, timeout: float = 900) -> None:
+    def __init__(self, load, *runs: tuple[Path, Sequence[str]], env: dict | None = None, timeout: float = 900) -> None:
         import tempfile
         from types import SimpleNamespace
 
-        self.out = Path(out)
         full_env = {**os.environ, **(env or {})}
         full_env["PYTHONPATH"] = str(REPO) + os.pathsep + full_env.get("PYTHONPATH", "")
-        self.argv = [sys.executable, "-m", "pmuprof", "capture", *args, "-o", str(self.out)]
         loads = load if isinstance(load, (list, tuple)) else [load]
-        self.loads = [SimpleNamespace(stop=x) if callable(x) and not hasattr(x, "stop") else x for x in loads]
-        self.held = [each for each in self.loads if hasattr(each, "pause")]
-        self.stopped = False
-        self.deadline = time.monotonic() + timeout
-        self.timeout = timeout
-        self._so, self._se = tempfile.TemporaryFile(), tempfile.TemporaryFile()
-        for each in self.held:
+        self._loads = [SimpleNamespace(stop=x) if callable(x) and not hasattr(x, "stop") else x for x in loads]
+        self._held = [each for each in self._loads if hasattr(each, "pause")]
+        self._stopped = False
+        self._deadline, self._timeout = time.monotonic() + timeout, timeout
+        self._runs: list[tuple[Path, list[str], subprocess.Popen, Any, Any]] = []
+        self._results: list[subprocess.CompletedProcess] | None = None
+        for each in self._held:
             each.pause()
         try:
-            self.proc = subprocess.Popen(
-                self.argv, stdout=self._so, stderr=self._se, env=full_env, stdin=subprocess.DEVNULL
-            )
-        except BaseException:
-            self._release()
-            raise
-
-    def _step(self) -> None:
-        """Resume the held loads once run.json is there; stop every load once the window is done."""
-        if self.held and (self.out / "run.json").exists():  # written before the sources and perf start
-            for each in self.held:
-                each.resume()
-            self.held = []
-        if not self.stopped and window_done(self.out):
-            for each in self.loads:
-                each.stop()
-            self.stopped = True
-
-    def _until(self, done) -> None:
-        try:
-            while self.proc.poll() is None and not done():
-                assert time.monotonic() < self.deadline, (
-                    f"pmuprof capture still running after {self.timeout:g} s (hung?)"
-                )
-                self._step()
-                time.sleep(0.01 if self.held else 0.05)
+            for out, args in runs:
+                argv = [sys.executable, "-m", "pmuprof", "capture", *map(str, args), "-o", str(out)]
+                so, se = tempfile.TemporaryFile(), tempfile.TemporaryFile()
+                proc = subprocess.Popen(argv, stdout=so, stderr=se, env=full_env, stdin=subprocess.DEVNULL)
+                self._runs.append((Path(out), argv, proc, so, se))
         except BaseException:
             self.kill()
             raise
-        if self.proc.poll() is not None:
+
+    def _all(self, reached: Callable[[Path], bool]) -> bool:
+        """Whether every capture has reached ``reached`` (its run directory) or ended."""
+        return all(proc.poll() is not None or reached(out) for out, _, proc, _, _ in self._runs)
+
+    def _step(self) -> None:
+        """Resume the held loads once every run.json is there; stop every load once every window is done."""
+        if self._held and self._all(lambda out: (out / "run.json").exists()):  # before the sources and perf
+            for each in self._held:
+                each.resume()
+            self._held = []
+        if not self._stopped and self._all(window_done):
+            self._release()
+
+    def _until(self, done: Callable[[], bool]) -> None:
+        try:
+            while not self._all(lambda out: False) and not done():
+                running = [str(out) for out, _, proc, _, _ in self._runs if proc.poll() is None]
+                assert time.monotonic() < self._deadline, (
+                    f"pmuprof capture still running after {self._timeout:g} s (hung?): {', '.join(running)}"
+                )
+                self._step()
+                time.sleep(0.01 if self._held else 0.05)
+        except BaseException:
+            self.kill()
+            raise
+        if self._all(lambda out: False):
             self._release()
 
     def until_off_server(self) -> None:
-        """Until the capture no longer reads the server: the window done and the loads stopped, and the server
-        facts' closing read written (mysql.json, after perf has stopped), or pmuprof ended. Its own connections
-        are closed then: a test may start the next load while it folds and reports."""
-        self._until(lambda: self.stopped and (self.out / "mysql.json").exists())
+        """Until the captures no longer read the server: the windows done and the loads stopped, and each server
+        facts' closing read written (mysql.json, after perf has stopped), or pmuprof ended. Their connections are
+        closed then: a test may start the next load while they fold and report."""
+        self._until(lambda: self._stopped and self._all(lambda out: (out / "mysql.json").exists()))
+
+    def results(self) -> list[subprocess.CompletedProcess]:
+        """Each capture's exit status and output, once every one has ended (in the order of ``runs``)."""
+        if self._results is None:
+            self._until(lambda: False)
+            self._results = [self._finished(run) for run in self._runs]
+        return self._results
 
     def result(self) -> subprocess.CompletedProcess:
-        """pmuprof's exit status and output, once it has ended."""
-        self._until(lambda: False)
-        self._so.seek(0)
-        self._se.seek(0)
-        out, err = self._so.read().decode(), self._se.read().decode()
-        self._so.close()
-        self._se.close()
-        return subprocess.CompletedProcess(self.argv, self.proc.returncode, out, err)
+        """The one capture's exit status and output, once it has ended."""
+        (only,) = self.results()
+        return only
+
+    @staticmethod
+    def _finished(run: tuple[Path, list[str], subprocess.Popen, Any, Any]) -> subprocess.CompletedProcess:
+        _, argv, proc, so, se = run
+        so.seek(0)
+        se.seek(0)
+        out, err = so.read().decode(), se.read().decode()
+        so.close()
+        se.close()
+        return subprocess.CompletedProcess(argv, proc.returncode, out, err)
 
     def kill(self) -> None:
-        """End pmuprof (SIGKILL) and every load now: a test that gives up on it."""
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
+        """End every capture (SIGKILL) and every load now: a test that gives up on them."""
+        for _, _, proc, so, se in self._runs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+            so.close()
+            se.close()
+        self._results = [
+            subprocess.CompletedProcess(argv, proc.returncode, "", "") for _, argv, proc, _, _ in self._runs
+        ]
         self._release()
 
     def _release(self) -> None:
-        """The held loads resumed, and every load stopped once pmuprof has ended (stop() is called once)."""
-        for each in self.held:
+        """The held loads resumed, and every load stopped (once)."""
+        for each in self._held:
             each.resume()
-        self.held = []
-        if not self.stopped:
-            for each in self.loads:
+        self._held = []
+        if not self._stopped:
+            self._stopped = True
+            for each in self._loads:
                 each.stop()
-            self.stopped = True
 
 
 def capture_under(load, out: Path, *args: str, env: dict | None = None, timeout: float = 900):
     """``pmuprof capture ARGS -o OUT`` under ``load``, to its end (LiveCapture: the load is held while pmuprof
     starts and stopped once the recording has ended); its exit status and output, as run_cli returns them."""
-    return LiveCapture(load, out, *args, env=env, timeout=timeout).result()
+    return LiveCapture(load, (out, args), env=env, timeout=timeout).result()
 
 
 def cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:

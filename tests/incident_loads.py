@@ -48,7 +48,7 @@ DEBIAN, M102, M114 = "10.11", "10.2.11", "11.4.5"
 # (measured, one per table), in the first scenario's window, and a healthy load's purge-lag truth read "+2,
 # neither" instead of refuted. The scenarios (200 tables made for the table cache, rows written by the loads)
 # would queue more. Not a scenario of its own; ANALYZE TABLE still computes the statistics the plans need.
-STILL = ("--innodb-stats-auto-recalc=0",)
+NO_STATS_RECALC = ("--innodb-stats-auto-recalc=0",)
 KINDS = (
     "healthy",
     "purge_lag",
@@ -124,14 +124,15 @@ def start_server(version: str, workdir: Path) -> mdb.MariaDB:
     connections/s from two clients), measured; tests/integration/test_mariadb114_connections.py covers that
     default, these scenarios give it the certificate a DBA would configure."""
     (workdir / "server").mkdir(parents=True)
-    options = (*STILL, *(certificate(workdir) if version != M102 else ()))
+    options = (*NO_STATS_RECALC, *(certificate(workdir) if version != M102 else ()))
     if version == DEBIAN:
         return mdb.start_mariadb(options, workdir=workdir / "server")
     return m4j.start(m4j.M102 if version == M102 else m4j.M114, options, workdir=workdir / "server")
 
 
 def prepare(server: mdb.MariaDB) -> None:
-    """sbtest1..2, with their persistent statistics computed now (the server recalculates none by itself: STILL)."""
+    """sbtest1..2, with their persistent statistics computed now (the server recalculates none by itself:
+    NO_STATS_RECALC)."""
     mdb.sysbench_prepare(server, tables=TABLES, table_size=TABLE_SIZE)
     mdb.sql(server, *(f"ANALYZE TABLE sbtest.sbtest{i}" for i in range(1, TABLES + 1)))
 

@@ -92,32 +92,38 @@ class Observed:
     """One kind observed: the truth sampled before the capture, and the capture's findings.json (read when first
     asked for: the capture may still be reporting while the next kind's load starts, Observations)."""
 
-    def __init__(self, version: str, kind: str, truth: incidents.Truth, run_dir: Path, capturing: LiveCapture):
+    def __init__(self, version: str, kind: str, truth: incidents.Truth, run_dir: Path, capturing: LiveCapture) -> None:
         self.version, self.kind, self.truth, self.run_dir = version, kind, truth, run_dir
         self._capturing: LiveCapture | None = capturing
-        self._result: subprocess.CompletedProcess | None = None
+        self._failed: BaseException | None = None
         self._findings: dict[str, Any] | None = None
 
-    def reported(self) -> subprocess.CompletedProcess:
-        """pmuprof's exit status and output, once the capture has ended."""
+    def wait(self) -> None:
+        """Until the capture has ended; a failure (its exit status, a hang) is kept for ``findings`` to raise, in
+        this kind's verdict test rather than the next kind's."""
         if self._capturing is not None:
-            self._result, self._capturing = self._capturing.result(), None
-        return self._result
+            capturing, self._capturing = self._capturing, None
+            try:
+                _check_exit(capturing.result())
+            except Exception as err:  # noqa: BLE001 - raised again by findings
+                self._failed = err
 
     @property
     def findings(self) -> dict[str, Any]:
         """findings.json of the capture (raises when the capture failed)."""
         if self._findings is None:
-            _check_exit(self.reported())
+            self.wait()
+            if self._failed is not None:
+                raise RuntimeError(f"{self.kind} on {self.version}: {self._failed}") from self._failed
             self._findings = json.loads((self.run_dir / "findings.json").read_text(encoding="utf-8"))
         return self._findings
 
 
 class Observations:
     """A module's observed kinds, each made the first time a test asks for it. A kind's capture reports while the
-    next kind's load starts and its truth is sampled (pmuprof no longer reads the server then: LiveCapture's
-    until_off_server); the next capture starts once it has ended, so no window shares the CPUs with a report.
-    ``close()`` (the module's end) waits for the last one."""
+    next kind's load starts and its truth is sampled (pmuprof no longer reads the server then, LiveCapture's
+    until_off_server; the report shares the CPUs with that load and the sampler, not with a window); the next
+    capture starts once it has ended. ``close()`` (the module's end) waits for the last one."""
 
     def __init__(self, server: mdb.MariaDB, version: str, workdir: Path) -> None:
         self.server, self.version, self.workdir = server, version, workdir
@@ -139,17 +145,18 @@ class Observations:
         with il.incident(self.server, kind) as load:
             with incidents.Sampler(self.server) as sampler:
                 sampler.wait(TRUTH_S)
+            truth = sampler.truth()
             if self._last is not None:
-                self._last.reported()  # ended (a failure is its own verdict test's to say)
-            capturing = LiveCapture(load, out, *capture_args(self.server), timeout=600)
-            self._last = Observed(self.version, kind, sampler.truth(), out, capturing)
+                self._last.wait()
+            capturing = LiveCapture(load, (out, capture_args(self.server)), timeout=600)
+            self._last = Observed(self.version, kind, truth, out, capturing)
             capturing.until_off_server()
         return self._last
 
     def close(self) -> None:
         """Until the last capture has ended (a module whose verdict tests did not run)."""
         if self._last is not None:
-            self._last.reported()
+            self._last.wait()
 
 
 def check_truth(obs: Observed) -> None:

@@ -35,13 +35,13 @@ def _top(findings_json: str) -> dict:
     }
 
 
-def test_capture_writes_the_run_directory_contract(run_dir, busy):
+def test_capture_writes_the_run_directory_contract(run_dir, busy_process):
     for name in ("run.json", "stacks.folded", "report.html", "findings.json", "counters.json", "perf.data"):
         assert (run_dir / name).is_file(), name
     run = json.loads((run_dir / "run.json").read_text())
     assert run["record"]["event_requested"] == "cycles"
     assert run["record"]["event_recorded"] in ("cycles", "cpu-clock")
-    assert run["mode"] == "per-cpu" and run["targets"][0]["pid"] == busy.pid
+    assert run["mode"] == "per-cpu" and run["targets"][0]["pid"] == busy_process.pid
     stacks = (run_dir / "stacks.folded").read_text()
     assert "pmuprof-busy;" in stacks and "hot_leaf" in stacks
     html = (run_dir / "report.html").read_text()

@@ -32,7 +32,7 @@ def test_healthy_point_select_gives_at_most_info(mariadb114, mariadb114_load, tm
             "6",
             "-F",
             "499",
-            "--no-keep-perf-data",  # read: findings.json only (not the stripped copy of the 313 MB mariadbd)
+            "--no-keep-perf-data",  # the run directory is read, not perf.data nor the copied 313 MB mariadbd
             "--defaults-file",
             str(mariadb114.defaults_file),
         )

@@ -44,7 +44,8 @@ def _query(server: mdb.MariaDB, sql: str) -> list[tuple]:
 def _capture(server: mdb.MariaDB, out: Path, load: mdb.SysbenchLoad) -> dict:
     """Findings of a capture of the running load, stopped once the recording has ended (capture_under)."""
     # --off-cpu: an incident capture asks for the waits; an unavailable tracer is an error, not a quiet skip
-    args = ("-p", str(server.pid), "-d", str(SECONDS), "--off-cpu", "--no-keep-perf-data")  # findings.json is read
+    # --no-keep-perf-data: the run directory's files are read, never perf.data nor the copied 313 MB mariadbd
+    args = ("-p", str(server.pid), "-d", str(SECONDS), "--off-cpu", "--no-keep-perf-data")
     args += ("--defaults-file", str(server.defaults_file))
     res = capture_under(load, out, *args)
     assert res.returncode == 0, res.stderr
