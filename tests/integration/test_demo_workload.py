@@ -263,6 +263,10 @@ EXPECTED = {
         {"fil-space-get-index-dive", "index-dive-cost", "page-latch-contention"},
     ),
 }
+# The other problem a scenario plants, which may lead on a crowded host: mixed's page cleaner never sleeps, while
+# its dive threads block on their mutex once their spin rounds run out; with others taking 47 % of the CPU
+# (runnable 11.7 on 2 CPUs) the cleaner's share, 0.27, passed the dives', 0.15 (seen in a whole-suite run).
+CROWDED = {"mixed": {"page-cleaner-busy-loop", "memory-barrier-full-fence"}}
 
 
 def _require_perf() -> None:
@@ -277,6 +281,13 @@ def _findings(run_dir: Path) -> dict:
     from helpers import workload_findings
 
     return workload_findings(json.loads((run_dir / "findings.json").read_text()))
+
+
+def _crowded(run_dir: Path) -> bool:
+    """Whether host-saturated fired: other processes took at least 30 % of the CPU while tasks waited."""
+    import json
+
+    return any(f["rule"] == "host-saturated" for f in json.loads((run_dir / "findings.json").read_text())["findings"])
 
 
 @pytest.mark.parametrize("scenario", sorted(EXPECTED))
@@ -306,6 +317,12 @@ def test_pmuprof_demo_gets_the_right_findings(demo_binary: Path, tmp_path: Path,
     assert (wanted & present) <= set(fired), f"fired: {fired}"
     assert not (unwanted & set(fired)), f"fired: {fired}"
     top = next(f["rule"] for f in doc["findings"] if not f["explained_by"])
+    if top not in verdicts and top in CROWDED.get(scenario, ()) and _crowded(tmp_path / "run"):
+        # both problems are the scenario's: the one expected must still follow, at warning or above
+        follows = next(f for f in doc["findings"] if not f["explained_by"] and f["rule"] not in CROWDED[scenario])
+        print(f"crowded host: {top} leads, then {follows['rule']} ({follows['severity']})")
+        assert follows["rule"] in verdicts and follows["severity"] != "info", f"fired: {fired}"
+        return
     assert top in verdicts, f"verdict {top!r}, expected one of {sorted(verdicts)}; fired: {fired}"
     if doc["profile"]["samples"] >= 200:  # below that the engine caps severity at info (a starved CPU)
         first = doc["findings"][0]
