@@ -187,9 +187,7 @@ class LiveCapture:
     is there, before any source or perf starts: the clients, already connected, carry on where they were, and
     the windows record the same steady load. ``timeout``: a hang detector.
 
-        capturing = LiveCapture(load, (out, ("-p", pid, "-d", "5")))
-        capturing.until_off_server()   # the load stopped, the server no longer read: the next load may start
-        proc = capturing.result()      # pmuprof's exit status and output once it has reported"""
+        procs = LiveCapture(load, (out1, ("-p", pid, "-d", "5")), (out2, (..., "--mode", "per-thread"))).results()"""
 
     def __init__(self, load, *runs: tuple[Path, Sequence[str]], env: dict | None = None, timeout: float = 900) -> None:
         import tempfile
@@ -243,12 +241,6 @@ class LiveCapture:
             raise
         if self._all(lambda out: False):
             self._release()
-
-    def until_off_server(self) -> None:
-        """Until the captures no longer read the server: the windows done and the loads stopped, and each server
-        facts' closing read written (mysql.json, after perf has stopped), or pmuprof ended. Their connections are
-        closed then: a test may start the next load while they fold and report."""
-        self._until(lambda: self._stopped and self._all(lambda out: (out / "mysql.json").exists()))
 
     def results(self) -> list[subprocess.CompletedProcess]:
         """Each capture's exit status and output, once every one has ended (in the order of ``runs``)."""

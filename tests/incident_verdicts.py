@@ -13,14 +13,14 @@ load and one capture (and `pytest -k spill` runs only that one).
 from __future__ import annotations
 
 import json
-import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import incident_loads as il
 import incidents
 import mariadb as mdb
-from helpers import LiveCapture, capture_under, workload_findings
+from helpers import capture_under, workload_findings
 from pmuprof.findings.loader import load_rules
 
 CAPTURE_S = 5  # status.json reads the counters once a second over the whole capture (capture/mysql/status.py)
@@ -66,69 +66,35 @@ SPIN = frozenset(
 OWN_COUNTERS = ("tmp-disk-tables", "query-cache", "status-polling")
 
 
-def capture_args(server: mdb.MariaDB, seconds: int = CAPTURE_S) -> tuple[str, ...]:
-    """``pmuprof capture``'s arguments for the server: ``-p PID -d seconds``, record and report, as a DBA runs it.
+def capture(server: mdb.MariaDB, out: Path, seconds: int = CAPTURE_S, load: il.Load | None = None) -> Path:
+    """``pmuprof capture -p PID -d seconds`` of the server into ``out`` (record and report, as a DBA runs it).
+    ``load``: held while pmuprof starts and stopped as soon as the recording has ended (helpers.capture_under),
+    so neither pmuprof's start nor the report shares the CPUs with it; what the window records is the same.
     perf.data is deleted once folded: the verdict is read from findings.json and the per-second counters, and
     the server's binaries are not copied and compressed for a report elsewhere (1-1.5 s a capture)."""
     args = ("-p", str(server.pid), "-d", str(seconds), "-q", "-F", str(FREQUENCY), "--no-keep-perf-data")
-    return args + ("--defaults-file", str(server.defaults_file))
-
-
-def capture(server: mdb.MariaDB, out: Path, seconds: int = CAPTURE_S, load: il.Load | None = None) -> Path:
-    """``pmuprof capture`` of the server into ``out`` (capture_args), to its end. ``load``: held while pmuprof
-    starts and stopped as soon as the recording has ended (helpers.capture_under), so neither pmuprof's start
-    nor the report shares the CPUs with it; what the window records is the same."""
-    proc = capture_under(load or (lambda: None), out, *capture_args(server, seconds), timeout=600)
-    _check_exit(proc)
+    args += ("--defaults-file", str(server.defaults_file))
+    proc = capture_under(load or (lambda: None), out, *args, timeout=600)
+    if proc.returncode != 0:
+        raise RuntimeError(f"pmuprof capture failed ({proc.returncode}): {proc.stderr[-2000:]}")
     return out
 
 
-def _check_exit(proc: subprocess.CompletedProcess) -> None:
-    if proc.returncode != 0:
-        raise RuntimeError(f"pmuprof capture failed ({proc.returncode}): {proc.stderr[-2000:]}")
-
-
+@dataclass(frozen=True)
 class Observed:
-    """One kind observed: the truth sampled before the capture, and the capture's findings.json (read when first
-    asked for: the capture may still be reporting while the next kind's load starts, Observations)."""
-
-    def __init__(self, version: str, kind: str, truth: incidents.Truth, run_dir: Path, capturing: LiveCapture) -> None:
-        self.version, self.kind, self.truth, self.run_dir = version, kind, truth, run_dir
-        self._capturing: LiveCapture | None = capturing
-        self._failed: BaseException | None = None
-        self._findings: dict[str, Any] | None = None
-
-    def wait(self) -> None:
-        """Until the capture has ended; a failure (its exit status, a hang) is kept for ``findings`` to raise, in
-        this kind's verdict test rather than the next kind's."""
-        if self._capturing is not None:
-            capturing, self._capturing = self._capturing, None
-            try:
-                _check_exit(capturing.result())
-            except Exception as err:  # noqa: BLE001 - raised again by findings
-                self._failed = err
-
-    @property
-    def findings(self) -> dict[str, Any]:
-        """findings.json of the capture (raises when the capture failed)."""
-        if self._findings is None:
-            self.wait()
-            if self._failed is not None:
-                raise RuntimeError(f"{self.kind} on {self.version}: {self._failed}") from self._failed
-            self._findings = json.loads((self.run_dir / "findings.json").read_text(encoding="utf-8"))
-        return self._findings
+    version: str
+    kind: str
+    truth: incidents.Truth
+    findings: dict[str, Any]  # findings.json of the capture
+    run_dir: Path
 
 
 class Observations:
-    """A module's observed kinds, each made the first time a test asks for it. A kind's capture reports while the
-    next kind's load starts and its truth is sampled (pmuprof no longer reads the server then, LiveCapture's
-    until_off_server; the report shares the CPUs with that load and the sampler, not with a window); the next
-    capture starts once it has ended. ``close()`` (the module's end) waits for the last one."""
+    """A module's observed kinds, each made the first time a test asks for it."""
 
     def __init__(self, server: mdb.MariaDB, version: str, workdir: Path) -> None:
         self.server, self.version, self.workdir = server, version, workdir
         self._done: dict[str, Observed] = {}
-        self._last: Observed | None = None
 
     def get(self, kind: str) -> Observed:
         import pytest
@@ -145,18 +111,9 @@ class Observations:
         with il.incident(self.server, kind) as load:
             with incidents.Sampler(self.server) as sampler:
                 sampler.wait(TRUTH_S)
-            truth = sampler.truth()
-            if self._last is not None:
-                self._last.wait()
-            capturing = LiveCapture(load, (out, capture_args(self.server)), timeout=600)
-            self._last = Observed(self.version, kind, truth, out, capturing)
-            capturing.until_off_server()
-        return self._last
-
-    def close(self) -> None:
-        """Until the last capture has ended (a module whose verdict tests did not run)."""
-        if self._last is not None:
-            self._last.wait()
+            capture(self.server, out, load=load)
+        doc = json.loads((out / "findings.json").read_text(encoding="utf-8"))
+        return Observed(self.version, kind, sampler.truth(), doc, out)
 
 
 def check_truth(obs: Observed) -> None:

@@ -12,8 +12,7 @@ INNODB_METRICS' trx_rseg_history_len; Table_open_cache_* do not exist in 10.2.11
 Opened_tables and Open_tables. What the sampler sends adds to the counters it reads (each SHOW STATUS and
 information_schema query makes a temporary table; measured again by tests/integration/test_incidents_*.py's idle
 case): those increments are subtracted, so a rate is the load's own. The sampler runs before pmuprof's capture,
-never during it, so pmuprof's own statements are not in the truth (the previous kind's capture may still be
-folding and reporting beside it, tests/incident_verdicts.py: its CPU time, not statements).
+never during it, so pmuprof's own statements are not in the truth.
 """
 
 from __future__ import annotations

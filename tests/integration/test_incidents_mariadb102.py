@@ -22,11 +22,9 @@ def incident_server(tmp_path_factory) -> Iterator[mdb.MariaDB]:
 
 
 @pytest.fixture(scope="module")
-def observed(incident_server, tmp_path_factory) -> Iterator[iv.Observations]:
+def observed(incident_server, tmp_path_factory) -> iv.Observations:
     need_perf()
-    observations = iv.Observations(incident_server, VERSION, tmp_path_factory.mktemp("captures"))
-    yield observations
-    observations.close()
+    return iv.Observations(incident_server, VERSION, tmp_path_factory.mktemp("captures"))
 
 
 def test_the_sampler_subtracts_its_own_statements(incident_server) -> None:
