@@ -58,6 +58,13 @@ def held_at_info(finding: dict) -> bool:
     )
 
 
+def crowded(doc: dict) -> bool:
+    """Whether findings.json's host-saturated fired at all: others took at least 30 % of the CPU time while tasks
+    waited (rules/host-saturated.yaml). A crowded host preempts lock holders and favours threads that never
+    sleep: tests that rank findings allow for that there."""
+    return any(f["rule"] == "host-saturated" for f in doc["findings"])
+
+
 def workload_findings(doc: dict) -> dict:
     """findings.json without the findings about the host, for tests of what the workload's stacks say (the
     suite's hosts are shared and may well be saturated; tests/integration/test_host_load.py covers those)."""
@@ -218,6 +225,9 @@ class LiveCapture:
         """Whether every capture has reached ``reached`` (its run directory) or ended."""
         return all(proc.poll() is not None or reached(out) for out, _, proc, _, _ in self._runs)
 
+    def _ended(self) -> bool:
+        return self._all(lambda out: False)
+
     def _step(self) -> None:
         """Resume the held loads once every run.json is there; stop every load once every window is done."""
         if self._held and self._all(lambda out: (out / "run.json").exists()):  # before the sources and perf
@@ -229,7 +239,7 @@ class LiveCapture:
 
     def _until(self, done: Callable[[], bool]) -> None:
         try:
-            while not self._all(lambda out: False) and not done():
+            while not self._ended() and not done():
                 running = [str(out) for out, _, proc, _, _ in self._runs if proc.poll() is None]
                 assert time.monotonic() < self._deadline, (
                     f"pmuprof capture still running after {self._timeout:g} s (hung?): {', '.join(running)}"
@@ -239,7 +249,7 @@ class LiveCapture:
         except BaseException:
             self.kill()
             raise
-        if self._all(lambda out: False):
+        if self._ended():
             self._release()
 
     def results(self) -> list[subprocess.CompletedProcess]:

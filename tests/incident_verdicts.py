@@ -20,7 +20,7 @@ from typing import Any
 import incident_loads as il
 import incidents
 import mariadb as mdb
-from helpers import capture_under, workload_findings
+from helpers import capture_under, crowded, workload_findings
 from pmuprof.findings.loader import load_rules
 
 CAPTURE_S = 5  # status.json reads the counters once a second over the whole capture (capture/mysql/status.py)
@@ -164,7 +164,7 @@ def check_verdict(obs: Observed) -> None:
         # the first cause, confirmed by its counters (its severity is what the server could do here).
         rule = next((f["rule"] for f in doc["findings"] if not f.get("explained_by")), None)
         print(f"  the host was saturated: the first cause is {rule}")
-    if rule not in wanted and _crowded(obs.findings):
+    if rule not in wanted and crowded(obs.findings):
         # A crowded host (host-saturated fired) preempts latch holders, and the threads waiting for them spin:
         # a spin group's share then measures the host as much as the server, and may rank first (seen: 10.2.11's
         # srv_sys mutex under the query-cache load, beside the suite's other tests). The incident's rule must
@@ -208,11 +208,6 @@ def _check_undecided(obs: Observed, doc: dict[str, Any], rule: str, needed: tupl
     if finding is not None:
         conf = finding["confidence"]
         assert conf["would_decide"] and conf["level"] != "high", conf
-
-
-def _crowded(doc: dict[str, Any]) -> bool:
-    """Whether host-saturated fired at all: others took at least 30 % of the CPU time while tasks waited."""
-    return any(f["rule"] == "host-saturated" for f in doc["findings"])
 
 
 def _starved(doc: dict[str, Any]) -> bool:

@@ -18,7 +18,7 @@ from pmuprof.errors import UsageError
 from pmuprof.model.perfscript import fold_lines
 from pmuprof.paths import demo_source_dir
 
-from helpers import held_at_info
+from helpers import crowded, held_at_info
 
 NAMED_FRAMES = (
     "ut_delay",
@@ -276,18 +276,16 @@ def _require_perf() -> None:
         pytest.skip("per-CPU perf sampling needs root or kernel.perf_event_paranoid <= 0")
 
 
-def _findings(run_dir: Path) -> dict:
+def _raw(run_dir: Path) -> dict:
     import json
+
+    return json.loads((run_dir / "findings.json").read_text())
+
+
+def _findings(run_dir: Path) -> dict:
     from helpers import workload_findings
 
-    return workload_findings(json.loads((run_dir / "findings.json").read_text()))
-
-
-def _crowded(run_dir: Path) -> bool:
-    """Whether host-saturated fired: other processes took at least 30 % of the CPU while tasks waited."""
-    import json
-
-    return any(f["rule"] == "host-saturated" for f in json.loads((run_dir / "findings.json").read_text())["findings"])
+    return workload_findings(_raw(run_dir))
 
 
 @pytest.mark.parametrize("scenario", sorted(EXPECTED))
@@ -317,7 +315,7 @@ def test_pmuprof_demo_gets_the_right_findings(demo_binary: Path, tmp_path: Path,
     assert (wanted & present) <= set(fired), f"fired: {fired}"
     assert not (unwanted & set(fired)), f"fired: {fired}"
     top = next(f["rule"] for f in doc["findings"] if not f["explained_by"])
-    if top not in verdicts and top in CROWDED.get(scenario, ()) and _crowded(tmp_path / "run"):
+    if top not in verdicts and top in CROWDED.get(scenario, ()) and crowded(_raw(tmp_path / "run")):
         # both problems are the scenario's: the one expected must still follow, at warning or above
         follows = next(f for f in doc["findings"] if not f["explained_by"] and f["rule"] not in CROWDED[scenario])
         print(f"crowded host: {top} leads, then {follows['rule']} ({follows['severity']})")

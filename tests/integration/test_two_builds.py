@@ -53,12 +53,10 @@ def _capture(servers: list[mdb.MariaDB], *runs: tuple[mdb.MariaDB, Path, tuple[s
             load.connected()
         # 5 s at 499 Hz: ~3,000 samples of the stripped server, whose spin share (0.2-0.33 seen) then has a
         # binomial sd under 0.01
-        args = [
-            (out, ("-p", target.pid, "-d", "5", "-F", "499", "--defaults-file", target.defaults_file, *extra))
-            for target, out, extra in runs
-        ]
-        # findings and analysis.json are what is read: no binaries kept
-        results = LiveCapture(loads, *((out, (*a, "--no-keep-perf-data")) for out, a in args)).results()
+        # --no-keep-perf-data: findings and analysis.json are what is read, no binaries kept
+        common = ("-d", "5", "-F", "499", "--no-keep-perf-data")
+        args = [(out, ("-p", t.pid, *common, "--defaults-file", t.defaults_file, *extra)) for t, out, extra in runs]
+        results = LiveCapture(loads, *args).results()
     finally:
         for load in loads:
             load.stop()
