@@ -3,6 +3,7 @@
 
     python3 tests/loads/connect_churn.py --port P --user U --password W --seconds 20 --workers 2
     python3 tests/loads/connect_churn.py ... --reuse     # the fix: one connection per worker, kept open
+    python3 tests/loads/connect_churn.py ... --rate 200  # paced: 200 rounds a second over all workers
 
 Prints ``ready`` once per worker when its first connection is open, then one line,
 ``connections <n> queries <m> seconds <s>`` when --seconds have passed or SIGTERM came (to the process group,
@@ -22,6 +23,7 @@ import ssl
 import time
 
 import pymysql
+from pacing import Pacer
 
 
 def _connect(args: argparse.Namespace) -> pymysql.Connection:
@@ -61,10 +63,14 @@ def _worker(args: argparse.Namespace, out: mp.Queue) -> None:
     signal.signal(signal.SIGUSR2, _hold)
     connections = queries = 0
     end = time.monotonic() + args.seconds
+    pace = Pacer(args.rate / args.workers)
     con = None
     while time.monotonic() < end and not _stopped:
-        while _held and not _stopped:  # between rounds: nothing half done with the server
-            time.sleep(0.01)
+        if _held:
+            while _held and not _stopped:  # between rounds: nothing half done with the server
+                time.sleep(0.01)
+            pace.restart()  # a held round is not owed afterwards: no burst on release
+        pace.wait()
         if con is None:
             con = _connect(args)
             connections += 1
@@ -91,6 +97,7 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--no-tls", action="store_true", help="plain TCP")
     ap.add_argument("--reuse", action="store_true", help="keep one connection per worker (a pool)")
+    ap.add_argument("--rate", type=float, default=0.0, help="rounds a second over all workers (0: flat out)")
     args = ap.parse_args()
     out: mp.Queue = mp.Queue()
     for sig in (signal.SIGTERM, signal.SIGUSR1, signal.SIGUSR2):  # the workers act on them; this one waits for them

@@ -10,6 +10,7 @@ sysbench.cmdline.options = {
    hot_rows = {"Rows everyone updates: ids 1..N of sbtest1", 4},
    reads = {"Point selects between a transaction's two updates", 2},
    table_size = {"Rows of sbtest1 the point selects read", 10000},
+   hold_ms = {"Milliseconds each transaction waits between its two updates, the first row locked", 0},
 }
 
 function thread_init()
@@ -23,6 +24,9 @@ function event()
    if b < a then a, b = b, a end
    con:query("BEGIN")
    con:query(string.format("UPDATE sbtest1 SET k = k + 1 WHERE id = %d", a))
+   if sysbench.opt.hold_ms > 0 then
+      con:query(string.format("SELECT SLEEP(%f)", sysbench.opt.hold_ms / 1000))
+   end
    for _ = 1, sysbench.opt.reads do
       con:query(string.format("SELECT c FROM sbtest1 WHERE id = %d", sysbench.rand.uniform(1, sysbench.opt.table_size)))
    end
