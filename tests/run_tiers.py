@@ -4,7 +4,7 @@
 waits for (AFTER) have ended: first the host tier (system-wide recordings that another tier's BPF programs or
 namespaces would change) and beside it the build tier (compilers, wheels, venvs: no BPF but in one test, which
 waits for the host tier itself); then the fast tier in parallel (pytest-xdist, one worker per CPU), the live
-tier two units of tests at a time (a module, or the modules that share 10.2.11's server or the reliability
+tier three units of tests at a time on two CPUs (a module, or the modules that share 10.2.11's server or the reliability
 tier's capture set: tests/tiers.py's unit_of), those that start a server first, its timing and share
 assertions made to hold on a busy host, side by side; the clean-root tier, when asked, after the live tier. Each tier's output is printed when it ends, with its
 wall-clock and CPU time; ``--tier NAME`` (repeatable) runs only those tiers, the opt-in clean-root tier among
@@ -62,6 +62,14 @@ def workers() -> int:
     return int(wanted) if wanted.isdigit() and int(wanted) > 0 else len(os.sched_getaffinity(0))
 
 
+def live_workers() -> int:
+    """Units of the live tier at once: PMUPROF_LIVE_WORKERS, else one more than the fast tier's workers, at most 3.
+    With its loads paced, two units side by side used 1.2 CPUs of 2 on average: on 2 vCPUs three ended the live
+    tier in 606 s against 691 s with two (docs/development.md)."""
+    wanted = os.environ.get("PMUPROF_LIVE_WORKERS", "")
+    return int(wanted) if wanted.isdigit() and int(wanted) > 0 else min(3, workers() + 1)
+
+
 def tier_argv(name: str, work: Path, extra: list[str]) -> list[str] | None:
     """The tier's pytest command line, or None when no folder of it exists here."""
     paths = paths_of(name)
@@ -72,8 +80,8 @@ def tier_argv(name: str, work: Path, extra: list[str]) -> list[str] | None:
     if importlib.util.find_spec("xdist") is not None and workers() > 1:
         if name == "fast":  # loadscope: a module's tests stay on one worker (its captures are made once)
             argv += ["-n", str(workers()), "--dist", "loadscope"]
-        elif name == "live":  # two units at once (tests/conftest.py's scheduler, tests/tiers.py's unit_of)
-            argv += ["-n", str(min(2, workers())), "--dist", "loadgroup"]
+        elif name == "live":  # units side by side (tests/conftest.py's scheduler, tests/tiers.py's unit_of)
+            argv += ["-n", str(live_workers()), "--dist", "loadgroup"]
     return argv + [str(p.relative_to(REPO)) for p in paths] + extra
 
 
