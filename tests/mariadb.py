@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from shared import hold_cpus, release_cpus
+
 TOOLS = ("mariadbd", "mariadb-install-db", "sysbench")
 SBIN = ("/usr/sbin", "/usr/local/sbin", "/usr/libexec")
 
@@ -355,9 +357,21 @@ class SysbenchLoad:
         self.rate = int(options.get("rate", 0))
         argv = sysbench_run_argv(server, seconds, test, threads, **options)
         self._out = tempfile.TemporaryFile()
-        self.proc = subprocess.Popen(
-            argv, stdout=self._out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
-        )
+        self._holding = not self.rate  # flat out: no other test's flat-out load beside it (shared.hold_cpus)
+        if self._holding:
+            hold_cpus()
+        try:
+            self.proc = subprocess.Popen(
+                argv, stdout=self._out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
+            )
+        except BaseException:
+            self._release()
+            raise
+
+    def _release(self) -> None:
+        if self._holding:
+            self._holding = False
+            release_cpus()
 
     def connected(self, others: int = 0) -> SysbenchLoad:
         """This load, once its clients are connected (and ``others`` connections of other loads): a capture
@@ -368,6 +382,7 @@ class SysbenchLoad:
     def wait(self, timeout: float | None = None) -> SysbenchResult:
         """Wait for the run to end and return its numbers (``timeout``, a hang detector: its time + 10 min)."""
         self.proc.wait(timeout=timeout if timeout is not None else self.seconds + 600)
+        self._release()
         self._out.seek(0)
         return parse_sysbench(self._out.read().decode(errors="replace"), self.test, self.threads)
 
@@ -387,6 +402,7 @@ class SysbenchLoad:
         if self.proc.poll() is None:
             self.resume()  # a held sysbench would sit on SIGTERM until SIGKILL
             stop_pid(self.proc.pid, grace=5.0)
+        self._release()
         self._out.close()
 
 

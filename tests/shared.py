@@ -8,6 +8,7 @@ import contextlib
 import fcntl
 import os
 import shutil
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -47,6 +48,57 @@ def after_host_tier() -> Iterator[None]:
             yield
         finally:
             fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+SATURATING_LOCK = "saturating.lock"  # in PMUPROF_TEST_SHARED: held while a flat-out load runs
+SATURATING_WAIT_S = 1800.0  # a hang detector: no unit's flat-out loads take this long together
+_saturating: list = []  # this process's open lock file while it holds the lock, once per load holding it
+
+
+def hold_cpus() -> None:
+    """Before a load that takes every CPU it is given (sysbench flat out): waits until no other process of the
+    run runs one. The live tier runs three units side by side on two CPUs; two 16-thread loads at once starved
+    each other's server (runnable 38 on 2 CPUs; a spin test's 4 s recording then held no spin), while a unit
+    with a paced load, a CLI or a report needs little. Nested holds in one process count (a test that loads two
+    servers at once). Outside tests/run_tiers.py it waits for nothing. release_cpus() ends each hold."""
+    given = os.environ.get("PMUPROF_TEST_SHARED")
+    if _saturating or not given:
+        _saturating.append(None)
+        return
+    fh = open(Path(given) / SATURATING_LOCK, "a")
+    deadline = time.monotonic() + SATURATING_WAIT_S
+    while True:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            break
+        except BlockingIOError:
+            if time.monotonic() > deadline:
+                fh.close()
+                raise AssertionError(
+                    f"another test's flat-out load held the CPUs for {SATURATING_WAIT_S:g} s"
+                ) from None
+            time.sleep(0.05)
+    _saturating.append(fh)
+
+
+def release_cpus() -> None:
+    """Ends one hold_cpus(); the last one lets another process's load start."""
+    if not _saturating:
+        return
+    fh = _saturating.pop(0) if len(_saturating) == 1 else _saturating.pop()
+    if fh is not None:
+        fcntl.flock(fh, fcntl.LOCK_UN)
+        fh.close()
+
+
+@contextlib.contextmanager
+def cpus_held() -> Iterator[None]:
+    """hold_cpus() around a block that runs a flat-out load itself (perf record -- sysbench ...)."""
+    hold_cpus()
+    try:
+        yield
+    finally:
+        release_cpus()
 
 
 def native_make() -> contextlib.AbstractContextManager[None]:

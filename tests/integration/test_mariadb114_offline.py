@@ -14,6 +14,7 @@ import subprocess
 import pytest
 
 from helpers import fix_text, need_perf, run_cli
+from shared import cpus_held
 from placeholders import finding_texts, placeholders, visible
 from pmuprof.findings.loader import load_rules
 from pmuprof.findings.versions import in_range
@@ -31,12 +32,13 @@ def offline_report(mariadb114, tmp_path_factory):
     # its clients connecting to its summary, and no load runs unrecorded
     load = mdb.sysbench_run_argv(mariadb114, 4, "oltp_write_only", 16)
     try:
-        rec = subprocess.run(
-            [perf, "record", "-q", "-F", "499", "-g", "-p", str(mariadb114.pid), "-o", str(data), "--", *load],
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
+        with cpus_held():  # 16 writers flat out: no other test's flat-out load beside them
+            rec = subprocess.run(
+                [perf, "record", "-q", "-F", "499", "-g", "-p", str(mariadb114.pid), "-o", str(data), "--", *load],
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
     finally:
         mdb.sql(mariadb114, "SET GLOBAL innodb_spin_wait_delay = 4")
     if (rec.returncode != 0 or not data.is_file()) and not rec.stdout.strip():  # sysbench never ran: perf failed
