@@ -114,10 +114,12 @@ def test_every_fix_is_one_10_2_11_accepts(name, request) -> None:
     scenario: Scenario = request.getfixturevalue(name)
     for f in scenario.data["findings"]:
         assert not [word for word in REJECTED if word in _statements(f)], (f["rule"], f["fix"])
-        # a stack rule's severity rests on its share of the samples; an off-CPU rule's on the threads it finds
-        # blocked, whatever share of all off-CPU time that is (its own threshold, tested where the wait is made)
-        off_cpu = (f.get("confidence") or {}).get("basis") == "off-CPU time"
-        assert f["severity"] == "info" or off_cpu or f["share"] >= 0.01, f
+        # a stack rule's severity rests on its share of the samples; a rule graded on anything else on that: an
+        # off-CPU rule's on the threads it finds blocked, whatever share of all off-CPU time that is (its own
+        # threshold, tested where the wait is made), purge-lag's on the history's growth in the server's counters
+        # (seen: 105 a second beside write200's 899 row changes a second, a warning with no samples behind it)
+        on_samples = (f.get("confidence") or {}).get("samples") is not None
+        assert f["severity"] == "info" or not on_samples or f["share"] >= 0.01, f
     assert json.loads((scenario.out / "mysql.json").read_text())["server"]["version"].startswith("10.2.11")
 
 
