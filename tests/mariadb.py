@@ -376,7 +376,11 @@ class SysbenchLoad:
     def connected(self, others: int = 0) -> SysbenchLoad:
         """This load, once its clients are connected (and ``others`` connections of other loads): a capture
         started before then records the clients connecting, not the load."""
-        wait_connected(self.server, self.threads + others + 1)
+        try:
+            wait_connected(self.server, self.threads + others + 1)
+        except BaseException:
+            self.stop()  # a caller that never got the load cannot stop it (nor release its hold_cpus)
+            raise
         return self
 
     def wait(self, timeout: float | None = None) -> SysbenchResult:
@@ -399,11 +403,13 @@ class SysbenchLoad:
             os.kill(self.proc.pid, signal.SIGCONT)
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.resume()  # a held sysbench would sit on SIGTERM until SIGKILL
-            stop_pid(self.proc.pid, grace=5.0)
-        self._release()
-        self._out.close()
+        try:
+            if self.proc.poll() is None:
+                self.resume()  # a held sysbench would sit on SIGTERM until SIGKILL
+                stop_pid(self.proc.pid, grace=5.0)
+        finally:
+            self._release()
+            self._out.close()
 
 
 def run_sysbench(

@@ -57,7 +57,7 @@ _saturating: list = []  # this process's open lock file while it holds the lock,
 
 def hold_cpus() -> None:
     """Before a load that takes every CPU it is given (sysbench flat out): waits until no other process of the
-    run runs one. The live tier runs three units side by side on two CPUs; two 16-thread loads at once starved
+    run runs one. The live tier runs units side by side (PMUPROF_LIVE_WORKERS); two 16-thread loads at once starved
     each other's server (runnable 38 on 2 CPUs; a spin test's 4 s recording then held no spin), while a unit
     with a paced load, a CLI or a report needs little. Nested holds in one process count (a test that loads two
     servers at once). Outside tests/run_tiers.py it waits for nothing. release_cpus() ends each hold."""
@@ -83,8 +83,7 @@ def hold_cpus() -> None:
 
 def release_cpus() -> None:
     """Ends one hold_cpus(); the last one lets another process's load start."""
-    if not _saturating:
-        return
+    assert _saturating, "release_cpus() without hold_cpus()"
     fh = _saturating.pop(0) if len(_saturating) == 1 else _saturating.pop()
     if fh is not None:
         fcntl.flock(fh, fcntl.LOCK_UN)

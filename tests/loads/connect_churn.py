@@ -66,11 +66,13 @@ def _worker(args: argparse.Namespace, out: mp.Queue) -> None:
     pace = Pacer(args.rate / args.workers)
     con = None
     while time.monotonic() < end and not _stopped:
+        pace.wait()  # before the checks: a signal during its sleep holds or ends the round that was due
         if _held:
             while _held and not _stopped:  # between rounds: nothing half done with the server
                 time.sleep(0.01)
             pace.restart()  # a held round is not owed afterwards: no burst on release
-        pace.wait()
+        if _stopped:
+            break
         if con is None:
             con = _connect(args)
             connections += 1
