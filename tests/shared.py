@@ -10,6 +10,7 @@ import os
 import shutil
 import time
 from collections.abc import Callable, Iterator
+from typing import IO
 from pathlib import Path
 
 import pytest
@@ -52,7 +53,17 @@ def after_host_tier() -> Iterator[None]:
 
 SATURATING_LOCK = "saturating.lock"  # in PMUPROF_TEST_SHARED: held while a flat-out load runs
 SATURATING_WAIT_S = 1800.0  # a hang detector: no unit's flat-out loads take this long together
-_saturating: list = []  # this process's open lock file while it holds the lock, once per load holding it
+
+
+class _Hold:
+    """This process's hold on SATURATING_LOCK: how many of its loads hold it, and the open lock file while they
+    do (None outside tests/run_tiers.py, where nothing is locked)."""
+
+    loads = 0
+    file: IO[str] | None = None
+
+
+_hold = _Hold()
 
 
 def hold_cpus() -> None:
@@ -62,32 +73,32 @@ def hold_cpus() -> None:
     with a paced load, a CLI or a report needs little. Nested holds in one process count (a test that loads two
     servers at once). Outside tests/run_tiers.py it waits for nothing. release_cpus() ends each hold."""
     given = os.environ.get("PMUPROF_TEST_SHARED")
-    if _saturating or not given:
-        _saturating.append(None)
-        return
-    fh = open(Path(given) / SATURATING_LOCK, "a")
-    deadline = time.monotonic() + SATURATING_WAIT_S
-    while True:
-        try:
-            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            break
-        except BlockingIOError:
-            if time.monotonic() > deadline:
-                fh.close()
-                raise AssertionError(
-                    f"another test's flat-out load held the CPUs for {SATURATING_WAIT_S:g} s"
-                ) from None
-            time.sleep(0.05)
-    _saturating.append(fh)
+    if _hold.loads == 0 and given:
+        fh = open(Path(given) / SATURATING_LOCK, "a")
+        deadline = time.monotonic() + SATURATING_WAIT_S
+        while True:
+            try:
+                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    fh.close()
+                    raise AssertionError(
+                        f"another test's flat-out load held the CPUs for {SATURATING_WAIT_S:g} s"
+                    ) from None
+                time.sleep(0.05)
+        _hold.file = fh
+    _hold.loads += 1
 
 
 def release_cpus() -> None:
     """Ends one hold_cpus(); the last one lets another process's load start."""
-    assert _saturating, "release_cpus() without hold_cpus()"
-    fh = _saturating.pop(0) if len(_saturating) == 1 else _saturating.pop()
-    if fh is not None:
-        fcntl.flock(fh, fcntl.LOCK_UN)
-        fh.close()
+    assert _hold.loads > 0, "release_cpus() without hold_cpus()"
+    _hold.loads -= 1
+    if _hold.loads == 0 and _hold.file is not None:
+        fcntl.flock(_hold.file, fcntl.LOCK_UN)
+        _hold.file.close()
+        _hold.file = None
 
 
 @contextlib.contextmanager
