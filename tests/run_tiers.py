@@ -56,18 +56,22 @@ class Tier:
     done: bool = field(default=False)
 
 
+def _count(variable: str, otherwise: int) -> int:
+    """The positive whole number in the environment variable, else ``otherwise``."""
+    wanted = os.environ.get(variable, "")
+    return int(wanted) if wanted.isdigit() and int(wanted) > 0 else otherwise
+
+
 def workers() -> int:
     """Parallel workers for the fast tier: PMUPROF_TEST_WORKERS, else the CPUs this process may run on."""
-    wanted = os.environ.get("PMUPROF_TEST_WORKERS", "")
-    return int(wanted) if wanted.isdigit() and int(wanted) > 0 else len(os.sched_getaffinity(0))
+    return _count("PMUPROF_TEST_WORKERS", len(os.sched_getaffinity(0)))
 
 
 def live_workers() -> int:
     """Units of the live tier at once: PMUPROF_LIVE_WORKERS, else two (at most one per CPU). Three on 2 vCPUs
     ended the live tier sooner (606 s against 691 s) but three runs in four then had a test fail on a starved
     target (docs/development.md): two until every such test holds beside a third unit."""
-    wanted = os.environ.get("PMUPROF_LIVE_WORKERS", "")
-    return int(wanted) if wanted.isdigit() and int(wanted) > 0 else min(2, workers())
+    return _count("PMUPROF_LIVE_WORKERS", min(2, workers()))
 
 
 def tier_argv(name: str, work: Path, extra: list[str]) -> list[str] | None:
