@@ -173,18 +173,17 @@ def test_pmuprofs_own_statements_are_taken_out_exactly(collected):
 def _selects(window: WindowCounters) -> str:
     """Com_select over the window, interval by interval, and each own source's polls and share (all of it: a
     failure must say which statements were not taken out)."""
-    steps = [f"{t1 - t0:.2f} s +{b - a:g}" for t0, t1, a, b in zip(window.times, window.times[1:], *_pairs(window))]
+    values, times = window.values("Com_select"), window.times
+    steps = [
+        f"{t1 - t0:.2f} s " + (f"+{b - a:g}" if a is not None and b is not None else "not read")
+        for t0, t1, a, b in zip(times, times[1:], values, values[1:])
+    ]
     own = [
-        f"{o.source}: {len(o.polls)} polls {[round(t - window.times[0], 2) for t in o.polls]} "
-        f"Com_select {o.counters.get('Com_select')} within {o.within('Com_select', window.times[0], window.times[-1]):.2f}"
+        f"{o.source}: {len(o.polls)} polls {[round(t - times[0], 2) for t in o.polls]} "
+        f"Com_select {o.counters.get('Com_select')} within {o.within('Com_select', times[0], times[-1]):.2f}"
         for o in window.own_traffic
     ]
     return f"Com_select {window.delta('Com_select')} after own {window.own('Com_select'):.2f}; {steps}; {own}"
-
-
-def _pairs(window: WindowCounters) -> tuple[list, list]:
-    values = [v or 0.0 for v in window.values("Com_select")]
-    return values[:-1], values[1:]
 
 
 def test_the_innodb_state_names_the_old_view_and_the_lock_waiter(collected):
