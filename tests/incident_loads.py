@@ -360,9 +360,8 @@ def _query_cache(stack: Load, server: mdb.MariaDB) -> None:
         f"SET GLOBAL query_cache_type = {before[0]}",
         f"SET GLOBAL query_cache_size = {int(before[1])}",
     )
-    _sysbench(
-        stack, server, "query_cache", "oltp_read_write", 4, *SIZES, "--db-ps-mode=disable"
-    )  # text queries: cacheable
+    text = "--db-ps-mode=disable"  # text queries: cacheable
+    _sysbench(stack, server, "query_cache", "oltp_read_write", 4, *SIZES, text)
     wait_rising(lambda: status(server, "Qcache_inserts"), 100, "Qcache_inserts")
 
 
