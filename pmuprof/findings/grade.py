@@ -109,7 +109,7 @@ def _held(rule: Rule, g: Grade, cores: float | None, total: int | None = None) -
         return replace(
             g, limit=0, held=f"only {total} samples (rule needs {rule.min_samples}): severity capped at info"
         )
-    if cores is None or g.value is None or not is_stack_metric(rule, g.metric):
+    if cores is None or g.value is None or not is_sample_share(rule, g.metric):
         return g
     threads = g.value * cores
     limit = g.level
@@ -156,6 +156,16 @@ def is_stack_metric(rule: Rule, metric: str | None) -> bool:
     matcher = rule.matcher(metric) if metric else None
     kind = kind_of(matcher.kind) if matcher is not None else None
     return kind is not None and kind.share  # a share of the samples (stack, latch, fence)
+
+
+def is_sample_share(rule: Rule, metric: str | None) -> bool:
+    """Whether the metric is a fraction of the samples, held to MIN_THREADS: a stack share, or a share the
+    analysis measured over them (skid.pause_share: a nearly idle 10.2.11 whose purge workers spun 22 % of its
+    278 samples, 0.04 threads on the CPU, was graded critical on it and led a query-cache incident's report)."""
+    if is_stack_metric(rule, metric):
+        return True
+    matcher = rule.matcher(metric) if metric else None
+    return matcher is not None and matcher.kind == "analysis" and str(matcher.spec).endswith("_share")
 
 
 @dataclass(frozen=True)
