@@ -162,6 +162,15 @@ def run_cli(*args: str, env: dict | None = None, timeout: float = 900) -> subpro
     )
 
 
+def demo_cli(*args: str, timeout: float = 900) -> subprocess.CompletedProcess:
+    """``pmuprof demo ARGS`` (run_cli) holding the CPUs (shared.cpus_held): its workload's threads spin flat out
+    for the whole window, as a saturating sysbench does (one flat-out load at a time, docs/development.md)."""
+    from shared import cpus_held
+
+    with cpus_held():
+        return run_cli("demo", *args, timeout=timeout)
+
+
 def recorded(out: Path) -> bool:
     """Whether the capture into ``out`` has ended its recording: run.json, written last, lists its sources
     (perf's window and every source beside it have stopped); folding and analysis come after."""

@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from helpers import need_perf, run_cli
+from helpers import demo_cli, need_perf, run_cli
 
 
 @pytest.fixture(scope="module")
@@ -16,8 +16,7 @@ def captures(tmp_path_factory):
     need_perf()
     base = tmp_path_factory.mktemp("demo-diff")
     for delay in (30, 6):
-        res = run_cli(
-            "demo",
+        res = demo_cli(
             "--scenario",
             "index-dive",
             "--spin-wait-delay",

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import assert_host_load_and_thread_table, need_perf, run_cli
+from helpers import assert_host_load_and_thread_table, demo_cli, need_perf
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "browser"))
 from cdp import Browser, chromium  # noqa: E402
@@ -22,7 +22,7 @@ DURATION = 10
 def spike_run(tmp_path_factory) -> Path:
     need_perf()
     out = tmp_path_factory.mktemp("spike") / "run"
-    res = run_cli("demo", "--scenario", "spike", "-d", str(DURATION), "-q", "-o", str(out))
+    res = demo_cli("--scenario", "spike", "-d", str(DURATION), "-q", "-o", str(out))
     assert res.returncode == 0, res.stderr
     return out
 

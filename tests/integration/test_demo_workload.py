@@ -19,6 +19,7 @@ from pmuprof.model.perfscript import fold_lines
 from pmuprof.paths import demo_source_dir
 
 from helpers import crowded, held_at_info
+from shared import cpus_held
 
 NAMED_FRAMES = (
     "ut_delay",
@@ -149,18 +150,19 @@ def _perf_fold(demo_binary: Path, scenario: str, tmp_path: Path) -> Counter:
     perf = shutil.which("perf")
     if not perf:
         pytest.skip("perf is not installed: apt-get install linux-perf")
-    proc = start_demo(scenario, threads=4, spin_wait_delay=30, seconds=0, binary=demo_binary)
     data = tmp_path / "perf.data"
-    try:
-        time.sleep(0.3)
-        rec = subprocess.run(
-            [perf, "record", "-q", "-F", "499", "-g", "-p", str(proc.pid), "-o", str(data), "--", "sleep", "1.5"],
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-    finally:
-        stop_demo(proc)
+    with cpus_held():  # four threads flat out: one such load at a time (docs/development.md)
+        proc = start_demo(scenario, threads=4, spin_wait_delay=30, seconds=0, binary=demo_binary)
+        try:
+            time.sleep(0.3)
+            rec = subprocess.run(
+                [perf, "record", "-q", "-F", "499", "-g", "-p", str(proc.pid), "-o", str(data), "--", "sleep", "1.5"],
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
+        finally:
+            stop_demo(proc)
     if rec.returncode != 0 or not data.is_file():
         pytest.skip(f"perf record is not permitted here: {rec.stderr.strip()[:200]}")
     script = subprocess.run(
@@ -308,7 +310,8 @@ def test_pmuprof_demo_gets_the_right_findings(demo_binary: Path, tmp_path: Path,
         out_dir=tmp_path / "run",
         cache_dir=demo_binary.parent,
     )
-    result = run_demo(opts)
+    with cpus_held():
+        result = run_demo(opts)
     assert result.workload_status == 0
     doc = _findings(tmp_path / "run")
     fired = [f["rule"] for f in doc["findings"]]
@@ -336,7 +339,8 @@ def test_pmuprof_demo_healthy_gives_no_warning(
     _require_perf()
     monkeypatch.setenv("PMUPROF_CACHE", str(tmp_path / "cache"))
     out = tmp_path / "run"
-    assert main(["demo", "--scenario", "healthy", "--duration", "2", "-F", "499", "-q", "-o", str(out)]) == 0
+    with cpus_held():
+        assert main(["demo", "--scenario", "healthy", "--duration", "2", "-F", "499", "-q", "-o", str(out)]) == 0
     doc = _findings(out)
     loud = [f["rule"] for f in doc["findings"] if f["severity"] in ("warning", "critical")]
     assert not loud, f"a healthy scan must not warn: {loud}"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import capture_under, need_perf, run_cli
+from helpers import capture_under, demo_cli, need_perf, run_cli
 import mariadb as mdb
 
 SCRIPT_WITH_PIDS = "comm,pid,tid,time,ip,sym,symoff,dso"  # a common -F choice; the default has no pid
@@ -50,7 +50,7 @@ def _same(live: dict, other: dict, what: str) -> None:
 def test_demo_capture_perf_data_and_script_text_agree(tmp_path: Path) -> None:
     need_perf()
     run = tmp_path / "run"
-    res = run_cli("demo", "--scenario", "mixed", "-d", "3", "-o", str(run), "-q")
+    res = demo_cli("--scenario", "mixed", "-d", "3", "-o", str(run), "-q")
     assert res.returncode == 0, res.stderr
     live = _facts(run)
     assert live["findings"], "the mixed demo fires rules"
