@@ -4,6 +4,7 @@ any undo log committed after it; --readers more sessions open theirs too and kee
 sbtest1, rebuilding from undo every row version written since (row_vers_build_for_consistent_read).
 
     python3 tests/loads/old_view.py --socket S --user U --password W --db sbtest --readers 2 --seconds 30
+    python3 tests/loads/old_view.py ... --rate 20     # paced: 20 re-reads a second over all readers
 
 Run it beside a write load (sysbench oltp_update_non_index). Prints ``ready`` once every snapshot is open,
 then runs until --seconds have passed or it is killed (the server rolls the snapshots back on disconnect).
@@ -16,6 +17,7 @@ import threading
 import time
 
 import pymysql
+from pacing import Pacer
 
 SNAPSHOT = ("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ", "START TRANSACTION WITH CONSISTENT SNAPSHOT")
 
@@ -33,8 +35,10 @@ def _session(args: argparse.Namespace) -> pymysql.Connection:
 
 def _read(con: pymysql.Connection, args: argparse.Namespace, end: float) -> None:
     start = 1
+    pace = Pacer(args.rate / args.readers)
     with con.cursor() as cur:
         while time.monotonic() < end:
+            pace.wait()
             cur.execute(
                 "SELECT SUM(LENGTH(c)) FROM sbtest1 WHERE id BETWEEN %s AND %s", (start, start + args.range - 1)
             )
@@ -52,6 +56,7 @@ def main() -> None:
     ap.add_argument("--range", type=int, default=500, help="rows per re-read")
     ap.add_argument("--table-size", type=int, default=10000)
     ap.add_argument("--seconds", type=float, default=30.0)
+    ap.add_argument("--rate", type=float, default=0.0, help="re-reads a second over all readers (0: flat out)")
     args = ap.parse_args()
     end = time.monotonic() + args.seconds
     holder = _session(args)  # idle in its snapshot: the oldest read view
