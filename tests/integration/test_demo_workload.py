@@ -140,39 +140,62 @@ def _alive(pid: int) -> bool:
     return state not in ("Z", "X")
 
 
-def _perf_fold(demo_binary: Path, scenario: str, tmp_path: Path) -> Counter:
-    """perf record -F 499 -g -p PID for 1.5 s; the folded stacks (root first) of the workload's own code.
+class DemoRuns:
+    """Each scenario's ``pmuprof demo`` run (per-thread: perf record -p, 3 s at 999 Hz, its four threads at spin
+    delay 30), made the first time a test asks for it: the findings tests read its findings.json, the perf tests
+    real perf's recording in it (perf.data), so a scenario's workload runs once."""
+
+    def __init__(self, binary: Path, base: Path) -> None:
+        self.binary, self.base = binary, base
+        self._done: dict[str, Path] = {}
+
+    def get(self, scenario: str) -> Path:
+        if scenario not in self._done:
+            _require_perf()
+            from pmuprof.workflows.demo import DemoOptions, run_demo
+
+            out = self.base / scenario
+            # per-thread (perf record -p) keeps post-processing to the workload's own samples: quick.
+            opts = DemoOptions(
+                scenario=scenario,
+                duration=3,
+                frequency=999,
+                mode="per-thread",
+                out_dir=out,
+                cache_dir=self.binary.parent,
+            )
+            with cpus_held():  # four threads flat out: one such load at a time (docs/development.md)
+                result = run_demo(opts)
+            assert result.workload_status == 0
+            self._done[scenario] = out
+        return self._done[scenario]
+
+
+@pytest.fixture(scope="module")
+def demo_runs(demo_binary: Path, tmp_path_factory: pytest.TempPathFactory) -> DemoRuns:
+    return DemoRuns(demo_binary, tmp_path_factory.mktemp("demo-runs"))
+
+
+def _perf_fold(demo_runs: DemoRuns, scenario: str) -> Counter:
+    """The folded stacks (root first) of the workload's own code in the scenario's run, from perf script of the
+    perf.data perf recorded (not pmuprof's folding).
 
     Samples taken in the kernel are left out: on a host whose other work keeps the workload's four threads
     waiting for a CPU, cpu-clock's samples land on the kernel's preemption path (irqentry_exit_to_user_mode,
     finish_task_switch: 44 % of 303 samples in a run beside the live tier), which is the host's load, not
     the workload's; ut_delay's share of all samples was 0.18 there, 0.32 of the workload's code."""
-    perf = shutil.which("perf")
-    if not perf:
-        pytest.skip("perf is not installed: apt-get install linux-perf")
-    data = tmp_path / "perf.data"
-    with cpus_held():  # four threads flat out: one such load at a time (docs/development.md)
-        proc = start_demo(scenario, threads=4, spin_wait_delay=30, seconds=0, binary=demo_binary)
-        try:
-            time.sleep(0.3)
-            rec = subprocess.run(
-                [perf, "record", "-q", "-F", "499", "-g", "-p", str(proc.pid), "-o", str(data), "--", "sleep", "1.5"],
-                capture_output=True,
-                text=True,
-                timeout=60,
-            )
-        finally:
-            stop_demo(proc)
-    if rec.returncode != 0 or not data.is_file():
-        pytest.skip(f"perf record is not permitted here: {rec.stderr.strip()[:200]}")
+    import json
+
+    run = demo_runs.get(scenario)
+    pids = [t["pid"] for t in json.loads((run / "run.json").read_text())["targets"]]
     script = subprocess.run(
-        [perf, "script", "-i", str(data), "-F", "comm,pid,tid,ip,sym,dso", "--no-inline"],
+        ["perf", "script", "-i", str(run / "perf.data"), "-F", "comm,pid,tid,ip,sym,dso", "--no-inline"],
         capture_output=True,
         text=True,
         timeout=120,
         errors="replace",
     )
-    folded = fold_lines(script.stdout.splitlines(), pids=[proc.pid]).stacks
+    folded = fold_lines(script.stdout.splitlines(), pids=pids).stacks
     stacks = Counter({stack: n for stack, n in folded.items() if not stack[-1].endswith("_[k]")})
     assert sum(stacks.values()) >= 50, f"too few samples of the workload's code: {sum(stacks.values())}"
     return stacks
@@ -189,8 +212,8 @@ def _inclusive(stacks: Counter, frame: str) -> float:
     return sum(c for s, c in stacks.items() if frame in s) / sum(stacks.values())
 
 
-def test_perf_sees_ut_delay_under_fil_space_get_in_index_dive(demo_binary: Path, tmp_path: Path) -> None:
-    stacks = _perf_fold(demo_binary, "index-dive", tmp_path)
+def test_perf_sees_ut_delay_under_fil_space_get_in_index_dive(demo_runs: DemoRuns) -> None:
+    stacks = _perf_fold(demo_runs, "index-dive")
     # 0.52-0.54 of the workload's code on a quiet host, 0.25-0.46 beside six busy loops (its threads then seldom
     # run at once, so they seldom meet on the mutex); the spin scenario has none under fil_space_get (below)
     assert _share(stacks, "ut_delay") > 0.1
@@ -210,15 +233,15 @@ def test_perf_sees_ut_delay_under_fil_space_get_in_index_dive(demo_binary: Path,
     assert _inclusive(stacks, "rw_lock_sx_lock_func") == 0
 
 
-def test_perf_sees_flush_spin_without_index_dive(demo_binary: Path, tmp_path: Path) -> None:
-    stacks = _perf_fold(demo_binary, "spin", tmp_path)
+def test_perf_sees_flush_spin_without_index_dive(demo_runs: DemoRuns) -> None:
+    stacks = _perf_fold(demo_runs, "spin")
     assert _share(stacks, "ut_delay", "rw_lock_sx_lock_func") > 0.2
     assert _inclusive(stacks, "buf_flush_page_cleaner_coordinator") > 0
     assert _inclusive(stacks, "fil_space_get") == 0
 
 
-def test_perf_sees_full_fence_in_page_cleaner(demo_binary: Path, tmp_path: Path) -> None:
-    stacks = _perf_fold(demo_binary, "page-cleaner", tmp_path)
+def test_perf_sees_full_fence_in_page_cleaner(demo_runs: DemoRuns) -> None:
+    stacks = _perf_fold(demo_runs, "page-cleaner")
     assert _share(stacks, "os_rmb") > 0.3
     # most of it under its caller; samples on os_rmb's push and ret (where the frame-pointer walk skips the
     # caller) are ~25 % of them on a loaded VM (0.74 seen at load 5-8)
@@ -227,14 +250,14 @@ def test_perf_sees_full_fence_in_page_cleaner(demo_binary: Path, tmp_path: Path)
     assert _inclusive(stacks, "ut_delay") == 0
 
 
-def test_perf_sees_only_scan_work_when_healthy(demo_binary: Path, tmp_path: Path) -> None:
-    stacks = _perf_fold(demo_binary, "healthy", tmp_path)
+def test_perf_sees_only_scan_work_when_healthy(demo_runs: DemoRuns) -> None:
+    stacks = _perf_fold(demo_runs, "healthy")
     assert _inclusive(stacks, "row_search_mvcc") > 0.8
     assert _inclusive(stacks, "ut_delay") == 0 and _inclusive(stacks, "os_rmb") == 0
 
 
-def test_perf_sees_every_named_frame_in_mixed(demo_binary: Path, tmp_path: Path) -> None:
-    stacks = _perf_fold(demo_binary, "mixed", tmp_path)
+def test_perf_sees_every_named_frame_in_mixed(demo_runs: DemoRuns) -> None:
+    stacks = _perf_fold(demo_runs, "mixed")
     seen = {f for s in stacks for f in s}
     core = {"ut_delay", "fil_space_get", "rw_lock_sx_lock_func", "os_rmb", "row_search_mvcc"}
     assert core <= seen, f"missing {sorted(core - seen)}; named frames seen: {sorted(seen & set(NAMED_FRAMES))}"
@@ -291,34 +314,20 @@ def _findings(run_dir: Path) -> dict:
 
 
 @pytest.mark.parametrize("scenario", sorted(EXPECTED))
-def test_pmuprof_demo_gets_the_right_findings(demo_binary: Path, tmp_path: Path, scenario: str) -> None:
+def test_pmuprof_demo_gets_the_right_findings(demo_runs: DemoRuns, scenario: str) -> None:
     from pmuprof.paths import rules_dir
 
     present = {p.stem for p in rules_dir().glob("*.yaml")}
     wanted, unwanted, verdicts = EXPECTED[scenario]
     if not wanted & present:
         pytest.skip(f"none of {sorted(wanted)} is in rules/ yet")
-    _require_perf()
-    from pmuprof.workflows.demo import DemoOptions, run_demo
-
-    # per-thread (perf record -p) keeps post-processing to the workload's own samples: quick.
-    opts = DemoOptions(
-        scenario=scenario,
-        duration=3,
-        frequency=999,
-        mode="per-thread",
-        out_dir=tmp_path / "run",
-        cache_dir=demo_binary.parent,
-    )
-    with cpus_held():
-        result = run_demo(opts)
-    assert result.workload_status == 0
-    doc = _findings(tmp_path / "run")
+    run = demo_runs.get(scenario)
+    doc = _findings(run)
     fired = [f["rule"] for f in doc["findings"]]
     assert (wanted & present) <= set(fired), f"fired: {fired}"
     assert not (unwanted & set(fired)), f"fired: {fired}"
     top = next(f["rule"] for f in doc["findings"] if not f["explained_by"])
-    if top not in verdicts and top in CROWDED.get(scenario, ()) and crowded(_raw(tmp_path / "run")):
+    if top not in verdicts and top in CROWDED.get(scenario, ()) and crowded(_raw(run)):
         # both problems are the scenario's: the one expected must still follow, at warning or above
         follows = next(f for f in doc["findings"] if not f["explained_by"] and f["rule"] not in CROWDED[scenario])
         print(f"crowded host: {top} leads, then {follows['rule']} ({follows['severity']})")
