@@ -12,7 +12,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from tiers import TIER_NAMES, group_of, tier_of, unit_of  # noqa: E402
+from tiers import TIER_NAMES, order_of, tier_of, unit_of  # noqa: E402
 
 # A suite started in the background (`cmd &` from a script, nohup) inherits SIGINT and SIGHUP ignored, and
 # every capture the tests start would too: pmuprof keeps an inherited SIG_IGN (nohup's intent), so the
@@ -57,8 +57,8 @@ def target():
 @pytest.hookimpl(optionalhook=True)  # defined by pytest-xdist, when it is installed
 def pytest_xdist_make_scheduler(config, log):
     """--dist loadgroup (the live tier): each unit (tests/tiers.py: unit_of, a module or a kept group of
-    modules) on one worker, units in the order collected (pytest_collection_modifyitems: those that start
-    servers first), so a module's captures are made once and the long units do not come last. xdist's own
+    modules) on one worker, units in the order collected (pytest_collection_modifyitems: paced units, then those
+    sharing servers), so a module's captures are made once and the long units do not come last. xdist's own
     loadgroup reads a group from the test id, which pytest 9 no longer lets a plugin change (xdist 3.8 sets
     Item._nodeid, pytest 9.2 reads Item._id): its groups were lost, and a module's tests, with their
     captures and servers, were split over both workers."""
@@ -77,10 +77,11 @@ def pytest_xdist_make_scheduler(config, log):
 def pytest_collection_modifyitems(config, items):
     """Every test gets its tier's marker from its folder (tests/tiers.py); a test without one stops the run.
     Tests of an opt-in tier are skipped, with the command that runs them, unless `-m` names it.
-    In an xdist worker the modules that take a shared server or capture set come first (stable sort): the
-    workers' order is the order the live tier's scheduler hands out units in."""
+    In an xdist worker the paced units come first, then the modules that take a shared server or capture set
+    (tests/tiers.py's order_of; a stable sort): the workers' order is the order the live tier's scheduler hands
+    out units in."""
     if hasattr(config, "workerinput"):  # a worker's own --dist is "no": this is how it knows it is one
-        items.sort(key=lambda item: group_of(item.nodeid.split("::", 1)[0]).endswith(".py"))
+        items.sort(key=lambda item: order_of(item.nodeid.split("::", 1)[0]))
     untiered = set()
     for item in items:
         tier = tier_of(item.path)

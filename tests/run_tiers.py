@@ -5,7 +5,7 @@ waits for (AFTER) have ended: first the host tier (system-wide recordings that a
 namespaces would change) and beside it the build tier (compilers, wheels, venvs: no BPF but in one test, which
 waits for the host tier itself); then the fast tier in parallel (pytest-xdist, one worker per CPU), the live
 tier two units of tests at a time (a module, or the modules that share 10.2.11's server or the reliability
-tier's capture set: tests/tiers.py's unit_of), those that start a server first, its timing and share
+tier's capture set: tests/tiers.py's unit_of), the paced incident scenarios first, then those sharing a server, its timing and share
 assertions made to hold on a busy host, side by side; the clean-root tier, when asked, after the live tier. Each tier's output is printed when it ends, with its
 wall-clock and CPU time; ``--tier NAME`` (repeatable) runs only those tiers, the opt-in clean-root tier among
 them (tests/tiers.py's OPT_IN_TIERS: left out otherwise); arguments after ``--`` go to every pytest.
