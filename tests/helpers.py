@@ -48,6 +48,15 @@ def fix_text(finding: dict, kind: str | None = None) -> str:
     return "\n".join(s["text"] for s in finding["fix"] if kind in (None, s["kind"]))
 
 
+def held_below(finding: dict, level: str) -> bool:
+    """Whether pmuprof held the finding below ``level`` for lack of CPU, and says so (findings/grade.py: a share's
+    samples too few threads on the CPU for that level, or too few samples): what a starved server may get."""
+    order = ("info", "warning", "critical")
+    return order.index(finding["severity"]) < order.index(level) and any(
+        "severity capped at info" in m or f"a {level} finding needs" in m for m in finding.get("missing", [])
+    )
+
+
 def held_at_info(finding: dict) -> bool:
     """Whether pmuprof held the finding at info for lack of CPU, and says so: too few samples, or too few threads
     on the CPU for a warning (findings/grade.py). On the suite's host two 16-thread loads side by side leave a
