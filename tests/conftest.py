@@ -1,17 +1,16 @@
 """Shared pytest setup: make tests/ helpers importable, mark each test with its tier (tests/tiers.py), skip
 the opt-in tiers unless asked; ``target``: a process to capture."""
 
-import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from shared import timeline  # noqa: E402
 from tiers import TIER_NAMES, order_of, tier_of, unit_of  # noqa: E402
 
 # A suite started in the background (`cmd &` from a script, nohup) inherits SIGINT and SIGHUP ignored, and
@@ -100,27 +99,8 @@ def pytest_collection_modifyitems(config, items):
 
 
 def pytest_runtest_logstart(nodeid, location):
-    _timeline("start", nodeid)
+    timeline("start", nodeid)
 
 
 def pytest_runtest_logfinish(nodeid, location):
-    _timeline("end", nodeid)
-
-
-def _timeline(event: str, nodeid: str) -> None:
-    """PMUPROF_TEST_TIMELINE=FILE: one line per test start and end (monotonic time, worker, test id, the host's
-    busy CPU-seconds so far), to see which units a tier ran when, where its workers sat idle, and which tests the
-    CPUs were busy under (docs/development.md)."""
-    path = os.environ.get("PMUPROF_TEST_TIMELINE")
-    if not path:
-        return
-    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
-    with open(path, "a", encoding="utf-8") as out:
-        out.write(f"{time.monotonic():.3f}\t{worker}\t{event}\t{nodeid}\t{_busy_cpu_s():.2f}\n")
-
-
-def _busy_cpu_s() -> float:
-    """CPU-seconds the host has spent busy since boot (/proc/stat: all but idle and iowait)."""
-    with open("/proc/stat", encoding="ascii") as stat:
-        ticks = [int(v) for v in stat.readline().split()[1:9]]
-    return (sum(ticks) - ticks[3] - ticks[4]) / os.sysconf("SC_CLK_TCK")
+    timeline("end", nodeid)

@@ -55,6 +55,30 @@ SATURATING_LOCK = "saturating.lock"  # in PMUPROF_TEST_SHARED: held while a flat
 SATURATING_WAIT_S = 1800.0  # a hang detector: no unit's flat-out loads take this long together
 
 
+def timeline(event: str, what: str) -> None:
+    """PMUPROF_TEST_TIMELINE=FILE: one line per event (monotonic time, worker, event, test id, the host's busy
+    CPU-seconds so far): each test's start and end (tests/conftest.py), and each hold and release of the flat-out
+    lock by the test holding it, to see which units a tier ran when, where its workers sat idle, which tests the
+    CPUs were busy under and how long flat-out loads held them (tests/timeline.py, docs/development.md)."""
+    path = os.environ.get("PMUPROF_TEST_TIMELINE")
+    if not path:
+        return
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    with open(path, "a", encoding="utf-8") as out:
+        out.write(f"{time.monotonic():.3f}\t{worker}\t{event}\t{what}\t{_busy_cpu_s():.2f}\n")
+
+
+def _busy_cpu_s() -> float:
+    """CPU-seconds the host has spent busy since boot (/proc/stat: all but idle and iowait)."""
+    with open("/proc/stat", encoding="ascii") as stat:
+        ticks = [int(v) for v in stat.readline().split()[1:9]]
+    return (sum(ticks) - ticks[3] - ticks[4]) / os.sysconf("SC_CLK_TCK")
+
+
+def _current_test() -> str:
+    return os.environ.get("PYTEST_CURRENT_TEST", "").rsplit(" ", 1)[0]
+
+
 class _Hold:
     """This process's hold on SATURATING_LOCK: how many of its loads hold it, and the open lock file while they
     do (None outside tests/run_tiers.py, where nothing is locked)."""
@@ -88,6 +112,7 @@ def hold_cpus() -> None:
                     ) from None
                 time.sleep(0.05)
         _hold.file = fh
+        timeline("hold", _current_test())
     _hold.loads += 1
 
 
@@ -99,6 +124,7 @@ def release_cpus() -> None:
         fcntl.flock(_hold.file, fcntl.LOCK_UN)
         _hold.file.close()
         _hold.file = None
+        timeline("release", _current_test())
 
 
 @contextlib.contextmanager
