@@ -98,7 +98,8 @@ def evaluate_rule(rule: Rule, index: StackIndex, facts: Facts) -> Finding | None
         return None
     if rule.fire_any and not any(holds(c, values) for c in rule.fire_any):
         return None
-    g = grade(rule, values, _cores(index.total, facts), index.total)
+    recorded = index.profile.total if index.profile is not None else index.total
+    g = grade(rule, values, _cores(index.total, facts), index.total, _cores(recorded, facts))
     if g is None:
         return None
     checked = check(rule, values)

@@ -2,8 +2,8 @@
 confirm or refute it, and confidence.
 
 The headline share of a finding is the value of the metric that set its severity. A finding resting on a stack
-share stays info below 1 % of the samples, and below MIN_THREADS of its level in threads on the CPU (a share of a
-nearly idle server is not a problem); a rule may cap what it says without a confirming fact (the server's
+share stays info below 1 % of the samples, and below MIN_THREADS of its level in threads on the CPU, as does one
+resting on a share the analysis measured over the samples (a share of a nearly idle server is not a problem); a rule may cap what it says without a confirming fact (the server's
 counters over the window, waiters in the processlist), and a refuting one sets the finding aside.
 """
 
@@ -21,9 +21,10 @@ from .schema import SEVERITIES, Condition, Rule
 from .template import lookup, render, scalar
 
 MIN_STACK_SHARE = 0.01  # below this a stack-share finding is information, never a warning
-# Severity in absolute terms: above info, a finding graded on a stack share needs its samples to be this many
-# threads on the CPU on average (samples / (frequency x seconds)): 5 % of one CPU for a warning, a quarter of
-# one for critical. A third of a server idling at 2 % of a CPU is 0.007 threads: information.
+# Severity in absolute terms: above info, a finding graded on a stack share (or an analysis share of the
+# samples: ANALYSIS_SHARES) needs its samples to be this many threads on the CPU on average (samples /
+# (frequency x seconds)): 5 % of one CPU for a warning, a quarter of one for critical. A third of a server idling
+# at 2 % of a CPU is 0.007 threads: information.
 MIN_THREADS = {"warning": 0.05, "critical": 0.25}
 
 
@@ -65,14 +66,22 @@ def _same(value: Any, wanted: Any) -> bool:
     return str(value).strip().lower() == str(wanted).strip().lower()
 
 
-def grade(rule: Rule, values: Mapping[str, Any], cores: float | None = None, total: int | None = None) -> Grade | None:
+def grade(
+    rule: Rule,
+    values: Mapping[str, Any],
+    cores: float | None = None,
+    total: int | None = None,
+    recorded_cores: float | None = None,
+) -> Grade | None:
     """The level the thresholds give (the metric and bound that gave it), or the rule's fixed severity.
 
     Each metric is held to the levels of its scale (off-CPU time to ``thresholds.offcpu``, the server's counters
     over the window to ``thresholds.counters``, when the rule has them; else the main levels); on one scale the
     largest value decides, across scales the gravest level wins, and of two metrics at that level the one
     furthest past its bound. A stack share is also held to MIN_THREADS: ``cores`` is how many threads on the
-    CPU all the process's samples are (samples / (frequency x seconds)), None when the capture does not say."""
+    CPU all the process's samples are (samples / (frequency x seconds)), None when the capture does not say;
+    ``recorded_cores`` the same for all the recording's samples, what an analysis share (ANALYSIS_SHARES) is a
+    fraction of."""
     th = rule.thresholds
     if th is None:
         return Grade(SEVERITIES.index(rule.severity), None, None, None)
@@ -85,7 +94,7 @@ def grade(rule: Rule, values: Mapping[str, Any], cores: float | None = None, tot
         scales.setdefault(_scale(rule, m), []).append((m, v))
     picked = [(min if th.below else max)(mv, key=lambda x: x[1]) for mv in scales.values()]
     leveled = [_level(m, v, th.bounds(_scale(rule, m)), th.below) for m, v in picked]
-    graded = [_held(rule, g, cores, total) for g in leveled if g is not None]
+    graded = [_held(rule, g, cores, total, recorded_cores) for g in leveled if g is not None]
     return max(graded, key=lambda g: (min(g.level, g.limit), g.level, _margin(g, th.below))) if graded else None
 
 
@@ -100,18 +109,27 @@ def _scale(rule: Rule, metric: str) -> str:
     return "main"
 
 
-def _held(rule: Rule, g: Grade, cores: float | None, total: int | None = None) -> Grade:
-    """A stack share's grade with the highest level its threads on the CPU allow (MIN_THREADS), and any metric's
-    but the counters' and off-CPU time's at info when the process has fewer samples than the rule needs."""
+def _held(
+    rule: Rule, g: Grade, cores: float | None, total: int | None = None, recorded_cores: float | None = None
+) -> Grade:
+    """A share of the samples' grade (a stack share, or an analysis share of the whole recording's) with the
+    highest level its threads on the CPU allow (MIN_THREADS), and any metric's but the counters' and off-CPU
+    time's at info when the process has fewer samples than the rule needs."""
     if is_offcpu_metric(rule, g.metric) or is_counter_metric(rule, g.metric):
         return g
     if total is not None and total < rule.min_samples and g.level:
         return replace(
             g, limit=0, held=f"only {total} samples (rule needs {rule.min_samples}): severity capped at info"
         )
-    if cores is None or g.value is None or not is_sample_share(rule, g.metric):
+    if is_stack_metric(rule, g.metric):
+        of = cores
+    elif is_analysis_share(rule, g.metric):
+        of = recorded_cores if recorded_cores is not None else cores
+    else:
         return g
-    threads = g.value * cores
+    if of is None or g.value is None:
+        return g
+    threads = g.value * of
     limit = g.level
     while limit and threads < MIN_THREADS.get(SEVERITIES[limit], 0.0):
         limit -= 1
@@ -158,14 +176,16 @@ def is_stack_metric(rule: Rule, metric: str | None) -> bool:
     return kind is not None and kind.share  # a share of the samples (stack, latch, fence)
 
 
-def is_sample_share(rule: Rule, metric: str | None) -> bool:
-    """Whether the metric is a fraction of the samples, held to MIN_THREADS: a stack share, or a share the
-    analysis measured over them (skid.pause_share: a nearly idle 10.2.11 whose purge workers spun 22 % of its
-    278 samples, 0.04 threads on the CPU, was graded critical on it and led a query-cache incident's report)."""
-    if is_stack_metric(rule, metric):
-        return True
+# Shares the analysis measures over all the recording's samples (analysis.json skid): held to MIN_THREADS like a
+# stack share. A nearly idle 10.2.11 whose purge workers spun 22 % of its 278 samples (0.04 threads on the CPU)
+# was graded critical on skid.pause_share and led a query-cache incident's report.
+ANALYSIS_SHARES = frozenset({"skid.pause_share", "skid.fence_share", "skid.lock_share"})
+
+
+def is_analysis_share(rule: Rule, metric: str | None) -> bool:
+    """Whether the metric is one of ANALYSIS_SHARES (an ``analysis`` path)."""
     matcher = rule.matcher(metric) if metric else None
-    return matcher is not None and matcher.kind == "analysis" and str(matcher.spec).endswith("_share")
+    return matcher is not None and matcher.kind == "analysis" and str(matcher.spec) in ANALYSIS_SHARES
 
 
 @dataclass(frozen=True)

@@ -124,3 +124,23 @@ def test_group_names_the_fired_cause_a_spin_was_not_grouped_under(rules) -> None
     grouped = {f.rule: f for f in group([pool, replace(spin, stacks=np.array([0, 1, 5]))], by_id, np.ones(10))}
     assert grouped["innodb-spin-wait"].explained_by == "buffer-pool-too-small"
     assert grouped["innodb-spin-wait"].symptom_of == ()
+
+
+@pytest.mark.parametrize(
+    "process_cores,recorded_cores,level",
+    [
+        (0.19, None, "info"),  # one process: the nearly idle 10.2.11 (0.22 x 0.19 = 0.04 threads)
+        (0.19, 2.0, "critical"),  # the share is of a recording two busy CPUs' worth: 0.44 threads
+        (2.0, 0.19, "info"),  # the process's own CPU does not lift a share of a small recording
+    ],
+)
+def test_an_analysis_share_is_held_to_the_threads_of_the_samples_it_is_a_share_of(
+    rules, process_cores, recorded_cores, level
+) -> None:
+    """skid.pause_share is a fraction of all the recording's samples: held to MIN_THREADS on their threads."""
+    from pmuprof.findings.schema import SEVERITIES
+
+    spin = next(r for r in rules if r.id == "innodb-spin-wait")
+    g = grade(spin, {"pause_share": 0.22}, process_cores, 1000, recorded_cores)
+    assert g is not None and g.metric == "pause_share"
+    assert SEVERITIES[min(g.level, g.limit)] == level, g
