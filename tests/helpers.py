@@ -49,11 +49,11 @@ def fix_text(finding: dict, kind: str | None = None) -> str:
 
 
 def held_below(finding: dict, level: str) -> bool:
-    """Whether pmuprof held the finding below ``level`` for lack of CPU, and says so (findings/grade.py: a share's
-    samples too few threads on the CPU for that level, or too few samples): what a starved server may get."""
+    """Whether pmuprof held the finding below ``level`` because its share's samples were too few threads on the CPU
+    for that level, and says so (findings/grade.py MIN_THREADS): what a starved server may get."""
     order = ("info", "warning", "critical")
     return order.index(finding["severity"]) < order.index(level) and any(
-        "severity capped at info" in m or f"a {level} finding needs" in m for m in finding.get("missing", [])
+        f"a {level} finding needs" in m for m in finding.get("missing", [])
     )
 
 
