@@ -119,8 +119,8 @@ def group_of(module: str) -> str:
 # Units handed out first in the live tier: their loads are paced (tests/incident_loads.py RATES), so they keep a
 # server busy for minutes on a fraction of a CPU. First, they run beside the fast tier, which has work for every
 # CPU; as the tier's tail (the collection's order puts them after the shared servers' modules) they left the
-# host 0.8-1.2 CPUs busy for its last minutes, the two of them side by side (tests/timeline.py, runs 24 and 26 in
-# docs/development.md).
+# host 0.8-1.2 CPUs busy for its last minutes, the two of them side by side (tests/timeline.py on the 12 min 48 s
+# and 13 min 54 s runs in docs/development.md).
 PACED_FIRST = ("tests/integration/test_incidents_",)
 
 

@@ -1,4 +1,4 @@
-"""Summarise a PMUPROF_TEST_TIMELINE file (tests/conftest.py): worker-seconds and busy CPU-seconds per test module.
+"""Summarise a PMUPROF_TEST_TIMELINE file (tests/shared.py timeline): busy CPU-seconds per test module, lock held.
 
     PMUPROF_TEST_TIMELINE=/tmp/tl.tsv python3 tests/run_tiers.py
     python3 tests/timeline.py /tmp/tl.tsv [--top 40]
@@ -67,7 +67,7 @@ def main() -> None:
     args = parser.parse_args()
     rows = read(args.file)
     if not rows:
-        raise SystemExit(f"{args.file}: no timeline rows with CPU time (PMUPROF_TEST_TIMELINE, tests/conftest.py)")
+        raise SystemExit(f"{args.file}: no timeline rows with CPU time (PMUPROF_TEST_TIMELINE, tests/shared.py)")
     wall, cpu, idle_cpu, span = summarise(rows)
     print(f"{'CPU-s':>8} {'worker-s':>9}  module")
     for name, seconds in cpu.most_common(args.top):
