@@ -68,7 +68,11 @@ def test_run_json_says_what_was_recorded(waits_run):
     oc = run.offcpu
     assert oc.recorded and oc.returncode == 0 and oc.argv[0].endswith("pmuprof-offcpu"), oc
     assert headers["unit"] == "us" and oc.total_us == sum(stacks.values())
-    assert oc.duration_s >= SECONDS and oc.switches > 0 and oc.lost["entries_full"] == 0
+    # the tracer's window opens when it handles the SIGUSR1 sent as perf's window opens, and ends when it handles
+    # its stop: perf's window give or take those signals' latency (3.995 s against perf's 4.002 s beside two
+    # busy loops; asserted >= the 4 s asked, it failed there)
+    assert run.duration_s - 0.25 <= oc.duration_s <= run.duration_s + 0.25, (oc.duration_s, run.duration_s)
+    assert oc.switches > 0 and oc.lost["entries_full"] == 0
     assert not [w for w in run.warnings if w.startswith("off-CPU")], run.warnings
 
 
