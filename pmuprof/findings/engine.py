@@ -66,7 +66,8 @@ def diagnose(profile: Profile, rules: Iterable[Rule] | None = None) -> Diagnosis
             continue
         latches[process] = attribute(index.waits(), index.total, attributor.latches)
         usable = rules if index.total else tuple(r for r in rules if _reads_offcpu(r))  # only blocked: no CPU rules
-        found = [f for f in (evaluate_rule(rule, index, facts) for rule in usable) if f is not None]
+        recorded = _cores(profile.total, facts)  # what an analysis share of the samples is a share of
+        found = [f for f in (evaluate_rule(rule, index, facts, recorded) for rule in usable) if f is not None]
         findings += group(found, {r.id: r for r in rules}, index.st.counts)
     diagnosis = Diagnosis.of(findings, latches)
     return diagnosis if diagnosis.top else replace(diagnosis, busiest=busiest(profile))
@@ -85,8 +86,9 @@ def applies(rule: Rule, facts: Facts) -> bool:
     return spec is not None and in_range(facts.version, spec)
 
 
-def evaluate_rule(rule: Rule, index: StackIndex, facts: Facts) -> Finding | None:
-    """One rule on one process: None when it does not apply or does not fire."""
+def evaluate_rule(rule: Rule, index: StackIndex, facts: Facts, recorded_cores: float | None = None) -> Finding | None:
+    """One rule on one process: None when it does not apply or does not fire. ``recorded_cores``: the threads on
+    the CPU all the recording's samples are (grade's, for the analysis shares)."""
     if not applies(rule, facts):
         return None
     missing: list[str] = []
@@ -98,8 +100,7 @@ def evaluate_rule(rule: Rule, index: StackIndex, facts: Facts) -> Finding | None
         return None
     if rule.fire_any and not any(holds(c, values) for c in rule.fire_any):
         return None
-    recorded = index.profile.total if index.profile is not None else index.total
-    g = grade(rule, values, _cores(index.total, facts), index.total, _cores(recorded, facts))
+    g = grade(rule, values, _cores(index.total, facts), index.total, recorded_cores)
     if g is None:
         return None
     checked = check(rule, values)

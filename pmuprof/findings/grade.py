@@ -3,8 +3,9 @@ confirm or refute it, and confidence.
 
 The headline share of a finding is the value of the metric that set its severity. A finding resting on a stack
 share stays info below 1 % of the samples, and below MIN_THREADS of its level in threads on the CPU, as does one
-resting on a share the analysis measured over the samples (a share of a nearly idle server is not a problem); a rule may cap what it says without a confirming fact (the server's
-counters over the window, waiters in the processlist), and a refuting one sets the finding aside.
+resting on a share the analysis measured over the samples (a share of a nearly idle server is not a problem); a
+rule may cap what it says without a confirming fact (the server's counters over the window, waiters in the
+processlist), and a refuting one sets the finding aside.
 """
 
 from __future__ import annotations
