@@ -1,4 +1,4 @@
-"""Pacing for the pymysql drivers beside it (connect_churn.py): rounds at a fixed rate.
+"""Pacing for the pymysql drivers beside it (connect_churn.py, old_view.py): rounds at a fixed rate.
 
 pace = Pacer(rate=50.0)      # rounds a second for this thread or process (0: no pacing)
 while running:
