@@ -448,6 +448,12 @@ def check_idle(server: mdb.MariaDB, seconds: float = 2.0) -> incidents.Truth:
     moved = {
         name: truth.rates[name] for name in own + ("Opened_tables", "Table_open_cache_misses") if truth.rates.get(name)
     }
+    first, last = sampler.samples[0].status, sampler.samples[-1].status
+    others = last.get("Connections", 0) - first.get("Connections", 0)  # the sampler's one came before its first
+    assert not others, (
+        f"{others} other client(s) connected to this private server while it idled ({moved} per s): something "
+        "in another test reached every server on the host (`pmuprof doctor` or `watch` without -p or --no-mysql)"
+    )
     assert not moved, f"the sampler's own statements are not all subtracted: {moved} per s"
     assert not truth.confirmed(), truth.verdicts
     return truth
