@@ -103,7 +103,7 @@ def test_a_system_wide_recording_of_two_servers(two_versions, tmp_path):
             load.connected()  # past sysbench's connect on both servers: the recording sees their statements
         data = tmp_path / "perf.data"
         rec = subprocess.run(
-            [perf, "record", "-a", "-g", "-F", "499", "-o", str(data), "--", "sleep", "8"],
+            [perf, "record", "-a", "-g", "-F", "799", "-o", str(data), "--", "sleep", "5"],
             capture_output=True,
             text=True,
             timeout=120,

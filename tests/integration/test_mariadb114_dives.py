@@ -17,7 +17,7 @@ import pytest
 from helpers import capture_under, fix_text, need_perf
 import mariadb as mdb
 
-SECONDS = 6
+SECONDS, FREQUENCY = 4, 299  # the samples of 6 s at 199 Hz (a share's noise is its sample count's)
 
 
 @pytest.fixture(scope="module")
@@ -32,7 +32,16 @@ def _dives(server: mdb.MariaDB, out: Path, *script_args: str) -> dict:
     load = mdb.SysbenchLoad(server, mdb.UNTIL_STOPPED, str(mdb.INDEX_DIVE_LUA), 16, script_args=script_args)
     try:
         load.connected()
-        args = ("-p", str(server.pid), "-d", str(SECONDS), "-F", "199", "--defaults-file", str(server.defaults_file))
+        args = (
+            "-p",
+            str(server.pid),
+            "-d",
+            str(SECONDS),
+            "-F",
+            str(FREQUENCY),
+            "--defaults-file",
+            str(server.defaults_file),
+        )
         args += ("--no-keep-perf-data",)  # findings are what is read: no binaries kept for a report elsewhere
         res = capture_under(load, out, *args)
     finally:
