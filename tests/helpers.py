@@ -172,12 +172,43 @@ def run_cli(*args: str, env: dict | None = None, timeout: float = 900) -> subpro
 
 
 def demo_cli(*args: str, timeout: float = 900) -> subprocess.CompletedProcess:
-    """``pmuprof demo ARGS`` (run_cli) holding the CPUs (shared.cpus_held): its workload's threads spin flat out
-    for the whole window, as a saturating sysbench does (one flat-out load at a time, docs/development.md)."""
-    from shared import cpus_held
-
-    with cpus_held():
+    """``pmuprof demo ARGS -o OUT`` (run_cli) holding the CPUs until its recording has ended: its workload's
+    threads spin flat out for the whole window, as a saturating sysbench does (one flat-out load at a time,
+    docs/development.md), and stop there (the demo's on_recorded); its folding and report are a report's."""
+    with cpus_held_while_recording(Path(args[list(args).index("-o") + 1])):
         return run_cli("demo", *args, timeout=timeout)
+
+
+@contextlib.contextmanager
+def cpus_held_while_recording(out: Path) -> Iterator[None]:
+    """shared.cpus_held for a block that runs a flat-out load and a capture into ``out`` of it, released as soon
+    as the capture's window is done (window_done: the load is no longer read) or the block ends, whichever is
+    first. A thread watches ``out``; one of the two releases, once."""
+    import threading
+
+    from shared import hold_cpus, release_cpus
+
+    hold_cpus()
+    released, once = threading.Event(), threading.Lock()
+
+    def release() -> None:
+        with once:
+            if not released.is_set():
+                released.set()
+                release_cpus()
+
+    def watch() -> None:
+        while not released.wait(0.05):
+            if window_done(out):
+                release()
+
+    watcher = threading.Thread(target=watch, name="cpus-held-while-recording", daemon=True)
+    watcher.start()
+    try:
+        yield
+    finally:
+        release()
+        watcher.join()
 
 
 def recorded(out: Path) -> bool:

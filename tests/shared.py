@@ -99,6 +99,7 @@ def hold_cpus() -> None:
     given = os.environ.get("PMUPROF_TEST_SHARED")
     if _hold.loads == 0 and given:
         fh = open(Path(given) / SATURATING_LOCK, "a")
+        timeline("want", _current_test())
         deadline = time.monotonic() + SATURATING_WAIT_S
         while True:
             try:

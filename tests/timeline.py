@@ -47,17 +47,24 @@ def summarise(rows) -> tuple[collections.Counter, collections.Counter, float, fl
     return wall, cpu, idle_cpu, rows[-1][0] - rows[0][0]
 
 
-def held(rows) -> tuple[float, collections.Counter]:
-    """Seconds the flat-out lock (tests/shared.py: hold_cpus) was held in all, and per module holding it."""
+def held(rows) -> tuple[float, collections.Counter, collections.Counter]:
+    """Seconds the flat-out lock (tests/shared.py: hold_cpus) was held in all, per module holding it, and per
+    module waiting for it (from its ``want`` row to its ``hold``)."""
     per: collections.Counter = collections.Counter()
+    waited: collections.Counter = collections.Counter()
     since: dict[str, tuple[float, str]] = {}
+    wanted: dict[str, float] = {}
     for t, worker, event, test, _busy in rows:
+        if event == "want":
+            wanted[worker] = t
+        elif event == "hold" and worker in wanted:
+            waited[test.split("::")[0]] += t - wanted.pop(worker)
         if event == "hold":
             since[worker] = (t, test)
         elif event == "release" and worker in since:
             begun, holder = since.pop(worker)
             per[holder.split("::")[0]] += t - begun
-    return sum(per.values()), per
+    return sum(per.values()), per, waited
 
 
 def main() -> None:
@@ -74,10 +81,14 @@ def main() -> None:
         print(f"{seconds:8.1f} {wall[name]:9.1f}  {name}")
     print(f"{sum(cpu.values()):8.1f} {sum(wall.values()):9.1f}  all tests ({span:.0f} s from first to last)")
     print(f"{idle_cpu:8.1f} {'':9}  busy with no test running (tier start-up, builds between tests)")
-    total, per = held(rows)
+    total, per, waited = held(rows)
     if total:
         print(f"\nflat-out lock held {total:.0f} s of {span:.0f} s ({total / span:.0%}); by module:")
         for name, seconds in per.most_common(args.top):
+            print(f"{seconds:8.1f}  {name}")
+    if waited:
+        print(f"\nwaited for the lock {sum(waited.values()):.0f} s; by module:")
+        for name, seconds in waited.most_common(args.top):
             print(f"{seconds:8.1f}  {name}")
 
 

@@ -18,8 +18,7 @@ from pmuprof.errors import UsageError
 from pmuprof.model.perfscript import fold_lines
 from pmuprof.paths import demo_source_dir
 
-from helpers import crowded, held_at_info
-from shared import cpus_held
+from helpers import cpus_held_while_recording, crowded, held_at_info
 
 NAMED_FRAMES = (
     "ut_delay",
@@ -164,7 +163,7 @@ class DemoRuns:
                 out_dir=out,
                 cache_dir=self.binary.parent,
             )
-            with cpus_held():  # four threads flat out: one such load at a time (docs/development.md)
+            with cpus_held_while_recording(out):  # four threads flat out: one such load at a time
                 result = run_demo(opts)
             assert result.workload_status == 0
             self._done[scenario] = out
@@ -348,7 +347,7 @@ def test_pmuprof_demo_healthy_gives_no_warning(
     _require_perf()
     monkeypatch.setenv("PMUPROF_CACHE", str(tmp_path / "cache"))
     out = tmp_path / "run"
-    with cpus_held():
+    with cpus_held_while_recording(out):
         assert main(["demo", "--scenario", "healthy", "--duration", "2", "-F", "499", "-q", "-o", str(out)]) == 0
     doc = _findings(out)
     loud = [f["rule"] for f in doc["findings"] if f["severity"] in ("warning", "critical")]
