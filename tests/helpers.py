@@ -157,8 +157,11 @@ def need_perf() -> str:
     return perf
 
 
-def run_cli(*args: str, env: dict | None = None, timeout: float = 900) -> subprocess.CompletedProcess:
-    """``python -m pmuprof ARGS`` as a real process (``timeout``: a hang detector, never the pass condition)."""
+def run_cli(
+    *args: str, env: dict | None = None, timeout: float = 900, own_session: bool = False
+) -> subprocess.CompletedProcess:
+    """``python -m pmuprof ARGS`` as a real process (``timeout``: a hang detector, never the pass condition).
+    ``own_session``: a scheduling group of its own (LiveCapture says why)."""
     full_env = {**os.environ, **(env or {})}
     full_env["PYTHONPATH"] = str(REPO) + os.pathsep + full_env.get("PYTHONPATH", "")
     return subprocess.run(
@@ -168,6 +171,7 @@ def run_cli(*args: str, env: dict | None = None, timeout: float = 900) -> subpro
         env=full_env,
         timeout=timeout,
         stdin=subprocess.DEVNULL,
+        start_new_session=own_session,
     )
 
 
@@ -176,7 +180,7 @@ def demo_cli(*args: str, timeout: float = 900) -> subprocess.CompletedProcess:
     threads spin flat out for the whole window, as a saturating sysbench does (one flat-out load at a time,
     docs/development.md), and stop there (the demo's on_recorded); its folding and report are a report's."""
     with cpus_held_while_recording(Path(args[list(args).index("-o") + 1])):
-        return run_cli("demo", *args, timeout=timeout)
+        return run_cli("demo", *args, timeout=timeout, own_session=True)
 
 
 @contextlib.contextmanager
@@ -264,7 +268,11 @@ class LiveCapture:
             for out, args in runs:
                 argv = [sys.executable, "-m", "pmuprof", "capture", *map(str, args), "-o", str(out)]
                 so, se = tempfile.TemporaryFile(), tempfile.TemporaryFile()
-                proc = subprocess.Popen(argv, stdout=so, stderr=se, env=full_env, stdin=subprocess.DEVNULL)
+                # a session of its own is a scheduling group of its own (autogroup, docs/development.md): its
+                # start-up and report get a share of the CPUs, not a slice of the tier's, while the load waits
+                proc = subprocess.Popen(
+                    argv, stdout=so, stderr=se, env=full_env, stdin=subprocess.DEVNULL, start_new_session=True
+                )
                 self._runs.append((Path(out), argv, proc, so, se))
         except BaseException:
             self.kill()
