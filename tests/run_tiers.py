@@ -40,6 +40,9 @@ from tiers import OPT_IN_TIERS, TIER_NAMES, TESTS, paths_of  # noqa: E402
 AFTER = {"host": (), "build": (), "fast": ("host",), "live": ("host",), "cleanroot": ("host", "live")}
 REPO = TESTS.parent
 GRACE_S = 20.0  # after SIGTERM, before SIGKILL, when the runner itself is stopped
+# The tiers that yield the CPUs to the others (the host tier, which the live tier waits for, and the live tier,
+# which ends last): their session's scheduling group (autogroup, docs/development.md) at this nice.
+YIELDING = {"fast": 5, "build": 5}
 
 
 @dataclass
@@ -102,6 +105,17 @@ def start(tier: Tier, env: dict[str, str]) -> None:
             start_new_session=True,  # its own group: stopping the runner stops every process a tier started
         )
     tier.started = time.monotonic()
+    if tier.name in YIELDING:
+        yield_cpus(tier.proc.pid, YIELDING[tier.name])
+
+
+def yield_cpus(pid: int, nice: int) -> None:
+    """The scheduling group of ``pid``'s session at ``nice`` (its processes' own nice is untouched); a kernel
+    without autogroups (no /proc/PID/autogroup) schedules by process: nothing to set."""
+    try:
+        Path(f"/proc/{pid}/autogroup").write_text(str(nice))
+    except OSError:
+        pass
 
 
 def finish(tier: Tier, status: int, usage: resource.struct_rusage) -> None:

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import fcntl
 import sys
+from pathlib import Path
+
+import pytest
 
 import run_tiers
 
@@ -44,3 +47,20 @@ def test_a_tier_not_run_does_not_hold_the_others_back(tmp_path, capsys):
         run_tiers.run_all(tiers, {}, lock)
     capsys.readouterr()
     assert journal.read_text().splitlines() == ["cleanroot start", "cleanroot end"]
+
+
+def test_a_yielding_tier_runs_at_its_nice_in_a_group_of_its_own(tmp_path):
+    """The fast tier's session is scheduled at YIELDING's nice, not the runner's group (where the kernel has
+    autogroups)."""
+    if not Path("/proc/self/autogroup").exists():
+        pytest.skip("no autogroups in this kernel: run_tiers sets nothing")
+    journal = tmp_path / "journal"
+    tier = run_tiers.Tier("fast", [sys.executable, "-c", STAND_IN, "fast", str(journal), "30"], tmp_path / "fast.log")
+    run_tiers.start(tier, {})
+    try:
+        mine = Path("/proc/self/autogroup").read_text().split()
+        theirs = Path(f"/proc/{tier.proc.pid}/autogroup").read_text().split()
+        assert theirs[0] != mine[0] and theirs[-1] == str(run_tiers.YIELDING["fast"]), (mine, theirs)
+    finally:
+        tier.proc.kill()
+        tier.proc.wait()
