@@ -29,9 +29,9 @@ def test_healthy_point_select_gives_at_most_info(mariadb114, mariadb114_load, tm
             "-p",
             str(mariadb114.pid),
             "-d",
-            "6",
+            "4",  # at 749 Hz: the samples of 6 s at 499 (a share's noise is its sample count's)
             "-F",
-            "499",
+            "749",
             "--no-keep-perf-data",  # the run directory is read, not perf.data nor the copied 313 MB mariadbd
             "--defaults-file",
             str(mariadb114.defaults_file),

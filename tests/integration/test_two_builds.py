@@ -51,10 +51,10 @@ def _capture(servers: list[mdb.MariaDB], *runs: tuple[mdb.MariaDB, Path, tuple[s
     try:
         for load in loads:
             load.connected()
-        # 5 s at 499 Hz: ~3,000 samples of the stripped server, whose spin share (0.2-0.33 seen) then has a
-        # binomial sd under 0.01
+        # 4 s at 624 Hz (the samples of 5 s at 499): ~3,000 samples of the stripped server, whose spin share
+        # (0.2-0.33 seen) then has a binomial sd under 0.01
         # --no-keep-perf-data: findings and analysis.json are what is read, no binaries kept
-        common = ("-d", "5", "-F", "499", "--no-keep-perf-data")
+        common = ("-d", "4", "-F", "624", "--no-keep-perf-data")
         args = [(out, ("-p", t.pid, *common, "--defaults-file", t.defaults_file, *extra)) for t, out, extra in runs]
         results = LiveCapture(loads, *args).results()
     finally:
