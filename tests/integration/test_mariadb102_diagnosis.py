@@ -53,16 +53,8 @@ def _capture(server: mdb.MariaDB, out: Path, spin_delay: int, load: dict[str, An
     running = mdb.SysbenchLoad(server, mdb.UNTIL_STOPPED, **load)
     try:
         running.connected()
-        args = (
-            "-p",
-            str(server.pid),
-            "-d",
-            str(SECONDS),
-            "-F",
-            str(FREQUENCY),
-            "--defaults-file",
-            str(server.defaults_file),
-        )
+        args = ("-p", str(server.pid), "-d", str(SECONDS), "-F", str(FREQUENCY))
+        args += ("--defaults-file", str(server.defaults_file))
         args += ("--no-keep-perf-data",)  # findings are what is read: no binaries kept for a report elsewhere
         res = capture_under(running, out, *args)
     finally:

@@ -32,16 +32,8 @@ def _dives(server: mdb.MariaDB, out: Path, *script_args: str) -> dict:
     load = mdb.SysbenchLoad(server, mdb.UNTIL_STOPPED, str(mdb.INDEX_DIVE_LUA), 16, script_args=script_args)
     try:
         load.connected()
-        args = (
-            "-p",
-            str(server.pid),
-            "-d",
-            str(SECONDS),
-            "-F",
-            str(FREQUENCY),
-            "--defaults-file",
-            str(server.defaults_file),
-        )
+        args = ("-p", str(server.pid), "-d", str(SECONDS), "-F", str(FREQUENCY))
+        args += ("--defaults-file", str(server.defaults_file))
         args += ("--no-keep-perf-data",)  # findings are what is read: no binaries kept for a report elsewhere
         res = capture_under(load, out, *args)
     finally:
