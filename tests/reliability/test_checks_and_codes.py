@@ -33,7 +33,8 @@ def test_watch_checks_its_options_before_polling(pmuprof, tmp_path, option, valu
     t0 = time.monotonic()
     res = pmuprof("watch", "-p", os.getpid(), "--trigger", "cpu>1", "--no-mysql", "-o", tmp_path / "w", option, value)
     one_line(res, 2, needle)
-    assert time.monotonic() - t0 < 5 and not (tmp_path / "w").exists()
+    # a watch that polled would run until stopped: the bound is a hang detector for a starved worker, not a speed
+    assert time.monotonic() - t0 < 60 and not (tmp_path / "w").exists()
 
 
 def test_kthreadd_is_refused_like_every_kernel_thread(pmuprof, tmp_path):

@@ -170,8 +170,13 @@ def test_ending_the_window_does_not_wait_for_perf_to_finish_its_file(tmp_path: P
     waits for them."""
     from pmuprof.capture.runner import Bounded
 
-    ready = tmp_path / "trapped"
-    finishing = ["sh", "-c", f"trap 'sleep 1; exit 0' INT; : > {ready}; while :; do sleep 0.05; done"]
+    ready, go = tmp_path / "trapped", tmp_path / "go"
+    # after SIGINT it writes on until told to finish (not for a second: a starved test could miss that)
+    finishing = [
+        "sh",
+        "-c",
+        f"trap 'until [ -e {go} ]; do sleep 0.05; done; exit 0' INT; : > {ready}; while :; do sleep 0.05; done",
+    ]
     bounded = Bounded({"record": (finishing, tmp_path / "record.log")}, (), None)
     bounded.start()
     while not ready.exists():  # its trap is set: SIGINT now makes it finish, as perf record does
@@ -180,6 +185,7 @@ def test_ending_the_window_does_not_wait_for_perf_to_finish_its_file(tmp_path: P
     out = bounded.end()
     assert out.elapsed_s >= 0 and out.window_start_s == bounded.t0
     assert bounded.started["record"].poll() is None  # still writing: end() did not wait
+    go.touch()
     assert bounded.end() is out and bounded.stop() is out
     assert out.returncodes == {"record": 0}  # finished and exited by itself, not killed
 

@@ -120,7 +120,7 @@ def test_a_hung_reader_is_stopped_in_bounded_time(tmp_path, monkeypatch):
     t0 = time.monotonic()
     with pytest.raises(FoldError, match="used no CPU"):
         perfdata_reader.fold_perf_data_native(tmp_path / "perf.data", binary=exe)
-    assert time.monotonic() - t0 < 10
+    assert time.monotonic() - t0 < 45  # before the reader's own 60 s: a starved worker may take seconds
 
 
 @pytest.mark.parametrize(("env", "inline"), [(None, True), ("0", True), ("1", False)])

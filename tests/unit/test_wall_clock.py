@@ -54,5 +54,6 @@ def kolkata():
 def test_read_clock_pairs_the_clocks_and_keeps_the_host_offset(kolkata):
     c = read_clock()
     assert c.utc_offset_s == 19800 and c.zone == "IST"
-    # the pair says what time.time() says now, to a few milliseconds
-    assert c.epoch_s + (time.monotonic() - c.monotonic_s) == pytest.approx(time.time(), abs=0.05)
+    # the pair says what time.time() says now (to a few milliseconds on a quiet host; a starved test process may
+    # be preempted between its two readings, and a wrong pairing is off by hours)
+    assert c.epoch_s + (time.monotonic() - c.monotonic_s) == pytest.approx(time.time(), abs=1.0)
