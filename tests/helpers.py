@@ -161,7 +161,7 @@ def run_cli(
     *args: str, env: dict | None = None, timeout: float = 900, own_session: bool = False
 ) -> subprocess.CompletedProcess:
     """``python -m pmuprof ARGS`` as a real process (``timeout``: a hang detector, never the pass condition).
-    ``own_session``: a scheduling group of its own (LiveCapture says why)."""
+    ``own_session``: a scheduling group of its own (LiveCapture says why), ended with the test (_die_with_test)."""
     full_env = {**os.environ, **(env or {})}
     full_env["PYTHONPATH"] = str(REPO) + os.pathsep + full_env.get("PYTHONPATH", "")
     return subprocess.run(
@@ -172,15 +172,27 @@ def run_cli(
         timeout=timeout,
         stdin=subprocess.DEVNULL,
         start_new_session=own_session,
+        preexec_fn=die_with_test() if own_session else None,
     )
 
 
-def demo_cli(*args: str, timeout: float = 900) -> subprocess.CompletedProcess:
+def die_with_test() -> Callable[[], None]:
+    """For a child started in a session of its own, out of reach of its tier's group signal (tests/run_tiers.py):
+    a preexec_fn that has it sent SIGINT when the test's process ends, even by SIGKILL (prctl PR_SET_PDEATHSIG),
+    which pmuprof takes as a Ctrl-C: it stops its capture and writes what it has, and its perf and tracer end
+    with it. prctl is looked up here, in the parent: the child between fork and exec only calls it."""
+    import ctypes
+
+    prctl = ctypes.CDLL(None, use_errno=True).prctl
+    return lambda: prctl(1, signal.SIGINT)  # 1: PR_SET_PDEATHSIG
+
+
+def demo_cli(out: Path, *args: str, timeout: float = 900) -> subprocess.CompletedProcess:
     """``pmuprof demo ARGS -o OUT`` (run_cli) holding the CPUs until its recording has ended: its workload's
     threads spin flat out for the whole window, as a saturating sysbench does (one flat-out load at a time,
     docs/development.md), and stop there (the demo's on_recorded); its folding and report are a report's."""
-    with cpus_held_while_recording(Path(args[list(args).index("-o") + 1])):
-        return run_cli("demo", *args, timeout=timeout, own_session=True)
+    with cpus_held_while_recording(out):
+        return run_cli("demo", *args, "-o", str(out), timeout=timeout, own_session=True)
 
 
 @contextlib.contextmanager
@@ -192,7 +204,6 @@ def cpus_held_while_recording(out: Path) -> Iterator[None]:
 
     from shared import hold_cpus, release_cpus
 
-    hold_cpus()
     released, once = threading.Event(), threading.Lock()
 
     def release() -> None:
@@ -207,12 +218,14 @@ def cpus_held_while_recording(out: Path) -> Iterator[None]:
                 release()
 
     watcher = threading.Thread(target=watch, name="cpus-held-while-recording", daemon=True)
-    watcher.start()
-    try:
+    hold_cpus()
+    try:  # the block must not hold or release the CPUs itself: shared._hold is this thread's and the watcher's
+        watcher.start()
         yield
     finally:
         release()
-        watcher.join()
+        if watcher.is_alive():
+            watcher.join()
 
 
 def recorded(out: Path) -> bool:
@@ -271,7 +284,13 @@ class LiveCapture:
                 # a session of its own is a scheduling group of its own (autogroup, docs/development.md): its
                 # start-up and report get a share of the CPUs, not a slice of the tier's, while the load waits
                 proc = subprocess.Popen(
-                    argv, stdout=so, stderr=se, env=full_env, stdin=subprocess.DEVNULL, start_new_session=True
+                    argv,
+                    stdout=so,
+                    stderr=se,
+                    env=full_env,
+                    stdin=subprocess.DEVNULL,
+                    start_new_session=True,
+                    preexec_fn=die_with_test(),
                 )
                 self._runs.append((Path(out), argv, proc, so, se))
         except BaseException:

@@ -16,17 +16,7 @@ def captures(tmp_path_factory):
     need_perf()
     base = tmp_path_factory.mktemp("demo-diff")
     for delay in (30, 6):
-        res = demo_cli(
-            "--scenario",
-            "index-dive",
-            "--spin-wait-delay",
-            str(delay),
-            "-d",
-            "3",
-            "-o",
-            str(base / f"d{delay}"),
-            "-q",
-        )
+        res = demo_cli(base / f"d{delay}", "--scenario", "index-dive", "--spin-wait-delay", str(delay), "-d", "3", "-q")
         assert res.returncode == 0, res.stderr
     return base
 

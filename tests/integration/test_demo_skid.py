@@ -21,7 +21,7 @@ def _annotate(run_dir, symbol: str) -> dict:
 def test_samples_move_from_after_the_stall_onto_it(tmp_path, scenario, symbol, culprit):
     need_perf()
     out = tmp_path / scenario
-    res = demo_cli("--scenario", scenario, "-d", "3", "-o", str(out), "-q")
+    res = demo_cli(out, "--scenario", scenario, "-d", "3", "-q")
     assert res.returncode == 0, res.stderr
     data = _annotate(out, symbol)
     insns, total = data["instructions"], sum(i["raw"] for i in data["instructions"])

@@ -22,7 +22,7 @@ DURATION = 10
 def spike_run(tmp_path_factory) -> Path:
     need_perf()
     out = tmp_path_factory.mktemp("spike") / "run"
-    res = demo_cli("--scenario", "spike", "-d", str(DURATION), "-q", "-o", str(out))
+    res = demo_cli(out, "--scenario", "spike", "-d", str(DURATION), "-q")
     assert res.returncode == 0, res.stderr
     return out
 

@@ -50,7 +50,7 @@ def _same(live: dict, other: dict, what: str) -> None:
 def test_demo_capture_perf_data_and_script_text_agree(tmp_path: Path) -> None:
     need_perf()
     run = tmp_path / "run"
-    res = demo_cli("--scenario", "mixed", "-d", "3", "-o", str(run), "-q")
+    res = demo_cli(run, "--scenario", "mixed", "-d", "3", "-q")
     assert res.returncode == 0, res.stderr
     live = _facts(run)
     assert live["findings"], "the mixed demo fires rules"
