@@ -49,7 +49,7 @@ def test_a_tier_not_run_does_not_hold_the_others_back(tmp_path, capsys):
     assert journal.read_text().splitlines() == ["cleanroot start", "cleanroot end"]
 
 
-def test_a_yielding_tier_runs_at_its_nice_in_a_group_of_its_own(tmp_path):
+def test_a_yielding_tier_runs_at_its_nice_in_a_group_of_its_own(tmp_path, capsys):
     """The fast tier's session is scheduled at YIELDING's nice, not the runner's group (where the kernel has
     autogroups)."""
     if not Path("/proc/self/autogroup").exists():
@@ -60,6 +60,8 @@ def test_a_yielding_tier_runs_at_its_nice_in_a_group_of_its_own(tmp_path):
     try:
         mine = Path("/proc/self/autogroup").read_text().split()
         theirs = Path(f"/proc/{tier.proc.pid}/autogroup").read_text().split()
+        if not mine or "could not be set" in capsys.readouterr().out:
+            pytest.skip(f"this process may not set a scheduling group's nice here: {mine}")
         assert theirs[0] != mine[0] and theirs[-1] == str(run_tiers.YIELDING["fast"]), (mine, theirs)
     finally:
         tier.proc.kill()
