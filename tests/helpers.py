@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from pmuprof.capture.runner import die_with_parent
 from pmuprof.model.analysis import Analysis
 from pmuprof.model.counters import Counters
 from pmuprof.model.jsontypes import from_json
@@ -161,7 +162,8 @@ def run_cli(
     *args: str, env: dict | None = None, timeout: float = 900, own_session: bool = False
 ) -> subprocess.CompletedProcess:
     """``python -m pmuprof ARGS`` as a real process (``timeout``: a hang detector, never the pass condition).
-    ``own_session``: a scheduling group of its own (LiveCapture says why), ended with the test (_die_with_test)."""
+    ``own_session``: a scheduling group of its own (LiveCapture says why), ended with the test (die_with_parent:
+    out of reach of its tier's group signal, tests/run_tiers.py)."""
     full_env = {**os.environ, **(env or {})}
     full_env["PYTHONPATH"] = str(REPO) + os.pathsep + full_env.get("PYTHONPATH", "")
     return subprocess.run(
@@ -172,19 +174,8 @@ def run_cli(
         timeout=timeout,
         stdin=subprocess.DEVNULL,
         start_new_session=own_session,
-        preexec_fn=die_with_test() if own_session else None,
+        preexec_fn=die_with_parent() if own_session else None,
     )
-
-
-def die_with_test() -> Callable[[], None]:
-    """For a child started in a session of its own, out of reach of its tier's group signal (tests/run_tiers.py):
-    a preexec_fn that has it sent SIGINT when the test's process ends, even by SIGKILL (prctl PR_SET_PDEATHSIG),
-    which pmuprof takes as a Ctrl-C: it stops its capture and writes what it has, and its perf and tracer end
-    with it. prctl is looked up here, in the parent: the child between fork and exec only calls it."""
-    import ctypes
-
-    prctl = ctypes.CDLL(None, use_errno=True).prctl
-    return lambda: prctl(1, signal.SIGINT)  # 1: PR_SET_PDEATHSIG
 
 
 def demo_cli(out: Path, *args: str, timeout: float = 900) -> subprocess.CompletedProcess:
@@ -290,7 +281,7 @@ class LiveCapture:
                     env=full_env,
                     stdin=subprocess.DEVNULL,
                     start_new_session=True,
-                    preexec_fn=die_with_test(),
+                    preexec_fn=die_with_parent(),  # ends with the test: its tier's group signal no longer reaches it
                 )
                 self._runs.append((Path(out), argv, proc, so, se))
         except BaseException:

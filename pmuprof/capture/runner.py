@@ -24,12 +24,15 @@ Progress = Callable[[float, float, int], None]  # (elapsed_s, duration_s, perf.d
 _PR_SET_PDEATHSIG = 1
 
 
-def _die_with_parent() -> None:
-    """In the child: if pmuprof dies (even SIGKILL), perf gets SIGINT and writes what it has."""
+def die_with_parent() -> Callable[[], None]:
+    """A preexec_fn: if its parent dies (even by SIGKILL), the child gets SIGINT (prctl PR_SET_PDEATHSIG): perf
+    writes what it has, a pmuprof stops and writes its run. prctl is looked up here, in the parent: between fork
+    and exec the child only calls it (a lookup there could wait on a lock another thread held at the fork)."""
     try:
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGINT)
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
     except (OSError, AttributeError):
-        pass
+        return lambda: None
+    return lambda: prctl(_PR_SET_PDEATHSIG, signal.SIGINT)
 
 
 def spawn(argv: Sequence[str], stderr_path: Path, pass_fds: Sequence[int] = ()) -> subprocess.Popen:
@@ -43,7 +46,7 @@ def spawn(argv: Sequence[str], stderr_path: Path, pass_fds: Sequence[int] = ()) 
             stdout=subprocess.DEVNULL,
             stderr=err_fd,
             start_new_session=True,
-            preexec_fn=_die_with_parent,
+            preexec_fn=die_with_parent(),
             pass_fds=tuple(pass_fds),
         )
     except FileNotFoundError as err:
